@@ -1,0 +1,195 @@
+//! The command line: clap definitions, kubectl-plugin naming, dispatch, exit codes.
+//!
+//! Exit codes (stable): 0 ok; 1 runtime failure with a one-line cause on stderr; 2 usage
+//! error. Data goes to stdout, diagnostics to stderr.
+
+use std::{
+    ffi::OsString,
+    io::{IsTerminal, Write},
+    path::Path,
+    process::ExitCode,
+};
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+
+use crate::{
+    classify::ClassifyOptions,
+    explain::{explain, render_text},
+    input::{self, InputError},
+    model::Time,
+};
+
+/// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "spark-triage", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Explain pods from a file or stdin: Spark's state, why each ended or waits, and what Spark concludes.
+    ///
+    /// Reads a Pod, a PodList or a `kubectl get … -o json|yaml` List (pods and events may
+    /// be mixed), as JSON, a JSON stream, or YAML.
+    #[command(after_help = "Examples:\n  \
+        kubectl get pod my-app-exec-7 -o json | spark-triage explain -\n  \
+        kubectl get pods,events -n spark-jobs -o yaml | spark-triage explain - --output json\n  \
+        spark-triage explain pods.json --events events.json")]
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Input file, or `-` for stdin.
+    #[arg(value_name = "FILE|-")]
+    pub file: Option<String>,
+    /// An EventList (core/v1 or events.k8s.io/v1, JSON or YAML) to match to the pods.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// The executor container's name (spark.kubernetes.executor.podTemplateContainerName).
+    /// Detected from each pod when not given.
+    #[arg(long, value_name = "NAME")]
+    pub spark_container: Option<String>,
+    /// spark.kubernetes.executor.checkAllContainers (Spark 4 default: true; Spark 3: false).
+    #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+    pub check_all_containers: Option<bool>,
+    /// Evaluate time-based rules at this RFC 3339 time instead of now (for reproducible output).
+    #[arg(long, value_name = "RFC3339", hide = true)]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+/// A failure the user should read: one line, exit code attached.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Input(_) | Self::Runtime(_) => 1,
+        }
+    }
+}
+
+/// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
+pub fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command();
+    if invoked_as_plugin(&args) {
+        cmd = cmd
+            .name("kubectl spark-triage")
+            .bin_name("kubectl spark-triage");
+    }
+    let program = cmd.get_name().to_owned();
+    let cli = match cmd
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("{program}: {f}");
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+/// kubectl runs plugins by their file name `kubectl-<name>`.
+fn invoked_as_plugin(args: &[OsString]) -> bool {
+    args.first()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("kubectl-"))
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Explain(args) => run_explain(args),
+    }
+}
+
+fn run_explain(args: ExplainArgs) -> Result<ExitCode, Failure> {
+    let file = match args.file {
+        Some(f) => f,
+        None if std::io::stdin().is_terminal() => {
+            return Err(Failure::Usage(
+                "explain needs a FILE, or `-` with a pod on stdin (e.g. kubectl get pod X -o json | spark-triage explain -)".into(),
+            ));
+        }
+        None => "-".to_owned(),
+    };
+    let now: Time = match &args.now {
+        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+            .map_err(|e| Failure::Usage(format!("--now {t:?}: {e}")))?
+            .to_utc(),
+        None => chrono::Utc::now(),
+    };
+    let origin = input::origin_name(&file);
+    let mut objects = input::read_pods(&input::read_source(&file)?, &origin)?;
+    if let Some(path) = &args.events {
+        let events = input::read_events(&input::read_source(path)?, &input::origin_name(path))?;
+        objects.events.extend(events.events);
+        objects.skipped.extend(events.skipped);
+        objects.invalid.extend(events.invalid);
+    }
+    for line in &objects.skipped {
+        eprintln!("note: {line}");
+    }
+    for line in &objects.invalid {
+        eprintln!("error: {line}");
+    }
+    let opts = ClassifyOptions {
+        spark_container: args.spark_container,
+        check_all_containers: args.check_all_containers,
+    };
+    let report = explain(&objects.pods, &objects.events, &opts, now);
+    let text = match args.output {
+        Output::Text => render_text(&report),
+        Output::Json => {
+            let mut s = serde_json::to_string_pretty(&report)
+                .map_err(|e| Failure::Runtime(format!("cannot write JSON: {e}")))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text)?;
+    Ok(if objects.invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::Runtime(format!("cannot write to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,241 @@
+//! Endings that come from outside the executor: eviction, preemption, node loss, deletion.
+//!
+//! Ref: Kubernetes pod disruption conditions (`DisruptionTarget` reasons
+//! `PreemptionByScheduler`, `TerminationByKubelet`, `EvictionByEvictionAPI`,
+//! `DeletionByTaintManager`, `DeletionByPodGC`), kubelet eviction status (`reason: Evicted`).
+
+use super::{Code, Finding, Severity, Subject, human_duration};
+use crate::model::{PodCondition, fmt_time};
+
+const REF_DISRUPTION: &str =
+    "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions";
+const REF_EVICTION: &str =
+    "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/";
+const REF_PREEMPTION: &str =
+    "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/";
+const REF_DELETION: &str =
+    "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination";
+
+/// `DisruptionTarget=True` with one of these reasons.
+fn disruption<'a>(s: &'a Subject<'_>, reasons: &[&str]) -> Option<&'a PodCondition> {
+    s.pod
+        .condition("DisruptionTarget")
+        .filter(|c| c.status == "True" && c.reason.as_deref().is_some_and(|r| reasons.contains(&r)))
+}
+
+fn describe_condition(c: &PodCondition) -> String {
+    let mut s = format!(
+        "conditions[{}]: status={} reason={}",
+        c.type_,
+        c.status,
+        c.reason.as_deref().unwrap_or("-")
+    );
+    if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+        s.push_str(&format!(" message={m:?}"));
+    }
+    s
+}
+
+pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let status = s.pod.status.as_ref();
+    let by_kubelet = status.and_then(|st| st.reason.as_deref()) == Some("Evicted");
+    let kubelet_cond = disruption(s, &["TerminationByKubelet"]);
+    let api_cond = disruption(s, &["EvictionByEvictionAPI"]);
+    let event = s.last_event(&["Evicted"]);
+    if !by_kubelet && kubelet_cond.is_none() && api_cond.is_none() && event.is_none() {
+        return;
+    }
+    let message = status
+        .and_then(|st| st.message.as_deref())
+        .or_else(|| event.and_then(|e| e.message.as_deref()))
+        .unwrap_or_default();
+    let mut f = if api_cond.is_some() && !by_kubelet {
+        Finding::new(
+            Code::Evicted,
+            Severity::Warn,
+            "Evicted through the Eviction API (a node drain or the cluster autoscaler removing the node)",
+        )
+        .hint(
+            "Something asked for this pod's eviction, usually `kubectl drain` or an autoscaler \
+             scale-down. Spark replaces the executor, but cached blocks and shuffle files on it \
+             are lost: consider spark.decommission.enabled with \
+             spark.storage.decommission.shuffleBlocks.enabled, or the annotation \
+             cluster-autoscaler.kubernetes.io/safe-to-evict=false on executors.",
+        )
+        .reference(REF_DISRUPTION)
+    } else {
+        let resource = low_resource(message);
+        let summary = match resource {
+            Some(r) => format!("Evicted by the kubelet: the node was low on {r}"),
+            None => "Evicted by the kubelet (node pressure)".to_owned(),
+        };
+        let hint = match resource {
+            Some("ephemeral-storage") => {
+                "The node ran out of local disk; Spark's shuffle and spill files live under \
+                 spark.local.dir. Request ephemeral-storage for executors, mount a larger volume \
+                 for local dirs (spark.kubernetes.executor.volumes.*, spark-local-dir-* names), or \
+                 use memory-backed dirs with care (spark.kubernetes.local.dirs.tmpfs)."
+            }
+            _ => {
+                "The kubelet evicts pods that use more than they request when the node runs low. \
+                 Set memory requests equal to limits for executors (Guaranteed QoS is evicted \
+                 last), or move them to nodes with headroom."
+            }
+        };
+        Finding::new(Code::Evicted, Severity::Warn, summary)
+            .hint(hint)
+            .reference(REF_EVICTION)
+    };
+    if by_kubelet {
+        f = f.evidence(format!("status.reason=Evicted status.message={message:?}"));
+    }
+    for c in [kubelet_cond, api_cond].into_iter().flatten() {
+        f = f.evidence(describe_condition(c));
+    }
+    f = f.evidence_all(s.events_with("Evicted").map(|e| e.describe()));
+    out.push(f);
+}
+
+/// `memory` from `The node was low on resource: memory. Threshold quantity: …`.
+fn low_resource(message: &str) -> Option<&str> {
+    let rest = message.split("low on resource: ").nth(1)?;
+    let r = rest
+        .split(|c: char| c == '.' || c == ',' || c.is_whitespace())
+        .next()?;
+    (!r.is_empty()).then_some(r)
+}
+
+pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let cond = disruption(s, &["PreemptionByScheduler", "PreemptionByKubeScheduler"]);
+    let events: Vec<String> = s
+        .events_with("Preempted")
+        .chain(s.events_with("Preempting"))
+        .map(|e| e.describe())
+        .collect();
+    if cond.is_none() && events.is_empty() {
+        return;
+    }
+    let by = cond
+        .and_then(|c| c.message.as_deref())
+        .and_then(|m| {
+            m.split("scheduled by ")
+                .nth(1)
+                .or_else(|| m.split("pod: ").nth(1))
+        })
+        .map(|who| format!(" for {}", who.trim_matches('"')))
+        .unwrap_or_default();
+    let mut f = Finding::new(
+        Code::Preempted,
+        Severity::Warn,
+        format!("Preempted by the scheduler to make room for a higher-priority pod{by}"),
+    )
+    .hint(
+        "A pod with a higher priority needed this node. Give the Spark application a \
+         PriorityClass (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
+         on nodes where preemption is not expected.",
+    )
+    .reference(REF_PREEMPTION);
+    if let Some(c) = cond {
+        f = f.evidence(describe_condition(c));
+    }
+    out.push(f.evidence_all(events));
+}
+
+pub(super) fn node_lost(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let phase_unknown = s.pod.phase() == Some("Unknown");
+    let reason_lost = s.pod.status.as_ref().and_then(|st| st.reason.as_deref()) == Some("NodeLost");
+    let taint = disruption(s, &["DeletionByTaintManager"]);
+    let events: Vec<String> = s
+        .events_with("NodeNotReady")
+        .chain(s.events_with("TaintManagerEviction"))
+        .map(|e| e.describe())
+        .collect();
+    if !phase_unknown && !reason_lost && taint.is_none() && events.is_empty() {
+        return;
+    }
+    let node = s.pod.node_name.as_deref().unwrap_or("its node");
+    let mut f = Finding::new(
+        Code::NodeLost,
+        Severity::Error,
+        format!("Node {node} stopped reporting; the pod's real state is unknown"),
+    )
+    .hint(
+        "The node is NotReady or gone. Spark asks for a replacement of a pod in phase Unknown but \
+         keeps the old one; the node controller deletes it after the not-ready toleration \
+         (300s by default). Check `kubectl describe node` and the node's cloud instance.",
+    )
+    .reference(REF_DISRUPTION);
+    if phase_unknown {
+        f = f.evidence("status.phase=Unknown");
+    }
+    if reason_lost {
+        f = f.evidence("status.reason=NodeLost");
+    }
+    if let Some(c) = taint {
+        f = f.evidence(describe_condition(c));
+    }
+    out.push(f.evidence_all(events));
+}
+
+pub(super) fn deleted(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let Some(d) = &s.pod.deletion else {
+        return;
+    };
+    let grace = d.grace_period_seconds.unwrap_or(30);
+    let overdue = s.now - d.at - chrono::Duration::seconds(grace);
+    let mut summary = format!("Deletion requested at {} (grace {grace}s)", fmt_time(&d.at));
+    let mut severity = Severity::Info;
+    if !s.pod.finalizers.is_empty() {
+        summary.push_str(&format!(
+            "; kept by finalizers [{}]",
+            s.pod.finalizers.join(", ")
+        ));
+        if overdue > chrono::Duration::seconds(60) {
+            summary.push_str(&format!(
+                ", Terminating for {} past its grace period",
+                human_duration(overdue)
+            ));
+            severity = Severity::Warn;
+        }
+    }
+    let mut f = Finding::new(Code::Deleted, severity, summary)
+        .hint(
+            "Spark logs such an executor as \"deleted by a user or the framework\" and does not \
+             count it against the application. Spark deletes executors it has removed (failure, \
+             dynamic-allocation scale-down, kill, application end); otherwise an operator or a \
+             controller did. A finalizer keeps the pod (and its status) until it is removed.",
+        )
+        .reference(REF_DELETION)
+        .evidence(format!(
+            "metadata.deletionTimestamp={} deletionGracePeriodSeconds={}",
+            fmt_time(&d.at),
+            d.grace_period_seconds
+                .map_or_else(|| "unset".to_owned(), |g| g.to_string())
+        ));
+    if !s.pod.finalizers.is_empty() {
+        f = f.evidence(format!("metadata.finalizers={:?}", s.pod.finalizers));
+    }
+    out.push(f.evidence_all(s.events_with("Killing").map(|e| e.describe())));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn low_resource_parses_kubelet_messages() {
+        use super::low_resource;
+        assert_eq!(
+            low_resource(
+                "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi."
+            ),
+            Some("memory")
+        );
+        assert_eq!(
+            low_resource(
+                "The node was low on resource: ephemeral-storage. Container x was using 10Gi"
+            ),
+            Some("ephemeral-storage")
+        );
+        assert_eq!(low_resource("Pod was evicted"), None);
+        assert_eq!(low_resource("low on resource: "), None);
+    }
+}

@@ -1,0 +1,249 @@
+//! Why the Spark container exited: its terminated state (or `lastState` after a restart).
+//!
+//! Ref: Spark `ExecutorExitCode.scala`, `SparkExitCode.scala`,
+//! `ExecutorPodsLifecycleManager.describeExitCode`; Kubernetes `ContainerStateTerminated`
+//! (reason `OOMKilled` is set by the kubelet from the cgroup OOM event).
+
+use super::{Code, Finding, Severity, Subject};
+use crate::model::{ExecutorPod, Terminated, fmt_time};
+
+const REF_SPARK_EXIT: &str = "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/executor/ExecutorExitCode.scala";
+const REF_LIFECYCLE: &str = "https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala";
+const REF_OOM: &str = "https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/#exceed-a-container-s-memory-limit";
+const REF_TERMINATION: &str =
+    "https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination";
+
+/// One finding for the Spark container's exit, if it has exited (now or before a restart).
+pub(super) fn spark_container_exit(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let name = s.spark_container();
+    let Some(status) = s.pod.container_status(name) else {
+        return;
+    };
+    let (t, field, previous) = match (status.terminated(), status.last_state.terminated()) {
+        (Some(t), _) => (t, "state", false),
+        (None, Some(t)) => (t, "lastState", true),
+        (None, None) => return,
+    };
+    let mut evidence = vec![describe_terminated(name, field, t)];
+    if let Some(m) = t.message.as_deref().filter(|m| !m.trim().is_empty()) {
+        evidence.push(format!("terminated.message: {}", first_line(m)));
+    }
+    let when = if previous {
+        " (before its last restart)"
+    } else {
+        ""
+    };
+    let finding = if t.reason.as_deref() == Some("OOMKilled") {
+        container_oom(s.pod, name, t, when)
+    } else {
+        by_exit_code(s, name, t, when)
+    };
+    let mut finding = finding.reference_if_unset(REF_SPARK_EXIT);
+    // The terminated state is the primary evidence: list it first.
+    finding.evidence.splice(0..0, evidence);
+    out.push(finding);
+}
+
+fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> Finding {
+    let limit = pod
+        .container_spec(name)
+        .and_then(|c| c.limits.memory.clone());
+    let request = pod
+        .container_spec(name)
+        .and_then(|c| c.requests.memory.clone());
+    let at = limit
+        .as_deref()
+        .map(|l| format!(" at its {l} memory limit"))
+        .unwrap_or_default();
+    let mut f = Finding::new(
+        Code::ContainerOomKilled,
+        Severity::Error,
+        format!(
+            "Container {name} was OOMKilled{at}{when} (exit {}): the kernel's cgroup OOM killer ended it",
+            t.exit_code
+        ),
+    )
+    .hint(
+        "The container's total memory (JVM heap + off-heap + native + Python workers) passed its \
+         limit; the heap itself did not overflow (that would be exit 52). Raise \
+         spark.executor.memoryOverhead (or spark.executor.memoryOverheadFactor, default 0.1, 0.4 \
+         for PySpark/R); check spark.memory.offHeap.size, spark.executor.pyspark.memory and \
+         native libraries. Raising spark.executor.memory alone makes this worse.",
+    )
+    .reference(REF_OOM);
+    if let Some(l) = limit {
+        f = f.evidence(format!(
+            "spec.containers[{name}].resources.limits.memory={l}"
+        ));
+    }
+    if let Some(r) = request {
+        f = f.evidence(format!(
+            "spec.containers[{name}].resources.requests.memory={r}"
+        ));
+    }
+    f
+}
+
+fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Finding {
+    let code = t.exit_code;
+    let exited = |what: &str| format!("Container {name} {what}{when} (exit {code})");
+    match code {
+        0 => Finding::new(Code::Succeeded, Severity::Info, exited("exited cleanly"))
+            .hint("Nothing to fix: the executor finished, usually because the driver stopped it.")
+            .reference(REF_LIFECYCLE),
+        52 => Finding::new(
+            Code::JvmOom,
+            Severity::Error,
+            exited("died of a JVM OutOfMemoryError"),
+        )
+        .hint(
+            "The JVM heap overflowed (java.lang.OutOfMemoryError; Spark's handler exits 52). \
+             Raise spark.executor.memory, or give each task more heap: fewer \
+             spark.executor.cores, more partitions (spark.sql.shuffle.partitions, repartition), \
+             and look for skewed keys. memoryOverhead does not help here.",
+        ),
+        50 | 51 | 10 => Finding::new(
+            Code::UncaughtException,
+            Severity::Error,
+            exited("died of an uncaught exception"),
+        )
+        .hint("Read the executor log (kubectl logs --previous when restarted) for the stack trace."),
+        53 => Finding::new(
+            Code::LocalDirFailure,
+            Severity::Error,
+            exited("could not create its local directory"),
+        )
+        .hint(
+            "Spark could not create a directory under spark.local.dir (SPARK_LOCAL_DIRS): check \
+             the volume behind it (spark.kubernetes.executor.volumes.*, emptyDir sizeLimit), free \
+             space and permissions.",
+        ),
+        56 => Finding::new(
+            Code::HeartbeatFailure,
+            Severity::Error,
+            exited("could not send heartbeats to the driver"),
+        )
+        .hint(
+            "The executor lost the driver: a driver in long GC or overloaded, a network policy, \
+             or the driver pod gone. Check the driver's health; spark.network.timeout and \
+             spark.executor.heartbeatInterval bound how long it waits.",
+        ),
+        57 => Finding::new(
+            Code::TaskReaper,
+            Severity::Warn,
+            exited("was killed by Spark's TaskReaper"),
+        )
+        .hint(
+            "A task did not stop within spark.task.reaper.killTimeout after it was cancelled; \
+             look for tasks stuck in native code, blocking I/O or user code ignoring interrupts.",
+        ),
+        143 => sigterm(s, exited("was stopped by SIGTERM")),
+        137 => node_sigkill(s, exited("was SIGKILLed without OOMKilled")),
+        139 => Finding::new(Code::Sigsegv, Severity::Error, exited("crashed with SIGSEGV"))
+            .hint("A native crash (JNI, native library, JVM bug). Look for hs_err_pid*.log in the log or the work dir."),
+        134 => Finding::new(Code::Sigabrt, Severity::Error, exited("aborted (SIGABRT)"))
+            .hint("The JVM aborted, usually a fatal JVM error: look for hs_err_pid*.log and 'A fatal error has been detected' in the log.")
+            .reference(REF_SPARK_EXIT),
+        126 | 127 => Finding::new(
+            Code::NotExecutable,
+            Severity::Error,
+            exited(if code == 126 { "could not execute its entrypoint" } else { "did not find its entrypoint" }),
+        )
+        .hint(
+            "The image's entrypoint is not executable or not found: an image built for another \
+             CPU architecture (arm64 vs amd64), wrong permissions, or a bad \
+             spark.kubernetes.container.image.",
+        ),
+        _ => Finding::new(Code::GenericError, Severity::Error, exited("failed"))
+            .hint("Read the executor log for the error (kubectl logs, --previous after a restart)."),
+    }
+}
+
+fn sigterm(s: &Subject<'_>, summary: String) -> Finding {
+    // SIGTERM on a pod being deleted is the normal end of a kill or a scale-down.
+    let asked = s.pod.deletion.is_some() || s.pod.condition("DisruptionTarget").is_some();
+    let mut f = Finding::new(
+        Code::Sigterm,
+        if asked { Severity::Info } else { Severity::Warn },
+        summary,
+    )
+    .hint(
+        "SIGTERM means something asked the pod to stop: a deletion (Spark's own after the \
+         executor was removed, dynamic-allocation scale-down, a user), a node drain or a \
+         preemption. Look at the deletion and disruption findings; if none, check who deletes pods.",
+    )
+    .reference(REF_TERMINATION);
+    if let Some(d) = &s.pod.deletion {
+        f = f.evidence(format!("metadata.deletionTimestamp={}", fmt_time(&d.at)));
+    }
+    f.evidence_all(s.events_with("Killing").map(|e| e.describe()))
+}
+
+fn node_sigkill(s: &Subject<'_>, summary: String) -> Finding {
+    let (cause, hint) = match &s.pod.deletion {
+        Some(d) => (
+            format!(
+                "; the pod was being deleted, so most likely the kill after the {}s grace period",
+                d.grace_period_seconds.unwrap_or(30)
+            ),
+            "The executor did not stop within terminationGracePeriodSeconds after SIGTERM, so the \
+             kubelet sent SIGKILL. Usually harmless for a removed executor; if shuffle or \
+             decommissioning needs longer, raise spark.kubernetes.executor.terminationGracePeriodSeconds \
+             (pod template) .",
+        ),
+        None => (
+            "; with no deletion this points at the node's OOM killer or a runtime kill".to_owned(),
+            "A SIGKILL the cgroup did not report as OOMKilled: the node ran out of memory \
+             (kernel OOM killer outside the container's cgroup; look for SystemOOM/OOMKilling \
+             node events and `kubectl describe node`), or the container runtime killed it. Set \
+             memory requests equal to limits (Guaranteed QoS) so the node cannot overcommit.",
+        ),
+    };
+    let mut f = Finding::new(
+        Code::NodeSigkill,
+        Severity::Error,
+        format!("{summary}{cause}"),
+    )
+    .hint(hint)
+    .reference(REF_TERMINATION);
+    if let Some(d) = &s.pod.deletion {
+        f = f.evidence(format!(
+            "metadata.deletionTimestamp={} deletionGracePeriodSeconds={}",
+            fmt_time(&d.at),
+            d.grace_period_seconds
+                .map_or_else(|| "unset".to_owned(), |g| g.to_string())
+        ));
+    }
+    f.evidence_all(s.events_with("Killing").map(|e| e.describe()))
+}
+
+/// `containerStatuses[name].state.terminated: exitCode=137 reason=OOMKilled finishedAt=…`.
+pub(super) fn describe_terminated(name: &str, field: &str, t: &Terminated) -> String {
+    let mut s = format!(
+        "containerStatuses[{name}].{field}.terminated: exitCode={}",
+        t.exit_code
+    );
+    if let Some(r) = &t.reason {
+        s.push_str(&format!(" reason={r}"));
+    }
+    if let Some(sig) = t.signal {
+        s.push_str(&format!(" signal={sig}"));
+    }
+    if let Some(at) = &t.finished_at {
+        s.push_str(&format!(" finishedAt={}", fmt_time(at)));
+    }
+    s
+}
+
+pub(super) fn first_line(s: &str) -> &str {
+    s.trim().lines().next().unwrap_or_default()
+}
+
+impl Finding {
+    fn reference_if_unset(mut self, r: &'static str) -> Self {
+        if self.reference.is_empty() {
+            self.reference = r;
+        }
+        self
+    }
+}

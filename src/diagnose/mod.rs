@@ -1,0 +1,286 @@
+//! Diagnosis: small pure rules that turn a pod (and the events about it) into findings a
+//! person can act on.
+//!
+//! Each rule is one function over a [`Subject`] with a `Ref:` to its source of truth. Rules
+//! never do I/O, never read the clock (`now` is in the subject) and never panic on any
+//! cluster data. Spark itself only reads the exit code (spec §7.5); everything else here
+//! (OOMKilled vs node SIGKILL, eviction, preemption, pending reasons) is the tool's own
+//! reading of the Kubernetes status and is labelled so in `docs/diagnosis.md`.
+//!
+//! Finding codes are a stable contract: add new ones, never rename.
+
+mod containers;
+mod disruption;
+mod exit;
+mod pending;
+pub mod scheduling;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::{
+    classify::Resolved,
+    model::{ExecutorPod, ExecutorState, PodEvent, Time},
+};
+pub use scheduling::{SchedulingKind, SchedulingReason};
+
+/// A stable finding code (kebab-case in every output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    ContainerOomKilled,
+    NodeSigkill,
+    JvmOom,
+    UncaughtException,
+    LocalDirFailure,
+    HeartbeatFailure,
+    TaskReaper,
+    Sigterm,
+    Sigsegv,
+    Sigabrt,
+    NotExecutable,
+    GenericError,
+    Succeeded,
+    Evicted,
+    Preempted,
+    Deleted,
+    Unschedulable,
+    ImagePull,
+    ContainerConfigError,
+    ContainerCreatingStuck,
+    InitContainerFailed,
+    NodeLost,
+    SidecarFailed,
+    StuckRunning,
+}
+
+impl Code {
+    pub const ALL: [Self; 24] = [
+        Self::ContainerOomKilled,
+        Self::NodeSigkill,
+        Self::JvmOom,
+        Self::UncaughtException,
+        Self::LocalDirFailure,
+        Self::HeartbeatFailure,
+        Self::TaskReaper,
+        Self::Sigterm,
+        Self::Sigsegv,
+        Self::Sigabrt,
+        Self::NotExecutable,
+        Self::GenericError,
+        Self::Succeeded,
+        Self::Evicted,
+        Self::Preempted,
+        Self::Deleted,
+        Self::Unschedulable,
+        Self::ImagePull,
+        Self::ContainerConfigError,
+        Self::ContainerCreatingStuck,
+        Self::InitContainerFailed,
+        Self::NodeLost,
+        Self::SidecarFailed,
+        Self::StuckRunning,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ContainerOomKilled => "container-oom-killed",
+            Self::NodeSigkill => "node-sigkill",
+            Self::JvmOom => "jvm-oom",
+            Self::UncaughtException => "uncaught-exception",
+            Self::LocalDirFailure => "local-dir-failure",
+            Self::HeartbeatFailure => "heartbeat-failure",
+            Self::TaskReaper => "task-reaper",
+            Self::Sigterm => "sigterm",
+            Self::Sigsegv => "sigsegv",
+            Self::Sigabrt => "sigabrt",
+            Self::NotExecutable => "not-executable",
+            Self::GenericError => "generic-error",
+            Self::Succeeded => "succeeded",
+            Self::Evicted => "evicted",
+            Self::Preempted => "preempted",
+            Self::Deleted => "deleted",
+            Self::Unschedulable => "unschedulable",
+            Self::ImagePull => "image-pull",
+            Self::ContainerConfigError => "container-config-error",
+            Self::ContainerCreatingStuck => "container-creating-stuck",
+            Self::InitContainerFailed => "init-container-failed",
+            Self::NodeLost => "node-lost",
+            Self::SidecarFailed => "sidecar-failed",
+            Self::StuckRunning => "stuck-running",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad it is. Ordered worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warn,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+            Self::Info => "info",
+        }
+    }
+}
+
+/// One explanation of what happened to a pod.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub code: Code,
+    pub severity: Severity,
+    /// One line for people.
+    pub summary: String,
+    /// The exact fields and events it came from.
+    pub evidence: Vec<String>,
+    /// What to change.
+    pub hint: String,
+    /// The scheduler's reasons, parsed (only for `unschedulable`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scheduling: Vec<SchedulingReason>,
+    /// Where the rule's knowledge comes from.
+    #[serde(rename = "ref")]
+    pub reference: &'static str,
+}
+
+impl Finding {
+    fn new(code: Code, severity: Severity, summary: impl Into<String>) -> Self {
+        Self {
+            code,
+            severity,
+            summary: summary.into(),
+            evidence: Vec::new(),
+            hint: String::new(),
+            scheduling: Vec::new(),
+            reference: "",
+        }
+    }
+
+    fn evidence(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(line.into());
+        self
+    }
+
+    fn evidence_all(mut self, lines: impl IntoIterator<Item = String>) -> Self {
+        self.evidence.extend(lines);
+        self
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = hint.into();
+        self
+    }
+
+    fn reference(mut self, r: &'static str) -> Self {
+        self.reference = r;
+        self
+    }
+}
+
+/// What a rule looks at.
+#[derive(Debug)]
+pub struct Subject<'a> {
+    pub pod: &'a ExecutorPod,
+    /// Events about this pod, oldest first.
+    pub events: Vec<&'a PodEvent>,
+    pub resolved: &'a Resolved,
+    /// Spark's state for the pod under `resolved.config`.
+    pub state: ExecutorState,
+    pub now: Time,
+}
+
+impl Subject<'_> {
+    /// The name of the container Spark treats as the executor.
+    fn spark_container(&self) -> &str {
+        &self.resolved.config.spark_container
+    }
+
+    /// Events with this reason, oldest first.
+    fn events_with(&self, reason: &str) -> impl Iterator<Item = &PodEvent> {
+        self.events
+            .iter()
+            .copied()
+            .filter(move |e| e.reason_is(reason))
+    }
+
+    /// The newest event with one of these reasons.
+    fn last_event(&self, reasons: &[&str]) -> Option<&PodEvent> {
+        self.events
+            .iter()
+            .rev()
+            .copied()
+            .find(|e| reasons.iter().any(|r| e.reason_is(r)))
+    }
+}
+
+type Rule = fn(&Subject<'_>, &mut Vec<Finding>);
+
+/// Every rule, in the order their findings are listed (causes before consequences).
+const RULES: &[Rule] = &[
+    exit::spark_container_exit,
+    containers::sidecar_failed,
+    containers::init_container_failed,
+    containers::stuck_running,
+    disruption::evicted,
+    disruption::preempted,
+    disruption::node_lost,
+    pending::unschedulable,
+    pending::image_pull,
+    pending::container_config_error,
+    pending::container_creating_stuck,
+    disruption::deleted,
+];
+
+/// All findings for one pod. `events` may hold events about other pods; only the ones
+/// about `pod` are used.
+pub fn diagnose(
+    pod: &ExecutorPod,
+    events: &[PodEvent],
+    resolved: &Resolved,
+    state: ExecutorState,
+    now: Time,
+) -> Vec<Finding> {
+    let mut about: Vec<&PodEvent> = events.iter().filter(|e| e.is_about(pod)).collect();
+    about.sort_by_key(|e| e.last_seen);
+    let subject = Subject {
+        pod,
+        events: about,
+        resolved,
+        state,
+        now,
+    };
+    let mut findings = Vec::new();
+    for rule in RULES {
+        rule(&subject, &mut findings);
+    }
+    // Worst first; within a severity, rule order (stable sort).
+    findings.sort_by_key(|f| f.severity);
+    findings
+}
+
+/// A duration for people: `45s`, `3m20s`, `2h5m`.
+pub(crate) fn human_duration(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,533 @@
+//! One test (at least) per rule: the finding appears when its evidence is there, and not
+//! when it is not.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::{
+    classify::{ClassifyOptions, classify},
+    model::testing::{event, pod},
+};
+
+fn now() -> DateTime<Utc> {
+    "2026-11-29T10:30:00Z".parse().unwrap()
+}
+
+fn cs(name: &str, state: Value) -> Value {
+    json!({"name": name, "image": "apache/spark:4.0.1", "imageID": "", "ready": false,
+           "restartCount": 0, "state": state})
+}
+
+fn term(code: i32, reason: &str) -> Value {
+    json!({"terminated": {"exitCode": code, "reason": reason,
+        "startedAt": "2026-11-29T10:00:00Z", "finishedAt": "2026-11-29T10:20:00Z"}})
+}
+
+/// An executor pod: `status` is merged over a Running executor's.
+fn executor(status: Value) -> ExecutorPod {
+    executor_with(json!({}), status)
+}
+
+fn executor_with(meta_extra: Value, status: Value) -> ExecutorPod {
+    let mut meta = json!({"name": "etl-1a2b-exec-7", "uid": "uid-7",
+        "labels": {"spark-app-selector": "spark-abc", "spark-role": "executor", "spark-exec-id": "7"}});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    let mut st = json!({"phase": "Running", "startTime": "2026-11-29T10:00:00Z"});
+    if let (Some(m), Some(extra)) = (st.as_object_mut(), status.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    pod(json!({
+        "metadata": meta,
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor",
+            "image": "apache/spark:4.0.1",
+            "resources": {"requests": {"cpu": "1", "memory": "4505Mi"}, "limits": {"memory": "4505Mi"}},
+            "env": [{"name": "SPARK_EXECUTOR_ID", "value": "7"}]}]},
+        "status": st
+    }))
+}
+
+fn run(p: &ExecutorPod, events: &[PodEvent]) -> Vec<Finding> {
+    run_with(p, events, &ClassifyOptions::default())
+}
+
+fn run_with(p: &ExecutorPod, events: &[PodEvent], opts: &ClassifyOptions) -> Vec<Finding> {
+    let resolved = opts.resolve(p);
+    let state = classify(p, &resolved.config);
+    diagnose(p, events, &resolved, state, now())
+}
+
+fn codes(findings: &[Finding]) -> Vec<Code> {
+    findings.iter().map(|f| f.code).collect()
+}
+
+fn find(findings: &[Finding], code: Code) -> &Finding {
+    findings
+        .iter()
+        .find(|f| f.code == code)
+        .unwrap_or_else(|| panic!("no {code} in {:?}", codes(findings)))
+}
+
+#[test]
+fn every_code_has_a_distinct_stable_name() {
+    let names: std::collections::BTreeSet<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(names.len(), Code::ALL.len());
+    for c in Code::ALL {
+        assert_eq!(serde_json::to_value(c).unwrap(), json!(c.as_str()));
+    }
+}
+
+#[test]
+fn running_executor_has_no_findings() {
+    let p = executor(
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"running": {"startedAt": "2026-11-29T10:00:00Z"}}))]}),
+    );
+    assert!(run(&p, &[]).is_empty());
+}
+
+#[test]
+fn container_oom_killed() {
+    let p = executor(
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "OOMKilled"))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::ContainerOomKilled]);
+    let oom = &f[0];
+    assert_eq!(oom.severity, Severity::Error);
+    assert!(oom.summary.contains("4505Mi"), "{}", oom.summary);
+    assert!(oom.hint.contains("spark.executor.memoryOverhead"));
+    assert!(
+        oom.evidence[0].contains("exitCode=137 reason=OOMKilled"),
+        "{:?}",
+        oom.evidence
+    );
+    assert!(
+        oom.evidence
+            .iter()
+            .any(|e| e.contains("limits.memory=4505Mi"))
+    );
+}
+
+#[test]
+fn container_oom_killed_in_last_state() {
+    let mut status = cs("spark-kubernetes-executor", json!({"running": {}}));
+    status["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled"}});
+    status["restartCount"] = json!(1);
+    let f = run(&executor(json!({"containerStatuses": [status]})), &[]);
+    let oom = find(&f, Code::ContainerOomKilled);
+    assert!(oom.summary.contains("before its last restart"));
+    assert!(oom.evidence[0].contains(".lastState.terminated"));
+}
+
+#[test]
+fn jvm_oom_is_not_container_oom() {
+    let p = executor(
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(52, "Error"))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::JvmOom]);
+    assert!(f[0].hint.contains("spark.executor.memory"));
+    assert!(!f[0].hint.contains("Raise spark.executor.memoryOverhead"));
+}
+
+#[test]
+fn exit_codes_map_to_codes() {
+    let cases = [
+        (50, Code::UncaughtException),
+        (51, Code::UncaughtException),
+        (10, Code::UncaughtException),
+        (53, Code::LocalDirFailure),
+        (56, Code::HeartbeatFailure),
+        (57, Code::TaskReaper),
+        (139, Code::Sigsegv),
+        (134, Code::Sigabrt),
+        (126, Code::NotExecutable),
+        (127, Code::NotExecutable),
+        (1, Code::GenericError),
+        (58, Code::GenericError),
+        (0, Code::Succeeded),
+    ];
+    for (code, want) in cases {
+        let p = executor(
+            json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(code, "Error"))]}),
+        );
+        assert_eq!(codes(&run(&p, &[])), vec![want], "exit {code}");
+    }
+}
+
+#[test]
+fn sigkill_without_oom_is_node_sigkill() {
+    let p = executor(
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "Error"))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::NodeSigkill]);
+    assert!(f[0].summary.contains("OOM killer"), "{}", f[0].summary);
+}
+
+#[test]
+fn sigkill_after_grace_during_deletion() {
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:20:00Z", "deletionGracePeriodSeconds": 30}),
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "Error"))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::NodeSigkill, Code::Deleted]);
+    assert!(
+        f[0].summary.contains("30s grace period"),
+        "{}",
+        f[0].summary
+    );
+}
+
+#[test]
+fn sigterm_with_deletion_is_info_and_without_is_warn() {
+    let killing = event(
+        json!({"metadata": {"name": "k"}, "involvedObject": {"kind": "Pod", "name": "etl-1a2b-exec-7", "namespace": "spark-jobs", "uid": "uid-7"},
+        "reason": "Killing", "message": "Stopping container spark-kubernetes-executor", "type": "Normal",
+        "lastTimestamp": "2026-11-29T10:20:00Z", "source": {"component": "kubelet"}}),
+    );
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:20:00Z", "deletionGracePeriodSeconds": 30}),
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    let f = run(&p, std::slice::from_ref(&killing));
+    assert_eq!(codes(&f), vec![Code::Sigterm, Code::Deleted]);
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("Killing") && e.contains("kubelet")),
+        "{:?}",
+        f[0].evidence
+    );
+    let p = executor(
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    assert_eq!(run(&p, &[])[0].severity, Severity::Warn);
+}
+
+#[test]
+fn evicted_by_kubelet_for_memory_and_disk() {
+    let p = executor(json!({"phase": "Failed", "reason": "Evicted",
+        "message": "The node was low on resource: memory. Threshold quantity: 100Mi, available: 12Mi. Container spark-kubernetes-executor was using 4Gi, request is 1Gi, has larger consumption of memory.",
+        "containerStatuses": [cs("spark-kubernetes-executor", term(137, "Error"))]}));
+    let f = run(&p, &[]);
+    let e = find(&f, Code::Evicted);
+    assert!(e.summary.contains("low on memory"), "{}", e.summary);
+    assert!(e.hint.contains("requests equal to limits"));
+    let p = executor(json!({"phase": "Failed", "reason": "Evicted",
+        "message": "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi."}));
+    let e = run(&p, &[])
+        .into_iter()
+        .find(|f| f.code == Code::Evicted)
+        .unwrap();
+    assert!(e.hint.contains("spark.local.dir"));
+}
+
+#[test]
+fn evicted_through_the_api() {
+    let p = executor(
+        json!({"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting"}]}),
+    );
+    let f = run(&p, &[]);
+    assert!(find(&f, Code::Evicted).summary.contains("Eviction API"));
+}
+
+#[test]
+fn preempted_by_the_scheduler() {
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:20:00Z", "deletionGracePeriodSeconds": 30}),
+        json!({"phase": "Failed",
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                "message": "Scheduler: preempting to accommodate a higher priority pod, scheduled by \"default-scheduler\""}],
+            "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(
+        codes(&f),
+        vec![Code::Preempted, Code::Sigterm, Code::Deleted]
+    );
+    // the 1.26 reason is recognised too
+    let p = executor(
+        json!({"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByKubeScheduler",
+        "message": "Kube-scheduler: preempting to accommodate a higher priority pod: default/pause2"}]}),
+    );
+    assert!(
+        find(&run(&p, &[]), Code::Preempted)
+            .summary
+            .contains("default/pause2")
+    );
+}
+
+#[test]
+fn node_lost() {
+    let p = executor(json!({"phase": "Unknown", "reason": "NodeLost"}));
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::NodeLost]);
+    assert_eq!(
+        f[0].evidence,
+        vec!["status.phase=Unknown", "status.reason=NodeLost"]
+    );
+}
+
+#[test]
+fn deleted_with_a_finalizer_long_past_grace_is_a_warning() {
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:00:00Z", "deletionGracePeriodSeconds": 30,
+               "finalizers": ["example.com/keep"]}),
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    let f = run(&p, &[]);
+    let d = find(&f, Code::Deleted);
+    assert_eq!(d.severity, Severity::Warn);
+    assert!(
+        d.summary.contains("example.com/keep") && d.summary.contains("29m30s past"),
+        "{}",
+        d.summary
+    );
+}
+
+fn pending(status_extra: Value) -> ExecutorPod {
+    let mut st = json!({"phase": "Pending"});
+    if let (Some(m), Some(extra)) = (st.as_object_mut(), status_extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    pod(json!({
+        "metadata": {"name": "etl-1a2b-exec-12", "uid": "uid-12", "creationTimestamp": "2026-11-29T10:00:00Z",
+            "labels": {"spark-app-selector": "spark-abc", "spark-role": "executor", "spark-exec-id": "12"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor", "image": "registry.example.com/spark:4.0.1"}]},
+        "status": st
+    }))
+}
+
+#[test]
+fn unschedulable_from_the_condition() {
+    let p = pending(
+        json!({"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."}]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::Unschedulable]);
+    let u = &f[0];
+    assert_eq!(
+        u.summary,
+        "Unschedulable on all 3 nodes: Insufficient memory (3 nodes)"
+    );
+    assert_eq!(u.scheduling.len(), 1);
+    assert_eq!(u.scheduling[0].kind, SchedulingKind::InsufficientMemory);
+    assert!(u.hint.contains("spark.executor.memory"));
+    assert!(u.evidence.iter().any(|e| e.starts_with("preemption: ")));
+}
+
+#[test]
+fn unschedulable_from_events_only_and_not_once_scheduled() {
+    let ev = event(
+        json!({"metadata": {"name": "x"}, "involvedObject": {"kind": "Pod", "name": "etl-1a2b-exec-12", "namespace": "spark-jobs"},
+        "reason": "FailedScheduling", "type": "Warning", "count": 5,
+        "message": "0/4 nodes are available: 4 node(s) had untolerated taint {dedicated: gpu}.",
+        "source": {"component": "default-scheduler"}}),
+    );
+    let p = pending(json!({}));
+    let f = run(&p, std::slice::from_ref(&ev));
+    let u = find(&f, Code::Unschedulable);
+    assert_eq!(u.scheduling[0].kind, SchedulingKind::UntoleratedTaint);
+    assert!(
+        u.evidence[0].contains("x5") && u.evidence[0].contains("default-scheduler"),
+        "{:?}",
+        u.evidence
+    );
+    let mut scheduled = p.clone();
+    scheduled.node_name = Some("node-1".into());
+    assert!(run(&scheduled, std::slice::from_ref(&ev)).is_empty());
+}
+
+#[test]
+fn events_about_other_pods_are_ignored() {
+    let ev = event(
+        json!({"metadata": {"name": "x"}, "involvedObject": {"kind": "Pod", "name": "someone-else", "namespace": "spark-jobs"},
+        "reason": "FailedScheduling", "type": "Warning", "message": "0/1 nodes are available: 1 Insufficient cpu."}),
+    );
+    assert!(run(&pending(json!({})), &[ev]).is_empty());
+}
+
+#[test]
+fn image_pull_rate_limited() {
+    let p = pending(
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "ImagePullBackOff",
+        "message": "Back-off pulling image \"registry.example.com/spark:4.0.1\""}}))]}),
+    );
+    let ev = event(
+        json!({"metadata": {"name": "x"}, "involvedObject": {"kind": "Pod", "name": "etl-1a2b-exec-12", "namespace": "spark-jobs"},
+        "reason": "Failed", "type": "Warning",
+        "message": "Failed to pull image \"registry.example.com/spark:4.0.1\": failed to resolve reference: unexpected status from HEAD request: 429 Too Many Requests"}),
+    );
+    let f = run(&p, &[ev]);
+    let i = find(&f, Code::ImagePull);
+    assert_eq!(
+        i.summary,
+        "Cannot pull registry.example.com/spark:4.0.1: the registry is rate-limiting pulls (ImagePullBackOff)"
+    );
+    assert_eq!(i.evidence.len(), 2);
+}
+
+#[test]
+fn image_pull_causes() {
+    let cases = [
+        ("manifest unknown", "does not exist"),
+        (
+            "pull access denied, repository does not exist or may require authorization: authorization failed",
+            "refused the credentials",
+        ),
+        (
+            "dial tcp: lookup registry.example.com: no such host",
+            "unreachable",
+        ),
+        ("something odd", "the pull failed"),
+    ];
+    for (msg, want) in cases {
+        let p = pending(
+            json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "ErrImagePull", "message": msg}}))]}),
+        );
+        let f = run(&p, &[]);
+        assert!(
+            find(&f, Code::ImagePull).summary.contains(want),
+            "{msg}: {}",
+            f[0].summary
+        );
+    }
+    let p = pending(
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "InvalidImageName"}}))]}),
+    );
+    assert!(
+        find(&run(&p, &[]), Code::ImagePull)
+            .summary
+            .contains("invalid")
+    );
+}
+
+#[test]
+fn container_config_error() {
+    let p = pending(
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "CreateContainerConfigError",
+        "message": "secret \"s3-credentials\" not found"}}))]}),
+    );
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::ContainerConfigError]);
+    assert!(f[0].evidence[0].contains("s3-credentials"));
+}
+
+#[test]
+fn container_creating_stuck_only_after_the_threshold() {
+    let stuck = |since: &str| {
+        pending(
+            json!({"startTime": since, "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": since}],
+            "containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "ContainerCreating"}}))]}),
+        )
+    };
+    let mut p = stuck("2026-11-29T10:20:00Z");
+    p.node_name = Some("node-1".into());
+    let mount = event(
+        json!({"metadata": {"name": "x"}, "involvedObject": {"kind": "Pod", "name": "etl-1a2b-exec-12", "namespace": "spark-jobs"},
+        "reason": "FailedMount", "type": "Warning", "message": "MountVolume.SetUp failed for volume \"spark-conf-volume-exec\" : configmap \"spark-exec-conf-map\" not found"}),
+    );
+    let f = run(&p, std::slice::from_ref(&mount));
+    let c = find(&f, Code::ContainerCreatingStuck);
+    assert!(
+        c.summary.contains("10m00s") && c.summary.contains("volumes fail to mount"),
+        "{}",
+        c.summary
+    );
+    let mut fresh = stuck("2026-11-29T10:29:00Z");
+    fresh.node_name = Some("node-1".into());
+    assert!(run(&fresh, &[mount]).is_empty());
+}
+
+#[test]
+fn sidecar_failed_fails_the_pod_under_spark_4_defaults() {
+    let mut p = executor(json!({"containerStatuses": [
+        cs("spark-kubernetes-executor", json!({"running": {}})),
+        cs("fluent-bit", term(1, "Error"))]}));
+    p.containers.push(crate::model::ContainerSpec {
+        name: "fluent-bit".into(),
+        ..Default::default()
+    });
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::SidecarFailed]);
+    assert_eq!(f[0].severity, Severity::Error);
+    let opts = ClassifyOptions {
+        check_all_containers: Some(false),
+        ..Default::default()
+    };
+    let f = run_with(&p, &[], &opts);
+    assert_eq!(f[0].severity, Severity::Warn);
+}
+
+#[test]
+fn init_container_failed() {
+    let p = pending(json!({"initContainerStatuses": [cs("fetch-jars", term(2, "Error"))]}));
+    assert_eq!(codes(&run(&p, &[])), vec![Code::InitContainerFailed]);
+}
+
+fn renamed_executor(code: i32) -> ExecutorPod {
+    pod(json!({
+        "metadata": {"name": "etl-exec-3", "labels": {"spark-role": "executor", "spark-exec-id": "3"}},
+        "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "executor", "env": [{"name": "SPARK_EXECUTOR_ID", "value": "3"}]},
+            {"name": "istio-proxy"}]},
+        "status": {"phase": "Running", "containerStatuses": [
+            cs("executor", term(code, if code == 0 { "Completed" } else { "Error" })),
+            cs("istio-proxy", json!({"running": {}}))]}
+    }))
+}
+
+#[test]
+fn stuck_running_when_the_name_is_guessed_is_a_warning() {
+    let p = renamed_executor(0);
+    let f = run(&p, &[]);
+    assert_eq!(codes(&f), vec![Code::StuckRunning, Code::Succeeded]);
+    assert_eq!(f[0].severity, Severity::Warn);
+    assert!(f[0].hint.contains("podTemplateContainerName=executor"));
+}
+
+#[test]
+fn stuck_running_when_spark_is_configured_with_another_name_is_an_error() {
+    let opts = ClassifyOptions {
+        spark_container: Some("spark-kubernetes-executor".into()),
+        ..Default::default()
+    };
+    let p = renamed_executor(0);
+    let f = run_with(&p, &[], &opts);
+    assert_eq!(codes(&f), vec![Code::StuckRunning]);
+    assert_eq!(f[0].severity, Severity::Error);
+    // configured correctly: no finding
+    let opts = ClassifyOptions {
+        spark_container: Some("executor".into()),
+        ..Default::default()
+    };
+    assert_eq!(codes(&run_with(&p, &[], &opts)), vec![Code::Succeeded]);
+}
+
+#[test]
+fn non_zero_exit_with_check_all_is_not_stuck() {
+    // checkAllContainers catches a non-zero exit whatever the name: Spark says failed.
+    let f = run(&renamed_executor(1), &[]);
+    assert!(!codes(&f).contains(&Code::StuckRunning), "{:?}", codes(&f));
+}
+
+#[test]
+fn human_durations() {
+    assert_eq!(human_duration(chrono::Duration::seconds(-3)), "0s");
+    assert_eq!(human_duration(chrono::Duration::seconds(59)), "59s");
+    assert_eq!(human_duration(chrono::Duration::seconds(200)), "3m20s");
+    assert_eq!(human_duration(chrono::Duration::seconds(7500)), "2h05m");
+}

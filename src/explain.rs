@@ -1,0 +1,200 @@
+//! `spark-triage explain`: classify and diagnose pods handed over as files, offline.
+//!
+//! [`explain`] is pure (objects + options + `now` in, report out); [`render_text`] and
+//! serde give the two outputs. The JSON shape is a stable contract (see `docs/diagnosis.md`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::{
+    classify::{ClassifyOptions, ContainerSource, classify},
+    diagnose::{Finding, diagnose},
+    model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
+    spark::{SparkView, spark_view},
+};
+
+/// The `explain --output json` document.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub pods: Vec<PodReport>,
+}
+
+/// One pod, explained.
+#[derive(Debug, Serialize)]
+pub struct PodReport {
+    pub namespace: String,
+    pub pod: String,
+    pub app_id: Option<String>,
+    pub role: Option<Role>,
+    /// `null` for pods that are not executors of Spark's snapshot (no numeric `spark-exec-id`).
+    pub executor_id: Option<i64>,
+    pub state: ExecutorState,
+    /// The Spark container's exit code (its current state, else `lastState`).
+    pub exit_code: Option<i32>,
+    /// Its terminated reason (`OOMKilled`, `Error`, `Completed`) or waiting reason.
+    pub container_reason: Option<String>,
+    /// The container judged to be Spark's, and how it was chosen.
+    pub spark_container: String,
+    pub spark_container_source: ContainerSource,
+    pub findings: Vec<Finding>,
+    /// What Spark's driver logs and concludes; `null` until Spark acts on the pod.
+    pub spark_view: Option<SparkView>,
+    /// Why the pod is not an executor of Spark's snapshot, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Explains every pod, in input order.
+pub fn explain(
+    pods: &[ExecutorPod],
+    events: &[PodEvent],
+    opts: &ClassifyOptions,
+    now: Time,
+) -> Report {
+    Report {
+        pods: pods
+            .iter()
+            .map(|p| explain_pod(p, events, opts, now))
+            .collect(),
+    }
+}
+
+fn explain_pod(
+    pod: &ExecutorPod,
+    events: &[PodEvent],
+    opts: &ClassifyOptions,
+    now: Time,
+) -> PodReport {
+    let resolved = opts.resolve(pod);
+    let state = classify(pod, &resolved.config);
+    let findings = diagnose(pod, events, &resolved, state, now);
+    let spark_status = pod.container_status(&resolved.config.spark_container);
+    let terminated =
+        spark_status.and_then(|c| c.terminated().or_else(|| c.last_state.terminated()));
+    let container_reason = terminated
+        .and_then(|t| t.reason.clone())
+        .or_else(|| spark_status.and_then(|c| c.waiting_reason().map(str::to_owned)));
+    PodReport {
+        namespace: pod.namespace.clone(),
+        pod: pod.name.clone(),
+        app_id: pod.app_id().map(str::to_owned),
+        role: pod.role(),
+        executor_id: pod.executor_id(),
+        state,
+        exit_code: terminated.map(|t| t.exit_code),
+        container_reason,
+        spark_view: spark_view(pod, state, &resolved.config),
+        spark_container: resolved.config.spark_container,
+        spark_container_source: resolved.source,
+        findings,
+        note: note(pod),
+    }
+}
+
+fn note(pod: &ExecutorPod) -> Option<String> {
+    let role = pod.role();
+    if role == Some(Role::Driver) {
+        return None;
+    }
+    match pod.exec_id_label() {
+        ExecIdLabel::Id(_) if role.is_none() => {
+            Some("has spark-exec-id but no spark-role=executor label: Spark's watch would not see it".into())
+        }
+        ExecIdLabel::Id(_) => None,
+        ExecIdLabel::Placeholder => Some(
+            "spark-exec-id is EXECID (statefulset/deployment allocator before the driver assigned an id): not in Spark's snapshot".into(),
+        ),
+        ExecIdLabel::Missing if role == Some(Role::Executor) => {
+            Some("no spark-exec-id label: not in Spark's snapshot".into())
+        }
+        ExecIdLabel::Missing => Some("not a Spark pod (no spark-role label)".into()),
+        ExecIdLabel::Invalid(v) => Some(format!(
+            "spark-exec-id {v:?} is not a number: Spark fails to parse it; not in Spark's snapshot"
+        )),
+    }
+}
+
+/// The text output: one block per pod.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    for p in &report.pods {
+        let _ = writeln!(out, "{}/{}", p.namespace, p.pod);
+        let mut head = Vec::new();
+        match (p.role, p.executor_id) {
+            (_, Some(id)) => head.push(format!("executor {id}")),
+            (Some(Role::Driver), _) => head.push("driver".to_owned()),
+            _ => {}
+        }
+        if let Some(app) = &p.app_id {
+            head.push(format!("app {app}"));
+        }
+        head.push(format!("state {}", p.state));
+        if let Some(code) = p.exit_code {
+            head.push(format!("exit {code}"));
+        }
+        if let Some(r) = &p.container_reason {
+            head.push(r.clone());
+        }
+        let how = match p.spark_container_source {
+            ContainerSource::Configured => "configured",
+            ContainerSource::DefaultName => "Spark's default name",
+            ContainerSource::OnlyContainer => "the only container",
+            ContainerSource::ExecutorEnv => "runs the executor",
+            ContainerSource::Assumed => "assumed, not found",
+        };
+        head.push(format!("container {} ({how})", p.spark_container));
+        let _ = writeln!(out, "  {}", head.join(" | "));
+        if let Some(n) = &p.note {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if p.findings.is_empty() {
+            let _ = writeln!(out, "  no findings");
+        }
+        for f in &p.findings {
+            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
+            for e in &f.evidence {
+                let _ = writeln!(out, "      evidence: {e}");
+            }
+            if !f.hint.is_empty() {
+                let _ = writeln!(out, "      hint: {}", f.hint);
+            }
+        }
+        if let Some(v) = &p.spark_view {
+            let blame = if v.caused_by_app {
+                "counted against the application"
+            } else {
+                "not counted against the application"
+            };
+            let failure = if v.counts_as_failure {
+                "; counts toward spark.executor.maxNumFailures"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  Spark's view: exit code {}; {blame}{failure}",
+                v.exit_description
+            );
+        }
+        out.push('\n');
+    }
+    let total = report.pods.len();
+    let mut by_state: Vec<String> = ExecutorState::ALL
+        .iter()
+        .filter_map(|s| {
+            let n = report.pods.iter().filter(|p| p.state == *s).count();
+            (n > 0).then(|| format!("{n} {s}"))
+        })
+        .collect();
+    if by_state.is_empty() {
+        by_state.push("none".to_owned());
+    }
+    let _ = writeln!(
+        out,
+        "{total} pod{}: {}",
+        if total == 1 { "" } else { "s" },
+        by_state.join(", ")
+    );
+    out
+}

@@ -1,0 +1,473 @@
+//! Reading the objects people hand us: `kubectl get … -o json|yaml` output, a single Pod, a
+//! PodList, a `List` mixing pods and events, an EventList of either events API, a JSON
+//! stream (`kubectl get -w -o json`) or multi-document YAML.
+//!
+//! Whatever the bytes, this returns a value or an error that names the problem in one line;
+//! it never panics. One malformed item of a list does not lose the others: it becomes a
+//! `problem` and the rest is read.
+
+use k8s_openapi::api::{core::v1 as core, events::v1 as events};
+use serde_json::Value;
+
+use crate::model::{ExecutorPod, PodEvent};
+
+/// Why an input could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read {origin}: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    #[error("{origin}: not text (invalid UTF-8 at byte {at})")]
+    NotText { origin: String, at: usize },
+    #[error("{origin}: empty input; expected a Pod, a PodList or a List of pods")]
+    Empty { origin: String },
+    #[error("{origin}: not valid JSON: {message} at line {line}, column {column}")]
+    Json {
+        origin: String,
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("{origin}: not valid YAML: {message}{at}")]
+    Yaml {
+        origin: String,
+        message: String,
+        at: String,
+    },
+    #[error("{origin}: {what}")]
+    Unexpected { origin: String, what: String },
+}
+
+/// The pods and events found in one input, plus what was skipped and why.
+#[derive(Debug, Default)]
+pub struct Objects {
+    pub pods: Vec<ExecutorPod>,
+    pub events: Vec<PodEvent>,
+    /// Items that are not pods or events (a Service in `kubectl get all`): one line each.
+    pub skipped: Vec<String>,
+    /// Items that claim to be pods or events but are malformed: one line each. Data was lost.
+    pub invalid: Vec<String>,
+}
+
+/// Reads a file, or stdin for `-`.
+pub fn read_source(path: &str) -> Result<Vec<u8>, InputError> {
+    use std::io::Read;
+    let origin = origin_name(path);
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|source| InputError::Read { origin, source })?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).map_err(|source| InputError::Read { origin, source })
+    }
+}
+
+/// `stdin` for `-`, else the path.
+pub fn origin_name(path: &str) -> String {
+    if path == "-" {
+        "stdin".to_owned()
+    } else {
+        path.to_owned()
+    }
+}
+
+/// Parses bytes into JSON values: one per document.
+pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| InputError::NotText {
+        origin: origin.to_owned(),
+        at: e.valid_up_to(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(InputError::Empty {
+            origin: origin.to_owned(),
+        });
+    }
+    let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| InputError::Json {
+                origin: origin.to_owned(),
+                message: json_message(&e),
+                line: e.line(),
+                column: e.column(),
+            })?
+    } else {
+        serde_saphyr::from_multiple::<Value>(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
+                .unwrap_or_default();
+            InputError::Yaml {
+                origin: origin.to_owned(),
+                message: one_line(&yaml_message(&e)),
+                at,
+            }
+        })?
+    };
+    let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+    if docs.is_empty() {
+        return Err(InputError::Empty {
+            origin: origin.to_owned(),
+        });
+    }
+    Ok(docs)
+}
+
+/// serde_json appends ` at line L column C`; we print those ourselves.
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+fn yaml_message(e: &serde_saphyr::Error) -> String {
+    match e {
+        serde_saphyr::Error::WithSnippet { error, .. } => error.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().trim().to_owned()
+}
+
+/// Reads pods (and any events mixed in) from bytes. Fails only when nothing in the input is
+/// a pod, a list or an event.
+pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
+    let docs = parse_documents(bytes, origin)?;
+    let mut out = Objects::default();
+    let mut foreign = Vec::new();
+    let mut saw_list = false;
+    for (i, doc) in docs.into_iter().enumerate() {
+        let label = format!("document {}", i + 1);
+        match kind_of(&doc) {
+            Kind::List {
+                pod_list,
+                event_api,
+            } => {
+                saw_list = true;
+                read_list(doc, pod_list, event_api, &label, &mut out);
+            }
+            Kind::Pod => push_pod(doc, &label, &mut out),
+            Kind::Event(api) => push_event(doc, api, &label, &mut out),
+            Kind::Other(what) => foreign.push(format!("{label} is {what}")),
+        }
+    }
+    if out.pods.is_empty() && out.events.is_empty() && !saw_list && out.invalid.is_empty() {
+        return Err(InputError::Unexpected {
+            origin: origin.to_owned(),
+            what: format!(
+                "{}, not a Pod or a List of pods",
+                foreign.first().map_or("nothing usable", String::as_str)
+            ),
+        });
+    }
+    out.skipped
+        .extend(foreign.into_iter().map(|f| format!("skipped {f}")));
+    Ok(out)
+}
+
+/// Reads events only (`--events FILE`); pods in it are ignored with a problem line.
+pub fn read_events(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
+    let mut objects = read_pods(bytes, origin)?;
+    if !objects.pods.is_empty() {
+        objects.skipped.push(format!(
+            "{origin}: ignored {} pod(s) in the events input",
+            objects.pods.len()
+        ));
+        objects.pods.clear();
+    }
+    Ok(objects)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventApi {
+    Core,
+    EventsV1,
+}
+
+enum Kind {
+    Pod,
+    Event(EventApi),
+    List {
+        /// Items without a `kind` are pods (a raw API PodList) rather than unknown.
+        pod_list: bool,
+        /// The API of an EventList's items.
+        event_api: Option<EventApi>,
+    },
+    Other(String),
+}
+
+fn event_api(doc: &Value) -> EventApi {
+    match doc.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if v.starts_with("events.k8s.io/") => EventApi::EventsV1,
+        _ => EventApi::Core,
+    }
+}
+
+fn kind_of(doc: &Value) -> Kind {
+    let Some(obj) = doc.as_object() else {
+        return Kind::Other(match doc {
+            Value::Array(_) => "an array".to_owned(),
+            Value::String(_) => "a string".to_owned(),
+            Value::Number(_) => "a number".to_owned(),
+            Value::Bool(_) => "a boolean".to_owned(),
+            _ => "empty".to_owned(),
+        });
+    };
+    match obj.get("kind").and_then(Value::as_str) {
+        Some("Pod") => Kind::Pod,
+        Some("Event") => Kind::Event(event_api(doc)),
+        Some("PodList") => Kind::List {
+            pod_list: true,
+            event_api: None,
+        },
+        Some("EventList") => Kind::List {
+            pod_list: false,
+            event_api: Some(event_api(doc)),
+        },
+        Some("List") => Kind::List {
+            pod_list: false,
+            event_api: None,
+        },
+        Some(other) => Kind::Other(match obj.get("apiVersion").and_then(Value::as_str) {
+            Some(api) => format!("a {other} ({api})"),
+            None => format!("a {other}"),
+        }),
+        None if obj.get("items").is_some_and(Value::is_array) => Kind::List {
+            pod_list: true,
+            event_api: None,
+        },
+        None if obj.contains_key("spec") || obj.contains_key("status") => Kind::Pod,
+        None => Kind::Other("an object without a kind".to_owned()),
+    }
+}
+
+fn read_list(
+    doc: Value,
+    pod_list: bool,
+    event_api: Option<EventApi>,
+    label: &str,
+    out: &mut Objects,
+) {
+    let Value::Object(mut obj) = doc else {
+        return;
+    };
+    let items = match obj.remove("items") {
+        Some(Value::Array(items)) => items,
+        Some(Value::Null) | None => Vec::new(),
+        Some(_) => {
+            out.invalid
+                .push(format!("{label}: `items` is not a list; skipped"));
+            return;
+        }
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let item_label = format!("{label} item {}", i + 1);
+        if let Some(api) = event_api {
+            push_event(item, api, &item_label, out);
+            continue;
+        }
+        match kind_of(&item) {
+            Kind::Pod => push_pod(item, &item_label, out),
+            Kind::Event(api) => push_event(item, api, &item_label, out),
+            Kind::Other(_) if pod_list && item.is_object() && item.get("kind").is_none() => {
+                push_pod(item, &item_label, out);
+            }
+            Kind::List { .. } => out
+                .skipped
+                .push(format!("skipped {item_label}: a list inside a list")),
+            Kind::Other(what) => out.skipped.push(format!("skipped {item_label}: {what}")),
+        }
+    }
+}
+
+/// `item 3 (ns/name)` when the object names itself.
+fn describe_item(label: &str, value: &Value) -> String {
+    let meta = value.get("metadata");
+    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str);
+    let ns = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str);
+    match (ns, name) {
+        (Some(ns), Some(name)) => format!("{label} ({ns}/{name})"),
+        (None, Some(name)) => format!("{label} ({name})"),
+        _ => label.to_owned(),
+    }
+}
+
+fn push_pod(value: Value, label: &str, out: &mut Objects) {
+    let who = describe_item(label, &value);
+    match serde_path_to_error::deserialize::<_, core::Pod>(value) {
+        Ok(pod) => out.pods.push(ExecutorPod::from_pod(&pod)),
+        Err(e) => out.invalid.push(format!(
+            "skipped {who}: not a valid Pod: {}",
+            path_error(&e)
+        )),
+    }
+}
+
+fn push_event(value: Value, api: EventApi, label: &str, out: &mut Objects) {
+    let who = describe_item(label, &value);
+    let event = match api {
+        EventApi::Core => serde_path_to_error::deserialize::<_, core::Event>(value)
+            .map(|e| PodEvent::from_core(&e)),
+        EventApi::EventsV1 => serde_path_to_error::deserialize::<_, events::Event>(value)
+            .map(|e| PodEvent::from_events_v1(&e)),
+    };
+    match event {
+        Ok(e) => out.events.push(e),
+        Err(e) => out.invalid.push(format!(
+            "skipped {who}: not a valid Event: {}",
+            path_error(&e)
+        )),
+    }
+}
+
+fn path_error(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = e.path().to_string();
+    if path.is_empty() || path == "." {
+        e.inner().to_string()
+    } else {
+        format!("{path}: {}", e.inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pods(text: &str) -> Result<Objects, InputError> {
+        read_pods(text.as_bytes(), "test")
+    }
+
+    #[test]
+    fn single_pod_json_and_yaml() {
+        let o = pods(r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"n"}}"#)
+            .unwrap();
+        assert_eq!(o.pods.len(), 1);
+        assert_eq!(o.pods[0].key(), "n/a");
+        let o = pods("kind: Pod\napiVersion: v1\nmetadata:\n  name: b\n").unwrap();
+        assert_eq!(o.pods[0].name, "b");
+    }
+
+    #[test]
+    fn list_with_pods_events_and_others() {
+        let o = pods(
+            r#"{"kind":"List","apiVersion":"v1","items":[
+                {"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}},
+                {"kind":"Event","apiVersion":"v1","metadata":{"name":"a.1"},"involvedObject":{"kind":"Pod","name":"a"},"reason":"Killing"},
+                {"kind":"Service","apiVersion":"v1","metadata":{"name":"s"}}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!((o.pods.len(), o.events.len()), (1, 1));
+        assert_eq!(o.skipped, vec!["skipped document 1 item 3: a Service (v1)"]);
+    }
+
+    #[test]
+    fn raw_pod_list_items_have_no_kind() {
+        let o = pods(r#"{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#).unwrap();
+        assert_eq!(o.pods.len(), 2);
+    }
+
+    #[test]
+    fn json_stream_and_multi_doc_yaml() {
+        let o = pods(
+            r#"{"kind":"Pod","metadata":{"name":"a"}} {"kind":"Pod","metadata":{"name":"b"}}"#,
+        )
+        .unwrap();
+        assert_eq!(o.pods.len(), 2);
+        let o =
+            pods("kind: Pod\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: b}\n").unwrap();
+        assert_eq!(o.pods.len(), 2);
+    }
+
+    #[test]
+    fn events_v1_list() {
+        let o = read_events(
+            br#"{"kind":"EventList","apiVersion":"events.k8s.io/v1","items":[
+                {"metadata":{"name":"x","namespace":"n"},"eventTime":null,"regarding":{"kind":"Pod","name":"a","namespace":"n"},
+                 "reason":"FailedScheduling","note":"0/1 nodes are available: 1 Insufficient memory.","type":"Warning",
+                 "reportingController":"default-scheduler","deprecatedCount":4}]}"#,
+            "ev",
+        )
+        .unwrap();
+        assert_eq!(o.events.len(), 1);
+        let e = &o.events[0];
+        assert_eq!((e.object_name.as_str(), e.count), ("a", 4));
+        assert_eq!(
+            e.message.as_deref(),
+            Some("0/1 nodes are available: 1 Insufficient memory.")
+        );
+        assert_eq!(e.source.as_deref(), Some("default-scheduler"));
+    }
+
+    #[test]
+    fn errors_are_one_clear_line() {
+        let e = pods("{\"kind\": \"Pod\",\n \"metadata\": {")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("test: not valid JSON: EOF while parsing"),
+            "{e}"
+        );
+        assert!(e.ends_with("at line 2, column 14"), "{e}");
+        let e = pods("kind: Pod\nmetadata: [\n").unwrap_err().to_string();
+        assert!(e.starts_with("test: not valid YAML"), "{e}");
+        assert!(e.contains("line"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let e = pods(r#"{"kind":"Deployment","apiVersion":"apps/v1"}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "test: document 1 is a Deployment (apps/v1), not a Pod or a List of pods"
+        );
+        let e = pods("   \n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "test: empty input; expected a Pod, a PodList or a List of pods"
+        );
+        let e = pods("42").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "test: document 1 is a number, not a Pod or a List of pods"
+        );
+        let e = read_pods(b"\xff\xfe", "bin").unwrap_err().to_string();
+        assert_eq!(e, "bin: not text (invalid UTF-8 at byte 0)");
+    }
+
+    #[test]
+    fn malformed_item_is_a_problem_not_a_failure() {
+        let o = pods(
+            r#"{"kind":"List","items":[
+                {"kind":"Pod","metadata":{"name":"good"}},
+                {"kind":"Pod","metadata":{"name":"bad","namespace":"n"},"status":{"containerStatuses":[{"name":"c","image":"i","imageID":"","ready":true,"restartCount":0,"state":{"terminated":{"exitCode":"x"}}}]}}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(o.pods.len(), 1);
+        assert_eq!(o.invalid.len(), 1);
+        assert!(
+            o.invalid[0].starts_with("skipped document 1 item 2 (n/bad): not a valid Pod: status.containerStatuses[0].state.terminated.exitCode: invalid type: string"),
+            "{}",
+            o.invalid[0]
+        );
+    }
+
+    #[test]
+    fn empty_list_is_fine() {
+        let o = pods(r#"{"apiVersion":"v1","kind":"List","items":[]}"#).unwrap();
+        assert!(o.pods.is_empty() && o.skipped.is_empty() && o.invalid.is_empty());
+    }
+}

@@ -1,0 +1,13 @@
+//! spark-triage: watch and explain the executor pods of Apache Spark applications on
+//! Kubernetes.
+//!
+//! The pure core (`model`, `classify`, `spark`, `diagnose`) does no I/O and never panics on
+//! cluster data; `input` reads documents people hand us; `explain` and `cli` are the edge.
+
+pub mod classify;
+pub mod cli;
+pub mod diagnose;
+pub mod explain;
+pub mod input;
+pub mod model;
+pub mod spark;

@@ -1,0 +1,161 @@
+//! `PodEvent`: one Kubernetes Event about a pod, from either events API.
+//!
+//! `core/v1` and `events.k8s.io/v1` are two views of one store with different field names
+//! (`involvedObject`/`regarding`, `message`/`note`, `count`/`series.count`…); both project
+//! to this one shape so diagnosis does not care where an event came from.
+
+use k8s_openapi::api::{core::v1 as core, events::v1 as events};
+use serde::Serialize;
+
+use super::pod::{ExecutorPod, Time, time};
+
+/// An event about a pod.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct PodEvent {
+    /// Namespace of the pod it is about.
+    pub namespace: String,
+    /// Name of the object it is about.
+    pub object_name: String,
+    pub object_uid: Option<String>,
+    /// Kind of the object it is about (`Pod`, `Node`, …).
+    pub object_kind: Option<String>,
+    /// `Normal` or `Warning`.
+    pub type_: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// How many times it happened (at least 1).
+    pub count: i32,
+    pub first_seen: Option<Time>,
+    pub last_seen: Option<Time>,
+    /// Who reported it (`default-scheduler`, `kubelet`, …).
+    pub source: Option<String>,
+}
+
+impl PodEvent {
+    pub fn from_core(e: &core::Event) -> Self {
+        let obj = &e.involved_object;
+        let series = e.series.as_ref();
+        let event_time = e.event_time.as_ref().map(|t| time(&t.0));
+        Self {
+            namespace: obj
+                .namespace
+                .clone()
+                .or_else(|| e.metadata.namespace.clone())
+                .unwrap_or_default(),
+            object_name: obj.name.clone().unwrap_or_default(),
+            object_uid: obj.uid.clone(),
+            object_kind: obj.kind.clone(),
+            type_: e.type_.clone(),
+            reason: e.reason.clone(),
+            message: e.message.clone(),
+            count: series.and_then(|s| s.count).or(e.count).unwrap_or(1).max(1),
+            first_seen: e
+                .first_timestamp
+                .as_ref()
+                .map(|t| time(&t.0))
+                .or(event_time),
+            last_seen: series
+                .and_then(|s| s.last_observed_time.as_ref())
+                .map(|t| time(&t.0))
+                .or_else(|| e.last_timestamp.as_ref().map(|t| time(&t.0)))
+                .or(event_time),
+            source: e
+                .source
+                .as_ref()
+                .and_then(|s| s.component.clone())
+                .or_else(|| e.reporting_component.clone())
+                .filter(|s| !s.is_empty()),
+        }
+    }
+
+    pub fn from_events_v1(e: &events::Event) -> Self {
+        let obj = e.regarding.as_ref();
+        let event_time = e.event_time.as_ref().map(|t| time(&t.0));
+        Self {
+            namespace: obj
+                .and_then(|o| o.namespace.clone())
+                .or_else(|| e.metadata.namespace.clone())
+                .unwrap_or_default(),
+            object_name: obj.and_then(|o| o.name.clone()).unwrap_or_default(),
+            object_uid: obj.and_then(|o| o.uid.clone()),
+            object_kind: obj.and_then(|o| o.kind.clone()),
+            type_: e.type_.clone(),
+            reason: e.reason.clone(),
+            message: e.note.clone(),
+            count: e
+                .series
+                .as_ref()
+                .map(|s| s.count)
+                .or(e.deprecated_count)
+                .unwrap_or(1)
+                .max(1),
+            first_seen: e
+                .deprecated_first_timestamp
+                .as_ref()
+                .map(|t| time(&t.0))
+                .or(event_time),
+            last_seen: e
+                .series
+                .as_ref()
+                .map(|s| time(&s.last_observed_time.0))
+                .or_else(|| e.deprecated_last_timestamp.as_ref().map(|t| time(&t.0)))
+                .or(event_time),
+            source: e
+                .reporting_controller
+                .clone()
+                .or_else(|| {
+                    e.deprecated_source
+                        .as_ref()
+                        .and_then(|s| s.component.clone())
+                })
+                .filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// Whether this event is about `pod`: by uid when both have one, else by namespace and
+    /// name (events written by old components carry no uid).
+    pub fn is_about(&self, pod: &ExecutorPod) -> bool {
+        if self.object_kind.as_deref().is_some_and(|k| k != "Pod") {
+            return false;
+        }
+        match (&self.object_uid, &pod.uid) {
+            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => a == b,
+            _ => self.namespace == pod.namespace && self.object_name == pod.name,
+        }
+    }
+
+    pub fn is_warning(&self) -> bool {
+        self.type_.as_deref() == Some("Warning")
+    }
+
+    pub fn reason_is(&self, reason: &str) -> bool {
+        self.reason.as_deref() == Some(reason)
+    }
+
+    /// One line for evidence: `Warning FailedScheduling ×3 (last 10:42:07Z, default-scheduler): msg`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "event {} {}",
+            self.type_.as_deref().unwrap_or("Normal"),
+            self.reason.as_deref().unwrap_or("(no reason)")
+        );
+        if self.count > 1 {
+            s.push_str(&format!(" x{}", self.count));
+        }
+        let mut when = Vec::new();
+        if let Some(t) = &self.last_seen {
+            when.push(format!("last {}", super::pod::fmt_time(t)));
+        }
+        if let Some(src) = &self.source {
+            when.push(src.clone());
+        }
+        if !when.is_empty() {
+            s.push_str(&format!(" ({})", when.join(", ")));
+        }
+        if let Some(m) = self.message.as_deref().filter(|m| !m.is_empty()) {
+            s.push_str(": ");
+            s.push_str(m.trim());
+        }
+        s
+    }
+}

@@ -1,0 +1,33 @@
+//! The pure domain: what the tool knows about a pod, its events, and Spark's executor states.
+
+mod event;
+mod pod;
+mod state;
+
+pub use event::PodEvent;
+pub use pod::*;
+pub use state::ExecutorState;
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Builders for unit tests: real `Pod` JSON through the real projection.
+
+    use super::{ExecutorPod, PodEvent};
+
+    /// Projects a Pod written as JSON (`metadata.namespace` defaults to `spark-jobs`).
+    pub(crate) fn pod(mut v: serde_json::Value) -> ExecutorPod {
+        if v["metadata"].get("namespace").is_none() {
+            v["metadata"]["namespace"] = "spark-jobs".into();
+        }
+        let pod: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(v).expect("test pod must be a valid Pod");
+        ExecutorPod::from_pod(&pod)
+    }
+
+    /// Projects a core/v1 Event written as JSON.
+    pub(crate) fn event(v: serde_json::Value) -> PodEvent {
+        let e: k8s_openapi::api::core::v1::Event =
+            serde_json::from_value(v).expect("test event must be a valid Event");
+        PodEvent::from_core(&e)
+    }
+}

@@ -1,0 +1,436 @@
+//! `ExecutorPod`: the lean projection of a Kubernetes `Pod` that everything else works on.
+//!
+//! Why a projection: a full `Pod` of a Spark executor is 5–15 KB in memory (env, volumes,
+//! managed fields); a 10k-executor application must fit in a few hundred MB with history,
+//! so only what classification and diagnosis read is kept, and the `Pod` is dropped right
+//! after [`ExecutorPod::from_pod`].
+//!
+//! Weak spot: resource quantities are kept as the strings the API returned (`4505Mi`);
+//! they are shown to people, never compared.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1 as core;
+use serde::Serialize;
+
+/// A point in time as the API server reported it.
+pub type Time = DateTime<Utc>;
+
+/// The label Spark puts the application id in.
+pub const LABEL_APP_ID: &str = "spark-app-selector";
+/// `driver` or `executor`.
+pub const LABEL_ROLE: &str = "spark-role";
+/// The decimal executor id (or the placeholder `EXECID`).
+pub const LABEL_EXEC_ID: &str = "spark-exec-id";
+/// `true` on pods Spark keeps because `deleteOnTermination=false`.
+pub const LABEL_INACTIVE: &str = "spark-exec-inactive";
+/// The application name (newer Spark versions).
+pub const LABEL_APP_NAME: &str = "spark-app-name";
+/// The executor container name Spark looks for unless configured otherwise.
+pub const DEFAULT_EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
+/// The driver container name Spark uses.
+pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
+
+/// What diagnosis needs of a Pod. Built by [`ExecutorPod::from_pod`]; never holds the Pod.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ExecutorPod {
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub owner: Option<OwnerRef>,
+    pub created_at: Option<Time>,
+    /// Set once deletion was requested (`metadata.deletionTimestamp`).
+    pub deletion: Option<Deletion>,
+    pub finalizers: Vec<String>,
+    pub node_name: Option<String>,
+    /// `spec.restartPolicy`, verbatim (Spark compares it to the exact string `Never`).
+    pub restart_policy: Option<String>,
+    pub containers: Vec<ContainerSpec>,
+    pub init_containers: Vec<ContainerSpec>,
+    /// `None` when the object has no `status` at all (Spark distinguishes this).
+    pub status: Option<PodStatus>,
+}
+
+/// The controlling owner (for executors: the driver pod).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// A requested deletion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Deletion {
+    pub at: Time,
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// One container of the spec.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ContainerSpec {
+    pub name: String,
+    pub image: Option<String>,
+    pub requests: Resources,
+    pub limits: Resources,
+    /// The container's env defines `SPARK_EXECUTOR_ID`: it runs Spark's executor entrypoint.
+    pub runs_executor: bool,
+}
+
+/// CPU and memory quantities as the API wrote them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Resources {
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+}
+
+/// `status` of the pod.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct PodStatus {
+    /// Verbatim; `None` when absent (Spark distinguishes null from any value).
+    pub phase: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub conditions: Vec<PodCondition>,
+    pub container_statuses: Vec<ContainerStatus>,
+    pub init_container_statuses: Vec<ContainerStatus>,
+    pub start_time: Option<Time>,
+    pub nominated_node_name: Option<String>,
+}
+
+/// One entry of `status.conditions`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodCondition {
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition: Option<Time>,
+}
+
+/// One entry of `status.containerStatuses` (or the init-container list).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContainerStatus {
+    pub name: String,
+    pub image: Option<String>,
+    pub ready: bool,
+    pub restart_count: i32,
+    pub state: ContainerState,
+    /// `lastState`: what the container was before its last restart.
+    pub last_state: ContainerState,
+}
+
+/// A container's state. Spark's rule checks `terminated` first, so when a malformed status
+/// sets several, terminated wins, then running, then waiting.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ContainerState {
+    /// No state reported.
+    #[default]
+    None,
+    Waiting {
+        reason: Option<String>,
+        message: Option<String>,
+    },
+    Running {
+        started_at: Option<Time>,
+    },
+    Terminated(Terminated),
+}
+
+/// `state.terminated`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Terminated {
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub started_at: Option<Time>,
+    pub finished_at: Option<Time>,
+}
+
+/// Which Spark role a pod has, from its `spark-role` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Driver,
+    Executor,
+}
+
+/// What the `spark-exec-id` label says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecIdLabel {
+    /// A numeric id: the pod is an executor of Spark's snapshot.
+    Id(i64),
+    /// The `EXECID` placeholder of statefulset/deployment allocators: not yet assigned.
+    Placeholder,
+    /// No label.
+    Missing,
+    /// A value Spark would fail to parse.
+    Invalid(String),
+}
+
+impl ExecutorPod {
+    /// Projects a Pod. Never fails: absent fields become `None`/empty.
+    pub fn from_pod(pod: &core::Pod) -> Self {
+        let meta = &pod.metadata;
+        let spec = pod.spec.as_ref();
+        Self {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            owner: meta.owner_references.as_ref().and_then(|owners| {
+                let owner = owners
+                    .iter()
+                    .find(|o| o.controller == Some(true))
+                    .or_else(|| owners.first())?;
+                Some(OwnerRef {
+                    kind: owner.kind.clone(),
+                    name: owner.name.clone(),
+                    uid: owner.uid.clone(),
+                })
+            }),
+            created_at: meta.creation_timestamp.as_ref().map(|t| time(&t.0)),
+            deletion: meta.deletion_timestamp.as_ref().map(|t| Deletion {
+                at: time(&t.0),
+                grace_period_seconds: meta.deletion_grace_period_seconds,
+            }),
+            finalizers: meta.finalizers.clone().unwrap_or_default(),
+            node_name: spec.and_then(|s| s.node_name.clone()),
+            restart_policy: spec.and_then(|s| s.restart_policy.clone()),
+            containers: spec
+                .map(|s| {
+                    s.containers
+                        .iter()
+                        .map(ContainerSpec::from_container)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            init_containers: spec
+                .and_then(|s| s.init_containers.as_ref())
+                .map(|cs| cs.iter().map(ContainerSpec::from_container).collect())
+                .unwrap_or_default(),
+            status: pod.status.as_ref().map(PodStatus::from_status),
+        }
+    }
+
+    /// `namespace/name`, for messages.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
+    }
+
+    pub fn app_id(&self) -> Option<&str> {
+        self.label(LABEL_APP_ID)
+    }
+
+    pub fn role(&self) -> Option<Role> {
+        match self.label(LABEL_ROLE)? {
+            "driver" => Some(Role::Driver),
+            "executor" => Some(Role::Executor),
+            _ => None,
+        }
+    }
+
+    /// Spark's reading of `spark-exec-id` (spec §3.1): absent or `EXECID` means "not an
+    /// executor of the snapshot"; otherwise a 64-bit integer.
+    pub fn exec_id_label(&self) -> ExecIdLabel {
+        match self.label(LABEL_EXEC_ID) {
+            None => ExecIdLabel::Missing,
+            Some("EXECID") => ExecIdLabel::Placeholder,
+            Some(v) => v
+                .parse::<i64>()
+                .map_or_else(|_| ExecIdLabel::Invalid(v.to_owned()), ExecIdLabel::Id),
+        }
+    }
+
+    /// The executor id, when the pod is an executor of Spark's snapshot.
+    pub fn executor_id(&self) -> Option<i64> {
+        match self.exec_id_label() {
+            ExecIdLabel::Id(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Spark keeps this pod because `deleteOnTermination=false` (label `spark-exec-inactive`).
+    pub fn is_inactive(&self) -> bool {
+        self.label(LABEL_INACTIVE) == Some("true")
+    }
+
+    pub fn phase(&self) -> Option<&str> {
+        self.status.as_ref()?.phase.as_deref()
+    }
+
+    pub fn container_statuses(&self) -> &[ContainerStatus] {
+        self.status
+            .as_ref()
+            .map_or(&[][..], |s| s.container_statuses.as_slice())
+    }
+
+    pub fn init_container_statuses(&self) -> &[ContainerStatus] {
+        self.status
+            .as_ref()
+            .map_or(&[][..], |s| s.init_container_statuses.as_slice())
+    }
+
+    /// The first container status with this name (Spark takes the first).
+    pub fn container_status(&self, name: &str) -> Option<&ContainerStatus> {
+        self.container_statuses().iter().find(|c| c.name == name)
+    }
+
+    pub fn container_spec(&self, name: &str) -> Option<&ContainerSpec> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+
+    pub fn condition(&self, type_: &str) -> Option<&PodCondition> {
+        self.status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+    }
+}
+
+impl ContainerSpec {
+    fn from_container(c: &core::Container) -> Self {
+        let resources = c.resources.as_ref();
+        let pick = |map: Option<
+            &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        >| Resources {
+            cpu: map.and_then(|m| m.get("cpu")).map(|q| q.0.clone()),
+            memory: map.and_then(|m| m.get("memory")).map(|q| q.0.clone()),
+        };
+        Self {
+            name: c.name.clone(),
+            image: c.image.clone(),
+            requests: pick(resources.and_then(|r| r.requests.as_ref())),
+            limits: pick(resources.and_then(|r| r.limits.as_ref())),
+            runs_executor: c
+                .env
+                .as_ref()
+                .is_some_and(|env| env.iter().any(|e| e.name == "SPARK_EXECUTOR_ID")),
+        }
+    }
+}
+
+impl PodStatus {
+    fn from_status(s: &core::PodStatus) -> Self {
+        let statuses = |list: Option<&Vec<core::ContainerStatus>>| {
+            list.map(|l| l.iter().map(ContainerStatus::from_status).collect())
+                .unwrap_or_default()
+        };
+        Self {
+            phase: s.phase.clone(),
+            reason: s.reason.clone(),
+            message: s.message.clone(),
+            conditions: s
+                .conditions
+                .as_ref()
+                .map(|cs| {
+                    cs.iter()
+                        .map(|c| PodCondition {
+                            type_: c.type_.clone(),
+                            status: c.status.clone(),
+                            reason: c.reason.clone(),
+                            message: c.message.clone(),
+                            last_transition: c.last_transition_time.as_ref().map(|t| time(&t.0)),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            container_statuses: statuses(s.container_statuses.as_ref()),
+            init_container_statuses: statuses(s.init_container_statuses.as_ref()),
+            start_time: s.start_time.as_ref().map(|t| time(&t.0)),
+            nominated_node_name: s.nominated_node_name.clone(),
+        }
+    }
+}
+
+impl ContainerStatus {
+    fn from_status(c: &core::ContainerStatus) -> Self {
+        Self {
+            name: c.name.clone(),
+            image: Some(c.image.clone()).filter(|i| !i.is_empty()),
+            ready: c.ready,
+            restart_count: c.restart_count,
+            state: c
+                .state
+                .as_ref()
+                .map(ContainerState::from_state)
+                .unwrap_or_default(),
+            last_state: c
+                .last_state
+                .as_ref()
+                .map(ContainerState::from_state)
+                .unwrap_or_default(),
+        }
+    }
+
+    pub fn terminated(&self) -> Option<&Terminated> {
+        self.state.terminated()
+    }
+
+    pub fn waiting_reason(&self) -> Option<&str> {
+        match &self.state {
+            ContainerState::Waiting { reason, .. } => reason.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl ContainerState {
+    fn from_state(s: &core::ContainerState) -> Self {
+        if let Some(t) = &s.terminated {
+            Self::Terminated(Terminated {
+                exit_code: t.exit_code,
+                signal: t.signal,
+                reason: t.reason.clone(),
+                message: t.message.clone(),
+                started_at: t.started_at.as_ref().map(|x| time(&x.0)),
+                finished_at: t.finished_at.as_ref().map(|x| time(&x.0)),
+            })
+        } else if let Some(r) = &s.running {
+            Self::Running {
+                started_at: r.started_at.as_ref().map(|x| time(&x.0)),
+            }
+        } else if let Some(w) = &s.waiting {
+            Self::Waiting {
+                reason: w.reason.clone(),
+                message: w.message.clone(),
+            }
+        } else {
+            Self::None
+        }
+    }
+
+    pub fn terminated(&self) -> Option<&Terminated> {
+        match self {
+            Self::Terminated(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Converts the API's timestamp type to the project's clock type.
+pub fn time(ts: &k8s_openapi::jiff::Timestamp) -> Time {
+    // jiff gives a negative sub-second part before the epoch; chrono wants 0..1e9.
+    let (mut secs, mut nanos) = (ts.as_second(), ts.subsec_nanosecond());
+    if nanos < 0 {
+        secs -= 1;
+        nanos += 1_000_000_000;
+    }
+    DateTime::from_timestamp(secs, nanos.unsigned_abs()).unwrap_or(DateTime::UNIX_EPOCH)
+}
+
+/// RFC 3339 with seconds and `Z`, the way the API server writes times.
+pub fn fmt_time(t: &Time) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
