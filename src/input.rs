@@ -100,13 +100,16 @@ pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputEr
             })?
     } else {
         serde_saphyr::from_multiple::<Value>(text).map_err(|e| {
+            let message = one_line(&yaml_message(&e));
+            // The parser's own text often names the place already; say it once.
             let at = e
                 .location()
+                .filter(|_| !message.contains(" at line "))
                 .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
                 .unwrap_or_default();
             InputError::Yaml {
                 origin: origin.to_owned(),
-                message: one_line(&yaml_message(&e)),
+                message,
                 at,
             }
         })?

@@ -182,7 +182,10 @@ pub(super) fn deleted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         return;
     };
     let grace = d.grace_period_seconds.unwrap_or(30);
-    let overdue = s.now - d.at - chrono::Duration::seconds(grace);
+    // Any i64 can arrive here; chrono panics on out-of-range durations, so check.
+    let overdue = chrono::Duration::try_seconds(grace)
+        .and_then(|g| (s.now - d.at).checked_sub(&g))
+        .unwrap_or(chrono::Duration::zero());
     let mut summary = format!("Deletion requested at {} (grace {grace}s)", fmt_time(&d.at));
     let mut severity = Severity::Info;
     if !s.pod.finalizers.is_empty() {

@@ -68,7 +68,7 @@ fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> F
          limit; the heap itself did not overflow (that would be exit 52). Raise \
          spark.executor.memoryOverhead (or spark.executor.memoryOverheadFactor, default 0.1, 0.4 \
          for PySpark/R); check spark.memory.offHeap.size, spark.executor.pyspark.memory and \
-         native libraries. Raising spark.executor.memory alone makes this worse.",
+         native libraries. Raising spark.executor.memory mostly grows the heap, which was not what overflowed.",
     )
     .reference(REF_OOM);
     if let Some(l) = limit {
@@ -161,7 +161,7 @@ fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Find
 
 fn sigterm(s: &Subject<'_>, summary: String) -> Finding {
     // SIGTERM on a pod being deleted is the normal end of a kill or a scale-down.
-    let asked = s.pod.deletion.is_some() || s.pod.condition("DisruptionTarget").is_some();
+    let asked = s.pod.deletion.is_some() || disrupted(s);
     let mut f = Finding::new(
         Code::Sigterm,
         if asked { Severity::Info } else { Severity::Warn },
@@ -179,7 +179,24 @@ fn sigterm(s: &Subject<'_>, summary: String) -> Finding {
     f.evidence_all(s.events_with("Killing").map(|e| e.describe()))
 }
 
+/// The pod was evicted, preempted or taken down with its node: a kill is part of that.
+fn disrupted(s: &Subject<'_>) -> bool {
+    s.pod.status.as_ref().and_then(|st| st.reason.as_deref()) == Some("Evicted")
+        || s.pod
+            .condition("DisruptionTarget")
+            .is_some_and(|c| c.status == "True")
+}
+
 fn node_sigkill(s: &Subject<'_>, summary: String) -> Finding {
+    if disrupted(s) {
+        return Finding::new(
+            Code::NodeSigkill,
+            Severity::Info,
+            format!("{summary}; the kubelet killed it while the pod was disrupted (see the eviction/preemption finding)"),
+        )
+        .hint("Fix the disruption itself; the SIGKILL is its consequence.")
+        .reference(REF_TERMINATION);
+    }
     let (cause, hint) = match &s.pod.deletion {
         Some(d) => (
             format!(

@@ -131,6 +131,22 @@ pub(super) fn unschedulable(s: &Subject<'_>, out: &mut Vec<Finding>) {
     if let Some(p) = &parsed.preemption {
         f = f.evidence(format!("preemption: {p}"));
     }
+    let wants_resources = parsed.reasons.iter().any(|r| {
+        matches!(
+            r.kind,
+            SchedulingKind::InsufficientCpu | SchedulingKind::InsufficientMemory
+        )
+    });
+    if wants_resources {
+        f = f.evidence_all(s.pod.containers.iter().map(|c| {
+            format!(
+                "spec.containers[{}].resources.requests: cpu={} memory={}",
+                c.name,
+                c.requests.cpu.as_deref().unwrap_or("-"),
+                c.requests.memory.as_deref().unwrap_or("-")
+            )
+        }));
+    }
     f.scheduling = parsed.reasons;
     out.push(f);
 }

@@ -531,3 +531,15 @@ fn human_durations() {
     assert_eq!(human_duration(chrono::Duration::seconds(200)), "3m20s");
     assert_eq!(human_duration(chrono::Duration::seconds(7500)), "2h05m");
 }
+
+#[test]
+fn absurd_grace_periods_do_not_panic() {
+    for grace in [i64::MAX, i64::MIN, -1] {
+        let p = executor_with(
+            json!({"deletionTimestamp": "2026-11-29T10:00:00Z", "deletionGracePeriodSeconds": grace,
+                   "finalizers": ["example.com/keep"]}),
+            json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "Error"))]}),
+        );
+        assert!(codes(&run(&p, &[])).contains(&Code::Deleted));
+    }
+}
