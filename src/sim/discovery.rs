@@ -1,0 +1,81 @@
+//! Discovery documents (legacy JSON format: enough for kubectl 1.20–1.33 and kube-rs
+//! `Discovery::run`). Only what is served is listed: a listed group-version that does not
+//! answer makes kubectl complain.
+
+use serde_json::{Value, json};
+
+pub fn version() -> Value {
+    json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-spark-triage-sim",
+           "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+           "buildDate": "2026-11-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",
+           "platform": "linux/amd64"})
+}
+
+pub fn api_versions(server: &str) -> Value {
+    json!({"kind": "APIVersions", "versions": ["v1"],
+           "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]})
+}
+
+fn group(name: &str) -> Value {
+    let gv = format!("{name}/v1");
+    json!({"name": name, "versions": [{"groupVersion": gv, "version": "v1"}],
+           "preferredVersion": {"groupVersion": gv, "version": "v1"}})
+}
+
+pub const GROUPS: [&str; 2] = ["events.k8s.io", "authorization.k8s.io"];
+
+pub fn api_groups() -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": GROUPS.iter().map(|g| group(g)).collect::<Vec<_>>()})
+}
+
+pub fn api_group(name: &str) -> Option<Value> {
+    GROUPS.contains(&name).then(|| {
+        let mut g = group(name);
+        g["kind"] = json!("APIGroup");
+        g["apiVersion"] = json!("v1");
+        g
+    })
+}
+
+const RW: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+fn res(name: &str, singular: &str, namespaced: bool, kind: &str, verbs: &[&str], short: &[&str]) -> Value {
+    let mut r = json!({"name": name, "singularName": singular, "namespaced": namespaced, "kind": kind, "verbs": verbs});
+    if !short.is_empty() {
+        r["shortNames"] = json!(short);
+    }
+    r
+}
+
+pub fn core_v1() -> Value {
+    let mut pods = res("pods", "pod", true, "Pod", &RW, &["po"]);
+    pods["categories"] = json!(["all"]);
+    let mut services = res("services", "service", true, "Service", &RW, &["svc"]);
+    services["categories"] = json!(["all"]);
+    let mut eviction = res("pods/eviction", "", true, "Eviction", &["create"], &[]);
+    eviction["group"] = json!("policy");
+    eviction["version"] = json!("v1");
+    json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+        pods,
+        res("pods/log", "", true, "Pod", &["get"], &[]),
+        res("pods/status", "", true, "Pod", &["get", "patch", "update"], &[]),
+        eviction,
+        res("events", "event", true, "Event", &RW, &["ev"]),
+        services,
+        res("services/proxy", "", true, "ServiceProxyOptions", &["create", "delete", "get", "patch", "update"], &[]),
+        res("configmaps", "configmap", true, "ConfigMap", &RW, &["cm"]),
+        res("persistentvolumeclaims", "persistentvolumeclaim", true, "PersistentVolumeClaim", &RW, &["pvc"]),
+        res("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "patch", "update", "watch"], &["ns"]),
+        res("nodes", "node", false, "Node", &RW, &["no"]),
+    ]})
+}
+
+pub fn group_resources(group: &str) -> Option<Value> {
+    match group {
+        "events.k8s.io" => Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
+            "resources": [res("events", "event", true, "Event", &RW, &["ev"])]})),
+        "authorization.k8s.io" => Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
+            "resources": [res("selfsubjectaccessreviews", "", false, "SelfSubjectAccessReview", &["create"], &[])]})),
+        _ => None,
+    }
+}

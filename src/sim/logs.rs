@@ -1,0 +1,126 @@
+//! Container logs the simulated kubelet writes and `pods/{name}/log` serves, current and
+//! previous instance, with a change signal for `follow=true`.
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, MutexGuard},
+};
+
+use tokio::sync::watch;
+
+/// Lines kept per container instance (the oldest are dropped).
+const MAX_LINES: usize = 10_000;
+
+type Key = (String, String, String);
+
+#[derive(Debug, Default)]
+struct ContainerLog {
+    current: Vec<String>,
+    previous: Option<Vec<String>>,
+    finished: bool,
+}
+
+/// All container logs.
+#[derive(Debug)]
+pub struct Logs {
+    inner: Mutex<HashMap<Key, ContainerLog>>,
+    tick: watch::Sender<u64>,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(HashMap::new()),
+            tick: watch::channel(0).0,
+        }
+    }
+}
+
+/// What a read returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRead {
+    pub lines: Vec<String>,
+    /// The container instance has ended: a follower stops after these lines.
+    pub finished: bool,
+}
+
+fn key(ns: &str, pod: &str, container: &str) -> Key {
+    (ns.to_owned(), pod.to_owned(), container.to_owned())
+}
+
+impl Logs {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, ContainerLog>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bump(&self) {
+        self.tick.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A new container instance starts; the last one becomes `previous`.
+    pub fn start(&self, ns: &str, pod: &str, container: &str) {
+        let mut m = self.lock();
+        let log = m.entry(key(ns, pod, container)).or_default();
+        if !log.current.is_empty() || log.finished {
+            log.previous = Some(std::mem::take(&mut log.current));
+        }
+        log.finished = false;
+        drop(m);
+        self.bump();
+    }
+
+    pub fn append(&self, ns: &str, pod: &str, container: &str, line: impl Into<String>) {
+        let mut m = self.lock();
+        let log = m.entry(key(ns, pod, container)).or_default();
+        log.current.push(line.into());
+        if log.current.len() > MAX_LINES {
+            let excess = log.current.len() - MAX_LINES;
+            log.current.drain(..excess);
+        }
+        drop(m);
+        self.bump();
+    }
+
+    /// The container instance ended: followers finish.
+    pub fn finish(&self, ns: &str, pod: &str, container: &str) {
+        if let Some(log) = self.lock().get_mut(&key(ns, pod, container)) {
+            log.finished = true;
+        }
+        self.bump();
+    }
+
+    pub fn remove_pod(&self, ns: &str, pod: &str) {
+        self.lock().retain(|(n, p, _), _| !(n == ns && p == pod));
+        self.bump();
+    }
+
+    /// The last `tail` lines (all when `None`) of the current or previous instance.
+    pub fn read(&self, ns: &str, pod: &str, container: &str, previous: bool, tail: Option<usize>) -> Option<LogRead> {
+        let m = self.lock();
+        let log = m.get(&key(ns, pod, container))?;
+        let (lines, finished) = if previous {
+            (log.previous.as_ref()?, true)
+        } else {
+            (&log.current, log.finished)
+        };
+        let start = tail.map_or(0, |t| lines.len().saturating_sub(t));
+        Some(LogRead {
+            lines: lines[start..].to_vec(),
+            finished,
+        })
+    }
+
+    /// Lines of the current instance from `offset` on.
+    pub fn since(&self, ns: &str, pod: &str, container: &str, offset: usize) -> Option<LogRead> {
+        let m = self.lock();
+        let log = m.get(&key(ns, pod, container))?;
+        Some(LogRead {
+            lines: log.current.get(offset..).map(<[String]>::to_vec).unwrap_or_default(),
+            finished: log.finished,
+        })
+    }
+
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.tick.subscribe()
+    }
+}
