@@ -38,6 +38,47 @@ pub enum Command {
         kubectl get pods,events -n spark-jobs -o yaml | spark-triage explain - --output json\n  \
         spark-triage explain pods.json --events events.json")]
     Explain(ExplainArgs),
+    /// Run a simulated Kubernetes cluster with Spark applications (for demos, tests, training).
+    ///
+    /// Prints its URL and a kubeconfig path, then serves until Ctrl-C. kubectl and
+    /// spark-triage work against it unmodified: `kubectl --kubeconfig F get pods -A`.
+    #[command(
+        after_help = "Scenarios: mixed (default), oom-storm, pending-capacity, churn, empty, scale \
+        (with --apps/--executors/--churn), or a YAML file (docs/simulator.md).\n\
+        Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
+    )]
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Address to listen on (loopback only); port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// A built-in scenario name or a scenario file.
+    #[arg(long, default_value = "mixed")]
+    pub scenario: String,
+    /// Where to write the kubeconfig (default: a file in the temp dir).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<std::path::PathBuf>,
+    /// Time scale: 4 runs a 60 s scenario in 15 s.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Seed for everything random (ids, names, timings).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Inject a fault (repeatable).
+    #[arg(long = "fault", value_name = "FAULT")]
+    pub faults: Vec<crate::sim::Fault>,
+    /// scale scenario: number of applications.
+    #[arg(long, default_value_t = 1)]
+    pub apps: u32,
+    /// scale scenario: executors per application.
+    #[arg(long, default_value_t = 1000)]
+    pub executors: u32,
+    /// scale scenario: executor failures per second, across all applications.
+    #[arg(long, default_value_t = 0.0)]
+    pub churn: f64,
 }
 
 #[derive(Debug, Args)]
@@ -128,6 +169,7 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Explain(args) => run_explain(args),
+        Command::Sim(args) => run_sim(args),
     }
 }
 
@@ -192,4 +234,69 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
         }
         _ => Ok(()),
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Runtime(format!("cannot start the async runtime: {e}")))
+}
+
+/// The scenario named on the command line (`scale` is generated from its flags).
+fn scenario_of(args: &SimArgs) -> Result<crate::sim::Scenario, Failure> {
+    if args.scenario == "scale" {
+        return Ok(crate::sim::scenario::scale(
+            args.apps,
+            args.executors,
+            args.churn,
+        ));
+    }
+    crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)
+}
+
+fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(Failure::Usage(format!(
+            "--speed {}: must be a positive number",
+            args.speed
+        )));
+    }
+    let mut opts = crate::sim::SimOptions::new(scenario_of(&args)?);
+    opts.listen = args.listen;
+    opts.speed = args.speed;
+    opts.seed = args.seed;
+    opts.faults = args.faults.clone();
+    opts.kubeconfig_out = args.kubeconfig_out.clone();
+    runtime()?.block_on(async move {
+        let sim = crate::sim::start(opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        write_stdout(&format!(
+            "spark-triage simulator ({} scenario) listening on {}\nkubeconfig: {}\n  kubectl --kubeconfig {} get pods -A\nCtrl-C to stop.\n",
+            args.scenario,
+            sim.url,
+            sim.kubeconfig.display(),
+            sim.kubeconfig.display()
+        ))?;
+        wait_for_signal().await;
+        sim.stop().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Ctrl-C or SIGTERM.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -10,4 +10,5 @@ pub mod diagnose;
 pub mod explain;
 pub mod input;
 pub mod model;
+pub mod sim;
 pub mod spark;

@@ -53,6 +53,7 @@ pub struct ApiState {
     pub requests: Mutex<VecDeque<RequestRecord>>,
     pub server_addr: String,
     pub user: String,
+    pub spark: Arc<super::control::SparkRegistry>,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
@@ -127,7 +128,12 @@ fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
         ["apis"] => Ok(Route::Doc(discovery::api_groups())),
         ["apis", g] => discovery::api_group(g).map(Route::Doc).ok_or_else(nf),
         ["apis", g, "v1"] => discovery::group_resources(g).map(Route::Doc).ok_or_else(nf),
-        ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => Ok(Route::AccessReview),
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+        ] => Ok(Route::AccessReview),
         ["apis", "events.k8s.io", "v1", "events"] => Ok(Route::Collection {
             view: View::EventsV1,
             resource: Resource::Events,
@@ -138,13 +144,30 @@ fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
             resource: Resource::Events,
             ns: Some((*ns).to_owned()),
         }),
-        ["apis", "events.k8s.io", "v1", "namespaces", ns, "events", name] => Ok(Route::Item {
+        [
+            "apis",
+            "events.k8s.io",
+            "v1",
+            "namespaces",
+            ns,
+            "events",
+            name,
+        ] => Ok(Route::Item {
             view: View::EventsV1,
             resource: Resource::Events,
             ns: (*ns).to_owned(),
             name: (*name).to_owned(),
         }),
-        ["api", "v1", "namespaces", ns, "services", svc, "proxy", rest @ ..] => Ok(Route::Proxy {
+        [
+            "api",
+            "v1",
+            "namespaces",
+            ns,
+            "services",
+            svc,
+            "proxy",
+            rest @ ..,
+        ] => Ok(Route::Proxy {
             ns: (*ns).to_owned(),
             svc: (*svc).to_owned(),
             rest: rest.join("/"),
@@ -204,8 +227,10 @@ impl Params {
 fn json_body(code: StatusCode, body: impl Into<Body>) -> Response {
     let mut r = Response::new(body.into());
     *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -223,8 +248,10 @@ impl IntoResponse for ApiError {
 fn text(code: StatusCode, s: impl Into<String>) -> Response {
     let mut r = Response::new(Body::from(s.into()));
     *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 
@@ -262,14 +289,20 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
         "/healthz" | "/readyz" | "/livez" => return text(StatusCode::OK, "ok"),
         "/version" => return json_value(StatusCode::OK, &discovery::version()),
         "/_sim/requests" => {
-            return json_value(StatusCode::OK, &serde_json::to_value(st.request_log()).unwrap_or_default());
+            return json_value(
+                StatusCode::OK,
+                &serde_json::to_value(st.request_log()).unwrap_or_default(),
+            );
         }
         _ => {}
     }
     if let Some(l) = st.faults.latency {
         tokio::time::sleep(l).await;
     }
-    let is_discovery = path == "/api" || path == "/apis" || path.starts_with("/api/v1?") || path == "/api/v1"
+    let is_discovery = path == "/api"
+        || path == "/apis"
+        || path.starts_with("/api/v1?")
+        || path == "/api/v1"
         || (path.starts_with("/apis/") && path.matches('/').count() <= 3);
     if st.faults.error_rate > 0.0 && !is_discovery && fastrand::f64() < st.faults.error_rate {
         return ApiError::internal("injected fault: error-rate").into_response();
@@ -314,7 +347,8 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                 _ => return ApiError::method_not_allowed().into_response(),
             };
             if st.faults.denies(verb, resource.plural()) {
-                return ApiError::forbidden(&st.user, verb, resource.plural(), ns.as_deref()).into_response();
+                return ApiError::forbidden(&st.user, verb, resource.plural(), ns.as_deref())
+                    .into_response();
             }
             let query = match build_query(view, resource, ns.clone(), &params) {
                 Ok(q) => q,
@@ -326,7 +360,9 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                     match WebSocketUpgrade::from_request_parts(&mut parts, &st).await {
                         Ok(ws) => {
                             let st2 = st.clone();
-                            ws.on_upgrade(move |socket| watch_ws(st2, view, resource, query, params, render, socket))
+                            ws.on_upgrade(move |socket| {
+                                watch_ws(st2, view, resource, query, params, render, socket)
+                            })
                         }
                         Err(e) => e.into_response(),
                     }
@@ -338,7 +374,14 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                         Ok(b) => b,
                         Err(e) => return e.into_response(),
                     };
-                    create(&st, view, resource, ns.as_deref().unwrap_or_default(), body, &params)
+                    create(
+                        &st,
+                        view,
+                        resource,
+                        ns.as_deref().unwrap_or_default(),
+                        body,
+                        &params,
+                    )
                 }
                 _ => {
                     let body = read_body(req).await.unwrap_or_default();
@@ -346,7 +389,12 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                 }
             }
         }
-        Route::Item { view, resource, ns, name } => {
+        Route::Item {
+            view,
+            resource,
+            ns,
+            name,
+        } => {
             let verb = match method {
                 Method::GET => "get",
                 Method::PUT => "update",
@@ -355,15 +403,33 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                 _ => return ApiError::method_not_allowed().into_response(),
             };
             if st.faults.denies(verb, resource.plural()) {
-                return ApiError::forbidden(&st.user, verb, resource.plural(), Some(&ns)).into_response();
+                return ApiError::forbidden(&st.user, verb, resource.plural(), Some(&ns))
+                    .into_response();
             }
             let body = match read_body(req).await {
                 Ok(b) => b,
                 Err(e) => return e.into_response(),
             };
-            item(&st, verb, view, resource, &ns, &name, &body, &content_type, &params, render, false)
+            item(
+                &st,
+                verb,
+                view,
+                resource,
+                &ns,
+                &name,
+                &body,
+                &content_type,
+                &params,
+                render,
+                false,
+            )
         }
-        Route::Sub { resource, ns, name, sub } => {
+        Route::Sub {
+            resource,
+            ns,
+            name,
+            sub,
+        } => {
             let body = match read_body(req).await {
                 Ok(b) => b,
                 Err(e) => return e.into_response(),
@@ -377,14 +443,30 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                         _ => return ApiError::method_not_allowed().into_response(),
                     };
                     if st.faults.denies(verb, resource.plural()) {
-                        return ApiError::forbidden(&st.user, verb, "pods/status", Some(&ns)).into_response();
+                        return ApiError::forbidden(&st.user, verb, "pods/status", Some(&ns))
+                            .into_response();
                     }
-                    item(&st, verb, View::Core, resource, &ns, &name, &body, &content_type, &params, render, true)
+                    item(
+                        &st,
+                        verb,
+                        View::Core,
+                        resource,
+                        &ns,
+                        &name,
+                        &body,
+                        &content_type,
+                        &params,
+                        render,
+                        true,
+                    )
                 }
                 (Resource::Pods, "log", &Method::GET) => pod_log(&st, &ns, &name, &params),
                 (Resource::Pods, "eviction", &Method::POST) => {
-                    if st.faults.denies("create", "pods/eviction") || st.faults.denies("delete", "pods") {
-                        return ApiError::forbidden(&st.user, "create", "pods/eviction", Some(&ns)).into_response();
+                    if st.faults.denies("create", "pods/eviction")
+                        || st.faults.denies("delete", "pods")
+                    {
+                        return ApiError::forbidden(&st.user, "create", "pods/eviction", Some(&ns))
+                            .into_response();
                     }
                     evict(&st, &ns, &name, &body)
                 }
@@ -419,11 +501,19 @@ fn field_kind(view: View, resource: Resource) -> FieldKind {
     }
 }
 
-fn build_query(view: View, resource: Resource, ns: Option<String>, params: &Params) -> Result<Query, ApiError> {
+fn build_query(
+    view: View,
+    resource: Resource,
+    ns: Option<String>,
+    params: &Params,
+) -> Result<Query, ApiError> {
     let labels = LabelSelector::parse(params.get("labelSelector").unwrap_or_default())
         .map_err(|e| ApiError::bad_request(e.0))?;
-    let fields = FieldSelector::parse(params.get("fieldSelector").unwrap_or_default(), field_kind(view, resource))
-        .map_err(|e| ApiError::bad_request(e.0))?;
+    let fields = FieldSelector::parse(
+        params.get("fieldSelector").unwrap_or_default(),
+        field_kind(view, resource),
+    )
+    .map_err(|e| ApiError::bad_request(e.0))?;
     Ok(Query {
         namespace: ns,
         labels,
@@ -460,8 +550,18 @@ fn metadata_only(obj: &Obj) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.value["metadata"]})
 }
 
-fn list(st: &ApiState, view: View, resource: Resource, q: &Query, params: &Params, render: Render) -> Response {
-    let limit = params.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
+fn list(
+    st: &ApiState,
+    view: View,
+    resource: Resource,
+    q: &Query,
+    params: &Params,
+    render: Render,
+) -> Response {
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
     let page = match st.store.list(resource, q, limit, params.get("continue")) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -472,7 +572,15 @@ fn list(st: &ApiState, view: View, resource: Resource, q: &Query, params: &Param
             let objs: Vec<&Obj> = page.items.iter().map(|o| o.as_ref()).collect();
             json_value(
                 StatusCode::OK,
-                &table::table(resource, &objs, page.rv, page.continue_token.as_deref(), include, st.store.clock.now(), true),
+                &table::table(
+                    resource,
+                    &objs,
+                    page.rv,
+                    page.continue_token.as_deref(),
+                    include,
+                    st.store.clock.now(),
+                    true,
+                ),
             )
         }
         Render::Metadata => {
@@ -492,7 +600,9 @@ fn list(st: &ApiState, view: View, resource: Resource, q: &Query, params: &Param
             if let Some(n) = page.remaining {
                 meta["remainingItemCount"] = json!(n);
             }
-            let mut out = Vec::with_capacity(page.items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 128);
+            let mut out = Vec::with_capacity(
+                page.items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 128,
+            );
             out.extend_from_slice(
                 format!(
                     "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
@@ -514,7 +624,14 @@ fn list(st: &ApiState, view: View, resource: Resource, q: &Query, params: &Param
     }
 }
 
-fn create(st: &ApiState, view: View, resource: Resource, ns: &str, mut body: Value, params: &Params) -> Response {
+fn create(
+    st: &ApiState,
+    view: View,
+    resource: Resource,
+    ns: &str,
+    mut body: Value,
+    params: &Params,
+) -> Response {
     if view == View::EventsV1 {
         body = events_view::to_core(&body);
     }
@@ -538,12 +655,17 @@ fn delete_options(body: &[u8], params: &Params) -> DeleteOptions {
         &v
     };
     DeleteOptions {
-        grace_period_seconds: opts["gracePeriodSeconds"]
-            .as_i64()
-            .or_else(|| params.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
+        grace_period_seconds: opts["gracePeriodSeconds"].as_i64().or_else(|| {
+            params
+                .get("gracePeriodSeconds")
+                .and_then(|g| g.parse().ok())
+        }),
         precondition_uid: opts["preconditions"]["uid"].as_str().map(str::to_owned),
-        precondition_rv: opts["preconditions"]["resourceVersion"].as_str().map(str::to_owned),
-        dry_run: opts["dryRun"].as_array().is_some_and(|a| !a.is_empty()) || params.get("dryRun").is_some(),
+        precondition_rv: opts["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned),
+        dry_run: opts["dryRun"].as_array().is_some_and(|a| !a.is_empty())
+            || params.get("dryRun").is_some(),
     }
 }
 
@@ -562,7 +684,14 @@ fn deleted_response(view: View, resource: Resource, d: &Deleted) -> Response {
     }
 }
 
-fn delete_collection(st: &ApiState, view: View, resource: Resource, q: &Query, body: &[u8], params: &Params) -> Response {
+fn delete_collection(
+    st: &ApiState,
+    view: View,
+    resource: Resource,
+    q: &Query,
+    body: &[u8],
+    params: &Params,
+) -> Response {
     let opts = delete_options(body, params);
     let (items, _) = st.store.list_all(resource, q);
     let mut deleted = Vec::new();
@@ -578,7 +707,10 @@ fn delete_collection(st: &ApiState, view: View, resource: Resource, q: &Query, b
     )
 }
 
-#[expect(clippy::too_many_arguments, reason = "one dispatch point for every single-object verb")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one dispatch point for every single-object verb"
+)]
 fn item(
     st: &ApiState,
     verb: &str,
@@ -597,27 +729,46 @@ fn item(
             Some(o) => match render {
                 Render::Table(include) => json_value(
                     StatusCode::OK,
-                    &table::table(resource, &[&o], o.rv(), None, include, st.store.clock.now(), true),
+                    &table::table(
+                        resource,
+                        &[&o],
+                        o.rv(),
+                        None,
+                        include,
+                        st.store.clock.now(),
+                        true,
+                    ),
                 ),
                 Render::Metadata => json_value(StatusCode::OK, &metadata_only(&o)),
                 Render::Json => json_body(StatusCode::OK, view_bytes(view, resource, &o)),
             },
             None => ApiError::not_found(resource, name).into_response(),
         },
-        "delete" => match st.store.delete(resource, ns, name, &delete_options(body, params)) {
+        "delete" => match st
+            .store
+            .delete(resource, ns, name, &delete_options(body, params))
+        {
             Ok(d) => deleted_response(view, resource, &d),
             Err(e) => e.into_response(),
         },
         "update" => {
             let mut v: Value = match serde_json::from_slice(body) {
                 Ok(v) => v,
-                Err(e) => return ApiError::bad_request(format!("the request body is not valid JSON: {e}")).into_response(),
+                Err(e) => {
+                    return ApiError::bad_request(format!(
+                        "the request body is not valid JSON: {e}"
+                    ))
+                    .into_response();
+                }
             };
             if view == View::EventsV1 {
                 v = events_view::to_core(&v);
             }
             if v["metadata"]["name"].as_str().is_some_and(|n| n != name) {
-                return ApiError::bad_request("the name of the object does not match the name on the URL").into_response();
+                return ApiError::bad_request(
+                    "the name of the object does not match the name on the URL",
+                )
+                .into_response();
             }
             match st.store.update(resource, ns, name, v, status_only) {
                 Ok(o) => json_value(StatusCode::OK, &view_value(view, resource, &o)),
@@ -676,7 +827,12 @@ fn evict(st: &ApiState, ns: &str, name: &str, body: &[u8]) -> Response {
         );
         true
     });
-    match st.store.delete(Resource::Pods, ns, name, &delete_options(body, &Params::default())) {
+    match st.store.delete(
+        Resource::Pods,
+        ns,
+        name,
+        &delete_options(body, &Params::default()),
+    ) {
         Ok(_) => json_value(
             StatusCode::CREATED,
             &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
@@ -706,13 +862,18 @@ fn access_review(st: &ApiState, body: &[u8]) -> Response {
 
 fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&str>) -> Response {
     let (name, port) = match svc.rsplit_once(':') {
-        Some((scheme_or_name, p)) if !p.is_empty() => (scheme_or_name.trim_start_matches("http:").trim_start_matches("https:"), Some(p)),
+        Some((scheme_or_name, p)) if !p.is_empty() => (
+            scheme_or_name
+                .trim_start_matches("http:")
+                .trim_start_matches("https:"),
+            Some(p),
+        ),
         _ => (svc, None),
     };
     let Some(service) = st.store.get(Resource::Services, ns, name) else {
         return ApiError::not_found(Resource::Services, name).into_response();
     };
-    match spark_rest::serve(&st.store, &service, port, rest, query) {
+    match spark_rest::serve(&st.store, &st.spark, &service, port, rest, query) {
         Ok((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
         Err(e) => e.into_response(),
     }
@@ -724,7 +885,11 @@ fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> Response {
     };
     let containers: Vec<String> = pod.value["spec"]["containers"]
         .as_array()
-        .map(|a| a.iter().filter_map(|c| c["name"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let container = match params.get("container") {
         Some(c) => c.to_owned(),
@@ -738,29 +903,41 @@ fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> Response {
         }
     };
     let previous = params.flag("previous");
-    let statuses = pod.value["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
+    let statuses = pod.value["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let status = statuses.iter().find(|s| s["name"] == container.as_str());
     if !containers.contains(&container) {
-        return ApiError::bad_request(format!("container {container} is not valid for pod {name}")).into_response();
+        return ApiError::bad_request(format!("container {container} is not valid for pod {name}"))
+            .into_response();
     }
     if !previous
         && let Some(reason) = status
             .and_then(|s| s["state"]["waiting"]["reason"].as_str())
-            .or(if status.is_none() { Some("ContainerCreating") } else { None })
+            .or(if status.is_none() {
+                Some("ContainerCreating")
+            } else {
+                None
+            })
     {
         let why = match reason {
             "ErrImagePull" => "image can't be pulled",
             "ImagePullBackOff" => "trying and failing to pull image",
             other => other,
         };
-        return ApiError::bad_request(format!("container \"{container}\" in pod \"{name}\" is waiting to start: {why}"))
-            .into_response();
+        return ApiError::bad_request(format!(
+            "container \"{container}\" in pod \"{name}\" is waiting to start: {why}"
+        ))
+        .into_response();
     }
     let tail = params.get("tailLines").and_then(|t| t.parse().ok());
     let Some(read) = st.logs.read(ns, name, &container, previous, tail) else {
         if previous {
-            return ApiError::bad_request(format!("previous terminated container \"{container}\" in pod \"{name}\" not found"))
-                .into_response();
+            return ApiError::bad_request(format!(
+                "previous terminated container \"{container}\" in pod \"{name}\" not found"
+            ))
+            .into_response();
         }
         return text(StatusCode::OK, "");
     };
@@ -808,8 +985,10 @@ fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> Response {
         }
     });
     let mut resp = Response::new(Body::from_stream(ReceiverStream::new(rx)));
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     resp
 }
 
@@ -824,12 +1003,29 @@ fn event_line(kind: &str, object: &[u8]) -> Vec<u8> {
     out
 }
 
-fn render_obj(view: View, resource: Resource, obj: &Obj, render: Render, now: chrono::DateTime<chrono::Utc>) -> Bytes {
+fn render_obj(
+    view: View,
+    resource: Resource,
+    obj: &Obj,
+    render: Render,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Bytes {
     match render {
         Render::Json => view_bytes(view, resource, obj),
-        Render::Metadata => Bytes::from(serde_json::to_vec(&metadata_only(obj)).unwrap_or_default()),
+        Render::Metadata => {
+            Bytes::from(serde_json::to_vec(&metadata_only(obj)).unwrap_or_default())
+        }
         Render::Table(include) => Bytes::from(
-            serde_json::to_vec(&table::table(resource, &[obj], obj.rv(), None, include, now, true)).unwrap_or_default(),
+            serde_json::to_vec(&table::table(
+                resource,
+                &[obj],
+                obj.rv(),
+                None,
+                include,
+                now,
+                true,
+            ))
+            .unwrap_or_default(),
         ),
     }
 }
@@ -866,15 +1062,29 @@ async fn watch_loop(
             Ok(n) => Some(n),
             Err(_) => {
                 let e = ApiError::bad_request(format!("invalid resource version: {v}"));
-                let _ = tx.send(event_line("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default())).await;
+                let _ = tx
+                    .send(event_line(
+                        "ERROR",
+                        &serde_json::to_vec(&e.status()).unwrap_or_default(),
+                    ))
+                    .await;
                 return;
             }
         },
     };
     let rv = if send_initial { None } else { rv };
     if st.faults.expire_watches && rv.is_some() {
-        let e = ApiError::expired(format!("too old resource version: {} ({})", rv.unwrap_or(0), st.store.current_rv()));
-        let _ = tx.send(event_line("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default())).await;
+        let e = ApiError::expired(format!(
+            "too old resource version: {} ({})",
+            rv.unwrap_or(0),
+            st.store.current_rv()
+        ));
+        let _ = tx
+            .send(event_line(
+                "ERROR",
+                &serde_json::to_vec(&e.status()).unwrap_or_default(),
+            ))
+            .await;
         return;
     }
     let sub = match st.store.subscribe(resource, &q, rv) {
@@ -882,18 +1092,35 @@ async fn watch_loop(
         Err(e) => {
             // Errors after the watch was accepted travel inside the 200 stream (kube-rs and
             // client-go relist on a 410 ERROR event; an HTTP 410 would make them spin).
-            let _ = tx.send(event_line("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default())).await;
+            let _ = tx
+                .send(event_line(
+                    "ERROR",
+                    &serde_json::to_vec(&e.status()).unwrap_or_default(),
+                ))
+                .await;
             return;
         }
     };
     let now = || st.store.clock.now();
     let mut last_rv = sub.rv;
     for o in &sub.initial {
-        if tx.send(event_line("ADDED", &render_obj(view, resource, o, render, now()))).await.is_err() {
+        if tx
+            .send(event_line(
+                "ADDED",
+                &render_obj(view, resource, o, render, now()),
+            ))
+            .await
+            .is_err()
+        {
             return;
         }
     }
-    if send_initial && tx.send(bookmark(resource, view, sub.rv, true)).await.is_err() {
+    if send_initial
+        && tx
+            .send(bookmark(resource, view, sub.rv, true))
+            .await
+            .is_err()
+    {
         return;
     }
     let mut rx = sub.rx;
@@ -949,14 +1176,24 @@ async fn watch_loop(
             ChangeType::Deleted if matches_old || matches_new => "DELETED",
             _ => continue,
         };
-        let line = event_line(kind, &render_obj(view, resource, &change.new, render, now()));
+        let line = event_line(
+            kind,
+            &render_obj(view, resource, &change.new, render, now()),
+        );
         if tx.send(line).await.is_err() {
             return;
         }
     }
 }
 
-fn watch_http(st: Arc<ApiState>, view: View, resource: Resource, q: Query, params: Params, render: Render) -> Response {
+fn watch_http(
+    st: Arc<ApiState>,
+    view: View,
+    resource: Resource,
+    q: Query,
+    params: Params,
+    render: Render,
+) -> Response {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(watch_loop(st, view, resource, q, params, render, tx));
     let stream = ReceiverStream::new(rx).map(|mut line| {

@@ -18,7 +18,11 @@ impl SimClock {
         Self {
             start: Instant::now(),
             origin,
-            speed: if speed.is_finite() && speed > 0.0 { speed } else { 1.0 },
+            speed: if speed.is_finite() && speed > 0.0 {
+                speed
+            } else {
+                1.0
+            },
         }
     }
 

@@ -37,9 +37,25 @@ pub fn api_group(name: &str) -> Option<Value> {
     })
 }
 
-const RW: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const RW: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
-fn res(name: &str, singular: &str, namespaced: bool, kind: &str, verbs: &[&str], short: &[&str]) -> Value {
+fn res(
+    name: &str,
+    singular: &str,
+    namespaced: bool,
+    kind: &str,
+    verbs: &[&str],
+    short: &[&str],
+) -> Value {
     let mut r = json!({"name": name, "singularName": singular, "namespaced": namespaced, "kind": kind, "verbs": verbs});
     if !short.is_empty() {
         r["shortNames"] = json!(short);
@@ -72,10 +88,14 @@ pub fn core_v1() -> Value {
 
 pub fn group_resources(group: &str) -> Option<Value> {
     match group {
-        "events.k8s.io" => Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
-            "resources": [res("events", "event", true, "Event", &RW, &["ev"])]})),
-        "authorization.k8s.io" => Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
-            "resources": [res("selfsubjectaccessreviews", "", false, "SelfSubjectAccessReview", &["create"], &[])]})),
+        "events.k8s.io" => Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
+            "resources": [res("events", "event", true, "Event", &RW, &["ev"])]}),
+        ),
+        "authorization.k8s.io" => Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
+            "resources": [res("selfsubjectaccessreviews", "", false, "SelfSubjectAccessReview", &["create"], &[])]}),
+        ),
         _ => None,
     }
 }

@@ -33,17 +33,29 @@ impl ApiError {
     }
 
     pub fn not_found(resource: Resource, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", resource.plural()))
-            .with_details(json!({"name": name, "kind": resource.plural()}))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", resource.plural()),
+        )
+        .with_details(json!({"name": name, "kind": resource.plural()}))
     }
 
     pub fn not_found_path(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     pub fn already_exists(resource: Resource, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", resource.plural()))
-            .with_details(json!({"name": name, "kind": resource.plural()}))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", resource.plural()),
+        )
+        .with_details(json!({"name": name, "kind": resource.plural()}))
     }
 
     pub fn conflict(resource: Resource, name: &str) -> Self {
@@ -58,7 +70,10 @@ impl ApiError {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", resource.plural()),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                resource.plural()
+            ),
         )
         .with_details(json!({"name": name, "kind": resource.plural()}))
     }
@@ -67,7 +82,10 @@ impl ApiError {
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {field}: {message}", resource.kind()),
+            format!(
+                "{} \"{name}\" is invalid: {field}: {message}",
+                resource.kind()
+            ),
         )
         .with_details(json!({"name": name, "kind": resource.plural(),
             "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]}))
@@ -97,11 +115,21 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     pub fn unsupported_media(ct: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {ct:?})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {ct:?})"
+            ),
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {

@@ -42,7 +42,9 @@ impl FromStr for Fault {
             "event-ttl" => Ok(Self::EventTtl(dur(value)?)),
             "error-rate" => {
                 let v = value.ok_or("fault error-rate needs a fraction, e.g. error-rate=0.05")?;
-                let r: f64 = v.parse().map_err(|_| format!("fault error-rate: {v:?} is not a number"))?;
+                let r: f64 = v
+                    .parse()
+                    .map_err(|_| format!("fault error-rate: {v:?} is not a number"))?;
                 if !(0.0..=1.0).contains(&r) {
                     return Err(format!("fault error-rate: {r} is not between 0 and 1"));
                 }
@@ -50,10 +52,26 @@ impl FromStr for Fault {
             }
             "deny" => {
                 let v = value.ok_or("fault deny needs verbs, e.g. deny=delete,patch")?;
-                let verbs: BTreeSet<String> = v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect();
-                const KNOWN: [&str; 8] = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
+                let verbs: BTreeSet<String> = v
+                    .split(',')
+                    .map(|x| x.trim().to_owned())
+                    .filter(|x| !x.is_empty())
+                    .collect();
+                const KNOWN: [&str; 8] = [
+                    "get",
+                    "list",
+                    "watch",
+                    "create",
+                    "update",
+                    "patch",
+                    "delete",
+                    "deletecollection",
+                ];
                 if let Some(bad) = verbs.iter().find(|v| !KNOWN.contains(&v.as_str())) {
-                    return Err(format!("fault deny: unknown verb {bad:?} (one of {})", KNOWN.join(", ")));
+                    return Err(format!(
+                        "fault deny: unknown verb {bad:?} (one of {})",
+                        KNOWN.join(", ")
+                    ));
                 }
                 Ok(Self::Deny(verbs))
             }
@@ -105,17 +123,37 @@ mod tests {
 
     #[test]
     fn parses_every_fault() {
-        assert_eq!("drop-watches=10s".parse(), Ok(Fault::DropWatches(Duration::from_secs(10))));
+        assert_eq!(
+            "drop-watches=10s".parse(),
+            Ok(Fault::DropWatches(Duration::from_secs(10)))
+        );
         assert_eq!("expire-watches".parse(), Ok(Fault::ExpireWatches));
-        assert_eq!("latency=200ms".parse(), Ok(Fault::Latency(Duration::from_millis(200))));
+        assert_eq!(
+            "latency=200ms".parse(),
+            Ok(Fault::Latency(Duration::from_millis(200)))
+        );
         assert_eq!("error-rate=0.05".parse(), Ok(Fault::ErrorRate(0.05)));
         assert_eq!(
             "deny=delete,patch".parse(),
-            Ok(Fault::Deny(["delete".to_owned(), "patch".to_owned()].into()))
+            Ok(Fault::Deny(
+                ["delete".to_owned(), "patch".to_owned()].into()
+            ))
         );
-        assert_eq!("restart-after=30s".parse(), Ok(Fault::RestartAfter(Duration::from_secs(30))));
-        assert_eq!("event-ttl=60s".parse(), Ok(Fault::EventTtl(Duration::from_secs(60))));
-        for bad in ["nope", "latency", "error-rate=2", "deny=fly", "drop-watches=soon"] {
+        assert_eq!(
+            "restart-after=30s".parse(),
+            Ok(Fault::RestartAfter(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            "event-ttl=60s".parse(),
+            Ok(Fault::EventTtl(Duration::from_secs(60)))
+        );
+        for bad in [
+            "nope",
+            "latency",
+            "error-rate=2",
+            "deny=fly",
+            "drop-watches=soon",
+        ] {
             assert!(bad.parse::<Fault>().is_err(), "{bad}");
         }
     }

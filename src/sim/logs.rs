@@ -95,7 +95,14 @@ impl Logs {
     }
 
     /// The last `tail` lines (all when `None`) of the current or previous instance.
-    pub fn read(&self, ns: &str, pod: &str, container: &str, previous: bool, tail: Option<usize>) -> Option<LogRead> {
+    pub fn read(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+        tail: Option<usize>,
+    ) -> Option<LogRead> {
         let m = self.lock();
         let log = m.get(&key(ns, pod, container))?;
         let (lines, finished) = if previous {
@@ -115,7 +122,11 @@ impl Logs {
         let m = self.lock();
         let log = m.get(&key(ns, pod, container))?;
         Some(LogRead {
-            lines: log.current.get(offset..).map(<[String]>::to_vec).unwrap_or_default(),
+            lines: log
+                .current
+                .get(offset..)
+                .map(<[String]>::to_vec)
+                .unwrap_or_default(),
             finished: log.finished,
         })
     }

@@ -33,7 +33,8 @@ impl PatchType {
 
 /// Applies `body` to `target`.
 pub fn apply(target: &Value, kind: PatchType, body: &[u8]) -> Result<Value, ApiError> {
-    let parse_err = |e: &dyn std::fmt::Display| ApiError::bad_request(format!("error decoding patch: {e}"));
+    let parse_err =
+        |e: &dyn std::fmt::Display| ApiError::bad_request(format!("error decoding patch: {e}"));
     match kind {
         PatchType::Json => {
             let p: json_patch::Patch = serde_json::from_slice(body).map_err(|e| parse_err(&e))?;
@@ -43,7 +44,9 @@ pub fn apply(target: &Value, kind: PatchType, body: &[u8]) -> Result<Value, ApiE
                 ApiError {
                     code: 422,
                     reason: "Invalid",
-                    message: format!("the server rejected our request due to an error in our request: {e}"),
+                    message: format!(
+                        "the server rejected our request due to an error in our request: {e}"
+                    ),
                     details: None,
                 }
             })?;
@@ -75,8 +78,14 @@ pub fn apply(target: &Value, kind: PatchType, body: &[u8]) -> Result<Value, ApiE
 /// The merge key of a list field, by the field's name.
 fn merge_key(field: &str) -> Option<&'static str> {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes"
-        | "imagePullSecrets" | "containerStatuses" | "initContainerStatuses" => Some("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "containerStatuses"
+        | "initContainerStatuses" => Some("name"),
         "volumeMounts" | "volumeDevices" => Some("mountPath"),
         "ports" => Some("containerPort"),
         "conditions" => Some("type"),
@@ -184,7 +193,12 @@ mod tests {
     #[test]
     fn merge_and_json_patch() {
         let t = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
-        let out = apply(&t, PatchType::Merge, br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#).unwrap();
+        let out = apply(
+            &t,
+            PatchType::Merge,
+            br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#,
+        )
+        .unwrap();
         assert_eq!(out, json!({"metadata": {"labels": {"b": "2", "c": "3"}}}));
         let t = json!({"metadata": {"finalizers": ["x", "spark-triage.dev/hold"]}});
         let out = apply(
@@ -194,7 +208,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, json!({"metadata": {"finalizers": ["x"]}}));
-        let e = apply(&t, PatchType::Json, br#"[{"op":"test","path":"/metadata/finalizers/0","value":"nope"}]"#).unwrap_err();
+        let e = apply(
+            &t,
+            PatchType::Json,
+            br#"[{"op":"test","path":"/metadata/finalizers/0","value":"nope"}]"#,
+        )
+        .unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(apply(&t, PatchType::Merge, b"{").unwrap_err().code, 400);
     }
@@ -209,19 +228,35 @@ mod tests {
                      "metadata":{"finalizers":["b"]},
                      "spec":{"containers":[{"name":"c","image":"new"}],"tolerations":[{"key":"y"}]}}"#;
         let out = apply(&t, PatchType::Strategic, p).unwrap();
-        assert_eq!(out["status"]["conditions"], json!([{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}]));
+        assert_eq!(
+            out["status"]["conditions"],
+            json!([{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}])
+        );
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
-        assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "new"}]));
+        assert_eq!(
+            out["spec"]["containers"],
+            json!([{"name": "c", "image": "new"}])
+        );
         assert_eq!(out["spec"]["tolerations"], json!([{"key": "y"}]));
         let out = apply(&out, PatchType::Strategic, br#"{"status":{"conditions":[{"type":"Ready","$patch":"delete"}]},"$deleteFromPrimitiveList/metadata":[]}"#).unwrap();
         assert_eq!(out["status"]["conditions"].as_array().unwrap().len(), 2);
-        let out = apply(&t, PatchType::Strategic, br#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a"]}}"#).unwrap();
+        let out = apply(
+            &t,
+            PatchType::Strategic,
+            br#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a"]}}"#,
+        )
+        .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!([]));
     }
 
     #[test]
     fn apply_accepts_yaml() {
-        let out = apply(&json!({}), PatchType::Apply, b"metadata:\n  labels:\n    a: b\n").unwrap();
+        let out = apply(
+            &json!({}),
+            PatchType::Apply,
+            b"metadata:\n  labels:\n    a: b\n",
+        )
+        .unwrap();
         assert_eq!(out, json!({"metadata": {"labels": {"a": "b"}}}));
     }
 }

@@ -96,7 +96,10 @@ impl LabelSelector {
             let negated = lx.eat("!");
             let key = lx.word(is_key_char).to_owned();
             if key.is_empty() {
-                return Err(err(format!("expected a label key at position {} in {s:?}", lx.pos)));
+                return Err(err(format!(
+                    "expected a label key at position {} in {s:?}",
+                    lx.pos
+                )));
             }
             let op = if negated {
                 Op::NotExists
@@ -198,7 +201,10 @@ pub struct FieldSelector {
     reqs: Vec<FieldReq>,
 }
 
-fn field_pointer(kind: FieldKind, key: &str) -> Result<(Option<&'static str>, Option<&'static str>), ()> {
+fn field_pointer(
+    kind: FieldKind,
+    key: &str,
+) -> Result<(Option<&'static str>, Option<&'static str>), ()> {
     let common = match key {
         "metadata.name" => Some("/metadata/name"),
         "metadata.namespace" => Some("/metadata/namespace"),
@@ -238,7 +244,10 @@ fn field_pointer(kind: FieldKind, key: &str) -> Result<(Option<&'static str>, Op
             "type" => Ok((Some("/type"), None)),
             "reportingComponent" => Ok((Some("/reportingComponent"), None)),
             "source" => Ok((Some("/source/component"), Some("/reportingComponent"))),
-            _ => key.strip_prefix("involvedObject.").ok_or(()).and_then(involved),
+            _ => key
+                .strip_prefix("involvedObject.")
+                .ok_or(())
+                .and_then(involved),
         },
         FieldKind::EventsV1 => match key {
             "reason" => Ok((Some("/reason"), None)),
@@ -275,7 +284,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k, v, false)
             } else {
-                return Err(SelectorError(format!("invalid selector: '{part}'; can't understand '{part}'")));
+                return Err(SelectorError(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                )));
             };
             let key = key.trim();
             let (pointer, fallback) = field_pointer(kind, key)
@@ -344,7 +355,10 @@ mod tests {
             l.clone()
         ));
         assert!(!m("spark-exec-id in (1,3)", l.clone()));
-        assert!(m("example.com/team in (a,)", json!({"example.com/team": ""})));
+        assert!(m(
+            "example.com/team in (a,)",
+            json!({"example.com/team": ""})
+        ));
         assert!(!m("a=b", Value::Null));
     }
 
@@ -360,7 +374,11 @@ mod tests {
     fn field_selectors() {
         let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1", "hostNetwork": false},
                          "status": {"phase": "Running"}});
-        let f = |s: &str| FieldSelector::parse(s, FieldKind::Pod).unwrap().matches(&pod);
+        let f = |s: &str| {
+            FieldSelector::parse(s, FieldKind::Pod)
+                .unwrap()
+                .matches(&pod)
+        };
         assert!(f("status.phase=Running"));
         assert!(f("metadata.name=p,spec.nodeName==n1"));
         assert!(!f("status.phase!=Running"));
@@ -370,16 +388,29 @@ mod tests {
         assert!(f("status.nominatedNodeName="));
         let e = FieldSelector::parse("spec.foo=x", FieldKind::Pod).unwrap_err();
         assert_eq!(e.0, "field label not supported: spec.foo");
-        assert_eq!(FieldSelector::parse("metadata.name=p", FieldKind::Pod).unwrap().pinned_name(), Some("p"));
+        assert_eq!(
+            FieldSelector::parse("metadata.name=p", FieldKind::Pod)
+                .unwrap()
+                .pinned_name(),
+            Some("p")
+        );
     }
 
     #[test]
     fn event_field_selectors_per_api() {
         let ev = json!({"metadata": {"name": "e"}, "involvedObject": {"name": "p", "uid": "u", "kind": "Pod"},
                         "reason": "Killing", "source": {"component": ""}, "reportingComponent": "kubelet"});
-        let core = FieldSelector::parse("involvedObject.name=p,involvedObject.uid=u,source=kubelet", FieldKind::CoreEvent).unwrap();
+        let core = FieldSelector::parse(
+            "involvedObject.name=p,involvedObject.uid=u,source=kubelet",
+            FieldKind::CoreEvent,
+        )
+        .unwrap();
         assert!(core.matches(&ev));
-        let v1 = FieldSelector::parse("regarding.name=p,reportingController=kubelet", FieldKind::EventsV1).unwrap();
+        let v1 = FieldSelector::parse(
+            "regarding.name=p,reportingController=kubelet",
+            FieldKind::EventsV1,
+        )
+        .unwrap();
         assert!(v1.matches(&ev));
         assert!(FieldSelector::parse("involvedObject.name=p", FieldKind::EventsV1).is_err());
         assert!(FieldSelector::parse("regarding.name=p", FieldKind::CoreEvent).is_err());

@@ -98,7 +98,9 @@ impl Obj {
     }
 
     pub fn namespace(&self) -> &str {
-        self.value["metadata"]["namespace"].as_str().unwrap_or_default()
+        self.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub fn rv(&self) -> u64 {
@@ -269,9 +271,8 @@ impl Store {
     ) -> Result<Page, ApiError> {
         let inner = self.lock();
         let (rv, start) = match continue_token {
-            Some(t) => decode_continue(t).ok_or_else(|| {
-                ApiError::bad_request(format!("invalid continue token: {t:?}"))
-            })?,
+            Some(t) => decode_continue(t)
+                .ok_or_else(|| ApiError::bad_request(format!("invalid continue token: {t:?}")))?,
             None => (inner.rv, None),
         };
         if rv < inner.compacted_rv && continue_token.is_some() {
@@ -283,9 +284,10 @@ impl Store {
         let empty = BTreeMap::new();
         let map = inner.objects.get(&resource).unwrap_or(&empty);
         let iter: Box<dyn Iterator<Item = (&Key, &Arc<Obj>)>> = match &start {
-            Some(k) => Box::new(
-                map.range::<Key, _>((std::ops::Bound::Excluded(k.clone()), std::ops::Bound::Unbounded)),
-            ),
+            Some(k) => Box::new(map.range::<Key, _>((
+                std::ops::Bound::Excluded(k.clone()),
+                std::ops::Bound::Unbounded,
+            ))),
             None => Box::new(map.iter()),
         };
         let mut items = Vec::new();
@@ -418,7 +420,12 @@ impl Store {
     }
 
     /// POST: names, uid, RV, timestamps and the defaults the real server fills in.
-    pub fn create(&self, resource: Resource, ns: &str, mut value: Value) -> Result<Arc<Obj>, ApiError> {
+    pub fn create(
+        &self,
+        resource: Resource,
+        ns: &str,
+        mut value: Value,
+    ) -> Result<Arc<Obj>, ApiError> {
         if !value.is_object() {
             return Err(ApiError::bad_request("the body must be a JSON object"));
         }
@@ -431,7 +438,10 @@ impl Store {
             Some(n) => n.to_owned(),
             None => match meta["generateName"].as_str() {
                 Some(prefix) => {
-                    let n = format!("{prefix}{}", random_suffix(inner.uid_counter + self.uid_seed));
+                    let n = format!(
+                        "{prefix}{}",
+                        random_suffix(inner.uid_counter + self.uid_seed)
+                    );
                     meta["name"] = Value::String(n.clone());
                     n
                 }
@@ -469,7 +479,11 @@ impl Store {
             m.remove("namespace");
         }
         let key = (
-            if resource.namespaced() { ns.to_owned() } else { String::new() },
+            if resource.namespaced() {
+                ns.to_owned()
+            } else {
+                String::new()
+            },
             name.clone(),
         );
         if inner
@@ -509,7 +523,12 @@ impl Store {
     ) -> Result<Arc<Obj>, ApiError> {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
-        let Some(current) = inner.objects.get(&resource).and_then(|m| m.get(&key)).cloned() else {
+        let Some(current) = inner
+            .objects
+            .get(&resource)
+            .and_then(|m| m.get(&key))
+            .cloned()
+        else {
             return Err(ApiError::not_found(resource, name));
         };
         if let Some(rv) = value["metadata"]["resourceVersion"].as_str()
@@ -525,7 +544,14 @@ impl Store {
         } else {
             // Identity and server-owned metadata cannot be changed by a client.
             let cur_meta = &current.value["metadata"];
-            for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name"] {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "namespace",
+                "name",
+            ] {
                 match cur_meta.get(k) {
                     Some(v) => value["metadata"][k] = v.clone(),
                     None => {
@@ -554,7 +580,9 @@ impl Store {
                 }
             }
             if value["spec"] != current.value["spec"] {
-                let g = current.value["metadata"]["generation"].as_i64().unwrap_or(1);
+                let g = current.value["metadata"]["generation"]
+                    .as_i64()
+                    .unwrap_or(1);
                 value["metadata"]["generation"] = json!(g + 1);
             }
         }
@@ -564,11 +592,24 @@ impl Store {
         // still inside its grace period (the kubelet's final delete removes it then).
         let remove = deleting
             && finalizers_empty
-            && (resource != Resource::Pods || value["metadata"]["deletionGracePeriodSeconds"] == json!(0));
+            && (resource != Resource::Pods
+                || value["metadata"]["deletionGracePeriodSeconds"] == json!(0));
         if remove {
-            return Ok(self.commit(&mut inner, resource, ChangeType::Deleted, Some(current), value));
+            return Ok(self.commit(
+                &mut inner,
+                resource,
+                ChangeType::Deleted,
+                Some(current),
+                value,
+            ));
         }
-        Ok(self.commit(&mut inner, resource, ChangeType::Modified, Some(current), value))
+        Ok(self.commit(
+            &mut inner,
+            resource,
+            ChangeType::Modified,
+            Some(current),
+            value,
+        ))
     }
 
     /// Reads, changes and writes an object in one step (controllers' writes). `f` returns
@@ -587,7 +628,13 @@ impl Store {
         if !f(&mut value) {
             return Some(current);
         }
-        Some(self.commit(&mut inner, resource, ChangeType::Modified, Some(current), value))
+        Some(self.commit(
+            &mut inner,
+            resource,
+            ChangeType::Modified,
+            Some(current),
+            value,
+        ))
     }
 
     /// DELETE, with Kubernetes' graceful pod deletion and finalizer rules (spec §2.4).
@@ -600,7 +647,12 @@ impl Store {
     ) -> Result<Deleted, ApiError> {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
-        let Some(current) = inner.objects.get(&resource).and_then(|m| m.get(&key)).cloned() else {
+        let Some(current) = inner
+            .objects
+            .get(&resource)
+            .and_then(|m| m.get(&key))
+            .cloned()
+        else {
             return Err(ApiError::not_found(resource, name));
         };
         if let Some(uid) = &opts.precondition_uid
@@ -611,7 +663,9 @@ impl Store {
                 name,
                 format!(
                     "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    current.value["metadata"]["uid"].as_str().unwrap_or_default()
+                    current.value["metadata"]["uid"]
+                        .as_str()
+                        .unwrap_or_default()
                 ),
             ));
         }
@@ -625,8 +679,12 @@ impl Store {
         }
         let finalizers = !string_set(&current.value["metadata"]["finalizers"]).is_empty();
         let grace = if resource == Resource::Pods {
-            let phase = current.value["status"]["phase"].as_str().unwrap_or_default();
-            let unscheduled = current.value["spec"]["nodeName"].as_str().is_none_or(str::is_empty);
+            let phase = current.value["status"]["phase"]
+                .as_str()
+                .unwrap_or_default();
+            let unscheduled = current.value["spec"]["nodeName"]
+                .as_str()
+                .is_none_or(str::is_empty);
             if unscheduled || phase == "Succeeded" || phase == "Failed" {
                 0
             } else {
@@ -645,7 +703,13 @@ impl Store {
                 last["metadata"]["deletionTimestamp"] = Value::String(fmt_time(self.clock.now()));
             }
             last["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-            let obj = self.commit(&mut inner, resource, ChangeType::Deleted, Some(current), last);
+            let obj = self.commit(
+                &mut inner,
+                resource,
+                ChangeType::Deleted,
+                Some(current),
+                last,
+            );
             return Ok(Deleted::Gone(obj));
         }
         let mut value = current.value.clone();
@@ -663,7 +727,13 @@ impl Store {
         value["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
         let g = value["metadata"]["generation"].as_i64().unwrap_or(1);
         value["metadata"]["generation"] = json!(g + 1);
-        let obj = self.commit(&mut inner, resource, ChangeType::Modified, Some(current), value);
+        let obj = self.commit(
+            &mut inner,
+            resource,
+            ChangeType::Modified,
+            Some(current),
+            value,
+        );
         Ok(Deleted::Pending(obj))
     }
 
@@ -684,7 +754,11 @@ impl Store {
 
 fn string_set(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -724,7 +798,16 @@ fn apply_defaults(resource: Resource, value: &mut Value, now: &str) {
                 value["status"]["phase"] = json!("Pending");
             }
             if value["status"].get("qosClass").is_none() {
-                value["status"]["qosClass"] = json!("BestEffort");
+                let requests = value["spec"]["containers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        c["resources"]["requests"].is_object()
+                            || c["resources"]["limits"].is_object()
+                    });
+                value["status"]["qosClass"] =
+                    json!(if requests { "Burstable" } else { "BestEffort" });
             }
         }
         Resource::Events => {
@@ -736,10 +819,8 @@ fn apply_defaults(resource: Resource, value: &mut Value, now: &str) {
                 value["lastTimestamp"] = json!(now);
             }
         }
-        Resource::Namespaces => {
-            if value["status"].get("phase").is_none() {
-                value["status"] = json!({"phase": "Active"});
-            }
+        Resource::Namespaces if value["status"].get("phase").is_none() => {
+            value["status"] = json!({"phase": "Active"});
         }
         _ => {}
     }
@@ -751,7 +832,7 @@ fn encode_continue(rv: u64, key: &Key) -> String {
 }
 
 fn decode_continue(token: &str) -> Option<(u64, Option<Key>)> {
-    if token.len() % 2 != 0 || !token.is_ascii() {
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..token.len())

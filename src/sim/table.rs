@@ -33,31 +33,157 @@ fn col(name: &str, ty: &str, format: &str, priority: u8, description: &str) -> V
 fn columns(resource: Resource) -> Value {
     match resource {
         Resource::Pods => json!([
-            col("Name", "string", "name", 0, "Name must be unique within a namespace."),
-            col("Ready", "string", "", 0, "The aggregate readiness state of this pod for accepting traffic."),
-            col("Status", "string", "", 0, "The aggregate status of the containers in this pod."),
-            col("Restarts", "string", "", 0, "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
-            col("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time when this object was created."),
-            col("IP", "string", "", 1, "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."),
-            col("Node", "string", "", 1, "NodeName is a request to schedule this pod onto a specific node."),
-            col("Nominated Node", "string", "", 1, "nominatedNodeName is set only when this pod preempts other pods on the node."),
-            col("Readiness Gates", "string", "", 1, "If specified, all readiness gates will be evaluated for pod readiness."),
+            col(
+                "Name",
+                "string",
+                "name",
+                0,
+                "Name must be unique within a namespace."
+            ),
+            col(
+                "Ready",
+                "string",
+                "",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic."
+            ),
+            col(
+                "Status",
+                "string",
+                "",
+                0,
+                "The aggregate status of the containers in this pod."
+            ),
+            col(
+                "Restarts",
+                "string",
+                "",
+                0,
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."
+            ),
+            col(
+                "Age",
+                "string",
+                "",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created."
+            ),
+            col(
+                "IP",
+                "string",
+                "",
+                1,
+                "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."
+            ),
+            col(
+                "Node",
+                "string",
+                "",
+                1,
+                "NodeName is a request to schedule this pod onto a specific node."
+            ),
+            col(
+                "Nominated Node",
+                "string",
+                "",
+                1,
+                "nominatedNodeName is set only when this pod preempts other pods on the node."
+            ),
+            col(
+                "Readiness Gates",
+                "string",
+                "",
+                1,
+                "If specified, all readiness gates will be evaluated for pod readiness."
+            ),
         ]),
         Resource::Events => json!([
-            col("Last Seen", "string", "", 0, "Time when this Event was last observed."),
-            col("Type", "string", "", 0, "Type of this event (Normal, Warning), new types could be added in the future."),
-            col("Reason", "string", "", 0, "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
-            col("Object", "string", "", 0, "The object that this event is about."),
-            col("Subobject", "string", "", 1, "The subobject this event is about (fieldPath)."),
-            col("Source", "string", "", 1, "The component reporting this event."),
-            col("Message", "string", "", 0, "A human-readable description of the status of this operation."),
-            col("First Seen", "string", "", 1, "The time at which the event was first recorded."),
-            col("Count", "string", "", 1, "The number of times this event has occurred."),
-            col("Name", "string", "name", 1, "Name must be unique within a namespace."),
+            col(
+                "Last Seen",
+                "string",
+                "",
+                0,
+                "Time when this Event was last observed."
+            ),
+            col(
+                "Type",
+                "string",
+                "",
+                0,
+                "Type of this event (Normal, Warning), new types could be added in the future."
+            ),
+            col(
+                "Reason",
+                "string",
+                "",
+                0,
+                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."
+            ),
+            col(
+                "Object",
+                "string",
+                "",
+                0,
+                "The object that this event is about."
+            ),
+            col(
+                "Subobject",
+                "string",
+                "",
+                1,
+                "The subobject this event is about (fieldPath)."
+            ),
+            col(
+                "Source",
+                "string",
+                "",
+                1,
+                "The component reporting this event."
+            ),
+            col(
+                "Message",
+                "string",
+                "",
+                0,
+                "A human-readable description of the status of this operation."
+            ),
+            col(
+                "First Seen",
+                "string",
+                "",
+                1,
+                "The time at which the event was first recorded."
+            ),
+            col(
+                "Count",
+                "string",
+                "",
+                1,
+                "The number of times this event has occurred."
+            ),
+            col(
+                "Name",
+                "string",
+                "name",
+                1,
+                "Name must be unique within a namespace."
+            ),
         ]),
         _ => json!([
-            col("Name", "string", "name", 0, "Name must be unique within a namespace."),
-            col("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time when this object was created."),
+            col(
+                "Name",
+                "string",
+                "name",
+                0,
+                "Name must be unique within a namespace."
+            ),
+            col(
+                "Age",
+                "string",
+                "",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created."
+            ),
         ]),
     }
 }
@@ -100,22 +226,39 @@ fn cells(resource: Resource, v: &Value, now: DateTime<Utc>) -> Value {
         field
             .as_str()
             .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map_or_else(|| "<unknown>".to_owned(), |t| human_duration(now - t.to_utc()))
+            .map_or_else(
+                || "<unknown>".to_owned(),
+                |t| human_duration(now - t.to_utc()),
+            )
     };
     match resource {
         Resource::Pods => {
             let p = pod_row(v);
             json!([
-                v["metadata"]["name"], p.ready, p.status, p.restarts, age(&v["metadata"]["creationTimestamp"]),
+                v["metadata"]["name"],
+                p.ready,
+                p.status,
+                p.restarts,
+                age(&v["metadata"]["creationTimestamp"]),
                 v["status"]["podIP"].as_str().unwrap_or("<none>"),
                 v["spec"]["nodeName"].as_str().unwrap_or("<none>"),
-                v["status"]["nominatedNodeName"].as_str().unwrap_or("<none>"),
+                v["status"]["nominatedNodeName"]
+                    .as_str()
+                    .unwrap_or("<none>"),
                 "<none>",
             ])
         }
         Resource::Events => {
-            let last = if v["lastTimestamp"].is_string() { &v["lastTimestamp"] } else { &v["eventTime"] };
-            let first = if v["firstTimestamp"].is_string() { &v["firstTimestamp"] } else { &v["eventTime"] };
+            let last = if v["lastTimestamp"].is_string() {
+                &v["lastTimestamp"]
+            } else {
+                &v["eventTime"]
+            };
+            let first = if v["firstTimestamp"].is_string() {
+                &v["firstTimestamp"]
+            } else {
+                &v["eventTime"]
+            };
             let obj = &v["involvedObject"];
             let source = v["source"]["component"]
                 .as_str()
@@ -123,13 +266,26 @@ fn cells(resource: Resource, v: &Value, now: DateTime<Utc>) -> Value {
                 .or_else(|| v["reportingComponent"].as_str())
                 .unwrap_or_default();
             json!([
-                age(last), v["type"], v["reason"],
-                format!("{}/{}", obj["kind"].as_str().unwrap_or_default().to_lowercase(), obj["name"].as_str().unwrap_or_default()),
-                obj["fieldPath"].as_str().unwrap_or_default(), source, v["message"], age(first),
-                v["count"].as_i64().unwrap_or(1).to_string(), v["metadata"]["name"],
+                age(last),
+                v["type"],
+                v["reason"],
+                format!(
+                    "{}/{}",
+                    obj["kind"].as_str().unwrap_or_default().to_lowercase(),
+                    obj["name"].as_str().unwrap_or_default()
+                ),
+                obj["fieldPath"].as_str().unwrap_or_default(),
+                source,
+                v["message"],
+                age(first),
+                v["count"].as_i64().unwrap_or(1).to_string(),
+                v["metadata"]["name"],
             ])
         }
-        _ => json!([v["metadata"]["name"], age(&v["metadata"]["creationTimestamp"])]),
+        _ => json!([
+            v["metadata"]["name"],
+            age(&v["metadata"]["creationTimestamp"])
+        ]),
     }
 }
 
@@ -154,7 +310,12 @@ fn pod_row(pod: &Value) -> PodRow {
     let mut restarts = 0i64;
     let mut ready = 0usize;
     let mut initializing = false;
-    for (i, c) in status["initContainerStatuses"].as_array().unwrap_or(&empty).iter().enumerate() {
+    for (i, c) in status["initContainerStatuses"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .enumerate()
+    {
         restarts += c["restartCount"].as_i64().unwrap_or(0);
         let st = &c["state"];
         let term = &st["terminated"];
@@ -180,7 +341,12 @@ fn pod_row(pod: &Value) -> PodRow {
     if !initializing {
         restarts = 0;
         let mut has_running = false;
-        for c in status["containerStatuses"].as_array().unwrap_or(&empty).iter().rev() {
+        for c in status["containerStatuses"]
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .rev()
+        {
             restarts += c["restartCount"].as_i64().unwrap_or(0);
             let st = &c["state"];
             let term = &st["terminated"];
@@ -232,17 +398,29 @@ pub fn human_duration(d: chrono::Duration) -> String {
         format!("{secs}s")
     } else if m < 10 {
         let s = secs % 60;
-        if s == 0 { format!("{m}m") } else { format!("{m}m{s}s") }
+        if s == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{s}s")
+        }
     } else if m < 180 {
         format!("{m}m")
     } else if h < 8 {
         let mm = m % 60;
-        if mm == 0 { format!("{h}h") } else { format!("{h}h{mm}m") }
+        if mm == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{mm}m")
+        }
     } else if h < 48 {
         format!("{h}h")
     } else if h < 192 {
         let hh = h % 24;
-        if hh == 0 { format!("{days}d") } else { format!("{days}d{hh}h") }
+        if hh == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{hh}h")
+        }
     } else if days < 730 {
         format!("{days}d")
     } else {
@@ -260,26 +438,66 @@ mod tests {
 
     #[test]
     fn kubectl_status_column() {
-        assert_eq!(status_of(json!({"status": {"phase": "Pending"}})), "Pending");
-        assert_eq!(status_of(json!({"status": {"phase": "Pending", "containerStatuses": [
-            {"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}})), "ImagePullBackOff");
-        assert_eq!(status_of(json!({"status": {"phase": "Failed", "containerStatuses": [
-            {"name": "c", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}})), "OOMKilled");
-        assert_eq!(status_of(json!({"status": {"phase": "Failed", "reason": "Evicted", "containerStatuses": [
-            {"name": "c", "ready": false, "state": {"running": {}}}]}})), "Evicted");
-        assert_eq!(status_of(json!({"status": {"phase": "Running", "containerStatuses": [
-            {"name": "c", "ready": true, "state": {"running": {}}}]}})), "Running");
-        assert_eq!(status_of(json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Running", "containerStatuses": [
-            {"name": "c", "ready": true, "state": {"running": {}}}]}})), "Terminating");
-        assert_eq!(status_of(json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Failed", "containerStatuses": [
-            {"name": "c", "state": {"terminated": {"exitCode": 143, "reason": "Error"}}}]}})), "Error");
-        assert_eq!(status_of(json!({"status": {"phase": "Failed", "containerStatuses": [
-            {"name": "c", "state": {"terminated": {"exitCode": 3}}}]}})), "ExitCode:3");
-        assert_eq!(status_of(json!({"spec": {"initContainers": [{}, {}]}, "status": {"phase": "Pending", "initContainerStatuses": [
-            {"name": "i", "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "state": {"running": {}}}]}})), "Init:1/2");
-        assert_eq!(status_of(json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": [
+        assert_eq!(
+            status_of(json!({"status": {"phase": "Pending"}})),
+            "Pending"
+        );
+        assert_eq!(
+            status_of(json!({"status": {"phase": "Pending", "containerStatuses": [
+            {"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}})),
+            "ImagePullBackOff"
+        );
+        assert_eq!(
+            status_of(json!({"status": {"phase": "Failed", "containerStatuses": [
+            {"name": "c", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}})),
+            "OOMKilled"
+        );
+        assert_eq!(
+            status_of(
+                json!({"status": {"phase": "Failed", "reason": "Evicted", "containerStatuses": [
+            {"name": "c", "ready": false, "state": {"running": {}}}]}})
+            ),
+            "Evicted"
+        );
+        assert_eq!(
+            status_of(json!({"status": {"phase": "Running", "containerStatuses": [
+            {"name": "c", "ready": true, "state": {"running": {}}}]}})),
+            "Running"
+        );
+        assert_eq!(
+            status_of(
+                json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Running", "containerStatuses": [
+            {"name": "c", "ready": true, "state": {"running": {}}}]}})
+            ),
+            "Terminating"
+        );
+        assert_eq!(
+            status_of(
+                json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Failed", "containerStatuses": [
+            {"name": "c", "state": {"terminated": {"exitCode": 143, "reason": "Error"}}}]}})
+            ),
+            "Error"
+        );
+        assert_eq!(
+            status_of(json!({"status": {"phase": "Failed", "containerStatuses": [
+            {"name": "c", "state": {"terminated": {"exitCode": 3}}}]}})),
+            "ExitCode:3"
+        );
+        assert_eq!(
+            status_of(
+                json!({"spec": {"initContainers": [{}, {}]}, "status": {"phase": "Pending", "initContainerStatuses": [
+            {"name": "i", "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "state": {"running": {}}}]}})
+            ),
+            "Init:1/2"
+        );
+        assert_eq!(
+            status_of(
+                json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": [
             {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
-            {"name": "b", "ready": true, "state": {"running": {}}}]}})), "NotReady");
+            {"name": "b", "ready": true, "state": {"running": {}}}]}})
+            ),
+            "NotReady"
+        );
     }
 
     #[test]

@@ -1,0 +1,295 @@
+//! A simulated Kubernetes cluster that real clients accept: an API server speaking the real
+//! HTTP API (kube-rs, kubectl and Spark's fabric8 client work against it unmodified), plus a
+//! small control plane (scheduler, kubelet, Spark-like drivers) driven by scenario files.
+//!
+//! Loopback only, plain HTTP. See `docs/simulator.md` for what is and is not simulated.
+
+pub mod api;
+pub mod clock;
+pub mod control;
+pub mod discovery;
+pub mod error;
+pub mod events_view;
+pub mod faults;
+pub mod kube_status;
+pub mod logs;
+pub mod patch;
+pub mod quantity;
+pub mod scenario;
+pub mod selector;
+pub mod spark_rest;
+pub mod store;
+pub mod table;
+
+use std::{
+    collections::VecDeque,
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::Router;
+use chrono::{DateTime, Utc};
+use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
+
+pub use api::{ApiState, RequestRecord};
+pub use faults::{Fault, Faults};
+pub use scenario::Scenario;
+
+/// How to start a simulator.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// `127.0.0.1:0` picks a free port.
+    pub listen: SocketAddr,
+    pub scenario: Scenario,
+    pub speed: f64,
+    pub seed: u64,
+    pub faults: Vec<Fault>,
+    /// Where to write the kubeconfig; a temporary file when `None`.
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Changes kept for watch resumes.
+    pub history: usize,
+    /// The simulated time at start.
+    pub origin: DateTime<Utc>,
+}
+
+impl SimOptions {
+    pub fn new(scenario: Scenario) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            scenario,
+            speed: 1.0,
+            seed: 1,
+            faults: Vec::new(),
+            kubeconfig_out: None,
+            history: 20_000,
+            origin: Utc::now(),
+        }
+    }
+}
+
+/// Why a simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("the simulator only listens on loopback addresses, not {0}")]
+    NotLoopback(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot write the kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A running simulator. Dropping it stops it.
+#[derive(Debug)]
+pub struct SimHandle {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub kubeconfig: PathBuf,
+    /// The context's namespace in the kubeconfig.
+    pub namespace: String,
+    pub state: Arc<ApiState>,
+    tasks: Vec<JoinHandle<()>>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl SimHandle {
+    /// Every request served so far (method and URI).
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.state.request_log()
+    }
+
+    /// Stops serving and waits for the server to close its listener.
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(server) = self.tasks.first_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The kubeconfig both kube-rs and kubectl accept for a plain-HTTP server.
+pub fn kubeconfig_yaml(url: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: spark-triage-sim\n  cluster:\n    server: {url}\n\
+         users:\n- name: spark-triage-sim\n  user:\n    token: spark-triage-sim-token\n\
+         contexts:\n- name: spark-triage-sim\n  context:\n    cluster: spark-triage-sim\n    user: spark-triage-sim\n    namespace: {namespace}\n\
+         current-context: spark-triage-sim\n"
+    )
+}
+
+/// Starts the API server and the control plane on the current tokio runtime.
+pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
+    if !opts.listen.ip().is_loopback() {
+        return Err(SimError::NotLoopback(opts.listen));
+    }
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .map_err(|source| SimError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| SimError::Bind {
+        addr: opts.listen,
+        source,
+    })?;
+    let url = format!("http://{addr}");
+    let namespace = opts
+        .scenario
+        .apps
+        .first()
+        .map(|a| a.namespace.clone())
+        .unwrap_or_else(|| "default".to_owned());
+    let kubeconfig = opts.kubeconfig_out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("spark-triage-sim-{}.kubeconfig", addr.port()))
+    });
+    std::fs::write(&kubeconfig, kubeconfig_yaml(&url, &namespace)).map_err(|source| {
+        SimError::Kubeconfig {
+            path: kubeconfig.clone(),
+            source,
+        }
+    })?;
+
+    let faults = Faults::new(&opts.faults);
+    // Faster than real time, the simulated clock starts in the past, so that for an hour it
+    // does not overtake the wall clock (clients that compute ages locally, like `kubectl
+    // describe`, would print `<invalid>` for timestamps in the future).
+    let head_start = chrono::Duration::seconds(((opts.speed - 1.0).max(0.0) * 3600.0) as i64);
+    let store = Arc::new(store::Store::new(
+        clock::SimClock::new(opts.origin - head_start, opts.speed),
+        opts.history,
+        opts.seed,
+    ));
+    let logs = Arc::new(logs::Logs::default());
+    let (drop_tx, drop_rx) = watch::channel(0u64);
+    let event_ttl = faults.event_ttl.unwrap_or(Duration::from_secs(3600));
+    let mut control = control::Control::new(
+        store.clone(),
+        logs.clone(),
+        opts.scenario.clone(),
+        opts.seed,
+        event_ttl,
+    );
+    control.bootstrap();
+    let state = Arc::new(ApiState {
+        store,
+        logs,
+        faults: faults.clone(),
+        drop_watches: drop_rx,
+        requests: Mutex::new(VecDeque::new()),
+        server_addr: addr.to_string(),
+        user: "spark-triage-sim".to_owned(),
+        spark: control.registry.clone(),
+    });
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(serve(
+        listener,
+        addr,
+        state.clone(),
+        faults.restart_after,
+        drop_tx.clone(),
+        shutdown_rx,
+    )));
+    tasks.push(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            control.step();
+        }
+    }));
+    if let Some(every) = faults.drop_watches {
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                drop_tx.send_modify(|n| *n += 1);
+            }
+        }));
+    }
+    if faults.expire_watches {
+        // Also forget history regularly, so resumes relist even without the explicit check.
+        let store = state.store.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                store.compact_all();
+            }
+        }));
+    }
+    Ok(SimHandle {
+        url,
+        addr,
+        kubeconfig,
+        namespace,
+        state,
+        tasks,
+        shutdown,
+    })
+}
+
+async fn serve(
+    first: TcpListener,
+    addr: SocketAddr,
+    state: Arc<ApiState>,
+    restart_after: Option<Duration>,
+    drop_tx: watch::Sender<u64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let app = Router::new().fallback(api::handle).with_state(state);
+    let mut listener = Some(first);
+    let mut restarted = false;
+    loop {
+        let l = match listener.take() {
+            Some(l) => l,
+            None => match TcpListener::bind(addr).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!("simulator: cannot listen again on {addr}: {e}");
+                    return;
+                }
+            },
+        };
+        let mut sd = shutdown.clone();
+        let restart = (!restarted).then_some(restart_after).flatten();
+        let drop_tx2 = drop_tx.clone();
+        let stop = async move {
+            tokio::select! {
+                _ = sd.wait_for(|s| *s) => {}
+                () = async {
+                    match restart {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+            // End every watch and log stream so the graceful shutdown can finish.
+            drop_tx2.send_modify(|n| *n += 1);
+        };
+        let _ = axum::serve(l, app.clone())
+            .with_graceful_shutdown(stop)
+            .await;
+        if *shutdown.borrow_and_update() {
+            return;
+        }
+        restarted = true;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

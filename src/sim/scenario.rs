@@ -1,0 +1,360 @@
+//! Scenario files: the cluster (nodes, namespaces, other pods), the Spark applications and
+//! what happens to their executors, on a timeline. Format documented in `docs/simulator.md`.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::Deserialize;
+
+/// Built-in scenarios, embedded from `assets/scenarios/`.
+pub const BUILT_IN: [(&str, &str); 5] = [
+    ("mixed", include_str!("../../assets/scenarios/mixed.yaml")),
+    (
+        "oom-storm",
+        include_str!("../../assets/scenarios/oom-storm.yaml"),
+    ),
+    (
+        "pending-capacity",
+        include_str!("../../assets/scenarios/pending-capacity.yaml"),
+    ),
+    ("churn", include_str!("../../assets/scenarios/churn.yaml")),
+    ("empty", include_str!("../../assets/scenarios/empty.yaml")),
+];
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    /// Pods that are not Spark's (must never show up as executors).
+    #[serde(default)]
+    pub pods: Vec<PlainPod>,
+    #[serde(default)]
+    pub apps: Vec<AppSpec>,
+    /// Cluster-level steps (nodes arriving or failing).
+    #[serde(default)]
+    pub timeline: Vec<ClusterStep>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    /// How many nodes like this (`name-1`, `name-2`, … when more than one).
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "default_cpu")]
+    pub cpu: String,
+    #[serde(default = "default_memory")]
+    pub memory: String,
+    #[serde(default = "default_max_pods")]
+    pub pods: u32,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// `key=value:Effect` or `key:Effect`.
+    #[serde(default)]
+    pub taints: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_cpu() -> String {
+    "16".into()
+}
+fn default_memory() -> String {
+    "64Gi".into()
+}
+fn default_max_pods() -> u32 {
+    110
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlainPod {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default = "default_plain_image")]
+    pub image: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+fn default_plain_image() -> String {
+    "nginx:1.27".into()
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    pub name: String,
+    pub namespace: String,
+    /// `spark.executor.instances`.
+    pub executors: u32,
+    #[serde(default = "default_true", rename = "deleteOnTermination")]
+    pub delete_on_termination: bool,
+    #[serde(default = "default_exec_cores")]
+    pub cores: u32,
+    /// `spark.executor.memory` in MiB.
+    #[serde(default = "default_exec_memory", rename = "memoryMiB")]
+    pub memory_mib: u64,
+    /// `spark.executor.memoryOverhead` in MiB.
+    #[serde(default = "default_overhead", rename = "overheadMiB")]
+    pub overhead_mib: u64,
+    #[serde(default = "default_image")]
+    pub image: String,
+    /// `spark.executor.maxNumFailures`; default Spark's max(3, 2 × executors).
+    #[serde(default, rename = "maxFailures")]
+    pub max_failures: Option<u32>,
+    /// When the app starts (scenario time).
+    #[serde(default, with = "humantime_serde_opt")]
+    pub start: Option<Duration>,
+    #[serde(default)]
+    pub fates: Vec<Fate>,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_exec_cores() -> u32 {
+    1
+}
+fn default_exec_memory() -> u64 {
+    2048
+}
+fn default_overhead() -> u64 {
+    384
+}
+fn default_image() -> String {
+    "apache/spark:4.0.1".into()
+}
+
+/// What happens to an executor (or to every executor, with `executor: "*"`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Fate {
+    /// An executor id, or `*` for all executors without a fate of their own.
+    pub executor: ExecutorSel,
+    /// At this scenario time…
+    #[serde(default, with = "humantime_serde_opt")]
+    pub at: Option<Duration>,
+    /// …or this long after the executor started running (`*` fates: a range `5s..15s`).
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The container exits with this code (`137` + `reason: OOMKilled` for a cgroup OOM).
+    #[serde(default)]
+    pub exit: Option<i32>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// `vanish` (deleted with no watch event), `evict`, `preempt`, `delete`.
+    #[serde(default)]
+    pub action: Option<String>,
+    /// The image pull fails with this registry error, forever.
+    #[serde(default)]
+    pub image_pull_error: Option<String>,
+    /// Pod shape changes that make it unschedulable for real.
+    #[serde(default)]
+    pub memory: Option<String>,
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ExecutorSel {
+    #[default]
+    All,
+    Id(i64),
+}
+
+impl<'de> Deserialize<'de> for ExecutorSel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(i64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Self::Id(n)),
+            Raw::S(s) if s == "*" => Ok(Self::All),
+            Raw::S(s) => s.parse().map(Self::Id).map_err(|_| {
+                serde::de::Error::custom(format!("executor must be an id or \"*\", not {s:?}"))
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterStep {
+    #[serde(with = "humantime_serde_req")]
+    pub at: Duration,
+    #[serde(default)]
+    pub add_node: Option<NodeSpec>,
+    #[serde(default)]
+    pub lose_node: Option<String>,
+}
+
+mod humantime_serde_opt {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+mod humantime_serde_req {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Fate {
+    /// The delay after running, for `after` (a fixed `10s` or a range `5s..15s`).
+    pub fn after_running(&self, rng: &mut fastrand::Rng) -> Option<Duration> {
+        let a = self.after.as_deref()?;
+        match a.split_once("..") {
+            Some((lo, hi)) => {
+                let lo = humantime::parse_duration(lo.trim()).ok()?;
+                let hi = humantime::parse_duration(hi.trim()).ok()?;
+                let span = hi.saturating_sub(lo).as_millis() as u64;
+                Some(lo + Duration::from_millis(if span == 0 { 0 } else { rng.u64(0..span) }))
+            }
+            None => humantime::parse_duration(a.trim()).ok(),
+        }
+    }
+}
+
+/// Loads a scenario by built-in name or file path.
+pub fn load(name_or_path: &str) -> Result<Scenario, String> {
+    if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
+        return parse(text).map_err(|e| format!("built-in scenario {name_or_path}: {e}"));
+    }
+    let text = std::fs::read_to_string(name_or_path).map_err(|e| {
+        format!(
+            "no built-in scenario {name_or_path:?} (built-ins: {}), and cannot read it as a file: {e}",
+            BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    parse(&text).map_err(|e| format!("{name_or_path}: {e}"))
+}
+
+pub fn parse(text: &str) -> Result<Scenario, String> {
+    serde_saphyr::from_str(text)
+        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())
+}
+
+/// The `scale` scenario: `apps` applications of `executors` each, on nodes big enough.
+pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
+    let total = u64::from(apps) * u64::from(executors);
+    let nodes = total.div_ceil(100).max(1) as u32;
+    let mut s = Scenario {
+        name: "scale".into(),
+        description: format!("{apps} apps × {executors} executors, churn {churn_per_sec}/s"),
+        namespaces: vec!["spark-scale".into()],
+        nodes: vec![NodeSpec {
+            name: "scale-node".into(),
+            count: nodes,
+            cpu: "512".into(),
+            memory: "4Ti".into(),
+            pods: 1000,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+        }],
+        pods: Vec::new(),
+        apps: Vec::new(),
+        timeline: Vec::new(),
+    };
+    // Churn: each executor dies on average every (total / churn) seconds.
+    let after = if churn_per_sec > 0.0 {
+        let mean = total as f64 / churn_per_sec;
+        Some(format!(
+            "{}ms..{}ms",
+            (mean * 500.0) as u64,
+            (mean * 1500.0) as u64
+        ))
+    } else {
+        None
+    };
+    for i in 0..apps {
+        s.apps.push(AppSpec {
+            name: format!("scale-app-{i}"),
+            namespace: "spark-scale".into(),
+            executors,
+            delete_on_termination: true,
+            cores: 1,
+            memory_mib: 1024,
+            overhead_mib: 384,
+            image: default_image(),
+            max_failures: Some(u32::MAX),
+            start: None,
+            fates: after
+                .clone()
+                .map(|a| {
+                    vec![Fate {
+                        executor: ExecutorSel::All,
+                        after: Some(a),
+                        exit: Some(137),
+                        reason: Some("OOMKilled".into()),
+                        ..Fate::default()
+                    }]
+                })
+                .unwrap_or_default(),
+        });
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_parse() {
+        for (name, _) in BUILT_IN {
+            let s = load(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.name, name);
+        }
+    }
+
+    #[test]
+    fn bad_scenarios_are_clear() {
+        let e = parse("name: x\nappz: []\n").unwrap_err();
+        assert!(e.contains("appz"), "{e}");
+        let e = load("/nonexistent.yaml").unwrap_err();
+        assert!(e.contains("built-ins: mixed"), "{e}");
+        let e = parse(
+            "name: x\napps: [{name: a, namespace: n, executors: 1, fates: [{executor: seven}]}]\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("executor must be"), "{e}");
+    }
+
+    #[test]
+    fn after_ranges() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        let f = Fate {
+            after: Some("5s..15s".into()),
+            ..Fate::default()
+        };
+        for _ in 0..100 {
+            let d = f.after_running(&mut rng).unwrap();
+            assert!(d >= Duration::from_secs(5) && d < Duration::from_secs(15));
+        }
+    }
+}
