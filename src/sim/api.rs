@@ -54,12 +54,12 @@ pub struct ApiState {
     pub server_addr: String,
     pub user: String,
     pub spark: Arc<super::control::SparkRegistry>,
+    /// How often watches that allow bookmarks get one (the real cacher: about a minute).
+    pub bookmark_every: Duration,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
 const MAX_BODY: usize = 16 * 1024 * 1024;
-/// A bookmark this often on watches that allow them (the real cacher: about once a minute).
-const BOOKMARK_EVERY: Duration = Duration::from_secs(30);
 
 impl ApiState {
     fn record(&self, method: &Method, uri: &axum::http::Uri) {
@@ -1130,7 +1130,7 @@ async fn watch_loop(
         .map_or(Duration::from_secs(3600), Duration::from_secs);
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    let mut bookmark_tick = tokio::time::interval(BOOKMARK_EVERY);
+    let mut bookmark_tick = tokio::time::interval(st.bookmark_every);
     bookmark_tick.tick().await;
     let mut stop = st.drop_watches.clone();
     stop.mark_unchanged();

@@ -97,10 +97,21 @@ struct PodFate {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Stage {
-    Creating { since: f64 },
-    PullFailing { since: f64, backoff: bool },
-    Running { since: f64 },
-    Terminating { exit_at: f64, code: i32 },
+    Creating {
+        since: f64,
+    },
+    PullFailing {
+        since: f64,
+        backoff: bool,
+        attempt: u32,
+    },
+    Running {
+        since: f64,
+    },
+    Terminating {
+        exit_at: f64,
+        code: i32,
+    },
     Done,
 }
 
@@ -725,6 +736,7 @@ impl Control {
                             Stage::PullFailing {
                                 since: t,
                                 backoff: false,
+                                attempt: 0,
                             },
                         );
                     } else {
@@ -732,20 +744,35 @@ impl Control {
                         self.set_stage(&key, Stage::Running { since: t });
                     }
                 }
-                Stage::PullFailing { since, backoff } if t - since >= 2.0 => {
-                    let err = self
-                        .fates
-                        .get(&key)
-                        .and_then(|f| f.image_pull_error.clone())
-                        .unwrap_or_default();
-                    self.pull_failing(&p, &err, !backoff, t);
-                    self.set_stage(
-                        &key,
-                        Stage::PullFailing {
-                            since: t,
-                            backoff: !backoff,
-                        },
-                    );
+                // The kubelet's image back-off: ErrImagePull for a moment, then
+                // ImagePullBackOff for 10 s, 20 s, 40 s … (capped at 300 s) before retrying.
+                Stage::PullFailing {
+                    since,
+                    backoff,
+                    attempt,
+                } => {
+                    let wait = if backoff {
+                        (10.0 * 2f64.powi(attempt as i32)).min(300.0)
+                    } else {
+                        1.0
+                    };
+                    if t - since >= wait {
+                        let err = self
+                            .fates
+                            .get(&key)
+                            .and_then(|f| f.image_pull_error.clone())
+                            .unwrap_or_default();
+                        self.pull_failing(&p, &err, !backoff, t);
+                        let attempt = if backoff { attempt + 1 } else { attempt };
+                        self.set_stage(
+                            &key,
+                            Stage::PullFailing {
+                                since: t,
+                                backoff: !backoff,
+                                attempt,
+                            },
+                        );
+                    }
                 }
                 Stage::Running { since } => {
                     self.write_logs(&p, t);
@@ -1521,6 +1548,9 @@ impl Control {
 
     fn allocate(&mut self, i: usize, t: f64) {
         let d = &self.drivers[i];
+        if d.finished {
+            return;
+        }
         let config = ClassifyConfig::default();
         let mut count = d.newly_created.len() as u32;
         for pod in d.snapshot.values() {

@@ -52,6 +52,8 @@ pub struct SimOptions {
     pub history: usize,
     /// The simulated time at start.
     pub origin: DateTime<Utc>,
+    /// Bookmark period on watches that allow bookmarks.
+    pub bookmark_every: Duration,
 }
 
 impl SimOptions {
@@ -65,6 +67,7 @@ impl SimOptions {
             kubeconfig_out: None,
             history: 20_000,
             origin: Utc::now(),
+            bookmark_every: Duration::from_secs(30),
         }
     }
 }
@@ -195,6 +198,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         server_addr: addr.to_string(),
         user: "spark-triage-sim".to_owned(),
         spark: control.registry.clone(),
+        bookmark_every: opts.bookmark_every.max(Duration::from_millis(10)),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();

@@ -1,4 +1,8 @@
 //! Integration tests: one binary, one module per area.
 
+mod common;
 mod explain;
 mod fuzz;
+mod kubectl;
+mod scenarios;
+mod sim_api;

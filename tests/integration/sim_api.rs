@@ -1,0 +1,689 @@
+//! The simulator through real HTTP with the real kube client: lists, watches, deletion,
+//! events, logs, proxy, access reviews, and each fault.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use k8s_openapi::api::{
+    authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec},
+    core::v1::{Event, Pod},
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{
+        DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchEvent,
+        WatchParams,
+    },
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::json;
+
+use super::common::{
+    client, eventually, phase, plain_pod, start_sim, start_sim_with, wait_running,
+};
+
+fn api_status(e: &kube::Error) -> (u16, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.reason.clone()),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_with_pagination_and_selectors() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    for i in 0..12 {
+        let role = if i % 3 == 0 { "driver" } else { "executor" };
+        pods.create(
+            &PostParams::default(),
+            &plain_pod(&format!("p-{i:02}"), &[("spark-role", role)]),
+        )
+        .await
+        .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut lp = ListParams::default().limit(5);
+    let mut pages = 0;
+    loop {
+        let page = pods.list(&lp).await.unwrap();
+        assert!(
+            page.metadata
+                .resource_version
+                .as_deref()
+                .is_some_and(|rv| !rv.is_empty())
+        );
+        assert!(page.items.len() <= 5);
+        names.extend(page.items.iter().map(ResourceExt::name_any));
+        pages += 1;
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = ListParams::default().limit(5).continue_token(&c),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(names.len(), 12);
+    assert_eq!(names.iter().collect::<BTreeSet<_>>().len(), 12);
+    let execs = pods
+        .list(&ListParams::default().labels("spark-role in (executor)"))
+        .await
+        .unwrap();
+    assert_eq!(execs.items.len(), 8);
+    let not = pods
+        .list(&ListParams::default().labels("spark-role!=executor,!missing"))
+        .await
+        .unwrap();
+    assert_eq!(not.items.len(), 4);
+    let e = pods
+        .list(&ListParams::default().labels("spark-role in executor"))
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e), (400, "BadRequest".into()));
+    let e = pods
+        .list(&ListParams::default().fields("spec.nope=x"))
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e), (400, "BadRequest".into()));
+    let one = pods
+        .list(&ListParams::default().fields("metadata.name=p-03"))
+        .await
+        .unwrap();
+    assert_eq!(one.items.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_resumes_from_history_and_expires_with_410_in_the_stream() {
+    let sim = start_sim_with("empty", 1.0, &[], |o| o.history = 16).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    pods.create(&PostParams::default(), &plain_pod("a", &[]))
+        .await
+        .unwrap();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    pods.create(&PostParams::default(), &plain_pod("b", &[]))
+        .await
+        .unwrap();
+    // Resume: the change after `rv` is replayed.
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(10), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let first = stream.try_next().await.unwrap().unwrap();
+    match first {
+        WatchEvent::Added(p) => assert_eq!(p.name_any(), "b"),
+        other => panic!("expected ADDED b, got {other:?}"),
+    }
+    // Push `rv` out of the history window: the resume gets 410 Expired inside a 200 stream.
+    for i in 0..40 {
+        pods.create(
+            &PostParams::default(),
+            &plain_pod(&format!("filler-{i}"), &[]),
+        )
+        .await
+        .unwrap();
+    }
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(10), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
+            assert!(
+                s.message.starts_with("too old resource version"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
+    drop(sim);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_ends_initial_events_with_a_bookmark() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let c = client(&sim).await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    for n in ["x", "y"] {
+        pods.create(&PostParams::default(), &plain_pod(n, &[]))
+            .await
+            .unwrap();
+    }
+    let mut stream = pods
+        .watch(&WatchParams::default().initial_events().timeout(10), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let mut added = 0;
+    loop {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(_) => added += 1,
+            WatchEvent::Bookmark(b) => {
+                assert!(
+                    b.metadata
+                        .annotations
+                        .contains_key("k8s.io/initial-events-end")
+                );
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(added, 2);
+    // kube-runtime's streaming-list watcher reaches InitDone and then sees changes.
+    let w = watcher(pods.clone(), watcher::Config::default().streaming_lists());
+    let mut objs = w.default_backoff().applied_objects().boxed();
+    let mut seen = BTreeSet::new();
+    pods.create(&PostParams::default(), &plain_pod("z", &[]))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while seen.len() < 3 {
+            let p = objs.try_next().await.unwrap().unwrap();
+            seen.insert(p.name_any());
+        }
+    })
+    .await
+    .expect("watcher delivers x, y, z");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizers_keep_a_deleted_pod_until_released_and_graceful_deletion_ends_it() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let mut held = plain_pod("held", &[]);
+    held.metadata.finalizers = Some(vec![
+        "example.com/keep".into(),
+        "spark-triage.dev/hold".into(),
+    ]);
+    pods.create(&PostParams::default(), &held).await.unwrap();
+    pods.create(&PostParams::default(), &plain_pod("free", &[]))
+        .await
+        .unwrap();
+    wait_running(&pods, "held").await;
+    wait_running(&pods, "free").await;
+
+    // Graceful deletion: the pod stays Terminating, the kubelet stops it (143), then it goes.
+    let deleting = pods
+        .delete("free", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    assert_eq!(deleting.metadata.deletion_grace_period_seconds, Some(30));
+    eventually(10, "free gone", || async {
+        pods.get_opt("free").await.unwrap().is_none().then_some(())
+    })
+    .await;
+
+    // With finalizers: stopped and kept, status intact.
+    pods.delete("held", &DeleteParams::default()).await.unwrap();
+    let kept = eventually(10, "held stopped", || async {
+        let p = pods.get("held").await.unwrap();
+        (phase(&p) == "Failed").then_some(p)
+    })
+    .await;
+    assert!(kept.metadata.deletion_timestamp.is_some());
+    let term = kept.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(term.exit_code, 143);
+    // Adding a finalizer to a deleting object is forbidden.
+    let add =
+        json!([{"op": "add", "path": "/metadata/finalizers/-", "value": "late.example.com/x"}]);
+    let e = pods
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::<json_patch::Patch>::Json(serde_json::from_value(add).unwrap()),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e).0, 403);
+    // Release ours with a test op (never clobbering others), then the other one.
+    let release = json!([{"op": "test", "path": "/metadata/finalizers/1", "value": "spark-triage.dev/hold"},
+                         {"op": "remove", "path": "/metadata/finalizers/1"}]);
+    pods.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::<json_patch::Patch>::Json(serde_json::from_value(release.clone()).unwrap()),
+    )
+    .await
+    .unwrap();
+    let still = pods.get("held").await.unwrap();
+    assert_eq!(
+        still.metadata.finalizers.as_deref(),
+        Some(&["example.com/keep".to_owned()][..])
+    );
+    // The same test op now fails: 422, nothing changed.
+    let e = pods
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::<json_patch::Patch>::Json(serde_json::from_value(release).unwrap()),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e).0, 422);
+    pods.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(pods.get_opt("held").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_served_by_both_apis_from_one_store() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let c = client(&sim).await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    pods.create(&PostParams::default(), &plain_pod("ev", &[]))
+        .await
+        .unwrap();
+    let pod = wait_running(&pods, "ev").await;
+    let uid = pod.uid().unwrap();
+    let core: Api<Event> = Api::namespaced(c.clone(), "default");
+    let lp =
+        ListParams::default().fields(&format!("involvedObject.name=ev,involvedObject.uid={uid}"));
+    let reasons: BTreeSet<String> = core
+        .list(&lp)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    for r in ["Scheduled", "Pulling", "Pulled", "Created", "Started"] {
+        assert!(reasons.contains(r), "{r} in {reasons:?}");
+    }
+    let v1: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.clone(), "default");
+    let list = v1
+        .list(&ListParams::default().fields("regarding.name=ev,reason=Scheduled"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    let e = &list.items[0];
+    assert!(
+        e.note
+            .as_deref()
+            .unwrap()
+            .starts_with("Successfully assigned default/ev to ")
+    );
+    assert_eq!(e.reporting_controller.as_deref(), Some("default-scheduler"));
+    // Each API accepts only its own field labels.
+    assert_eq!(
+        api_status(
+            &v1.list(&ListParams::default().fields("involvedObject.name=ev"))
+                .await
+                .unwrap_err()
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        api_status(
+            &core
+                .list(&ListParams::default().fields("regarding.name=ev"))
+                .await
+                .unwrap_err()
+        )
+        .0,
+        400
+    );
+    // An event created through events.k8s.io is seen through core/v1.
+    let posted: k8s_openapi::api::events::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "ev.custom"}, "eventTime": "2026-11-29T10:00:00.000000Z", "action": "Triage",
+        "reason": "Held", "note": "held for inspection", "type": "Normal", "reportingController": "spark-triage.dev/hold",
+        "reportingInstance": "test", "regarding": {"kind": "Pod", "name": "ev", "namespace": "default", "uid": uid}
+    }))
+    .unwrap();
+    v1.create(&PostParams::default(), &posted).await.unwrap();
+    let got = core.get("ev.custom").await.unwrap();
+    assert_eq!(got.message.as_deref(), Some("held for inspection"));
+    assert_eq!(got.involved_object.name.as_deref(), Some("ev"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_follow_ends_when_the_container_ends() {
+    let sim = start_sim("oom-storm", 2.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    let exec = eventually(15, "a running executor", || async {
+        pods.list(&ListParams::default().labels("spark-role=executor"))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|p| phase(p) == "Running")
+    })
+    .await;
+    let name = exec.name_any();
+    let lp = LogParams {
+        follow: true,
+        ..LogParams::default()
+    };
+    let reader = pods.log_stream(&name, &lp).await.unwrap();
+    let lines: Vec<String> =
+        tokio::time::timeout(Duration::from_secs(20), reader.lines().try_collect())
+            .await
+            .expect("follow ends when the container is OOMKilled")
+            .unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Successfully registered with driver")),
+        "{lines:?}"
+    );
+    let tail = pods
+        .logs(
+            &name,
+            &LogParams {
+                tail_lines: Some(1),
+                ..LogParams::default()
+            },
+        )
+        .await;
+    // The pod may already be deleted by the Spark-like driver; if not, tail gives one line.
+    if let Ok(t) = tail {
+        assert!(t.lines().count() <= 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_proxy_reaches_the_driver_rest_api() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let c = client(&sim).await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "spark-jobs");
+    let driver = eventually(10, "etl driver running", || async {
+        pods.list(&ListParams::default().labels("spark-role=driver,spark-app-name=etl-nightly"))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|p| phase(p) == "Running")
+    })
+    .await;
+    let app = driver.labels()["spark-app-selector"].clone();
+    let svc = driver.name_any().replace("-driver", "-driver-svc");
+    let path =
+        format!("/api/v1/namespaces/spark-jobs/services/{svc}:spark-ui/proxy/api/v1/applications");
+    let apps: serde_json::Value = c
+        .request(http::Request::get(path).body(vec![]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(apps[0]["id"], app.as_str());
+    let path = format!(
+        "/api/v1/namespaces/spark-jobs/services/{svc}:4040/proxy/api/v1/applications/{app}/allexecutors"
+    );
+    let execs: serde_json::Value = eventually(10, "executors registered", || {
+        let c = c.clone();
+        let path = path.clone();
+        async move {
+            let v: serde_json::Value = c
+                .request(http::Request::get(path).body(vec![]).unwrap())
+                .await
+                .ok()?;
+            (v.as_array()?.len() > 3).then_some(v)
+        }
+    })
+    .await;
+    assert_eq!(execs[0]["id"], "driver");
+    let e = c
+        .request::<serde_json::Value>(
+            http::Request::get("/api/v1/namespaces/spark-jobs/services/nope:4040/proxy/")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e).0, 404);
+}
+
+async fn can(c: &Client, verb: &str) -> bool {
+    let api: Api<SelfSubjectAccessReview> = Api::all(c.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some("default".into()),
+                verb: Some(verb.into()),
+                resource: Some("pods".into()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    api.create(&PostParams::default(), &review)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .allowed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_review_and_the_deny_fault() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let c = client(&sim).await;
+    assert!(can(&c, "delete").await);
+    let denied = start_sim("empty", 1.0, &["deny=delete,patch"]).await;
+    let c = client(&denied).await;
+    assert!(!can(&c, "delete").await);
+    assert!(!can(&c, "patch").await);
+    assert!(can(&c, "list").await);
+    let pods: Api<Pod> = Api::namespaced(c, "default");
+    pods.create(&PostParams::default(), &plain_pod("d", &[]))
+        .await
+        .unwrap();
+    let e = pods
+        .delete("d", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e), (403, "Forbidden".into()));
+    let e = pods
+        .patch(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e).0, 403);
+    assert!(denied.requests().iter().any(|r| r.method == "DELETE"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_and_error_rate_faults() {
+    let sim = start_sim("empty", 1.0, &["latency=300ms"]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let t = std::time::Instant::now();
+    pods.list(&ListParams::default()).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    let sim = start_sim("empty", 1.0, &["error-rate=1"]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let e = pods.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(api_status(&e), (500, "InternalError".into()));
+}
+
+/// A kube-runtime watcher sees every pod created while `faults` disturb the watch.
+async fn watcher_survives(faults: &[&str], spread: Duration) {
+    let sim = start_sim("empty", 1.0, faults).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let mut objs = watcher(pods.clone(), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let mut seen = BTreeSet::new();
+    let creator = {
+        let pods = pods.clone();
+        tokio::spawn(async move {
+            for i in 0..6 {
+                tokio::time::sleep(spread).await;
+                // Retry creates that race a restart.
+                for _ in 0..50 {
+                    if pods
+                        .create(&PostParams::default(), &plain_pod(&format!("w-{i}"), &[]))
+                        .await
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while seen.len() < 6 {
+            match objs.next().await {
+                Some(Ok(p)) => {
+                    seen.insert(p.name_any());
+                }
+                Some(Err(_)) => {} // reported, then recovered by the watcher
+                None => panic!("watcher ended"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("watcher under {faults:?} saw only {seen:?}"));
+    creator.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_survives_dropped_watches() {
+    watcher_survives(&["drop-watches=700ms"], Duration::from_millis(400)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_relists_when_resumes_expire() {
+    watcher_survives(
+        &["drop-watches=700ms", "expire-watches"],
+        Duration::from_millis(400),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_survives_a_server_restart_with_version_continuity() {
+    let sim = start_sim("empty", 1.0, &["restart-after=1s"]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    pods.create(&PostParams::default(), &plain_pod("before", &[]))
+        .await
+        .unwrap();
+    let rv_before: u64 = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+        .parse()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let rv_after: u64 = eventually(10, "server back", || async {
+        pods.list(&ListParams::default())
+            .await
+            .ok()?
+            .metadata
+            .resource_version?
+            .parse()
+            .ok()
+    })
+    .await;
+    assert!(rv_after >= rv_before);
+    drop(sim);
+    watcher_survives(&["restart-after=1s"], Duration::from_millis(400)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_expire_after_their_ttl() {
+    let sim = start_sim("empty", 1.0, &["event-ttl=1s"]).await;
+    let c = client(&sim).await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    pods.create(&PostParams::default(), &plain_pod("short", &[]))
+        .await
+        .unwrap();
+    wait_running(&pods, "short").await;
+    let events: Api<Event> = Api::namespaced(c, "default");
+    let lp = ListParams::default().fields("involvedObject.name=short");
+    assert!(!events.list(&lp).await.unwrap().items.is_empty());
+    eventually(15, "events expired", || async {
+        events
+            .list(&lp)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_that_allow_bookmarks_get_them() {
+    let sim = start_sim_with("empty", 1.0, &[], |o| {
+        o.bookmark_every = Duration::from_millis(200)
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    pods.create(&PostParams::default(), &plain_pod("a", &[]))
+        .await
+        .unwrap();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let bookmark = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            // The pod's own changes (scheduling, start) come too; skip them.
+            if let WatchEvent::Bookmark(b) = stream.try_next().await.unwrap().unwrap() {
+                return b;
+            }
+        }
+    })
+    .await
+    .expect("a bookmark within 3s");
+    assert_eq!(bookmark.types.kind, "Pod");
+    assert!(
+        bookmark.metadata.resource_version.parse::<u64>().unwrap() >= rv.parse::<u64>().unwrap()
+    );
+    // Without allowWatchBookmarks, none come.
+    let mut quiet = pods
+        .watch(&WatchParams::default().disable_bookmarks().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let saw_bookmark = tokio::time::timeout(Duration::from_millis(700), async {
+        while let Ok(Some(e)) = quiet.try_next().await {
+            if matches!(e, WatchEvent::Bookmark(_)) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(!saw_bookmark);
+}
