@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one module per area.
+#![allow(clippy::unwrap_used, reason = "test helpers fail loudly on unexpected errors, like the tests")]
 
 mod common;
 mod explain;
