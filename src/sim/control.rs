@@ -144,6 +144,23 @@ struct Driver {
     newly_created: BTreeMap<i64, f64>,
     registered: BTreeMap<i64, f64>,
     last_poll: f64,
+    /// Spark state per executor at the resourceVersion it was computed for.
+    states: HashMap<i64, (u64, ExecutorState)>,
+}
+
+impl Driver {
+    /// Spark's state of a snapshot pod, computed once per resourceVersion.
+    fn state(&mut self, id: i64, pod: &Obj) -> ExecutorState {
+        let rv = pod.rv();
+        if let Some((at, s)) = self.states.get(&id)
+            && *at == rv
+        {
+            return *s;
+        }
+        let s = state_of(pod, &ClassifyConfig::default());
+        self.states.insert(id, (rv, s));
+        s
+    }
 }
 
 /// The control plane. Owned by one task; talks to the world only through the store.
@@ -255,6 +272,7 @@ impl Control {
                     newly_created: BTreeMap::new(),
                     registered: BTreeMap::new(),
                     last_poll: 0.0,
+                    states: HashMap::new(),
                     spec: spec.clone(),
                 }
             })
@@ -684,7 +702,7 @@ impl Control {
             .collect();
         self.runtimes.retain(|k, _| live.contains(k));
         for p in pods {
-            let v = p.value.clone();
+            let v = &p.value;
             if !v["spec"]["nodeName"].is_string() {
                 // Unscheduled pods being deleted go at once (grace 0, as the API server forces).
                 continue;
@@ -1547,19 +1565,19 @@ impl Control {
     }
 
     fn allocate(&mut self, i: usize, t: f64) {
-        let d = &self.drivers[i];
+        let d = &mut self.drivers[i];
         if d.finished {
             return;
         }
-        let config = ClassifyConfig::default();
         let mut count = d.newly_created.len() as u32;
-        for pod in d.snapshot.values() {
-            let state = state_of(pod, &config);
-            if matches!(state, ExecutorState::Running | ExecutorState::Pending) {
+        let pods: Vec<(i64, Arc<Obj>)> = d.snapshot.iter().map(|(k, v)| (*k, v.clone())).collect();
+        for (id, pod) in pods {
+            if matches!(d.state(id, &pod), ExecutorState::Running | ExecutorState::Pending) {
                 count += 1;
             }
         }
-        let want = d.spec.executors.saturating_sub(count).min(10);
+        // spark.kubernetes.allocation.batch.size (10 in Spark 4.0) per round.
+        let want = d.spec.executors.saturating_sub(count).min(d.spec.allocation_batch);
         for _ in 0..want {
             self.create_executor(i, t);
         }
@@ -1576,7 +1594,7 @@ impl Control {
             if pod.value["metadata"]["labels"]["spark-exec-inactive"] == "true" {
                 continue;
             }
-            let state = state_of(&pod, &config);
+            let state = self.drivers[i].state(id, &pod);
             if state == ExecutorState::Running && !self.drivers[i].registered.contains_key(&id) {
                 self.drivers[i].registered.insert(id, t);
                 self.registry_update(i, id, |e, now| {

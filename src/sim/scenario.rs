@@ -115,6 +115,13 @@ pub struct AppSpec {
     pub start: Option<Duration>,
     #[serde(default)]
     pub fates: Vec<Fate>,
+    /// `spark.kubernetes.allocation.batch.size`: executors requested per round (1 per tick).
+    #[serde(default = "default_batch", rename = "allocationBatch")]
+    pub allocation_batch: u32,
+}
+
+fn default_batch() -> u32 {
+    10
 }
 
 fn default_true() -> bool {
@@ -303,6 +310,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             image: default_image(),
             max_failures: Some(u32::MAX),
             start: None,
+            allocation_batch: executors.max(1),
             fates: after
                 .clone()
                 .map(|a| {

@@ -687,3 +687,44 @@ async fn watches_that_allow_bookmarks_get_them() {
     .unwrap_or(false);
     assert!(!saw_bookmark);
 }
+
+/// fabric8 (the client inside Spark's driver) tries a WebSocket watch first: it must get a
+/// 101 and one text frame per event, replaying existing pods as ADDED when no version is
+/// given (Spark creates pods before its watch is up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_watch_like_fabric8() {
+    use tokio_tungstenite::tungstenite::Message;
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    pods.create(&PostParams::default(), &plain_pod("early", &[("spark-role", "executor")])).await.unwrap();
+    let url = format!(
+        "ws://{}/api/v1/namespaces/default/pods?allowWatchBookmarks=true&labelSelector=spark-role%3Dexecutor%2Cspark-exec-inactive%21%3Dtrue&watch=true",
+        sim.addr
+    );
+    let (mut ws, resp) = tokio_tungstenite::connect_async(url).await.expect("websocket upgrade");
+    assert_eq!(resp.status(), 101);
+    let mut first = None;
+    while first.is_none() {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap() {
+            Message::Text(t) => first = Some(serde_json::from_str::<serde_json::Value>(&t).unwrap()),
+            _ => continue,
+        }
+    }
+    let first = first.unwrap();
+    assert_eq!(first["type"], "ADDED");
+    assert_eq!(first["object"]["metadata"]["name"], "early");
+    pods.create(&PostParams::default(), &plain_pod("later", &[("spark-role", "executor")])).await.unwrap();
+    let later = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Message::Text(t) = ws.next().await.unwrap().unwrap() {
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                if v["object"]["metadata"]["name"] == "later" {
+                    return v;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the new pod arrives as a frame");
+    assert_eq!(later["type"], "ADDED");
+}
