@@ -1572,12 +1572,19 @@ impl Control {
         let mut count = d.newly_created.len() as u32;
         let pods: Vec<(i64, Arc<Obj>)> = d.snapshot.iter().map(|(k, v)| (*k, v.clone())).collect();
         for (id, pod) in pods {
-            if matches!(d.state(id, &pod), ExecutorState::Running | ExecutorState::Pending) {
+            if matches!(
+                d.state(id, &pod),
+                ExecutorState::Running | ExecutorState::Pending
+            ) {
                 count += 1;
             }
         }
         // spark.kubernetes.allocation.batch.size (10 in Spark 4.0) per round.
-        let want = d.spec.executors.saturating_sub(count).min(d.spec.allocation_batch);
+        let want = d
+            .spec
+            .executors
+            .saturating_sub(count)
+            .min(d.spec.allocation_batch);
         for _ in 0..want {
             self.create_executor(i, t);
         }

@@ -1,5 +1,8 @@
 //! Integration tests: one binary, one module per area.
-#![allow(clippy::unwrap_used, reason = "test helpers fail loudly on unexpected errors, like the tests")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail loudly on unexpected errors, like the tests"
+)]
 
 mod common;
 mod explain;

@@ -145,3 +145,69 @@ async fn oom_storm_ends_the_application_after_max_failures() {
     .await;
     assert!(left.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_capacity_waits_for_memory_then_a_node_arrives() {
+    let sim = start_sim("pending-capacity", 8.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    let waiting = eventually(20, "three running, three pending", || async {
+        let e = executors(&pods).await;
+        let app = e.get("nightly-report")?.clone();
+        (ids_in(&app, ExecutorState::Running).len() == 3
+            && ids_in(&app, ExecutorState::Pending).len() == 3)
+            .then_some(app)
+    })
+    .await;
+    let pending: Vec<i64> = ids_in(&waiting, ExecutorState::Pending)
+        .into_iter()
+        .collect();
+    let p = pods
+        .list(&ListParams::default().labels(&format!("spark-exec-id={}", pending[0])))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let msg = p
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .unwrap()
+        .message
+        .unwrap();
+    assert!(
+        msg.starts_with("0/1 nodes are available: 1 Insufficient memory."),
+        "{msg}"
+    );
+    // The autoscaled node joins at 30 s: everyone runs, with the same ids.
+    let all = eventually(20, "all six running", || async {
+        let e = executors(&pods).await;
+        let app = e.get("nightly-report")?.clone();
+        (ids_in(&app, ExecutorState::Running).len() == 6).then_some(app)
+    })
+    .await;
+    assert_eq!(
+        all.keys().copied().collect::<BTreeSet<_>>(),
+        set(&[1, 2, 3, 4, 5, 6])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churn_keeps_replacing_executors_under_new_ids() {
+    let sim = start_sim("churn", 8.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    let ids = eventually(40, "ids past 12", || async {
+        let e = executors(&pods).await;
+        let app = e.get("flaky-stream")?.clone();
+        (app.keys().max().copied()? > 12).then_some(app)
+    })
+    .await;
+    // Never more than the target alive at once.
+    let alive = ids
+        .values()
+        .filter(|(s, _)| matches!(s, ExecutorState::Running | ExecutorState::Pending))
+        .count();
+    assert!(alive <= 6, "{ids:?}");
+}

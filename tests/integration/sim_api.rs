@@ -696,24 +696,43 @@ async fn websocket_watch_like_fabric8() {
     use tokio_tungstenite::tungstenite::Message;
     let sim = start_sim("empty", 1.0, &[]).await;
     let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
-    pods.create(&PostParams::default(), &plain_pod("early", &[("spark-role", "executor")])).await.unwrap();
+    pods.create(
+        &PostParams::default(),
+        &plain_pod("early", &[("spark-role", "executor")]),
+    )
+    .await
+    .unwrap();
     let url = format!(
         "ws://{}/api/v1/namespaces/default/pods?allowWatchBookmarks=true&labelSelector=spark-role%3Dexecutor%2Cspark-exec-inactive%21%3Dtrue&watch=true",
         sim.addr
     );
-    let (mut ws, resp) = tokio_tungstenite::connect_async(url).await.expect("websocket upgrade");
+    let (mut ws, resp) = tokio_tungstenite::connect_async(url)
+        .await
+        .expect("websocket upgrade");
     assert_eq!(resp.status(), 101);
     let mut first = None;
     while first.is_none() {
-        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap() {
-            Message::Text(t) => first = Some(serde_json::from_str::<serde_json::Value>(&t).unwrap()),
+        match tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            Message::Text(t) => {
+                first = Some(serde_json::from_str::<serde_json::Value>(&t).unwrap())
+            }
             _ => continue,
         }
     }
     let first = first.unwrap();
     assert_eq!(first["type"], "ADDED");
     assert_eq!(first["object"]["metadata"]["name"], "early");
-    pods.create(&PostParams::default(), &plain_pod("later", &[("spark-role", "executor")])).await.unwrap();
+    pods.create(
+        &PostParams::default(),
+        &plain_pod("later", &[("spark-role", "executor")]),
+    )
+    .await
+    .unwrap();
     let later = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             if let Message::Text(t) = ws.next().await.unwrap().unwrap() {
@@ -727,4 +746,104 @@ async fn websocket_watch_like_fabric8() {
     .await
     .expect("the new pod arrives as a frame");
     assert_eq!(later["type"], "ADDED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_patches_conflicts_eviction_and_collection_deletes() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    for i in 1..=4 {
+        let p = plain_pod(
+            &format!("e-{i}"),
+            &[
+                ("spark-app-selector", "spark-1"),
+                ("spark-role", "executor"),
+                ("spark-exec-id", &i.to_string()),
+            ],
+        );
+        pods.create(&PostParams::default(), &p).await.unwrap();
+    }
+    let e = pods
+        .create(&PostParams::default(), &plain_pod("e-1", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e), (409, "AlreadyExists".into()));
+    for i in 1..=4 {
+        wait_running(&pods, &format!("e-{i}")).await;
+    }
+    // Strategic merge: containers merge by name; apply creates when missing.
+    let smp = json!({"metadata": {"labels": {"team": "data"}}, "spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}});
+    let p = pods
+        .patch("e-1", &PatchParams::default(), &Patch::Strategic(smp))
+        .await
+        .unwrap();
+    assert_eq!(p.labels()["team"], "data");
+    let containers = p.spec.unwrap().containers;
+    assert_eq!(
+        (containers.len(), containers[0].image.as_deref()),
+        (1, Some("busybox:1.37"))
+    );
+    let applied = pods
+        .patch(
+            "applied",
+            &PatchParams::apply("spark-triage-test"),
+            &Patch::Apply(plain_pod("applied", &[])),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.name_any(), "applied");
+    // A stale resourceVersion on update is a 409 Conflict.
+    let mut stale = pods.get("e-2").await.unwrap();
+    pods.patch(
+        "e-2",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}})),
+    )
+    .await
+    .unwrap();
+    stale.labels_mut().insert("y".into(), "2".into());
+    let e = pods
+        .replace("e-2", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(&e), (409, "Conflict".into()));
+    // /status replaces only the status.
+    let mut st = pods.get_status("e-2").await.unwrap();
+    st.status.as_mut().unwrap().message = Some("hello".into());
+    let after = pods
+        .replace_status("e-2", &PostParams::default(), &st)
+        .await
+        .unwrap();
+    assert_eq!(after.status.unwrap().message.as_deref(), Some("hello"));
+    // Eviction: DisruptionTarget, then graceful deletion.
+    pods.evict("e-3", &kube::api::EvictParams::default())
+        .await
+        .unwrap();
+    let evicted = pods.get("e-3").await.unwrap();
+    assert!(evicted.metadata.deletion_timestamp.is_some());
+    let conds = evicted.status.unwrap().conditions.unwrap();
+    assert!(
+        conds.iter().any(|c| c.type_ == "DisruptionTarget"
+            && c.reason.as_deref() == Some("EvictionByEvictionAPI"))
+    );
+    // Spark's collection delete: field and label selectors together.
+    let lp = ListParams::default()
+        .labels("spark-app-selector=spark-1,spark-role=executor,spark-exec-id in (1,4)")
+        .fields("status.phase=Running");
+    let deleted = pods
+        .delete_collection(&DeleteParams::default(), &lp)
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    let mut names: Vec<String> = deleted.items.iter().map(ResourceExt::name_any).collect();
+    names.sort();
+    assert_eq!(names, vec!["e-1", "e-4"]);
+    eventually(10, "e-1 and e-4 gone", || async {
+        (pods.get_opt("e-1").await.unwrap().is_none()
+            && pods.get_opt("e-4").await.unwrap().is_none())
+        .then_some(())
+    })
+    .await;
+    assert!(pods.get_opt("e-2").await.unwrap().is_some());
 }
