@@ -710,7 +710,7 @@ impl Control {
             let key = (p.namespace().to_owned(), p.name().to_owned());
             let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
             if !self.runtimes.contains_key(&key) {
-                if is_terminal(&v) {
+                if is_terminal(v) {
                     self.runtimes.insert(
                         key.clone(),
                         Runtime {
