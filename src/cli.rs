@@ -48,6 +48,82 @@ pub enum Command {
         Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
     )]
     Sim(SimArgs),
+    /// Print every Spark application's executors once (or after watching for a while), then exit.
+    ///
+    /// Waits for the first full LIST (and the events), or keeps watching for `--for`, so that
+    /// executors which come and go meanwhile are kept as tombstones.
+    Status(StatusArgs),
+}
+
+/// The flags every command that talks to a cluster takes.
+#[derive(Debug, Args, Clone)]
+pub struct LiveArgs {
+    /// Path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub context: Option<String>,
+    /// The namespace (default: the context's).
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NS",
+        global = true,
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// A label selector to narrow the pods (added to spark-role in (driver,executor)).
+    #[arg(short = 'l', long, value_name = "SELECTOR", global = true)]
+    pub selector: Option<String>,
+    /// How often to LIST every pod (Spark's own default is 30s).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, global = true)]
+    pub poll_interval: std::time::Duration,
+    /// Never write to the cluster.
+    #[arg(long, global = true)]
+    pub readonly: bool,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 30s, 2m)"))
+}
+
+impl LiveArgs {
+    pub fn options(&self) -> crate::source::live::LiveOptions {
+        crate::source::live::LiveOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            all_namespaces: self.all_namespaces,
+            selector: self.selector.clone(),
+            poll_interval: self.poll_interval,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Table)]
+    pub output: StatusOutput,
+    /// Keep watching this long before printing.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_duration: Option<std::time::Duration>,
+    /// Only this application (id or name).
+    #[arg(long, value_name = "APP")]
+    pub app: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusOutput {
+    Table,
+    Wide,
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +246,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Explain(args) => run_explain(args),
         Command::Sim(args) => run_sim(args),
+        Command::Status(args) => run_status(args),
     }
 }
 
@@ -299,4 +376,73 @@ async fn wait_for_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+fn run_status(args: StatusArgs) -> Result<ExitCode, Failure> {
+    use crate::{source::live, status, store::Store};
+    let opts = args.live.options();
+    runtime()?.block_on(async move {
+        let conn = live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+        let tasks = live::spawn(&conn, opts.poll_interval, tx);
+        let mut store = Store::new();
+        let start = tokio::time::Instant::now();
+        let want = args.for_duration.unwrap_or_default();
+        // The first LIST is immediate; allow for a slow server and one retry.
+        let give_up = start + std::time::Duration::from_secs(60) + want;
+        loop {
+            let now = tokio::time::Instant::now();
+            if status::ready(store.view()) && now >= start + want {
+                break;
+            }
+            if now >= give_up {
+                let why = status::report(store.view(), None).problems.join("; ");
+                return Err(Failure::Runtime(format!(
+                    "no complete answer from the API server within {}s{}",
+                    (give_up - start).as_secs(),
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {why}")
+                    }
+                )));
+            }
+            let wake = if status::ready(store.view()) {
+                start + want
+            } else {
+                give_up
+            };
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(ev) => store.apply(ev),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(wake) => {}
+            }
+        }
+        while let Ok(ev) = rx.try_recv() {
+            store.apply(ev);
+        }
+        for t in tasks {
+            t.abort();
+        }
+        let report = status::report(store.view(), args.app.as_deref());
+        for p in &report.problems {
+            eprintln!("warning: {p}");
+        }
+        let text = match args.output {
+            StatusOutput::Json => {
+                let mut s = serde_json::to_string_pretty(&report)
+                    .map_err(|e| Failure::Runtime(e.to_string()))?;
+                s.push('\n');
+                s
+            }
+            StatusOutput::Table => status::render_table(&report, false),
+            StatusOutput::Wide => status::render_table(&report, true),
+        };
+        write_stdout(&text)?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

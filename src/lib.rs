@@ -11,4 +11,7 @@ pub mod explain;
 pub mod input;
 pub mod model;
 pub mod sim;
+pub mod source;
 pub mod spark;
+pub mod status;
+pub mod store;

@@ -122,7 +122,7 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
                 .nth(1)
                 .or_else(|| m.split("pod: ").nth(1))
         })
-        .map(|who| format!(" for {}", who.trim_matches('"')))
+        .map(|who| format!(" (scheduled by {})", who.trim_matches('"')))
         .unwrap_or_default();
     let mut f = Finding::new(
         Code::Preempted,

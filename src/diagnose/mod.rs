@@ -53,10 +53,11 @@ pub enum Code {
     NodeLost,
     SidecarFailed,
     StuckRunning,
+    Missing,
 }
 
 impl Code {
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 25] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::JvmOom,
@@ -81,6 +82,7 @@ impl Code {
         Self::NodeLost,
         Self::SidecarFailed,
         Self::StuckRunning,
+        Self::Missing,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -109,6 +111,7 @@ impl Code {
             Self::NodeLost => "node-lost",
             Self::SidecarFailed => "sidecar-failed",
             Self::StuckRunning => "stuck-running",
+            Self::Missing => "missing",
         }
     }
 }
@@ -270,6 +273,30 @@ pub fn diagnose(
     // Worst first; within a severity, rule order (stable sort).
     findings.sort_by_key(|f| f.severity);
     findings
+}
+
+/// The store's verdict on an executor absent from a full LIST with no deletion seen (the
+/// tool's precise rule), with when Spark's own time-based rule reaches the same verdict.
+pub fn missing(last_rv: Option<u64>, list_rv: Option<u64>, spark_verdict: &str) -> Finding {
+    let mut f = Finding::new(
+        Code::Missing,
+        Severity::Error,
+        "The pod vanished: absent from a full LIST, with no deletion seen by the watch",
+    )
+    .hint(
+        "Something removed the pod without a deletion event reaching watchers (a force delete \
+         during a watch gap, etcd restore, a node or namespace cleanup). Spark declares the \
+         executor lost only at a poll more than spark.kubernetes.executor.missingPodDetectDelta \
+         after its registration, and replaces it after its next poll.",
+    )
+    .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala")
+    .evidence(format!(
+        "last seen at resourceVersion {}; the LIST at resourceVersion {} does not have it",
+        last_rv.map_or_else(|| "?".to_owned(), |r| r.to_string()),
+        list_rv.map_or_else(|| "?".to_owned(), |r| r.to_string())
+    ));
+    f = f.evidence(format!("Spark's view: {spark_verdict}"));
+    f
 }
 
 /// A duration for people: `45s`, `3m20s`, `2h5m`.

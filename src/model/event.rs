@@ -5,12 +5,12 @@
 //! to this one shape so diagnosis does not care where an event came from.
 
 use k8s_openapi::api::{core::v1 as core, events::v1 as events};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::pod::{ExecutorPod, Time, time};
 
 /// An event about a pod.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PodEvent {
     /// Namespace of the pod it is about.
     pub namespace: String,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1 as core;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A point in time as the API server reported it.
 pub type Time = DateTime<Utc>;
@@ -33,7 +33,7 @@ pub const DEFAULT_EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
 pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 
 /// What diagnosis needs of a Pod. Built by [`ExecutorPod::from_pod`]; never holds the Pod.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ExecutorPod {
     pub namespace: String,
     pub name: String,
@@ -52,10 +52,12 @@ pub struct ExecutorPod {
     pub init_containers: Vec<ContainerSpec>,
     /// `None` when the object has no `status` at all (Spark distinguishes this).
     pub status: Option<PodStatus>,
+    /// Drivers: the ConfigMap behind the `spark-conf-volume-driver` volume (`spark.properties`).
+    pub conf_config_map: Option<String>,
 }
 
 /// The controlling owner (for executors: the driver pod).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OwnerRef {
     pub kind: String,
     pub name: String,
@@ -63,14 +65,14 @@ pub struct OwnerRef {
 }
 
 /// A requested deletion.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Deletion {
     pub at: Time,
     pub grace_period_seconds: Option<i64>,
 }
 
 /// One container of the spec.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContainerSpec {
     pub name: String,
     pub image: Option<String>,
@@ -81,14 +83,14 @@ pub struct ContainerSpec {
 }
 
 /// CPU and memory quantities as the API wrote them.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Resources {
     pub cpu: Option<String>,
     pub memory: Option<String>,
 }
 
 /// `status` of the pod.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PodStatus {
     /// Verbatim; `None` when absent (Spark distinguishes null from any value).
     pub phase: Option<String>,
@@ -102,7 +104,7 @@ pub struct PodStatus {
 }
 
 /// One entry of `status.conditions`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodCondition {
     pub type_: String,
     pub status: String,
@@ -112,7 +114,7 @@ pub struct PodCondition {
 }
 
 /// One entry of `status.containerStatuses` (or the init-container list).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContainerStatus {
     pub name: String,
     pub image: Option<String>,
@@ -125,7 +127,7 @@ pub struct ContainerStatus {
 
 /// A container's state. Spark's rule checks `terminated` first, so when a malformed status
 /// sets several, terminated wins, then running, then waiting.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ContainerState {
     /// No state reported.
@@ -142,7 +144,7 @@ pub enum ContainerState {
 }
 
 /// `state.terminated`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Terminated {
     pub exit_code: i32,
     pub signal: Option<i32>,
@@ -153,7 +155,7 @@ pub struct Terminated {
 }
 
 /// Which Spark role a pod has, from its `spark-role` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Driver,
@@ -216,7 +218,19 @@ impl ExecutorPod {
                 .map(|cs| cs.iter().map(ContainerSpec::from_container).collect())
                 .unwrap_or_default(),
             status: pod.status.as_ref().map(PodStatus::from_status),
+            conf_config_map: spec
+                .and_then(|s| s.volumes.as_ref())
+                .and_then(|vs| vs.iter().find(|v| v.name == "spark-conf-volume-driver"))
+                .and_then(|v| v.config_map.as_ref())
+                .map(|c| c.name.clone()),
         }
+    }
+
+    /// The pod's `metadata.resourceVersion` as a number (the simulator's and etcd's are).
+    pub fn rv(&self) -> Option<u64> {
+        self.resource_version
+            .as_deref()
+            .and_then(|r| r.parse().ok())
     }
 
     /// `namespace/name`, for messages.

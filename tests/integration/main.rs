@@ -10,3 +10,4 @@ mod fuzz;
 mod kubectl;
 mod scenarios;
 mod sim_api;
+mod status;

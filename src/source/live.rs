@@ -1,0 +1,412 @@
+//! Live sources against a real (or simulated) API server, as Spark's driver watches its
+//! executors: a pod watch (kube-runtime's watcher with its default backoff: a dropped watch
+//! is resumed, a 410 relists), a full LIST every `--poll-interval` (30 s, as Spark), an
+//! event watch, and each driver's `spark.properties` from its ConfigMap.
+//!
+//! This is the edge: it stamps every event with the local clock when it arrives. Errors
+//! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
+
+use std::{collections::BTreeSet, path::PathBuf, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kube::{
+    Api, Client, Config,
+    api::ListParams,
+    config::{KubeConfigOptions, Kubeconfig},
+    runtime::{WatchStreamExt, watcher},
+};
+use tokio::{sync::mpsc, task::JoinHandle};
+
+use super::{Health, SourceEvent, SourceKind, parse_properties};
+use crate::model::{ExecutorPod, PodEvent, Role};
+
+/// Where to look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Namespace(String),
+    All,
+}
+
+impl Scope {
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Namespace(ns) => format!("namespace {ns}"),
+            Self::All => "all namespaces".to_owned(),
+        }
+    }
+}
+
+/// The live flags.
+#[derive(Debug, Clone, Default)]
+pub struct LiveOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// `-n`; `None` = the kubeconfig's namespace.
+    pub namespace: Option<String>,
+    /// `-A`.
+    pub all_namespaces: bool,
+    /// `-l`, added to `spark-role in (driver,executor)`.
+    pub selector: Option<String>,
+    pub poll_interval: Duration,
+}
+
+/// A connected client and the resolved scope.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: Client,
+    pub scope: Scope,
+    pub context: String,
+    pub selector: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("scope", &self.scope)
+            .field("context", &self.context)
+            .field("selector", &self.selector)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why no connection could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot read the kubeconfig {path}: {reason}")]
+    Kubeconfig { path: String, reason: String },
+    #[error("cannot use the kubeconfig: {0}")]
+    Config(String),
+    #[error("cannot reach the API server {server}: {reason}")]
+    Unreachable { server: String, reason: String },
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+}
+
+/// The selector every source uses: Spark's pods, narrowed by the user's `-l`.
+pub fn selector(user: Option<&str>) -> String {
+    match user.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(u) => format!("spark-role in (driver,executor),{u}"),
+        None => "spark-role in (driver,executor)".to_owned(),
+    }
+}
+
+/// Builds a client from the kubeconfig flags and checks the server answers a LIST in scope.
+pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
+    let kube_opts = KubeConfigOptions {
+        context: opts.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match &opts.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            Config::from_custom_kubeconfig(kc, &kube_opts).await
+        }
+        None => Config::from_kubeconfig(&kube_opts).await,
+    }
+    .map_err(|e| ConnectError::Config(e.to_string()))?;
+    let server = config.cluster_url.to_string();
+    let default_ns = config.default_namespace.clone();
+    let client = Client::try_from(config).map_err(|e| ConnectError::Config(e.to_string()))?;
+    let scope = if opts.all_namespaces {
+        Scope::All
+    } else {
+        Scope::Namespace(opts.namespace.clone().unwrap_or(default_ns))
+    };
+    let sel = selector(opts.selector.as_deref());
+    let api = pods_api(&client, &scope);
+    match api.list(&ListParams::default().labels(&sel).limit(1)).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            return Err(ConnectError::Forbidden(s.message.clone()));
+        }
+        Err(kube::Error::Api(s)) if s.code == 400 => {
+            return Err(ConnectError::Config(format!(
+                "the API server rejected the selector {sel:?}: {}",
+                s.message
+            )));
+        }
+        Err(e) => {
+            return Err(ConnectError::Unreachable {
+                server,
+                reason: one_line(&e.to_string()),
+            });
+        }
+    }
+    Ok(Connection {
+        client,
+        scope,
+        context: opts.context.clone().unwrap_or_else(|| "current".to_owned()),
+        selector: sel,
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_owned()
+}
+
+fn pods_api(client: &Client, scope: &Scope) -> Api<Pod> {
+    match scope {
+        Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
+        Scope::All => Api::all(client.clone()),
+    }
+}
+
+fn now() -> crate::model::Time {
+    chrono::Utc::now()
+}
+
+fn health_of(err: &str, forbidden: Option<String>) -> Health {
+    match forbidden {
+        Some(permission) => Health::Forbidden { permission },
+        None => Health::Retrying {
+            error: one_line(err),
+        },
+    }
+}
+
+/// The permission a 403 says is missing.
+fn forbidden_permission(
+    e: &kube::Error,
+    verb: &str,
+    resource: &str,
+    scope: &Scope,
+) -> Option<String> {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => {
+            Some(format!("{verb} {resource} in {}", scope.describe()))
+        }
+        _ => None,
+    }
+}
+
+/// Starts every source; events go to `tx` until it closes.
+pub fn spawn(
+    conn: &Connection,
+    poll_interval: Duration,
+    tx: mpsc::Sender<SourceEvent>,
+) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(pod_watch(conn.clone(), tx.clone())),
+        tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone())),
+        tokio::spawn(event_watch(conn.clone(), tx)),
+    ]
+}
+
+async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> bool {
+    tx.send(ev).await.is_ok()
+}
+
+async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
+    let api = pods_api(&conn.client, &conn.scope);
+    let cfg = watcher::Config::default().labels(&conn.selector);
+    let mut stream = watcher(api, cfg).default_backoff().boxed();
+    let mut configs_read: BTreeSet<(String, String)> = BTreeSet::new();
+    send(
+        &tx,
+        SourceEvent::SourceHealth {
+            source: SourceKind::PodWatch,
+            health: Health::Connecting,
+            at: now(),
+        },
+    )
+    .await;
+    while let Some(item) = stream.next().await {
+        let ev = match item {
+            Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                let pod = ExecutorPod::from_pod(&p);
+                maybe_read_config(&conn, &pod, &mut configs_read, &tx);
+                SourceEvent::PodUpserted {
+                    pod: Box::new(pod),
+                    at: now(),
+                }
+            }
+            Ok(watcher::Event::Delete(p)) => SourceEvent::PodDeleted {
+                pod: Box::new(ExecutorPod::from_pod(&p)),
+                at: now(),
+            },
+            Ok(watcher::Event::Init) => continue,
+            Ok(watcher::Event::InitDone) => SourceEvent::SourceHealth {
+                source: SourceKind::PodWatch,
+                health: Health::Connected,
+                at: now(),
+            },
+            Err(e) => {
+                let forbidden = match &e {
+                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
+                        forbidden_permission(k, "watch", "pods", &conn.scope)
+                    }
+                    _ => None,
+                };
+                SourceEvent::SourceHealth {
+                    source: SourceKind::PodWatch,
+                    health: health_of(&e.to_string(), forbidden),
+                    at: now(),
+                }
+            }
+        };
+        if !send(&tx, ev).await {
+            return;
+        }
+    }
+}
+
+/// Reads a driver's `spark.properties` once per (namespace, ConfigMap).
+fn maybe_read_config(
+    conn: &Connection,
+    pod: &ExecutorPod,
+    seen: &mut BTreeSet<(String, String)>,
+    tx: &mpsc::Sender<SourceEvent>,
+) {
+    if pod.role() != Some(Role::Driver) {
+        return;
+    }
+    let (Some(cm), Some(app_id)) = (pod.conf_config_map.clone(), pod.app_id().map(str::to_owned))
+    else {
+        return;
+    };
+    if !seen.insert((pod.namespace.clone(), cm.clone())) {
+        return;
+    }
+    let api: Api<ConfigMap> = Api::namespaced(conn.client.clone(), &pod.namespace);
+    let tx = tx.clone();
+    let namespace = pod.namespace.clone();
+    let scope = Scope::Namespace(namespace.clone());
+    tokio::spawn(async move {
+        let ev = match api.get(&cm).await {
+            Ok(map) => {
+                let text = map
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("spark.properties"))
+                    .cloned()
+                    .unwrap_or_default();
+                SourceEvent::DriverConfig {
+                    namespace,
+                    app_id,
+                    properties: parse_properties(&text),
+                    at: now(),
+                }
+            }
+            Err(e) => SourceEvent::SourceHealth {
+                source: SourceKind::DriverConfig,
+                health: health_of(
+                    &format!("configmap {cm}: {e}"),
+                    forbidden_permission(&e, "get", "configmaps", &scope),
+                ),
+                at: now(),
+            },
+        };
+        let _ = tx.send(ev).await;
+    });
+}
+
+async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
+    let api = pods_api(&conn.client, &conn.scope);
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let ev = match list_all(&api, &conn.selector).await {
+            Ok((pods, rv)) => SourceEvent::PodsListed {
+                pods,
+                resource_version: rv,
+                at: now(),
+            },
+            Err(e) => SourceEvent::SourceHealth {
+                source: SourceKind::PodPoll,
+                health: health_of(
+                    &e.to_string(),
+                    forbidden_permission(&e, "list", "pods", &conn.scope),
+                ),
+                at: now(),
+            },
+        };
+        let ok = matches!(ev, SourceEvent::PodsListed { .. });
+        if !send(&tx, ev).await {
+            return;
+        }
+        if ok
+            && !send(
+                &tx,
+                SourceEvent::SourceHealth {
+                    source: SourceKind::PodPoll,
+                    health: Health::Connected,
+                    at: now(),
+                },
+            )
+            .await
+        {
+            return;
+        }
+    }
+}
+
+/// A complete LIST in pages of 500, as kubectl does; the version of the last page.
+async fn list_all(
+    api: &Api<Pod>,
+    sel: &str,
+) -> Result<(Vec<ExecutorPod>, Option<u64>), kube::Error> {
+    let mut out = Vec::new();
+    let mut lp = ListParams::default().labels(sel).limit(500);
+    loop {
+        let page = api.list(&lp).await?;
+        out.extend(page.items.iter().map(ExecutorPod::from_pod));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => {
+                lp = ListParams::default()
+                    .labels(sel)
+                    .limit(500)
+                    .continue_token(&c)
+            }
+            None => {
+                return Ok((
+                    out,
+                    page.metadata.resource_version.and_then(|r| r.parse().ok()),
+                ));
+            }
+        }
+    }
+}
+
+async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
+    let api: Api<Event> = match &conn.scope {
+        Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
+        Scope::All => Api::all(conn.client.clone()),
+    };
+    let cfg = watcher::Config::default().fields("involvedObject.kind=Pod");
+    let mut stream = watcher(api, cfg).default_backoff().boxed();
+    while let Some(item) = stream.next().await {
+        let ev = match item {
+            Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => SourceEvent::EventSeen {
+                event: Box::new(PodEvent::from_core(&e)),
+                at: now(),
+            },
+            Ok(watcher::Event::Delete(_) | watcher::Event::Init) => continue,
+            Ok(watcher::Event::InitDone) => SourceEvent::SourceHealth {
+                source: SourceKind::EventWatch,
+                health: Health::Connected,
+                at: now(),
+            },
+            Err(e) => {
+                let forbidden = match &e {
+                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
+                        forbidden_permission(k, "watch", "events", &conn.scope)
+                    }
+                    _ => None,
+                };
+                SourceEvent::SourceHealth {
+                    source: SourceKind::EventWatch,
+                    health: health_of(&e.to_string(), forbidden),
+                    at: now(),
+                }
+            }
+        };
+        if !send(&tx, ev).await {
+            return;
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! One vocabulary of input. The pod watch, the poll, the event watch, the driver
+//! configuration reader (and later replay files) all yield [`SourceEvent`]s, each stamped
+//! with its time; the store cannot tell where one came from.
+
+pub mod live;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ExecutorPod, PodEvent, Time};
+
+/// Which source a health report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    PodWatch,
+    PodPoll,
+    EventWatch,
+    DriverConfig,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PodWatch => "pod watch",
+            Self::PodPoll => "pod poll",
+            Self::EventWatch => "event watch",
+            Self::DriverConfig => "driver config",
+        }
+    }
+}
+
+/// How a source is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum Health {
+    Connecting,
+    Connected,
+    /// Failing and retrying; the error as the API said it.
+    Retrying {
+        error: String,
+    },
+    /// The API refused: the permission that is missing.
+    Forbidden {
+        permission: String,
+    },
+}
+
+/// Everything the store learns, in one type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SourceEvent {
+    /// A watch event about a pod (ADDED or MODIFIED): Spark upserts it.
+    PodUpserted { pod: Box<ExecutorPod>, at: Time },
+    /// A watch DELETED event with the pod's last state.
+    PodDeleted { pod: Box<ExecutorPod>, at: Time },
+    /// A complete LIST: replaces what the store knows and stamps `full_snapshot_at`.
+    PodsListed {
+        pods: Vec<ExecutorPod>,
+        /// The list's `metadata.resourceVersion`.
+        resource_version: Option<u64>,
+        at: Time,
+    },
+    /// A Kubernetes event about a pod.
+    EventSeen { event: Box<PodEvent>, at: Time },
+    /// A driver's `spark.properties`, read from its ConfigMap.
+    DriverConfig {
+        namespace: String,
+        app_id: String,
+        properties: BTreeMap<String, String>,
+        at: Time,
+    },
+    SourceHealth {
+        source: SourceKind,
+        health: Health,
+        at: Time,
+    },
+    /// Time passes (for rules that depend on `now`).
+    Tick { at: Time },
+}
+
+impl SourceEvent {
+    pub fn at(&self) -> Time {
+        match self {
+            Self::PodUpserted { at, .. }
+            | Self::PodDeleted { at, .. }
+            | Self::PodsListed { at, .. }
+            | Self::EventSeen { at, .. }
+            | Self::DriverConfig { at, .. }
+            | Self::SourceHealth { at, .. }
+            | Self::Tick { at } => *at,
+        }
+    }
+}
+
+/// Parses a Java properties file (the subset Spark writes: `key=value` or `key: value`,
+/// `#`/`!` comments, backslash escapes for `=`, `:` and spaces).
+pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for raw in text.lines() {
+        let line = raw.trim_start();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let mut key = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        key.push(n);
+                    }
+                }
+                '=' | ':' => break,
+                c if c.is_whitespace() => {
+                    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                        chars.next();
+                    }
+                    if matches!(chars.peek(), Some('=' | ':')) {
+                        chars.next();
+                    }
+                    break;
+                }
+                c => key.push(c),
+            }
+        }
+        let value: String = chars
+            .collect::<String>()
+            .trim()
+            .replace("\\:", ":")
+            .replace("\\=", "=");
+        out.insert(key, value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_properties;
+
+    #[test]
+    fn properties() {
+        let p = parse_properties(
+            "# comment\nspark.app.name=etl\nspark.kubernetes.executor.deleteOnTermination = false\n\
+             spark.master: k8s\\://https\\://10.0.0.1\\:443\nspark.a\\=b=c\n\n! other\n",
+        );
+        assert_eq!(p["spark.app.name"], "etl");
+        assert_eq!(p["spark.kubernetes.executor.deleteOnTermination"], "false");
+        assert_eq!(p["spark.master"], "k8s://https://10.0.0.1:443");
+        assert_eq!(p["spark.a=b"], "c");
+        assert_eq!(p.len(), 4);
+    }
+}

@@ -1,0 +1,246 @@
+//! `spark-triage status`: the store's view at one moment, as a stable JSON document or a
+//! table. Pure: snapshot in, report out.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::{
+    model::ExecutorState,
+    source::{Health, SourceKind},
+    store::{App, Counts, Snapshot},
+};
+
+/// The `status --output json` document (stable; fields may be added, never renamed).
+#[derive(Debug, Serialize, PartialEq)]
+pub struct StatusReport {
+    pub apps: Vec<AppStatus>,
+    /// When the last full LIST arrived.
+    pub full_snapshot_at: Option<String>,
+    /// Sources that are not connected: `source: state (detail)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct AppStatus {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub driver: Option<DriverStatus>,
+    pub delete_on_termination: bool,
+    pub counts: Counts,
+    pub pending_reasons: Vec<PendingReason>,
+    pub executors: Vec<ExecutorStatus>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct DriverStatus {
+    pub pod: String,
+    pub phase: Option<String>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct PendingReason {
+    pub reason: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct ExecutorStatus {
+    pub id: i64,
+    pub pod: String,
+    pub state: ExecutorState,
+    pub missing: bool,
+    /// The pod is gone (deleted or missing); this is its tombstone.
+    pub gone: bool,
+    pub exit_code: Option<i32>,
+    pub container_reason: Option<String>,
+    pub node: Option<String>,
+    pub findings: Vec<String>,
+    /// The first finding's summary, for people.
+    pub summary: Option<String>,
+}
+
+/// Builds the report; `app` filters by application id or name.
+pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
+    let mut apps: Vec<AppStatus> = snap
+        .apps
+        .values()
+        .filter(|a| app.is_none_or(|f| a.app_id == f || a.app_name.as_deref() == Some(f)))
+        .map(|a| app_status(a))
+        .collect();
+    apps.sort_by(|a, b| {
+        (&a.namespace, &a.app_name, &a.app_id).cmp(&(&b.namespace, &b.app_name, &b.app_id))
+    });
+    let problems = snap
+        .health
+        .iter()
+        .filter_map(|(k, h)| match h {
+            Health::Connected | Health::Connecting => None,
+            Health::Retrying { error } => Some(format!("{}: retrying ({error})", k.as_str())),
+            Health::Forbidden { permission } => Some(format!(
+                "{}: forbidden (missing permission: {permission})",
+                k.as_str()
+            )),
+        })
+        .collect();
+    StatusReport {
+        apps,
+        full_snapshot_at: snap.full_snapshot_at.as_ref().map(crate::model::fmt_time),
+        problems,
+    }
+}
+
+fn app_status(a: &App) -> AppStatus {
+    AppStatus {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        app_name: a.app_name.clone(),
+        driver: a.driver.as_ref().map(|d| DriverStatus {
+            pod: d.pod.clone(),
+            phase: d.phase.clone(),
+        }),
+        delete_on_termination: a.config.delete_on_termination,
+        counts: a.counts(),
+        pending_reasons: a
+            .pending_reasons()
+            .into_iter()
+            .map(|(reason, count)| PendingReason { reason, count })
+            .collect(),
+        executors: a
+            .executors
+            .values()
+            .map(|e| ExecutorStatus {
+                id: e.id,
+                pod: e.pod.name.clone(),
+                state: e.state,
+                missing: e.is_missing(),
+                gone: e.gone.is_some(),
+                exit_code: e.exit_code(),
+                container_reason: e.container_reason().map(str::to_owned),
+                node: e.pod.node_name.clone(),
+                findings: e
+                    .findings
+                    .iter()
+                    .map(|f| f.code.as_str().to_owned())
+                    .collect(),
+                summary: e.findings.first().map(|f| f.summary.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// The table output (`wide` adds node and the first finding's summary).
+pub fn render_table(r: &StatusReport, wide: bool) -> String {
+    let mut out = String::new();
+    if r.apps.is_empty() {
+        out.push_str("No Spark applications found.\n");
+    }
+    for a in &r.apps {
+        let c = &a.counts;
+        let _ = writeln!(
+            out,
+            "{}/{} ({})  driver {} {}  deleteOnTermination={}",
+            a.namespace,
+            a.app_name.as_deref().unwrap_or("?"),
+            a.app_id,
+            a.driver.as_ref().map_or("-", |d| d.pod.as_str()),
+            a.driver
+                .as_ref()
+                .and_then(|d| d.phase.as_deref())
+                .unwrap_or("-"),
+            a.delete_on_termination
+        );
+        let _ = writeln!(
+            out,
+            "  running {}  pending {}  failed {}  succeeded {}  deleted {}  terminating {}  unknown {}  missing {}",
+            c.running,
+            c.pending,
+            c.failed,
+            c.succeeded,
+            c.deleted,
+            c.terminating,
+            c.unknown,
+            c.missing
+        );
+        if !a.pending_reasons.is_empty() {
+            let reasons: Vec<String> = a
+                .pending_reasons
+                .iter()
+                .map(|p| format!("{} x{}", p.reason, p.count))
+                .collect();
+            let _ = writeln!(out, "  pending: {}", reasons.join(", "));
+        }
+        let mut rows = vec![vec![
+            "ID".to_owned(),
+            "STATE".to_owned(),
+            "EXIT".to_owned(),
+            "REASON".to_owned(),
+            "FINDINGS".to_owned(),
+            "POD".to_owned(),
+        ]];
+        if wide {
+            rows[0].extend(["NODE".to_owned(), "SUMMARY".to_owned()]);
+        }
+        for e in &a.executors {
+            let state = if e.missing {
+                format!("{} (missing)", e.state)
+            } else if e.gone {
+                format!("{} (gone)", e.state)
+            } else {
+                e.state.to_string()
+            };
+            let mut row = vec![
+                e.id.to_string(),
+                state,
+                e.exit_code
+                    .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                e.container_reason.clone().unwrap_or_else(|| "-".to_owned()),
+                if e.findings.is_empty() {
+                    "-".to_owned()
+                } else {
+                    e.findings.join(",")
+                },
+                e.pod.clone(),
+            ];
+            if wide {
+                row.push(e.node.clone().unwrap_or_else(|| "-".to_owned()));
+                row.push(e.summary.clone().unwrap_or_else(|| "-".to_owned()));
+            }
+            rows.push(row);
+        }
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in rows {
+            let line: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i + 1 == row.len() {
+                        c.clone()
+                    } else {
+                        format!("{c:<w$}", w = widths[i])
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+        }
+        out.push('\n');
+    }
+    for p in &r.problems {
+        let _ = writeln!(out, "warning: {p}");
+    }
+    out
+}
+
+/// Whether every source needed for a first answer has reported in (the event watch may
+/// also have failed: then the answer comes without events, and says why).
+pub fn ready(snap: &Snapshot) -> bool {
+    snap.full_snapshot_at.is_some()
+        && snap
+            .health
+            .get(&SourceKind::EventWatch)
+            .is_some_and(|h| !matches!(h, Health::Connecting))
+}

@@ -1,0 +1,812 @@
+//! The store: a single writer turns [`SourceEvent`]s into what readers see, per application.
+//!
+//! Spark's semantics (spec §4–§7): a watch event upserts (whatever its type); a full LIST
+//! replaces and stamps `full_snapshot_at`. What the tool adds is labelled: a watch DELETED
+//! makes a **tombstone** (Spark would keep the pod until the next poll); an executor absent
+//! from a LIST that is newer (by resourceVersion) than the last version at which it was seen,
+//! with no deletion seen, is **missing** — and the moment Spark's own time-based rule
+//! (`missingPodDetectDelta` after registration, checked at its polls) reaches the same
+//! verdict is computed beside it.
+//!
+//! Readers get cheap snapshots: apps and executor records sit behind `Arc`s, so cloning the
+//! map is a reference-count bump per record and a write copies only what it touches.
+//! Memory is bounded: per-executor history and events and the per-app timeline are capped.
+//! Pure: no I/O, no clock; `now` is the newest event's time.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde::Serialize;
+
+use crate::{
+    classify::{ClassifyOptions, Resolved, classify},
+    diagnose::{self, Code, Finding, SchedulingKind},
+    model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
+    source::{Health, SourceEvent, SourceKind},
+    spark::{SparkView, spark_view},
+};
+
+/// Transitions kept per executor.
+pub const MAX_HISTORY: usize = 32;
+/// Events kept per executor.
+pub const MAX_EVENTS: usize = 16;
+/// Timeline entries kept per application.
+pub const MAX_TIMELINE: usize = 2000;
+
+/// `(namespace, app id)`.
+pub type AppKey = (String, String);
+
+/// What an application's driver configuration says (from `spark.properties`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppConfig {
+    pub delete_on_termination: bool,
+    pub check_all_containers: Option<bool>,
+    pub spark_container: Option<String>,
+    pub missing_pod_detect_delta: Duration,
+    pub api_polling_interval: Duration,
+    /// Whether it came from the driver's ConfigMap (else Spark's defaults).
+    pub from_driver: bool,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            delete_on_termination: true,
+            check_all_containers: None,
+            spark_container: None,
+            missing_pod_detect_delta: Duration::from_secs(30),
+            api_polling_interval: Duration::from_secs(30),
+            from_driver: false,
+        }
+    }
+}
+
+impl AppConfig {
+    fn from_properties(p: &BTreeMap<String, String>) -> Self {
+        let d = Self::default();
+        let dur = |k: &str, default: Duration| {
+            p.get(k).and_then(|v| spark_duration(v)).unwrap_or(default)
+        };
+        Self {
+            delete_on_termination: p
+                .get("spark.kubernetes.executor.deleteOnTermination")
+                .is_none_or(|v| v.trim() != "false"),
+            check_all_containers: p
+                .get("spark.kubernetes.executor.checkAllContainers")
+                .and_then(|v| v.trim().parse().ok()),
+            spark_container: p
+                .get("spark.kubernetes.executor.podTemplateContainerName")
+                .cloned()
+                .filter(|v| !v.is_empty()),
+            missing_pod_detect_delta: dur(
+                "spark.kubernetes.executor.missingPodDetectDelta",
+                d.missing_pod_detect_delta,
+            ),
+            api_polling_interval: dur(
+                "spark.kubernetes.executor.apiPollingInterval",
+                d.api_polling_interval,
+            ),
+            from_driver: true,
+        }
+    }
+
+    fn classify_options(&self) -> ClassifyOptions {
+        ClassifyOptions {
+            spark_container: self.spark_container.clone(),
+            check_all_containers: self.check_all_containers,
+        }
+    }
+}
+
+/// Spark's time strings: `30s`, `500ms`, `2min`, `1h`, or bare milliseconds.
+fn spark_duration(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(ms) = v.parse::<u64>() {
+        return Some(Duration::from_millis(ms));
+    }
+    let split = v.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = v.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "ms" => return Some(Duration::from_millis(n)),
+        "s" => n,
+        "m" | "min" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(secs))
+}
+
+/// How an executor's pod went away.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "how", rename_all = "kebab-case")]
+pub enum Gone {
+    /// A watch DELETED event was seen.
+    Deleted { at: Time },
+    /// Absent from a full LIST with no deletion seen (the tool's precise rule).
+    Missing {
+        at: Time,
+        list_rv: Option<u64>,
+        /// When Spark's time-based rule declares it lost (its poll after registration + delta).
+        spark_verdict: String,
+    },
+}
+
+/// One state change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transition {
+    pub at: Time,
+    pub state: ExecutorState,
+    /// Extra: `missing`, `deleted`, the container reason.
+    pub note: Option<String>,
+}
+
+/// Everything known about one executor.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutorRecord {
+    pub id: i64,
+    pub pod: ExecutorPod,
+    pub state: ExecutorState,
+    pub first_seen: Time,
+    pub last_seen: Time,
+    /// The resourceVersion at which the pod was last seen.
+    pub last_rv: Option<u64>,
+    pub history: VecDeque<Transition>,
+    pub events: VecDeque<PodEvent>,
+    pub findings: Vec<Finding>,
+    pub spark_view: Option<SparkView>,
+    /// Set once the pod is gone: the tombstone.
+    pub gone: Option<Gone>,
+    pub spark_container: String,
+}
+
+impl ExecutorRecord {
+    pub fn is_missing(&self) -> bool {
+        matches!(self.gone, Some(Gone::Missing { .. }))
+    }
+
+    /// The Spark container's exit code (state, else lastState).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.terminated().map(|t| t.exit_code)
+    }
+
+    fn terminated(&self) -> Option<&crate::model::Terminated> {
+        self.pod
+            .container_status(&self.spark_container)
+            .and_then(|c| c.terminated().or_else(|| c.last_state.terminated()))
+    }
+
+    /// Terminated reason, else waiting reason, of the Spark container.
+    pub fn container_reason(&self) -> Option<&str> {
+        let cs = self.pod.container_status(&self.spark_container);
+        self.terminated()
+            .and_then(|t| t.reason.as_deref())
+            .or_else(|| cs.and_then(|c| c.waiting_reason()))
+    }
+
+    /// Why it waits, in one phrase (for pending executors).
+    pub fn pending_reason(&self) -> Option<String> {
+        if self.state != ExecutorState::Pending || self.gone.is_some() {
+            return None;
+        }
+        if let Some(f) = self.findings.iter().find(|f| f.code == Code::Unschedulable) {
+            return primary_scheduling_reason(&f.scheduling)
+                .or_else(|| Some("Unschedulable".to_owned()));
+        }
+        if let Some(r) = self.container_reason() {
+            return Some(r.to_owned());
+        }
+        Some(
+            if self.pod.node_name.is_some() {
+                "ContainerCreating"
+            } else {
+                "Pending"
+            }
+            .to_owned(),
+        )
+    }
+}
+
+/// The blocking reason of a scheduling failure: nodes outside the pod's own node selection
+/// (affinity) are not candidates, so among the others the reason most nodes gave.
+fn primary_scheduling_reason(reasons: &[diagnose::SchedulingReason]) -> Option<String> {
+    let candidates: Vec<_> = reasons
+        .iter()
+        .filter(|r| r.kind != SchedulingKind::NodeAffinity)
+        .collect();
+    let pool = if candidates.is_empty() {
+        reasons.iter().collect()
+    } else {
+        candidates
+    };
+    pool.into_iter()
+        .max_by_key(|r| r.nodes.unwrap_or(0))
+        .map(|r| r.text.clone())
+}
+
+/// A driver pod, as shown per app.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DriverInfo {
+    pub pod: String,
+    pub phase: Option<String>,
+    pub node: Option<String>,
+}
+
+/// One line of an app's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineEntry {
+    pub at: Time,
+    pub executor: Option<i64>,
+    pub text: String,
+}
+
+/// Everything known about one application.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub driver: Option<DriverInfo>,
+    pub config: AppConfig,
+    pub executors: BTreeMap<i64, Arc<ExecutorRecord>>,
+    /// Executor pods that are not in Spark's snapshot (no numeric id): name → why.
+    pub unregistered: BTreeMap<String, String>,
+    pub timeline: VecDeque<TimelineEntry>,
+}
+
+impl App {
+    fn new(namespace: &str, app_id: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            app_id: app_id.to_owned(),
+            app_name: None,
+            driver: None,
+            config: AppConfig::default(),
+            executors: BTreeMap::new(),
+            unregistered: BTreeMap::new(),
+            timeline: VecDeque::new(),
+        }
+    }
+
+    fn log(&mut self, at: Time, executor: Option<i64>, text: String) {
+        self.timeline
+            .push_back(TimelineEntry { at, executor, text });
+        while self.timeline.len() > MAX_TIMELINE {
+            self.timeline.pop_front();
+        }
+    }
+
+    /// Executors per state (missing ones only under `missing`).
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for e in self.executors.values() {
+            if e.is_missing() {
+                c.missing += 1;
+                continue;
+            }
+            *c.get_mut(e.state) += 1;
+        }
+        c
+    }
+
+    /// Pending executors by reason, most common first.
+    pub fn pending_reasons(&self) -> Vec<(String, usize)> {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for e in self.executors.values() {
+            if let Some(r) = e.pending_reason() {
+                *m.entry(r).or_default() += 1;
+            }
+        }
+        let mut v: Vec<_> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Executors with an error-severity finding.
+    pub fn alerts(&self) -> usize {
+        self.executors
+            .values()
+            .filter(|e| {
+                e.findings
+                    .iter()
+                    .any(|f| f.severity == diagnose::Severity::Error)
+            })
+            .count()
+    }
+}
+
+/// Counts by Spark state, plus missing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub pending: usize,
+    pub running: usize,
+    pub succeeded: usize,
+    pub failed: usize,
+    pub deleted: usize,
+    pub terminating: usize,
+    pub unknown: usize,
+    pub missing: usize,
+}
+
+impl Counts {
+    fn get_mut(&mut self, s: ExecutorState) -> &mut usize {
+        match s {
+            ExecutorState::Pending => &mut self.pending,
+            ExecutorState::Running => &mut self.running,
+            ExecutorState::Succeeded => &mut self.succeeded,
+            ExecutorState::Failed => &mut self.failed,
+            ExecutorState::Deleted => &mut self.deleted,
+            ExecutorState::Terminating => &mut self.terminating,
+            ExecutorState::Unknown => &mut self.unknown,
+        }
+    }
+
+    pub fn get(&self, s: ExecutorState) -> usize {
+        let mut c = *self;
+        *c.get_mut(s)
+    }
+}
+
+/// What readers see.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub apps: BTreeMap<AppKey, Arc<App>>,
+    /// When the last full LIST arrived, and its version.
+    pub full_snapshot_at: Option<Time>,
+    pub list_rv: Option<u64>,
+    pub health: BTreeMap<SourceKind, Health>,
+    /// The newest event time: the store's clock.
+    pub now: Option<Time>,
+    /// Events applied so far.
+    pub applied: u64,
+}
+
+/// The single writer.
+#[derive(Debug, Default)]
+pub struct Store {
+    snap: Snapshot,
+    /// Events about pods, by (namespace, pod name), until their pod is known.
+    events: BTreeMap<(String, String), VecDeque<PodEvent>>,
+}
+
+impl Store {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A cheap copy for readers.
+    pub fn snapshot(&self) -> Snapshot {
+        self.snap.clone()
+    }
+
+    pub fn view(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// Applies one event.
+    pub fn apply(&mut self, ev: SourceEvent) {
+        let at = ev.at();
+        self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
+        self.snap.applied += 1;
+        match ev {
+            SourceEvent::PodUpserted { pod, at } => self.upsert(*pod, at, false),
+            SourceEvent::PodDeleted { pod, at } => self.upsert(*pod, at, true),
+            SourceEvent::PodsListed {
+                pods,
+                resource_version,
+                at,
+            } => self.replace(pods, resource_version, at),
+            SourceEvent::EventSeen { event, at } => self.event(*event, at),
+            SourceEvent::DriverConfig {
+                namespace,
+                app_id,
+                properties,
+                ..
+            } => {
+                let app = self.app_mut(&namespace, &app_id);
+                app.config = AppConfig::from_properties(&properties);
+                self.rediagnose_app(&(namespace, app_id), at);
+            }
+            SourceEvent::SourceHealth { source, health, .. } => {
+                self.snap.health.insert(source, health);
+            }
+            SourceEvent::Tick { at } => self.tick(at),
+        }
+    }
+
+    fn app_mut(&mut self, ns: &str, app_id: &str) -> &mut App {
+        let app = self
+            .snap
+            .apps
+            .entry((ns.to_owned(), app_id.to_owned()))
+            .or_insert_with(|| Arc::new(App::new(ns, app_id)));
+        Arc::make_mut(app)
+    }
+
+    fn upsert(&mut self, pod: ExecutorPod, at: Time, deleted: bool) {
+        let Some(app_id) = pod.app_id().map(str::to_owned) else {
+            return; // not a Spark pod
+        };
+        let ns = pod.namespace.clone();
+        let pod_events: Vec<PodEvent> = self
+            .events
+            .get(&(ns.clone(), pod.name.clone()))
+            .map(|q| q.iter().filter(|e| e.is_about(&pod)).cloned().collect())
+            .unwrap_or_default();
+        let app = self.app_mut(&ns, &app_id);
+        if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
+            app.app_name = Some(n.to_owned());
+        }
+        match pod.role() {
+            Some(Role::Driver) => {
+                app.driver = Some(DriverInfo {
+                    pod: pod.name.clone(),
+                    phase: if deleted {
+                        Some("Deleted".to_owned())
+                    } else {
+                        pod.phase().map(str::to_owned)
+                    },
+                    node: pod.node_name.clone(),
+                });
+                return;
+            }
+            Some(Role::Executor) => {}
+            None => return,
+        }
+        let id = match pod.exec_id_label() {
+            ExecIdLabel::Id(id) => id,
+            other => {
+                let why = match other {
+                    ExecIdLabel::Placeholder => {
+                        "spark-exec-id is EXECID (id not assigned yet)".to_owned()
+                    }
+                    ExecIdLabel::Invalid(v) => format!("spark-exec-id {v:?} is not a number"),
+                    _ => "no spark-exec-id label".to_owned(),
+                };
+                if deleted {
+                    app.unregistered.remove(&pod.name);
+                } else {
+                    app.unregistered.insert(pod.name.clone(), why);
+                }
+                return;
+            }
+        };
+        let config = app.config.clone();
+        let resolved = config.classify_options().resolve(&pod);
+        let state = classify(&pod, &resolved.config);
+        let rv = pod.rv();
+        let gone = deleted.then_some(Gone::Deleted { at });
+        let mut timeline = Vec::new();
+        match app.executors.get_mut(&id) {
+            Some(rec) => {
+                let rec = Arc::make_mut(rec);
+                // A resourceVersion older than what we have is a stale replay: keep ours.
+                if let (Some(new), Some(old)) = (rv, rec.last_rv)
+                    && new < old
+                {
+                    return;
+                }
+                if rec.state != state || (deleted && rec.gone.is_none()) {
+                    let note = if deleted {
+                        Some("pod deleted".to_owned())
+                    } else {
+                        None
+                    };
+                    timeline.push((
+                        id,
+                        transition_text(id, state, &pod, &resolved, note.as_deref()),
+                    ));
+                    push_history(rec, Transition { at, state, note });
+                }
+                rec.pod = pod;
+                rec.state = state;
+                rec.last_seen = at;
+                rec.last_rv = rv.or(rec.last_rv);
+                if deleted {
+                    rec.gone = gone;
+                } else if rec
+                    .gone
+                    .as_ref()
+                    .is_some_and(|g| matches!(g, Gone::Missing { .. }))
+                {
+                    rec.gone = None; // it was only late
+                }
+                rec.spark_container = resolved.config.spark_container.clone();
+                refresh(rec, &pod_events, &resolved, at);
+            }
+            None => {
+                timeline.push((id, format!("executor {id} added ({})", state)));
+                if state != ExecutorState::Pending {
+                    timeline.push((id, transition_text(id, state, &pod, &resolved, None)));
+                }
+                let mut rec = ExecutorRecord {
+                    id,
+                    spark_container: resolved.config.spark_container.clone(),
+                    pod,
+                    state,
+                    first_seen: at,
+                    last_seen: at,
+                    last_rv: rv,
+                    history: VecDeque::from([Transition {
+                        at,
+                        state,
+                        note: deleted.then(|| "pod deleted".to_owned()),
+                    }]),
+                    events: VecDeque::new(),
+                    findings: Vec::new(),
+                    spark_view: None,
+                    gone,
+                };
+                refresh(&mut rec, &pod_events, &resolved, at);
+                app.executors.insert(id, Arc::new(rec));
+            }
+        }
+        for (id, text) in timeline {
+            app.log(at, Some(id), text);
+        }
+    }
+
+    /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides
+    /// which executors are missing.
+    fn replace(&mut self, pods: Vec<ExecutorPod>, list_rv: Option<u64>, at: Time) {
+        self.snap.full_snapshot_at = Some(at);
+        self.snap.list_rv = list_rv;
+        let mut present: std::collections::BTreeSet<(String, String, i64)> =
+            std::collections::BTreeSet::new();
+        let mut present_names: std::collections::BTreeSet<(String, String)> =
+            std::collections::BTreeSet::new();
+        for p in &pods {
+            present_names.insert((p.namespace.clone(), p.name.clone()));
+            if let (Some(app), Some(id)) = (p.app_id(), p.executor_id()) {
+                present.insert((p.namespace.clone(), app.to_owned(), id));
+            }
+        }
+        for p in pods {
+            self.upsert(p, at, false);
+        }
+        let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
+        for key in keys {
+            let Some(app) = self.snap.apps.get(&key) else {
+                continue;
+            };
+            let vanished: Vec<i64> = app
+                .executors
+                .values()
+                .filter(|e| {
+                    e.gone.is_none() && !present.contains(&(key.0.clone(), key.1.clone(), e.id))
+                })
+                // Precise: the list must be newer than the version at which we last saw it.
+                .filter(|e| match (list_rv, e.last_rv) {
+                    (Some(l), Some(seen)) => l > seen,
+                    _ => true,
+                })
+                .map(|e| e.id)
+                .collect();
+            let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+            app.unregistered
+                .retain(|name, _| present_names.contains(&(key.0.clone(), name.clone())));
+            let delta = chrono::Duration::from_std(app.config.missing_pod_detect_delta)
+                .unwrap_or(chrono::Duration::seconds(30));
+            let poll = chrono::Duration::from_std(app.config.api_polling_interval)
+                .unwrap_or(chrono::Duration::seconds(30));
+            for id in vanished {
+                let Some(rec) = app.executors.get_mut(&id) else {
+                    continue;
+                };
+                let rec = Arc::make_mut(rec);
+                let verdict = spark_missing_verdict(rec, at, delta, poll);
+                rec.gone = Some(Gone::Missing {
+                    at,
+                    list_rv,
+                    spark_verdict: verdict.clone(),
+                });
+                rec.findings.retain(|f| f.code != Code::Missing);
+                rec.findings
+                    .insert(0, diagnose::missing(rec.last_rv, list_rv, &verdict));
+                push_history(
+                    rec,
+                    Transition {
+                        at,
+                        state: rec.state,
+                        note: Some("missing".to_owned()),
+                    },
+                );
+                app.log(
+                    at,
+                    Some(id),
+                    format!("executor {id} missing: absent from a full LIST with no deletion seen"),
+                );
+            }
+        }
+    }
+
+    fn event(&mut self, event: PodEvent, at: Time) {
+        let key = (event.namespace.clone(), event.object_name.clone());
+        let q = self.events.entry(key.clone()).or_default();
+        // An updated event (count, lastTimestamp) replaces the previous copy of itself.
+        q.retain(|e| {
+            !(e.reason == event.reason
+                && e.message == event.message
+                && e.first_seen == event.first_seen)
+        });
+        q.push_back(event.clone());
+        while q.len() > MAX_EVENTS {
+            q.pop_front();
+        }
+        // Attach to the executor it is about, and re-diagnose it.
+        let mut found: Option<(AppKey, i64)> = None;
+        for (k, app) in &self.snap.apps {
+            if k.0 != key.0 {
+                continue;
+            }
+            if let Some(rec) = app
+                .executors
+                .values()
+                .find(|e| e.pod.name == key.1 && event.is_about(&e.pod))
+            {
+                found = Some((k.clone(), rec.id));
+                break;
+            }
+        }
+        if let Some((k, id)) = found {
+            let events: Vec<PodEvent> = self
+                .events
+                .get(&key)
+                .map(|q| q.iter().cloned().collect())
+                .unwrap_or_default();
+            let app = Arc::make_mut(self.snap.apps.get_mut(&k).expect("app exists"));
+            let config = app.config.clone();
+            if let Some(rec) = app.executors.get_mut(&id) {
+                let rec = Arc::make_mut(rec);
+                let resolved = config.classify_options().resolve(&rec.pod);
+                refresh(rec, &events, &resolved, at);
+            }
+        }
+    }
+
+    fn tick(&mut self, at: Time) {
+        // Rules that depend on time (ContainerCreating stuck, finalizers overdue) refresh.
+        let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
+        for k in keys {
+            let app = &self.snap.apps[&k];
+            let time_sensitive = app.executors.values().any(|e| {
+                e.gone.is_none() && (e.state == ExecutorState::Pending || e.pod.deletion.is_some())
+            });
+            if time_sensitive {
+                self.rediagnose_app(&k, at);
+            }
+        }
+    }
+
+    fn rediagnose_app(&mut self, key: &AppKey, at: Time) {
+        let Some(app) = self.snap.apps.get_mut(key) else {
+            return;
+        };
+        let app = Arc::make_mut(app);
+        let config = app.config.clone();
+        for rec in app.executors.values_mut() {
+            if rec.gone.is_some() && rec.is_missing() {
+                continue;
+            }
+            let events: Vec<PodEvent> = self
+                .events
+                .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
+                .map(|q| q.iter().cloned().collect())
+                .unwrap_or_default();
+            let rec = Arc::make_mut(rec);
+            let resolved = config.classify_options().resolve(&rec.pod);
+            let state = classify(&rec.pod, &resolved.config);
+            rec.state = state;
+            rec.spark_container = resolved.config.spark_container.clone();
+            refresh(rec, &events, &resolved, at);
+        }
+    }
+}
+
+fn push_history(rec: &mut ExecutorRecord, t: Transition) {
+    rec.history.push_back(t);
+    while rec.history.len() > MAX_HISTORY {
+        rec.history.pop_front();
+    }
+}
+
+/// Recomputes findings and Spark's view (missing executors keep their verdict).
+fn refresh(rec: &mut ExecutorRecord, events: &[PodEvent], resolved: &Resolved, now: Time) {
+    rec.events = events
+        .iter()
+        .filter(|e| e.is_about(&rec.pod))
+        .cloned()
+        .collect();
+    while rec.events.len() > MAX_EVENTS {
+        rec.events.pop_front();
+    }
+    let missing: Vec<Finding> = rec
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::Missing)
+        .cloned()
+        .collect();
+    let ev: Vec<PodEvent> = rec.events.iter().cloned().collect();
+    let mut findings = diagnose::diagnose(&rec.pod, &ev, resolved, rec.state, now);
+    if rec.is_missing() {
+        findings.splice(0..0, missing);
+    }
+    rec.findings = findings;
+    // A pod deleted through the watch is PodDeleted for Spark even if its body said otherwise.
+    let state = if matches!(rec.gone, Some(Gone::Deleted { .. })) && !rec.state.is_final() {
+        ExecutorState::Deleted
+    } else {
+        rec.state
+    };
+    rec.spark_view = spark_view(&rec.pod, state, &resolved.config);
+}
+
+/// When Spark's rule declares a vanished executor lost: the first poll more than
+/// `missingPodDetectDelta` after its registration (approximated by the container start).
+fn spark_missing_verdict(
+    rec: &ExecutorRecord,
+    at: Time,
+    delta: chrono::Duration,
+    poll: chrono::Duration,
+) -> String {
+    let registered = rec
+        .pod
+        .container_status(&rec.spark_container)
+        .and_then(|c| match &c.state {
+            crate::model::ContainerState::Running { started_at } => *started_at,
+            _ => None,
+        })
+        .or_else(|| {
+            rec.history
+                .iter()
+                .find(|t| t.state == ExecutorState::Running)
+                .map(|t| t.at)
+        })
+        .unwrap_or(rec.first_seen);
+    let threshold = registered + delta;
+    if at > threshold {
+        format!(
+            "Spark declares it lost (exit -1, not counted against the app) at its first poll after {} (registration + missingPodDetectDelta); that moment has passed",
+            crate::model::fmt_time(&threshold)
+        )
+    } else {
+        format!(
+            "Spark declares it lost at its first poll after {} (registration + missingPodDetectDelta, polls every {}s)",
+            crate::model::fmt_time(&threshold),
+            poll.num_seconds()
+        )
+    }
+}
+
+fn transition_text(
+    id: i64,
+    state: ExecutorState,
+    pod: &ExecutorPod,
+    resolved: &Resolved,
+    note: Option<&str>,
+) -> String {
+    let mut s = format!("executor {id} {state}");
+    let cs = pod.container_status(&resolved.config.spark_container);
+    if let Some(t) = cs.and_then(|c| c.terminated()) {
+        s.push_str(&format!(" (exit {}", t.exit_code));
+        if let Some(r) = &t.reason {
+            s.push_str(&format!(", {r}"));
+        }
+        s.push(')');
+    } else if let Some(r) = cs.and_then(|c| c.waiting_reason()) {
+        s.push_str(&format!(" ({r})"));
+    } else if let Some(r) = pod.status.as_ref().and_then(|st| st.reason.as_deref()) {
+        s.push_str(&format!(" ({r})"));
+    }
+    if let Some(n) = note {
+        s.push_str(&format!(": {n}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

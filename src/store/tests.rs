@@ -1,0 +1,333 @@
+//! Store semantics over sequences of source events (fed as streams, as sources produce them).
+
+use chrono::{DateTime, Utc};
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::testing::{event, pod};
+
+fn t(s: u32) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()
+}
+
+fn exec(id: i64, rv: u64, status: Value) -> ExecutorPod {
+    exec_with(id, rv, json!({}), status)
+}
+
+fn exec_with(id: i64, rv: u64, meta: Value, status: Value) -> ExecutorPod {
+    let mut m = json!({"name": format!("app-exec-{id}"), "uid": format!("uid-{id}"), "resourceVersion": rv.to_string(),
+        "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": id.to_string(), "spark-app-name": "etl"}});
+    if let (Some(a), Some(b)) = (m.as_object_mut(), meta.as_object()) {
+        for (k, v) in b {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+    pod(
+        json!({"metadata": m, "spec": {"restartPolicy": "Never", "nodeName": "n1", "containers": [{"name": "spark-kubernetes-executor"}]},
+               "status": status}),
+    )
+}
+
+fn running() -> Value {
+    json!({"phase": "Running", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark", "imageID": "",
+        "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2027-01-15T08:00:05Z"}}}]})
+}
+
+fn oom() -> Value {
+    json!({"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark", "imageID": "",
+        "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]})
+}
+
+fn up(p: ExecutorPod, at: u32) -> SourceEvent {
+    SourceEvent::PodUpserted {
+        pod: Box::new(p),
+        at: t(at),
+    }
+}
+
+fn del(p: ExecutorPod, at: u32) -> SourceEvent {
+    SourceEvent::PodDeleted {
+        pod: Box::new(p),
+        at: t(at),
+    }
+}
+
+fn list(pods: Vec<ExecutorPod>, rv: u64, at: u32) -> SourceEvent {
+    SourceEvent::PodsListed {
+        pods,
+        resource_version: Some(rv),
+        at: t(at),
+    }
+}
+
+async fn run(events: Vec<SourceEvent>) -> Store {
+    stream::iter(events)
+        .fold(Store::new(), |mut s, e| async move {
+            s.apply(e);
+            s
+        })
+        .await
+}
+
+fn app(s: &Store) -> &App {
+    s.view()
+        .apps
+        .get(&("spark-jobs".to_owned(), "spark-1".to_owned()))
+        .expect("app")
+}
+
+fn codes(rec: &ExecutorRecord) -> Vec<&'static str> {
+    rec.findings.iter().map(|f| f.code.as_str()).collect()
+}
+
+#[tokio::test]
+async fn watch_upserts_and_deletion_leaves_a_tombstone() {
+    let s = run(vec![
+        up(exec(1, 10, running()), 1),
+        up(exec(2, 11, running()), 1),
+        up(exec(2, 20, oom()), 10),
+        del(
+            exec_with(
+                2,
+                21,
+                json!({"deletionTimestamp": "2027-01-15T08:00:11Z"}),
+                oom(),
+            ),
+            11,
+        ),
+    ])
+    .await;
+    let a = app(&s);
+    assert_eq!(a.app_name.as_deref(), Some("etl"));
+    let two = &a.executors[&2];
+    assert_eq!(two.state, ExecutorState::Deleted);
+    assert!(matches!(two.gone, Some(Gone::Deleted { .. })));
+    assert_eq!(codes(two), vec!["container-oom-killed", "deleted"]);
+    assert_eq!(
+        two.spark_view.as_ref().unwrap().exit_description,
+        "137(SIGKILL, possible container OOM)"
+    );
+    assert_eq!(two.exit_code(), Some(137));
+    assert_eq!(two.container_reason(), Some("OOMKilled"));
+    let states: Vec<ExecutorState> = two.history.iter().map(|h| h.state).collect();
+    assert_eq!(
+        states,
+        vec![
+            ExecutorState::Running,
+            ExecutorState::Failed,
+            ExecutorState::Deleted
+        ]
+    );
+    let c = a.counts();
+    assert_eq!((c.running, c.deleted, c.failed), (1, 1, 0));
+    assert!(
+        a.timeline
+            .iter()
+            .any(|e| e.text == "executor 2 failed (exit 137, OOMKilled)"),
+        "{:?}",
+        a.timeline
+    );
+}
+
+#[tokio::test]
+async fn a_newer_list_without_the_pod_and_no_deletion_means_missing() {
+    let s = run(vec![
+        up(exec(1, 10, running()), 1),
+        up(exec(2, 11, running()), 1),
+        // Pod 2 vanishes with no watch event; the next LIST (newer than rv 11) lacks it.
+        list(vec![exec(1, 10, running())], 40, 30),
+    ])
+    .await;
+    let a = app(&s);
+    let two = &a.executors[&2];
+    assert!(two.is_missing());
+    assert_eq!(two.state, ExecutorState::Running, "last known state kept");
+    assert_eq!(codes(two), vec!["missing"]);
+    let ev = &two.findings[0].evidence;
+    assert!(
+        ev[0].contains("resourceVersion 11") && ev[0].contains("resourceVersion 40"),
+        "{ev:?}"
+    );
+    // registered 08:00:05 + 30 s = 08:00:35; the list at +30 s (08:00:30) is earlier.
+    assert!(
+        ev[1].contains("first poll after 2027-01-15T08:00:35Z"),
+        "{ev:?}"
+    );
+    assert_eq!(a.counts().missing, 1);
+    assert_eq!(a.counts().running, 1);
+    assert_eq!(s.view().full_snapshot_at, Some(t(30)));
+}
+
+#[tokio::test]
+async fn an_older_list_proves_nothing() {
+    let s = run(vec![
+        up(exec(1, 50, running()), 1),
+        // A LIST served from an older cache (rv 40 < 50): absence is not evidence.
+        list(vec![], 40, 30),
+    ])
+    .await;
+    assert!(!app(&s).executors[&1].is_missing());
+}
+
+#[tokio::test]
+async fn a_missing_executor_that_reappears_was_only_late() {
+    let s = run(vec![
+        up(exec(1, 10, running()), 1),
+        list(vec![], 40, 30),
+        up(exec(1, 41, running()), 31),
+    ])
+    .await;
+    assert!(!app(&s).executors[&1].is_missing());
+    assert!(app(&s).executors[&1].findings.is_empty());
+}
+
+#[tokio::test]
+async fn stale_watch_replays_do_not_go_back_in_time() {
+    let s = run(vec![
+        up(exec(1, 20, oom()), 5),
+        up(exec(1, 10, running()), 6),
+    ])
+    .await;
+    assert_eq!(app(&s).executors[&1].state, ExecutorState::Failed);
+}
+
+#[tokio::test]
+async fn events_attach_and_pending_reasons_aggregate() {
+    let pending = |id: i64, msg: &str| {
+        let mut p = exec(
+            id,
+            10 + id as u64,
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": msg}]}),
+        );
+        p.node_name = None;
+        p
+    };
+    let taint_and_memory = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient memory.";
+    let selector_and_taint = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 node(s) didn't match Pod's node affinity/selector.";
+    let s = run(vec![
+        up(pending(1, taint_and_memory), 1),
+        up(pending(2, taint_and_memory), 1),
+        up(pending(3, selector_and_taint), 1),
+        SourceEvent::EventSeen {
+            event: Box::new(event(json!({"metadata": {"name": "e1", "namespace": "spark-jobs"},
+                "involvedObject": {"kind": "Pod", "name": "app-exec-1", "namespace": "spark-jobs", "uid": "uid-1"},
+                "reason": "FailedScheduling", "type": "Warning", "count": 4, "message": taint_and_memory}))),
+            at: t(2),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert_eq!(
+        a.pending_reasons(),
+        vec![
+            ("Insufficient memory".to_owned(), 2),
+            (
+                "node(s) had untolerated taint {dedicated: gpu}".to_owned(),
+                1
+            )
+        ]
+    );
+    let one = &a.executors[&1];
+    assert_eq!(one.events.len(), 1);
+    assert!(
+        one.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.contains("FailedScheduling x4"))
+    );
+}
+
+#[tokio::test]
+async fn driver_config_sets_delete_on_termination_and_the_container_name() {
+    let mut props = BTreeMap::new();
+    props.insert(
+        "spark.kubernetes.executor.deleteOnTermination".to_owned(),
+        "false".to_owned(),
+    );
+    props.insert(
+        "spark.kubernetes.executor.podTemplateContainerName".to_owned(),
+        "executor".to_owned(),
+    );
+    props.insert(
+        "spark.kubernetes.executor.missingPodDetectDelta".to_owned(),
+        "45s".to_owned(),
+    );
+    let s = run(vec![
+        up(exec(1, 10, running()), 1),
+        SourceEvent::DriverConfig {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            properties: props,
+            at: t(2),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert!(!a.config.delete_on_termination && a.config.from_driver);
+    assert_eq!(a.config.missing_pod_detect_delta, Duration::from_secs(45));
+    // Spark now looks for container `executor`, which this pod does not have: stuck running.
+    assert_eq!(a.executors[&1].spark_container, "executor");
+}
+
+#[tokio::test]
+async fn drivers_and_unregistered_pods_are_kept_apart() {
+    let driver = pod(
+        json!({"metadata": {"name": "app-driver", "labels": {"spark-app-selector": "spark-1", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    let mut placeholder = exec(0, 5, running());
+    placeholder.name = "app-exec-sts-0".into();
+    placeholder
+        .labels
+        .insert("spark-exec-id".into(), "EXECID".into());
+    let s = run(vec![up(driver, 1), up(placeholder.clone(), 1)]).await;
+    let a = app(&s);
+    assert_eq!(a.driver.as_ref().unwrap().phase.as_deref(), Some("Running"));
+    assert!(a.executors.is_empty());
+    assert!(a.unregistered["app-exec-sts-0"].contains("EXECID"));
+    // Gone from the next LIST: forgotten.
+    let s = run(vec![up(placeholder, 1), list(vec![], 40, 30)]).await;
+    assert!(app(&s).unregistered.is_empty());
+}
+
+#[tokio::test]
+async fn history_is_bounded() {
+    let mut events = Vec::new();
+    for i in 0..200u32 {
+        let status = if i % 2 == 0 {
+            running()
+        } else {
+            json!({"phase": "Pending"})
+        };
+        events.push(up(exec(1, 10 + u64::from(i), status), i));
+    }
+    let s = run(events).await;
+    assert_eq!(app(&s).executors[&1].history.len(), MAX_HISTORY);
+}
+
+#[tokio::test]
+async fn snapshots_are_independent_of_later_writes() {
+    let mut s = Store::new();
+    s.apply(up(exec(1, 10, running()), 1));
+    let before = s.snapshot();
+    s.apply(up(exec(1, 11, oom()), 2));
+    let key = ("spark-jobs".to_owned(), "spark-1".to_owned());
+    assert_eq!(
+        before.apps[&key].executors[&1].state,
+        ExecutorState::Running
+    );
+    assert_eq!(
+        s.view().apps[&key].executors[&1].state,
+        ExecutorState::Failed
+    );
+}
+
+#[test]
+fn spark_durations() {
+    assert_eq!(spark_duration("30s"), Some(Duration::from_secs(30)));
+    assert_eq!(spark_duration("1500"), Some(Duration::from_millis(1500)));
+    assert_eq!(spark_duration("2min"), Some(Duration::from_secs(120)));
+    assert_eq!(spark_duration("soon"), None);
+}

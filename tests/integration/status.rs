@@ -1,0 +1,233 @@
+//! `spark-triage status` (the real binary) against the simulator: the mixed scenario's
+//! at-rest column, tombstones of executors that came and went, and clear failures.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use super::common::start_sim;
+
+async fn status(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .arg("status")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run status");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["app_name"] == name)
+        .unwrap_or_else(|| panic!("no app {name}"))
+}
+
+/// id → (state, missing, findings)
+fn execs(app: &Value) -> std::collections::BTreeMap<i64, (String, bool, Vec<String>)> {
+    app["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let findings = e["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap().to_owned())
+                .collect();
+            (
+                e["id"].as_i64().unwrap(),
+                (
+                    e["state"].as_str().unwrap().to_owned(),
+                    e["missing"].as_bool().unwrap(),
+                    findings,
+                ),
+            )
+        })
+        .collect()
+}
+
+fn ids(m: &std::collections::BTreeMap<i64, (String, bool, Vec<String>)>, state: &str) -> Vec<i64> {
+    m.iter()
+        .filter(|(_, (s, missing, _))| s == state && !missing)
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+fn codes(m: &std::collections::BTreeMap<i64, (String, bool, Vec<String>)>, id: i64) -> Vec<&str> {
+    m[&id].2.iter().map(String::as_str).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_for_30s_on_mixed_gives_the_at_rest_column() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (code, out, err) = status(&[
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "30s",
+        "--poll-interval",
+        "2s",
+        "--output",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+
+    let etl = app(&doc, "etl-nightly");
+    assert_eq!(etl["driver"]["phase"], "Running");
+    assert_eq!(etl["delete_on_termination"], true);
+    let e = execs(etl);
+    assert_eq!(ids(&e, "running"), vec![1, 2, 3, 4, 5, 6, 11, 13], "{e:?}");
+    assert_eq!(ids(&e, "pending"), vec![9, 12], "{e:?}");
+    assert_eq!(ids(&e, "deleted"), vec![7, 8], "{e:?}");
+    assert!(e[&10].1, "executor 10 is missing");
+    assert_eq!(etl["counts"]["missing"], 1);
+    assert_eq!(codes(&e, 7), vec!["container-oom-killed", "deleted"]);
+    assert_eq!(codes(&e, 8), vec!["jvm-oom", "deleted"]);
+    assert_eq!(codes(&e, 9), vec!["image-pull"]);
+    assert_eq!(codes(&e, 10), vec!["missing"]);
+    assert_eq!(codes(&e, 12), vec!["unschedulable"]);
+    let seven = etl["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == 7)
+        .unwrap();
+    assert_eq!(
+        (
+            seven["exit_code"].as_i64(),
+            seven["container_reason"].as_str()
+        ),
+        (Some(137), Some("OOMKilled"))
+    );
+    let reasons: Vec<(String, i64)> = etl["pending_reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["reason"].as_str().unwrap().to_owned(),
+                r["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            ("ImagePullBackOff".to_owned(), 1),
+            ("Insufficient memory".to_owned(), 1)
+        ]
+    );
+
+    let adhoc = app(&doc, "adhoc-analysis");
+    let a = execs(adhoc);
+    assert_eq!(ids(&a, "running"), vec![1, 2, 5]);
+    assert_eq!(ids(&a, "pending"), vec![6]);
+    assert_eq!(ids(&a, "deleted"), vec![3, 4]);
+    assert_eq!(codes(&a, 3), vec!["evicted", "deleted"]);
+    assert_eq!(codes(&a, 4), vec!["preempted", "sigterm", "deleted"]);
+    assert_eq!(codes(&a, 6), vec!["unschedulable"]);
+    assert_eq!(
+        adhoc["pending_reasons"][0]["reason"],
+        "node(s) had untolerated taint {dedicated: gpu}"
+    );
+
+    let streaming = app(&doc, "streaming-sessions");
+    assert_eq!(
+        streaming["delete_on_termination"], false,
+        "read from the driver's spark.properties"
+    );
+    let s = execs(streaming);
+    assert_eq!(ids(&s, "running"), vec![1, 2, 4]);
+    assert_eq!(ids(&s, "failed"), vec![3]);
+    assert_eq!(codes(&s, 3), vec!["heartbeat-failure"]);
+    assert_eq!(
+        doc["apps"].as_array().unwrap().len(),
+        3,
+        "non-Spark pods are not apps"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_table_and_clear_failures() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (code, out, err) = status(&[
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--poll-interval",
+        "1s",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("spark-jobs/etl-nightly") && out.contains("ID  STATE"),
+        "{out}"
+    );
+    // A namespace with no Spark apps.
+    let (code, out, _) = status(&[
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "default",
+        "--poll-interval",
+        "1s",
+    ])
+    .await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "No Spark applications found.\n");
+    // Unreachable server: one line, exit 1.
+    let dir = std::env::temp_dir().join(format!("st-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dead = dir.join("dead.kubeconfig");
+    std::fs::write(
+        &dead,
+        spark_triage::sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
+    )
+    .unwrap();
+    let (code, _, err) = status(&["--kubeconfig", dead.to_str().unwrap()]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("spark-triage: cannot reach the API server http://127.0.0.1:9/"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Forbidden to list pods: one line naming it, exit 1.
+    let denied = start_sim("empty", 1.0, &["deny=list"]).await;
+    let (code, _, err) = status(&[
+        "--kubeconfig",
+        &denied.kubeconfig.display().to_string(),
+        "-A",
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("spark-triage: forbidden: pods is forbidden"),
+        "{err}"
+    );
+    // A kubeconfig that does not exist.
+    let (code, _, err) = status(&["--kubeconfig", "/nonexistent/kc"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot read the kubeconfig /nonexistent/kc"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
