@@ -23,8 +23,11 @@ use crate::{
 #[derive(Debug, Parser)]
 #[command(name = "spark-triage", version, propagate_version = true)]
 pub struct Cli {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Without a command: the live view of the cluster in the kubeconfig.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -53,6 +56,33 @@ pub enum Command {
     /// Waits for the first full LIST (and the events), or keeps watching for `--for`, so that
     /// executors which come and go meanwhile are kept as tombstones.
     Status(StatusArgs),
+    /// The live view on a simulated cluster running in-process: nothing else needed.
+    Demo(DemoArgs),
+    /// Record what the cluster shows (headless) to FILE, until --duration or Ctrl-C.
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The recording to write (docs/recording-format.md).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Stop after this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// A built-in scenario or a scenario file (docs/simulator.md).
+    #[arg(long, default_value = "mixed")]
+    pub scenario: String,
+    /// Time scale of the simulation.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Seed for the simulation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// The flags every command that talks to a cluster takes.
@@ -85,6 +115,9 @@ pub struct LiveArgs {
     /// Never write to the cluster.
     #[arg(long, global = true)]
     pub readonly: bool,
+    /// Also record the session to this file (live view and demo).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub record: Option<std::path::PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -106,8 +139,6 @@ impl LiveArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    #[command(flatten)]
-    pub live: LiveArgs,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Table)]
     pub output: StatusOutput,
@@ -244,9 +275,12 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
-        Command::Explain(args) => run_explain(args),
-        Command::Sim(args) => run_sim(args),
-        Command::Status(args) => run_status(args),
+        Some(Command::Explain(args)) => run_explain(args),
+        Some(Command::Sim(args)) => run_sim(args),
+        Some(Command::Status(args)) => run_status(&cli.live, args),
+        Some(Command::Demo(args)) => run_demo(&cli.live, args),
+        Some(Command::Record(args)) => run_record(&cli.live, args),
+        None => run_live(&cli.live),
     }
 }
 
@@ -345,6 +379,7 @@ fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
     opts.seed = args.seed;
     opts.faults = args.faults.clone();
     opts.kubeconfig_out = args.kubeconfig_out.clone();
+    let opts = opts.for_external_clients();
     runtime()?.block_on(async move {
         let sim = crate::sim::start(opts)
             .await
@@ -378,9 +413,9 @@ async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-fn run_status(args: StatusArgs) -> Result<ExitCode, Failure> {
+fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
     use crate::{source::live, status, store::Store};
-    let opts = args.live.options();
+    let opts = live_args.options();
     runtime()?.block_on(async move {
         let conn = live::connect(&opts)
             .await
@@ -443,6 +478,202 @@ fn run_status(args: StatusArgs) -> Result<ExitCode, Failure> {
             StatusOutput::Wide => status::render_table(&report, true),
         };
         write_stdout(&text)?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The TUI on a connection: sources feed the app until the user quits.
+async fn tui_on(
+    conn: crate::source::live::Connection,
+    poll: std::time::Duration,
+    mode: crate::app::Mode,
+    readonly: bool,
+    record: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    use crate::app::{App, Context};
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(65_536);
+    let mut tasks = crate::source::live::spawn(&conn, poll, tx);
+    let rx = match record {
+        Some(path) => {
+            let (tee, task) = tee_to_file(&conn, path, rx)?;
+            tasks.push(task);
+            tee
+        }
+        None => rx,
+    };
+    let app = App::new(Context {
+        context: conn.context.clone(),
+        scope: conn.scope.describe(),
+        readonly,
+        mode,
+    });
+    let result = crate::tui::run(app, rx, true).await;
+    for t in tasks {
+        t.abort();
+    }
+    result
+        .map(|_| ())
+        .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
+}
+
+fn run_live(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    let readonly = live_args.readonly;
+    runtime()?.block_on(async move {
+        let conn = crate::source::live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        tui_on(
+            conn,
+            opts.poll_interval,
+            crate::app::Mode::Live,
+            readonly,
+            live_args.record.as_deref(),
+        )
+        .await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn run_demo(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(Failure::Usage(format!(
+            "--speed {}: must be a positive number",
+            args.speed
+        )));
+    }
+    let scenario = crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
+    let mut opts = crate::sim::SimOptions::new(scenario);
+    opts.speed = args.speed;
+    opts.seed = args.seed;
+    let poll = live_args.poll_interval;
+    let readonly = live_args.readonly;
+    let record = live_args.record.clone();
+    runtime()?.block_on(async move {
+        let sim = crate::sim::start(opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let live = crate::source::live::LiveOptions {
+            kubeconfig: Some(sim.kubeconfig.clone()),
+            all_namespaces: true,
+            poll_interval: poll,
+            ..Default::default()
+        };
+        let mut conn = crate::source::live::connect(&live)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        conn.context = format!("demo ({} scenario)", args.scenario);
+        let r = tui_on(
+            conn,
+            poll,
+            crate::app::Mode::Demo,
+            readonly,
+            record.as_deref(),
+        )
+        .await;
+        let _ = std::fs::remove_file(&sim.kubeconfig);
+        sim.stop().await;
+        r?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {
+    crate::record::Header::new(
+        chrono::Utc::now(),
+        conn.scope.describe(),
+        conn.selector.clone(),
+        conn.server.clone(),
+    )
+}
+
+fn create_recording(
+    path: &std::path::Path,
+    conn: &crate::source::live::Connection,
+) -> Result<crate::record::Writer<std::io::BufWriter<std::fs::File>>, Failure> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", path.display())))?;
+    crate::record::Writer::new(std::io::BufWriter::new(file), &recording_header(conn))
+        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Passes events through while writing each to a recording, flushed every second.
+fn tee_to_file(
+    conn: &crate::source::live::Connection,
+    path: &std::path::Path,
+    mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+) -> Result<
+    (
+        tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+        tokio::task::JoinHandle<()>,
+    ),
+    Failure,
+> {
+    let mut writer = create_recording(path, conn)?;
+    let (tx, out) = tokio::sync::mpsc::channel(65_536);
+    let task = tokio::spawn(async move {
+        let mut flush = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    if writer.write(&ev).is_err() || tx.send(ev).await.is_err() {
+                        break;
+                    }
+                }
+                _ = flush.tick() => { let _ = writer.flush(); }
+            }
+        }
+        let _ = writer.flush();
+    });
+    Ok((out, task))
+}
+
+fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
+    use crate::{source::live, store::Store};
+    let opts = live_args.options();
+    runtime()?.block_on(async move {
+        let conn = live::connect(&opts).await.map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut writer = create_recording(&args.file, &conn)?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
+        let tasks = live::spawn(&conn, opts.poll_interval, tx);
+        let mut store = Store::new();
+        let until = args.duration.map(|d| tokio::time::Instant::now() + d);
+        let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
+        let stop = wait_for_signal();
+        tokio::pin!(stop);
+        let progress = |w: &crate::record::Writer<_>, s: &Store| {
+            eprint!("\rrecording {}: {} events, {} apps, {} KiB   ", args.file.display(), w.events, s.view().apps.len(), w.bytes / 1024);
+        };
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    writer.write(&ev).map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+                    store.apply(ev);
+                }
+                _ = second.tick() => {
+                    writer.flush().map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+                    progress(&writer, &store);
+                    if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
+                        break;
+                    }
+                }
+                () = &mut stop => break,
+            }
+        }
+        for t in tasks {
+            t.abort();
+        }
+        while let Ok(ev) = rx.try_recv() {
+            let _ = writer.write(&ev);
+        }
+        writer.flush().map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+        progress(&writer, &store);
+        eprintln!();
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -4,14 +4,18 @@
 //! The pure core (`model`, `classify`, `spark`, `diagnose`) does no I/O and never panics on
 //! cluster data; `input` reads documents people hand us; `explain` and `cli` are the edge.
 
+pub mod app;
 pub mod classify;
 pub mod cli;
 pub mod diagnose;
 pub mod explain;
 pub mod input;
 pub mod model;
+pub mod record;
 pub mod sim;
 pub mod source;
 pub mod spark;
 pub mod status;
 pub mod store;
+pub mod tui;
+pub mod ui;

@@ -50,7 +50,7 @@ pub struct SimOptions {
     pub kubeconfig_out: Option<PathBuf>,
     /// Changes kept for watch resumes.
     pub history: usize,
-    /// The simulated time at start.
+    /// The simulated time at start (see [`SimOptions::for_external_clients`]).
     pub origin: DateTime<Utc>,
     /// Bookmark period on watches that allow bookmarks.
     pub bookmark_every: Duration,
@@ -69,6 +69,17 @@ impl SimOptions {
             origin: Utc::now(),
             bookmark_every: Duration::from_secs(30),
         }
+    }
+}
+
+impl SimOptions {
+    /// Faster than real time, starts the simulated clock in the past so that for an hour it
+    /// does not overtake the wall clock: clients that compute ages locally (`kubectl
+    /// describe`) would print `<invalid>` for timestamps in the future.
+    pub fn for_external_clients(mut self) -> Self {
+        let head_start = chrono::Duration::seconds(((self.speed - 1.0).max(0.0) * 3600.0) as i64);
+        self.origin -= head_start;
+        self
     }
 }
 
@@ -169,12 +180,8 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     })?;
 
     let faults = Faults::new(&opts.faults);
-    // Faster than real time, the simulated clock starts in the past, so that for an hour it
-    // does not overtake the wall clock (clients that compute ages locally, like `kubectl
-    // describe`, would print `<invalid>` for timestamps in the future).
-    let head_start = chrono::Duration::seconds(((opts.speed - 1.0).max(0.0) * 3600.0) as i64);
     let store = Arc::new(store::Store::new(
-        clock::SimClock::new(opts.origin - head_start, opts.speed),
+        clock::SimClock::new(opts.origin, opts.speed),
         opts.history,
         opts.seed,
     ));

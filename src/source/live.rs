@@ -58,6 +58,8 @@ pub struct Connection {
     pub scope: Scope,
     pub context: String,
     pub selector: String,
+    /// The API server's host and port (never credentials).
+    pub server: String,
 }
 
 impl std::fmt::Debug for Connection {
@@ -109,6 +111,11 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     }
     .map_err(|e| ConnectError::Config(e.to_string()))?;
     let server = config.cluster_url.to_string();
+    let authority = config
+        .cluster_url
+        .authority()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     let default_ns = config.default_namespace.clone();
     let client = Client::try_from(config).map_err(|e| ConnectError::Config(e.to_string()))?;
     let scope = if opts.all_namespaces {
@@ -141,6 +148,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         scope,
         context: opts.context.clone().unwrap_or_else(|| "current".to_owned()),
         selector: sel,
+        server: authority,
     })
 }
 

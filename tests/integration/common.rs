@@ -25,7 +25,9 @@ pub async fn start_sim_with(
     opts.speed = speed;
     opts.faults = faults.iter().map(|f| f.parse().expect("fault")).collect();
     tweak(&mut opts);
-    sim::start(opts).await.expect("simulator starts")
+    sim::start(opts.for_external_clients())
+        .await
+        .expect("simulator starts")
 }
 
 /// A kube client built from the simulator's kubeconfig file, as a user's would be.

@@ -11,3 +11,4 @@ mod kubectl;
 mod scenarios;
 mod sim_api;
 mod status;
+mod tui_tmux;

@@ -1,0 +1,207 @@
+//! The keymap as data: it drives dispatch, the help popup and the footer hints, so the three
+//! can never disagree.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Everything a key can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    Close,
+    NextPane,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    ToggleView,
+    Detail,
+    Timeline,
+    Filter,
+    StateFilter,
+    Sort,
+}
+
+/// One binding.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub keys: &'static [KeyCode],
+    /// How the keys are written in help.
+    pub label: &'static str,
+    pub action: Action,
+    pub help: &'static str,
+    /// Shown in the footer.
+    pub hint: bool,
+}
+
+pub const KEYMAP: &[Binding] = &[
+    Binding {
+        keys: &[KeyCode::Char('q')],
+        label: "q",
+        action: Action::Quit,
+        help: "quit (Ctrl-C too)",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('?')],
+        label: "?",
+        action: Action::Help,
+        help: "this help",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Esc],
+        label: "Esc",
+        action: Action::Close,
+        help: "close a popup, clear the filter",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Tab, KeyCode::BackTab],
+        label: "Tab",
+        action: Action::NextPane,
+        help: "switch between apps and executors",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Up, KeyCode::Char('k')],
+        label: "↑/k",
+        action: Action::Up,
+        help: "move up",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Down, KeyCode::Char('j')],
+        label: "↓/j",
+        action: Action::Down,
+        help: "move down",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Left, KeyCode::Char('h')],
+        label: "←/h",
+        action: Action::Left,
+        help: "move left (map)",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Right, KeyCode::Char('l')],
+        label: "→/l",
+        action: Action::Right,
+        help: "move right (map)",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::PageUp],
+        label: "PgUp",
+        action: Action::PageUp,
+        help: "page up",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::PageDown],
+        label: "PgDn",
+        action: Action::PageDown,
+        help: "page down",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Home, KeyCode::Char('g')],
+        label: "g/Home",
+        action: Action::Top,
+        help: "first",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::End, KeyCode::Char('G')],
+        label: "G/End",
+        action: Action::Bottom,
+        help: "last",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Char('v')],
+        label: "v",
+        action: Action::ToggleView,
+        help: "state map / table",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Enter, KeyCode::Char('d')],
+        label: "Enter/d",
+        action: Action::Detail,
+        help: "executor detail: findings, evidence, hint, Spark's view, events",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('t')],
+        label: "t",
+        action: Action::Timeline,
+        help: "application timeline",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('/')],
+        label: "/",
+        action: Action::Filter,
+        help: "filter executors (id, pod, finding, reason)",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('s')],
+        label: "s",
+        action: Action::StateFilter,
+        help: "cycle state filter (all, problems, each state)",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('o')],
+        label: "o",
+        action: Action::Sort,
+        help: "cycle table sort (id, state, age)",
+        hint: false,
+    },
+];
+
+/// The action for a key, if any.
+pub fn action_for(key: KeyEvent) -> Option<Action> {
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        return Some(Action::Quit);
+    }
+    KEYMAP
+        .iter()
+        .find(|b| b.keys.contains(&key.code))
+        .map(|b| b.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_key_is_bound_twice() {
+        let mut seen = Vec::new();
+        for b in KEYMAP {
+            for k in b.keys {
+                assert!(!seen.contains(k), "{k:?} bound twice");
+                seen.push(*k);
+            }
+        }
+    }
+
+    #[test]
+    fn ctrl_c_quits() {
+        assert_eq!(
+            action_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            action_for(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE)),
+            None
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! `update` as a pure function: keys, mouse and source events in, state and effects out.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use serde_json::json;
+
+use super::*;
+use crate::model::testing::pod;
+
+fn key(c: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn exec(app: &str, id: i64, phase: &str) -> SourceEvent {
+    let p = pod(
+        json!({"metadata": {"name": format!("{app}-exec-{id}"), "resourceVersion": id.to_string(),
+            "labels": {"spark-app-selector": format!("spark-{app}"), "spark-app-name": app, "spark-role": "executor", "spark-exec-id": id.to_string()}},
+        "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": phase}}),
+    );
+    SourceEvent::PodUpserted {
+        pod: Box::new(p),
+        at: chrono::DateTime::UNIX_EPOCH,
+    }
+}
+
+fn app_with(n: i64) -> App {
+    let mut app = App::new(Context {
+        context: "c".into(),
+        scope: "s".into(),
+        readonly: false,
+        mode: Mode::Live,
+    });
+    update(&mut app, Msg::Resize(80, 24));
+    for id in 1..=n {
+        update(
+            &mut app,
+            Msg::Source(exec(
+                "etl",
+                id,
+                if id % 5 == 0 { "Pending" } else { "Running" },
+            )),
+        );
+    }
+    update(&mut app, Msg::Source(exec("zeta", 1, "Running")));
+    app
+}
+
+#[test]
+fn the_first_executor_is_selected_and_arrows_move_through_the_map() {
+    let mut app = app_with(30);
+    assert_eq!(app.selected_exec, Some(1));
+    update(&mut app, key(KeyCode::Right));
+    assert_eq!(app.selected_exec, Some(2));
+    let cols = i64::from(app.map_columns());
+    update(&mut app, key(KeyCode::Down));
+    assert_eq!(app.selected_exec, Some(2 + cols), "down moves one map row");
+    update(&mut app, key(KeyCode::Char('G')));
+    assert_eq!(app.selected_exec, Some(30));
+    update(&mut app, key(KeyCode::Right));
+    assert_eq!(app.selected_exec, Some(30), "stays at the end");
+    update(&mut app, key(KeyCode::Char('v')));
+    assert_eq!(app.view, View::Table);
+    update(&mut app, key(KeyCode::Up));
+    assert_eq!(app.selected_exec, Some(29), "in the table, up is one row");
+}
+
+#[test]
+fn tab_switches_panes_and_apps_change_the_executors() {
+    let mut app = app_with(3);
+    update(&mut app, key(KeyCode::Tab));
+    assert_eq!(app.focus, Focus::Apps);
+    update(&mut app, key(KeyCode::Down));
+    assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
+    assert_eq!(app.visible().len(), 1);
+    update(&mut app, key(KeyCode::Enter));
+    assert_eq!(app.focus, Focus::Executors);
+}
+
+#[test]
+fn filters_narrow_the_executors() {
+    let mut app = app_with(12);
+    update(&mut app, key(KeyCode::Char('/')));
+    assert!(app.editing_filter);
+    for c in "exec-1".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    assert_eq!(
+        app.visible().iter().map(|e| e.id).collect::<Vec<_>>(),
+        vec![1, 10, 11, 12]
+    );
+    update(&mut app, key(KeyCode::Enter));
+    assert!(!app.editing_filter);
+    update(&mut app, key(KeyCode::Esc));
+    assert!(app.filter.is_empty());
+    update(&mut app, key(KeyCode::Char('s'))); // problems
+    update(&mut app, key(KeyCode::Char('s'))); // running
+    update(&mut app, key(KeyCode::Char('s'))); // pending
+    assert_eq!(app.state_filter, StateFilter::Only(ExecutorState::Pending));
+    assert_eq!(
+        app.visible().iter().map(|e| e.id).collect::<Vec<_>>(),
+        vec![5, 10]
+    );
+    assert!(
+        app.selected_exec.is_some_and(|id| id == 5 || id == 10),
+        "selection follows the filter"
+    );
+}
+
+#[test]
+fn popups_open_and_close_and_quit_is_an_effect() {
+    let mut app = app_with(3);
+    update(&mut app, key(KeyCode::Enter));
+    assert_eq!(app.popup, Some(Popup::Detail));
+    update(&mut app, key(KeyCode::Down));
+    assert_eq!(app.scroll, 1, "arrows scroll a popup");
+    update(&mut app, key(KeyCode::Esc));
+    assert_eq!(app.popup, None);
+    update(&mut app, key(KeyCode::Char('?')));
+    assert_eq!(app.popup, Some(Popup::Help));
+    update(&mut app, key(KeyCode::Char('?')));
+    assert_eq!(app.popup, None);
+    assert_eq!(
+        update(&mut app, key(KeyCode::Char('q'))),
+        vec![Effect::Quit]
+    );
+    let mut app = app_with(1);
+    let ctrl_c = Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert_eq!(update(&mut app, ctrl_c), vec![Effect::Quit]);
+}
+
+#[test]
+fn clicks_select_apps_and_executors() {
+    let mut app = app_with(20);
+    let l = crate::ui::layout(app.size, &app);
+    // Second cell of the first map row.
+    let click = |x, y| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    update(
+        &mut app,
+        click(l.main.x + 1 + crate::ui::CELL_WIDTH, l.main.y + 1),
+    );
+    assert_eq!(app.selected_exec, Some(2));
+    // The second app entry.
+    update(&mut app, click(l.apps.x + 2, l.apps.y + 1 + 2));
+    assert_eq!(app.focus, Focus::Apps);
+    assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
+}

@@ -1,0 +1,178 @@
+//! The terminal edge: owns raw mode and the alternate screen, restores the terminal on every
+//! exit path (return, `?`, panic, Ctrl-C, SIGTERM), and runs the loop: await one message,
+//! drain everything queued, update, draw at most every 16 ms.
+
+use std::{io, time::Duration};
+
+use crossterm::{
+    event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream},
+    execute,
+    terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
+};
+use futures::StreamExt;
+use ratatui::{Terminal, backend::CrosstermBackend};
+use tokio::sync::mpsc;
+
+use crate::{
+    app::{App, Effect, Msg, update},
+    source::SourceEvent,
+};
+
+/// Restores the terminal when dropped.
+#[derive(Debug)]
+pub struct TerminalGuard;
+
+/// Puts the terminal back as it was: cooked mode, main screen, no mouse capture, cursor.
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(
+        io::stdout(),
+        LeaveAlternateScreen,
+        DisableMouseCapture,
+        crossterm::cursor::Show
+    );
+}
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<Self> {
+        // A panic anywhere restores the terminal before the message is printed.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        enable_raw_mode()?;
+        execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+        Ok(Self)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Messages drained per wake-up before drawing (a burst of 5,000 watch events is one frame).
+const DRAIN_MAX: usize = 50_000;
+const FRAME: Duration = Duration::from_millis(16);
+
+/// Runs the UI until the user quits, the sources end, or a signal arrives.
+pub async fn run(
+    mut app: App,
+    mut sources: mpsc::Receiver<SourceEvent>,
+    live_clock: bool,
+) -> io::Result<App> {
+    let _guard = TerminalGuard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    let size = terminal.size()?;
+    update(&mut app, Msg::Resize(size.width, size.height));
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut sigterm = signal_stream();
+    let mut sources_open = true;
+    let mut last_draw = tokio::time::Instant::now() - FRAME;
+    let mut dirty = true;
+    loop {
+        if dirty && last_draw.elapsed() >= FRAME {
+            terminal.draw(|f| crate::ui::render(&app, f))?;
+            last_draw = tokio::time::Instant::now();
+            dirty = false;
+        }
+        let wait = if dirty {
+            FRAME.saturating_sub(last_draw.elapsed())
+        } else {
+            Duration::from_secs(3600)
+        };
+        let msg = tokio::select! {
+            ev = keys.next() => match ev {
+                Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
+                Some(Ok(Event::Mouse(m))) => Some(Msg::Mouse(m)),
+                Some(Ok(Event::Resize(w, h))) => Some(Msg::Resize(w, h)),
+                Some(Ok(_)) => None,
+                Some(Err(e)) => return Err(e),
+                None => break,
+            },
+            ev = sources.recv(), if sources_open => match ev {
+                Some(ev) => Some(Msg::Source(ev)),
+                None => { sources_open = false; None }
+            },
+            _ = tick.tick() => live_clock.then(|| Msg::Tick(chrono::Utc::now())),
+            () = sigterm.recv() => break,
+            () = tokio::time::sleep(wait) => None,
+        };
+        if let Some(msg) = msg {
+            dirty = true;
+            if update(&mut app, msg).contains(&Effect::Quit) {
+                break;
+            }
+            // Drain: apply everything already queued before drawing once.
+            let mut n = 0;
+            while n < DRAIN_MAX {
+                match sources.try_recv() {
+                    Ok(ev) => {
+                        update(&mut app, Msg::Source(ev));
+                        n += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    Ok(app)
+}
+
+/// SIGTERM and SIGINT (sent from outside; Ctrl-C typed in raw mode is a key).
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            let term = async {
+                match self.term.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            let int = async {
+                match self.int.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = term => {}
+                () = int => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn signal_stream() -> Signals {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Signals {}
+    }
+}

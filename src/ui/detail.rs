@@ -1,0 +1,154 @@
+//! The detail popup: container statuses, each finding with evidence and hint, Spark's view,
+//! events newest first, transitions.
+
+use ratatui::{
+    Frame,
+    layout::Rect,
+    text::{Line, Span},
+    widgets::{Block, Borders, Clear, Paragraph, Wrap},
+};
+
+use super::{centered, theme};
+use crate::{app::App, model::ContainerState, model::fmt_time, store::Gone};
+
+pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+    let Some(e) = app.selected() else {
+        return;
+    };
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).max(1),
+        area.height.saturating_sub(2).max(1),
+    );
+    if r.width < 3 || r.height < 3 {
+        return;
+    }
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    let (letter, style) = super::theme::cell(e);
+    lines.push(Line::from(vec![
+        Span::styled(format!("executor {} ", e.id), theme::title()),
+        Span::styled(format!("[{letter}] {}", e.state), style),
+        Span::raw(format!("  pod {}/{}", e.pod.namespace, e.pod.name)),
+    ]));
+    lines.push(Line::styled(
+        format!(
+            "node {} · first seen {} · last seen {} · Spark container {}",
+            e.pod.node_name.as_deref().unwrap_or("-"),
+            fmt_time(&e.first_seen),
+            fmt_time(&e.last_seen),
+            e.spark_container
+        ),
+        theme::dim(),
+    ));
+    match &e.gone {
+        Some(Gone::Deleted { at }) => lines.push(Line::styled(
+            format!("pod deleted at {} (tombstone)", fmt_time(at)),
+            theme::dim(),
+        )),
+        Some(Gone::Missing {
+            at, spark_verdict, ..
+        }) => {
+            lines.push(Line::styled(
+                format!("pod missing since the LIST at {}", fmt_time(at)),
+                style,
+            ));
+            lines.push(Line::raw(format!("  {spark_verdict}")));
+        }
+        None => {}
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Containers", theme::title()));
+    for c in e.pod.container_statuses() {
+        let state = match &c.state {
+            ContainerState::Running { .. } => "running".to_owned(),
+            ContainerState::Waiting { reason, .. } => {
+                format!("waiting ({})", reason.as_deref().unwrap_or("-"))
+            }
+            ContainerState::Terminated(t) => format!(
+                "terminated exit {} ({})",
+                t.exit_code,
+                t.reason.as_deref().unwrap_or("-")
+            ),
+            ContainerState::None => "-".to_owned(),
+        };
+        lines.push(Line::raw(format!(
+            "  {} · {} · ready {} · restarts {}",
+            c.name, state, c.ready, c.restart_count
+        )));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Findings", theme::title()));
+    if e.findings.is_empty() {
+        lines.push(Line::styled("  none", theme::dim()));
+    }
+    for fd in &e.findings {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("  [{}] {} ", fd.severity.as_str(), fd.code),
+                theme::severity(fd.severity),
+            ),
+            Span::raw(fd.summary.clone()),
+        ]));
+        for ev in &fd.evidence {
+            lines.push(Line::styled(format!("      evidence: {ev}"), theme::dim()));
+        }
+        lines.push(Line::raw(format!("      hint: {}", fd.hint)));
+    }
+    if let Some(v) = &e.spark_view {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Spark's view", theme::title()));
+        lines.push(Line::raw(format!(
+            "  exit {} · {} · {}",
+            v.exit_description,
+            if v.caused_by_app {
+                "counted against the application"
+            } else {
+                "not counted against the application"
+            },
+            if v.counts_as_failure {
+                "counts toward spark.executor.maxNumFailures"
+            } else {
+                "not a failure"
+            }
+        )));
+        for l in v.message.trim().lines() {
+            lines.push(Line::styled(
+                format!("  {}", l.replace('\t', "  ")),
+                theme::dim(),
+            ));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Events (newest first)", theme::title()));
+    if e.events.is_empty() {
+        lines.push(Line::styled("  none seen", theme::dim()));
+    }
+    for ev in e.events.iter().rev() {
+        lines.push(Line::raw(format!("  {}", ev.describe())));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Transitions", theme::title()));
+    for t in &e.history {
+        lines.push(Line::raw(format!(
+            "  {} {}{}",
+            fmt_time(&t.at),
+            t.state,
+            t.note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        )));
+    }
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
+        theme::title(),
+    ));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .scroll((app.scroll, 0)),
+        r,
+    );
+}

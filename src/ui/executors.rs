@@ -1,0 +1,213 @@
+//! The executors pane: a state map (a grid of ids, coloured and lettered by state, scrolling
+//! to keep the selection visible: 10,000 executors fit) or a table; and the strip under it
+//! that summarises the selected executor.
+
+use ratatui::{
+    Frame,
+    layout::{Constraint, Rect},
+    style::Style,
+    text::{Line, Span},
+    widgets::{Block, Borders, Paragraph, Row, Table, Wrap},
+};
+
+use super::{CELL_WIDTH, Layout, theme};
+use crate::{
+    app::{App, Focus, View},
+    diagnose::human_duration,
+};
+
+/// The first row (map) or item (table) shown, so that the selection stays visible.
+pub fn scroll_offset(app: &App, l: &Layout) -> usize {
+    let visible_rows = usize::from(l.main.height.saturating_sub(2)).max(1);
+    let idx = app
+        .selected_exec
+        .and_then(|id| app.visible().iter().position(|e| e.id == id))
+        .unwrap_or(0);
+    match app.view {
+        View::Map => {
+            let row = idx / usize::from(l.map_columns.max(1));
+            (row + 1).saturating_sub(visible_rows)
+        }
+        View::Table => {
+            let rows = visible_rows.saturating_sub(1).max(1);
+            (idx + 1).saturating_sub(rows)
+        }
+    }
+}
+
+pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
+    let area = l.main;
+    if area.width < 3 || area.height < 3 {
+        return;
+    }
+    let visible = app.visible();
+    let total = app.current_app().map_or(0, |a| a.executors.len());
+    let border = if app.focus == Focus::Executors {
+        theme::focused_border()
+    } else {
+        Style::default()
+    };
+    let name = app
+        .current_app()
+        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
+        .unwrap_or_default();
+    let title = format!(
+        " Executors of {name} ({}{}) · {} ",
+        visible.len(),
+        if visible.len() == total {
+            String::new()
+        } else {
+            format!(" of {total}")
+        },
+        match app.view {
+            View::Map => "map",
+            View::Table => "table",
+        }
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Span::styled(title, theme::title()));
+    let offset = scroll_offset(app, l);
+    let selected = app.selected_exec;
+    match app.view {
+        View::Map => {
+            let cols = usize::from(l.map_columns.max(1));
+            let rows = usize::from(area.height.saturating_sub(2));
+            let mut lines = Vec::new();
+            if visible.is_empty() {
+                lines.push(Line::styled("no executors match", theme::dim()));
+            }
+            for chunk in visible.chunks(cols).skip(offset).take(rows) {
+                let mut spans = Vec::new();
+                for e in chunk {
+                    let (letter, style) = theme::cell(e);
+                    let text = format!("{:>w$}{letter} ", e.id, w = usize::from(CELL_WIDTH) - 2);
+                    let style = if Some(e.id) == selected {
+                        style.patch(theme::selected())
+                    } else {
+                        style
+                    };
+                    spans.push(Span::styled(text, style));
+                }
+                lines.push(Line::from(spans));
+            }
+            f.render_widget(Paragraph::new(lines).block(block), area);
+        }
+        View::Table => {
+            let now = app.store.view().now;
+            let header = Row::new([
+                "ID", "STATE", "AGE", "NODE", "EXIT", "REASON", "FINDING", "POD",
+            ])
+            .style(theme::title());
+            let rows_fit = usize::from(area.height.saturating_sub(3));
+            let rows: Vec<Row<'_>> = visible
+                .iter()
+                .skip(offset)
+                .take(rows_fit)
+                .map(|e| {
+                    let state = if e.is_missing() {
+                        format!("{} (missing)", e.state)
+                    } else {
+                        e.state.to_string()
+                    };
+                    let age =
+                        now.map_or_else(|| "-".to_owned(), |n| human_duration(n - e.first_seen));
+                    let style = if Some(e.id) == selected {
+                        theme::state_style(e.state).patch(theme::selected())
+                    } else {
+                        theme::state_style(e.state)
+                    };
+                    Row::new(vec![
+                        e.id.to_string(),
+                        state,
+                        age,
+                        e.pod.node_name.clone().unwrap_or_else(|| "-".to_owned()),
+                        e.exit_code()
+                            .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                        e.container_reason().unwrap_or("-").to_owned(),
+                        e.findings
+                            .first()
+                            .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
+                        e.pod.name.clone(),
+                    ])
+                    .style(style)
+                })
+                .collect();
+            let widths = [
+                Constraint::Length(6),
+                Constraint::Length(19),
+                Constraint::Length(7),
+                Constraint::Length(14),
+                Constraint::Length(5),
+                Constraint::Length(17),
+                Constraint::Length(21),
+                Constraint::Min(10),
+            ];
+            f.render_widget(Table::new(rows, widths).header(header).block(block), area);
+        }
+    }
+}
+
+/// The selected executor in a few lines: state, pod, the first finding and its hint.
+pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
+    if area.height < 3 || area.width < 3 {
+        return;
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(" Selected ", theme::title()));
+    let Some(e) = app.selected() else {
+        f.render_widget(
+            Paragraph::new(Line::styled("nothing selected", theme::dim())).block(block),
+            area,
+        );
+        return;
+    };
+    let (letter, style) = theme::cell(e);
+    let mut head = vec![
+        Span::styled(format!("executor {} ", e.id), theme::title()),
+        Span::styled(format!("[{letter}] {}", e.state), style),
+    ];
+    if e.is_missing() {
+        head.push(Span::styled(" · missing", style));
+    } else if e.gone.is_some() {
+        head.push(Span::styled(" · pod gone", theme::dim()));
+    }
+    if let Some(code) = e.exit_code() {
+        head.push(Span::raw(format!(" · exit {code}")));
+    }
+    if let Some(r) = e.container_reason() {
+        head.push(Span::raw(format!(" · {r}")));
+    }
+    head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
+    let mut lines = vec![Line::from(head)];
+    match e.findings.first() {
+        Some(fd) => {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{} ", fd.code), theme::severity(fd.severity)),
+                Span::raw(fd.summary.clone()),
+            ]));
+            lines.push(Line::styled(format!("hint: {}", fd.hint), theme::dim()));
+        }
+        None => lines.push(Line::styled("no findings", theme::dim())),
+    }
+    if let Some(v) = &e.spark_view {
+        lines.push(Line::styled(
+            format!(
+                "Spark's view: exit {}; {}",
+                v.exit_description,
+                if v.caused_by_app {
+                    "counted against the app"
+                } else {
+                    "not counted against the app"
+                }
+            ),
+            theme::dim(),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
+        area,
+    );
+}

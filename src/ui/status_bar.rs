@@ -1,0 +1,106 @@
+//! The top bar (context, scope, source health, age of the last full LIST, mode, read-only)
+//! and the footer (key hints from the keymap, or the filter being typed).
+
+use ratatui::{
+    Frame,
+    layout::Rect,
+    style::{Color, Style},
+    text::{Line, Span},
+    widgets::Paragraph,
+};
+
+use super::theme;
+use crate::{
+    app::{App, Mode, keymap::KEYMAP},
+    source::Health,
+};
+
+pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
+    if area.height == 0 {
+        return;
+    }
+    let snap = app.store.view();
+    let mode = match app.ctx.mode {
+        Mode::Live => Span::styled(" LIVE ", Style::default().fg(Color::Black).bg(Color::Green)),
+        Mode::Demo => Span::styled(" DEMO ", Style::default().fg(Color::Black).bg(Color::Cyan)),
+        Mode::Replay => Span::styled(
+            " REPLAY ",
+            Style::default().fg(Color::Black).bg(Color::Yellow),
+        ),
+    };
+    let mut spans = vec![
+        Span::styled("spark-triage ", theme::title()),
+        mode,
+        Span::raw(format!(" ctx {} │ {} │ ", app.ctx.context, app.ctx.scope)),
+    ];
+    let list_age = match (snap.full_snapshot_at, snap.now) {
+        (Some(l), Some(now)) => format!("last LIST {}s ago", (now - l).num_seconds().max(0)),
+        _ => "waiting for the first LIST".to_owned(),
+    };
+    spans.push(Span::raw(list_age));
+    let bad: Vec<String> = snap
+        .health
+        .iter()
+        .filter_map(|(k, h)| match h {
+            Health::Connected => None,
+            Health::Connecting => Some(format!("{}: connecting", k.as_str())),
+            Health::Retrying { error } => Some(format!("{}: retrying ({error})", k.as_str())),
+            Health::Forbidden { permission } => {
+                Some(format!("{}: forbidden ({permission})", k.as_str()))
+            }
+        })
+        .collect();
+    if bad.is_empty() {
+        spans.push(Span::styled(
+            " │ sources ok",
+            Style::default().fg(Color::Green),
+        ));
+    } else {
+        spans.push(Span::styled(
+            format!(" │ {}", bad.join("; ")),
+            Style::default().fg(Color::Red),
+        ));
+    }
+    if app.ctx.readonly {
+        spans.push(Span::styled(
+            " │ READ-ONLY",
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
+    if area.height == 0 {
+        return;
+    }
+    let line = if app.editing_filter {
+        Line::from(vec![
+            Span::styled("filter: ", theme::title()),
+            Span::raw(app.filter.clone()),
+            Span::raw("▏  Enter keep · Esc clear"),
+        ])
+    } else {
+        let mut spans = Vec::new();
+        for b in KEYMAP.iter().filter(|b| b.hint) {
+            spans.push(Span::styled(format!("{} ", b.label), theme::title()));
+            spans.push(Span::styled(format!("{}  ", short(b.help)), theme::dim()));
+        }
+        if !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All {
+            spans.insert(
+                0,
+                Span::styled(
+                    format!("[{} /{}] ", app.state_filter.label(), app.filter),
+                    Style::default().fg(Color::Yellow),
+                ),
+            );
+        }
+        Line::from(spans)
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// The first words of a help text, for the footer.
+fn short(help: &str) -> &str {
+    help.split([':', '(', ',']).next().unwrap_or(help).trim()
+}

@@ -1,0 +1,49 @@
+//! The application timeline popup: executors added, running, failed with the reason,
+//! deleted, missing, in order.
+
+use ratatui::{
+    Frame,
+    layout::Rect,
+    text::{Line, Span},
+    widgets::{Block, Borders, Clear, Paragraph},
+};
+
+use super::{centered, theme};
+use crate::{app::App, model::fmt_time};
+
+pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+    let Some(a) = app.current_app() else {
+        return;
+    };
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).max(1),
+        area.height.saturating_sub(2).max(1),
+    );
+    if r.width < 3 || r.height < 3 {
+        return;
+    }
+    let lines: Vec<Line<'_>> = a
+        .timeline
+        .iter()
+        .map(|e| {
+            Line::from(vec![
+                Span::styled(format!("{} ", fmt_time(&e.at)), theme::dim()),
+                Span::raw(e.text.clone()),
+            ])
+        })
+        .collect();
+    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        format!(
+            " Timeline of {name} ({} entries) · ↑↓ scroll · Esc close ",
+            a.timeline.len()
+        ),
+        theme::title(),
+    ));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines).block(block).scroll((app.scroll, 0)),
+        r,
+    );
+}

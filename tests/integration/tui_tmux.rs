@@ -1,0 +1,137 @@
+//! The TUI in a real terminal: `demo` under tmux (200×50), driven with send-keys and read
+//! with capture-pane. Without tmux this says so loudly and passes, except in CI.
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+struct Tmux {
+    session: String,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "tmux is required in CI"
+            );
+            eprintln!("\n*** SKIPPED: tmux not found; the real-terminal test did not run ***\n");
+        }
+        ok
+    }
+
+    fn start() -> Self {
+        let session = format!("spark-triage-e2e-{}", std::process::id());
+        let status = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "env TERM=xterm-256color PS1='$ ' bash --norc --noprofile",
+            ])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        Self { session }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.session])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {secs}s for {what:?}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+}
+
+#[test]
+fn demo_in_a_real_terminal() {
+    if !Tmux::available() {
+        return;
+    }
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    t.keys(&["stty -a | grep -o ' icanon' ; echo BEFORE", "Enter"]);
+    t.wait_for("\nBEFORE\n", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[&format!("{bin} demo --speed 4 --poll-interval 2s"), "Enter"]);
+    t.wait_for("etl-nightly", 30);
+    t.wait_for("sources ok", 30);
+    // Select etl-nightly, filter to the OOMKilled executor.
+    t.keys(&["Tab"]);
+    let apps = t.screen();
+    let etl_below_first = apps
+        .find("adhoc-analysis")
+        .zip(apps.find("etl-nightly"))
+        .is_some_and(|(a, e)| a < e);
+    if etl_below_first {
+        t.keys(&["j"]);
+    }
+    t.keys(&["Tab", "/", "o", "o", "m", "Enter"]);
+    let screen = t.wait_for("OOMKilled", 40);
+    assert!(screen.contains("Executors of etl-nightly"), "{screen}");
+    // Detail pane.
+    t.keys(&["d"]);
+    let detail = t.wait_for("container-oom-killed", 10);
+    assert!(detail.contains("Spark's view"), "{detail}");
+    t.keys(&["Escape"]);
+    t.keys(&["?"]);
+    t.wait_for("Map letters", 10);
+    t.keys(&["Escape", "q"]);
+    // The terminal is as it was: the shell's screen, cooked mode.
+    t.wait_for(&format!("{bin} demo"), 10);
+    t.keys(&["stty -a | grep -o ' icanon' ; echo AFTER", "Enter"]);
+    let after = t.wait_for("\nAFTER\n", 10);
+    assert!(
+        !after.contains("Applications ("),
+        "the alternate screen is gone: {after}"
+    );
+    assert_eq!(
+        after.matches(" icanon").count(),
+        2 + 2,
+        "canonical mode before and after (command line and output): {after}"
+    );
+}
