@@ -106,20 +106,25 @@ pub async fn run(
             if update(&mut app, msg).contains(&Effect::Quit) {
                 break;
             }
-            // Drain: apply everything already queued before drawing once.
-            let mut n = 0;
-            while n < DRAIN_MAX {
-                match sources.try_recv() {
-                    Ok(ev) => {
-                        update(&mut app, Msg::Source(ev));
-                        n += 1;
-                    }
-                    Err(_) => break,
-                }
-            }
+            drain(&mut app, &mut sources, DRAIN_MAX);
         }
     }
     Ok(app)
+}
+
+/// Applies everything already queued (up to `max`) so a burst costs one frame.
+pub fn drain(app: &mut App, sources: &mut mpsc::Receiver<SourceEvent>, max: usize) -> usize {
+    let mut n = 0;
+    while n < max {
+        match sources.try_recv() {
+            Ok(ev) => {
+                update(app, Msg::Source(ev));
+                n += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    n
 }
 
 /// SIGTERM and SIGINT (sent from outside; Ctrl-C typed in raw mode is a key).
@@ -174,5 +179,43 @@ fn signal_stream() -> Signals {
     #[cfg(not(unix))]
     {
         Signals {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Context, Mode};
+
+    #[tokio::test]
+    async fn a_burst_of_watch_events_is_drained_before_one_draw() {
+        let (tx, mut rx) = mpsc::channel(10_000);
+        for id in 1..=5000i64 {
+            let mut pod = crate::model::ExecutorPod {
+                namespace: "ns".into(),
+                name: format!("e-{id}"),
+                ..Default::default()
+            };
+            pod.labels
+                .insert("spark-app-selector".into(), "spark-1".into());
+            pod.labels.insert("spark-role".into(), "executor".into());
+            pod.labels.insert("spark-exec-id".into(), id.to_string());
+            tx.send(SourceEvent::PodUpserted {
+                pod: Box::new(pod),
+                at: chrono::DateTime::UNIX_EPOCH,
+            })
+            .await
+            .unwrap();
+        }
+        let mut app = App::new(Context {
+            context: "c".into(),
+            scope: "s".into(),
+            readonly: false,
+            mode: Mode::Live,
+        });
+        assert_eq!(drain(&mut app, &mut rx, DRAIN_MAX), 5000);
+        assert_eq!(app.store.view().applied, 5000);
+        assert_eq!(app.current_app().map(|a| a.executors.len()), Some(5000));
+        assert_eq!(drain(&mut app, &mut rx, DRAIN_MAX), 0);
     }
 }

@@ -287,14 +287,11 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
         apps: Vec::new(),
         timeline: Vec::new(),
     };
-    // Churn: each executor dies on average every (total / churn) seconds.
+    // Churn: each executor dies at a uniform time within total / churn seconds of starting,
+    // so from the start about `churn` executors die per second (replacements likewise).
     let after = if churn_per_sec > 0.0 {
-        let mean = total as f64 / churn_per_sec;
-        Some(format!(
-            "{}ms..{}ms",
-            (mean * 500.0) as u64,
-            (mean * 1500.0) as u64
-        ))
+        let span = total as f64 / churn_per_sec;
+        Some(format!("0ms..{}ms", (span * 1000.0) as u64))
     } else {
         None
     };
