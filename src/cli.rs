@@ -60,6 +60,77 @@ pub enum Command {
     Demo(DemoArgs),
     /// Record what the cluster shows (headless) to FILE, until --duration or Ctrl-C.
     Record(RecordArgs),
+    /// Delete executor pods of an application (Spark replaces them under new ids).
+    #[command(
+        after_help = "Examples:\n  spark-triage kill --app etl-nightly 7 8 --yes\n  spark-triage kill --app etl-nightly --state pending --older-than 10m --dry-run"
+    )]
+    Kill(KillArgs),
+    /// Hold an application's executor pods after Spark deletes them (a runtime deleteOnTermination=false).
+    Hold(HoldArgs),
+    /// Remove the tool's hold from pods (only its own finalizer; others are untouched).
+    Release(ReleaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// The application (spark-app-selector id or spark-app-name).
+    #[arg(long)]
+    pub app: String,
+    /// Executor ids to kill.
+    #[arg(value_name = "EXEC_ID")]
+    pub ids: Vec<i64>,
+    /// Only executors in this Spark state.
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<crate::model::ExecutorState>,
+    /// Only executors whose pod is older than this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Grace period in seconds (default: the pod's own).
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u32>,
+    /// Grace period 0.
+    #[arg(long, conflicts_with = "grace_period")]
+    pub force: bool,
+    /// Print what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask (required when not on a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+fn parse_state(s: &str) -> Result<crate::model::ExecutorState, String> {
+    crate::model::ExecutorState::ALL
+        .into_iter()
+        .find(|st| st.as_str() == s)
+        .ok_or_else(|| format!("{s:?} is not a state (pending, running, succeeded, failed, deleted, terminating, unknown)"))
+}
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// The application (id or name).
+    #[arg(long)]
+    pub app: String,
+    /// on or off.
+    #[arg(value_parser = ["on", "off"])]
+    pub switch: String,
+    /// How long the hold lasts; any instance releases it after that.
+    #[arg(long, default_value = "2h", value_parser = parse_duration)]
+    pub ttl: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["app", "all", "expired"])))]
+pub struct ReleaseArgs {
+    /// Release this application's pods.
+    #[arg(long)]
+    pub app: Option<String>,
+    /// Release every held pod in scope.
+    #[arg(long)]
+    pub all: bool,
+    /// Release only holds past their expiry, in scope.
+    #[arg(long)]
+    pub expired: bool,
 }
 
 #[derive(Debug, Args)]
@@ -280,6 +351,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Status(args)) => run_status(&cli.live, args),
         Some(Command::Demo(args)) => run_demo(&cli.live, args),
         Some(Command::Record(args)) => run_record(&cli.live, args),
+        Some(Command::Kill(args)) => run_kill(&cli.live, args),
+        Some(Command::Hold(args)) => run_hold(&cli.live, args),
+        Some(Command::Release(args)) => run_release(&cli.live, args),
         None => run_live(&cli.live),
     }
 }
@@ -674,6 +748,168 @@ fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failur
         writer.flush().map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
         progress(&writer, &store);
         eprintln!();
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn action_log() -> crate::effect::ActionLog {
+    crate::effect::ActionLog::new(
+        std::env::var_os("SPARK_TRIAGE_ACTIONS_LOG")
+            .map(std::path::PathBuf::from)
+            .or_else(crate::effect::ActionLog::default_path),
+    )
+}
+
+fn confirm(question: &str) -> bool {
+    use std::io::BufRead;
+    eprint!("{question} [y/N] ");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+}
+
+fn run_kill(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
+    use crate::actions::{self, Selection};
+    if args.ids.is_empty() && args.state.is_none() && args.older_than.is_none() {
+        return Err(Failure::Usage(
+            "say which executors: EXEC_ID…, or --state and/or --older-than".into(),
+        ));
+    }
+    let opts = live_args.options();
+    runtime()?.block_on(async move {
+        let conn = crate::source::live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let pods = actions::app_pods(&conn, &args.app)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let sel = Selection {
+            ids: args.ids.clone(),
+            state: args.state,
+            older_than: args.older_than,
+        };
+        let targets = actions::select(&pods, &sel, chrono::Utc::now());
+        let mut out = String::new();
+        if targets.is_empty() {
+            write_stdout("no executor matches\n")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let verb = if args.dry_run {
+            "would delete"
+        } else {
+            "will delete"
+        };
+        for p in &targets {
+            let resolved = crate::classify::ClassifyOptions::default().resolve(p);
+            let state = crate::classify::classify(p, &resolved.config);
+            out.push_str(&format!(
+                "{verb} {}/{} (executor {}, {state})\n",
+                p.namespace,
+                p.name,
+                p.executor_id().unwrap_or_default()
+            ));
+        }
+        out.push_str(crate::actions::SPARK_AFTER_KILL);
+        out.push('\n');
+        write_stdout(&out)?;
+        if args.dry_run {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if live_args.readonly {
+            return Err(Failure::Runtime(
+                "refusing: read-only mode (--readonly)".into(),
+            ));
+        }
+        if !args.yes {
+            if !std::io::stdin().is_terminal() {
+                return Err(Failure::Runtime(
+                    "refusing to delete without --yes when not on a terminal".into(),
+                ));
+            }
+            if !confirm(&format!("Delete {} pod(s)?", targets.len())) {
+                return Err(Failure::Runtime("not confirmed; nothing deleted".into()));
+            }
+        }
+        let grace = if args.force {
+            Some(0)
+        } else {
+            args.grace_period
+        };
+        let mut out = String::new();
+        let r = crate::actions::kill(
+            &conn,
+            &targets,
+            grace,
+            live_args.readonly,
+            &action_log(),
+            &mut out,
+        )
+        .await;
+        write_stdout(&out)?;
+        r.map_err(|e| Failure::Runtime(e.to_string()))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn run_hold(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    runtime()?.block_on(async move {
+        let conn = crate::source::live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let pods = crate::actions::app_pods(&conn, &args.app)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut out = String::new();
+        let r = if args.switch == "on" {
+            crate::actions::hold_on(
+                &conn,
+                &pods,
+                args.ttl,
+                live_args.readonly,
+                &action_log(),
+                &mut out,
+            )
+            .await
+        } else {
+            crate::actions::release(
+                &conn,
+                &pods,
+                false,
+                live_args.readonly,
+                &action_log(),
+                &mut out,
+            )
+            .await
+        };
+        write_stdout(&out)?;
+        r.map_err(|e| Failure::Runtime(e.to_string()))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn run_release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    runtime()?.block_on(async move {
+        let conn = crate::source::live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let pods = match &args.app {
+            Some(app) => crate::actions::app_pods(&conn, app).await,
+            None => crate::actions::all_pods(&conn).await,
+        }
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut out = String::new();
+        let r = crate::actions::release(
+            &conn,
+            &pods,
+            args.expired,
+            live_args.readonly,
+            &action_log(),
+            &mut out,
+        )
+        .await;
+        write_stdout(&out)?;
+        r.map_err(|e| Failure::Runtime(e.to_string()))?;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -4,10 +4,12 @@
 //! The pure core (`model`, `classify`, `spark`, `diagnose`) does no I/O and never panics on
 //! cluster data; `input` reads documents people hand us; `explain` and `cli` are the edge.
 
+pub mod actions;
 pub mod app;
 pub mod classify;
 pub mod cli;
 pub mod diagnose;
+pub mod effect;
 pub mod explain;
 pub mod input;
 pub mod model;

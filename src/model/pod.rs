@@ -29,6 +29,12 @@ pub const LABEL_INACTIVE: &str = "spark-exec-inactive";
 pub const LABEL_APP_NAME: &str = "spark-app-name";
 /// The executor container name Spark looks for unless configured otherwise.
 pub const DEFAULT_EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
+/// The domain of the tool's own finalizer and annotations.
+pub const TOOL_DOMAIN: &str = "spark-triage.dev/";
+/// The finalizer that holds executor pods after Spark deletes them.
+pub const HOLD_FINALIZER: &str = "spark-triage.dev/hold";
+/// On executor pods: when the hold expires (RFC 3339). On driver pods: the app is held until then.
+pub const HOLD_EXPIRES: &str = "spark-triage.dev/hold-expires";
 /// The driver container name Spark uses.
 pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 
@@ -54,6 +60,9 @@ pub struct ExecutorPod {
     pub status: Option<PodStatus>,
     /// Drivers: the ConfigMap behind the `spark-conf-volume-driver` volume (`spark.properties`).
     pub conf_config_map: Option<String>,
+    /// The tool's own annotations (`spark-triage.dev/…`): hold state. Others are not kept.
+    #[serde(default)]
+    pub tool_annotations: BTreeMap<String, String>,
 }
 
 /// The controlling owner (for executors: the driver pod).
@@ -218,12 +227,35 @@ impl ExecutorPod {
                 .map(|cs| cs.iter().map(ContainerSpec::from_container).collect())
                 .unwrap_or_default(),
             status: pod.status.as_ref().map(PodStatus::from_status),
+            tool_annotations: meta
+                .annotations
+                .as_ref()
+                .map(|a| {
+                    a.iter()
+                        .filter(|(k, _)| k.starts_with(TOOL_DOMAIN))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             conf_config_map: spec
                 .and_then(|s| s.volumes.as_ref())
                 .and_then(|vs| vs.iter().find(|v| v.name == "spark-conf-volume-driver"))
                 .and_then(|v| v.config_map.as_ref())
                 .map(|c| c.name.clone()),
         }
+    }
+
+    /// Whether the tool's hold finalizer is on the pod.
+    pub fn is_held(&self) -> bool {
+        self.finalizers.iter().any(|f| f == HOLD_FINALIZER)
+    }
+
+    /// When the tool's hold expires, if one is set.
+    pub fn hold_expires(&self) -> Option<Time> {
+        self.tool_annotations
+            .get(HOLD_EXPIRES)
+            .and_then(|v| DateTime::parse_from_rfc3339(v).ok())
+            .map(|t| t.to_utc())
     }
 
     /// The pod's `metadata.resourceVersion` as a number (the simulator's and etcd's are).

@@ -60,6 +60,8 @@ pub struct Connection {
     pub selector: String,
     /// The API server's host and port (never credentials).
     pub server: String,
+    /// The kubeconfig user name (for the actions log).
+    pub user: String,
 }
 
 impl std::fmt::Debug for Connection {
@@ -99,15 +101,29 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         context: opts.context.clone(),
         ..KubeConfigOptions::default()
     };
-    let config = match &opts.kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig {
+    let kc = match &opts.kubeconfig {
+        Some(path) => Some(
+            Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig {
                 path: path.display().to_string(),
                 reason: e.to_string(),
-            })?;
-            Config::from_custom_kubeconfig(kc, &kube_opts).await
-        }
-        None => Config::from_kubeconfig(&kube_opts).await,
+            })?,
+        ),
+        None => Kubeconfig::read().ok(),
+    };
+    let user = kc
+        .as_ref()
+        .and_then(|kc| {
+            let ctx_name = opts
+                .context
+                .clone()
+                .or_else(|| kc.current_context.clone())?;
+            let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
+            ctx.context.as_ref()?.user.clone()
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    let config = match (&opts.kubeconfig, kc) {
+        (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts).await,
+        _ => Config::from_kubeconfig(&kube_opts).await,
     }
     .map_err(|e| ConnectError::Config(e.to_string()))?;
     let server = config.cluster_url.to_string();
@@ -149,6 +165,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         context: opts.context.clone().unwrap_or_else(|| "current".to_owned()),
         selector: sel,
         server: authority,
+        user,
     })
 }
 

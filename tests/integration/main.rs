@@ -4,6 +4,7 @@
     reason = "test helpers fail loudly on unexpected errors, like the tests"
 )]
 
+mod actions;
 mod common;
 mod explain;
 mod fuzz;

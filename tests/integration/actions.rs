@@ -1,0 +1,389 @@
+//! kill, hold and release (the real binary) against the simulator.
+
+use std::process::Stdio;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, ResourceExt, api::ListParams};
+use spark_triage::sim::SimHandle;
+use tokio::process::Command;
+
+use super::common::{client, eventually, phase, start_sim, start_sim_with};
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .env("SPARK_TRIAGE_ACTIONS_LOG", log)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn temp_log(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "st-actions-{tag}-{}-{:x}.log",
+        std::process::id(),
+        fastrand::u64(..)
+    ))
+}
+
+fn writes(sim: &SimHandle) -> Vec<String> {
+    sim.requests()
+        .into_iter()
+        .filter(|r| {
+            matches!(r.method.as_str(), "DELETE" | "PATCH" | "PUT")
+                || (r.method == "POST" && r.uri.contains("/pods"))
+        })
+        .map(|r| format!("{} {}", r.method, r.uri))
+        .collect()
+}
+
+async fn executors(pods: &Api<Pod>, app: &str) -> Vec<(i64, Pod)> {
+    let mut v: Vec<(i64, Pod)> = pods
+        .list(&ListParams::default().labels(&format!("spark-role=executor,spark-app-name={app}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| (p.labels()["spark-exec-id"].parse().unwrap(), p))
+        .collect();
+    v.sort_by_key(|(id, _)| *id);
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_dry_run_selection_refusals_and_a_real_kill() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let log = temp_log("kill");
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    eventually(40, "etl at rest (13 running)", || async {
+        executors(&pods, "etl-nightly")
+            .await
+            .iter()
+            .any(|(id, p)| *id == 13 && phase(p) == "Running")
+            .then_some(())
+    })
+    .await;
+    let before = writes(&sim).len();
+
+    // --state pending --older-than: exactly the two pending executors, nothing deleted.
+    let r = triage(
+        &sim,
+        &[
+            "kill",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "etl-nightly",
+            "--state",
+            "pending",
+            "--older-than",
+            "1s",
+            "--dry-run",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let planned: Vec<&str> = r
+        .out
+        .lines()
+        .filter(|l| l.starts_with("would delete"))
+        .collect();
+    assert_eq!(planned.len(), 2, "{}", r.out);
+    assert!(
+        planned[0].contains("-exec-9 (executor 9, pending)")
+            && planned[1].contains("-exec-12 (executor 12, pending)"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("deleted by a user or the framework"));
+    assert_eq!(
+        writes(&sim).len(),
+        before,
+        "a dry run sends no write: {:?}",
+        writes(&sim)
+    );
+
+    // Not on a terminal and no --yes: refuse.
+    let r = triage(
+        &sim,
+        &["kill", "-n", "spark-jobs", "--app", "etl-nightly", "1"],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.err
+            .contains("refusing to delete without --yes when not on a terminal"),
+        "{}",
+        r.err
+    );
+    // --readonly: refuse, nothing sent.
+    let r = triage(
+        &sim,
+        &[
+            "kill",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "etl-nightly",
+            "1",
+            "--yes",
+            "--readonly",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.err.trim(),
+        "spark-triage: refusing: read-only mode (--readonly)"
+    );
+    assert_eq!(writes(&sim).len(), before, "{:?}", writes(&sim));
+
+    // The real thing: executor 1 goes, the Spark-like driver replaces it with id 14.
+    let r = triage(
+        &sim,
+        &[
+            "kill",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "etl-nightly",
+            "1",
+            "--yes",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.out.contains("deleted spark-jobs/etl-nightly-") && r.out.contains("-exec-1\n"),
+        "{}",
+        r.out
+    );
+    eventually(20, "executor 1 gone and 14 running", || async {
+        let e = executors(&pods, "etl-nightly").await;
+        (!e.iter().any(|(id, _)| *id == 1)
+            && e.iter().any(|(id, p)| *id == 14 && phase(p) == "Running"))
+        .then_some(())
+    })
+    .await;
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("\"user\":\"spark-triage-sim\"")
+            && logged.contains("\"action\":\"kill\"")
+            && logged.contains("\"result\":\"deleted\""),
+        "{logged}"
+    );
+    let _ = std::fs::remove_file(log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_fault_names_the_missing_permission() {
+    let sim = start_sim("mixed", 4.0, &["deny=delete,patch"]).await;
+    let log = temp_log("deny");
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    eventually(20, "executors", || async {
+        (!executors(&pods, "etl-nightly").await.is_empty()).then_some(())
+    })
+    .await;
+    let r = triage(
+        &sim,
+        &[
+            "kill",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "etl-nightly",
+            "2",
+            "--yes",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.err.trim(),
+        "spark-triage: missing permission: delete pods in namespace spark-jobs"
+    );
+    let r = triage(
+        &sim,
+        &["hold", "-n", "spark-jobs", "--app", "etl-nightly", "on"],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.err.trim(),
+        "spark-triage: missing permission: patch pods in namespace spark-jobs"
+    );
+    assert!(
+        !sim.requests()
+            .iter()
+            .any(|r| r.method == "DELETE" || r.method == "PATCH")
+    );
+}
+
+const HOLD_SCENARIO: &str = "
+name: hold-test
+namespaces: [spark-jobs]
+nodes: [{name: n, cpu: '16', memory: 64Gi}]
+apps:
+  - name: held-app
+    namespace: spark-jobs
+    executors: 2
+    fates:
+      - {executor: 2, at: 6s, exit: 1}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_released() {
+    let dir = std::env::temp_dir().join(format!("st-hold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("hold.yaml");
+    std::fs::write(&scenario, HOLD_SCENARIO).unwrap();
+    let scenario = scenario.display().to_string();
+    let sim = start_sim_with(&scenario, 1.0, &[], |_| {}).await;
+    let log = temp_log("hold");
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    let two = eventually(10, "executors running", || async {
+        let e = executors(&pods, "held-app").await;
+        (e.len() == 2 && e.iter().all(|(_, p)| phase(p) == "Running")).then(|| e[1].1.name_any())
+    })
+    .await;
+    let r = triage(
+        &sim,
+        &[
+            "hold",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "held-app",
+            "on",
+            "--ttl",
+            "1h",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.out.starts_with("held 2 executor pod(s) until "),
+        "{}",
+        r.out
+    );
+    // Executor 2 fails at 6 s; Spark deletes it; the hold keeps it, status intact.
+    let kept = eventually(15, "failed executor held", || async {
+        pods.get_opt(&two)
+            .await
+            .unwrap()
+            .filter(|p| p.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    assert!(
+        kept.finalizers()
+            .iter()
+            .any(|f| f == "spark-triage.dev/hold")
+    );
+    let term = kept
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(term.exit_code, 1);
+    // Spark already replaced it.
+    eventually(10, "replacement 3", || async {
+        executors(&pods, "held-app")
+            .await
+            .iter()
+            .any(|(id, _)| *id == 3)
+            .then_some(())
+    })
+    .await;
+    // The app-level mark is on the driver.
+    let driver = pods
+        .list(&ListParams::default().labels("spark-role=driver"))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert!(
+        driver
+            .annotations()
+            .contains_key("spark-triage.dev/hold-expires")
+    );
+    // Release: the pod goes.
+    let r = triage(
+        &sim,
+        &["release", "-n", "spark-jobs", "--app", "held-app"],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    eventually(10, "released pod gone", || async {
+        pods.get_opt(&two).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    let driver = pods
+        .list(&ListParams::default().labels("spark-role=driver"))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert!(
+        !driver
+            .annotations()
+            .contains_key("spark-triage.dev/hold-expires")
+    );
+
+    // An expired hold is released by a second instance; a live one is not.
+    let r = triage(
+        &sim,
+        &[
+            "hold",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "held-app",
+            "on",
+            "--ttl",
+            "1s",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = triage(&sim, &["release", "-n", "spark-jobs", "--expired"], &log).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.starts_with("released 2 pod(s)"), "{}", r.out);
+    let e = executors(&pods, "held-app").await;
+    assert!(
+        e.iter()
+            .all(|(_, p)| !p.finalizers().iter().any(|f| f == "spark-triage.dev/hold"))
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_file(log);
+}
