@@ -569,6 +569,12 @@ async fn tui_on(
         return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
     }
     let (tx, rx) = tokio::sync::mpsc::channel(65_536);
+    let runner = crate::tui::Runner {
+        client: conn.client.clone(),
+        user: conn.user.clone(),
+        log: action_log(),
+        events: tx.clone(),
+    };
     let mut tasks = crate::source::live::spawn(&conn, poll, tx);
     let rx = match record {
         Some(path) => {
@@ -584,7 +590,7 @@ async fn tui_on(
         readonly,
         mode,
     });
-    let result = crate::tui::run(app, rx, true).await;
+    let result = crate::tui::run(app, rx, Some(runner), true).await;
     for t in tasks {
         t.abort();
     }

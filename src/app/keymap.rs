@@ -24,6 +24,10 @@ pub enum Action {
     Filter,
     StateFilter,
     Sort,
+    Mark,
+    Kill,
+    Hold,
+    Logs,
 }
 
 /// One binding.
@@ -82,15 +86,15 @@ pub const KEYMAP: &[Binding] = &[
         hint: false,
     },
     Binding {
-        keys: &[KeyCode::Left, KeyCode::Char('h')],
-        label: "←/h",
+        keys: &[KeyCode::Left],
+        label: "←",
         action: Action::Left,
         help: "move left (map)",
         hint: false,
     },
     Binding {
-        keys: &[KeyCode::Right, KeyCode::Char('l')],
-        label: "→/l",
+        keys: &[KeyCode::Right],
+        label: "→",
         action: Action::Right,
         help: "move right (map)",
         hint: false,
@@ -164,6 +168,34 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::Sort,
         help: "cycle table sort (id, state, age)",
         hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Char(' ')],
+        label: "Space",
+        action: Action::Mark,
+        help: "mark/unmark the executor (for kill)",
+        hint: false,
+    },
+    Binding {
+        keys: &[KeyCode::Char('K')],
+        label: "K",
+        action: Action::Kill,
+        help: "kill the marked executors (or the selected one), after a confirm",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('H')],
+        label: "H",
+        action: Action::Hold,
+        help: "hold on/off: keep this app's executor pods after Spark deletes them",
+        hint: true,
+    },
+    Binding {
+        keys: &[KeyCode::Char('l')],
+        label: "l",
+        action: Action::Logs,
+        help: "the executor's log (captured tail, else fetched)",
+        hint: true,
     },
 ];
 

@@ -4,11 +4,12 @@
 
 pub mod keymap;
 
-use std::sync::Arc;
+use std::{collections::BTreeSet, sync::Arc};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 
 use crate::{
+    effect::Permissions,
     model::{ExecutorState, Time},
     source::SourceEvent,
     store::{App as AppRecord, ExecutorRecord, Store},
@@ -49,7 +50,45 @@ pub enum Popup {
     Help,
     Detail,
     Timeline,
+    Log,
+    Confirm,
 }
+
+/// One pod an action targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub namespace: String,
+    pub app_id: String,
+    pub pod: String,
+    pub executor: i64,
+}
+
+/// What a confirm popup is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirm {
+    Kill {
+        targets: Vec<Target>,
+        force: bool,
+    },
+    Hold {
+        namespace: String,
+        app_id: String,
+        on: bool,
+    },
+    /// Quitting while this instance holds apps: release them (default) or leave them.
+    QuitWithHolds,
+}
+
+/// The log popup's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogView {
+    pub pod: String,
+    pub captured: bool,
+    pub lines: Result<Vec<String>, String>,
+}
+
+/// How long a hold set from the UI lasts.
+pub const HOLD_TTL_HOURS: i64 = 2;
 
 /// Which executors are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +150,18 @@ pub struct App {
     /// Terminal size, for layout-dependent moves (the map's row width).
     pub size: (u16, u16),
     pub should_quit: bool,
+    /// Executors marked for a kill: (namespace, app id, id).
+    pub marked: BTreeSet<(String, String, i64)>,
+    /// What the API allows (SelfSubjectAccessReview, and 403s seen).
+    pub perms: Permissions,
+    pub confirm: Option<Confirm>,
+    pub log_view: Option<LogView>,
+    /// A one-line message for the user (an action's result, why a key is disabled).
+    pub notice: Option<String>,
+    /// Apps this instance turned the hold on for (asked about on quit).
+    pub held_here: BTreeSet<(String, String)>,
+    /// Pods with a hold/release/capture request under way (not asked for twice).
+    pub in_flight: BTreeSet<(String, String)>,
 }
 
 /// Input to `update`.
@@ -121,12 +172,54 @@ pub enum Msg {
     Source(SourceEvent),
     Resize(u16, u16),
     Tick(Time),
+    /// The API's answer about permissions.
+    Permissions(Permissions),
+    /// An effect finished: a line for the user; a 403 names the verb it denied.
+    ActionDone {
+        text: String,
+        pods: Vec<(String, String)>,
+        denied: Option<(String, String)>,
+    },
+    /// A log fetched for the log popup.
+    LogFetched {
+        pod: String,
+        lines: Result<Vec<String>, String>,
+    },
 }
 
 /// What the runner must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     Quit,
+    Kill {
+        targets: Vec<Target>,
+        grace: Option<u32>,
+    },
+    /// Hold on (until) or off (None) for an app: driver mark plus its executor pods.
+    SetHold {
+        namespace: String,
+        app_id: String,
+        driver: Option<String>,
+        pods: Vec<String>,
+        until: Option<Time>,
+    },
+    HoldPod {
+        namespace: String,
+        pod: String,
+        until: Time,
+    },
+    ReleasePod {
+        namespace: String,
+        pod: String,
+    },
+    /// `capture`: keep it as evidence (a `LogCaptured` source event); else show it.
+    FetchLog {
+        namespace: String,
+        pod: String,
+        container: String,
+        previous: bool,
+        capture: bool,
+    },
 }
 
 impl App {
@@ -146,6 +239,13 @@ impl App {
             scroll: 0,
             size: (80, 24),
             should_quit: false,
+            marked: BTreeSet::new(),
+            perms: Permissions::default(),
+            confirm: None,
+            log_view: None,
+            notice: None,
+            held_here: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
         }
     }
 
@@ -271,13 +371,39 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Source(ev) => {
             app.store.apply(ev);
             app.fix_selection();
+            return automatic(app, false);
         }
-        Msg::Tick(at) => app.store.apply(SourceEvent::Tick { at }),
+        Msg::Tick(at) => {
+            app.store.apply(SourceEvent::Tick { at });
+            return automatic(app, true);
+        }
         Msg::Resize(w, h) => app.size = (w, h),
         Msg::Mouse(m) => mouse(app, m),
+        Msg::Permissions(p) => app.perms.merge(p),
+        Msg::ActionDone { text, pods, denied } => {
+            for p in pods {
+                app.in_flight.remove(&p);
+            }
+            if let Some((ns, verb)) = denied {
+                app.perms.deny(&ns, &verb);
+            }
+            app.notice = Some(text);
+        }
+        Msg::LogFetched { pod, lines } => {
+            if app.log_view.as_ref().is_some_and(|l| l.pod == pod) {
+                app.log_view = Some(LogView {
+                    pod,
+                    captured: false,
+                    lines,
+                });
+            }
+        }
         Msg::Key(k) => {
             if k.kind == KeyEventKind::Release {
                 return Vec::new();
+            }
+            if app.popup == Some(Popup::Confirm) {
+                return confirm_key(app, k.code);
             }
             if app.editing_filter {
                 match k.code {
@@ -310,9 +436,25 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
     };
     match action {
         Action::Quit => {
+            if !app.held_here.is_empty() && app.ctx.mode != Mode::Replay {
+                app.confirm = Some(Confirm::QuitWithHolds);
+                app.popup = Some(Popup::Confirm);
+                return Vec::new();
+            }
             app.should_quit = true;
             return vec![Effect::Quit];
         }
+        Action::Mark => {
+            if let (Some(a), Some(id)) = (app.current_app(), app.selected_exec) {
+                let key = (a.namespace.clone(), a.app_id.clone(), id);
+                if !app.marked.remove(&key) {
+                    app.marked.insert(key);
+                }
+            }
+        }
+        Action::Kill => kill_prompt(app),
+        Action::Hold => hold_prompt(app),
+        Action::Logs => return logs(app),
         Action::Help => {
             app.popup = if app.popup == Some(Popup::Help) {
                 None
@@ -323,6 +465,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Close => {
             if app.popup.is_some() {
                 app.popup = None;
+                app.log_view = None;
             } else {
                 app.filter.clear();
                 app.state_filter = StateFilter::All;
@@ -404,6 +547,288 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         }
     }
     Vec::new()
+}
+
+/// Why writes are off here, if they are.
+fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), String> {
+    if app.ctx.mode == Mode::Replay {
+        return Err("a replay cannot act".to_owned());
+    }
+    app.perms
+        .gate(app.ctx.readonly, namespace, verb)
+        .map_err(|e| e.to_string())
+}
+
+fn kill_prompt(app: &mut App) {
+    let Some(a) = app.current_app().cloned() else {
+        return;
+    };
+    if let Err(why) = write_gate(app, &a.namespace, "delete") {
+        app.notice = Some(format!("kill disabled: {why}"));
+        return;
+    }
+    let marked: Vec<i64> = app
+        .marked
+        .iter()
+        .filter(|(ns, id, _)| *ns == a.namespace && *id == a.app_id)
+        .map(|(_, _, e)| *e)
+        .collect();
+    let ids = if marked.is_empty() {
+        app.selected_exec.into_iter().collect()
+    } else {
+        marked
+    };
+    let targets: Vec<Target> = ids
+        .into_iter()
+        .filter_map(|id| a.executors.get(&id))
+        .filter(|e| e.gone.is_none())
+        .map(|e| Target {
+            namespace: a.namespace.clone(),
+            app_id: a.app_id.clone(),
+            pod: e.pod.name.clone(),
+            executor: e.id,
+        })
+        .collect();
+    if targets.is_empty() {
+        app.notice = Some("nothing to kill: the executor's pod is gone".to_owned());
+        return;
+    }
+    app.confirm = Some(Confirm::Kill {
+        targets,
+        force: false,
+    });
+    app.popup = Some(Popup::Confirm);
+}
+
+fn hold_prompt(app: &mut App) {
+    let Some(a) = app.current_app().cloned() else {
+        return;
+    };
+    if let Err(why) = write_gate(app, &a.namespace, "patch") {
+        app.notice = Some(format!("hold disabled: {why}"));
+        return;
+    }
+    let on = a.driver.as_ref().and_then(|d| d.hold_until).is_none()
+        && !a.executors.values().any(|e| e.pod.is_held());
+    app.confirm = Some(Confirm::Hold {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        on,
+    });
+    app.popup = Some(Popup::Confirm);
+}
+
+fn logs(app: &mut App) -> Vec<Effect> {
+    let Some(e) = app.selected().cloned() else {
+        return Vec::new();
+    };
+    if let Some(tail) = &e.log_tail {
+        app.log_view = Some(LogView {
+            pod: e.pod.name.clone(),
+            captured: true,
+            lines: Ok(tail.to_vec()),
+        });
+        app.popup = Some(Popup::Log);
+        app.scroll = 0;
+        return Vec::new();
+    }
+    if app.ctx.mode == Mode::Replay {
+        app.log_view = Some(LogView {
+            pod: e.pod.name.clone(),
+            captured: false,
+            lines: Err("no log was captured for this executor in the recording".to_owned()),
+        });
+        app.popup = Some(Popup::Log);
+        return Vec::new();
+    }
+    let previous = e
+        .pod
+        .container_status(&e.spark_container)
+        .is_some_and(|c| c.restart_count > 0);
+    app.log_view = Some(LogView {
+        pod: e.pod.name.clone(),
+        captured: false,
+        lines: Err("fetching…".to_owned()),
+    });
+    app.popup = Some(Popup::Log);
+    app.scroll = 0;
+    vec![Effect::FetchLog {
+        namespace: e.pod.namespace.clone(),
+        pod: e.pod.name.clone(),
+        container: e.spark_container.clone(),
+        previous,
+        capture: false,
+    }]
+}
+
+fn confirm_key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    let Some(c) = app.confirm.clone() else {
+        app.popup = None;
+        return Vec::new();
+    };
+    match (code, &c) {
+        (KeyCode::Char('f'), Confirm::Kill { targets, force }) => {
+            app.confirm = Some(Confirm::Kill {
+                targets: targets.clone(),
+                force: !force,
+            });
+            Vec::new()
+        }
+        (KeyCode::Char('y') | KeyCode::Enter, _) => {
+            app.popup = None;
+            app.confirm = None;
+            confirmed(app, c)
+        }
+        (KeyCode::Char('n'), Confirm::QuitWithHolds) => {
+            app.should_quit = true;
+            vec![Effect::Quit]
+        }
+        (KeyCode::Char('n') | KeyCode::Esc, _) => {
+            app.popup = None;
+            app.confirm = None;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
+    let now = app.store.view().now.unwrap_or_default();
+    match c {
+        Confirm::Kill { targets, force } => {
+            for t in &targets {
+                app.marked
+                    .remove(&(t.namespace.clone(), t.app_id.clone(), t.executor));
+            }
+            app.notice = Some(format!("killing {} executor(s)…", targets.len()));
+            vec![Effect::Kill {
+                targets,
+                grace: force.then_some(0),
+            }]
+        }
+        Confirm::Hold {
+            namespace,
+            app_id,
+            on,
+        } => {
+            let key = (namespace.clone(), app_id.clone());
+            let Some(a) = app.store.view().apps.get(&key).cloned() else {
+                return Vec::new();
+            };
+            let pods: Vec<String> = a
+                .executors
+                .values()
+                .filter(|e| e.gone.is_none())
+                .filter(|e| {
+                    if on {
+                        !e.pod.is_held() && e.pod.deletion.is_none()
+                    } else {
+                        e.pod.is_held()
+                    }
+                })
+                .map(|e| e.pod.name.clone())
+                .collect();
+            for p in &pods {
+                app.in_flight.insert((namespace.clone(), p.clone()));
+            }
+            let until = on.then(|| now + chrono::Duration::hours(HOLD_TTL_HOURS));
+            if on {
+                app.held_here.insert(key);
+            } else {
+                app.held_here.remove(&key);
+            }
+            app.notice = Some(format!(
+                "hold {} for {}…",
+                if on { "on" } else { "off" },
+                a.app_name.clone().unwrap_or(app_id.clone())
+            ));
+            vec![Effect::SetHold {
+                namespace,
+                app_id,
+                driver: a.driver.as_ref().map(|d| d.pod.clone()),
+                pods,
+                until,
+            }]
+        }
+        Confirm::QuitWithHolds => {
+            let mut effects = Vec::new();
+            for (ns, app_id) in std::mem::take(&mut app.held_here) {
+                if let Some(a) = app.store.view().apps.get(&(ns.clone(), app_id.clone())) {
+                    let pods = a
+                        .executors
+                        .values()
+                        .filter(|e| e.pod.is_held())
+                        .map(|e| e.pod.name.clone())
+                        .collect();
+                    effects.push(Effect::SetHold {
+                        namespace: ns,
+                        app_id,
+                        driver: a.driver.as_ref().map(|d| d.pod.clone()),
+                        pods,
+                        until: None,
+                    });
+                }
+            }
+            app.should_quit = true;
+            effects.push(Effect::Quit);
+            effects
+        }
+    }
+}
+
+/// What the tool does by itself after new data: capture the log of executors that ended,
+/// hold new executors of held apps, release expired holds (on ticks).
+fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
+    let finished = app.store.take_finished();
+    if app.ctx.mode == Mode::Replay {
+        return Vec::new();
+    }
+    let mut effects = Vec::new();
+    for f in finished {
+        effects.push(Effect::FetchLog {
+            namespace: f.namespace,
+            pod: f.pod,
+            container: f.container,
+            previous: f.previous,
+            capture: true,
+        });
+    }
+    let now = app.store.view().now.unwrap_or_default();
+    let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
+    for a in apps {
+        if write_gate(app, &a.namespace, "patch").is_err() {
+            continue;
+        }
+        let hold_until = a
+            .driver
+            .as_ref()
+            .and_then(|d| d.hold_until)
+            .filter(|u| *u > now);
+        for e in a.executors.values().filter(|e| e.gone.is_none()) {
+            let key = (e.pod.namespace.clone(), e.pod.name.clone());
+            if app.in_flight.contains(&key) {
+                continue;
+            }
+            if let Some(until) = hold_until
+                && !e.pod.is_held()
+                && e.pod.deletion.is_none()
+            {
+                app.in_flight.insert(key);
+                effects.push(Effect::HoldPod {
+                    namespace: e.pod.namespace.clone(),
+                    pod: e.pod.name.clone(),
+                    until,
+                });
+            } else if tick && e.pod.is_held() && e.pod.hold_expires().is_some_and(|x| x <= now) {
+                app.in_flight.insert(key);
+                effects.push(Effect::ReleasePod {
+                    namespace: e.pod.namespace.clone(),
+                    pod: e.pod.name.clone(),
+                });
+            }
+        }
+    }
+    effects
 }
 
 /// Clicks select: an app in the apps pane, an executor in the map or table.

@@ -150,3 +150,124 @@ fn clicks_select_apps_and_executors() {
     assert_eq!(app.focus, Focus::Apps);
     assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
 }
+
+fn live_app() -> App {
+    let mut app = app_with(3);
+    app.ctx.mode = Mode::Demo;
+    app
+}
+
+#[test]
+fn quitting_with_holds_asks_and_releases_by_default() {
+    let mut app = live_app();
+    // A driver so the hold has an app-level mark.
+    let driver = pod(
+        json!({"metadata": {"name": "etl-driver", "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: Box::new(driver),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }),
+    );
+    update(&mut app, key(KeyCode::Char('H')));
+    assert_eq!(app.popup, Some(Popup::Confirm));
+    let effects = update(&mut app, key(KeyCode::Char('y')));
+    match &effects[..] {
+        [
+            Effect::SetHold {
+                pods,
+                until: Some(_),
+                driver: Some(d),
+                ..
+            },
+        ] => {
+            assert_eq!(pods.len(), 3);
+            assert_eq!(d, "etl-driver");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        update(&mut app, key(KeyCode::Char('q'))).is_empty(),
+        "asks first"
+    );
+    assert_eq!(app.confirm, Some(Confirm::QuitWithHolds));
+    let effects = update(&mut app, key(KeyCode::Enter));
+    assert!(
+        matches!(effects.first(), Some(Effect::SetHold { until: None, .. })),
+        "{effects:?}"
+    );
+    assert_eq!(effects.last(), Some(&Effect::Quit));
+}
+
+#[test]
+fn read_only_and_replays_cannot_act() {
+    let mut app = live_app();
+    app.ctx.readonly = true;
+    assert!(update(&mut app, key(KeyCode::Char('K'))).is_empty());
+    assert_eq!(app.popup, None);
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("kill disabled: read-only mode (--readonly)")
+    );
+    app.ctx.readonly = false;
+    app.perms.deny("spark-jobs", "patch");
+    update(&mut app, key(KeyCode::Char('H')));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("hold disabled: missing permission: patch pods in namespace spark-jobs")
+    );
+    app.ctx.mode = Mode::Replay;
+    update(&mut app, key(KeyCode::Char('K')));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("kill disabled: a replay cannot act")
+    );
+}
+
+#[test]
+fn an_executor_that_ends_gets_its_log_captured() {
+    let mut app = live_app();
+    let failed = pod(
+        json!({"metadata": {"name": "etl-exec-2", "resourceVersion": "50",
+            "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor", "spark-exec-id": "2"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "s", "imageID": "",
+            "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 52, "reason": "Error"}}}]}}),
+    );
+    let effects = update(
+        &mut app,
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: Box::new(failed),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }),
+    );
+    assert_eq!(
+        effects,
+        vec![Effect::FetchLog {
+            namespace: "spark-jobs".into(),
+            pod: "etl-exec-2".into(),
+            container: "spark-kubernetes-executor".into(),
+            previous: false,
+            capture: true
+        }]
+    );
+    let lines = vec!["java.lang.OutOfMemoryError: Java heap space".to_owned()];
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::LogCaptured {
+            namespace: "spark-jobs".into(),
+            pod: "etl-exec-2".into(),
+            lines: lines.clone(),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }),
+    );
+    let rec = app.current_app().unwrap().executors[&2].clone();
+    assert_eq!(rec.log_tail.as_deref(), Some(&lines));
+    // Shown by `l` without asking the cluster again.
+    app.selected_exec = Some(2);
+    assert!(update(&mut app, key(KeyCode::Char('l'))).is_empty());
+    assert_eq!(app.log_view.as_ref().map(|l| l.captured), Some(true));
+}

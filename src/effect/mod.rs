@@ -67,6 +67,16 @@ impl Permissions {
         Self { allowed }
     }
 
+    /// Adds answers about more namespaces.
+    pub fn merge(&mut self, other: Permissions) {
+        self.allowed.extend(other.allowed);
+    }
+
+    /// Whether this namespace was asked about.
+    pub fn knows(&self, namespace: &str) -> bool {
+        self.allowed.keys().any(|(ns, _)| ns == namespace)
+    }
+
     /// Records a 403 seen on a write.
     pub fn deny(&mut self, namespace: &str, verb: &str) {
         self.allowed

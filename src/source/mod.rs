@@ -76,6 +76,20 @@ pub enum SourceEvent {
         health: Health,
         at: Time,
     },
+    /// The tail of an executor's container log, captured when it ended (evidence).
+    LogCaptured {
+        namespace: String,
+        pod: String,
+        lines: Vec<String>,
+        at: Time,
+    },
+    /// An operator action and its result (kill, hold, release), for the timeline.
+    ActionTaken {
+        namespace: String,
+        app_id: String,
+        text: String,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
 }
@@ -89,6 +103,8 @@ impl SourceEvent {
             | Self::EventSeen { at, .. }
             | Self::DriverConfig { at, .. }
             | Self::SourceHealth { at, .. }
+            | Self::LogCaptured { at, .. }
+            | Self::ActionTaken { at, .. }
             | Self::Tick { at } => *at,
         }
     }

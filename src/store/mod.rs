@@ -35,6 +35,20 @@ pub const MAX_HISTORY: usize = 32;
 pub const MAX_EVENTS: usize = 16;
 /// Timeline entries kept per application.
 pub const MAX_TIMELINE: usize = 2000;
+/// Executors whose captured log tails are kept (the oldest are dropped).
+pub const MAX_LOGS: usize = 500;
+/// Lines kept per captured log.
+pub const LOG_LINES: usize = 200;
+
+/// An executor that just reached a final state: its log should be captured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    /// The container restarted: the evidence is in the previous instance.
+    pub previous: bool,
+}
 
 /// `(namespace, app id)`.
 pub type AppKey = (String, String);
@@ -162,6 +176,9 @@ pub struct ExecutorRecord {
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
     pub spark_container: String,
+    /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
+    #[serde(skip)]
+    pub log_tail: Option<Arc<Vec<String>>>,
 }
 
 impl ExecutorRecord {
@@ -234,6 +251,8 @@ pub struct DriverInfo {
     pub pod: String,
     pub phase: Option<String>,
     pub node: Option<String>,
+    /// The app-level hold (the tool's annotation on the driver), until when.
+    pub hold_until: Option<Time>,
 }
 
 /// One line of an app's timeline.
@@ -371,6 +390,10 @@ pub struct Store {
     snap: Snapshot,
     /// Events about pods, by (namespace, pod name), until their pod is known.
     events: BTreeMap<(String, String), VecDeque<PodEvent>>,
+    /// Executors that reached a final state since the last `take_finished`.
+    finished: Vec<Finished>,
+    /// Which executors hold a captured log, oldest first.
+    logs: VecDeque<(AppKey, i64)>,
 }
 
 impl Store {
@@ -414,7 +437,58 @@ impl Store {
             SourceEvent::SourceHealth { source, health, .. } => {
                 self.snap.health.insert(source, health);
             }
+            SourceEvent::LogCaptured {
+                namespace,
+                pod,
+                lines,
+                ..
+            } => self.attach_log(&namespace, &pod, lines),
+            SourceEvent::ActionTaken {
+                namespace,
+                app_id,
+                text,
+                at,
+            } => {
+                self.app_mut(&namespace, &app_id).log(at, None, text);
+            }
             SourceEvent::Tick { at } => self.tick(at),
+        }
+    }
+
+    /// Executors that reached a final state since the last call (for log capture).
+    pub fn take_finished(&mut self) -> Vec<Finished> {
+        std::mem::take(&mut self.finished)
+    }
+
+    fn attach_log(&mut self, namespace: &str, pod: &str, mut lines: Vec<String>) {
+        if lines.len() > LOG_LINES {
+            lines.drain(..lines.len() - LOG_LINES);
+        }
+        let mut found = None;
+        for (k, app) in &self.snap.apps {
+            if k.0 == namespace
+                && let Some(rec) = app.executors.values().find(|e| e.pod.name == pod)
+            {
+                found = Some((k.clone(), rec.id));
+                break;
+            }
+        }
+        let Some((key, id)) = found else { return };
+        if let Some(rec) = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"))
+            .executors
+            .get_mut(&id)
+        {
+            Arc::make_mut(rec).log_tail = Some(Arc::new(lines));
+        }
+        self.logs.retain(|x| *x != (key.clone(), id));
+        self.logs.push_back((key, id));
+        while self.logs.len() > MAX_LOGS {
+            if let Some((k, old)) = self.logs.pop_front()
+                && let Some(app) = self.snap.apps.get_mut(&k)
+                && let Some(rec) = Arc::make_mut(app).executors.get_mut(&old)
+            {
+                Arc::make_mut(rec).log_tail = None;
+            }
         }
     }
 
@@ -451,6 +525,7 @@ impl Store {
                         pod.phase().map(str::to_owned)
                     },
                     node: pod.node_name.clone(),
+                    hold_until: pod.hold_expires(),
                 });
                 return;
             }
@@ -481,6 +556,7 @@ impl Store {
         let rv = pod.rv();
         let gone = deleted.then_some(Gone::Deleted { at });
         let mut timeline = Vec::new();
+        let mut finished = None;
         match app.executors.get_mut(&id) {
             Some(rec) => {
                 let rec = Arc::make_mut(rec);
@@ -489,6 +565,15 @@ impl Store {
                     && new < old
                 {
                     return;
+                }
+                let was_final = rec.state.is_final() || rec.gone.is_some();
+                if !was_final && (state.is_final() || deleted) {
+                    finished = Some(Finished {
+                        namespace: pod.namespace.clone(),
+                        pod: pod.name.clone(),
+                        container: resolved.config.spark_container.clone(),
+                        previous: false,
+                    });
                 }
                 if rec.state != state || (deleted && rec.gone.is_none()) {
                     let note = if deleted {
@@ -540,6 +625,7 @@ impl Store {
                     findings: Vec::new(),
                     spark_view: None,
                     gone,
+                    log_tail: None,
                 };
                 refresh(&mut rec, &pod_events, &resolved, at);
                 app.executors.insert(id, Arc::new(rec));
@@ -548,6 +634,7 @@ impl Store {
         for (id, text) in timeline {
             app.log(at, Some(id), text);
         }
+        self.finished.extend(finished);
     }
 
     /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides

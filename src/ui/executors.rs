@@ -51,8 +51,20 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         .current_app()
         .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
         .unwrap_or_default();
+    let (dot, held, kept) = app.current_app().map_or((true, 0, 0), |a| {
+        (
+            a.config.delete_on_termination,
+            a.executors.values().filter(|e| e.pod.is_held()).count(),
+            a.executors.values().filter(|e| e.pod.is_inactive()).count(),
+        )
+    });
+    let hold_on = app
+        .current_app()
+        .and_then(|a| a.driver.as_ref())
+        .and_then(|d| d.hold_until)
+        .is_some();
     let title = format!(
-        " Executors of {name} ({}{}) · {} ",
+        " Executors of {name} ({}{}) · {} · deleteOnTermination={dot} · held {held} · kept by Spark {kept}{} ",
         visible.len(),
         if visible.len() == total {
             String::new()
@@ -62,7 +74,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         match app.view {
             View::Map => "map",
             View::Table => "table",
-        }
+        },
+        if hold_on { " · HOLD ON" } else { "" }
     );
     let block = Block::default()
         .borders(Borders::ALL)
@@ -80,9 +93,24 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             }
             for chunk in visible.chunks(cols).skip(offset).take(rows) {
                 let mut spans = Vec::new();
+                let key = app
+                    .current_app()
+                    .map(|a| (a.namespace.clone(), a.app_id.clone()))
+                    .unwrap_or_default();
                 for e in chunk {
                     let (letter, style) = theme::cell(e);
-                    let text = format!("{:>w$}{letter} ", e.id, w = usize::from(CELL_WIDTH) - 2);
+                    let mark = if app.marked.contains(&(key.0.clone(), key.1.clone(), e.id)) {
+                        '*'
+                    } else if e.pod.is_held() {
+                        'h'
+                    } else {
+                        ' '
+                    };
+                    let text = format!(
+                        "{:>w$}{letter}{mark}",
+                        e.id,
+                        w = usize::from(CELL_WIDTH) - 2
+                    );
                     let style = if Some(e.id) == selected {
                         style.patch(theme::selected())
                     } else {
@@ -154,9 +182,13 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height < 3 || area.width < 3 {
         return;
     }
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(Span::styled(" Selected ", theme::title()));
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        match &app.notice {
+            Some(n) => format!(" Selected · {n} "),
+            None => " Selected ".to_owned(),
+        },
+        theme::title(),
+    ));
     let Some(e) = app.selected() else {
         f.render_widget(
             Paragraph::new(Line::styled("nothing selected", theme::dim())).block(block),

@@ -4,6 +4,7 @@
 //! The layout is a pure function of the terminal size so that `update` can use it for moves
 //! that depend on it (a map row's width) and mouse hit-testing.
 
+mod actions;
 mod apps;
 mod detail;
 mod executors;
@@ -113,6 +114,8 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
         Some(Popup::Help) => help::render(f, area),
         Some(Popup::Detail) => detail::render(app, f, area),
         Some(Popup::Timeline) => timeline::render(app, f, area),
+        Some(Popup::Log) => actions::render_log(app, f, area),
+        Some(Popup::Confirm) => actions::render_confirm(app, f, area),
         None => {}
     }
 }

@@ -82,9 +82,43 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         ])
     } else {
         let mut spans = Vec::new();
+        let ns = app
+            .current_app()
+            .map(|a| a.namespace.clone())
+            .unwrap_or_default();
         for b in KEYMAP.iter().filter(|b| b.hint) {
-            spans.push(Span::styled(format!("{} ", b.label), theme::title()));
-            spans.push(Span::styled(format!("{}  ", short(b.help)), theme::dim()));
+            let verb = match b.action {
+                crate::app::keymap::Action::Kill => Some("delete"),
+                crate::app::keymap::Action::Hold => Some("patch"),
+                _ => None,
+            };
+            let disabled = verb.and_then(|v| {
+                if app.ctx.mode == Mode::Replay {
+                    return Some("replay".to_owned());
+                }
+                app.perms
+                    .gate(app.ctx.readonly, &ns, v)
+                    .err()
+                    .map(|e| match e {
+                        crate::effect::Denied::ReadOnly => "read-only".to_owned(),
+                        crate::effect::Denied::Permission { verb, .. } => {
+                            format!("no {verb} permission")
+                        }
+                    })
+            });
+            match disabled {
+                Some(why) => {
+                    spans.push(Span::styled(format!("{} ", b.label), theme::dim()));
+                    spans.push(Span::styled(
+                        format!("{} (off: {why})  ", short(b.help)),
+                        theme::dim(),
+                    ));
+                }
+                None => {
+                    spans.push(Span::styled(format!("{} ", b.label), theme::title()));
+                    spans.push(Span::styled(format!("{}  ", short(b.help)), theme::dim()));
+                }
+            }
         }
         if !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All {
             spans.insert(

@@ -106,3 +106,137 @@ fn empty_and_tiny_screens_do_not_panic() {
         }
     }
 }
+
+/// The etl app held: the driver carries the hold annotation, executor 11 the finalizer.
+fn held(app: &mut App) {
+    let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
+    let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
+    let last = |pred: &dyn Fn(&crate::model::ExecutorPod) -> bool| {
+        rec.events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                crate::source::SourceEvent::PodUpserted { pod, .. } if pred(pod) => {
+                    Some((**pod).clone())
+                }
+                _ => None,
+            })
+            .expect("pod in fixture")
+    };
+    let mut driver = last(&|p| {
+        p.role() == Some(crate::model::Role::Driver)
+            && p.label("spark-app-name") == Some("etl-nightly")
+    });
+    driver.tool_annotations.insert(
+        crate::model::HOLD_EXPIRES.into(),
+        "2099-01-01T00:00:00Z".into(),
+    );
+    let mut eleven =
+        last(&|p| p.label("spark-app-name") == Some("etl-nightly") && p.executor_id() == Some(11));
+    eleven.finalizers.push(crate::model::HOLD_FINALIZER.into());
+    eleven.resource_version = Some("999999".into());
+    let at = app.store.view().now.expect("now");
+    for pod in [driver, eleven] {
+        update(
+            app,
+            crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
+                pod: Box::new(pod),
+                at,
+            }),
+        );
+    }
+}
+
+frames!(kill_confirm_popup, |app: &mut App| {
+    app.ctx.mode = Mode::Demo;
+    etl_exec(app, 2);
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(' '),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    app.selected_exec = Some(3);
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(' '),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('K'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    assert_eq!(app.popup, Some(Popup::Confirm));
+});
+frames!(hold_indicator, |app: &mut App| {
+    held(app);
+    etl_exec(app, 11);
+});
+frames!(hold_confirm_popup, |app: &mut App| {
+    app.ctx.mode = Mode::Demo;
+    etl_exec(app, 11);
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('H'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+});
+frames!(disabled_actions, |app: &mut App| {
+    app.ctx.readonly = true;
+    app.ctx.mode = Mode::Live;
+    etl_exec(app, 2);
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('K'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    assert_eq!(app.popup, None);
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("kill disabled: read-only mode (--readonly)")
+    );
+});
+frames!(log_pane, |app: &mut App| {
+    let at = app.store.view().now.expect("now");
+    let pod = app
+        .apps()
+        .iter()
+        .find(|a| a.app_name.as_deref() == Some("etl-nightly"))
+        .and_then(|a| a.executors.get(&8))
+        .map(|e| e.pod.name.clone())
+        .expect("exec 8");
+    let lines = vec![
+        "26/11/29 23:52:24 INFO Executor: Running task 5.0 in stage 2.0 (TID 41)".to_owned(),
+        "26/11/29 23:52:25 ERROR Executor: Exception in task 5.0 in stage 2.0 (TID 41)".to_owned(),
+        "java.lang.OutOfMemoryError: Java heap space".to_owned(),
+        "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)".to_owned(),
+    ];
+    update(
+        app,
+        crate::app::Msg::Source(crate::source::SourceEvent::LogCaptured {
+            namespace: "spark-jobs".into(),
+            pod,
+            lines,
+            at,
+        }),
+    );
+    etl_exec(app, 8);
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('l'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    assert_eq!(app.popup, Some(Popup::Log));
+});

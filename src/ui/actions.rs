@@ -1,0 +1,164 @@
+//! The confirm popup (kill, hold, quit with holds) and the log popup.
+
+use ratatui::{
+    Frame,
+    layout::Rect,
+    style::{Color, Style},
+    text::{Line, Span},
+    widgets::{Block, Borders, Clear, Paragraph, Wrap},
+};
+
+use super::{centered, theme};
+use crate::{
+    actions::SPARK_AFTER_KILL,
+    app::{App, Confirm},
+};
+
+pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
+    let Some(c) = &app.confirm else { return };
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    let title = match c {
+        Confirm::Kill { targets, force } => {
+            lines.push(Line::styled(
+                format!("Delete {} executor pod(s):", targets.len()),
+                theme::title(),
+            ));
+            for t in targets.iter().take(12) {
+                lines.push(Line::raw(format!(
+                    "  {}/{} (executor {})",
+                    t.namespace, t.pod, t.executor
+                )));
+            }
+            if targets.len() > 12 {
+                lines.push(Line::raw(format!("  … and {} more", targets.len() - 12)));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::raw(if *force {
+                "Grace period 0: the containers are killed at once (SIGKILL, exit 137).".to_owned()
+            } else {
+                "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
+            }));
+            lines.push(Line::raw(SPARK_AFTER_KILL));
+            lines.push(Line::raw(""));
+            lines.push(Line::from(vec![
+                Span::styled(
+                    " y/Enter ",
+                    Style::default().fg(Color::Black).bg(Color::Red),
+                ),
+                Span::raw(" delete   "),
+                Span::styled(" f ", theme::title()),
+                Span::raw(if *force {
+                    " use the pods' grace   "
+                } else {
+                    " force (grace 0)   "
+                }),
+                Span::styled(" n/Esc ", theme::title()),
+                Span::raw(" cancel"),
+            ]));
+            " Kill executors? "
+        }
+        Confirm::Hold { on, app_id, .. } => {
+            let name = app
+                .store
+                .view()
+                .apps
+                .values()
+                .find(|a| &a.app_id == app_id)
+                .and_then(|a| a.app_name.clone())
+                .unwrap_or_else(|| app_id.clone());
+            if *on {
+                lines.push(Line::styled(
+                    format!("Hold the executor pods of {name}?"),
+                    theme::title(),
+                ));
+                lines.push(Line::raw(format!(
+                    "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
+                     so when Spark deletes an executor its pod stays Terminating with its final status and log. \
+                     Expires in {}h; any instance releases it then.",
+                    crate::model::HOLD_FINALIZER,
+                    crate::app::HOLD_TTL_HOURS
+                )));
+            } else {
+                lines.push(Line::styled(
+                    format!("Release the hold on {name}?"),
+                    theme::title(),
+                ));
+                lines.push(Line::raw(
+                    "Removes only spark-triage's finalizer; pods Spark already deleted then go.",
+                ));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(vec![
+                Span::styled(" y/Enter ", theme::selected()),
+                Span::raw(" yes   "),
+                Span::styled(" n/Esc ", theme::title()),
+                Span::raw(" cancel"),
+            ]));
+            if *on { " Hold on " } else { " Hold off " }
+        }
+        Confirm::QuitWithHolds => {
+            lines.push(Line::styled(
+                "This session turned holds on. Release them before quitting?",
+                theme::title(),
+            ));
+            lines.push(Line::raw(
+                "Held pods stay Terminating until released (or until their hold expires).",
+            ));
+            lines.push(Line::raw(""));
+            lines.push(Line::from(vec![
+                Span::styled(" y/Enter ", theme::selected()),
+                Span::raw(" release and quit   "),
+                Span::styled(" n ", theme::title()),
+                Span::raw(" keep them and quit   "),
+                Span::styled(" Esc ", theme::title()),
+                Span::raw(" stay"),
+            ]));
+            " Quit "
+        }
+    };
+    let r = centered(area, 90, lines.len() as u16 + 4);
+    if r.width < 3 || r.height < 3 {
+        return;
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(title, theme::title()));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        r,
+    );
+}
+
+pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
+    let Some(log) = &app.log_view else { return };
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).max(1),
+        area.height.saturating_sub(2).max(1),
+    );
+    if r.width < 3 || r.height < 3 {
+        return;
+    }
+    let lines: Vec<Line<'_>> = match &log.lines {
+        Ok(l) if l.is_empty() => vec![Line::styled("(empty log)", theme::dim())],
+        Ok(l) => l.iter().map(|x| Line::raw(x.clone())).collect(),
+        Err(e) => vec![Line::styled(e.clone(), Style::default().fg(Color::Yellow))],
+    };
+    let how = if log.captured {
+        "captured when it ended"
+    } else {
+        "fetched now"
+    };
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        format!(" Log of {} ({how}) · ↑↓ PgUp PgDn · Esc close ", log.pod),
+        theme::title(),
+    ));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines).block(block).scroll((app.scroll, 0)),
+        r,
+    );
+}
