@@ -69,6 +69,18 @@ pub enum Command {
     Hold(HoldArgs),
     /// Remove the tool's hold from pods (only its own finalizer; others are untouched).
     Release(ReleaseArgs),
+    /// Replay a recording in the live view, on a timeline (Space plays, n/N steps, f jumps to failures, : seeks).
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recording (plain or .zst).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Start at this moment (a duration from the start, or an RFC 3339 time) instead of the start.
+    #[arg(long, value_name = "DURATION|RFC3339")]
+    pub at: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +231,13 @@ pub struct StatusArgs {
     /// Only this application (id or name).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
+    /// Read a recording instead of a cluster.
+    #[arg(long, value_name = "FILE")]
+    pub recording: Option<std::path::PathBuf>,
+    /// With --recording: the moment (a duration from its start, or an RFC 3339 time);
+    /// default: its end.
+    #[arg(long, value_name = "DURATION|RFC3339", requires = "recording")]
+    pub at: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -354,6 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Kill(args)) => run_kill(&cli.live, args),
         Some(Command::Hold(args)) => run_hold(&cli.live, args),
         Some(Command::Release(args)) => run_release(&cli.live, args),
+        Some(Command::Replay(args)) => run_replay(args),
         None => run_live(&cli.live),
     }
 }
@@ -487,8 +507,64 @@ async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The moment `--at` names in a recording that started at `start`.
+fn moment(at: &str, start: Time) -> Result<Time, Failure> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) {
+        return Ok(t.to_utc());
+    }
+    let d = humantime::parse_duration(at).map_err(|e| {
+        Failure::Usage(format!(
+            "--at {at:?}: not a duration or an RFC 3339 time ({e})"
+        ))
+    })?;
+    Ok(start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero()))
+}
+
+/// Opens a recording, reporting damage on stderr.
+fn open_recording(path: &std::path::Path) -> Result<crate::record::Recording, Failure> {
+    let rec = crate::record::open(path).map_err(|e| Failure::Runtime(e.to_string()))?;
+    for d in &rec.damaged {
+        eprintln!("warning: {}: {d}", path.display());
+    }
+    Ok(rec)
+}
+
+fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> Result<(), Failure> {
+    let text = match output {
+        StatusOutput::Json => {
+            let mut s = serde_json::to_string_pretty(report)
+                .map_err(|e| Failure::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+        StatusOutput::Table => crate::status::render_table(report, false),
+        StatusOutput::Wide => crate::status::render_table(report, true),
+    };
+    write_stdout(&text)
+}
+
 fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
     use crate::{source::live, status, store::Store};
+    if let Some(path) = &args.recording {
+        let rec = open_recording(path)?;
+        let until = args
+            .at
+            .as_deref()
+            .map(|a| moment(a, rec.header.started_at))
+            .transpose()?;
+        let mut store = Store::new();
+        for ev in rec.events {
+            if until.is_some_and(|u| ev.at() > u) {
+                break;
+            }
+            store.apply(ev);
+        }
+        print_status(
+            &status::report(store.view(), args.app.as_deref()),
+            args.output,
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let opts = live_args.options();
     runtime()?.block_on(async move {
         let conn = live::connect(&opts)
@@ -541,17 +617,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         for p in &report.problems {
             eprintln!("warning: {p}");
         }
-        let text = match args.output {
-            StatusOutput::Json => {
-                let mut s = serde_json::to_string_pretty(&report)
-                    .map_err(|e| Failure::Runtime(e.to_string()))?;
-                s.push('\n');
-                s
-            }
-            StatusOutput::Table => status::render_table(&report, false),
-            StatusOutput::Wide => status::render_table(&report, true),
-        };
-        write_stdout(&text)?;
+        print_status(&report, args.output)?;
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -673,11 +739,9 @@ fn recording_header(conn: &crate::source::live::Connection) -> crate::record::He
 fn create_recording(
     path: &std::path::Path,
     conn: &crate::source::live::Connection,
-) -> Result<crate::record::Writer<std::io::BufWriter<std::fs::File>>, Failure> {
-    let file = std::fs::File::create(path)
-        .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", path.display())))?;
-    crate::record::Writer::new(std::io::BufWriter::new(file), &recording_header(conn))
-        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))
+) -> Result<crate::record::Writer<crate::record::FileOut>, Failure> {
+    crate::record::create(path, &recording_header(conn))
+        .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", path.display())))
 }
 
 /// Passes events through while writing each to a recording, flushed every second.
@@ -916,6 +980,44 @@ fn run_release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCode, Fail
         .await;
         write_stdout(&out)?;
         r.map_err(|e| Failure::Runtime(e.to_string()))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// An app positioned in a recording (shared by `replay` and tests).
+pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app::App {
+    use crate::app::{App, Context, Mode, replay::Replay};
+    let mut app = App::new(Context {
+        context: format!("recording of {}", rec.header.server),
+        scope: rec.header.scope.clone(),
+        readonly: true,
+        mode: Mode::Replay,
+    });
+    let mut r = Replay::new(rec.events, rec.header.started_at);
+    let to = at.unwrap_or(r.start);
+    r.seek(&mut app.store, to);
+    app.store.take_finished();
+    app.replay = Some(r);
+    crate::app::update(&mut app, crate::app::Msg::Resize(80, 24));
+    app
+}
+
+fn run_replay(args: ReplayArgs) -> Result<ExitCode, Failure> {
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
+    }
+    let rec = open_recording(&args.file)?;
+    let at = args
+        .at
+        .as_deref()
+        .map(|a| moment(a, rec.header.started_at))
+        .transpose()?;
+    let app = replay_app(rec, at);
+    runtime()?.block_on(async move {
+        let (_tx, rx) = tokio::sync::mpsc::channel(1);
+        crate::tui::run(app, rx, None, false)
+            .await
+            .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -274,6 +274,8 @@ pub async fn run(
     update(&mut app, Msg::Resize(size.width, size.height));
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut replay_tick = tokio::time::interval(Duration::from_millis(100));
+    replay_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal_stream();
     let mut sources_open = true;
     let mut last_draw = tokio::time::Instant::now() - FRAME;
@@ -303,6 +305,7 @@ pub async fn run(
                 None => { sources_open = false; None }
             },
             _ = tick.tick() => live_clock.then(|| Msg::Tick(chrono::Utc::now())),
+            _ = replay_tick.tick(), if app.replay.as_ref().is_some_and(|r| r.playing) => Some(Msg::ReplayAdvance(100)),
             m = msgs.recv() => m,
             () = sigterm.recv() => break,
             () = tokio::time::sleep(wait) => None,

@@ -3,6 +3,7 @@
 //! that must touch the world leaves as an `Effect` for the runner.
 
 pub mod keymap;
+pub mod replay;
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -162,6 +163,8 @@ pub struct App {
     pub held_here: BTreeSet<(String, String)>,
     /// Pods with a hold/release/capture request under way (not asked for twice).
     pub in_flight: BTreeSet<(String, String)>,
+    /// Set when replaying a recording.
+    pub replay: Option<replay::Replay>,
 }
 
 /// Input to `update`.
@@ -185,6 +188,8 @@ pub enum Msg {
         pod: String,
         lines: Result<Vec<String>, String>,
     },
+    /// Real time passed while replaying (milliseconds).
+    ReplayAdvance(u64),
 }
 
 /// What the runner must do.
@@ -246,6 +251,7 @@ impl App {
             notice: None,
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
+            replay: None,
         }
     }
 
@@ -389,6 +395,18 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             app.notice = Some(text);
         }
+        Msg::ReplayAdvance(ms) => {
+            if let Some(mut r) = app.replay.take() {
+                if r.playing {
+                    let step = ms.saturating_mul(u64::from(r.speed)).min(i64::MAX as u64) as i64;
+                    let to = r.position + chrono::Duration::milliseconds(step);
+                    r.seek(&mut app.store, to);
+                    app.store.take_finished();
+                }
+                app.replay = Some(r);
+                app.fix_selection();
+            }
+        }
         Msg::LogFetched { pod, lines } => {
             if app.log_view.as_ref().is_some_and(|l| l.pod == pod) {
                 app.log_view = Some(LogView {
@@ -404,6 +422,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             if app.popup == Some(Popup::Confirm) {
                 return confirm_key(app, k.code);
+            }
+            if app.replay.is_some()
+                && app.popup.is_none()
+                && !app.editing_filter
+                && replay_key(app, k.code)
+            {
+                return Vec::new();
             }
             if app.editing_filter {
                 match k.code {
@@ -547,6 +572,62 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         }
     }
     Vec::new()
+}
+
+/// Replay controls; `true` when the key was one of them.
+fn replay_key(app: &mut App, code: KeyCode) -> bool {
+    let Some(mut r) = app.replay.take() else {
+        return false;
+    };
+    let mut used = true;
+    if let Some(buf) = r.seeking.as_mut() {
+        match code {
+            KeyCode::Enter => {
+                let typed = std::mem::take(buf);
+                r.seeking = None;
+                match r.parse_moment(&typed) {
+                    Some(t) => r.seek(&mut app.store, t),
+                    None => {
+                        app.notice = Some(format!(
+                            "cannot read {typed:?} as a time (1m30s, 10:43:00, or RFC 3339)"
+                        ))
+                    }
+                }
+            }
+            KeyCode::Esc => r.seeking = None,
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Char(c) => buf.push(c),
+            _ => {}
+        }
+    } else {
+        match code {
+            KeyCode::Char(' ') => r.playing = !r.playing,
+            KeyCode::Char('+' | '=') => r.faster(),
+            KeyCode::Char('-') => r.slower(),
+            KeyCode::Char('n') => {
+                if let Some(t) = r.next_change() {
+                    r.seek(&mut app.store, t);
+                }
+            }
+            KeyCode::Char('N') => {
+                if let Some(t) = r.previous_change() {
+                    r.seek(&mut app.store, t);
+                }
+            }
+            KeyCode::Char('f') => match r.next_failure() {
+                Some(t) => r.seek(&mut app.store, t),
+                None => app.notice = Some("no failure after this moment".to_owned()),
+            },
+            KeyCode::Char(':') => r.seeking = Some(String::new()),
+            _ => used = false,
+        }
+    }
+    app.store.take_finished();
+    app.replay = Some(r);
+    app.fix_selection();
+    used
 }
 
 /// Why writes are off here, if they are.

@@ -9,6 +9,7 @@ mod apps;
 mod detail;
 mod executors;
 mod help;
+mod replay_bar;
 mod status_bar;
 pub mod theme;
 mod timeline;
@@ -24,6 +25,8 @@ pub const CELL_WIDTH: u16 = 7;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub top: Rect,
+    /// The replay timeline bar (zero height when live).
+    pub replay: Rect,
     pub apps: Rect,
     pub main: Rect,
     pub strip: Rect,
@@ -33,12 +36,14 @@ pub struct Layout {
 }
 
 /// The layout for a terminal of `size`.
-pub fn layout(size: (u16, u16), _app: &App) -> Layout {
+pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let (w, h) = size;
     let full = Rect::new(0, 0, w, h);
     let top = Rect::new(0, 0, w, h.min(1));
     let footer = Rect::new(0, h.saturating_sub(1), w, u16::from(h >= 2));
-    let body_h = h.saturating_sub(2);
+    let bar_h = u16::from(app.replay.is_some() && h >= 6);
+    let replay = Rect::new(0, h.saturating_sub(1 + bar_h), w, bar_h);
+    let body_h = h.saturating_sub(2 + bar_h);
     let apps_w = if w >= 120 { 44 } else { (w / 3).clamp(1, 34) };
     let apps = Rect::new(0, 1.min(h), apps_w.min(w), body_h);
     let right_x = apps.width;
@@ -57,6 +62,7 @@ pub fn layout(size: (u16, u16), _app: &App) -> Layout {
     let _ = full;
     Layout {
         top,
+        replay,
         apps,
         main,
         strip,
@@ -109,6 +115,7 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     apps::render(app, f, l.apps);
     executors::render(app, f, &l);
     executors::render_strip(app, f, l.strip);
+    replay_bar::render(app, f, l.replay);
     status_bar::render_footer(app, f, l.footer);
     match app.popup {
         Some(Popup::Help) => help::render(f, area),

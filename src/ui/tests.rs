@@ -240,3 +240,63 @@ frames!(log_pane, |app: &mut App| {
     );
     assert_eq!(app.popup, Some(Popup::Log));
 });
+
+fn replay_at(secs: Option<i64>) -> App {
+    let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
+    let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
+    let at = secs.map(|s| rec.header.started_at + chrono::Duration::seconds(s));
+    let mut app = crate::cli::replay_app(rec, at);
+    if app
+        .apps()
+        .iter()
+        .any(|a| a.app_name.as_deref() == Some("etl-nightly"))
+    {
+        etl_exec(&mut app, 7);
+    }
+    app
+}
+
+#[test]
+fn replay_frames_at_three_moments() {
+    for (name, secs) in [
+        ("replay_at_8s", Some(8)),
+        ("replay_at_30s", Some(30)),
+        ("replay_at_end", Some(3600)),
+    ] {
+        let mut app = replay_at(secs);
+        insta::assert_snapshot!(name, draw(&mut app, 120, 30));
+    }
+}
+
+#[test]
+fn two_replays_render_identical_frames() {
+    let mut a = replay_at(None);
+    let mut b = replay_at(None);
+    let keys = [' ', '+', '+', 'n', 'n', 'f', 'N'];
+    for app in [&mut a, &mut b] {
+        for k in keys {
+            update(
+                app,
+                crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+                    crossterm::event::KeyCode::Char(k),
+                    crossterm::event::KeyModifiers::NONE,
+                )),
+            );
+            update(app, crate::app::Msg::ReplayAdvance(1500));
+        }
+    }
+    let fa = draw(&mut a, 160, 40);
+    assert_eq!(fa, draw(&mut b, 160, 40));
+    // And seeking back rebuilds the same state as playing forward to that moment.
+    let pos = a.replay.as_ref().unwrap().position;
+    let mut c = replay_at(None);
+    let start = c.replay.as_ref().unwrap().start;
+    let mut r = c.replay.take().unwrap();
+    r.seek(&mut c.store, pos);
+    r.playing = a.replay.as_ref().unwrap().playing;
+    r.speed = a.replay.as_ref().unwrap().speed;
+    c.replay = Some(r);
+    update(&mut c, crate::app::Msg::ReplayAdvance(0)); // settles the selection, as any update does
+    assert!(pos > start);
+    assert_eq!(fa, draw(&mut c, 160, 40));
+}

@@ -1,0 +1,142 @@
+//! Replay: the recorded events, a position on their timeline, and the moves (play, speed,
+//! step to the next lifecycle change or failure, seek). Everything derives from the events,
+//! so two replays at the same position show identical frames. Seeking backwards rebuilds
+//! the store from the start (no keyframes yet).
+
+use std::sync::Arc;
+
+use crate::{model::Time, source::SourceEvent, store::Store};
+
+/// Speeds offered (×).
+pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pub events: Arc<Vec<SourceEvent>>,
+    /// Events applied so far.
+    pub index: usize,
+    pub start: Time,
+    pub end: Time,
+    /// The replay clock.
+    pub position: Time,
+    pub playing: bool,
+    pub speed: u32,
+    /// Moments where an executor's lifecycle changed, and where something failed.
+    pub changes: Vec<Time>,
+    pub failures: Vec<Time>,
+    /// `:` typed, waiting for a time.
+    pub seeking: Option<String>,
+}
+
+impl Replay {
+    /// Prepares a replay (one pass to find the lifecycle changes and failures).
+    pub fn new(events: Vec<SourceEvent>, started_at: Time) -> Self {
+        let start = events
+            .first()
+            .map_or(started_at, SourceEvent::at)
+            .min(started_at);
+        let end = events.iter().map(SourceEvent::at).max().unwrap_or(start);
+        let mut probe = Store::new();
+        for ev in &events {
+            probe.apply(ev.clone());
+        }
+        let mut changes = Vec::new();
+        let mut failures = Vec::new();
+        for app in probe.view().apps.values() {
+            for t in &app.timeline {
+                changes.push(t.at);
+                if t.text.contains(" failed")
+                    || t.text.contains(" missing")
+                    || t.text.contains("Evicted")
+                    || t.text.contains("OOMKilled")
+                {
+                    failures.push(t.at);
+                }
+            }
+        }
+        changes.sort();
+        changes.dedup();
+        failures.sort();
+        failures.dedup();
+        Self {
+            events: Arc::new(events),
+            index: 0,
+            start,
+            end,
+            position: start,
+            playing: false,
+            speed: 1,
+            changes,
+            failures,
+            seeking: None,
+        }
+    }
+
+    /// Moves the replay clock to `to`, applying (or re-applying) events into `store`.
+    pub fn seek(&mut self, store: &mut Store, to: Time) {
+        let to = to.clamp(self.start, self.end);
+        if to < self.position {
+            *store = Store::new();
+            self.index = 0;
+        }
+        while let Some(ev) = self.events.get(self.index) {
+            if ev.at() > to {
+                break;
+            }
+            store.apply(ev.clone());
+            self.index += 1;
+        }
+        self.position = to;
+        if self.position >= self.end {
+            self.playing = false;
+        }
+    }
+
+    pub fn next_change(&self) -> Option<Time> {
+        self.changes.iter().copied().find(|t| *t > self.position)
+    }
+
+    pub fn previous_change(&self) -> Option<Time> {
+        self.changes
+            .iter()
+            .rev()
+            .copied()
+            .find(|t| *t < self.position)
+    }
+
+    pub fn next_failure(&self) -> Option<Time> {
+        self.failures.iter().copied().find(|t| *t > self.position)
+    }
+
+    pub fn faster(&mut self) {
+        self.speed = SPEEDS
+            .iter()
+            .copied()
+            .find(|s| *s > self.speed)
+            .unwrap_or(64);
+    }
+
+    pub fn slower(&mut self) {
+        self.speed = SPEEDS
+            .iter()
+            .rev()
+            .copied()
+            .find(|s| *s < self.speed)
+            .unwrap_or(1);
+    }
+
+    /// `1m30s` from the start, an RFC 3339 time, or `HH:MM:SS` on the recording's first day.
+    pub fn parse_moment(&self, s: &str) -> Option<Time> {
+        let s = s.trim();
+        if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+            return Some(t.to_utc());
+        }
+        if let Ok(d) = humantime::parse_duration(s) {
+            return Some(self.start + chrono::Duration::from_std(d).ok()?);
+        }
+        let t = chrono::NaiveTime::parse_from_str(s, "%H:%M:%S")
+            .or_else(|_| chrono::NaiveTime::parse_from_str(s, "%H:%M"))
+            .ok()?;
+        Some(self.start.date_naive().and_time(t).and_utc())
+    }
+}
