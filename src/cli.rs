@@ -71,6 +71,24 @@ pub enum Command {
     Release(ReleaseArgs),
     /// Replay a recording in the live view, on a timeline (Space plays, n/N steps, f jumps to failures, : seeks).
     Replay(ReplayArgs),
+    /// Write a post-mortem of a recording: failures, findings, OOM breakdown, pending, missing, churn, recommendations.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The recording (plain or .zst).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
+    pub output: ReportOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportOutput {
+    Md,
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -374,6 +392,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Hold(args)) => run_hold(&cli.live, args),
         Some(Command::Release(args)) => run_release(&cli.live, args),
         Some(Command::Replay(args)) => run_replay(args),
+        Some(Command::Report(args)) => run_report(args),
         None => run_live(&cli.live),
     }
 }
@@ -1020,4 +1039,24 @@ fn run_replay(args: ReplayArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn run_report(args: ReportArgs) -> Result<ExitCode, Failure> {
+    let rec = open_recording(&args.file)?;
+    let name = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let report = crate::report::build(&name, &rec);
+    let text = match args.output {
+        ReportOutput::Md => crate::report::markdown(&report),
+        ReportOutput::Json => {
+            let mut s = serde_json::to_string_pretty(&report)
+                .map_err(|e| Failure::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
 }

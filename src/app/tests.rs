@@ -271,3 +271,49 @@ fn an_executor_that_ends_gets_its_log_captured() {
     assert!(update(&mut app, key(KeyCode::Char('l'))).is_empty());
     assert_eq!(app.log_view.as_ref().map(|l| l.captured), Some(true));
 }
+
+#[test]
+fn new_executors_of_a_held_app_are_held() {
+    let mut app = live_app();
+    let mut driver = pod(
+        json!({"metadata": {"name": "etl-driver", "annotations": {"spark-triage.dev/hold-expires": "2099-01-01T00:00:00Z"},
+            "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    driver.resource_version = Some("1".into());
+    let effects = update(
+        &mut app,
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: Box::new(driver),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }),
+    );
+    let held: Vec<&str> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::HoldPod { pod, .. } => Some(pod.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held, vec!["etl-exec-1", "etl-exec-2", "etl-exec-3"]);
+    // Not asked twice while the request is under way.
+    assert!(update(&mut app, Msg::Tick(chrono::DateTime::UNIX_EPOCH)).is_empty());
+    // Read-only: nothing is held.
+    let mut ro = live_app();
+    ro.ctx.readonly = true;
+    let driver = pod(
+        json!({"metadata": {"name": "etl-driver", "annotations": {"spark-triage.dev/hold-expires": "2099-01-01T00:00:00Z"},
+            "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    assert!(
+        update(
+            &mut ro,
+            Msg::Source(SourceEvent::PodUpserted {
+                pod: Box::new(driver),
+                at: chrono::DateTime::UNIX_EPOCH
+            })
+        )
+        .is_empty()
+    );
+}

@@ -276,3 +276,26 @@ proptest! {
         pipeline(&bytes[..end.min(bytes.len())]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The recording reader never panics: arbitrary bytes, and the real fixture cut or
+    /// corrupted anywhere.
+    #[test]
+    fn the_recording_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..2048), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), with in any::<u8>()) {
+        let _ = spark_triage::record::read("fuzz", &bytes[..]);
+        let fixture = include_bytes!("../fixtures/mixed-session.ndjson");
+        let mut mutated = fixture[..cut.index(fixture.len())].to_vec();
+        if !mutated.is_empty() {
+            let i = flip.index(mutated.len());
+            mutated[i] = with;
+        }
+        if let Ok(rec) = spark_triage::record::read("fuzz", &mutated[..]) {
+            let mut store = spark_triage::store::Store::new();
+            for ev in rec.events {
+                store.apply(ev);
+            }
+        }
+    }
+}

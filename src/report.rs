@@ -1,0 +1,444 @@
+//! `spark-triage report FILE`: a written post-mortem of a recording, per application:
+//! failures on a timeline with their findings, counts by finding, the OOM breakdown, pending
+//! time and reasons, missing executors, churn windows, actions taken, and recommendations
+//! (the setting to change, with the evidence). Pure: recording in, report out.
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use serde::Serialize;
+
+use crate::{
+    diagnose::{Code, Severity, human_duration},
+    model::{ExecutorState, Time, fmt_time},
+    record::Recording,
+    store::{App, Gone, Store},
+};
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub source: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub duration_seconds: i64,
+    pub scope: String,
+    pub apps: Vec<AppReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AppReport {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub driver_phase: Option<String>,
+    pub executors_seen: usize,
+    pub counts: crate::store::Counts,
+    pub failures: Vec<FailureEntry>,
+    pub by_finding: BTreeMap<String, usize>,
+    pub oom: OomBreakdown,
+    pub pending: PendingSummary,
+    pub missing: Vec<MissingEntry>,
+    pub churn_windows: Vec<ChurnWindow>,
+    pub actions: Vec<String>,
+    pub recommendations: Vec<Recommendation>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FailureEntry {
+    pub at: String,
+    pub executor: i64,
+    pub state: ExecutorState,
+    pub exit_code: Option<i32>,
+    pub finding: Option<String>,
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct OomBreakdown {
+    pub container: usize,
+    pub jvm: usize,
+    pub node: usize,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct PendingSummary {
+    pub executors: usize,
+    pub median_seconds: Option<i64>,
+    pub max_seconds: Option<i64>,
+    pub still_pending: usize,
+    pub reasons: Vec<(String, usize)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MissingEntry {
+    pub executor: i64,
+    pub at: String,
+    pub spark_verdict: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChurnWindow {
+    pub from: String,
+    pub to: String,
+    pub failures: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Recommendation {
+    pub finding: String,
+    pub executors: usize,
+    pub advice: String,
+    pub evidence: Vec<String>,
+}
+
+/// Failures in one minute that make a churn window.
+const CHURN_PER_MINUTE: usize = 3;
+
+/// Builds the report of a whole recording.
+pub fn build(source: &str, rec: &Recording) -> Report {
+    let mut store = Store::new();
+    for ev in &rec.events {
+        store.apply(ev.clone());
+    }
+    let start = rec.header.started_at;
+    let end = store.view().now.unwrap_or(start);
+    let mut apps: Vec<AppReport> = store
+        .view()
+        .apps
+        .values()
+        .map(|a| app_report(a, end))
+        .collect();
+    apps.sort_by(|a, b| (&a.namespace, &a.app_name).cmp(&(&b.namespace, &b.app_name)));
+    Report {
+        source: source.to_owned(),
+        started_at: fmt_time(&start),
+        ended_at: fmt_time(&end),
+        duration_seconds: (end - start).num_seconds(),
+        scope: rec.header.scope.clone(),
+        apps,
+    }
+}
+
+fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
+    match &e.gone {
+        Some(Gone::Missing { at, .. }) => Some(*at),
+        _ => e
+            .history
+            .iter()
+            .find(|t| t.state.is_final())
+            .map(|t| t.at)
+            .or(match &e.gone {
+                Some(Gone::Deleted { at }) => Some(*at),
+                _ => None,
+            }),
+    }
+}
+
+fn app_report(a: &App, end: Time) -> AppReport {
+    let mut failures = Vec::new();
+    let mut by_finding: BTreeMap<String, usize> = BTreeMap::new();
+    let mut oom = OomBreakdown::default();
+    let mut missing = Vec::new();
+    let mut pending_secs = Vec::new();
+    let mut still_pending = 0;
+    let mut examples: BTreeMap<Code, (usize, String, Vec<String>)> = BTreeMap::new();
+    for e in a.executors.values() {
+        for f in &e.findings {
+            *by_finding.entry(f.code.as_str().to_owned()).or_default() += 1;
+            if f.severity != Severity::Info {
+                let entry = examples
+                    .entry(f.code)
+                    .or_insert_with(|| (0, f.hint.clone(), Vec::new()));
+                entry.0 += 1;
+                if entry.2.len() < 3 {
+                    entry.2.push(format!("executor {}: {}", e.id, f.summary));
+                }
+            }
+        }
+        match e.findings.iter().map(|f| f.code).find(|c| {
+            matches!(
+                c,
+                Code::ContainerOomKilled | Code::JvmOom | Code::NodeSigkill
+            )
+        }) {
+            Some(Code::ContainerOomKilled) => oom.container += 1,
+            Some(Code::JvmOom) => oom.jvm += 1,
+            Some(Code::NodeSigkill)
+                if e.findings
+                    .iter()
+                    .any(|f| f.code == Code::NodeSigkill && f.severity == Severity::Error) =>
+            {
+                oom.node += 1
+            }
+            _ => {}
+        }
+        if let Some(Gone::Missing {
+            at, spark_verdict, ..
+        }) = &e.gone
+        {
+            missing.push(MissingEntry {
+                executor: e.id,
+                at: fmt_time(at),
+                spark_verdict: spark_verdict.clone(),
+            });
+        }
+        let ended = ended_at(e);
+        let interesting = e.is_missing()
+            || matches!(
+                e.state,
+                ExecutorState::Failed | ExecutorState::Deleted | ExecutorState::Unknown
+            )
+            || e.findings.iter().any(|f| f.severity == Severity::Error);
+        if let (true, Some(at)) = (interesting && e.state != ExecutorState::Pending, ended) {
+            let first = e
+                .findings
+                .iter()
+                .find(|f| f.code != Code::Deleted)
+                .or(e.findings.first());
+            failures.push((
+                at,
+                FailureEntry {
+                    at: fmt_time(&at),
+                    executor: e.id,
+                    state: e.state,
+                    exit_code: e.exit_code(),
+                    finding: first.map(|f| f.code.as_str().to_owned()),
+                    summary: first.map(|f| f.summary.clone()),
+                },
+            ));
+        }
+        // Time spent pending: from the first pending transition to the next other one.
+        if let Some(p) = e
+            .history
+            .iter()
+            .position(|t| t.state == ExecutorState::Pending)
+        {
+            let from = e.history[p].at;
+            match e
+                .history
+                .iter()
+                .skip(p + 1)
+                .find(|t| t.state != ExecutorState::Pending)
+            {
+                Some(next) => pending_secs.push((next.at - from).num_seconds()),
+                None if e.gone.is_none() => {
+                    still_pending += 1;
+                    pending_secs.push((end - from).num_seconds());
+                }
+                None => {}
+            }
+        }
+    }
+    failures.sort_by_key(|(at, f)| (*at, f.executor));
+    let churn_windows = churn(failures.iter().map(|(at, _)| *at).collect());
+    pending_secs.sort_unstable();
+    let pending = PendingSummary {
+        executors: pending_secs.len(),
+        median_seconds: pending_secs.get(pending_secs.len() / 2).copied(),
+        max_seconds: pending_secs.last().copied(),
+        still_pending,
+        reasons: a.pending_reasons(),
+    };
+    let actions = a
+        .timeline
+        .iter()
+        .filter(|t| t.text.starts_with("action by"))
+        .map(|t| format!("{} {}", fmt_time(&t.at), t.text))
+        .collect();
+    let mut recommendations: Vec<Recommendation> = examples
+        .into_iter()
+        .map(|(code, (n, hint, evidence))| Recommendation {
+            finding: code.as_str().to_owned(),
+            executors: n,
+            advice: hint,
+            evidence,
+        })
+        .collect();
+    recommendations.sort_by(|a, b| {
+        b.executors
+            .cmp(&a.executors)
+            .then(a.finding.cmp(&b.finding))
+    });
+    AppReport {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        app_name: a.app_name.clone(),
+        driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
+        executors_seen: a.executors.len(),
+        counts: a.counts(),
+        failures: failures.into_iter().map(|(_, f)| f).collect(),
+        by_finding,
+        oom,
+        pending,
+        missing,
+        churn_windows,
+        actions,
+        recommendations,
+    }
+}
+
+/// One-minute windows with at least `CHURN_PER_MINUTE` failures, merged when adjacent.
+fn churn(mut times: Vec<Time>) -> Vec<ChurnWindow> {
+    times.sort();
+    let mut out: Vec<(Time, Time, usize)> = Vec::new();
+    for (i, t) in times.iter().enumerate() {
+        let window_end = *t + chrono::Duration::seconds(60);
+        let n = times[i..].iter().take_while(|x| **x < window_end).count();
+        if n >= CHURN_PER_MINUTE {
+            let last = times[i..i + n].last().copied().unwrap_or(*t);
+            match out.last_mut() {
+                Some(w) if *t <= w.1 => {
+                    w.1 = w.1.max(last);
+                    w.2 = times.iter().filter(|x| **x >= w.0 && **x <= w.1).count();
+                }
+                _ => out.push((*t, last, n)),
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(a, b, n)| ChurnWindow {
+            from: fmt_time(&a),
+            to: fmt_time(&b),
+            failures: n,
+        })
+        .collect()
+}
+
+/// Markdown that reads well pasted into a ticket.
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# spark-triage report: {}", r.source);
+    let _ = writeln!(
+        s,
+        "\nRecorded {} to {} ({}), {}.\n",
+        r.started_at,
+        r.ended_at,
+        human_duration(chrono::Duration::seconds(r.duration_seconds)),
+        r.scope
+    );
+    if r.apps.is_empty() {
+        s.push_str("No Spark application was seen.\n");
+    }
+    for a in &r.apps {
+        let c = &a.counts;
+        let _ = writeln!(
+            s,
+            "## {} (`{}`) in `{}`\n",
+            a.app_name.as_deref().unwrap_or("?"),
+            a.app_id,
+            a.namespace
+        );
+        let _ = writeln!(
+            s,
+            "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing).\n",
+            a.driver_phase.as_deref().unwrap_or("not seen"),
+            a.executors_seen,
+            c.running,
+            c.pending,
+            c.failed,
+            c.deleted,
+            c.missing
+        );
+        if !a.failures.is_empty() {
+            s.push_str("### Executors that ended\n\n| time | executor | state | exit | finding | summary |\n|---|---|---|---|---|---|\n");
+            for f in &a.failures {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} |",
+                    f.at,
+                    f.executor,
+                    f.state,
+                    f.exit_code
+                        .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                    f.finding.as_deref().unwrap_or("-"),
+                    f.summary.as_deref().unwrap_or("-").replace('|', "\\|")
+                );
+            }
+            s.push('\n');
+        }
+        if !a.by_finding.is_empty() {
+            let list: Vec<String> = a
+                .by_finding
+                .iter()
+                .map(|(k, v)| format!("`{k}` ×{v}"))
+                .collect();
+            let _ = writeln!(s, "**Findings:** {}\n", list.join(", "));
+        }
+        let o = &a.oom;
+        if o.container + o.jvm + o.node > 0 {
+            let _ = writeln!(
+                s,
+                "**Out of memory:** container (cgroup, OOMKilled) {} · JVM heap (exit 52) {} · node-level SIGKILL {}\n",
+                o.container, o.jvm, o.node
+            );
+        }
+        let p = &a.pending;
+        if p.executors > 0 {
+            let reasons: Vec<String> = p.reasons.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
+            let _ = writeln!(
+                s,
+                "**Pending:** {} executor(s) waited (median {}, max {}); {} still pending at the end{}.\n",
+                p.executors,
+                p.median_seconds.map_or_else(
+                    || "-".to_owned(),
+                    |x| human_duration(chrono::Duration::seconds(x))
+                ),
+                p.max_seconds.map_or_else(
+                    || "-".to_owned(),
+                    |x| human_duration(chrono::Duration::seconds(x))
+                ),
+                p.still_pending,
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", reasons.join(", "))
+                }
+            );
+        }
+        if !a.missing.is_empty() {
+            s.push_str(
+                "**Missing executors** (vanished from a full LIST with no deletion seen):\n\n",
+            );
+            for m in &a.missing {
+                let _ = writeln!(
+                    s,
+                    "- executor {} at {}: {}",
+                    m.executor, m.at, m.spark_verdict
+                );
+            }
+            s.push('\n');
+        }
+        if !a.churn_windows.is_empty() {
+            let w: Vec<String> = a
+                .churn_windows
+                .iter()
+                .map(|w| format!("{} to {} ({} failures)", w.from, w.to, w.failures))
+                .collect();
+            let _ = writeln!(s, "**Churn:** {}\n", w.join("; "));
+        }
+        if !a.actions.is_empty() {
+            s.push_str("**Actions taken:**\n\n");
+            for x in &a.actions {
+                let _ = writeln!(s, "- {x}");
+            }
+            s.push('\n');
+        }
+        if !a.recommendations.is_empty() {
+            s.push_str("### Recommendations\n\n");
+            for r in &a.recommendations {
+                let _ = writeln!(
+                    s,
+                    "- **`{}`** ({} executor{}): {}",
+                    r.finding,
+                    r.executors,
+                    if r.executors == 1 { "" } else { "s" },
+                    r.advice
+                );
+                for e in &r.evidence {
+                    let _ = writeln!(s, "  - {e}");
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
