@@ -96,6 +96,27 @@ fn record(
     .err()
 }
 
+/// Read-only mode, then what the access review says, for every namespace touched. In
+/// read-only mode nothing is sent (not even the review).
+async fn gate_all(
+    conn: &Connection,
+    namespaces: impl Iterator<Item = String>,
+    verb: &str,
+    readonly: bool,
+) -> Result<(), ActionError> {
+    if readonly {
+        return Err(WriteError::from(effect::Denied::ReadOnly).into());
+    }
+    let mut namespaces: Vec<String> = namespaces.collect();
+    namespaces.sort();
+    namespaces.dedup();
+    let perms = Permissions::check(&conn.client, &namespaces).await;
+    for ns in &namespaces {
+        perms.gate(readonly, ns, verb).map_err(WriteError::from)?;
+    }
+    Ok(())
+}
+
 /// What Spark does after a kill, said once.
 pub const SPARK_AFTER_KILL: &str = "Spark will log \"The executor with id N was deleted by a user or the framework.\", \
 not count it against the application, and request a replacement under a new id if the app is below its target.";
@@ -109,16 +130,13 @@ pub async fn kill(
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
-    if readonly {
-        return Err(WriteError::from(effect::Denied::ReadOnly).into());
-    }
-    let namespaces: Vec<String> = targets.iter().map(|p| p.namespace.clone()).collect();
-    let perms = Permissions::check(&conn.client, &namespaces).await;
-    for ns in &namespaces {
-        perms
-            .gate(readonly, ns, "delete")
-            .map_err(WriteError::from)?;
-    }
+    gate_all(
+        conn,
+        targets.iter().map(|p| p.namespace.clone()),
+        "delete",
+        readonly,
+    )
+    .await?;
     let mut done = 0;
     for p in targets {
         let target = format!("{}/{}", p.namespace, p.name);
@@ -148,18 +166,15 @@ pub async fn hold_on(
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
-    if readonly {
-        return Err(WriteError::from(effect::Denied::ReadOnly).into());
-    }
     let expires =
         Utc::now() + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::hours(2));
-    let namespaces: Vec<String> = pods.iter().map(|p| p.namespace.clone()).collect();
-    let perms = Permissions::check(&conn.client, &namespaces).await;
-    for ns in &namespaces {
-        perms
-            .gate(readonly, ns, "patch")
-            .map_err(WriteError::from)?;
-    }
+    gate_all(
+        conn,
+        pods.iter().map(|p| p.namespace.clone()),
+        "patch",
+        readonly,
+    )
+    .await?;
     let mut held = 0;
     for p in pods {
         let target = format!("{}/{}", p.namespace, p.name);
@@ -194,21 +209,18 @@ pub async fn release(
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
-    if readonly {
-        return Err(WriteError::from(effect::Denied::ReadOnly).into());
-    }
     let now = Utc::now();
     let due: Vec<&ExecutorPod> = pods
         .iter()
         .filter(|p| !only_expired || p.hold_expires().is_some_and(|e| e <= now))
         .collect();
-    let namespaces: Vec<String> = due.iter().map(|p| p.namespace.clone()).collect();
-    let perms = Permissions::check(&conn.client, &namespaces).await;
-    for ns in &namespaces {
-        perms
-            .gate(readonly, ns, "patch")
-            .map_err(WriteError::from)?;
-    }
+    gate_all(
+        conn,
+        due.iter().map(|p| p.namespace.clone()),
+        "patch",
+        readonly,
+    )
+    .await?;
     let mut released = 0;
     for p in due {
         let target = format!("{}/{}", p.namespace, p.name);

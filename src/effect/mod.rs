@@ -220,23 +220,32 @@ pub async fn hold_pod(
             ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
         }
         ops.push(json!({"op": "add", "path": "/metadata/annotations/spark-triage.dev~1hold-expires", "value": fmt_time(&expires)}));
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!(ops)).map_err(|e| WriteError::Api {
-                verb: "patch".into(),
-                namespace: namespace.into(),
-                pod: pod.into(),
-                message: e.to_string(),
-            })?;
-        match api
-            .patch(pod, &PatchParams::default(), &Patch::<()>::Json(patch))
-            .await
-        {
+        match json_patch_pod(&api, namespace, pod, ops).await {
             Ok(_) => return Ok(true),
             Err(kube::Error::Api(s)) if s.code == 422 && attempt < 2 => continue,
             Err(e) => return Err(WriteError::from_kube("patch", namespace, pod, e)),
         }
     }
     Ok(false)
+}
+
+/// Sends a JSON patch (RFC 6902) built from `ops` to a pod.
+async fn json_patch_pod(
+    api: &Api<Pod>,
+    namespace: &str,
+    pod: &str,
+    ops: Vec<serde_json::Value>,
+) -> Result<Pod, kube::Error> {
+    let patch: json_patch::Patch = serde_json::from_value(json!(ops)).map_err(|e| {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code: 400,
+            reason: "BadRequest".into(),
+            message: format!("patch for {namespace}/{pod}: {e}"),
+            ..kube::core::Status::default()
+        }))
+    })?;
+    api.patch(pod, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
 }
 
 /// Removes only the tool's finalizer (a `test` op pins its position) and its annotation.
@@ -267,17 +276,7 @@ pub async fn release_pod(client: &Client, namespace: &str, pod: &str) -> Result<
         if ops.is_empty() {
             return Ok(false);
         }
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!(ops)).map_err(|e| WriteError::Api {
-                verb: "patch".into(),
-                namespace: namespace.into(),
-                pod: pod.into(),
-                message: e.to_string(),
-            })?;
-        match api
-            .patch(pod, &PatchParams::default(), &Patch::<()>::Json(patch))
-            .await
-        {
+        match json_patch_pod(&api, namespace, pod, ops).await {
             Ok(_) => return Ok(true),
             Err(kube::Error::Api(s)) if (s.code == 422 || s.code == 404) && attempt < 2 => continue,
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),

@@ -134,14 +134,9 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
 
 pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(log) = &app.log_view else { return };
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).max(1),
-        area.height.saturating_sub(2).max(1),
-    );
-    if r.width < 3 || r.height < 3 {
+    let Some(r) = super::popup_area(area) else {
         return;
-    }
+    };
     let lines: Vec<Line<'_>> = match &log.lines {
         Ok(l) if l.is_empty() => vec![Line::styled("(empty log)", theme::dim())],
         Ok(l) => l.iter().map(|x| Line::raw(x.clone())).collect(),

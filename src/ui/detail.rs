@@ -8,21 +8,16 @@ use ratatui::{
     widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
 
-use super::{centered, theme};
+use super::theme;
 use crate::{app::App, model::ContainerState, model::fmt_time, store::Gone};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(e) = app.selected() else {
         return;
     };
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).max(1),
-        area.height.saturating_sub(2).max(1),
-    );
-    if r.width < 3 || r.height < 3 {
+    let Some(r) = super::popup_area(area) else {
         return;
-    }
+    };
     let mut lines: Vec<Line<'_>> = Vec::new();
     let (letter, style) = super::theme::cell(e);
     lines.push(Line::from(vec![

@@ -127,6 +127,16 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     }
 }
 
+/// The area of a full-screen popup, or `None` when the screen is too small for one.
+fn popup_area(area: Rect) -> Option<Rect> {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).max(1),
+        area.height.saturating_sub(2).max(1),
+    );
+    (r.width >= 3 && r.height >= 3).then_some(r)
+}
+
 /// A centred rectangle of at most `w`×`h` inside `area`.
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);

@@ -8,21 +8,16 @@ use ratatui::{
     widgets::{Block, Borders, Clear, Paragraph},
 };
 
-use super::{centered, theme};
+use super::theme;
 use crate::{app::App, model::fmt_time};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(a) = app.current_app() else {
         return;
     };
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).max(1),
-        area.height.saturating_sub(2).max(1),
-    );
-    if r.width < 3 || r.height < 3 {
+    let Some(r) = super::popup_area(area) else {
         return;
-    }
+    };
     let lines: Vec<Line<'_>> = a
         .timeline
         .iter()
