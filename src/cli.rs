@@ -171,6 +171,9 @@ pub struct RecordArgs {
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
+    /// Write a keyframe (the whole state, for instant seeking in replays) this often.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub keyframe_every: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -806,6 +809,10 @@ fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failur
         let mut store = Store::new();
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut keyframe = tokio::time::interval_at(
+            tokio::time::Instant::now() + args.keyframe_every,
+            args.keyframe_every.max(std::time::Duration::from_secs(1)),
+        );
         let stop = wait_for_signal();
         tokio::pin!(stop);
         let progress = |w: &crate::record::Writer<_>, s: &Store| {
@@ -824,6 +831,10 @@ fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failur
                     if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
                         break;
                     }
+                }
+                _ = keyframe.tick() => {
+                    let at = store.view().now.unwrap_or_else(chrono::Utc::now);
+                    writer.write_keyframe(&store, at).map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
                 }
                 () = &mut stop => break,
             }
@@ -1012,7 +1023,7 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
         readonly: true,
         mode: Mode::Replay,
     });
-    let mut r = Replay::new(rec.events, rec.header.started_at);
+    let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);
     let to = at.unwrap_or(r.start);
     r.seek(&mut app.store, to);
     app.store.take_finished();

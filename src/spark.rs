@@ -4,7 +4,7 @@
 //! Ref: apache/spark `ExecutorPodsLifecycleManager.scala` (`findExitCode`,
 //! `describeExitCode`, `exitReasonMessage`), `KubernetesUtils.containersDescription`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     classify::ClassifyConfig,
@@ -15,7 +15,7 @@ use crate::{
 pub const UNKNOWN_EXIT_CODE: i32 = -1;
 
 /// What Spark's driver concludes about an executor in a final state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SparkView {
     /// The exit code Spark reads (`-1` when its container has not terminated).
     pub exit_code: i32,

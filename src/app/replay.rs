@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::{model::Time, source::SourceEvent, store::Store};
+use crate::{model::Time, record::Keyframe, source::SourceEvent, store::Store};
 
 /// Speeds offered (×).
 pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -26,11 +26,12 @@ pub struct Replay {
     pub failures: Vec<Time>,
     /// `:` typed, waiting for a time.
     pub seeking: Option<String>,
+    pub keyframes: Arc<Vec<Keyframe>>,
 }
 
 impl Replay {
     /// Prepares a replay (one pass to find the lifecycle changes and failures).
-    pub fn new(events: Vec<SourceEvent>, started_at: Time) -> Self {
+    pub fn new(events: Vec<SourceEvent>, keyframes: Vec<Keyframe>, started_at: Time) -> Self {
         let start = events
             .first()
             .map_or(started_at, SourceEvent::at)
@@ -69,13 +70,25 @@ impl Replay {
             changes,
             failures,
             seeking: None,
+            keyframes: Arc::new(keyframes),
         }
     }
 
     /// Moves the replay clock to `to`, applying (or re-applying) events into `store`.
     pub fn seek(&mut self, store: &mut Store, to: Time) {
         let to = to.clamp(self.start, self.end);
-        if to < self.position {
+        // From the nearest keyframe at or before `to`, when going back or far ahead.
+        let backwards = to < self.position;
+        let keyframe = self
+            .keyframes
+            .iter()
+            .rev()
+            .find(|k| k.at <= to && (backwards || k.event_index > self.index))
+            .and_then(|k| Some((k.event_index, k.store()?)));
+        if let Some((index, kf)) = keyframe {
+            *store = kf;
+            self.index = index;
+        } else if backwards {
             *store = Store::new();
             self.index = 0;
         }

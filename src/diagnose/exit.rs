@@ -259,7 +259,7 @@ pub(super) fn first_line(s: &str) -> &str {
 impl Finding {
     fn reference_if_unset(mut self, r: &'static str) -> Self {
         if self.reference.is_empty() {
-            self.reference = r;
+            self.reference = std::borrow::Cow::Borrowed(r);
         }
         self
     }

@@ -17,7 +17,9 @@ pub mod scheduling;
 
 use std::fmt;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::{
     classify::Resolved,
@@ -26,7 +28,7 @@ use crate::{
 pub use scheduling::{SchedulingKind, SchedulingReason};
 
 /// A stable finding code (kebab-case in every output).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Code {
     ContainerOomKilled,
@@ -123,7 +125,7 @@ impl fmt::Display for Code {
 }
 
 /// How bad it is. Ordered worst first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -142,7 +144,7 @@ impl Severity {
 }
 
 /// One explanation of what happened to a pod.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub code: Code,
     pub severity: Severity,
@@ -153,11 +155,11 @@ pub struct Finding {
     /// What to change.
     pub hint: String,
     /// The scheduler's reasons, parsed (only for `unschedulable`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scheduling: Vec<SchedulingReason>,
     /// Where the rule's knowledge comes from.
     #[serde(rename = "ref")]
-    pub reference: &'static str,
+    pub reference: Cow<'static, str>,
 }
 
 impl Finding {
@@ -169,7 +171,7 @@ impl Finding {
             evidence: Vec::new(),
             hint: String::new(),
             scheduling: Vec::new(),
-            reference: "",
+            reference: Cow::Borrowed(""),
         }
     }
 
@@ -189,7 +191,7 @@ impl Finding {
     }
 
     fn reference(mut self, r: &'static str) -> Self {
-        self.reference = r;
+        self.reference = Cow::Borrowed(r);
         self
     }
 }

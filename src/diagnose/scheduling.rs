@@ -9,10 +9,10 @@
 //! `ErrReason*` strings (noderesources, tainttoleration, nodeaffinity, volumebinding,
 //! nodeports, nodeunschedulable, interpodaffinity).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What kept a pod off the nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedulingKind {
     InsufficientCpu,
@@ -51,7 +51,7 @@ impl SchedulingKind {
 }
 
 /// One reason of a scheduling failure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedulingReason {
     pub kind: SchedulingKind,
     /// How many nodes gave this reason, when the message says.

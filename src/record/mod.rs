@@ -9,7 +9,9 @@
 //! A name ending in `.zst` is written zstd-compressed (flushed as a zstd block every
 //! second, so a crash loses at most a second); readers detect compression by its magic.
 //!
-//! Not yet: periodic keyframes (a replay re-applies from the start).
+//! Keyframes: a line `{"keyframe":{"at":…,"store":…}}` holds the whole store at that
+//! moment, so a replay seeks from the nearest keyframe instead of from the start. They are
+//! kept as text and parsed only when a seek needs one.
 
 use std::io::{BufRead, Write};
 
@@ -66,11 +68,51 @@ pub enum ReadError {
     TooNew { path: String, version: u32 },
 }
 
+/// A keyframe as read: when, how many events came before it, and its text.
+#[derive(Debug, Clone)]
+pub struct Keyframe {
+    pub at: Time,
+    /// Events before the keyframe (the store holds exactly their effect).
+    pub event_index: usize,
+    raw: String,
+}
+
+#[derive(Serialize)]
+struct KeyframeOut<'a> {
+    keyframe: KeyframeBody<&'a crate::store::Store>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyframeBody<S> {
+    at: Time,
+    store: S,
+}
+
+#[derive(Deserialize)]
+struct KeyframeHead {
+    keyframe: KeyframeBody<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct KeyframeIn {
+    keyframe: KeyframeBody<crate::store::Store>,
+}
+
+impl Keyframe {
+    /// The store it holds; `None` if the line is damaged.
+    pub fn store(&self) -> Option<crate::store::Store> {
+        serde_json::from_str::<KeyframeIn>(&self.raw)
+            .ok()
+            .map(|k| k.keyframe.store)
+    }
+}
+
 /// A recording read back.
 #[derive(Debug)]
 pub struct Recording {
     pub header: Header,
     pub events: Vec<SourceEvent>,
+    pub keyframes: Vec<Keyframe>,
     /// Lines that could not be read (a torn last line after a crash): `line N: why`.
     pub damaged: Vec<String>,
 }
@@ -115,6 +157,7 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
         path: path.to_owned(),
     })?;
     let mut events = Vec::new();
+    let mut keyframes = Vec::new();
     let mut damaged = Vec::new();
     for (i, line) in lines.enumerate() {
         let line = match line {
@@ -127,6 +170,17 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
         if line.trim().is_empty() {
             continue;
         }
+        if line.starts_with("{\"keyframe\":") {
+            match serde_json::from_str::<KeyframeHead>(&line) {
+                Ok(h) => keyframes.push(Keyframe {
+                    at: h.keyframe.at,
+                    event_index: events.len(),
+                    raw: line,
+                }),
+                Err(e) => damaged.push(format!("line {}: keyframe: {e}", i + 2)),
+            }
+            continue;
+        }
         match serde_json::from_str::<SourceEvent>(&line) {
             Ok(ev) => events.push(ev),
             Err(e) => damaged.push(format!("line {}: {e}", i + 2)),
@@ -135,6 +189,7 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
     Ok(Recording {
         header,
         events,
+        keyframes,
         damaged,
     })
 }
@@ -231,6 +286,17 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
+    /// Writes the whole store as a keyframe at `at`.
+    pub fn write_keyframe(&mut self, store: &crate::store::Store, at: Time) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(&KeyframeOut {
+            keyframe: KeyframeBody { at, store },
+        })?;
+        line.push(b'\n');
+        self.out.write_all(&line)?;
+        self.bytes += line.len() as u64;
+        Ok(())
+    }
+
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
@@ -297,6 +363,51 @@ mod tests {
             Err(e) => assert!(e.to_string().contains("cut.zst"), "{e}"),
         }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Seeking through a keyframe gives exactly the state of re-applying every event.
+    #[test]
+    fn keyframes_seek_to_the_same_state_as_full_replay() {
+        let fixture = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
+        let full = read("fixture", &fixture[..]).unwrap();
+        let mid = full.events.len() / 2;
+        let mut buf = Vec::new();
+        {
+            let mut w = Writer::new(&mut buf, &full.header).unwrap();
+            let mut store = crate::store::Store::new();
+            for (i, ev) in full.events.iter().enumerate() {
+                if i == mid {
+                    w.write_keyframe(&store, full.events[i - 1].at()).unwrap();
+                }
+                w.write(ev).unwrap();
+                store.apply(ev.clone());
+            }
+        }
+        let rec = read("with-keyframe", &buf[..]).unwrap();
+        assert_eq!(
+            (rec.events.len(), rec.keyframes.len(), rec.damaged.len()),
+            (full.events.len(), 1, 0)
+        );
+        assert_eq!(rec.keyframes[0].event_index, mid);
+        let report_at = |r: &Recording, keyframes: Vec<Keyframe>, t: Time| {
+            let mut replay =
+                crate::app::replay::Replay::new(r.events.clone(), keyframes, r.header.started_at);
+            let mut store = crate::store::Store::new();
+            replay.seek(&mut store, replay.end);
+            replay.seek(&mut store, t); // backwards: from the keyframe, or from the start
+            serde_json::to_string(&crate::status::report(store.view(), None)).unwrap()
+        };
+        for t in [
+            full.events[mid].at(),
+            full.events[full.events.len() - 1].at(),
+        ] {
+            assert_eq!(
+                report_at(&rec, rec.keyframes.clone(), t),
+                report_at(&full, Vec::new(), t)
+            );
+        }
+        // The keyframe really is used: a damaged keyframe falls back to the start.
+        assert!(rec.keyframes[0].store().is_some());
     }
 
     #[test]

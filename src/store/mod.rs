@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     classify::{ClassifyOptions, Resolved, classify},
@@ -54,7 +54,7 @@ pub struct Finished {
 pub type AppKey = (String, String);
 
 /// What an application's driver configuration says (from `spark.properties`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppConfig {
     pub delete_on_termination: bool,
     pub check_all_containers: Option<bool>,
@@ -136,7 +136,7 @@ fn spark_duration(v: &str) -> Option<Duration> {
 }
 
 /// How an executor's pod went away.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "how", rename_all = "kebab-case")]
 pub enum Gone {
     /// A watch DELETED event was seen.
@@ -151,7 +151,7 @@ pub enum Gone {
 }
 
 /// One state change.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transition {
     pub at: Time,
     pub state: ExecutorState,
@@ -160,7 +160,7 @@ pub struct Transition {
 }
 
 /// Everything known about one executor.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecutorRecord {
     pub id: i64,
     pub pod: ExecutorPod,
@@ -177,7 +177,7 @@ pub struct ExecutorRecord {
     pub gone: Option<Gone>,
     pub spark_container: String,
     /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
-    #[serde(skip)]
+    #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
 }
 
@@ -246,7 +246,7 @@ fn primary_scheduling_reason(reasons: &[diagnose::SchedulingReason]) -> Option<S
 }
 
 /// A driver pod, as shown per app.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriverInfo {
     pub pod: String,
     pub phase: Option<String>,
@@ -256,7 +256,7 @@ pub struct DriverInfo {
 }
 
 /// One line of an app's timeline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineEntry {
     pub at: Time,
     pub executor: Option<i64>,
@@ -264,7 +264,7 @@ pub struct TimelineEntry {
 }
 
 /// Everything known about one application.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct App {
     pub namespace: String,
     pub app_id: String,
@@ -339,7 +339,7 @@ impl App {
 }
 
 /// Counts by Spark state, plus missing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub pending: usize,
     pub running: usize,
@@ -371,8 +371,9 @@ impl Counts {
 }
 
 /// What readers see.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Snapshot {
+    #[serde(with = "pairs")]
     pub apps: BTreeMap<AppKey, Arc<App>>,
     /// When the last full LIST arrived, and its version.
     pub full_snapshot_at: Option<Time>,
@@ -384,13 +385,15 @@ pub struct Snapshot {
     pub applied: u64,
 }
 
-/// The single writer.
-#[derive(Debug, Default)]
+/// The single writer. Serializable whole: a recording's keyframe is a `Store`.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Store {
     snap: Snapshot,
     /// Events about pods, by (namespace, pod name), until their pod is known.
+    #[serde(with = "pairs")]
     events: BTreeMap<(String, String), VecDeque<PodEvent>>,
     /// Executors that reached a final state since the last `take_finished`.
+    #[serde(skip)]
     finished: Vec<Finished>,
     /// Which executors hold a captured log, oldest first.
     logs: VecDeque<(AppKey, i64)>,
@@ -791,6 +794,27 @@ impl Store {
             rec.spark_container = resolved.config.spark_container.clone();
             refresh(rec, &events, &resolved, at);
         }
+    }
+}
+
+/// Maps with `(String, String)` keys as lists of pairs (JSON keys must be strings).
+mod pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<V: Serialize, S: Serializer>(
+        m: &BTreeMap<(String, String), V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<(String, String), V>, D::Error> {
+        let v: Vec<((String, String), V)> = Vec::deserialize(d)?;
+        Ok(v.into_iter().collect())
     }
 }
 
