@@ -782,15 +782,24 @@ fn tee_to_file(
     let (tx, out) = tokio::sync::mpsc::channel(65_536);
     let task = tokio::spawn(async move {
         let mut flush = tokio::time::interval(std::time::Duration::from_secs(1));
+        // Its own store, for keyframes (the UI's is not reachable from here).
+        let mut store = crate::store::Store::new();
+        let every = std::time::Duration::from_secs(300);
+        let mut keyframe = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {
             tokio::select! {
                 ev = rx.recv() => {
                     let Some(ev) = ev else { break };
+                    store.apply(ev.clone());
                     if writer.write(&ev).is_err() || tx.send(ev).await.is_err() {
                         break;
                     }
                 }
                 _ = flush.tick() => { let _ = writer.flush(); }
+                _ = keyframe.tick() => {
+                    let at = store.view().now.unwrap_or_else(chrono::Utc::now);
+                    let _ = writer.write_keyframe(&store, at);
+                }
             }
         }
         let _ = writer.flush();
