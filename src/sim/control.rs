@@ -1407,10 +1407,7 @@ impl Control {
         let d = &self.drivers[i];
         let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
         let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": "4.0.1"});
-        let cm_name = format!(
-            "spark-drv-{}-conf-map",
-            &prefix[prefix.len().saturating_sub(16)..]
-        );
+        let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
         let props = format!(
             "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\
              spark.executor.memoryOverhead={}m\nspark.kubernetes.namespace={ns}\nspark.kubernetes.driver.pod.name={}\n\
@@ -1551,7 +1548,7 @@ impl Control {
                     "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-3f1b9c2e"},
                                      {"name": "spark-conf-volume-exec", "mountPath": "/opt/spark/conf"}]}],
                 "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
-                            {"name": "spark-conf-volume-exec", "configMap": {"name": format!("spark-exec-{}-conf-map", &d.prefix[d.prefix.len().saturating_sub(16)..])}}]}
+                            {"name": "spark-conf-volume-exec", "configMap": {"name": format!("spark-exec-{}-conf-map", last_chars(&d.prefix, 16))}}]}
         });
         if let Some(f) = &raw
             && !f.node_selector.is_empty()
@@ -1763,6 +1760,16 @@ impl Control {
     }
 }
 
+/// The last `n` characters (scenario app names may be any UTF-8).
+fn last_chars(s: &str, n: usize) -> &str {
+    let start = s
+        .char_indices()
+        .rev()
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    &s[start..]
+}
+
 fn store_feed(store: &Store) -> broadcast::Receiver<Arc<super::store::Change>> {
     // A subscription with no replay: the control plane starts with the store.
     store
@@ -1779,4 +1786,14 @@ fn to_executor_pod(pod: &Obj) -> ExecutorPod {
 
 fn state_of(pod: &Obj, config: &ClassifyConfig) -> ExecutorState {
     classify(&to_executor_pod(pod), config)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn last_chars_is_char_safe() {
+        assert_eq!(super::last_chars("abcdef", 3), "def");
+        assert_eq!(super::last_chars("ab", 5), "ab");
+        assert_eq!(super::last_chars("été-x", 3), "é-x");
+    }
 }
