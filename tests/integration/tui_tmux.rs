@@ -97,7 +97,14 @@ fn demo_in_a_real_terminal() {
     t.keys(&["stty -a | grep -o ' icanon' ; echo BEFORE", "Enter"]);
     t.wait_for("\nBEFORE\n", 10);
     let bin = env!("CARGO_BIN_EXE_spark-triage");
-    t.keys(&[&format!("{bin} demo --speed 4 --poll-interval 2s"), "Enter"]);
+    let recording = std::env::temp_dir().join(format!("st-tmux-{}.ndjson.zst", std::process::id()));
+    t.keys(&[
+        &format!(
+            "{bin} demo --speed 4 --poll-interval 2s --record {}",
+            recording.display()
+        ),
+        "Enter",
+    ]);
     t.wait_for("etl-nightly", 30);
     t.wait_for("sources ok", 30);
     // Select etl-nightly, filter to the OOMKilled executor.
@@ -149,4 +156,18 @@ fn demo_in_a_real_terminal() {
         after.contains(" icanon\nAFTER\n"),
         "canonical mode (not -icanon) after quitting: {after}"
     );
+    // --record wrote the session: it reads back with the etl-nightly app in it.
+    let out = Command::new(bin)
+        .args(["status", "--recording"])
+        .arg(&recording)
+        .args(["-o", "json"])
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("etl-nightly"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(recording);
 }
