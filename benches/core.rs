@@ -96,6 +96,31 @@ fn bench(c: &mut Criterion) {
     c.bench_function("store: snapshot of 10k executors", |b| {
         b.iter(|| black_box(store.snapshot()))
     });
+    let upserts: Vec<SourceEvent> = pods
+        .iter()
+        .map(|p| SourceEvent::PodUpserted {
+            pod: Box::new(p.clone()),
+            at: at(),
+        })
+        .collect();
+    c.bench_function("app: 10k upserts in one drained batch", |b| {
+        b.iter_batched(
+            || {
+                let ctx = Context {
+                    context: "b".into(),
+                    scope: "s".into(),
+                    readonly: false,
+                    mode: Mode::Demo,
+                };
+                (App::new(ctx), upserts.clone())
+            },
+            |(mut app, events)| {
+                black_box(update(&mut app, Msg::Sources(events)));
+                app
+            },
+            criterion::BatchSize::LargeInput,
+        );
+    });
     let mut app = App::new(Context {
         context: "bench".into(),
         scope: "all namespaces".into(),

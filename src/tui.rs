@@ -361,14 +361,17 @@ pub async fn run(
 /// Applies everything already queued (up to `max`) so a burst costs one frame; returns
 /// the effects the updates asked for.
 pub fn drain(app: &mut App, sources: &mut mpsc::Receiver<SourceEvent>, max: usize) -> Vec<Effect> {
-    let mut effects = Vec::new();
-    for _ in 0..max {
+    let mut batch = Vec::new();
+    while batch.len() < max {
         match sources.try_recv() {
-            Ok(ev) => effects.extend(update(app, Msg::Source(ev))),
+            Ok(ev) => batch.push(ev),
             Err(_) => break,
         }
     }
-    effects
+    if batch.is_empty() {
+        return Vec::new();
+    }
+    update(app, Msg::Sources(batch))
 }
 
 /// SIGTERM and SIGINT (sent from outside; Ctrl-C typed in raw mode is a key).

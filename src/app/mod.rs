@@ -173,6 +173,9 @@ pub enum Msg {
     Key(KeyEvent),
     Mouse(MouseEvent),
     Source(SourceEvent),
+    /// Many source events at once (a drained burst): applied together, then the selection
+    /// and the automatic work are settled once, not once per event.
+    Sources(Vec<SourceEvent>),
     Resize(u16, u16),
     Tick(Time),
     /// The API's answer about permissions.
@@ -374,8 +377,11 @@ impl App {
 /// The only mutator.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     match msg {
-        Msg::Source(ev) => {
-            app.store.apply(ev);
+        Msg::Source(ev) => return update(app, Msg::Sources(vec![ev])),
+        Msg::Sources(events) => {
+            for ev in events {
+                app.store.apply(ev);
+            }
             app.fix_selection();
             return automatic(app, false);
         }
