@@ -246,7 +246,7 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Table)]
     pub output: StatusOutput,
-    /// Keep watching this long before printing.
+    /// Keep watching this long before printing (Ctrl-C or SIGTERM prints at once).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<std::time::Duration>,
     /// Only this application (id or name).
@@ -297,6 +297,71 @@ pub struct SimArgs {
     /// scale scenario: executor failures per second, across all applications.
     #[arg(long, default_value_t = 0.0)]
     pub churn: f64,
+    /// `simulated` plays containers; `process` runs Spark executor containers as local JVMs
+    /// (for a real Spark driver; use with `--scenario empty`).
+    #[arg(long, value_enum, default_value = "simulated")]
+    pub kubelet: KubeletKind,
+    /// process kubelet: the Spark distribution or `pyspark` package dir whose `jars/` the
+    /// executors run (default `$SPARK_HOME`).
+    #[arg(long, value_name = "DIR")]
+    pub spark_home: Option<std::path::PathBuf>,
+    /// process kubelet: where per-pod dirs and container logs go (default: a temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KubeletKind {
+    Simulated,
+    Process,
+}
+
+/// The process kubelet's options, checked.
+fn process_options(args: &SimArgs) -> Result<Option<crate::sim::process::ProcessOptions>, Failure> {
+    if args.kubelet == KubeletKind::Simulated {
+        if args.spark_home.is_some() || args.work_dir.is_some() {
+            return Err(Failure::Usage(
+                "--spark-home and --work-dir need --kubelet process".to_owned(),
+            ));
+        }
+        return Ok(None);
+    }
+    if args.speed != 1.0 {
+        return Err(Failure::Usage(
+            "--kubelet process runs real processes in real time: --speed must be 1".to_owned(),
+        ));
+    }
+    let spark_home = args
+        .spark_home
+        .clone()
+        .or_else(|| std::env::var_os("SPARK_HOME").map(Into::into))
+        .ok_or_else(|| {
+            Failure::Usage(
+                "--kubelet process needs --spark-home DIR (or $SPARK_HOME): a Spark distribution or a pyspark package dir"
+                    .to_owned(),
+            )
+        })?;
+    if !spark_home.join("jars").is_dir() {
+        return Err(Failure::Usage(format!(
+            "--spark-home {}: no jars/ directory there (for pip's pyspark, use the package dir: python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')",
+            spark_home.display()
+        )));
+    }
+    let spark_home = std::fs::canonicalize(&spark_home).unwrap_or(spark_home);
+    let work_dir = args.work_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("spark-triage-sim-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&work_dir).map_err(|e| {
+        Failure::Runtime(format!(
+            "cannot create --work-dir {}: {e}",
+            work_dir.display()
+        ))
+    })?;
+    Ok(Some(crate::sim::process::ProcessOptions {
+        spark_home,
+        work_dir,
+        java: None,
+    }))
 }
 
 #[derive(Debug, Args)]
@@ -495,6 +560,15 @@ fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
     opts.seed = args.seed;
     opts.faults = args.faults.clone();
     opts.kubeconfig_out = args.kubeconfig_out.clone();
+    opts.process = process_options(&args)?;
+    // The simulator is a server: its notices (process starts, exits, OOM kills) go to stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let work_dir = opts.process.as_ref().map(|p| p.work_dir.clone());
     let opts = opts.for_external_clients();
     runtime()?.block_on(async move {
         let sim = crate::sim::start(opts)
@@ -507,6 +581,12 @@ fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
             sim.kubeconfig.display(),
             sim.kubeconfig.display()
         ))?;
+        if let Some(dir) = &work_dir {
+            write_stdout(&format!(
+                "process kubelet: executor containers run as local JVMs; pod dirs and logs in {}\n",
+                dir.display()
+            ))?;
+        }
         wait_for_signal().await;
         sim.stop().await;
         Ok(ExitCode::SUCCESS)
@@ -599,6 +679,8 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         let want = args.for_duration.unwrap_or_default();
         // The first LIST is immediate; allow for a slow server and one retry.
         let give_up = start + std::time::Duration::from_secs(60) + want;
+        let stop = wait_for_signal();
+        tokio::pin!(stop);
         loop {
             let now = tokio::time::Instant::now();
             if status::ready(store.view()) && now >= start + want {
@@ -627,6 +709,8 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
                     None => break,
                 },
                 () = tokio::time::sleep_until(wake) => {}
+                // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
+                () = &mut stop, if status::ready(store.view()) => break,
             }
         }
         while let Ok(ev) = rx.try_recv() {

@@ -279,6 +279,24 @@ fn render_mode(headers: &HeaderMap, params: &Params) -> Render {
     }
 }
 
+/// The simulator's own control endpoints (not Kubernetes API):
+/// `POST /_sim/namespaces/{ns}/pods/{name}/vanish` removes a pod with no watch event, as if
+/// the deletion was missed (Spark notices at its next full poll).
+fn sim_control(st: &ApiState, method: &Method, rest: &str) -> Response {
+    let parts: Vec<&str> = rest.split('/').collect();
+    match (method, parts.as_slice()) {
+        (&Method::POST, ["namespaces", ns, "pods", name, "vanish"]) => {
+            if st.store.vanish(Resource::Pods, ns, name) {
+                st.logs.remove_pod(ns, name);
+                json_value(StatusCode::OK, &json!({"vanished": format!("{ns}/{name}")}))
+            } else {
+                ApiError::not_found(Resource::Pods, name).into_response()
+            }
+        }
+        _ => ApiError::not_found_path(&format!("/_sim/{rest}")).into_response(),
+    }
+}
+
 /// The whole API: every request comes through here.
 pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
     let method = req.method().clone();
@@ -295,6 +313,9 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
             );
         }
         _ => {}
+    }
+    if let Some(rest) = path.strip_prefix("/_sim/") {
+        return sim_control(&st, &method, rest);
     }
     if let Some(l) = st.faults.latency {
         tokio::time::sleep(l).await;

@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::process::{self, ProcessOptions, ProcessRuntime};
 use super::{
     clock::fmt_time,
     kube_status::{container_status, set_all_containers, set_condition},
@@ -179,6 +180,8 @@ pub struct Control {
     feed: broadcast::Receiver<Arc<super::store::Change>>,
     event_ttl: Duration,
     last_gc: f64,
+    /// The process kubelet's runtime: Spark executor containers run as local JVMs.
+    procs: Option<ProcessRuntime>,
 }
 
 fn hex(rng: &mut fastrand::Rng, n: usize) -> String {
@@ -292,6 +295,109 @@ impl Control {
             feed,
             event_ttl,
             last_gc: 0.0,
+            procs: None,
+        }
+    }
+
+    /// Runs Spark executor containers as local processes from now on.
+    pub fn with_processes(mut self, opts: ProcessOptions) -> Self {
+        self.procs = Some(ProcessRuntime::new(opts));
+        self
+    }
+
+    /// Whether this pod's containers run as processes here.
+    fn is_process_pod(&self, pod: &Value) -> bool {
+        self.procs.is_some() && process::executor_container(pod).is_some()
+    }
+
+    fn container_key(p: &Obj) -> process::Key {
+        let c = process::executor_container(&p.value)
+            .and_then(|c| c["name"].as_str())
+            .unwrap_or_default();
+        (p.namespace().to_owned(), p.name().to_owned(), c.to_owned())
+    }
+
+    /// Grace for a pod being deleted: what the deletion set, else the pod's own.
+    fn grace_of(v: &Value) -> Duration {
+        let secs = v["metadata"]["deletionGracePeriodSeconds"]
+            .as_u64()
+            .or_else(|| v["spec"]["terminationGracePeriodSeconds"].as_u64())
+            .unwrap_or(30);
+        Duration::from_secs(secs)
+    }
+
+    /// Starts the executor process of a pod whose containers are due to run.
+    fn start_process(&mut self, p: &Obj, t: f64) {
+        let store = self.store.clone();
+        let ns = p.namespace().to_owned();
+        let config_map = move |name: &str| {
+            store
+                .get(Resource::ConfigMaps, &ns, name)
+                .map(|cm| cm.value["data"].clone())
+        };
+        let host_env = |k: &str| std::env::var(k).ok();
+        let key = Self::container_key(p);
+        let Some(procs) = self.procs.as_mut() else {
+            return;
+        };
+        let planned = process::executor_container(&p.value)
+            .ok_or_else(|| "no executor container".to_owned())
+            .and_then(|c| process::plan(&p.value, c, &procs.opts, &config_map, &host_env));
+        self.logs.start(&key.0, &key.1, &key.2);
+        let started = planned.and_then(|l| procs.start(key.clone(), &l, self.logs.clone()));
+        match started {
+            Ok(pid) => {
+                tracing::info!("process kubelet: {}/{} runs as pid {pid}", key.0, key.1);
+                self.run_containers(p, t, true);
+                self.set_stage(&(key.0, key.1), Stage::Running { since: t });
+            }
+            Err(e) => {
+                self.logs.append(&key.0, &key.1, &key.2, e.clone());
+                self.event(
+                    &p.value,
+                    "Warning",
+                    "Failed",
+                    &format!("Error: {e}"),
+                    "kubelet",
+                    t,
+                );
+                self.exit_containers(p, 128, "StartError", t);
+            }
+        }
+    }
+
+    /// Containers that ended since the last step become terminated container states.
+    fn reap_processes(&mut self, t: f64) {
+        let Some(procs) = self.procs.as_mut() else {
+            return;
+        };
+        for ((ns, name, _), exit) in procs.poll() {
+            let Some(p) = self.store.get(Resource::Pods, &ns, &name) else {
+                continue;
+            };
+            tracing::info!(
+                "process kubelet: {ns}/{name} exited {} ({}), peak memory {} MiB",
+                exit.code,
+                exit.reason,
+                exit.peak_memory >> 20
+            );
+            if exit.reason == "OOMKilled" {
+                self.event(
+                    &p.value,
+                    "Warning",
+                    "OOMKilling",
+                    &format!(
+                        "Memory cgroup out of memory: Killed process tree of {name} (peak {} MiB)",
+                        exit.peak_memory >> 20
+                    ),
+                    "kubelet",
+                    t,
+                );
+            }
+            self.exit_containers(&p, exit.code, exit.reason, t);
+            if p.value["metadata"]["deletionTimestamp"].is_string() {
+                self.final_delete(&p);
+            }
         }
     }
 
@@ -695,11 +801,22 @@ impl Control {
     // ---- kubelet -------------------------------------------------------------------
 
     fn kubelet(&mut self, t: f64) {
+        self.reap_processes(t);
         let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
         let live: std::collections::HashSet<(String, String)> = pods
             .iter()
             .map(|p| (p.namespace().to_owned(), p.name().to_owned()))
             .collect();
+        if let Some(procs) = self.procs.as_mut() {
+            // A pod removed behind the kubelet's back (force-deleted, or gone with no event):
+            // the kubelet still stops its containers, with the default grace.
+            for (ns, name, c) in procs.keys() {
+                if !live.contains(&(ns.clone(), name.clone())) {
+                    tracing::info!("process kubelet: pod {ns}/{name} is gone: stopping it");
+                    procs.stop_orphan(&(ns, name, c), Duration::from_secs(30));
+                }
+            }
+        }
         self.runtimes.retain(|k, _| live.contains(k));
         for p in pods {
             let v = &p.value;
@@ -757,8 +874,10 @@ impl Control {
                                 attempt: 0,
                             },
                         );
+                    } else if self.is_process_pod(v) {
+                        self.start_process(&p, t);
                     } else {
-                        self.run_containers(&p, t);
+                        self.run_containers(&p, t, false);
                         self.set_stage(&key, Stage::Running { since: t });
                     }
                 }
@@ -792,6 +911,7 @@ impl Control {
                         );
                     }
                 }
+                Stage::Running { .. } if self.is_process_pod(v) => {}
                 Stage::Running { since } => {
                     self.write_logs(&p, t);
                     let fate = self.fates.get(&key).cloned().unwrap_or_default();
@@ -827,6 +947,11 @@ impl Control {
     fn start_pod(&mut self, p: &Obj, t: f64) {
         let now = self.now();
         let ip_tail = self.rng.u32(2..250);
+        let pod_ip = if self.is_process_pod(&p.value) {
+            process::POD_IP.to_owned()
+        } else {
+            format!("10.244.1.{ip_tail}")
+        };
         let updated = self
             .store
             .modify(Resource::Pods, p.namespace(), p.name(), |v| {
@@ -857,8 +982,7 @@ impl Control {
                     false,
                 );
                 v["status"]["podIP"] = Value::Null;
-                v["metadata"]["annotations"]["sim.spark-triage.dev/pod-ip"] =
-                    json!(format!("10.244.1.{ip_tail}"));
+                v["metadata"]["annotations"]["sim.spark-triage.dev/pod-ip"] = json!(pod_ip);
                 true
             });
         if let Some(u) = updated {
@@ -915,7 +1039,8 @@ impl Control {
         }
     }
 
-    fn run_containers(&mut self, p: &Obj, t: f64) {
+    /// Containers running: status, events and (unless a process writes it) the log.
+    fn run_containers(&mut self, p: &Obj, t: f64, process: bool) {
         let now = self.now();
         let updated = self
             .store
@@ -957,9 +1082,13 @@ impl Control {
                 "kubelet",
                 t,
             );
-            self.logs.start(p.namespace(), p.name(), &c);
+            if !process {
+                self.logs.start(p.namespace(), p.name(), &c);
+            }
         }
-        self.log_start(&u.value);
+        if !process {
+            self.log_start(&u.value);
+        }
     }
 
     fn log_line(&self, level: &str, class: &str, msg: &str) -> String {
@@ -1236,6 +1365,33 @@ impl Control {
     /// Graceful termination: SIGTERM (143 after a moment), then the final DELETE.
     fn terminate(&mut self, p: &Obj, stage: Stage, t: f64) {
         let key = (p.namespace().to_owned(), p.name().to_owned());
+        if self.is_process_pod(&p.value)
+            && let Some(procs) = self.procs.as_mut()
+        {
+            let ckey = Self::container_key(p);
+            if procs.is_running(&ckey) {
+                // SIGTERM now, SIGKILL after the grace; the exit is reaped like any other.
+                if matches!(stage, Stage::Running { .. }) {
+                    procs.stop(&ckey, Self::grace_of(&p.value));
+                    self.event(
+                        &p.value,
+                        "Normal",
+                        "Killing",
+                        &format!("Stopping container {}", ckey.2),
+                        "kubelet",
+                        t,
+                    );
+                    self.set_stage(
+                        &key,
+                        Stage::Terminating {
+                            exit_at: f64::INFINITY,
+                            code: 137,
+                        },
+                    );
+                }
+                return;
+            }
+        }
         match stage {
             Stage::Running { .. } => {
                 self.log(

@@ -14,6 +14,8 @@ pub mod faults;
 pub mod kube_status;
 pub mod logs;
 pub mod patch;
+pub mod process;
+pub mod proctree;
 pub mod quantity;
 pub mod scenario;
 pub mod selector;
@@ -54,6 +56,8 @@ pub struct SimOptions {
     pub origin: DateTime<Utc>,
     /// Bookmark period on watches that allow bookmarks.
     pub bookmark_every: Duration,
+    /// The process kubelet: Spark executor containers run as local JVMs.
+    pub process: Option<process::ProcessOptions>,
 }
 
 impl SimOptions {
@@ -68,6 +72,7 @@ impl SimOptions {
             history: 20_000,
             origin: Utc::now(),
             bookmark_every: Duration::from_secs(30),
+            process: None,
         }
     }
 }
@@ -119,11 +124,21 @@ impl SimHandle {
         self.state.request_log()
     }
 
-    /// Stops serving and waits for the server to close its listener.
+    /// Stops serving, waits for the server to close its listener, and stops the control
+    /// plane (which kills every process the process kubelet started).
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
-        if let Some(server) = self.tasks.first_mut() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        let mut tasks = std::mem::take(&mut self.tasks).into_iter();
+        if let Some(mut server) = tasks.next()
+            && tokio::time::timeout(Duration::from_secs(5), &mut server)
+                .await
+                .is_err()
+        {
+            server.abort();
+        }
+        for t in tasks {
+            t.abort();
+            let _ = t.await;
         }
     }
 }
@@ -195,6 +210,9 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         opts.seed,
         event_ttl,
     );
+    if let Some(p) = opts.process.clone() {
+        control = control.with_processes(p);
+    }
     control.bootstrap();
     let state = Arc::new(ApiState {
         store,

@@ -9,6 +9,7 @@ mod common;
 mod explain;
 mod fuzz;
 mod kubectl;
+mod process_kubelet;
 mod recordings;
 mod scenarios;
 mod sim_api;

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# A real Spark 4.3 driver (PyPI's pyspark) on the simulated cluster, with the process kubelet
+# running its executors as JVMs, while spark-triage watches (`status --for` and `record`).
+# See scripts/e2e/driver.py for the jobs and scripts/e2e/check.py for what is asserted.
+#
+#   scripts/e2e-spark.sh [--update-snapshot]
+#
+# --update-snapshot copies the run's recording to snapshots/real-spark-oom.ndjson.zst.
+# Needs Java 17+ and python3; pyspark==4.3.0 is installed once into target/e2e/venv.
+# Where Java or PyPI is missing it says so and exits 0, or 1 when CI=true.
+# SPARK_TRIAGE_BIN names a built binary (the cargo test wrapper sets it); otherwise it builds.
+# Prints `N passed, M failed` last; the run's files stay in target/e2e/run.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+UPDATE=false
+[ "${1:-}" = "--update-snapshot" ] && UPDATE=true
+
+skip() {
+    echo "e2e-spark: SKIPPED: $*"
+    if [ "${CI:-}" = "true" ]; then
+        echo "e2e-spark: CI=true, so this is a failure"
+        exit 1
+    fi
+    exit 0
+}
+
+command -v java >/dev/null 2>&1 || skip "no java on PATH (Spark 4.3 needs Java 17+)"
+JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+[ "${JAVA_MAJOR:-0}" -ge 17 ] 2>/dev/null || skip "java ${JAVA_MAJOR:-?} found; Spark 4.3 needs 17+"
+command -v python3 >/dev/null 2>&1 || skip "no python3"
+
+VENV=$ROOT/target/e2e/venv
+if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "4.3.0")' 2>/dev/null; then
+    echo "e2e-spark: installing pyspark==4.3.0 into $VENV (once)"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV" || skip "python3 cannot create a venv"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check pyspark==4.3.0 \
+        || skip "cannot install pyspark==4.3.0 from PyPI"
+fi
+SPARK_HOME_DIR=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+
+BIN=${SPARK_TRIAGE_BIN:-}
+if [ -z "$BIN" ]; then
+    cargo build --quiet --bin spark-triage || { echo "e2e-spark: build failed"; exit 1; }
+    BIN=$ROOT/target/debug/spark-triage
+fi
+
+RUN=$ROOT/target/e2e/run
+rm -rf "$RUN"
+mkdir -p "$RUN"
+NS=spark-jobs
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    wait 2>/dev/null
+}
+trap cleanup EXIT
+
+T0=$(date +%s)
+"$BIN" sim --scenario empty --kubelet process --spark-home "$SPARK_HOME_DIR" \
+    --work-dir "$RUN/work" --kubeconfig-out "$RUN/kubeconfig" >"$RUN/sim.log" 2>&1 &
+SIM=$!
+PIDS+=("$SIM")
+URL=""
+for _ in $(seq 1 100); do
+    URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$RUN/sim.log")
+    [ -n "$URL" ] && break
+    sleep 0.1
+done
+[ -n "$URL" ] || { echo "e2e-spark: the simulator did not start:"; cat "$RUN/sim.log"; exit 1; }
+echo "e2e-spark: simulator at $URL (process kubelet, Spark jars from $SPARK_HOME_DIR)"
+
+WATCH=(--kubeconfig "$RUN/kubeconfig" -n "$NS" --poll-interval 5s)
+"$BIN" status "${WATCH[@]}" --for 900s -o json >"$RUN/status.json" 2>"$RUN/status.err" &
+STATUS=$!
+PIDS+=("$STATUS")
+"$BIN" record "$RUN/session.ndjson.zst" "${WATCH[@]}" >"$RUN/record.log" 2>&1 &
+RECORD=$!
+PIDS+=("$RECORD")
+sleep 1
+
+echo "e2e-spark: running the PySpark driver (log: $RUN/driver.log)"
+timeout 480 "$VENV/bin/python" scripts/e2e/driver.py "$URL" "$NS" "$RUN" >"$RUN/driver.log" 2>&1
+DRIVER_RC=$?
+echo "e2e-spark: driver exited $DRIVER_RC after $(($(date +%s) - T0)) s"
+grep -o 'E2E {.*' "$RUN/driver.log" | sed 's/^/  /'
+
+# One more of spark-triage's 5 s polls, then let both print and close their files.
+sleep 6
+kill -TERM "$STATUS" "$RECORD" 2>/dev/null
+wait "$STATUS" "$RECORD" 2>/dev/null
+"$BIN" status --recording "$RUN/session.ndjson.zst" -o json >"$RUN/status-recording.json" 2>&1
+# Every request the API server saw (Spark's DELETEs are checked against spark-triage's view).
+"$VENV/bin/python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + "/_sim/requests").read().decode())' \
+    "$URL" >"$RUN/requests.json" 2>>"$RUN/sim.log"
+kill -TERM "$SIM" 2>/dev/null
+wait "$SIM" 2>/dev/null
+"$VENV/bin/python" scripts/e2e/check.py "$RUN"
+RC=$?
+echo "e2e-spark: whole run $(($(date +%s) - T0)) s"
+if [ $RC -eq 0 ] && $UPDATE; then
+    cp "$RUN/session.ndjson.zst" snapshots/real-spark-oom.ndjson.zst
+    echo "e2e-spark: updated snapshots/real-spark-oom.ndjson.zst"
+fi
+exit $RC

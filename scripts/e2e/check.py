@@ -1,0 +1,182 @@
+"""Checks one run of scripts/e2e-spark.sh: what the real Spark driver did (its `E2E` facts
+and its log) against what spark-triage reported (live `status --for` JSON, and `status` read
+back from the `record`ing). Prints one line per check, the timings, and `N passed, M failed`;
+exits 1 if any check failed.
+
+usage: check.py RUN_DIR
+"""
+
+import json
+import os
+import re
+import sys
+
+RUN = sys.argv[1]
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f"  ({detail})" if detail and not ok else ""))
+
+
+def read(name):
+    try:
+        with open(os.path.join(RUN, name), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def load_json(name):
+    try:
+        return json.loads(read(name))
+    except ValueError as e:
+        return {"error": str(e)}
+
+
+driver_log = read("driver.log")
+facts = {}
+for m in re.finditer(r"E2E (\{.*\})", driver_log):
+    f = json.loads(m.group(1))
+    facts[f["kind"]] = f
+
+live = load_json("status.json")
+replayed = load_json("status-recording.json")
+
+
+def app_of(report):
+    want = facts.get("driver-pod", {}).get("app_id")
+    return next((a for a in report.get("apps", []) if a.get("app_id") == want), None)
+
+
+def executor(app, pod):
+    return next((e for e in (app or {}).get("executors", []) if e.get("pod") == pod), None)
+
+
+def exec_id(pod):
+    return int(pod.rsplit("-", 1)[1]) if pod else None
+
+
+check("driver pod created and ready", "driver-pod" in facts)
+up = facts.get("session-up")
+check("SparkContext up (no watch hang)", up and up["secs"] < 90, up)
+check("no \"External scheduler cannot be instantiated\"",
+      "External scheduler cannot be instantiated" not in driver_log)
+check("job a (range aggregations) completes", facts.get("job-a", {}).get("ok"), facts.get("job-a"))
+
+b = facts.get("job-b", {})
+victim = b.get("victim")
+check("job b completes after its task's retry", b.get("ok"), b)
+check("job b's first attempt ran on an executor", victim and victim != "?", victim)
+vid = exec_id(victim) if victim and victim != "?" else None
+check("driver log: Spark's exit text for the OOM-killed executor",
+      vid is not None and f"The executor with id {vid} exited with exit code 137(SIGKILL, possible container OOM)"
+      in driver_log)
+check("driver log: termination reason OOMKilled", "termination reason: OOMKilled" in driver_log)
+check("replacement for the OOM-killed executor has the next id",
+      b.get("replacement") and exec_id(b["replacement"]) == 3, b.get("replacement"))
+
+c = facts.get("vanish", {})
+target = c.get("target")
+tid = exec_id(target)
+check("vanished executor replaced after Spark's poll", c.get("replacement") and c.get("job_ok"), c)
+check("driver log: Spark declares the vanished executor lost",
+      tid is not None and f"The executor with ID {tid} " in driver_log
+      and "was not found in the cluster at the polling time" in driver_log)
+check("replacement for the vanished executor has the next id",
+      c.get("replacement") and exec_id(c["replacement"]) == 4, c.get("replacement"))
+check("spark.stop(): every executor pod deleted", "all-gone" in facts, facts.get("stopped"))
+
+requests = load_json("requests.json")
+requests = requests if isinstance(requests, list) else []
+deletes = [r["uri"] for r in requests if r["method"] == "DELETE"]
+check("Spark deleted the OOM-killed pod by name",
+      victim and any(u.split("?")[0].endswith(f"/pods/{victim}") for u in deletes), deletes)
+check("Spark sent no DELETE for the vanished pod",
+      target and not any(u.split("?")[0].endswith(f"/pods/{target}") for u in deletes), deletes)
+for kind in ("services", "persistentvolumeclaims", "pods", "configmaps"):
+    check(f"spark.stop(): collection DELETE of {kind} by label",
+          any(re.search(rf"/{kind}\?labelSelector=spark-app-selector%3D", u) for u in deletes), deletes)
+
+for label, report in (("live status", live), ("status --recording", replayed)):
+    app = app_of(report)
+    check(f"{label}: the application is there", app, report.get("error") or report.get("problems"))
+    v = executor(app, victim)
+    check(f"{label}: OOM-killed executor is container-oom-killed with exit 137",
+          v and "container-oom-killed" in v["findings"] and v["exit_code"] == 137, v)
+    t = executor(app, target)
+    check(f"{label}: vanished executor is flagged missing",
+          t and t["missing"] and "missing" in t["findings"], t)
+    seen = sorted(e["pod"] for e in (app or {}).get("executors", []))
+    spark_pods = sorted(facts.get("all-gone", {}).get("executors", []))
+    check(f"{label}: knows exactly the executors Spark created", seen and seen == spark_pods,
+          f"{seen} vs {spark_pods}")
+    check(f"{label}: every executor ended gone",
+          app and all(e["gone"] for e in app["executors"]),
+          [(e["id"], e["state"], e["gone"]) for e in (app or {}).get("executors", [])])
+    ids = sorted(e["id"] for e in (app or {}).get("executors", []))
+    check(f"{label}: executor ids 1..4 as Spark numbered them", ids == [1, 2, 3, 4], ids)
+
+
+
+def processes_of(app_id):
+    """Live processes (not zombies) whose environment names this application: the executor
+    JVMs and the Python workers they forked."""
+    found = []
+    needle = f"SPARK_APPLICATION_ID={app_id}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")[:100].decode(errors="replace")
+            found.append(f"{pid}: {cmd}")
+        except OSError:
+            continue
+    return found
+
+
+app_id = facts.get("driver-pod", {}).get("app_id")
+left = processes_of(app_id) if app_id else ["no app id"]
+check("no executor process left after the simulator stopped", not left, left)
+check("the recording was written", os.path.getsize(os.path.join(RUN, "session.ndjson.zst")) > 0
+      if os.path.exists(os.path.join(RUN, "session.ndjson.zst")) else False)
+
+print()
+if up:
+    print(f"timing: session up {up['secs']} s (driver start to getOrCreate)")
+if "job-a" in facts:
+    print(f"timing: job a {facts['job-a']['secs']} s")
+if b:
+    print(f"timing: job b {b['secs']} s (incl. OOM kill, replacement and retry)")
+    if b.get("victim_ended") is not None and b.get("replacement_created") is not None:
+        print(f"timing: OOM kill seen to replacement pod created {b['replacement_created'] - b['victim_ended']:.2f} s")
+if c.get("replacement_created") is not None:
+    print(f"timing: vanish to replacement pod created {c['replacement_created'] - c['at']:.2f} s, "
+          f"running {c['replacement_running'] - c['at']:.2f} s (poll interval 5 s)")
+if "stopped" in facts:
+    print(f"timing: spark.stop() {facts['stopped']['secs']} s")
+
+
+def shape(r):
+    """A request with names and values taken out: what kind of call it was."""
+    path, _, query = r["uri"].partition("?")
+    path = re.sub(r"/namespaces/[^/]+", "/namespaces/NS", path)
+    path = re.sub(r"/(pods|configmaps|services|persistentvolumeclaims)/[^/]+", r"/\1/NAME", path)
+    keys = sorted(k.split("=")[0] for k in query.split("&") if k)
+    return f"{r['method']} {path}" + (f"?{'&'.join(keys)}" if keys else "")
+
+
+spark_calls = sorted({shape(r) for r in requests if "/_sim/" not in r["uri"]})
+print("requests seen by the API server (Spark's and spark-triage's):")
+for c in spark_calls:
+    print("  " + c)
+passed = sum(results)
+failed = len(results) - passed
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

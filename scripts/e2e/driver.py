@@ -1,0 +1,246 @@
+"""A real PySpark driver (client mode) against spark-triage's simulated cluster.
+
+Run by scripts/e2e-spark.sh with the simulator's URL. It creates a driver pod and its
+service (as spark-submit's cluster mode would), then, on two executors the simulator runs
+as JVMs:
+
+  a. a job that completes (range aggregations);
+  b. a job whose first task attempt grows its Python worker past the executor pod's memory
+     limit: the simulator OOM-kills the container (137), Spark replaces the executor and the
+     retried task completes;
+  c. an executor pod removed behind Spark's back with no watch event (the simulator's
+     `vanish` endpoint): Spark replaces it after its next poll;
+
+then stops. Every fact the checker needs is printed as one `E2E {json}` line; a pod
+monitor thread timestamps what the API server shows, for the latencies.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+API = sys.argv[1]
+NS = sys.argv[2]
+WORK = sys.argv[3]
+APP_ID = "spark-e2e" + os.urandom(8).hex()
+APP_NAME = "real-spark-oom"
+DRIVER_POD = APP_NAME + "-driver"
+T0 = time.monotonic()
+
+
+def fact(kind, **kw):
+    kw["kind"] = kind
+    kw["t"] = round(time.monotonic() - T0, 2)
+    print("E2E " + json.dumps(kw), flush=True)
+
+
+def api(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(API + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def executor_pods():
+    sel = urllib.parse.quote(f"spark-app-selector={APP_ID},spark-role=executor")
+    return api("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector={sel}")["items"]
+
+
+class Monitor(threading.Thread):
+    """First time each executor pod is seen, seen running, seen ended, seen gone."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen = {}
+        self.lock = threading.Lock()
+        self.stop = False
+
+    def mark(self, name, what, t):
+        with self.lock:
+            self.seen.setdefault(name, {}).setdefault(what, t)
+
+    def get(self, name, what):
+        with self.lock:
+            return self.seen.get(name, {}).get(what)
+
+    def names(self):
+        with self.lock:
+            return list(self.seen)
+
+    def run(self):
+        while not self.stop:
+            t = time.monotonic() - T0
+            try:
+                pods = executor_pods()
+            except Exception:  # the API server may be busy; try again
+                time.sleep(0.2)
+                continue
+            now = set()
+            for p in pods:
+                name = p["metadata"]["name"]
+                now.add(name)
+                self.mark(name, "created", t)
+                phase = p.get("status", {}).get("phase")
+                if phase == "Running":
+                    self.mark(name, "running", t)
+                if phase in ("Succeeded", "Failed"):
+                    self.mark(name, "ended", t)
+            for name in self.names():
+                if name not in now:
+                    self.mark(name, "gone", t)
+            time.sleep(0.1)
+
+
+def wait_for(what, cond, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.1)
+    fact("timeout", what=what)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def running_executors(mon):
+    return sorted(
+        n for n in mon.names() if mon.get(n, "running") is not None and mon.get(n, "gone") is None
+        and mon.get(n, "ended") is None
+    )
+
+
+def exec_id(name):
+    return int(name.rsplit("-", 1)[1])
+
+
+def create_driver_pod():
+    labels = {"spark-app-selector": APP_ID, "spark-role": "driver", "spark-app-name": APP_NAME,
+              "spark-version": "4.3.0"}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": DRIVER_POD, "labels": labels},
+           "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "apache/spark:4.3.0",
+                                    "args": ["driver"],
+                                    "ports": [{"name": "driver-rpc-port", "containerPort": 7078},
+                                              {"name": "spark-ui", "containerPort": 4040}],
+                                    "resources": {"requests": {"cpu": "1", "memory": "1408Mi"},
+                                                  "limits": {"memory": "1408Mi"}}}],
+                    "restartPolicy": "Never"}}
+    api("POST", f"/api/v1/namespaces/{NS}/pods", pod)
+    svc = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": APP_NAME + "-driver-svc", "labels": {"spark-app-selector": APP_ID}},
+           "spec": {"clusterIP": "None", "selector": labels,
+                    "ports": [{"name": "driver-rpc-port", "port": 7078},
+                              {"name": "spark-ui", "port": 4040, "targetPort": 4040}]}}
+    api("POST", f"/api/v1/namespaces/{NS}/services", svc)
+
+    def ready():
+        p = api("GET", f"/api/v1/namespaces/{NS}/pods/{DRIVER_POD}")
+        conds = p.get("status", {}).get("conditions", [])
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+    wait_for("driver pod ready", ready, 30)
+
+
+def main():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    create_driver_pod()
+    fact("driver-pod", pod=DRIVER_POD, app_id=APP_ID)
+    mon = Monitor()
+    mon.start()
+
+    from pyspark import TaskContext
+    from pyspark.sql import SparkSession
+
+    t = time.monotonic()
+    spark = (
+        SparkSession.builder.master("k8s://" + API)
+        .appName(APP_NAME)
+        .config("spark.app.id", APP_ID)
+        .config("spark.kubernetes.namespace", NS)
+        .config("spark.kubernetes.driver.pod.name", DRIVER_POD)
+        .config("spark.kubernetes.container.image", "apache/spark:4.3.0")
+        .config("spark.executor.instances", "2")
+        .config("spark.executor.memory", "512m")
+        .config("spark.executor.cores", "1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.port", "4040")
+        .config("spark.kubernetes.executor.apiPollingInterval", "5s")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    sc = spark.sparkContext
+    fact("session-up", secs=round(time.monotonic() - t, 2), app_id=sc.applicationId,
+         ui=sc.uiWebUrl)
+    wait_for("2 running executors", lambda: len(running_executors(mon)) >= 2, 60)
+
+    # a. A job that completes.
+    t = time.monotonic()
+    df = spark.range(0, 2_000_000, numPartitions=4)
+    rows = df.selectExpr("id % 10 AS k", "id").groupBy("k").count().collect()
+    total = df.selectExpr("sum(id) AS s").collect()[0]["s"]
+    ok = sorted(r["count"] for r in rows) == [200_000] * 10 and total == 1_999_999 * 2_000_000 // 2
+    fact("job-a", ok=ok, secs=round(time.monotonic() - t, 2))
+
+    # b. The first attempt of partition 0 grows its Python worker past the pod's limit.
+    marker = os.path.join(WORK, "oom-victim")
+    before = set(mon.names())
+
+    def hog(index, it):
+        ctx = TaskContext.get()
+        if index == 0 and ctx.attemptNumber() == 0:
+            with open(marker, "w") as f:
+                f.write(os.environ.get("SPARK_EXECUTOR_POD_NAME", "?"))
+            held = []
+            for _ in range(48):  # up to 3 GiB, 64 MiB at a time, every page touched
+                held.append(b"\x01" * (64 << 20))
+                time.sleep(0.05)
+            time.sleep(60)
+        return [sum(1 for _ in it)]
+
+    t = time.monotonic()
+    counts = sc.parallelize(range(1000), 4).mapPartitionsWithIndex(hog).collect()
+    victim = open(marker).read().strip() if os.path.exists(marker) else None
+    replacement = next((n for n in sorted(set(mon.names()) - before, key=exec_id)), None)
+    fact("job-b", ok=sum(counts) == 1000, secs=round(time.monotonic() - t, 2), victim=victim,
+         replacement=replacement,
+         victim_ended=victim and mon.get(victim, "ended"),
+         victim_gone=victim and mon.get(victim, "gone"),
+         replacement_created=replacement and mon.get(replacement, "created"),
+         replacement_running=replacement and mon.get(replacement, "running"))
+    wait_for("2 running executors after the OOM", lambda: len(running_executors(mon)) >= 2, 60)
+
+    # c. Remove the oldest running executor's pod with no watch event. Spark only declares
+    # a registered executor lost when it is older than missingPodDetectDelta (30 s).
+    target = min(running_executors(mon), key=lambda n: mon.get(n, "created"))
+    wait_for("executor older than 35 s", lambda: time.monotonic() - T0 - mon.get(target, "running") > 35, 90)
+    before = set(mon.names())
+    t_vanish = time.monotonic() - T0
+    api("POST", f"/_sim/namespaces/{NS}/pods/{target}/vanish")
+    new = wait_for("a replacement for the vanished pod",
+                   lambda: sorted(set(mon.names()) - before, key=exec_id), 60)[0]
+    wait_for("the replacement running", lambda: mon.get(new, "running"), 60)
+    t = time.monotonic()
+    n = spark.range(0, 100_000, numPartitions=4).count()
+    fact("vanish", target=target, at=round(t_vanish, 2), replacement=new,
+         replacement_created=mon.get(new, "created"), replacement_running=mon.get(new, "running"),
+         job_ok=n == 100_000, job_secs=round(time.monotonic() - t, 2))
+
+    # Stop: Spark deletes its executor pods by label.
+    t = time.monotonic()
+    spark.stop()
+    fact("stopped", secs=round(time.monotonic() - t, 2))
+    wait_for("no executor pods", lambda: not executor_pods(), 60)
+    mon.stop = True
+    fact("all-gone", executors=sorted(mon.names(), key=exec_id))
+
+
+if __name__ == "__main__":
+    main()
