@@ -6,7 +6,8 @@
 #   scripts/e2e-spark.sh [--update-snapshot]
 #
 # --update-snapshot copies the run's recording to snapshots/real-spark-oom.ndjson.zst.
-# Needs Java 17+ and python3; pyspark==4.3.0 is installed once into target/e2e/venv.
+# Needs Java 17+ and python3; pyspark==4.3.0 is installed once into target/e2e/venv
+# (E2E_VENV overrides).
 # Where Java or PyPI is missing it says so and exits 0, or 1 when CI=true.
 # SPARK_TRIAGE_BIN names a built binary (the cargo test wrapper sets it); otherwise it builds.
 # Prints `N passed, M failed` last; the run's files stay in target/e2e/run.
@@ -30,7 +31,7 @@ JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head
 [ "${JAVA_MAJOR:-0}" -ge 17 ] 2>/dev/null || skip "java ${JAVA_MAJOR:-?} found; Spark 4.3 needs 17+"
 command -v python3 >/dev/null 2>&1 || skip "no python3"
 
-VENV=$ROOT/target/e2e/venv
+VENV=${E2E_VENV:-$ROOT/target/e2e/venv}
 if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "4.3.0")' 2>/dev/null; then
     echo "e2e-spark: installing pyspark==4.3.0 into $VENV (once)"
     rm -rf "$VENV"

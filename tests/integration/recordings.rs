@@ -95,7 +95,7 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_of_the_shipped_recordings() {
-    for name in ["mixed", "oom-storm", "churn"] {
+    for name in ["mixed", "oom-storm", "churn", "real-spark-oom"] {
         let path = format!("{}/snapshots/{name}.ndjson.zst", env!("CARGO_MANIFEST_DIR"));
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size < 1024 * 1024, "{name} is {size} bytes");
