@@ -82,7 +82,7 @@ PIDS+=("$RECORD")
 sleep 1
 
 echo "e2e-spark: running the PySpark driver (log: $RUN/driver.log)"
-timeout 480 "$VENV/bin/python" scripts/e2e/driver.py "$URL" "$NS" "$RUN" >"$RUN/driver.log" 2>&1
+timeout 480 "$VENV/bin/python" scripts/e2e/driver.py "$URL" "$NS" "$RUN" "$BIN" "$RUN/kubeconfig" >"$RUN/driver.log" 2>&1
 DRIVER_RC=$?
 echo "e2e-spark: driver exited $DRIVER_RC after $(($(date +%s) - T0)) s"
 grep -o 'E2E {.*' "$RUN/driver.log" | sed 's/^/  /'

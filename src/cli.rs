@@ -216,6 +216,13 @@ pub struct LiveArgs {
     /// How often to LIST every pod (Spark's own default is 30s).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, global = true)]
     pub poll_interval: std::time::Duration,
+    /// How often to read each driver's own executor list (its REST API, through the API
+    /// server's service proxy); the live view reads only the app in view.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, global = true)]
+    pub driver_poll_interval: std::time::Duration,
+    /// Never read the drivers' REST API.
+    #[arg(long, global = true)]
+    pub no_driver_api: bool,
     /// Never write to the cluster.
     #[arg(long, global = true)]
     pub readonly: bool,
@@ -237,6 +244,7 @@ impl LiveArgs {
             all_namespaces: self.all_namespaces,
             selector: self.selector.clone(),
             poll_interval: self.poll_interval,
+            driver_poll: (!self.no_driver_api).then_some(self.driver_poll_interval),
         }
     }
 }
@@ -683,7 +691,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         tokio::pin!(stop);
         loop {
             let now = tokio::time::Instant::now();
-            if status::ready(store.view()) && now >= start + want {
+            if status::ready(store.view(), opts.driver_poll.is_some()) && now >= start + want {
                 break;
             }
             if now >= give_up {
@@ -698,7 +706,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
                     }
                 )));
             }
-            let wake = if status::ready(store.view()) {
+            let wake = if status::ready(store.view(), opts.driver_poll.is_some()) {
                 start + want
             } else {
                 give_up
@@ -710,7 +718,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
                 },
                 () = tokio::time::sleep_until(wake) => {}
                 // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
-                () = &mut stop, if status::ready(store.view()) => break,
+                () = &mut stop, if status::ready(store.view(), opts.driver_poll.is_some()) => break,
             }
         }
         while let Ok(ev) = rx.try_recv() {
@@ -746,6 +754,7 @@ async fn tui_on(
         user: conn.user.clone(),
         log: action_log(),
         events: tx.clone(),
+        focus: conn.focus.clone(),
     };
     let mut tasks = crate::source::live::spawn(&conn, poll, tx);
     let rx = match record {
@@ -812,6 +821,7 @@ fn run_demo(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {
             kubeconfig: Some(sim.kubeconfig.clone()),
             all_namespaces: true,
             poll_interval: poll,
+            driver_poll: live_args.options().driver_poll,
             ..Default::default()
         };
         let mut conn = crate::source::live::connect(&live)

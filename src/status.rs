@@ -31,7 +31,36 @@ pub struct AppStatus {
     pub delete_on_termination: bool,
     pub counts: Counts,
     pub pending_reasons: Vec<PendingReason>,
+    /// Reading the driver's own executor list (absent when never tried).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_api: Option<DriverApiStatus>,
     pub executors: Vec<ExecutorStatus>,
+}
+
+/// How reading the driver's REST API goes.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct DriverApiStatus {
+    /// `ok` or `unavailable`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_ok: Option<String>,
+    /// At the last good read: executors the driver counts as active, and pods running.
+    pub driver_active: usize,
+    pub pods_running: usize,
+}
+
+/// The driver's view of one executor.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct ExecutorDriverStatus {
+    /// When this view was read.
+    pub at: String,
+    /// Whether the driver lists this executor at all.
+    pub known: bool,
+    #[serde(flatten)]
+    pub executor: Option<crate::model::DriverExecutor>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -60,6 +89,9 @@ pub struct ExecutorStatus {
     pub findings: Vec<String>,
     /// The first finding's summary, for people.
     pub summary: Option<String>,
+    /// The driver's own view (its REST API), when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<ExecutorDriverStatus>,
 }
 
 /// Builds the report; `app` filters by application id or name.
@@ -108,6 +140,7 @@ fn app_status(a: &App) -> AppStatus {
             .into_iter()
             .map(|(reason, count)| PendingReason { reason, count })
             .collect(),
+        driver_api: driver_api_status(a),
         executors: a
             .executors
             .values()
@@ -126,9 +159,30 @@ fn app_status(a: &App) -> AppStatus {
                     .map(|f| f.code.as_str().to_owned())
                     .collect(),
                 summary: e.findings.first().map(|f| f.summary.clone()),
+                driver: e.driver.as_ref().map(|d| ExecutorDriverStatus {
+                    at: crate::model::fmt_time(&d.at),
+                    known: d.exec.is_some(),
+                    executor: d.exec.clone(),
+                }),
             })
             .collect(),
     }
+}
+
+fn driver_api_status(a: &App) -> Option<DriverApiStatus> {
+    let d = a.driver_api.as_ref()?;
+    Some(DriverApiStatus {
+        state: if d.unavailable.is_some() {
+            "unavailable"
+        } else {
+            "ok"
+        },
+        reason: d.unavailable.clone(),
+        at: crate::model::fmt_time(&d.at),
+        last_ok: d.last_ok.as_ref().map(crate::model::fmt_time),
+        driver_active: d.active,
+        pods_running: a.counts().running,
+    })
 }
 
 /// The table output (`wide` adds node and the first finding's summary).
@@ -164,6 +218,24 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             c.unknown,
             c.missing
         );
+        match &a.driver_api {
+            Some(d) if d.state == "ok" => {
+                let _ = writeln!(
+                    out,
+                    "  driver view: {} active in the driver, {} pods running (read {})",
+                    d.driver_active, d.pods_running, d.at
+                );
+            }
+            Some(d) => {
+                let _ = writeln!(
+                    out,
+                    "  driver view unavailable: {} (since {})",
+                    d.reason.as_deref().unwrap_or("?"),
+                    d.at
+                );
+            }
+            None => {}
+        }
         if !a.pending_reasons.is_empty() {
             let reasons: Vec<String> = a
                 .pending_reasons
@@ -177,6 +249,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             "STATE".to_owned(),
             "EXIT".to_owned(),
             "REASON".to_owned(),
+            "DRIVER".to_owned(),
             "FINDINGS".to_owned(),
             "POD".to_owned(),
         ]];
@@ -197,6 +270,15 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                 e.exit_code
                     .map_or_else(|| "-".to_owned(), |c| c.to_string()),
                 e.container_reason.clone().unwrap_or_else(|| "-".to_owned()),
+                match &e.driver {
+                    None => "-",
+                    Some(d) => match &d.executor {
+                        None => "unknown",
+                        Some(x) if x.active => "active",
+                        Some(_) => "removed",
+                    },
+                }
+                .to_owned(),
                 if e.findings.is_empty() {
                     "-".to_owned()
                 } else {
@@ -236,11 +318,17 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
 }
 
 /// Whether every source needed for a first answer has reported in (the event watch may
-/// also have failed: then the answer comes without events, and says why).
-pub fn ready(snap: &Snapshot) -> bool {
+/// also have failed: then the answer comes without events, and says why; with the driver
+/// API on, every driver pod seen has been read once, or failed to be).
+pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
     snap.full_snapshot_at.is_some()
         && snap
             .health
             .get(&SourceKind::EventWatch)
             .is_some_and(|h| !matches!(h, Health::Connecting))
+        && (!driver_api
+            || snap
+                .apps
+                .values()
+                .all(|a| a.driver_api.is_some() || a.driver.is_none()))
 }

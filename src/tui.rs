@@ -28,6 +28,8 @@ pub struct Runner {
     pub log: ActionLog,
     /// Into the source stream (through the recorder, if any).
     pub events: mpsc::Sender<SourceEvent>,
+    /// Which app's driver REST API to read: the one in view.
+    pub focus: crate::source::live::DriverFocus,
 }
 
 impl std::fmt::Debug for Runner {
@@ -315,6 +317,10 @@ pub async fn run(
             let mut effects = update(&mut app, msg);
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
             if let Some(r) = &runner {
+                r.focus.only(
+                    app.current_app()
+                        .map(|a| (a.namespace.clone(), a.app_id.clone())),
+                );
                 // Ask the API what we may do in every namespace we see, once.
                 let namespaces: std::collections::BTreeSet<String> =
                     app.apps().iter().map(|a| a.namespace.clone()).collect();

@@ -142,6 +142,25 @@ def processes_of(app_id):
 
 
 app_id = facts.get("driver-pod", {}).get("app_id")
+# The driver view: spark-triage's per-executor `driver` fields against the REST API read
+# directly a moment before.
+direct = load_json("rest-direct.json")
+direct = {int(e["id"]): e for e in direct if isinstance(direct, list) and e.get("id") != "driver"} \
+    if isinstance(direct, list) else {}
+at_rest = app_of(load_json("status-at-rest-read.json"))
+check("driver REST API read directly", direct, facts.get("driver-view"))
+check("spark-triage read the driver view through the service proxy",
+      at_rest and (at_rest.get("driver_api") or {}).get("state") == "ok", (at_rest or {}).get("driver_api"))
+mismatch = []
+for i, d in direct.items():
+    e = next((x for x in (at_rest or {}).get("executors", []) if x["id"] == i), None)
+    mine = (e or {}).get("driver") or {}
+    if mine.get("active") != d.get("isActive") or mine.get("remove_reason") != d.get("removeReason"):
+        mismatch.append((i, d.get("isActive"), mine.get("active"), (d.get("removeReason") or "")[:60],
+                         (mine.get("remove_reason") or "")[:60]))
+check("spark-triage's driver view (active, removeReason) matches the REST API per executor",
+      direct and not mismatch, mismatch)
+
 left = processes_of(app_id) if app_id else ["no app id"]
 check("no executor process left after the simulator stopped", not left, left)
 check("the recording was written", os.path.getsize(os.path.join(RUN, "session.ndjson.zst")) > 0

@@ -17,6 +17,7 @@ monitor thread timestamps what the API server shows, for the latencies.
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +27,8 @@ import urllib.request
 API = sys.argv[1]
 NS = sys.argv[2]
 WORK = sys.argv[3]
+TRIAGE = sys.argv[4]  # the spark-triage binary
+KUBECONFIG = sys.argv[5]
 APP_ID = "spark-e2e" + os.urandom(8).hex()
 APP_NAME = "real-spark-oom"
 DRIVER_POD = APP_NAME + "-driver"
@@ -171,6 +174,7 @@ def main():
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.port", "4040")
+        .config("spark.port.maxRetries", "0")
         .config("spark.kubernetes.executor.apiPollingInterval", "5s")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.showConsoleProgress", "false")
@@ -232,6 +236,19 @@ def main():
     fact("vanish", target=target, at=round(t_vanish, 2), replacement=new,
          replacement_created=mon.get(new, "created"), replacement_running=mon.get(new, "running"),
          job_ok=n == 100_000, job_secs=round(time.monotonic() - t, 2))
+
+    # The driver's REST API read directly, and spark-triage's view of it right after (it
+    # reads the same API through the API server's service proxy).
+    direct = json.loads(urllib.request.urlopen(
+        f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}/allexecutors", timeout=10).read())
+    with open(os.path.join(WORK, "rest-direct.json"), "w") as f:
+        json.dump(direct, f, indent=1)
+    st = subprocess.run([TRIAGE, "status", "--kubeconfig", KUBECONFIG, "-n", NS, "-o", "json",
+                         "--poll-interval", "5s"], capture_output=True, text=True, timeout=90)
+    with open(os.path.join(WORK, "status-at-rest-read.json"), "w") as f:
+        f.write(st.stdout)
+    fact("driver-view", direct_ids=sorted(int(e["id"]) for e in direct if e["id"] != "driver"),
+         status_rc=st.returncode, status_err=st.stderr[-300:])
 
     # Stop: Spark deletes its executor pods by label.
     t = time.monotonic()

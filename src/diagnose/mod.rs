@@ -11,6 +11,7 @@
 
 mod containers;
 mod disruption;
+pub mod driver;
 mod exit;
 mod pending;
 pub mod scheduling;
@@ -56,10 +57,14 @@ pub enum Code {
     SidecarFailed,
     StuckRunning,
     Missing,
+    DriverLostPod,
+    Unregistered,
+    Zombie,
+    DriverRemoved,
 }
 
 impl Code {
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 29] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::JvmOom,
@@ -85,6 +90,10 @@ impl Code {
         Self::SidecarFailed,
         Self::StuckRunning,
         Self::Missing,
+        Self::DriverLostPod,
+        Self::Unregistered,
+        Self::Zombie,
+        Self::DriverRemoved,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -114,6 +123,10 @@ impl Code {
             Self::SidecarFailed => "sidecar-failed",
             Self::StuckRunning => "stuck-running",
             Self::Missing => "missing",
+            Self::DriverLostPod => "driver-lost-pod",
+            Self::Unregistered => "unregistered",
+            Self::Zombie => "zombie",
+            Self::DriverRemoved => "driver-removed",
         }
     }
 }

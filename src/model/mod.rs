@@ -1,9 +1,11 @@
 //! The pure domain: what the tool knows about a pod, its events, and Spark's executor states.
 
+pub mod driver;
 mod event;
 mod pod;
 mod state;
 
+pub use driver::DriverExecutor;
 pub use event::PodEvent;
 pub use pod::*;
 pub use state::ExecutorState;

@@ -56,6 +56,9 @@ pub struct ApiState {
     pub spark: Arc<super::control::SparkRegistry>,
     /// How often watches that allow bookmarks get one (the real cacher: about a minute).
     pub bookmark_every: Duration,
+    /// The process kubelet is on: a service proxy with no simulated driver behind it
+    /// forwards to `127.0.0.1:<targetPort>` (where a real driver's UI listens).
+    pub forward_local: bool,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
@@ -115,6 +118,11 @@ enum Route {
         svc: String,
         rest: String,
     },
+    PodProxy {
+        ns: String,
+        pod: String,
+        rest: String,
+    },
     AccessReview,
 }
 
@@ -170,6 +178,20 @@ fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
         ] => Ok(Route::Proxy {
             ns: (*ns).to_owned(),
             svc: (*svc).to_owned(),
+            rest: rest.join("/"),
+        }),
+        [
+            "api",
+            "v1",
+            "namespaces",
+            ns,
+            "pods",
+            pod,
+            "proxy",
+            rest @ ..,
+        ] => Ok(Route::PodProxy {
+            ns: (*ns).to_owned(),
+            pod: (*pod).to_owned(),
             rest: rest.join("/"),
         }),
         ["api", "v1", r] => Ok(Route::Collection {
@@ -355,8 +377,19 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
             access_review(&st, &body)
         }
         Route::Proxy { ns, svc, rest } => {
+            if st.faults.denies("get", "services/proxy") {
+                return ApiError::forbidden(&st.user, "get", "services/proxy", Some(&ns))
+                    .into_response();
+            }
             let query = uri.query().map(str::to_owned);
-            proxy(&st, &ns, &svc, &rest, query.as_deref())
+            proxy(&st, &ns, &svc, &rest, query.as_deref()).await
+        }
+        Route::PodProxy { ns, pod, rest } => {
+            if st.faults.denies("get", "pods/proxy") {
+                return ApiError::forbidden(&st.user, "get", "pods/proxy", Some(&ns))
+                    .into_response();
+            }
+            pod_proxy(&st, &ns, &pod, &rest)
         }
         Route::Collection { view, resource, ns } => {
             let watching = params.flag("watch");
@@ -881,7 +914,25 @@ fn access_review(st: &ApiState, body: &[u8]) -> Response {
     json_value(StatusCode::CREATED, &review)
 }
 
-fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&str>) -> Response {
+/// `pods/{name}:{port}/proxy/…`: the Spark-like driver of that pod answers.
+fn pod_proxy(st: &ApiState, ns: &str, pod: &str, rest: &str) -> Response {
+    let name = pod.split(':').next().unwrap_or(pod);
+    let Some(p) = st.store.get(Resource::Pods, ns, name) else {
+        return ApiError::not_found(Resource::Pods, name).into_response();
+    };
+    if p.value["status"]["phase"] != "Running" {
+        return ApiError::unavailable(format!("pod {name} is not running")).into_response();
+    }
+    match spark_rest::serve_app(&st.spark, ns, |a| a.driver_pod == name, rest) {
+        Some((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
+        None => ApiError::unavailable(format!(
+            "error trying to reach service: dial tcp {name}: connect: connection refused"
+        ))
+        .into_response(),
+    }
+}
+
+async fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&str>) -> Response {
     let (name, port) = match svc.rsplit_once(':') {
         Some((scheme_or_name, p)) if !p.is_empty() => (
             scheme_or_name
@@ -896,6 +947,26 @@ fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&str>) ->
     };
     match spark_rest::serve(&st.store, &st.spark, &service, port, rest, query) {
         Ok((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
+        Err(e)
+            if st.forward_local
+                && e.code == 503
+                && spark_rest::has_endpoints(&st.store, &service) =>
+        {
+            let Some(target) = spark_rest::target_port(&service, port) else {
+                return e.into_response();
+            };
+            match spark_rest::forward_local(target, rest, query).await {
+                Ok((code, body)) => Response::builder()
+                    .status(StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY))
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(axum::body::Body::from(body))
+                    .unwrap_or_else(|_| ApiError::internal("proxy").into_response()),
+                Err(why) => ApiError::unavailable(format!(
+                    "error trying to reach service: dial tcp 127.0.0.1:{target}: {why}"
+                ))
+                .into_response(),
+            }
+        }
         Err(e) => e.into_response(),
     }
 }

@@ -27,7 +27,7 @@ use super::{
     kube_status::{container_status, set_all_containers, set_condition},
     logs::Logs,
     quantity,
-    scenario::{AppSpec, ExecutorSel, Fate, NodeSpec, Scenario},
+    scenario::{AppSpec, DriverFate, ExecutorSel, Fate, NodeSpec, Scenario},
     store::{DeleteOptions, Obj, Query, Resource, Store},
 };
 use crate::{
@@ -147,6 +147,15 @@ struct Driver {
     last_poll: f64,
     /// Spark state per executor at the resourceVersion it was computed for.
     states: HashMap<i64, (u64, ExecutorState)>,
+    /// Executors whose driver view departs from their pod (scenario `driver:` fates), with
+    /// the fate's time.
+    driver_fates: BTreeMap<i64, (DriverFate, Option<f64>)>,
+}
+
+impl Driver {
+    fn driver_fate(&self, id: i64) -> Option<DriverFate> {
+        self.driver_fates.get(&id).map(|(f, _)| *f)
+    }
 }
 
 impl Driver {
@@ -276,6 +285,7 @@ impl Control {
                     registered: BTreeMap::new(),
                     last_poll: 0.0,
                     states: HashMap::new(),
+                    driver_fates: BTreeMap::new(),
                     spec: spec.clone(),
                 }
             })
@@ -1555,8 +1565,45 @@ impl Control {
             d.snapshot = snapshot;
             self.detect_missing(i, t);
         }
+        self.zombies(i, t);
         self.lifecycle(i, t);
         self.allocate(i, t);
+    }
+
+    /// `zombie` fates: the driver removes the executor (a heartbeat timeout) but its pod is
+    /// never deleted.
+    fn zombies(&mut self, i: usize, t: f64) {
+        let due: Vec<i64> = self.drivers[i]
+            .driver_fates
+            .iter()
+            .filter(|(id, (f, at))| {
+                *f == DriverFate::Zombie
+                    && at.is_some_and(|a| t >= a)
+                    && self.drivers[i].registered.contains_key(id)
+                    && !self.drivers[i].removed.contains_key(id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let msg = "Executor heartbeat timed out after 120000 ms".to_owned();
+            self.drivers[i].removed.insert(id, msg.clone());
+            self.registry_update(i, id, |e, now| {
+                e.remove_time = Some(now);
+                e.remove_reason = Some(msg.clone());
+            });
+            let (ns, driver_pod) = (
+                self.drivers[i].spec.namespace.clone(),
+                self.drivers[i].driver_pod.clone(),
+            );
+            if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
+                let line = self.log_line(
+                    "WARN",
+                    "HeartbeatReceiver",
+                    &format!("Removing executor {id} with no recent heartbeats: 120000 ms exceeds timeout 120000 ms"),
+                );
+                self.log(&dp.value, line);
+            }
+        }
     }
 
     fn start_app(&mut self, i: usize) {
@@ -1714,6 +1761,12 @@ impl Control {
         if self.store.create(Resource::Pods, &ns, pod).is_ok() {
             self.fates.insert((ns, name), fate);
             self.drivers[i].newly_created.insert(id, t);
+            if let Some(f) = raw.as_ref()
+                && let Some(df) = f.driver
+            {
+                let at = f.at.map(|d| d.as_secs_f64());
+                self.drivers[i].driver_fates.insert(id, (df, at));
+            }
         }
     }
 
@@ -1724,7 +1777,18 @@ impl Control {
         }
         let mut count = d.newly_created.len() as u32;
         let pods: Vec<(i64, Arc<Obj>)> = d.snapshot.iter().map(|(k, v)| (*k, v.clone())).collect();
+        // The driver never saw these go (a `lost-pod` fate): it still counts them.
+        let lost: Vec<i64> = d
+            .driver_fates
+            .iter()
+            .filter(|(id, (f, _))| *f == DriverFate::LostPod && d.registered.contains_key(id))
+            .map(|(id, _)| *id)
+            .collect();
+        count += lost.len() as u32;
         for (id, pod) in pods {
+            if lost.contains(&id) {
+                continue;
+            }
             if matches!(
                 d.state(id, &pod),
                 ExecutorState::Running | ExecutorState::Pending
@@ -1755,16 +1819,22 @@ impl Control {
                 continue;
             }
             let state = self.drivers[i].state(id, &pod);
+            let fate = self.drivers[i].driver_fate(id);
+            if fate == Some(DriverFate::Unregistered) {
+                continue; // never reaches the driver: nothing to register or remove
+            }
             if state == ExecutorState::Running && !self.drivers[i].registered.contains_key(&id) {
                 self.drivers[i].registered.insert(id, t);
                 self.registry_update(i, id, |e, now| {
                     e.add_time.get_or_insert(now);
                 });
             }
-            if !matches!(
-                state,
-                ExecutorState::Deleted | ExecutorState::Failed | ExecutorState::Succeeded
-            ) {
+            if fate == Some(DriverFate::LostPod)
+                || !matches!(
+                    state,
+                    ExecutorState::Deleted | ExecutorState::Failed | ExecutorState::Succeeded
+                )
+            {
                 continue;
             }
             if state == ExecutorState::Failed && !self.drivers[i].failed_ids.contains(&id) {
@@ -1844,6 +1914,7 @@ impl Control {
             .filter(|(id, reg)| {
                 !d.snapshot.contains_key(id)
                     && !d.removed.contains_key(id)
+                    && d.driver_fate(**id) != Some(DriverFate::LostPod)
                     && t - **reg > MISSING_DELTA_SECS
             })
             .map(|(id, reg)| (*id, *reg))

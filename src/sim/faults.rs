@@ -14,7 +14,8 @@ pub enum Fault {
     Latency(Duration),
     /// `error-rate=0.05`: answer this fraction of API requests with a 500 Status.
     ErrorRate(f64),
-    /// `deny=delete,patch`: 403 for these verbs on pods; access reviews say no.
+    /// `deny=delete,patch`: 403 for these verbs on pods; access reviews say no. `proxy`
+    /// denies `services/proxy` and `pods/proxy` (a driver's REST API through the proxy).
     Deny(BTreeSet<String>),
     /// `restart-after=30s`: drop every connection once, keeping state and versions.
     RestartAfter(Duration),
@@ -57,7 +58,8 @@ impl FromStr for Fault {
                     .map(|x| x.trim().to_owned())
                     .filter(|x| !x.is_empty())
                     .collect();
-                const KNOWN: [&str; 8] = [
+                const KNOWN: [&str; 9] = [
+                    "proxy",
                     "get",
                     "list",
                     "watch",
@@ -113,7 +115,8 @@ impl Faults {
 
     /// Whether `verb` on `resource` is denied.
     pub fn denies(&self, verb: &str, resource: &str) -> bool {
-        resource == "pods" && self.deny.contains(verb)
+        (resource == "pods" && self.deny.contains(verb))
+            || (resource.ends_with("/proxy") && self.deny.contains("proxy"))
     }
 }
 

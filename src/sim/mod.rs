@@ -224,6 +224,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         user: "spark-triage-sim".to_owned(),
         spark: control.registry.clone(),
         bookmark_every: opts.bookmark_every.max(Duration::from_millis(10)),
+        forward_local: opts.process.is_some(),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 5] = [
+pub const BUILT_IN: [(&str, &str); 6] = [
     ("mixed", include_str!("../../assets/scenarios/mixed.yaml")),
     (
         "oom-storm",
@@ -18,6 +18,10 @@ pub const BUILT_IN: [(&str, &str); 5] = [
     ),
     ("churn", include_str!("../../assets/scenarios/churn.yaml")),
     ("empty", include_str!("../../assets/scenarios/empty.yaml")),
+    (
+        "disagreements",
+        include_str!("../../assets/scenarios/disagreements.yaml"),
+    ),
 ];
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -168,6 +172,20 @@ pub struct Fate {
     pub memory: Option<String>,
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
+    /// The driver disagrees with the pod: `lost-pod` (it ignores the pod's removal and keeps
+    /// the executor active), `unregistered` (the executor never registers), `zombie` (at
+    /// `at`, it removes the executor for a heartbeat timeout but leaves the pod running).
+    #[serde(default)]
+    pub driver: Option<DriverFate>,
+}
+
+/// How the driver's own view departs from the pod's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverFate {
+    LostPod,
+    Unregistered,
+    Zombie,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

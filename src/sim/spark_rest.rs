@@ -52,6 +52,25 @@ pub fn serve(
 ) -> Result<(u16, Value), ApiError> {
     let name = service.name();
     let ns = service.namespace();
+    if endpoints(store, service).is_empty() {
+        return Err(ApiError::unavailable(format!(
+            "no endpoints available for service \"{name}\""
+        )));
+    }
+    let predicate = |a: &AppView| a.service == name && a.namespace == ns;
+    serve_app(registry, ns, predicate, path).ok_or_else(|| {
+        ApiError::unavailable(format!(
+            "error trying to reach service: dial tcp {name}: connect: connection refused"
+        ))
+    })
+}
+
+/// The selected pods of a service include a running one.
+pub fn has_endpoints(store: &Store, service: &Obj) -> bool {
+    !endpoints(store, service).is_empty()
+}
+
+fn endpoints(store: &Store, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
     let selector = service.value["spec"]["selector"]
         .as_object()
         .map(|m| {
@@ -61,49 +80,94 @@ pub fn serve(
                 .join(",")
         })
         .unwrap_or_default();
+    if selector.is_empty() {
+        return Vec::new();
+    }
     let q = Query {
-        namespace: Some(ns.to_owned()),
+        namespace: Some(service.namespace().to_owned()),
         labels: LabelSelector::parse(&selector).unwrap_or_default(),
         ..Query::default()
     };
     let (pods, _) = store.list_all(Resource::Pods, &q);
-    let ready = !selector.is_empty()
-        && pods.iter().any(|p| {
+    pods.into_iter()
+        .filter(|p| {
             p.value["status"]["phase"] == "Running"
                 && !p.value["metadata"]["deletionTimestamp"].is_string()
-        });
-    if !ready {
-        return Err(ApiError::unavailable(format!(
-            "no endpoints available for service \"{name}\""
-        )));
-    }
-    let apps = registry.apps.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(app) = apps
-        .values()
-        .find(|a| a.service == name && a.namespace == ns)
-    else {
-        return Err(ApiError::unavailable(format!(
-            "error trying to reach service: dial tcp {name}: connect: connection refused"
-        )));
+        })
+        .collect()
+}
+
+/// The service port's target port number (`port` is a name or number; default the first).
+pub fn target_port(service: &Obj, port: Option<&str>) -> Option<u16> {
+    let ports = service.value["spec"]["ports"].as_array()?;
+    let p = match port {
+        Some(p) => ports.iter().find(|x| {
+            x["name"].as_str() == Some(p)
+                || x["port"].as_u64().map(|n| n.to_string()).as_deref() == Some(p)
+        })?,
+        None => ports.first()?,
     };
+    p["targetPort"]
+        .as_u64()
+        .or_else(|| p["port"].as_u64())
+        .and_then(|n| u16::try_from(n).ok())
+}
+
+/// GET `http://127.0.0.1:{port}/{path}?{query}`: a real driver UI on this host.
+pub async fn forward_local(
+    port: u16,
+    path: &str,
+    query: Option<&str>,
+) -> Result<(u16, Vec<u8>), String> {
+    use http_body_util::BodyExt;
+    let uri = match query {
+        Some(q) => format!("http://127.0.0.1:{port}/{path}?{q}"),
+        None => format!("http://127.0.0.1:{port}/{path}"),
+    };
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let uri: axum::http::Uri = uri.parse().map_err(|e| format!("bad path: {e}"))?;
+    let resp = tokio::time::timeout(std::time::Duration::from_secs(10), client.get(uri))
+        .await
+        .map_err(|_| "i/o timeout".to_owned())?
+        .map_err(|e| format!("connect: {e}"))?;
+    let code = resp.status().as_u16();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((code, body.to_vec()))
+}
+
+/// The REST API of the simulated app that `which` picks, if any.
+pub fn serve_app(
+    registry: &SparkRegistry,
+    ns: &str,
+    which: impl Fn(&AppView) -> bool,
+    path: &str,
+) -> Option<(u16, Value)> {
+    let apps = registry.apps.lock().unwrap_or_else(|e| e.into_inner());
+    let app = apps.values().find(|a| a.namespace == ns && which(a))?;
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    match segs.as_slice() {
-        ["api", "v1", "applications"] => Ok((
+    Some(match segs.as_slice() {
+        ["api", "v1", "applications"] => (
             200,
             json!([{"id": app.app_id, "name": app.name,
             "attempts": [{"startTime": time(app.start), "endTime": "1969-12-31T23:59:59.999GMT", "lastUpdated": time(app.start),
                           "duration": 0, "sparkUser": "spark", "completed": false, "appSparkVersion": "4.0.1"}]}]),
-        )),
+        ),
         [
             "api",
             "v1",
             "applications",
             id,
             which @ ("executors" | "allexecutors"),
-        ] if *id == app.app_id => Ok((200, executors(app, *which == "allexecutors"))),
+        ] if *id == app.app_id => (200, executors(app, *which == "allexecutors")),
         ["api", "v1", "applications", id, ..] if *id != app.app_id => {
-            Ok((404, json!(format!("unknown app: {id}"))))
+            (404, json!(format!("unknown app: {id}")))
         }
-        _ => Ok((404, json!(format!("no such path: /{path}")))),
-    }
+        _ => (404, json!(format!("no such path: /{path}"))),
+    })
 }

@@ -9,7 +9,7 @@
 use std::{collections::BTreeSet, path::PathBuf, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use kube::{
     Api, Client, Config,
     api::ListParams,
@@ -18,7 +18,7 @@ use kube::{
 };
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use super::{Health, SourceEvent, SourceKind, parse_properties};
+use super::{DriverView, Health, SourceEvent, SourceKind, parse_properties};
 use crate::model::{ExecutorPod, PodEvent, Role};
 
 /// Where to look.
@@ -49,6 +49,32 @@ pub struct LiveOptions {
     /// `-l`, added to `spark-role in (driver,executor)`.
     pub selector: Option<String>,
     pub poll_interval: Duration,
+    /// How often to read each driver's executor list (its REST API through the API
+    /// server's service proxy); `None` = never (`--no-driver-api`).
+    pub driver_poll: Option<Duration>,
+}
+
+/// Whose drivers to read: every app (`status`, `record`) or only the one in view (the live
+/// view sets it as the selection moves).
+#[derive(Debug, Clone, Default)]
+pub struct DriverFocus(std::sync::Arc<std::sync::Mutex<Focus>>);
+
+/// `None`: every app; `Some(None)`: none; `Some(Some(key))`: that one.
+type Focus = Option<Option<(String, String)>>;
+
+impl DriverFocus {
+    /// Only this app (namespace, app id), or none.
+    pub fn only(&self, app: Option<(String, String)>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(app);
+    }
+
+    fn wants(&self, ns: &str, app_id: &str) -> bool {
+        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => true,
+            Some(Some((n, a))) => n == ns && a == app_id,
+            Some(None) => false,
+        }
+    }
 }
 
 /// A connected client and the resolved scope.
@@ -62,6 +88,8 @@ pub struct Connection {
     pub server: String,
     /// The kubeconfig user name (for the actions log).
     pub user: String,
+    pub driver_poll: Option<Duration>,
+    pub focus: DriverFocus,
 }
 
 impl std::fmt::Debug for Connection {
@@ -166,6 +194,8 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         selector: sel,
         server: authority,
         user,
+        driver_poll: opts.driver_poll,
+        focus: DriverFocus::default(),
     })
 }
 
@@ -214,11 +244,161 @@ pub fn spawn(
     poll_interval: Duration,
     tx: mpsc::Sender<SourceEvent>,
 ) -> Vec<JoinHandle<()>> {
-    vec![
+    let mut tasks = vec![
         tokio::spawn(pod_watch(conn.clone(), tx.clone())),
         tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone())),
-        tokio::spawn(event_watch(conn.clone(), tx)),
-    ]
+    ];
+    if let Some(every) = conn.driver_poll {
+        tasks.push(tokio::spawn(driver_poll(conn.clone(), every, tx.clone())));
+    }
+    tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
+    tasks
+}
+
+/// Reads every driver's executor list in scope (those in focus) every `every`.
+async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
+    let pods = pods_api(&conn.client, &conn.scope);
+    let services: Api<Service> = match &conn.scope {
+        Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
+        Scope::All => Api::all(conn.client.clone()),
+    };
+    let sel = conn
+        .selector
+        .replace("spark-role in (driver,executor)", "spark-role=driver");
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let drivers = match pods.list(&ListParams::default().labels(&sel)).await {
+            Ok(l) => l.items,
+            Err(_) => continue, // the pod sources report API trouble
+        };
+        let svcs = services
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        for d in &drivers {
+            let pod = ExecutorPod::from_pod(d);
+            let Some(app_id) = pod.app_id().map(str::to_owned) else {
+                continue;
+            };
+            if !conn.focus.wants(&pod.namespace, &app_id) {
+                continue;
+            }
+            let view = read_driver(&conn.client, d, &pod, &app_id, &svcs).await;
+            let ev = SourceEvent::DriverExecutors {
+                namespace: pod.namespace.clone(),
+                app_id,
+                view,
+                at: now(),
+            };
+            if !send(&tx, ev).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Where the driver's UI is: the service selecting the driver (Spark's `…-driver-svc`,
+/// the operator's `…-ui-svc`) on its `spark-ui` port (or 4040), else the pod's own 4040.
+pub fn ui_path(pod: &Pod, app_id: &str, services: &[Service]) -> Option<String> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let svc_port = services
+        .iter()
+        .filter(|s| s.metadata.namespace.as_deref() == Some(ns))
+        .filter(|s| {
+            s.spec
+                .as_ref()
+                .and_then(|sp| sp.selector.as_ref())
+                .and_then(|sel| sel.get("spark-app-selector"))
+                .is_some_and(|a| a == app_id)
+        })
+        .find_map(|s| {
+            let ports = s.spec.as_ref()?.ports.as_ref()?;
+            let p = ports
+                .iter()
+                .find(|p| p.name.as_deref() == Some("spark-ui"))
+                .or_else(|| ports.iter().find(|p| p.port == 4040))?;
+            let port = p.name.clone().unwrap_or_else(|| p.port.to_string());
+            Some(format!("services/{}:{port}", s.metadata.name.as_deref()?))
+        });
+    let target = svc_port.or_else(|| {
+        let name = pod.metadata.name.as_deref()?;
+        let ports = pod
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten());
+        let p = ports
+            .clone()
+            .find(|p| p.name.as_deref() == Some("spark-ui"))
+            .or_else(|| ports.clone().find(|p| p.container_port == 4040))?;
+        Some(format!("pods/{name}:{}", p.container_port))
+    })?;
+    Some(format!(
+        "/api/v1/namespaces/{ns}/{target}/proxy/api/v1/applications/{app_id}/allexecutors"
+    ))
+}
+
+async fn read_driver(
+    client: &Client,
+    raw: &Pod,
+    pod: &ExecutorPod,
+    app_id: &str,
+    services: &[Service],
+) -> DriverView {
+    let unavailable = |reason: String| DriverView::Unavailable { reason };
+    match pod.phase() {
+        Some("Running") => {}
+        Some(p @ ("Succeeded" | "Failed")) => {
+            return unavailable(format!("driver gone (pod {} is {p})", pod.name));
+        }
+        p => {
+            return unavailable(format!(
+                "driver not ready (pod {} is {})",
+                pod.name,
+                p.unwrap_or("without status")
+            ));
+        }
+    }
+    if pod.deletion.is_some() {
+        return unavailable(format!("driver gone (pod {} is being deleted)", pod.name));
+    }
+    let Some(path) = ui_path(raw, app_id, services) else {
+        return unavailable(
+            "no UI port: no service selecting the driver with a spark-ui port, no container port 4040"
+                .to_owned(),
+        );
+    };
+    let req = match http::Request::get(&path).body(Vec::new()) {
+        Ok(r) => r,
+        Err(e) => return unavailable(format!("bad proxy path {path}: {e}")),
+    };
+    let proxied = if path.contains("/services/") {
+        "services/proxy"
+    } else {
+        "pods/proxy"
+    };
+    match tokio::time::timeout(Duration::from_secs(10), client.request_text(req)).await {
+        Err(_) => unavailable("the driver did not answer within 10 s".to_owned()),
+        Ok(Ok(body)) => match crate::model::driver::parse_executors(&body) {
+            Ok(executors) => DriverView::Ok { executors },
+            Err(e) => unavailable(e),
+        },
+        Ok(Err(kube::Error::Api(s))) => unavailable(match s.code {
+            403 => format!(
+                "forbidden: cannot get {proxied} in namespace {} ({})",
+                pod.namespace,
+                one_line(&s.message)
+            ),
+            503 => format!("driver not reachable: {}", one_line(&s.message)),
+            404 => format!("not found: {}", one_line(&s.message)),
+            c => format!("HTTP {c}: {}", one_line(&s.message)),
+        }),
+        Ok(Err(e)) => unavailable(one_line(&e.to_string())),
+    }
 }
 
 async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> bool {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ExecutorPod, PodEvent, Time};
+use crate::model::{DriverExecutor, ExecutorPod, PodEvent, Time};
 
 /// Which source a health report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -18,6 +18,7 @@ pub enum SourceKind {
     PodPoll,
     EventWatch,
     DriverConfig,
+    DriverApi,
 }
 
 impl SourceKind {
@@ -27,6 +28,7 @@ impl SourceKind {
             Self::PodPoll => "pod poll",
             Self::EventWatch => "event watch",
             Self::DriverConfig => "driver config",
+            Self::DriverApi => "driver API",
         }
     }
 }
@@ -90,8 +92,29 @@ pub enum SourceEvent {
         text: String,
         at: Time,
     },
+    /// The driver's own executor list (its REST API through the API server's proxy), or
+    /// why it could not be read.
+    DriverExecutors {
+        namespace: String,
+        app_id: String,
+        view: DriverView,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
+}
+
+/// One read of a driver's `allexecutors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum DriverView {
+    Ok {
+        executors: Vec<DriverExecutor>,
+    },
+    /// "driver view unavailable: <reason>" (forbidden, no endpoints, driver gone…).
+    Unavailable {
+        reason: String,
+    },
 }
 
 impl SourceEvent {
@@ -105,6 +128,7 @@ impl SourceEvent {
             | Self::SourceHealth { at, .. }
             | Self::LogCaptured { at, .. }
             | Self::ActionTaken { at, .. }
+            | Self::DriverExecutors { at, .. }
             | Self::Tick { at } => *at,
         }
     }

@@ -24,8 +24,11 @@ use serde::{Deserialize, Serialize};
 use crate::{
     classify::{ClassifyOptions, Resolved, classify},
     diagnose::{self, Code, Finding, SchedulingKind},
-    model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
-    source::{Health, SourceEvent, SourceKind},
+    model::{
+        DriverExecutor, ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time,
+        driver::{DriverSeen, reason_headline},
+    },
+    source::{DriverView, Health, SourceEvent, SourceKind},
     spark::{SparkView, spark_view},
 };
 
@@ -148,6 +151,16 @@ pub enum Gone {
         /// When Spark's time-based rule declares it lost (its poll after registration + delta).
         spark_verdict: String,
     },
+    /// Never seen as a pod: known only from the driver's executor list (first named `at`).
+    DriverOnly { at: Time },
+}
+
+impl Gone {
+    pub fn at(&self) -> Time {
+        match self {
+            Self::Deleted { at } | Self::Missing { at, .. } | Self::DriverOnly { at } => *at,
+        }
+    }
 }
 
 /// One state change.
@@ -179,11 +192,36 @@ pub struct ExecutorRecord {
     /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
     #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
+    /// The driver's own view of this executor (its REST API), when read.
+    #[serde(default)]
+    pub driver: Option<DriverSeen>,
 }
 
 impl ExecutorRecord {
     pub fn is_missing(&self) -> bool {
         matches!(self.gone, Some(Gone::Missing { .. }))
+    }
+
+    /// The driver's view in one word: `active`, `removed`, `unknown` (not in its list), `-`.
+    pub fn driver_word(&self) -> &'static str {
+        match &self.driver {
+            None => "-",
+            Some(d) => match &d.exec {
+                None => "unknown",
+                Some(x) if x.active => "active",
+                Some(_) => "removed",
+            },
+        }
+    }
+
+    /// The pod and the driver disagree (`driver-lost-pod`, `unregistered`, `zombie`).
+    pub fn driver_disagrees(&self) -> bool {
+        self.findings.iter().any(|f| {
+            matches!(
+                f.code,
+                Code::DriverLostPod | Code::Unregistered | Code::Zombie
+            )
+        })
     }
 
     /// The Spark container's exit code (state, else lastState).
@@ -255,6 +293,20 @@ pub struct DriverInfo {
     pub hold_until: Option<Time>,
 }
 
+/// How reading the driver's executor list goes, per app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverApiState {
+    /// The last attempt.
+    pub at: Time,
+    /// Why the last attempt failed ("driver view unavailable: …"); `None` when it worked.
+    pub unavailable: Option<String>,
+    /// The last attempt that worked.
+    pub last_ok: Option<Time>,
+    /// At the last good read: executors the driver counts as active, and all it lists.
+    pub active: usize,
+    pub listed: usize,
+}
+
 /// One line of an app's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineEntry {
@@ -275,6 +327,9 @@ pub struct App {
     /// Executor pods that are not in Spark's snapshot (no numeric id): name → why.
     pub unregistered: BTreeMap<String, String>,
     pub timeline: VecDeque<TimelineEntry>,
+    /// Reading the driver's REST API.
+    #[serde(default)]
+    pub driver_api: Option<DriverApiState>,
 }
 
 impl App {
@@ -288,6 +343,7 @@ impl App {
             executors: BTreeMap::new(),
             unregistered: BTreeMap::new(),
             timeline: VecDeque::new(),
+            driver_api: None,
         }
     }
 
@@ -454,6 +510,12 @@ impl Store {
             } => {
                 self.app_mut(&namespace, &app_id).log(at, None, text);
             }
+            SourceEvent::DriverExecutors {
+                namespace,
+                app_id,
+                view,
+                at,
+            } => self.driver_view(&namespace, &app_id, view, at),
             SourceEvent::Tick { at } => self.tick(at),
         }
     }
@@ -599,12 +661,12 @@ impl Store {
                 } else if rec
                     .gone
                     .as_ref()
-                    .is_some_and(|g| matches!(g, Gone::Missing { .. }))
+                    .is_some_and(|g| matches!(g, Gone::Missing { .. } | Gone::DriverOnly { .. }))
                 {
-                    rec.gone = None; // it was only late
+                    rec.gone = None; // it was only late (or known from the driver first)
                 }
                 rec.spark_container = resolved.config.spark_container.clone();
-                refresh(rec, &pod_events, &resolved, at);
+                refresh(rec, &pod_events, &resolved, &config, at);
             }
             None => {
                 timeline.push((id, format!("executor {id} added ({})", state)));
@@ -629,8 +691,9 @@ impl Store {
                     spark_view: None,
                     gone,
                     log_tail: None,
+                    driver: None,
                 };
-                refresh(&mut rec, &pod_events, &resolved, at);
+                refresh(&mut rec, &pod_events, &resolved, &config, at);
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -753,7 +816,7 @@ impl Store {
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
                 let resolved = config.classify_options().resolve(&rec.pod);
-                refresh(rec, &events, &resolved, at);
+                refresh(rec, &events, &resolved, &config, at);
             }
         }
     }
@@ -792,9 +855,159 @@ impl Store {
             let state = classify(&rec.pod, &resolved.config);
             rec.state = state;
             rec.spark_container = resolved.config.spark_container.clone();
-            refresh(rec, &events, &resolved, at);
+            refresh(rec, &events, &resolved, &config, at);
         }
     }
+
+    /// The driver's executor list: attached per id, executors only the driver knows become
+    /// tombstones with Spark's reason, and every executor of the app is reconciled.
+    fn driver_view(&mut self, ns: &str, app_id: &str, view: DriverView, at: Time) {
+        let app = self.app_mut(ns, app_id);
+        let previous = app.driver_api.clone();
+        let executors = match view {
+            DriverView::Unavailable { reason } => {
+                if previous.as_ref().and_then(|p| p.unavailable.as_ref()) != Some(&reason) {
+                    app.log(at, None, format!("driver view unavailable: {reason}"));
+                }
+                app.driver_api = Some(DriverApiState {
+                    at,
+                    unavailable: Some(reason),
+                    last_ok: previous.as_ref().and_then(|p| p.last_ok),
+                    active: previous.as_ref().map_or(0, |p| p.active),
+                    listed: previous.as_ref().map_or(0, |p| p.listed),
+                });
+                return;
+            }
+            DriverView::Ok { executors } => executors,
+        };
+        if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
+            app.log(at, None, "driver view available again".to_owned());
+        }
+        app.driver_api = Some(DriverApiState {
+            at,
+            unavailable: None,
+            last_ok: Some(at),
+            active: executors.iter().filter(|e| e.active).count(),
+            listed: executors.len(),
+        });
+        let prefix = app
+            .executors
+            .values()
+            .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
+            .and_then(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
+            .or_else(|| app.app_name.clone())
+            .unwrap_or_else(|| app_id.to_owned());
+        let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
+        for d in executors {
+            match app.executors.get_mut(&d.id) {
+                Some(rec) => {
+                    Arc::make_mut(rec).driver = Some(DriverSeen { at, exec: Some(d) });
+                }
+                None => {
+                    let id = d.id;
+                    let name = format!("{prefix}-exec-{id}");
+                    let text = match &d.remove_reason {
+                        Some(r) => format!(
+                            "executor {id} known only from the driver: {}",
+                            reason_headline(r)
+                        ),
+                        None => format!("executor {id} known only from the driver (active there)"),
+                    };
+                    app.executors
+                        .insert(id, Arc::new(driver_only(ns, app_id, &name, d, at)));
+                    app.log(at, Some(id), text);
+                }
+            }
+        }
+        for rec in app.executors.values_mut() {
+            if !listed.contains(&rec.id) {
+                Arc::make_mut(rec).driver = Some(DriverSeen { at, exec: None });
+            }
+        }
+        let config = app.config.clone();
+        let mut notes = Vec::new();
+        for rec in app.executors.values_mut() {
+            let before: Vec<Code> = rec.findings.iter().map(|f| f.code).collect();
+            let rec = Arc::make_mut(rec);
+            reconcile(rec, &config);
+            for f in &rec.findings {
+                if matches!(
+                    f.code,
+                    Code::DriverLostPod | Code::Unregistered | Code::Zombie
+                ) && !before.contains(&f.code)
+                {
+                    notes.push((rec.id, format!("executor {}: {}", rec.id, f.summary)));
+                }
+            }
+        }
+        for (id, text) in notes {
+            app.log(at, Some(id), text);
+        }
+    }
+}
+
+/// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
+/// message, so the same rules read its exit.
+fn driver_only(ns: &str, app_id: &str, name: &str, d: DriverExecutor, at: Time) -> ExecutorRecord {
+    let pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
+    let resolved = ClassifyOptions::default().resolve(&pod);
+    let state = classify(&pod, &resolved.config);
+    let mut rec = ExecutorRecord {
+        id: d.id,
+        spark_container: resolved.config.spark_container.clone(),
+        pod,
+        state,
+        first_seen: at,
+        last_seen: at,
+        last_rv: None,
+        history: VecDeque::from([Transition {
+            at,
+            state,
+            note: Some("known only from the driver".to_owned()),
+        }]),
+        events: VecDeque::new(),
+        findings: Vec::new(),
+        spark_view: None,
+        gone: Some(Gone::DriverOnly { at }),
+        log_tail: None,
+        driver: Some(DriverSeen { at, exec: Some(d) }),
+    };
+    refresh(&mut rec, &[], &resolved, &AppConfig::default(), at);
+    rec
+}
+
+/// Replaces the record's reconciliation findings (pod × driver) with fresh ones.
+fn reconcile(rec: &mut ExecutorRecord, config: &AppConfig) {
+    rec.findings.retain(|f| {
+        !matches!(
+            f.code,
+            Code::DriverLostPod | Code::Unregistered | Code::Zombie | Code::DriverRemoved
+        )
+    });
+    let running_since = (rec.state == ExecutorState::Running)
+        .then(|| {
+            rec.history
+                .iter()
+                .rev()
+                .take_while(|t| t.state == ExecutorState::Running)
+                .last()
+                .map(|t| t.at)
+        })
+        .flatten();
+    let grace =
+        chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
+            .unwrap_or(chrono::Duration::seconds(60));
+    let side = diagnose::driver::PodSide {
+        id: rec.id,
+        state: rec.state,
+        gone_at: rec.gone.as_ref().map(Gone::at),
+        never_seen: matches!(rec.gone, Some(Gone::DriverOnly { .. })),
+        running_since,
+        lost_grace: grace,
+    };
+    rec.findings
+        .extend(diagnose::driver::reconcile(&side, rec.driver.as_ref()));
+    rec.findings.sort_by_key(|f| f.severity);
 }
 
 /// Maps with `(String, String)` keys as lists of pairs (JSON keys must be strings).
@@ -826,7 +1039,13 @@ fn push_history(rec: &mut ExecutorRecord, t: Transition) {
 }
 
 /// Recomputes findings and Spark's view (missing executors keep their verdict).
-fn refresh(rec: &mut ExecutorRecord, events: &[PodEvent], resolved: &Resolved, now: Time) {
+fn refresh(
+    rec: &mut ExecutorRecord,
+    events: &[PodEvent],
+    resolved: &Resolved,
+    config: &AppConfig,
+    now: Time,
+) {
     rec.events = events
         .iter()
         .filter(|e| e.is_about(&rec.pod))
@@ -854,6 +1073,7 @@ fn refresh(rec: &mut ExecutorRecord, events: &[PodEvent], resolved: &Resolved, n
         rec.state
     };
     rec.spark_view = spark_view(&rec.pod, state, &resolved.config);
+    reconcile(rec, config);
 }
 
 /// When Spark's rule declares a vanished executor lost: the first poll more than

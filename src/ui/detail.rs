@@ -49,6 +49,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ));
             lines.push(Line::raw(format!("  {spark_verdict}")));
         }
+        Some(Gone::DriverOnly { at }) => lines.push(Line::styled(
+            format!(
+                "no pod seen: known only from the driver since {} (pod rebuilt from Spark's reason)",
+                fmt_time(at)
+            ),
+            theme::dim(),
+        )),
         None => {}
     }
     lines.push(Line::raw(""));
@@ -89,6 +96,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         lines.push(Line::raw(format!("      hint: {}", fd.hint)));
     }
+    driver_section(e, &mut lines);
     if let Some(v) = &e.spark_view {
         lines.push(Line::raw(""));
         lines.push(Line::styled("Spark's view", theme::title()));
@@ -146,4 +154,75 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             .scroll((app.scroll, 0)),
         r,
     );
+}
+
+/// What the driver's REST API said about this executor.
+fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
+    let Some(seen) = &e.driver else { return };
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        format!("Driver's view (read {})", fmt_time(&seen.at)),
+        theme::title(),
+    ));
+    let Some(d) = &seen.exec else {
+        lines.push(Line::raw("  not in the driver's executor list"));
+        return;
+    };
+    let mib = |b: u64| format!("{} MiB", b >> 20);
+    lines.push(Line::raw(format!(
+        "  {} · added {} · tasks {} done, {} failed, {} running",
+        if d.active { "active" } else { "removed" },
+        d.add_time.as_ref().map_or_else(|| "-".to_owned(), fmt_time),
+        d.completed_tasks,
+        d.failed_tasks,
+        d.active_tasks
+    )));
+    let mut mem = Vec::new();
+    if let Some(h) = d.peak.jvm_heap {
+        mem.push(format!("JVM heap {}", mib(h)));
+    }
+    if let Some(o) = d.peak.jvm_off_heap {
+        mem.push(format!("off-heap {}", mib(o)));
+    }
+    if let Some(r) = d.peak.process_tree_rss {
+        mem.push(format!("process-tree RSS {}", mib(r)));
+    }
+    if !mem.is_empty() {
+        let limit = e
+            .pod
+            .container_spec(&e.spark_container)
+            .and_then(|c| c.limits.memory.clone());
+        let share = match (
+            d.peak.container_estimate(),
+            limit
+                .as_deref()
+                .and_then(crate::sim::quantity::parse)
+                .map(|b| b as u64),
+        ) {
+            (Some(p), Some(l)) if l > 0 => format!(
+                " = {}% of the {} limit",
+                p * 100 / l,
+                limit.unwrap_or_default()
+            ),
+            _ => String::new(),
+        };
+        lines.push(Line::raw(format!(
+            "  peak memory: {}{share}",
+            mem.join(", ")
+        )));
+    }
+    if let Some(r) = &d.remove_reason {
+        lines.push(Line::raw(format!(
+            "  removed {}:",
+            d.remove_time
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), fmt_time)
+        )));
+        for l in r.trim().lines().filter(|l| !l.trim().is_empty()) {
+            lines.push(Line::styled(
+                format!("    {}", l.replace('\t', "  ")),
+                theme::dim(),
+            ));
+        }
+    }
 }

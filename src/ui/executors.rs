@@ -63,8 +63,16 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         .and_then(|a| a.driver.as_ref())
         .and_then(|d| d.hold_until)
         .is_some();
+    let driver_view = app
+        .current_app()
+        .and_then(|a| a.driver_api.as_ref())
+        .map(|d| match &d.unavailable {
+            Some(r) => format!(" · driver view unavailable: {r}"),
+            None => format!(" · driver: {} active", d.active),
+        })
+        .unwrap_or_default();
     let title = format!(
-        " Executors of {name} ({}{}) · {} · deleteOnTermination={dot} · held {held} · kept by Spark {kept}{} ",
+        " Executors of {name} ({}{}) · {} · deleteOnTermination={dot} · held {held} · kept by Spark {kept}{}{driver_view} ",
         visible.len(),
         if visible.len() == total {
             String::new()
@@ -101,6 +109,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                     let (letter, style) = theme::cell(e);
                     let mark = if app.marked.contains(&(key.0.clone(), key.1.clone(), e.id)) {
                         '*'
+                    } else if e.driver_disagrees() {
+                        '!'
                     } else if e.pod.is_held() {
                         'h'
                     } else {
@@ -125,7 +135,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         View::Table => {
             let now = app.store.view().now;
             let header = Row::new([
-                "ID", "STATE", "AGE", "NODE", "EXIT", "REASON", "FINDING", "POD",
+                "ID", "STATE", "AGE", "NODE", "EXIT", "REASON", "DRIVER", "FINDING", "POD",
             ])
             .style(theme::title());
             let rows_fit = usize::from(area.height.saturating_sub(3));
@@ -154,6 +164,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                         e.exit_code()
                             .map_or_else(|| "-".to_owned(), |c| c.to_string()),
                         e.container_reason().unwrap_or("-").to_owned(),
+                        if e.driver_disagrees() {
+                            format!("{}!", e.driver_word())
+                        } else {
+                            e.driver_word().to_owned()
+                        },
                         e.findings
                             .first()
                             .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
@@ -169,6 +184,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                 Constraint::Length(14),
                 Constraint::Length(5),
                 Constraint::Length(17),
+                Constraint::Length(8),
                 Constraint::Length(21),
                 Constraint::Min(10),
             ];

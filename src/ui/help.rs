@@ -25,7 +25,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect) {
         })
         .collect();
     lines.push(Line::raw(""));
-    lines.push(Line::styled(" Map letters: R running P pending F failed S succeeded D deleted T terminating U unknown M missing", theme::dim()));
+    lines.push(Line::styled(" Map letters: R running P pending F failed S succeeded D deleted T terminating U unknown M missing · marks: * marked, ! pod and driver disagree, h held", theme::dim()));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(" Help · Esc close ", theme::title()));

@@ -300,3 +300,96 @@ fn two_replays_render_identical_frames() {
     assert!(pos > start);
     assert_eq!(fa, draw(&mut c, 160, 40));
 }
+
+/// The driver's REST view of etl-nightly 90 s after the session's end (every kind of
+/// agreement and disagreement), and adhoc-analysis's driver out of reach.
+fn driver_views(app: &mut App) {
+    use crate::{
+        model::{DriverExecutor, driver::PeakMemory},
+        source::{DriverView, SourceEvent},
+    };
+    let now = app.store.view().now.expect("session has a clock") + chrono::Duration::seconds(90);
+    let key = |name: &str| {
+        app.apps()
+            .iter()
+            .find(|a| a.app_name.as_deref() == Some(name))
+            .map(|a| (a.namespace.clone(), a.app_id.clone()))
+            .expect("app")
+    };
+    let (ns, etl) = key("etl-nightly");
+    let (_, adhoc) = key("adhoc-analysis");
+    let exec = |id: i64, active: bool, reason: Option<&str>| DriverExecutor {
+        id,
+        active,
+        host_port: Some(format!("10.244.1.{id}:7079")),
+        add_time: Some(now - chrono::Duration::seconds(300)),
+        remove_time: (!active).then(|| now - chrono::Duration::seconds(200)),
+        remove_reason: reason.map(str::to_owned),
+        active_tasks: u64::from(active),
+        failed_tasks: if active { 0 } else { 1 },
+        completed_tasks: 12,
+        max_memory: Some(2_388_236_697),
+        peak: PeakMemory {
+            jvm_heap: Some(3_100_000_000),
+            jvm_off_heap: Some(400_000_000),
+            process_tree_rss: None,
+        },
+    };
+    let oom = "\nThe executor with id 7 exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\n\t container name: spark-kubernetes-executor\n\t container image: apache/spark:4.0.1\n\t container state: terminated\n\t exit code: 137\n\t termination reason: OOMKilled\n      ";
+    let mut executors: Vec<DriverExecutor> = (1..=6).map(|i| exec(i, true, None)).collect();
+    executors.push(exec(7, false, Some(oom)));
+    executors.push(exec(
+        8,
+        false,
+        Some("\nThe executor with id 8 exited with exit code 52(JVM OOM).\n"),
+    ));
+    executors.push(exec(10, true, None));
+    executors.push(exec(
+        13,
+        false,
+        Some("Executor heartbeat timed out after 120000 ms"),
+    ));
+    executors.push(exec(20, false, Some("\nThe executor with id 20 exited with exit code 137(SIGKILL, possible container OOM).\n\n\t container name: spark-kubernetes-executor\n\t container state: terminated\n\t exit code: 137\n\t termination reason: OOMKilled\n")));
+    for (app_id, view) in [
+        (etl, DriverView::Ok { executors }),
+        (
+            adhoc,
+            DriverView::Unavailable {
+                reason: "forbidden: cannot get services/proxy in namespace spark-jobs".into(),
+            },
+        ),
+    ] {
+        update(
+            app,
+            crate::app::Msg::Source(SourceEvent::DriverExecutors {
+                namespace: ns.clone(),
+                app_id,
+                view,
+                at: now,
+            }),
+        );
+    }
+}
+
+frames!(driver_view_table, |app: &mut App| {
+    driver_views(app);
+    etl_exec(app, 13);
+    app.view = View::Table;
+});
+frames!(driver_view_map, |app: &mut App| {
+    driver_views(app);
+    etl_exec(app, 10);
+});
+frames!(driver_view_detail, |app: &mut App| {
+    driver_views(app);
+    etl_exec(app, 13);
+    app.popup = Some(Popup::Detail);
+});
+frames!(driver_view_unavailable, |app: &mut App| {
+    driver_views(app);
+    app.selected_app = app
+        .apps()
+        .iter()
+        .position(|a| a.app_name.as_deref() == Some("adhoc-analysis"))
+        .expect("adhoc app");
+});

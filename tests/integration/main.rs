@@ -6,6 +6,7 @@
 
 mod actions;
 mod common;
+mod driver_view;
 mod explain;
 mod fuzz;
 mod kubectl;

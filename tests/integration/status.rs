@@ -81,6 +81,8 @@ async fn status_for_30s_on_mixed_gives_the_at_rest_column() {
         "30s",
         "--poll-interval",
         "2s",
+        // The pods' own story; the driver's view is tests/integration/driver_view.rs.
+        "--no-driver-api",
         "--output",
         "json",
     ])

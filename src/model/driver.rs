@@ -1,0 +1,313 @@
+//! The driver's own view of its executors: Spark's monitoring REST API
+//! (`/api/v1/applications/{app}/allexecutors`, `ExecutorSummary` in Spark's `api.scala`),
+//! and Spark's `removeReason` texts read back into an exit code and container states.
+//!
+//! Ref: https://spark.apache.org/docs/latest/monitoring.html#rest-api and, for the reason
+//! texts, `ExecutorPodsLifecycleManager.scala` (spec §7.3–7.6).
+
+use chrono::{NaiveDateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Time;
+
+/// One executor as the driver lists it (the `driver` entry is not kept).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverExecutor {
+    pub id: i64,
+    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_port: Option<String>,
+    pub add_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_reason: Option<String>,
+    pub active_tasks: u64,
+    pub failed_tasks: u64,
+    pub completed_tasks: u64,
+    /// Storage memory available to the executor (bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory: Option<u64>,
+    #[serde(default)]
+    pub peak: PeakMemory,
+}
+
+/// What the latest readable driver view said about one executor id, and when it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverSeen {
+    pub at: Time,
+    /// `None`: the driver's list did not have this id at all.
+    pub exec: Option<DriverExecutor>,
+}
+
+/// `peakMemoryMetrics` (bytes); the process-tree figures need
+/// `spark.executor.processTreeMetrics.enabled=true` and are absent otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeakMemory {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm_heap: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm_off_heap: Option<u64>,
+    /// JVM + Python + other process-tree RSS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_tree_rss: Option<u64>,
+}
+
+impl PeakMemory {
+    /// The largest figure that stands for the whole container's memory.
+    pub fn container_estimate(&self) -> Option<u64> {
+        self.process_tree_rss
+            .or(match (self.jvm_heap, self.jvm_off_heap) {
+                (Some(h), Some(o)) => Some(h + o),
+                (h, o) => h.or(o),
+            })
+    }
+}
+
+/// Spark's UI times: `2026-11-30T01:37:50.123GMT`.
+pub fn parse_spark_time(s: &str) -> Option<Time> {
+    let s = s.trim().strip_suffix("GMT").unwrap_or(s.trim());
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
+        .ok()
+        .map(|n| Utc.from_utc_datetime(&n))
+}
+
+/// Parses an `allexecutors` (or `executors`) answer. Unknown fields are ignored; an entry
+/// that is not an object with a numeric `id` is skipped (the `driver` entry among them).
+pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        let head: String = body.chars().take(80).collect();
+        format!("not Spark's executor list ({e}): {head:?}")
+    })?;
+    let list = v
+        .as_array()
+        .ok_or_else(|| "not Spark's executor list: not a JSON array".to_owned())?;
+    let u = |e: &Value, k: &str| e[k].as_u64();
+    let mut out: Vec<DriverExecutor> = list
+        .iter()
+        .filter_map(|e| {
+            let id = e["id"].as_str()?.parse::<i64>().ok()?;
+            let peak = &e["peakMemoryMetrics"];
+            let rss: Vec<u64> = [
+                "ProcessTreeJVMRSSMemory",
+                "ProcessTreePythonRSSMemory",
+                "ProcessTreeOtherRSSMemory",
+            ]
+            .iter()
+            .filter_map(|k| peak[*k].as_u64())
+            .collect();
+            Some(DriverExecutor {
+                id,
+                active: e["isActive"].as_bool().unwrap_or(false),
+                host_port: e["hostPort"].as_str().map(str::to_owned),
+                add_time: e["addTime"].as_str().and_then(parse_spark_time),
+                remove_time: e["removeTime"].as_str().and_then(parse_spark_time),
+                remove_reason: e["removeReason"]
+                    .as_str()
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned),
+                active_tasks: u(e, "activeTasks").unwrap_or(0),
+                failed_tasks: u(e, "failedTasks").unwrap_or(0),
+                completed_tasks: u(e, "completedTasks").unwrap_or(0),
+                max_memory: u(e, "maxMemory"),
+                peak: PeakMemory {
+                    jvm_heap: peak["JVMHeapMemory"].as_u64(),
+                    jvm_off_heap: peak["JVMOffHeapMemory"].as_u64(),
+                    process_tree_rss: (!rss.is_empty() && rss.iter().any(|r| *r > 0))
+                        .then(|| rss.iter().sum()),
+                },
+            })
+        })
+        .collect();
+    out.sort_by_key(|e| e.id);
+    Ok(out)
+}
+
+/// What a `removeReason` says, read back from Spark's texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovalKind {
+    /// "The executor with id N exited with exit code C(…)." with the container statuses.
+    Exited,
+    /// "The executor with id N was deleted by a user or the framework."
+    Deleted,
+    /// "… was not found in the cluster at the polling time …" (missing-pod detection).
+    NotFound,
+    /// Anything else (decommission, heartbeat timeout, driver-requested kill…).
+    Other,
+}
+
+/// One container from the status dump in a removal message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReasonContainer {
+    pub name: String,
+    pub image: Option<String>,
+    pub state: Option<String>,
+    pub exit_code: Option<i32>,
+    pub reason: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A parsed `removeReason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovalReason {
+    pub kind: RemovalKind,
+    pub exit_code: Option<i32>,
+    /// "The API gave the following brief reason: …" (the pod's `status.reason`).
+    pub pod_reason: Option<String>,
+    pub pod_message: Option<String>,
+    pub containers: Vec<ReasonContainer>,
+}
+
+/// Reads Spark's removal message (spec §7.4: `\n\t key: value` lines per container).
+pub fn parse_removal(text: &str) -> RemovalReason {
+    let kind = if text.contains("exited with exit code") {
+        RemovalKind::Exited
+    } else if text.contains("was deleted by a user or the framework") {
+        RemovalKind::Deleted
+    } else if text.contains("was not found in the cluster") {
+        RemovalKind::NotFound
+    } else {
+        RemovalKind::Other
+    };
+    let exit_code = text.split("exit code ").nth(1).and_then(|rest| {
+        let n: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        n.parse().ok()
+    });
+    let after = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix))
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty() && v != "N/A")
+    };
+    let mut containers: Vec<ReasonContainer> = Vec::new();
+    for line in text.lines() {
+        let Some((k, v)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        let v = v.trim();
+        let val = (!v.is_empty() && v != "N/A").then(|| v.to_owned());
+        match k {
+            "container name" => containers.push(ReasonContainer {
+                name: v.to_owned(),
+                ..ReasonContainer::default()
+            }),
+            _ => {
+                let Some(c) = containers.last_mut() else {
+                    continue;
+                };
+                match k {
+                    "container image" => c.image = val,
+                    "container state" => c.state = val,
+                    "exit code" => c.exit_code = v.parse().ok(),
+                    "termination reason" => c.reason = val,
+                    "container started at" => c.started_at = val,
+                    "container finished at" => c.finished_at = val,
+                    _ => {}
+                }
+            }
+        }
+    }
+    RemovalReason {
+        kind,
+        exit_code,
+        pod_reason: after("The API gave the following brief reason:"),
+        pod_message: after("The API gave the following message:"),
+        containers,
+    }
+}
+
+/// The first non-empty line of a removal message, for one-line displays.
+pub fn reason_headline(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OOM: &str = "\nThe executor with id 2 exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\n\t container name: spark-kubernetes-executor\n\t container image: apache/spark:4.3.0\n\t container state: terminated\n\t container started at: 2026-11-30T01:37:30Z\n\t container finished at: 2026-11-30T01:37:50Z\n\t exit code: 137\n\t termination reason: OOMKilled\n      ";
+
+    #[test]
+    fn spark_exit_message_reads_back() {
+        let r = parse_removal(OOM);
+        assert_eq!(r.kind, RemovalKind::Exited);
+        assert_eq!(r.exit_code, Some(137));
+        assert_eq!(r.pod_reason, None);
+        assert_eq!(
+            r.containers,
+            vec![ReasonContainer {
+                name: "spark-kubernetes-executor".into(),
+                image: Some("apache/spark:4.3.0".into()),
+                state: Some("terminated".into()),
+                exit_code: Some(137),
+                reason: Some("OOMKilled".into()),
+                started_at: Some("2026-11-30T01:37:30Z".into()),
+                finished_at: Some("2026-11-30T01:37:50Z".into()),
+            }]
+        );
+        assert_eq!(
+            reason_headline(OOM),
+            "The executor with id 2 exited with exit code 137(SIGKILL, possible container OOM)."
+        );
+    }
+
+    #[test]
+    fn other_removal_texts() {
+        let d = parse_removal("The executor with id 4 was deleted by a user or the framework.");
+        assert_eq!((d.kind, d.exit_code), (RemovalKind::Deleted, None));
+        let m = parse_removal(
+            "The executor with ID 1 (registered at 1796002655860 ms) was not found in the cluster at the polling time (1796002689537 ms) which is after the accepted detect delta time (30000 ms) configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
+        );
+        assert_eq!(m.kind, RemovalKind::NotFound);
+        assert_eq!(
+            parse_removal("Executor heartbeat timed out after 120000 ms").kind,
+            RemovalKind::Other
+        );
+        let neg = parse_removal(
+            "The executor with id 3 exited with exit code -1(unexpected).\nThe API gave the following brief reason: Evicted\nThe API gave the following message: The node was low on resource: memory.\n",
+        );
+        assert_eq!(neg.exit_code, Some(-1));
+        assert_eq!(neg.pod_reason.as_deref(), Some("Evicted"));
+        assert_eq!(
+            neg.pod_message.as_deref(),
+            Some("The node was low on resource: memory.")
+        );
+        // Garbage never panics.
+        let _ = parse_removal("exit code \u{1F600}: : \n\t container name: \n exit code: x");
+    }
+
+    #[test]
+    fn allexecutors_answer() {
+        let body = r#"[{"id":"driver","isActive":true,"addTime":"2026-11-30T01:37:20.000GMT"},
+            {"id":"1","hostPort":"10.0.0.1:7079","isActive":true,"addTime":"2026-11-30T01:37:25.120GMT",
+             "activeTasks":1,"failedTasks":0,"completedTasks":7,"maxMemory":1000,
+             "peakMemoryMetrics":{"JVMHeapMemory":300,"JVMOffHeapMemory":50,"ProcessTreeJVMRSSMemory":0}},
+            {"id":"2","isActive":false,"addTime":"2026-11-30T01:37:25.000GMT","removeTime":"2026-11-30T01:37:50.500GMT",
+             "removeReason":"x","failedTasks":1,"unknownField":{"a":1}},
+            {"id":"zzz"}, 7]"#;
+        let e = parse_executors(body).unwrap();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].active && e[0].completed_tasks == 7 && e[0].active_tasks == 1);
+        assert_eq!(e[0].peak.container_estimate(), Some(350));
+        assert_eq!(e[0].peak.process_tree_rss, None);
+        assert_eq!(
+            e[1].remove_time.map(|t| t.to_rfc3339()),
+            Some("2026-11-30T01:37:50.500+00:00".to_owned())
+        );
+        assert_eq!(e[1].remove_reason.as_deref(), Some("x"));
+        assert!(
+            parse_executors("<html>503</html>")
+                .unwrap_err()
+                .contains("not Spark's executor list")
+        );
+        assert!(parse_executors("{}").is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! The driver REST view through the real binary against the simulator: each disagreement
+//! between pods and the driver's executor list yields its finding, executors deleted before
+//! spark-triage started keep Spark's reason, and every way the driver's API can be out of
+//! reach is a clear degraded state.
+
+use std::{collections::BTreeMap, process::Stdio};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api,
+    api::{ListParams, PostParams},
+};
+use serde_json::Value;
+use tokio::process::Command;
+
+use super::common::{client, eventually, phase, start_sim};
+
+async fn status(kc: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "status",
+            "--kubeconfig",
+            kc,
+            "-n",
+            "spark-jobs",
+            "--poll-interval",
+            "2s",
+            "--driver-poll-interval",
+            "2s",
+            "-o",
+            "json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["app_name"] == name)
+        .unwrap_or_else(|| panic!("no app {name} in {doc}"))
+}
+
+fn findings(app: &Value) -> BTreeMap<i64, Vec<String>> {
+    app["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_i64().unwrap(),
+                e["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_owned())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+async fn drivers_running(pods: &Api<Pod>) {
+    eventually(30, "the scenario's drivers running", || async {
+        let l = pods
+            .list(&ListParams::default().labels("spark-role=driver"))
+            .await
+            .ok()?;
+        (l.items.len() == 3 && l.items.iter().all(|p| phase(p) == "Running")).then_some(())
+    })
+    .await;
+}
+
+const RECONCILE: [&str; 4] = [
+    "driver-lost-pod",
+    "unregistered",
+    "zombie",
+    "driver-removed",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_disagreement_yields_exactly_its_finding() {
+    let sim = start_sim("disagreements", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    // Long enough for Spark's own grace before calling a pod lost (missingPodDetectDelta +
+    // apiPollingInterval = 60 s) and for a Running pod to count as never registered (60 s).
+    let doc = status(&kc, &["--for", "75s"]).await;
+    let a = app(&doc, "reconcile");
+    let got: BTreeMap<i64, Vec<String>> = findings(a)
+        .into_iter()
+        .map(|(id, f)| {
+            (
+                id,
+                f.into_iter()
+                    .filter(|c| RECONCILE.contains(&c.as_str()))
+                    .collect(),
+            )
+        })
+        .collect();
+    let want: BTreeMap<i64, Vec<String>> = [
+        (1, vec!["driver-lost-pod"]),
+        (2, vec!["unregistered"]),
+        (3, vec!["zombie", "driver-removed"]),
+        (4, vec!["driver-removed"]),
+        (5, vec![]),
+        (6, vec![]),
+    ]
+    .into_iter()
+    .map(|(id, v)| (id, v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(got, want, "{a}");
+    let all = findings(a);
+    assert!(all[&1].contains(&"deleted".to_owned()), "{:?}", all[&1]);
+    assert!(all[&4].contains(&"container-oom-killed".to_owned()));
+    let ex = |id: i64| {
+        a["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(ex(1)["driver"]["active"], true);
+    assert_eq!(ex(2)["driver"]["known"], false);
+    assert_eq!(
+        ex(3)["driver"]["remove_reason"],
+        "Executor heartbeat timed out after 120000 ms"
+    );
+    assert!(
+        ex(4)["driver"]["remove_reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited with exit code 137(SIGKILL, possible container OOM)")
+    );
+    assert_eq!(a["driver_api"]["state"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executors_deleted_before_start_keep_sparks_reason() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    // Executors 7 (container OOM) and 8 (JVM OOM) of etl-nightly come and go.
+    eventually(60, "executors 7 and 8 deleted", || async {
+        let l = pods
+            .list(&ListParams::default().labels("spark-app-name=etl-nightly,spark-role=executor"))
+            .await
+            .ok()?;
+        let ids: Vec<String> = l
+            .items
+            .iter()
+            .filter_map(|p| p.metadata.labels.as_ref()?.get("spark-exec-id").cloned())
+            .collect();
+        let eleven = ids.iter().any(|i| i == "11");
+        (eleven && !ids.iter().any(|i| i == "7" || i == "8")).then_some(())
+    })
+    .await;
+    let doc = status(&sim.kubeconfig.display().to_string(), &[]).await;
+    let etl = app(&doc, "etl-nightly");
+    let f = findings(etl);
+    assert_eq!(
+        f[&7],
+        vec!["container-oom-killed", "driver-removed"],
+        "{etl}"
+    );
+    assert_eq!(f[&8], vec!["jvm-oom", "driver-removed"], "{etl}");
+    let seven = etl["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == 7)
+        .unwrap();
+    assert_eq!(seven["gone"], true);
+    assert_eq!(seven["exit_code"], 137);
+    assert!(
+        seven["summary"]
+            .as_str()
+            .unwrap()
+            .contains("OOMKilled (exit 137)")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn driver_api_out_of_reach_is_a_clear_degraded_state() {
+    // services/proxy forbidden.
+    let sim = start_sim("mixed", 4.0, &["deny=proxy"]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    drivers_running(&pods).await;
+    let doc = status(&kc, &[]).await;
+    let d = &app(&doc, "etl-nightly")["driver_api"];
+    assert_eq!(d["state"], "unavailable");
+    assert!(
+        d["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("forbidden: cannot get services/proxy in namespace spark-jobs"),
+        "{d}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["status", "--kubeconfig", &kc, "-n", "spark-jobs"])
+        .output()
+        .await
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("driver view unavailable: forbidden: cannot get services/proxy"),
+        "{table}"
+    );
+    // Everything else still works.
+    assert!(table.contains("container-oom-killed") || table.contains("running"));
+
+    // A driver that is not ready: its pod cannot be scheduled.
+    let pending: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "waiting-driver", "labels": {"spark-role": "driver", "spark-app-selector": "spark-waiting", "spark-app-name": "waiting"}},
+        "spec": {"nodeSelector": {"pool": "nowhere"},
+                 "containers": [{"name": "spark-kubernetes-driver", "image": "apache/spark:4.0.1",
+                                 "ports": [{"name": "spark-ui", "containerPort": 4040}]}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pending).await.unwrap();
+    let doc = status(&kc, &["--no-driver-api"]).await;
+    assert!(
+        app(&doc, "waiting").get("driver_api").is_none(),
+        "--no-driver-api reads no driver"
+    );
+    drop(sim);
+
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    drivers_running(&pods).await;
+    pods.create(&PostParams::default(), &pending).await.unwrap();
+    let doc = status(&kc, &[]).await;
+    assert_eq!(
+        app(&doc, "waiting")["driver_api"]["reason"],
+        "driver not ready (pod waiting-driver is Pending)"
+    );
+    assert_eq!(app(&doc, "etl-nightly")["driver_api"]["state"], "ok");
+    drop(sim);
+
+    // A driver that is gone: oom-storm's driver gives up (exit 11).
+    let sim = start_sim("oom-storm", 8.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    eventually(90, "the oom-storm driver to fail", || async {
+        let l = pods
+            .list(&ListParams::default().labels("spark-role=driver"))
+            .await
+            .ok()?;
+        l.items.iter().any(|p| phase(p) == "Failed").then_some(())
+    })
+    .await;
+    let doc = status(&sim.kubeconfig.display().to_string(), &[]).await;
+    let apps = doc["apps"].as_array().unwrap();
+    let reason = apps[0]["driver_api"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("driver gone (pod ") && reason.ends_with(" is Failed)"),
+        "{reason}"
+    );
+}
