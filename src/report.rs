@@ -50,6 +50,9 @@ pub struct FailureEntry {
     pub exit_code: Option<i32>,
     pub finding: Option<String>,
     pub summary: Option<String>,
+    /// Spark's own reason, from the driver's executor list (when it was read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_remove_reason: Option<String>,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -192,7 +195,7 @@ fn app_report(a: &App, end: Time) -> AppReport {
             let first = e
                 .findings
                 .iter()
-                .find(|f| f.code != Code::Deleted)
+                .find(|f| !matches!(f.code, Code::Deleted | Code::DriverRemoved))
                 .or(e.findings.first());
             failures.push((
                 at,
@@ -203,6 +206,12 @@ fn app_report(a: &App, end: Time) -> AppReport {
                     exit_code: e.exit_code(),
                     finding: first.map(|f| f.code.as_str().to_owned()),
                     summary: first.map(|f| f.summary.clone()),
+                    driver_remove_reason: e
+                        .driver
+                        .as_ref()
+                        .and_then(|d| d.exec.as_ref())
+                        .and_then(|x| x.remove_reason.as_deref())
+                        .map(|r| r.trim().to_owned()),
                 },
             ));
         }
