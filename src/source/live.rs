@@ -278,21 +278,32 @@ async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceE
             .await
             .map(|l| l.items)
             .unwrap_or_default();
-        for d in &drivers {
-            let pod = ExecutorPod::from_pod(d);
-            let Some(app_id) = pod.app_id().map(str::to_owned) else {
-                continue;
-            };
-            if !conn.focus.wants(&pod.namespace, &app_id) {
-                continue;
+        // Up to 8 drivers at a time, so one slow driver does not hold up the others.
+        let svcs = std::sync::Arc::new(svcs);
+        let wanted: Vec<(Pod, ExecutorPod, String)> = drivers
+            .into_iter()
+            .filter_map(|d| {
+                let pod = ExecutorPod::from_pod(&d);
+                let app_id = pod.app_id()?.to_owned();
+                conn.focus
+                    .wants(&pod.namespace, &app_id)
+                    .then_some((d, pod, app_id))
+            })
+            .collect();
+        let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id)| {
+            let (client, svcs) = (conn.client.clone(), svcs.clone());
+            async move {
+                let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
+                SourceEvent::DriverExecutors {
+                    namespace: pod.namespace.clone(),
+                    app_id,
+                    view,
+                    at: now(),
+                }
             }
-            let view = read_driver(&conn.client, d, &pod, &app_id, &svcs).await;
-            let ev = SourceEvent::DriverExecutors {
-                namespace: pod.namespace.clone(),
-                app_id,
-                view,
-                at: now(),
-            };
+        }))
+        .buffer_unordered(8);
+        while let Some(ev) = reads.next().await {
             if !send(&tx, ev).await {
                 return;
             }
