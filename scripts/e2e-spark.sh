@@ -97,6 +97,26 @@ wait "$STATUS" "$RECORD" 2>/dev/null
     "$URL" >"$RUN/requests.json" 2>>"$RUN/sim.log"
 kill -TERM "$SIM" 2>/dev/null
 wait "$SIM" 2>/dev/null
+# The same driver on a simulator that refuses WebSocket watches: fabric8 falls back to HTTP.
+mkdir -p "$RUN/http"
+"$BIN" sim --scenario empty --kubelet process --spark-home "$SPARK_HOME_DIR" --fault no-websocket \
+    --work-dir "$RUN/http/work" --kubeconfig-out "$RUN/http/kubeconfig" >"$RUN/http/sim.log" 2>&1 &
+SIM2=$!
+PIDS+=("$SIM2")
+URL2=""
+for _ in $(seq 1 100); do
+    URL2=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$RUN/http/sim.log")
+    [ -n "$URL2" ] && break
+    sleep 0.1
+done
+echo "e2e-spark: the driver again, WebSocket watches refused ($URL2)"
+timeout 240 "$VENV/bin/python" scripts/e2e/http_watch.py "$URL2" "$NS" >"$RUN/http/driver.log" 2>&1
+grep -o 'E2E {.*' "$RUN/http/driver.log" | sed 's/^/  /'
+"$VENV/bin/python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + "/_sim/requests").read().decode())' \
+    "$URL2" >"$RUN/http/requests.json" 2>>"$RUN/http/sim.log"
+kill -TERM "$SIM2" 2>/dev/null
+wait "$SIM2" 2>/dev/null
+
 "$VENV/bin/python" scripts/e2e/check.py "$RUN"
 RC=$?
 echo "e2e-spark: whole run $(($(date +%s) - T0)) s"

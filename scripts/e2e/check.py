@@ -91,6 +91,9 @@ check("spark.stop(): every executor pod deleted", "all-gone" in facts, facts.get
 requests = load_json("requests.json")
 requests = requests if isinstance(requests, list) else []
 deletes = [r["uri"] for r in requests if r["method"] == "DELETE"]
+check("Spark's executor watch is a WebSocket (answered 101)",
+      any(r.get("websocket") and "watch=true" in r["uri"] and "spark-exec-inactive" in r["uri"]
+          for r in requests))
 check("Spark deleted the OOM-killed pod by name",
       victim and any(u.split("?")[0].endswith(f"/pods/{victim}") for u in deletes), deletes)
 check("Spark sent no DELETE for the vanished pod",
@@ -161,6 +164,25 @@ for i, d in direct.items():
 check("spark-triage's driver view (active, removeReason) matches the REST API per executor",
       direct and not mismatch, mismatch)
 
+# The HTTP-watch run (WebSocket refused).
+http_log = read("http/driver.log")
+http = {}
+for m in re.finditer(r"E2E (\{.*\})", http_log):
+    f = json.loads(m.group(1))
+    http[f["kind"]] = f
+http_requests = load_json("http/requests.json")
+http_requests = http_requests if isinstance(http_requests, list) else []
+pod_watches = [r for r in http_requests if r["method"] == "GET" and "/pods?" in r["uri"]
+               and "watch=true" in r["uri"] and "spark-exec-inactive" in r["uri"]]
+check("WebSocket refused: Spark's watch tried a WebSocket, then plain HTTP",
+      any(r.get("websocket") for r in pod_watches) and any(not r.get("websocket") for r in pod_watches),
+      pod_watches)
+check("WebSocket refused: SparkContext up", (http.get("http-session-up") or {}).get("secs", 999) < 90,
+      http.get("http-session-up"))
+check("WebSocket refused: the job completes", (http.get("http-job") or {}).get("ok"), http.get("http-job"))
+check("WebSocket refused: executor pods deleted at stop",
+      (http.get("http-stopped") or {}).get("executors_left") == 0, http.get("http-stopped"))
+
 left = processes_of(app_id) if app_id else ["no app id"]
 check("no executor process left after the simulator stopped", not left, left)
 check("the recording was written", os.path.getsize(os.path.join(RUN, "session.ndjson.zst")) > 0
@@ -178,6 +200,8 @@ if b:
 if c.get("replacement_created") is not None:
     print(f"timing: vanish to replacement pod created {c['replacement_created'] - c['at']:.2f} s, "
           f"running {c['replacement_running'] - c['at']:.2f} s (poll interval 5 s)")
+if "http-session-up" in http:
+    print(f"timing: session up over an HTTP watch (WebSocket refused) {http['http-session-up']['secs']} s")
 if "stopped" in facts:
     print(f"timing: spark.stop() {facts['stopped']['secs']} s")
 

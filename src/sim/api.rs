@@ -40,6 +40,9 @@ use super::{
 pub struct RequestRecord {
     pub method: String,
     pub uri: String,
+    /// It asked to upgrade to a WebSocket.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub websocket: bool,
 }
 
 /// Shared state of the API server.
@@ -65,7 +68,7 @@ const MAX_REQUEST_LOG: usize = 100_000;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 impl ApiState {
-    fn record(&self, method: &Method, uri: &axum::http::Uri) {
+    fn record(&self, method: &Method, uri: &axum::http::Uri, websocket: bool) {
         let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         if log.len() >= MAX_REQUEST_LOG {
             log.pop_front();
@@ -73,6 +76,7 @@ impl ApiState {
         log.push_back(RequestRecord {
             method: method.to_string(),
             uri: uri.to_string(),
+            websocket,
         });
     }
 
@@ -323,7 +327,12 @@ fn sim_control(st: &ApiState, method: &Method, rest: &str) -> Response {
 pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
     let method = req.method().clone();
     let uri = req.uri().clone();
-    st.record(&method, &uri);
+    let websocket = req
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    st.record(&method, &uri, websocket);
     let path = uri.path().to_owned();
     match path.as_str() {
         "/healthz" | "/readyz" | "/livez" => return text(StatusCode::OK, "ok"),
@@ -409,6 +418,10 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                 Err(e) => return e.into_response(),
             };
             match verb {
+                "watch" if is_upgrade && st.faults.no_websocket => {
+                    ApiError::unavailable("WebSocket watches are refused (fault no-websocket)")
+                        .into_response()
+                }
                 "watch" if is_upgrade => {
                     let (mut parts, _) = req.into_parts();
                     match WebSocketUpgrade::from_request_parts(&mut parts, &st).await {

@@ -12,6 +12,9 @@ pub enum Fault {
     ExpireWatches,
     /// `latency=200ms`: delay every API answer.
     Latency(Duration),
+    /// `no-websocket`: refuse WebSocket watches with 503 (as a proxy that cannot upgrade),
+    /// so clients that try them first (fabric8, in Spark's driver) fall back to HTTP.
+    NoWebsocket,
     /// `error-rate=0.05`: answer this fraction of API requests with a 500 Status.
     ErrorRate(f64),
     /// `deny=delete,patch`: 403 for these verbs on pods; access reviews say no. `proxy`
@@ -38,6 +41,7 @@ impl FromStr for Fault {
         match name {
             "drop-watches" => Ok(Self::DropWatches(dur(value)?)),
             "expire-watches" => Ok(Self::ExpireWatches),
+            "no-websocket" => Ok(Self::NoWebsocket),
             "latency" => Ok(Self::Latency(dur(value)?)),
             "restart-after" => Ok(Self::RestartAfter(dur(value)?)),
             "event-ttl" => Ok(Self::EventTtl(dur(value)?)),
@@ -78,7 +82,7 @@ impl FromStr for Fault {
                 Ok(Self::Deny(verbs))
             }
             other => Err(format!(
-                "unknown fault {other:?}; one of drop-watches=D, expire-watches, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
+                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
             )),
         }
     }
@@ -89,6 +93,7 @@ impl FromStr for Fault {
 pub struct Faults {
     pub drop_watches: Option<Duration>,
     pub expire_watches: bool,
+    pub no_websocket: bool,
     pub latency: Option<Duration>,
     pub error_rate: f64,
     pub deny: BTreeSet<String>,
@@ -103,6 +108,7 @@ impl Faults {
             match fault {
                 Fault::DropWatches(d) => f.drop_watches = Some(*d),
                 Fault::ExpireWatches => f.expire_watches = true,
+                Fault::NoWebsocket => f.no_websocket = true,
                 Fault::Latency(d) => f.latency = Some(*d),
                 Fault::ErrorRate(r) => f.error_rate = *r,
                 Fault::Deny(v) => f.deny.extend(v.iter().cloned()),
@@ -131,6 +137,7 @@ mod tests {
             Ok(Fault::DropWatches(Duration::from_secs(10)))
         );
         assert_eq!("expire-watches".parse(), Ok(Fault::ExpireWatches));
+        assert_eq!("no-websocket".parse(), Ok(Fault::NoWebsocket));
         assert_eq!(
             "latency=200ms".parse(),
             Ok(Fault::Latency(Duration::from_millis(200)))
