@@ -626,3 +626,73 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ports: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "etl-driver", "namespace": "spark-jobs"},
+            "spec": {"containers": [{"name": "spark-kubernetes-driver", "ports": ports}]}
+        }))
+        .unwrap()
+    }
+
+    fn svc(name: &str, ns: &str, app: &str, ports: serde_json::Value) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"spark-app-selector": app, "spark-role": "driver"}, "ports": ports}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_driver_ui_is_found_where_spark_and_the_operator_put_it() {
+        let p = pod(serde_json::json!([{"name": "spark-ui", "containerPort": 4040}]));
+        let tail = "proxy/api/v1/applications/spark-1/allexecutors";
+        // Spark's own driver service: its spark-ui port, by name.
+        let spark_svc = svc(
+            "etl-driver-svc",
+            "spark-jobs",
+            "spark-1",
+            serde_json::json!([{"name": "driver-rpc-port", "port": 7078}, {"name": "spark-ui", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[spark_svc]).unwrap(),
+            format!("/api/v1/namespaces/spark-jobs/services/etl-driver-svc:spark-ui/{tail}")
+        );
+        // The operator's UI service: port 4040 under another name.
+        let op = svc(
+            "etl-ui-svc",
+            "spark-jobs",
+            "spark-1",
+            serde_json::json!([{"name": "spark-driver-ui-port", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[op]).unwrap(),
+            format!(
+                "/api/v1/namespaces/spark-jobs/services/etl-ui-svc:spark-driver-ui-port/{tail}"
+            )
+        );
+        // Services of other apps or namespaces do not count: the pod's own port.
+        let other = svc(
+            "x",
+            "spark-jobs",
+            "spark-2",
+            serde_json::json!([{"name": "spark-ui", "port": 4040}]),
+        );
+        let elsewhere = svc(
+            "y",
+            "default",
+            "spark-1",
+            serde_json::json!([{"name": "spark-ui", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[other, elsewhere]).unwrap(),
+            format!("/api/v1/namespaces/spark-jobs/pods/etl-driver:4040/{tail}")
+        );
+        // Nothing at all.
+        assert_eq!(ui_path(&pod(serde_json::json!([])), "spark-1", &[]), None);
+    }
+}
