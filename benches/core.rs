@@ -93,6 +93,52 @@ fn bench(c: &mut Criterion) {
             criterion::BatchSize::LargeInput,
         );
     });
+    // The driver's allexecutors for all 10k, read every 10 s; a reader (the UI) holds the
+    // previous snapshot, so every record a view touches is copied.
+    let view = |secs: i64| {
+        SourceEvent::DriverExecutors {
+        namespace: "spark-scale".into(),
+        app_id: "spark-big".into(),
+        view: spark_triage::source::DriverView::Ok {
+            executors: (1..=N)
+                .map(|id| spark_triage::model::DriverExecutor {
+                    id,
+                    active: id % 10 != 0,
+                    host_port: None,
+                    add_time: Some(at()),
+                    remove_time: (id % 10 == 0).then(at),
+                    remove_reason: (id % 10 == 0).then(|| {
+                        format!("The executor with id {id} exited with exit code 137(SIGKILL, possible container OOM).")
+                    }),
+                    active_tasks: 1,
+                    failed_tasks: 0,
+                    completed_tasks: 10,
+                    max_memory: Some(1 << 30),
+                    peak: Default::default(),
+                })
+                .collect(),
+        },
+        at: at() + chrono::Duration::seconds(secs),
+    }
+    };
+    c.bench_function(
+        "store: driver view of 10k executors, unchanged but for time",
+        |b| {
+            b.iter_batched(
+                || {
+                    let mut s = loaded_store(&pods);
+                    s.apply(view(10));
+                    let held = s.snapshot();
+                    (s, held, view(20))
+                },
+                |(mut s, held, v)| {
+                    s.apply(v);
+                    black_box((s, held))
+                },
+                criterion::BatchSize::LargeInput,
+            );
+        },
+    );
     c.bench_function("store: snapshot of 10k executors", |b| {
         b.iter(|| black_box(store.snapshot()))
     });

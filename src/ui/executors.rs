@@ -240,6 +240,20 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         None => lines.push(Line::styled("no findings", theme::dim())),
     }
+    if let Some(d) = &e.driver {
+        let text = match &d.exec {
+            None => "driver: does not list this executor".to_owned(),
+            Some(x) if x.active => format!(
+                "driver: active · tasks {} done, {} failed",
+                x.completed_tasks, x.failed_tasks
+            ),
+            Some(x) => format!(
+                "driver: removed · {}",
+                crate::model::driver::reason_headline(x.remove_reason.as_deref().unwrap_or("-"))
+            ),
+        };
+        lines.push(Line::styled(text, theme::dim()));
+    }
     if let Some(v) = &e.spark_view {
         lines.push(Line::styled(
             format!(
