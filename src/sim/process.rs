@@ -386,6 +386,20 @@ impl ProcessRuntime {
             std::fs::write(path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
+        // As containerd says it when the entrypoint is not there (setpriv would exec it and
+        // only then fail, with 127).
+        let path = launch
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if find_program(&launch.program, &path).is_none() {
+            return Err(format!(
+                "failed to create containerd task: exec: {:?}: executable file not found in $PATH",
+                launch.program.display().to_string()
+            ));
+        }
         // `setpriv --pdeathsig KILL` (util-linux) makes the kernel kill the process if the
         // thread that started it dies, so not even a SIGKILLed simulator leaves it behind.
         let mut cmd = match setpriv() {
@@ -571,6 +585,17 @@ impl Drop for ProcessRuntime {
     fn drop(&mut self) {
         self.kill_all();
     }
+}
+
+/// The program as `execvp` would find it: a path with a `/` as is, else the first `PATH` hit.
+fn find_program(program: &Path, path: &str) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return program.is_file().then(|| program.to_path_buf());
+    }
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
 }
 
 fn setpriv() -> Option<&'static Path> {
@@ -847,6 +872,20 @@ mod tests {
                 .unwrap()
                 .contains("hello")
         );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_missing_java_is_a_clear_start_error() {
+        let dir = temp("nojava");
+        let mut rt = ProcessRuntime::new(opts());
+        let mut l = sh_launch(&dir, "", None);
+        l.program = PathBuf::from("/nonexistent/bin/java");
+        let err = rt
+            .start(key("j"), &l, Arc::new(Logs::default()))
+            .unwrap_err();
+        assert!(err.contains("/nonexistent/bin/java"), "{err}");
+        assert!(rt.is_empty());
         let _ = std::fs::remove_dir_all(dir);
     }
 
