@@ -58,18 +58,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_sim DIR [FAULT…]: a process-kubelet simulator writing into DIR; sets SIM and URL.
+start_sim() {
+    local dir=$1
+    shift
+    "$BIN" sim --scenario empty --kubelet process --spark-home "$SPARK_HOME_DIR" "$@" \
+        --work-dir "$dir/work" --kubeconfig-out "$dir/kubeconfig" >"$dir/sim.log" 2>&1 &
+    SIM=$!
+    PIDS+=("$SIM")
+    URL=""
+    for _ in $(seq 1 100); do
+        URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$dir/sim.log")
+        [ -n "$URL" ] && break
+        sleep 0.1
+    done
+    [ -n "$URL" ] || { echo "e2e-spark: the simulator did not start:"; cat "$dir/sim.log"; exit 1; }
+}
+# The simulator's request log (Spark's DELETEs are checked against spark-triage's view).
+save_requests() {
+    "$VENV/bin/python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + "/_sim/requests").read().decode())' \
+        "$URL" >"$1" 2>/dev/null
+}
+
 T0=$(date +%s)
-"$BIN" sim --scenario empty --kubelet process --spark-home "$SPARK_HOME_DIR" \
-    --work-dir "$RUN/work" --kubeconfig-out "$RUN/kubeconfig" >"$RUN/sim.log" 2>&1 &
-SIM=$!
-PIDS+=("$SIM")
-URL=""
-for _ in $(seq 1 100); do
-    URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$RUN/sim.log")
-    [ -n "$URL" ] && break
-    sleep 0.1
-done
-[ -n "$URL" ] || { echo "e2e-spark: the simulator did not start:"; cat "$RUN/sim.log"; exit 1; }
+start_sim "$RUN"
 echo "e2e-spark: simulator at $URL (process kubelet, Spark jars from $SPARK_HOME_DIR)"
 
 WATCH=(--kubeconfig "$RUN/kubeconfig" -n "$NS" --poll-interval 5s)
@@ -92,30 +104,18 @@ sleep 6
 kill -TERM "$STATUS" "$RECORD" 2>/dev/null
 wait "$STATUS" "$RECORD" 2>/dev/null
 "$BIN" status --recording "$RUN/session.ndjson.zst" -o json >"$RUN/status-recording.json" 2>&1
-# Every request the API server saw (Spark's DELETEs are checked against spark-triage's view).
-"$VENV/bin/python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + "/_sim/requests").read().decode())' \
-    "$URL" >"$RUN/requests.json" 2>>"$RUN/sim.log"
+save_requests "$RUN/requests.json"
 kill -TERM "$SIM" 2>/dev/null
 wait "$SIM" 2>/dev/null
 # The same driver on a simulator that refuses WebSocket watches: fabric8 falls back to HTTP.
 mkdir -p "$RUN/http"
-"$BIN" sim --scenario empty --kubelet process --spark-home "$SPARK_HOME_DIR" --fault no-websocket \
-    --work-dir "$RUN/http/work" --kubeconfig-out "$RUN/http/kubeconfig" >"$RUN/http/sim.log" 2>&1 &
-SIM2=$!
-PIDS+=("$SIM2")
-URL2=""
-for _ in $(seq 1 100); do
-    URL2=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$RUN/http/sim.log")
-    [ -n "$URL2" ] && break
-    sleep 0.1
-done
-echo "e2e-spark: the driver again, WebSocket watches refused ($URL2)"
-timeout 240 "$VENV/bin/python" scripts/e2e/http_watch.py "$URL2" "$NS" >"$RUN/http/driver.log" 2>&1
+start_sim "$RUN/http" --fault no-websocket
+echo "e2e-spark: the driver again, WebSocket watches refused ($URL)"
+timeout 240 "$VENV/bin/python" scripts/e2e/http_watch.py "$URL" "$NS" >"$RUN/http/driver.log" 2>&1
 grep -o 'E2E {.*' "$RUN/http/driver.log" | sed 's/^/  /'
-"$VENV/bin/python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + "/_sim/requests").read().decode())' \
-    "$URL2" >"$RUN/http/requests.json" 2>>"$RUN/http/sim.log"
-kill -TERM "$SIM2" 2>/dev/null
-wait "$SIM2" 2>/dev/null
+save_requests "$RUN/http/requests.json"
+kill -TERM "$SIM" 2>/dev/null
+wait "$SIM" 2>/dev/null
 
 "$VENV/bin/python" scripts/e2e/check.py "$RUN"
 RC=$?
