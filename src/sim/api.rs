@@ -117,14 +117,11 @@ enum Route {
         name: String,
         sub: String,
     },
+    /// `services/{svc[:port]}/proxy/…` or (`to_pod`) `pods/{pod[:port]}/proxy/…`.
     Proxy {
         ns: String,
-        svc: String,
-        rest: String,
-    },
-    PodProxy {
-        ns: String,
-        pod: String,
+        to_pod: bool,
+        target: String,
         rest: String,
     },
     AccessReview,
@@ -175,27 +172,14 @@ fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
             "v1",
             "namespaces",
             ns,
-            "services",
-            svc,
+            kind @ ("services" | "pods"),
+            target,
             "proxy",
             rest @ ..,
         ] => Ok(Route::Proxy {
             ns: (*ns).to_owned(),
-            svc: (*svc).to_owned(),
-            rest: rest.join("/"),
-        }),
-        [
-            "api",
-            "v1",
-            "namespaces",
-            ns,
-            "pods",
-            pod,
-            "proxy",
-            rest @ ..,
-        ] => Ok(Route::PodProxy {
-            ns: (*ns).to_owned(),
-            pod: (*pod).to_owned(),
+            to_pod: *kind == "pods",
+            target: (*target).to_owned(),
             rest: rest.join("/"),
         }),
         ["api", "v1", r] => Ok(Route::Collection {
@@ -364,11 +348,6 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let is_upgrade = req
-        .headers()
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     let render = render_mode(req.headers(), &params);
     let content_type = req
         .headers()
@@ -385,20 +364,25 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
             };
             access_review(&st, &body)
         }
-        Route::Proxy { ns, svc, rest } => {
-            if st.faults.denies("get", "services/proxy") {
-                return ApiError::forbidden(&st.user, "get", "services/proxy", Some(&ns))
-                    .into_response();
+        Route::Proxy {
+            ns,
+            to_pod,
+            target,
+            rest,
+        } => {
+            let resource = if to_pod {
+                "pods/proxy"
+            } else {
+                "services/proxy"
+            };
+            if st.faults.denies("get", resource) {
+                return ApiError::forbidden(&st.user, "get", resource, Some(&ns)).into_response();
+            }
+            if to_pod {
+                return pod_proxy(&st, &ns, &target, &rest);
             }
             let query = uri.query().map(str::to_owned);
-            proxy(&st, &ns, &svc, &rest, query.as_deref()).await
-        }
-        Route::PodProxy { ns, pod, rest } => {
-            if st.faults.denies("get", "pods/proxy") {
-                return ApiError::forbidden(&st.user, "get", "pods/proxy", Some(&ns))
-                    .into_response();
-            }
-            pod_proxy(&st, &ns, &pod, &rest)
+            proxy(&st, &ns, &target, &rest, query.as_deref()).await
         }
         Route::Collection { view, resource, ns } => {
             let watching = params.flag("watch");
@@ -418,11 +402,11 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
                 Err(e) => return e.into_response(),
             };
             match verb {
-                "watch" if is_upgrade && st.faults.no_websocket => {
+                "watch" if websocket && st.faults.no_websocket => {
                     ApiError::unavailable("WebSocket watches are refused (fault no-websocket)")
                         .into_response()
                 }
-                "watch" if is_upgrade => {
+                "watch" if websocket => {
                     let (mut parts, _) = req.into_parts();
                     match WebSocketUpgrade::from_request_parts(&mut parts, &st).await {
                         Ok(ws) => {

@@ -14,8 +14,9 @@
 //! - **Stop**: SIGTERM to the main process, SIGKILL to every member after the grace period;
 //!   when the main process exits the rest is killed (as a runtime kills the cgroup).
 //! - **No orphans**: every member is killed when the runtime is dropped, and each JVM also
-//!   gets SIGKILL from the kernel if the thread that started it dies (`setpriv
-//!   --pdeathsig`, when util-linux is there).
+//!   gets SIGKILL from the kernel when the simulator process dies, even by SIGKILL
+//!   (`setpriv --pdeathsig`, when util-linux is there; the main process only: its own
+//!   children see their stdin close and exit, as PySpark's daemon does).
 //!
 //! Host paths: the container's `/opt/spark` is `--spark-home` (a `pyspark` package dir has
 //! the same `jars/` layout), Java is `$JAVA_HOME/bin/java` or `java` on `PATH`.
@@ -364,11 +365,6 @@ impl ProcessRuntime {
         self.procs.get(key).is_some_and(|p| !p.orphaned)
     }
 
-    /// Number of containers with live processes (including orphaned ones).
-    pub fn len(&self) -> usize {
-        self.procs.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.procs.is_empty()
     }
@@ -400,8 +396,10 @@ impl ProcessRuntime {
                 launch.program.display().to_string()
             ));
         }
-        // `setpriv --pdeathsig KILL` (util-linux) makes the kernel kill the process if the
-        // thread that started it dies, so not even a SIGKILLed simulator leaves it behind.
+        // `setpriv --pdeathsig KILL` (util-linux) makes the kernel kill the process when the
+        // simulator dies, so not even a SIGKILLed simulator leaves it behind (tested in
+        // tests/integration/process_kubelet.rs). Not when just the starting thread ends:
+        // the kernel reparents within the process then, without the signal.
         let mut cmd = match setpriv() {
             Some(wrapper) => {
                 let mut c = Command::new(wrapper);
@@ -645,6 +643,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::sim::proctree::is_running as alive;
 
     fn spark_pod() -> Value {
         json!({
@@ -830,18 +829,6 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("no exit within 15 s");
-    }
-
-    /// Running, not a zombie waiting for whoever adopted it to reap it.
-    fn alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit(')')
-                    .next()
-                    .map(|r| r.trim_start().starts_with('Z'))
-            })
-            .is_some_and(|zombie| !zombie)
     }
 
     fn temp(name: &str) -> PathBuf {

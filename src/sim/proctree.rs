@@ -125,6 +125,18 @@ impl ProcTable {
     }
 }
 
+/// The process exists and is not a zombie (dead, waiting for whoever adopted it to reap it).
+pub fn is_running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| !r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
 /// The memory charged to these processes, in bytes.
 pub fn memory_of(members: &HashMap<i32, u64>, table: &ProcTable) -> u64 {
     let page = page_size();

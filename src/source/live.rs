@@ -89,6 +89,8 @@ pub struct Connection {
     /// The kubeconfig user name (for the actions log).
     pub user: String,
     pub driver_poll: Option<Duration>,
+    /// Driver pods only (the driver REST view), narrowed by `-l` like `selector`.
+    pub driver_selector: String,
     pub focus: DriverFocus,
 }
 
@@ -117,9 +119,14 @@ pub enum ConnectError {
 
 /// The selector every source uses: Spark's pods, narrowed by the user's `-l`.
 pub fn selector(user: Option<&str>) -> String {
+    narrowed("spark-role in (driver,executor)", user)
+}
+
+/// `base`, narrowed by the user's `-l`.
+fn narrowed(base: &str, user: Option<&str>) -> String {
     match user.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(u) => format!("spark-role in (driver,executor),{u}"),
-        None => "spark-role in (driver,executor)".to_owned(),
+        Some(u) => format!("{base},{u}"),
+        None => base.to_owned(),
     }
 }
 
@@ -195,6 +202,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         server: authority,
         user,
         driver_poll: opts.driver_poll,
+        driver_selector: narrowed("spark-role=driver", opts.selector.as_deref()),
         focus: DriverFocus::default(),
     })
 }
@@ -262,14 +270,12 @@ async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceE
         Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
         Scope::All => Api::all(conn.client.clone()),
     };
-    let sel = conn
-        .selector
-        .replace("spark-role in (driver,executor)", "spark-role=driver");
+    let sel = &conn.driver_selector;
     let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let drivers = match pods.list(&ListParams::default().labels(&sel)).await {
+        let drivers = match pods.list(&ListParams::default().labels(sel)).await {
             Ok(l) => l.items,
             Err(_) => continue, // the pod sources report API trouble
         };
@@ -645,6 +651,21 @@ mod tests {
             "spec": {"selector": {"spark-app-selector": app, "spark-role": "driver"}, "ports": ports}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn driver_focus_is_every_app_until_narrowed() {
+        let f = DriverFocus::default();
+        assert!(f.wants("ns", "a") && f.wants("ns", "b"));
+        let shared = f.clone(); // the live view's handle, the poll's handle
+        shared.only(Some(("ns".into(), "a".into())));
+        assert!(f.wants("ns", "a") && !f.wants("ns", "b") && !f.wants("other", "a"));
+        shared.only(None);
+        assert!(!f.wants("ns", "a"));
+        assert_eq!(
+            narrowed("spark-role=driver", Some(" team=x ")),
+            "spark-role=driver,team=x"
+        );
     }
 
     #[test]

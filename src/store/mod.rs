@@ -302,9 +302,8 @@ pub struct DriverApiState {
     pub unavailable: Option<String>,
     /// The last attempt that worked.
     pub last_ok: Option<Time>,
-    /// At the last good read: executors the driver counts as active, and all it lists.
+    /// At the last good read: executors the driver counts as active.
     pub active: usize,
-    pub listed: usize,
 }
 
 /// One line of an app's timeline.
@@ -874,7 +873,6 @@ impl Store {
                     unavailable: Some(reason),
                     last_ok: previous.as_ref().and_then(|p| p.last_ok),
                     active: previous.as_ref().map_or(0, |p| p.active),
-                    listed: previous.as_ref().map_or(0, |p| p.listed),
                 });
                 return;
             }
@@ -888,7 +886,6 @@ impl Store {
             unavailable: None,
             last_ok: Some(at),
             active: executors.iter().filter(|e| e.active).count(),
-            listed: executors.len(),
         });
         let prefix = app
             .executors

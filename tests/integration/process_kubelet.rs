@@ -11,7 +11,7 @@ use kube::{
     Api,
     api::{DeleteParams, LogParams, PostParams, WatchEvent, WatchParams},
 };
-use spark_triage::sim::process::ProcessOptions;
+use spark_triage::sim::{process::ProcessOptions, proctree::is_running as alive};
 
 use crate::common::{client, eventually, phase, start_sim_with};
 
@@ -89,18 +89,6 @@ fn terminated(p: &Pod) -> Option<(i32, String)> {
         .terminated
         .as_ref()?;
     Some((t.exit_code, t.reason.clone().unwrap_or_default()))
-}
-
-/// Running, not a zombie.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| !r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }
 
 fn pid_of(work: &std::path::Path, pod: &str) -> Option<i32> {
@@ -275,6 +263,77 @@ async fn executor_pods_run_as_processes() {
     eventually(5, "exec-5's process killed", || async {
         (!alive(pid5)).then_some(())
     })
+    .await;
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A simulator killed with SIGKILL (no Drop, no signal handler) still leaves no executor
+/// process: each was started under `setpriv --pdeathsig KILL`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_simulator_leaves_no_executor_behind() {
+    let root = std::env::temp_dir().join(format!("spark-triage-pk9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("spark/jars")).unwrap();
+    std::fs::create_dir_all(root.join("jdk/bin")).unwrap();
+    let java = root.join("jdk/bin/java");
+    std::fs::write(&java, FAKE_JAVA).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&java)
+        .status()
+        .unwrap();
+    let work = root.join("work");
+    let kc = root.join("kubeconfig");
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["sim", "--scenario", "empty", "--kubelet", "process"])
+        .arg("--spark-home")
+        .arg(root.join("spark"))
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--kubeconfig-out")
+        .arg(&kc)
+        .env("JAVA_HOME", root.join("jdk"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("sim starts");
+    let kubeconfig = eventually(10, "the kubeconfig", || async {
+        let text = std::fs::read_to_string(&kc).ok()?;
+        text.contains("server:").then_some(())?;
+        kube::config::Kubeconfig::read_from(&kc).ok()
+    })
+    .await;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), "spark-jobs");
+    let cms: Api<ConfigMap> = Api::namespaced(pods.clone().into_client(), "spark-jobs");
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "proc-conf-map"}, "data": {"spark.properties": "x=1\n"}
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    pods.create(&PostParams::default(), &executor_pod(1, "1Gi"))
+        .await
+        .unwrap();
+    let pid = eventually(20, "exec-1 running", || async {
+        let p = pods.get("proc-exec-1").await.ok()?;
+        (phase(&p) == "Running").then(|| pid_of(&work, "proc-exec-1"))?
+    })
+    .await;
+    assert!(alive(pid));
+    sim.start_kill().expect("SIGKILL the simulator");
+    let _ = sim.wait().await;
+    eventually(
+        5,
+        "the executor process killed with its simulator",
+        || async { (!alive(pid)).then_some(()) },
+    )
     .await;
     let _ = std::fs::remove_dir_all(&root);
 }
