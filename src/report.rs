@@ -50,6 +50,10 @@ pub struct FailureEntry {
     pub exit_code: Option<i32>,
     pub finding: Option<String>,
     pub summary: Option<String>,
+    /// Spark counted it toward `spark.executor.maxNumFailures` (the verdict's account).
+    pub counted: bool,
+    /// How the pod ended (`deleted-by-spark`, `vanished`, …).
+    pub ending: &'static str,
     /// Spark's own reason, from the driver's executor list (when it was read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_remove_reason: Option<String>,
@@ -145,7 +149,7 @@ fn app_report(a: &App, end: Time) -> AppReport {
     let mut still_pending = 0;
     let mut examples: BTreeMap<Code, (usize, String, Vec<String>)> = BTreeMap::new();
     for e in a.executors.values() {
-        for f in &e.findings {
+        for f in e.findings() {
             *by_finding.entry(f.code.as_str().to_owned()).or_default() += 1;
             if f.severity != Severity::Info {
                 let entry = examples
@@ -157,26 +161,16 @@ fn app_report(a: &App, end: Time) -> AppReport {
                 }
             }
         }
-        match e.findings.iter().map(|f| f.code).find(|c| {
-            matches!(
-                c,
-                Code::ContainerOomKilled | Code::JvmOom | Code::NodeSigkill
-            )
-        }) {
-            Some(Code::ContainerOomKilled) => oom.container += 1,
-            Some(Code::JvmOom) => oom.jvm += 1,
-            Some(Code::NodeSigkill)
-                if e.findings
-                    .iter()
-                    .any(|f| f.code == Code::NodeSigkill && f.severity == Severity::Error) =>
-            {
-                oom.node += 1
-            }
+        match e.verdict.cause().map(|f| (f.code, f.severity)) {
+            Some((Code::ContainerOomKilled, _)) => oom.container += 1,
+            Some((Code::JvmOom, _)) => oom.jvm += 1,
+            Some((Code::NodeSigkill, Severity::Error)) => oom.node += 1,
             _ => {}
         }
-        if let Some(Gone::Missing {
-            at, spark_verdict, ..
-        }) = &e.gone
+        if e.is_missing()
+            && let Some(Gone::Missing {
+                at, spark_verdict, ..
+            }) = &e.gone
         {
             missing.push(MissingEntry {
                 executor: e.id,
@@ -187,25 +181,23 @@ fn app_report(a: &App, end: Time) -> AppReport {
         let ended = ended_at(e);
         let interesting = e.is_missing()
             || matches!(
-                e.state,
+                e.state(),
                 ExecutorState::Failed | ExecutorState::Deleted | ExecutorState::Unknown
             )
-            || e.findings.iter().any(|f| f.severity == Severity::Error);
-        if let (true, Some(at)) = (interesting && e.state != ExecutorState::Pending, ended) {
-            let first = e
-                .findings
-                .iter()
-                .find(|f| !matches!(f.code, Code::Deleted | Code::DriverRemoved))
-                .or(e.findings.first());
+            || e.verdict.severity() == Some(Severity::Error);
+        if let (true, Some(at)) = (interesting && e.state() != ExecutorState::Pending, ended) {
+            let first = e.verdict.cause();
             failures.push((
                 at,
                 FailureEntry {
                     at: fmt_time(&at),
                     executor: e.id,
-                    state: e.state,
+                    state: e.state(),
                     exit_code: e.exit_code(),
                     finding: first.map(|f| f.code.as_str().to_owned()),
                     summary: first.map(|f| f.summary.clone()),
+                    counted: e.verdict.counted(),
+                    ending: e.verdict.ending.as_str(),
                     driver_remove_reason: e
                         .driver
                         .as_ref()
@@ -348,17 +340,18 @@ pub fn markdown(r: &Report) -> String {
             c.missing
         );
         if !a.failures.is_empty() {
-            s.push_str("### Executors that ended\n\n| time | executor | state | exit | finding | summary |\n|---|---|---|---|---|---|\n");
+            s.push_str("### Executors that ended\n\n| time | executor | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|\n");
             for f in &a.failures {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} |",
                     f.at,
                     f.executor,
                     f.state,
                     f.exit_code
                         .map_or_else(|| "-".to_owned(), |c| c.to_string()),
                     f.finding.as_deref().unwrap_or("-"),
+                    if f.counted { "counted" } else { "not counted" },
                     f.summary.as_deref().unwrap_or("-").replace('|', "\\|")
                 );
             }

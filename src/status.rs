@@ -86,12 +86,39 @@ pub struct ExecutorStatus {
     pub exit_code: Option<i32>,
     pub container_reason: Option<String>,
     pub node: Option<String>,
+    /// The verdict's findings, primary (the cause) first.
     pub findings: Vec<String>,
-    /// The first finding's summary, for people.
+    /// The primary finding's summary, for people.
     pub summary: Option<String>,
+    /// The primary finding's witness (`pod`, `driver`, `log-tail`, `events`, `inference`),
+    /// and whether it was rebuilt from another witness's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<&'static str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reconstructed: bool,
+    /// How the pod ended: `present`, `terminating`, `held`, `deleted-by-spark`,
+    /// `deleted-by-spark-triage`, `deleted-by-disruption`, `deleted`, `vanished`, `never-seen`.
+    pub ending: &'static str,
+    /// What Spark did about it (ended executors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spark: Option<SparkStatus>,
     /// The driver's own view (its REST API), when read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver: Option<ExecutorDriverStatus>,
+}
+
+/// What Spark did about an ended executor.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct SparkStatus {
+    /// Counted toward `spark.executor.maxNumFailures`.
+    pub counted: bool,
+    /// `exitCausedByApp`.
+    pub caused_by_app: bool,
+    pub exit_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spark_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Builds the report; `app` filters by application id or name.
@@ -147,18 +174,28 @@ fn app_status(a: &App) -> AppStatus {
             .map(|e| ExecutorStatus {
                 id: e.id,
                 pod: e.pod.name.clone(),
-                state: e.state,
+                state: e.state(),
                 missing: e.is_missing(),
-                gone: e.gone.is_some(),
+                gone: e.verdict.ending.is_gone(),
                 exit_code: e.exit_code(),
                 container_reason: e.container_reason().map(str::to_owned),
                 node: e.pod.node_name.clone(),
                 findings: e
-                    .findings
+                    .findings()
                     .iter()
                     .map(|f| f.code.as_str().to_owned())
                     .collect(),
-                summary: e.findings.first().map(|f| f.summary.clone()),
+                summary: e.verdict.cause().map(|f| f.summary.clone()),
+                witness: e.verdict.cause().map(|f| f.witness.as_str()),
+                reconstructed: e.verdict.cause().is_some_and(|f| f.reconstructed),
+                ending: e.verdict.ending.as_str(),
+                spark: e.verdict.spark.as_ref().map(|s| SparkStatus {
+                    counted: s.counted,
+                    caused_by_app: s.caused_by_app,
+                    exit_code: s.exit_code,
+                    spark_version: s.spark_version.clone(),
+                    note: s.note.clone(),
+                }),
                 driver: e.driver.as_ref().map(|d| ExecutorDriverStatus {
                     at: crate::model::fmt_time(&d.at),
                     known: d.exec.is_some(),
@@ -250,6 +287,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             "EXIT".to_owned(),
             "REASON".to_owned(),
             "DRIVER".to_owned(),
+            "SPARK".to_owned(),
             "FINDINGS".to_owned(),
             "POD".to_owned(),
         ]];
@@ -277,6 +315,12 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                         Some(x) if x.active => "active",
                         Some(_) => "removed",
                     },
+                }
+                .to_owned(),
+                match &e.spark {
+                    None => "-",
+                    Some(s) if s.counted => "counted",
+                    Some(_) => "not-counted",
                 }
                 .to_owned(),
                 if e.findings.is_empty() {

@@ -51,11 +51,12 @@ impl Runner {
         });
     }
 
-    async fn timeline(&self, namespace: &str, app_id: &str, text: String) {
+    async fn timeline(&self, namespace: &str, app_id: &str, text: String, killed: Option<i64>) {
         let ev = SourceEvent::ActionTaken {
             namespace: namespace.to_owned(),
             app_id: app_id.to_owned(),
             text,
+            killed,
             at: chrono::Utc::now(),
         };
         let _ = self.events.send(ev).await;
@@ -181,6 +182,7 @@ impl Runner {
             &namespace,
             &app_id,
             format!("action by {}: {text}", self.user),
+            None,
         )
         .await;
         let pods = pods.into_iter().map(|p| (namespace.clone(), p)).collect();
@@ -201,7 +203,8 @@ impl Runner {
                         "action by {}: killed executor {} ({})",
                         self.user, t.executor, t.pod
                     );
-                    self.timeline(&t.namespace, &t.app_id, text).await;
+                    self.timeline(&t.namespace, &t.app_id, text, Some(t.executor))
+                        .await;
                 }
                 Err(e) => {
                     denied = denied.or_else(|| Self::denied_by(&e, &t.namespace, "delete"));

@@ -286,25 +286,25 @@ impl App {
                 StateFilter::All => true,
                 StateFilter::Problems => {
                     e.is_missing()
-                        || e.findings
+                        || e.findings()
                             .iter()
                             .any(|f| f.severity != crate::diagnose::Severity::Info)
                 }
-                StateFilter::Only(s) => e.state == s && !e.is_missing(),
+                StateFilter::Only(s) => e.state() == s && !e.is_missing(),
             })
             .filter(|e| {
                 needle.is_empty()
                     || e.id.to_string() == needle
                     || e.pod.name.to_lowercase().contains(&needle)
-                    || e.findings.iter().any(|f| f.code.as_str().contains(&needle))
+                    || e.findings().iter().any(|f| f.code.as_str().contains(&needle))
                     || e.container_reason()
                         .is_some_and(|r| r.to_lowercase().contains(&needle))
-                    || e.state.as_str() == needle
+                    || e.state().as_str() == needle
             })
             .collect();
         match self.sort {
             Sort::Id => {}
-            Sort::State => v.sort_by_key(|e| (e.is_missing(), e.state, e.id)),
+            Sort::State => v.sort_by_key(|e| (e.is_missing(), e.state(), e.id)),
             Sort::Age => v.sort_by_key(|e| (e.first_seen, e.id)),
         }
         v

@@ -93,6 +93,9 @@ pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         f = f.evidence(describe_condition(c));
     }
     f = f.evidence_all(s.events_with("Evicted").map(|e| e.describe()));
+    if !by_kubelet && kubelet_cond.is_none() && api_cond.is_none() {
+        f = f.witness(super::Witness::Events);
+    }
     out.push(f);
 }
 
@@ -135,8 +138,9 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
          on nodes where preemption is not expected.",
     )
     .reference(REF_PREEMPTION);
-    if let Some(c) = cond {
-        f = f.evidence(describe_condition(c));
+    match cond {
+        Some(c) => f = f.evidence(describe_condition(c)),
+        None => f = f.witness(super::Witness::Events),
     }
     out.push(f.evidence_all(events));
 }

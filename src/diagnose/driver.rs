@@ -250,15 +250,16 @@ pub fn pod_from_reason(
         .iter()
         .map(|s| serde_json::json!({"name": s["name"], "image": s["image"]}))
         .collect();
-    // Active in the driver: Running as far as anyone knows. Removed: what the reason says
-    // (an exit code; "deleted by a user or the framework" is a deletion; else Failed).
+    // Active in the driver: Running as far as anyone knows. Removed: what the reason says.
+    // An exit code is the pod's end (Failed, or Succeeded for 0); anything else (a deletion,
+    // a pod not found, a heartbeat timeout, a decommission) is Spark removing a running
+    // executor and deleting its pod: never a failure Spark counts.
     let (phase, deleted) = match &parsed {
         None => ("Running", false),
         Some(p) => match (p.exit_code, &p.kind) {
-            (Some(0), _) => ("Succeeded", false),
-            (Some(_), _) => ("Failed", false),
-            (None, RemovalKind::Deleted) => ("Running", true),
-            (None, _) => ("Failed", false),
+            (Some(0), RemovalKind::Exited) => ("Succeeded", false),
+            (Some(_), RemovalKind::Exited) => ("Failed", false),
+            _ => ("Running", true),
         },
     };
     let mut status = serde_json::json!({"phase": phase, "containerStatuses": statuses});
@@ -275,7 +276,9 @@ pub fn pod_from_reason(
         "spec": {"containers": containers, "restartPolicy": "Never"},
         "status": status
     });
-    if deleted && let Some(t) = d.remove_time {
+    if deleted {
+        // Spark deleted it at its removal (when the driver does not say, at its start).
+        let t = d.remove_time.or(d.add_time).unwrap_or_default();
         v["metadata"]["deletionTimestamp"] =
             t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into();
     }

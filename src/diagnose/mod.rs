@@ -15,6 +15,7 @@ pub mod driver;
 mod exit;
 mod pending;
 pub mod scheduling;
+pub mod verdict;
 
 use std::fmt;
 
@@ -173,6 +174,46 @@ pub struct Finding {
     /// Where the rule's knowledge comes from.
     #[serde(rename = "ref")]
     pub reference: Cow<'static, str>,
+    /// Which witness the finding's evidence came from.
+    #[serde(default)]
+    pub witness: Witness,
+    /// Rebuilt from another witness's words (e.g. the pod from Spark's `removeReason`), not
+    /// observed directly.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reconstructed: bool,
+}
+
+/// Where a piece of evidence came from. Ordered by precedence: an observed pod status
+/// outranks the driver's reason, which outranks a log pattern, which outranks events, which
+/// outrank the tool's own inference (`docs/diagnosis.md`, "One verdict per executor").
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Witness {
+    /// The pod's own status (from the watch, a LIST, or a file).
+    #[default]
+    Pod,
+    /// The driver's executor list (its REST API): `removeReason`, `isActive`.
+    Driver,
+    /// The container log tail spark-triage captured.
+    LogTail,
+    /// Kubernetes events about the pod.
+    Events,
+    /// What spark-triage itself concluded (a pod absent from a full LIST) or did (a kill).
+    Inference,
+}
+
+impl Witness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Driver => "driver",
+            Self::LogTail => "log-tail",
+            Self::Events => "events",
+            Self::Inference => "inference",
+        }
+    }
 }
 
 impl Finding {
@@ -185,7 +226,14 @@ impl Finding {
             hint: String::new(),
             scheduling: Vec::new(),
             reference: Cow::Borrowed(""),
+            witness: Witness::Pod,
+            reconstructed: false,
         }
+    }
+
+    fn witness(mut self, w: Witness) -> Self {
+        self.witness = w;
+        self
     }
 
     fn evidence(mut self, line: impl Into<String>) -> Self {

@@ -27,6 +27,8 @@ pub const LABEL_EXEC_ID: &str = "spark-exec-id";
 pub const LABEL_INACTIVE: &str = "spark-exec-inactive";
 /// The application name (newer Spark versions).
 pub const LABEL_APP_NAME: &str = "spark-app-name";
+/// The driver's Spark version, on every executor pod Spark creates.
+pub const LABEL_SPARK_VERSION: &str = "spark-version";
 /// The executor container name Spark looks for unless configured otherwise.
 pub const DEFAULT_EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
 /// The domain of the tool's own finalizer and annotations.

@@ -90,6 +90,9 @@ pub enum SourceEvent {
         namespace: String,
         app_id: String,
         text: String,
+        /// The executor this action deleted (a kill), so its verdict can say who did it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        killed: Option<i64>,
         at: Time,
     },
     /// The driver's own executor list (its REST API through the API server's proxy), or

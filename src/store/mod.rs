@@ -23,13 +23,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     classify::{ClassifyOptions, Resolved, classify},
-    diagnose::{self, Code, Finding, SchedulingKind},
+    diagnose::{
+        self, Code, Finding, SchedulingKind,
+        verdict::{Evidence, PodGone, Verdict, verdict},
+    },
     model::{
         DriverExecutor, ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time,
         driver::{DriverSeen, reason_headline},
     },
     source::{DriverView, Health, SourceEvent, SourceKind},
-    spark::{SparkView, spark_view},
 };
 
 /// Transitions kept per executor.
@@ -176,16 +178,22 @@ pub struct Transition {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecutorRecord {
     pub id: i64,
+    /// The pod as last seen (a tombstone's last status; rebuilt from the driver's reason
+    /// when no pod was ever seen).
     pub pod: ExecutorPod,
-    pub state: ExecutorState,
+    /// Spark's state for the pod as last seen. What to show is `verdict.state`.
+    #[serde(alias = "state")]
+    pub pod_state: ExecutorState,
     pub first_seen: Time,
     pub last_seen: Time,
     /// The resourceVersion at which the pod was last seen.
     pub last_rv: Option<u64>,
     pub history: VecDeque<Transition>,
     pub events: VecDeque<PodEvent>,
-    pub findings: Vec<Finding>,
-    pub spark_view: Option<SparkView>,
+    /// The pod as first seen failed or succeeded: the ending Spark acted on (a later deletion
+    /// does not change what Spark counted).
+    #[serde(default)]
+    pub ended: Option<ExecutorPod>,
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
     pub spark_container: String,
@@ -195,11 +203,29 @@ pub struct ExecutorRecord {
     /// The driver's own view of this executor (its REST API), when read.
     #[serde(default)]
     pub driver: Option<DriverSeen>,
+    /// spark-triage's own kill deleted this pod.
+    #[serde(default)]
+    pub killed_by_tool: bool,
+    /// The one answer every output shows, computed from all of the above whenever any of
+    /// it changes (never per frame).
+    #[serde(default)]
+    pub verdict: Verdict,
 }
 
 impl ExecutorRecord {
+    /// Vanished with nothing to explain it (the verdict's `missing`).
     pub fn is_missing(&self) -> bool {
-        matches!(self.gone, Some(Gone::Missing { .. }))
+        self.verdict.missing
+    }
+
+    /// The verdict's state: the one Spark assigned or would assign.
+    pub fn state(&self) -> ExecutorState {
+        self.verdict.state
+    }
+
+    /// The verdict's findings, primary first.
+    pub fn findings(&self) -> &[Finding] {
+        &self.verdict.findings
     }
 
     /// The driver's view in one word: `active`, `removed`, `unknown` (not in its list), `-`.
@@ -216,39 +242,30 @@ impl ExecutorRecord {
 
     /// The pod and the driver disagree (`driver-lost-pod`, `unregistered`, `zombie`).
     pub fn driver_disagrees(&self) -> bool {
-        self.findings.iter().any(|f| {
-            matches!(
-                f.code,
-                Code::DriverLostPod | Code::Unregistered | Code::Zombie
-            )
-        })
+        self.verdict.driver_disagrees()
     }
 
-    /// The Spark container's exit code (state, else lastState).
+    /// The exit code of the ending the verdict rests on (observed, or from Spark's reason).
     pub fn exit_code(&self) -> Option<i32> {
-        self.terminated().map(|t| t.exit_code)
+        self.verdict.exit_code
     }
 
-    fn terminated(&self) -> Option<&crate::model::Terminated> {
-        self.pod
-            .container_status(&self.spark_container)
-            .and_then(|c| c.terminated().or_else(|| c.last_state.terminated()))
-    }
-
-    /// Terminated reason, else waiting reason, of the Spark container.
+    /// The terminated reason of the ending the verdict rests on, else the Spark container's
+    /// waiting reason.
     pub fn container_reason(&self) -> Option<&str> {
-        let cs = self.pod.container_status(&self.spark_container);
-        self.terminated()
-            .and_then(|t| t.reason.as_deref())
-            .or_else(|| cs.and_then(|c| c.waiting_reason()))
+        self.verdict.container_reason.as_deref().or_else(|| {
+            self.pod
+                .container_status(&self.spark_container)
+                .and_then(|c| c.waiting_reason())
+        })
     }
 
     /// Why it waits, in one phrase (for pending executors).
     pub fn pending_reason(&self) -> Option<String> {
-        if self.state != ExecutorState::Pending || self.gone.is_some() {
+        if self.verdict.state != ExecutorState::Pending || self.verdict.ending.is_gone() {
             return None;
         }
-        if let Some(f) = self.findings.iter().find(|f| f.code == Code::Unschedulable) {
+        if let Some(f) = self.findings().iter().find(|f| f.code == Code::Unschedulable) {
             return primary_scheduling_reason(&f.scheduling)
                 .or_else(|| Some("Unschedulable".to_owned()));
         }
@@ -362,7 +379,7 @@ impl App {
                 c.missing += 1;
                 continue;
             }
-            *c.get_mut(e.state) += 1;
+            *c.get_mut(e.state()) += 1;
         }
         c
     }
@@ -380,15 +397,11 @@ impl App {
         v
     }
 
-    /// Executors with an error-severity finding.
+    /// Executors whose verdict is an error.
     pub fn alerts(&self) -> usize {
         self.executors
             .values()
-            .filter(|e| {
-                e.findings
-                    .iter()
-                    .any(|f| f.severity == diagnose::Severity::Error)
-            })
+            .filter(|e| e.verdict.severity() == Some(diagnose::Severity::Error))
             .count()
     }
 }
@@ -505,9 +518,17 @@ impl Store {
                 namespace,
                 app_id,
                 text,
+                killed,
                 at,
             } => {
-                self.app_mut(&namespace, &app_id).log(at, None, text);
+                let app = self.app_mut(&namespace, &app_id);
+                app.log(at, killed, text);
+                if let Some(id) = killed
+                    && let Some(rec) = app.executors.get_mut(&id)
+                {
+                    Arc::make_mut(rec).killed_by_tool = true;
+                    self.refresh_some(&(namespace, app_id), &[id], at);
+                }
             }
             SourceEvent::DriverExecutors {
                 namespace,
@@ -544,6 +565,9 @@ impl Store {
         {
             Arc::make_mut(rec).log_tail = Some(Arc::new(lines));
         }
+        // The log is evidence: a JVM OutOfMemoryError in it can name the cause.
+        let at = self.snap.now.unwrap_or_default();
+        self.refresh_some(&key, &[id], at);
         self.logs.retain(|x| *x != (key.clone(), id));
         self.logs.push_back((key, id));
         while self.logs.len() > MAX_LOGS {
@@ -630,7 +654,7 @@ impl Store {
                 {
                     return;
                 }
-                let was_final = rec.state.is_final() || rec.gone.is_some();
+                let was_final = rec.pod_state.is_final() || rec.gone.is_some();
                 if !was_final && (state.is_final() || deleted) {
                     finished = Some(Finished {
                         namespace: pod.namespace.clone(),
@@ -639,7 +663,7 @@ impl Store {
                         previous: false,
                     });
                 }
-                if rec.state != state || (deleted && rec.gone.is_none()) {
+                if rec.pod_state != state || (deleted && rec.gone.is_none()) {
                     let note = if deleted {
                         Some("pod deleted".to_owned())
                     } else {
@@ -651,8 +675,11 @@ impl Store {
                     ));
                     push_history(rec, Transition { at, state, note });
                 }
+                if rec.ended.is_none() && is_ending(state) {
+                    rec.ended = Some(pod.clone());
+                }
                 rec.pod = pod;
-                rec.state = state;
+                rec.pod_state = state;
                 rec.last_seen = at;
                 rec.last_rv = rv.or(rec.last_rv);
                 if deleted {
@@ -665,7 +692,9 @@ impl Store {
                     rec.gone = None; // it was only late (or known from the driver first)
                 }
                 rec.spark_container = resolved.config.spark_container.clone();
-                refresh(rec, &pod_events, &resolved, &config, at);
+                if let Some(note) = refresh(rec, &pod_events, &config, at) {
+                    timeline.push((id, note));
+                }
             }
             None => {
                 timeline.push((id, format!("executor {id} added ({})", state)));
@@ -675,8 +704,9 @@ impl Store {
                 let mut rec = ExecutorRecord {
                     id,
                     spark_container: resolved.config.spark_container.clone(),
+                    ended: is_ending(state).then(|| pod.clone()),
                     pod,
-                    state,
+                    pod_state: state,
                     first_seen: at,
                     last_seen: at,
                     last_rv: rv,
@@ -686,13 +716,13 @@ impl Store {
                         note: deleted.then(|| "pod deleted".to_owned()),
                     }]),
                     events: VecDeque::new(),
-                    findings: Vec::new(),
-                    spark_view: None,
                     gone,
                     log_tail: None,
                     driver: None,
+                    killed_by_tool: false,
+                    verdict: Verdict::default(),
                 };
-                refresh(&mut rec, &pod_events, &resolved, &config, at);
+                refresh(&mut rec, &pod_events, &config, at);
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -745,6 +775,7 @@ impl Store {
                 .unwrap_or(chrono::Duration::seconds(30));
             let poll = chrono::Duration::from_std(app.config.api_polling_interval)
                 .unwrap_or(chrono::Duration::seconds(30));
+            let config = app.config.clone();
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
                     continue;
@@ -754,24 +785,31 @@ impl Store {
                 rec.gone = Some(Gone::Missing {
                     at,
                     list_rv,
-                    spark_verdict: verdict.clone(),
+                    spark_verdict: verdict,
                 });
-                rec.findings.retain(|f| f.code != Code::Missing);
-                rec.findings
-                    .insert(0, diagnose::missing(rec.last_rv, list_rv, &verdict));
                 push_history(
                     rec,
                     Transition {
                         at,
-                        state: rec.state,
+                        state: rec.pod_state,
                         note: Some("missing".to_owned()),
                     },
                 );
-                app.log(
-                    at,
-                    Some(id),
-                    format!("executor {id} missing: absent from a full LIST with no deletion seen"),
-                );
+                let events = self
+                    .events
+                    .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
+                    .map(|q| q.iter().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default();
+                let note = refresh(rec, &events, &config, at);
+                let text = if rec.verdict.missing {
+                    format!("executor {id} missing: absent from a full LIST with no deletion seen")
+                } else {
+                    format!(
+                        "executor {id}: pod absent from a full LIST (its deletion was not seen); {}",
+                        explained_by(rec)
+                    )
+                };
+                app.log(at, Some(id), note.unwrap_or(text));
             }
         }
     }
@@ -814,23 +852,55 @@ impl Store {
             let config = app.config.clone();
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
-                let resolved = config.classify_options().resolve(&rec.pod);
-                refresh(rec, &events, &resolved, &config, at);
+                if let Some(note) = refresh(rec, &events, &config, at) {
+                    app.log(at, Some(id), note);
+                }
             }
         }
     }
 
     fn tick(&mut self, at: Time) {
-        // Rules that depend on time (ContainerCreating stuck, finalizers overdue) refresh.
+        // Rules that depend on time (ContainerCreating stuck, finalizers overdue) refresh:
+        // only the executors they can apply to.
         let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
         for k in keys {
-            let app = &self.snap.apps[&k];
-            let time_sensitive = app.executors.values().any(|e| {
-                e.gone.is_none() && (e.state == ExecutorState::Pending || e.pod.deletion.is_some())
-            });
-            if time_sensitive {
-                self.rediagnose_app(&k, at);
+            let due: Vec<i64> = self.snap.apps[&k]
+                .executors
+                .values()
+                .filter(|e| {
+                    e.gone.is_none()
+                        && (e.pod_state == ExecutorState::Pending || e.pod.deletion.is_some())
+                })
+                .map(|e| e.id)
+                .collect();
+            if !due.is_empty() {
+                self.refresh_some(&k, &due, at);
             }
+        }
+    }
+
+    /// Recomputes the verdicts of these executors of one app.
+    fn refresh_some(&mut self, key: &AppKey, ids: &[i64], at: Time) {
+        let Some(app) = self.snap.apps.get_mut(key) else {
+            return;
+        };
+        let app = Arc::make_mut(app);
+        let config = app.config.clone();
+        let mut notes = Vec::new();
+        for id in ids {
+            let Some(rec) = app.executors.get_mut(id) else {
+                continue;
+            };
+            let events: Vec<PodEvent> = self
+                .events
+                .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
+                .map(|q| q.iter().cloned().collect())
+                .unwrap_or_default();
+            let rec = Arc::make_mut(rec);
+            notes.extend(refresh(rec, &events, &config, at).map(|n| (rec.id, n)));
+        }
+        for (id, text) in notes {
+            app.log(at, Some(id), text);
         }
     }
 
@@ -840,21 +910,23 @@ impl Store {
         };
         let app = Arc::make_mut(app);
         let config = app.config.clone();
+        let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
-            if rec.gone.is_some() && rec.is_missing() {
-                continue;
-            }
             let events: Vec<PodEvent> = self
                 .events
                 .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
                 .map(|q| q.iter().cloned().collect())
                 .unwrap_or_default();
             let rec = Arc::make_mut(rec);
-            let resolved = config.classify_options().resolve(&rec.pod);
-            let state = classify(&rec.pod, &resolved.config);
-            rec.state = state;
-            rec.spark_container = resolved.config.spark_container.clone();
-            refresh(rec, &events, &resolved, &config, at);
+            if !matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
+                let resolved = config.classify_options().resolve(&rec.pod);
+                rec.pod_state = classify(&rec.pod, &resolved.config);
+                rec.spark_container = resolved.config.spark_container.clone();
+            }
+            notes.extend(refresh(rec, &events, &config, at).map(|n| (rec.id, n)));
+        }
+        for (id, text) in notes {
+            app.log(at, Some(id), text);
         }
     }
 
@@ -895,65 +967,113 @@ impl Store {
             .or_else(|| app.app_name.clone())
             .unwrap_or_else(|| app_id.to_owned());
         let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
+        // Executors whose verdict may change: what the driver says of them changed, or a
+        // disagreement may have come due with time.
+        let mut due = Vec::new();
+        let mut fresh = Vec::new();
         for d in executors {
             match app.executors.get_mut(&d.id) {
                 Some(rec) => {
-                    Arc::make_mut(rec).driver = Some(DriverSeen { at, exec: Some(d) });
+                    let rec = Arc::make_mut(rec);
+                    let changed = rec
+                        .driver
+                        .as_ref()
+                        .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
+                    rec.driver = Some(DriverSeen { at, exec: Some(d) });
+                    if changed || may_come_due(rec) {
+                        due.push(rec.id);
+                    }
                 }
-                None => {
-                    let id = d.id;
-                    let name = format!("{prefix}-exec-{id}");
-                    let text = match &d.remove_reason {
-                        Some(r) => format!(
-                            "executor {id} known only from the driver: {}",
-                            reason_headline(r)
-                        ),
-                        None => format!("executor {id} known only from the driver (active there)"),
-                    };
-                    app.executors
-                        .insert(id, Arc::new(driver_only(ns, app_id, &name, d, at)));
-                    app.log(at, Some(id), text);
-                }
+                None => fresh.push(d),
             }
         }
+        let key = (ns.to_owned(), app_id.to_owned());
+        for d in fresh {
+            let id = d.id;
+            let name = format!("{prefix}-exec-{id}");
+            let text = match &d.remove_reason {
+                Some(r) => format!(
+                    "executor {id} known only from the driver: {}",
+                    reason_headline(r)
+                ),
+                None => format!("executor {id} known only from the driver (active there)"),
+            };
+            let events: Vec<PodEvent> = self
+                .events
+                .get(&(ns.to_owned(), name.clone()))
+                .map(|q| q.iter().cloned().collect())
+                .unwrap_or_default();
+            let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+            let config = app.config.clone();
+            app.executors.insert(
+                id,
+                Arc::new(driver_only(ns, app_id, &name, d, &events, &config, at)),
+            );
+            app.log(at, Some(id), text);
+        }
+        let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
         for rec in app.executors.values_mut() {
             if !listed.contains(&rec.id) {
-                Arc::make_mut(rec).driver = Some(DriverSeen { at, exec: None });
-            }
-        }
-        let config = app.config.clone();
-        let mut notes = Vec::new();
-        for rec in app.executors.values_mut() {
-            let before: Vec<Code> = rec.findings.iter().map(|f| f.code).collect();
-            let rec = Arc::make_mut(rec);
-            reconcile(rec, &config);
-            for f in &rec.findings {
-                if matches!(
-                    f.code,
-                    Code::DriverLostPod | Code::Unregistered | Code::Zombie
-                ) && !before.contains(&f.code)
-                {
-                    notes.push((rec.id, format!("executor {}: {}", rec.id, f.summary)));
+                let rec = Arc::make_mut(rec);
+                let changed = rec
+                    .driver
+                    .as_ref()
+                    .is_none_or(|old| old.exec.is_some());
+                rec.driver = Some(DriverSeen { at, exec: None });
+                if changed || may_come_due(rec) {
+                    due.push(rec.id);
                 }
             }
         }
-        for (id, text) in notes {
-            app.log(at, Some(id), text);
+        self.refresh_some(&key, &due, at);
+    }
+}
+
+/// What of the driver's entry can change a verdict (not task counts or memory figures).
+fn driver_gist(d: Option<&DriverExecutor>) -> Option<(bool, Option<&str>, Option<Time>)> {
+    d.map(|d| (d.active, d.remove_reason.as_deref(), d.remove_time))
+}
+
+/// A pod × driver disagreement that depends on elapsed time may appear now.
+fn may_come_due(rec: &ExecutorRecord) -> bool {
+    let exec = rec.driver.as_ref().and_then(|d| d.exec.as_ref());
+    match exec {
+        // Active in the driver, pod gone: `driver-lost-pod` after Spark's grace.
+        Some(d) if d.active => rec.gone.is_some() && !rec.verdict.has(Code::DriverLostPod),
+        // Removed, pod still Running: `zombie` after a while.
+        Some(_) => {
+            rec.gone.is_none()
+                && rec.pod_state == ExecutorState::Running
+                && !rec.verdict.has(Code::Zombie)
+        }
+        // Not listed, pod Running: `unregistered` after a while.
+        None => {
+            rec.gone.is_none()
+                && rec.pod_state == ExecutorState::Running
+                && !rec.verdict.has(Code::Unregistered)
         }
     }
 }
 
 /// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
 /// message, so the same rules read its exit.
-fn driver_only(ns: &str, app_id: &str, name: &str, d: DriverExecutor, at: Time) -> ExecutorRecord {
+fn driver_only(
+    ns: &str,
+    app_id: &str,
+    name: &str,
+    d: DriverExecutor,
+    events: &[PodEvent],
+    config: &AppConfig,
+    at: Time,
+) -> ExecutorRecord {
     let pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
-    let resolved = ClassifyOptions::default().resolve(&pod);
+    let resolved = config.classify_options().resolve(&pod);
     let state = classify(&pod, &resolved.config);
     let mut rec = ExecutorRecord {
         id: d.id,
         spark_container: resolved.config.spark_container.clone(),
         pod,
-        state,
+        pod_state: state,
         first_seen: at,
         last_seen: at,
         last_rv: None,
@@ -963,48 +1083,15 @@ fn driver_only(ns: &str, app_id: &str, name: &str, d: DriverExecutor, at: Time) 
             note: Some("known only from the driver".to_owned()),
         }]),
         events: VecDeque::new(),
-        findings: Vec::new(),
-        spark_view: None,
+        ended: None,
         gone: Some(Gone::DriverOnly { at }),
         log_tail: None,
         driver: Some(DriverSeen { at, exec: Some(d) }),
+        killed_by_tool: false,
+        verdict: Verdict::default(),
     };
-    refresh(&mut rec, &[], &resolved, &AppConfig::default(), at);
+    refresh(&mut rec, events, config, at);
     rec
-}
-
-/// Replaces the record's reconciliation findings (pod × driver) with fresh ones.
-fn reconcile(rec: &mut ExecutorRecord, config: &AppConfig) {
-    rec.findings.retain(|f| {
-        !matches!(
-            f.code,
-            Code::DriverLostPod | Code::Unregistered | Code::Zombie | Code::DriverRemoved
-        )
-    });
-    let running_since = (rec.state == ExecutorState::Running)
-        .then(|| {
-            rec.history
-                .iter()
-                .rev()
-                .take_while(|t| t.state == ExecutorState::Running)
-                .last()
-                .map(|t| t.at)
-        })
-        .flatten();
-    let grace =
-        chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
-            .unwrap_or(chrono::Duration::seconds(60));
-    let side = diagnose::driver::PodSide {
-        id: rec.id,
-        state: rec.state,
-        gone_at: rec.gone.as_ref().map(Gone::at),
-        never_seen: matches!(rec.gone, Some(Gone::DriverOnly { .. })),
-        running_since,
-        lost_grace: grace,
-    };
-    rec.findings
-        .extend(diagnose::driver::reconcile(&side, rec.driver.as_ref()));
-    rec.findings.sort_by_key(|f| f.severity);
 }
 
 /// Maps with `(String, String)` keys as lists of pairs (JSON keys must be strings).
@@ -1035,42 +1122,114 @@ fn push_history(rec: &mut ExecutorRecord, t: Transition) {
     }
 }
 
-/// Recomputes findings and Spark's view (missing executors keep their verdict).
+fn is_ending(state: ExecutorState) -> bool {
+    matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
+}
+
+/// Recomputes the verdict from all the evidence the record holds. Returns a timeline line
+/// when the verdict changed in a way worth saying: a missing verdict withdrawn because a
+/// witness explained the disappearance, or a new pod × driver disagreement.
 fn refresh(
     rec: &mut ExecutorRecord,
     events: &[PodEvent],
-    resolved: &Resolved,
     config: &AppConfig,
     now: Time,
-) {
-    rec.events = events
+) -> Option<String> {
+    let mut evs: Vec<PodEvent> = events
         .iter()
         .filter(|e| e.is_about(&rec.pod))
         .cloned()
         .collect();
-    while rec.events.len() > MAX_EVENTS {
-        rec.events.pop_front();
+    // Deterministic order whatever order the events arrived in.
+    evs.sort_by(|a, b| {
+        (a.last_seen, a.first_seen, &a.reason, &a.message)
+            .cmp(&(b.last_seen, b.first_seen, &b.reason, &b.message))
+    });
+    if evs.len() > MAX_EVENTS {
+        evs.drain(..evs.len() - MAX_EVENTS);
     }
-    let missing: Vec<Finding> = rec
-        .findings
-        .iter()
-        .filter(|f| f.code == Code::Missing)
-        .cloned()
-        .collect();
-    let ev: Vec<PodEvent> = rec.events.iter().cloned().collect();
-    let mut findings = diagnose::diagnose(&rec.pod, &ev, resolved, rec.state, now);
-    if rec.is_missing() {
-        findings.splice(0..0, missing);
-    }
-    rec.findings = findings;
-    // A pod deleted through the watch is PodDeleted for Spark even if its body said otherwise.
-    let state = if matches!(rec.gone, Some(Gone::Deleted { .. })) && !rec.state.is_final() {
-        ExecutorState::Deleted
-    } else {
-        rec.state
+    let missing = match &rec.gone {
+        Some(Gone::Missing {
+            list_rv,
+            spark_verdict,
+            ..
+        }) => Some(diagnose::missing(rec.last_rv, *list_rv, spark_verdict)),
+        _ => None,
     };
-    rec.spark_view = spark_view(&rec.pod, state, &resolved.config);
-    reconcile(rec, config);
+    let running_since = (rec.pod_state == ExecutorState::Running)
+        .then(|| {
+            rec.history
+                .iter()
+                .rev()
+                .take_while(|t| t.state == ExecutorState::Running)
+                .last()
+                .map(|t| t.at)
+        })
+        .flatten();
+    let lost_grace =
+        chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
+            .unwrap_or(chrono::Duration::seconds(60));
+    let options = config.classify_options();
+    let before = std::mem::take(&mut rec.verdict);
+    let v = verdict(&Evidence {
+        id: rec.id,
+        pod: &rec.pod,
+        ended: rec.ended.as_ref(),
+        events: &evs,
+        options: &options,
+        gone: match rec.gone {
+            None => PodGone::No,
+            Some(Gone::Deleted { .. }) => PodGone::Deleted,
+            Some(Gone::Missing { .. }) => PodGone::Missing,
+            Some(Gone::DriverOnly { .. }) => PodGone::DriverOnly,
+        },
+        missing: missing.as_ref(),
+        driver: rec.driver.as_ref(),
+        log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
+        killed_by_tool: rec.killed_by_tool,
+        running_since,
+        gone_at: rec.gone.as_ref().map(Gone::at),
+        lost_grace,
+        delete_on_termination: config.delete_on_termination,
+        now,
+    });
+    rec.events = evs.into();
+    let mut notes = Vec::new();
+    if before.missing && !v.missing {
+        notes.push(format!(
+            "executor {} no longer missing: {}",
+            rec.id,
+            explained_by_verdict(&v)
+        ));
+    }
+    for f in &v.findings {
+        if matches!(
+            f.code,
+            Code::DriverLostPod | Code::Unregistered | Code::Zombie
+        ) && !before.has(f.code)
+        {
+            notes.push(format!("executor {}: {}", rec.id, f.summary));
+        }
+    }
+    rec.verdict = v;
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// What explains an executor's disappearance, for the timeline.
+fn explained_by(rec: &ExecutorRecord) -> String {
+    explained_by_verdict(&rec.verdict)
+}
+
+fn explained_by_verdict(v: &Verdict) -> String {
+    match v.cause() {
+        Some(f) => format!(
+            "{} ({}; from the {})",
+            v.ending.describe(),
+            f.code,
+            f.witness.as_str()
+        ),
+        None => v.ending.describe().to_owned(),
+    }
 }
 
 /// When Spark's rule declares a vanished executor lost: the first poll more than

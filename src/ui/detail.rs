@@ -22,7 +22,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let (letter, style) = super::theme::cell(e);
     lines.push(Line::from(vec![
         Span::styled(format!("executor {} ", e.id), theme::title()),
-        Span::styled(format!("[{letter}] {}", e.state), style),
+        Span::styled(format!("[{letter}] {}", e.state()), style),
         Span::raw(format!("  pod {}/{}", e.pod.namespace, e.pod.name)),
     ]));
     lines.push(Line::styled(
@@ -80,16 +80,29 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Findings", theme::title()));
-    if e.findings.is_empty() {
+    if e.findings().is_empty() {
         lines.push(Line::styled("  none", theme::dim()));
     }
-    for fd in &e.findings {
+    for (i, fd) in e.findings().iter().enumerate() {
         lines.push(Line::from(vec![
             Span::styled(
-                format!("  [{}] {} ", fd.severity.as_str(), fd.code),
+                format!(
+                    "  {}[{}] {} ",
+                    if i == 0 { "cause " } else { "" },
+                    fd.severity.as_str(),
+                    fd.code
+                ),
                 theme::severity(fd.severity),
             ),
             Span::raw(fd.summary.clone()),
+            Span::styled(
+                format!(
+                    " ({}{})",
+                    fd.witness.as_str(),
+                    if fd.reconstructed { ", reconstructed" } else { "" }
+                ),
+                theme::dim(),
+            ),
         ]));
         for ev in &fd.evidence {
             lines.push(Line::styled(format!("      evidence: {ev}"), theme::dim()));
@@ -97,23 +110,24 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         lines.push(Line::raw(format!("      hint: {}", fd.hint)));
     }
     driver_section(e, &mut lines);
-    if let Some(v) = &e.spark_view {
+    if let Some(v) = &e.verdict.spark {
         lines.push(Line::raw(""));
         lines.push(Line::styled("Spark's view", theme::title()));
         lines.push(Line::raw(format!(
-            "  exit {} · {} · {}",
+            "  exit {} · {} · Spark {}",
             v.exit_description,
-            if v.caused_by_app {
-                "counted against the application"
-            } else {
-                "not counted against the application"
-            },
-            if v.counts_as_failure {
-                "counts toward spark.executor.maxNumFailures"
-            } else {
-                "not a failure"
-            }
+            super::executors::counted_text(v),
+            v.spark_version.as_deref().unwrap_or("version unknown (4.x rules)")
         )));
+        lines.push(Line::styled(
+            format!(
+                "  from the {}{} · {}",
+                v.witness.as_str(),
+                if v.reconstructed { " (reconstructed)" } else { "" },
+                e.verdict.ending.describe()
+            ),
+            theme::dim(),
+        ));
         for l in v.message.trim().lines() {
             lines.push(Line::styled(
                 format!("  {}", l.replace('\t', "  ")),

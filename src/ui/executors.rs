@@ -145,16 +145,16 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                 .take(rows_fit)
                 .map(|e| {
                     let state = if e.is_missing() {
-                        format!("{} (missing)", e.state)
+                        format!("{} (missing)", e.state())
                     } else {
-                        e.state.to_string()
+                        e.state().to_string()
                     };
                     let age =
                         now.map_or_else(|| "-".to_owned(), |n| human_duration(n - e.first_seen));
                     let style = if Some(e.id) == selected {
-                        theme::state_style(e.state).patch(theme::selected())
+                        theme::state_style(e.state()).patch(theme::selected())
                     } else {
-                        theme::state_style(e.state)
+                        theme::state_style(e.state())
                     };
                     Row::new(vec![
                         e.id.to_string(),
@@ -169,7 +169,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                         } else {
                             e.driver_word().to_owned()
                         },
-                        e.findings
+                        e.findings()
                             .first()
                             .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
                         e.pod.name.clone(),
@@ -215,12 +215,15 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     let (letter, style) = theme::cell(e);
     let mut head = vec![
         Span::styled(format!("executor {} ", e.id), theme::title()),
-        Span::styled(format!("[{letter}] {}", e.state), style),
+        Span::styled(format!("[{letter}] {}", e.state()), style),
     ];
     if e.is_missing() {
         head.push(Span::styled(" · missing", style));
-    } else if e.gone.is_some() {
-        head.push(Span::styled(" · pod gone", theme::dim()));
+    } else if e.verdict.ending != crate::diagnose::verdict::Ending::Present {
+        head.push(Span::styled(
+            format!(" · {}", e.verdict.ending.describe()),
+            theme::dim(),
+        ));
     }
     if let Some(code) = e.exit_code() {
         head.push(Span::raw(format!(" · exit {code}")));
@@ -230,7 +233,7 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
     let mut lines = vec![Line::from(head)];
-    match e.findings.first() {
+    match e.findings().first() {
         Some(fd) => {
             lines.push(Line::from(vec![
                 Span::styled(format!("{} ", fd.code), theme::severity(fd.severity)),
@@ -254,17 +257,9 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         };
         lines.push(Line::styled(text, theme::dim()));
     }
-    if let Some(v) = &e.spark_view {
+    if let Some(v) = &e.verdict.spark {
         lines.push(Line::styled(
-            format!(
-                "Spark's view: exit {}; {}",
-                v.exit_description,
-                if v.caused_by_app {
-                    "counted against the app"
-                } else {
-                    "not counted against the app"
-                }
-            ),
+            format!("Spark's view: exit {}; {}", v.exit_description, counted_text(v)),
             theme::dim(),
         ));
     }
@@ -272,4 +267,19 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
         area,
     );
+}
+
+/// Whether Spark counted it, in words (the strip and the detail say the same).
+pub(super) fn counted_text(v: &crate::diagnose::verdict::SparkAccount) -> String {
+    let mut s = if v.counted {
+        "counted as a failure (spark.executor.maxNumFailures)".to_owned()
+    } else if v.caused_by_app {
+        "blamed on the app, not counted as a failure".to_owned()
+    } else {
+        "not counted against the app".to_owned()
+    };
+    if let Some(n) = &v.note {
+        s.push_str(&format!(" ({n})"));
+    }
+    s
 }

@@ -4,7 +4,9 @@ use ratatui::style::{Color, Modifier, Style};
 
 use crate::{diagnose::Severity, model::ExecutorState, store::ExecutorRecord};
 
-/// The letter and colour of an executor in the state map.
+/// The letter and colour of an executor in the state map: the letter is the verdict's
+/// state, the colour its severity for ended executors, so a death looks the same whether it
+/// was watched or rebuilt from the driver's reason.
 pub fn cell(e: &ExecutorRecord) -> (char, Style) {
     if e.is_missing() {
         return (
@@ -14,18 +16,30 @@ pub fn cell(e: &ExecutorRecord) -> (char, Style) {
                 .add_modifier(Modifier::BOLD),
         );
     }
-    match e.state {
-        ExecutorState::Running => ('R', Style::default().fg(Color::Green)),
-        ExecutorState::Pending => ('P', Style::default().fg(Color::Yellow)),
-        ExecutorState::Succeeded => ('S', Style::default().fg(Color::Blue)),
-        ExecutorState::Failed => (
-            'F',
-            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-        ),
-        ExecutorState::Deleted => ('D', Style::default().fg(Color::DarkGray)),
-        ExecutorState::Terminating => ('T', Style::default().fg(Color::Cyan)),
-        ExecutorState::Unknown => ('U', Style::default().fg(Color::Magenta)),
-    }
+    let state = e.state();
+    let letter = match state {
+        ExecutorState::Running => 'R',
+        ExecutorState::Pending => 'P',
+        ExecutorState::Succeeded => 'S',
+        ExecutorState::Failed => 'F',
+        ExecutorState::Deleted => 'D',
+        ExecutorState::Terminating => 'T',
+        ExecutorState::Unknown => 'U',
+    };
+    let live = matches!(state, ExecutorState::Running | ExecutorState::Pending);
+    let style = match e.verdict.severity() {
+        Some(Severity::Error) if !live || state == ExecutorState::Running => {
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        }
+        Some(Severity::Warn) if !live => Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::BOLD),
+        _ if state == ExecutorState::Failed => {
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        }
+        _ => state_style(state),
+    };
+    (letter, style)
 }
 
 pub fn state_style(s: ExecutorState) -> Style {

@@ -1,0 +1,587 @@
+//! One verdict per executor, fused from every witness of its life.
+//!
+//! The pod (watch or LIST), the events, the driver's executor list, the captured log tail
+//! and the tool's own actions are evidence; [`verdict`] turns all of one executor's
+//! evidence into the one answer every output shows: the cause (one primary finding, the
+//! others supporting), what Spark did about it (counted as a failure or not, following the
+//! app's Spark version), how the pod ended, and for each finding the witness it came from
+//! and whether it was observed or reconstructed.
+//!
+//! Precedence (documented in `docs/diagnosis.md`): an observed terminated container status
+//! outranks the driver's reason, which outranks a log pattern, which outranks events, which
+//! outrank inference. `missing` is a verdict only when no witness explains the
+//! disappearance. Spark's accounting comes from the failure Spark acted on (the first final
+//! state seen), never from the final deleted pod.
+//!
+//! Pure and deterministic: no clock (`now` is an input), no I/O, the same evidence gives
+//! the same verdict.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Code, Finding, Severity, Witness,
+    driver::{PodSide, pod_from_reason, reconcile},
+};
+use crate::{
+    classify::{ClassifyOptions, classify},
+    model::{
+        ExecutorPod, ExecutorState, PodEvent, Time,
+        driver::{DriverSeen, RemovalKind, parse_removal},
+    },
+    spark::{SparkView, UNKNOWN_EXIT_CODE, describe_exit_code, spark_view},
+};
+
+/// How the executor's pod ended (or that it has not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// The pod exists and is not being deleted.
+    Present,
+    /// Deletion requested; the pod is still there (grace period, finalizers).
+    Terminating,
+    /// Kept by spark-triage's hold after a deletion request.
+    Held,
+    /// Deleted by Spark after it removed the executor (failure, end, scale-down, kill request).
+    DeletedBySpark,
+    /// Deleted by spark-triage's own kill.
+    DeletedByTool,
+    /// Deleted by the scheduler (preemption) or an eviction.
+    DeletedByDisruption,
+    /// Deleted by someone, not known who ("a user or the framework").
+    Deleted,
+    /// Absent from a full LIST with no deletion seen and no witness explaining why.
+    Vanished,
+    /// No pod was ever seen: known only from the driver's executor list.
+    NeverSeen,
+}
+
+impl Ending {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Present => "present",
+            Self::Terminating => "terminating",
+            Self::Held => "held",
+            Self::DeletedBySpark => "deleted-by-spark",
+            Self::DeletedByTool => "deleted-by-spark-triage",
+            Self::DeletedByDisruption => "deleted-by-disruption",
+            Self::Deleted => "deleted",
+            Self::Vanished => "vanished",
+            Self::NeverSeen => "never-seen",
+        }
+    }
+
+    /// For people: `pod deleted by Spark`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Present => "pod present",
+            Self::Terminating => "pod terminating",
+            Self::Held => "pod kept by spark-triage's hold",
+            Self::DeletedBySpark => "pod deleted by Spark",
+            Self::DeletedByTool => "pod deleted by spark-triage (kill)",
+            Self::DeletedByDisruption => "pod deleted by a disruption (preemption, eviction)",
+            Self::Deleted => "pod deleted (by a user or the framework)",
+            Self::Vanished => "pod vanished (no deletion seen)",
+            Self::NeverSeen => "no pod seen (known only from the driver)",
+        }
+    }
+
+    /// The pod no longer exists.
+    pub fn is_gone(self) -> bool {
+        !matches!(self, Self::Present | Self::Terminating | Self::Held)
+    }
+}
+
+/// What Spark did (or will do) about the executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SparkAccount {
+    /// The exit code Spark reads (`-1` when its container had not terminated).
+    pub exit_code: i32,
+    /// `describeExitCode`, e.g. `137(SIGKILL, possible container OOM)`.
+    pub exit_description: String,
+    /// `exitCausedByApp`: task losses on it count against the app.
+    pub caused_by_app: bool,
+    /// Counted toward `spark.executor.maxNumFailures` (Spark 4.0+: a distinct id seen failed).
+    pub counted: bool,
+    /// The removal reason Spark logs (verbatim when Spark's driver said it).
+    pub message: String,
+    /// Where this account comes from.
+    pub witness: Witness,
+    /// Rebuilt (from the driver's reason or the tool's inference), not observed.
+    pub reconstructed: bool,
+    /// The Spark version whose rules were applied (the pod's `spark-version` label).
+    pub spark_version: Option<String>,
+    /// A qualification (e.g. no failure limit before Spark 4.0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The one answer about an executor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The state Spark assigned (gone executors: the final one it acted on) or would assign.
+    pub state: ExecutorState,
+    /// Primary finding first (the cause), then the supporting ones; stable order.
+    pub findings: Vec<Finding>,
+    /// What Spark did about it (final states only).
+    pub spark: Option<SparkAccount>,
+    pub ending: Ending,
+    /// Unexplained vanish: absent from a full LIST, no deletion seen, no witness says why.
+    pub missing: bool,
+    /// The Spark container's exit the verdict rests on (observed, or from Spark's reason).
+    pub exit_code: Option<i32>,
+    /// Its terminated reason (`OOMKilled`, `Error`, …).
+    pub container_reason: Option<String>,
+}
+
+impl Default for Verdict {
+    fn default() -> Self {
+        Self {
+            state: ExecutorState::Unknown,
+            findings: Vec::new(),
+            spark: None,
+            ending: Ending::Present,
+            missing: false,
+            exit_code: None,
+            container_reason: None,
+        }
+    }
+}
+
+impl Verdict {
+    /// The primary finding.
+    pub fn cause(&self) -> Option<&Finding> {
+        self.findings.first()
+    }
+
+    /// The verdict's severity: its primary finding's (none when healthy).
+    pub fn severity(&self) -> Option<Severity> {
+        self.cause().map(|f| f.severity)
+    }
+
+    /// Counted against the app's failure budget.
+    pub fn counted(&self) -> bool {
+        self.spark.as_ref().is_some_and(|s| s.counted)
+    }
+
+    /// `counted` / `not counted` / `-` (not ended), for tables.
+    pub fn counted_word(&self) -> &'static str {
+        match &self.spark {
+            None => "-",
+            Some(s) if s.counted => "counted",
+            Some(_) => "not counted",
+        }
+    }
+
+    /// The driver and the pod disagree (`driver-lost-pod`, `unregistered`, `zombie`).
+    pub fn driver_disagrees(&self) -> bool {
+        self.findings.iter().any(|f| {
+            matches!(
+                f.code,
+                Code::DriverLostPod | Code::Unregistered | Code::Zombie
+            )
+        })
+    }
+
+    pub fn has(&self, code: Code) -> bool {
+        self.findings.iter().any(|f| f.code == code)
+    }
+}
+
+/// How the pod went away, as the store saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodGone {
+    /// Still there.
+    No,
+    /// A watch DELETED event.
+    Deleted,
+    /// Absent from a full LIST with no deletion seen.
+    Missing,
+    /// Never seen: the pod is rebuilt from the driver's reason.
+    DriverOnly,
+}
+
+/// Everything known about one executor.
+#[derive(Debug)]
+pub struct Evidence<'a> {
+    pub id: i64,
+    /// The pod as last seen (or rebuilt from the driver's reason).
+    pub pod: &'a ExecutorPod,
+    /// The first final (failed/succeeded) observation of the pod: the one Spark acted on.
+    pub ended: Option<&'a ExecutorPod>,
+    /// Events about the pod, oldest first.
+    pub events: &'a [PodEvent],
+    pub options: &'a ClassifyOptions,
+    pub gone: PodGone,
+    /// The tool's missing finding, when the store decided the pod vanished.
+    pub missing: Option<&'a Finding>,
+    pub driver: Option<&'a DriverSeen>,
+    pub log_tail: Option<&'a [String]>,
+    /// spark-triage's own kill deleted this pod.
+    pub killed_by_tool: bool,
+    /// Since when the pod is Running (for `unregistered`).
+    pub running_since: Option<Time>,
+    /// When the pod went away.
+    pub gone_at: Option<Time>,
+    /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval).
+    pub lost_grace: chrono::Duration,
+    pub delete_on_termination: bool,
+    pub now: Time,
+}
+
+/// A cause finding found by reading a witness other than the pod.
+struct Rebuilt {
+    findings: Vec<Finding>,
+    account: Option<SparkAccount>,
+    state: ExecutorState,
+    exit: Option<(i32, Option<String>)>,
+}
+
+/// The verdict.
+pub fn verdict(ev: &Evidence<'_>) -> Verdict {
+    let resolved = ev.options.resolve(ev.pod);
+    let pod_state = classify(ev.pod, &resolved.config);
+    let version = ev.pod.label(crate::model::LABEL_SPARK_VERSION).map(str::to_owned);
+    let removal = ev
+        .driver
+        .and_then(|d| d.exec.as_ref())
+        .filter(|d| !d.active)
+        .and_then(|d| d.remove_reason.as_deref())
+        .map(parse_removal);
+
+    // 1. The pod: the failure Spark acted on, else the pod as last seen.
+    let mut findings: Vec<Finding> = Vec::new();
+    let acted_on = ev.ended.map(|p| {
+        let r = ev.options.resolve(p);
+        let s = classify(p, &r.config);
+        (p, r, s)
+    });
+    let last = super::diagnose(ev.pod, ev.events, &resolved, pod_state, ev.now);
+    match &acted_on {
+        Some((p, r, s)) if !same_terminated(p, ev.pod, &r.config.spark_container) => {
+            findings.extend(super::diagnose(p, ev.events, r, *s, ev.now));
+            // From the last pod only what the ended one cannot say (its deletion).
+            findings.extend(last.into_iter().filter(|f| f.code == Code::Deleted));
+        }
+        _ => findings.extend(last),
+    }
+    for f in &mut findings {
+        if ev.gone == PodGone::DriverOnly && f.witness == Witness::Pod {
+            f.witness = Witness::Driver;
+            f.reconstructed = true;
+        }
+    }
+    let observed_exit = findings
+        .iter()
+        .any(|f| f.witness == Witness::Pod && !f.reconstructed && is_exit_code(f.code));
+
+    // 2. The driver's reason: the exit Spark acted on when the pod never showed it.
+    let mut rebuilt = None;
+    if ev.gone != PodGone::DriverOnly
+        && !observed_exit
+        && ev.gone != PodGone::No
+        && let (Some(r), Some(d)) = (&removal, ev.driver.and_then(|d| d.exec.as_ref()))
+        && r.kind == RemovalKind::Exited
+    {
+        rebuilt = Some(from_driver(ev, d));
+    }
+    if let Some(r) = &rebuilt {
+        findings.extend(r.findings.iter().cloned());
+    }
+
+    // 3. The log tail.
+    if !findings
+        .iter()
+        .any(|f| matches!(f.code, Code::JvmOom | Code::ContainerOomKilled))
+        && let Some(line) = ev.log_tail.and_then(|l| {
+            l.iter()
+                .find(|l| l.contains("java.lang.OutOfMemoryError"))
+        })
+    {
+        findings.push(
+            Finding::new(
+                Code::JvmOom,
+                Severity::Error,
+                format!("The executor's log shows a JVM OutOfMemoryError (executor {})", ev.id),
+            )
+            .witness(Witness::LogTail)
+            .evidence(format!("log: {}", line.trim()))
+            .hint(
+                "The JVM heap overflowed. Raise spark.executor.memory, or give each task more \
+                 heap: fewer spark.executor.cores, more partitions, and look for skewed keys.",
+            )
+            .reference("https://spark.apache.org/docs/latest/tuning.html#memory-management-overview"),
+        );
+    }
+
+    // 4. Reconciliation with the driver (each disagreement is its own finding).
+    let side = PodSide {
+        id: ev.id,
+        state: pod_state,
+        gone_at: ev.gone_at,
+        never_seen: ev.gone == PodGone::DriverOnly,
+        running_since: ev.running_since,
+        lost_grace: ev.lost_grace,
+    };
+    for mut f in reconcile(&side, ev.driver) {
+        f.witness = Witness::Driver;
+        findings.push(f);
+    }
+
+    // 5. Missing: a verdict only when nothing explains the disappearance.
+    let explained = acted_on.is_some()
+        || removal
+            .as_ref()
+            .is_some_and(|r| matches!(r.kind, RemovalKind::Exited | RemovalKind::Deleted))
+        || findings.iter().any(|f| {
+            matches!(
+                f.code,
+                Code::Preempted | Code::Evicted | Code::NodeLost | Code::Deleted
+            )
+        });
+    let missing = ev.gone == PodGone::Missing && !explained;
+    if missing && let Some(m) = ev.missing {
+        let mut m = m.clone();
+        m.witness = Witness::Inference;
+        findings.push(m);
+    }
+
+    order(&mut findings);
+
+    // The state Spark assigned or would assign.
+    let state = match (&acted_on, &rebuilt, ev.gone) {
+        (Some((_, _, s)), _, _) => *s,
+        (None, Some(r), _) => r.state,
+        (None, None, PodGone::No | PodGone::DriverOnly) => pod_state,
+        (None, None, PodGone::Deleted | PodGone::Missing) => {
+            if matches!(pod_state, ExecutorState::Failed | ExecutorState::Succeeded) {
+                pod_state
+            } else {
+                ExecutorState::Deleted
+            }
+        }
+    };
+
+    // What Spark did about it.
+    let mut spark = match (&acted_on, &rebuilt) {
+        (Some((p, r, s)), _) => spark_view(p, *s, &r.config).map(|v| account(v, Witness::Pod, false)),
+        (None, Some(r)) => r.account.clone(),
+        (None, None) if missing => Some(missing_account(ev)),
+        (None, None) => spark_view(ev.pod, state, &resolved.config).map(|v| {
+            account(
+                v,
+                Witness::Pod,
+                ev.gone == PodGone::DriverOnly || (state != pod_state),
+            )
+        }),
+    };
+    if ev.gone == PodGone::DriverOnly
+        && let Some(s) = &mut spark
+    {
+        s.witness = Witness::Driver;
+        s.reconstructed = true;
+        if let Some(reason) = ev
+            .driver
+            .and_then(|d| d.exec.as_ref())
+            .and_then(|d| d.remove_reason.clone())
+        {
+            s.message = reason;
+        }
+    }
+    if let Some(s) = &mut spark {
+        apply_version(s, version.as_deref());
+    }
+
+    let exit = match (&acted_on, &rebuilt) {
+        (Some((p, r, _)), _) => exit_of(p, &r.config.spark_container),
+        (None, Some(r)) => r.exit.clone(),
+        (None, None) => exit_of(ev.pod, &resolved.config.spark_container),
+    };
+    let ending = ending(ev, &findings, state, removal.as_ref().map(|r| &r.kind), missing);
+    Verdict {
+        state,
+        findings,
+        spark,
+        ending,
+        missing,
+        exit_code: exit.as_ref().map(|e| e.0),
+        container_reason: exit.and_then(|e| e.1),
+    }
+}
+
+/// The Spark container's terminated exit code and reason (state, else lastState).
+fn exit_of(pod: &ExecutorPod, container: &str) -> Option<(i32, Option<String>)> {
+    pod.container_status(container)
+        .and_then(|c| c.terminated().or_else(|| c.last_state.terminated()))
+        .map(|t| (t.exit_code, t.reason.clone()))
+}
+
+/// Both pods show the same terminated Spark container (the usual case: a deletion does not
+/// change container statuses).
+fn same_terminated(a: &ExecutorPod, b: &ExecutorPod, container: &str) -> bool {
+    let ta = exit_of(a, container);
+    ta.is_some() && ta == exit_of(b, container)
+}
+
+/// Codes read from the Spark container's exit.
+fn is_exit_code(code: Code) -> bool {
+    matches!(
+        code,
+        Code::ContainerOomKilled
+            | Code::NodeSigkill
+            | Code::JvmOom
+            | Code::UncaughtException
+            | Code::LocalDirFailure
+            | Code::HeartbeatFailure
+            | Code::TaskReaper
+            | Code::Sigterm
+            | Code::Sigsegv
+            | Code::Sigabrt
+            | Code::NotExecutable
+            | Code::GenericError
+            | Code::Succeeded
+    )
+}
+
+/// How the executor ended rather than why: never the primary finding while a cause exists.
+fn is_mechanism(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Deleted | Code::Sigterm | Code::DriverRemoved
+    )
+}
+
+/// Primary first: causes before mechanisms, then by witness precedence, then severity, then
+/// the rule order (stable), then the code (deterministic for equal keys).
+fn order(findings: &mut Vec<Finding>) {
+    // One finding per code: the best-witnessed copy (the pod's over the driver's rebuild).
+    findings.sort_by_key(|f| (f.code, f.witness, f.reconstructed));
+    findings.dedup_by_key(|f| f.code);
+    findings.sort_by(|a, b| {
+        (is_mechanism(a.code), a.witness, a.reconstructed, a.severity, rule_rank(a.code))
+            .cmp(&(is_mechanism(b.code), b.witness, b.reconstructed, b.severity, rule_rank(b.code)))
+    });
+}
+
+/// The order rules list their findings in (`Code::ALL`).
+fn rule_rank(code: Code) -> usize {
+    Code::ALL.iter().position(|c| *c == code).unwrap_or(usize::MAX)
+}
+
+fn account(v: SparkView, witness: Witness, reconstructed: bool) -> SparkAccount {
+    SparkAccount {
+        exit_code: v.exit_code,
+        exit_description: v.exit_description,
+        caused_by_app: v.caused_by_app,
+        counted: v.counts_as_failure,
+        message: v.message,
+        witness,
+        reconstructed,
+        spark_version: None,
+        note: None,
+    }
+}
+
+/// The exit Spark logged, rebuilt from its `removeReason` into a pod the same rules read.
+fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -> Rebuilt {
+    let pod = pod_from_reason(
+        &ev.pod.namespace,
+        ev.pod.app_id().unwrap_or_default(),
+        &ev.pod.name,
+        d,
+    );
+    let resolved = ev.options.resolve(&pod);
+    let state = classify(&pod, &resolved.config);
+    let findings = super::diagnose(&pod, &[], &resolved, state, ev.now)
+        .into_iter()
+        .filter(|f| is_exit_code(f.code) || f.code == Code::Evicted)
+        .map(|mut f| {
+            f.witness = Witness::Driver;
+            f.reconstructed = true;
+            f
+        })
+        .collect();
+    let account = spark_view(&pod, state, &resolved.config).map(|v| SparkAccount {
+        message: d.remove_reason.clone().unwrap_or(v.message.clone()),
+        ..account(v, Witness::Driver, true)
+    });
+    let exit = exit_of(&pod, &resolved.config.spark_container);
+    Rebuilt {
+        findings,
+        account,
+        state,
+        exit,
+    }
+}
+
+/// Spark's removal of an executor whose pod vanished (exit -1, not the app's fault).
+fn missing_account(ev: &Evidence<'_>) -> SparkAccount {
+    SparkAccount {
+        exit_code: UNKNOWN_EXIT_CODE,
+        exit_description: describe_exit_code(UNKNOWN_EXIT_CODE),
+        caused_by_app: false,
+        counted: false,
+        message: format!(
+            "The executor with ID {} was not found in the cluster at the polling time which is after the accepted detect delta time configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
+            ev.id
+        ),
+        witness: Witness::Inference,
+        reconstructed: true,
+        spark_version: None,
+        note: None,
+    }
+}
+
+/// Spark before 4.0 has no executor-failure limit on Kubernetes (SPARK-41210 is 4.0).
+fn apply_version(s: &mut SparkAccount, version: Option<&str>) {
+    s.spark_version = version.map(str::to_owned);
+    let major = version
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u32>().ok());
+    if s.counted && major.is_some_and(|m| m < 4) {
+        s.counted = false;
+        s.note = Some(format!(
+            "Spark {} has no executor-failure limit on Kubernetes (spark.executor.maxNumFailures counts from 4.0)",
+            version.unwrap_or("?")
+        ));
+    }
+}
+
+fn ending(
+    ev: &Evidence<'_>,
+    findings: &[Finding],
+    state: ExecutorState,
+    removal: Option<&RemovalKind>,
+    missing: bool,
+) -> Ending {
+    // Deleted by the scheduler or the Eviction API (a kubelet eviction fails the pod and
+    // Spark deletes it, like any other failure).
+    let disrupted = findings.iter().any(|f| {
+        f.code == Code::Preempted
+            || (f.code == Code::Evicted && f.evidence.iter().any(|e| e.contains("EvictionByEvictionAPI")))
+    });
+    match ev.gone {
+        PodGone::DriverOnly => Ending::NeverSeen,
+        PodGone::No => match &ev.pod.deletion {
+            None => Ending::Present,
+            Some(_) if ev.pod.is_held() => Ending::Held,
+            Some(_) => Ending::Terminating,
+        },
+        PodGone::Missing if missing => Ending::Vanished,
+        PodGone::Deleted | PodGone::Missing => {
+            let spark_acted = matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
+                && ev.delete_on_termination;
+            if ev.killed_by_tool {
+                Ending::DeletedByTool
+            } else if disrupted && !spark_acted {
+                Ending::DeletedByDisruption
+            } else if spark_acted || matches!(removal, Some(RemovalKind::Exited | RemovalKind::Other)) {
+                Ending::DeletedBySpark
+            } else {
+                Ending::Deleted
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
