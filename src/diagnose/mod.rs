@@ -321,7 +321,11 @@ pub fn diagnose(
     now: Time,
 ) -> Vec<Finding> {
     let mut about: Vec<&PodEvent> = events.iter().filter(|e| e.is_about(pod)).collect();
-    about.sort_by_key(|e| e.last_seen);
+    // Oldest first; ties broken by content so the order never depends on arrival.
+    about.sort_by(|a, b| {
+        (a.last_seen, a.first_seen, &a.reason, &a.message)
+            .cmp(&(b.last_seen, b.first_seen, &b.reason, &b.message))
+    });
     let subject = Subject {
         pod,
         events: about,

@@ -250,7 +250,12 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     // 1. The pod: the failure Spark acted on, else the pod as last seen.
     let mut findings: Vec<Finding> = Vec::new();
-    let acted_on = ev.ended.map(|p| {
+    let first_seen_deleted = ev
+        .ended
+        .is_none()
+        .then(|| failed_before_deletion(ev.pod, ev.options))
+        .flatten();
+    let acted_on = ev.ended.or(first_seen_deleted.as_ref()).map(|p| {
         let r = ev.options.resolve(p);
         let s = classify(p, &r.config);
         (p, r, s)
@@ -415,6 +420,30 @@ fn exit_of(pod: &ExecutorPod, container: &str) -> Option<(i32, Option<String>)> 
         .map(|t| (t.exit_code, t.reason.clone()))
 }
 
+/// A pod first seen already deleted whose Spark container had terminated before the
+/// deletion was requested (`deletionTimestamp` − grace): Spark saw it fail or succeed
+/// first. Returned without its deletion, as Spark saw it then.
+fn failed_before_deletion(pod: &ExecutorPod, options: &ClassifyOptions) -> Option<ExecutorPod> {
+    let d = pod.deletion.as_ref()?;
+    let container = options.resolve(pod).config.spark_container;
+    let finished = pod
+        .container_status(&container)
+        .and_then(|c| c.terminated())
+        .and_then(|t| t.finished_at)?;
+    let requested = d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(0))?;
+    if finished >= requested {
+        return None;
+    }
+    let mut before = pod.clone();
+    before.deletion = None;
+    let r = options.resolve(&before);
+    matches!(
+        classify(&before, &r.config),
+        ExecutorState::Failed | ExecutorState::Succeeded
+    )
+    .then_some(before)
+}
+
 /// Both pods show the same terminated Spark container (the usual case: a deletion does not
 /// change container statuses).
 fn same_terminated(a: &ExecutorPod, b: &ExecutorPod, container: &str) -> bool {
@@ -442,23 +471,33 @@ fn is_exit_code(code: Code) -> bool {
     )
 }
 
-/// How the executor ended rather than why: never the primary finding while a cause exists.
-fn is_mechanism(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Deleted | Code::Sigterm | Code::DriverRemoved
-    )
+/// What a finding says about the executor, for ordering: 0 a cause, 1 a weak cause (a
+/// generic exit that a log line can name better), 2 a pod × driver disagreement (a
+/// consequence worth acting on), 3 how it ended rather than why (never primary while
+/// anything else is known).
+fn class(code: Code) -> u8 {
+    match code {
+        Code::GenericError => 1,
+        Code::DriverLostPod | Code::Unregistered | Code::Zombie => 2,
+        Code::Deleted | Code::Sigterm | Code::DriverRemoved => 3,
+        _ => 0,
+    }
 }
 
-/// Primary first: causes before mechanisms, then by witness precedence, then severity, then
-/// the rule order (stable), then the code (deterministic for equal keys).
+/// Primary first: causes before disagreements before mechanisms, then by witness
+/// precedence, observed before reconstructed, then severity, then the rule order.
 fn order(findings: &mut Vec<Finding>) {
     // One finding per code: the best-witnessed copy (the pod's over the driver's rebuild).
     findings.sort_by_key(|f| (f.code, f.witness, f.reconstructed));
     findings.dedup_by_key(|f| f.code);
-    findings.sort_by(|a, b| {
-        (is_mechanism(a.code), a.witness, a.reconstructed, a.severity, rule_rank(a.code))
-            .cmp(&(is_mechanism(b.code), b.witness, b.reconstructed, b.severity, rule_rank(b.code)))
+    findings.sort_by_key(|f| {
+        (
+            class(f.code),
+            f.witness,
+            f.reconstructed,
+            f.severity,
+            rule_rank(f.code),
+        )
     });
 }
 

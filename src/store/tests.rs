@@ -78,7 +78,7 @@ fn app(s: &Store) -> &App {
 }
 
 fn codes(rec: &ExecutorRecord) -> Vec<&'static str> {
-    rec.findings.iter().map(|f| f.code.as_str()).collect()
+    rec.findings().iter().map(|f| f.code.as_str()).collect()
 }
 
 #[tokio::test]
@@ -101,11 +101,19 @@ async fn watch_upserts_and_deletion_leaves_a_tombstone() {
     let a = app(&s);
     assert_eq!(a.app_name.as_deref(), Some("etl"));
     let two = &a.executors[&2];
-    assert_eq!(two.state, ExecutorState::Deleted);
+    // The pod ended deleted, but Spark acted on the failure first: the verdict is failed,
+    // counted, and the pod was deleted by Spark.
+    assert_eq!(two.pod_state, ExecutorState::Deleted);
+    assert_eq!(two.state(), ExecutorState::Failed);
+    assert!(two.verdict.counted());
+    assert_eq!(
+        two.verdict.ending,
+        crate::diagnose::verdict::Ending::DeletedBySpark
+    );
     assert!(matches!(two.gone, Some(Gone::Deleted { .. })));
     assert_eq!(codes(two), vec!["container-oom-killed", "deleted"]);
     assert_eq!(
-        two.spark_view.as_ref().unwrap().exit_description,
+        two.verdict.spark.as_ref().unwrap().exit_description,
         "137(SIGKILL, possible container OOM)"
     );
     assert_eq!(two.exit_code(), Some(137));
@@ -120,7 +128,7 @@ async fn watch_upserts_and_deletion_leaves_a_tombstone() {
         ]
     );
     let c = a.counts();
-    assert_eq!((c.running, c.deleted, c.failed), (1, 1, 0));
+    assert_eq!((c.running, c.deleted, c.failed), (1, 0, 1));
     assert!(
         a.timeline
             .iter()
@@ -142,9 +150,15 @@ async fn a_newer_list_without_the_pod_and_no_deletion_means_missing() {
     let a = app(&s);
     let two = &a.executors[&2];
     assert!(two.is_missing());
-    assert_eq!(two.state, ExecutorState::Running, "last known state kept");
+    assert_eq!(two.pod_state, ExecutorState::Running, "last known state kept");
+    assert_eq!(
+        two.state(),
+        ExecutorState::Deleted,
+        "gone: never counted as running"
+    );
+    assert!(!two.verdict.counted());
     assert_eq!(codes(two), vec!["missing"]);
-    let ev = &two.findings[0].evidence;
+    let ev = &two.findings()[0].evidence;
     assert!(
         ev[0].contains("resourceVersion 11") && ev[0].contains("resourceVersion 40"),
         "{ev:?}"
@@ -179,7 +193,7 @@ async fn a_missing_executor_that_reappears_was_only_late() {
     ])
     .await;
     assert!(!app(&s).executors[&1].is_missing());
-    assert!(app(&s).executors[&1].findings.is_empty());
+    assert!(app(&s).executors[&1].findings().is_empty());
 }
 
 #[tokio::test]
@@ -189,7 +203,7 @@ async fn stale_watch_replays_do_not_go_back_in_time() {
         up(exec(1, 10, running()), 6),
     ])
     .await;
-    assert_eq!(app(&s).executors[&1].state, ExecutorState::Failed);
+    assert_eq!(app(&s).executors[&1].state(), ExecutorState::Failed);
 }
 
 #[tokio::test]
@@ -232,7 +246,7 @@ async fn events_attach_and_pending_reasons_aggregate() {
     let one = &a.executors[&1];
     assert_eq!(one.events.len(), 1);
     assert!(
-        one.findings[0]
+        one.findings()[0]
             .evidence
             .iter()
             .any(|e| e.contains("FailedScheduling x4"))
@@ -315,11 +329,11 @@ async fn snapshots_are_independent_of_later_writes() {
     s.apply(up(exec(1, 11, oom()), 2));
     let key = ("spark-jobs".to_owned(), "spark-1".to_owned());
     assert_eq!(
-        before.apps[&key].executors[&1].state,
+        before.apps[&key].executors[&1].state(),
         ExecutorState::Running
     );
     assert_eq!(
-        s.view().apps[&key].executors[&1].state,
+        s.view().apps[&key].executors[&1].state(),
         ExecutorState::Failed
     );
 }

@@ -1,0 +1,333 @@
+use chrono::TimeZone;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::{
+    DriverExecutor,
+    driver::PeakMemory,
+    testing::{event, pod},
+};
+
+fn t(s: i64) -> Time {
+    chrono::Utc
+        .timestamp_opt(1_800_000_000 + s, 0)
+        .single()
+        .expect("valid")
+}
+
+fn ts(s: i64) -> String {
+    t(s).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn executor(id: i64, phase: &str, state: Value, extra_meta: Value, version: &str) -> ExecutorPod {
+    let mut meta = json!({
+        "name": format!("etl-exec-{id}"), "namespace": "spark-jobs",
+        "labels": {"spark-app-selector": "spark-1", "spark-role": "executor",
+                   "spark-exec-id": id.to_string(), "spark-version": version}
+    });
+    if let Value::Object(m) = extra_meta {
+        for (k, v) in m {
+            meta[k] = v;
+        }
+    }
+    pod(json!({
+        "metadata": meta,
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor",
+                 "resources": {"limits": {"memory": "4505Mi"}}}]},
+        "status": {"phase": phase, "containerStatuses": [{
+            "name": "spark-kubernetes-executor", "image": "apache/spark:4.0.1", "imageID": "",
+            "ready": phase == "Running", "restartCount": 0, "state": state}]}
+    }))
+}
+
+fn running(id: i64) -> ExecutorPod {
+    executor(
+        id,
+        "Running",
+        json!({"running": {"startedAt": ts(0)}}),
+        json!({}),
+        "4.0.1",
+    )
+}
+
+fn oom(id: i64, deleted: bool) -> ExecutorPod {
+    let meta = if deleted {
+        json!({"deletionTimestamp": ts(20), "deletionGracePeriodSeconds": 0})
+    } else {
+        json!({})
+    };
+    executor(
+        id,
+        "Failed",
+        json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": ts(0), "finishedAt": ts(10)}}),
+        meta,
+        "4.0.1",
+    )
+}
+
+fn removed(id: i64, reason: &str) -> DriverSeen {
+    DriverSeen {
+        at: t(100),
+        exec: Some(DriverExecutor {
+            id,
+            active: false,
+            host_port: None,
+            add_time: Some(t(0)),
+            remove_time: Some(t(12)),
+            remove_reason: Some(reason.to_owned()),
+            active_tasks: 0,
+            failed_tasks: 1,
+            completed_tasks: 3,
+            max_memory: None,
+            peak: PeakMemory::default(),
+        }),
+    }
+}
+
+const OOM_REASON: &str = "\nThe executor with id 7 exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\n\t container name: spark-kubernetes-executor\n\t container image: apache/spark:4.0.1\n\t container state: terminated\n\t container started at: 2027-01-15T08:00:00Z\n\t container finished at: 2027-01-15T08:00:10Z\n\t exit code: 137\n\t termination reason: OOMKilled\n      ";
+
+struct Case<'a> {
+    pod: &'a ExecutorPod,
+    ended: Option<&'a ExecutorPod>,
+    events: &'a [PodEvent],
+    gone: PodGone,
+    missing: Option<&'a Finding>,
+    driver: Option<&'a DriverSeen>,
+    log: Option<&'a [String]>,
+    killed: bool,
+}
+
+impl<'a> Case<'a> {
+    fn new(pod: &'a ExecutorPod) -> Self {
+        Self {
+            pod,
+            ended: None,
+            events: &[],
+            gone: PodGone::No,
+            missing: None,
+            driver: None,
+            log: None,
+            killed: false,
+        }
+    }
+
+    fn run(&self) -> Verdict {
+        verdict(&Evidence {
+            id: self.pod.executor_id().unwrap_or(0),
+            pod: self.pod,
+            ended: self.ended,
+            events: self.events,
+            options: &ClassifyOptions::default(),
+            gone: self.gone,
+            missing: self.missing,
+            driver: self.driver,
+            log_tail: self.log,
+            killed_by_tool: self.killed,
+            running_since: Some(t(0)),
+            gone_at: (self.gone != PodGone::No).then(|| t(20)),
+            lost_grace: chrono::Duration::seconds(60),
+            delete_on_termination: true,
+            now: t(100),
+        })
+    }
+}
+
+fn codes(v: &Verdict) -> Vec<&'static str> {
+    v.findings.iter().map(|f| f.code.as_str()).collect()
+}
+
+#[test]
+fn failed_then_deleted_by_spark_is_a_counted_failure() {
+    let ended = oom(7, false);
+    let last = oom(7, true);
+    let v = Case {
+        ended: Some(&ended),
+        gone: PodGone::Deleted,
+        ..Case::new(&last)
+    }
+    .run();
+    assert_eq!(v.state, ExecutorState::Failed);
+    assert_eq!(codes(&v), vec!["container-oom-killed", "deleted"]);
+    assert_eq!(v.findings[0].witness, Witness::Pod);
+    let s = v.spark.as_ref().expect("account");
+    assert!(s.counted && s.caused_by_app, "{s:?}");
+    assert_eq!(s.exit_code, 137);
+    assert_eq!(v.ending, Ending::DeletedBySpark);
+    assert_eq!(v.exit_code, Some(137));
+}
+
+#[test]
+fn a_failure_the_watch_missed_is_rebuilt_from_sparks_reason() {
+    // The pod was last seen Running; it vanished from a LIST; the driver says 137 OOMKilled.
+    let last = running(7);
+    let missing = super::super::missing(Some(11), Some(40), "lost");
+    let driver = removed(7, OOM_REASON);
+    let v = Case {
+        gone: PodGone::Missing,
+        missing: Some(&missing),
+        driver: Some(&driver),
+        ..Case::new(&last)
+    }
+    .run();
+    assert!(!v.missing, "Spark's reason explains the disappearance");
+    assert_eq!(v.state, ExecutorState::Failed);
+    assert_eq!(codes(&v), vec!["container-oom-killed", "driver-removed"]);
+    assert_eq!(v.findings[0].witness, Witness::Driver);
+    assert!(v.findings[0].reconstructed);
+    assert!(v.counted());
+    assert_eq!(v.ending, Ending::DeletedBySpark);
+    assert_eq!(
+        (v.exit_code, v.container_reason.as_deref()),
+        (Some(137), Some("OOMKilled"))
+    );
+}
+
+#[test]
+fn an_unexplained_vanish_is_missing_never_running_never_counted() {
+    let last = running(10);
+    let missing = super::super::missing(Some(11), Some(40), "lost");
+    let v = Case {
+        gone: PodGone::Missing,
+        missing: Some(&missing),
+        ..Case::new(&last)
+    }
+    .run();
+    assert!(v.missing);
+    assert_eq!(codes(&v), vec!["missing"]);
+    assert_eq!(v.findings[0].witness, Witness::Inference);
+    assert_eq!(v.state, ExecutorState::Deleted);
+    assert!(!v.counted());
+    assert_eq!(v.spark.as_ref().map(|s| s.exit_code), Some(-1));
+    assert_eq!(v.ending, Ending::Vanished);
+}
+
+#[test]
+fn a_preemption_event_names_the_cause_of_a_deletion() {
+    let last = executor(
+        4,
+        "Failed",
+        json!({"terminated": {"exitCode": 143, "reason": "Error", "finishedAt": ts(21)}}),
+        json!({"deletionTimestamp": ts(50), "deletionGracePeriodSeconds": 30}),
+        "4.0.1",
+    );
+    let preempted = event(json!({
+        "metadata": {"name": "e1", "namespace": "spark-jobs"},
+        "involvedObject": {"kind": "Pod", "name": "etl-exec-4", "namespace": "spark-jobs"},
+        "reason": "Preempted", "message": "Preempted by pod x on node n", "type": "Normal",
+        "firstTimestamp": ts(20), "lastTimestamp": ts(20)
+    }));
+    let events = [preempted];
+    let v = Case {
+        events: &events,
+        gone: PodGone::Deleted,
+        ..Case::new(&last)
+    }
+    .run();
+    assert_eq!(codes(&v)[0], "preempted", "{:?}", codes(&v));
+    assert_eq!(v.findings[0].witness, Witness::Events);
+    assert_eq!(v.state, ExecutorState::Deleted);
+    assert!(!v.counted());
+    assert_eq!(v.ending, Ending::DeletedByDisruption);
+}
+
+#[test]
+fn spark_3_5_counts_no_failures() {
+    let p = executor(
+        7,
+        "Failed",
+        json!({"terminated": {"exitCode": 52, "finishedAt": ts(10)}}),
+        json!({}),
+        "3.5.7",
+    );
+    let v = Case {
+        ended: Some(&p),
+        ..Case::new(&p)
+    }
+    .run();
+    let s = v.spark.as_ref().expect("account");
+    assert!(s.caused_by_app && !s.counted);
+    assert_eq!(s.spark_version.as_deref(), Some("3.5.7"));
+    assert!(s.note.as_deref().is_some_and(|n| n.contains("4.0")));
+    assert_eq!(codes(&v), vec!["jvm-oom"]);
+}
+
+#[test]
+fn a_log_line_names_a_generic_exit_better() {
+    let p = executor(
+        7,
+        "Failed",
+        json!({"terminated": {"exitCode": 1, "finishedAt": ts(10)}}),
+        json!({}),
+        "4.0.1",
+    );
+    let log = vec![
+        "INFO starting".to_owned(),
+        "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space".to_owned(),
+    ];
+    let v = Case {
+        ended: Some(&p),
+        log: Some(&log),
+        ..Case::new(&p)
+    }
+    .run();
+    assert_eq!(codes(&v), vec!["jvm-oom", "generic-error"]);
+    assert_eq!(v.findings[0].witness, Witness::LogTail);
+    // An observed OOMKilled outranks the log.
+    let o = oom(7, false);
+    let v = Case {
+        ended: Some(&o),
+        log: Some(&log),
+        ..Case::new(&o)
+    }
+    .run();
+    assert_eq!(codes(&v), vec!["container-oom-killed"]);
+}
+
+#[test]
+fn the_tools_own_kill_says_so() {
+    let last = executor(
+        3,
+        "Running",
+        json!({"running": {"startedAt": ts(0)}}),
+        json!({"deletionTimestamp": ts(50), "deletionGracePeriodSeconds": 30}),
+        "4.0.1",
+    );
+    let v = Case {
+        gone: PodGone::Deleted,
+        killed: true,
+        ..Case::new(&last)
+    }
+    .run();
+    assert_eq!(v.ending, Ending::DeletedByTool);
+    assert_eq!(v.state, ExecutorState::Deleted);
+    assert!(!v.counted());
+}
+
+#[test]
+fn a_failed_pod_first_seen_deleted_is_judged_on_its_failure_only_when_it_failed_first() {
+    // Seen for the first time already deleted (the tool started late): the container
+    // finished before the deletion was requested, so Spark saw it fail.
+    let late = oom(7, true);
+    let v = Case {
+        gone: PodGone::Deleted,
+        ..Case::new(&late)
+    }
+    .run();
+    assert_eq!(v.state, ExecutorState::Failed, "{v:?}");
+    assert!(v.counted());
+    // Killed by the deletion: the container finished after the request (143).
+    let killed = executor(
+        8,
+        "Failed",
+        json!({"terminated": {"exitCode": 143, "finishedAt": ts(45)}}),
+        json!({"deletionTimestamp": ts(70), "deletionGracePeriodSeconds": 30}),
+        "4.0.1",
+    );
+    let v = Case {
+        gone: PodGone::Deleted,
+        ..Case::new(&killed)
+    }
+    .run();
+    assert_eq!(v.state, ExecutorState::Deleted);
+    assert!(!v.counted());
+}
