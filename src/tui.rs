@@ -320,7 +320,7 @@ pub async fn run(
             let mut effects = update(&mut app, msg);
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
             if let Some(r) = &runner {
-                r.focus.only(
+                r.focus.prefer(
                     app.current_app()
                         .map(|a| (a.namespace.clone(), a.app_id.clone())),
                 );

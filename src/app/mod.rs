@@ -140,7 +140,10 @@ pub struct App {
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
-    pub selected_app: usize,
+    /// The selected application by identity (namespace, app id): a list that changes
+    /// under it (an app appears above, another ends) never moves it, so an action never
+    /// lands on an app the operator did not choose.
+    pub selected_app: Option<crate::store::AppKey>,
     /// The selected executor id in the selected app.
     pub selected_exec: Option<i64>,
     pub filter: String,
@@ -238,7 +241,7 @@ impl App {
             view: View::Map,
             focus: Focus::Executors,
             popup: None,
-            selected_app: 0,
+            selected_app: None,
             selected_exec: None,
             filter: String::new(),
             editing_filter: false,
@@ -268,9 +271,28 @@ impl App {
     }
 
     pub fn current_app(&self) -> Option<&Arc<AppRecord>> {
-        let apps = self.apps();
-        apps.get(self.selected_app.min(apps.len().saturating_sub(1)))
-            .copied()
+        let apps = &self.store.view().apps;
+        match &self.selected_app {
+            Some(key) => apps.get(key),
+            None => self.apps().first().copied(),
+        }
+    }
+
+    /// The position of the selected app in display order.
+    pub fn selected_app_index(&self) -> Option<usize> {
+        let cur = self.current_app()?;
+        self.apps().iter().position(|a| Arc::ptr_eq(a, cur))
+    }
+
+    /// Selects the app at this display position.
+    pub fn select_app_at(&mut self, i: usize) {
+        let key = self
+            .apps()
+            .get(i)
+            .map(|a| (a.namespace.clone(), a.app_id.clone()));
+        if key.is_some() {
+            self.selected_app = key;
+        }
     }
 
     /// The executors shown, after filters and sort.
@@ -296,7 +318,9 @@ impl App {
                 needle.is_empty()
                     || e.id.to_string() == needle
                     || e.pod.name.to_lowercase().contains(&needle)
-                    || e.findings().iter().any(|f| f.code.as_str().contains(&needle))
+                    || e.findings()
+                        .iter()
+                        .any(|f| f.code.as_str().contains(&needle))
                     || e.container_reason()
                         .is_some_and(|r| r.to_lowercase().contains(&needle))
                     || e.state().as_str() == needle
@@ -330,9 +354,13 @@ impl App {
 
     /// Keeps the selection on something that exists.
     fn fix_selection(&mut self) {
-        let napps = self.apps().len();
-        if self.selected_app >= napps {
-            self.selected_app = napps.saturating_sub(1);
+        // Pin the selection to an identity as soon as there is an app to pin it to (or
+        // again if the selected app left the store).
+        if self.current_app().is_none() || self.selected_app.is_none() {
+            self.selected_app = self
+                .current_app()
+                .or_else(|| self.apps().first().copied())
+                .map(|a| (a.namespace.clone(), a.app_id.clone()));
         }
         if self.selected_index().is_none() {
             self.select_index(0);
@@ -355,8 +383,8 @@ impl App {
         if len == 0 {
             return;
         }
-        self.selected_app =
-            (self.selected_app as isize + delta).clamp(0, len as isize - 1) as usize;
+        let cur = self.selected_app_index().unwrap_or(0) as isize;
+        self.select_app_at((cur + delta).clamp(0, len as isize - 1) as usize);
         self.selected_exec = None;
         self.fix_selection();
     }
@@ -927,7 +955,7 @@ fn mouse(app: &mut App, m: MouseEvent) {
                 app.focus = Focus::Apps;
                 let len = app.apps().len();
                 if i < len {
-                    app.selected_app = i;
+                    app.select_app_at(i);
                     app.selected_exec = None;
                     app.fix_selection();
                 }

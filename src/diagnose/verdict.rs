@@ -208,6 +208,9 @@ pub struct Evidence<'a> {
     pub pod: &'a ExecutorPod,
     /// The first final (failed/succeeded) observation of the pod: the one Spark acted on.
     pub ended: Option<&'a ExecutorPod>,
+    /// The pod's deletion as first seen (a later update shortens the grace and moves the
+    /// timestamp, so only the first tells when it was requested).
+    pub first_deletion: Option<&'a crate::model::Deletion>,
     /// Events about the pod, oldest first.
     pub events: &'a [PodEvent],
     pub options: &'a ClassifyOptions,
@@ -240,7 +243,10 @@ struct Rebuilt {
 pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     let resolved = ev.options.resolve(ev.pod);
     let pod_state = classify(ev.pod, &resolved.config);
-    let version = ev.pod.label(crate::model::LABEL_SPARK_VERSION).map(str::to_owned);
+    let version = ev
+        .pod
+        .label(crate::model::LABEL_SPARK_VERSION)
+        .map(str::to_owned);
     let removal = ev
         .driver
         .and_then(|d| d.exec.as_ref())
@@ -253,7 +259,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     let first_seen_deleted = ev
         .ended
         .is_none()
-        .then(|| failed_before_deletion(ev.pod, ev.options))
+        .then(|| failed_before_deletion(ev.pod, ev.first_deletion, ev.options))
         .flatten();
     let acted_on = ev.ended.or(first_seen_deleted.as_ref()).map(|p| {
         let r = ev.options.resolve(p);
@@ -297,16 +303,18 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     if !findings
         .iter()
         .any(|f| matches!(f.code, Code::JvmOom | Code::ContainerOomKilled))
-        && let Some(line) = ev.log_tail.and_then(|l| {
-            l.iter()
-                .find(|l| l.contains("java.lang.OutOfMemoryError"))
-        })
+        && let Some(line) = ev
+            .log_tail
+            .and_then(|l| l.iter().find(|l| l.contains("java.lang.OutOfMemoryError")))
     {
         findings.push(
             Finding::new(
                 Code::JvmOom,
                 Severity::Error,
-                format!("The executor's log shows a JVM OutOfMemoryError (executor {})", ev.id),
+                format!(
+                    "The executor's log shows a JVM OutOfMemoryError (executor {})",
+                    ev.id
+                ),
             )
             .witness(Witness::LogTail)
             .evidence(format!("log: {}", line.trim()))
@@ -314,7 +322,9 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
                 "The JVM heap overflowed. Raise spark.executor.memory, or give each task more \
                  heap: fewer spark.executor.cores, more partitions, and look for skewed keys.",
             )
-            .reference("https://spark.apache.org/docs/latest/tuning.html#memory-management-overview"),
+            .reference(
+                "https://spark.apache.org/docs/latest/tuning.html#memory-management-overview",
+            ),
         );
     }
 
@@ -368,7 +378,9 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     // What Spark did about it.
     let mut spark = match (&acted_on, &rebuilt) {
-        (Some((p, r, s)), _) => spark_view(p, *s, &r.config).map(|v| account(v, Witness::Pod, false)),
+        (Some((p, r, s)), _) => {
+            spark_view(p, *s, &r.config).map(|v| account(v, Witness::Pod, false))
+        }
         (None, Some(r)) => r.account.clone(),
         (None, None) if missing => Some(missing_account(ev)),
         (None, None) => spark_view(ev.pod, state, &resolved.config).map(|v| {
@@ -401,7 +413,13 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         (None, Some(r)) => r.exit.clone(),
         (None, None) => exit_of(ev.pod, &resolved.config.spark_container),
     };
-    let ending = ending(ev, &findings, state, removal.as_ref().map(|r| &r.kind), missing);
+    let ending = ending(
+        ev,
+        &findings,
+        state,
+        removal.as_ref().map(|r| &r.kind),
+        missing,
+    );
     Verdict {
         state,
         findings,
@@ -423,8 +441,12 @@ fn exit_of(pod: &ExecutorPod, container: &str) -> Option<(i32, Option<String>)> 
 /// A pod first seen already deleted whose Spark container had terminated before the
 /// deletion was requested (`deletionTimestamp` − grace): Spark saw it fail or succeed
 /// first. Returned without its deletion, as Spark saw it then.
-fn failed_before_deletion(pod: &ExecutorPod, options: &ClassifyOptions) -> Option<ExecutorPod> {
-    let d = pod.deletion.as_ref()?;
+fn failed_before_deletion(
+    pod: &ExecutorPod,
+    first: Option<&crate::model::Deletion>,
+    options: &ClassifyOptions,
+) -> Option<ExecutorPod> {
+    let d = first.or(pod.deletion.as_ref())?;
     let container = options.resolve(pod).config.spark_container;
     let finished = pod
         .container_status(&container)
@@ -503,7 +525,10 @@ fn order(findings: &mut Vec<Finding>) {
 
 /// The order rules list their findings in (`Code::ALL`).
 fn rule_rank(code: Code) -> usize {
-    Code::ALL.iter().position(|c| *c == code).unwrap_or(usize::MAX)
+    Code::ALL
+        .iter()
+        .position(|c| *c == code)
+        .unwrap_or(usize::MAX)
 }
 
 fn account(v: SparkView, witness: Witness, reconstructed: bool) -> SparkAccount {
@@ -596,7 +621,10 @@ fn ending(
     // Spark deletes it, like any other failure).
     let disrupted = findings.iter().any(|f| {
         f.code == Code::Preempted
-            || (f.code == Code::Evicted && f.evidence.iter().any(|e| e.contains("EvictionByEvictionAPI")))
+            || (f.code == Code::Evicted
+                && f.evidence
+                    .iter()
+                    .any(|e| e.contains("EvictionByEvictionAPI")))
     });
     match ev.gone {
         PodGone::DriverOnly => Ending::NeverSeen,
@@ -613,7 +641,9 @@ fn ending(
                 Ending::DeletedByTool
             } else if disrupted && !spark_acted {
                 Ending::DeletedByDisruption
-            } else if spark_acted || matches!(removal, Some(RemovalKind::Exited | RemovalKind::Other)) {
+            } else if spark_acted
+                || matches!(removal, Some(RemovalKind::Exited | RemovalKind::Other))
+            {
                 Ending::DeletedBySpark
             } else {
                 Ending::Deleted

@@ -54,26 +54,43 @@ pub struct LiveOptions {
     pub driver_poll: Option<Duration>,
 }
 
-/// Whose drivers to read: every app (`status`, `record`) or only the one in view (the live
-/// view sets it as the selection moves).
+/// Which app is in view, for the driver poll: every driver is read at the first poll (so
+/// every app's dead executors are known from the first screen), the app in view every
+/// interval, the others every [`BACKGROUND_FACTOR`] intervals. `status` and `record` never
+/// set it: every app is read every interval.
 #[derive(Debug, Clone, Default)]
 pub struct DriverFocus(std::sync::Arc<std::sync::Mutex<Focus>>);
 
-/// `None`: every app; `Some(None)`: none; `Some(Some(key))`: that one.
+/// `None`: every app is in view; `Some(None)`: none; `Some(Some(key))`: that one.
 type Focus = Option<Option<(String, String)>>;
 
+/// Apps not in view are read this many times less often (every 60 s at the 10 s default).
+pub const BACKGROUND_FACTOR: u32 = 6;
+
 impl DriverFocus {
-    /// Only this app (namespace, app id), or none.
-    pub fn only(&self, app: Option<(String, String)>) {
+    /// The app in view (namespace, app id), or none.
+    pub fn prefer(&self, app: Option<(String, String)>) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(app);
     }
 
-    fn wants(&self, ns: &str, app_id: &str) -> bool {
+    fn in_view(&self, ns: &str, app_id: &str) -> bool {
         match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
             None => true,
             Some(Some((n, a))) => n == ns && a == app_id,
             Some(None) => false,
         }
+    }
+
+    /// Whether this app's driver is due, `since` its last read (`None`: never read).
+    fn due(&self, ns: &str, app_id: &str, since: Option<Duration>, every: Duration) -> bool {
+        let Some(since) = since else { return true };
+        let period = if self.in_view(ns, app_id) {
+            every
+        } else {
+            every * BACKGROUND_FACTOR
+        };
+        // Half an interval of slack: a read that took a while is not pushed a tick later.
+        since + every / 2 >= period
     }
 }
 
@@ -273,6 +290,8 @@ async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceE
     let sel = &conn.driver_selector;
     let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_read: std::collections::HashMap<(String, String), std::time::Instant> =
+        std::collections::HashMap::new();
     loop {
         tick.tick().await;
         let drivers = match pods.list(&ListParams::default().labels(sel)).await {
@@ -286,14 +305,20 @@ async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceE
             .unwrap_or_default();
         // Up to 8 drivers at a time, so one slow driver does not hold up the others.
         let svcs = std::sync::Arc::new(svcs);
+        let started = std::time::Instant::now();
         let wanted: Vec<(Pod, ExecutorPod, String)> = drivers
             .into_iter()
             .filter_map(|d| {
                 let pod = ExecutorPod::from_pod(&d);
                 let app_id = pod.app_id()?.to_owned();
+                let key = (pod.namespace.clone(), app_id.clone());
+                let since = last_read.get(&key).map(|t| started.duration_since(*t));
                 conn.focus
-                    .wants(&pod.namespace, &app_id)
-                    .then_some((d, pod, app_id))
+                    .due(&pod.namespace, &app_id, since, every)
+                    .then(|| {
+                        last_read.insert(key, started);
+                        (d, pod, app_id)
+                    })
             })
             .collect();
         let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id)| {
@@ -654,14 +679,21 @@ mod tests {
     }
 
     #[test]
-    fn driver_focus_is_every_app_until_narrowed() {
+    fn every_driver_is_read_first_then_the_app_in_view_more_often() {
+        let every = Duration::from_secs(10);
         let f = DriverFocus::default();
-        assert!(f.wants("ns", "a") && f.wants("ns", "b"));
+        // status/record: every app every interval.
+        assert!(f.due("ns", "a", Some(every), every) && f.due("ns", "b", Some(every), every));
         let shared = f.clone(); // the live view's handle, the poll's handle
-        shared.only(Some(("ns".into(), "a".into())));
-        assert!(f.wants("ns", "a") && !f.wants("ns", "b") && !f.wants("other", "a"));
-        shared.only(None);
-        assert!(!f.wants("ns", "a"));
+        shared.prefer(Some(("ns".into(), "a".into())));
+        // Never read: due whatever the focus (the first screen knows every app's dead).
+        assert!(f.due("ns", "b", None, every) && f.due("other", "a", None, every));
+        assert!(f.due("ns", "a", Some(every), every));
+        assert!(!f.due("ns", "b", Some(every), every));
+        assert!(!f.due("ns", "b", Some(every * 5), every));
+        assert!(f.due("ns", "b", Some(every * BACKGROUND_FACTOR), every));
+        shared.prefer(None);
+        assert!(!f.due("ns", "a", Some(every), every));
         assert_eq!(
             narrowed("spark-role=driver", Some(" team=x ")),
             "spark-role=driver,team=x"

@@ -194,6 +194,9 @@ pub struct ExecutorRecord {
     /// does not change what Spark counted).
     #[serde(default)]
     pub ended: Option<ExecutorPod>,
+    /// The pod's deletion as first seen: when it was requested (timestamp − grace).
+    #[serde(default)]
+    pub first_deletion: Option<crate::model::Deletion>,
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
     pub spark_container: String,
@@ -265,7 +268,11 @@ impl ExecutorRecord {
         if self.verdict.state != ExecutorState::Pending || self.verdict.ending.is_gone() {
             return None;
         }
-        if let Some(f) = self.findings().iter().find(|f| f.code == Code::Unschedulable) {
+        if let Some(f) = self
+            .findings()
+            .iter()
+            .find(|f| f.code == Code::Unschedulable)
+        {
             return primary_scheduling_reason(&f.scheduling)
                 .or_else(|| Some("Unschedulable".to_owned()));
         }
@@ -678,6 +685,9 @@ impl Store {
                 if rec.ended.is_none() && is_ending(state) {
                     rec.ended = Some(pod.clone());
                 }
+                if rec.first_deletion.is_none() {
+                    rec.first_deletion = pod.deletion.clone();
+                }
                 rec.pod = pod;
                 rec.pod_state = state;
                 rec.last_seen = at;
@@ -705,6 +715,7 @@ impl Store {
                     id,
                     spark_container: resolved.config.spark_container.clone(),
                     ended: is_ending(state).then(|| pod.clone()),
+                    first_deletion: pod.deletion.clone(),
                     pod,
                     pod_state: state,
                     first_seen: at,
@@ -1015,10 +1026,7 @@ impl Store {
         for rec in app.executors.values_mut() {
             if !listed.contains(&rec.id) {
                 let rec = Arc::make_mut(rec);
-                let changed = rec
-                    .driver
-                    .as_ref()
-                    .is_none_or(|old| old.exec.is_some());
+                let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
                 rec.driver = Some(DriverSeen { at, exec: None });
                 if changed || may_come_due(rec) {
                     due.push(rec.id);
@@ -1084,6 +1092,7 @@ fn driver_only(
         }]),
         events: VecDeque::new(),
         ended: None,
+        first_deletion: None,
         gone: Some(Gone::DriverOnly { at }),
         log_tail: None,
         driver: Some(DriverSeen { at, exec: Some(d) }),
@@ -1142,8 +1151,12 @@ fn refresh(
         .collect();
     // Deterministic order whatever order the events arrived in.
     evs.sort_by(|a, b| {
-        (a.last_seen, a.first_seen, &a.reason, &a.message)
-            .cmp(&(b.last_seen, b.first_seen, &b.reason, &b.message))
+        (a.last_seen, a.first_seen, &a.reason, &a.message).cmp(&(
+            b.last_seen,
+            b.first_seen,
+            &b.reason,
+            &b.message,
+        ))
     });
     if evs.len() > MAX_EVENTS {
         evs.drain(..evs.len() - MAX_EVENTS);
@@ -1175,6 +1188,7 @@ fn refresh(
         id: rec.id,
         pod: &rec.pod,
         ended: rec.ended.as_ref(),
+        first_deletion: rec.first_deletion.as_ref(),
         events: &evs,
         options: &options,
         gone: match rec.gone {

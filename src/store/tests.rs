@@ -150,7 +150,11 @@ async fn a_newer_list_without_the_pod_and_no_deletion_means_missing() {
     let a = app(&s);
     let two = &a.executors[&2];
     assert!(two.is_missing());
-    assert_eq!(two.pod_state, ExecutorState::Running, "last known state kept");
+    assert_eq!(
+        two.pod_state,
+        ExecutorState::Running,
+        "last known state kept"
+    );
     assert_eq!(
         two.state(),
         ExecutorState::Deleted,

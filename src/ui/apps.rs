@@ -43,8 +43,9 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             theme::dim(),
         ));
     }
+    let current = app.selected_app_index();
     for (i, a) in apps.iter().enumerate() {
-        let selected = i == app.selected_app.min(apps.len().saturating_sub(1));
+        let selected = Some(i) == current;
         let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
         let alerts = a.alerts();
         let mut head = vec![Span::styled(

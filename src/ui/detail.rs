@@ -99,7 +99,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 format!(
                     " ({}{})",
                     fd.witness.as_str(),
-                    if fd.reconstructed { ", reconstructed" } else { "" }
+                    if fd.reconstructed {
+                        ", reconstructed"
+                    } else {
+                        ""
+                    }
                 ),
                 theme::dim(),
             ),
@@ -117,13 +121,19 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             "  exit {} · {} · Spark {}",
             v.exit_description,
             super::executors::counted_text(v),
-            v.spark_version.as_deref().unwrap_or("version unknown (4.x rules)")
+            v.spark_version
+                .as_deref()
+                .unwrap_or("version unknown (4.x rules)")
         )));
         lines.push(Line::styled(
             format!(
                 "  from the {}{} · {}",
                 v.witness.as_str(),
-                if v.reconstructed { " (reconstructed)" } else { "" },
+                if v.reconstructed {
+                    " (reconstructed)"
+                } else {
+                    ""
+                },
                 e.verdict.ending.describe()
             ),
             theme::dim(),

@@ -259,7 +259,11 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     if let Some(v) = &e.verdict.spark {
         lines.push(Line::styled(
-            format!("Spark's view: exit {}; {}", v.exit_description, counted_text(v)),
+            format!(
+                "Spark's view: exit {}; {}",
+                v.exit_description,
+                counted_text(v)
+            ),
             theme::dim(),
         ));
     }

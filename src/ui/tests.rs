@@ -25,11 +25,12 @@ fn session() -> App {
 }
 
 fn etl_exec(app: &mut App, id: i64) {
-    app.selected_app = app
+    let i = app
         .apps()
         .iter()
         .position(|a| a.app_name.as_deref() == Some("etl-nightly"))
         .expect("etl app");
+    app.select_app_at(i);
     app.selected_exec = Some(id);
 }
 
@@ -173,6 +174,55 @@ frames!(kill_confirm_popup, |app: &mut App| {
         )),
     );
     assert_eq!(app.popup, Some(Popup::Confirm));
+});
+frames!(app_appears_above_the_selection, |app: &mut App| {
+    app.ctx.mode = Mode::Demo;
+    etl_exec(app, 2);
+    let etl = app.current_app().map(|a| a.app_id.clone()).expect("etl");
+    let key = |app: &mut App, c: char| {
+        update(
+            app,
+            crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        )
+    };
+    key(app, ' ');
+    app.selected_exec = Some(3);
+    key(app, ' ');
+    // A new application appears, sorted above etl-nightly (and above the app before it).
+    let at = app.store.view().now.expect("clock");
+    let driver = crate::model::testing::pod(serde_json::json!({
+        "metadata": {"name": "aaa-new-driver", "namespace": "spark-jobs", "resourceVersion": "999999",
+                     "labels": {"spark-app-selector": "spark-aaa", "spark-app-name": "aaa-new",
+                                "spark-role": "driver"}},
+        "status": {"phase": "Running"}
+    }));
+    update(
+        app,
+        crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
+            pod: Box::new(driver),
+            at,
+        }),
+    );
+    assert_eq!(app.apps()[0].app_name.as_deref(), Some("aaa-new"));
+    assert_eq!(
+        app.current_app().map(|a| a.app_id.clone()),
+        Some(etl.clone()),
+        "the selection stays on etl-nightly"
+    );
+    key(app, 'K');
+    match &app.confirm {
+        Some(crate::app::Confirm::Kill { targets, .. }) => {
+            let got: Vec<(&str, i64)> = targets
+                .iter()
+                .map(|t| (t.app_id.as_str(), t.executor))
+                .collect();
+            assert_eq!(got, vec![(etl.as_str(), 2), (etl.as_str(), 3)]);
+        }
+        other => panic!("expected the kill confirm, got {other:?}"),
+    }
 });
 frames!(hold_indicator, |app: &mut App| {
     held(app);
@@ -387,9 +437,10 @@ frames!(driver_view_detail, |app: &mut App| {
 });
 frames!(driver_view_unavailable, |app: &mut App| {
     driver_views(app);
-    app.selected_app = app
+    let i = app
         .apps()
         .iter()
         .position(|a| a.app_name.as_deref() == Some("adhoc-analysis"))
         .expect("adhoc app");
+    app.select_app_at(i);
 });

@@ -16,3 +16,4 @@ mod scenarios;
 mod sim_api;
 mod status;
 mod tui_tmux;
+mod verdicts;

@@ -116,6 +116,7 @@ impl<'a> Case<'a> {
             id: self.pod.executor_id().unwrap_or(0),
             pod: self.pod,
             ended: self.ended,
+            first_deletion: None,
             events: self.events,
             options: &ClassifyOptions::default(),
             gone: self.gone,

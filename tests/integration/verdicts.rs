@@ -1,0 +1,194 @@
+//! One trustworthy verdict per executor: `status --for` on `mixed` gives the same reference
+//! verdicts (tests/fixtures/mixed-verdicts.json) under each simulator fault alone and under
+//! all of them together, and a settled cluster gives the same bytes run after run.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use super::common::start_sim;
+
+const REFERENCE: &str = include_str!("../fixtures/mixed-verdicts.json");
+
+async fn status(kc: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "status",
+            "--kubeconfig",
+            kc,
+            "-n",
+            "spark-jobs",
+            "-o",
+            "json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run status");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("status JSON")
+}
+
+/// Differences between a status document and the reference, one line each.
+fn compare(doc: &Value, reference: &Value) -> Vec<String> {
+    let mut diffs = Vec::new();
+    for (name, want) in reference["apps"].as_object().expect("apps") {
+        let Some(app) = doc["apps"]
+            .as_array()
+            .expect("apps")
+            .iter()
+            .find(|a| a["app_name"] == name.as_str())
+        else {
+            diffs.push(format!("{name}: missing from the output"));
+            continue;
+        };
+        let execs = app["executors"].as_array().expect("executors");
+        let by_id = |id: i64| execs.iter().find(|e| e["id"] == id);
+        let running: Vec<i64> = execs
+            .iter()
+            .filter(|e| e["state"] == "running")
+            .map(|e| e["id"].as_i64().expect("id"))
+            .collect();
+        let want_running: Vec<i64> = want["running"]
+            .as_array()
+            .expect("running")
+            .iter()
+            .map(|v| v.as_i64().expect("id"))
+            .collect();
+        if running != want_running {
+            diffs.push(format!(
+                "{name}: running {running:?}, want {want_running:?}"
+            ));
+        }
+        let reasons: Vec<(String, i64)> = app["pending_reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .map(|r| {
+                (
+                    r["reason"].as_str().unwrap_or_default().to_owned(),
+                    r["count"].as_i64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let want_reasons = want["pending_reasons"].as_array().expect("reasons");
+        let same = reasons.len() == want_reasons.len()
+            && reasons.iter().zip(want_reasons).all(|((r, n), w)| {
+                w[0].as_str()
+                    .is_some_and(|alts| alts.split('|').any(|a| a == r))
+                    && w[1].as_i64() == Some(*n)
+            });
+        if !same {
+            diffs.push(format!(
+                "{name}: pending reasons {reasons:?}, want {}",
+                want["pending_reasons"]
+            ));
+        }
+        for (id, w) in want["executors"].as_object().expect("executors") {
+            let id: i64 = id.parse().expect("numeric id");
+            let Some(e) = by_id(id) else {
+                diffs.push(format!("{name} {id}: not in the output"));
+                continue;
+            };
+            let got_counted = e["spark"].get("counted").cloned().unwrap_or(Value::Null);
+            let checks = [
+                ("cause", e["findings"][0].clone()),
+                ("state", e["state"].clone()),
+                ("exit_code", e["exit_code"].clone()),
+                ("counted", got_counted),
+                ("missing", e["missing"].clone()),
+            ];
+            for (field, got) in checks {
+                if let Some(want) = w.get(field)
+                    && got != *want
+                {
+                    diffs.push(format!(
+                        "{name} {id}: {field} {got}, want {want} (findings {})",
+                        e["findings"]
+                    ));
+                }
+            }
+        }
+    }
+    diffs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_verdicts_under_every_fault() {
+    let reference: Value = serde_json::from_str(REFERENCE).expect("reference parses");
+    let all = [
+        "drop-watches=5s",
+        "expire-watches",
+        "error-rate=0.05",
+        "latency=100ms",
+        "restart-after=12s",
+        "no-websocket",
+        "event-ttl=30s",
+    ];
+    let mut runs: Vec<(String, Vec<&str>)> = vec![("no fault".to_owned(), vec![])];
+    runs.extend(all.iter().map(|f| ((*f).to_owned(), vec![*f])));
+    runs.push(("all faults together".to_owned(), all.to_vec()));
+    // Three at a time: each run is a simulator at 4x plus a status process, on 2 cores.
+    let mut failures = Vec::new();
+    for pair in runs.chunks(3) {
+        let results = futures::future::join_all(pair.iter().map(|(label, faults)| {
+            let reference = &reference;
+            async move {
+                let sim = start_sim("mixed", 4.0, faults).await;
+                let kc = sim.kubeconfig.display().to_string();
+                let doc = status(&kc, &["--for", "40s", "--poll-interval", "2s"]).await;
+                let diffs = compare(&doc, reference);
+                (label.clone(), diffs)
+            }
+        }))
+        .await;
+        for (label, diffs) in results {
+            if !diffs.is_empty() {
+                failures.push(format!("{label}:\n  {}", diffs.join("\n  ")));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Run-time stamps (when something was read) differ between runs; nothing else may.
+fn without_read_times(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for k in ["at", "last_ok", "full_snapshot_at"] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_cluster_gives_the_same_answer_ten_times() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    // At rest from 60 scenario seconds (plus Spark's 30 s poll for the vanished pod): 25 s.
+    tokio::time::sleep(std::time::Duration::from_secs(25)).await;
+    let first = without_read_times(status(&kc, &[]).await);
+    for run in 2..=10 {
+        let next = without_read_times(status(&kc, &[]).await);
+        assert_eq!(
+            serde_json::to_string_pretty(&next).expect("json"),
+            serde_json::to_string_pretty(&first).expect("json"),
+            "run {run} differs from run 1"
+        );
+    }
+}
