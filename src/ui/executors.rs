@@ -217,6 +217,10 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         Span::styled(format!("executor {} ", e.id), theme::title()),
         Span::styled(format!("[{letter}] {}", e.state()), style),
     ];
+    // What Spark did about it comes first: it says whether the app is at risk.
+    if let Some(v) = &e.verdict.spark {
+        head.push(Span::styled(format!("; {}", counted_words(v)), style));
+    }
     if e.is_missing() {
         head.push(Span::styled(" · missing", style));
     } else if e.verdict.ending != crate::diagnose::verdict::Ending::Present {
@@ -257,31 +261,29 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         };
         lines.push(Line::styled(text, theme::dim()));
     }
-    if let Some(v) = &e.verdict.spark {
-        lines.push(Line::styled(
-            format!(
-                "Spark's view: exit {}; {}",
-                v.exit_description,
-                counted_text(v)
-            ),
-            theme::dim(),
-        ));
-    }
     f.render_widget(
         Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
         area,
     );
 }
 
-/// Whether Spark counted it, in words (the strip and the detail say the same).
-pub(super) fn counted_text(v: &crate::diagnose::verdict::SparkAccount) -> String {
-    let mut s = if v.counted {
-        "counted as a failure (spark.executor.maxNumFailures)".to_owned()
+/// Whether Spark counted it, in a few words (the strip and the detail say the same).
+pub(super) fn counted_words(v: &crate::diagnose::verdict::SparkAccount) -> &'static str {
+    if v.counted {
+        "counted as a failure"
     } else if v.caused_by_app {
-        "blamed on the app, not counted as a failure".to_owned()
+        "blamed on the app, not counted as a failure"
     } else {
-        "not counted against the app".to_owned()
-    };
+        "not counted against the app"
+    }
+}
+
+/// `counted_words` with the setting it counts toward and any version note.
+pub(super) fn counted_text(v: &crate::diagnose::verdict::SparkAccount) -> String {
+    let mut s = counted_words(v).to_owned();
+    if v.counted {
+        s.push_str(" (spark.executor.maxNumFailures)");
+    }
     if let Some(n) = &v.note {
         s.push_str(&format!(" ({n})"));
     }

@@ -444,3 +444,92 @@ frames!(driver_view_unavailable, |app: &mut App| {
         .expect("adhoc app");
     app.select_app_at(i);
 });
+
+/// Counted / not counted, read from every place that shows it: the detail popup, the strip,
+/// `status` (JSON and table) and `report`. They all read the verdict, so they must agree
+/// for every executor of the shipped recordings.
+#[test]
+fn counted_agrees_across_detail_strip_status_and_report() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots");
+    for name in [
+        "mixed.ndjson.zst",
+        "oom-storm.ndjson.zst",
+        "real-spark-oom.ndjson.zst",
+    ] {
+        let rec = record::open(&root.join(name)).expect("recording reads");
+        let report = crate::report::build(name, &rec);
+        let mut app = App::new(Context {
+            context: "c".into(),
+            scope: "s".into(),
+            readonly: true,
+            mode: Mode::Replay,
+        });
+        update(&mut app, crate::app::Msg::Sources(rec.events.clone()));
+        let status = crate::status::report(app.store.view(), None);
+        let table = crate::status::render_table(&status, false);
+        let mut checked = 0;
+        for (ai, a) in app.apps().into_iter().cloned().enumerate().collect::<Vec<_>>() {
+            let st = status
+                .apps
+                .iter()
+                .find(|s| s.app_id == a.app_id)
+                .expect("app in status");
+            let rp = report
+                .apps
+                .iter()
+                .find(|r| r.app_id == a.app_id)
+                .expect("app in report");
+            for e in a.executors.values() {
+                let want = e.verdict.spark.as_ref().map(|s| s.counted);
+                let what = format!("{name} {} executor {}", a.app_id, e.id);
+                // status JSON and table
+                let se = st.executors.iter().find(|x| x.id == e.id).expect("in status");
+                assert_eq!(se.spark.as_ref().map(|s| s.counted), want, "{what}: status");
+                let row = table
+                    .lines()
+                    .find(|l| l.contains(&format!("{} ", e.pod.name)) || l.ends_with(&e.pod.name))
+                    .unwrap_or_else(|| panic!("{what}: no table row"));
+                let word = match want {
+                    None => " - ",
+                    Some(true) => " counted ",
+                    Some(false) => " not-counted ",
+                };
+                assert!(row.contains(word), "{what}: table row {row:?}");
+                // report (ended executors only)
+                if let Some(f) = rp.failures.iter().find(|f| f.executor == e.id) {
+                    assert_eq!(Some(f.counted), want.or(Some(false)), "{what}: report");
+                }
+                // strip and detail
+                app.select_app_at(ai);
+                app.selected_exec = Some(e.id);
+                app.state_filter = crate::app::StateFilter::All;
+                app.filter.clear();
+                app.popup = None;
+                let strip = draw(&mut app, 200, 50);
+                app.popup = Some(Popup::Detail);
+                app.scroll = 0;
+                let detail = draw(&mut app, 200, 200);
+                let counted = |s: &str| s.contains("; counted as a failure") || s.contains("· counted as a failure");
+                let not_counted = |s: &str| {
+                    s.contains("not counted against the app") || s.contains("not counted as a failure")
+                };
+                match want {
+                    Some(true) => assert!(
+                        counted(&strip) && counted(&detail) && !not_counted(&detail),
+                        "{what}: strip/detail should say counted\n{strip}\n{detail}"
+                    ),
+                    Some(false) => assert!(
+                        not_counted(&strip) && not_counted(&detail) && !counted(&detail),
+                        "{what}: strip/detail should say not counted"
+                    ),
+                    None => assert!(
+                        !counted(&detail) && !not_counted(&detail),
+                        "{what}: no Spark account to show"
+                    ),
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "{name}: only {checked} executors");
+    }
+}
