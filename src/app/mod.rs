@@ -144,6 +144,9 @@ pub struct App {
     /// under it (an app appears above, another ends) never moves it, so an action never
     /// lands on an app the operator did not choose.
     pub selected_app: Option<crate::store::AppKey>,
+    /// Until the operator chooses an app (any key or click pins what they see), the one
+    /// in the worst state is shown, so the first screen is the incident.
+    pub auto_app: Option<crate::store::AppKey>,
     /// The selected executor id in the selected app.
     pub selected_exec: Option<i64>,
     pub filter: String,
@@ -242,6 +245,7 @@ impl App {
             focus: Focus::Executors,
             popup: None,
             selected_app: None,
+            auto_app: None,
             selected_exec: None,
             filter: String::new(),
             editing_filter: false,
@@ -272,9 +276,19 @@ impl App {
 
     pub fn current_app(&self) -> Option<&Arc<AppRecord>> {
         let apps = &self.store.view().apps;
-        match &self.selected_app {
-            Some(key) => apps.get(key),
-            None => self.apps().first().copied(),
+        self.selected_app
+            .as_ref()
+            .or(self.auto_app.as_ref())
+            .and_then(|key| apps.get(key))
+            .or_else(|| self.apps().first().copied())
+    }
+
+    /// From the operator's first key or click on, the app they see stays selected.
+    fn pin_selection(&mut self) {
+        if self.selected_app.is_none() {
+            self.selected_app = self
+                .current_app()
+                .map(|a| (a.namespace.clone(), a.app_id.clone()));
         }
     }
 
@@ -354,16 +368,34 @@ impl App {
 
     /// Keeps the selection on something that exists.
     fn fix_selection(&mut self) {
-        // Pin the selection to an identity as soon as there is an app to pin it to (or
-        // again if the selected app left the store).
-        if self.current_app().is_none() || self.selected_app.is_none() {
-            self.selected_app = self
-                .current_app()
-                .or_else(|| self.apps().first().copied())
-                .map(|a| (a.namespace.clone(), a.app_id.clone()));
+        if self
+            .selected_app
+            .as_ref()
+            .is_some_and(|k| !self.store.view().apps.contains_key(k))
+        {
+            self.selected_app = None;
+        }
+        if self.selected_app.is_none() {
+            // The worst app: most executors with an error verdict (missing included),
+            // then display order.
+            self.auto_app = self
+                .apps()
+                .into_iter()
+                .enumerate()
+                .max_by_key(|(i, a)| (a.alerts(), std::cmp::Reverse(*i)))
+                .map(|(_, a)| (a.namespace.clone(), a.app_id.clone()));
         }
         if self.selected_index().is_none() {
-            self.select_index(0);
+            // Nothing chosen yet: the executor with the worst verdict (an error first),
+            // so the strip under the map explains the incident.
+            let worst = self
+                .visible()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.verdict.severity().map(|s| (s, i)))
+                .min()
+                .map_or(0, |(_, i)| i);
+            self.select_index(worst);
         }
     }
 
@@ -418,7 +450,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             return automatic(app, true);
         }
         Msg::Resize(w, h) => app.size = (w, h),
-        Msg::Mouse(m) => mouse(app, m),
+        Msg::Mouse(m) => {
+            app.pin_selection();
+            mouse(app, m);
+        }
         Msg::Permissions(p) => app.perms.merge(p),
         Msg::ActionDone { text, pods, denied } => {
             for p in pods {
@@ -464,6 +499,8 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             {
                 return Vec::new();
             }
+            // Replay controls move the clock, not the choice of app; anything else pins it.
+            app.pin_selection();
             if app.editing_filter {
                 match k.code {
                     KeyCode::Enter => app.editing_filter = false,

@@ -359,6 +359,30 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         m.witness = Witness::Inference;
         findings.push(m);
     }
+    // Never seen, and Spark's own missing-pod detection removed it: the same verdict, from
+    // the driver's words.
+    let driver_missing = ev.gone == PodGone::DriverOnly
+        && removal
+            .as_ref()
+            .is_some_and(|r| r.kind == RemovalKind::NotFound);
+    if driver_missing {
+        let mut f = Finding::new(
+                Code::Missing,
+                Severity::Error,
+                "The pod vanished: Spark's driver found it missing from the cluster with no deletion seen",
+            )
+            .witness(Witness::Driver)
+            .evidence("driver: removeReason says the executor was not found in the cluster at Spark's poll")
+            .hint(
+                "Something removed the pod without a deletion event reaching the driver (a force \
+                 delete during a watch gap, etcd restore, a node or namespace cleanup). Spark \
+                 did not count it against the application and replaces it after its next poll.",
+            )
+            .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala");
+        f.reconstructed = true;
+        findings.push(f);
+    }
+    let missing = missing || driver_missing;
 
     order(&mut findings);
 
@@ -366,7 +390,20 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     let state = match (&acted_on, &rebuilt, ev.gone) {
         (Some((_, _, s)), _, _) => *s,
         (None, Some(r), _) => r.state,
-        (None, None, PodGone::No | PodGone::DriverOnly) => pod_state,
+        (None, None, PodGone::No) => pod_state,
+        // Rebuilt from Spark's reason: its exit when it gives one, else a removal (a
+        // deletion, a pod not found, a heartbeat timeout), unless Spark still lists it.
+        (None, None, PodGone::DriverOnly) => {
+            let active = ev
+                .driver
+                .and_then(|d| d.exec.as_ref())
+                .is_some_and(|d| d.active);
+            if active || matches!(pod_state, ExecutorState::Failed | ExecutorState::Succeeded) {
+                pod_state
+            } else {
+                ExecutorState::Deleted
+            }
+        }
         (None, None, PodGone::Deleted | PodGone::Missing) => {
             if matches!(pod_state, ExecutorState::Failed | ExecutorState::Succeeded) {
                 pod_state

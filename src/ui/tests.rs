@@ -346,6 +346,8 @@ fn two_replays_render_identical_frames() {
     r.playing = a.replay.as_ref().unwrap().playing;
     r.speed = a.replay.as_ref().unwrap().speed;
     c.replay = Some(r);
+    // The same executor selected (the default pick depends on when it was made).
+    c.selected_exec = a.selected_exec;
     update(&mut c, crate::app::Msg::ReplayAdvance(0)); // settles the selection, as any update does
     assert!(pos > start);
     assert_eq!(fa, draw(&mut c, 160, 40));
@@ -468,7 +470,13 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         let status = crate::status::report(app.store.view(), None);
         let table = crate::status::render_table(&status, false);
         let mut checked = 0;
-        for (ai, a) in app.apps().into_iter().cloned().enumerate().collect::<Vec<_>>() {
+        for (ai, a) in app
+            .apps()
+            .into_iter()
+            .cloned()
+            .enumerate()
+            .collect::<Vec<_>>()
+        {
             let st = status
                 .apps
                 .iter()
@@ -483,7 +491,11 @@ fn counted_agrees_across_detail_strip_status_and_report() {
                 let want = e.verdict.spark.as_ref().map(|s| s.counted);
                 let what = format!("{name} {} executor {}", a.app_id, e.id);
                 // status JSON and table
-                let se = st.executors.iter().find(|x| x.id == e.id).expect("in status");
+                let se = st
+                    .executors
+                    .iter()
+                    .find(|x| x.id == e.id)
+                    .expect("in status");
                 assert_eq!(se.spark.as_ref().map(|s| s.counted), want, "{what}: status");
                 let row = table
                     .lines()
@@ -509,9 +521,12 @@ fn counted_agrees_across_detail_strip_status_and_report() {
                 app.popup = Some(Popup::Detail);
                 app.scroll = 0;
                 let detail = draw(&mut app, 200, 200);
-                let counted = |s: &str| s.contains("; counted as a failure") || s.contains("· counted as a failure");
+                let counted = |s: &str| {
+                    s.contains("; counted as a failure") || s.contains("· counted as a failure")
+                };
                 let not_counted = |s: &str| {
-                    s.contains("not counted against the app") || s.contains("not counted as a failure")
+                    s.contains("not counted against the app")
+                        || s.contains("not counted as a failure")
                 };
                 match want {
                     Some(true) => assert!(

@@ -332,3 +332,38 @@ fn a_failed_pod_first_seen_deleted_is_judged_on_its_failure_only_when_it_failed_
     assert_eq!(v.state, ExecutorState::Deleted);
     assert!(!v.counted());
 }
+
+#[test]
+fn executors_known_only_from_the_driver_end_as_spark_removed_them() {
+    let cases = [
+        (
+            "The executor with id 4 was deleted by a user or the framework.",
+            ExecutorState::Deleted,
+            false,
+            Some(false),
+        ),
+        (
+            "The executor with ID 10 (registered at 1 ms) was not found in the cluster at the polling time (2 ms) which is after the accepted detect delta time (30000 ms) configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
+            ExecutorState::Deleted,
+            true,
+            Some(false),
+        ),
+        (OOM_REASON, ExecutorState::Failed, false, Some(true)),
+    ];
+    for (reason, state, missing, counted) in cases {
+        let d = removed(7, reason);
+        let exec = d.exec.clone().expect("entry");
+        let rebuilt = super::super::driver::pod_from_reason("spark-jobs", "spark-1", "etl-exec-7", &exec);
+        let v = Case {
+            gone: PodGone::DriverOnly,
+            driver: Some(&d),
+            ..Case::new(&rebuilt)
+        }
+        .run();
+        assert_eq!(v.state, state, "{reason}");
+        assert_eq!(v.missing, missing, "{reason}");
+        assert_eq!(v.spark.as_ref().map(|s| s.counted), counted, "{reason}");
+        assert_eq!(v.ending, Ending::NeverSeen);
+        assert!(v.findings.iter().all(|f| f.witness == Witness::Driver), "{reason}");
+    }
+}
