@@ -353,7 +353,8 @@ fn executors_known_only_from_the_driver_end_as_spark_removed_them() {
     for (reason, state, missing, counted) in cases {
         let d = removed(7, reason);
         let exec = d.exec.clone().expect("entry");
-        let rebuilt = super::super::driver::pod_from_reason("spark-jobs", "spark-1", "etl-exec-7", &exec);
+        let rebuilt =
+            super::super::driver::pod_from_reason("spark-jobs", "spark-1", "etl-exec-7", &exec);
         let v = Case {
             gone: PodGone::DriverOnly,
             driver: Some(&d),
@@ -364,6 +365,9 @@ fn executors_known_only_from_the_driver_end_as_spark_removed_them() {
         assert_eq!(v.missing, missing, "{reason}");
         assert_eq!(v.spark.as_ref().map(|s| s.counted), counted, "{reason}");
         assert_eq!(v.ending, Ending::NeverSeen);
-        assert!(v.findings.iter().all(|f| f.witness == Witness::Driver), "{reason}");
+        assert!(
+            v.findings.iter().all(|f| f.witness == Witness::Driver),
+            "{reason}"
+        );
     }
 }
