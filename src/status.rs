@@ -365,6 +365,10 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
 /// also have failed: then the answer comes without events, and says why; with the driver
 /// API on, every driver pod seen has been read once, or failed to be).
 pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
+    let config_failed = snap
+        .health
+        .get(&SourceKind::DriverConfig)
+        .is_some_and(|h| matches!(h, Health::Retrying { .. } | Health::Forbidden { .. }));
     snap.full_snapshot_at.is_some()
         && snap
             .health
@@ -375,4 +379,13 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
                 .apps
                 .values()
                 .all(|a| a.driver_api.is_some() || a.driver.is_none()))
+        // Every driver's configuration read (deleteOnTermination, checkAllContainers, the
+        // container name change verdicts), or its reading failed and says so.
+        && (config_failed
+            || snap.apps.values().all(|a| {
+                a.config.from_driver
+                    || a.driver
+                        .as_ref()
+                        .is_none_or(|d| d.conf_config_map.is_none())
+            }))
 }

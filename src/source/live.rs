@@ -523,7 +523,18 @@ fn maybe_read_config(
     let namespace = pod.namespace.clone();
     let scope = Scope::Namespace(namespace.clone());
     tokio::spawn(async move {
-        let ev = match api.get(&cm).await {
+        // A few tries: one failed request must not leave the app on Spark's defaults.
+        let mut got = api.get(&cm).await;
+        for wait in [1, 2, 4] {
+            if got.is_ok()
+                || matches!(&got, Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            got = api.get(&cm).await;
+        }
+        let ev = match got {
             Ok(map) => {
                 let text = map
                     .data

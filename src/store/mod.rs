@@ -315,6 +315,9 @@ pub struct DriverInfo {
     pub node: Option<String>,
     /// The app-level hold (the tool's annotation on the driver), until when.
     pub hold_until: Option<Time>,
+    /// The ConfigMap holding the driver's `spark.properties`, when it has one.
+    #[serde(default)]
+    pub conf_config_map: Option<String>,
 }
 
 /// How reading the driver's executor list goes, per app.
@@ -621,6 +624,7 @@ impl Store {
                     },
                     node: pod.node_name.clone(),
                     hold_until: pod.hold_expires(),
+                    conf_config_map: pod.conf_config_map.clone(),
                 });
                 return;
             }

@@ -141,7 +141,10 @@ async fn status_for_30s_on_mixed_gives_the_at_rest_column() {
     let a = execs(adhoc);
     assert_eq!(ids(&a, "running"), vec![1, 2, 5]);
     assert_eq!(ids(&a, "pending"), vec![6]);
-    assert_eq!(ids(&a, "deleted"), vec![3, 4]);
+    // Evicted by the kubelet: the pod failed, Spark counted it, then deleted it.
+    // Preempted: the scheduler deleted a running pod; Spark saw a deletion.
+    assert_eq!(ids(&a, "failed"), vec![3]);
+    assert_eq!(ids(&a, "deleted"), vec![4]);
     assert_eq!(codes(&a, 3), vec!["evicted", "deleted"]);
     assert_eq!(codes(&a, 4), vec!["preempted", "sigterm", "deleted"]);
     assert_eq!(codes(&a, 6), vec!["unschedulable"]);

@@ -122,7 +122,9 @@ fn demo_in_a_real_terminal() {
     assert!(screen.contains("Executors of etl-nightly"), "{screen}");
     // Detail pane.
     t.keys(&["d"]);
-    let detail = t.wait_for("container-oom-killed", 10);
+    // The popup's own title (the strip under the map names the cause too).
+    let detail = t.wait_for("↑↓ scroll", 10);
+    assert!(detail.contains("container-oom-killed"), "{detail}");
     assert!(detail.contains("Spark's view"), "{detail}");
     t.keys(&["Escape"]);
     t.keys(&["?"]);
