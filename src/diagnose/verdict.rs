@@ -214,6 +214,9 @@ pub struct Evidence<'a> {
     /// Events about the pod, oldest first.
     pub events: &'a [PodEvent],
     pub options: &'a ClassifyOptions,
+    /// `options` resolved for `pod`, and Spark's state for it (the store has both).
+    pub resolved: &'a crate::classify::Resolved,
+    pub pod_state: ExecutorState,
     pub gone: PodGone,
     /// The tool's missing finding, when the store decided the pod vanished.
     pub missing: Option<&'a Finding>,
@@ -241,12 +244,8 @@ struct Rebuilt {
 
 /// The verdict.
 pub fn verdict(ev: &Evidence<'_>) -> Verdict {
-    let resolved = ev.options.resolve(ev.pod);
-    let pod_state = classify(ev.pod, &resolved.config);
-    let version = ev
-        .pod
-        .label(crate::model::LABEL_SPARK_VERSION)
-        .map(str::to_owned);
+    let (resolved, pod_state) = (ev.resolved, ev.pod_state);
+
     let removal = ev
         .driver
         .and_then(|d| d.exec.as_ref())
@@ -266,7 +265,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         let s = classify(p, &r.config);
         (p, r, s)
     });
-    let last = super::diagnose(ev.pod, ev.events, &resolved, pod_state, ev.now);
+    let last = super::diagnose(ev.pod, ev.events, resolved, pod_state, ev.now);
     match &acted_on {
         Some((p, r, s)) if !same_terminated(p, ev.pod, &r.config.spark_container) => {
             findings.extend(super::diagnose(p, ev.events, r, *s, ev.now));
@@ -442,7 +441,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         }
     }
     if let Some(s) = &mut spark {
-        apply_version(s, version.as_deref());
+        apply_version(s, ev.pod.label(crate::model::LABEL_SPARK_VERSION));
     }
 
     let exit = match (&acted_on, &rebuilt) {

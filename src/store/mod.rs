@@ -179,8 +179,8 @@ pub struct Transition {
 pub struct ExecutorRecord {
     pub id: i64,
     /// The pod as last seen (a tombstone's last status; rebuilt from the driver's reason
-    /// when no pod was ever seen).
-    pub pod: ExecutorPod,
+    /// when no pod was ever seen). Shared: copying a record for a writer never copies it.
+    pub pod: Arc<ExecutorPod>,
     /// Spark's state for the pod as last seen. What to show is `verdict.state`.
     #[serde(alias = "state")]
     pub pod_state: ExecutorState,
@@ -193,7 +193,7 @@ pub struct ExecutorRecord {
     /// The pod as first seen failed or succeeded: the ending Spark acted on (a later deletion
     /// does not change what Spark counted).
     #[serde(default)]
-    pub ended: Option<ExecutorPod>,
+    pub ended: Option<Arc<ExecutorPod>>,
     /// The pod's deletion as first seen: when it was requested (timestamp − grace).
     #[serde(default)]
     pub first_deletion: Option<crate::model::Deletion>,
@@ -686,6 +686,7 @@ impl Store {
                     ));
                     push_history(rec, Transition { at, state, note });
                 }
+                let pod = Arc::new(pod);
                 if rec.ended.is_none() && is_ending(state) {
                     rec.ended = Some(pod.clone());
                 }
@@ -718,9 +719,9 @@ impl Store {
                 let mut rec = ExecutorRecord {
                     id,
                     spark_container: resolved.config.spark_container.clone(),
-                    ended: is_ending(state).then(|| pod.clone()),
                     first_deletion: pod.deletion.clone(),
-                    pod,
+                    ended: None,
+                    pod: Arc::new(pod),
                     pod_state: state,
                     first_seen: at,
                     last_seen: at,
@@ -737,6 +738,9 @@ impl Store {
                     killed_by_tool: false,
                     verdict: Verdict::default(),
                 };
+                if is_ending(state) {
+                    rec.ended = Some(rec.pod.clone());
+                }
                 refresh(&mut rec, &pod_events, &config, at);
                 app.executors.insert(id, Arc::new(rec));
             }
@@ -1084,7 +1088,7 @@ fn driver_only(
     let mut rec = ExecutorRecord {
         id: d.id,
         spark_container: resolved.config.spark_container.clone(),
-        pod,
+        pod: Arc::new(pod),
         pod_state: state,
         first_seen: at,
         last_seen: at,
@@ -1154,7 +1158,7 @@ fn refresh(
         .cloned()
         .collect();
     // Deterministic order whatever order the events arrived in.
-    evs.sort_by(|a, b| {
+    evs.sort_unstable_by(|a, b| {
         (a.last_seen, a.first_seen, &a.reason, &a.message).cmp(&(
             b.last_seen,
             b.first_seen,
@@ -1187,11 +1191,14 @@ fn refresh(
         chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
             .unwrap_or(chrono::Duration::seconds(60));
     let options = config.classify_options();
+    let resolved = options.resolve(&rec.pod);
     let before = std::mem::take(&mut rec.verdict);
     let v = verdict(&Evidence {
         id: rec.id,
         pod: &rec.pod,
-        ended: rec.ended.as_ref(),
+        resolved: &resolved,
+        pod_state: rec.pod_state,
+        ended: rec.ended.as_deref(),
         first_deletion: rec.first_deletion.as_ref(),
         events: &evs,
         options: &options,

@@ -112,13 +112,17 @@ impl<'a> Case<'a> {
     }
 
     fn run(&self) -> Verdict {
+        let options = ClassifyOptions::default();
+        let resolved = options.resolve(self.pod);
         verdict(&Evidence {
+            resolved: &resolved,
+            pod_state: classify(self.pod, &resolved.config),
             id: self.pod.executor_id().unwrap_or(0),
             pod: self.pod,
             ended: self.ended,
             first_deletion: None,
             events: self.events,
-            options: &ClassifyOptions::default(),
+            options: &options,
             gone: self.gone,
             missing: self.missing,
             driver: self.driver,
