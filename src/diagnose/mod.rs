@@ -321,15 +321,7 @@ pub fn diagnose(
     now: Time,
 ) -> Vec<Finding> {
     let mut about: Vec<&PodEvent> = events.iter().filter(|e| e.is_about(pod)).collect();
-    // Oldest first; ties broken by content so the order never depends on arrival.
-    about.sort_by(|a, b| {
-        (a.last_seen, a.first_seen, &a.reason, &a.message).cmp(&(
-            b.last_seen,
-            b.first_seen,
-            &b.reason,
-            &b.message,
-        ))
-    });
+    about.sort_by(|a, b| PodEvent::chronological(a, b));
     let subject = Subject {
         pod,
         events: about,

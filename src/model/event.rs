@@ -128,6 +128,17 @@ impl PodEvent {
         self.type_.as_deref() == Some("Warning")
     }
 
+    /// Oldest first; events of the same second ordered by content, never by arrival, so
+    /// the same events always read the same.
+    pub fn chronological(a: &Self, b: &Self) -> std::cmp::Ordering {
+        (a.last_seen, a.first_seen, &a.reason, &a.message).cmp(&(
+            b.last_seen,
+            b.first_seen,
+            &b.reason,
+            &b.message,
+        ))
+    }
+
     pub fn reason_is(&self, reason: &str) -> bool {
         self.reason.as_deref() == Some(reason)
     }

@@ -814,11 +814,7 @@ impl Store {
                         note: Some("missing".to_owned()),
                     },
                 );
-                let events = self
-                    .events
-                    .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
-                    .map(|q| q.iter().cloned().collect::<Vec<_>>())
-                    .unwrap_or_default();
+                let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
                 let note = refresh(rec, &events, &config, at);
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
@@ -910,11 +906,7 @@ impl Store {
             let Some(rec) = app.executors.get_mut(id) else {
                 continue;
             };
-            let events: Vec<PodEvent> = self
-                .events
-                .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
-                .map(|q| q.iter().cloned().collect())
-                .unwrap_or_default();
+            let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
             notes.extend(refresh(rec, &events, &config, at).map(|n| (rec.id, n)));
         }
@@ -931,11 +923,7 @@ impl Store {
         let config = app.config.clone();
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
-            let events: Vec<PodEvent> = self
-                .events
-                .get(&(rec.pod.namespace.clone(), rec.pod.name.clone()))
-                .map(|q| q.iter().cloned().collect())
-                .unwrap_or_default();
+            let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
             if !matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
                 let resolved = config.classify_options().resolve(&rec.pod);
@@ -1017,11 +1005,7 @@ impl Store {
                 ),
                 None => format!("executor {id} known only from the driver (active there)"),
             };
-            let events: Vec<PodEvent> = self
-                .events
-                .get(&(ns.to_owned(), name.clone()))
-                .map(|q| q.iter().cloned().collect())
-                .unwrap_or_default();
+            let events = events_of(&self.events, ns, &name);
             let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
             app.executors.insert(
@@ -1157,15 +1141,7 @@ fn refresh(
         .filter(|e| e.is_about(&rec.pod))
         .cloned()
         .collect();
-    // Deterministic order whatever order the events arrived in.
-    evs.sort_unstable_by(|a, b| {
-        (a.last_seen, a.first_seen, &a.reason, &a.message).cmp(&(
-            b.last_seen,
-            b.first_seen,
-            &b.reason,
-            &b.message,
-        ))
-    });
+    evs.sort_by(PodEvent::chronological);
     if evs.len() > MAX_EVENTS {
         evs.drain(..evs.len() - MAX_EVENTS);
     }
@@ -1255,6 +1231,18 @@ fn explained_by_verdict(v: &Verdict) -> String {
         ),
         None => v.ending.describe().to_owned(),
     }
+}
+
+/// The events kept about one pod (by namespace and name).
+fn events_of(
+    events: &BTreeMap<(String, String), VecDeque<PodEvent>>,
+    namespace: &str,
+    pod: &str,
+) -> Vec<PodEvent> {
+    events
+        .get(&(namespace.to_owned(), pod.to_owned()))
+        .map(|q| q.iter().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// When Spark's rule declares a vanished executor lost: the first poll more than

@@ -89,3 +89,28 @@ pub async fn wait_running(api: &Api<Pod>, name: &str) -> Pod {
     })
     .await
 }
+
+/// `spark-triage status --kubeconfig KC -n spark-jobs -o json ARGS…`, which must succeed.
+pub async fn status_json(kc: &str, args: &[&str]) -> serde_json::Value {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "status",
+            "--kubeconfig",
+            kc,
+            "-n",
+            "spark-jobs",
+            "-o",
+            "json",
+        ])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("status JSON")
+}

@@ -3,7 +3,7 @@
 //! spark-triage started keep Spark's reason, and every way the driver's API can be out of
 //! reach is a clear degraded state.
 
-use std::{collections::BTreeMap, process::Stdio};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -13,34 +13,11 @@ use kube::{
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::common::{client, eventually, phase, start_sim};
+use super::common::{client, eventually, phase, start_sim, status_json};
 
 async fn status(kc: &str, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args([
-            "status",
-            "--kubeconfig",
-            kc,
-            "-n",
-            "spark-jobs",
-            "--poll-interval",
-            "2s",
-            "--driver-poll-interval",
-            "2s",
-            "-o",
-            "json",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    let fast = ["--poll-interval", "2s", "--driver-poll-interval", "2s"];
+    status_json(kc, &[&fast[..], extra].concat()).await
 }
 
 fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {

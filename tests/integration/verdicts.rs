@@ -2,39 +2,11 @@
 //! verdicts (tests/fixtures/mixed-verdicts.json) under each simulator fault alone and under
 //! all of them together, and a settled cluster gives the same bytes run after run.
 
-use std::process::Stdio;
-
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::common::start_sim;
+use super::common::{start_sim, status_json as status};
 
 const REFERENCE: &str = include_str!("../fixtures/mixed-verdicts.json");
-
-async fn status(kc: &str, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args([
-            "status",
-            "--kubeconfig",
-            kc,
-            "-n",
-            "spark-jobs",
-            "-o",
-            "json",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run status");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("status JSON")
-}
 
 /// Differences between a status document and the reference, one line each.
 fn compare(doc: &Value, reference: &Value) -> Vec<String> {
