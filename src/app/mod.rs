@@ -304,8 +304,10 @@ impl App {
             .apps()
             .get(i)
             .map(|a| (a.namespace.clone(), a.app_id.clone()));
-        if key.is_some() {
+        if key.is_some() && key != self.selected_app {
             self.selected_app = key;
+            self.selected_exec = None;
+            self.fix_selection();
         }
     }
 
@@ -385,16 +387,17 @@ impl App {
                 .max_by_key(|(i, a)| (a.alerts(), std::cmp::Reverse(*i)))
                 .map(|(_, a)| (a.namespace.clone(), a.app_id.clone()));
         }
-        if self.selected_index().is_none() {
-            // Nothing chosen yet: the executor with the worst verdict (an error first),
-            // so the strip under the map explains the incident.
+        // Nothing chosen yet (or the operator has not touched anything): the executor
+        // with the worst verdict, dead ones before live ones, so the strip under the map
+        // explains the incident.
+        if self.selected_app.is_none() || self.selected_index().is_none() {
             let worst = self
                 .visible()
                 .iter()
                 .enumerate()
-                .filter_map(|(i, e)| e.verdict.severity().map(|s| (s, i)))
+                .filter_map(|(i, e)| e.verdict.severity().map(|s| (s, !e.state().is_final(), i)))
                 .min()
-                .map_or(0, |(_, i)| i);
+                .map_or(0, |(_, _, i)| i);
             self.select_index(worst);
         }
     }
