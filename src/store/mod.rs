@@ -707,7 +707,7 @@ impl Store {
                     rec.gone = None; // it was only late (or known from the driver first)
                 }
                 rec.spark_container = resolved.config.spark_container.clone();
-                if let Some(note) = refresh(rec, &pod_events, &config, at) {
+                if let Some(note) = refresh(rec, &pod_events, &config, Some(&resolved), at) {
                     timeline.push((id, note));
                 }
             }
@@ -741,7 +741,7 @@ impl Store {
                 if is_ending(state) {
                     rec.ended = Some(rec.pod.clone());
                 }
-                refresh(&mut rec, &pod_events, &config, at);
+                refresh(&mut rec, &pod_events, &config, Some(&resolved), at);
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -815,7 +815,7 @@ impl Store {
                     },
                 );
                 let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
-                let note = refresh(rec, &events, &config, at);
+                let note = refresh(rec, &events, &config, None, at);
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
                 } else {
@@ -867,7 +867,7 @@ impl Store {
             let config = app.config.clone();
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
-                if let Some(note) = refresh(rec, &events, &config, at) {
+                if let Some(note) = refresh(rec, &events, &config, None, at) {
                     app.log(at, Some(id), note);
                 }
             }
@@ -908,7 +908,7 @@ impl Store {
             };
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
-            notes.extend(refresh(rec, &events, &config, at).map(|n| (rec.id, n)));
+            notes.extend(refresh(rec, &events, &config, None, at).map(|n| (rec.id, n)));
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);
@@ -930,7 +930,7 @@ impl Store {
                 rec.pod_state = classify(&rec.pod, &resolved.config);
                 rec.spark_container = resolved.config.spark_container.clone();
             }
-            notes.extend(refresh(rec, &events, &config, at).map(|n| (rec.id, n)));
+            notes.extend(refresh(rec, &events, &config, None, at).map(|n| (rec.id, n)));
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);
@@ -1091,7 +1091,7 @@ fn driver_only(
         killed_by_tool: false,
         verdict: Verdict::default(),
     };
-    refresh(&mut rec, events, config, at);
+    refresh(&mut rec, events, config, Some(&resolved), at);
     rec
 }
 
@@ -1134,6 +1134,7 @@ fn refresh(
     rec: &mut ExecutorRecord,
     events: &[PodEvent],
     config: &AppConfig,
+    resolved: Option<&Resolved>,
     now: Time,
 ) -> Option<String> {
     let mut evs: Vec<PodEvent> = events
@@ -1167,12 +1168,20 @@ fn refresh(
         chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
             .unwrap_or(chrono::Duration::seconds(60));
     let options = config.classify_options();
-    let resolved = options.resolve(&rec.pod);
+    // The caller's resolution of this pod under this config, when it has one.
+    let own;
+    let resolved = match resolved {
+        Some(r) => r,
+        None => {
+            own = options.resolve(&rec.pod);
+            &own
+        }
+    };
     let before = std::mem::take(&mut rec.verdict);
     let v = verdict(&Evidence {
         id: rec.id,
         pod: &rec.pod,
-        resolved: &resolved,
+        resolved,
         pod_state: rec.pod_state,
         ended: rec.ended.as_deref(),
         first_deletion: rec.first_deletion.as_ref(),
