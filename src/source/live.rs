@@ -193,7 +193,20 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     };
     let sel = selector(opts.selector.as_deref());
     let api = pods_api(&client, &scope);
-    match api.list(&ListParams::default().labels(&sel).limit(1)).await {
+    // The first request tells whether the cluster is there; a transient 5xx or 429 (an API
+    // server restarting, overloaded, a flaky proxy) is retried twice before giving up.
+    let probe = ListParams::default().labels(&sel).limit(1);
+    let mut first = api.list(&probe).await;
+    for wait_ms in [500, 1500] {
+        match &first {
+            Err(kube::Error::Api(s)) if s.code >= 500 || s.code == 429 => {
+                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+                first = api.list(&probe).await;
+            }
+            _ => break,
+        }
+    }
+    match first {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 403 => {
             return Err(ConnectError::Forbidden(s.message.clone()));
