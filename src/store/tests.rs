@@ -349,3 +349,41 @@ fn spark_durations() {
     assert_eq!(spark_duration("2min"), Some(Duration::from_secs(120)));
     assert_eq!(spark_duration("soon"), None);
 }
+
+#[tokio::test]
+async fn a_kill_by_spark_triage_and_a_late_witness_are_kept_in_the_verdict() {
+    use crate::diagnose::verdict::Ending;
+    let deleting =
+        json!({"deletionTimestamp": "2027-01-15T08:01:00Z", "deletionGracePeriodSeconds": 30});
+    let s = run(vec![
+        up(exec(1, 10, running()), 1),
+        up(exec(2, 11, running()), 1),
+        SourceEvent::ActionTaken {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            text: "action by me: killed executor 1".into(),
+            killed: Some(1),
+            at: t(5),
+        },
+        del(exec_with(1, 20, deleting, running()), 6),
+        // 2 vanishes (no deletion seen): missing, until its log tail names a JVM OOM.
+        list(vec![], 40, 30),
+        SourceEvent::LogCaptured {
+            namespace: "spark-jobs".into(),
+            pod: "app-exec-2".into(),
+            lines: vec!["java.lang.OutOfMemoryError: Java heap space".into()],
+            at: t(31),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    let one = &a.executors[&1];
+    assert_eq!(one.verdict.ending, Ending::DeletedByTool);
+    assert_eq!(one.state(), ExecutorState::Deleted);
+    let two = &a.executors[&2];
+    assert!(
+        two.is_missing(),
+        "a log line names a cause, not who removed the pod"
+    );
+    assert!(codes(two).contains(&"jvm-oom"), "{:?}", codes(two));
+}
