@@ -734,7 +734,13 @@ impl Store {
                     events: VecDeque::new(),
                     gone,
                     log_tail: None,
-                    driver: None,
+                    // Not in the driver's last good read (it would have been created from
+                    // it): say so, whichever of the read and the pod arrived first.
+                    driver: app
+                        .driver_api
+                        .as_ref()
+                        .and_then(|d| d.last_ok)
+                        .map(|at| DriverSeen { at, exec: None }),
                     killed_by_tool: false,
                     verdict: Verdict::default(),
                 };
