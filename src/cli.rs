@@ -687,6 +687,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         let want = args.for_duration.unwrap_or_default();
         // The first LIST is immediate; allow for a slow server and one retry.
         let give_up = start + std::time::Duration::from_secs(60) + want;
+        let mut held = Vec::new();
         let stop = wait_for_signal();
         tokio::pin!(stop);
         loop {
@@ -713,7 +714,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
             };
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Some(ev) => store.apply(ev),
+                    Some(ev) => apply_after_first_list(&mut store, &mut held, ev),
                     None => break,
                 },
                 () = tokio::time::sleep_until(wake) => {}
@@ -722,6 +723,9 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
             }
         }
         while let Ok(ev) = rx.try_recv() {
+            apply_after_first_list(&mut store, &mut held, ev);
+        }
+        for ev in held {
             store.apply(ev);
         }
         for t in tasks {
@@ -1173,4 +1177,27 @@ fn run_report(args: ReportArgs) -> Result<ExitCode, Failure> {
     };
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Applies a source event, except a driver view that arrives before the first full LIST:
+/// it waits for it, so executors known only from the driver are named and matched to
+/// their events the same way whichever source answered first (status prints the same
+/// bytes for the same cluster).
+fn apply_after_first_list(
+    store: &mut crate::store::Store,
+    held: &mut Vec<crate::source::SourceEvent>,
+    ev: crate::source::SourceEvent,
+) {
+    if store.view().full_snapshot_at.is_none()
+        && matches!(ev, crate::source::SourceEvent::DriverExecutors { .. })
+    {
+        held.push(ev);
+        return;
+    }
+    store.apply(ev);
+    if store.view().full_snapshot_at.is_some() {
+        for ev in held.drain(..) {
+            store.apply(ev);
+        }
+    }
 }
