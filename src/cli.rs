@@ -83,6 +83,34 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
+    #[command(flatten)]
+    pub limits: ReadLimits,
+}
+
+/// Bounds on reading a recording.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct ReadLimits {
+    /// Skip (with a warning) recording lines longer than this (e.g. 64MiB, 512KiB).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub max_line: usize,
+}
+
+/// `64MiB`, `512KiB`, `1GiB` or a number of bytes.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("{s:?}: not a size (e.g. 64MiB, 512KiB)")),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?}: not a size (e.g. 64MiB, 512KiB)"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,6 +127,8 @@ pub struct ReplayArgs {
     /// Start at this moment (a duration from the start, or an RFC 3339 time) instead of the start.
     #[arg(long, value_name = "DURATION|RFC3339")]
     pub at: Option<String>,
+    #[command(flatten)]
+    pub limits: ReadLimits,
 }
 
 #[derive(Debug, Args)]
@@ -174,6 +204,9 @@ pub struct RecordArgs {
     /// Write a keyframe (the whole state, for instant seeking in replays) this often.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub keyframe_every: std::time::Duration,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +262,17 @@ pub struct LiveArgs {
     /// Also record the session to this file (live view and demo).
     #[arg(long, value_name = "FILE", global = true)]
     pub record: Option<std::path::PathBuf>,
+    /// How long one API request (and the kubeconfig's exec credential plugin) may take
+    /// before it fails with a clear error.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_timeout, global = true)]
+    pub request_timeout: std::time::Duration,
+}
+
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("{s:?}: must be more than zero")),
+        d => Ok(d),
+    }
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -245,6 +289,7 @@ impl LiveArgs {
             selector: self.selector.clone(),
             poll_interval: self.poll_interval,
             driver_poll: (!self.no_driver_api).then_some(self.driver_poll_interval),
+            request_timeout: self.request_timeout,
         }
     }
 }
@@ -267,6 +312,8 @@ pub struct StatusArgs {
     /// default: its end.
     #[arg(long, value_name = "DURATION|RFC3339", requires = "recording")]
     pub at: Option<String>,
+    #[command(flatten)]
+    pub limits: ReadLimits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -543,6 +590,15 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|e| Failure::Runtime(format!("cannot start the async runtime: {e}")))
 }
 
+/// Runs `f` on a fresh runtime, then shuts it down without waiting for blocking work a
+/// timed-out request left behind (kube refreshes exec credentials on the blocking pool).
+fn block_on<T>(f: impl std::future::Future<Output = Result<T, Failure>>) -> Result<T, Failure> {
+    let rt = runtime()?;
+    let out = rt.block_on(f);
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    out
+}
+
 /// The scenario named on the command line (`scale` is generated from its flags).
 fn scenario_of(args: &SimArgs) -> Result<crate::sim::Scenario, Failure> {
     if args.scenario == "scale" {
@@ -578,7 +634,7 @@ fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
         .try_init();
     let work_dir = opts.process.as_ref().map(|p| p.work_dir.clone());
     let opts = opts.for_external_clients();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let sim = crate::sim::start(opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -601,20 +657,11 @@ fn run_sim(args: SimArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-/// Ctrl-C or SIGTERM.
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
+/// Ctrl-C, SIGTERM or SIGHUP (a closed terminal): listening starts at the call, so the
+/// signal is caught (and files closed cleanly) even before the future is first polled.
+fn wait_for_signal() -> impl std::future::Future<Output = ()> {
+    let mut signals = crate::tui::signal_stream();
+    async move { signals.recv().await }
 }
 
 /// The moment `--at` names in a recording that started at `start`.
@@ -631,8 +678,12 @@ fn moment(at: &str, start: Time) -> Result<Time, Failure> {
 }
 
 /// Opens a recording, reporting damage on stderr.
-fn open_recording(path: &std::path::Path) -> Result<crate::record::Recording, Failure> {
-    let rec = crate::record::open(path).map_err(|e| Failure::Runtime(e.to_string()))?;
+fn open_recording(
+    path: &std::path::Path,
+    limits: ReadLimits,
+) -> Result<crate::record::Recording, Failure> {
+    let rec = crate::record::open_with(path, limits.max_line)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
     for d in &rec.damaged {
         eprintln!("warning: {}: {d}", path.display());
     }
@@ -656,7 +707,7 @@ fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> R
 fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
     use crate::{source::live, status, store::Store};
     if let Some(path) = &args.recording {
-        let rec = open_recording(path)?;
+        let rec = open_recording(path, args.limits)?;
         let until = args
             .at
             .as_deref()
@@ -676,7 +727,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         return Ok(ExitCode::SUCCESS);
     }
     let opts = live_args.options();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let conn = live::connect(&opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -686,7 +737,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         let start = tokio::time::Instant::now();
         let want = args.for_duration.unwrap_or_default();
         // The first LIST is immediate; allow for a slow server and one retry.
-        let give_up = start + std::time::Duration::from_secs(60) + want;
+        let give_up = start + 2 * opts.timeout() + want;
         let mut held = Vec::new();
         let stop = wait_for_signal();
         tokio::pin!(stop);
@@ -698,7 +749,8 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
             if now >= give_up {
                 let why = status::report(store.view(), None).problems.join("; ");
                 return Err(Failure::Runtime(format!(
-                    "no complete answer from the API server within {}s{}",
+                    "no complete answer from the API server {} within {}s{}",
+                    conn.server,
                     (give_up - start).as_secs(),
                     if why.is_empty() {
                         String::new()
@@ -775,6 +827,8 @@ async fn tui_on(
         readonly,
         mode,
     });
+    let mut app = app;
+    app.poll_interval = Some(poll);
     let result = crate::tui::run(app, rx, Some(runner), true).await;
     for t in tasks {
         t.abort();
@@ -784,13 +838,62 @@ async fn tui_on(
         .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
 }
 
+/// Raw mode while connecting (so `q` is read at once), undone on every path.
+struct RawMode;
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// Connects for the live view, saying so; q, Esc, Ctrl-C or a signal give up (`None`).
+async fn connect_watched(
+    opts: &crate::source::live::LiveOptions,
+) -> Result<Option<crate::source::live::Connection>, Failure> {
+    use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
+    use futures::StreamExt;
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    eprint!(
+        "connecting to the API server (gives up after {}; q to quit now)…\r\n",
+        humantime::format_duration(opts.timeout())
+    );
+    let _raw = crossterm::terminal::enable_raw_mode()
+        .ok()
+        .map(|()| RawMode);
+    let mut keys = EventStream::new();
+    let mut keys_open = true;
+    let mut signals = crate::tui::signal_stream();
+    let conn = crate::source::live::connect(opts);
+    tokio::pin!(conn);
+    loop {
+        tokio::select! {
+            c = &mut conn => return c.map(Some).map_err(|e| Failure::Runtime(e.to_string())),
+            k = keys.next(), if keys_open => match k {
+                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press
+                    && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+                        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))) =>
+                {
+                    return Ok(None);
+                }
+                Some(Ok(_)) => {}
+                None | Some(Err(_)) => keys_open = false,
+            },
+            () = signals.recv() => return Ok(None),
+        }
+    }
+}
+
 fn run_live(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
+    refuse_existing(live_args.record.as_deref(), false)?;
     let readonly = live_args.readonly;
-    runtime()?.block_on(async move {
-        let conn = crate::source::live::connect(&opts)
-            .await
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
+    block_on(async move {
+        let Some(conn) = connect_watched(&opts).await? else {
+            return Ok(ExitCode::SUCCESS);
+        };
         tui_on(
             conn,
             opts.poll_interval,
@@ -810,6 +913,7 @@ fn run_demo(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {
             args.speed
         )));
     }
+    refuse_existing(live_args.record.as_deref(), false)?;
     let scenario = crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
     let mut opts = crate::sim::SimOptions::new(scenario);
     opts.speed = args.speed;
@@ -817,7 +921,7 @@ fn run_demo(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {
     let poll = live_args.poll_interval;
     let readonly = live_args.readonly;
     let record = live_args.record.clone();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let sim = crate::sim::start(opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -859,9 +963,30 @@ fn recording_header(conn: &crate::source::live::Connection) -> crate::record::He
 fn create_recording(
     path: &std::path::Path,
     conn: &crate::source::live::Connection,
+    force: bool,
 ) -> Result<crate::record::Writer<crate::record::FileOut>, Failure> {
-    crate::record::create(path, &recording_header(conn))
-        .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", path.display())))
+    crate::record::create(path, &recording_header(conn), force).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            exists(path)
+        } else {
+            Failure::Runtime(format!("cannot create {}: {e}", path.display()))
+        }
+    })
+}
+
+fn exists(path: &std::path::Path) -> Failure {
+    Failure::Runtime(format!(
+        "{} exists; not overwriting it (use `record --force`, or another name)",
+        path.display()
+    ))
+}
+
+/// Refuses before connecting, so the user hears it at once.
+fn refuse_existing(path: Option<&std::path::Path>, force: bool) -> Result<(), Failure> {
+    match path {
+        Some(p) if !force && p.exists() => Err(exists(p)),
+        _ => Ok(()),
+    }
 }
 
 /// Passes events through while writing each to a recording, flushed every second.
@@ -876,7 +1001,7 @@ fn tee_to_file(
     ),
     Failure,
 > {
-    let mut writer = create_recording(path, conn)?;
+    let mut writer = create_recording(path, conn, false)?;
     let (tx, out) = tokio::sync::mpsc::channel(65_536);
     let task = tokio::spawn(async move {
         let mut flush = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -908,9 +1033,12 @@ fn tee_to_file(
 fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
     use crate::{source::live, store::Store};
     let opts = live_args.options();
-    runtime()?.block_on(async move {
-        let conn = live::connect(&opts).await.map_err(|e| Failure::Runtime(e.to_string()))?;
-        let mut writer = create_recording(&args.file, &conn)?;
+    refuse_existing(Some(&args.file), args.force)?;
+    block_on(async move {
+        let conn = live::connect(&opts)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut writer = create_recording(&args.file, &conn, args.force)?;
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
         let tasks = live::spawn(&conn, opts.poll_interval, tx);
         let mut store = Store::new();
@@ -923,7 +1051,13 @@ fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failur
         let stop = wait_for_signal();
         tokio::pin!(stop);
         let progress = |w: &crate::record::Writer<_>, s: &Store| {
-            eprint!("\rrecording {}: {} events, {} apps, {} KiB   ", args.file.display(), w.events, s.view().apps.len(), w.bytes / 1024);
+            eprint!(
+                "\rrecording {}: {} events, {} apps, {} KiB   ",
+                args.file.display(),
+                w.events,
+                s.view().apps.len(),
+                w.bytes / 1024
+            );
         };
         loop {
             tokio::select! {
@@ -952,7 +1086,9 @@ fn run_record(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failur
         while let Ok(ev) = rx.try_recv() {
             let _ = writer.write(&ev);
         }
-        writer.flush().map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+        writer
+            .flush()
+            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
         progress(&writer, &store);
         eprintln!();
         Ok(ExitCode::SUCCESS)
@@ -982,7 +1118,7 @@ fn run_kill(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
         ));
     }
     let opts = live_args.options();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let conn = crate::source::live::connect(&opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -1059,7 +1195,7 @@ fn run_kill(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
 
 fn run_hold(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let conn = crate::source::live::connect(&opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -1096,7 +1232,7 @@ fn run_hold(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {
 
 fn run_release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
-    runtime()?.block_on(async move {
+    block_on(async move {
         let conn = crate::source::live::connect(&opts)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -1143,14 +1279,14 @@ fn run_replay(args: ReplayArgs) -> Result<ExitCode, Failure> {
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
     }
-    let rec = open_recording(&args.file)?;
+    let rec = open_recording(&args.file, args.limits)?;
     let at = args
         .at
         .as_deref()
         .map(|a| moment(a, rec.header.started_at))
         .transpose()?;
     let app = replay_app(rec, at);
-    runtime()?.block_on(async move {
+    block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
         crate::tui::run(app, rx, None, false)
             .await
@@ -1160,7 +1296,7 @@ fn run_replay(args: ReplayArgs) -> Result<ExitCode, Failure> {
 }
 
 fn run_report(args: ReportArgs) -> Result<ExitCode, Failure> {
-    let rec = open_recording(&args.file)?;
+    let rec = open_recording(&args.file, args.limits)?;
     let name = args.file.file_name().map_or_else(
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

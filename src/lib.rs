@@ -14,6 +14,7 @@ pub mod explain;
 pub mod input;
 pub mod model;
 pub mod record;
+pub mod redact;
 pub mod report;
 pub mod sim;
 pub mod source;

@@ -383,16 +383,21 @@ pub fn drain(app: &mut App, sources: &mut mpsc::Receiver<SourceEvent>, max: usiz
     update(app, Msg::Sources(batch))
 }
 
-/// SIGTERM and SIGINT (sent from outside; Ctrl-C typed in raw mode is a key).
-struct Signals {
+/// SIGTERM, SIGINT and SIGHUP (sent from outside, or a closed SSH session or tmux pane;
+/// Ctrl-C typed in raw mode is a key): each ends the program the same clean way.
+#[derive(Debug)]
+pub struct Signals {
     #[cfg(unix)]
     term: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
-    async fn recv(&mut self) {
+    /// Waits for the next of them.
+    pub async fn recv(&mut self) {
         #[cfg(unix)]
         {
             let term = async {
@@ -411,9 +416,18 @@ impl Signals {
                     None => std::future::pending().await,
                 }
             };
+            let hup = async {
+                match self.hup.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = term => {}
                 () = int => {}
+                () = hup => {}
             }
         }
         #[cfg(not(unix))]
@@ -423,13 +437,16 @@ impl Signals {
     }
 }
 
-fn signal_stream() -> Signals {
+/// Starts listening for SIGTERM, SIGINT and SIGHUP (from now on they no longer kill the
+/// process outright).
+pub fn signal_stream() -> Signals {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         Signals {
             term: signal(SignalKind::terminate()).ok(),
             int: signal(SignalKind::interrupt()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
         }
     }
     #[cfg(not(unix))]

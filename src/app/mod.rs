@@ -137,6 +137,9 @@ pub enum Sort {
 pub struct App {
     pub store: Store,
     pub ctx: Context,
+    /// How often the sources LIST every pod (live and demo): the header calls the view
+    /// stale when no LIST succeeded for two of them.
+    pub poll_interval: Option<std::time::Duration>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -241,6 +244,7 @@ impl App {
         Self {
             store: Store::new(),
             ctx,
+            poll_interval: None,
             view: View::Map,
             focus: Focus::Executors,
             popup: None,

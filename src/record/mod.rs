@@ -117,31 +117,101 @@ pub struct Recording {
     pub damaged: Vec<String>,
 }
 
+/// The longest recording line read by default (`--max-line` changes it). A keyframe of
+/// 10,000 executors is a few MB; a longer line is skipped with a warning, never held.
+pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
+/// How [`read_with`] reports a read that failed midway (the rest is unreadable).
+const READ_ERROR: &str = "cannot read further: ";
+/// The header must be short: a file whose first line is longer is not a recording.
+const MAX_HEADER: usize = 64 * 1024;
+
+/// One line as read by [`next_line`].
+enum Line {
+    /// The line is in the buffer (without its newline).
+    Text,
+    /// The line was longer than the limit: this many bytes, skipped without being held.
+    TooLong(u64),
+}
+
+/// Reads the next line into `buf` (cleared first), holding at most `max` bytes of it.
+fn next_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> std::io::Result<Option<Line>> {
+    buf.clear();
+    let (mut total, mut over, mut any) = (0u64, false, false);
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(any.then_some(if over {
+                Line::TooLong(total)
+            } else {
+                Line::Text
+            }));
+        }
+        any = true;
+        let (chunk, used, done) = match avail.iter().position(|b| *b == b'\n') {
+            Some(i) => (&avail[..i], i + 1, true),
+            None => (avail, avail.len(), false),
+        };
+        total += chunk.len() as u64;
+        if !over {
+            if buf.len() + chunk.len() > max {
+                over = true;
+                *buf = Vec::new();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        r.consume(used);
+        if done {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(Some(if over {
+                Line::TooLong(total)
+            } else {
+                Line::Text
+            }));
+        }
+    }
+}
+
 /// Reads a whole recording; what can be read is read, damage is reported.
 pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
-    let mut lines = input.lines();
-    let first = match lines.next() {
-        Some(Ok(l)) => l,
-        Some(Err(e)) => {
+    read_with(path, input, DEFAULT_MAX_LINE)
+}
+
+/// [`read`] with a line limit: longer lines are skipped and reported as damage.
+pub fn read_with(
+    path: &str,
+    mut input: impl BufRead,
+    max_line: usize,
+) -> Result<Recording, ReadError> {
+    let foreign = || ReadError::Foreign {
+        path: path.to_owned(),
+    };
+    let mut buf = Vec::new();
+    // The header from the first bytes: nothing else is read from a file that is not one.
+    match next_line(&mut input, MAX_HEADER, &mut buf) {
+        Ok(Some(Line::Text)) => {}
+        Ok(Some(Line::TooLong(_))) => return Err(foreign()),
+        Ok(None) => {
+            return Err(ReadError::Empty {
+                path: path.to_owned(),
+            });
+        }
+        Err(e) => {
             return Err(ReadError::Io {
                 path: path.to_owned(),
                 source: e,
             });
         }
-        None => {
-            return Err(ReadError::Empty {
-                path: path.to_owned(),
-            });
-        }
-    };
-    let probe: serde_json::Value =
-        serde_json::from_str(&first).map_err(|_| ReadError::Foreign {
-            path: path.to_owned(),
-        })?;
+    }
+    let probe: serde_json::Value = serde_json::from_slice(&buf).map_err(|_| foreign())?;
     if probe.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-        return Err(ReadError::Foreign {
-            path: path.to_owned(),
-        });
+        return Err(foreign());
     }
     let version = probe
         .get("version")
@@ -153,37 +223,51 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
             version,
         });
     }
-    let header: Header = serde_json::from_value(probe).map_err(|_| ReadError::Foreign {
-        path: path.to_owned(),
-    })?;
+    let header: Header = serde_json::from_value(probe).map_err(|_| foreign())?;
     let mut events = Vec::new();
     let mut keyframes = Vec::new();
     let mut damaged = Vec::new();
-    for (i, line) in lines.enumerate() {
-        let line = match line {
-            Ok(l) => l,
+    for n in 2.. {
+        match next_line(&mut input, max_line, &mut buf) {
+            Ok(None) => break,
+            Ok(Some(Line::TooLong(len))) => {
+                let limit = if max_line >= 1 << 20 {
+                    format!("{} MiB", max_line >> 20)
+                } else {
+                    format!("{max_line} bytes")
+                };
+                damaged.push(format!(
+                    "line {n}: {len} bytes, over the line limit of {limit} (--max-line); skipped"
+                ));
+                continue;
+            }
+            Ok(Some(Line::Text)) => {}
             Err(e) => {
-                damaged.push(format!("line {}: {e}", i + 2));
+                damaged.push(format!("{READ_ERROR}{e}"));
                 break;
             }
+        }
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            damaged.push(format!("line {n}: not UTF-8"));
+            continue;
         };
         if line.trim().is_empty() {
             continue;
         }
         if line.starts_with("{\"keyframe\":") {
-            match serde_json::from_str::<KeyframeHead>(&line) {
+            match serde_json::from_str::<KeyframeHead>(line) {
                 Ok(h) => keyframes.push(Keyframe {
                     at: h.keyframe.at,
                     event_index: events.len(),
-                    raw: line,
+                    raw: line.to_owned(),
                 }),
-                Err(e) => damaged.push(format!("line {}: keyframe: {e}", i + 2)),
+                Err(e) => damaged.push(format!("line {n}: keyframe: {e}")),
             }
             continue;
         }
-        match serde_json::from_str::<SourceEvent>(&line) {
+        match serde_json::from_str::<SourceEvent>(line) {
             Ok(ev) => events.push(ev),
-            Err(e) => damaged.push(format!("line {}: {e}", i + 2)),
+            Err(e) => damaged.push(format!("line {n}: {e}")),
         }
     }
     Ok(Recording {
@@ -196,6 +280,13 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
 
 /// Opens a recording file (plain or zstd) and reads it.
 pub fn open(path: &std::path::Path) -> Result<Recording, ReadError> {
+    open_with(path, DEFAULT_MAX_LINE)
+}
+
+/// [`open`] with a line limit. A zstd file is decompressed as it is read (a small file
+/// that expands to gigabytes costs time, not memory); one cut short (a crash) keeps what
+/// came before the cut and says so.
+pub fn open_with(path: &std::path::Path, max_line: usize) -> Result<Recording, ReadError> {
     use std::io::Read;
     let name = path.display().to_string();
     let io = |source| ReadError::Io {
@@ -207,39 +298,20 @@ pub fn open(path: &std::path::Path) -> Result<Recording, ReadError> {
     let n = file.read(&mut magic).map_err(io)?;
     let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
     if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
-        // Decode what the stream holds; a file cut short (a crash) ends in an error after
-        // the last complete block: keep what came before and say so.
-        let mut decoder = zstd::stream::read::Decoder::new(head).map_err(io)?;
-        let mut text = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut cut = None;
-        loop {
-            match decoder.read(&mut buf) {
-                Ok(0) => break,
-                Ok(k) => text.extend_from_slice(&buf[..k]),
-                Err(e) => {
-                    cut = Some(e);
-                    break;
-                }
+        let decoder = zstd::stream::read::Decoder::new(head).map_err(io)?;
+        let mut rec = read_with(
+            &name,
+            std::io::BufReader::with_capacity(256 * 1024, decoder),
+            max_line,
+        )?;
+        for d in &mut rec.damaged {
+            if let Some(e) = d.strip_prefix(READ_ERROR) {
+                *d = format!("the compressed stream is cut short ({e}); read up to there");
             }
-        }
-        if text.is_empty()
-            && let Some(e) = cut
-        {
-            return Err(ReadError::Io {
-                path: name,
-                source: e,
-            });
-        }
-        let mut rec = read(&name, &text[..])?;
-        if let Some(e) = cut {
-            rec.damaged.push(format!(
-                "the compressed stream is cut short ({e}); read up to there"
-            ));
         }
         Ok(rec)
     } else {
-        read(&name, std::io::BufReader::new(head))
+        read_with(&name, std::io::BufReader::new(head), max_line)
     }
 }
 
@@ -247,8 +319,20 @@ pub fn open(path: &std::path::Path) -> Result<Recording, ReadError> {
 pub type FileOut = Box<dyn Write + Send>;
 
 /// Creates a recording file (zstd when the name ends in `.zst`) and writes its header.
-pub fn create(path: &std::path::Path, header: &Header) -> std::io::Result<Writer<FileOut>> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+/// An existing file is an `AlreadyExists` error unless `overwrite`.
+pub fn create(
+    path: &std::path::Path,
+    header: &Header,
+    overwrite: bool,
+) -> std::io::Result<Writer<FileOut>> {
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if overwrite {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    let file = std::io::BufWriter::new(open.open(path)?);
     let out: FileOut = if path.extension().is_some_and(|e| e == "zst") {
         Box::new(zstd::stream::write::Encoder::new(file, 9)?.auto_finish())
     } else {
@@ -339,7 +423,7 @@ mod tests {
         for name in ["r.ndjson", "r.ndjson.zst"] {
             let path = dir.join(name);
             {
-                let mut w = create(&path, &header()).unwrap();
+                let mut w = create(&path, &header(), true).unwrap();
                 for i in 0..100 {
                     w.write(&SourceEvent::Tick {
                         at: chrono::DateTime::UNIX_EPOCH,
@@ -408,6 +492,45 @@ mod tests {
         }
         // The keyframe really is used: a damaged keyframe falls back to the start.
         assert!(rec.keyframes[0].store().is_some());
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_without_being_held() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, &header()).unwrap();
+        let tick = SourceEvent::Tick {
+            at: chrono::DateTime::UNIX_EPOCH,
+        };
+        w.write(&tick).unwrap();
+        buf.extend(std::iter::repeat_n(b'x', 10_000));
+        buf.extend_from_slice(b"\r\n");
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        w.write(&tick).unwrap();
+        let last = serde_json::to_vec(&tick).unwrap();
+        buf.extend_from_slice(&last);
+        let r = read_with("r", &buf[..], 1000).unwrap();
+        assert_eq!(r.events.len(), 2);
+        assert_eq!(
+            r.damaged,
+            ["line 3: 10001 bytes, over the line limit of 1000 bytes (--max-line); skipped"]
+        );
+    }
+
+    #[test]
+    fn a_zstd_bomb_is_refused_from_its_first_bytes() {
+        use std::io::Read;
+        let dir = std::env::temp_dir().join(format!("st-bomb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bomb.zst");
+        {
+            let f = std::fs::File::create(&path).unwrap();
+            let mut enc = zstd::stream::write::Encoder::new(f, 3).unwrap();
+            std::io::copy(&mut std::io::repeat(0).take(64 << 20), &mut enc).unwrap();
+            enc.finish().unwrap();
+        }
+        // 64 MiB of zeros: no newline, so the "header" is over its 64 KiB at once.
+        assert!(matches!(open(&path), Err(ReadError::Foreign { .. })));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -18,8 +18,13 @@ use kube::{
 };
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use super::{DriverView, Health, SourceEvent, SourceKind, parse_properties};
-use crate::model::{ExecutorPod, PodEvent, Role};
+use super::{
+    DriverView, Health, SourceEvent, SourceKind, bounds::BoundsLayer, errors, parse_properties,
+};
+use crate::{
+    model::{ExecutorPod, PodEvent, Role},
+    redact,
+};
 
 /// Where to look.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +57,22 @@ pub struct LiveOptions {
     /// How often to read each driver's executor list (its REST API through the API
     /// server's service proxy); `None` = never (`--no-driver-api`).
     pub driver_poll: Option<Duration>,
+    /// How long one request (and the exec credential plugin) may take; zero = the default.
+    pub request_timeout: Duration,
+}
+
+/// `--request-timeout`'s default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl LiveOptions {
+    /// The request timeout in force.
+    pub fn timeout(&self) -> Duration {
+        if self.request_timeout.is_zero() {
+            DEFAULT_REQUEST_TIMEOUT
+        } else {
+            self.request_timeout
+        }
+    }
 }
 
 /// Which app is in view, for the driver poll: every driver is read at the first poll (so
@@ -109,6 +130,10 @@ pub struct Connection {
     /// Driver pods only (the driver REST view), narrowed by `-l` like `selector`.
     pub driver_selector: String,
     pub focus: DriverFocus,
+    /// Every request's bound (`--request-timeout`).
+    pub timeout: Duration,
+    /// How often the pod poll LISTs (the watchdog calls a source stale after two).
+    pub poll_interval: Duration,
 }
 
 impl std::fmt::Debug for Connection {
@@ -177,7 +202,10 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts).await,
         _ => Config::from_kubeconfig(&kube_opts).await,
     }
-    .map_err(|e| ConnectError::Config(e.to_string()))?;
+    .map_err(|e| ConnectError::Config(redact::one_line(&redact::credentials(&e.to_string()))))?;
+    let timeout = opts.timeout();
+    let mut config = config;
+    config.connect_timeout = Some(timeout);
     let server = config.cluster_url.to_string();
     let authority = config
         .cluster_url
@@ -185,7 +213,16 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         .map(ToString::to_string)
         .unwrap_or_default();
     let default_ns = config.default_namespace.clone();
-    let client = Client::try_from(config).map_err(|e| ConnectError::Config(e.to_string()))?;
+    let client = build_client(config, timeout).await.map_err(|reason| match reason {
+        BuildError::Config(reason) => ConnectError::Config(reason),
+        BuildError::Timeout => ConnectError::Unreachable {
+            server: server.clone(),
+            reason: format!(
+                "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
+                humantime::format_duration(timeout)
+            ),
+        },
+    })?;
     let scope = if opts.all_namespaces {
         Scope::All
     } else {
@@ -209,18 +246,21 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     match first {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 403 => {
-            return Err(ConnectError::Forbidden(s.message.clone()));
+            return Err(ConnectError::Forbidden(crate::redact::one_line(&s.message)));
         }
         Err(kube::Error::Api(s)) if s.code == 400 => {
             return Err(ConnectError::Config(format!(
                 "the API server rejected the selector {sel:?}: {}",
-                s.message
+                crate::redact::one_line(&s.message)
             )));
         }
         Err(e) => {
             return Err(ConnectError::Unreachable {
                 server,
-                reason: one_line(&e.to_string()),
+                reason: format!(
+                    "{} (waiting for the first LIST of pods)",
+                    errors::describe(&e)
+                ),
             });
         }
     }
@@ -234,11 +274,46 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         driver_poll: opts.driver_poll,
         driver_selector: narrowed("spark-role=driver", opts.selector.as_deref()),
         focus: DriverFocus::default(),
+        timeout,
+        poll_interval: opts.poll_interval,
     })
 }
 
 fn one_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().to_owned()
+    redact::one_line(&redact::credentials(s))
+}
+
+enum BuildError {
+    Config(String),
+    Timeout,
+}
+
+/// The client, with every request bounded ([`BoundsLayer`]). Building it may run the
+/// kubeconfig's exec credential plugin, synchronously inside kube: it runs on a thread of
+/// its own so a plugin that hangs costs a timeout, not the process.
+async fn build_client(config: Config, timeout: Duration) -> Result<Client, BuildError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let built = kube::client::ClientBuilder::try_from(config)
+            .map(|b| b.with_layer(&BoundsLayer::new(timeout)).build());
+        let _ = tx.send(built);
+    });
+    match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(Ok(client))) => Ok(client),
+        Ok(Ok(Err(e))) => Err(BuildError::Config(errors::describe(&e))),
+        Ok(Err(_)) => Err(BuildError::Config("building the client failed".to_owned())),
+        Err(_) => Err(BuildError::Timeout),
+    }
+}
+
+/// A watcher's error in one line.
+fn describe_watch(e: &watcher::Error) -> String {
+    match e {
+        watcher::Error::InitialListFailed(k)
+        | watcher::Error::WatchStartFailed(k)
+        | watcher::Error::WatchFailed(k) => errors::describe(k),
+        other => one_line(&other.to_string()),
+    }
 }
 
 fn pods_api(client: &Client, scope: &Scope) -> Api<Pod> {
@@ -452,7 +527,7 @@ async fn read_driver(
             404 => format!("not found: {}", one_line(&s.message)),
             c => format!("HTTP {c}: {}", one_line(&s.message)),
         }),
-        Ok(Err(e)) => unavailable(one_line(&e.to_string())),
+        Ok(Err(e)) => unavailable(errors::describe(&e)),
     }
 }
 
@@ -474,7 +549,13 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
         },
     )
     .await;
+    // Health follows the last success: after an error, the first event through says the
+    // watch works again (a resumed watch sends no InitDone).
+    let mut failing = false;
     while let Some(item) = stream.next().await {
+        if !recovered(&mut failing, item.is_ok(), SourceKind::PodWatch, &tx).await {
+            return;
+        }
         let ev = match item {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
                 let pod = ExecutorPod::from_pod(&p);
@@ -503,7 +584,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 };
                 SourceEvent::SourceHealth {
                     source: SourceKind::PodWatch,
-                    health: health_of(&e.to_string(), forbidden),
+                    health: health_of(&describe_watch(&e), forbidden),
                     at: now(),
                 }
             }
@@ -512,6 +593,30 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
             return;
         }
     }
+}
+
+/// Tracks a watch's failing state; on the first success after a failure, says the source
+/// is connected again. False when the receiver is gone.
+async fn recovered(
+    failing: &mut bool,
+    ok: bool,
+    source: SourceKind,
+    tx: &mpsc::Sender<SourceEvent>,
+) -> bool {
+    let was = std::mem::replace(failing, !ok);
+    if was && ok {
+        let health = Health::Connected;
+        return send(
+            tx,
+            SourceEvent::SourceHealth {
+                source,
+                health,
+                at: now(),
+            },
+        )
+        .await;
+    }
+    true
 }
 
 /// Reads a driver's `spark.properties` once per (namespace, ConfigMap).
@@ -555,17 +660,20 @@ fn maybe_read_config(
                     .and_then(|d| d.get("spark.properties"))
                     .cloned()
                     .unwrap_or_default();
+                // Secrets never enter the process's state (recordings are shared).
+                let mut properties = parse_properties(&text);
+                redact::properties(&mut properties);
                 SourceEvent::DriverConfig {
                     namespace,
                     app_id,
-                    properties: parse_properties(&text),
+                    properties,
                     at: now(),
                 }
             }
             Err(e) => SourceEvent::SourceHealth {
                 source: SourceKind::DriverConfig,
                 health: health_of(
-                    &format!("configmap {cm}: {e}"),
+                    &format!("configmap {cm}: {}", errors::describe(&e)),
                     forbidden_permission(&e, "get", "configmaps", &scope),
                 ),
                 at: now(),
@@ -590,7 +698,7 @@ async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEven
             Err(e) => SourceEvent::SourceHealth {
                 source: SourceKind::PodPoll,
                 health: health_of(
-                    &e.to_string(),
+                    &errors::describe(&e),
                     forbidden_permission(&e, "list", "pods", &conn.scope),
                 ),
                 at: now(),
@@ -650,7 +758,11 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     };
     let cfg = watcher::Config::default().fields("involvedObject.kind=Pod");
     let mut stream = watcher(api, cfg).default_backoff().boxed();
+    let mut failing = false;
     while let Some(item) = stream.next().await {
+        if !recovered(&mut failing, item.is_ok(), SourceKind::EventWatch, &tx).await {
+            return;
+        }
         let ev = match item {
             Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => SourceEvent::EventSeen {
                 event: Box::new(PodEvent::from_core(&e)),
@@ -671,7 +783,7 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 };
                 SourceEvent::SourceHealth {
                     source: SourceKind::EventWatch,
-                    health: health_of(&e.to_string(), forbidden),
+                    health: health_of(&describe_watch(&e), forbidden),
                     at: now(),
                 }
             }

@@ -2,6 +2,8 @@
 //! configuration reader (and later replay files) all yield [`SourceEvent`]s, each stamped
 //! with its time; the store cannot tell where one came from.
 
+pub mod bounds;
+pub mod errors;
 pub mod live;
 
 use std::collections::BTreeMap;

@@ -33,11 +33,24 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         mode,
         Span::raw(format!(" ctx {} │ {} │ ", app.ctx.context, app.ctx.scope)),
     ];
-    let list_age = match (snap.full_snapshot_at, snap.now) {
-        (Some(l), Some(now)) => format!("last LIST {}s ago", (now - l).num_seconds().max(0)),
-        _ => "waiting for the first LIST".to_owned(),
-    };
-    spans.push(Span::raw(list_age));
+    match (snap.full_snapshot_at, snap.now) {
+        (Some(l), Some(now)) => {
+            let age = (now - l).num_seconds().max(0);
+            // The watchdog: no LIST succeeded within two poll intervals.
+            let stale = app
+                .poll_interval
+                .is_some_and(|p| u64::try_from(age).unwrap_or(0) > 2 * p.as_secs().max(1));
+            if stale {
+                spans.push(Span::styled(
+                    format!("STALE: no LIST for {age}s"),
+                    Style::default().fg(Color::Black).bg(Color::Red),
+                ));
+            } else {
+                spans.push(Span::raw(format!("last LIST {age}s ago")));
+            }
+        }
+        _ => spans.push(Span::raw("waiting for the first LIST")),
+    }
     let bad: Vec<String> = snap
         .health
         .iter()

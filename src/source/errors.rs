@@ -1,0 +1,138 @@
+//! kube's errors as one human line: no Rust debug dumps, no `Output {…}` of an exec plugin
+//! (whose stdout may hold a token), no credentials, no control characters.
+
+use kube::client::AuthError;
+
+use super::bounds;
+use crate::redact;
+
+/// One line saying what went wrong with a request.
+pub fn describe(e: &kube::Error) -> String {
+    let text = match e {
+        kube::Error::Api(s) => api_status(s.code, &s.reason, &s.message),
+        kube::Error::Auth(a) => auth(a),
+        other => match bounds::cut_of(other) {
+            Some(cut) => cut.to_string(),
+            None => chain(other),
+        },
+    };
+    redact::one_line(&redact::credentials(&text))
+}
+
+/// `HTTP 500 InternalError: etcdserver: request timed out`.
+fn api_status(code: u16, reason: &str, message: &str) -> String {
+    let reason = if reason.is_empty() {
+        http::StatusCode::from_u16(code)
+            .ok()
+            .and_then(|c| c.canonical_reason())
+            .unwrap_or("")
+    } else {
+        reason
+    };
+    let mut out = format!("HTTP {code}");
+    if !reason.is_empty() {
+        out.push(' ');
+        out.push_str(reason);
+    }
+    if !message.is_empty() {
+        out.push_str(": ");
+        out.push_str(message);
+    }
+    out
+}
+
+/// An exec credential plugin's failure says its exit status and its stderr, never its
+/// stdout (which may hold the credential it printed before failing).
+fn auth(a: &AuthError) -> String {
+    match a {
+        AuthError::AuthExecRun { out, .. } => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let first = stderr.lines().map(str::trim).find(|l| !l.is_empty());
+            format!(
+                "the kubeconfig's exec credential plugin failed ({}){}",
+                out.status,
+                first.map(|l| format!(": {l}")).unwrap_or_default()
+            )
+        }
+        AuthError::AuthExecStart(io) => {
+            format!("cannot run the kubeconfig's exec credential plugin: {io}")
+        }
+        AuthError::AuthExecParse(_) => {
+            "the kubeconfig's exec credential plugin printed something that is not an ExecCredential"
+                .to_owned()
+        }
+        other => chain(other),
+    }
+}
+
+/// The error and its causes, each said once, without kube's type-name prefixes.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = String::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string();
+        let text = ["ServiceError: ", "HyperError: ", "ApiError: "]
+            .iter()
+            .fold(text.as_str(), |t, p| t.strip_prefix(p).unwrap_or(t))
+            .to_owned();
+        if !text.is_empty() && !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+        cur = err.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_api_status_is_one_line_without_a_debug_dump() {
+        let e = kube::Error::Api(Box::new(kube::core::Status {
+            code: 500,
+            reason: "InternalError".into(),
+            message: "etcdserver: request timed out\nretry".into(),
+            ..Default::default()
+        }));
+        assert_eq!(
+            describe(&e),
+            "HTTP 500 InternalError: etcdserver: request timed out / retry"
+        );
+        let bare = kube::Error::Api(Box::new(kube::core::Status {
+            code: 503,
+            ..Default::default()
+        }));
+        assert_eq!(describe(&bare), "HTTP 503 Service Unavailable");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_exec_plugin_failure_never_shows_its_stdout() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = std::process::Output {
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stdout: br#"{"kind":"ExecCredential","status":{"token":"tok-SECRET"}}"#.to_vec(),
+            stderr: b"\nlogin expired; run `login`\nmore\n".to_vec(),
+        };
+        let e = kube::Error::Auth(AuthError::AuthExecRun {
+            cmd: "\"/bin/plugin\" \"--token\" \"tok-SECRET\"".into(),
+            out: Box::new(out),
+        });
+        let line = describe(&e);
+        assert!(!line.contains("SECRET"), "{line}");
+        assert_eq!(
+            line,
+            "the kubeconfig's exec credential plugin failed (exit status: 1): login expired; run `login`"
+        );
+    }
+
+    #[test]
+    fn a_cut_request_says_which_bound() {
+        let e = kube::Error::Service(Box::new(bounds::Cut::TooLarge(64 << 20)));
+        assert_eq!(describe(&e), "response larger than 64 MiB");
+    }
+}
