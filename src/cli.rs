@@ -157,6 +157,9 @@ pub struct KillArgs {
     /// Do not ask (required when not on a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Also delete matching pods that the app's driver does not own (labels alone match).
+    #[arg(long)]
+    pub force_unowned: bool,
 }
 
 fn parse_state(s: &str) -> Result<crate::model::ExecutorState, String> {
@@ -491,7 +494,10 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("{program}: {f}");
+            eprintln!(
+                "{program}: {}",
+                crate::redact::one_line(&crate::redact::credentials(&f.to_string()))
+            );
             ExitCode::from(f.exit_code())
         }
     }
@@ -574,6 +580,8 @@ fn run_explain(args: ExplainArgs) -> Result<ExitCode, Failure> {
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
 fn write_stdout(text: &str) -> Result<(), Failure> {
+    // Cluster data (names, messages) may hold escape sequences: never pass them through.
+    let text = crate::redact::escape_controls(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -1130,11 +1138,35 @@ fn run_kill(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
             state: args.state,
             older_than: args.older_than,
         };
-        let targets = actions::select(&pods, &sel, chrono::Utc::now());
+        let chosen = actions::select(&pods, &sel, chrono::Utc::now());
         let mut out = String::new();
-        if targets.is_empty() {
+        if chosen.is_empty() {
             write_stdout("no executor matches\n")?;
             return Ok(ExitCode::SUCCESS);
+        }
+        let (mut targets, unowned) = actions::by_owner(chosen, &pods);
+        for (p, why) in &unowned {
+            let id = p.executor_id().unwrap_or_default();
+            if args.force_unowned {
+                out.push_str(&format!(
+                    "--force-unowned: including {}/{} (executor {id}), not owned by the app's driver: {why}\n",
+                    p.namespace, p.name
+                ));
+            } else {
+                out.push_str(&format!(
+                    "skip {}/{} (executor {id}): not owned by the app's driver: {why} (--force-unowned to include)\n",
+                    p.namespace, p.name
+                ));
+            }
+        }
+        if args.force_unowned {
+            targets.extend(unowned.iter().map(|(p, _)| p.clone()));
+        }
+        if targets.is_empty() {
+            write_stdout(&out)?;
+            return Err(Failure::Runtime(
+                "nothing deleted: no matching pod is owned by the app's driver".into(),
+            ));
         }
         let verb = if args.dry_run {
             "would delete"

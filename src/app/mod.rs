@@ -737,10 +737,28 @@ fn kill_prompt(app: &mut App) {
     } else {
         marked
     };
+    let drivers: Vec<crate::actions::DriverId> = a
+        .driver
+        .iter()
+        .filter(|d| d.phase.as_deref() != Some("Deleted"))
+        .map(|d| crate::actions::DriverId {
+            namespace: a.namespace.clone(),
+            name: d.pod.clone(),
+            uid: d.uid.clone(),
+        })
+        .collect();
+    let mut skipped = Vec::new();
     let targets: Vec<Target> = ids
         .into_iter()
         .filter_map(|id| a.executors.get(&id))
         .filter(|e| e.gone.is_none())
+        .filter(|e| match crate::actions::not_owned(&e.pod, &drivers) {
+            None => true,
+            Some(why) => {
+                skipped.push(format!("executor {} ({why})", e.id));
+                false
+            }
+        })
         .map(|e| Target {
             namespace: a.namespace.clone(),
             app_id: a.app_id.clone(),
@@ -748,6 +766,15 @@ fn kill_prompt(app: &mut App) {
             executor: e.id,
         })
         .collect();
+    if !skipped.is_empty() {
+        app.notice = Some(format!(
+            "not killing what the app's driver does not own: {} (the CLI's kill --force-unowned can)",
+            skipped.join("; ")
+        ));
+        if targets.is_empty() {
+            return;
+        }
+    }
     if targets.is_empty() {
         app.notice = Some("nothing to kill: the executor's pod is gone".to_owned());
         return;

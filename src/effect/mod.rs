@@ -148,18 +148,13 @@ impl WriteError {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),
                 pod: pod.to_owned(),
-                message: s.message.clone(),
+                message: crate::redact::one_line(&s.message),
             },
             other => Self::Api {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),
                 pod: pod.to_owned(),
-                message: other
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned(),
+                message: crate::source::errors::describe(&other),
             },
         }
     }
@@ -321,13 +316,8 @@ pub async fn fetch_log(
         ..LogParams::default()
     };
     api.logs(pod, &lp).await.map_err(|e| match e {
-        kube::Error::Api(s) => s.message.clone(),
-        other => other
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
+        kube::Error::Api(s) => crate::redact::one_line(&s.message),
+        other => crate::source::errors::describe(&other),
     })
 }
 

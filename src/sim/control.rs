@@ -1625,6 +1625,11 @@ impl Control {
             d.spec.image,
             d.spec.delete_on_termination
         );
+        let props = d
+            .spec
+            .conf
+            .iter()
+            .fold(props, |acc, (k, v)| format!("{acc}{k}={v}\n"));
         let _ = self.store.create(
             Resource::ConfigMaps,
             &ns,

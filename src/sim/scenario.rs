@@ -122,6 +122,9 @@ pub struct AppSpec {
     /// `spark.kubernetes.allocation.batch.size`: executors requested per round (1 per tick).
     #[serde(default = "default_batch", rename = "allocationBatch")]
     pub allocation_batch: u32,
+    /// More Spark properties for the driver's `spark.properties` (ConfigMap).
+    #[serde(default)]
+    pub conf: std::collections::BTreeMap<String, String>,
 }
 
 fn default_batch() -> u32 {
@@ -326,6 +329,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             max_failures: Some(u32::MAX),
             start: None,
             allocation_batch: executors.max(1),
+            conf: std::collections::BTreeMap::new(),
             fates: after
                 .clone()
                 .map(|a| {

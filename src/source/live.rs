@@ -294,12 +294,11 @@ enum BuildError {
 async fn build_client(config: Config, timeout: Duration) -> Result<Client, BuildError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        let built = kube::client::ClientBuilder::try_from(config)
-            .map(|b| b.with_layer(&BoundsLayer::new(timeout)).build());
-        let _ = tx.send(built);
+        let _ = tx.send(kube::client::ClientBuilder::try_from(config));
     });
     match tokio::time::timeout(timeout, rx).await {
-        Ok(Ok(Ok(client))) => Ok(client),
+        // Building the client itself needs the runtime (it spawns its request buffer).
+        Ok(Ok(Ok(builder))) => Ok(builder.with_layer(&BoundsLayer::new(timeout)).build()),
         Ok(Ok(Err(e))) => Err(BuildError::Config(errors::describe(&e))),
         Ok(Err(_)) => Err(BuildError::Config("building the client failed".to_owned())),
         Err(_) => Err(BuildError::Timeout),

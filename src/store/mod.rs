@@ -318,6 +318,9 @@ pub struct DriverInfo {
     /// The ConfigMap holding the driver's `spark.properties`, when it has one.
     #[serde(default)]
     pub conf_config_map: Option<String>,
+    /// The driver pod's uid: executors Spark created name it as their owner.
+    #[serde(default)]
+    pub uid: Option<String>,
 }
 
 /// How reading the driver's executor list goes, per app.
@@ -625,6 +628,7 @@ impl Store {
                     node: pod.node_name.clone(),
                     hold_until: pod.hold_expires(),
                     conf_config_map: pod.conf_config_map.clone(),
+                    uid: pod.uid.clone(),
                 });
                 return;
             }

@@ -356,3 +356,92 @@ fn kubectl_plugin_binary_names_itself_as_the_plugin() {
         .expect("run plugin");
     assert_eq!(json_of(&out)["pods"][0]["exit_code"], 137);
 }
+
+/// `kubectl get pods -o yaml` of 20,000 executor pods (a List, ~90 MB) is read whole; the
+/// same shape as multi-document YAML too; the billion-laughs file is still refused.
+#[test]
+fn yaml_at_kubectl_scale_is_read_and_an_alias_bomb_is_not() {
+    let pod = std::fs::read_to_string(fixture("jvm-oom-exit52.yaml")).unwrap();
+    let item: String = pod
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("- {l}\n")
+            } else {
+                format!("  {l}\n")
+            }
+        })
+        .collect();
+    let n = 20_000;
+    let mut list = String::from("apiVersion: v1\nitems:\n");
+    for i in 0..n {
+        // Distinct names, as kubectl's output has.
+        list.push_str(&item.replacen("name: ", &format!("name: p{i}-"), 1));
+    }
+    list.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+    let out = triage_stdin(
+        &["explain", "-", "--now", NOW, "-o", "json"],
+        list.as_bytes(),
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["pods"].as_array().map(Vec::len), Some(n));
+
+    let docs: String = (0..2_000)
+        .map(|i| {
+            format!(
+                "---\n{}",
+                pod.replacen("name: ", &format!("name: d{i}-"), 1)
+            )
+        })
+        .collect();
+    let out = triage_stdin(
+        &["explain", "-", "--now", NOW, "-o", "json"],
+        docs.as_bytes(),
+    );
+    assert_eq!(json_of(&out)["pods"].as_array().map(Vec::len), Some(2_000));
+
+    let mut bomb = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+    {
+        bomb.push_str(&format!("{name}: &{name} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
+    }
+    bomb.push_str("i: [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n");
+    let (code, err) = failure(&triage_stdin(&["explain", "-"], bomb.as_bytes()));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not valid YAML"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// A termination message with escape sequences (a title change, a screen clear) reaches
+/// the terminal as visible text, never as control characters.
+#[test]
+fn control_characters_from_the_cluster_are_escaped_in_text_output() {
+    let pod = std::fs::read_to_string(fixture("oomkilled-executor.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&pod).unwrap();
+    let hostile = "boom\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m";
+    for cs in v["status"]["containerStatuses"].as_array_mut().unwrap() {
+        cs["state"]["terminated"]["message"] = Value::String(hostile.into());
+        cs["lastState"] = serde_json::json!({});
+    }
+    v["metadata"]["name"] = Value::String("exec-\u{1b}[31mred".into());
+    let out = triage_stdin(
+        &["explain", "-", "--now", NOW],
+        serde_json::to_string(&v).unwrap().as_bytes(),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.contains(|c: char| c.is_control() && c != '\n' && c != '\t'),
+        "{text:?}"
+    );
+    assert!(text.contains("exec-\\u{1b}[31mred"), "{text}");
+}

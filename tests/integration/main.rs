@@ -9,6 +9,7 @@ mod common;
 mod driver_view;
 mod explain;
 mod fuzz;
+mod hostile;
 mod kubectl;
 mod process_kubelet;
 mod recordings;

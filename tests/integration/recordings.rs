@@ -167,3 +167,93 @@ async fn foreign_newer_and_torn_recordings_get_clear_messages() {
     assert!(serde_json::from_str::<Value>(&out).is_ok());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A driver configuration full of secrets: the recording, `status -o json` and `report`
+/// never hold them; the driver's other settings are kept as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_in_a_drivers_config_never_reach_a_recording_or_an_output() {
+    let secrets = [
+        ("spark.authenticate.secret", "S3CRET-auth-7f2a"),
+        ("spark.hadoop.fs.s3a.secret.key", "S3CRET-s3a-91bc"),
+        ("spark.hadoop.fs.s3a.access.key", "AKIA-S3CRET-0042"),
+        (
+            "spark.kubernetes.driverEnv.DB_PASSWORD",
+            "S3CRET-db-hunter2",
+        ),
+        ("spark.executorEnv.API_TOKEN", "S3CRET-token-55e1"),
+        (
+            "spark.redaction.regex",
+            "(?i)secret|password|token|access[.]?key|jdbc",
+        ),
+        (
+            "spark.sql.catalog.url",
+            "jdbc:postgresql://db/x?user=a&S3CRET-jdbc-pw",
+        ),
+    ];
+    let sim = super::common::start_sim_with("mixed", 4.0, &[], |o| {
+        for app in &mut o.scenario.apps {
+            app.conf = secrets
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+        }
+    })
+    .await;
+    let kc = sim.kubeconfig.display().to_string();
+    let dir = std::env::temp_dir().join(format!("st-redact-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("r.ndjson");
+    let plain_s = plain.display().to_string();
+    let (rc, _, rerr) = triage(&[
+        "record",
+        &plain_s,
+        "--kubeconfig",
+        &kc,
+        "-A",
+        "--duration",
+        "6s",
+        "--poll-interval",
+        "2s",
+    ])
+    .await;
+    assert_eq!(rc, 0, "{rerr}");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    assert!(
+        text.contains("driver-config") && text.contains("*********(redacted)"),
+        "the recording holds the (redacted) driver configs"
+    );
+    assert!(
+        text.contains(r#""spark.kubernetes.executor.deleteOnTermination":"true""#),
+        "settings that are not secret are kept"
+    );
+    // Recording over an existing file needs --force.
+    let (again, _, aerr) = triage(&[
+        "record",
+        &plain_s,
+        "--kubeconfig",
+        &kc,
+        "-A",
+        "--duration",
+        "1s",
+    ])
+    .await;
+    assert_eq!(again, 1, "{aerr}");
+    assert!(aerr.contains("exists; not overwriting it"), "{aerr}");
+    let (st, status, serr) = triage(&["status", "--kubeconfig", &kc, "-A", "-o", "json"]).await;
+    assert_eq!(st, 0, "{serr}");
+    let (mc, report, merr) = triage(&["report", &plain_s]).await;
+    assert_eq!(mc, 0, "{merr}");
+    let (jc, report_json, jerr) = triage(&["report", &plain_s, "-o", "json"]).await;
+    assert_eq!(jc, 0, "{jerr}");
+    for (what, out) in [
+        ("recording", &text),
+        ("status", &status),
+        ("status stderr", &serr),
+        ("report", &report),
+        ("report json", &report_json),
+        ("record stderr", &rerr),
+    ] {
+        assert!(!out.contains("S3CRET"), "a secret in the {what}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

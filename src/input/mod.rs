@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::model::{ExecutorPod, PodEvent};
 
+mod stream;
+
 /// Why an input could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -76,43 +78,61 @@ pub fn origin_name(path: &str) -> String {
 }
 
 /// Parses bytes into JSON values: one per document.
-pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputError> {
+/// The input as text (without a BOM); an error when it is not text or empty.
+fn text_of<'a>(bytes: &'a [u8], origin: &str) -> Result<&'a str, InputError> {
     let text = std::str::from_utf8(bytes).map_err(|e| InputError::NotText {
         origin: origin.to_owned(),
         at: e.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
+    if text.trim_start().is_empty() {
         return Err(InputError::Empty {
             origin: origin.to_owned(),
         });
     }
-    let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    Ok(text)
+}
+
+/// The text when the input is JSON (or a JSON stream), `None` when it is YAML.
+fn json_text<'a>(bytes: &'a [u8], origin: &str) -> Result<Option<&'a str>, InputError> {
+    let text = text_of(bytes, origin)?;
+    let trimmed = text.trim_start();
+    Ok((trimmed.starts_with('{') || trimmed.starts_with('[')).then_some(text))
+}
+
+fn json_error(origin: &str, e: &serde_json::Error) -> InputError {
+    InputError::Json {
+        origin: origin.to_owned(),
+        message: json_message(e),
+        line: e.line(),
+        column: e.column(),
+    }
+}
+
+pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputError> {
+    let text = text_of(bytes, origin)?;
+    let docs: Vec<Value> = if json_text(bytes, origin)?.is_some() {
         serde_json::Deserializer::from_str(text)
             .into_iter::<Value>()
             .collect::<Result<_, _>>()
-            .map_err(|e| InputError::Json {
-                origin: origin.to_owned(),
-                message: json_message(&e),
-                line: e.line(),
-                column: e.column(),
-            })?
+            .map_err(|e| json_error(origin, &e))?
     } else {
-        serde_saphyr::from_multiple::<Value>(text).map_err(|e| {
-            let message = one_line(&yaml_message(&e));
-            // The parser's own text often names the place already; say it once.
-            let at = e
-                .location()
-                .filter(|_| !message.contains(" at line "))
-                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
-                .unwrap_or_default();
-            InputError::Yaml {
-                origin: origin.to_owned(),
-                message,
-                at,
-            }
-        })?
+        serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options(text.len())).map_err(
+            |e| {
+                let message = one_line(&yaml_message(&e));
+                // The parser's own text often names the place already; say it once.
+                let at = e
+                    .location()
+                    .filter(|_| !message.contains(" at line "))
+                    .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
+                    .unwrap_or_default();
+                InputError::Yaml {
+                    origin: origin.to_owned(),
+                    message,
+                    at,
+                }
+            },
+        )?
     };
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     if docs.is_empty() {
@@ -121,6 +141,22 @@ pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputEr
         });
     }
     Ok(docs)
+}
+
+/// The parser's budget, scaled to the input: `kubectl get pods -o yaml` of 20,000 pods
+/// (≈ 250 nodes and 8 KB per pod) must pass, so counts that cannot exceed the input's size
+/// (every node, event and document takes at least a byte or two of text) are bounded by it
+/// instead of by fixed numbers. Alias expansion, the one way YAML makes more than it
+/// reads (billion laughs), keeps the parser's own limits.
+fn yaml_options(len: usize) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_events = budget.max_events.max(len);
+    budget.max_nodes = budget.max_nodes.max(len / 2);
+    budget.max_documents = budget.max_documents.max(len / 8);
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(len);
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }
 
 /// serde_json appends ` at line L column C`; we print those ourselves.
@@ -146,11 +182,10 @@ fn one_line(s: &str) -> String {
 /// Reads pods (and any events mixed in) from bytes. Fails only when nothing in the input is
 /// a pod, a list or an event.
 pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
-    let docs = parse_documents(bytes, origin)?;
     let mut out = Objects::default();
     let mut foreign = Vec::new();
     let mut saw_list = false;
-    for (i, doc) in docs.into_iter().enumerate() {
+    let mut take = |i: usize, doc: Value, deferred: Vec<(usize, Value)>, out: &mut Objects| {
         let label = format!("document {}", i + 1);
         match kind_of(&doc) {
             Kind::List {
@@ -158,11 +193,43 @@ pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
                 event_api,
             } => {
                 saw_list = true;
-                read_list(doc, pod_list, event_api, &label, &mut out);
+                read_list(doc, pod_list, event_api, &label, out);
+                for (n, item) in deferred {
+                    read_item(item, pod_list, event_api, &format!("{label} item {n}"), out);
+                }
             }
-            Kind::Pod => push_pod(doc, &label, &mut out),
-            Kind::Event(api) => push_event(doc, api, &label, &mut out),
+            Kind::Pod => push_pod(doc, &label, out),
+            Kind::Event(api) => push_event(doc, api, &label, out),
             Kind::Other(what) => foreign.push(format!("{label} is {what}")),
+        }
+    };
+    match json_text(bytes, origin)? {
+        // JSON: a List's items are read one at a time, never all held as values.
+        Some(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            for i in 0.. {
+                // Skip whitespace between documents; stop at the end.
+                if de.end().is_ok() {
+                    break;
+                }
+                let mut deferred = Vec::new();
+                let label = format!("document {}", i + 1);
+                let seed = stream::DocSeed {
+                    out: &mut out,
+                    deferred: &mut deferred,
+                    label: &label,
+                };
+                let doc = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+                    .map_err(|e| json_error(origin, &e))?;
+                if !doc.is_null() {
+                    take(i, doc, deferred, &mut out);
+                }
+            }
+        }
+        None => {
+            for (i, doc) in parse_documents(bytes, origin)?.into_iter().enumerate() {
+                take(i, doc, Vec::new(), &mut out);
+            }
         }
     }
     if out.pods.is_empty() && out.events.is_empty() && !saw_list && out.invalid.is_empty() {
@@ -275,22 +342,38 @@ fn read_list(
         }
     };
     for (i, item) in items.into_iter().enumerate() {
-        let item_label = format!("{label} item {}", i + 1);
-        if let Some(api) = event_api {
-            push_event(item, api, &item_label, out);
-            continue;
+        read_item(
+            item,
+            pod_list,
+            event_api,
+            &format!("{label} item {}", i + 1),
+            out,
+        );
+    }
+}
+
+/// One item of a list, read by its own kind (or the list's, for items without one).
+fn read_item(
+    item: Value,
+    pod_list: bool,
+    event_api: Option<EventApi>,
+    item_label: &str,
+    out: &mut Objects,
+) {
+    if let Some(api) = event_api {
+        push_event(item, api, item_label, out);
+        return;
+    }
+    match kind_of(&item) {
+        Kind::Pod => push_pod(item, item_label, out),
+        Kind::Event(api) => push_event(item, api, item_label, out),
+        Kind::Other(_) if pod_list && item.is_object() && item.get("kind").is_none() => {
+            push_pod(item, item_label, out);
         }
-        match kind_of(&item) {
-            Kind::Pod => push_pod(item, &item_label, out),
-            Kind::Event(api) => push_event(item, api, &item_label, out),
-            Kind::Other(_) if pod_list && item.is_object() && item.get("kind").is_none() => {
-                push_pod(item, &item_label, out);
-            }
-            Kind::List { .. } => out
-                .skipped
-                .push(format!("skipped {item_label}: a list inside a list")),
-            Kind::Other(what) => out.skipped.push(format!("skipped {item_label}: {what}")),
-        }
+        Kind::List { .. } => out
+            .skipped
+            .push(format!("skipped {item_label}: a list inside a list")),
+        Kind::Other(what) => out.skipped.push(format!("skipped {item_label}: {what}")),
     }
 }
 

@@ -1,0 +1,357 @@
+//! Hostile and broken API servers, as loopback servers that misbehave on purpose: silent
+//! (accepts, never answers), slow drip (one byte a second), an endless 200 PodList,
+//! garbage instead of HTTP, a 500 with a Status; and kubeconfigs whose exec credential
+//! plugin hangs, or prints a token and fails. Every command that talks to a cluster must
+//! end within its timeout plus 5 s with one clear line, in bounded memory, with no
+//! credential in anything it prints.
+
+use std::{
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+
+/// How a server misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    Silent,
+    Drip,
+    EndlessList,
+    Garbage,
+    Status500,
+}
+
+const TOKEN: &str = "tok-SECRET-4f1d9c";
+const EXEC_TOKEN: &str = "tok-EXEC-SECRET-77ab";
+/// The request timeout every run here uses.
+const TIMEOUT_S: u64 = 3;
+
+/// Starts a server on loopback; it runs until the test's runtime ends.
+async fn serve(b: Behaviour) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else { return };
+            tokio::spawn(conn(s, b));
+        }
+    });
+    port
+}
+
+/// Reads one request head (the requests here have no body).
+async fn head(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut byte).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&byte[..n]),
+        }
+        if buf.len() > 64 * 1024 {
+            return false;
+        }
+    }
+    true
+}
+
+async fn conn(mut s: TcpStream, b: Behaviour) {
+    loop {
+        if !head(&mut s).await {
+            return;
+        }
+        match b {
+            Behaviour::Silent => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Behaviour::Drip => {
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if s.write_all(b"1\r\n \r\n").await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Behaviour::EndlessList => {
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                let start = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":["#;
+                let mut chunk = Vec::new();
+                write!(chunk, "{:x}\r\n", start.len()).unwrap();
+                chunk.extend_from_slice(start);
+                chunk.extend_from_slice(b"\r\n");
+                if s.write_all(&chunk).await.is_err() {
+                    return;
+                }
+                let pod = br#"{"metadata":{"name":"p","namespace":"x","labels":{"spark-role":"executor"}}},"#;
+                let body: Vec<u8> = pod.iter().copied().cycle().take(pod.len() * 800).collect();
+                let mut frame = Vec::new();
+                write!(frame, "{:x}\r\n", body.len()).unwrap();
+                frame.extend_from_slice(&body);
+                frame.extend_from_slice(b"\r\n");
+                loop {
+                    if s.write_all(&frame).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Behaviour::Garbage => {
+                let _ = s
+                    .write_all(b"\x16\x03\x01 this is not HTTP at all\r\n\r\n")
+                    .await;
+                return;
+            }
+            Behaviour::Status500 => {
+                let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: request timed out","reason":"InternalError","code":500}"#;
+                let mut resp = Vec::new();
+                write!(
+                    resp,
+                    "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+                .unwrap();
+                resp.extend_from_slice(body);
+                if s.write_all(&resp).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How the kubeconfig authenticates.
+enum Auth {
+    Token,
+    /// An exec plugin running this shell script.
+    Exec(&'static str),
+}
+
+fn kubeconfig(dir: &Path, port: u16, auth: Auth) -> PathBuf {
+    let user = match auth {
+        Auth::Token => format!("    token: {TOKEN}\n"),
+        Auth::Exec(script) => {
+            let path = dir.join("plugin.sh");
+            std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+            format!(
+                "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: /bin/sh\n      args: [\"{}\"]\n      interactiveMode: Never\n",
+                path.display()
+            )
+        }
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: ctx\n  context:\n    cluster: c\n    user: u\n    namespace: spark-jobs\ncurrent-context: ctx\nusers:\n- name: u\n  user:\n{user}"
+    );
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "st-hostile-{tag}-{}-{:x}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    out: String,
+    err: String,
+    took: Duration,
+    /// Peak resident memory (VmHWM) as last sampled, KiB.
+    peak_kib: u64,
+}
+
+fn hwm(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Runs the binary with `args`, sampling its peak memory; kills it after `limit`.
+async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
+    let start = Instant::now();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["--request-timeout", &format!("{TIMEOUT_S}s")])
+        .env("SPARK_TRIAGE_ACTIONS_LOG", kc.with_file_name("actions.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = tokio::spawn(async move {
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let _ = tokio::join!(out.read_to_end(&mut o), err.read_to_end(&mut e));
+        (o, e)
+    });
+    let mut peak = 0;
+    let code = loop {
+        if let Some(k) = hwm(pid) {
+            peak = peak.max(k);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill().await;
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (o, e) = reader.await.unwrap();
+    Run {
+        code,
+        out: String::from_utf8_lossy(&o).into_owned(),
+        err: String::from_utf8_lossy(&e).into_owned(),
+        took: start.elapsed(),
+        peak_kib: peak,
+    }
+}
+
+/// The checks every hostile run must pass.
+fn assert_clear_failure(what: &str, r: &Run, budget: Duration, expect: &str) {
+    assert_eq!(r.code, Some(1), "{what}: exit code; {r:?}");
+    assert!(
+        r.took <= budget,
+        "{what}: took {:?} > {budget:?}; {r:?}",
+        r.took
+    );
+    assert!(
+        r.peak_kib < 300 * 1024,
+        "{what}: peak RSS {} KiB; {r:?}",
+        r.peak_kib
+    );
+    for secret in [TOKEN, EXEC_TOKEN] {
+        assert!(
+            !r.out.contains(secret) && !r.err.contains(secret),
+            "{what}: a token leaked; {r:?}"
+        );
+    }
+    let last = r.err.lines().last().unwrap_or_default();
+    eprintln!(
+        "{what}: {:.1?}, peak {} MiB: {last}",
+        r.took,
+        r.peak_kib / 1024
+    );
+    assert!(
+        last.contains(expect),
+        "{what}: expected {expect:?} in the last stderr line; {r:?}"
+    );
+    assert!(
+        !r.err.contains("Status {") && !r.err.contains("Output {") && !r.err.contains("ApiError"),
+        "{what}: a debug dump; {r:?}"
+    );
+}
+
+/// Every cluster command against `b`, each bounded by the timeout plus 5 s.
+async fn every_command_fails_clearly(b: Behaviour, expect: &str) {
+    let port = serve(b).await;
+    let dir = temp_dir(&format!("{b:?}"));
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    let rec = dir.join("r.ndjson");
+    let rec = rec.to_str().unwrap();
+    let cases: [(&str, Vec<&str>, u64); 5] = [
+        ("status", vec!["status"], 0),
+        ("status --for", vec!["status", "--for", "5s"], 5),
+        (
+            "record --duration",
+            vec!["record", rec, "--duration", "5s"],
+            5,
+        ),
+        ("kill", vec!["kill", "--app", "etl", "1", "--yes"], 0),
+        ("release", vec!["release", "--all"], 0),
+    ];
+    // Up to three tries of the first request (two for a 5xx) plus slack.
+    let retries = if b == Behaviour::Status500 { 2 } else { 0 };
+    for (what, args, extra) in cases {
+        let budget = Duration::from_secs(TIMEOUT_S + 5 + extra + retries);
+        let r = run(&args, &kc, budget + Duration::from_secs(20)).await;
+        assert_clear_failure(&format!("{b:?} {what}"), &r, budget, expect);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_silent_server_is_a_clear_error_within_the_timeout() {
+    every_command_fails_clearly(Behaviour::Silent, "no complete answer within 3s").await;
+}
+
+#[tokio::test]
+async fn a_server_that_drips_a_byte_a_second_is_a_clear_error_within_the_timeout() {
+    every_command_fails_clearly(Behaviour::Drip, "no complete answer within 3s").await;
+}
+
+#[tokio::test]
+async fn an_endless_list_is_cut_at_its_size_in_bounded_memory() {
+    every_command_fails_clearly(Behaviour::EndlessList, "response larger than 64 MiB").await;
+}
+
+#[tokio::test]
+async fn garbage_instead_of_http_is_a_clear_error() {
+    every_command_fails_clearly(Behaviour::Garbage, "cannot reach the API server").await;
+}
+
+#[tokio::test]
+async fn a_500_with_a_status_is_one_human_line() {
+    every_command_fails_clearly(
+        Behaviour::Status500,
+        "HTTP 500 InternalError: etcdserver: request timed out",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_hanging_exec_plugin_costs_a_timeout_not_the_process() {
+    let port = serve(Behaviour::Status500).await;
+    let dir = temp_dir("exec-hang");
+    let kc = kubeconfig(&dir, port, Auth::Exec("sleep 600"));
+    let r = run(&["status"], &kc, Duration::from_secs(30)).await;
+    assert_clear_failure(
+        "hanging exec plugin",
+        &r,
+        Duration::from_secs(TIMEOUT_S + 5),
+        "exec credential plugin did not finish within 3s",
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_exec_plugin_that_prints_a_token_then_fails_never_shows_the_token() {
+    let port = serve(Behaviour::Status500).await;
+    let dir = temp_dir("exec-fail");
+    let script = format!(
+        "echo '{{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{EXEC_TOKEN}\"}}}}'\necho 'login required: run sso-login' >&2\nexit 1"
+    );
+    let kc = kubeconfig(&dir, port, Auth::Exec(Box::leak(script.into_boxed_str())));
+    let r = run(&["status"], &kc, Duration::from_secs(30)).await;
+    assert_clear_failure(
+        "failing exec plugin",
+        &r,
+        Duration::from_secs(TIMEOUT_S + 5),
+        "exec credential plugin failed (exit status: 1): login required: run sso-login",
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
