@@ -478,11 +478,49 @@ pub struct Store {
     finished: Vec<Finished>,
     /// Which executors hold a captured log, oldest first.
     logs: VecDeque<(AppKey, i64)>,
+    /// Sources that failed after working, since when (for the outage's timeline lines).
+    #[serde(default)]
+    outages: BTreeMap<SourceKind, Time>,
 }
 
 impl Store {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An outage of a pod or event source leaves a line in every app's timeline when it
+    /// starts (a source that worked now fails) and when it ends (it works again): what
+    /// happened meanwhile was seen late, or (a vanished pod) only by the next LIST.
+    fn outage(&mut self, source: SourceKind, health: &Health, at: Time) {
+        if !matches!(
+            source,
+            SourceKind::PodWatch | SourceKind::PodPoll | SourceKind::EventWatch
+        ) {
+            return;
+        }
+        let was_ok = matches!(self.snap.health.get(&source), Some(Health::Connected));
+        let text = match health {
+            Health::Retrying { error } if was_ok => {
+                self.outages.insert(source, at);
+                format!("{} lost: {error}", source.as_str())
+            }
+            Health::Forbidden { permission } if was_ok => {
+                self.outages.insert(source, at);
+                format!("{} lost: forbidden ({permission})", source.as_str())
+            }
+            Health::Connected => match self.outages.remove(&source) {
+                Some(since) => format!(
+                    "{} back after {}s",
+                    source.as_str(),
+                    (at - since).num_seconds().max(0)
+                ),
+                None => return,
+            },
+            _ => return,
+        };
+        for app in self.snap.apps.values_mut() {
+            Arc::make_mut(app).log(at, None, text.clone());
+        }
     }
 
     /// A cheap copy for readers.
@@ -518,7 +556,8 @@ impl Store {
                 app.config = AppConfig::from_properties(&properties);
                 self.rediagnose_app(&(namespace, app_id), at);
             }
-            SourceEvent::SourceHealth { source, health, .. } => {
+            SourceEvent::SourceHealth { source, health, at } => {
+                self.outage(source, &health, at);
                 self.snap.health.insert(source, health);
             }
             SourceEvent::LogCaptured {

@@ -387,3 +387,40 @@ async fn a_kill_by_spark_triage_and_a_late_witness_are_kept_in_the_verdict() {
     );
     assert!(codes(two).contains(&"jvm-oom"), "{:?}", codes(two));
 }
+
+#[test]
+fn an_outage_leaves_its_start_and_end_in_every_timeline_and_a_list_settles_what_vanished() {
+    let health = |source, health, at| SourceEvent::SourceHealth {
+        source,
+        health,
+        at: t(at),
+    };
+    let mut s = Store::new();
+    s.apply(health(SourceKind::PodWatch, Health::Connected, 0));
+    s.apply(list(vec![exec(1, 10, running()), exec(2, 11, running())], 11, 1));
+    let error = || Health::Retrying {
+        error: "no complete answer within 30s".into(),
+    };
+    s.apply(health(SourceKind::PodWatch, error(), 5));
+    // Retrying again is the same outage: one line.
+    s.apply(health(SourceKind::PodWatch, error(), 7));
+    // Executor 2 vanishes during the outage; the next LIST says so.
+    s.apply(list(vec![exec(1, 10, running())], 20, 40));
+    s.apply(health(SourceKind::PodWatch, Health::Connected, 45));
+    let app = s.view().apps.values().next().unwrap();
+    let lines: Vec<&str> = app
+        .timeline
+        .iter()
+        .filter(|e| e.executor.is_none())
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "pod watch lost: no complete answer within 30s",
+            "pod watch back after 40s"
+        ]
+    );
+    assert!(app.executors[&2].is_missing());
+    assert_eq!(s.view().health[&SourceKind::PodWatch], Health::Connected);
+}

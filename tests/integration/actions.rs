@@ -387,3 +387,79 @@ async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_relea
     let _ = std::fs::remove_dir_all(dir);
     let _ = std::fs::remove_file(log);
 }
+
+/// A pod that merely carries an app's executor labels (no owner reference to the app's
+/// driver, another namespace) is not the app's: `kill -A` lists it as not owned and
+/// leaves it alone; `--force-unowned` is the explicit way to include it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let log = temp_log("forged");
+    let c = client(&sim).await;
+    let jobs: Api<Pod> = Api::namespaced(c.clone(), "spark-jobs");
+    let (id, app_id) = eventually(40, "adhoc-analysis executor 1 running", || async {
+        executors(&jobs, "adhoc-analysis")
+            .await
+            .into_iter()
+            .find(|(id, p)| *id == 1 && phase(p) == "Running")
+            .map(|(id, p)| (id, p.labels()["spark-app-selector"].clone()))
+    })
+    .await;
+    assert_eq!(id, 1);
+    let default: Api<Pod> = Api::namespaced(c, "default");
+    let forged = super::common::plain_pod(
+        "important-database-0",
+        &[
+            ("spark-app-selector", &app_id),
+            ("spark-app-name", "adhoc-analysis"),
+            ("spark-role", "executor"),
+            ("spark-exec-id", "1"),
+        ],
+    );
+    default
+        .create(&kube::api::PostParams::default(), &forged)
+        .await
+        .unwrap();
+    let r = triage(
+        &sim,
+        &["kill", "--app", "adhoc-analysis", "1", "-A", "--yes"],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("skip default/important-database-0 (executor 1): not owned by the app's driver: no owner, and not in the namespace of the app's driver (spark-jobs)"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("deleted spark-jobs/"), "{}", r.out);
+    assert!(!r.out.contains("deleted default/"), "{}", r.out);
+    let deletes: Vec<String> = writes(&sim)
+        .into_iter()
+        .filter(|w| w.starts_with("DELETE"))
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert!(deletes[0].contains("/namespaces/spark-jobs/"), "{deletes:?}");
+    assert!(default.get_opt("important-database-0").await.unwrap().is_some());
+
+    // Only the forged pod left to match: nothing deleted, exit 1; --force-unowned deletes it.
+    let r = triage(
+        &sim,
+        &["kill", "--app", "adhoc-analysis", "1", "-n", "default", "--yes"],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(r.err.contains("no matching pod is owned by the app's driver"), "{}", r.err);
+    let r = triage(
+        &sim,
+        &[
+            "kill", "--app", "adhoc-analysis", "1", "-n", "default", "--yes", "--force-unowned",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(r.out.contains("deleted default/important-database-0"), "{}", r.out);
+    let _ = std::fs::remove_file(log);
+}

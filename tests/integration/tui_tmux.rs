@@ -27,7 +27,11 @@ impl Tmux {
     }
 
     fn start() -> Self {
-        let session = format!("spark-triage-e2e-{}", std::process::id());
+        let session = format!(
+            "spark-triage-e2e-{}-{:x}",
+            std::process::id(),
+            fastrand::u32(..)
+        );
         let status = Command::new("tmux")
             .args([
                 "new-session",
@@ -76,6 +80,50 @@ impl Tmux {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+}
+
+impl Tmux {
+    /// A tmux format about the pane (`#{alternate_on}`, `#{cursor_flag}`, …).
+    fn pane(&self, format: &str) -> String {
+        let out = Command::new("tmux")
+            .args(["display", "-p", "-t", &self.session, format])
+            .output()
+            .expect("display");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Waits until the shell's prompt is the last line again.
+    fn wait_prompt(&self, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            let back = s
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.trim() == "$");
+            if back {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the shell prompt did not come back in {secs}s:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The terminal is as the shell left it: main screen, cursor shown, no mouse
+    /// reporting, canonical mode.
+    fn assert_restored(&self, what: &str) {
+        let flags = self.pane(
+            "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag}",
+        );
+        assert_eq!(flags, "0 1 0 0 0", "{what}: alternate screen, cursor, mouse modes");
+        self.keys(&["stty -a | grep -o ' icanon' ; echo RESTORED", "Enter"]);
+        let after = self.wait_for("\nRESTORED\n", 10);
+        assert!(after.contains(" icanon\nRESTORED\n"), "{what}: cooked mode: {after}");
     }
 }
 
@@ -210,4 +258,116 @@ fn the_first_screen_shows_the_dead_executors_of_every_app() {
     assert!(screen.contains("▶ etl-nightly"), "{screen}");
     t.keys(&["q"]);
     drop(sim);
+}
+
+/// SIGHUP (a closed SSH session or tmux pane) ends the live view as `q` does: the
+/// terminal restored and the `--record` file closed as a complete zstd stream.
+#[test]
+fn sighup_restores_the_terminal_and_closes_the_recording() {
+    if !Tmux::available() {
+        return;
+    }
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    let recording = std::env::temp_dir().join(format!(
+        "st-tmux-hup-{}-{:x}.ndjson.zst",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    t.keys(&[
+        &format!(
+            "{bin} demo --speed 4 --poll-interval 2s --record {}",
+            recording.display()
+        ),
+        "Enter",
+    ]);
+    t.wait_for("sources ok", 30);
+    std::thread::sleep(Duration::from_secs(2)); // at least one flush
+    let shell = t.pane("#{pane_pid}");
+    let out = Command::new("pgrep")
+        .args(["-P", &shell])
+        .output()
+        .expect("pgrep");
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(!pid.is_empty(), "the demo's pid under the shell {shell}");
+    let hup = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    assert!(hup.success());
+    t.wait_prompt(10);
+    t.assert_restored("after SIGHUP");
+    // The recording is a complete zstd stream (what `zstd -t` checks) that reads back.
+    let bytes = std::fs::read(&recording).expect("the recording exists");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(
+        &mut zstd::stream::read::Decoder::new(&bytes[..]).unwrap(),
+        &mut text,
+    )
+    .expect("a complete zstd stream");
+    if let Ok(z) = Command::new("zstd").arg("-t").arg(&recording).output() {
+        assert!(z.status.success(), "zstd -t: {}", String::from_utf8_lossy(&z.stderr));
+    }
+    let out = Command::new(bin)
+        .args(["status", "--recording"])
+        .arg(&recording)
+        .output()
+        .expect("status");
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "no damage reported: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(recording);
+}
+
+/// The live view against an API server that accepts and never answers: it says it is
+/// connecting, `q` quits at once, and without a key it gives up after the timeout.
+#[test]
+fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
+    if !Tmux::available() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            held.push(s); // accepted, never answered
+        }
+    });
+    let kc = std::env::temp_dir().join(format!(
+        "st-tmux-silent-{}-{:x}.yaml",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: abc\n"
+        ),
+    )
+    .unwrap();
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!("{bin} --kubeconfig {} --request-timeout 60s", kc.display()),
+        "Enter",
+    ]);
+    t.wait_for("connecting to the API server", 10);
+    let asked = Instant::now();
+    t.keys(&["q"]);
+    t.wait_prompt(5);
+    assert!(asked.elapsed() < Duration::from_secs(3), "q took {:?}", asked.elapsed());
+    t.assert_restored("after q while connecting");
+    t.keys(&["clear", "Enter"]);
+    t.keys(&[
+        &format!("{bin} --kubeconfig {} --request-timeout 2s", kc.display()),
+        "Enter",
+    ]);
+    let screen = t.wait_for("no complete answer within 2s", 10);
+    assert!(screen.contains(&format!("127.0.0.1:{port}")), "{screen}");
+    t.wait_prompt(5);
+    t.assert_restored("after the timeout");
+    let _ = std::fs::remove_file(kc);
 }
