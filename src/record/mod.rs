@@ -134,7 +134,14 @@ enum Line {
 }
 
 /// Reads the next line into `buf` (cleared first), holding at most `max` bytes of it.
-fn next_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> std::io::Result<Option<Line>> {
+/// A longer line is read to its end (to go on after it), unless `stop_over`: then reading
+/// stops at the limit.
+fn next_line(
+    r: &mut impl BufRead,
+    max: usize,
+    stop_over: bool,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<Line>> {
     buf.clear();
     let (mut total, mut over, mut any) = (0u64, false, false);
     loop {
@@ -160,6 +167,9 @@ fn next_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> std::io::Re
             if buf.len() + chunk.len() > max {
                 over = true;
                 *buf = Vec::new();
+                if stop_over {
+                    return Ok(Some(Line::TooLong(total)));
+                }
             } else {
                 buf.extend_from_slice(chunk);
             }
@@ -194,7 +204,7 @@ pub fn read_with(
     };
     let mut buf = Vec::new();
     // The header from the first bytes: nothing else is read from a file that is not one.
-    match next_line(&mut input, MAX_HEADER, &mut buf) {
+    match next_line(&mut input, MAX_HEADER, true, &mut buf) {
         Ok(Some(Line::Text)) => {}
         Ok(Some(Line::TooLong(_))) => return Err(foreign()),
         Ok(None) => {
@@ -228,7 +238,7 @@ pub fn read_with(
     let mut keyframes = Vec::new();
     let mut damaged = Vec::new();
     for n in 2.. {
-        match next_line(&mut input, max_line, &mut buf) {
+        match next_line(&mut input, max_line, false, &mut buf) {
             Ok(None) => break,
             Ok(Some(Line::TooLong(len))) => {
                 let limit = if max_line >= 1 << 20 {

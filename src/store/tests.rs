@@ -397,7 +397,11 @@ fn an_outage_leaves_its_start_and_end_in_every_timeline_and_a_list_settles_what_
     };
     let mut s = Store::new();
     s.apply(health(SourceKind::PodWatch, Health::Connected, 0));
-    s.apply(list(vec![exec(1, 10, running()), exec(2, 11, running())], 11, 1));
+    s.apply(list(
+        vec![exec(1, 10, running()), exec(2, 11, running())],
+        11,
+        1,
+    ));
     let error = || Health::Retrying {
         error: "no complete answer within 30s".into(),
     };

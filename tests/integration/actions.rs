@@ -439,27 +439,60 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         .filter(|w| w.starts_with("DELETE"))
         .collect();
     assert_eq!(deletes.len(), 1, "{deletes:?}");
-    assert!(deletes[0].contains("/namespaces/spark-jobs/"), "{deletes:?}");
-    assert!(default.get_opt("important-database-0").await.unwrap().is_some());
+    assert!(
+        deletes[0].contains("/namespaces/spark-jobs/"),
+        "{deletes:?}"
+    );
+    assert!(
+        default
+            .get_opt("important-database-0")
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     // Only the forged pod left to match: nothing deleted, exit 1; --force-unowned deletes it.
     let r = triage(
         &sim,
-        &["kill", "--app", "adhoc-analysis", "1", "-n", "default", "--yes"],
+        &[
+            "kill",
+            "--app",
+            "adhoc-analysis",
+            "1",
+            "-n",
+            "default",
+            "--yes",
+        ],
         &log,
     )
     .await;
     assert_eq!(r.code, 1, "{}{}", r.out, r.err);
-    assert!(r.err.contains("no matching pod is owned by the app's driver"), "{}", r.err);
+    assert!(
+        r.err
+            .contains("no matching pod is owned by the app's driver"),
+        "{}",
+        r.err
+    );
     let r = triage(
         &sim,
         &[
-            "kill", "--app", "adhoc-analysis", "1", "-n", "default", "--yes", "--force-unowned",
+            "kill",
+            "--app",
+            "adhoc-analysis",
+            "1",
+            "-n",
+            "default",
+            "--yes",
+            "--force-unowned",
         ],
         &log,
     )
     .await;
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
-    assert!(r.out.contains("deleted default/important-database-0"), "{}", r.out);
+    assert!(
+        r.out.contains("deleted default/important-database-0"),
+        "{}",
+        r.out
+    );
     let _ = std::fs::remove_file(log);
 }

@@ -184,15 +184,22 @@ fn hwm(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Runs the binary with `args`, sampling its peak memory; kills it after `limit`.
+/// Runs the binary with `args` against the kubeconfig, sampling its peak memory; kills it
+/// after `limit`.
 async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
-    let start = Instant::now();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+    cmd.args(args)
         .arg("--kubeconfig")
         .arg(kc)
         .args(["--request-timeout", &format!("{TIMEOUT_S}s")])
-        .env("SPARK_TRIAGE_ACTIONS_LOG", kc.with_file_name("actions.log"))
+        .env("SPARK_TRIAGE_ACTIONS_LOG", kc.with_file_name("actions.log"));
+    sampled(cmd, limit).await
+}
+
+/// Runs a command, sampling its peak memory; kills it after `limit`.
+async fn sampled(mut cmd: tokio::process::Command, limit: Duration) -> Run {
+    let start = Instant::now();
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -353,5 +360,71 @@ async fn an_exec_plugin_that_prints_a_token_then_fails_never_shows_the_token() {
         Duration::from_secs(TIMEOUT_S + 5),
         "exec credential plugin failed (exit status: 1): login required: run sso-login",
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A recording with a 300 MB line (and a zstd one that expands to 1 GiB of zeros): the
+/// line is skipped with a warning, the bomb refused from its first bytes, in bounded memory.
+#[tokio::test]
+async fn a_huge_recording_line_and_a_zstd_bomb_cost_no_memory() {
+    let dir = temp_dir("huge-line");
+    let header = spark_triage::record::Header::new(
+        chrono::DateTime::UNIX_EPOCH,
+        "namespace x".into(),
+        "spark-role".into(),
+        "127.0.0.1:1".into(),
+    );
+    let tick = r#"{"kind":"tick","at":"1970-01-01T00:00:01Z"}"#;
+    let path = dir.join("huge.ndjson");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        serde_json::to_writer(&mut f, &header).unwrap();
+        writeln!(f, "\n{tick}").unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..300 {
+            f.write_all(&chunk).unwrap();
+        }
+        writeln!(f, "\n{tick}").unwrap();
+    }
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+    cmd.arg("report").arg(&path);
+    let r = sampled(cmd, Duration::from_secs(120)).await;
+    eprintln!(
+        "300 MB line: {:.1?}, peak {} MiB",
+        r.took,
+        r.peak_kib / 1024
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.err
+            .contains("over the line limit of 64 MiB (--max-line); skipped"),
+        "{r:?}"
+    );
+    assert!(r.peak_kib < 300 * 1024, "peak RSS {} KiB", r.peak_kib);
+
+    let bomb = dir.join("bomb.ndjson.zst");
+    {
+        let f = std::fs::File::create(&bomb).unwrap();
+        let mut enc = zstd::stream::write::Encoder::new(f, 1).unwrap();
+        std::io::copy(
+            &mut std::io::Read::take(std::io::repeat(0), 1 << 30),
+            &mut enc,
+        )
+        .unwrap();
+        enc.finish().unwrap();
+    }
+    for args in [vec!["report"], vec!["status", "--recording"]] {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+        cmd.args(&args).arg(&bomb);
+        let r = sampled(cmd, Duration::from_secs(60)).await;
+        assert_eq!(r.code, Some(1), "{args:?}: {r:?}");
+        assert!(r.err.contains("is not a spark-triage recording"), "{r:?}");
+        assert!(
+            r.took < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            r.took
+        );
+        assert!(r.peak_kib < 300 * 1024, "peak RSS {} KiB", r.peak_kib);
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -120,10 +120,16 @@ impl Tmux {
         let flags = self.pane(
             "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag}",
         );
-        assert_eq!(flags, "0 1 0 0 0", "{what}: alternate screen, cursor, mouse modes");
+        assert_eq!(
+            flags, "0 1 0 0 0",
+            "{what}: alternate screen, cursor, mouse modes"
+        );
         self.keys(&["stty -a | grep -o ' icanon' ; echo RESTORED", "Enter"]);
         let after = self.wait_for("\nRESTORED\n", 10);
-        assert!(after.contains(" icanon\nRESTORED\n"), "{what}: cooked mode: {after}");
+        assert!(
+            after.contains(" icanon\nRESTORED\n"),
+            "{what}: cooked mode: {after}"
+        );
     }
 }
 
@@ -304,7 +310,11 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
     )
     .expect("a complete zstd stream");
     if let Ok(z) = Command::new("zstd").arg("-t").arg(&recording).output() {
-        assert!(z.status.success(), "zstd -t: {}", String::from_utf8_lossy(&z.stderr));
+        assert!(
+            z.status.success(),
+            "zstd -t: {}",
+            String::from_utf8_lossy(&z.stderr)
+        );
     }
     let out = Command::new(bin)
         .args(["status", "--recording"])
@@ -358,7 +368,11 @@ fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
     let asked = Instant::now();
     t.keys(&["q"]);
     t.wait_prompt(5);
-    assert!(asked.elapsed() < Duration::from_secs(3), "q took {:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "q took {:?}",
+        asked.elapsed()
+    );
     t.assert_restored("after q while connecting");
     t.keys(&["clear", "Enter"]);
     t.keys(&[
