@@ -71,6 +71,22 @@ frames!(missing_detail, |app: &mut App| {
     app.popup = Some(Popup::Detail);
 });
 frames!(help_popup, |app: &mut App| app.popup = Some(Popup::Help));
+// The watchdog: no LIST succeeded within two poll intervals, and the poll says why.
+frames!(stale_sources, |app: &mut App| {
+    etl_exec(app, 7);
+    app.poll_interval = Some(std::time::Duration::from_secs(1));
+    let at = app.store.view().now.expect("a clock");
+    update(
+        app,
+        crate::app::Msg::Source(crate::source::SourceEvent::SourceHealth {
+            source: crate::source::SourceKind::PodPoll,
+            health: crate::source::Health::Retrying {
+                error: "no complete answer within 30s (--request-timeout)".into(),
+            },
+            at,
+        }),
+    );
+});
 frames!(timeline_popup, |app: &mut App| {
     etl_exec(app, 7);
     app.popup = Some(Popup::Timeline);
