@@ -551,10 +551,10 @@ fn run_explain(args: ExplainArgs) -> Result<ExitCode, Failure> {
         objects.invalid.extend(events.invalid);
     }
     for line in &objects.skipped {
-        eprintln!("note: {line}");
+        eprintln!("note: {}", crate::redact::escape_controls(line));
     }
     for line in &objects.invalid {
-        eprintln!("error: {line}");
+        eprintln!("error: {}", crate::redact::escape_controls(line));
     }
     let opts = ClassifyOptions {
         spark_container: args.spark_container,
@@ -693,7 +693,11 @@ fn open_recording(
     let rec = crate::record::open_with(path, limits.max_line)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     for d in &rec.damaged {
-        eprintln!("warning: {}: {d}", path.display());
+        eprintln!(
+            "warning: {}: {}",
+            path.display(),
+            crate::redact::escape_controls(d)
+        );
     }
     Ok(rec)
 }
@@ -793,7 +797,7 @@ fn run_status(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failur
         }
         let report = status::report(store.view(), args.app.as_deref());
         for p in &report.problems {
-            eprintln!("warning: {p}");
+            eprintln!("warning: {}", crate::redact::escape_controls(p));
         }
         print_status(&report, args.output)?;
         Ok(ExitCode::SUCCESS)

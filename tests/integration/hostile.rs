@@ -25,6 +25,9 @@ enum Behaviour {
     EndlessList,
     Garbage,
     Status500,
+    /// Answers reads (one app: a driver and its executor 1) and access reviews; every
+    /// write hangs.
+    SilentWrites,
 }
 
 const TOKEN: &str = "tok-SECRET-4f1d9c";
@@ -45,6 +48,75 @@ async fn serve(b: Behaviour) -> u16 {
     port
 }
 
+/// Reads one request head (with a body, up to its content-length); `None` at the end.
+async fn request(s: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match s.read(&mut byte).await {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => buf.extend_from_slice(&byte[..n]),
+                }
+            }
+            return Some(head);
+        }
+        match s.read(&mut byte).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&byte[..n]),
+        }
+        if buf.len() > 1 << 20 {
+            return None;
+        }
+    }
+}
+
+async fn json(s: &mut TcpStream, body: &str) -> bool {
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await.is_ok()
+}
+
+/// Reads are answered, writes hang.
+async fn silent_writes(mut s: TcpStream) {
+    let driver = r#"{"metadata":{"name":"etl-driver","namespace":"spark-jobs","uid":"d-1","resourceVersion":"5","labels":{"spark-role":"driver","spark-app-selector":"spark-1","spark-app-name":"etl"}},"spec":{"containers":[{"name":"spark-kubernetes-driver"}]},"status":{"phase":"Running"}}"#;
+    let exec = r#"{"metadata":{"name":"etl-exec-1","namespace":"spark-jobs","uid":"e-1","resourceVersion":"6","labels":{"spark-role":"executor","spark-app-selector":"spark-1","spark-app-name":"etl","spark-exec-id":"1"},"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"etl-driver","uid":"d-1","controller":true}]},"spec":{"containers":[{"name":"spark-kubernetes-executor"}]},"status":{"phase":"Running"}}"#;
+    while let Some(head) = request(&mut s).await {
+        let line = head.lines().next().unwrap_or_default().to_owned();
+        let ok = if line.starts_with("GET ") {
+            json(
+                &mut s,
+                &format!(r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"7"}},"items":[{driver},{exec}]}}"#),
+            )
+            .await
+        } else if line.starts_with("POST ") && line.contains("selfsubjectaccessreviews") {
+            json(
+                &mut s,
+                r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{},"status":{"allowed":true}}"#,
+            )
+            .await
+        } else {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            false
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
 /// Reads one request head (the requests here have no body).
 async fn head(s: &mut TcpStream) -> bool {
     let mut buf = Vec::new();
@@ -62,6 +134,9 @@ async fn head(s: &mut TcpStream) -> bool {
 }
 
 async fn conn(mut s: TcpStream, b: Behaviour) {
+    if b == Behaviour::SilentWrites {
+        return silent_writes(s).await;
+    }
     loop {
         if !head(&mut s).await {
             return;
@@ -112,6 +187,7 @@ async fn conn(mut s: TcpStream, b: Behaviour) {
                     .await;
                 return;
             }
+            Behaviour::SilentWrites => return,
             Behaviour::Status500 => {
                 let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: request timed out","reason":"InternalError","code":500}"#;
                 let mut resp = Vec::new();
@@ -426,5 +502,41 @@ async fn a_huge_recording_line_and_a_zstd_bomb_cost_no_memory() {
         );
         assert!(r.peak_kib < 300 * 1024, "peak RSS {} KiB", r.peak_kib);
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The cluster answers reads but a write never completes: `kill` and `hold` fail with the
+/// pod and the bound named, within the timeout plus 5 s, instead of hanging.
+#[tokio::test]
+async fn a_write_that_never_completes_fails_clearly_after_the_timeout() {
+    let port = serve(Behaviour::SilentWrites).await;
+    let dir = temp_dir("silent-writes");
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    let budget = Duration::from_secs(TIMEOUT_S + 5);
+    let r = run(
+        &["kill", "--app", "etl", "1", "--yes"],
+        &kc,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(r.out.contains("will delete spark-jobs/etl-exec-1"), "{r:?}");
+    assert_clear_failure(
+        "kill with a silent DELETE",
+        &r,
+        budget,
+        "delete spark-jobs/etl-exec-1: no complete answer within 3s (--request-timeout)",
+    );
+    let r = run(
+        &["hold", "--app", "etl", "on"],
+        &kc,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_clear_failure(
+        "hold with a silent PATCH",
+        &r,
+        budget,
+        "no complete answer within 3s (--request-timeout)",
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
