@@ -718,6 +718,19 @@ fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// The app's driver pod, for what a kill or hold may touch (`actions::not_owned`).
+fn drivers_of(a: &AppRecord) -> Vec<crate::actions::DriverId> {
+    a.driver
+        .iter()
+        .filter(|d| d.phase.as_deref() != Some("Deleted"))
+        .map(|d| crate::actions::DriverId {
+            namespace: a.namespace.clone(),
+            name: d.pod.clone(),
+            uid: d.uid.clone(),
+        })
+        .collect()
+}
+
 fn kill_prompt(app: &mut App) {
     let Some(a) = app.current_app().cloned() else {
         return;
@@ -737,16 +750,7 @@ fn kill_prompt(app: &mut App) {
     } else {
         marked
     };
-    let drivers: Vec<crate::actions::DriverId> = a
-        .driver
-        .iter()
-        .filter(|d| d.phase.as_deref() != Some("Deleted"))
-        .map(|d| crate::actions::DriverId {
-            namespace: a.namespace.clone(),
-            name: d.pod.clone(),
-            uid: d.uid.clone(),
-        })
-        .collect();
+    let drivers = drivers_of(&a);
     let mut skipped = Vec::new();
     let targets: Vec<Target> = ids
         .into_iter()
@@ -901,13 +905,17 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
             let Some(a) = app.store.view().apps.get(&key).cloned() else {
                 return Vec::new();
             };
+            let drivers = drivers_of(&a);
             let pods: Vec<String> = a
                 .executors
                 .values()
                 .filter(|e| e.gone.is_none())
                 .filter(|e| {
                     if on {
-                        !e.pod.is_held() && e.pod.deletion.is_none()
+                        // A finalizer only on what the app's driver owns.
+                        !e.pod.is_held()
+                            && e.pod.deletion.is_none()
+                            && crate::actions::not_owned(&e.pod, &drivers).is_none()
                     } else {
                         e.pod.is_held()
                     }
@@ -990,6 +998,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             .as_ref()
             .and_then(|d| d.hold_until)
             .filter(|u| *u > now);
+        let drivers = drivers_of(&a);
         for e in a.executors.values().filter(|e| e.gone.is_none()) {
             let key = (e.pod.namespace.clone(), e.pod.name.clone());
             if app.in_flight.contains(&key) {
@@ -998,6 +1007,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             if let Some(until) = hold_until
                 && !e.pod.is_held()
                 && e.pod.deletion.is_none()
+                && crate::actions::not_owned(&e.pod, &drivers).is_none()
             {
                 app.in_flight.insert(key);
                 effects.push(Effect::HoldPod {

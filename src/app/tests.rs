@@ -317,3 +317,52 @@ fn new_executors_of_a_held_app_are_held() {
         .is_empty()
     );
 }
+
+#[test]
+fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
+    let mut app = live_app();
+    let driver = pod(
+        json!({"metadata": {"name": "etl-driver", "uid": "d-1", "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    // Executor 9 carries the app's labels but belongs to something else.
+    let forged = pod(
+        json!({"metadata": {"name": "etl-exec-9", "resourceVersion": "9",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "s-1", "controller": true}],
+            "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor", "spark-exec-id": "9"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": "Running"}}),
+    );
+    for p in [driver, forged] {
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::PodUpserted {
+                pod: Box::new(p),
+                at: chrono::DateTime::UNIX_EPOCH,
+            }),
+        );
+    }
+    let i = app
+        .apps()
+        .iter()
+        .position(|a| a.app_name.as_deref() == Some("etl"))
+        .unwrap();
+    app.select_app_at(i);
+    app.selected_exec = Some(9);
+    update(&mut app, key(KeyCode::Char('K')));
+    assert_eq!(app.confirm, None);
+    let notice = app.notice.clone().unwrap_or_default();
+    assert!(
+        notice.contains(
+            "not killing what the app's driver does not own: executor 9 (owned by StatefulSet db"
+        ),
+        "{notice}"
+    );
+    // An executor the driver's namespace holds without an owner (client mode) is the app's.
+    app.selected_exec = Some(1);
+    update(&mut app, key(KeyCode::Char('K')));
+    assert!(
+        matches!(app.confirm, Some(Confirm::Kill { .. })),
+        "{:?}",
+        app.notice
+    );
+}
