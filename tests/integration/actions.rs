@@ -452,20 +452,16 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
     );
 
     // Only the forged pod left to match: nothing deleted, exit 1; --force-unowned deletes it.
-    let r = triage(
-        &sim,
-        &[
-            "kill",
-            "--app",
-            "adhoc-analysis",
-            "1",
-            "-n",
-            "default",
-            "--yes",
-        ],
-        &log,
-    )
-    .await;
+    let only_forged = [
+        "kill",
+        "--app",
+        "adhoc-analysis",
+        "1",
+        "-n",
+        "default",
+        "--yes",
+    ];
+    let r = triage(&sim, &only_forged, &log).await;
     assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.err
@@ -473,21 +469,8 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         "{}",
         r.err
     );
-    let r = triage(
-        &sim,
-        &[
-            "kill",
-            "--app",
-            "adhoc-analysis",
-            "1",
-            "-n",
-            "default",
-            "--yes",
-            "--force-unowned",
-        ],
-        &log,
-    )
-    .await;
+    let forced = [&only_forged[..], &["--force-unowned"]].concat();
+    let r = triage(&sim, &forced, &log).await;
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     assert!(
         r.out.contains("deleted default/important-database-0"),

@@ -204,18 +204,25 @@ async fn secrets_in_a_drivers_config_never_reach_a_recording_or_an_output() {
     std::fs::create_dir_all(&dir).unwrap();
     let plain = dir.join("r.ndjson");
     let plain_s = plain.display().to_string();
-    let (rc, _, rerr) = triage(&[
-        "record",
-        &plain_s,
-        "--kubeconfig",
-        &kc,
-        "-A",
-        "--duration",
-        "6s",
-        "--poll-interval",
-        "2s",
-    ])
-    .await;
+    let record = |duration: &'static str| {
+        let args = [
+            "record",
+            &plain_s,
+            "--kubeconfig",
+            &kc,
+            "-A",
+            "--duration",
+            duration,
+            "--poll-interval",
+            "2s",
+        ];
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            triage(&args).await
+        }
+    };
+    let (rc, _, rerr) = record("6s").await;
     assert_eq!(rc, 0, "{rerr}");
     let text = std::fs::read_to_string(&plain).unwrap();
     assert!(
@@ -227,16 +234,7 @@ async fn secrets_in_a_drivers_config_never_reach_a_recording_or_an_output() {
         "settings that are not secret are kept"
     );
     // Recording over an existing file needs --force.
-    let (again, _, aerr) = triage(&[
-        "record",
-        &plain_s,
-        "--kubeconfig",
-        &kc,
-        "-A",
-        "--duration",
-        "1s",
-    ])
-    .await;
+    let (again, _, aerr) = record("1s").await;
     assert_eq!(again, 1, "{aerr}");
     assert!(aerr.contains("exists; not overwriting it"), "{aerr}");
     let (st, status, serr) = triage(&["status", "--kubeconfig", &kc, "-A", "-o", "json"]).await;
