@@ -122,7 +122,7 @@ pub fn is_deleted(pod: &ExecutorPod) -> bool {
     }
 }
 
-/// Spark's `toState`, evaluated in Spark's order (spec §3.3).
+/// Spark's `toState`, evaluated in Spark's order (docs/diagnosis.md §1).
 ///
 /// Ref: apache/spark `ExecutorPodsSnapshot.scala` `toState` / `isDeleted`.
 pub fn classify(pod: &ExecutorPod, config: &ClassifyConfig) -> ExecutorState {

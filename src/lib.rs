@@ -8,6 +8,7 @@ pub mod actions;
 pub mod app;
 pub mod classify;
 pub mod cli;
+pub mod commands;
 pub mod diagnose;
 pub mod effect;
 pub mod explain;

@@ -1,5 +1,5 @@
 //! Spark's own words about an executor it removes: the exit code it reads, the text it logs,
-//! and whether it blames the application (spec §6–§7, Spark 4.0 baseline).
+//! and whether it blames the application (docs/diagnosis.md §1–§2, Spark 4.0 baseline).
 //!
 //! Ref: apache/spark `ExecutorPodsLifecycleManager.scala` (`findExitCode`,
 //! `describeExitCode`, `exitReasonMessage`), `KubernetesUtils.containersDescription`.
@@ -86,7 +86,7 @@ pub fn spark_view(
     }
 }
 
-/// The message Spark builds for a failed or succeeded executor (spec §7.4), byte for byte,
+/// The message Spark builds for a failed or succeeded executor (docs/diagnosis.md §2), byte for byte,
 /// including the trailing six spaces of Scala's `stripMargin`.
 fn exit_reason_message(pod: &ExecutorPod, id: i64, exit_description: &str) -> String {
     let status = pod.status.as_ref();

@@ -1,7 +1,7 @@
 //! Containers other than the Spark one, and a Spark container Spark cannot see.
 //!
 //! Ref: Spark `ExecutorPodsSnapshot.scala` (`checkAllContainers`, SPARK-30821 and
-//! SPARK-49804 for the container-name rule); spec §3.4.
+//! SPARK-49804 for the container-name rule); docs/diagnosis.md §1.
 
 use super::{Code, Finding, Severity, Subject, exit::describe_terminated};
 use crate::{
@@ -91,7 +91,7 @@ pub(super) fn init_container_failed(s: &Subject<'_>, out: &mut Vec<Finding>) {
 }
 
 /// The executor JVM's container exited, but Spark looks for a container of another name, so
-/// it keeps calling the executor running (spec §3.4).
+/// it keeps calling the executor running (docs/diagnosis.md §1).
 pub(super) fn stuck_running(s: &Subject<'_>, out: &mut Vec<Finding>) {
     if s.pod.role() == Some(Role::Driver) || s.pod.executor_id().is_none() {
         return;

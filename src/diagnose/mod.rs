@@ -3,7 +3,7 @@
 //!
 //! Each rule is one function over a [`Subject`] with a `Ref:` to its source of truth. Rules
 //! never do I/O, never read the clock (`now` is in the subject) and never panic on any
-//! cluster data. Spark itself only reads the exit code (spec §7.5); everything else here
+//! cluster data. Spark itself only reads the exit code (docs/diagnosis.md §2); everything else here
 //! (OOMKilled vs node SIGKILL, eviction, preemption, pending reasons) is the tool's own
 //! reading of the Kubernetes status and is labelled so in `docs/diagnosis.md`.
 //!

@@ -3,7 +3,7 @@
 //! and Spark's `removeReason` texts read back into an exit code and container states.
 //!
 //! Ref: https://spark.apache.org/docs/latest/monitoring.html#rest-api and, for the reason
-//! texts, `ExecutorPodsLifecycleManager.scala` (spec §7.3–7.6).
+//! texts, `ExecutorPodsLifecycleManager.scala` (docs/diagnosis.md §2).
 
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -160,7 +160,7 @@ pub struct RemovalReason {
     pub containers: Vec<ReasonContainer>,
 }
 
-/// Reads Spark's removal message (spec §7.4: `\n\t key: value` lines per container).
+/// Reads Spark's removal message (docs/diagnosis.md §2; `\n\t key: value` lines per container).
 pub fn parse_removal(text: &str) -> RemovalReason {
     let kind = if text.contains("exited with exit code") {
         RemovalKind::Exited

@@ -288,7 +288,7 @@ impl ExecutorPod {
         }
     }
 
-    /// Spark's reading of `spark-exec-id` (spec §3.1): absent or `EXECID` means "not an
+    /// Spark's reading of `spark-exec-id` (docs/diagnosis.md §1): absent or `EXECID` means "not an
     /// executor of the snapshot"; otherwise a 64-bit integer.
     pub fn exec_id_label(&self) -> ExecIdLabel {
         match self.label(LABEL_EXEC_ID) {

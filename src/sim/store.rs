@@ -637,7 +637,7 @@ impl Store {
         ))
     }
 
-    /// DELETE, with Kubernetes' graceful pod deletion and finalizer rules (spec §2.4).
+    /// DELETE, with Kubernetes' graceful pod deletion and finalizer rules (docs/simulator.md, "What is simulated").
     pub fn delete(
         &self,
         resource: Resource,

@@ -1,6 +1,6 @@
 //! The store: a single writer turns [`SourceEvent`]s into what readers see, per application.
 //!
-//! Spark's semantics (spec §4–§7): a watch event upserts (whatever its type); a full LIST
+//! Spark's semantics (docs/diagnosis.md §1, §4): a watch event upserts (whatever its type); a full LIST
 //! replaces and stamps `full_snapshot_at`. What the tool adds is labelled: a watch DELETED
 //! makes a **tombstone** (Spark would keep the pod until the next poll); an executor absent
 //! from a LIST that is newer (by resourceVersion) than the last version at which it was seen,

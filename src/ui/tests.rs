@@ -311,7 +311,7 @@ fn replay_at(secs: Option<i64>) -> App {
     let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
     let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
     let at = secs.map(|s| rec.header.started_at + chrono::Duration::seconds(s));
-    let mut app = crate::cli::replay_app(rec, at);
+    let mut app = crate::commands::replay::replay_app(rec, at);
     if app
         .apps()
         .iter()

@@ -1,0 +1,158 @@
+//! The command line: the top-level clap definition, kubectl-plugin naming, dispatch to
+//! `commands::*`, exit codes.
+//!
+//! Exit codes (stable): 0 ok; 1 runtime failure with a one-line cause on stderr; 2 usage
+//! error. Data goes to stdout, diagnostics to stderr.
+
+use std::{ffi::OsString, path::Path, process::ExitCode};
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::{commands, input::InputError};
+
+mod args;
+
+pub(crate) use args::parse_duration;
+pub use args::{LiveArgs, ReadLimits};
+
+/// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "spark-triage", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Without a command: the live view of the cluster in the kubeconfig.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Explain pods from a file or stdin: Spark's state, why each ended or waits, and what Spark concludes.
+    ///
+    /// Reads a Pod, a PodList or a `kubectl get … -o json|yaml` List (pods and events may
+    /// be mixed), as JSON, a JSON stream, or YAML.
+    #[command(after_help = "Examples:\n  \
+        kubectl get pod my-app-exec-7 -o json | spark-triage explain -\n  \
+        kubectl get pods,events -n spark-jobs -o yaml | spark-triage explain - --output json\n  \
+        spark-triage explain pods.json --events events.json")]
+    Explain(commands::explain::ExplainArgs),
+    /// Run a simulated Kubernetes cluster with Spark applications (for demos, tests, training).
+    ///
+    /// Prints its URL and a kubeconfig path, then serves until Ctrl-C. kubectl and
+    /// spark-triage work against it unmodified: `kubectl --kubeconfig F get pods -A`.
+    #[command(
+        after_help = "Scenarios: mixed (default), oom-storm, pending-capacity, churn, empty, scale \
+        (with --apps/--executors/--churn), or a YAML file (docs/simulator.md).\n\
+        Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
+    )]
+    Sim(commands::sim::SimArgs),
+    /// Print every Spark application's executors once (or after watching for a while), then exit.
+    ///
+    /// Waits for the first full LIST (and the events), or keeps watching for `--for`, so that
+    /// executors which come and go meanwhile are kept as tombstones.
+    Status(commands::status::StatusArgs),
+    /// The live view on a simulated cluster running in-process: nothing else needed.
+    Demo(commands::demo::DemoArgs),
+    /// Record what the cluster shows (headless) to FILE, until --duration or Ctrl-C.
+    Record(commands::record::RecordArgs),
+    /// Delete executor pods of an application (Spark replaces them under new ids).
+    #[command(
+        after_help = "Examples:\n  spark-triage kill --app etl-nightly 7 8 --yes\n  spark-triage kill --app etl-nightly --state pending --older-than 10m --dry-run"
+    )]
+    Kill(commands::kill::KillArgs),
+    /// Hold an application's executor pods after Spark deletes them (a runtime deleteOnTermination=false).
+    Hold(commands::hold::HoldArgs),
+    /// Remove the tool's hold from pods (only its own finalizer; others are untouched).
+    Release(commands::hold::ReleaseArgs),
+    /// Replay a recording in the live view, on a timeline (Space plays, n/N steps, f jumps to failures, : seeks).
+    Replay(commands::replay::ReplayArgs),
+    /// Write a post-mortem of a recording: failures, findings, OOM breakdown, pending, missing, churn, recommendations.
+    Report(commands::report::ReportArgs),
+}
+
+/// A failure the user should read: one line, exit code attached. Conversions keep the
+/// source error (its own one-line text).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Connect(#[from] crate::source::live::ConnectError),
+    #[error(transparent)]
+    Action(#[from] crate::actions::ActionError),
+    #[error(transparent)]
+    Recording(#[from] crate::record::ReadError),
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
+pub fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command();
+    if invoked_as_plugin(&args) {
+        cmd = cmd
+            .name("kubectl spark-triage")
+            .bin_name("kubectl spark-triage");
+    }
+    let program = cmd.get_name().to_owned();
+    let cli = match cmd
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!(
+                "{program}: {}",
+                crate::redact::one_line(&crate::redact::credentials(&f.to_string()))
+            );
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+/// kubectl runs plugins by their file name `kubectl-<name>`.
+fn invoked_as_plugin(args: &[OsString]) -> bool {
+    args.first()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("kubectl-"))
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Some(Command::Explain(args)) => commands::explain::run(args),
+        Some(Command::Sim(args)) => commands::sim::run(args),
+        Some(Command::Status(args)) => commands::status::run(&cli.live, args),
+        Some(Command::Demo(args)) => commands::demo::run(&cli.live, args),
+        Some(Command::Record(args)) => commands::record::run(&cli.live, args),
+        Some(Command::Kill(args)) => commands::kill::run(&cli.live, args),
+        Some(Command::Hold(args)) => commands::hold::run(&cli.live, args),
+        Some(Command::Release(args)) => commands::hold::release(&cli.live, args),
+        Some(Command::Replay(args)) => commands::replay::run(args),
+        Some(Command::Report(args)) => commands::report::run(args),
+        None => commands::live::run(&cli.live),
+    }
+}

@@ -1,0 +1,62 @@
+//! `demo`: the live view on a simulated cluster running in-process.
+
+use clap::Args;
+
+use crate::cli::LiveArgs;
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// A built-in scenario or a scenario file (docs/simulator.md).
+    #[arg(long, default_value = "mixed")]
+    pub scenario: String,
+    /// Time scale of the simulation.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Seed for the simulation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(Failure::Usage(format!(
+            "--speed {}: must be a positive number",
+            args.speed
+        )));
+    }
+    super::record::refuse_existing(live_args.record.as_deref(), false)?;
+    let scenario = crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
+    let mut opts = crate::sim::SimOptions::new(scenario);
+    opts.speed = args.speed;
+    opts.seed = args.seed;
+    let poll = live_args.poll_interval;
+    let readonly = live_args.readonly;
+    let record = live_args.record.clone();
+    super::block_on(async move {
+        let sim = crate::sim::start(opts).await?;
+        let live = crate::source::live::LiveOptions {
+            kubeconfig: Some(sim.kubeconfig.clone()),
+            all_namespaces: true,
+            poll_interval: poll,
+            driver_poll: live_args.options().driver_poll,
+            ..Default::default()
+        };
+        let mut conn = super::connect(&live).await?;
+        conn.context = format!("demo ({} scenario)", args.scenario);
+        let r = super::live::tui_on(
+            conn,
+            poll,
+            crate::app::Mode::Demo,
+            readonly,
+            record.as_deref(),
+        )
+        .await;
+        let _ = std::fs::remove_file(&sim.kubeconfig);
+        sim.stop().await;
+        r?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

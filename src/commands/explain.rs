@@ -1,0 +1,94 @@
+//! `explain`: pods from a file or stdin, explained.
+
+use std::io::IsTerminal;
+
+use clap::{Args, ValueEnum};
+
+use crate::{
+    classify::ClassifyOptions,
+    cli::Failure,
+    explain::{explain, render_text},
+    input,
+    model::Time,
+};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Input file, or `-` for stdin.
+    #[arg(value_name = "FILE|-")]
+    pub file: Option<String>,
+    /// An EventList (core/v1 or events.k8s.io/v1, JSON or YAML) to match to the pods.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// The executor container's name (spark.kubernetes.executor.podTemplateContainerName).
+    /// Detected from each pod when not given.
+    #[arg(long, value_name = "NAME")]
+    pub spark_container: Option<String>,
+    /// spark.kubernetes.executor.checkAllContainers (Spark 4 default: true; Spark 3: false).
+    #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+    pub check_all_containers: Option<bool>,
+    /// Evaluate time-based rules at this RFC 3339 time instead of now (for reproducible output).
+    #[arg(long, value_name = "RFC3339", hide = true)]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
+    let file = match args.file {
+        Some(f) => f,
+        None if std::io::stdin().is_terminal() => {
+            return Err(Failure::Usage(
+                "explain needs a FILE, or `-` with a pod on stdin (e.g. kubectl get pod X -o json | spark-triage explain -)".into(),
+            ));
+        }
+        None => "-".to_owned(),
+    };
+    let now: Time = match &args.now {
+        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+            .map_err(|e| Failure::Usage(format!("--now {t:?}: {e}")))?
+            .to_utc(),
+        None => chrono::Utc::now(),
+    };
+    let origin = input::origin_name(&file);
+    let mut objects = input::read_pods(&input::read_source(&file)?, &origin)?;
+    if let Some(path) = &args.events {
+        let events = input::read_events(&input::read_source(path)?, &input::origin_name(path))?;
+        objects.events.extend(events.events);
+        objects.skipped.extend(events.skipped);
+        objects.invalid.extend(events.invalid);
+    }
+    for line in &objects.skipped {
+        eprintln!("note: {}", crate::redact::escape_controls(line));
+    }
+    for line in &objects.invalid {
+        eprintln!("error: {}", crate::redact::escape_controls(line));
+    }
+    let opts = ClassifyOptions {
+        spark_container: args.spark_container,
+        check_all_containers: args.check_all_containers,
+    };
+    let report = explain(&objects.pods, &objects.events, &opts, now);
+    let text = match args.output {
+        Output::Text => render_text(&report),
+        Output::Json => {
+            let mut s = serde_json::to_string_pretty(&report)?;
+            s.push('\n');
+            s
+        }
+    };
+    super::write_stdout(&text)?;
+    Ok(if objects.invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,92 @@
+//! `hold` and `release`: the tool's finalizer on an app's executor pods.
+
+use clap::Args;
+
+use crate::cli::{LiveArgs, parse_duration};
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// The application (id or name).
+    #[arg(long)]
+    pub app: String,
+    /// on or off.
+    #[arg(value_parser = ["on", "off"])]
+    pub switch: String,
+    /// How long the hold lasts; any instance releases it after that.
+    #[arg(long, default_value = "2h", value_parser = parse_duration)]
+    pub ttl: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["app", "all", "expired"])))]
+pub struct ReleaseArgs {
+    /// Release this application's pods.
+    #[arg(long)]
+    pub app: Option<String>,
+    /// Release every held pod in scope.
+    #[arg(long)]
+    pub all: bool,
+    /// Release only holds past their expiry, in scope.
+    #[arg(long)]
+    pub expired: bool,
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    super::block_on(async move {
+        let conn = super::connect(&opts).await?;
+        let pods = crate::actions::app_pods(&conn, &args.app).await?;
+        let mut out = String::new();
+        let r = if args.switch == "on" {
+            crate::actions::hold_on(
+                &conn,
+                &pods,
+                args.ttl,
+                live_args.readonly,
+                &super::action_log(),
+                &mut out,
+            )
+            .await
+        } else {
+            crate::actions::release(
+                &conn,
+                &pods,
+                false,
+                live_args.readonly,
+                &super::action_log(),
+                &mut out,
+            )
+            .await
+        };
+        super::write_stdout(&out)?;
+        r?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub(crate) fn release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    super::block_on(async move {
+        let conn = super::connect(&opts).await?;
+        let pods = match &args.app {
+            Some(app) => crate::actions::app_pods(&conn, app).await,
+            None => crate::actions::all_pods(&conn).await,
+        }?;
+        let mut out = String::new();
+        let r = crate::actions::release(
+            &conn,
+            &pods,
+            args.expired,
+            live_args.readonly,
+            &super::action_log(),
+            &mut out,
+        )
+        .await;
+        super::write_stdout(&out)?;
+        r?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,151 @@
+//! `kill`: delete executor pods of an app (only what its driver owns, unless told).
+
+use std::io::IsTerminal;
+
+use clap::Args;
+
+use crate::cli::{LiveArgs, parse_duration};
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// The application (spark-app-selector id or spark-app-name).
+    #[arg(long)]
+    pub app: String,
+    /// Executor ids to kill.
+    #[arg(value_name = "EXEC_ID")]
+    pub ids: Vec<i64>,
+    /// Only executors in this Spark state.
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<crate::model::ExecutorState>,
+    /// Only executors whose pod is older than this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Grace period in seconds (default: the pod's own).
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u32>,
+    /// Grace period 0.
+    #[arg(long, conflicts_with = "grace_period")]
+    pub force: bool,
+    /// Print what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask (required when not on a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Also delete matching pods that the app's driver does not own (labels alone match).
+    #[arg(long)]
+    pub force_unowned: bool,
+}
+
+fn parse_state(s: &str) -> Result<crate::model::ExecutorState, String> {
+    crate::model::ExecutorState::ALL
+        .into_iter()
+        .find(|st| st.as_str() == s)
+        .ok_or_else(|| format!("{s:?} is not a state (pending, running, succeeded, failed, deleted, terminating, unknown)"))
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
+    use crate::actions::{self, Selection};
+    if args.ids.is_empty() && args.state.is_none() && args.older_than.is_none() {
+        return Err(Failure::Usage(
+            "say which executors: EXEC_ID…, or --state and/or --older-than".into(),
+        ));
+    }
+    let opts = live_args.options();
+    super::block_on(async move {
+        let conn = super::connect(&opts).await?;
+        let pods = actions::app_pods(&conn, &args.app).await?;
+        let sel = Selection {
+            ids: args.ids.clone(),
+            state: args.state,
+            older_than: args.older_than,
+        };
+        let chosen = actions::select(&pods, &sel, chrono::Utc::now());
+        let mut out = String::new();
+        if chosen.is_empty() {
+            super::write_stdout("no executor matches\n")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (mut targets, unowned) = actions::by_owner(chosen, &pods);
+        for (p, why) in &unowned {
+            let id = p.executor_id().unwrap_or_default();
+            if args.force_unowned {
+                out.push_str(&format!(
+                    "--force-unowned: including {}/{} (executor {id}), not owned by the app's driver: {why}\n",
+                    p.namespace, p.name
+                ));
+            } else {
+                out.push_str(&format!(
+                    "skip {}/{} (executor {id}): not owned by the app's driver: {why} (--force-unowned to include)\n",
+                    p.namespace, p.name
+                ));
+            }
+        }
+        if args.force_unowned {
+            targets.extend(unowned.iter().map(|(p, _)| p.clone()));
+        }
+        if targets.is_empty() {
+            super::write_stdout(&out)?;
+            return Err(Failure::Runtime(
+                "nothing deleted: no matching pod is owned by the app's driver".into(),
+            ));
+        }
+        let verb = if args.dry_run {
+            "would delete"
+        } else {
+            "will delete"
+        };
+        for p in &targets {
+            let resolved = crate::classify::ClassifyOptions::default().resolve(p);
+            let state = crate::classify::classify(p, &resolved.config);
+            out.push_str(&format!(
+                "{verb} {}/{} (executor {}, {state})\n",
+                p.namespace,
+                p.name,
+                p.executor_id().unwrap_or_default()
+            ));
+        }
+        out.push_str(crate::actions::SPARK_AFTER_KILL);
+        out.push('\n');
+        super::write_stdout(&out)?;
+        if args.dry_run {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if live_args.readonly {
+            return Err(Failure::Runtime(
+                "refusing: read-only mode (--readonly)".into(),
+            ));
+        }
+        if !args.yes {
+            if !std::io::stdin().is_terminal() {
+                return Err(Failure::Runtime(
+                    "refusing to delete without --yes when not on a terminal".into(),
+                ));
+            }
+            if !super::confirm(&format!("Delete {} pod(s)?", targets.len())) {
+                return Err(Failure::Runtime("not confirmed; nothing deleted".into()));
+            }
+        }
+        let grace = if args.force {
+            Some(0)
+        } else {
+            args.grace_period
+        };
+        let mut out = String::new();
+        let r = crate::actions::kill(
+            &conn,
+            &targets,
+            grace,
+            live_args.readonly,
+            &super::action_log(),
+            &mut out,
+        )
+        .await;
+        super::write_stdout(&out)?;
+        r?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

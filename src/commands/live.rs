@@ -1,0 +1,122 @@
+//! The live view (no subcommand): connect, then the TUI on the sources.
+
+use std::io::IsTerminal;
+
+use crate::cli::LiveArgs;
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+/// The TUI on a connection: sources feed the app until the user quits.
+pub(crate) async fn tui_on(
+    conn: crate::source::live::Connection,
+    poll: std::time::Duration,
+    mode: crate::app::Mode,
+    readonly: bool,
+    record: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    use crate::app::{App, Context};
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(65_536);
+    let runner = crate::tui::Runner {
+        client: conn.client.clone(),
+        user: conn.user.clone(),
+        log: super::action_log(),
+        events: tx.clone(),
+        focus: conn.focus.clone(),
+    };
+    let mut tasks = crate::source::live::spawn(&conn, poll, tx);
+    let rx = match record {
+        Some(path) => {
+            let (tee, task) = super::record::tee_to_file(&conn, path, rx)?;
+            tasks.push(task);
+            tee
+        }
+        None => rx,
+    };
+    let app = App::new(Context {
+        context: conn.context.clone(),
+        scope: conn.scope.describe(),
+        readonly,
+        mode,
+    });
+    let mut app = app;
+    app.poll_interval = Some(poll);
+    let result = crate::tui::run(app, rx, Some(runner), true).await;
+    for t in tasks {
+        t.abort();
+    }
+    result
+        .map(|_| ())
+        .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
+}
+
+/// Raw mode while connecting (so `q` is read at once), undone on every path.
+struct RawMode;
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// Connects for the live view, saying so; q, Esc, Ctrl-C or a signal give up (`None`).
+async fn connect_watched(
+    opts: &crate::source::live::LiveOptions,
+) -> Result<Option<crate::source::live::Connection>, Failure> {
+    use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
+    use futures::StreamExt;
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    eprint!(
+        "connecting to the API server (gives up after {}; q to quit now)…\r\n",
+        humantime::format_duration(opts.timeout())
+    );
+    let _raw = crossterm::terminal::enable_raw_mode()
+        .ok()
+        .map(|()| RawMode);
+    let mut keys = EventStream::new();
+    let mut keys_open = true;
+    let mut signals = crate::tui::signal_stream();
+    let conn = crate::source::live::connect(opts);
+    tokio::pin!(conn);
+    loop {
+        tokio::select! {
+            c = &mut conn => return c.map(Some).map_err(Failure::from),
+            k = keys.next(), if keys_open => match k {
+                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press
+                    && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+                        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))) =>
+                {
+                    return Ok(None);
+                }
+                Some(Ok(_)) => {}
+                None | Some(Err(_)) => keys_open = false,
+            },
+            () = signals.recv() => return Ok(None),
+        }
+    }
+}
+
+pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    super::record::refuse_existing(live_args.record.as_deref(), false)?;
+    let readonly = live_args.readonly;
+    super::block_on(async move {
+        let Some(conn) = connect_watched(&opts).await? else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        super::live::tui_on(
+            conn,
+            opts.poll_interval,
+            crate::app::Mode::Live,
+            readonly,
+            live_args.record.as_deref(),
+        )
+        .await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

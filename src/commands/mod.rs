@@ -1,0 +1,109 @@
+//! One module per command: each owns its clap `Args` and its `run`. What they share is
+//! here: the runtime, stdout, signals, the one connect helper, recordings, confirmation.
+
+use std::io::Write;
+
+use crate::{
+    cli::{Failure, ReadLimits},
+    model::Time,
+};
+
+pub mod demo;
+pub mod explain;
+pub mod hold;
+pub mod kill;
+pub mod live;
+pub mod record;
+pub mod replay;
+pub mod report;
+pub mod sim;
+pub mod status;
+
+/// Connects to the cluster the flags name (the one way every command does).
+pub(crate) async fn connect(
+    opts: &crate::source::live::LiveOptions,
+) -> Result<crate::source::live::Connection, Failure> {
+    Ok(crate::source::live::connect(opts).await?)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
+    // Cluster data (names, messages) may hold escape sequences: never pass them through.
+    let text = crate::redact::escape_controls(text);
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::Runtime(format!("cannot write to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Runtime(format!("cannot start the async runtime: {e}")))
+}
+
+/// Runs `f` on a fresh runtime, then shuts it down without waiting for blocking work a
+/// timed-out request left behind (kube refreshes exec credentials on the blocking pool).
+pub(crate) fn block_on<T>(
+    f: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    let rt = runtime()?;
+    let out = rt.block_on(f);
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    out
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP (a closed terminal): listening starts at the call, so the
+/// signal is caught (and files closed cleanly) even before the future is first polled.
+pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
+    let mut signals = crate::tui::signal_stream();
+    async move { signals.recv().await }
+}
+
+/// The moment `--at` names in a recording that started at `start`.
+pub(crate) fn moment(at: &str, start: Time) -> Result<Time, Failure> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) {
+        return Ok(t.to_utc());
+    }
+    let d = humantime::parse_duration(at).map_err(|e| {
+        Failure::Usage(format!(
+            "--at {at:?}: not a duration or an RFC 3339 time ({e})"
+        ))
+    })?;
+    Ok(start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero()))
+}
+
+/// Opens a recording, reporting damage on stderr.
+pub(crate) fn open_recording(
+    path: &std::path::Path,
+    limits: ReadLimits,
+) -> Result<crate::record::Recording, Failure> {
+    let rec = crate::record::open_with(path, limits.max_line)?;
+    for d in &rec.damaged {
+        eprintln!(
+            "warning: {}: {}",
+            path.display(),
+            crate::redact::escape_controls(d)
+        );
+    }
+    Ok(rec)
+}
+
+pub(crate) fn action_log() -> crate::effect::ActionLog {
+    crate::effect::ActionLog::new(
+        std::env::var_os("SPARK_TRIAGE_ACTIONS_LOG")
+            .map(std::path::PathBuf::from)
+            .or_else(crate::effect::ActionLog::default_path),
+    )
+}
+
+pub(crate) fn confirm(question: &str) -> bool {
+    use std::io::BufRead;
+    eprint!("{question} [y/N] ");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+}

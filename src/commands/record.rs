@@ -1,0 +1,197 @@
+//! `record`: the cluster's source events to a file, headless; and the `--record` tee of
+//! the live view. One recorder loop for both.
+
+use clap::Args;
+
+use crate::cli::{LiveArgs, parse_duration};
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The recording to write (docs/recording-format.md).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Stop after this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Write a keyframe (the whole state, for instant seeking in replays) this often.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub keyframe_every: std::time::Duration,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {
+    crate::record::Header::new(
+        chrono::Utc::now(),
+        conn.scope.describe(),
+        conn.selector.clone(),
+        conn.server.clone(),
+    )
+}
+
+fn create_recording(
+    path: &std::path::Path,
+    conn: &crate::source::live::Connection,
+    force: bool,
+) -> Result<crate::record::Writer<crate::record::FileOut>, Failure> {
+    crate::record::create(path, &recording_header(conn), force).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            exists(path)
+        } else {
+            Failure::Runtime(format!("cannot create {}: {e}", path.display()))
+        }
+    })
+}
+
+fn exists(path: &std::path::Path) -> Failure {
+    Failure::Runtime(format!(
+        "{} exists; not overwriting it (use `record --force`, or another name)",
+        path.display()
+    ))
+}
+
+/// Refuses before connecting, so the user hears it at once.
+pub(crate) fn refuse_existing(path: Option<&std::path::Path>, force: bool) -> Result<(), Failure> {
+    match path {
+        Some(p) if !force && p.exists() => Err(exists(p)),
+        _ => Ok(()),
+    }
+}
+
+/// The one recorder loop (`record` and the live view's `--record`): writes every event to
+/// the recording, a keyframe every `keyframe_every` (from its own store), flushes every
+/// second (a crash loses at most a second).
+pub(crate) struct Recorder {
+    pub writer: crate::record::Writer<crate::record::FileOut>,
+    pub store: crate::store::Store,
+    keyframe_every: std::time::Duration,
+}
+
+impl Recorder {
+    pub(crate) fn new(
+        writer: crate::record::Writer<crate::record::FileOut>,
+        keyframe_every: std::time::Duration,
+    ) -> Self {
+        Self {
+            writer,
+            store: crate::store::Store::new(),
+            keyframe_every: keyframe_every.max(std::time::Duration::from_secs(1)),
+        }
+    }
+
+    /// Records until the events end, `forward` (which gets every event after it is
+    /// written) closes, `each_second` says stop, or `stop` completes.
+    pub(crate) async fn run(
+        &mut self,
+        rx: &mut tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+        forward: Option<&tokio::sync::mpsc::Sender<crate::source::SourceEvent>>,
+        mut each_second: impl FnMut(&Self) -> bool,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
+        let every = self.keyframe_every;
+        let mut keyframe = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    self.writer.write(&ev)?;
+                    match forward {
+                        Some(tx) => {
+                            self.store.apply(ev.clone());
+                            if tx.send(ev).await.is_err() {
+                                break;
+                            }
+                        }
+                        None => self.store.apply(ev),
+                    }
+                }
+                _ = second.tick() => {
+                    self.writer.flush()?;
+                    if !each_second(self) {
+                        break;
+                    }
+                }
+                _ = keyframe.tick() => {
+                    let at = self.store.view().now.unwrap_or_else(chrono::Utc::now);
+                    self.writer.write_keyframe(&self.store, at)?;
+                }
+                () = &mut stop => break,
+            }
+        }
+        self.writer.flush()
+    }
+}
+
+/// Passes events through to the live view while recording them.
+pub(crate) fn tee_to_file(
+    conn: &crate::source::live::Connection,
+    path: &std::path::Path,
+    mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+) -> Result<
+    (
+        tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+        tokio::task::JoinHandle<()>,
+    ),
+    Failure,
+> {
+    let writer = create_recording(path, conn, false)?;
+    let (tx, out) = tokio::sync::mpsc::channel(65_536);
+    let task = tokio::spawn(async move {
+        let mut rec = Recorder::new(writer, std::time::Duration::from_secs(300));
+        let _ = rec
+            .run(&mut rx, Some(&tx), |_| true, std::future::pending())
+            .await;
+    });
+    Ok((out, task))
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    refuse_existing(Some(&args.file), args.force)?;
+    super::block_on(async move {
+        let conn = super::connect(&opts).await?;
+        let writer = create_recording(&args.file, &conn, args.force)?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
+        let tasks = crate::source::live::spawn(&conn, opts.poll_interval, tx);
+        let until = args.duration.map(|d| tokio::time::Instant::now() + d);
+        let progress = |r: &Recorder| {
+            eprint!(
+                "\rrecording {}: {} events, {} apps, {} KiB   ",
+                args.file.display(),
+                r.writer.events,
+                r.store.view().apps.len(),
+                r.writer.bytes / 1024
+            );
+        };
+        let mut rec = Recorder::new(writer, args.keyframe_every);
+        let recorded = rec
+            .run(
+                &mut rx,
+                None,
+                |r| {
+                    progress(r);
+                    until.is_none_or(|u| tokio::time::Instant::now() < u)
+                },
+                super::wait_for_signal(),
+            )
+            .await;
+        for t in tasks {
+            t.abort();
+        }
+        while let Ok(ev) = rx.try_recv() {
+            let _ = rec.writer.write(&ev);
+        }
+        recorded
+            .and_then(|()| rec.writer.flush())
+            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+        progress(&rec);
+        eprintln!();
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,60 @@
+//! `replay`: a recording in the live view, on a timeline.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+
+use crate::{cli::ReadLimits, model::Time};
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recording (plain or .zst).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Start at this moment (a duration from the start, or an RFC 3339 time) instead of the start.
+    #[arg(long, value_name = "DURATION|RFC3339")]
+    pub at: Option<String>,
+    #[command(flatten)]
+    pub limits: ReadLimits,
+}
+
+/// An app positioned in a recording (shared by `replay` and tests).
+pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app::App {
+    use crate::app::{App, Context, Mode, replay::Replay};
+    let mut app = App::new(Context {
+        context: format!("recording of {}", rec.header.server),
+        scope: rec.header.scope.clone(),
+        readonly: true,
+        mode: Mode::Replay,
+    });
+    let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);
+    let to = at.unwrap_or(r.start);
+    r.seek(&mut app.store, to);
+    app.store.take_finished();
+    app.replay = Some(r);
+    crate::app::update(&mut app, crate::app::Msg::Resize(80, 24));
+    app
+}
+
+pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
+    }
+    let rec = super::open_recording(&args.file, args.limits)?;
+    let at = args
+        .at
+        .as_deref()
+        .map(|a| super::moment(a, rec.header.started_at))
+        .transpose()?;
+    let app = replay_app(rec, at);
+    super::block_on(async move {
+        let (_tx, rx) = tokio::sync::mpsc::channel(1);
+        crate::tui::run(app, rx, None, false)
+            .await
+            .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,160 @@
+//! `status`: every app's executors once (or after watching a while), then exit; or a
+//! recording's state at a moment.
+
+use clap::{Args, ValueEnum};
+
+use crate::cli::{LiveArgs, ReadLimits, parse_duration};
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Table)]
+    pub output: StatusOutput,
+    /// Keep watching this long before printing (Ctrl-C or SIGTERM prints at once).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_duration: Option<std::time::Duration>,
+    /// Only this application (id or name).
+    #[arg(long, value_name = "APP")]
+    pub app: Option<String>,
+    /// Read a recording instead of a cluster.
+    #[arg(long, value_name = "FILE")]
+    pub recording: Option<std::path::PathBuf>,
+    /// With --recording: the moment (a duration from its start, or an RFC 3339 time);
+    /// default: its end.
+    #[arg(long, value_name = "DURATION|RFC3339", requires = "recording")]
+    pub at: Option<String>,
+    #[command(flatten)]
+    pub limits: ReadLimits,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusOutput {
+    Table,
+    Wide,
+    Json,
+}
+
+fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> Result<(), Failure> {
+    let text = match output {
+        StatusOutput::Json => {
+            let mut s = serde_json::to_string_pretty(report)?;
+            s.push('\n');
+            s
+        }
+        StatusOutput::Table => crate::status::render_table(report, false),
+        StatusOutput::Wide => crate::status::render_table(report, true),
+    };
+    super::write_stdout(&text)
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
+    use crate::{source::live, status, store::Store};
+    if let Some(path) = &args.recording {
+        let rec = super::open_recording(path, args.limits)?;
+        let until = args
+            .at
+            .as_deref()
+            .map(|a| super::moment(a, rec.header.started_at))
+            .transpose()?;
+        let mut store = Store::new();
+        for ev in rec.events {
+            if until.is_some_and(|u| ev.at() > u) {
+                break;
+            }
+            store.apply(ev);
+        }
+        print_status(
+            &status::report(store.view(), args.app.as_deref()),
+            args.output,
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = live_args.options();
+    super::block_on(async move {
+        let conn = super::connect(&opts).await?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+        let tasks = live::spawn(&conn, opts.poll_interval, tx);
+        let mut store = Store::new();
+        let start = tokio::time::Instant::now();
+        let want = args.for_duration.unwrap_or_default();
+        // The first LIST is immediate; allow for a slow server and one retry.
+        let give_up = start + 2 * opts.timeout() + want;
+        let mut held = Vec::new();
+        let stop = super::wait_for_signal();
+        tokio::pin!(stop);
+        loop {
+            let now = tokio::time::Instant::now();
+            if status::ready(store.view(), opts.driver_poll.is_some()) && now >= start + want {
+                break;
+            }
+            if now >= give_up {
+                let why = status::report(store.view(), None).problems.join("; ");
+                return Err(Failure::Runtime(format!(
+                    "no complete answer from the API server {} within {}s{}",
+                    conn.server,
+                    (give_up - start).as_secs(),
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {why}")
+                    }
+                )));
+            }
+            let wake = if status::ready(store.view(), opts.driver_poll.is_some()) {
+                start + want
+            } else {
+                give_up
+            };
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(ev) => apply_after_first_list(&mut store, &mut held, ev),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(wake) => {}
+                // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
+                () = &mut stop, if status::ready(store.view(), opts.driver_poll.is_some()) => break,
+            }
+        }
+        while let Ok(ev) = rx.try_recv() {
+            apply_after_first_list(&mut store, &mut held, ev);
+        }
+        for ev in held {
+            store.apply(ev);
+        }
+        for t in tasks {
+            t.abort();
+        }
+        let report = status::report(store.view(), args.app.as_deref());
+        for p in &report.problems {
+            eprintln!("warning: {}", crate::redact::escape_controls(p));
+        }
+        print_status(&report, args.output)?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Applies a source event, except a driver view that arrives before the first full LIST:
+/// it waits for it, so executors known only from the driver are named and matched to
+/// their events the same way whichever source answered first (status prints the same
+/// bytes for the same cluster).
+fn apply_after_first_list(
+    store: &mut crate::store::Store,
+    held: &mut Vec<crate::source::SourceEvent>,
+    ev: crate::source::SourceEvent,
+) {
+    if store.view().full_snapshot_at.is_none()
+        && matches!(ev, crate::source::SourceEvent::DriverExecutors { .. })
+    {
+        held.push(ev);
+        return;
+    }
+    store.apply(ev);
+    if store.view().full_snapshot_at.is_some() {
+        for ev in held.drain(..) {
+            store.apply(ev);
+        }
+    }
+}
