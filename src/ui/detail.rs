@@ -220,7 +220,7 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
             d.peak.container_estimate(),
             limit
                 .as_deref()
-                .and_then(crate::sim::quantity::parse)
+                .and_then(crate::model::quantity::parse)
                 .map(|b| b as u64),
         ) {
             (Some(p), Some(l)) if l > 0 => format!(

@@ -363,7 +363,7 @@ pub fn missing(last_rv: Option<u64>, list_rv: Option<u64>, spark_verdict: &str) 
 }
 
 /// A duration for people: `45s`, `3m20s`, `2h5m`.
-pub(crate) fn human_duration(d: chrono::Duration) -> String {
+pub fn human_duration(d: chrono::Duration) -> String {
     let secs = d.num_seconds().max(0);
     match secs {
         0..60 => format!("{secs}s"),

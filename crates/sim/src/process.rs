@@ -41,8 +41,8 @@ use serde_json::Value;
 use super::{
     logs::Logs,
     proctree::{ProcTable, memory_of},
-    quantity,
 };
+use crate::model::quantity;
 
 /// Where the process kubelet finds Spark and keeps per-pod files.
 #[derive(Debug, Clone, PartialEq)]
@@ -643,7 +643,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::sim::proctree::is_running as alive;
+    use crate::proctree::is_running as alive;
 
     fn spark_pod() -> Value {
         json!({

@@ -26,14 +26,14 @@ use super::{
     clock::fmt_time,
     kube_status::{container_status, set_all_containers, set_condition},
     logs::Logs,
-    quantity,
     scenario::{AppSpec, DriverFate, ExecutorSel, Fate, NodeSpec, Scenario},
     store::{DeleteOptions, Obj, Query, Resource, Store},
 };
+use crate::model::quantity;
 use crate::{
     classify::{ClassifyConfig, classify},
     model::{ExecutorPod, ExecutorState},
-    sim::selector::LabelSelector,
+    selector::LabelSelector,
     spark,
 };
 

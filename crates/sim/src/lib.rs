@@ -4,6 +4,9 @@
 //!
 //! Loopback only, plain HTTP. See `docs/simulator.md` for what is and is not simulated.
 
+// The core under the names the simulator's modules use (`crate::model::…`).
+pub(crate) use spark_triage_core::{classify, model, spark};
+
 pub mod api;
 pub mod clock;
 pub mod control;
@@ -16,7 +19,6 @@ pub mod logs;
 pub mod patch;
 pub mod process;
 pub mod proctree;
-pub mod quantity;
 pub mod scenario;
 pub mod selector;
 pub mod spark_rest;

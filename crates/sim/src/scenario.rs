@@ -7,20 +7,29 @@ use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
 pub const BUILT_IN: [(&str, &str); 6] = [
-    ("mixed", include_str!("../../assets/scenarios/mixed.yaml")),
+    (
+        "mixed",
+        include_str!("../../../assets/scenarios/mixed.yaml"),
+    ),
     (
         "oom-storm",
-        include_str!("../../assets/scenarios/oom-storm.yaml"),
+        include_str!("../../../assets/scenarios/oom-storm.yaml"),
     ),
     (
         "pending-capacity",
-        include_str!("../../assets/scenarios/pending-capacity.yaml"),
+        include_str!("../../../assets/scenarios/pending-capacity.yaml"),
     ),
-    ("churn", include_str!("../../assets/scenarios/churn.yaml")),
-    ("empty", include_str!("../../assets/scenarios/empty.yaml")),
+    (
+        "churn",
+        include_str!("../../../assets/scenarios/churn.yaml"),
+    ),
+    (
+        "empty",
+        include_str!("../../../assets/scenarios/empty.yaml"),
+    ),
     (
         "disagreements",
-        include_str!("../../assets/scenarios/disagreements.yaml"),
+        include_str!("../../../assets/scenarios/disagreements.yaml"),
     ),
 ];
 

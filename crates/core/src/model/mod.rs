@@ -3,6 +3,7 @@
 pub mod driver;
 mod event;
 mod pod;
+pub mod quantity;
 mod state;
 
 pub use driver::DriverExecutor;
@@ -10,14 +11,15 @@ pub use event::PodEvent;
 pub use pod::*;
 pub use state::ExecutorState;
 
-#[cfg(test)]
-pub(crate) mod testing {
-    //! Builders for unit tests: real `Pod` JSON through the real projection.
+#[doc(hidden)]
+pub mod testing {
+    //! Builders for tests (this crate's and the product's): real `Pod` JSON through the
+    //! real projection. Not part of the API.
 
     use super::{ExecutorPod, PodEvent};
 
     /// Projects a Pod written as JSON (`metadata.namespace` defaults to `spark-jobs`).
-    pub(crate) fn pod(mut v: serde_json::Value) -> ExecutorPod {
+    pub fn pod(mut v: serde_json::Value) -> ExecutorPod {
         if v["metadata"].get("namespace").is_none() {
             v["metadata"]["namespace"] = "spark-jobs".into();
         }
@@ -27,7 +29,7 @@ pub(crate) mod testing {
     }
 
     /// Projects a core/v1 Event written as JSON.
-    pub(crate) fn event(v: serde_json::Value) -> PodEvent {
+    pub fn event(v: serde_json::Value) -> PodEvent {
         let e: k8s_openapi::api::core::v1::Event =
             serde_json::from_value(v).expect("test event must be a valid Event");
         PodEvent::from_core(&e)
