@@ -3,6 +3,7 @@
 //! with its time; the store cannot tell where one came from.
 
 pub mod bounds;
+pub mod driver_view;
 pub mod errors;
 pub mod live;
 

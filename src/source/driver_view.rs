@@ -1,0 +1,311 @@
+//! The driver REST view: every driver's own executor list (its `allexecutors`, through the
+//! API server's service proxy), read every `--driver-poll-interval` (the app in view more
+//! often than the others, in the live view).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::{Api, Client, api::ListParams};
+use tokio::sync::mpsc;
+
+use super::{
+    DriverView, SourceEvent, errors,
+    live::{Connection, Scope, now, one_line, pods_api, send},
+};
+use crate::model::ExecutorPod;
+
+/// Which app is in view, for the driver poll: every driver is read at the first poll (so
+/// every app's dead executors are known from the first screen), the app in view every
+/// interval, the others every [`BACKGROUND_FACTOR`] intervals. `status` and `record` never
+/// set it: every app is read every interval.
+#[derive(Debug, Clone, Default)]
+pub struct DriverFocus(std::sync::Arc<std::sync::Mutex<Focus>>);
+
+/// `None`: every app is in view; `Some(None)`: none; `Some(Some(key))`: that one.
+type Focus = Option<Option<(String, String)>>;
+
+/// Apps not in view are read this many times less often (every 60 s at the 10 s default).
+pub const BACKGROUND_FACTOR: u32 = 6;
+
+impl DriverFocus {
+    /// The app in view (namespace, app id), or none.
+    pub fn prefer(&self, app: Option<(String, String)>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(app);
+    }
+
+    fn in_view(&self, ns: &str, app_id: &str) -> bool {
+        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => true,
+            Some(Some((n, a))) => n == ns && a == app_id,
+            Some(None) => false,
+        }
+    }
+
+    /// Whether this app's driver is due, `since` its last read (`None`: never read).
+    fn due(&self, ns: &str, app_id: &str, since: Option<Duration>, every: Duration) -> bool {
+        let Some(since) = since else { return true };
+        let period = if self.in_view(ns, app_id) {
+            every
+        } else {
+            every * BACKGROUND_FACTOR
+        };
+        // Half an interval of slack: a read that took a while is not pushed a tick later.
+        since + every / 2 >= period
+    }
+}
+
+/// Reads every driver's executor list in scope (those in focus) every `every`.
+pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
+    let pods = pods_api(&conn.client, &conn.scope);
+    let services: Api<Service> = match &conn.scope {
+        Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
+        Scope::All => Api::all(conn.client.clone()),
+    };
+    let sel = &conn.driver_selector;
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_read: std::collections::HashMap<(String, String), std::time::Instant> =
+        std::collections::HashMap::new();
+    loop {
+        tick.tick().await;
+        let drivers = match pods.list(&ListParams::default().labels(sel)).await {
+            Ok(l) => l.items,
+            Err(_) => continue, // the pod sources report API trouble
+        };
+        let svcs = services
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        // Up to 8 drivers at a time, so one slow driver does not hold up the others.
+        let svcs = std::sync::Arc::new(svcs);
+        let started = std::time::Instant::now();
+        let wanted: Vec<(Pod, ExecutorPod, String)> = drivers
+            .into_iter()
+            .filter_map(|d| {
+                let pod = ExecutorPod::from_pod(&d);
+                let app_id = pod.app_id()?.to_owned();
+                let key = (pod.namespace.clone(), app_id.clone());
+                let since = last_read.get(&key).map(|t| started.duration_since(*t));
+                conn.focus
+                    .due(&pod.namespace, &app_id, since, every)
+                    .then(|| {
+                        last_read.insert(key, started);
+                        (d, pod, app_id)
+                    })
+            })
+            .collect();
+        let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id)| {
+            let (client, svcs) = (conn.client.clone(), svcs.clone());
+            async move {
+                let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
+                SourceEvent::DriverExecutors {
+                    namespace: pod.namespace.clone(),
+                    app_id,
+                    view,
+                    at: now(),
+                }
+            }
+        }))
+        .buffer_unordered(8);
+        while let Some(ev) = reads.next().await {
+            if !send(&tx, ev).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Where the driver's UI is: the service selecting the driver (Spark's `…-driver-svc`,
+/// the operator's `…-ui-svc`) on its `spark-ui` port (or 4040), else the pod's own 4040.
+pub fn ui_path(pod: &Pod, app_id: &str, services: &[Service]) -> Option<String> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let svc_port = services
+        .iter()
+        .filter(|s| s.metadata.namespace.as_deref() == Some(ns))
+        .filter(|s| {
+            s.spec
+                .as_ref()
+                .and_then(|sp| sp.selector.as_ref())
+                .and_then(|sel| sel.get("spark-app-selector"))
+                .is_some_and(|a| a == app_id)
+        })
+        .find_map(|s| {
+            let ports = s.spec.as_ref()?.ports.as_ref()?;
+            let p = ports
+                .iter()
+                .find(|p| p.name.as_deref() == Some("spark-ui"))
+                .or_else(|| ports.iter().find(|p| p.port == 4040))?;
+            let port = p.name.clone().unwrap_or_else(|| p.port.to_string());
+            Some(format!("services/{}:{port}", s.metadata.name.as_deref()?))
+        });
+    let target = svc_port.or_else(|| {
+        let name = pod.metadata.name.as_deref()?;
+        let ports = pod
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten());
+        let p = ports
+            .clone()
+            .find(|p| p.name.as_deref() == Some("spark-ui"))
+            .or_else(|| ports.clone().find(|p| p.container_port == 4040))?;
+        Some(format!("pods/{name}:{}", p.container_port))
+    })?;
+    Some(format!(
+        "/api/v1/namespaces/{ns}/{target}/proxy/api/v1/applications/{app_id}/allexecutors"
+    ))
+}
+
+async fn read_driver(
+    client: &Client,
+    raw: &Pod,
+    pod: &ExecutorPod,
+    app_id: &str,
+    services: &[Service],
+) -> DriverView {
+    let unavailable = |reason: String| DriverView::Unavailable { reason };
+    match pod.phase() {
+        Some("Running") => {}
+        Some(p @ ("Succeeded" | "Failed")) => {
+            return unavailable(format!("driver gone (pod {} is {p})", pod.name));
+        }
+        p => {
+            return unavailable(format!(
+                "driver not ready (pod {} is {})",
+                pod.name,
+                p.unwrap_or("without status")
+            ));
+        }
+    }
+    if pod.deletion.is_some() {
+        return unavailable(format!("driver gone (pod {} is being deleted)", pod.name));
+    }
+    let Some(path) = ui_path(raw, app_id, services) else {
+        return unavailable(
+            "no UI port: no service selecting the driver with a spark-ui port, no container port 4040"
+                .to_owned(),
+        );
+    };
+    let req = match http::Request::get(&path).body(Vec::new()) {
+        Ok(r) => r,
+        Err(e) => return unavailable(format!("bad proxy path {path}: {e}")),
+    };
+    let proxied = if path.contains("/services/") {
+        "services/proxy"
+    } else {
+        "pods/proxy"
+    };
+    match tokio::time::timeout(Duration::from_secs(10), client.request_text(req)).await {
+        Err(_) => unavailable("the driver did not answer within 10 s".to_owned()),
+        Ok(Ok(body)) => match crate::model::driver::parse_executors(&body) {
+            Ok(executors) => DriverView::Ok { executors },
+            Err(e) => unavailable(e),
+        },
+        Ok(Err(kube::Error::Api(s))) => unavailable(match s.code {
+            403 => format!(
+                "forbidden: cannot get {proxied} in namespace {} ({})",
+                pod.namespace,
+                one_line(&s.message)
+            ),
+            503 => format!("driver not reachable: {}", one_line(&s.message)),
+            404 => format!("not found: {}", one_line(&s.message)),
+            c => format!("HTTP {c}: {}", one_line(&s.message)),
+        }),
+        Ok(Err(e)) => unavailable(errors::describe(&e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ports: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "etl-driver", "namespace": "spark-jobs"},
+            "spec": {"containers": [{"name": "spark-kubernetes-driver", "ports": ports}]}
+        }))
+        .unwrap()
+    }
+
+    fn svc(name: &str, ns: &str, app: &str, ports: serde_json::Value) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"spark-app-selector": app, "spark-role": "driver"}, "ports": ports}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_driver_is_read_first_then_the_app_in_view_more_often() {
+        let every = Duration::from_secs(10);
+        let f = DriverFocus::default();
+        // status/record: every app every interval.
+        assert!(f.due("ns", "a", Some(every), every) && f.due("ns", "b", Some(every), every));
+        let shared = f.clone(); // the live view's handle, the poll's handle
+        shared.prefer(Some(("ns".into(), "a".into())));
+        // Never read: due whatever the focus (the first screen knows every app's dead).
+        assert!(f.due("ns", "b", None, every) && f.due("other", "a", None, every));
+        assert!(f.due("ns", "a", Some(every), every));
+        assert!(!f.due("ns", "b", Some(every), every));
+        assert!(!f.due("ns", "b", Some(every * 5), every));
+        assert!(f.due("ns", "b", Some(every * BACKGROUND_FACTOR), every));
+        shared.prefer(None);
+        assert!(!f.due("ns", "a", Some(every), every));
+        assert_eq!(
+            super::super::live::narrowed("spark-role=driver", Some(" team=x ")),
+            "spark-role=driver,team=x"
+        );
+    }
+
+    #[test]
+    fn the_driver_ui_is_found_where_spark_and_the_operator_put_it() {
+        let p = pod(serde_json::json!([{"name": "spark-ui", "containerPort": 4040}]));
+        let tail = "proxy/api/v1/applications/spark-1/allexecutors";
+        // Spark's own driver service: its spark-ui port, by name.
+        let spark_svc = svc(
+            "etl-driver-svc",
+            "spark-jobs",
+            "spark-1",
+            serde_json::json!([{"name": "driver-rpc-port", "port": 7078}, {"name": "spark-ui", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[spark_svc]).unwrap(),
+            format!("/api/v1/namespaces/spark-jobs/services/etl-driver-svc:spark-ui/{tail}")
+        );
+        // The operator's UI service: port 4040 under another name.
+        let op = svc(
+            "etl-ui-svc",
+            "spark-jobs",
+            "spark-1",
+            serde_json::json!([{"name": "spark-driver-ui-port", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[op]).unwrap(),
+            format!(
+                "/api/v1/namespaces/spark-jobs/services/etl-ui-svc:spark-driver-ui-port/{tail}"
+            )
+        );
+        // Services of other apps or namespaces do not count: the pod's own port.
+        let other = svc(
+            "x",
+            "spark-jobs",
+            "spark-2",
+            serde_json::json!([{"name": "spark-ui", "port": 4040}]),
+        );
+        let elsewhere = svc(
+            "y",
+            "default",
+            "spark-1",
+            serde_json::json!([{"name": "spark-ui", "port": 4040}]),
+        );
+        assert_eq!(
+            ui_path(&p, "spark-1", &[other, elsewhere]).unwrap(),
+            format!("/api/v1/namespaces/spark-jobs/pods/etl-driver:4040/{tail}")
+        );
+        // Nothing at all.
+        assert_eq!(ui_path(&pod(serde_json::json!([])), "spark-1", &[]), None);
+    }
+}
