@@ -1,11 +1,16 @@
 //! Store semantics over sequences of source events (fed as streams, as sources produce them).
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::testing::{event, pod};
+use crate::{
+    model::testing::{event, pod},
+    source::Health,
+};
 
 fn t(s: u32) -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()

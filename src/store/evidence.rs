@@ -1,0 +1,285 @@
+//! Turning an executor record's evidence into its verdict, history and timeline lines.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::Arc,
+};
+
+use super::*;
+use crate::{
+    classify::{Resolved, classify},
+    diagnose::{
+        self, Code,
+        verdict::{Evidence, PodGone, Verdict, verdict},
+    },
+    model::{DriverExecutor, ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
+};
+
+/// What of the driver's entry can change a verdict (not task counts or memory figures).
+pub(super) fn driver_gist(
+    d: Option<&DriverExecutor>,
+) -> Option<(bool, Option<&str>, Option<Time>)> {
+    d.map(|d| (d.active, d.remove_reason.as_deref(), d.remove_time))
+}
+
+/// A pod × driver disagreement that depends on elapsed time may appear now.
+pub(super) fn may_come_due(rec: &ExecutorRecord) -> bool {
+    let exec = rec.driver.as_ref().and_then(|d| d.exec.as_ref());
+    match exec {
+        // Active in the driver, pod gone: `driver-lost-pod` after Spark's grace.
+        Some(d) if d.active => rec.gone.is_some() && !rec.verdict.has(Code::DriverLostPod),
+        // Removed, pod still Running: `zombie` after a while.
+        Some(_) => {
+            rec.gone.is_none()
+                && rec.pod_state == ExecutorState::Running
+                && !rec.verdict.has(Code::Zombie)
+        }
+        // Not listed, pod Running: `unregistered` after a while.
+        None => {
+            rec.gone.is_none()
+                && rec.pod_state == ExecutorState::Running
+                && !rec.verdict.has(Code::Unregistered)
+        }
+    }
+}
+
+/// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
+/// message, so the same rules read its exit.
+pub(super) fn driver_only(
+    ns: &str,
+    app_id: &str,
+    name: &str,
+    d: DriverExecutor,
+    events: &[PodEvent],
+    config: &AppConfig,
+    at: Time,
+) -> ExecutorRecord {
+    let pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
+    let resolved = config.classify_options().resolve(&pod);
+    let state = classify(&pod, &resolved.config);
+    let mut rec = ExecutorRecord {
+        id: d.id,
+        spark_container: resolved.config.spark_container.clone(),
+        pod: Arc::new(pod),
+        pod_state: state,
+        first_seen: at,
+        last_seen: at,
+        last_rv: None,
+        history: VecDeque::from([Transition {
+            at,
+            state,
+            note: Some("known only from the driver".to_owned()),
+        }]),
+        events: VecDeque::new(),
+        ended: None,
+        first_deletion: None,
+        gone: Some(Gone::DriverOnly { at }),
+        log_tail: None,
+        driver: Some(DriverSeen { at, exec: Some(d) }),
+        killed_by_tool: false,
+        verdict: Verdict::default(),
+    };
+    refresh(&mut rec, events, config, Some(&resolved), at);
+    rec
+}
+
+pub(super) fn push_history(rec: &mut ExecutorRecord, t: Transition) {
+    rec.history.push_back(t);
+    while rec.history.len() > MAX_HISTORY {
+        rec.history.pop_front();
+    }
+}
+
+pub(super) fn is_ending(state: ExecutorState) -> bool {
+    matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
+}
+
+/// Recomputes the verdict from all the evidence the record holds. Returns a timeline line
+/// when the verdict changed in a way worth saying: a missing verdict withdrawn because a
+/// witness explained the disappearance, or a new pod × driver disagreement.
+pub(super) fn refresh(
+    rec: &mut ExecutorRecord,
+    events: &[PodEvent],
+    config: &AppConfig,
+    resolved: Option<&Resolved>,
+    now: Time,
+) -> Option<String> {
+    let mut evs: Vec<PodEvent> = events
+        .iter()
+        .filter(|e| e.is_about(&rec.pod))
+        .cloned()
+        .collect();
+    evs.sort_by(PodEvent::chronological);
+    if evs.len() > MAX_EVENTS {
+        evs.drain(..evs.len() - MAX_EVENTS);
+    }
+    let missing = match &rec.gone {
+        Some(Gone::Missing {
+            list_rv,
+            spark_verdict,
+            ..
+        }) => Some(diagnose::missing(rec.last_rv, *list_rv, spark_verdict)),
+        _ => None,
+    };
+    let running_since = (rec.pod_state == ExecutorState::Running)
+        .then(|| {
+            rec.history
+                .iter()
+                .rev()
+                .take_while(|t| t.state == ExecutorState::Running)
+                .last()
+                .map(|t| t.at)
+        })
+        .flatten();
+    let lost_grace =
+        chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
+            .unwrap_or(chrono::Duration::seconds(60));
+    let options = config.classify_options();
+    // The caller's resolution of this pod under this config, when it has one.
+    let own;
+    let resolved = match resolved {
+        Some(r) => r,
+        None => {
+            own = options.resolve(&rec.pod);
+            &own
+        }
+    };
+    let before = std::mem::take(&mut rec.verdict);
+    let v = verdict(&Evidence {
+        id: rec.id,
+        pod: &rec.pod,
+        resolved,
+        pod_state: rec.pod_state,
+        ended: rec.ended.as_deref(),
+        first_deletion: rec.first_deletion.as_ref(),
+        events: &evs,
+        options: &options,
+        gone: match rec.gone {
+            None => PodGone::No,
+            Some(Gone::Deleted { .. }) => PodGone::Deleted,
+            Some(Gone::Missing { .. }) => PodGone::Missing,
+            Some(Gone::DriverOnly { .. }) => PodGone::DriverOnly,
+        },
+        missing: missing.as_ref(),
+        driver: rec.driver.as_ref(),
+        log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
+        killed_by_tool: rec.killed_by_tool,
+        running_since,
+        gone_at: rec.gone.as_ref().map(Gone::at),
+        lost_grace,
+        delete_on_termination: config.delete_on_termination,
+        now,
+    });
+    rec.events = evs.into();
+    let mut notes = Vec::new();
+    if before.missing && !v.missing {
+        notes.push(format!(
+            "executor {} no longer missing: {}",
+            rec.id,
+            explained_by_verdict(&v)
+        ));
+    }
+    for f in &v.findings {
+        if matches!(
+            f.code,
+            Code::DriverLostPod | Code::Unregistered | Code::Zombie
+        ) && !before.has(f.code)
+        {
+            notes.push(format!("executor {}: {}", rec.id, f.summary));
+        }
+    }
+    rec.verdict = v;
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// What explains an executor's disappearance, for the timeline.
+pub(super) fn explained_by(rec: &ExecutorRecord) -> String {
+    explained_by_verdict(&rec.verdict)
+}
+
+pub(super) fn explained_by_verdict(v: &Verdict) -> String {
+    match v.cause() {
+        Some(f) => format!(
+            "{} ({}; from the {})",
+            v.ending.describe(),
+            f.code,
+            f.witness.as_str()
+        ),
+        None => v.ending.describe().to_owned(),
+    }
+}
+
+/// The events kept about one pod (by namespace and name).
+pub(super) fn events_of(
+    events: &BTreeMap<(String, String), VecDeque<PodEvent>>,
+    namespace: &str,
+    pod: &str,
+) -> Vec<PodEvent> {
+    events
+        .get(&(namespace.to_owned(), pod.to_owned()))
+        .map(|q| q.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// When Spark's rule declares a vanished executor lost: the first poll more than
+/// `missingPodDetectDelta` after its registration (approximated by the container start).
+pub(super) fn spark_missing_verdict(
+    rec: &ExecutorRecord,
+    at: Time,
+    delta: chrono::Duration,
+    poll: chrono::Duration,
+) -> String {
+    let registered = rec
+        .pod
+        .container_status(&rec.spark_container)
+        .and_then(|c| match &c.state {
+            crate::model::ContainerState::Running { started_at } => *started_at,
+            _ => None,
+        })
+        .or_else(|| {
+            rec.history
+                .iter()
+                .find(|t| t.state == ExecutorState::Running)
+                .map(|t| t.at)
+        })
+        .unwrap_or(rec.first_seen);
+    let threshold = registered + delta;
+    if at > threshold {
+        format!(
+            "Spark declares it lost (exit -1, not counted against the app) at its first poll after {} (registration + missingPodDetectDelta); that moment has passed",
+            crate::model::fmt_time(&threshold)
+        )
+    } else {
+        format!(
+            "Spark declares it lost at its first poll after {} (registration + missingPodDetectDelta, polls every {}s)",
+            crate::model::fmt_time(&threshold),
+            poll.num_seconds()
+        )
+    }
+}
+
+pub(super) fn transition_text(
+    id: i64,
+    state: ExecutorState,
+    pod: &ExecutorPod,
+    resolved: &Resolved,
+    note: Option<&str>,
+) -> String {
+    let mut s = format!("executor {id} {state}");
+    let cs = pod.container_status(&resolved.config.spark_container);
+    if let Some(t) = cs.and_then(|c| c.terminated()) {
+        s.push_str(&format!(" (exit {}", t.exit_code));
+        if let Some(r) = &t.reason {
+            s.push_str(&format!(", {r}"));
+        }
+        s.push(')');
+    } else if let Some(r) = cs.and_then(|c| c.waiting_reason()) {
+        s.push_str(&format!(" ({r})"));
+    } else if let Some(r) = pod.status.as_ref().and_then(|st| st.reason.as_deref()) {
+        s.push_str(&format!(" ({r})"));
+    }
+    if let Some(n) = note {
+        s.push_str(&format!(": {n}"));
+    }
+    s
+}

@@ -1,0 +1,139 @@
+//! What the store does with the sources' health (outages in every timeline) and with each
+//! driver's own executor list (attached per executor; executors only the driver knows
+//! become tombstones).
+
+use std::sync::Arc;
+
+use super::*;
+use crate::{
+    model::Time,
+    source::{DriverView, Health, SourceKind},
+};
+
+impl Store {
+    /// An outage of a pod or event source leaves a line in every app's timeline when it
+    /// starts (a source that worked now fails) and when it ends (it works again): what
+    /// happened meanwhile was seen late, or (a vanished pod) only by the next LIST.
+    pub(super) fn outage(&mut self, source: SourceKind, health: &Health, at: Time) {
+        if !matches!(
+            source,
+            SourceKind::PodWatch | SourceKind::PodPoll | SourceKind::EventWatch
+        ) {
+            return;
+        }
+        let was_ok = matches!(self.snap.health.get(&source), Some(Health::Connected));
+        let text = match health {
+            Health::Retrying { error } if was_ok => {
+                self.outages.insert(source, at);
+                format!("{} lost: {error}", source.as_str())
+            }
+            Health::Forbidden { permission } if was_ok => {
+                self.outages.insert(source, at);
+                format!("{} lost: forbidden ({permission})", source.as_str())
+            }
+            Health::Connected => match self.outages.remove(&source) {
+                Some(since) => format!(
+                    "{} back after {}s",
+                    source.as_str(),
+                    (at - since).num_seconds().max(0)
+                ),
+                None => return,
+            },
+            _ => return,
+        };
+        for app in self.snap.apps.values_mut() {
+            Arc::make_mut(app).log(at, None, text.clone());
+        }
+    }
+
+    /// The driver's executor list: attached per id, executors only the driver knows become
+    /// tombstones with Spark's reason, and every executor of the app is reconciled.
+    pub(super) fn driver_view(&mut self, ns: &str, app_id: &str, view: DriverView, at: Time) {
+        let app = self.app_mut(ns, app_id);
+        let previous = app.driver_api.clone();
+        let executors = match view {
+            DriverView::Unavailable { reason } => {
+                if previous.as_ref().and_then(|p| p.unavailable.as_ref()) != Some(&reason) {
+                    app.log(at, None, format!("driver view unavailable: {reason}"));
+                }
+                app.driver_api = Some(DriverApiState {
+                    at,
+                    unavailable: Some(reason),
+                    last_ok: previous.as_ref().and_then(|p| p.last_ok),
+                    active: previous.as_ref().map_or(0, |p| p.active),
+                });
+                return;
+            }
+            DriverView::Ok { executors } => executors,
+        };
+        if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
+            app.log(at, None, "driver view available again".to_owned());
+        }
+        app.driver_api = Some(DriverApiState {
+            at,
+            unavailable: None,
+            last_ok: Some(at),
+            active: executors.iter().filter(|e| e.active).count(),
+        });
+        let prefix = app
+            .executors
+            .values()
+            .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
+            .and_then(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
+            .or_else(|| app.app_name.clone())
+            .unwrap_or_else(|| app_id.to_owned());
+        let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
+        // Executors whose verdict may change: what the driver says of them changed, or a
+        // disagreement may have come due with time.
+        let mut due = Vec::new();
+        let mut fresh = Vec::new();
+        for d in executors {
+            match app.executors.get_mut(&d.id) {
+                Some(rec) => {
+                    let rec = Arc::make_mut(rec);
+                    let changed = rec
+                        .driver
+                        .as_ref()
+                        .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
+                    rec.driver = Some(DriverSeen { at, exec: Some(d) });
+                    if changed || may_come_due(rec) {
+                        due.push(rec.id);
+                    }
+                }
+                None => fresh.push(d),
+            }
+        }
+        let key = (ns.to_owned(), app_id.to_owned());
+        for d in fresh {
+            let id = d.id;
+            let name = format!("{prefix}-exec-{id}");
+            let text = match &d.remove_reason {
+                Some(r) => format!(
+                    "executor {id} known only from the driver: {}",
+                    reason_headline(r)
+                ),
+                None => format!("executor {id} known only from the driver (active there)"),
+            };
+            let events = events_of(&self.events, ns, &name);
+            let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+            let config = app.config.clone();
+            app.executors.insert(
+                id,
+                Arc::new(driver_only(ns, app_id, &name, d, &events, &config, at)),
+            );
+            app.log(at, Some(id), text);
+        }
+        let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+        for rec in app.executors.values_mut() {
+            if !listed.contains(&rec.id) {
+                let rec = Arc::make_mut(rec);
+                let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
+                rec.driver = Some(DriverSeen { at, exec: None });
+                if changed || may_come_due(rec) {
+                    due.push(rec.id);
+                }
+            }
+        }
+        self.refresh_some(&key, &due, at);
+    }
+}

@@ -1,0 +1,439 @@
+//! What the store holds: per app, its executors' records, driver, config and timeline;
+//! the snapshot readers get.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::{
+    classify::ClassifyOptions,
+    diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
+    model::{ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
+    source::{Health, SourceKind},
+};
+
+/// An executor that just reached a final state: its log should be captured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    /// The container restarted: the evidence is in the previous instance.
+    pub previous: bool,
+}
+
+/// `(namespace, app id)`.
+pub type AppKey = (String, String);
+
+/// What an application's driver configuration says (from `spark.properties`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppConfig {
+    pub delete_on_termination: bool,
+    pub check_all_containers: Option<bool>,
+    pub spark_container: Option<String>,
+    pub missing_pod_detect_delta: Duration,
+    pub api_polling_interval: Duration,
+    /// Whether it came from the driver's ConfigMap (else Spark's defaults).
+    pub from_driver: bool,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            delete_on_termination: true,
+            check_all_containers: None,
+            spark_container: None,
+            missing_pod_detect_delta: Duration::from_secs(30),
+            api_polling_interval: Duration::from_secs(30),
+            from_driver: false,
+        }
+    }
+}
+
+impl AppConfig {
+    pub(super) fn from_properties(p: &BTreeMap<String, String>) -> Self {
+        let d = Self::default();
+        let dur = |k: &str, default: Duration| {
+            p.get(k).and_then(|v| spark_duration(v)).unwrap_or(default)
+        };
+        Self {
+            delete_on_termination: p
+                .get("spark.kubernetes.executor.deleteOnTermination")
+                .is_none_or(|v| v.trim() != "false"),
+            check_all_containers: p
+                .get("spark.kubernetes.executor.checkAllContainers")
+                .and_then(|v| v.trim().parse().ok()),
+            spark_container: p
+                .get("spark.kubernetes.executor.podTemplateContainerName")
+                .cloned()
+                .filter(|v| !v.is_empty()),
+            missing_pod_detect_delta: dur(
+                "spark.kubernetes.executor.missingPodDetectDelta",
+                d.missing_pod_detect_delta,
+            ),
+            api_polling_interval: dur(
+                "spark.kubernetes.executor.apiPollingInterval",
+                d.api_polling_interval,
+            ),
+            from_driver: true,
+        }
+    }
+
+    pub(super) fn classify_options(&self) -> ClassifyOptions {
+        ClassifyOptions {
+            spark_container: self.spark_container.clone(),
+            check_all_containers: self.check_all_containers,
+        }
+    }
+}
+
+/// Spark's time strings: `30s`, `500ms`, `2min`, `1h`, or bare milliseconds.
+pub(super) fn spark_duration(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(ms) = v.parse::<u64>() {
+        return Some(Duration::from_millis(ms));
+    }
+    let split = v.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = v.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "ms" => return Some(Duration::from_millis(n)),
+        "s" => n,
+        "m" | "min" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(secs))
+}
+
+/// How an executor's pod went away.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "kebab-case")]
+pub enum Gone {
+    /// A watch DELETED event was seen.
+    Deleted { at: Time },
+    /// Absent from a full LIST with no deletion seen (the tool's precise rule).
+    Missing {
+        at: Time,
+        list_rv: Option<u64>,
+        /// When Spark's time-based rule declares it lost (its poll after registration + delta).
+        spark_verdict: String,
+    },
+    /// Never seen as a pod: known only from the driver's executor list (first named `at`).
+    DriverOnly { at: Time },
+}
+
+impl Gone {
+    pub fn at(&self) -> Time {
+        match self {
+            Self::Deleted { at } | Self::Missing { at, .. } | Self::DriverOnly { at } => *at,
+        }
+    }
+}
+
+/// One state change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transition {
+    pub at: Time,
+    pub state: ExecutorState,
+    /// Extra: `missing`, `deleted`, the container reason.
+    pub note: Option<String>,
+}
+
+/// Everything known about one executor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecutorRecord {
+    pub id: i64,
+    /// The pod as last seen (a tombstone's last status; rebuilt from the driver's reason
+    /// when no pod was ever seen). Shared: copying a record for a writer never copies it.
+    pub pod: Arc<ExecutorPod>,
+    /// Spark's state for the pod as last seen. What to show is `verdict.state`.
+    #[serde(alias = "state")]
+    pub pod_state: ExecutorState,
+    pub first_seen: Time,
+    pub last_seen: Time,
+    /// The resourceVersion at which the pod was last seen.
+    pub last_rv: Option<u64>,
+    pub history: VecDeque<Transition>,
+    pub events: VecDeque<PodEvent>,
+    /// The pod as first seen failed or succeeded: the ending Spark acted on (a later deletion
+    /// does not change what Spark counted).
+    #[serde(default)]
+    pub ended: Option<Arc<ExecutorPod>>,
+    /// The pod's deletion as first seen: when it was requested (timestamp − grace).
+    #[serde(default)]
+    pub first_deletion: Option<crate::model::Deletion>,
+    /// Set once the pod is gone: the tombstone.
+    pub gone: Option<Gone>,
+    pub spark_container: String,
+    /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
+    #[serde(default)]
+    pub log_tail: Option<Arc<Vec<String>>>,
+    /// The driver's own view of this executor (its REST API), when read.
+    #[serde(default)]
+    pub driver: Option<DriverSeen>,
+    /// spark-triage's own kill deleted this pod.
+    #[serde(default)]
+    pub killed_by_tool: bool,
+    /// The one answer every output shows, computed from all of the above whenever any of
+    /// it changes (never per frame).
+    #[serde(default)]
+    pub verdict: Verdict,
+}
+
+impl ExecutorRecord {
+    /// Vanished with nothing to explain it (the verdict's `missing`).
+    pub fn is_missing(&self) -> bool {
+        self.verdict.missing
+    }
+
+    /// The verdict's state: the one Spark assigned or would assign.
+    pub fn state(&self) -> ExecutorState {
+        self.verdict.state
+    }
+
+    /// The verdict's findings, primary first.
+    pub fn findings(&self) -> &[Finding] {
+        &self.verdict.findings
+    }
+
+    /// The driver's view in one word: `active`, `removed`, `unknown` (not in its list), `-`.
+    pub fn driver_word(&self) -> &'static str {
+        match &self.driver {
+            None => "-",
+            Some(d) => match &d.exec {
+                None => "unknown",
+                Some(x) if x.active => "active",
+                Some(_) => "removed",
+            },
+        }
+    }
+
+    /// The pod and the driver disagree (`driver-lost-pod`, `unregistered`, `zombie`).
+    pub fn driver_disagrees(&self) -> bool {
+        self.verdict.driver_disagrees()
+    }
+
+    /// The exit code of the ending the verdict rests on (observed, or from Spark's reason).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.verdict.exit_code
+    }
+
+    /// The terminated reason of the ending the verdict rests on, else the Spark container's
+    /// waiting reason.
+    pub fn container_reason(&self) -> Option<&str> {
+        self.verdict.container_reason.as_deref().or_else(|| {
+            self.pod
+                .container_status(&self.spark_container)
+                .and_then(|c| c.waiting_reason())
+        })
+    }
+
+    /// Why it waits, in one phrase (for pending executors).
+    pub fn pending_reason(&self) -> Option<String> {
+        if self.verdict.state != ExecutorState::Pending || self.verdict.ending.is_gone() {
+            return None;
+        }
+        if let Some(f) = self
+            .findings()
+            .iter()
+            .find(|f| f.code == Code::Unschedulable)
+        {
+            return primary_scheduling_reason(&f.scheduling)
+                .or_else(|| Some("Unschedulable".to_owned()));
+        }
+        if let Some(r) = self.container_reason() {
+            return Some(r.to_owned());
+        }
+        Some(
+            if self.pod.node_name.is_some() {
+                "ContainerCreating"
+            } else {
+                "Pending"
+            }
+            .to_owned(),
+        )
+    }
+}
+
+/// The blocking reason of a scheduling failure: nodes outside the pod's own node selection
+/// (affinity) are not candidates, so among the others the reason most nodes gave.
+pub(super) fn primary_scheduling_reason(reasons: &[diagnose::SchedulingReason]) -> Option<String> {
+    let candidates: Vec<_> = reasons
+        .iter()
+        .filter(|r| r.kind != SchedulingKind::NodeAffinity)
+        .collect();
+    let pool = if candidates.is_empty() {
+        reasons.iter().collect()
+    } else {
+        candidates
+    };
+    pool.into_iter()
+        .max_by_key(|r| r.nodes.unwrap_or(0))
+        .map(|r| r.text.clone())
+}
+
+/// A driver pod, as shown per app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverInfo {
+    pub pod: String,
+    pub phase: Option<String>,
+    pub node: Option<String>,
+    /// The app-level hold (the tool's annotation on the driver), until when.
+    pub hold_until: Option<Time>,
+    /// The ConfigMap holding the driver's `spark.properties`, when it has one.
+    #[serde(default)]
+    pub conf_config_map: Option<String>,
+    /// The driver pod's uid: executors Spark created name it as their owner.
+    #[serde(default)]
+    pub uid: Option<String>,
+}
+
+/// How reading the driver's executor list goes, per app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverApiState {
+    /// The last attempt.
+    pub at: Time,
+    /// Why the last attempt failed ("driver view unavailable: …"); `None` when it worked.
+    pub unavailable: Option<String>,
+    /// The last attempt that worked.
+    pub last_ok: Option<Time>,
+    /// At the last good read: executors the driver counts as active.
+    pub active: usize,
+}
+
+/// One line of an app's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEntry {
+    pub at: Time,
+    pub executor: Option<i64>,
+    pub text: String,
+}
+
+/// Everything known about one application.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct App {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub driver: Option<DriverInfo>,
+    pub config: AppConfig,
+    pub executors: BTreeMap<i64, Arc<ExecutorRecord>>,
+    /// Executor pods that are not in Spark's snapshot (no numeric id): name → why.
+    pub unregistered: BTreeMap<String, String>,
+    pub timeline: VecDeque<TimelineEntry>,
+    /// Reading the driver's REST API.
+    #[serde(default)]
+    pub driver_api: Option<DriverApiState>,
+}
+
+impl App {
+    pub(super) fn new(namespace: &str, app_id: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            app_id: app_id.to_owned(),
+            app_name: None,
+            driver: None,
+            config: AppConfig::default(),
+            executors: BTreeMap::new(),
+            unregistered: BTreeMap::new(),
+            timeline: VecDeque::new(),
+            driver_api: None,
+        }
+    }
+
+    pub(super) fn log(&mut self, at: Time, executor: Option<i64>, text: String) {
+        self.timeline
+            .push_back(TimelineEntry { at, executor, text });
+        while self.timeline.len() > MAX_TIMELINE {
+            self.timeline.pop_front();
+        }
+    }
+
+    /// Executors per state (missing ones only under `missing`).
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for e in self.executors.values() {
+            if e.is_missing() {
+                c.missing += 1;
+                continue;
+            }
+            *c.get_mut(e.state()) += 1;
+        }
+        c
+    }
+
+    /// Pending executors by reason, most common first.
+    pub fn pending_reasons(&self) -> Vec<(String, usize)> {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for e in self.executors.values() {
+            if let Some(r) = e.pending_reason() {
+                *m.entry(r).or_default() += 1;
+            }
+        }
+        let mut v: Vec<_> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Executors whose verdict is an error.
+    pub fn alerts(&self) -> usize {
+        self.executors
+            .values()
+            .filter(|e| e.verdict.severity() == Some(diagnose::Severity::Error))
+            .count()
+    }
+}
+
+/// Counts by Spark state, plus missing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub pending: usize,
+    pub running: usize,
+    pub succeeded: usize,
+    pub failed: usize,
+    pub deleted: usize,
+    pub terminating: usize,
+    pub unknown: usize,
+    pub missing: usize,
+}
+
+impl Counts {
+    pub(super) fn get_mut(&mut self, s: ExecutorState) -> &mut usize {
+        match s {
+            ExecutorState::Pending => &mut self.pending,
+            ExecutorState::Running => &mut self.running,
+            ExecutorState::Succeeded => &mut self.succeeded,
+            ExecutorState::Failed => &mut self.failed,
+            ExecutorState::Deleted => &mut self.deleted,
+            ExecutorState::Terminating => &mut self.terminating,
+            ExecutorState::Unknown => &mut self.unknown,
+        }
+    }
+
+    pub fn get(&self, s: ExecutorState) -> usize {
+        let mut c = *self;
+        *c.get_mut(s)
+    }
+}
+
+/// What readers see.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    #[serde(with = "pairs")]
+    pub apps: BTreeMap<AppKey, Arc<App>>,
+    /// When the last full LIST arrived, and its version.
+    pub full_snapshot_at: Option<Time>,
+    pub list_rv: Option<u64>,
+    pub health: BTreeMap<SourceKind, Health>,
+    /// The newest event time: the store's clock.
+    pub now: Option<Time>,
+    /// Events applied so far.
+    pub applied: u64,
+}
