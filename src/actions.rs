@@ -199,10 +199,6 @@ async fn gate_all(
     Ok(())
 }
 
-/// What Spark does after a kill, said once.
-pub const SPARK_AFTER_KILL: &str = "Spark will log \"The executor with id N was deleted by a user or the framework.\", \
-not count it against the application, and request a replacement under a new id if the app is below its target.";
-
 /// Deletes the selected executors (the plan is printed first; `confirmed` says go).
 pub async fn kill(
     conn: &Connection,

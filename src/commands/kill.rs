@@ -108,7 +108,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
                 p.executor_id().unwrap_or_default()
             ));
         }
-        out.push_str(crate::actions::SPARK_AFTER_KILL);
+        out.push_str(crate::spark::AFTER_KILL);
         out.push('\n');
         super::write_stdout(&out)?;
         if args.dry_run {

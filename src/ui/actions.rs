@@ -10,8 +10,8 @@ use ratatui::{
 
 use super::{centered, theme};
 use crate::{
-    actions::SPARK_AFTER_KILL,
     app::{App, Confirm},
+    spark::AFTER_KILL,
 };
 
 pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -38,7 +38,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             } else {
                 "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
             }));
-            lines.push(Line::raw(SPARK_AFTER_KILL));
+            lines.push(Line::raw(AFTER_KILL));
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
                 Span::styled(

@@ -154,6 +154,10 @@ pub fn containers_description(pod: &ExecutorPod) -> String {
         .join("\n\n")
 }
 
+/// What Spark does after a user deletes an executor pod (a kill), said once.
+pub const AFTER_KILL: &str = "Spark will log \"The executor with id N was deleted by a user or the framework.\", \
+not count it against the application, and request a replacement under a new id if the app is below its target.";
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

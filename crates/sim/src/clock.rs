@@ -49,7 +49,7 @@ impl SimClock {
 
 /// `2026-11-29T10:00:00Z`, the API's `Time` format.
 pub fn fmt_time(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    crate::model::fmt_time(&t)
 }
 
 /// `2026-11-29T10:00:00.123456Z`, the API's `MicroTime` format.

@@ -226,10 +226,7 @@ fn cells(resource: Resource, v: &Value, now: DateTime<Utc>) -> Value {
         field
             .as_str()
             .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map_or_else(
-                || "<unknown>".to_owned(),
-                |t| human_duration(now - t.to_utc()),
-            )
+            .map_or_else(|| "<unknown>".to_owned(), |t| kubectl_age(now - t.to_utc()))
     };
     match resource {
         Resource::Pods => {
@@ -387,7 +384,7 @@ fn pod_row(pod: &Value) -> PodRow {
 }
 
 /// kubectl's `duration.HumanDuration`.
-pub fn human_duration(d: chrono::Duration) -> String {
+pub fn kubectl_age(d: chrono::Duration) -> String {
     let secs = d.num_seconds();
     if secs < -1 {
         return "<invalid>".to_owned();
@@ -501,14 +498,14 @@ mod tests {
     }
 
     #[test]
-    fn human_durations() {
+    fn kubectl_ages() {
         let d = chrono::Duration::seconds;
-        assert_eq!(human_duration(d(5)), "5s");
-        assert_eq!(human_duration(d(119)), "119s");
-        assert_eq!(human_duration(d(150)), "2m30s");
-        assert_eq!(human_duration(d(900)), "15m");
-        assert_eq!(human_duration(d(3 * 3600 + 60)), "3h1m");
-        assert_eq!(human_duration(d(20 * 3600)), "20h");
-        assert_eq!(human_duration(d(3 * 86_400)), "3d");
+        assert_eq!(kubectl_age(d(5)), "5s");
+        assert_eq!(kubectl_age(d(119)), "119s");
+        assert_eq!(kubectl_age(d(150)), "2m30s");
+        assert_eq!(kubectl_age(d(900)), "15m");
+        assert_eq!(kubectl_age(d(3 * 3600 + 60)), "3h1m");
+        assert_eq!(kubectl_age(d(20 * 3600)), "20h");
+        assert_eq!(kubectl_age(d(3 * 86_400)), "3d");
     }
 }
