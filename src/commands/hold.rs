@@ -61,9 +61,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Fail
             )
             .await
         };
-        super::write_stdout(&out)?;
-        r?;
-        Ok(ExitCode::SUCCESS)
+        super::action_done(&out, r)
     })
 }
 
@@ -85,8 +83,6 @@ pub(crate) fn release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCod
             &mut out,
         )
         .await;
-        super::write_stdout(&out)?;
-        r?;
-        Ok(ExitCode::SUCCESS)
+        super::action_done(&out, r)
     })
 }

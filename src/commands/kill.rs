@@ -144,8 +144,6 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             &mut out,
         )
         .await;
-        super::write_stdout(&out)?;
-        r?;
-        Ok(ExitCode::SUCCESS)
+        super::action_done(&out, r)
     })
 }

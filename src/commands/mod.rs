@@ -19,6 +19,16 @@ pub mod report;
 pub mod sim;
 pub mod status;
 
+/// Prints what an action wrote (what it did, one line each), then its outcome.
+pub(crate) fn action_done<T>(
+    out: &str,
+    r: Result<T, crate::actions::ActionError>,
+) -> Result<std::process::ExitCode, Failure> {
+    write_stdout(out)?;
+    r?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Connects to the cluster the flags name (the one way every command does).
 pub(crate) async fn connect(
     opts: &crate::source::live::LiveOptions,

@@ -67,6 +67,23 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Waits until every one of `all` is on the screen at once (a frame is written in
+    /// pieces: one string seen does not mean the rest of the frame is there yet).
+    fn wait_for_all(&self, all: &[&str], secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if all.iter().all(|w| s.contains(w)) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {secs}s for all of {all:?}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     fn wait_for(&self, what: &str, secs: u64) -> String {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
@@ -172,14 +189,11 @@ fn demo_in_a_real_terminal() {
         std::thread::sleep(Duration::from_millis(300));
     }
     t.keys(&["Tab", "/", "o", "o", "m", "Enter"]);
-    let screen = t.wait_for("OOMKilled", 40);
-    assert!(screen.contains("Executors of etl-nightly"), "{screen}");
-    // Detail pane.
+    t.wait_for_all(&["OOMKilled", "Executors of etl-nightly"], 40);
+    // Detail pane: its own title (the strip under the map names the cause too), the
+    // finding and Spark's view, all in one frame.
     t.keys(&["d"]);
-    // The popup's own title (the strip under the map names the cause too).
-    let detail = t.wait_for("↑↓ scroll", 10);
-    assert!(detail.contains("container-oom-killed"), "{detail}");
-    assert!(detail.contains("Spark's view"), "{detail}");
+    t.wait_for_all(&["↑↓ scroll", "container-oom-killed", "Spark's view"], 10);
     t.keys(&["Escape"]);
     t.keys(&["?"]);
     t.wait_for("Map letters", 10);
