@@ -3,6 +3,7 @@
 //! that must touch the world leaves as an `Effect` for the runner.
 
 pub mod keymap;
+pub mod layout;
 pub mod replay;
 
 use std::{collections::BTreeSet, sync::Arc};
@@ -430,7 +431,7 @@ impl App {
 
     /// Executors per map row at the current size.
     pub fn map_columns(&self) -> u16 {
-        crate::ui::layout(self.size, self).map_columns
+        layout::layout(self.size, self).map_columns
     }
 
     fn page(&self) -> isize {
@@ -1031,7 +1032,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
 fn mouse(app: &mut App, m: MouseEvent) {
     match m.kind {
         MouseEventKind::Down(MouseButton::Left) => {
-            let layout = crate::ui::layout(app.size, app);
+            let layout = layout::layout(app.size, app);
             if let Some(i) = layout.app_at(m.column, m.row) {
                 app.focus = Focus::Apps;
                 let len = app.apps().len();

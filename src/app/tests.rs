@@ -130,7 +130,7 @@ fn popups_open_and_close_and_quit_is_an_effect() {
 #[test]
 fn clicks_select_apps_and_executors() {
     let mut app = app_with(20);
-    let l = crate::ui::layout(app.size, &app);
+    let l = layout::layout(app.size, &app);
     // Second cell of the first map row.
     let click = |x, y| {
         Msg::Mouse(MouseEvent {
@@ -142,7 +142,7 @@ fn clicks_select_apps_and_executors() {
     };
     update(
         &mut app,
-        click(l.main.x + 1 + crate::ui::CELL_WIDTH, l.main.y + 1),
+        click(l.main.x + 1 + layout::CELL_WIDTH, l.main.y + 1),
     );
     assert_eq!(app.selected_exec, Some(2));
     // The second app entry.

@@ -15,9 +15,6 @@ use crate::{
     model::ExecutorState,
 };
 
-/// Lines per app entry.
-pub const ROWS_PER_APP: u16 = 2;
-
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.width < 3 || area.height < 3 {
         return;

@@ -11,29 +11,11 @@ use ratatui::{
 };
 
 use super::{CELL_WIDTH, Layout, theme};
+use crate::app::layout::scroll_offset;
 use crate::{
     app::{App, Focus, View},
     diagnose::human_duration,
 };
-
-/// The first row (map) or item (table) shown, so that the selection stays visible.
-pub fn scroll_offset(app: &App, l: &Layout) -> usize {
-    let visible_rows = usize::from(l.main.height.saturating_sub(2)).max(1);
-    let idx = app
-        .selected_exec
-        .and_then(|id| app.visible().iter().position(|e| e.id == id))
-        .unwrap_or(0);
-    match app.view {
-        View::Map => {
-            let row = idx / usize::from(l.map_columns.max(1));
-            (row + 1).saturating_sub(visible_rows)
-        }
-        View::Table => {
-            let rows = visible_rows.saturating_sub(1).max(1);
-            (idx + 1).saturating_sub(rows)
-        }
-    }
-}
 
 pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     let area = l.main;

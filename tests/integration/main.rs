@@ -11,6 +11,7 @@ mod explain;
 mod fuzz;
 mod hostile;
 mod kubectl;
+mod layers;
 mod process_kubelet;
 mod recordings;
 mod scenarios;
