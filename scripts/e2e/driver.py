@@ -212,7 +212,11 @@ def main():
     t = time.monotonic()
     counts = sc.parallelize(range(1000), 4).mapPartitionsWithIndex(hog).collect()
     victim = open(marker).read().strip() if os.path.exists(marker) else None
-    replacement = next((n for n in sorted(set(mon.names()) - before, key=exec_id)), None)
+    # The retry may finish on the other executor before Spark's allocator (a round per
+    # second) has created the replacement: wait for it rather than race it.
+    new = wait_for("a replacement for the OOM-killed executor",
+                   lambda: set(mon.names()) - before, 60)
+    replacement = next((n for n in sorted(new, key=exec_id)), None)
     fact("job-b", ok=sum(counts) == 1000, secs=round(time.monotonic() - t, 2), victim=victim,
          replacement=replacement,
          victim_ended=victim and mon.get(victim, "ended"),
