@@ -1,0 +1,530 @@
+//! The Spark-like drivers: executor allocation, Spark's snapshot (watch + 30 s poll), missing-pod detection, removal reasons and app failure.
+
+use super::*;
+
+impl Control {
+    pub(super) fn drain_feed(&mut self, t: f64) {
+        loop {
+            match self.feed.try_recv() {
+                Ok(c) => {
+                    if c.resource != Resource::Pods {
+                        continue;
+                    }
+                    let labels = &c.new.value["metadata"]["labels"];
+                    if labels["spark-role"] != "executor" {
+                        continue;
+                    }
+                    let Some(id) = labels["spark-exec-id"]
+                        .as_str()
+                        .and_then(|s| s.parse::<i64>().ok())
+                    else {
+                        continue;
+                    };
+                    for d in &mut self.drivers {
+                        if labels["spark-app-selector"] == d.app_id.as_str()
+                            && c.new.namespace() == d.spec.namespace
+                        {
+                            // Spark's watch ignores the event type: every event upserts.
+                            d.snapshot.insert(id, c.new.clone());
+                            d.newly_created.remove(&id);
+                        }
+                    }
+                }
+                Err(broadcast::error::TryRecvError::Empty) => return,
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    for d in &mut self.drivers {
+                        d.last_poll = t - POLL_SECS; // relist now
+                    }
+                }
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    self.feed = store_feed(&self.store);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn drive(&mut self, i: usize, t: f64) {
+        let start = self.drivers[i].spec.start.map_or(0.0, |d| d.as_secs_f64());
+        if t < start {
+            return;
+        }
+        if !self.drivers[i].started {
+            self.start_app(i);
+            return;
+        }
+        let (ns, driver_pod) = (
+            self.drivers[i].spec.namespace.clone(),
+            self.drivers[i].driver_pod.clone(),
+        );
+        let driver_running = self
+            .store
+            .get(Resource::Pods, &ns, &driver_pod)
+            .is_some_and(|d| d.value["status"]["phase"] == "Running");
+        if !driver_running || self.drivers[i].finished {
+            return;
+        }
+        // The poll: a full list replaces the snapshot.
+        if t - self.drivers[i].last_poll >= POLL_SECS {
+            self.drivers[i].last_poll = t;
+            let d = &self.drivers[i];
+            let q = Query {
+                namespace: Some(ns.clone()),
+                labels: LabelSelector::parse(&format!(
+                    "spark-app-selector={},spark-role=executor,spark-exec-inactive!=true",
+                    d.app_id
+                ))
+                .unwrap_or_default(),
+                ..Query::default()
+            };
+            let (pods, _) = self.store.list_all(Resource::Pods, &q);
+            let snapshot: BTreeMap<i64, Arc<Obj>> = pods
+                .into_iter()
+                .filter_map(|p| {
+                    Some((
+                        p.value["metadata"]["labels"]["spark-exec-id"]
+                            .as_str()?
+                            .parse()
+                            .ok()?,
+                        p,
+                    ))
+                })
+                .collect();
+            let d = &mut self.drivers[i];
+            for id in snapshot.keys() {
+                d.newly_created.remove(id);
+            }
+            d.snapshot = snapshot;
+            self.detect_missing(i, t);
+        }
+        self.zombies(i, t);
+        self.lifecycle(i, t);
+        self.allocate(i, t);
+    }
+
+    /// `zombie` fates: the driver removes the executor (a heartbeat timeout) but its pod is
+    /// never deleted.
+    pub(super) fn zombies(&mut self, i: usize, t: f64) {
+        let due: Vec<i64> = self.drivers[i]
+            .driver_fates
+            .iter()
+            .filter(|(id, (f, at))| {
+                *f == DriverFate::Zombie
+                    && at.is_some_and(|a| t >= a)
+                    && self.drivers[i].registered.contains_key(id)
+                    && !self.drivers[i].removed.contains_key(id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let msg = "Executor heartbeat timed out after 120000 ms".to_owned();
+            self.drivers[i].removed.insert(id, msg.clone());
+            self.registry_update(i, id, |e, now| {
+                e.remove_time = Some(now);
+                e.remove_reason = Some(msg.clone());
+            });
+            let (ns, driver_pod) = (
+                self.drivers[i].spec.namespace.clone(),
+                self.drivers[i].driver_pod.clone(),
+            );
+            if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
+                let line = self.log_line(
+                    "WARN",
+                    "HeartbeatReceiver",
+                    &format!("Removing executor {id} with no recent heartbeats: 120000 ms exceeds timeout 120000 ms"),
+                );
+                self.log(&dp.value, line);
+            }
+        }
+    }
+
+    pub(super) fn start_app(&mut self, i: usize) {
+        let d = &self.drivers[i];
+        let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
+        let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": "4.0.1"});
+        let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
+        let props = format!(
+            "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\
+             spark.executor.memoryOverhead={}m\nspark.kubernetes.namespace={ns}\nspark.kubernetes.driver.pod.name={}\n\
+             spark.kubernetes.executor.podNamePrefix={prefix}\nspark.kubernetes.container.image={}\n\
+             spark.kubernetes.executor.deleteOnTermination={}\nspark.kubernetes.executor.apiPollingInterval=30s\n",
+            d.spec.name,
+            d.spec.executors,
+            d.spec.cores,
+            d.spec.memory_mib,
+            d.spec.overhead_mib,
+            d.driver_pod,
+            d.spec.image,
+            d.spec.delete_on_termination
+        );
+        let props = d
+            .spec
+            .conf
+            .iter()
+            .fold(props, |acc, (k, v)| format!("{acc}{k}={v}\n"));
+        let _ = self.store.create(
+            Resource::ConfigMaps,
+            &ns,
+            json!({"metadata": {"name": cm_name}, "data": {"spark.properties": props}}),
+        );
+        let driver = json!({
+            "metadata": {"name": d.driver_pod, "labels": labels},
+            "spec": {"restartPolicy": "Never", "serviceAccountName": "spark",
+                     "containers": [{"name": "spark-kubernetes-driver", "image": d.spec.image, "args": ["driver", "--properties-file", "/opt/spark/conf/spark.properties"],
+                                     "ports": [{"name": "driver-rpc-port", "containerPort": 7078}, {"name": "blockmanager", "containerPort": 7079}, {"name": "spark-ui", "containerPort": 4040}],
+                                     "resources": {"requests": {"cpu": "1", "memory": "1408Mi"}, "limits": {"memory": "1408Mi"}},
+                                     "volumeMounts": [{"name": "spark-conf-volume-driver", "mountPath": "/opt/spark/conf"}]}],
+                     "volumes": [{"name": "spark-conf-volume-driver", "configMap": {"name": cm_name, "items": [{"key": "spark.properties", "path": "spark.properties"}]}}]}
+        });
+        let _ = self.store.create(Resource::Pods, &ns, driver);
+        let svc = json!({"metadata": {"name": d.service, "labels": {"spark-app-selector": app_id}},
+            "spec": {"clusterIP": "None", "selector": {"spark-app-selector": app_id, "spark-role": "driver"},
+                     "ports": [{"name": "driver-rpc-port", "port": 7078, "targetPort": 7078, "protocol": "TCP"},
+                               {"name": "blockmanager", "port": 7079, "targetPort": 7079, "protocol": "TCP"},
+                               {"name": "spark-ui", "port": 4040, "targetPort": 4040, "protocol": "TCP"}]}});
+        let _ = self.store.create(Resource::Services, &ns, svc);
+        let view = AppView {
+            app_id: app_id.clone(),
+            name: d.spec.name.clone(),
+            namespace: ns,
+            driver_pod: d.driver_pod.clone(),
+            service: d.service.clone(),
+            start: Some(self.store.clock.now()),
+            executors: BTreeMap::new(),
+        };
+        self.registry
+            .apps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(app_id, view);
+        self.drivers[i].started = true;
+        self.drivers[i].last_poll = self.store.clock.elapsed_secs();
+    }
+
+    pub(super) fn resolve_fate(&mut self, i: usize, id: i64) -> (PodFate, Option<Fate>) {
+        let spec = &self.drivers[i].spec;
+        let fate = spec
+            .fates
+            .iter()
+            .find(|f| f.executor == ExecutorSel::Id(id))
+            .or_else(|| spec.fates.iter().find(|f| f.executor == ExecutorSel::All))
+            .cloned();
+        let Some(f) = fate.clone() else {
+            return (PodFate::default(), None);
+        };
+        let action = match f.action.as_deref() {
+            Some("vanish") => Some(Action::Vanish),
+            Some("evict") => Some(Action::Evict),
+            Some("preempt") => Some(Action::Preempt),
+            Some("delete") => Some(Action::Delete),
+            _ => None,
+        };
+        let after = f.after_running(&mut self.rng).map(|d| d.as_secs_f64());
+        (
+            PodFate {
+                at: f.at.map(|d| d.as_secs_f64()),
+                after,
+                exit: f.exit.map(|c| {
+                    (
+                        c,
+                        f.reason.clone().unwrap_or_else(|| {
+                            if c == 0 {
+                                "Completed".into()
+                            } else {
+                                "Error".into()
+                            }
+                        }),
+                    )
+                }),
+                action,
+                image_pull_error: f.image_pull_error.clone(),
+            },
+            fate,
+        )
+    }
+
+    pub(super) fn create_executor(&mut self, i: usize, t: f64) {
+        let id = self.drivers[i].next_id;
+        self.drivers[i].next_id += 1;
+        let (fate, raw) = self.resolve_fate(i, id);
+        let d = &self.drivers[i];
+        let name = format!("{}-exec-{id}", d.prefix);
+        let ns = d.spec.namespace.clone();
+        let driver_uid = self
+            .store
+            .get(Resource::Pods, &ns, &d.driver_pod)
+            .and_then(|p| p.value["metadata"]["uid"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mem = raw
+            .as_ref()
+            .and_then(|f| f.memory.clone())
+            .unwrap_or_else(|| format!("{}Mi", d.spec.memory_mib + d.spec.overhead_mib));
+        let image = if fate.image_pull_error.is_some() {
+            format!("registry.example.com/data/spark:{}-etl", "4.0.1")
+        } else {
+            d.spec.image.clone()
+        };
+        let mut pod = json!({
+            "metadata": {"name": name,
+                "labels": {"spark-app-selector": d.app_id, "spark-role": "executor", "spark-exec-id": id.to_string(),
+                           "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name, "spark-version": "4.0.1"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": d.driver_pod, "uid": driver_uid, "controller": true}]},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "hostname": name.chars().rev().take(63).collect::<String>().chars().rev().collect::<String>(),
+                "serviceAccountName": "spark",
+                "containers": [{"name": "spark-kubernetes-executor", "image": image, "imagePullPolicy": "IfNotPresent", "args": ["executor"],
+                    "ports": [{"name": "blockmanager", "containerPort": 7079, "protocol": "TCP"}],
+                    "env": [{"name": "SPARK_USER", "value": "spark"},
+                            {"name": "SPARK_DRIVER_URL", "value": format!("spark://CoarseGrainedScheduler@{}.{ns}.svc:7078", d.service)},
+                            {"name": "SPARK_EXECUTOR_CORES", "value": d.spec.cores.to_string()},
+                            {"name": "SPARK_EXECUTOR_MEMORY", "value": format!("{}m", d.spec.memory_mib)},
+                            {"name": "SPARK_APPLICATION_ID", "value": d.app_id},
+                            {"name": "SPARK_CONF_DIR", "value": "/opt/spark/conf"},
+                            {"name": "SPARK_EXECUTOR_ID", "value": id.to_string()},
+                            {"name": "SPARK_RESOURCE_PROFILE_ID", "value": "0"},
+                            {"name": "SPARK_EXECUTOR_POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+                            {"name": "SPARK_EXECUTOR_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                            {"name": "SPARK_LOCAL_DIRS", "value": "/var/data/spark-3f1b9c2e"}],
+                    "resources": {"requests": {"cpu": d.spec.cores.to_string(), "memory": mem}, "limits": {"memory": mem}},
+                    "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-3f1b9c2e"},
+                                     {"name": "spark-conf-volume-exec", "mountPath": "/opt/spark/conf"}]}],
+                "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
+                            {"name": "spark-conf-volume-exec", "configMap": {"name": format!("spark-exec-{}-conf-map", last_chars(&d.prefix, 16))}}]}
+        });
+        if let Some(f) = &raw
+            && !f.node_selector.is_empty()
+        {
+            pod["spec"]["nodeSelector"] = json!(f.node_selector);
+        }
+        if self.store.create(Resource::Pods, &ns, pod).is_ok() {
+            self.fates.insert((ns, name), fate);
+            self.drivers[i].newly_created.insert(id, t);
+            if let Some(f) = raw.as_ref()
+                && let Some(df) = f.driver
+            {
+                let at = f.at.map(|d| d.as_secs_f64());
+                self.drivers[i].driver_fates.insert(id, (df, at));
+            }
+        }
+    }
+
+    pub(super) fn allocate(&mut self, i: usize, t: f64) {
+        let d = &mut self.drivers[i];
+        if d.finished {
+            return;
+        }
+        let mut count = d.newly_created.len() as u32;
+        let pods: Vec<(i64, Arc<Obj>)> = d.snapshot.iter().map(|(k, v)| (*k, v.clone())).collect();
+        // The driver never saw these go (a `lost-pod` fate): it still counts them.
+        let lost: Vec<i64> = d
+            .driver_fates
+            .iter()
+            .filter(|(id, (f, _))| *f == DriverFate::LostPod && d.registered.contains_key(id))
+            .map(|(id, _)| *id)
+            .collect();
+        count += lost.len() as u32;
+        for (id, pod) in pods {
+            if lost.contains(&id) {
+                continue;
+            }
+            if matches!(
+                d.state(id, &pod),
+                ExecutorState::Running | ExecutorState::Pending
+            ) {
+                count += 1;
+            }
+        }
+        // spark.kubernetes.allocation.batch.size (10 in Spark 4.0) per round.
+        let want = d
+            .spec
+            .executors
+            .saturating_sub(count)
+            .min(d.spec.allocation_batch);
+        for _ in 0..want {
+            self.create_executor(i, t);
+        }
+    }
+
+    pub(super) fn lifecycle(&mut self, i: usize, t: f64) {
+        let config = ClassifyConfig::default();
+        let ids: Vec<(i64, Arc<Obj>)> = self.drivers[i]
+            .snapshot
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        for (id, pod) in ids {
+            if pod.value["metadata"]["labels"]["spark-exec-inactive"] == "true" {
+                continue;
+            }
+            let state = self.drivers[i].state(id, &pod);
+            let fate = self.drivers[i].driver_fate(id);
+            if fate == Some(DriverFate::Unregistered) {
+                continue; // never reaches the driver: nothing to register or remove
+            }
+            if state == ExecutorState::Running && !self.drivers[i].registered.contains_key(&id) {
+                self.drivers[i].registered.insert(id, t);
+                self.registry_update(i, id, |e, now| {
+                    e.add_time.get_or_insert(now);
+                });
+            }
+            if fate == Some(DriverFate::LostPod)
+                || !matches!(
+                    state,
+                    ExecutorState::Deleted | ExecutorState::Failed | ExecutorState::Succeeded
+                )
+            {
+                continue;
+            }
+            if state == ExecutorState::Failed && !self.drivers[i].failed_ids.contains(&id) {
+                self.drivers[i].failed_ids.push(id);
+            }
+            let d = &self.drivers[i];
+            if !d.removed.contains_key(&id) {
+                let ep = to_executor_pod(&pod);
+                let msg = spark::spark_view(&ep, state, &config)
+                    .map(|v| v.message)
+                    .unwrap_or_default();
+                self.drivers[i].removed.insert(id, msg.clone());
+                self.registry_update(i, id, |e, now| {
+                    e.remove_time = Some(now);
+                    e.remove_reason = Some(msg.trim().to_owned());
+                });
+                let driver_pod = self.drivers[i].driver_pod.clone();
+                if let Some(dp) =
+                    self.store
+                        .get(Resource::Pods, &self.drivers[i].spec.namespace, &driver_pod)
+                {
+                    let line = match state {
+                        ExecutorState::Deleted => {
+                            self.log_line("INFO", "ExecutorPodsLifecycleManager", msg.trim())
+                        }
+                        _ => self.log_line(
+                            "ERROR",
+                            "TaskSchedulerImpl",
+                            &format!(
+                                "Lost executor {id} on {}: {}",
+                                pod.value["status"]["podIP"].as_str().unwrap_or("?"),
+                                msg.trim()
+                            ),
+                        ),
+                    };
+                    self.log(&dp.value, line);
+                }
+            }
+            if state == ExecutorState::Deleted {
+                continue;
+            }
+            // removeExecutorFromK8s: delete (unless already deleting), or label it inactive.
+            let (ns, name) = (pod.namespace().to_owned(), pod.name().to_owned());
+            if self.drivers[i].spec.delete_on_termination {
+                if !pod.value["metadata"]["deletionTimestamp"].is_string()
+                    && self
+                        .store
+                        .get(Resource::Pods, &ns, &name)
+                        .is_some_and(|p| !p.value["metadata"]["deletionTimestamp"].is_string())
+                {
+                    let _ =
+                        self.store
+                            .delete(Resource::Pods, &ns, &name, &DeleteOptions::default());
+                }
+            } else {
+                self.store.modify(Resource::Pods, &ns, &name, |v| {
+                    if v["metadata"]["labels"]["spark-exec-inactive"] == "true" {
+                        return false;
+                    }
+                    v["metadata"]["labels"]["spark-exec-inactive"] = json!("true");
+                    true
+                });
+            }
+        }
+        // spark.executor.maxNumFailures: the driver gives up with exit code 11.
+        let d = &self.drivers[i];
+        if d.failed_ids.len() as u32 > d.max_failures && !d.finished {
+            self.fail_app(i, t);
+        }
+    }
+
+    pub(super) fn detect_missing(&mut self, i: usize, t: f64) {
+        let d = &self.drivers[i];
+        let missing: Vec<(i64, f64)> = d
+            .registered
+            .iter()
+            .filter(|(id, reg)| {
+                !d.snapshot.contains_key(id)
+                    && !d.removed.contains_key(id)
+                    && d.driver_fate(**id) != Some(DriverFate::LostPod)
+                    && t - **reg > MISSING_DELTA_SECS
+            })
+            .map(|(id, reg)| (*id, *reg))
+            .collect();
+        for (id, reg) in missing {
+            let start = self.drivers[i].spec.start.map_or(0.0, |d| d.as_secs_f64());
+            let msg = format!(
+                "The executor with ID {id} (registered at {} ms) was not found in the cluster at the polling time ({} ms) which is after the accepted detect delta time ({} ms) configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
+                ((reg - start) * 1000.0) as i64,
+                ((t - start) * 1000.0) as i64,
+                (MISSING_DELTA_SECS * 1000.0) as i64
+            );
+            self.drivers[i].removed.insert(id, msg.clone());
+            self.registry_update(i, id, |e, now| {
+                e.remove_time = Some(now);
+                e.remove_reason = Some(msg.clone());
+            });
+        }
+    }
+
+    pub(super) fn fail_app(&mut self, i: usize, t: f64) {
+        self.drivers[i].finished = true;
+        let d = &self.drivers[i];
+        let (ns, app_id, driver_pod, max) = (
+            d.spec.namespace.clone(),
+            d.app_id.clone(),
+            d.driver_pod.clone(),
+            d.max_failures,
+        );
+        if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
+            let line = self.log_line(
+                "ERROR",
+                "ExecutorPodsAllocator",
+                &format!("Max number of executor failures ({max}) reached"),
+            );
+            self.log(&dp.value, line);
+            self.exit_containers(&dp, 11, "Error", t);
+        }
+        // SparkContext.stop(): executor pods deleted by label.
+        let q = Query {
+            namespace: Some(ns.clone()),
+            labels: LabelSelector::parse(&format!(
+                "spark-app-selector={app_id},spark-role=executor"
+            ))
+            .unwrap_or_default(),
+            ..Query::default()
+        };
+        let (pods, _) = self.store.list_all(Resource::Pods, &q);
+        for p in pods {
+            let _ = self
+                .store
+                .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
+        }
+    }
+
+    pub(super) fn registry_update(
+        &self,
+        i: usize,
+        id: i64,
+        f: impl FnOnce(&mut ExecView, DateTime<Utc>),
+    ) {
+        let d = &self.drivers[i];
+        let now = self.store.clock.now();
+        let mut apps = self.registry.apps.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(app) = apps.get_mut(&d.app_id) {
+            let e = app.executors.entry(id).or_insert_with(|| ExecView {
+                pod: format!("{}-exec-{id}", d.prefix),
+                host: String::new(),
+                cores: d.spec.cores,
+                max_memory: d.spec.memory_mib * 1024 * 1024 * 6 / 10,
+                ..ExecView::default()
+            });
+            f(e, now);
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The kubelet: kwok-like pod stages (creating, image pulls, running) and the process runtime that runs Spark executor containers as local JVMs.
+
+use super::*;
+
+impl Control {
+    /// Whether this pod's containers run as processes here.
+    pub(super) fn is_process_pod(&self, pod: &Value) -> bool {
+        self.procs.is_some() && process::executor_container(pod).is_some()
+    }
+
+    pub(super) fn container_key(p: &Obj) -> process::Key {
+        let c = process::executor_container(&p.value)
+            .and_then(|c| c["name"].as_str())
+            .unwrap_or_default();
+        (p.namespace().to_owned(), p.name().to_owned(), c.to_owned())
+    }
+
+    /// Grace for a pod being deleted: what the deletion set, else the pod's own.
+    pub(super) fn grace_of(v: &Value) -> Duration {
+        let secs = v["metadata"]["deletionGracePeriodSeconds"]
+            .as_u64()
+            .or_else(|| v["spec"]["terminationGracePeriodSeconds"].as_u64())
+            .unwrap_or(30);
+        Duration::from_secs(secs)
+    }
+
+    /// Starts the executor process of a pod whose containers are due to run.
+    pub(super) fn start_process(&mut self, p: &Obj, t: f64) {
+        let store = self.store.clone();
+        let ns = p.namespace().to_owned();
+        let config_map = move |name: &str| {
+            store
+                .get(Resource::ConfigMaps, &ns, name)
+                .map(|cm| cm.value["data"].clone())
+        };
+        let host_env = |k: &str| std::env::var(k).ok();
+        let key = Self::container_key(p);
+        let Some(procs) = self.procs.as_mut() else {
+            return;
+        };
+        let planned = process::executor_container(&p.value)
+            .ok_or_else(|| "no executor container".to_owned())
+            .and_then(|c| process::plan(&p.value, c, &procs.opts, &config_map, &host_env));
+        self.logs.start(&key.0, &key.1, &key.2);
+        let started = planned.and_then(|l| procs.start(key.clone(), &l, self.logs.clone()));
+        match started {
+            Ok(pid) => {
+                tracing::info!("process kubelet: {}/{} runs as pid {pid}", key.0, key.1);
+                self.run_containers(p, t, true);
+                self.set_stage(&(key.0, key.1), Stage::Running { since: t });
+            }
+            Err(e) => {
+                self.logs.append(&key.0, &key.1, &key.2, e.clone());
+                self.event(
+                    &p.value,
+                    "Warning",
+                    "Failed",
+                    &format!("Error: {e}"),
+                    "kubelet",
+                    t,
+                );
+                self.exit_containers(p, 128, "StartError", t);
+            }
+        }
+    }
+
+    /// Containers that ended since the last step become terminated container states.
+    pub(super) fn reap_processes(&mut self, t: f64) {
+        let Some(procs) = self.procs.as_mut() else {
+            return;
+        };
+        for ((ns, name, _), exit) in procs.poll() {
+            let Some(p) = self.store.get(Resource::Pods, &ns, &name) else {
+                continue;
+            };
+            tracing::info!(
+                "process kubelet: {ns}/{name} exited {} ({}), peak memory {} MiB",
+                exit.code,
+                exit.reason,
+                exit.peak_memory >> 20
+            );
+            if exit.reason == "OOMKilled" {
+                self.event(
+                    &p.value,
+                    "Warning",
+                    "OOMKilling",
+                    &format!(
+                        "Memory cgroup out of memory: Killed process tree of {name} (peak {} MiB)",
+                        exit.peak_memory >> 20
+                    ),
+                    "kubelet",
+                    t,
+                );
+            }
+            self.exit_containers(&p, exit.code, exit.reason, t);
+            if p.value["metadata"]["deletionTimestamp"].is_string() {
+                self.final_delete(&p);
+            }
+        }
+    }
+
+    pub(super) fn kubelet(&mut self, t: f64) {
+        self.reap_processes(t);
+        let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
+        let live: std::collections::HashSet<(String, String)> = pods
+            .iter()
+            .map(|p| (p.namespace().to_owned(), p.name().to_owned()))
+            .collect();
+        if let Some(procs) = self.procs.as_mut() {
+            // A pod removed behind the kubelet's back (force-deleted, or gone with no event):
+            // the kubelet still stops its containers, with the default grace.
+            for (ns, name, c) in procs.keys() {
+                if !live.contains(&(ns.clone(), name.clone())) {
+                    tracing::info!("process kubelet: pod {ns}/{name} is gone: stopping it");
+                    procs.stop_orphan(&(ns, name, c), Duration::from_secs(30));
+                }
+            }
+        }
+        self.runtimes.retain(|k, _| live.contains(k));
+        for p in pods {
+            let v = &p.value;
+            if !v["spec"]["nodeName"].is_string() {
+                // Unscheduled pods being deleted go at once (grace 0, as the API server forces).
+                continue;
+            }
+            let key = (p.namespace().to_owned(), p.name().to_owned());
+            let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+            if !self.runtimes.contains_key(&key) {
+                if is_terminal(v) {
+                    self.runtimes.insert(
+                        key.clone(),
+                        Runtime {
+                            uid,
+                            stage: Stage::Done,
+                            last_log: t,
+                            log_seq: 0,
+                            struck: true,
+                        },
+                    );
+                } else {
+                    self.start_pod(&p, t);
+                    self.runtimes.insert(
+                        key.clone(),
+                        Runtime {
+                            uid,
+                            stage: Stage::Creating { since: t },
+                            last_log: t,
+                            log_seq: 0,
+                            struck: false,
+                        },
+                    );
+                    continue;
+                }
+            }
+            let deleting = v["metadata"]["deletionTimestamp"].is_string();
+            let Some(stage) = self.runtimes.get(&key).map(|r| r.stage) else {
+                continue;
+            };
+            if deleting {
+                self.terminate(&p, stage, t);
+                continue;
+            }
+            match stage {
+                Stage::Creating { since } if t - since >= START_SECS => {
+                    let fate = self.fates.get(&key).cloned().unwrap_or_default();
+                    if let Some(err) = fate.image_pull_error {
+                        self.pull_failing(&p, &err, false, t);
+                        self.set_stage(
+                            &key,
+                            Stage::PullFailing {
+                                since: t,
+                                backoff: false,
+                                attempt: 0,
+                            },
+                        );
+                    } else if self.is_process_pod(v) {
+                        self.start_process(&p, t);
+                    } else {
+                        self.run_containers(&p, t, false);
+                        self.set_stage(&key, Stage::Running { since: t });
+                    }
+                }
+                // The kubelet's image back-off: ErrImagePull for a moment, then
+                // ImagePullBackOff for 10 s, 20 s, 40 s … (capped at 300 s) before retrying.
+                Stage::PullFailing {
+                    since,
+                    backoff,
+                    attempt,
+                } => {
+                    let wait = if backoff {
+                        (10.0 * 2f64.powi(attempt as i32)).min(300.0)
+                    } else {
+                        1.0
+                    };
+                    if t - since >= wait {
+                        let err = self
+                            .fates
+                            .get(&key)
+                            .and_then(|f| f.image_pull_error.clone())
+                            .unwrap_or_default();
+                        self.pull_failing(&p, &err, !backoff, t);
+                        let attempt = if backoff { attempt + 1 } else { attempt };
+                        self.set_stage(
+                            &key,
+                            Stage::PullFailing {
+                                since: t,
+                                backoff: !backoff,
+                                attempt,
+                            },
+                        );
+                    }
+                }
+                Stage::Running { .. } if self.is_process_pod(v) => {}
+                Stage::Running { since } => {
+                    self.write_logs(&p, t);
+                    let fate = self.fates.get(&key).cloned().unwrap_or_default();
+                    let struck = self.runtimes.get(&key).is_some_and(|r| r.struck);
+                    let due = fate.at.map(|a| t >= a).unwrap_or(false)
+                        || fate.after.map(|a| t - since >= a).unwrap_or(false);
+                    if due && !struck {
+                        if let Some(r) = self.runtimes.get_mut(&key) {
+                            r.struck = true;
+                        }
+                        self.strike(&p, &fate, since, t);
+                    }
+                }
+                Stage::Terminating { .. } => self.terminate(&p, stage, t),
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn set_stage(&mut self, key: &(String, String), stage: Stage) {
+        if let Some(r) = self.runtimes.get_mut(key) {
+            r.stage = stage;
+        }
+    }
+
+    pub(super) fn image_of(v: &Value) -> String {
+        v["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub(super) fn start_pod(&mut self, p: &Obj, t: f64) {
+        let now = self.now();
+        let ip_tail = self.rng.u32(2..250);
+        let pod_ip = if self.is_process_pod(&p.value) {
+            process::POD_IP.to_owned()
+        } else {
+            format!("10.244.1.{ip_tail}")
+        };
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["hostIP"] = json!("10.0.12.34");
+                v["status"]["startTime"] = json!(now);
+                set_condition(v, "PodReadyToStartContainers", "False", "", "", &now);
+                set_condition(v, "Initialized", "True", "", "", &now);
+                let names = crate::kube_status::container_names(v).join(" ");
+                set_condition(
+                    v,
+                    "Ready",
+                    "False",
+                    "ContainersNotReady",
+                    &format!("containers with unready status: [{names}]"),
+                    &now,
+                );
+                set_condition(
+                    v,
+                    "ContainersReady",
+                    "False",
+                    "ContainersNotReady",
+                    &format!("containers with unready status: [{names}]"),
+                    &now,
+                );
+                set_all_containers(
+                    v,
+                    &json!({"waiting": {"reason": "ContainerCreating"}}),
+                    false,
+                );
+                v["status"]["podIP"] = Value::Null;
+                v["metadata"]["annotations"]["sim.spark-triage.dev/pod-ip"] = json!(pod_ip);
+                true
+            });
+        if let Some(u) = updated {
+            let image = Self::image_of(&u.value);
+            self.event(
+                &u.value,
+                "Normal",
+                "Pulling",
+                &format!("Pulling image \"{image}\""),
+                "kubelet",
+                t,
+            );
+        }
+    }
+
+    pub(super) fn pull_failing(&mut self, p: &Obj, err: &str, backoff: bool, t: f64) {
+        let image = Self::image_of(&p.value);
+        let fail_msg = format!(
+            "Failed to pull image \"{image}\": failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": unexpected status from HEAD request: {err}"
+        );
+        let (reason, message) = if backoff {
+            (
+                "ImagePullBackOff",
+                format!("Back-off pulling image \"{image}\""),
+            )
+        } else {
+            ("ErrImagePull", fail_msg.clone())
+        };
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                set_all_containers(
+                    v,
+                    &json!({"waiting": {"reason": reason, "message": message}}),
+                    false,
+                );
+                true
+            });
+        if let Some(u) = updated {
+            if backoff {
+                let m = format!("Back-off pulling image \"{image}\"");
+                self.event(&u.value, "Normal", "BackOff", &m, "kubelet", t);
+            } else {
+                self.event(&u.value, "Warning", "Failed", &fail_msg, "kubelet", t);
+                self.event(
+                    &u.value,
+                    "Warning",
+                    "Failed",
+                    "Error: ErrImagePull",
+                    "kubelet",
+                    t,
+                );
+            }
+        }
+    }
+
+    /// Containers running: status, events and (unless a process writes it) the log.
+    pub(super) fn run_containers(&mut self, p: &Obj, t: f64, process: bool) {
+        let now = self.now();
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["phase"] = json!("Running");
+                let ip = v["metadata"]["annotations"]["sim.spark-triage.dev/pod-ip"].clone();
+                v["status"]["podIP"] = ip.clone();
+                v["status"]["podIPs"] = json!([{"ip": ip}]);
+                set_condition(v, "PodReadyToStartContainers", "True", "", "", &now);
+                set_condition(v, "Ready", "True", "", "", &now);
+                set_condition(v, "ContainersReady", "True", "", "", &now);
+                set_all_containers(v, &json!({"running": {"startedAt": now}}), true);
+                true
+            });
+        let Some(u) = updated else { return };
+        let image = Self::image_of(&u.value);
+        self.event(
+            &u.value,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            "kubelet",
+            t,
+        );
+        for c in crate::kube_status::container_names(&u.value) {
+            self.event(
+                &u.value,
+                "Normal",
+                "Created",
+                &format!("Created container: {c}"),
+                "kubelet",
+                t,
+            );
+            self.event(
+                &u.value,
+                "Normal",
+                "Started",
+                &format!("Started container {c}"),
+                "kubelet",
+                t,
+            );
+            if !process {
+                self.logs.start(p.namespace(), p.name(), &c);
+            }
+        }
+        if !process {
+            self.log_start(&u.value);
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The simulated control plane: a scheduler, a kubelet following kwok's pod stages, and one
+//! Spark-like driver per scenario application, all writing through the same store (and so
+//! the same watch feed) that clients read.
+//!
+//! The Spark-like driver keeps Spark's own snapshot semantics: it sees changes through the
+//! store's change feed (a watch: upsert, never remove) and replaces its snapshot with a full
+//! list every `apiPollingInterval` (30 s), so a pod removed with no watch event is noticed at
+//! the next poll and declared missing only when Spark's `missingPodDetectDelta` rule says so.
+//! It classifies pods with the same `classify` the tool uses and logs Spark's exact texts.
+//!
+//! Weak spots: no preemption victims are chosen for real (a `preempt` fate names its
+//! victim); CPU/memory accounting ignores init containers and overhead.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+mod container_logs;
+mod drivers;
+mod events;
+mod kubelet;
+mod scheduler;
+mod termination;
+
+use crate::model::quantity;
+use crate::process::{self, ProcessOptions, ProcessRuntime};
+use crate::{
+    classify::{ClassifyConfig, classify},
+    model::{ExecutorPod, ExecutorState},
+    selector::LabelSelector,
+    spark,
+};
+use crate::{
+    clock::fmt_time,
+    kube_status::{container_status, set_all_containers, set_condition},
+    logs::Logs,
+    scenario::{AppSpec, DriverFate, ExecutorSel, Fate, NodeSpec, Scenario},
+    store::{DeleteOptions, Obj, Query, Resource, Store},
+};
+
+/// Scenario seconds from bind to running containers.
+const START_SECS: f64 = 1.5;
+/// Spark's `apiPollingInterval` and `missingPodDetectDelta` defaults.
+const POLL_SECS: f64 = 30.0;
+const MISSING_DELTA_SECS: f64 = 30.0;
+/// Repeated scheduler/kubelet warnings are counted on one event at most this often.
+const EVENT_REPEAT_SECS: f64 = 10.0;
+
+/// What the Spark-like drivers know, for their REST API behind the service proxy.
+#[derive(Debug, Default)]
+pub struct SparkRegistry {
+    pub apps: Mutex<BTreeMap<String, AppView>>,
+}
+
+/// One application as its driver's REST API shows it.
+#[derive(Debug, Clone, Default)]
+pub struct AppView {
+    pub app_id: String,
+    pub name: String,
+    pub namespace: String,
+    pub driver_pod: String,
+    pub service: String,
+    pub start: Option<DateTime<Utc>>,
+    pub executors: BTreeMap<i64, ExecView>,
+}
+
+/// One executor as Spark's `allexecutors` endpoint shows it.
+#[derive(Debug, Clone, Default)]
+pub struct ExecView {
+    pub pod: String,
+    pub host: String,
+    pub cores: u32,
+    pub max_memory: u64,
+    pub add_time: Option<DateTime<Utc>>,
+    pub remove_time: Option<DateTime<Utc>>,
+    pub remove_reason: Option<String>,
+    pub failed_tasks: u32,
+    pub completed_tasks: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Action {
+    Vanish,
+    Evict,
+    Preempt,
+    Delete,
+}
+
+/// A fate resolved for one pod.
+#[derive(Debug, Clone, Default)]
+struct PodFate {
+    /// Scenario second at which it strikes, or seconds after running.
+    at: Option<f64>,
+    after: Option<f64>,
+    exit: Option<(i32, String)>,
+    action: Option<Action>,
+    image_pull_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    Creating {
+        since: f64,
+    },
+    PullFailing {
+        since: f64,
+        backoff: bool,
+        attempt: u32,
+    },
+    Running {
+        since: f64,
+    },
+    Terminating {
+        exit_at: f64,
+        code: i32,
+    },
+    Done,
+}
+
+#[derive(Debug)]
+struct Runtime {
+    uid: String,
+    stage: Stage,
+    last_log: f64,
+    log_seq: u64,
+    struck: bool,
+}
+
+#[derive(Debug)]
+struct Driver {
+    spec: AppSpec,
+    app_id: String,
+    prefix: String,
+    driver_pod: String,
+    service: String,
+    started: bool,
+    finished: bool,
+    next_id: i64,
+    max_failures: u32,
+    failed_ids: Vec<i64>,
+    /// Spark's snapshot: id → last pod seen (watch = upsert, poll = replace).
+    snapshot: BTreeMap<i64, Arc<Obj>>,
+    /// Ids Spark already removed (its `removedExecutorsCache`, without expiry).
+    removed: BTreeMap<i64, String>,
+    /// Ids created but not yet seen in any snapshot.
+    newly_created: BTreeMap<i64, f64>,
+    registered: BTreeMap<i64, f64>,
+    last_poll: f64,
+    /// Spark state per executor at the resourceVersion it was computed for.
+    states: HashMap<i64, (u64, ExecutorState)>,
+    /// Executors whose driver view departs from their pod (scenario `driver:` fates), with
+    /// the fate's time.
+    driver_fates: BTreeMap<i64, (DriverFate, Option<f64>)>,
+}
+
+impl Driver {
+    fn driver_fate(&self, id: i64) -> Option<DriverFate> {
+        self.driver_fates.get(&id).map(|(f, _)| *f)
+    }
+}
+
+impl Driver {
+    /// Spark's state of a snapshot pod, computed once per resourceVersion.
+    fn state(&mut self, id: i64, pod: &Obj) -> ExecutorState {
+        let rv = pod.rv();
+        if let Some((at, s)) = self.states.get(&id)
+            && *at == rv
+        {
+            return *s;
+        }
+        let s = state_of(pod, &ClassifyConfig::default());
+        self.states.insert(id, (rv, s));
+        s
+    }
+}
+
+/// The control plane. Owned by one task; talks to the world only through the store.
+#[derive(Debug)]
+pub struct Control {
+    store: Arc<Store>,
+    logs: Arc<Logs>,
+    pub registry: Arc<SparkRegistry>,
+    scenario: Scenario,
+    rng: fastrand::Rng,
+    drivers: Vec<Driver>,
+    runtimes: HashMap<(String, String), Runtime>,
+    fates: HashMap<(String, String), PodFate>,
+    event_names: HashMap<(String, String, String), (String, f64)>,
+    timeline_done: Vec<bool>,
+    feed: broadcast::Receiver<Arc<crate::store::Change>>,
+    event_ttl: Duration,
+    last_gc: f64,
+    /// The process kubelet's runtime: Spark executor containers run as local JVMs.
+    procs: Option<ProcessRuntime>,
+}
+
+fn hex(rng: &mut fastrand::Rng, n: usize) -> String {
+    (0..n)
+        .map(|_| char::from(b"0123456789abcdef"[rng.usize(..16)]))
+        .collect()
+}
+
+fn node_objects(spec: &NodeSpec, now: &str) -> Vec<Value> {
+    (1..=spec.count)
+        .map(|i| {
+            let name = if spec.count == 1 { spec.name.clone() } else { format!("{}-{i}", spec.name) };
+            let taints: Vec<Value> = spec
+                .taints
+                .iter()
+                .map(|t| {
+                    let (kv, effect) = t.split_once(':').unwrap_or((t.as_str(), "NoSchedule"));
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    json!({"key": k, "value": v, "effect": effect})
+                })
+                .collect();
+            let mut labels = json!({"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"});
+            for (k, v) in &spec.labels {
+                labels[k] = json!(v);
+            }
+            json!({"metadata": {"name": name, "labels": labels},
+                   "spec": {"taints": taints},
+                   "status": {"capacity": {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods.to_string()},
+                              "allocatable": {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods.to_string()},
+                              "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                              "message": "kubelet is posting ready status", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+                              "nodeInfo": {"kubeletVersion": "v1.33.0-sim", "containerRuntimeVersion": "sim://1.0",
+                                           "operatingSystem": "linux", "architecture": "amd64"}}})
+        })
+        .collect()
+}
+
+fn is_terminal(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+impl Control {
+    pub fn new(
+        store: Arc<Store>,
+        logs: Arc<Logs>,
+        scenario: Scenario,
+        seed: u64,
+        event_ttl: Duration,
+    ) -> Self {
+        let feed = store_feed(&store);
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let drivers = scenario
+            .apps
+            .iter()
+            .map(|spec| {
+                let hex16 = hex(&mut rng, 16);
+                let prefix = format!("{}-{hex16}", spec.name);
+                Driver {
+                    app_id: format!("spark-{}", hex(&mut rng, 32)),
+                    driver_pod: format!("{prefix}-driver"),
+                    service: format!("{prefix}-driver-svc"),
+                    prefix,
+                    started: false,
+                    finished: false,
+                    next_id: 1,
+                    max_failures: spec
+                        .max_failures
+                        .unwrap_or_else(|| (2 * spec.executors).max(3)),
+                    failed_ids: Vec::new(),
+                    snapshot: BTreeMap::new(),
+                    removed: BTreeMap::new(),
+                    newly_created: BTreeMap::new(),
+                    registered: BTreeMap::new(),
+                    last_poll: 0.0,
+                    states: HashMap::new(),
+                    driver_fates: BTreeMap::new(),
+                    spec: spec.clone(),
+                }
+            })
+            .collect();
+        let timeline_done = vec![false; scenario.timeline.len()];
+        Self {
+            store,
+            logs,
+            registry: Arc::new(SparkRegistry::default()),
+            scenario,
+            rng,
+            drivers,
+            runtimes: HashMap::new(),
+            fates: HashMap::new(),
+            event_names: HashMap::new(),
+            timeline_done,
+            feed,
+            event_ttl,
+            last_gc: 0.0,
+            procs: None,
+        }
+    }
+
+    /// Runs Spark executor containers as local processes from now on.
+    pub fn with_processes(mut self, opts: ProcessOptions) -> Self {
+        self.procs = Some(ProcessRuntime::new(opts));
+        self
+    }
+
+    /// Creates the scenario's namespaces, nodes and plain pods.
+    pub fn bootstrap(&mut self) {
+        let now = fmt_time(self.store.clock.now());
+        let mut namespaces = vec!["default".to_owned(), "kube-system".to_owned()];
+        namespaces.extend(self.scenario.namespaces.iter().cloned());
+        namespaces.extend(self.scenario.apps.iter().map(|a| a.namespace.clone()));
+        namespaces.extend(self.scenario.pods.iter().map(|p| p.namespace.clone()));
+        namespaces.sort();
+        namespaces.dedup();
+        for ns in namespaces {
+            let _ = self
+                .store
+                .create(Resource::Namespaces, "", json!({"metadata": {"name": ns}}));
+        }
+        for spec in self.scenario.nodes.clone() {
+            for node in node_objects(&spec, &now) {
+                let _ = self.store.create(Resource::Nodes, "", node);
+            }
+        }
+        for p in self.scenario.pods.clone() {
+            let pod = json!({"metadata": {"name": p.name, "labels": p.labels},
+                             "spec": {"containers": [{"name": p.name.split('-').next().unwrap_or("app"), "image": p.image,
+                                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}});
+            let _ = self.store.create(Resource::Pods, &p.namespace, pod);
+        }
+    }
+
+    /// One pass of every controller.
+    pub fn step(&mut self) {
+        let t = self.store.clock.elapsed_secs();
+        self.cluster_timeline(t);
+        self.drain_feed(t);
+        for i in 0..self.drivers.len() {
+            self.drive(i, t);
+        }
+        self.schedule(t);
+        self.kubelet(t);
+        if t - self.last_gc > 5.0 {
+            self.last_gc = t;
+            self.expire_events();
+        }
+    }
+
+    fn now(&self) -> String {
+        fmt_time(self.store.clock.now())
+    }
+}
+
+/// The last `n` characters (scenario app names may be any UTF-8).
+fn last_chars(s: &str, n: usize) -> &str {
+    let start = s
+        .char_indices()
+        .rev()
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    &s[start..]
+}
+
+fn store_feed(store: &Store) -> broadcast::Receiver<Arc<crate::store::Change>> {
+    // A subscription with no replay: the control plane starts with the store.
+    store
+        .subscribe(Resource::Pods, &Query::default(), None)
+        .map(|s| s.rx)
+        .unwrap_or_else(|_| broadcast::channel(1).1)
+}
+
+fn to_executor_pod(pod: &Obj) -> ExecutorPod {
+    let p: k8s_openapi::api::core::v1::Pod =
+        serde_json::from_value(pod.value.clone()).unwrap_or_default();
+    ExecutorPod::from_pod(&p)
+}
+
+fn state_of(pod: &Obj, config: &ClassifyConfig) -> ExecutorState {
+    classify(&to_executor_pod(pod), config)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn last_chars_is_char_safe() {
+        assert_eq!(super::last_chars("abcdef", 3), "def");
+        assert_eq!(super::last_chars("ab", 5), "ab");
+        assert_eq!(super::last_chars("été-x", 3), "é-x");
+    }
+}

@@ -1,0 +1,377 @@
+//! The scheduler: binds pending pods to nodes, or says why none fits in the default
+//! scheduler's words. The filter is the pure [`fit`]; `schedule` only keeps the books.
+
+use std::fmt;
+
+use super::*;
+
+/// What a node already carries: the requests of the non-terminal pods bound to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Used {
+    pub cpu: f64,
+    pub memory: f64,
+    pub pods: u32,
+}
+
+impl Used {
+    fn add(&mut self, (cpu, memory): (f64, f64)) {
+        self.cpu += cpu;
+        self.memory += memory;
+        self.pods += 1;
+    }
+}
+
+/// Why a node cannot take a pod; `Display` gives the default scheduler's text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Reason {
+    Taint { key: String, value: String },
+    NotReady,
+    Selector,
+    TooManyPods,
+    InsufficientCpu,
+    InsufficientMemory,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Taint { key, value } => {
+                write!(f, "node(s) had untolerated taint {{{key}: {value}}}")
+            }
+            Self::NotReady => f.write_str("node(s) were unschedulable"),
+            Self::Selector => f.write_str("node(s) didn't match Pod's node affinity/selector"),
+            Self::TooManyPods => f.write_str("Too many pods"),
+            Self::InsufficientCpu => f.write_str("Insufficient cpu"),
+            Self::InsufficientMemory => f.write_str("Insufficient memory"),
+        }
+    }
+}
+
+impl Reason {
+    /// Whether evicting lower-priority pods could make room (resource reasons only).
+    fn preemption_could_help(&self) -> bool {
+        matches!(
+            self,
+            Self::TooManyPods | Self::InsufficientCpu | Self::InsufficientMemory
+        )
+    }
+}
+
+/// The summed CPU and memory requests of a pod's containers.
+fn requests(pod: &Value) -> (f64, f64) {
+    let mut cpu = 0.0;
+    let mut mem = 0.0;
+    for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
+        let q = |k: &str| {
+            c["resources"]["requests"][k]
+                .as_str()
+                .and_then(quantity::parse)
+        };
+        cpu += q("cpu").unwrap_or(0.0);
+        mem += q("memory").unwrap_or(0.0);
+    }
+    (cpu, mem)
+}
+
+fn allocatable(node: &Value, resource: &str) -> f64 {
+    node["status"]["allocatable"][resource]
+        .as_str()
+        .and_then(quantity::parse)
+        .unwrap_or(0.0)
+}
+
+/// Whether `node`, already carrying `used`, can take `pod`. Like the default scheduler's
+/// filters: a taint, a node that is not Ready or a selector mismatch rules the node out on
+/// its own; the resource checks all report.
+pub(super) fn fit(pod: &Value, node: &Value, used: Used) -> Result<(), Vec<Reason>> {
+    let tolerated = |taint: &Value| {
+        pod["spec"]["tolerations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|tol| {
+                tol["key"] == taint["key"]
+                    && (tol["operator"] == "Exists" || tol["value"] == taint["value"])
+            })
+    };
+    let untolerated = node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|taint| {
+            matches!(taint["effect"].as_str(), Some("NoSchedule" | "NoExecute"))
+                && !tolerated(taint)
+        });
+    if let Some(taint) = untolerated {
+        let text = |k: &str| taint[k].as_str().unwrap_or_default().to_owned();
+        return Err(vec![Reason::Taint {
+            key: text("key"),
+            value: text("value"),
+        }]);
+    }
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    if !ready {
+        return Err(vec![Reason::NotReady]);
+    }
+    let selector_ok = pod["spec"]["nodeSelector"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(k, want)| node["metadata"]["labels"][k] == *want);
+    if !selector_ok {
+        return Err(vec![Reason::Selector]);
+    }
+    let (cpu, memory) = requests(pod);
+    let mut reasons = Vec::new();
+    if used.pods + 1 > allocatable(node, "pods") as u32 {
+        reasons.push(Reason::TooManyPods);
+    }
+    if used.cpu + cpu > allocatable(node, "cpu") + 1e-9 {
+        reasons.push(Reason::InsufficientCpu);
+    }
+    if used.memory + memory > allocatable(node, "memory") + 0.5 {
+        reasons.push(Reason::InsufficientMemory);
+    }
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(reasons)
+    }
+}
+
+/// The FailedScheduling message for a pod no node can take, `reasons` counted over nodes.
+pub(super) fn unschedulable_message(total: usize, reasons: &BTreeMap<Reason, u32>) -> String {
+    if total == 0 {
+        return "no nodes available to schedule pods".to_owned();
+    }
+    let mut parts: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    parts.sort();
+    let preemption = if reasons.keys().any(Reason::preemption_could_help) {
+        format!(
+            "0/{total} nodes are available: {total} No preemption victims found for incoming pod."
+        )
+    } else {
+        format!("0/{total} nodes are available: {total} Preemption is not helpful for scheduling.")
+    };
+    format!(
+        "0/{total} nodes are available: {}. preemption: {preemption}",
+        parts.join(", ")
+    )
+}
+
+impl Control {
+    pub(super) fn schedule(&mut self, t: f64) {
+        let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
+        let (nodes, _) = self.store.list_all(Resource::Nodes, &Query::default());
+        let mut used: HashMap<String, Used> = HashMap::new();
+        for p in &pods {
+            if let Some(n) = p.value["spec"]["nodeName"].as_str()
+                && !is_terminal(&p.value)
+            {
+                used.entry(n.to_owned())
+                    .or_default()
+                    .add(requests(&p.value));
+            }
+        }
+        for p in pods {
+            let v = &p.value;
+            if v["spec"]["nodeName"].is_string()
+                || v["metadata"]["deletionTimestamp"].is_string()
+                || v["status"]["phase"] != "Pending"
+            {
+                continue;
+            }
+            let mut reasons: BTreeMap<Reason, u32> = BTreeMap::new();
+            // The node with the most free memory wins (the default scheduler spreads).
+            let mut best: Option<(&str, f64)> = None;
+            for node in &nodes {
+                let on_node = used.get(node.name()).copied().unwrap_or_default();
+                match fit(v, &node.value, on_node) {
+                    Ok(()) => {
+                        let free = allocatable(&node.value, "memory") - on_node.memory;
+                        if best.is_none_or(|(_, f)| free > f) {
+                            best = Some((node.name(), free));
+                        }
+                    }
+                    Err(why) => why
+                        .into_iter()
+                        .for_each(|r| *reasons.entry(r).or_default() += 1),
+                }
+            }
+            match best {
+                Some((node, _)) => self.bind(&p, node, &mut used, t),
+                None => {
+                    let msg = unschedulable_message(nodes.len(), &reasons);
+                    self.unschedulable(&p, &msg, t);
+                }
+            }
+        }
+    }
+
+    fn bind(&mut self, p: &Obj, node: &str, used: &mut HashMap<String, Used>, t: f64) {
+        used.entry(node.to_owned())
+            .or_default()
+            .add(requests(&p.value));
+        let now = self.now();
+        let bound = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |pv| {
+                pv["spec"]["nodeName"] = json!(node);
+                set_condition(pv, "PodScheduled", "True", "", "", &now);
+                true
+            });
+        if let Some(b) = bound {
+            let msg = format!(
+                "Successfully assigned {}/{} to {node}",
+                p.namespace(),
+                p.name()
+            );
+            self.event(
+                &b.value,
+                "Normal",
+                "Scheduled",
+                &msg,
+                "default-scheduler",
+                t,
+            );
+        }
+    }
+
+    fn unschedulable(&mut self, p: &Obj, msg: &str, t: f64) {
+        let v = &p.value;
+        let changed = v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "PodScheduled")
+            .is_none_or(|c| c["message"] != msg);
+        if changed {
+            let now = self.now();
+            self.store
+                .modify(Resource::Pods, p.namespace(), p.name(), |pv| {
+                    set_condition(pv, "PodScheduled", "False", "Unschedulable", msg, &now);
+                    true
+                });
+        }
+        if self.should_repeat(v, "FailedScheduling", msg, t) {
+            self.event(
+                v,
+                "Warning",
+                "FailedScheduling",
+                msg,
+                "default-scheduler",
+                t,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Reason, Used, fit, unschedulable_message};
+
+    fn node(cpu: &str, memory: &str, pods: u32) -> serde_json::Value {
+        json!({"metadata": {"name": "n1", "labels": {"pool": "spark"}},
+               "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods.to_string()},
+                          "conditions": [{"type": "Ready", "status": "True"}]}})
+    }
+
+    fn pod(cpu: &str, memory: &str) -> serde_json::Value {
+        json!({"spec": {"containers": [{"name": "spark-kubernetes-executor",
+               "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}})
+    }
+
+    #[test]
+    fn a_pod_fits_an_empty_node_that_has_room() {
+        assert_eq!(
+            fit(&pod("1", "1Gi"), &node("4", "8Gi", 10), Used::default()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_short_resource_is_reported() {
+        let used = Used {
+            cpu: 3.5,
+            memory: 7.5 * 1024.0 * 1024.0 * 1024.0,
+            pods: 10,
+        };
+        assert_eq!(
+            fit(&pod("1", "1Gi"), &node("4", "8Gi", 10), used),
+            Err(vec![
+                Reason::TooManyPods,
+                Reason::InsufficientCpu,
+                Reason::InsufficientMemory
+            ])
+        );
+        // Exactly full still fits (no rounding error from the quantity parse).
+        let used = Used {
+            cpu: 3.0,
+            memory: 7.0 * 1024.0 * 1024.0 * 1024.0,
+            pods: 9,
+        };
+        assert_eq!(fit(&pod("1", "1Gi"), &node("4", "8Gi", 10), used), Ok(()));
+    }
+
+    #[test]
+    fn a_taint_rules_the_node_out_unless_tolerated() {
+        let mut n = node("4", "8Gi", 10);
+        n["spec"]["taints"] = json!([{"key": "spot", "value": "true", "effect": "NoSchedule"}]);
+        let taint = Reason::Taint {
+            key: "spot".into(),
+            value: "true".into(),
+        };
+        assert_eq!(
+            fit(&pod("1", "1Gi"), &n, Used::default()),
+            Err(vec![taint.clone()])
+        );
+        assert_eq!(
+            taint.to_string(),
+            "node(s) had untolerated taint {spot: true}"
+        );
+        let mut p = pod("1", "1Gi");
+        p["spec"]["tolerations"] = json!([{"key": "spot", "operator": "Exists"}]);
+        assert_eq!(fit(&p, &n, Used::default()), Ok(()));
+        // A PreferNoSchedule taint never filters.
+        n["spec"]["taints"][0]["effect"] = json!("PreferNoSchedule");
+        assert_eq!(fit(&pod("1", "1Gi"), &n, Used::default()), Ok(()));
+    }
+
+    #[test]
+    fn not_ready_and_selector_mismatch() {
+        let mut n = node("4", "8Gi", 10);
+        let mut p = pod("1", "1Gi");
+        p["spec"]["nodeSelector"] = json!({"pool": "gpu"});
+        assert_eq!(fit(&p, &n, Used::default()), Err(vec![Reason::Selector]));
+        n["status"]["conditions"][0]["status"] = json!("False");
+        assert_eq!(fit(&p, &n, Used::default()), Err(vec![Reason::NotReady]));
+    }
+
+    #[test]
+    fn the_message_matches_the_default_scheduler() {
+        let reasons = [(Reason::InsufficientMemory, 2), (Reason::Selector, 1)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            unschedulable_message(3, &reasons),
+            "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+             2 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims \
+             found for incoming pod."
+        );
+        let reasons = [(Reason::NotReady, 1)].into_iter().collect();
+        assert!(
+            unschedulable_message(1, &reasons)
+                .ends_with("1 Preemption is not helpful for scheduling.")
+        );
+        assert_eq!(
+            unschedulable_message(0, &Default::default()),
+            "no nodes available to schedule pods"
+        );
+    }
+}

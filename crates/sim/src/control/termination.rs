@@ -1,0 +1,266 @@
+//! How pods end: scenario fates striking, containers exiting, evictions, graceful termination and the final delete.
+
+use super::*;
+
+impl Control {
+    /// The fate strikes a running pod.
+    pub(super) fn strike(&mut self, p: &Obj, fate: &PodFate, _since: f64, t: f64) {
+        match fate.action {
+            Some(Action::Vanish) => {
+                self.store.vanish(Resource::Pods, p.namespace(), p.name());
+                self.logs.remove_pod(p.namespace(), p.name());
+                return;
+            }
+            Some(Action::Delete) => {
+                let _ = self.store.delete(
+                    Resource::Pods,
+                    p.namespace(),
+                    p.name(),
+                    &DeleteOptions::default(),
+                );
+                return;
+            }
+            Some(Action::Evict) => {
+                self.evict(p, t);
+                return;
+            }
+            Some(Action::Preempt) => {
+                let now = self.now();
+                let updated = self.store.modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                    set_condition(v, "DisruptionTarget", "True", "PreemptionByScheduler",
+                        "Scheduler: preempting to accommodate a higher priority pod, scheduled by \"default-scheduler\"", &now);
+                    true
+                });
+                if let Some(u) = updated {
+                    let node = u.value["spec"]["nodeName"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let by = format!(
+                        "{}-{}-{}-{}-{}",
+                        hex(&mut self.rng, 8),
+                        hex(&mut self.rng, 4),
+                        hex(&mut self.rng, 4),
+                        hex(&mut self.rng, 4),
+                        hex(&mut self.rng, 12)
+                    );
+                    self.event(
+                        &u.value,
+                        "Normal",
+                        "Preempted",
+                        &format!("Preempted by pod {by} on node {node}"),
+                        "default-scheduler",
+                        t,
+                    );
+                }
+                let _ = self.store.delete(
+                    Resource::Pods,
+                    p.namespace(),
+                    p.name(),
+                    &DeleteOptions::default(),
+                );
+                return;
+            }
+            None => {}
+        }
+        let Some((code, reason)) = fate.exit.clone() else {
+            return;
+        };
+        let pre: Vec<String> = match code {
+            52 => vec![
+                self.log_line("ERROR", "Executor", "Exception in task 5.0 in stage 2.0 (TID 41)"),
+                "java.lang.OutOfMemoryError: Java heap space".to_owned(),
+                "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)".to_owned(),
+                "\tat org.apache.spark.util.collection.PartitionedPairBuffer.growArray(PartitionedPairBuffer.scala:67)".to_owned(),
+                self.log_line("ERROR", "SparkUncaughtExceptionHandler", "Uncaught exception in thread Thread[Executor task launch worker for task 5.0 in stage 2.0 (TID 41),5,main]"),
+                "java.lang.OutOfMemoryError: Java heap space".to_owned(),
+            ],
+            56 => vec![
+                self.log_line("WARN", "Executor", "Issue communicating with driver in heartbeater"),
+                "org.apache.spark.rpc.RpcTimeoutException: Futures timed out after [10000 milliseconds]. This timeout is controlled by spark.executor.heartbeatInterval".to_owned(),
+                self.log_line("ERROR", "Executor", "Exit as unable to send heartbeats to driver more than 60 times"),
+            ],
+            50 => vec![self.log_line("ERROR", "SparkUncaughtExceptionHandler", "Uncaught exception in thread Thread[dispatcher-Executor,5,main]")],
+            _ => Vec::new(),
+        };
+        for l in pre {
+            self.log(&p.value, l);
+        }
+        self.exit_containers(p, code, &reason, t);
+    }
+
+    pub(super) fn exit_containers(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {
+        let now = self.now();
+        let updated = self.store.modify(Resource::Pods, p.namespace(), p.name(), |v| {
+            let started = v["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
+            let term = json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
+                                             "containerID": "containerd://5f0d1c2b3a49"}});
+            let specs = v["spec"]["containers"].as_array().cloned().unwrap_or_default();
+            let statuses: Vec<Value> = specs
+                .iter()
+                .map(|c| container_status(c["name"].as_str().unwrap_or_default(), c["image"].as_str().unwrap_or_default(), term.clone(), false, 0))
+                .collect();
+            v["status"]["containerStatuses"] = json!(statuses);
+            v["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
+            let why = if code == 0 { "PodCompleted" } else { "PodFailed" };
+            set_condition(v, "Ready", "False", why, "", &now);
+            set_condition(v, "ContainersReady", "False", why, "", &now);
+            set_condition(v, "PodReadyToStartContainers", "False", "", "", &now);
+            true
+        });
+        for c in crate::kube_status::container_names(&p.value) {
+            self.logs.finish(p.namespace(), p.name(), &c);
+        }
+        if updated.is_some() {
+            self.set_stage(
+                &(p.namespace().to_owned(), p.name().to_owned()),
+                Stage::Done,
+            );
+        }
+        let _ = t;
+    }
+
+    pub(super) fn evict(&mut self, p: &Obj, t: f64) {
+        let now = self.now();
+        let msg = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88512Ki. Container spark-kubernetes-executor was using 2912Mi, request is 2432Mi, has larger consumption of memory. ";
+        // Kubelets up to 1.21 leave the container statuses as last seen (not ready), which is
+        // what makes kubectl print `Evicted`.
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["phase"] = json!("Failed");
+                v["status"]["reason"] = json!("Evicted");
+                v["status"]["message"] = json!(msg);
+                set_condition(
+                    v,
+                    "DisruptionTarget",
+                    "True",
+                    "TerminationByKubelet",
+                    msg.trim(),
+                    &now,
+                );
+                set_condition(v, "Ready", "False", "PodFailed", "", &now);
+                if let Some(list) = v["status"]["containerStatuses"].as_array_mut() {
+                    for c in list {
+                        c["ready"] = json!(false);
+                    }
+                }
+                true
+            });
+        if let Some(u) = updated {
+            self.event(&u.value, "Warning", "Evicted", msg.trim(), "kubelet", t);
+            self.event(
+                &u.value,
+                "Normal",
+                "Killing",
+                "Stopping container spark-kubernetes-executor",
+                "kubelet",
+                t,
+            );
+        }
+        for c in crate::kube_status::container_names(&p.value) {
+            self.logs.finish(p.namespace(), p.name(), &c);
+        }
+        self.set_stage(
+            &(p.namespace().to_owned(), p.name().to_owned()),
+            Stage::Done,
+        );
+    }
+
+    /// Graceful termination: SIGTERM (143 after a moment), then the final DELETE.
+    pub(super) fn terminate(&mut self, p: &Obj, stage: Stage, t: f64) {
+        let key = (p.namespace().to_owned(), p.name().to_owned());
+        if self.is_process_pod(&p.value)
+            && let Some(procs) = self.procs.as_mut()
+        {
+            let ckey = Self::container_key(p);
+            if procs.is_running(&ckey) {
+                // SIGTERM now, SIGKILL after the grace; the exit is reaped like any other.
+                if matches!(stage, Stage::Running { .. }) {
+                    procs.stop(&ckey, Self::grace_of(&p.value));
+                    self.event(
+                        &p.value,
+                        "Normal",
+                        "Killing",
+                        &format!("Stopping container {}", ckey.2),
+                        "kubelet",
+                        t,
+                    );
+                    self.set_stage(
+                        &key,
+                        Stage::Terminating {
+                            exit_at: f64::INFINITY,
+                            code: 137,
+                        },
+                    );
+                }
+                return;
+            }
+        }
+        match stage {
+            Stage::Running { .. } => {
+                self.log(
+                    &p.value,
+                    self.log_line(
+                        "ERROR",
+                        "CoarseGrainedExecutorBackend",
+                        "RECEIVED SIGNAL TERM",
+                    ),
+                );
+                self.event(
+                    &p.value,
+                    "Normal",
+                    "Killing",
+                    &format!(
+                        "Stopping container {}",
+                        p.value["spec"]["containers"][0]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                    ),
+                    "kubelet",
+                    t,
+                );
+                self.set_stage(
+                    &key,
+                    Stage::Terminating {
+                        exit_at: t + 0.5,
+                        code: 143,
+                    },
+                );
+            }
+            Stage::Terminating { exit_at, code } if t >= exit_at => {
+                self.exit_containers(p, code, "Error", t);
+                self.final_delete(p);
+            }
+            Stage::Terminating { .. } => {}
+            _ => self.final_delete(p),
+        }
+    }
+
+    pub(super) fn final_delete(&mut self, p: &Obj) {
+        let Some(current) = self.store.get(Resource::Pods, p.namespace(), p.name()) else {
+            return;
+        };
+        if current.value["metadata"]["deletionGracePeriodSeconds"] == json!(0) {
+            return; // done already; only finalizers keep it
+        }
+        let uid = self
+            .runtimes
+            .get(&(p.namespace().to_owned(), p.name().to_owned()))
+            .map(|r| r.uid.clone());
+        let _ = self.store.delete(
+            Resource::Pods,
+            p.namespace(),
+            p.name(),
+            &DeleteOptions {
+                grace_period_seconds: Some(0),
+                precondition_uid: uid,
+                ..DeleteOptions::default()
+            },
+        );
+        self.set_stage(
+            &(p.namespace().to_owned(), p.name().to_owned()),
+            Stage::Done,
+        );
+    }
+}
