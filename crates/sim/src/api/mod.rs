@@ -1,0 +1,465 @@
+//! The HTTP face of the simulator: routes Kubernetes API paths to the store, with the wire
+//! details real clients depend on (docs/simulator.md, "What is simulated"). One handler
+//! parses the path itself, because Kubernetes paths (`services/{name}:{port}/proxy/…`,
+//! trailing `?`, cluster-wide and namespaced forms of one resource) fit a router poorly.
+//!
+//! `routing` turns a request into a [`Route`] and a [`Ctx`]; `objects` serves the verbs on
+//! stored objects, `watch` the watches (HTTP and WebSocket), `logs` the container logs and
+//! `proxy` the service and pod proxies to the Spark-like drivers.
+
+mod logs;
+mod objects;
+mod proxy;
+mod routing;
+mod watch;
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::{FromRequestParts, Request, State, ws::WebSocketUpgrade},
+    http::{HeaderValue, Method, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::watch as signal;
+
+use crate::{
+    discovery,
+    error::ApiError,
+    events_view,
+    faults::Faults,
+    logs::Logs,
+    store::{Obj, Resource, Store},
+    table,
+};
+use objects::ItemRequest;
+use routing::{Params, Render, Route, View, build_query, render_mode, route};
+
+/// One request, for tests and `/_sim/requests`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestRecord {
+    pub method: String,
+    pub uri: String,
+    /// It asked to upgrade to a WebSocket.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub websocket: bool,
+}
+
+/// Shared state of the API server.
+#[derive(Debug)]
+pub struct ApiState {
+    pub store: Arc<Store>,
+    pub logs: Arc<Logs>,
+    pub faults: Faults,
+    /// Bumped to end every watch and log stream (restart, drop-watches).
+    pub drop_watches: signal::Receiver<u64>,
+    pub requests: Mutex<VecDeque<RequestRecord>>,
+    pub server_addr: String,
+    pub user: String,
+    pub spark: Arc<crate::control::SparkRegistry>,
+    /// How often watches that allow bookmarks get one (the real cacher: about a minute).
+    pub bookmark_every: Duration,
+    /// The process kubelet is on: a service proxy with no simulated driver behind it
+    /// forwards to `127.0.0.1:<targetPort>` (where a real driver's UI listens).
+    pub forward_local: bool,
+}
+
+const MAX_REQUEST_LOG: usize = 100_000;
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+impl ApiState {
+    fn record(&self, method: &Method, uri: &axum::http::Uri, websocket: bool) {
+        let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        if log.len() >= MAX_REQUEST_LOG {
+            log.pop_front();
+        }
+        log.push_back(RequestRecord {
+            method: method.to_string(),
+            uri: uri.to_string(),
+            websocket,
+        });
+    }
+
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// The Forbidden answer when the `deny` fault covers this verb on this resource.
+    fn check(&self, verb: &str, resource: &str, ns: Option<&str>) -> Result<(), ApiError> {
+        if self.faults.denies(verb, resource) {
+            return Err(ApiError::forbidden(&self.user, verb, resource, ns));
+        }
+        Ok(())
+    }
+}
+
+/// One request to a resource, as every handler reads it: the server, the API view the path
+/// used, the resource, the query parameters and the rendering the client accepts. Owned, so
+/// a watch can take it into its task.
+#[derive(Debug, Clone)]
+struct Ctx {
+    st: Arc<ApiState>,
+    view: View,
+    resource: Resource,
+    params: Params,
+    render: Render,
+}
+
+impl Ctx {
+    /// Events read through `events.k8s.io/v1` are converted; everything else is as stored.
+    fn converts(&self) -> bool {
+        self.view == View::EventsV1 && self.resource == Resource::Events
+    }
+
+    /// The object as this view shows it, serialised.
+    fn view_bytes(&self, obj: &Obj) -> Bytes {
+        if self.converts() {
+            Bytes::from(serde_json::to_vec(&events_view::to_v1(&obj.value)).unwrap_or_default())
+        } else {
+            obj.json.clone()
+        }
+    }
+
+    fn view_value(&self, obj: &Obj) -> Value {
+        if self.converts() {
+            events_view::to_v1(&obj.value)
+        } else {
+            obj.value.clone()
+        }
+    }
+
+    fn api_version(&self) -> &'static str {
+        if self.converts() {
+            "events.k8s.io/v1"
+        } else {
+            "v1"
+        }
+    }
+
+    /// One object as the client asked for it (JSON, metadata only, or a one-row table).
+    fn render_one(&self, obj: &Obj) -> Bytes {
+        match self.render {
+            Render::Json => self.view_bytes(obj),
+            Render::Metadata => {
+                Bytes::from(serde_json::to_vec(&metadata_only(obj)).unwrap_or_default())
+            }
+            Render::Table(include) => Bytes::from(
+                serde_json::to_vec(&table::table(
+                    self.resource,
+                    &[obj],
+                    obj.rv(),
+                    None,
+                    include,
+                    self.st.store.clock.now(),
+                    true,
+                ))
+                .unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+fn metadata_only(obj: &Obj) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.value["metadata"]})
+}
+
+fn json_body(code: StatusCode, body: impl Into<Body>) -> Response {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn json_value(code: StatusCode, v: &Value) -> Response {
+    json_body(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        json_value(code, &self.status())
+    }
+}
+
+fn text(code: StatusCode, s: impl Into<String>) -> Response {
+    let mut r = Response::new(Body::from(s.into()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// The simulator's own control endpoints (not Kubernetes API):
+/// `POST /_sim/namespaces/{ns}/pods/{name}/vanish` removes a pod with no watch event, as if
+/// the deletion was missed (Spark notices at its next full poll).
+fn sim_control(st: &ApiState, method: &Method, rest: &str) -> Response {
+    let parts: Vec<&str> = rest.split('/').collect();
+    match (method, parts.as_slice()) {
+        (&Method::POST, ["namespaces", ns, "pods", name, "vanish"]) => {
+            if st.store.vanish(Resource::Pods, ns, name) {
+                st.logs.remove_pod(ns, name);
+                json_value(StatusCode::OK, &json!({"vanished": format!("{ns}/{name}")}))
+            } else {
+                ApiError::not_found(Resource::Pods, name).into_response()
+            }
+        }
+        _ => ApiError::not_found_path(&format!("/_sim/{rest}")).into_response(),
+    }
+}
+
+/// Discovery is never failed by the error-rate fault (clients cache it and would only retry).
+fn is_discovery(path: &str) -> bool {
+    path == "/api"
+        || path == "/apis"
+        || path.starts_with("/api/v1?")
+        || path == "/api/v1"
+        || (path.starts_with("/apis/") && path.matches('/').count() <= 3)
+}
+
+/// The whole API: every request comes through here.
+pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let websocket = req
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    st.record(&method, &uri, websocket);
+    let path = uri.path().to_owned();
+    match path.as_str() {
+        "/healthz" | "/readyz" | "/livez" => return text(StatusCode::OK, "ok"),
+        "/version" => return json_value(StatusCode::OK, &discovery::version()),
+        "/_sim/requests" => {
+            return json_value(
+                StatusCode::OK,
+                &serde_json::to_value(st.request_log()).unwrap_or_default(),
+            );
+        }
+        _ => {}
+    }
+    if let Some(rest) = path.strip_prefix("/_sim/") {
+        return sim_control(&st, &method, rest);
+    }
+    if let Some(l) = st.faults.latency {
+        tokio::time::sleep(l).await;
+    }
+    if st.faults.error_rate > 0.0 && !is_discovery(&path) && fastrand::f64() < st.faults.error_rate
+    {
+        return ApiError::internal("injected fault: error-rate").into_response();
+    }
+    let params = Params::parse(uri.query());
+    let r = match route(&path, &st.server_addr) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let render = render_mode(req.headers(), &params);
+    let cx = |view, resource, params| Ctx {
+        st: st.clone(),
+        view,
+        resource,
+        params,
+        render,
+    };
+    let answer = match r {
+        Route::Doc(v) => Ok(json_value(StatusCode::OK, &v)),
+        Route::AccessReview => read_body(req)
+            .await
+            .map(|body| objects::access_review(&st, &body))
+            .map_err(IntoResponse::into_response),
+        Route::Proxy {
+            ns,
+            to_pod,
+            target,
+            rest,
+        } => proxy::serve(&st, &ns, to_pod, &target, &rest, uri.query()).await,
+        Route::Collection { view, resource, ns } => {
+            collection(cx(view, resource, params), &method, ns, websocket, req).await
+        }
+        Route::Item {
+            view,
+            resource,
+            ns,
+            name,
+        } => item(cx(view, resource, params), &method, &ns, &name, req).await,
+        Route::Sub {
+            resource,
+            ns,
+            name,
+            sub,
+        } => {
+            let cx = cx(View::Core, resource, params);
+            match subresource(cx, &method, &ns, &name, &sub, req).await {
+                Ok(Some(answer)) => Ok(answer),
+                Ok(None) => Err(ApiError::not_found_path(&path).into_response()),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    answer.unwrap_or_else(|e| e)
+}
+
+/// `GET` (list or watch), `POST` and `DELETE` on a collection.
+async fn collection(
+    cx: Ctx,
+    method: &Method,
+    ns: Option<String>,
+    websocket: bool,
+    req: Request,
+) -> Result<Response, Response> {
+    let verb = match (method, cx.params.flag("watch")) {
+        (&Method::GET, true) => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::DELETE, _) => "deletecollection",
+        _ => return Err(ApiError::method_not_allowed().into_response()),
+    };
+    cx.st
+        .check(verb, cx.resource.plural(), ns.as_deref())
+        .map_err(IntoResponse::into_response)?;
+    let query = build_query(cx.view, cx.resource, ns.clone(), &cx.params)
+        .map_err(IntoResponse::into_response)?;
+    Ok(match verb {
+        "watch" if websocket && cx.st.faults.no_websocket => {
+            ApiError::unavailable("WebSocket watches are refused (fault no-websocket)")
+                .into_response()
+        }
+        "watch" if websocket => {
+            let (mut parts, _) = req.into_parts();
+            let ws = WebSocketUpgrade::from_request_parts(&mut parts, &cx.st)
+                .await
+                .map_err(IntoResponse::into_response)?;
+            ws.on_upgrade(move |socket| watch::over_websocket(cx, query, socket))
+        }
+        "watch" => watch::over_http(cx, query),
+        "list" => cx.list(&query),
+        "create" => {
+            let body = read_json(req).await.map_err(IntoResponse::into_response)?;
+            cx.create(ns.as_deref().unwrap_or_default(), body)
+        }
+        _ => {
+            let body = read_body(req).await.unwrap_or_default();
+            cx.delete_collection(&query, &body)
+        }
+    })
+}
+
+fn content_type(req: &Request) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned()
+}
+
+/// `GET`, `PUT`, `PATCH` and `DELETE` on one object.
+async fn item(
+    cx: Ctx,
+    method: &Method,
+    ns: &str,
+    name: &str,
+    req: Request,
+) -> Result<Response, Response> {
+    let verb = match *method {
+        Method::GET => "get",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => return Err(ApiError::method_not_allowed().into_response()),
+    };
+    cx.st
+        .check(verb, cx.resource.plural(), Some(ns))
+        .map_err(IntoResponse::into_response)?;
+    let content_type = content_type(&req);
+    let body = read_body(req).await.map_err(IntoResponse::into_response)?;
+    let target = ItemRequest {
+        ns,
+        name,
+        body: &body,
+        content_type: &content_type,
+        status_only: false,
+    };
+    Ok(cx.item(verb, &target))
+}
+
+/// `status`, `log` and `eviction`; `None` for any other subresource.
+async fn subresource(
+    cx: Ctx,
+    method: &Method,
+    ns: &str,
+    name: &str,
+    sub: &str,
+    req: Request,
+) -> Result<Option<Response>, Response> {
+    let content_type = content_type(&req);
+    let body = read_body(req).await.map_err(IntoResponse::into_response)?;
+    let answer = match (cx.resource, sub, method) {
+        (_, "status", m) => {
+            let verb = match *m {
+                Method::GET => "get",
+                Method::PUT => "update",
+                Method::PATCH => "patch",
+                _ => return Err(ApiError::method_not_allowed().into_response()),
+            };
+            if cx.st.faults.denies(verb, cx.resource.plural()) {
+                return Err(
+                    ApiError::forbidden(&cx.st.user, verb, "pods/status", Some(ns)).into_response(),
+                );
+            }
+            let target = ItemRequest {
+                ns,
+                name,
+                body: &body,
+                content_type: &content_type,
+                status_only: true,
+            };
+            cx.item(verb, &target)
+        }
+        (Resource::Pods, "log", &Method::GET) => logs::pod_log(&cx.st, ns, name, &cx.params),
+        (Resource::Pods, "eviction", &Method::POST) => {
+            if cx.st.faults.denies("create", "pods/eviction")
+                || cx.st.faults.denies("delete", "pods")
+            {
+                return Err(
+                    ApiError::forbidden(&cx.st.user, "create", "pods/eviction", Some(ns))
+                        .into_response(),
+                );
+            }
+            objects::evict(&cx.st, ns, name, &body)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(answer))
+}
+
+async fn read_body(req: Request) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))
+}
+
+async fn read_json(req: Request) -> Result<Value, ApiError> {
+    let body = read_body(req).await?;
+    serde_json::from_slice(&body).or_else(|_| {
+        std::str::from_utf8(&body)
+            .ok()
+            .and_then(|s| serde_saphyr::from_str::<Value>(s).ok())
+            .ok_or_else(|| ApiError::bad_request("the request body is not valid JSON or YAML"))
+    })
+}
