@@ -11,7 +11,7 @@ use crate::{
     diagnose::{Code, Severity, human_duration},
     model::{ExecutorState, Time, fmt_time},
     record::Recording,
-    store::{App, Gone, Store},
+    store::{AppRecord, Gone, Store},
 };
 
 #[derive(Debug, Serialize)]
@@ -140,7 +140,7 @@ fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
     }
 }
 
-fn app_report(a: &App, end: Time) -> AppReport {
+fn app_report(a: &AppRecord, end: Time) -> AppReport {
     let mut failures = Vec::new();
     let mut by_finding: BTreeMap<String, usize> = BTreeMap::new();
     let mut oom = OomBreakdown::default();

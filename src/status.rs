@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::{
     model::ExecutorState,
     source::{Health, SourceKind},
-    store::{App, Counts, Snapshot},
+    store::{AppRecord, Counts, Snapshot},
 };
 
 /// The `status --output json` document (stable; fields may be added, never renamed).
@@ -151,7 +151,7 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
     }
 }
 
-fn app_status(a: &App) -> AppStatus {
+fn app_status(a: &AppRecord) -> AppStatus {
     AppStatus {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
@@ -206,7 +206,7 @@ fn app_status(a: &App) -> AppStatus {
     }
 }
 
-fn driver_api_status(a: &App) -> Option<DriverApiStatus> {
+fn driver_api_status(a: &AppRecord) -> Option<DriverApiStatus> {
     let d = a.driver_api.as_ref()?;
     Some(DriverApiStatus {
         state: if d.unavailable.is_some() {

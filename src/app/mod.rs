@@ -14,7 +14,7 @@ use crate::{
     effect::Permissions,
     model::{ExecutorState, Time},
     source::SourceEvent,
-    store::{App as AppRecord, ExecutorRecord, Store},
+    store::{AppRecord, ExecutorRecord, Store},
 };
 use keymap::{Action, action_for};
 

@@ -179,12 +179,12 @@ impl Store {
         }
     }
 
-    fn app_mut(&mut self, ns: &str, app_id: &str) -> &mut App {
+    fn app_mut(&mut self, ns: &str, app_id: &str) -> &mut AppRecord {
         let app = self
             .snap
             .apps
             .entry((ns.to_owned(), app_id.to_owned()))
-            .or_insert_with(|| Arc::new(App::new(ns, app_id)));
+            .or_insert_with(|| Arc::new(AppRecord::new(ns, app_id)));
         Arc::make_mut(app)
     }
 

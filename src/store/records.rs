@@ -318,7 +318,7 @@ pub struct TimelineEntry {
 
 /// Everything known about one application.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct App {
+pub struct AppRecord {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -333,7 +333,7 @@ pub struct App {
     pub driver_api: Option<DriverApiState>,
 }
 
-impl App {
+impl AppRecord {
     pub(super) fn new(namespace: &str, app_id: &str) -> Self {
         Self {
             namespace: namespace.to_owned(),
@@ -427,7 +427,7 @@ impl Counts {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     #[serde(with = "pairs")]
-    pub apps: BTreeMap<AppKey, Arc<App>>,
+    pub apps: BTreeMap<AppKey, Arc<AppRecord>>,
     /// When the last full LIST arrived, and its version.
     pub full_snapshot_at: Option<Time>,
     pub list_rv: Option<u64>,

@@ -75,7 +75,7 @@ async fn run(events: Vec<SourceEvent>) -> Store {
         .await
 }
 
-fn app(s: &Store) -> &App {
+fn app(s: &Store) -> &AppRecord {
     s.view()
         .apps
         .get(&("spark-jobs".to_owned(), "spark-1".to_owned()))

@@ -205,7 +205,7 @@ mod tests {
         )
     }
 
-    // §3.3 rule 1 and §3.2: isDeleted.
+    // docs/diagnosis.md §1, rule 1 (`isDeleted`).
     #[test]
     fn deletion_with_non_running_phase_is_deleted() {
         for phase in ["Pending", "Failed", "Succeeded", "Unknown", "Whatever"] {
@@ -275,7 +275,7 @@ mod tests {
         );
     }
 
-    // §3.3 rule 2: no deletion and null status/phase: Spark throws; we say unknown.
+    // docs/diagnosis.md §1, rule 2: no deletion and no status/phase: Spark throws; we say unknown.
     #[test]
     fn missing_status_or_phase_without_deletion_is_unknown() {
         assert_eq!(

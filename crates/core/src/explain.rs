@@ -16,13 +16,13 @@ use crate::{
 
 /// The `explain --output json` document.
 #[derive(Debug, Serialize)]
-pub struct Report {
-    pub pods: Vec<PodReport>,
+pub struct Explanation {
+    pub pods: Vec<PodExplanation>,
 }
 
 /// One pod, explained.
 #[derive(Debug, Serialize)]
-pub struct PodReport {
+pub struct PodExplanation {
     pub namespace: String,
     pub pod: String,
     pub app_id: Option<String>,
@@ -51,8 +51,8 @@ pub fn explain(
     events: &[PodEvent],
     opts: &ClassifyOptions,
     now: Time,
-) -> Report {
-    Report {
+) -> Explanation {
+    Explanation {
         pods: pods
             .iter()
             .map(|p| explain_pod(p, events, opts, now))
@@ -65,7 +65,7 @@ fn explain_pod(
     events: &[PodEvent],
     opts: &ClassifyOptions,
     now: Time,
-) -> PodReport {
+) -> PodExplanation {
     let resolved = opts.resolve(pod);
     let state = classify(pod, &resolved.config);
     let findings = diagnose(pod, events, &resolved, state, now);
@@ -75,7 +75,7 @@ fn explain_pod(
     let container_reason = terminated
         .and_then(|t| t.reason.clone())
         .or_else(|| spark_status.and_then(|c| c.waiting_reason().map(str::to_owned)));
-    PodReport {
+    PodExplanation {
         namespace: pod.namespace.clone(),
         pod: pod.name.clone(),
         app_id: pod.app_id().map(str::to_owned),
@@ -116,7 +116,7 @@ fn note(pod: &ExecutorPod) -> Option<String> {
 }
 
 /// The text output: one block per pod.
-pub fn render_text(report: &Report) -> String {
+pub fn render_text(report: &Explanation) -> String {
     let mut out = String::new();
     for p in &report.pods {
         let _ = writeln!(out, "{}/{}", p.namespace, p.pod);

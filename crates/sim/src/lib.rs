@@ -197,7 +197,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     })?;
 
     let faults = Faults::new(&opts.faults);
-    let store = Arc::new(store::Store::new(
+    let store = Arc::new(store::ObjectStore::new(
         clock::SimClock::new(opts.origin, opts.speed),
         opts.history,
         opts.seed,

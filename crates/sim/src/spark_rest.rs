@@ -7,7 +7,7 @@ use super::{
     control::{AppView, SparkRegistry},
     error::ApiError,
     selector::LabelSelector,
-    store::{Obj, Query, Resource, Store},
+    store::{Obj, ObjectStore, Query, Resource},
 };
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> Value {
@@ -43,7 +43,7 @@ fn executors(app: &AppView, all: bool) -> Value {
 
 /// Answers a proxied request to a service, or says why it cannot.
 pub fn serve(
-    store: &Store,
+    store: &ObjectStore,
     registry: &SparkRegistry,
     service: &Obj,
     _port: Option<&str>,
@@ -66,11 +66,11 @@ pub fn serve(
 }
 
 /// The selected pods of a service include a running one.
-pub fn has_endpoints(store: &Store, service: &Obj) -> bool {
+pub fn has_endpoints(store: &ObjectStore, service: &Obj) -> bool {
     !endpoints(store, service).is_empty()
 }
 
-fn endpoints(store: &Store, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
+fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
     let selector = service.value["spec"]["selector"]
         .as_object()
         .map(|m| {

@@ -35,11 +35,11 @@ use crate::{
     events_view,
     faults::Faults,
     logs::Logs,
-    store::{Obj, Resource, Store},
+    store::{Obj, ObjectStore, Resource},
     table,
 };
 use objects::ItemRequest;
-use routing::{Params, Render, Route, View, build_query, render_mode, route};
+use routing::{ApiGroup, Params, Render, Route, build_query, render_mode, route};
 
 /// One request, for tests and `/_sim/requests`.
 #[derive(Debug, Clone, Serialize)]
@@ -54,7 +54,7 @@ pub struct RequestRecord {
 /// Shared state of the API server.
 #[derive(Debug)]
 pub struct ApiState {
-    pub store: Arc<Store>,
+    pub store: Arc<ObjectStore>,
     pub logs: Arc<Logs>,
     pub faults: Faults,
     /// Bumped to end every watch and log stream (restart, drop-watches).
@@ -104,13 +104,13 @@ impl ApiState {
     }
 }
 
-/// One request to a resource, as every handler reads it: the server, the API view the path
+/// One request to a resource, as every handler reads it: the server, the API group the path
 /// used, the resource, the query parameters and the rendering the client accepts. Owned, so
 /// a watch can take it into its task.
 #[derive(Debug, Clone)]
 struct Ctx {
     st: Arc<ApiState>,
-    view: View,
+    group: ApiGroup,
     resource: Resource,
     params: Params,
     render: Render,
@@ -119,10 +119,10 @@ struct Ctx {
 impl Ctx {
     /// Events read through `events.k8s.io/v1` are converted; everything else is as stored.
     fn converts(&self) -> bool {
-        self.view == View::EventsV1 && self.resource == Resource::Events
+        self.group == ApiGroup::EventsV1 && self.resource == Resource::Events
     }
 
-    /// The object as this view shows it, serialised.
+    /// The object as this group shows it, serialised.
     fn view_bytes(&self, obj: &Obj) -> Bytes {
         if self.converts() {
             Bytes::from(serde_json::to_vec(&events_view::to_v1(&obj.value)).unwrap_or_default())
@@ -270,9 +270,9 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
         Err(e) => return e.into_response(),
     };
     let render = render_mode(req.headers(), &params);
-    let cx = |view, resource, params| Ctx {
+    let cx = |group, resource, params| Ctx {
         st: st.clone(),
-        view,
+        group,
         resource,
         params,
         render,
@@ -289,22 +289,24 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
             target,
             rest,
         } => proxy::serve(&st, &ns, to_pod, &target, &rest, uri.query()).await,
-        Route::Collection { view, resource, ns } => {
-            collection(cx(view, resource, params), &method, ns, websocket, req).await
-        }
+        Route::Collection {
+            group,
+            resource,
+            ns,
+        } => collection(cx(group, resource, params), &method, ns, websocket, req).await,
         Route::Item {
-            view,
+            group,
             resource,
             ns,
             name,
-        } => item(cx(view, resource, params), &method, &ns, &name, req).await,
+        } => item(cx(group, resource, params), &method, &ns, &name, req).await,
         Route::Sub {
             resource,
             ns,
             name,
             sub,
         } => {
-            let cx = cx(View::Core, resource, params);
+            let cx = cx(ApiGroup::Core, resource, params);
             match subresource(cx, &method, &ns, &name, &sub, req).await {
                 Ok(Some(answer)) => Ok(answer),
                 Ok(None) => Err(ApiError::not_found_path(&path).into_response()),
@@ -333,7 +335,7 @@ async fn collection(
     cx.st
         .check(verb, cx.resource.plural(), ns.as_deref())
         .map_err(IntoResponse::into_response)?;
-    let query = build_query(cx.view, cx.resource, ns.clone(), &cx.params)
+    let query = build_query(cx.group, cx.resource, ns.clone(), &cx.params)
         .map_err(IntoResponse::into_response)?;
     Ok(match verb {
         "watch" if websocket && cx.st.faults.no_websocket => {

@@ -7,7 +7,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{ApiState, Ctx, Params, Render, View, json_body, json_value, metadata_only};
+use super::{ApiGroup, ApiState, Ctx, Params, Render, json_body, json_value, metadata_only};
 use crate::{
     error::ApiError,
     events_view,
@@ -101,7 +101,7 @@ impl Ctx {
     }
 
     pub(super) fn create(&self, ns: &str, mut body: Value) -> Response {
-        if self.view == View::EventsV1 {
+        if self.group == ApiGroup::EventsV1 {
             body = events_view::to_core(&body);
         }
         if self.params.get("dryRun").is_some() {
@@ -181,7 +181,7 @@ impl Ctx {
                     .into_response();
             }
         };
-        if self.view == View::EventsV1 {
+        if self.group == ApiGroup::EventsV1 {
             v = events_view::to_core(&v);
         }
         if v["metadata"]["name"].as_str().is_some_and(|n| n != r.name) {
@@ -219,7 +219,7 @@ impl Ctx {
             Ok(v) => v,
             Err(e) => return e.into_response(),
         };
-        if self.view == View::EventsV1 {
+        if self.group == ApiGroup::EventsV1 {
             patched = events_view::to_core(&patched);
         }
         // A resourceVersion in the patch is a precondition; without one, patch the current

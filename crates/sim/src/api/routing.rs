@@ -15,7 +15,7 @@ use crate::{
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum View {
+pub(super) enum ApiGroup {
     Core,
     EventsV1,
 }
@@ -24,12 +24,12 @@ pub(super) enum View {
 pub(super) enum Route {
     Doc(Value),
     Collection {
-        view: View,
+        group: ApiGroup,
         resource: Resource,
         ns: Option<String>,
     },
     Item {
-        view: View,
+        group: ApiGroup,
         resource: Resource,
         ns: String,
         name: String,
@@ -67,12 +67,12 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
             "selfsubjectaccessreviews",
         ] => Ok(Route::AccessReview),
         ["apis", "events.k8s.io", "v1", "events"] => Ok(Route::Collection {
-            view: View::EventsV1,
+            group: ApiGroup::EventsV1,
             resource: Resource::Events,
             ns: None,
         }),
         ["apis", "events.k8s.io", "v1", "namespaces", ns, "events"] => Ok(Route::Collection {
-            view: View::EventsV1,
+            group: ApiGroup::EventsV1,
             resource: Resource::Events,
             ns: Some((*ns).to_owned()),
         }),
@@ -85,7 +85,7 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
             "events",
             name,
         ] => Ok(Route::Item {
-            view: View::EventsV1,
+            group: ApiGroup::EventsV1,
             resource: Resource::Events,
             ns: (*ns).to_owned(),
             name: (*name).to_owned(),
@@ -106,23 +106,23 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
             rest: rest.join("/"),
         }),
         ["api", "v1", r] => Ok(Route::Collection {
-            view: View::Core,
+            group: ApiGroup::Core,
             resource: res(r)?,
             ns: None,
         }),
         ["api", "v1", r, name] if !res(r)?.namespaced() => Ok(Route::Item {
-            view: View::Core,
+            group: ApiGroup::Core,
             resource: res(r)?,
             ns: String::new(),
             name: (*name).to_owned(),
         }),
         ["api", "v1", "namespaces", ns, r] if res(r)?.namespaced() => Ok(Route::Collection {
-            view: View::Core,
+            group: ApiGroup::Core,
             resource: res(r)?,
             ns: Some((*ns).to_owned()),
         }),
         ["api", "v1", "namespaces", ns, r, name] if res(r)?.namespaced() => Ok(Route::Item {
-            view: View::Core,
+            group: ApiGroup::Core,
             resource: res(r)?,
             ns: (*ns).to_owned(),
             name: (*name).to_owned(),
@@ -182,17 +182,17 @@ pub(super) fn render_mode(headers: &HeaderMap, params: &Params) -> Render {
     }
 }
 
-pub(super) fn field_kind(view: View, resource: Resource) -> FieldKind {
-    match (view, resource) {
+pub(super) fn field_kind(group: ApiGroup, resource: Resource) -> FieldKind {
+    match (group, resource) {
         (_, Resource::Pods) => FieldKind::Pod,
-        (View::Core, Resource::Events) => FieldKind::CoreEvent,
-        (View::EventsV1, Resource::Events) => FieldKind::EventsV1,
+        (ApiGroup::Core, Resource::Events) => FieldKind::CoreEvent,
+        (ApiGroup::EventsV1, Resource::Events) => FieldKind::EventsV1,
         _ => FieldKind::Generic,
     }
 }
 
 pub(super) fn build_query(
-    view: View,
+    group: ApiGroup,
     resource: Resource,
     ns: Option<String>,
     params: &Params,
@@ -201,7 +201,7 @@ pub(super) fn build_query(
         .map_err(|e| ApiError::bad_request(e.0))?;
     let fields = FieldSelector::parse(
         params.get("fieldSelector").unwrap_or_default(),
-        field_kind(view, resource),
+        field_kind(group, resource),
     )
     .map_err(|e| ApiError::bad_request(e.0))?;
     Ok(Query {

@@ -41,7 +41,7 @@ use crate::{
     kube_status::{container_status, set_all_containers, set_condition},
     logs::Logs,
     scenario::{AppSpec, DriverFate, ExecutorSel, Fate, NodeSpec, Scenario},
-    store::{DeleteOptions, Obj, Query, Resource, Store},
+    store::{DeleteOptions, Obj, ObjectStore, Query, Resource},
 };
 
 /// Scenario seconds from bind to running containers.
@@ -183,7 +183,7 @@ impl Driver {
 /// The control plane. Owned by one task; talks to the world only through the store.
 #[derive(Debug)]
 pub struct Control {
-    store: Arc<Store>,
+    store: Arc<ObjectStore>,
     logs: Arc<Logs>,
     pub registry: Arc<SparkRegistry>,
     scenario: Scenario,
@@ -244,7 +244,7 @@ fn is_terminal(pod: &Value) -> bool {
 
 impl Control {
     pub fn new(
-        store: Arc<Store>,
+        store: Arc<ObjectStore>,
         logs: Arc<Logs>,
         scenario: Scenario,
         seed: u64,
@@ -364,7 +364,7 @@ fn last_chars(s: &str, n: usize) -> &str {
     &s[start..]
 }
 
-fn store_feed(store: &Store) -> broadcast::Receiver<Arc<crate::store::Change>> {
+fn store_feed(store: &ObjectStore) -> broadcast::Receiver<Arc<crate::store::Change>> {
     // A subscription with no replay: the control plane starts with the store.
     store
         .subscribe(Resource::Pods, &Query::default(), None)

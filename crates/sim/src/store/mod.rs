@@ -1,0 +1,296 @@
+//! The simulator's object store: every object of every kind, one global resourceVersion,
+//! a bounded change history for watch resumes, and a broadcast of changes to watchers.
+//!
+//! Objects are kept as JSON values (the API is JSON on the wire, patches are JSON operations)
+//! together with their compact serialisation, so a LIST of 10,000 pods is a concatenation of
+//! ready bytes. Every write takes the next resourceVersion under one lock, and the change is
+//! broadcast under that same lock, so a watcher that subscribes while holding it misses nothing.
+//!
+//! Weak spot: pagination continues after the last key at the time of the next page, not from
+//! a snapshot of the first page's revision as etcd does; pages report the first page's RV.
+
+mod objects;
+mod writes;
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::{Arc, Mutex, MutexGuard},
+};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::{clock::SimClock, error::ApiError};
+pub use objects::{Change, ChangeType, DeleteOptions, Deleted, Obj, Page, Query, Resource};
+
+type Key = (String, String);
+
+#[derive(Debug)]
+struct Inner {
+    rv: u64,
+    objects: BTreeMap<Resource, BTreeMap<Key, Arc<Obj>>>,
+    history: VecDeque<Arc<Change>>,
+    /// The RV before which history was dropped: resumes from older RVs get 410.
+    compacted_rv: u64,
+    uid_counter: u64,
+}
+
+/// The store. Cheap to share (`Arc<ObjectStore>`).
+#[derive(Debug)]
+pub struct ObjectStore {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<Change>>,
+    pub clock: SimClock,
+    history_cap: usize,
+    uid_seed: u64,
+}
+
+/// A watcher's starting point: the events to replay and the live feed after them.
+#[derive(Debug)]
+pub struct Subscription {
+    pub replay: Vec<Arc<Change>>,
+    pub initial: Vec<Arc<Obj>>,
+    pub rx: broadcast::Receiver<Arc<Change>>,
+    pub rv: u64,
+}
+
+impl ObjectStore {
+    pub fn new(clock: SimClock, history_cap: usize, seed: u64) -> Self {
+        let (tx, _) = broadcast::channel(65_536);
+        Self {
+            inner: Mutex::new(Inner {
+                rv: 1,
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                compacted_rv: 1,
+                uid_counter: 0,
+            }),
+            tx,
+            clock,
+            history_cap: history_cap.max(16),
+            uid_seed: seed,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock would poison it; the data is still consistent
+        // (every write is a single insert), so keep serving.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    pub fn get(&self, resource: Resource, ns: &str, name: &str) -> Option<Arc<Obj>> {
+        self.lock()
+            .objects
+            .get(&resource)?
+            .get(&(ns.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// All objects of a kind matching `q` (no paging).
+    pub fn list_all(&self, resource: Resource, q: &Query) -> (Vec<Arc<Obj>>, u64) {
+        let inner = self.lock();
+        let items = inner
+            .objects
+            .get(&resource)
+            .map(|m| m.values().filter(|o| q.matches(o)).cloned().collect())
+            .unwrap_or_default();
+        (items, inner.rv)
+    }
+
+    /// One page of a LIST. `limit` 0 = everything.
+    pub fn list(
+        &self,
+        resource: Resource,
+        q: &Query,
+        limit: usize,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ApiError> {
+        let inner = self.lock();
+        let (rv, start) = match continue_token {
+            Some(t) => decode_continue(t)
+                .ok_or_else(|| ApiError::bad_request(format!("invalid continue token: {t:?}")))?,
+            None => (inner.rv, None),
+        };
+        if rv < inner.compacted_rv && continue_token.is_some() {
+            return Err(ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter.",
+            ));
+        }
+        let empty = BTreeMap::new();
+        let map = inner.objects.get(&resource).unwrap_or(&empty);
+        let iter: Box<dyn Iterator<Item = (&Key, &Arc<Obj>)>> = match &start {
+            Some(k) => Box::new(map.range::<Key, _>((
+                std::ops::Bound::Excluded(k.clone()),
+                std::ops::Bound::Unbounded,
+            ))),
+            None => Box::new(map.iter()),
+        };
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut more = 0usize;
+        for (k, o) in iter {
+            if !q.matches(o) {
+                continue;
+            }
+            if limit > 0 && items.len() >= limit {
+                more += 1;
+                continue;
+            }
+            items.push(o.clone());
+            last_key = Some(k.clone());
+        }
+        let continue_token = (more > 0)
+            .then(|| last_key.map(|k| encode_continue(rv, &k)))
+            .flatten();
+        Ok(Page {
+            items,
+            rv,
+            continue_token,
+            remaining: (more > 0).then_some(more),
+        })
+    }
+
+    /// Starts a watch at `rv` (`None` = now, with every current match as initial state).
+    /// Errors with 410 when `rv` is older than the history kept.
+    pub fn subscribe(
+        &self,
+        resource: Resource,
+        q: &Query,
+        rv: Option<u64>,
+    ) -> Result<Subscription, ApiError> {
+        let inner = self.lock();
+        let rx = self.tx.subscribe();
+        match rv {
+            None => {
+                let initial = inner
+                    .objects
+                    .get(&resource)
+                    .map(|m| m.values().filter(|o| q.matches(o)).cloned().collect())
+                    .unwrap_or_default();
+                Ok(Subscription {
+                    replay: Vec::new(),
+                    initial,
+                    rx,
+                    rv: inner.rv,
+                })
+            }
+            Some(from) => {
+                if from < inner.compacted_rv {
+                    return Err(ApiError::expired(format!(
+                        "too old resource version: {from} ({})",
+                        inner.compacted_rv
+                    )));
+                }
+                let replay = inner
+                    .history
+                    .iter()
+                    .filter(|c| c.rv > from && c.resource == resource)
+                    .cloned()
+                    .collect();
+                Ok(Subscription {
+                    replay,
+                    initial: Vec::new(),
+                    rx,
+                    rv: inner.rv,
+                })
+            }
+        }
+    }
+
+    fn next_uid(&self, inner: &mut Inner) -> String {
+        inner.uid_counter += 1;
+        let n = inner.uid_counter;
+        let s = self.uid_seed;
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            (s as u32) ^ (n as u32).wrapping_mul(2_654_435_761),
+            (n >> 16) as u16,
+            (n & 0xfff) as u16,
+            ((s >> 32) & 0xfff) as u16,
+            n
+        )
+    }
+
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        resource: Resource,
+        change: ChangeType,
+        old: Option<Arc<Obj>>,
+        mut value: Value,
+    ) -> Arc<Obj> {
+        inner.rv += 1;
+        let rv = inner.rv;
+        value["metadata"]["resourceVersion"] = Value::String(rv.to_string());
+        let obj = Obj::new(value);
+        let key = (obj.namespace().to_owned(), obj.name().to_owned());
+        let map = inner.objects.entry(resource).or_default();
+        if change == ChangeType::Deleted {
+            map.remove(&key);
+        } else {
+            map.insert(key, obj.clone());
+        }
+        let c = Arc::new(Change {
+            rv,
+            resource,
+            change,
+            old,
+            new: obj.clone(),
+        });
+        inner.history.push_back(c.clone());
+        while inner.history.len() > self.history_cap {
+            if let Some(dropped) = inner.history.pop_front() {
+                inner.compacted_rv = dropped.rv;
+            }
+        }
+        let _ = self.tx.send(c);
+        obj
+    }
+
+    /// Forgets all history: every resume after this gets 410 (the `expire-watches` fault).
+    pub fn compact_all(&self) {
+        let mut inner = self.lock();
+        inner.history.clear();
+        inner.compacted_rv = inner.rv;
+    }
+
+    /// Removes an object at once, whatever its finalizers (scenario steps: a pod that
+    /// "vanishes" with no watch event is not this — see [`ObjectStore::vanish`]).
+    pub fn vanish(&self, resource: Resource, ns: &str, name: &str) -> bool {
+        // Bypass history and broadcast: watchers must not see it (silent removal), but the
+        // RV still moves so lists are newer than anything the watch delivered.
+        let mut inner = self.lock();
+        inner.rv += 1;
+        inner
+            .objects
+            .get_mut(&resource)
+            .and_then(|m| m.remove(&(ns.to_owned(), name.to_owned())))
+            .is_some()
+    }
+}
+
+fn encode_continue(rv: u64, key: &Key) -> String {
+    let raw = format!("{rv}\u{0}{}\u{0}{}", key.0, key.1);
+    raw.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_continue(token: &str) -> Option<(u64, Option<Key>)> {
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&token[i..i + 2], 16).ok())
+        .collect();
+    let raw = String::from_utf8(bytes?).ok()?;
+    let mut parts = raw.split('\u{0}');
+    let rv = parts.next()?.parse().ok()?;
+    let ns = parts.next()?.to_owned();
+    let name = parts.next()?.to_owned();
+    Some((rv, Some((ns, name))))
+}
