@@ -1,0 +1,245 @@
+//! The prompts an action opens (kill, hold, the log popup) and what their confirmation
+//! turns into: the write gate (read-only, permissions, ownership) is checked here, before
+//! any effect leaves.
+
+use super::update::{drivers_of, write_gate};
+use super::*;
+
+pub(super) fn kill_prompt(app: &mut App) {
+    let Some(a) = app.current_app().cloned() else {
+        return;
+    };
+    if let Err(why) = write_gate(app, &a.namespace, "delete") {
+        app.notice = Some(format!("kill disabled: {why}"));
+        return;
+    }
+    let marked: Vec<i64> = app
+        .marked
+        .iter()
+        .filter(|(ns, id, _)| *ns == a.namespace && *id == a.app_id)
+        .map(|(_, _, e)| *e)
+        .collect();
+    let ids = if marked.is_empty() {
+        app.selected_exec.into_iter().collect()
+    } else {
+        marked
+    };
+    let drivers = drivers_of(&a);
+    let mut skipped = Vec::new();
+    let targets: Vec<Target> = ids
+        .into_iter()
+        .filter_map(|id| a.executors.get(&id))
+        .filter(|e| e.gone.is_none())
+        .filter(|e| match crate::actions::not_owned(&e.pod, &drivers) {
+            None => true,
+            Some(why) => {
+                skipped.push(format!("executor {} ({why})", e.id));
+                false
+            }
+        })
+        .map(|e| Target {
+            namespace: a.namespace.clone(),
+            app_id: a.app_id.clone(),
+            pod: e.pod.name.clone(),
+            executor: e.id,
+        })
+        .collect();
+    if !skipped.is_empty() {
+        app.notice = Some(format!(
+            "not killing what the app's driver does not own: {} (the CLI's kill --force-unowned can)",
+            skipped.join("; ")
+        ));
+        if targets.is_empty() {
+            return;
+        }
+    }
+    if targets.is_empty() {
+        app.notice = Some("nothing to kill: the executor's pod is gone".to_owned());
+        return;
+    }
+    app.confirm = Some(Confirm::Kill {
+        targets,
+        force: false,
+    });
+    app.popup = Some(Popup::Confirm);
+}
+
+pub(super) fn hold_prompt(app: &mut App) {
+    let Some(a) = app.current_app().cloned() else {
+        return;
+    };
+    if let Err(why) = write_gate(app, &a.namespace, "patch") {
+        app.notice = Some(format!("hold disabled: {why}"));
+        return;
+    }
+    let on = a.driver.as_ref().and_then(|d| d.hold_until).is_none()
+        && !a.executors.values().any(|e| e.pod.is_held());
+    app.confirm = Some(Confirm::Hold {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        on,
+    });
+    app.popup = Some(Popup::Confirm);
+}
+
+pub(super) fn logs(app: &mut App) -> Vec<Effect> {
+    let Some(e) = app.selected().cloned() else {
+        return Vec::new();
+    };
+    if let Some(tail) = &e.log_tail {
+        app.log_view = Some(LogView {
+            pod: e.pod.name.clone(),
+            captured: true,
+            lines: Ok(tail.to_vec()),
+        });
+        app.popup = Some(Popup::Log);
+        app.scroll = 0;
+        return Vec::new();
+    }
+    if app.ctx.mode == Mode::Replay {
+        app.log_view = Some(LogView {
+            pod: e.pod.name.clone(),
+            captured: false,
+            lines: Err("no log was captured for this executor in the recording".to_owned()),
+        });
+        app.popup = Some(Popup::Log);
+        return Vec::new();
+    }
+    let previous = e
+        .pod
+        .container_status(&e.spark_container)
+        .is_some_and(|c| c.restart_count > 0);
+    app.log_view = Some(LogView {
+        pod: e.pod.name.clone(),
+        captured: false,
+        lines: Err("fetching…".to_owned()),
+    });
+    app.popup = Some(Popup::Log);
+    app.scroll = 0;
+    vec![Effect::FetchLog {
+        namespace: e.pod.namespace.clone(),
+        pod: e.pod.name.clone(),
+        container: e.spark_container.clone(),
+        previous,
+        capture: false,
+    }]
+}
+
+pub(super) fn confirm_key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    let Some(c) = app.confirm.clone() else {
+        app.popup = None;
+        return Vec::new();
+    };
+    match (code, &c) {
+        (KeyCode::Char('f'), Confirm::Kill { targets, force }) => {
+            app.confirm = Some(Confirm::Kill {
+                targets: targets.clone(),
+                force: !force,
+            });
+            Vec::new()
+        }
+        (KeyCode::Char('y') | KeyCode::Enter, _) => {
+            app.popup = None;
+            app.confirm = None;
+            confirmed(app, c)
+        }
+        (KeyCode::Char('n'), Confirm::QuitWithHolds) => {
+            app.should_quit = true;
+            vec![Effect::Quit]
+        }
+        (KeyCode::Char('n') | KeyCode::Esc, _) => {
+            app.popup = None;
+            app.confirm = None;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
+    let now = app.store.view().now.unwrap_or_default();
+    match c {
+        Confirm::Kill { targets, force } => {
+            for t in &targets {
+                app.marked
+                    .remove(&(t.namespace.clone(), t.app_id.clone(), t.executor));
+            }
+            app.notice = Some(format!("killing {} executor(s)…", targets.len()));
+            vec![Effect::Kill {
+                targets,
+                grace: force.then_some(0),
+            }]
+        }
+        Confirm::Hold {
+            namespace,
+            app_id,
+            on,
+        } => {
+            let key = (namespace.clone(), app_id.clone());
+            let Some(a) = app.store.view().apps.get(&key).cloned() else {
+                return Vec::new();
+            };
+            let drivers = drivers_of(&a);
+            let pods: Vec<String> = a
+                .executors
+                .values()
+                .filter(|e| e.gone.is_none())
+                .filter(|e| {
+                    if on {
+                        // A finalizer only on what the app's driver owns.
+                        !e.pod.is_held()
+                            && e.pod.deletion.is_none()
+                            && crate::actions::not_owned(&e.pod, &drivers).is_none()
+                    } else {
+                        e.pod.is_held()
+                    }
+                })
+                .map(|e| e.pod.name.clone())
+                .collect();
+            for p in &pods {
+                app.in_flight.insert((namespace.clone(), p.clone()));
+            }
+            let until = on.then(|| now + chrono::Duration::hours(HOLD_TTL_HOURS));
+            if on {
+                app.held_here.insert(key);
+            } else {
+                app.held_here.remove(&key);
+            }
+            app.notice = Some(format!(
+                "hold {} for {}…",
+                if on { "on" } else { "off" },
+                a.app_name.clone().unwrap_or(app_id.clone())
+            ));
+            vec![Effect::SetHold {
+                namespace,
+                app_id,
+                driver: a.driver.as_ref().map(|d| d.pod.clone()),
+                pods,
+                until,
+            }]
+        }
+        Confirm::QuitWithHolds => {
+            let mut effects = Vec::new();
+            for (ns, app_id) in std::mem::take(&mut app.held_here) {
+                if let Some(a) = app.store.view().apps.get(&(ns.clone(), app_id.clone())) {
+                    let pods = a
+                        .executors
+                        .values()
+                        .filter(|e| e.pod.is_held())
+                        .map(|e| e.pod.name.clone())
+                        .collect();
+                    effects.push(Effect::SetHold {
+                        namespace: ns,
+                        app_id,
+                        driver: a.driver.as_ref().map(|d| d.pod.clone()),
+                        pods,
+                        until: None,
+                    });
+                }
+            }
+            app.should_quit = true;
+            effects.push(Effect::Quit);
+            effects
+        }
+    }
+}

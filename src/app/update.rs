@@ -1,0 +1,376 @@
+//! `update`: keys, clicks, source events and ticks in; state changes and effects out.
+//! The prompts (kill, hold, logs) and their confirmations live in `prompts`.
+
+use super::prompts::{confirm_key, hold_prompt, kill_prompt, logs};
+use super::*;
+
+/// The only mutator.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Source(ev) => return update(app, Msg::Sources(vec![ev])),
+        Msg::Sources(events) => {
+            for ev in events {
+                app.store.apply(ev);
+            }
+            app.fix_selection();
+            return automatic(app, false);
+        }
+        Msg::Tick(at) => {
+            app.store.apply(SourceEvent::Tick { at });
+            return automatic(app, true);
+        }
+        Msg::Resize(w, h) => app.size = (w, h),
+        Msg::Mouse(m) => {
+            app.pin_selection();
+            mouse(app, m);
+        }
+        Msg::Permissions(p) => app.perms.merge(p),
+        Msg::ActionDone { text, pods, denied } => {
+            for p in pods {
+                app.in_flight.remove(&p);
+            }
+            if let Some((ns, verb)) = denied {
+                app.perms.deny(&ns, &verb);
+            }
+            app.notice = Some(text);
+        }
+        Msg::ReplayAdvance(ms) => {
+            if let Some(mut r) = app.replay.take() {
+                if r.playing {
+                    let step = ms.saturating_mul(u64::from(r.speed)).min(i64::MAX as u64) as i64;
+                    let to = r.position + chrono::Duration::milliseconds(step);
+                    r.seek(&mut app.store, to);
+                    app.store.take_finished();
+                }
+                app.replay = Some(r);
+                app.fix_selection();
+            }
+        }
+        Msg::LogFetched { pod, lines } => {
+            if app.log_view.as_ref().is_some_and(|l| l.pod == pod) {
+                app.log_view = Some(LogView {
+                    pod,
+                    captured: false,
+                    lines,
+                });
+            }
+        }
+        Msg::Key(k) => {
+            if k.kind == KeyEventKind::Release {
+                return Vec::new();
+            }
+            if app.popup == Some(Popup::Confirm) {
+                return confirm_key(app, k.code);
+            }
+            if app.replay.is_some()
+                && app.popup.is_none()
+                && !app.editing_filter
+                && replay_key(app, k.code)
+            {
+                return Vec::new();
+            }
+            // Replay controls move the clock, not the choice of app; anything else pins it.
+            app.pin_selection();
+            if app.editing_filter {
+                match k.code {
+                    KeyCode::Enter => app.editing_filter = false,
+                    KeyCode::Esc => {
+                        app.editing_filter = false;
+                        app.filter.clear();
+                    }
+                    KeyCode::Backspace => {
+                        app.filter.pop();
+                    }
+                    KeyCode::Char(c) => app.filter.push(c),
+                    _ => {}
+                }
+                app.fix_selection();
+                return Vec::new();
+            }
+            if let Some(action) = action_for(k) {
+                return act(app, action);
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn act(app: &mut App, action: Action) -> Vec<Effect> {
+    let vertical_step = |app: &App| match app.view {
+        View::Map => app.map_columns().max(1) as isize,
+        View::Table => 1,
+    };
+    match action {
+        Action::Quit => {
+            if !app.held_here.is_empty() && app.ctx.mode != Mode::Replay {
+                app.confirm = Some(Confirm::QuitWithHolds);
+                app.popup = Some(Popup::Confirm);
+                return Vec::new();
+            }
+            app.should_quit = true;
+            return vec![Effect::Quit];
+        }
+        Action::Mark => {
+            if let (Some(a), Some(id)) = (app.current_app(), app.selected_exec) {
+                let key = (a.namespace.clone(), a.app_id.clone(), id);
+                if !app.marked.remove(&key) {
+                    app.marked.insert(key);
+                }
+            }
+        }
+        Action::Kill => kill_prompt(app),
+        Action::Hold => hold_prompt(app),
+        Action::Logs => return logs(app),
+        Action::Help => {
+            app.popup = if app.popup == Some(Popup::Help) {
+                None
+            } else {
+                Some(Popup::Help)
+            }
+        }
+        Action::Close => {
+            if app.popup.is_some() {
+                app.popup = None;
+                app.log_view = None;
+            } else {
+                app.filter.clear();
+                app.state_filter = StateFilter::All;
+                app.fix_selection();
+            }
+        }
+        Action::NextPane => {
+            app.focus = match app.focus {
+                Focus::Apps => Focus::Executors,
+                Focus::Executors => Focus::Apps,
+            };
+        }
+        Action::Up | Action::Down if app.popup.is_some() => {
+            app.scroll = if action == Action::Up {
+                app.scroll.saturating_sub(1)
+            } else {
+                app.scroll.saturating_add(1)
+            };
+        }
+        Action::Up if app.focus == Focus::Apps => app.move_app(-1),
+        Action::Down if app.focus == Focus::Apps => app.move_app(1),
+        Action::Up => {
+            let s = vertical_step(app);
+            app.move_exec(-s);
+        }
+        Action::Down => {
+            let s = vertical_step(app);
+            app.move_exec(s);
+        }
+        Action::Left => app.move_exec(-1),
+        Action::Right => app.move_exec(1),
+        Action::PageUp => {
+            if app.popup.is_some() {
+                app.scroll = app.scroll.saturating_sub(10);
+            } else {
+                let p = app.page();
+                app.move_exec(-p);
+            }
+        }
+        Action::PageDown => {
+            if app.popup.is_some() {
+                app.scroll = app.scroll.saturating_add(10);
+            } else {
+                let p = app.page();
+                app.move_exec(p);
+            }
+        }
+        Action::Top => app.select_index(0),
+        Action::Bottom => app.select_index(usize::MAX),
+        Action::ToggleView => {
+            app.view = match app.view {
+                View::Map => View::Table,
+                View::Table => View::Map,
+            };
+        }
+        Action::Detail => {
+            if app.focus == Focus::Apps {
+                app.focus = Focus::Executors;
+            } else if app.selected().is_some() {
+                app.popup = Some(Popup::Detail);
+                app.scroll = 0;
+            }
+        }
+        Action::Timeline => {
+            app.popup = Some(Popup::Timeline);
+            app.scroll = 0;
+        }
+        Action::Filter => app.editing_filter = true,
+        Action::StateFilter => {
+            app.state_filter = app.state_filter.next();
+            app.fix_selection();
+        }
+        Action::Sort => {
+            app.sort = match app.sort {
+                Sort::Id => Sort::State,
+                Sort::State => Sort::Age,
+                Sort::Age => Sort::Id,
+            };
+        }
+    }
+    Vec::new()
+}
+
+/// Replay controls; `true` when the key was one of them.
+fn replay_key(app: &mut App, code: KeyCode) -> bool {
+    let Some(mut r) = app.replay.take() else {
+        return false;
+    };
+    let mut used = true;
+    if let Some(buf) = r.seeking.as_mut() {
+        match code {
+            KeyCode::Enter => {
+                let typed = std::mem::take(buf);
+                r.seeking = None;
+                match r.parse_moment(&typed) {
+                    Some(t) => r.seek(&mut app.store, t),
+                    None => {
+                        app.notice = Some(format!(
+                            "cannot read {typed:?} as a time (1m30s, 10:43:00, or RFC 3339)"
+                        ))
+                    }
+                }
+            }
+            KeyCode::Esc => r.seeking = None,
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Char(c) => buf.push(c),
+            _ => {}
+        }
+    } else {
+        match code {
+            KeyCode::Char(' ') => r.playing = !r.playing,
+            KeyCode::Char('+' | '=') => r.faster(),
+            KeyCode::Char('-') => r.slower(),
+            KeyCode::Char('n') => {
+                if let Some(t) = r.next_change() {
+                    r.seek(&mut app.store, t);
+                }
+            }
+            KeyCode::Char('N') => {
+                if let Some(t) = r.previous_change() {
+                    r.seek(&mut app.store, t);
+                }
+            }
+            KeyCode::Char('f') => match r.next_failure() {
+                Some(t) => r.seek(&mut app.store, t),
+                None => app.notice = Some("no failure after this moment".to_owned()),
+            },
+            KeyCode::Char(':') => r.seeking = Some(String::new()),
+            _ => used = false,
+        }
+    }
+    app.store.take_finished();
+    app.replay = Some(r);
+    app.fix_selection();
+    used
+}
+
+/// Why writes are off here, if they are.
+pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), String> {
+    if app.ctx.mode == Mode::Replay {
+        return Err("a replay cannot act".to_owned());
+    }
+    app.perms
+        .gate(app.ctx.readonly, namespace, verb)
+        .map_err(|e| e.to_string())
+}
+
+/// The app's driver pod, for what a kill or hold may touch (`actions::not_owned`).
+pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::actions::DriverId> {
+    a.driver
+        .iter()
+        .filter(|d| d.phase.as_deref() != Some("Deleted"))
+        .map(|d| crate::actions::DriverId {
+            namespace: a.namespace.clone(),
+            name: d.pod.clone(),
+            uid: d.uid.clone(),
+        })
+        .collect()
+}
+
+/// What the tool does by itself after new data: capture the log of executors that ended,
+/// hold new executors of held apps, release expired holds (on ticks).
+fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
+    let finished = app.store.take_finished();
+    if app.ctx.mode == Mode::Replay {
+        return Vec::new();
+    }
+    let mut effects = Vec::new();
+    for f in finished {
+        effects.push(Effect::FetchLog {
+            namespace: f.namespace,
+            pod: f.pod,
+            container: f.container,
+            previous: f.previous,
+            capture: true,
+        });
+    }
+    let now = app.store.view().now.unwrap_or_default();
+    let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
+    for a in apps {
+        if write_gate(app, &a.namespace, "patch").is_err() {
+            continue;
+        }
+        let hold_until = a
+            .driver
+            .as_ref()
+            .and_then(|d| d.hold_until)
+            .filter(|u| *u > now);
+        let drivers = drivers_of(&a);
+        for e in a.executors.values().filter(|e| e.gone.is_none()) {
+            let key = (e.pod.namespace.clone(), e.pod.name.clone());
+            if app.in_flight.contains(&key) {
+                continue;
+            }
+            if let Some(until) = hold_until
+                && !e.pod.is_held()
+                && e.pod.deletion.is_none()
+                && crate::actions::not_owned(&e.pod, &drivers).is_none()
+            {
+                app.in_flight.insert(key);
+                effects.push(Effect::HoldPod {
+                    namespace: e.pod.namespace.clone(),
+                    pod: e.pod.name.clone(),
+                    until,
+                });
+            } else if tick && e.pod.is_held() && e.pod.hold_expires().is_some_and(|x| x <= now) {
+                app.in_flight.insert(key);
+                effects.push(Effect::ReleasePod {
+                    namespace: e.pod.namespace.clone(),
+                    pod: e.pod.name.clone(),
+                });
+            }
+        }
+    }
+    effects
+}
+
+/// Clicks select: an app in the apps pane, an executor in the map or table.
+fn mouse(app: &mut App, m: MouseEvent) {
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => {
+            let layout = layout::layout(app.size, app);
+            if let Some(i) = layout.app_at(m.column, m.row) {
+                app.focus = Focus::Apps;
+                let len = app.apps().len();
+                if i < len {
+                    app.select_app_at(i);
+                    app.selected_exec = None;
+                    app.fix_selection();
+                }
+            } else if let Some(i) = layout.executor_at(m.column, m.row, app) {
+                app.focus = Focus::Executors;
+                app.select_index(i);
+            }
+        }
+        MouseEventKind::ScrollDown => app.move_exec(1),
+        MouseEventKind::ScrollUp => app.move_exec(-1),
+        _ => {}
+    }
+}
