@@ -16,6 +16,12 @@
 //! Pure and deterministic: no clock (`now` is an input), no I/O, the same evidence gives
 //! the same verdict.
 
+mod account;
+mod order;
+
+use account::{account, apply_version, from_driver, missing_account};
+use order::{is_exit_code, order};
+
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -507,143 +513,6 @@ fn failed_before_deletion(
 fn same_terminated(a: &ExecutorPod, b: &ExecutorPod, container: &str) -> bool {
     let ta = exit_of(a, container);
     ta.is_some() && ta == exit_of(b, container)
-}
-
-/// Codes read from the Spark container's exit.
-fn is_exit_code(code: Code) -> bool {
-    matches!(
-        code,
-        Code::ContainerOomKilled
-            | Code::NodeSigkill
-            | Code::JvmOom
-            | Code::UncaughtException
-            | Code::LocalDirFailure
-            | Code::HeartbeatFailure
-            | Code::TaskReaper
-            | Code::Sigterm
-            | Code::Sigsegv
-            | Code::Sigabrt
-            | Code::NotExecutable
-            | Code::GenericError
-            | Code::Succeeded
-    )
-}
-
-/// What a finding says about the executor, for ordering: 0 a cause, 1 a weak cause (a
-/// generic exit that a log line can name better), 2 a pod × driver disagreement (a
-/// consequence worth acting on), 3 how it ended rather than why (never primary while
-/// anything else is known).
-fn class(code: Code) -> u8 {
-    match code {
-        Code::GenericError => 1,
-        Code::DriverLostPod | Code::Unregistered | Code::Zombie => 2,
-        Code::Deleted | Code::Sigterm | Code::DriverRemoved => 3,
-        _ => 0,
-    }
-}
-
-/// Primary first: causes before disagreements before mechanisms, then by witness
-/// precedence, observed before reconstructed, then severity, then the rule order.
-fn order(findings: &mut Vec<Finding>) {
-    // One finding per code: the best-witnessed copy (the pod's over the driver's rebuild).
-    findings.sort_by_key(|f| (f.code, f.witness, f.reconstructed));
-    findings.dedup_by_key(|f| f.code);
-    findings.sort_by_key(|f| {
-        (
-            class(f.code),
-            f.witness,
-            f.reconstructed,
-            f.severity,
-            rule_rank(f.code),
-        )
-    });
-}
-
-/// The order rules list their findings in (`Code::ALL`).
-fn rule_rank(code: Code) -> usize {
-    Code::ALL
-        .iter()
-        .position(|c| *c == code)
-        .unwrap_or(usize::MAX)
-}
-
-fn account(v: SparkView, witness: Witness, reconstructed: bool) -> SparkAccount {
-    SparkAccount {
-        exit_code: v.exit_code,
-        exit_description: v.exit_description,
-        caused_by_app: v.caused_by_app,
-        counted: v.counts_as_failure,
-        message: v.message,
-        witness,
-        reconstructed,
-        spark_version: None,
-        note: None,
-    }
-}
-
-/// The exit Spark logged, rebuilt from its `removeReason` into a pod the same rules read.
-fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -> Rebuilt {
-    let pod = pod_from_reason(
-        &ev.pod.namespace,
-        ev.pod.app_id().unwrap_or_default(),
-        &ev.pod.name,
-        d,
-    );
-    let resolved = ev.options.resolve(&pod);
-    let state = classify(&pod, &resolved.config);
-    let findings = super::diagnose(&pod, &[], &resolved, state, ev.now)
-        .into_iter()
-        .filter(|f| is_exit_code(f.code) || f.code == Code::Evicted)
-        .map(|mut f| {
-            f.witness = Witness::Driver;
-            f.reconstructed = true;
-            f
-        })
-        .collect();
-    let account = spark_view(&pod, state, &resolved.config).map(|v| SparkAccount {
-        message: d.remove_reason.clone().unwrap_or(v.message.clone()),
-        ..account(v, Witness::Driver, true)
-    });
-    let exit = exit_of(&pod, &resolved.config.spark_container);
-    Rebuilt {
-        findings,
-        account,
-        state,
-        exit,
-    }
-}
-
-/// Spark's removal of an executor whose pod vanished (exit -1, not the app's fault).
-fn missing_account(ev: &Evidence<'_>) -> SparkAccount {
-    SparkAccount {
-        exit_code: UNKNOWN_EXIT_CODE,
-        exit_description: describe_exit_code(UNKNOWN_EXIT_CODE),
-        caused_by_app: false,
-        counted: false,
-        message: format!(
-            "The executor with ID {} was not found in the cluster at the polling time which is after the accepted detect delta time configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
-            ev.id
-        ),
-        witness: Witness::Inference,
-        reconstructed: true,
-        spark_version: None,
-        note: None,
-    }
-}
-
-/// Spark before 4.0 has no executor-failure limit on Kubernetes (SPARK-41210 is 4.0).
-fn apply_version(s: &mut SparkAccount, version: Option<&str>) {
-    s.spark_version = version.map(str::to_owned);
-    let major = version
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.trim().parse::<u32>().ok());
-    if s.counted && major.is_some_and(|m| m < 4) {
-        s.counted = false;
-        s.note = Some(format!(
-            "Spark {} has no executor-failure limit on Kubernetes (spark.executor.maxNumFailures counts from 4.0)",
-            version.unwrap_or("?")
-        ));
-    }
 }
 
 fn ending(
