@@ -9,7 +9,7 @@ use kube::{Api, api::ListParams};
 
 use crate::{
     classify::{ClassifyOptions, classify},
-    effect::{self, ActionLog, ActionRecord, Permissions, WriteError},
+    effect::{self, ActionLog, Effect, Outcome, Runner, Target, WriteError, by_owner},
     model::{ExecutorPod, ExecutorState, Role},
     source::live::{Connection, Scope},
 };
@@ -80,108 +80,21 @@ pub fn select(pods: &[ExecutorPod], sel: &Selection, now: DateTime<Utc>) -> Vec<
     chosen
 }
 
-/// A driver pod, as far as ownership goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverId {
-    pub namespace: String,
-    pub name: String,
-    pub uid: Option<String>,
-}
-
-impl DriverId {
-    pub fn of(p: &ExecutorPod) -> Self {
-        Self {
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-            uid: p.uid.clone(),
-        }
-    }
-}
-
-/// Why `exec` is not an executor Spark's driver owns (`None`: it is). Spark sets the
-/// driver pod as the controlling owner of every executor pod it creates; a pod that merely
-/// carries an app's labels (copied, forged, another team's) is not the app's to delete.
-/// Without an owner (a driver outside the cluster: client mode) the pod must at least be in
-/// the namespace of one of the app's drivers.
-pub fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
-    if drivers.is_empty() {
-        return Some(
-            "the app's driver pod is not in the cluster, so who owns this pod cannot be checked"
-                .to_owned(),
-        );
-    }
-    let here: Vec<&DriverId> = drivers
-        .iter()
-        .filter(|d| d.namespace == exec.namespace)
-        .collect();
-    match &exec.owner {
-        Some(o) => {
-            let owned = o.kind == "Pod"
-                && here.iter().any(|d| match &d.uid {
-                    Some(uid) => *uid == o.uid,
-                    None => d.name == o.name,
-                });
-            (!owned).then(|| {
-                format!(
-                    "owned by {} {}, not by the app's driver{}",
-                    o.kind,
-                    o.name,
-                    here.first()
-                        .map(|d| format!(" {}", d.name))
-                        .unwrap_or_else(|| format!(" (in namespace {})", drivers[0].namespace))
-                )
-            })
-        }
-        None if here.is_empty() => Some(format!(
-            "no owner, and not in the namespace of the app's driver ({})",
-            drivers[0].namespace
-        )),
-        None => None,
-    }
-}
-
-/// Splits an app's pods into those its driver owns and the others (with why).
-pub fn by_owner(
-    targets: Vec<ExecutorPod>,
-    all: &[ExecutorPod],
-) -> (Vec<ExecutorPod>, Vec<(ExecutorPod, String)>) {
-    let drivers: Vec<DriverId> = all
-        .iter()
-        .filter(|p| p.role() == Some(Role::Driver))
-        .map(DriverId::of)
-        .collect();
-    let mut owned = Vec::new();
-    let mut not = Vec::new();
-    for p in targets {
-        match not_owned(&p, &drivers) {
-            None => owned.push(p),
-            Some(why) => not.push((p, why)),
-        }
-    }
-    (owned, not)
-}
-
-fn record(
-    log: &ActionLog,
-    conn: &Connection,
-    action: &str,
-    target: &str,
-    result: &str,
-) -> Option<String> {
-    log.append(&ActionRecord {
-        at: crate::model::fmt_time(&Utc::now()),
+/// The effect runner for one command: no source stream, no driver view.
+fn runner(conn: &Connection, log: &ActionLog) -> Runner {
+    Runner {
+        client: conn.client.clone(),
         user: conn.user.clone(),
-        action: action.to_owned(),
-        target: target.to_owned(),
-        result: result.to_owned(),
-    })
-    .err()
+        log: log.clone(),
+        events: None,
+        focus: None,
+    }
 }
 
 /// Read-only mode, then what the access review says, for every namespace touched. In
 /// read-only mode nothing is sent (not even the review).
 async fn gate_all(
-    conn: &Connection,
+    runner: &Runner,
     namespaces: impl Iterator<Item = String>,
     verb: &str,
     readonly: bool,
@@ -192,11 +105,41 @@ async fn gate_all(
     let mut namespaces: Vec<String> = namespaces.collect();
     namespaces.sort();
     namespaces.dedup();
-    let perms = Permissions::check(&conn.client, &namespaces).await;
+    let Outcome::Permissions(perms) = runner
+        .run(Effect::CheckPermissions {
+            namespaces: namespaces.clone(),
+        })
+        .await
+    else {
+        return Ok(());
+    };
     for ns in &namespaces {
         perms.gate(readonly, ns, verb).map_err(WriteError::from)?;
     }
     Ok(())
+}
+
+/// Runs one write effect; its per-pod lines go to `out`, its first failure is the error.
+async fn write(runner: &Runner, effect: Effect, out: &mut String) -> Result<usize, ActionError> {
+    let Outcome::Done(done) = runner.run(effect).await else {
+        return Ok(0);
+    };
+    for line in &done.lines {
+        let _ = writeln!(out, "{line}");
+    }
+    match done.error {
+        Some(e) => Err(e.into()),
+        None => Ok(done.changed),
+    }
+}
+
+fn target(p: &ExecutorPod) -> Target {
+    Target {
+        namespace: p.namespace.clone(),
+        app_id: p.app_id().unwrap_or_default().to_owned(),
+        pod: p.name.clone(),
+        executor: p.executor_id().unwrap_or_default(),
+    }
 }
 
 /// Deletes the selected executors (the plan is printed first; `confirmed` says go).
@@ -208,31 +151,16 @@ pub async fn kill(
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
+    let runner = runner(conn, log);
     gate_all(
-        conn,
+        &runner,
         targets.iter().map(|p| p.namespace.clone()),
         "delete",
         readonly,
     )
     .await?;
-    let mut done = 0;
-    for p in targets {
-        let target = format!("{}/{}", p.namespace, p.name);
-        match effect::kill(&conn.client, &p.namespace, &p.name, grace).await {
-            Ok(()) => {
-                done += 1;
-                let _ = writeln!(out, "deleted {target}");
-                if let Some(e) = record(log, conn, "kill", &target, "deleted") {
-                    let _ = writeln!(out, "warning: {e}");
-                }
-            }
-            Err(e) => {
-                record(log, conn, "kill", &target, &e.to_string());
-                return Err(e.into());
-            }
-        }
-    }
-    Ok(done)
+    let targets = targets.iter().map(target).collect();
+    write(&runner, Effect::Kill { targets, grace }, out).await
 }
 
 /// Turns the app's hold on (existing executors now, and the driver mark for new ones).
@@ -246,14 +174,14 @@ pub async fn hold_on(
 ) -> Result<usize, ActionError> {
     let expires =
         Utc::now() + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::hours(2));
+    let runner = runner(conn, log);
     gate_all(
-        conn,
+        &runner,
         pods.iter().map(|p| p.namespace.clone()),
         "patch",
         readonly,
     )
     .await?;
-    let mut held = 0;
     let (owned, unowned) = by_owner(
         pods.iter()
             .filter(|p| p.role() == Some(Role::Executor))
@@ -268,21 +196,20 @@ pub async fn hold_on(
             p.namespace, p.name
         );
     }
-    let drivers = pods.iter().filter(|p| p.role() == Some(Role::Driver));
-    for p in drivers.chain(owned.iter()) {
-        let target = format!("{}/{}", p.namespace, p.name);
-        match p.role() {
-            Some(Role::Driver) => {
-                effect::mark_app_hold(&conn.client, &p.namespace, &p.name, Some(expires)).await?;
-            }
-            Some(Role::Executor) => {
-                let newly = effect::hold_pod(&conn.client, &p.namespace, &p.name, expires).await?;
-                held += usize::from(newly);
-                let result = format!("held until {}", crate::model::fmt_time(&expires));
-                record(log, conn, "hold", &target, &result);
-            }
-            None => {}
-        }
+    let mut held = 0;
+    for d in pods.iter().filter(|p| p.role() == Some(Role::Driver)) {
+        let hold = Effect::SetHold {
+            namespace: d.namespace.clone(),
+            app_id: d.app_id().unwrap_or_default().to_owned(),
+            driver: Some(d.name.clone()),
+            pods: owned
+                .iter()
+                .filter(|p| p.namespace == d.namespace)
+                .map(|p| p.name.clone())
+                .collect(),
+            until: Some(expires),
+        };
+        held += write(&runner, hold, out).await?;
     }
     let _ = writeln!(
         out,
@@ -307,8 +234,9 @@ pub async fn release(
         .iter()
         .filter(|p| !only_expired || p.hold_expires().is_some_and(|e| e <= now))
         .collect();
+    let runner = runner(conn, log);
     gate_all(
-        conn,
+        &runner,
         due.iter().map(|p| p.namespace.clone()),
         "patch",
         readonly,
@@ -316,23 +244,22 @@ pub async fn release(
     .await?;
     let mut released = 0;
     for p in due {
-        let target = format!("{}/{}", p.namespace, p.name);
-        match p.role() {
-            Some(Role::Driver) if p.hold_expires().is_some() => {
-                effect::mark_app_hold(&conn.client, &p.namespace, &p.name, None).await?;
-            }
-            _ if p.is_held() || p.hold_expires().is_some() => {
-                let done = effect::release_pod(&conn.client, &p.namespace, &p.name).await?;
-                released += usize::from(done);
-                let result = if only_expired {
-                    "released (expired)"
-                } else {
-                    "released"
-                };
-                record(log, conn, "release", &target, result);
-            }
-            _ => {}
-        }
+        let effect = match p.role() {
+            Some(Role::Driver) if p.hold_expires().is_some() => Effect::SetHold {
+                namespace: p.namespace.clone(),
+                app_id: p.app_id().unwrap_or_default().to_owned(),
+                driver: Some(p.name.clone()),
+                pods: Vec::new(),
+                until: None,
+            },
+            _ if p.is_held() || p.hold_expires().is_some() => Effect::ReleasePod {
+                namespace: p.namespace.clone(),
+                pod: p.name.clone(),
+                expired: only_expired,
+            },
+            _ => continue,
+        };
+        released += write(&runner, effect, out).await?;
     }
     let _ = writeln!(out, "released {released} pod(s)");
     Ok(released)
@@ -364,52 +291,6 @@ mod tests {
             "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": id.to_string()}},
             "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": phase}}),
         )
-    }
-
-    fn owned(mut p: ExecutorPod, ns: &str, owner: Option<(&str, &str)>) -> ExecutorPod {
-        p.namespace = ns.to_owned();
-        p.owner = owner.map(|(name, uid)| crate::model::OwnerRef {
-            kind: "Pod".into(),
-            name: name.into(),
-            uid: uid.into(),
-        });
-        p
-    }
-
-    #[test]
-    fn only_pods_the_apps_driver_owns_are_its_executors() {
-        let driver = DriverId {
-            namespace: "spark-jobs".into(),
-            name: "etl-driver".into(),
-            uid: Some("u-1".into()),
-        };
-        let e = |ns, owner| owned(exec(1, "Running", "2026-11-29T10:00:00Z"), ns, owner);
-        let ok = e("spark-jobs", Some(("etl-driver", "u-1")));
-        assert_eq!(not_owned(&ok, std::slice::from_ref(&driver)), None);
-        // Client mode in the driver's namespace: no owner, same namespace.
-        assert_eq!(
-            not_owned(&e("spark-jobs", None), std::slice::from_ref(&driver)),
-            None
-        );
-        // Forged labels in another namespace, no owner.
-        assert_eq!(
-            not_owned(&e("default", None), std::slice::from_ref(&driver)).unwrap(),
-            "no owner, and not in the namespace of the app's driver (spark-jobs)"
-        );
-        // Same name, another uid (a previous driver, or a forgery).
-        assert_eq!(
-            not_owned(
-                &e("spark-jobs", Some(("etl-driver", "u-2"))),
-                std::slice::from_ref(&driver)
-            )
-            .unwrap(),
-            "owned by Pod etl-driver, not by the app's driver etl-driver"
-        );
-        let mut by_rs = e("spark-jobs", Some(("db", "u-1")));
-        by_rs.owner.as_mut().unwrap().kind = "StatefulSet".into();
-        assert!(not_owned(&by_rs, std::slice::from_ref(&driver)).is_some());
-        // No driver pod at all: cannot be checked.
-        assert!(not_owned(&ok, &[]).is_some());
     }
 
     #[test]

@@ -14,214 +14,22 @@ use ratatui::{Terminal, backend::CrosstermBackend};
 use tokio::sync::mpsc;
 
 use crate::{
-    app::{App, Effect, Msg, Target, update},
-    effect::{self, ActionLog, ActionRecord},
+    app::{App, Effect, Msg, housekeeping, update},
+    effect::{Outcome, Runner},
     source::SourceEvent,
 };
 
-/// Runs effects against the cluster; results come back as messages (and, for evidence and
-/// actions, as source events, so a recording keeps them).
-#[derive(Clone)]
-pub struct Runner {
-    pub client: kube::Client,
-    pub user: String,
-    pub log: ActionLog,
-    /// Into the source stream (through the recorder, if any).
-    pub events: mpsc::Sender<SourceEvent>,
-    /// Which app's driver REST API to read: the one in view.
-    pub focus: crate::source::live::DriverFocus,
-}
-
-impl std::fmt::Debug for Runner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner")
-            .field("user", &self.user)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Runner {
-    fn log_action(&self, action: &str, target: &str, result: &str) {
-        let _ = self.log.append(&ActionRecord {
-            at: crate::model::fmt_time(&chrono::Utc::now()),
-            user: self.user.clone(),
-            action: action.to_owned(),
-            target: target.to_owned(),
-            result: result.to_owned(),
-        });
-    }
-
-    async fn timeline(&self, namespace: &str, app_id: &str, text: String, killed: Option<i64>) {
-        let ev = SourceEvent::ActionTaken {
-            namespace: namespace.to_owned(),
-            app_id: app_id.to_owned(),
-            text,
-            killed,
-            at: chrono::Utc::now(),
-        };
-        let _ = self.events.send(ev).await;
-    }
-
-    fn denied_by(e: &effect::WriteError, namespace: &str, verb: &str) -> Option<(String, String)> {
-        matches!(e, effect::WriteError::Forbidden { .. })
-            .then(|| (namespace.to_owned(), verb.to_owned()))
-    }
-
-    /// Runs one effect to completion; the message to send back, if any.
-    pub async fn run(&self, effect: Effect) -> Option<Msg> {
-        match effect {
-            Effect::Quit => None,
-            Effect::Kill { targets, grace } => Some(self.kill(targets, grace).await),
-            Effect::SetHold {
-                namespace,
-                app_id,
-                driver,
-                pods,
-                until,
-            } => Some(self.set_hold(namespace, app_id, driver, pods, until).await),
-            Effect::HoldPod {
-                namespace,
-                pod,
-                until,
-            } => {
-                let (text, denied) =
-                    match effect::hold_pod(&self.client, &namespace, &pod, until).await {
-                        Ok(_) => (format!("held new executor {pod}"), None),
-                        Err(e) => (e.to_string(), Self::denied_by(&e, &namespace, "patch")),
-                    };
-                self.log_action("hold", &format!("{namespace}/{pod}"), &text);
-                Some(Msg::ActionDone {
-                    text,
-                    pods: vec![(namespace, pod)],
-                    denied,
-                })
-            }
-            Effect::ReleasePod { namespace, pod } => {
-                let (text, denied) = match effect::release_pod(&self.client, &namespace, &pod).await
-                {
-                    Ok(_) => (format!("released the expired hold on {pod}"), None),
-                    Err(e) => (e.to_string(), Self::denied_by(&e, &namespace, "patch")),
-                };
-                self.log_action("release", &format!("{namespace}/{pod}"), &text);
-                Some(Msg::ActionDone {
-                    text,
-                    pods: vec![(namespace, pod)],
-                    denied,
-                })
-            }
-            Effect::FetchLog {
-                namespace,
-                pod,
-                container,
-                previous,
-                capture,
-            } => {
-                let tail = crate::store::LOG_LINES as i64;
-                let r =
-                    effect::fetch_log(&self.client, &namespace, &pod, &container, previous, tail)
-                        .await;
-                let lines = r.map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>());
-                if !capture {
-                    return Some(Msg::LogFetched { pod, lines });
-                }
-                if let Ok(lines) = lines {
-                    let ev = SourceEvent::LogCaptured {
-                        namespace,
-                        pod,
-                        lines,
-                        at: chrono::Utc::now(),
-                    };
-                    let _ = self.events.send(ev).await;
-                }
-                None
-            }
-        }
-    }
-
-    async fn set_hold(
-        &self,
-        namespace: String,
-        app_id: String,
-        driver: Option<String>,
-        pods: Vec<String>,
-        until: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> Msg {
-        let mut ok = 0;
-        let mut denied = None;
-        let mut last_err = None;
-        if let Some(d) = &driver
-            && let Err(e) = effect::mark_app_hold(&self.client, &namespace, d, until).await
-        {
-            denied = Self::denied_by(&e, &namespace, "patch");
-            last_err = Some(e.to_string());
-        }
-        for p in &pods {
-            let r = match until {
-                Some(u) => effect::hold_pod(&self.client, &namespace, p, u).await,
-                None => effect::release_pod(&self.client, &namespace, p).await,
-            };
-            match r {
-                Ok(_) => ok += 1,
-                Err(e) => {
-                    denied = denied.or_else(|| Self::denied_by(&e, &namespace, "patch"));
-                    last_err = Some(e.to_string());
-                }
-            }
-        }
-        let verb = if until.is_some() {
-            "hold on"
-        } else {
-            "hold off"
-        };
-        let text = match &last_err {
-            None => format!("{verb}: {ok} pod(s)"),
-            Some(e) => format!("{verb}: {ok} pod(s); failed: {e}"),
-        };
-        self.log_action(verb, &format!("{namespace}/{app_id}"), &text);
-        self.timeline(
-            &namespace,
-            &app_id,
-            format!("action by {}: {text}", self.user),
-            None,
-        )
-        .await;
-        let pods = pods.into_iter().map(|p| (namespace.clone(), p)).collect();
-        Msg::ActionDone { text, pods, denied }
-    }
-
-    async fn kill(&self, targets: Vec<Target>, grace: Option<u32>) -> Msg {
-        let mut ok = 0;
-        let mut failures = Vec::new();
-        let mut denied = None;
-        for t in &targets {
-            let target = format!("{}/{}", t.namespace, t.pod);
-            match effect::kill(&self.client, &t.namespace, &t.pod, grace).await {
-                Ok(()) => {
-                    ok += 1;
-                    self.log_action("kill", &target, "deleted");
-                    let text = format!(
-                        "action by {}: killed executor {} ({})",
-                        self.user, t.executor, t.pod
-                    );
-                    self.timeline(&t.namespace, &t.app_id, text, Some(t.executor))
-                        .await;
-                }
-                Err(e) => {
-                    denied = denied.or_else(|| Self::denied_by(&e, &t.namespace, "delete"));
-                    self.log_action("kill", &target, &e.to_string());
-                    failures.push(e.to_string());
-                }
-            }
-        }
-        let text = match failures.first() {
-            None => format!("killed {ok} executor(s); Spark replaces them if below target"),
-            Some(first) => format!("killed {ok}, failed {}: {first}", failures.len()),
-        };
-        Msg::ActionDone {
-            text,
-            pods: Vec::new(),
-            denied,
-        }
+/// An effect's outcome as a message for the app (`None`: nothing to tell it).
+fn message(o: Outcome) -> Option<Msg> {
+    match o {
+        Outcome::Nothing => None,
+        Outcome::Done(d) => Some(Msg::ActionDone {
+            text: d.text,
+            pods: d.pods,
+            denied: d.denied,
+        }),
+        Outcome::Log { pod, lines } => Some(Msg::LogFetched { pod, lines }),
+        Outcome::Permissions(p) => Some(Msg::Permissions(p)),
     }
 }
 
@@ -272,7 +80,6 @@ pub async fn run(
     live_clock: bool,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
-    let mut asked: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let size = terminal.size()?;
@@ -319,23 +126,8 @@ pub async fn run(
             dirty = true;
             let mut effects = update(&mut app, msg);
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
-            if let Some(r) = &runner {
-                r.focus.prefer(
-                    app.current_app()
-                        .map(|a| (a.namespace.clone(), a.app_id.clone())),
-                );
-                // Ask the API what we may do in every namespace we see, once.
-                let namespaces: std::collections::BTreeSet<String> =
-                    app.apps().iter().map(|a| a.namespace.clone()).collect();
-                for ns in namespaces {
-                    if asked.insert(ns.clone()) {
-                        let (client, tx) = (r.client.clone(), msg_tx.clone());
-                        tokio::spawn(async move {
-                            let p = effect::Permissions::check(&client, &[ns]).await;
-                            let _ = tx.send(Msg::Permissions(p)).await;
-                        });
-                    }
-                }
+            if runner.is_some() && !effects.contains(&Effect::Quit) {
+                effects.extend(housekeeping(&mut app));
             }
             if effects.contains(&Effect::Quit) {
                 // Finish what quitting asked for (releasing holds) before leaving.
@@ -356,7 +148,7 @@ pub async fn run(
                 for e in effects {
                     let (r, tx) = (r.clone(), msg_tx.clone());
                     tokio::spawn(async move {
-                        if let Some(m) = r.run(e).await {
+                        if let Some(m) = message(r.run(e).await) {
                             let _ = tx.send(m).await;
                         }
                     });

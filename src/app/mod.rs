@@ -12,6 +12,7 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 
+pub use crate::effect::{Effect, Target};
 use crate::{
     effect::Permissions,
     model::{ExecutorState, Time},
@@ -56,15 +57,6 @@ pub enum Popup {
     Timeline,
     Log,
     Confirm,
-}
-
-/// One pod an action targets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub namespace: String,
-    pub app_id: String,
-    pub pod: String,
-    pub executor: i64,
 }
 
 /// What a confirm popup is about.
@@ -177,6 +169,10 @@ pub struct App {
     pub in_flight: BTreeSet<(String, String)>,
     /// Set when replaying a recording.
     pub replay: Option<replay::Replay>,
+    /// The app the driver view was last pointed at (`None` before the first time).
+    pub driver_focus: Option<Option<(String, String)>>,
+    /// Namespaces whose permissions were asked for.
+    pub permissions_asked: BTreeSet<String>,
 }
 
 /// Input to `update`.
@@ -207,41 +203,6 @@ pub enum Msg {
     ReplayAdvance(u64),
 }
 
-/// What the runner must do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    Quit,
-    Kill {
-        targets: Vec<Target>,
-        grace: Option<u32>,
-    },
-    /// Hold on (until) or off (None) for an app: driver mark plus its executor pods.
-    SetHold {
-        namespace: String,
-        app_id: String,
-        driver: Option<String>,
-        pods: Vec<String>,
-        until: Option<Time>,
-    },
-    HoldPod {
-        namespace: String,
-        pod: String,
-        until: Time,
-    },
-    ReleasePod {
-        namespace: String,
-        pod: String,
-    },
-    /// `capture`: keep it as evidence (a `LogCaptured` source event); else show it.
-    FetchLog {
-        namespace: String,
-        pod: String,
-        container: String,
-        previous: bool,
-        capture: bool,
-    },
-}
-
 impl App {
     pub fn new(ctx: Context) -> Self {
         Self {
@@ -269,6 +230,8 @@ impl App {
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             replay: None,
+            driver_focus: None,
+            permissions_asked: BTreeSet::new(),
         }
     }
 
@@ -444,7 +407,7 @@ impl App {
     }
 }
 
-pub use update::update;
+pub use update::{housekeeping, update};
 
 #[cfg(test)]
 mod tests;

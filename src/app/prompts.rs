@@ -30,7 +30,7 @@ pub(super) fn kill_prompt(app: &mut App) {
         .into_iter()
         .filter_map(|id| a.executors.get(&id))
         .filter(|e| e.gone.is_none())
-        .filter(|e| match crate::actions::not_owned(&e.pod, &drivers) {
+        .filter(|e| match crate::effect::not_owned(&e.pod, &drivers) {
             None => true,
             Some(why) => {
                 skipped.push(format!("executor {} ({why})", e.id));
@@ -189,7 +189,7 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                         // A finalizer only on what the app's driver owns.
                         !e.pod.is_held()
                             && e.pod.deletion.is_none()
-                            && crate::actions::not_owned(&e.pod, &drivers).is_none()
+                            && crate::effect::not_owned(&e.pod, &drivers).is_none()
                     } else {
                         e.pod.is_held()
                     }

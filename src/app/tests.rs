@@ -366,3 +366,29 @@ fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
         app.notice
     );
 }
+
+#[test]
+fn housekeeping_points_the_driver_view_and_asks_permissions_once() {
+    let mut app = app_with(3);
+    let first = housekeeping(&mut app);
+    let ns = app.current_app().unwrap().namespace.clone();
+    assert_eq!(
+        first,
+        vec![
+            Effect::FocusDriver(Some((ns.clone(), "spark-etl".into()))),
+            Effect::CheckPermissions {
+                namespaces: vec![ns.clone()]
+            },
+        ]
+    );
+    assert!(
+        housekeeping(&mut app).is_empty(),
+        "nothing changed, nothing asked"
+    );
+    app.select_app_at(1);
+    assert_eq!(
+        housekeeping(&mut app),
+        vec![Effect::FocusDriver(Some((ns, "spark-zeta".into())))],
+        "a namespace is asked about once"
+    );
+}

@@ -281,12 +281,12 @@ pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), S
         .map_err(|e| e.to_string())
 }
 
-/// The app's driver pod, for what a kill or hold may touch (`actions::not_owned`).
-pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::actions::DriverId> {
+/// The app's driver pod, for what a kill or hold may touch (`effect::not_owned`).
+pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
     a.driver
         .iter()
         .filter(|d| d.phase.as_deref() != Some("Deleted"))
-        .map(|d| crate::actions::DriverId {
+        .map(|d| crate::effect::DriverId {
             namespace: a.namespace.clone(),
             name: d.pod.clone(),
             uid: d.uid.clone(),
@@ -331,7 +331,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             if let Some(until) = hold_until
                 && !e.pod.is_held()
                 && e.pod.deletion.is_none()
-                && crate::actions::not_owned(&e.pod, &drivers).is_none()
+                && crate::effect::not_owned(&e.pod, &drivers).is_none()
             {
                 app.in_flight.insert(key);
                 effects.push(Effect::HoldPod {
@@ -344,6 +344,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
                 effects.push(Effect::ReleasePod {
                     namespace: e.pod.namespace.clone(),
                     pod: e.pod.name.clone(),
+                    expired: true,
                 });
             }
         }
@@ -373,4 +374,31 @@ fn mouse(app: &mut App, m: MouseEvent) {
         MouseEventKind::ScrollUp => app.move_exec(-1),
         _ => {}
     }
+}
+
+/// What a live session needs from the world after any change: the driver view pointed at
+/// the app in view, and the permissions of every namespace seen (asked once each). Apart
+/// from `update` so that `update`'s effects stay the user's; the TUI runs both.
+pub fn housekeeping(app: &mut App) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let focus = app
+        .current_app()
+        .map(|a| (a.namespace.clone(), a.app_id.clone()));
+    if app.driver_focus.as_ref() != Some(&focus) {
+        app.driver_focus = Some(focus.clone());
+        effects.push(Effect::FocusDriver(focus));
+    }
+    let new: BTreeSet<String> = app
+        .apps()
+        .iter()
+        .map(|a| a.namespace.clone())
+        .filter(|ns| !app.permissions_asked.contains(ns))
+        .collect();
+    if !new.is_empty() {
+        app.permissions_asked.extend(new.iter().cloned());
+        effects.push(Effect::CheckPermissions {
+            namespaces: new.into_iter().collect(),
+        });
+    }
+    effects
 }

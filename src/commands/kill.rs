@@ -69,7 +69,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             super::write_stdout("no executor matches\n")?;
             return Ok(ExitCode::SUCCESS);
         }
-        let (mut targets, unowned) = actions::by_owner(chosen, &pods);
+        let (mut targets, unowned) = crate::effect::by_owner(chosen, &pods);
         for (p, why) in &unowned {
             let id = p.executor_id().unwrap_or_default();
             if args.force_unowned {

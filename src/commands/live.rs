@@ -20,12 +20,12 @@ pub(crate) async fn tui_on(
         return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
     }
     let (tx, rx) = tokio::sync::mpsc::channel(65_536);
-    let runner = crate::tui::Runner {
+    let runner = crate::effect::Runner {
         client: conn.client.clone(),
         user: conn.user.clone(),
         log: super::action_log(),
-        events: tx.clone(),
-        focus: conn.focus.clone(),
+        events: Some(tx.clone()),
+        focus: Some(conn.focus.clone()),
     };
     let mut tasks = crate::source::live::spawn(&conn, poll, tx);
     let rx = match record {

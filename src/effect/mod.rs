@@ -1,5 +1,8 @@
-//! The only code that writes to the cluster: kill executors, hold and release their pods,
-//! fetch logs. Every write passes one gate (read-only mode, then the permission the API
+//! The only code that touches the cluster on the user's behalf: kill executors, hold and
+//! release their pods, fetch logs, ask what the user may do, and point the driver view at
+//! an app. The app asks for these as [`Effect`]s; one [`Runner`] carries them out and says
+//! what happened as an [`Outcome`], which the TUI turns into a message and the CLI into
+//! lines of text. Every write passes one gate (read-only mode, then the permission the API
 //! granted through a SelfSubjectAccessReview) and is written to the actions log.
 //!
 //! Holding: the tool's finalizer `spark-triage.dev/hold` keeps an executor pod after Spark
@@ -9,406 +12,394 @@
 //! removes only the tool's own finalizer, with a JSON patch whose `test` op guarantees no
 //! other finalizer is touched.
 
-use std::{
-    collections::BTreeMap,
-    io::Write,
-    path::{Path, PathBuf},
+mod log;
+mod ownership;
+mod permissions;
+mod writes;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+pub use log::{ActionLog, ActionRecord};
+pub use ownership::{DriverId, by_owner, not_owned};
+pub use permissions::{Denied, Permissions};
+pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
+
+use crate::{
+    model::{Time, fmt_time},
+    source::{SourceEvent, live::DriverFocus},
 };
 
-use chrono::{DateTime, Utc};
-use k8s_openapi::api::{
-    authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec},
-    core::v1::Pod,
-};
-use kube::{
-    Api, Client,
-    api::{DeleteParams, LogParams, Patch, PatchParams, PostParams},
-};
-use serde::Serialize;
-use serde_json::json;
-
-use crate::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
-
-/// Why a write is not allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Denied {
-    #[error("read-only mode (--readonly)")]
-    ReadOnly,
-    #[error("missing permission: {verb} pods in namespace {namespace}")]
-    Permission { verb: String, namespace: String },
+/// One pod an action targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub namespace: String,
+    pub app_id: String,
+    pub pod: String,
+    pub executor: i64,
 }
 
-/// What the API said the current user may do, per namespace and verb.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Permissions {
-    allowed: BTreeMap<(String, String), bool>,
-}
-
-impl Permissions {
-    /// Asks the API (SelfSubjectAccessReview) about `delete` and `patch` on pods in each
-    /// namespace. A failing review counts as denied.
-    pub async fn check(client: &Client, namespaces: &[String]) -> Self {
-        let mut allowed = BTreeMap::new();
-        for ns in namespaces {
-            for verb in ["delete", "patch"] {
-                allowed.insert((ns.clone(), verb.to_owned()), can(client, ns, verb).await);
-            }
-        }
-        Self { allowed }
-    }
-
-    pub fn allow_all(namespaces: &[String]) -> Self {
-        let mut allowed = BTreeMap::new();
-        for ns in namespaces {
-            for verb in ["delete", "patch"] {
-                allowed.insert((ns.clone(), verb.to_owned()), true);
-            }
-        }
-        Self { allowed }
-    }
-
-    /// Adds answers about more namespaces.
-    pub fn merge(&mut self, other: Permissions) {
-        self.allowed.extend(other.allowed);
-    }
-
-    /// Whether this namespace was asked about.
-    pub fn knows(&self, namespace: &str) -> bool {
-        self.allowed.keys().any(|(ns, _)| ns == namespace)
-    }
-
-    /// Records a 403 seen on a write.
-    pub fn deny(&mut self, namespace: &str, verb: &str) {
-        self.allowed
-            .insert((namespace.to_owned(), verb.to_owned()), false);
-    }
-
-    /// `Ok` when `verb` on pods in `namespace` may be done. Unknown namespaces are allowed
-    /// (the API will say no if not, and that is recorded).
-    pub fn gate(&self, readonly: bool, namespace: &str, verb: &str) -> Result<(), Denied> {
-        if readonly {
-            return Err(Denied::ReadOnly);
-        }
-        match self.allowed.get(&(namespace.to_owned(), verb.to_owned())) {
-            Some(false) => Err(Denied::Permission {
-                verb: verb.to_owned(),
-                namespace: namespace.to_owned(),
-            }),
-            _ => Ok(()),
-        }
-    }
-}
-
-async fn can(client: &Client, namespace: &str, verb: &str) -> bool {
-    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                namespace: Some(namespace.to_owned()),
-                verb: Some(verb.to_owned()),
-                resource: Some("pods".to_owned()),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    api.create(&PostParams::default(), &review)
-        .await
-        .ok()
-        .and_then(|r| r.status)
-        .is_some_and(|s| s.allowed)
-}
-
-/// A failed write, in one line.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    #[error("{0}")]
-    Denied(#[from] Denied),
-    #[error("{verb} {namespace}/{pod}: forbidden ({message})")]
-    Forbidden {
-        verb: String,
+/// What the app asks the world to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Quit,
+    Kill {
+        targets: Vec<Target>,
+        grace: Option<u32>,
+    },
+    /// Hold on (until) or off (None) for an app: driver mark plus its executor pods.
+    SetHold {
+        namespace: String,
+        app_id: String,
+        driver: Option<String>,
+        pods: Vec<String>,
+        until: Option<Time>,
+    },
+    HoldPod {
         namespace: String,
         pod: String,
-        message: String,
+        until: Time,
     },
-    #[error("{verb} {namespace}/{pod}: {message}")]
-    Api {
-        verb: String,
+    /// Removes the hold; `expired` when it is released because its time is up.
+    ReleasePod {
         namespace: String,
         pod: String,
-        message: String,
+        expired: bool,
     },
+    /// `capture`: keep it as evidence (a `LogCaptured` source event); else show it.
+    FetchLog {
+        namespace: String,
+        pod: String,
+        container: String,
+        previous: bool,
+        capture: bool,
+    },
+    /// Ask the API what the user may do in these namespaces.
+    CheckPermissions {
+        namespaces: Vec<String>,
+    },
+    /// Read this app's driver REST API first (the one in view); `None`: no preference.
+    FocusDriver(Option<(String, String)>),
 }
 
-impl WriteError {
-    fn from_kube(verb: &str, namespace: &str, pod: &str, e: kube::Error) -> Self {
-        match e {
-            kube::Error::Api(s) if s.code == 403 => Self::Forbidden {
-                verb: verb.to_owned(),
-                namespace: namespace.to_owned(),
-                pod: pod.to_owned(),
-                message: crate::redact::one_line(&s.message),
-            },
-            other => Self::Api {
-                verb: verb.to_owned(),
-                namespace: namespace.to_owned(),
-                pod: pod.to_owned(),
-                message: crate::source::errors::describe(&other),
-            },
-        }
-    }
+/// What a write did, for both faces: one line for the TUI's status bar, one line per pod
+/// for the CLI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    /// One line for the user.
+    pub text: String,
+    /// One line per pod written ("deleted ns/pod", a skipped pod's reason, a warning).
+    pub lines: Vec<String>,
+    /// How many pods changed.
+    pub changed: usize,
+    /// The pods it concerned (the TUI clears their in-flight mark).
+    pub pods: Vec<(String, String)>,
+    /// The first failure, if any (the CLI's exit status).
+    pub error: Option<WriteError>,
+    /// A 403 met: the namespace and verb it denied, so the app stops offering it.
+    pub denied: Option<(String, String)>,
 }
 
-/// Deletes an executor pod. `grace` `None` = the pod's own grace period.
-pub async fn kill(
-    client: &Client,
-    namespace: &str,
-    pod: &str,
-    grace: Option<u32>,
-) -> Result<(), WriteError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let dp = DeleteParams {
-        grace_period_seconds: grace,
-        ..DeleteParams::background()
-    };
-    api.delete(pod, &dp)
-        .await
-        .map(|_| ())
-        .map_err(|e| WriteError::from_kube("delete", namespace, pod, e))
+/// What running an effect came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to report (quit, a focus change, a log kept as evidence).
+    Nothing,
+    Done(Done),
+    /// A log fetched to be shown.
+    Log {
+        pod: String,
+        lines: Result<Vec<String>, String>,
+    },
+    Permissions(Permissions),
 }
 
-/// Adds the hold finalizer (if absent) and sets the expiry annotation, without touching
-/// other finalizers (the patch tests the list it read). Retries once if the pod changed.
-pub async fn hold_pod(
-    client: &Client,
-    namespace: &str,
-    pod: &str,
-    expires: DateTime<Utc>,
-) -> Result<bool, WriteError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    for attempt in 0..3 {
-        let current = api
-            .get(pod)
-            .await
-            .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?;
-        if current.metadata.deletion_timestamp.is_some() {
-            return Ok(false); // finalizers cannot be added to a deleting pod
-        }
-        let finalizers = current.metadata.finalizers.clone().unwrap_or_default();
-        let mut ops = Vec::new();
-        if !finalizers.iter().any(|f| f == HOLD_FINALIZER) {
-            if current.metadata.finalizers.is_none() {
-                ops.push(
-                    json!({"op": "add", "path": "/metadata/finalizers", "value": [HOLD_FINALIZER]}),
-                );
-            } else {
-                ops.push(
-                    json!({"op": "test", "path": "/metadata/finalizers", "value": finalizers}),
-                );
-                ops.push(
-                    json!({"op": "add", "path": "/metadata/finalizers/-", "value": HOLD_FINALIZER}),
-                );
-            }
-        }
-        if current.metadata.annotations.is_none() {
-            ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
-        }
-        ops.push(json!({"op": "add", "path": "/metadata/annotations/spark-triage.dev~1hold-expires", "value": fmt_time(&expires)}));
-        match json_patch_pod(&api, namespace, pod, ops).await {
-            Ok(_) => return Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 422 && attempt < 2 => continue,
-            Err(e) => return Err(WriteError::from_kube("patch", namespace, pod, e)),
-        }
-    }
-    Ok(false)
-}
-
-/// Sends a JSON patch (RFC 6902) built from `ops` to a pod.
-async fn json_patch_pod(
-    api: &Api<Pod>,
-    namespace: &str,
-    pod: &str,
-    ops: Vec<serde_json::Value>,
-) -> Result<Pod, kube::Error> {
-    let patch: json_patch::Patch = serde_json::from_value(json!(ops)).map_err(|e| {
-        kube::Error::Api(Box::new(kube::core::Status {
-            code: 400,
-            reason: "BadRequest".into(),
-            message: format!("patch for {namespace}/{pod}: {e}"),
-            ..kube::core::Status::default()
-        }))
-    })?;
-    api.patch(pod, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-}
-
-/// Removes only the tool's finalizer (a `test` op pins its position) and its annotation.
-pub async fn release_pod(client: &Client, namespace: &str, pod: &str) -> Result<bool, WriteError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    for attempt in 0..3 {
-        let Some(current) = api
-            .get_opt(pod)
-            .await
-            .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?
-        else {
-            return Ok(false);
-        };
-        let finalizers = current.metadata.finalizers.clone().unwrap_or_default();
-        let mut ops = Vec::new();
-        if let Some(i) = finalizers.iter().position(|f| f == HOLD_FINALIZER) {
-            ops.push(json!({"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": HOLD_FINALIZER}));
-            ops.push(json!({"op": "remove", "path": format!("/metadata/finalizers/{i}")}));
-        }
-        if current
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(HOLD_EXPIRES))
-        {
-            ops.push(json!({"op": "remove", "path": "/metadata/annotations/spark-triage.dev~1hold-expires"}));
-        }
-        if ops.is_empty() {
-            return Ok(false);
-        }
-        match json_patch_pod(&api, namespace, pod, ops).await {
-            Ok(_) => return Ok(true),
-            Err(kube::Error::Api(s)) if (s.code == 422 || s.code == 404) && attempt < 2 => continue,
-            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
-            Err(e) => return Err(WriteError::from_kube("patch", namespace, pod, e)),
-        }
-    }
-    Ok(false)
-}
-
-/// Marks (or clears) the app-level hold on the driver pod.
-pub async fn mark_app_hold(
-    client: &Client,
-    namespace: &str,
-    driver: &str,
-    expires: Option<DateTime<Utc>>,
-) -> Result<(), WriteError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let value = expires
-        .map(|e| json!(fmt_time(&e)))
-        .unwrap_or(serde_json::Value::Null);
-    let patch = json!({"metadata": {"annotations": {HOLD_EXPIRES: value}}});
-    api.patch(driver, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map(|_| ())
-        .map_err(|e| WriteError::from_kube("patch", namespace, driver, e))
-}
-
-/// The tail of a container's log (`previous` for the instance before the last restart).
-pub async fn fetch_log(
-    client: &Client,
-    namespace: &str,
-    pod: &str,
-    container: &str,
-    previous: bool,
-    tail: i64,
-) -> Result<String, String> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let lp = LogParams {
-        container: Some(container.to_owned()),
-        previous,
-        tail_lines: Some(tail),
-        ..LogParams::default()
-    };
-    api.logs(pod, &lp).await.map_err(|e| match e {
-        kube::Error::Api(s) => crate::redact::one_line(&s.message),
-        other => crate::source::errors::describe(&other),
-    })
-}
-
-/// One line of the actions log.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ActionRecord {
-    pub at: String,
+/// Runs effects against the cluster. Evidence and actions also go into the source stream
+/// (`events`, when there is one), so a recording keeps them.
+#[derive(Clone)]
+pub struct Runner {
+    pub client: kube::Client,
     pub user: String,
-    pub action: String,
-    pub target: String,
-    pub result: String,
+    pub log: ActionLog,
+    /// Into the source stream (through the recorder, if any); the CLI has none.
+    pub events: Option<mpsc::Sender<SourceEvent>>,
+    /// The driver view's preference, when a driver view runs.
+    pub focus: Option<DriverFocus>,
 }
 
-/// Appends actions to a JSON-lines file (default `$XDG_STATE_HOME/spark-triage/actions.log`).
-#[derive(Debug, Clone)]
-pub struct ActionLog {
-    path: Option<PathBuf>,
-}
-
-impl ActionLog {
-    pub fn default_path() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-        Some(base.join("spark-triage").join("actions.log"))
-    }
-
-    pub fn new(path: Option<PathBuf>) -> Self {
-        Self { path }
-    }
-
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
-    }
-
-    /// Writes one record; a log that cannot be written is reported, never fatal.
-    pub fn append(&self, rec: &ActionRecord) -> Result<(), String> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("actions log {}: {e}", path.display()))?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("actions log {}: {e}", path.display()))?;
-        let mut line = serde_json::to_vec(rec).map_err(|e| e.to_string())?;
-        line.push(b'\n');
-        f.write_all(&line)
-            .map_err(|e| format!("actions log {}: {e}", path.display()))
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn denied_by(e: &WriteError, namespace: &str, verb: &str) -> Option<(String, String)> {
+    matches!(e, WriteError::Forbidden { .. }).then(|| (namespace.to_owned(), verb.to_owned()))
+}
 
-    #[test]
-    fn the_gate_says_why() {
-        let mut p = Permissions::allow_all(&["spark-jobs".to_owned()]);
-        assert_eq!(p.gate(false, "spark-jobs", "delete"), Ok(()));
-        assert_eq!(p.gate(true, "spark-jobs", "delete"), Err(Denied::ReadOnly));
-        p.deny("spark-jobs", "patch");
-        assert_eq!(
-            p.gate(false, "spark-jobs", "patch")
-                .unwrap_err()
-                .to_string(),
-            "missing permission: patch pods in namespace spark-jobs"
-        );
-        assert_eq!(p.gate(false, "elsewhere", "patch"), Ok(()));
+/// Collects the per-pod results of one effect.
+#[derive(Debug, Default)]
+struct Tally {
+    lines: Vec<String>,
+    changed: usize,
+    failed: usize,
+    error: Option<WriteError>,
+    denied: Option<(String, String)>,
+}
+
+impl Tally {
+    fn ok(&mut self, changed: bool, line: Option<String>) {
+        self.changed += usize::from(changed);
+        self.lines.extend(line);
     }
 
-    #[test]
-    fn the_actions_log_appends_json_lines() {
-        let dir = std::env::temp_dir().join(format!("st-actions-{}", std::process::id()));
-        let log = ActionLog::new(Some(dir.join("a.log")));
+    fn failed(&mut self, e: WriteError, namespace: &str, verb: &str) {
+        self.failed += 1;
+        self.lines.push(e.to_string());
+        self.denied = self
+            .denied
+            .take()
+            .or_else(|| denied_by(&e, namespace, verb));
+        self.error.get_or_insert(e);
+    }
+
+    fn done(self, text: String, pods: Vec<(String, String)>) -> Outcome {
+        Outcome::Done(Done {
+            text,
+            lines: self.lines,
+            changed: self.changed,
+            pods,
+            error: self.error,
+            denied: self.denied,
+        })
+    }
+}
+
+impl Runner {
+    /// Appends to the actions log; a log that cannot be written is a warning line.
+    fn log_action(&self, action: &str, target: &str, result: &str, t: &mut Tally) {
         let rec = ActionRecord {
-            at: "t".into(),
-            user: "u".into(),
-            action: "kill".into(),
-            target: "ns/p".into(),
-            result: "ok".into(),
+            at: fmt_time(&Utc::now()),
+            user: self.user.clone(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            result: result.to_owned(),
         };
-        log.append(&rec).unwrap();
-        log.append(&rec).unwrap();
-        let text = std::fs::read_to_string(dir.join("a.log")).unwrap();
-        assert_eq!(text.lines().count(), 2);
-        assert!(text.starts_with("{\"at\":\"t\",\"user\":\"u\",\"action\":\"kill\""));
-        let _ = std::fs::remove_dir_all(dir);
+        if let Err(e) = self.log.append(&rec) {
+            t.lines.push(format!("warning: {e}"));
+        }
+    }
+
+    async fn emit(&self, ev: SourceEvent) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(ev).await;
+        }
+    }
+
+    async fn timeline(&self, namespace: &str, app_id: &str, text: String, killed: Option<i64>) {
+        self.emit(SourceEvent::ActionTaken {
+            namespace: namespace.to_owned(),
+            app_id: app_id.to_owned(),
+            text,
+            killed,
+            at: Utc::now(),
+        })
+        .await;
+    }
+
+    /// Runs one effect to completion.
+    pub async fn run(&self, effect: Effect) -> Outcome {
+        match effect {
+            Effect::Quit => Outcome::Nothing,
+            Effect::Kill { targets, grace } => self.kill(targets, grace).await,
+            Effect::SetHold {
+                namespace,
+                app_id,
+                driver,
+                pods,
+                until,
+            } => self.set_hold(namespace, app_id, driver, pods, until).await,
+            Effect::HoldPod {
+                namespace,
+                pod,
+                until,
+            } => {
+                let mut t = Tally::default();
+                let target = format!("{namespace}/{pod}");
+                let text = match hold_pod(&self.client, &namespace, &pod, until).await {
+                    Ok(changed) => {
+                        t.ok(changed, None);
+                        format!("held new executor {pod}")
+                    }
+                    Err(e) => {
+                        let text = e.to_string();
+                        t.failed(e, &namespace, "patch");
+                        text
+                    }
+                };
+                self.log_action("hold", &target, &text, &mut t);
+                t.done(text, vec![(namespace, pod)])
+            }
+            Effect::ReleasePod {
+                namespace,
+                pod,
+                expired,
+            } => {
+                let mut t = Tally::default();
+                let target = format!("{namespace}/{pod}");
+                let result = match release_pod(&self.client, &namespace, &pod).await {
+                    Ok(changed) => {
+                        t.ok(changed, None);
+                        if expired {
+                            "released (expired)"
+                        } else {
+                            "released"
+                        }
+                        .to_owned()
+                    }
+                    Err(e) => {
+                        let text = e.to_string();
+                        t.failed(e, &namespace, "patch");
+                        text
+                    }
+                };
+                self.log_action("release", &target, &result, &mut t);
+                let text = match (&t.error, expired) {
+                    (Some(_), _) => result,
+                    (None, true) => format!("released the expired hold on {pod}"),
+                    (None, false) => format!("released {pod}"),
+                };
+                t.done(text, vec![(namespace, pod)])
+            }
+            Effect::FetchLog {
+                namespace,
+                pod,
+                container,
+                previous,
+                capture,
+            } => {
+                let r = fetch_log(
+                    &self.client,
+                    &namespace,
+                    &pod,
+                    &container,
+                    previous,
+                    crate::source::LOG_TAIL_LINES as i64,
+                )
+                .await;
+                let lines = r.map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>());
+                if !capture {
+                    return Outcome::Log { pod, lines };
+                }
+                if let Ok(lines) = lines {
+                    self.emit(SourceEvent::LogCaptured {
+                        namespace,
+                        pod,
+                        lines,
+                        at: Utc::now(),
+                    })
+                    .await;
+                }
+                Outcome::Nothing
+            }
+            Effect::CheckPermissions { namespaces } => {
+                Outcome::Permissions(Permissions::check(&self.client, &namespaces).await)
+            }
+            Effect::FocusDriver(app) => {
+                if let Some(f) = &self.focus {
+                    f.prefer(app);
+                }
+                Outcome::Nothing
+            }
+        }
+    }
+
+    async fn set_hold(
+        &self,
+        namespace: String,
+        app_id: String,
+        driver: Option<String>,
+        pods: Vec<String>,
+        until: Option<Time>,
+    ) -> Outcome {
+        let mut t = Tally::default();
+        if let Some(d) = &driver {
+            match mark_app_hold(&self.client, &namespace, d, until).await {
+                Ok(()) => {}
+                Err(e) => t.failed(e, &namespace, "patch"),
+            }
+        }
+        for p in &pods {
+            let target = format!("{namespace}/{p}");
+            let (action, r) = match until {
+                Some(u) => ("hold", hold_pod(&self.client, &namespace, p, u).await),
+                None => ("release", release_pod(&self.client, &namespace, p).await),
+            };
+            match r {
+                Ok(changed) => {
+                    let result = match until {
+                        Some(u) => format!("held until {}", fmt_time(&u)),
+                        None => "released".to_owned(),
+                    };
+                    self.log_action(action, &target, &result, &mut t);
+                    t.ok(changed, None);
+                }
+                Err(e) => {
+                    self.log_action(action, &target, &e.to_string(), &mut t);
+                    t.failed(e, &namespace, "patch");
+                }
+            }
+        }
+        let verb = if until.is_some() {
+            "hold on"
+        } else {
+            "hold off"
+        };
+        let text = match &t.error {
+            None => format!("{verb}: {} pod(s)", t.changed),
+            Some(e) => format!("{verb}: {} pod(s); failed: {e}", t.changed),
+        };
+        self.timeline(
+            &namespace,
+            &app_id,
+            format!("action by {}: {text}", self.user),
+            None,
+        )
+        .await;
+        let pods = pods.into_iter().map(|p| (namespace.clone(), p)).collect();
+        t.done(text, pods)
+    }
+
+    async fn kill(&self, targets: Vec<Target>, grace: Option<u32>) -> Outcome {
+        let mut t = Tally::default();
+        for k in &targets {
+            let target = format!("{}/{}", k.namespace, k.pod);
+            match kill(&self.client, &k.namespace, &k.pod, grace).await {
+                Ok(()) => {
+                    t.ok(true, Some(format!("deleted {target}")));
+                    self.log_action("kill", &target, "deleted", &mut t);
+                    let text = format!(
+                        "action by {}: killed executor {} ({})",
+                        self.user, k.executor, k.pod
+                    );
+                    self.timeline(&k.namespace, &k.app_id, text, Some(k.executor))
+                        .await;
+                }
+                Err(e) => {
+                    self.log_action("kill", &target, &e.to_string(), &mut t);
+                    t.failed(e, &k.namespace, "delete");
+                }
+            }
+        }
+        let text = match &t.error {
+            None => format!(
+                "killed {} executor(s); Spark replaces them if below target",
+                t.changed
+            ),
+            Some(first) => format!("killed {}, failed {}: {first}", t.changed, t.failed),
+        };
+        t.done(text, Vec::new())
     }
 }

@@ -52,6 +52,9 @@ pub enum Health {
     },
 }
 
+/// How many lines of a container's log are fetched and kept as evidence.
+pub const LOG_TAIL_LINES: usize = 200;
+
 /// Everything the store learns, in one type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

@@ -38,8 +38,8 @@ pub const MAX_EVENTS: usize = 16;
 pub const MAX_TIMELINE: usize = 2000;
 /// Executors whose captured log tails are kept (the oldest are dropped).
 pub const MAX_LOGS: usize = 500;
-/// Lines kept per captured log.
-pub const LOG_LINES: usize = 200;
+/// Log lines kept per executor (as many as are fetched).
+pub use crate::source::LOG_TAIL_LINES as LOG_LINES;
 
 mod evidence;
 mod health_and_driver;

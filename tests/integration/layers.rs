@@ -10,9 +10,9 @@ const RULES: &[(&str, &[&str])] = &[
     ("source", &["store", "app", "ui", "tui", "commands", "cli"]),
     ("store", &["app", "ui", "tui", "commands", "cli", "effect"]),
     ("record", &["app", "ui", "tui", "commands", "cli"]),
-    ("effect", &["store", "app", "ui", "tui", "commands", "cli"]),
-    ("app", &["ui", "tui", "commands", "cli"]),
-    ("ui", &["tui", "commands", "cli"]),
+    ("effect", &["store", "app", "ui", "tui", "commands", "cli", "actions"]),
+    ("app", &["ui", "tui", "commands", "cli", "actions"]),
+    ("ui", &["tui", "commands", "cli", "actions"]),
 ];
 
 fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -1,0 +1,215 @@
+//! The writes themselves: delete a pod, add and remove the hold finalizer (JSON patches
+//! whose `test` ops leave every other finalizer alone), mark an app's hold on its driver,
+//! and read a container's log.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, LogParams, Patch, PatchParams},
+};
+use serde_json::json;
+
+use super::Denied;
+use crate::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
+
+/// A failed write, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error("{0}")]
+    Denied(#[from] Denied),
+    #[error("{verb} {namespace}/{pod}: forbidden ({message})")]
+    Forbidden {
+        verb: String,
+        namespace: String,
+        pod: String,
+        message: String,
+    },
+    #[error("{verb} {namespace}/{pod}: {message}")]
+    Api {
+        verb: String,
+        namespace: String,
+        pod: String,
+        message: String,
+    },
+}
+
+impl WriteError {
+    fn from_kube(verb: &str, namespace: &str, pod: &str, e: kube::Error) -> Self {
+        match e {
+            kube::Error::Api(s) if s.code == 403 => Self::Forbidden {
+                verb: verb.to_owned(),
+                namespace: namespace.to_owned(),
+                pod: pod.to_owned(),
+                message: crate::redact::one_line(&s.message),
+            },
+            other => Self::Api {
+                verb: verb.to_owned(),
+                namespace: namespace.to_owned(),
+                pod: pod.to_owned(),
+                message: crate::source::errors::describe(&other),
+            },
+        }
+    }
+}
+
+/// Deletes an executor pod. `grace` `None` = the pod's own grace period.
+pub async fn kill(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    grace: Option<u32>,
+) -> Result<(), WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let dp = DeleteParams {
+        grace_period_seconds: grace,
+        ..DeleteParams::background()
+    };
+    api.delete(pod, &dp)
+        .await
+        .map(|_| ())
+        .map_err(|e| WriteError::from_kube("delete", namespace, pod, e))
+}
+
+/// Adds the hold finalizer (if absent) and sets the expiry annotation, without touching
+/// other finalizers (the patch tests the list it read). Retries once if the pod changed.
+pub async fn hold_pod(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    expires: DateTime<Utc>,
+) -> Result<bool, WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    for attempt in 0..3 {
+        let current = api
+            .get(pod)
+            .await
+            .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?;
+        if current.metadata.deletion_timestamp.is_some() {
+            return Ok(false); // finalizers cannot be added to a deleting pod
+        }
+        let finalizers = current.metadata.finalizers.clone().unwrap_or_default();
+        let mut ops = Vec::new();
+        if !finalizers.iter().any(|f| f == HOLD_FINALIZER) {
+            if current.metadata.finalizers.is_none() {
+                ops.push(
+                    json!({"op": "add", "path": "/metadata/finalizers", "value": [HOLD_FINALIZER]}),
+                );
+            } else {
+                ops.push(
+                    json!({"op": "test", "path": "/metadata/finalizers", "value": finalizers}),
+                );
+                ops.push(
+                    json!({"op": "add", "path": "/metadata/finalizers/-", "value": HOLD_FINALIZER}),
+                );
+            }
+        }
+        if current.metadata.annotations.is_none() {
+            ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+        }
+        ops.push(json!({"op": "add", "path": "/metadata/annotations/spark-triage.dev~1hold-expires", "value": fmt_time(&expires)}));
+        match json_patch_pod(&api, namespace, pod, ops).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 422 && attempt < 2 => continue,
+            Err(e) => return Err(WriteError::from_kube("patch", namespace, pod, e)),
+        }
+    }
+    Ok(false)
+}
+
+/// Sends a JSON patch (RFC 6902) built from `ops` to a pod.
+async fn json_patch_pod(
+    api: &Api<Pod>,
+    namespace: &str,
+    pod: &str,
+    ops: Vec<serde_json::Value>,
+) -> Result<Pod, kube::Error> {
+    let patch: json_patch::Patch = serde_json::from_value(json!(ops)).map_err(|e| {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code: 400,
+            reason: "BadRequest".into(),
+            message: format!("patch for {namespace}/{pod}: {e}"),
+            ..kube::core::Status::default()
+        }))
+    })?;
+    api.patch(pod, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+}
+
+/// Removes only the tool's finalizer (a `test` op pins its position) and its annotation.
+pub async fn release_pod(client: &Client, namespace: &str, pod: &str) -> Result<bool, WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    for attempt in 0..3 {
+        let Some(current) = api
+            .get_opt(pod)
+            .await
+            .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?
+        else {
+            return Ok(false);
+        };
+        let finalizers = current.metadata.finalizers.clone().unwrap_or_default();
+        let mut ops = Vec::new();
+        if let Some(i) = finalizers.iter().position(|f| f == HOLD_FINALIZER) {
+            ops.push(json!({"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": HOLD_FINALIZER}));
+            ops.push(json!({"op": "remove", "path": format!("/metadata/finalizers/{i}")}));
+        }
+        if current
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(HOLD_EXPIRES))
+        {
+            ops.push(json!({"op": "remove", "path": "/metadata/annotations/spark-triage.dev~1hold-expires"}));
+        }
+        if ops.is_empty() {
+            return Ok(false);
+        }
+        match json_patch_pod(&api, namespace, pod, ops).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(s)) if (s.code == 422 || s.code == 404) && attempt < 2 => continue,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
+            Err(e) => return Err(WriteError::from_kube("patch", namespace, pod, e)),
+        }
+    }
+    Ok(false)
+}
+
+/// Marks (or clears) the app-level hold on the driver pod.
+pub async fn mark_app_hold(
+    client: &Client,
+    namespace: &str,
+    driver: &str,
+    expires: Option<DateTime<Utc>>,
+) -> Result<(), WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let value = expires
+        .map(|e| json!(fmt_time(&e)))
+        .unwrap_or(serde_json::Value::Null);
+    let patch = json!({"metadata": {"annotations": {HOLD_EXPIRES: value}}});
+    api.patch(driver, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| WriteError::from_kube("patch", namespace, driver, e))
+}
+
+/// The tail of a container's log (`previous` for the instance before the last restart).
+pub async fn fetch_log(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+    previous: bool,
+    tail: i64,
+) -> Result<String, String> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let lp = LogParams {
+        container: Some(container.to_owned()),
+        previous,
+        tail_lines: Some(tail),
+        ..LogParams::default()
+    };
+    api.logs(pod, &lp).await.map_err(|e| match e {
+        kube::Error::Api(s) => crate::redact::one_line(&s.message),
+        other => crate::source::errors::describe(&other),
+    })
+}
