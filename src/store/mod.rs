@@ -46,7 +46,10 @@ mod health_and_driver;
 mod records;
 
 use evidence::*;
-pub use records::*;
+pub use records::{
+    AppConfig, AppKey, AppRecord, Counts, DriverApiState, DriverInfo, ExecutorRecord, Finished,
+    Gone, Snapshot, TimelineEntry, Transition,
+};
 
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::*;
+use super::{records::spark_duration, *};
 use crate::{
     model::testing::{event, pod},
     source::Health,

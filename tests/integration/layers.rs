@@ -10,7 +10,10 @@ const RULES: &[(&str, &[&str])] = &[
     ("source", &["store", "app", "ui", "tui", "commands", "cli"]),
     ("store", &["app", "ui", "tui", "commands", "cli", "effect"]),
     ("record", &["app", "ui", "tui", "commands", "cli"]),
-    ("effect", &["store", "app", "ui", "tui", "commands", "cli", "actions"]),
+    (
+        "effect",
+        &["store", "app", "ui", "tui", "commands", "cli", "actions"],
+    ),
     ("app", &["ui", "tui", "commands", "cli", "actions"]),
     ("ui", &["tui", "commands", "cli", "actions"]),
 ];

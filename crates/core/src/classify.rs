@@ -34,7 +34,9 @@ impl Default for ClassifyConfig {
 /// What the user told us (from flags or the driver's `spark.properties`); `None` = not known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClassifyOptions {
+    /// The container Spark treats as the executor's (`spark.kubernetes.executor.podTemplateContainerName`); `None`: guess per pod.
     pub spark_container: Option<String>,
+    /// `spark.kubernetes.executor.checkAllContainers`; `None`: Spark's default for the app's version.
     pub check_all_containers: Option<bool>,
 }
 
@@ -57,7 +59,9 @@ pub enum ContainerSource {
 /// A config plus how its container name was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
+    /// The configuration classification uses.
     pub config: ClassifyConfig,
+    /// How the Spark container was chosen.
     pub source: ContainerSource,
 }
 

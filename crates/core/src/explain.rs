@@ -17,18 +17,24 @@ use crate::{
 /// The `explain --output json` document.
 #[derive(Debug, Serialize)]
 pub struct Explanation {
+    /// One explanation per pod, in input order.
     pub pods: Vec<PodExplanation>,
 }
 
 /// One pod, explained.
 #[derive(Debug, Serialize)]
 pub struct PodExplanation {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The app's id (`spark-app-selector`).
     pub app_id: Option<String>,
+    /// The Spark role.
     pub role: Option<Role>,
     /// `null` for pods that are not executors of Spark's snapshot (no numeric `spark-exec-id`).
     pub executor_id: Option<i64>,
+    /// Spark's state of the pod.
     pub state: ExecutorState,
     /// The Spark container's exit code (its current state, else `lastState`).
     pub exit_code: Option<i32>,
@@ -36,7 +42,9 @@ pub struct PodExplanation {
     pub container_reason: Option<String>,
     /// The container judged to be Spark's, and how it was chosen.
     pub spark_container: String,
+    /// How the Spark container was chosen.
     pub spark_container_source: ContainerSource,
+    /// The findings, primary first.
     pub findings: Vec<Finding>,
     /// What Spark's driver logs and concludes; `null` until Spark acts on the pod.
     pub spark_view: Option<SparkView>,

@@ -6,6 +6,8 @@
 //! input and never panics on cluster data. The product (sources, store, UI, commands) and
 //! the simulator build on it; it depends on neither.
 
+#![warn(missing_docs)]
+
 pub mod classify;
 pub mod diagnose;
 pub mod explain;

@@ -9,7 +9,7 @@
 //! - `driver-removed`: Spark's own `removeReason`, verbatim, with what it says.
 //!
 //! Pure: the caller passes the times. Ref: Spark's `ExecutorSummary`
-//! (https://spark.apache.org/docs/latest/monitoring.html#executor-task-metrics) and
+//! (<https://spark.apache.org/docs/latest/monitoring.html#executor-task-metrics>) and
 //! `ExecutorPodsLifecycleManager.scala` for the reason texts.
 
 use chrono::Duration;
@@ -33,7 +33,9 @@ const REF_LIFECYCLE: &str = "https://github.com/apache/spark/blob/master/resourc
 /// What the pod side says, for reconciliation.
 #[derive(Debug, Clone, Copy)]
 pub struct PodSide {
+    /// The executor id.
     pub id: i64,
+    /// Spark's state of it, from the driver's side.
     pub state: ExecutorState,
     /// When the pod was deleted, went missing, or (never seen) when the driver first named it.
     pub gone_at: Option<Time>,

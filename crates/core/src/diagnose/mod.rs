@@ -33,38 +33,68 @@ pub use scheduling::{SchedulingKind, SchedulingReason};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Code {
+    /// The container was OOM-killed by the kernel (exit 137, `OOMKilled`): the pod's memory limit.
     ContainerOomKilled,
+    /// SIGKILL (137) without `OOMKilled`: killed by the node (memory pressure, a kill from outside).
     NodeSigkill,
+    /// The JVM ran out of heap (exit 52, `OutOfMemoryError`).
     JvmOom,
+    /// An uncaught exception ended the executor (exit 50, 51 or 10).
     UncaughtException,
+    /// Spark could not create its local directories (exit 53).
     LocalDirFailure,
+    /// The executor could not reach the driver with heartbeats (exit 56).
     HeartbeatFailure,
+    /// The task reaper killed the JVM (exit 57).
     TaskReaper,
+    /// Ended by SIGTERM (143): a kill, a deletion, a drain.
     Sigterm,
+    /// Segmentation fault (139).
     Sigsegv,
+    /// Aborted (134).
     Sigabrt,
+    /// The entrypoint could not be run (126/127).
     NotExecutable,
+    /// Any other non-zero exit.
     GenericError,
+    /// The executor exited 0.
     Succeeded,
+    /// Evicted by the kubelet or the eviction API.
     Evicted,
+    /// Preempted by a higher-priority pod.
     Preempted,
+    /// Deletion requested (by Spark, a user or a controller).
     Deleted,
+    /// The scheduler cannot place it (FailedScheduling).
     Unschedulable,
+    /// The image cannot be pulled.
     ImagePull,
+    /// The container cannot be created from its config (missing ConfigMap/Secret key, …).
     ContainerConfigError,
+    /// Stuck in ContainerCreating (volumes, network).
     ContainerCreatingStuck,
+    /// An init container failed.
     InitContainerFailed,
+    /// The pod's node was lost.
     NodeLost,
+    /// A sidecar failed while the Spark container ran.
     SidecarFailed,
+    /// The executor's process exited, but Spark looks at another container and still calls it running.
     StuckRunning,
+    /// Vanished from a full LIST with no deletion seen.
     Missing,
+    /// The driver still counts the executor active while its pod is gone.
     DriverLostPod,
+    /// Running for over a minute, and the driver has no such executor.
     Unregistered,
+    /// Removed by the driver, its pod still running.
     Zombie,
+    /// The driver lists the executor as removed, with Spark's reason verbatim.
     DriverRemoved,
 }
 
 impl Code {
+    /// Every code, in the order of the documentation.
     pub const ALL: [Self; 29] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
@@ -97,6 +127,7 @@ impl Code {
         Self::DriverRemoved,
     ];
 
+    /// The kebab-case code every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ContainerOomKilled => "container-oom-killed",
@@ -142,12 +173,16 @@ impl fmt::Display for Code {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The executor failed.
     Error,
+    /// Worth a look.
     Warn,
+    /// For the record.
     Info,
 }
 
 impl Severity {
+    /// The lower-case name every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Error => "error",
@@ -160,7 +195,9 @@ impl Severity {
 /// One explanation of what happened to a pod.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
+    /// Which rule.
     pub code: Code,
+    /// How serious.
     pub severity: Severity,
     /// One line for people.
     pub summary: String,
@@ -205,6 +242,7 @@ pub enum Witness {
 }
 
 impl Witness {
+    /// The kebab-case name every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pod => "pod",
@@ -260,12 +298,15 @@ impl Finding {
 /// What a rule looks at.
 #[derive(Debug)]
 pub struct Subject<'a> {
+    /// The pod, as last seen.
     pub pod: &'a ExecutorPod,
     /// Events about this pod, oldest first.
     pub events: Vec<&'a PodEvent>,
+    /// Which container is Spark's, and how that was decided.
     pub resolved: &'a Resolved,
     /// Spark's state for the pod under `resolved.config`.
     pub state: ExecutorState,
+    /// The time the diagnosis is made at (ages, pending durations).
     pub now: Time,
 }
 

@@ -15,23 +15,34 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedulingKind {
+    /// `Insufficient cpu`.
     InsufficientCpu,
+    /// `Insufficient memory`.
     InsufficientMemory,
     /// Another resource: `nvidia.com/gpu`, `ephemeral-storage`, `pods`, …
     InsufficientOther,
+    /// `had untolerated taint`.
     UntoleratedTaint,
+    /// `didn't match Pod's node affinity/selector`.
     NodeAffinity,
+    /// A volume could not be bound or attached.
     VolumeBinding,
+    /// `Too many pods`.
     TooManyPods,
     /// Nodes cordoned (`node(s) were unschedulable`).
     NodeUnschedulable,
+    /// Inter-pod affinity or anti-affinity.
     PodAffinity,
+    /// `didn't have free ports`.
     Ports,
+    /// No nodes at all.
     NoNodes,
+    /// Anything else.
     Other,
 }
 
 impl SchedulingKind {
+    /// The kebab-case name every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InsufficientCpu => "insufficient cpu",
@@ -53,6 +64,7 @@ impl SchedulingKind {
 /// One reason of a scheduling failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedulingReason {
+    /// What kind of reason.
     pub kind: SchedulingKind,
     /// How many nodes gave this reason, when the message says.
     pub nodes: Option<u32>,
@@ -66,6 +78,7 @@ pub struct SchedulingReason {
 pub struct Parsed {
     /// `3` of `0/3 nodes are available`.
     pub total_nodes: Option<u32>,
+    /// The reasons, most nodes first.
     pub reasons: Vec<SchedulingReason>,
     /// The `preemption: …` part, verbatim.
     pub preemption: Option<String>,

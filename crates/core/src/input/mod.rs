@@ -16,36 +16,66 @@ mod stream;
 /// Why an input could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The input could not be read.
     #[error("cannot read {origin}: {source}")]
     Read {
+        /// The file, `-` or the URL it came from.
         origin: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The input is not UTF-8 text.
     #[error("{origin}: not text (invalid UTF-8 at byte {at})")]
-    NotText { origin: String, at: usize },
+    NotText {
+        /// Where it came from.
+        origin: String,
+        /// The offset of the first invalid byte.
+        at: usize,
+    },
+    /// Nothing to read.
     #[error("{origin}: empty input; expected a Pod, a PodList or a List of pods")]
-    Empty { origin: String },
+    Empty {
+        /// Where it came from.
+        origin: String,
+    },
+    /// The JSON is malformed.
     #[error("{origin}: not valid JSON: {message} at line {line}, column {column}")]
     Json {
+        /// Where it came from.
         origin: String,
+        /// The parser's message.
         message: String,
+        /// The line of the error.
         line: usize,
+        /// Its column.
         column: usize,
     },
+    /// The YAML is malformed.
     #[error("{origin}: not valid YAML: {message}{at}")]
     Yaml {
+        /// Where it came from.
         origin: String,
+        /// The parser's message.
         message: String,
+        /// Where in the input (may be empty).
         at: String,
     },
+    /// Valid, but not pods, events or lists of them.
     #[error("{origin}: {what}")]
-    Unexpected { origin: String, what: String },
+    Unexpected {
+        /// Where it came from.
+        origin: String,
+        /// What was found instead.
+        what: String,
+    },
 }
 
 /// The pods and events found in one input, plus what was skipped and why.
 #[derive(Debug, Default)]
 pub struct Objects {
+    /// The pods found.
     pub pods: Vec<ExecutorPod>,
+    /// The events found.
     pub events: Vec<PodEvent>,
     /// Items that are not pods or events (a Service in `kubectl get all`): one line each.
     pub skipped: Vec<String>,
@@ -109,6 +139,7 @@ fn json_error(origin: &str, e: &serde_json::Error) -> InputError {
     }
 }
 
+/// Splits an input into its documents (a JSON value, a JSON stream or YAML documents).
 pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputError> {
     let text = text_of(bytes, origin)?;
     let docs: Vec<Value> = if json_text(bytes, origin)?.is_some() {

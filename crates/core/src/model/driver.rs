@@ -2,7 +2,7 @@
 //! (`/api/v1/applications/{app}/allexecutors`, `ExecutorSummary` in Spark's `api.scala`),
 //! and Spark's `removeReason` texts read back into an exit code and container states.
 //!
-//! Ref: https://spark.apache.org/docs/latest/monitoring.html#rest-api and, for the reason
+//! Ref: <https://spark.apache.org/docs/latest/monitoring.html#rest-api> and, for the reason
 //! texts, `ExecutorPodsLifecycleManager.scala` (docs/diagnosis.md §2).
 
 use chrono::{NaiveDateTime, TimeZone, Utc};
@@ -14,21 +14,31 @@ use super::Time;
 /// One executor as the driver lists it (the `driver` entry is not kept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriverExecutor {
+    /// The executor id.
     pub id: i64,
+    /// Whether the driver counts it as active.
     pub active: bool,
+    /// `host:port` it registered from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<String>,
+    /// When it was added.
     pub add_time: Option<Time>,
+    /// When it was removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove_time: Option<Time>,
+    /// The driver's removal reason, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove_reason: Option<String>,
+    /// Tasks running.
     pub active_tasks: u64,
+    /// Tasks failed.
     pub failed_tasks: u64,
+    /// Tasks completed.
     pub completed_tasks: u64,
     /// Storage memory available to the executor (bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_memory: Option<u64>,
+    /// Peak memory, from the executor's metrics.
     #[serde(default)]
     pub peak: PeakMemory,
 }
@@ -36,6 +46,7 @@ pub struct DriverExecutor {
 /// What the latest readable driver view said about one executor id, and when it was read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriverSeen {
+    /// When the driver was read.
     pub at: Time,
     /// `None`: the driver's list did not have this id at all.
     pub exec: Option<DriverExecutor>,
@@ -45,8 +56,10 @@ pub struct DriverSeen {
 /// `spark.executor.processTreeMetrics.enabled=true` and are absent otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeakMemory {
+    /// Peak JVM heap memory, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jvm_heap: Option<u64>,
+    /// Peak JVM off-heap memory, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jvm_off_heap: Option<u64>,
     /// JVM + Python + other process-tree RSS.
@@ -140,23 +153,34 @@ pub enum RemovalKind {
 /// One container from the status dump in a removal message.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ReasonContainer {
+    /// The container's name.
     pub name: String,
+    /// Its image.
     pub image: Option<String>,
+    /// Its state (`terminated`, `running`, `waiting`).
     pub state: Option<String>,
+    /// Its exit code.
     pub exit_code: Option<i32>,
+    /// Its termination reason.
     pub reason: Option<String>,
+    /// When it started, as Spark printed it.
     pub started_at: Option<String>,
+    /// When it ended, as Spark printed it.
     pub finished_at: Option<String>,
 }
 
 /// A parsed `removeReason`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemovalReason {
+    /// What kind of removal.
     pub kind: RemovalKind,
+    /// The exit code Spark reported.
     pub exit_code: Option<i32>,
     /// "The API gave the following brief reason: …" (the pod's `status.reason`).
     pub pod_reason: Option<String>,
+    /// The pod's message, when Spark included it.
     pub pod_message: Option<String>,
+    /// The containers Spark listed.
     pub containers: Vec<ReasonContainer>,
 }
 

@@ -16,22 +16,28 @@ pub struct PodEvent {
     pub namespace: String,
     /// Name of the object it is about.
     pub object_name: String,
+    /// The uid of the object it is about.
     pub object_uid: Option<String>,
     /// Kind of the object it is about (`Pod`, `Node`, …).
     pub object_kind: Option<String>,
     /// `Normal` or `Warning`.
     pub type_: Option<String>,
+    /// The event's reason (`FailedScheduling`, `Killing`, …).
     pub reason: Option<String>,
+    /// Its message.
     pub message: Option<String>,
     /// How many times it happened (at least 1).
     pub count: i32,
+    /// When it was first seen.
     pub first_seen: Option<Time>,
+    /// When it was last seen.
     pub last_seen: Option<Time>,
     /// Who reported it (`default-scheduler`, `kubelet`, …).
     pub source: Option<String>,
 }
 
 impl PodEvent {
+    /// Projects a core/v1 Event.
     pub fn from_core(e: &core::Event) -> Self {
         let obj = &e.involved_object;
         let series = e.series.as_ref();
@@ -68,6 +74,7 @@ impl PodEvent {
         }
     }
 
+    /// Projects an events.k8s.io/v1 Event.
     pub fn from_events_v1(e: &events::Event) -> Self {
         let obj = e.regarding.as_ref();
         let event_time = e.event_time.as_ref().map(|t| time(&t.0));
@@ -124,6 +131,7 @@ impl PodEvent {
         }
     }
 
+    /// `type` is `Warning`.
     pub fn is_warning(&self) -> bool {
         self.type_.as_deref() == Some("Warning")
     }
@@ -139,6 +147,7 @@ impl PodEvent {
         ))
     }
 
+    /// The reason, compared exactly.
     pub fn reason_is(&self, reason: &str) -> bool {
         self.reason.as_deref() == Some(reason)
     }

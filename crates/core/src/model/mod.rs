@@ -8,7 +8,13 @@ mod state;
 
 pub use driver::DriverExecutor;
 pub use event::PodEvent;
-pub use pod::*;
+pub use pod::{
+    ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,
+    DEFAULT_EXECUTOR_CONTAINER, Deletion, ExecIdLabel, ExecutorPod, HOLD_EXPIRES, HOLD_FINALIZER,
+    LABEL_APP_ID, LABEL_APP_NAME, LABEL_EXEC_ID, LABEL_INACTIVE, LABEL_ROLE, LABEL_SPARK_VERSION,
+    OwnerRef, PodCondition, PodStatus, Resources, Role, TOOL_DOMAIN, Terminated, Time, fmt_time,
+    time,
+};
 pub use state::ExecutorState;
 
 #[doc(hidden)]

@@ -43,20 +43,31 @@ pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 /// What diagnosis needs of a Pod. Built by [`ExecutorPod::from_pod`]; never holds the Pod.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ExecutorPod {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// `metadata.uid` (ownership checks compare it).
     pub uid: Option<String>,
+    /// `metadata.resourceVersion`, verbatim.
     pub resource_version: Option<String>,
+    /// All labels (Spark's `spark-*` labels among them).
     pub labels: BTreeMap<String, String>,
+    /// The controlling owner reference, if any.
     pub owner: Option<OwnerRef>,
+    /// `metadata.creationTimestamp`.
     pub created_at: Option<Time>,
     /// Set once deletion was requested (`metadata.deletionTimestamp`).
     pub deletion: Option<Deletion>,
+    /// `metadata.finalizers` (the hold adds the tool's own).
     pub finalizers: Vec<String>,
+    /// `spec.nodeName`: the node it was bound to.
     pub node_name: Option<String>,
     /// `spec.restartPolicy`, verbatim (Spark compares it to the exact string `Never`).
     pub restart_policy: Option<String>,
+    /// `spec.containers`, in order.
     pub containers: Vec<ContainerSpec>,
+    /// `spec.initContainers`, in order.
     pub init_containers: Vec<ContainerSpec>,
     /// `None` when the object has no `status` at all (Spark distinguishes this).
     pub status: Option<PodStatus>,
@@ -70,24 +81,33 @@ pub struct ExecutorPod {
 /// The controlling owner (for executors: the driver pod).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OwnerRef {
+    /// The owner's kind (`Pod` for an executor created by its driver).
     pub kind: String,
+    /// The owner's name.
     pub name: String,
+    /// The owner's uid.
     pub uid: String,
 }
 
 /// A requested deletion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Deletion {
+    /// `metadata.deletionTimestamp` as parsed (the epoch when unreadable: only its presence matters to Spark).
     pub at: Time,
+    /// `metadata.deletionGracePeriodSeconds`.
     pub grace_period_seconds: Option<i64>,
 }
 
 /// One container of the spec.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContainerSpec {
+    /// The container's name.
     pub name: String,
+    /// Its image.
     pub image: Option<String>,
+    /// `resources.requests`.
     pub requests: Resources,
+    /// `resources.limits`.
     pub limits: Resources,
     /// The container's env defines `SPARK_EXECUTOR_ID`: it runs Spark's executor entrypoint.
     pub runs_executor: bool,
@@ -96,7 +116,9 @@ pub struct ContainerSpec {
 /// CPU and memory quantities as the API wrote them.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Resources {
+    /// The CPU quantity.
     pub cpu: Option<String>,
+    /// The memory quantity.
     pub memory: Option<String>,
 }
 
@@ -105,32 +127,49 @@ pub struct Resources {
 pub struct PodStatus {
     /// Verbatim; `None` when absent (Spark distinguishes null from any value).
     pub phase: Option<String>,
+    /// `status.reason` (`Evicted`, `OutOfcpu`, `NodeLost`, …).
     pub reason: Option<String>,
+    /// `status.message`.
     pub message: Option<String>,
+    /// `status.conditions`.
     pub conditions: Vec<PodCondition>,
+    /// `status.containerStatuses`.
     pub container_statuses: Vec<ContainerStatus>,
+    /// `status.initContainerStatuses`.
     pub init_container_statuses: Vec<ContainerStatus>,
+    /// `status.startTime`.
     pub start_time: Option<Time>,
+    /// `status.nominatedNodeName` (set by preemption).
     pub nominated_node_name: Option<String>,
 }
 
 /// One entry of `status.conditions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodCondition {
+    /// The condition type (`PodScheduled`, `Ready`, `DisruptionTarget`, …).
     pub type_: String,
+    /// `True`, `False` or `Unknown`.
     pub status: String,
+    /// A machine-readable reason.
     pub reason: Option<String>,
+    /// A human-readable message.
     pub message: Option<String>,
+    /// `lastTransitionTime`.
     pub last_transition: Option<Time>,
 }
 
 /// One entry of `status.containerStatuses` (or the init-container list).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContainerStatus {
+    /// The container's name.
     pub name: String,
+    /// The image it runs.
     pub image: Option<String>,
+    /// Whether it passes its readiness probe.
     pub ready: bool,
+    /// How many times it restarted.
     pub restart_count: i32,
+    /// Its current state.
     pub state: ContainerState,
     /// `lastState`: what the container was before its last restart.
     pub last_state: ContainerState,
@@ -144,24 +183,36 @@ pub enum ContainerState {
     /// No state reported.
     #[default]
     None,
+    /// Not started yet (image pull, config error, …).
     Waiting {
+        /// Why it waits (`ErrImagePull`, `CreateContainerConfigError`, …).
         reason: Option<String>,
+        /// The kubelet's message.
         message: Option<String>,
     },
+    /// Started and not ended.
     Running {
+        /// When it started.
         started_at: Option<Time>,
     },
+    /// Ended.
     Terminated(Terminated),
 }
 
 /// `state.terminated`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Terminated {
+    /// The exit code (137 = SIGKILL, 143 = SIGTERM, 52 = Spark's JVM OOM, …).
     pub exit_code: i32,
+    /// The signal, when the runtime reports one.
     pub signal: Option<i32>,
+    /// `OOMKilled`, `Error`, `Completed`, `ContainerStatusUnknown`, …
     pub reason: Option<String>,
+    /// The termination message.
     pub message: Option<String>,
+    /// When it started.
     pub started_at: Option<Time>,
+    /// When it ended.
     pub finished_at: Option<Time>,
 }
 
@@ -169,7 +220,9 @@ pub struct Terminated {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The driver pod (`spark-role=driver`).
     Driver,
+    /// An executor pod (`spark-role=executor`).
     Executor,
 }
 
@@ -272,14 +325,17 @@ impl ExecutorPod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// A label's value.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)
     }
 
+    /// The app's id (`spark-app-selector`).
     pub fn app_id(&self) -> Option<&str> {
         self.label(LABEL_APP_ID)
     }
 
+    /// The Spark role, from `spark-role`.
     pub fn role(&self) -> Option<Role> {
         match self.label(LABEL_ROLE)? {
             "driver" => Some(Role::Driver),
@@ -313,16 +369,19 @@ impl ExecutorPod {
         self.label(LABEL_INACTIVE) == Some("true")
     }
 
+    /// `status.phase`, verbatim (`None` when absent).
     pub fn phase(&self) -> Option<&str> {
         self.status.as_ref()?.phase.as_deref()
     }
 
+    /// `status.containerStatuses` (empty without a status).
     pub fn container_statuses(&self) -> &[ContainerStatus] {
         self.status
             .as_ref()
             .map_or(&[][..], |s| s.container_statuses.as_slice())
     }
 
+    /// `status.initContainerStatuses` (empty without a status).
     pub fn init_container_statuses(&self) -> &[ContainerStatus] {
         self.status
             .as_ref()
@@ -334,10 +393,12 @@ impl ExecutorPod {
         self.container_statuses().iter().find(|c| c.name == name)
     }
 
+    /// The spec of the container with this name.
     pub fn container_spec(&self, name: &str) -> Option<&ContainerSpec> {
         self.containers.iter().find(|c| c.name == name)
     }
 
+    /// The condition of this type, if reported.
     pub fn condition(&self, type_: &str) -> Option<&PodCondition> {
         self.status
             .as_ref()?
@@ -422,10 +483,12 @@ impl ContainerStatus {
         }
     }
 
+    /// The terminated state, if the container has ended.
     pub fn terminated(&self) -> Option<&Terminated> {
         self.state.terminated()
     }
 
+    /// Why the container waits, if it does.
     pub fn waiting_reason(&self) -> Option<&str> {
         match &self.state {
             ContainerState::Waiting { reason, .. } => reason.as_deref(),
@@ -459,6 +522,7 @@ impl ContainerState {
         }
     }
 
+    /// The terminated state, if this is one.
     pub fn terminated(&self) -> Option<&Terminated> {
         match self {
             Self::Terminated(t) => Some(t),

@@ -9,16 +9,24 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorState {
+    /// Not running yet.
     Pending,
+    /// Running.
     Running,
+    /// Ended with exit 0.
     Succeeded,
+    /// Ended with a failure.
     Failed,
+    /// Deleted while not running.
     Deleted,
+    /// Being deleted while running.
     Terminating,
+    /// No phase, or one Spark does not know.
     Unknown,
 }
 
 impl ExecutorState {
+    /// Every state, in the order of the documentation.
     pub const ALL: [Self; 7] = [
         Self::Pending,
         Self::Running,
@@ -29,6 +37,7 @@ impl ExecutorState {
         Self::Unknown,
     ];
 
+    /// The lower-case name every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",

@@ -62,6 +62,7 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// The kebab-case name every output uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Present => "present",
@@ -130,6 +131,7 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// What Spark did about it (final states only).
     pub spark: Option<SparkAccount>,
+    /// How the pod ended.
     pub ending: Ending,
     /// Unexplained vanish: absent from a full LIST, no deletion seen, no witness says why.
     pub missing: bool,
@@ -188,6 +190,7 @@ impl Verdict {
         })
     }
 
+    /// Whether any finding has this code.
     pub fn has(&self, code: Code) -> bool {
         self.findings.iter().any(|f| f.code == code)
     }
@@ -209,6 +212,7 @@ pub enum PodGone {
 /// Everything known about one executor.
 #[derive(Debug)]
 pub struct Evidence<'a> {
+    /// The executor id.
     pub id: i64,
     /// The pod as last seen (or rebuilt from the driver's reason).
     pub pod: &'a ExecutorPod,
@@ -219,14 +223,19 @@ pub struct Evidence<'a> {
     pub first_deletion: Option<&'a crate::model::Deletion>,
     /// Events about the pod, oldest first.
     pub events: &'a [PodEvent],
+    /// How to classify (container name, checkAllContainers).
     pub options: &'a ClassifyOptions,
     /// `options` resolved for `pod`, and Spark's state for it (the store has both).
     pub resolved: &'a crate::classify::Resolved,
+    /// Spark's state of the last pod seen.
     pub pod_state: ExecutorState,
+    /// Whether and how the pod is gone.
     pub gone: PodGone,
     /// The tool's missing finding, when the store decided the pod vanished.
     pub missing: Option<&'a Finding>,
+    /// What the driver's REST API says about the executor.
     pub driver: Option<&'a DriverSeen>,
+    /// The captured tail of the Spark container's log.
     pub log_tail: Option<&'a [String]>,
     /// spark-triage's own kill deleted this pod.
     pub killed_by_tool: bool,
@@ -236,7 +245,9 @@ pub struct Evidence<'a> {
     pub gone_at: Option<Time>,
     /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval).
     pub lost_grace: chrono::Duration,
+    /// The app's `spark.kubernetes.executor.deleteOnTermination`.
     pub delete_on_termination: bool,
+    /// The time the verdict is made at.
     pub now: Time,
 }
 
