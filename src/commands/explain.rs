@@ -28,12 +28,22 @@ pub struct ExplainArgs {
     /// Detected from each pod when not given.
     #[arg(long, value_name = "NAME")]
     pub spark_container: Option<String>,
-    /// spark.kubernetes.executor.checkAllContainers (Spark 4 default: true; Spark 3: false).
+    /// spark.kubernetes.executor.checkAllContainers (default: the app's Spark version's:
+    /// true from 4.0, false before).
     #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
     pub check_all_containers: Option<bool>,
+    /// The app's Spark version (e.g. 3.5.7): which Spark's semantics to follow. Default: each
+    /// pod's spark-version label, else the newest the tool knows.
+    #[arg(long, value_name = "X.Y[.Z]", value_parser = parse_spark_version)]
+    pub spark_version: Option<crate::version::SparkVersion>,
     /// Evaluate time-based rules at this RFC 3339 time instead of now (for reproducible output).
     #[arg(long, value_name = "RFC3339", hide = true)]
     pub now: Option<String>,
+}
+
+fn parse_spark_version(s: &str) -> Result<crate::version::SparkVersion, String> {
+    crate::version::SparkVersion::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a Spark version (e.g. 3.5.7, 4.0)"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -75,6 +85,7 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     let opts = ClassifyOptions {
         spark_container: args.spark_container,
         check_all_containers: args.check_all_containers,
+        spark_version: args.spark_version,
     };
     let report = explain(&objects.pods, &objects.events, &opts, now);
     let text = match args.output {

@@ -88,6 +88,7 @@ impl AppConfig {
         ClassifyOptions {
             spark_container: self.spark_container.clone(),
             check_all_containers: self.check_all_containers,
+            spark_version: None,
         }
     }
 }

@@ -15,6 +15,7 @@ fn pipeline(bytes: &[u8]) {
             ClassifyOptions {
                 spark_container: Some("executor".into()),
                 check_all_containers: Some(false),
+                spark_version: None,
             },
         ] {
             let report = explain::explain(&objects.pods, &objects.events, &opts, now);

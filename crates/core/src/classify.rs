@@ -8,8 +8,9 @@
 
 use serde::Serialize;
 
-use crate::model::{
-    DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role,
+use crate::{
+    model::{DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role},
+    version::{self, SparkVersion, VersionSource},
 };
 
 /// The two settings Spark's classification depends on.
@@ -38,6 +39,8 @@ pub struct ClassifyOptions {
     pub spark_container: Option<String>,
     /// `spark.kubernetes.executor.checkAllContainers`; `None`: Spark's default for the app's version.
     pub check_all_containers: Option<bool>,
+    /// The app's Spark version (`--spark-version`); `None`: the pod's `spark-version` label.
+    pub spark_version: Option<SparkVersion>,
 }
 
 /// How the Spark container name was chosen.
@@ -63,23 +66,33 @@ pub struct Resolved {
     pub config: ClassifyConfig,
     /// How the Spark container was chosen.
     pub source: ContainerSource,
+    /// The Spark version whose semantics apply.
+    pub spark_version: SparkVersion,
+    /// Where that version came from.
+    pub version_source: VersionSource,
 }
 
 impl ClassifyOptions {
     /// Fills what the user did not give: the container from the pod (the role's default
     /// name if present, else the only container, else the one running Spark's executor
-    /// entrypoint), `checkAllContainers` from Spark 4's default.
+    /// entrypoint), `checkAllContainers` from the default of the app's Spark version
+    /// (`false` before 4.0).
     pub fn resolve(&self, pod: &ExecutorPod) -> Resolved {
         let (spark_container, source) = match &self.spark_container {
             Some(name) => (name.clone(), ContainerSource::Configured),
             None => detect_spark_container(pod),
         };
+        let (spark_version, version_source) = version::resolve(self.spark_version, pod);
         Resolved {
             config: ClassifyConfig {
                 spark_container,
-                check_all_containers: self.check_all_containers.unwrap_or(true),
+                check_all_containers: self
+                    .check_all_containers
+                    .unwrap_or_else(|| spark_version.check_all_containers_default()),
             },
             source,
+            spark_version,
+            version_source,
         }
     }
 }
@@ -525,6 +538,7 @@ mod tests {
         let given = ClassifyOptions {
             spark_container: Some("x".into()),
             check_all_containers: Some(false),
+            spark_version: None,
         };
         let r = given.resolve(&one);
         assert_eq!(

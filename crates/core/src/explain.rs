@@ -12,6 +12,7 @@ use crate::{
     diagnose::{Finding, diagnose},
     model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
     spark::{SparkView, spark_view},
+    version::{self, SparkVersion, VersionSource},
 };
 
 /// The `explain --output json` document.
@@ -44,6 +45,10 @@ pub struct PodExplanation {
     pub spark_container: String,
     /// How the Spark container was chosen.
     pub spark_container_source: ContainerSource,
+    /// The Spark version whose semantics were followed.
+    pub spark_version: SparkVersion,
+    /// Where that version came from (`label`, `configured`, `assumed`).
+    pub spark_version_source: VersionSource,
     /// The findings, primary first.
     pub findings: Vec<Finding>,
     /// What Spark's driver logs and concludes; `null` until Spark acts on the pod.
@@ -83,6 +88,12 @@ fn explain_pod(
     let container_reason = terminated
         .and_then(|t| t.reason.clone())
         .or_else(|| spark_status.and_then(|c| c.waiting_reason().map(str::to_owned)));
+    let mut view = spark_view(pod, state, &resolved.config);
+    if let Some(v) = &mut view
+        && !resolved.spark_version.counts_executor_failures()
+    {
+        v.counts_as_failure = false;
+    }
     PodExplanation {
         namespace: pod.namespace.clone(),
         pod: pod.name.clone(),
@@ -92,9 +103,11 @@ fn explain_pod(
         state,
         exit_code: terminated.map(|t| t.exit_code),
         container_reason,
-        spark_view: spark_view(pod, state, &resolved.config),
+        spark_view: view,
         spark_container: resolved.config.spark_container,
         spark_container_source: resolved.source,
+        spark_version: resolved.spark_version,
+        spark_version_source: resolved.version_source,
         findings,
         note: note(pod),
     }
@@ -153,6 +166,11 @@ pub fn render_text(report: &Explanation) -> String {
         };
         head.push(format!("container {} ({how})", p.spark_container));
         let _ = writeln!(out, "  {}", head.join(" | "));
+        let _ = writeln!(
+            out,
+            "  follows {}",
+            version::describe(p.spark_version, p.spark_version_source)
+        );
         if let Some(n) = &p.note {
             let _ = writeln!(out, "  note: {n}");
         }
@@ -176,6 +194,8 @@ pub fn render_text(report: &Explanation) -> String {
             };
             let failure = if v.counts_as_failure {
                 "; counts toward spark.executor.maxNumFailures"
+            } else if v.caused_by_app && !p.spark_version.counts_executor_failures() {
+                "; Spark before 4.0 has no executor-failure limit on Kubernetes"
             } else {
                 ""
             };
@@ -205,4 +225,77 @@ pub fn render_text(report: &Explanation) -> String {
         by_state.join(", ")
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::testing::pod;
+
+    /// An executor whose Spark container runs while its sidecar failed, labelled `version`.
+    fn sidecar_failed(version: Option<&str>) -> ExecutorPod {
+        let mut labels = json!({"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": "3"});
+        if let Some(v) = version {
+            labels["spark-version"] = json!(v);
+        }
+        pod(json!({
+            "metadata": {"name": "e-3", "labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}, {"name": "istio-proxy"}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "spark-kubernetes-executor", "ready": true, "restartCount": 0, "image": "spark", "imageID": "", "state": {"running": {}}},
+                {"name": "istio-proxy", "ready": false, "restartCount": 0, "image": "istio", "imageID": "", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+            ]}
+        }))
+    }
+
+    fn one(p: ExecutorPod, opts: &ClassifyOptions) -> PodExplanation {
+        explain(&[p], &[], opts, chrono::DateTime::UNIX_EPOCH)
+            .pods
+            .remove(0)
+    }
+
+    #[test]
+    fn the_apps_spark_version_picks_the_check_all_containers_default() {
+        let opts = ClassifyOptions::default();
+        let v35 = one(sidecar_failed(Some("3.5.7")), &opts);
+        assert_eq!(v35.state, ExecutorState::Running, "Spark 3.5: only the Spark container counts");
+        assert_eq!(v35.spark_version_source, VersionSource::Label);
+        let v40 = one(sidecar_failed(Some("4.0.1")), &opts);
+        assert_eq!(v40.state, ExecutorState::Failed, "Spark 4.0: any container failing fails it");
+        let unknown = one(sidecar_failed(None), &opts);
+        assert_eq!(unknown.state, ExecutorState::Failed);
+        assert_eq!(unknown.spark_version_source, VersionSource::Assumed);
+        let text = render_text(&Explanation { pods: vec![unknown] });
+        assert!(text.contains("Spark version unknown (no spark-version label): Spark 4.3.0 semantics assumed"), "{text}");
+        // The flag overrides the label.
+        let forced = ClassifyOptions {
+            spark_version: SparkVersion::parse("4.0"),
+            ..ClassifyOptions::default()
+        };
+        let v = one(sidecar_failed(Some("3.5.7")), &forced);
+        assert_eq!(v.state, ExecutorState::Failed);
+        assert_eq!(v.spark_version_source, VersionSource::Configured);
+    }
+
+    #[test]
+    fn failures_count_toward_the_limit_only_from_spark_4() {
+        let failed = |v: &str| {
+            pod(json!({
+                "metadata": {"name": "e-4", "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": "4", "spark-version": v}},
+                "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
+                "status": {"phase": "Failed", "containerStatuses": [
+                    {"name": "spark-kubernetes-executor", "ready": false, "restartCount": 0, "image": "spark", "imageID": "", "state": {"terminated": {"exitCode": 52, "reason": "Error"}}}
+                ]}
+            }))
+        };
+        let opts = ClassifyOptions::default();
+        let v40 = one(failed("4.0.0"), &opts);
+        assert!(v40.spark_view.as_ref().unwrap().counts_as_failure);
+        let v35 = one(failed("3.5.7"), &opts);
+        assert!(!v35.spark_view.as_ref().unwrap().counts_as_failure);
+        let text = render_text(&Explanation { pods: vec![v35] });
+        assert!(text.contains("Spark before 4.0 has no executor-failure limit on Kubernetes"), "{text}");
+    }
 }

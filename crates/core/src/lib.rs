@@ -14,3 +14,4 @@ pub mod explain;
 pub mod input;
 pub mod model;
 pub mod spark;
+pub mod version;

@@ -70,14 +70,13 @@ pub(super) fn missing_account(ev: &Evidence<'_>) -> SparkAccount {
 /// Spark before 4.0 has no executor-failure limit on Kubernetes (SPARK-41210 is 4.0).
 pub(super) fn apply_version(s: &mut SparkAccount, version: Option<&str>) {
     s.spark_version = version.map(str::to_owned);
-    let major = version
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.trim().parse::<u32>().ok());
-    if s.counted && major.is_some_and(|m| m < 4) {
+    let Some(v) = version.and_then(crate::version::SparkVersion::parse) else {
+        return;
+    };
+    if s.counted && !v.counts_executor_failures() {
         s.counted = false;
         s.note = Some(format!(
-            "Spark {} has no executor-failure limit on Kubernetes (spark.executor.maxNumFailures counts from 4.0)",
-            version.unwrap_or("?")
+            "Spark {v} has no executor-failure limit on Kubernetes (spark.executor.maxNumFailures counts from 4.0)"
         ));
     }
 }
