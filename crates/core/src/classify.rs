@@ -9,7 +9,9 @@
 use serde::Serialize;
 
 use crate::{
-    model::{DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role},
+    model::{
+        DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role,
+    },
     version::{self, SparkVersion, VersionSource},
 };
 

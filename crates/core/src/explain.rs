@@ -260,15 +260,30 @@ mod tests {
     fn the_apps_spark_version_picks_the_check_all_containers_default() {
         let opts = ClassifyOptions::default();
         let v35 = one(sidecar_failed(Some("3.5.7")), &opts);
-        assert_eq!(v35.state, ExecutorState::Running, "Spark 3.5: only the Spark container counts");
+        assert_eq!(
+            v35.state,
+            ExecutorState::Running,
+            "Spark 3.5: only the Spark container counts"
+        );
         assert_eq!(v35.spark_version_source, VersionSource::Label);
         let v40 = one(sidecar_failed(Some("4.0.1")), &opts);
-        assert_eq!(v40.state, ExecutorState::Failed, "Spark 4.0: any container failing fails it");
+        assert_eq!(
+            v40.state,
+            ExecutorState::Failed,
+            "Spark 4.0: any container failing fails it"
+        );
         let unknown = one(sidecar_failed(None), &opts);
         assert_eq!(unknown.state, ExecutorState::Failed);
         assert_eq!(unknown.spark_version_source, VersionSource::Assumed);
-        let text = render_text(&Explanation { pods: vec![unknown] });
-        assert!(text.contains("Spark version unknown (no spark-version label): Spark 4.3.0 semantics assumed"), "{text}");
+        let text = render_text(&Explanation {
+            pods: vec![unknown],
+        });
+        assert!(
+            text.contains(
+                "Spark version unknown (no spark-version label): Spark 4.3.0 semantics assumed"
+            ),
+            "{text}"
+        );
         // The flag overrides the label.
         let forced = ClassifyOptions {
             spark_version: SparkVersion::parse("4.0"),
@@ -296,6 +311,9 @@ mod tests {
         let v35 = one(failed("3.5.7"), &opts);
         assert!(!v35.spark_view.as_ref().unwrap().counts_as_failure);
         let text = render_text(&Explanation { pods: vec![v35] });
-        assert!(text.contains("Spark before 4.0 has no executor-failure limit on Kubernetes"), "{text}");
+        assert!(
+            text.contains("Spark before 4.0 has no executor-failure limit on Kubernetes"),
+            "{text}"
+        );
     }
 }

@@ -129,7 +129,10 @@ impl Serialize for SparkVersion {
 }
 
 /// The version used for a pod: the override, else the label, else the newest known.
-pub fn resolve(configured: Option<SparkVersion>, pod: &ExecutorPod) -> (SparkVersion, VersionSource) {
+pub fn resolve(
+    configured: Option<SparkVersion>,
+    pod: &ExecutorPod,
+) -> (SparkVersion, VersionSource) {
     match (configured, SparkVersion::of(pod)) {
         (Some(v), _) => (v, VersionSource::Configured),
         (None, Some(v)) => (v, VersionSource::Label),
@@ -143,7 +146,9 @@ pub fn describe(version: SparkVersion, source: VersionSource) -> String {
         VersionSource::Label => format!("Spark {version} (the pod's spark-version label)"),
         VersionSource::Configured => format!("Spark {version} (--spark-version)"),
         VersionSource::Assumed => {
-            format!("Spark version unknown (no spark-version label): Spark {version} semantics assumed")
+            format!(
+                "Spark version unknown (no spark-version label): Spark {version} semantics assumed"
+            )
         }
     }
 }
@@ -154,9 +159,15 @@ mod tests {
 
     #[test]
     fn versions_parse_as_spark_labels_them() {
-        assert_eq!(SparkVersion::parse("4.0.1"), Some(SparkVersion::new(4, 0, 1)));
+        assert_eq!(
+            SparkVersion::parse("4.0.1"),
+            Some(SparkVersion::new(4, 0, 1))
+        );
         assert_eq!(SparkVersion::parse("3.5"), Some(SparkVersion::new(3, 5, 0)));
-        assert_eq!(SparkVersion::parse("v3.5.7"), Some(SparkVersion::new(3, 5, 7)));
+        assert_eq!(
+            SparkVersion::parse("v3.5.7"),
+            Some(SparkVersion::new(3, 5, 7))
+        );
         assert_eq!(
             SparkVersion::parse("4.1.0-SNAPSHOT"),
             Some(SparkVersion::new(4, 1, 0))

@@ -36,7 +36,65 @@ fn describe_condition(c: &PodCondition) -> String {
     s
 }
 
+/// Graceful node shutdown: the kubelet ends every pod before the node goes (spot/preemptible
+/// reclaim, maintenance). Kubelet 1.21+: `status.reason: Terminated` and "imminent node
+/// shutdown"; before: `Shutdown`, "Node is shutting, evicting pods".
+fn node_shutdown(s: &Subject<'_>) -> Option<Finding> {
+    let st = s.pod.status.as_ref()?;
+    let message = st.message.as_deref().unwrap_or_default();
+    let shutdown = matches!(st.reason.as_deref(), Some("Terminated" | "Shutdown"))
+        && (message.contains("node shutdown") || message.contains("Node is shutting"));
+    let cond = disruption(s, &["TerminationByKubelet"]).filter(|c| {
+        c.message
+            .as_deref()
+            .is_some_and(|m| m.contains("node shutdown"))
+    });
+    if !shutdown && cond.is_none() {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NodeShutdown,
+        Severity::Warn,
+        "Terminated by the kubelet for a node shutdown (spot or preemptible reclaim, maintenance)",
+    )
+    .hint(
+        "The node was going away, not the executor failing. Spark replaces it; to keep its \
+         shuffle and cached blocks, enable decommissioning (spark.decommission.enabled, \
+         spark.storage.decommission.enabled with shuffleBlocks/rddBlocks) and give executors a \
+         terminationGracePeriodSeconds that the node's shutdownGracePeriod allows.",
+    )
+    .reference("https://kubernetes.io/docs/concepts/cluster-administration/node-shutdown/");
+    if shutdown {
+        f = f.evidence(format!(
+            "status.reason={} status.message={message:?}",
+            st.reason.as_deref().unwrap_or_default()
+        ));
+    }
+    if let Some(c) = cond {
+        f = f.evidence(describe_condition(c));
+    }
+    Some(f)
+}
+
+/// Evicted for its own storage use: a container's or the pod's ephemeral-storage limit, or an
+/// emptyDir `sizeLimit` — the pod's limits, not node pressure.
+fn storage_limit(message: &str) -> Option<&'static str> {
+    if message.contains("exceeded its local ephemeral storage limit") {
+        Some("a container exceeded its ephemeral-storage limit")
+    } else if message.contains("ephemeral local storage usage exceeds the total limit") {
+        Some("the pod's ephemeral-storage use exceeded its containers' total limit")
+    } else if message.contains("Usage of EmptyDir volume") {
+        Some("an emptyDir volume exceeded its sizeLimit")
+    } else {
+        None
+    }
+}
+
 pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    if let Some(f) = node_shutdown(s) {
+        out.push(f);
+        return;
+    }
     let status = s.pod.status.as_ref();
     let by_kubelet = status.and_then(|st| st.reason.as_deref()) == Some("Evicted");
     let kubelet_cond = disruption(s, &["TerminationByKubelet"]);
@@ -49,7 +107,22 @@ pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         .and_then(|st| st.message.as_deref())
         .or_else(|| event.and_then(|e| e.message.as_deref()))
         .unwrap_or_default();
-    let mut f = if api_cond.is_some() && !by_kubelet {
+    let mut f = if let Some(what) = storage_limit(message).filter(|_| by_kubelet || event.is_some())
+    {
+        Finding::new(
+            Code::LocalStorageExceeded,
+            Severity::Error,
+            format!("Evicted by the kubelet: {what}"),
+        )
+        .hint(
+            "Spark's shuffle and spill files go under spark.local.dir (the spark-local-dir-* \
+             volumes, an emptyDir unless configured). Raise the executor's ephemeral-storage \
+             request and limit (pod template), raise the emptyDir sizeLimit, or mount a real \
+             volume for local dirs (spark.kubernetes.executor.volumes.persistentVolumeClaim.\
+             spark-local-dir-1.*). This is the pod's own limit, not node pressure.",
+        )
+        .reference(REF_EVICTION)
+    } else if api_cond.is_some() && !by_kubelet {
         Finding::new(
             Code::Evicted,
             Severity::Warn,
@@ -97,6 +170,60 @@ pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         f = f.witness(super::Witness::Events);
     }
     out.push(f);
+}
+
+/// The kubelet refused the pod before running it (admission): `OutOfcpu`, `OutOfmemory`,
+/// `OutOfpods`, `OutOf<extended resource>`, `UnexpectedAdmissionError`, `NodeAffinity`. The
+/// pod is Failed with no container ever started; Spark counts a failed executor
+/// (kubernetes/website#47264).
+pub(super) fn admission_rejected(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    let Some(st) = s.pod.status.as_ref() else {
+        return;
+    };
+    let Some(reason) = st.reason.as_deref() else {
+        return;
+    };
+    let rejected = reason.starts_with("OutOf")
+        || matches!(
+            reason,
+            "UnexpectedAdmissionError"
+                | "NodeAffinity"
+                | "NodeSelectorMismatching"
+                | "InvalidNodeInfo"
+        );
+    let ran = st.container_statuses.iter().any(|c| {
+        !matches!(
+            c.state,
+            crate::model::ContainerState::None | crate::model::ContainerState::Waiting { .. }
+        ) || c.restart_count > 0
+    });
+    if !rejected || ran || st.phase.as_deref() != Some("Failed") {
+        return;
+    }
+    let message = st.message.as_deref().unwrap_or_default();
+    let hint = if reason.starts_with("OutOf") {
+        "The scheduler placed the pod, but the kubelet found the node short of the resource \
+         when admitting it: pods the scheduler did not account for (static pods, pods bound \
+         directly), a device plugin that lost its devices, or a race after a kubelet restart. \
+         Spark counts a failed executor and asks for another; if it repeats, look at the node's \
+         allocatable vs. what runs there."
+    } else {
+        "The kubelet refused the pod on admission (its node no longer matched, or a device or \
+         topology manager could not allocate). Look at the node named in the message; Spark \
+         counts a failed executor and asks for another."
+    };
+    out.push(
+        Finding::new(
+            Code::AdmissionRejected,
+            Severity::Error,
+            format!("The kubelet rejected the pod on admission ({reason}): no container ever ran"),
+        )
+        .evidence(format!(
+            "status.phase=Failed status.reason={reason} status.message={message:?}"
+        ))
+        .hint(hint)
+        .reference("https://github.com/kubernetes/website/issues/47264"),
+    );
 }
 
 /// `memory` from `The node was low on resource: memory. Threshold quantity: …`.

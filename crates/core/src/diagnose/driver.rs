@@ -122,8 +122,9 @@ fn removed(id: i64, d: &DriverExecutor) -> Finding {
     let reason = d.remove_reason.as_deref().unwrap_or("");
     let parsed = parse_removal(reason);
     let headline = reason_headline(reason);
-    let (severity, hint) = match parsed.kind {
+    let (code, severity, hint) = match parsed.kind {
         RemovalKind::Exited => (
+            Code::DriverRemoved,
             if parsed.exit_code == Some(0) {
                 Severity::Info
             } else {
@@ -133,23 +134,54 @@ fn removed(id: i64, d: &DriverExecutor) -> Finding {
              this text when the pod is gone) says what to change.",
         ),
         RemovalKind::Deleted => (
+            Code::DriverRemoved,
             Severity::Info,
             "Spark saw the pod deleted (dynamic-allocation scale-down, a kill, spark.stop(), or \
              someone else) and did not count it against the application.",
         ),
         RemovalKind::NotFound => (
+            Code::DriverRemoved,
             Severity::Warn,
             "Spark's missing-pod detection: the pod vanished with no deletion event reaching the \
              driver (see the missing finding).",
         ),
-        RemovalKind::Other => (
+        RemovalKind::KilledByDriver => (
+            Code::DriverRemoved,
+            Severity::Info,
+            "Normal: the driver released the executor (dynamic allocation after \
+             spark.dynamicAllocation.executorIdleTimeout, or a kill request). Nothing failed.",
+        ),
+        RemovalKind::Decommissioned => (
+            Code::DriverRemoved,
+            Severity::Info,
+            "Normal: the executor was decommissioned (scale-down with decommissioning, a node \
+             going away, or executor rolling via spark.kubernetes.executor.rollInterval); its \
+             blocks were migrated when storage decommissioning is on.",
+        ),
+        RemovalKind::HeartbeatTimeout => (
+            Code::HeartbeatTimeout,
+            Severity::Error,
+            "The driver stopped hearing the executor's heartbeats for spark.network.timeout \
+             (120s by default): the executor in a long GC pause or frozen, its node overloaded \
+             or gone, or the network between them. Look at the executor's GC log and its node; \
+             raise spark.network.timeout only after ruling those out.",
+        ),
+        RemovalKind::Disassociated => (
+            Code::RpcDisassociated,
             Severity::Warn,
-            "Spark removed the executor for its own reason (heartbeat timeout, decommission, a \
-             kill request): read the driver log around the removal time.",
+            "The RPC connection to the executor dropped: the executor process died (look for an \
+             exit finding or an OOM on its pod) or the network between them broke. Spark's own \
+             text: \"Likely due to containers exceeding thresholds, or network issues\".",
+        ),
+        RemovalKind::Other => (
+            Code::DriverRemoved,
+            Severity::Warn,
+            "Spark removed the executor for its own reason: read the driver log around the \
+             removal time.",
         ),
     };
     let mut f = Finding::new(
-        Code::DriverRemoved,
+        code,
         severity,
         format!(
             "Spark removed executor {id}: {}",
@@ -440,5 +472,39 @@ mod tests {
             ),
         );
         assert!(del.deletion.is_some());
+    }
+
+    #[test]
+    fn driver_removal_reasons_that_are_normal_are_info() {
+        for (text, code, severity) in [
+            (
+                "Executor killed by driver.",
+                Code::DriverRemoved,
+                Severity::Info,
+            ),
+            (
+                "Executor decommission: Rolling via TOTAL_DURATION",
+                Code::DriverRemoved,
+                Severity::Info,
+            ),
+            (
+                "Executor heartbeat timed out after 120000 ms",
+                Code::HeartbeatTimeout,
+                Severity::Error,
+            ),
+            (
+                "Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network issues. Check driver logs for WARN messages.",
+                Code::RpcDisassociated,
+                Severity::Warn,
+            ),
+            (
+                "Something new in Spark 5",
+                Code::DriverRemoved,
+                Severity::Warn,
+            ),
+        ] {
+            let f = removed(7, &exec(false, Some(1), Some(text)));
+            assert_eq!((f.code, f.severity), (code, severity), "{text}");
+        }
     }
 }

@@ -33,10 +33,10 @@ pub(super) fn spark_container_exit(s: &Subject<'_>, out: &mut Vec<Finding>) {
     } else {
         ""
     };
-    let finding = if t.reason.as_deref() == Some("OOMKilled") {
-        container_oom(s.pod, name, t, when)
-    } else {
-        by_exit_code(s, name, t, when)
+    let finding = match t.reason.as_deref() {
+        Some("OOMKilled") => container_oom(s.pod, name, t, when),
+        Some("ContainerStatusUnknown") => status_unknown(name, t, when),
+        _ => by_exit_code(s, name, t, when),
     };
     let mut finding = finding.reference_if_unset(REF_SPARK_EXIT);
     // The terminated state is the primary evidence: list it first.
@@ -84,6 +84,27 @@ fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> F
     f
 }
 
+/// The kubelet could not find the container any more (its node went away, or the pod was
+/// deleted while the runtime had lost it) and reported it terminated with 137: not an OOM,
+/// whatever Spark's `describeExitCode` says (kubeflow/spark-operator#781).
+fn status_unknown(name: &str, t: &Terminated, when: &str) -> Finding {
+    Finding::new(
+        Code::ContainerStatusUnknown,
+        Severity::Warn,
+        format!(
+            "Container {name} was lost{when} (exit {}, ContainerStatusUnknown): the kubelet could not locate it, so this is not an OOM kill",
+            t.exit_code
+        ),
+    )
+    .hint(
+        "The container disappeared with its node or runtime (node replaced, spot reclaim, \
+         kubelet restart with state lost); Spark's log will still say \"possible container \
+         OOM\" for 137. Look at the node's history (events, the cloud provider's instance log) \
+         rather than at memory settings.",
+    )
+    .reference("https://github.com/kubeflow/spark-operator/issues/781")
+}
+
 fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Finding {
     let code = t.exit_code;
     let exited = |what: &str| format!("Container {name} {what}{when} (exit {code})");
@@ -102,6 +123,40 @@ fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Find
              spark.executor.cores, more partitions (spark.sql.shuffle.partitions, repartition), \
              and look for skewed keys. memoryOverhead does not help here.",
         ),
+        3 => Finding::new(
+            Code::JvmOom,
+            Severity::Error,
+            exited("exited with 3, the JVM's exit on OutOfMemoryError"),
+        )
+        .hint(
+            "Exit 3 is what -XX:+ExitOnOutOfMemoryError (set in spark.executor.extraJavaOptions) \
+             exits with when the heap overflows: treat it as a heap OOM. Raise \
+             spark.executor.memory, or give each task more heap (fewer spark.executor.cores, more \
+             partitions, less skew). If that option is not set, read the log: 3 is also a \
+             generic \"path not found\" exit of shell entrypoints.",
+        ),
+        58 => Finding::new(
+            Code::BlockManagerReregistration,
+            Severity::Error,
+            exited("could not re-register its block manager with the driver"),
+        )
+        .hint(
+            "After the driver lost track of this executor's block manager (a heartbeat timeout, a \
+             driver under GC pressure), the executor failed to re-register and Spark killed it. \
+             Look at the driver's health and the network between them; \
+             spark.executor.heartbeatInterval and spark.network.timeout bound the wait.",
+        ),
+        101 => Finding::new(
+            Code::ClassNotFound,
+            Severity::Error,
+            exited("did not find a class it needed"),
+        )
+        .hint(
+            "Spark exits 101 on ClassNotFoundException: a jar missing from the executor's \
+             classpath (spark.jars, --packages resolved only on the driver, an image without \
+             the application's dependencies). Read the log for the class name.",
+        )
+        .reference("https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/util/SparkExitCode.scala"),
         50 | 51 | 10 => Finding::new(
             Code::UncaughtException,
             Severity::Error,
@@ -203,10 +258,19 @@ fn node_sigkill(s: &Subject<'_>, summary: String) -> Finding {
                 "; the pod was being deleted, so most likely the kill after the {}s grace period",
                 d.grace_period_seconds.unwrap_or(30)
             ),
-            "The executor did not stop within terminationGracePeriodSeconds after SIGTERM, so the \
-             kubelet sent SIGKILL. Usually harmless for a removed executor; if shuffle or \
-             decommissioning needs longer, raise spark.kubernetes.executor.terminationGracePeriodSeconds \
-             (pod template) .",
+            if s.resolved.spark_version.has_executor_termination_grace() {
+                "The executor did not stop within terminationGracePeriodSeconds after SIGTERM, so \
+                 the kubelet sent SIGKILL. Usually harmless for a removed executor; if shuffle or \
+                 decommissioning needs longer, raise \
+                 spark.kubernetes.executor.terminationGracePeriodSeconds (Spark 4.1+; it overrides \
+                 the pod template's value)."
+            } else {
+                "The executor did not stop within terminationGracePeriodSeconds after SIGTERM, so \
+                 the kubelet sent SIGKILL. Usually harmless for a removed executor; if shuffle or \
+                 decommissioning needs longer, set terminationGracePeriodSeconds in the executor \
+                 pod template (spark.kubernetes.executor.podTemplateFile; the Spark setting \
+                 exists only from 4.1)."
+            },
         ),
         None => (
             "; with no deletion this points at the node's OOM killer or a runtime kill".to_owned(),

@@ -91,18 +91,39 @@ pub enum Code {
     Zombie,
     /// The driver lists the executor as removed, with Spark's reason verbatim.
     DriverRemoved,
+    /// The kubelet refused the pod on admission (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
+    /// `UnexpectedAdmissionError`, `NodeAffinity`): it failed before any container ran.
+    AdmissionRejected,
+    /// Terminated with `ContainerStatusUnknown` (usually 137): the container was lost with its
+    /// node, not OOM-killed.
+    ContainerStatusUnknown,
+    /// Exit 58: the block manager could not re-register with the driver.
+    BlockManagerReregistration,
+    /// Exit 101: a class was not found (Spark's `CLASS_NOT_FOUND`).
+    ClassNotFound,
+    /// Evicted for exceeding its own ephemeral-storage limit or an emptyDir `sizeLimit`.
+    LocalStorageExceeded,
+    /// Terminated by the kubelet for a graceful node shutdown (spot reclaim, maintenance).
+    NodeShutdown,
+    /// The driver removed the executor after its heartbeats timed out.
+    HeartbeatTimeout,
+    /// The driver removed the executor when its RPC connection dropped.
+    RpcDisassociated,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 37] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
+        Self::ContainerStatusUnknown,
         Self::JvmOom,
         Self::UncaughtException,
         Self::LocalDirFailure,
         Self::HeartbeatFailure,
         Self::TaskReaper,
+        Self::BlockManagerReregistration,
+        Self::ClassNotFound,
         Self::Sigterm,
         Self::Sigsegv,
         Self::Sigabrt,
@@ -110,13 +131,16 @@ impl Code {
         Self::GenericError,
         Self::Succeeded,
         Self::Evicted,
+        Self::LocalStorageExceeded,
         Self::Preempted,
+        Self::NodeShutdown,
         Self::Deleted,
         Self::Unschedulable,
         Self::ImagePull,
         Self::ContainerConfigError,
         Self::ContainerCreatingStuck,
         Self::InitContainerFailed,
+        Self::AdmissionRejected,
         Self::NodeLost,
         Self::SidecarFailed,
         Self::StuckRunning,
@@ -124,6 +148,8 @@ impl Code {
         Self::DriverLostPod,
         Self::Unregistered,
         Self::Zombie,
+        Self::HeartbeatTimeout,
+        Self::RpcDisassociated,
         Self::DriverRemoved,
     ];
 
@@ -159,6 +185,14 @@ impl Code {
             Self::Unregistered => "unregistered",
             Self::Zombie => "zombie",
             Self::DriverRemoved => "driver-removed",
+            Self::AdmissionRejected => "admission-rejected",
+            Self::ContainerStatusUnknown => "container-status-unknown",
+            Self::BlockManagerReregistration => "block-manager-reregistration",
+            Self::ClassNotFound => "class-not-found",
+            Self::LocalStorageExceeded => "local-storage-exceeded",
+            Self::NodeShutdown => "node-shutdown",
+            Self::HeartbeatTimeout => "heartbeat-timeout",
+            Self::RpcDisassociated => "rpc-disassociated",
         }
     }
 }
@@ -345,6 +379,7 @@ const RULES: &[Rule] = &[
     disruption::evicted,
     disruption::preempted,
     disruption::node_lost,
+    disruption::admission_rejected,
     pending::unschedulable,
     pending::image_pull,
     pending::container_config_error,

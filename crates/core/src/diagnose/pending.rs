@@ -327,6 +327,10 @@ pub(super) fn container_config_error(s: &Subject<'_>, out: &mut Vec<Finding>) {
 }
 
 pub(super) fn container_creating_stuck(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    // A pod that already failed or succeeded is not waiting to start any more.
+    if matches!(s.pod.phase(), Some("Failed" | "Succeeded")) {
+        return;
+    }
     let waiting = waiting_with(s, &["ContainerCreating", "PodInitializing"]);
     let Some(first) = waiting.first() else {
         return;

@@ -146,8 +146,30 @@ pub enum RemovalKind {
     Deleted,
     /// "… was not found in the cluster at the polling time …" (missing-pod detection).
     NotFound,
-    /// Anything else (decommission, heartbeat timeout, driver-requested kill…).
+    /// "Executor killed by driver." (dynamic allocation releasing an idle executor, or a
+    /// kill request): normal.
+    KilledByDriver,
+    /// "Executor decommission: …" (including executor rolling, "Rolling via …"): normal.
+    Decommissioned,
+    /// "Executor heartbeat timed out after N ms": the driver stopped hearing from it.
+    HeartbeatTimeout,
+    /// "Remote RPC client disassociated. …": the connection to the executor dropped.
+    Disassociated,
+    /// Anything else.
     Other,
+}
+
+impl RemovalKind {
+    /// Whether Spark itself decided to remove the executor (and so deleted its pod), as
+    /// opposed to seeing the pod deleted or gone.
+    pub fn by_spark(&self) -> bool {
+        !matches!(self, Self::Deleted | Self::NotFound)
+    }
+
+    /// A removal that is part of normal operation (no executor went wrong).
+    pub fn is_normal(&self) -> bool {
+        matches!(self, Self::KilledByDriver | Self::Decommissioned)
+    }
 }
 
 /// One container from the status dump in a removal message.
@@ -192,6 +214,14 @@ pub fn parse_removal(text: &str) -> RemovalReason {
         RemovalKind::Deleted
     } else if text.contains("was not found in the cluster") {
         RemovalKind::NotFound
+    } else if text.starts_with("Executor killed by driver") {
+        RemovalKind::KilledByDriver
+    } else if text.starts_with("Executor decommission") || text.contains("Rolling via") {
+        RemovalKind::Decommissioned
+    } else if text.contains("heartbeat timed out") {
+        RemovalKind::HeartbeatTimeout
+    } else if text.starts_with("Remote RPC client disassociated") {
+        RemovalKind::Disassociated
     } else {
         RemovalKind::Other
     };
@@ -291,10 +321,28 @@ mod tests {
             "The executor with ID 1 (registered at 1796002655860 ms) was not found in the cluster at the polling time (1796002689537 ms) which is after the accepted detect delta time (30000 ms) configured by `spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the driver missed the deletion event. Marking this executor as failed.",
         );
         assert_eq!(m.kind, RemovalKind::NotFound);
-        assert_eq!(
-            parse_removal("Executor heartbeat timed out after 120000 ms").kind,
-            RemovalKind::Other
-        );
+        for (text, kind) in [
+            (
+                "Executor heartbeat timed out after 120000 ms",
+                RemovalKind::HeartbeatTimeout,
+            ),
+            ("Executor killed by driver.", RemovalKind::KilledByDriver),
+            (
+                "Executor decommission: Rolling via TOTAL_DURATION",
+                RemovalKind::Decommissioned,
+            ),
+            (
+                "Executor decommission: worker decommissioned",
+                RemovalKind::Decommissioned,
+            ),
+            (
+                "Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network issues. Check driver logs for WARN messages.",
+                RemovalKind::Disassociated,
+            ),
+            ("Something new in Spark 5", RemovalKind::Other),
+        ] {
+            assert_eq!(parse_removal(text).kind, kind, "{text}");
+        }
         let neg = parse_removal(
             "The executor with id 3 exited with exit code -1(unexpected).\nThe API gave the following brief reason: Evicted\nThe API gave the following message: The node was low on resource: memory.\n",
         );

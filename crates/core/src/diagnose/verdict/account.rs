@@ -29,7 +29,7 @@ pub(super) fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -
     let state = classify(&pod, &resolved.config);
     let findings = crate::diagnose::diagnose(&pod, &[], &resolved, state, ev.now)
         .into_iter()
-        .filter(|f| is_exit_code(f.code) || f.code == Code::Evicted)
+        .filter(|f| is_pod_ending(f.code))
         .map(|mut f| {
             f.witness = Witness::Driver;
             f.reconstructed = true;

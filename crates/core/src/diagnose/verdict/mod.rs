@@ -20,7 +20,7 @@ mod account;
 mod order;
 
 use account::{account, apply_version, from_driver, missing_account};
-use order::{is_exit_code, order};
+use order::{is_exit_code, is_pod_ending, order};
 
 use serde::{Deserialize, Serialize};
 
@@ -557,9 +557,7 @@ fn ending(
                 Ending::DeletedByTool
             } else if disrupted && !spark_acted {
                 Ending::DeletedByDisruption
-            } else if spark_acted
-                || matches!(removal, Some(RemovalKind::Exited | RemovalKind::Other))
-            {
+            } else if spark_acted || removal.is_some_and(|r| r.by_spark()) {
                 Ending::DeletedBySpark
             } else {
                 Ending::Deleted

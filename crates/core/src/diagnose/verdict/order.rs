@@ -19,7 +19,23 @@ pub(super) fn is_exit_code(code: Code) -> bool {
             | Code::NotExecutable
             | Code::GenericError
             | Code::Succeeded
+            | Code::ContainerStatusUnknown
+            | Code::BlockManagerReregistration
+            | Code::ClassNotFound
     )
+}
+
+/// A finding about how the pod itself ended (an exit, or the kubelet ending it): what
+/// Spark's removal reason can carry, so what a pod rebuilt from it can show.
+pub(super) fn is_pod_ending(code: Code) -> bool {
+    is_exit_code(code)
+        || matches!(
+            code,
+            Code::Evicted
+                | Code::LocalStorageExceeded
+                | Code::NodeShutdown
+                | Code::AdmissionRejected
+        )
 }
 
 /// What a finding says about the executor, for ordering: 0 a cause, 1 a weak cause (a
