@@ -59,10 +59,11 @@ async fn drivers_running(pods: &Api<Pod>) {
     .await;
 }
 
-const RECONCILE: [&str; 4] = [
+const RECONCILE: [&str; 5] = [
     "driver-lost-pod",
     "unregistered",
     "zombie",
+    "heartbeat-timeout",
     "driver-removed",
 ];
 
@@ -88,7 +89,8 @@ async fn each_disagreement_yields_exactly_its_finding() {
     let want: BTreeMap<i64, Vec<String>> = [
         (1, vec!["driver-lost-pod"]),
         (2, vec!["unregistered"]),
-        (3, vec!["zombie", "driver-removed"]),
+        // Spark's reason has its own code since #15; the zombie is its consequence.
+        (3, vec!["heartbeat-timeout", "zombie"]),
         (4, vec!["driver-removed"]),
         (5, vec![]),
         (6, vec![]),

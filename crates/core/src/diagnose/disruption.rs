@@ -151,8 +151,10 @@ pub(super) fn evicted(s: &Subject<'_>, out: &mut Vec<Finding>) {
             }
             _ => {
                 "The kubelet evicts pods that use more than they request when the node runs low. \
-                 Set memory requests equal to limits for executors (Guaranteed QoS is evicted \
-                 last), or move them to nodes with headroom."
+                 Spark already sets the executor's memory request equal to its limit; for \
+                 Guaranteed QoS (evicted last) also set spark.kubernetes.executor.limit.cores equal \
+                 to the CPU request and give every sidecar and init container limits, or move \
+                 executors to nodes with headroom."
             }
         };
         Finding::new(Code::Evicted, Severity::Warn, summary)

@@ -63,13 +63,7 @@ fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> F
             t.exit_code
         ),
     )
-    .hint(
-        "The container's total memory (JVM heap + off-heap + native + Python workers) passed its \
-         limit; the heap itself did not overflow (that would be exit 52). Raise \
-         spark.executor.memoryOverhead (or spark.executor.memoryOverheadFactor, default 0.1, 0.4 \
-         for PySpark/R); check spark.memory.offHeap.size, spark.executor.pyspark.memory and \
-         native libraries. Raising spark.executor.memory mostly grows the heap, which was not what overflowed.",
-    )
+    .hint(oom_hint(limit.as_deref()))
     .reference(REF_OOM);
     if let Some(l) = limit {
         f = f.evidence(format!(
@@ -103,6 +97,53 @@ fn status_unknown(name: &str, t: &Terminated, when: &str) -> Finding {
          rather than at memory settings.",
     )
     .reference("https://github.com/kubeflow/spark-operator/issues/781")
+}
+
+/// Spark's memory request for an executor is heap plus overhead (plus
+/// `spark.memory.offHeap.size` and `spark.executor.pyspark.memory`), with overhead =
+/// max(factor × heap, `spark.executor.minMemoryOverhead` = 384 MiB), factor 0.1 (0.4 for
+/// PySpark/R in cluster mode); Spark sets the limit to the request. From the limit alone,
+/// assuming the defaults, this gives the overhead in use and a concrete new value: twice it,
+/// rounded up to 256 MiB.
+pub(super) fn overhead_suggestion(limit: &str) -> Option<(u64, u64, String)> {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let limit_mib = crate::model::quantity::parse(limit)? / MIB;
+    if limit_mib <= 384.0 {
+        return None;
+    }
+    let heap = if limit_mib >= 384.0 * 11.0 {
+        limit_mib / 1.1
+    } else {
+        limit_mib - 384.0
+    };
+    let overhead = (limit_mib - heap).round() as u64;
+    let suggested = (overhead * 2).div_ceil(256) * 256;
+    let text = if suggested.is_multiple_of(1024) {
+        format!("{}g", suggested / 1024)
+    } else {
+        format!("{suggested}m")
+    };
+    Some((heap.round() as u64, overhead, text))
+}
+
+fn oom_hint(limit: Option<&str>) -> String {
+    let concrete = limit.and_then(overhead_suggestion).map(|(heap, overhead, next)| {
+        format!(
+            " With Spark's defaults this {} limit is about {heap}Mi of heap plus {overhead}Mi of \
+             overhead: try --conf spark.executor.memoryOverhead={next}.",
+            limit.unwrap_or_default()
+        )
+    });
+    format!(
+        "The container's total memory (JVM heap + off-heap + native + Python workers) passed its \
+         limit; the heap itself did not overflow (that would be exit 52). Raise \
+         spark.executor.memoryOverhead (default max(spark.executor.memoryOverheadFactor × \
+         spark.executor.memory, spark.executor.minMemoryOverhead = 384m); the factor is 0.1, or \
+         0.4 for PySpark/R apps in cluster mode). The limit also holds spark.memory.offHeap.size \
+         and spark.executor.pyspark.memory when set. Raising spark.executor.memory mostly grows \
+         the heap, which was not what overflowed.{}",
+        concrete.unwrap_or_default()
+    )
 }
 
 fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Finding {
@@ -180,8 +221,10 @@ fn by_exit_code(s: &Subject<'_>, name: &str, t: &Terminated, when: &str) -> Find
         )
         .hint(
             "The executor lost the driver: a driver in long GC or overloaded, a network policy, \
-             or the driver pod gone. Check the driver's health; spark.network.timeout and \
-             spark.executor.heartbeatInterval bound how long it waits.",
+             or the driver pod gone. It exits 56 after spark.executor.heartbeat.maxFailures (60) \
+             failed heartbeats in a row, one every spark.executor.heartbeatInterval (10s): about \
+             ten minutes without reaching the driver. Check the driver's health and the network \
+             path to it.",
         ),
         57 => Finding::new(
             Code::TaskReaper,
@@ -276,8 +319,10 @@ fn node_sigkill(s: &Subject<'_>, summary: String) -> Finding {
             "; with no deletion this points at the node's OOM killer or a runtime kill".to_owned(),
             "A SIGKILL the cgroup did not report as OOMKilled: the node ran out of memory \
              (kernel OOM killer outside the container's cgroup; look for SystemOOM/OOMKilling \
-             node events and `kubectl describe node`), or the container runtime killed it. Set \
-             memory requests equal to limits (Guaranteed QoS) so the node cannot overcommit.",
+             node events and `kubectl describe node`), or the container runtime killed it. Spark \
+             already sets the executor's memory request equal to its limit; Guaranteed QoS (killed \
+             last) also needs spark.kubernetes.executor.limit.cores equal to the CPU request and \
+             limits on every sidecar and init container of the pod template.",
         ),
     };
     let mut f = Finding::new(

@@ -189,7 +189,11 @@ fn scheduling_hint(reasons: &[scheduling::SchedulingReason]) -> String {
         });
     }
     hints.push(
-        "Spark never times out a pending executor; it just waits (spark.kubernetes.allocation.* only caps how many).",
+        "Spark keeps a pending executor pod waiting: it deletes one only when dynamic allocation \
+         no longer needs it (a surplus pending pod goes after \
+         spark.dynamicAllocation.executorIdleTimeout) or when a requested pod never shows up \
+         (spark.kubernetes.allocation.executor.timeout, 600s); from 4.1, \
+         spark.kubernetes.allocation.maximum caps how many executor pods it ever creates.",
     );
     hints.join(" ")
 }

@@ -223,7 +223,11 @@ fn evicted_by_kubelet_for_memory_and_disk() {
     let f = run(&p, &[]);
     let e = find(&f, Code::Evicted);
     assert!(e.summary.contains("low on memory"), "{}", e.summary);
-    assert!(e.hint.contains("requests equal to limits"));
+    assert!(
+        e.hint.contains("spark.kubernetes.executor.limit.cores"),
+        "{}",
+        e.hint
+    );
     let p = executor(json!({"phase": "Failed", "reason": "Evicted",
         "message": "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi."}));
     let e = run(&p, &[])
@@ -653,4 +657,30 @@ fn the_grace_period_hint_follows_the_spark_version() {
     assert!(killed("4.1.0").contains("Spark 4.1+; it overrides the pod template"));
     assert!(killed("4.0.1").contains("executor pod template"));
     assert!(!killed("4.0.1").contains("spark.kubernetes.executor.terminationGracePeriodSeconds"));
+}
+
+#[test]
+fn the_oom_hint_gives_a_value_to_copy() {
+    use super::exit::overhead_suggestion;
+    // 4g heap + 10 % overhead, as Spark sizes it: 4505Mi.
+    assert_eq!(
+        overhead_suggestion("4505Mi"),
+        Some((4095, 410, "1g".to_owned()))
+    );
+    // 1g heap + the 384Mi minimum: 1408Mi.
+    assert_eq!(
+        overhead_suggestion("1408Mi"),
+        Some((1024, 384, "768m".to_owned()))
+    );
+    assert_eq!(overhead_suggestion("256Mi"), None);
+    assert_eq!(overhead_suggestion("lots"), None);
+    let p = executor(
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "OOMKilled"))]}),
+    );
+    let f = find(&run(&p, &[]), Code::ContainerOomKilled).clone();
+    assert!(
+        f.hint.contains("--conf spark.executor.memoryOverhead=1g"),
+        "{}",
+        f.hint
+    );
 }
