@@ -248,3 +248,38 @@ async fn driver_api_out_of_reach_is_a_clear_degraded_state() {
         "{reason}"
     );
 }
+
+/// #15's failure modes, played by the simulator: each executor's ending yields its own
+/// finding as the primary cause, through the real binary (`status --for`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failure_modes_scenario_names_each_ending() {
+    let sim = start_sim("failure-modes", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let doc = status(&kc, &["--for", "20s"]).await;
+    let a = app(&doc, "failure-modes");
+    let primary = |id: i64| -> String {
+        findings(a)
+            .get(&id)
+            .and_then(|f| f.first().cloned())
+            .unwrap_or_else(|| panic!("no findings for executor {id}: {a}"))
+    };
+    for (id, want) in [
+        (1, "admission-rejected"),
+        (2, "local-storage-exceeded"),
+        (3, "node-shutdown"),
+        (4, "container-status-unknown"),
+        (5, "block-manager-reregistration"),
+        (6, "class-not-found"),
+        (7, "driver-unreachable"),
+    ] {
+        assert_eq!(primary(id), want, "executor {id}: {a}");
+    }
+    // Spark counts each of them (4.0.1 apps count failures).
+    let counted = a["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["id"].as_i64().is_some_and(|id| id <= 7) && e["spark"]["counted"] == true)
+        .count();
+    assert_eq!(counted, 7, "{a}");
+}

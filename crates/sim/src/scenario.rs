@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 6] = [
+pub const BUILT_IN: [(&str, &str); 7] = [
     (
         "mixed",
         include_str!("../../../assets/scenarios/mixed.yaml"),
@@ -30,6 +30,10 @@ pub const BUILT_IN: [(&str, &str); 6] = [
     (
         "disagreements",
         include_str!("../../../assets/scenarios/disagreements.yaml"),
+    ),
+    (
+        "failure-modes",
+        include_str!("../../../assets/scenarios/failure-modes.yaml"),
     ),
 ];
 
@@ -97,6 +101,10 @@ pub struct PlainPod {
     pub labels: BTreeMap<String, String>,
 }
 
+fn default_spark_version() -> String {
+    "4.0.1".into()
+}
+
 fn default_plain_image() -> String {
     "nginx:1.27".into()
 }
@@ -118,6 +126,9 @@ pub struct AppSpec {
     /// `spark.executor.memoryOverhead` in MiB.
     #[serde(default = "default_overhead", rename = "overheadMiB")]
     pub overhead_mib: u64,
+    /// The Spark release the app's pods are labelled with (`spark-version`).
+    #[serde(default = "default_spark_version", rename = "sparkVersion")]
+    pub spark_version: String,
     #[serde(default = "default_image")]
     pub image: String,
     /// `spark.executor.maxNumFailures`; default Spark's max(3, 2 × executors).
@@ -173,9 +184,9 @@ pub struct Fate {
     pub exit: Option<i32>,
     #[serde(default)]
     pub reason: Option<String>,
-    /// `vanish` (deleted with no watch event), `evict`, `preempt`, `delete`.
+    /// What happens to the pod instead of (or before) an exit.
     #[serde(default)]
-    pub action: Option<String>,
+    pub action: Option<FateAction>,
     /// The image pull fails with this registry error, forever.
     #[serde(default)]
     pub image_pull_error: Option<String>,
@@ -189,6 +200,26 @@ pub struct Fate {
     /// `at`, it removes the executor for a heartbeat timeout but leaves the pod running).
     #[serde(default)]
     pub driver: Option<DriverFate>,
+}
+
+/// What a fate does to the pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FateAction {
+    /// Removed with no watch event (Spark notices at its next full poll).
+    Vanish,
+    /// Evicted by the kubelet for node memory pressure.
+    Evict,
+    /// Evicted by the kubelet for passing its own ephemeral-storage limit.
+    EvictStorage,
+    /// Ended by the kubelet for a graceful node shutdown (spot reclaim).
+    Shutdown,
+    /// Refused by the kubelet on admission (`reason`, default `OutOfcpu`): no container runs.
+    Reject,
+    /// Preempted by the scheduler.
+    Preempt,
+    /// Deleted (as `kubectl delete` would).
+    Delete,
 }
 
 /// How the driver's own view departs from the pod's.
@@ -334,6 +365,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             cores: 1,
             memory_mib: 1024,
             overhead_mib: 384,
+            spark_version: default_spark_version(),
             image: default_image(),
             max_failures: Some(u32::MAX),
             start: None,

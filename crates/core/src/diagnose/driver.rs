@@ -14,6 +14,8 @@
 
 use chrono::Duration;
 
+use crate::version::SparkVersion;
+
 use super::{Code, Finding, Severity, human_duration};
 use crate::model::{
     DriverExecutor, ExecutorPod, ExecutorState, Time,
@@ -21,6 +23,9 @@ use crate::model::{
     fmt_time,
 };
 
+/// A Spark container that fails within this long of starting, never listed by the driver,
+/// most likely could not reach the driver.
+pub const QUICK_FAILURE: Duration = Duration::seconds(60);
 /// A Running pod the driver has not heard of for this long never registered.
 pub const UNREGISTERED_AFTER: Duration = Duration::seconds(60);
 /// Spark deletes the pod of an executor it removes; Running this long after is a zombie
@@ -45,6 +50,11 @@ pub struct PodSide {
     pub running_since: Option<Time>,
     /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval).
     pub lost_grace: Duration,
+    /// The Spark container failed (non-zero) soon after it started: its exit code and how
+    /// long it ran.
+    pub quick_failure: Option<(i32, Duration)>,
+    /// The app's Spark version (how executors find the driver depends on it).
+    pub spark_version: SparkVersion,
 }
 
 /// The reconciliation findings for one executor id.
@@ -79,9 +89,47 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
             {
                 out.push(unregistered(pod.id, seen.at, since));
             }
+            if let Some((code, ran)) = pod.quick_failure {
+                out.push(driver_unreachable(pod, code, ran, seen.at));
+            }
         }
     }
     out
+}
+
+/// The executor died within seconds and the driver never listed it: it most likely never
+/// reached the driver (kubeflow/spark-operator#1200).
+fn driver_unreachable(pod: &PodSide, code: i32, ran: Duration, at: Time) -> Finding {
+    let how = if pod.spark_version.uses_driver_pod_ip_by_default() {
+        "From Spark 4.1 executors dial the driver's pod IP \
+         (spark.kubernetes.executor.useDriverPodIP=true): check NetworkPolicies between executor \
+         and driver pods (ports spark.driver.port 7078 and spark.blockManager.port 7079)"
+    } else {
+        "Executors dial the driver's headless service by DNS name: check that it resolves from \
+         the executor (CoreDNS, the service's publishNotReadyAddresses when the driver is not \
+         Ready yet), or set spark.kubernetes.executor.useDriverPodIP=true (4.1+); check \
+         NetworkPolicies for ports 7078/7079"
+    };
+    Finding::new(
+        Code::DriverUnreachable,
+        Severity::Error,
+        format!(
+            "Executor {} failed {} after starting (exit {code}) and the driver never listed it: it most likely could not reach the driver",
+            pod.id,
+            human_duration(ran)
+        ),
+    )
+    .evidence(format!(
+        "driver at {}: no executor {} in its list",
+        fmt_time(&at),
+        pod.id
+    ))
+    .hint(format!(
+        "{how}. A sidecar proxy (istio-proxy) that is not ready when the JVM starts also drops \
+         the first connection: hold the application until the proxy starts. The executor log \
+         names the address it tried."
+    ))
+    .reference("https://github.com/kubeflow/spark-operator/issues/1200")
 }
 
 fn lost_pod(pod: &PodSide, d: &DriverExecutor, at: Time, gone: Time) -> Finding {
@@ -358,6 +406,8 @@ mod tests {
             never_seen: false,
             running_since: running.map(t),
             lost_grace: Duration::seconds(60),
+            quick_failure: None,
+            spark_version: SparkVersion::NEWEST_KNOWN,
         }
     }
 
@@ -506,5 +556,39 @@ mod tests {
             let f = removed(7, &exec(false, Some(1), Some(text)));
             assert_eq!((f.code, f.severity), (code, severity), "{text}");
         }
+    }
+
+    #[test]
+    fn a_quick_failure_the_driver_never_listed_could_not_reach_it() {
+        let seen = DriverSeen {
+            at: t(300),
+            exec: None,
+        };
+        let mut pod = side(ExecutorState::Failed, None, None);
+        pod.quick_failure = Some((1, Duration::seconds(4)));
+        let f = reconcile(&pod, Some(&seen));
+        assert_eq!(codes(&f), vec!["driver-unreachable"]);
+        assert!(
+            f[0].summary.contains("failed 4s after starting (exit 1)"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].hint.contains("pod IP"), "4.1+: the pod IP");
+        pod.spark_version = SparkVersion::new(3, 5, 7);
+        assert!(
+            reconcile(&pod, Some(&seen))[0]
+                .hint
+                .contains("publishNotReadyAddresses")
+        );
+        // Listed by the driver (it registered): not this.
+        let listed = DriverSeen {
+            at: t(300),
+            exec: Some(exec(
+                false,
+                Some(10),
+                Some("The executor with id 7 exited with exit code 1(unexpected)."),
+            )),
+        };
+        assert!(!codes(&reconcile(&pod, Some(&listed))).contains(&"driver-unreachable"));
     }
 }

@@ -109,11 +109,13 @@ pub enum Code {
     HeartbeatTimeout,
     /// The driver removed the executor when its RPC connection dropped.
     RpcDisassociated,
+    /// Failed within seconds and never listed by the driver: it could not reach the driver.
+    DriverUnreachable,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 37] = [
+    pub const ALL: [Self; 38] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -147,6 +149,7 @@ impl Code {
         Self::Missing,
         Self::DriverLostPod,
         Self::Unregistered,
+        Self::DriverUnreachable,
         Self::Zombie,
         Self::HeartbeatTimeout,
         Self::RpcDisassociated,
@@ -193,6 +196,7 @@ impl Code {
             Self::NodeShutdown => "node-shutdown",
             Self::HeartbeatTimeout => "heartbeat-timeout",
             Self::RpcDisassociated => "rpc-disassociated",
+            Self::DriverUnreachable => "driver-unreachable",
         }
     }
 }

@@ -141,7 +141,7 @@ impl Control {
     pub(super) fn start_app(&mut self, i: usize) {
         let d = &self.drivers[i];
         let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
-        let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": "4.0.1"});
+        let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version});
         let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
         let props = format!(
             "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\
@@ -212,13 +212,16 @@ impl Control {
         let Some(f) = fate.clone() else {
             return (PodFate::default(), None);
         };
-        let action = match f.action.as_deref() {
-            Some("vanish") => Some(Action::Vanish),
-            Some("evict") => Some(Action::Evict),
-            Some("preempt") => Some(Action::Preempt),
-            Some("delete") => Some(Action::Delete),
-            _ => None,
-        };
+        let action = f.action.and_then(|a| match a {
+            FateAction::Vanish => Some(Action::Vanish),
+            FateAction::Evict => Some(Action::Evict),
+            FateAction::EvictStorage => Some(Action::EvictStorage),
+            FateAction::Shutdown => Some(Action::Shutdown),
+            FateAction::Preempt => Some(Action::Preempt),
+            FateAction::Delete => Some(Action::Delete),
+            // Happens at admission, before anything runs (see `admission`).
+            FateAction::Reject => None,
+        });
         let after = f.after_running(&mut self.rng).map(|d| d.as_secs_f64());
         (
             PodFate {
@@ -238,6 +241,8 @@ impl Control {
                 }),
                 action,
                 image_pull_error: f.image_pull_error.clone(),
+                admission: (f.action == Some(FateAction::Reject))
+                    .then(|| f.reason.clone().unwrap_or_else(|| "OutOfcpu".into())),
             },
             fate,
         )
@@ -267,7 +272,7 @@ impl Control {
         let mut pod = json!({
             "metadata": {"name": name,
                 "labels": {"spark-app-selector": d.app_id, "spark-role": "executor", "spark-exec-id": id.to_string(),
-                           "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name, "spark-version": "4.0.1"},
+                           "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version},
                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": d.driver_pod, "uid": driver_uid, "controller": true}]},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "hostname": name.chars().rev().take(63).collect::<String>().chars().rev().collect::<String>(),
                 "serviceAccountName": "spark",

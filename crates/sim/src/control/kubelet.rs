@@ -137,6 +137,20 @@ impl Control {
                             struck: true,
                         },
                     );
+                } else if let Some(reason) = self.fates.get(&key).and_then(|f| f.admission.clone())
+                {
+                    self.reject(&p, &reason, t);
+                    self.runtimes.insert(
+                        key.clone(),
+                        Runtime {
+                            uid,
+                            stage: Stage::Done,
+                            last_log: t,
+                            log_seq: 0,
+                            struck: true,
+                        },
+                    );
+                    continue;
                 } else {
                     self.start_pod(&p, t);
                     self.runtimes.insert(

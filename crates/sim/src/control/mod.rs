@@ -40,7 +40,7 @@ use crate::{
     clock::fmt_time,
     kube_status::{container_status, set_all_containers, set_condition},
     logs::Logs,
-    scenario::{AppSpec, DriverFate, ExecutorSel, Fate, NodeSpec, Scenario},
+    scenario::{AppSpec, DriverFate, ExecutorSel, Fate, FateAction, NodeSpec, Scenario},
     store::{DeleteOptions, Obj, ObjectStore, Query, Resource},
 };
 
@@ -88,6 +88,10 @@ pub struct ExecView {
 enum Action {
     Vanish,
     Evict,
+    /// Evicted for exceeding its own ephemeral-storage limit.
+    EvictStorage,
+    /// Ended by the kubelet for a graceful node shutdown.
+    Shutdown,
     Preempt,
     Delete,
 }
@@ -101,6 +105,8 @@ struct PodFate {
     exit: Option<(i32, String)>,
     action: Option<Action>,
     image_pull_error: Option<String>,
+    /// The kubelet rejects the pod on admission with this reason (`OutOfcpu`, …).
+    admission: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,6 +2,12 @@
 
 use super::*;
 
+/// The kubelet's node-pressure eviction message.
+const NODE_PRESSURE: &str = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88512Ki. Container spark-kubernetes-executor was using 2912Mi, request is 2432Mi, has larger consumption of memory. ";
+/// The kubelet's message when a pod's ephemeral storage passes its containers' limits.
+const OVER_STORAGE_LIMIT: &str =
+    "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ";
+
 impl Control {
     /// The fate strikes a running pod.
     pub(super) fn strike(&mut self, p: &Obj, fate: &PodFate, _since: f64, t: f64) {
@@ -21,7 +27,15 @@ impl Control {
                 return;
             }
             Some(Action::Evict) => {
-                self.evict(p, t);
+                self.evict(p, NODE_PRESSURE, t);
+                return;
+            }
+            Some(Action::EvictStorage) => {
+                self.evict(p, OVER_STORAGE_LIMIT, t);
+                return;
+            }
+            Some(Action::Shutdown) => {
+                self.shutdown(p, t);
                 return;
             }
             Some(Action::Preempt) => {
@@ -120,9 +134,9 @@ impl Control {
         let _ = t;
     }
 
-    pub(super) fn evict(&mut self, p: &Obj, t: f64) {
+    /// The kubelet's eviction, with its message (node pressure or the pod's own limit).
+    pub(super) fn evict(&mut self, p: &Obj, msg: &str, t: f64) {
         let now = self.now();
-        let msg = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88512Ki. Container spark-kubernetes-executor was using 2912Mi, request is 2432Mi, has larger consumption of memory. ";
         // Kubelets up to 1.21 leave the container statuses as last seen (not ready), which is
         // what makes kubectl print `Evicted`.
         let updated = self
@@ -165,6 +179,58 @@ impl Control {
             &(p.namespace().to_owned(), p.name().to_owned()),
             Stage::Done,
         );
+    }
+
+    /// Graceful node shutdown (kubelet 1.21+): the containers get SIGTERM and end with 143,
+    /// the pod is Failed with reason `Terminated` and a `DisruptionTarget` condition.
+    pub(super) fn shutdown(&mut self, p: &Obj, t: f64) {
+        const MSG: &str = "Pod was terminated in response to imminent node shutdown.";
+        self.event(
+            &p.value,
+            "Normal",
+            "Killing",
+            "Stopping container spark-kubernetes-executor",
+            "kubelet",
+            t,
+        );
+        self.exit_containers(p, 143, "Error", t);
+        let now = self.now();
+        self.store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["reason"] = json!("Terminated");
+                v["status"]["message"] = json!(MSG);
+                set_condition(
+                    v,
+                    "DisruptionTarget",
+                    "True",
+                    "TerminationByKubelet",
+                    MSG,
+                    &now,
+                );
+                true
+            });
+    }
+
+    /// The kubelet refuses a bound pod on admission: Failed, no container ever created.
+    pub(super) fn reject(&mut self, p: &Obj, reason: &str, t: f64) {
+        let resource = reason.strip_prefix("OutOf").unwrap_or("cpu");
+        let detail = format!(
+            "Node didn't have enough resource: {resource}, requested: 1000, used: 3500, capacity: 4000"
+        );
+        let msg = format!("Pod was rejected: {detail}");
+        let now = self.now();
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["phase"] = json!("Failed");
+                v["status"]["reason"] = json!(reason);
+                v["status"]["message"] = json!(msg);
+                v["status"]["startTime"] = json!(now);
+                true
+            });
+        if let Some(u) = updated {
+            self.event(&u.value, "Warning", reason, &detail, "kubelet", t);
+        }
     }
 
     /// Graceful termination: SIGTERM (143 after a moment), then the final DELETE.

@@ -345,6 +345,9 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     }
 
     // 4. Reconciliation with the driver (each disagreement is its own finding).
+    let ended = acted_on.as_ref().map_or(ev.pod, |(p, _, _)| *p);
+    let quick_failure = exit_of_timed(ended, &resolved.config.spark_container)
+        .filter(|(code, ran)| *code != 0 && *ran <= super::driver::QUICK_FAILURE);
     let side = PodSide {
         id: ev.id,
         state: pod_state,
@@ -352,6 +355,8 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         never_seen: ev.gone == PodGone::DriverOnly,
         running_since: ev.running_since,
         lost_grace: ev.lost_grace,
+        quick_failure,
+        spark_version: resolved.spark_version,
     };
     for mut f in reconcile(&side, ev.driver) {
         f.witness = Witness::Driver;
@@ -482,6 +487,12 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         exit_code: exit.as_ref().map(|e| e.0),
         container_reason: exit.and_then(|e| e.1),
     }
+}
+
+/// The Spark container's non-restarted terminated exit code and how long it ran.
+fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Duration)> {
+    let t = pod.container_status(container)?.terminated()?;
+    Some((t.exit_code, t.finished_at? - t.started_at?))
 }
 
 /// The Spark container's terminated exit code and reason (state, else lastState).
