@@ -88,7 +88,10 @@ fn explain_pod(
     let container_reason = terminated
         .and_then(|t| t.reason.clone())
         .or_else(|| spark_status.and_then(|c| c.waiting_reason().map(str::to_owned)));
-    let mut view = spark_view(pod, state, &resolved.config);
+    // Spark's watch and polls select `spark-exec-inactive!=true`: it does not see this pod.
+    let mut view = (!pod.is_inactive())
+        .then(|| spark_view(pod, state, &resolved.config))
+        .flatten();
     if let Some(v) = &mut view
         && !resolved.spark_version.counts_executor_failures()
     {
@@ -114,6 +117,14 @@ fn explain_pod(
 }
 
 fn note(pod: &ExecutorPod) -> Option<String> {
+    if pod.is_inactive() {
+        return Some(
+            "labelled spark-exec-inactive=true: Spark's watch and polls skip it (Spark marks a \
+             finished executor so instead of deleting it when deleteOnTermination=false); Spark \
+             already removed this executor, so no Spark view is computed"
+                .into(),
+        );
+    }
     let role = pod.role();
     if role == Some(Role::Driver) {
         return None;
@@ -292,6 +303,19 @@ mod tests {
         let v = one(sidecar_failed(Some("3.5.7")), &forced);
         assert_eq!(v.state, ExecutorState::Failed);
         assert_eq!(v.spark_version_source, VersionSource::Configured);
+    }
+
+    #[test]
+    fn an_inactive_pod_has_no_spark_view_and_says_why() {
+        let mut p = sidecar_failed(Some("4.0.1"));
+        p.labels.insert("spark-exec-inactive".into(), "true".into());
+        let e = one(p, &ClassifyOptions::default());
+        assert!(e.spark_view.is_none());
+        assert!(
+            e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("spark-exec-inactive=true"))
+        );
     }
 
     #[test]

@@ -422,15 +422,82 @@ fn describe_item(label: &str, value: &Value) -> String {
     }
 }
 
-fn push_pod(value: Value, label: &str, out: &mut Objects) {
+fn push_pod(mut value: Value, label: &str, out: &mut Objects) {
     let who = describe_item(label, &value);
-    match serde_path_to_error::deserialize::<_, core::Pod>(value) {
-        Ok(pod) => out.pods.push(ExecutorPod::from_pod(&pod)),
-        Err(e) => out.invalid.push(format!(
-            "skipped {who}: not a valid Pod: {}",
-            path_error(&e)
-        )),
+    // A malformed timestamp must not cost the pod: Spark never parses `deletionTimestamp`
+    // (it only tests its presence) and reads no other time. Each unreadable time is repaired
+    // (a deletion stays a deletion, at an unknown time; any other time is dropped) and said.
+    for _ in 0..MAX_REPAIRS {
+        let e = match serde_path_to_error::deserialize::<_, core::Pod>(&value) {
+            Ok(pod) => {
+                out.pods.push(ExecutorPod::from_pod(&pod));
+                return;
+            }
+            Err(e) => e,
+        };
+        let path = e.path().to_string();
+        match repair_time(&mut value, &path) {
+            Some(note) => out.skipped.push(format!("{who}: {note}")),
+            None => {
+                out.invalid.push(format!(
+                    "skipped {who}: not a valid Pod: {}",
+                    path_error(&e)
+                ));
+                return;
+            }
+        }
     }
+    out.invalid.push(format!(
+        "skipped {who}: not a valid Pod: more than {MAX_REPAIRS} unreadable times"
+    ));
+}
+
+/// Unreadable times repaired per pod before it is given up.
+const MAX_REPAIRS: usize = 32;
+
+/// Repairs the string at `path` if it is a timestamp that does not parse; the note to give.
+fn repair_time(value: &mut Value, path: &str) -> Option<String> {
+    let field = path.rsplit('.').next().unwrap_or_default();
+    let is_time = field.ends_with("Timestamp")
+        || field.ends_with("Time")
+        || matches!(field, "startedAt" | "finishedAt" | "time");
+    if !is_time {
+        return None;
+    }
+    let (parent_path, _) = path.rsplit_once('.')?;
+    let parent = walk(value, parent_path)?.as_object_mut()?;
+    let bad = parent.get(field)?.as_str()?.to_owned();
+    if chrono::DateTime::parse_from_rfc3339(&bad).is_ok() {
+        return None; // not a time problem
+    }
+    let shown: String = bad.chars().take(40).collect();
+    if field == "deletionTimestamp" {
+        parent.insert(field.to_owned(), Value::from("1970-01-01T00:00:00Z"));
+        Some(format!(
+            "{path} {shown:?} is not a time: kept as a requested deletion at an unknown time \
+             (Spark only tests that it is set)"
+        ))
+    } else {
+        parent.remove(field);
+        Some(format!("{path} {shown:?} is not a time: ignored"))
+    }
+}
+
+/// The value at a serde path (`status.containerStatuses[0].state`).
+fn walk<'a>(mut v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    for seg in path.split('.') {
+        let (key, indices) = match seg.find('[') {
+            Some(i) => (&seg[..i], &seg[i..]),
+            None => (seg, ""),
+        };
+        if !key.is_empty() {
+            v = v.get_mut(key)?;
+        }
+        for idx in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
+            v = v.get_mut(idx.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(v)
 }
 
 fn push_event(value: Value, api: EventApi, label: &str, out: &mut Objects) {
@@ -462,6 +529,32 @@ fn path_error(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_time_does_not_cost_the_pod() {
+        let text = r#"{"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "e-1", "namespace": "spark-jobs", "deletionTimestamp": "yesterday",
+                         "creationTimestamp": "2026-11-29T10:00:00Z",
+                         "labels": {"spark-role": "executor", "spark-exec-id": "1"}},
+            "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
+            "status": {"phase": "Failed", "startTime": "not a time", "containerStatuses": [
+                {"name": "spark-kubernetes-executor", "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-13-45T99:00:00Z"}}}]}}"#;
+        let o = pods(text).unwrap();
+        assert!(o.invalid.is_empty(), "{:?}", o.invalid);
+        assert_eq!(o.pods.len(), 1);
+        let p = &o.pods[0];
+        assert!(p.deletion.is_some(), "still a requested deletion");
+        assert_eq!(
+            p.container_statuses()[0].terminated().unwrap().exit_code,
+            137
+        );
+        assert_eq!(o.skipped.len(), 3, "{:?}", o.skipped);
+        assert!(o.skipped[0].contains("metadata.deletionTimestamp \"yesterday\" is not a time"));
+        // A pod that is broken elsewhere is still reported.
+        let broken = text.replace("\"exitCode\": 137", "\"exitCode\": \"lots\"");
+        assert_eq!(pods(&broken).unwrap().invalid.len(), 1);
+    }
 
     fn pods(text: &str) -> Result<Objects, InputError> {
         read_pods(text.as_bytes(), "test")
