@@ -32,6 +32,9 @@ pub struct AppReport {
     pub driver_phase: Option<String>,
     pub executors_seen: usize,
     pub counts: crate::store::Counts,
+    /// Findings about the whole app at the end (`crash-loop`, …): `code: summary`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_findings: Vec<String>,
     pub failures: Vec<FailureEntry>,
     pub by_finding: BTreeMap<String, usize>,
     pub oom: OomBreakdown,
@@ -266,6 +269,11 @@ fn app_report(a: &AppRecord, end: Time) -> AppReport {
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
         executors_seen: a.executors.len(),
         counts: a.counts(),
+        app_findings: a
+            .findings()
+            .into_iter()
+            .map(|f| format!("{}: {}", f.code, f.summary))
+            .collect(),
         failures: failures.into_iter().map(|(_, f)| f).collect(),
         by_finding,
         oom,
@@ -339,6 +347,9 @@ pub fn markdown(r: &Report) -> String {
             c.deleted,
             c.missing
         );
+        for f in &a.app_findings {
+            let _ = writeln!(s, "**{f}**\n");
+        }
         if !a.failures.is_empty() {
             s.push_str("### Executors that ended\n\n| time | executor | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|\n");
             for f in &a.failures {

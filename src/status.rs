@@ -31,6 +31,10 @@ pub struct AppStatus {
     pub delete_on_termination: bool,
     pub counts: Counts,
     pub pending_reasons: Vec<PendingReason>,
+    /// Findings about the whole app (`crash-loop`, `snapshot-update-fails`,
+    /// `oom-recovery-mode`), worst first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<AppFindingStatus>,
     /// Reading the driver's own executor list (absent when never tried).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_api: Option<DriverApiStatus>,
@@ -67,6 +71,15 @@ pub struct ExecutorDriverStatus {
 pub struct DriverStatus {
     pub pod: String,
     pub phase: Option<String>,
+}
+
+/// A finding about the whole application.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct AppFindingStatus {
+    pub code: String,
+    pub severity: &'static str,
+    pub summary: String,
+    pub hint: String,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -167,6 +180,16 @@ fn app_status(a: &AppRecord) -> AppStatus {
             .into_iter()
             .map(|(reason, count)| PendingReason { reason, count })
             .collect(),
+        findings: a
+            .findings()
+            .into_iter()
+            .map(|f| AppFindingStatus {
+                code: f.code.as_str().to_owned(),
+                severity: f.severity.as_str(),
+                summary: f.summary,
+                hint: f.hint,
+            })
+            .collect(),
         driver_api: driver_api_status(a),
         executors: a
             .executors
@@ -255,6 +278,9 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             c.unknown,
             c.missing
         );
+        for f in &a.findings {
+            let _ = writeln!(out, "  [{}] {}: {}", f.severity, f.code, f.summary);
+        }
         match &a.driver_api {
             Some(d) if d.state == "ok" => {
                 let _ = writeln!(

@@ -231,7 +231,7 @@ impl Store {
                     ExecIdLabel::Placeholder => {
                         "spark-exec-id is EXECID (id not assigned yet)".to_owned()
                     }
-                    ExecIdLabel::Invalid(v) => format!("spark-exec-id {v:?} is not a number"),
+                    ExecIdLabel::Invalid(v) => records::invalid_id_note(&v),
                     _ => "no spark-exec-id label".to_owned(),
                 };
                 if deleted {

@@ -27,6 +27,19 @@ pub struct Finished {
     pub previous: bool,
 }
 
+/// The note kept for an executor pod whose `spark-exec-id` is not a number.
+pub(super) fn invalid_id_note(value: &str) -> String {
+    format!("spark-exec-id {value:?} is not a number")
+}
+
+/// The value back from [`invalid_id_note`]'s note.
+fn invalid_id_value(note: &str) -> Option<String> {
+    let quoted = note
+        .strip_prefix("spark-exec-id ")?
+        .strip_suffix(" is not a number")?;
+    Some(serde_json::from_str(quoted).unwrap_or_else(|_| quoted.to_owned()))
+}
+
 /// `(namespace, app id)`.
 pub type AppKey = (String, String);
 
@@ -40,6 +53,18 @@ pub struct AppConfig {
     pub api_polling_interval: Duration,
     /// Whether it came from the driver's ConfigMap (else Spark's defaults).
     pub from_driver: bool,
+    /// `spark.executor.maxNumFailures`, when set.
+    #[serde(default)]
+    pub max_failures: Option<u32>,
+    /// `spark.executor.instances`, when set.
+    #[serde(default)]
+    pub executor_instances: Option<u32>,
+    /// `spark.dynamicAllocation.enabled`.
+    #[serde(default)]
+    pub dynamic_allocation: bool,
+    /// `spark.dynamicAllocation.maxExecutors`, when set.
+    #[serde(default)]
+    pub max_executors: Option<u32>,
 }
 
 impl Default for AppConfig {
@@ -51,6 +76,10 @@ impl Default for AppConfig {
             missing_pod_detect_delta: Duration::from_secs(30),
             api_polling_interval: Duration::from_secs(30),
             from_driver: false,
+            max_failures: None,
+            executor_instances: None,
+            dynamic_allocation: false,
+            max_executors: None,
         }
     }
 }
@@ -61,6 +90,7 @@ impl AppConfig {
         let dur = |k: &str, default: Duration| {
             p.get(k).and_then(|v| spark_duration(v)).unwrap_or(default)
         };
+        let number = |k: &str| p.get(k).and_then(|v| v.trim().parse::<u32>().ok());
         Self {
             delete_on_termination: p
                 .get("spark.kubernetes.executor.deleteOnTermination")
@@ -81,6 +111,12 @@ impl AppConfig {
                 d.api_polling_interval,
             ),
             from_driver: true,
+            max_failures: number("spark.executor.maxNumFailures"),
+            executor_instances: number("spark.executor.instances"),
+            dynamic_allocation: p
+                .get("spark.dynamicAllocation.enabled")
+                .is_some_and(|v| v.trim() == "true"),
+            max_executors: number("spark.dynamicAllocation.maxExecutors"),
         }
     }
 
@@ -335,6 +371,49 @@ pub struct AppRecord {
 }
 
 impl AppRecord {
+    /// Findings about the whole application (crash loop against Spark's failure budget, a
+    /// pod breaking Spark's snapshot, OOM recovery mode), worst first.
+    pub fn findings(&self) -> Vec<crate::diagnose::Finding> {
+        use crate::diagnose::app::{AppFacts, app_findings};
+        let spark_version = self
+            .executors
+            .values()
+            .find_map(|e| crate::version::SparkVersion::of(&e.pod));
+        let counted: Vec<crate::diagnose::Code> = self
+            .executors
+            .values()
+            .filter(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted))
+            .filter_map(|e| e.verdict.cause().map(|f| f.code))
+            .collect();
+        let invalid_ids: Vec<(String, String)> = self
+            .unregistered
+            .iter()
+            .filter_map(|(name, why)| Some((name.clone(), invalid_id_value(why)?)))
+            .collect();
+        let oom_removals = self
+            .executors
+            .values()
+            .filter(|e| {
+                e.driver
+                    .as_ref()
+                    .and_then(|d| d.exec.as_ref())
+                    .and_then(|d| d.remove_reason.as_deref())
+                    .is_some_and(|r| r.contains("OOM"))
+            })
+            .count();
+        app_findings(&AppFacts {
+            spark_version,
+            counted: &counted,
+            max_failures: self.config.max_failures,
+            executor_instances: self.config.executor_instances,
+            dynamic_allocation: self.config.dynamic_allocation,
+            max_executors: self.config.max_executors,
+            invalid_ids: &invalid_ids,
+            oom_removals,
+            config_known: self.config.from_driver,
+        })
+    }
+
     pub(super) fn new(namespace: &str, app_id: &str) -> Self {
         Self {
             namespace: namespace.to_owned(),

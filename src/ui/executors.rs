@@ -67,10 +67,21 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         },
         if hold_on { " · HOLD ON" } else { "" }
     );
-    let block = Block::default()
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
         .title(Span::styled(title, theme::title()));
+    // The app's own worst finding (a crash loop, a broken snapshot) on the bottom border:
+    // seen without taking a row from the executors.
+    if let Some(worst) = app
+        .current_app()
+        .and_then(|a| a.findings().into_iter().next())
+    {
+        block = block.title_bottom(Span::styled(
+            format!(" {}: {} ", worst.code, worst.summary),
+            theme::severity(worst.severity),
+        ));
+    }
     let offset = scroll_offset(app, l);
     let selected = app.selected_exec;
     match app.view {

@@ -9,6 +9,7 @@
 //!
 //! Finding codes are a stable contract: add new ones, never rename.
 
+pub mod app;
 mod containers;
 mod disruption;
 pub mod driver;
@@ -111,11 +112,17 @@ pub enum Code {
     RpcDisassociated,
     /// Failed within seconds and never listed by the driver: it could not reach the driver.
     DriverUnreachable,
+    /// (app) Repeated failures with one cause, against Spark's failure budget.
+    CrashLoop,
+    /// (app) A pod whose `spark-exec-id` is not a number breaks Spark's snapshot updates.
+    SnapshotUpdateFails,
+    /// (app, Spark 4.2+) An OOM removal put the app in recovery mode.
+    OomRecoveryMode,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 41] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -154,6 +161,9 @@ impl Code {
         Self::HeartbeatTimeout,
         Self::RpcDisassociated,
         Self::DriverRemoved,
+        Self::CrashLoop,
+        Self::SnapshotUpdateFails,
+        Self::OomRecoveryMode,
     ];
 
     /// The kebab-case code every output uses.
@@ -197,6 +207,9 @@ impl Code {
             Self::HeartbeatTimeout => "heartbeat-timeout",
             Self::RpcDisassociated => "rpc-disassociated",
             Self::DriverUnreachable => "driver-unreachable",
+            Self::CrashLoop => "crash-loop",
+            Self::SnapshotUpdateFails => "snapshot-update-fails",
+            Self::OomRecoveryMode => "oom-recovery-mode",
         }
     }
 }

@@ -1,0 +1,284 @@
+//! Findings about a whole application rather than one executor: a crash loop measured
+//! against Spark's own failure budget, pods that break Spark's snapshot of the app, and
+//! Spark 4.2's OOM recovery mode.
+//!
+//! Ref: `ExecutorFailureTracker` / `spark.executor.maxNumFailures` (4.0+; default
+//! max(2 × executors, 3), exit 11 when reached; kubeflow/spark-operator#1803 for the crash
+//! loop users see), `ExecutorPodsSnapshot` (a non-numeric `spark-exec-id` makes `toLong`
+//! throw for the whole snapshot), `KubernetesClusterSchedulerBackend` 4.2 (recovery mode).
+
+use std::collections::BTreeMap;
+
+use super::{Code, Finding, Severity};
+use crate::version::SparkVersion;
+
+/// What the tool knows about one application.
+#[derive(Debug, Default)]
+pub struct AppFacts<'a> {
+    /// The app's Spark version (from its pods), if known.
+    pub spark_version: Option<SparkVersion>,
+    /// The primary finding of each executor failure Spark counted, oldest first.
+    pub counted: &'a [Code],
+    /// `spark.executor.maxNumFailures`, when set.
+    pub max_failures: Option<u32>,
+    /// `spark.executor.instances`, when set (Spark's default is 2).
+    pub executor_instances: Option<u32>,
+    /// `spark.dynamicAllocation.enabled`.
+    pub dynamic_allocation: bool,
+    /// `spark.dynamicAllocation.maxExecutors`, when set (Spark's default: unlimited).
+    pub max_executors: Option<u32>,
+    /// Executor pods whose `spark-exec-id` is not a number: (pod, value).
+    pub invalid_ids: &'a [(String, String)],
+    /// Executors the driver removed with a reason naming an OOM.
+    pub oom_removals: usize,
+    /// The app's configuration was read (from the driver); else the settings above are
+    /// unknown, not Spark's defaults.
+    pub config_known: bool,
+}
+
+/// Spark's failure budget for an app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// Spark aborts the app (exit 11) at this many failed executors.
+    Limit(u32),
+    /// Before 4.0 Spark has no executor-failure limit on Kubernetes.
+    NoneBeforeSpark4,
+    /// Dynamic allocation without `maxExecutors`: effectively unlimited.
+    Unlimited,
+    /// The driver's configuration was not read.
+    Unknown,
+}
+
+/// How many failed executors Spark tolerates before it aborts the app.
+pub fn failure_budget(f: &AppFacts<'_>) -> Budget {
+    if f.spark_version
+        .is_some_and(|v| !v.counts_executor_failures())
+    {
+        return Budget::NoneBeforeSpark4;
+    }
+    if let Some(m) = f.max_failures {
+        return Budget::Limit(m);
+    }
+    if !f.config_known {
+        return Budget::Unknown;
+    }
+    let executors = if f.dynamic_allocation {
+        match f.max_executors {
+            Some(m) => m,
+            None => return Budget::Unlimited, // Int.MaxValue
+        }
+    } else {
+        f.executor_instances.unwrap_or(2)
+    };
+    Budget::Limit(executors.saturating_mul(2).max(3))
+}
+
+/// The application's findings, worst first.
+pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(x) = snapshot_broken(f) {
+        out.push(x);
+    }
+    if let Some(x) = crash_loop(f) {
+        out.push(x);
+    }
+    if let Some(x) = recovery_mode(f) {
+        out.push(x);
+    }
+    out.sort_by_key(|x| x.severity);
+    out
+}
+
+/// Repeated failures with one cause: this many make a loop.
+const LOOP_AFTER: usize = 3;
+
+fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
+    let mut by_cause: BTreeMap<Code, usize> = BTreeMap::new();
+    for c in f.counted {
+        *by_cause.entry(*c).or_default() += 1;
+    }
+    let (cause, n) = by_cause.into_iter().max_by_key(|(_, n)| *n)?;
+    if n < LOOP_AFTER {
+        return None;
+    }
+    let used = f.counted.len() as u32;
+    let version = f
+        .spark_version
+        .map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"));
+    let (severity, budget) = match failure_budget(f) {
+        Budget::Limit(limit) => {
+            let left = limit.saturating_sub(used);
+            let severity = if left * 4 <= limit { Severity::Error } else { Severity::Warn };
+            (
+                severity,
+                format!(
+                    "{used} of {limit} allowed failures used; {version} aborts the app with exit 11 after {left} more"
+                ),
+            )
+        }
+        Budget::NoneBeforeSpark4 => (
+            Severity::Warn,
+            format!("{version} has no executor-failure limit on Kubernetes: it keeps replacing them"),
+        ),
+        Budget::Unlimited => (
+            Severity::Warn,
+            "no limit applies (dynamic allocation without maxExecutors): Spark keeps replacing them"
+                .to_owned(),
+        ),
+        Budget::Unknown => (
+            Severity::Warn,
+            format!(
+                "{used} counted; Spark's limit is unknown (the driver's configuration was not \
+                 read; spark.executor.maxNumFailures defaults to max(2 × executors, 3))"
+            ),
+        ),
+    };
+    Some(
+        Finding::new(
+            Code::CrashLoop,
+            severity,
+            format!("{n} executors failed with the same cause ({cause}): {budget}"),
+        )
+        .evidence(format!(
+            "counted failures by cause: {n} × {cause} of {used}"
+        ))
+        .hint(format!(
+            "The replacements die the same way: fix the cause ({cause}'s hint on any of them) \
+             rather than waiting. spark.executor.maxNumFailures sets the budget \
+             (spark.executor.failuresValidityInterval makes old failures expire)."
+        ))
+        .reference("https://github.com/kubeflow/spark-operator/issues/1803"),
+    )
+}
+
+fn snapshot_broken(f: &AppFacts<'_>) -> Option<Finding> {
+    let (pod, value) = f.invalid_ids.first()?;
+    let mut x = Finding::new(
+        Code::SnapshotUpdateFails,
+        Severity::Error,
+        format!(
+            "Spark cannot update its view of this app: executor pod {pod} has spark-exec-id {value:?}, which is not a number"
+        ),
+    )
+    .hint(
+        "Spark parses every executor pod's spark-exec-id as a number; one that is not makes \
+         the whole snapshot update throw, so the driver stops seeing any executor change \
+         (failures, deletions, new pods) while this pod exists. Delete or relabel the pod; \
+         look for whatever copies Spark's labels onto other pods.",
+    )
+    .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsSnapshot.scala");
+    for (p, v) in f.invalid_ids {
+        x = x.evidence(format!("{p}: spark-exec-id={v:?}"));
+    }
+    Some(x)
+}
+
+fn recovery_mode(f: &AppFacts<'_>) -> Option<Finding> {
+    let v = f.spark_version?;
+    if !v.has_oom_recovery_mode() || f.oom_removals == 0 {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Code::OomRecoveryMode,
+            Severity::Info,
+            format!(
+                "Spark {v} is in OOM recovery mode: an executor was removed for an OOM, so new executors run one task at a time"
+            ),
+        )
+        .evidence(format!("{} removal reason(s) naming an OOM", f.oom_removals))
+        .hint(
+            "Throughput drops until the app ends; fix the memory settings (see the OOM \
+             finding's hint) so the next run does not enter it.",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(counted: &'a [Code], version: &str) -> AppFacts<'a> {
+        AppFacts {
+            spark_version: SparkVersion::parse(version),
+            counted,
+            executor_instances: Some(10),
+            config_known: true,
+            ..AppFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_crash_loop_is_measured_against_sparks_budget() {
+        let oom = [Code::ContainerOomKilled; 3];
+        let f = app_findings(&facts(&oom, "4.0.1"));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].summary,
+            "3 executors failed with the same cause (container-oom-killed): 3 of 20 allowed \
+             failures used; Spark 4.0.1 aborts the app with exit 11 after 17 more"
+        );
+        assert_eq!(f[0].severity, Severity::Warn);
+        let many = [Code::JvmOom; 16];
+        assert_eq!(
+            app_findings(&facts(&many, "4.0.1"))[0].severity,
+            Severity::Error
+        );
+        // Spark 3.5: no limit.
+        let f = app_findings(&facts(&oom, "3.5.7"));
+        assert!(
+            f[0].summary
+                .contains("Spark 3.5.7 has no executor-failure limit"),
+            "{}",
+            f[0].summary
+        );
+        // Mixed causes under the threshold: no loop.
+        let mixed = [Code::JvmOom, Code::JvmOom, Code::Evicted];
+        assert!(app_findings(&facts(&mixed, "4.0.1")).is_empty());
+    }
+
+    #[test]
+    fn the_budget_follows_sparks_defaults() {
+        let mut f = facts(&[], "4.0.1");
+        assert_eq!(failure_budget(&f), Budget::Limit(20));
+        f.executor_instances = None;
+        assert_eq!(failure_budget(&f), Budget::Limit(4));
+        f.max_failures = Some(7);
+        assert_eq!(failure_budget(&f), Budget::Limit(7));
+        f.max_failures = None;
+        f.dynamic_allocation = true;
+        assert_eq!(failure_budget(&f), Budget::Unlimited, "maxExecutors unset");
+        f.max_executors = Some(1);
+        assert_eq!(failure_budget(&f), Budget::Limit(3));
+        f.config_known = false;
+        assert_eq!(failure_budget(&f), Budget::Unknown);
+        assert_eq!(
+            failure_budget(&facts(&[], "3.5.7")),
+            Budget::NoneBeforeSpark4
+        );
+    }
+
+    #[test]
+    fn a_non_numeric_id_breaks_the_apps_snapshot_and_42_says_recovery_mode() {
+        let bad = [("etl-exec-x".to_owned(), "abc".to_owned())];
+        let f = AppFacts {
+            invalid_ids: &bad,
+            ..AppFacts::default()
+        };
+        let got = app_findings(&f);
+        assert_eq!(got[0].code, Code::SnapshotUpdateFails);
+        assert_eq!(got[0].severity, Severity::Error);
+        let f = AppFacts {
+            spark_version: SparkVersion::parse("4.2.0"),
+            oom_removals: 1,
+            ..AppFacts::default()
+        };
+        assert_eq!(app_findings(&f)[0].code, Code::OomRecoveryMode);
+        let f = AppFacts {
+            spark_version: SparkVersion::parse("4.1.0"),
+            oom_removals: 1,
+            ..AppFacts::default()
+        };
+        assert!(app_findings(&f).is_empty());
+    }
+}
