@@ -5,7 +5,7 @@
 //! `DeletionByTaintManager`, `DeletionByPodGC`), kubelet eviction status (`reason: Evicted`).
 
 use super::{Code, Finding, Severity, Subject, human_duration};
-use crate::model::{PodCondition, fmt_time};
+use crate::model::{ExecutorState, PodCondition, fmt_time};
 
 const REF_DISRUPTION: &str =
     "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions";
@@ -334,13 +334,26 @@ pub(super) fn deleted(s: &Subject<'_>, out: &mut Vec<Finding>) {
             severity = Severity::Warn;
         }
     }
+    // Spark's `isDeleted` is false while the phase is Running: to Spark the executor is
+    // still running, and a pod that disappears in that phase is only noticed at a poll.
+    let still_running = matches!(s.state, ExecutorState::Running | ExecutorState::Terminating);
+    if still_running {
+        summary.push_str("; Spark still counts the executor as running");
+    }
+    let hint = if still_running {
+        "A pod being deleted while its phase is Running is not \"deleted\" to Spark: the executor \
+         stays running for it. If the pod disappears in that phase, Spark keeps the executor until \
+         its next full poll (spark.kubernetes.executor.apiPollingInterval, 30s) and then removes \
+         it as \"not found in the cluster\" (exit -1, not counted against the application). A \
+         Spark container that exits meanwhile is a failure Spark counts."
+    } else {
+        "Spark logs such an executor as \"deleted by a user or the framework\" and does not \
+         count it against the application. Spark deletes executors it has removed (failure, \
+         dynamic-allocation scale-down, kill, application end); otherwise an operator or a \
+         controller did. A finalizer keeps the pod (and its status) until it is removed."
+    };
     let mut f = Finding::new(Code::Deleted, severity, summary)
-        .hint(
-            "Spark logs such an executor as \"deleted by a user or the framework\" and does not \
-             count it against the application. Spark deletes executors it has removed (failure, \
-             dynamic-allocation scale-down, kill, application end); otherwise an operator or a \
-             controller did. A finalizer keeps the pod (and its status) until it is removed.",
-        )
+        .hint(hint)
         .reference(REF_DELETION)
         .evidence(format!(
             "metadata.deletionTimestamp={} deletionGracePeriodSeconds={}",

@@ -684,3 +684,30 @@ fn the_oom_hint_gives_a_value_to_copy() {
         f.hint
     );
 }
+
+#[test]
+fn a_pod_deleted_while_running_is_still_running_to_spark() {
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:29:50Z", "deletionGracePeriodSeconds": 30}),
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"running": {"startedAt": "2026-11-29T10:00:00Z"}}))]}),
+    );
+    let f = find(&run(&p, &[]), Code::Deleted).clone();
+    assert!(
+        f.summary
+            .ends_with("Spark still counts the executor as running"),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.contains("not found in the cluster"), "{}", f.hint);
+    // Once the phase has left Running, Spark says "deleted by a user or the framework".
+    let p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:29:50Z", "deletionGracePeriodSeconds": 30}),
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    let f = find(&run(&p, &[]), Code::Deleted).clone();
+    assert!(
+        f.hint.contains("deleted by a user or the framework"),
+        "{}",
+        f.hint
+    );
+}

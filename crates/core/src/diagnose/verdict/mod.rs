@@ -346,8 +346,14 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     // 4. Reconciliation with the driver (each disagreement is its own finding).
     let ended = acted_on.as_ref().map_or(ev.pod, |(p, _, _)| *p);
+    // Its own failure, not a stop from outside: no signal exit, no deletion asked first.
     let quick_failure = exit_of_timed(ended, &resolved.config.spark_container)
-        .filter(|(code, ran)| *code != 0 && *ran <= super::driver::QUICK_FAILURE);
+        .filter(|(code, ran, finished)| {
+            !matches!(code, 0 | 137 | 143)
+                && *ran <= super::driver::QUICK_FAILURE
+                && ended.deletion.as_ref().is_none_or(|d| d.at > *finished)
+        })
+        .map(|(code, ran, _)| (code, ran));
     let side = PodSide {
         id: ev.id,
         state: pod_state,
@@ -489,10 +495,11 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     }
 }
 
-/// The Spark container's non-restarted terminated exit code and how long it ran.
-fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Duration)> {
+/// The Spark container's terminated exit code, how long it ran, and when it ended.
+fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Duration, Time)> {
     let t = pod.container_status(container)?.terminated()?;
-    Some((t.exit_code, t.finished_at? - t.started_at?))
+    let finished = t.finished_at?;
+    Some((t.exit_code, finished - t.started_at?, finished))
 }
 
 /// The Spark container's terminated exit code and reason (state, else lastState).
