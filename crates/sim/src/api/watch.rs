@@ -31,6 +31,14 @@ fn event_line(kind: &str, object: &[u8]) -> Vec<u8> {
     out
 }
 
+/// An ERROR watch event carrying the error's Status.
+fn error_line(e: &ApiError) -> Vec<u8> {
+    event_line(
+        "ERROR",
+        &serde_json::to_vec(&e.status()).unwrap_or_default(),
+    )
+}
+
 fn bookmark(cx: &Ctx, rv: u64, initial_end: bool) -> Vec<u8> {
     let resource = cx.resource;
     let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
@@ -58,12 +66,7 @@ async fn watch_loop(cx: Ctx, q: Query, tx: mpsc::Sender<Vec<u8>>) {
             Ok(n) => Some(n),
             Err(_) => {
                 let e = ApiError::bad_request(format!("invalid resource version: {v}"));
-                let _ = tx
-                    .send(event_line(
-                        "ERROR",
-                        &serde_json::to_vec(&e.status()).unwrap_or_default(),
-                    ))
-                    .await;
+                let _ = tx.send(error_line(&e)).await;
                 return;
             }
         },
@@ -75,12 +78,7 @@ async fn watch_loop(cx: Ctx, q: Query, tx: mpsc::Sender<Vec<u8>>) {
             rv.unwrap_or(0),
             st.store.current_rv()
         ));
-        let _ = tx
-            .send(event_line(
-                "ERROR",
-                &serde_json::to_vec(&e.status()).unwrap_or_default(),
-            ))
-            .await;
+        let _ = tx.send(error_line(&e)).await;
         return;
     }
     let sub = match st.store.subscribe(resource, &q, rv) {
@@ -88,12 +86,7 @@ async fn watch_loop(cx: Ctx, q: Query, tx: mpsc::Sender<Vec<u8>>) {
         Err(e) => {
             // Errors after the watch was accepted travel inside the 200 stream (kube-rs and
             // client-go relist on a 410 ERROR event; an HTTP 410 would make them spin).
-            let _ = tx
-                .send(event_line(
-                    "ERROR",
-                    &serde_json::to_vec(&e.status()).unwrap_or_default(),
-                ))
-                .await;
+            let _ = tx.send(error_line(&e)).await;
             return;
         }
     };

@@ -126,43 +126,29 @@ impl Control {
             let key = (p.namespace().to_owned(), p.name().to_owned());
             let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
             if !self.runtimes.contains_key(&key) {
-                if is_terminal(v) {
-                    self.runtimes.insert(
-                        key.clone(),
-                        Runtime {
-                            uid,
-                            stage: Stage::Done,
-                            last_log: t,
-                            log_seq: 0,
-                            struck: true,
-                        },
-                    );
-                } else if let Some(reason) = self.fates.get(&key).and_then(|f| f.admission.clone())
-                {
+                let admission = self.fates.get(&key).and_then(|f| f.admission.clone());
+                let terminal = is_terminal(v);
+                let stage = if terminal {
+                    Stage::Done
+                } else if let Some(reason) = admission {
                     self.reject(&p, &reason, t);
-                    self.runtimes.insert(
-                        key.clone(),
-                        Runtime {
-                            uid,
-                            stage: Stage::Done,
-                            last_log: t,
-                            log_seq: 0,
-                            struck: true,
-                        },
-                    );
-                    continue;
+                    Stage::Done
                 } else {
                     self.start_pod(&p, t);
-                    self.runtimes.insert(
-                        key.clone(),
-                        Runtime {
-                            uid,
-                            stage: Stage::Creating { since: t },
-                            last_log: t,
-                            log_seq: 0,
-                            struck: false,
-                        },
-                    );
+                    Stage::Creating { since: t }
+                };
+                self.runtimes.insert(
+                    key.clone(),
+                    Runtime {
+                        uid,
+                        stage,
+                        last_log: t,
+                        log_seq: 0,
+                        struck: stage == Stage::Done,
+                    },
+                );
+                // Just started or rejected: nothing more for it this pass.
+                if !terminal {
                     continue;
                 }
             }

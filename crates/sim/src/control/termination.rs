@@ -18,12 +18,7 @@ impl Control {
                 return;
             }
             Some(Action::Delete) => {
-                let _ = self.store.delete(
-                    Resource::Pods,
-                    p.namespace(),
-                    p.name(),
-                    &DeleteOptions::default(),
-                );
+                self.delete_pod(p);
                 return;
             }
             Some(Action::Evict) => {
@@ -67,12 +62,7 @@ impl Control {
                         t,
                     );
                 }
-                let _ = self.store.delete(
-                    Resource::Pods,
-                    p.namespace(),
-                    p.name(),
-                    &DeleteOptions::default(),
-                );
+                self.delete_pod(p);
                 return;
             }
             None => {}
@@ -101,6 +91,16 @@ impl Control {
             self.log(&p.value, l);
         }
         self.exit_containers(p, code, &reason, t);
+    }
+
+    /// Deletes the pod with its own grace period (as `kubectl delete` would).
+    fn delete_pod(&self, p: &Obj) {
+        let _ = self.store.delete(
+            Resource::Pods,
+            p.namespace(),
+            p.name(),
+            &DeleteOptions::default(),
+        );
     }
 
     pub(super) fn exit_containers(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {

@@ -35,6 +35,17 @@ struct Inner {
     uid_counter: u64,
 }
 
+impl Inner {
+    /// The stored object, or the API's NotFound.
+    fn existing(&self, resource: Resource, key: &Key) -> Result<Arc<Obj>, ApiError> {
+        self.objects
+            .get(&resource)
+            .and_then(|m| m.get(key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(resource, &key.1))
+    }
+}
+
 /// The store. Cheap to share (`Arc<ObjectStore>`).
 #[derive(Debug)]
 pub struct ObjectStore {

@@ -113,14 +113,7 @@ impl ObjectStore {
     ) -> Result<Arc<Obj>, ApiError> {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
-        let Some(current) = inner
-            .objects
-            .get(&resource)
-            .and_then(|m| m.get(&key))
-            .cloned()
-        else {
-            return Err(ApiError::not_found(resource, name));
-        };
+        let current = inner.existing(resource, &key)?;
         if let Some(rv) = value["metadata"]["resourceVersion"].as_str()
             && !rv.is_empty()
             && rv != current.rv().to_string()
@@ -237,14 +230,7 @@ impl ObjectStore {
     ) -> Result<Deleted, ApiError> {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
-        let Some(current) = inner
-            .objects
-            .get(&resource)
-            .and_then(|m| m.get(&key))
-            .cloned()
-        else {
-            return Err(ApiError::not_found(resource, name));
-        };
+        let current = inner.existing(resource, &key)?;
         if let Some(uid) = &opts.precondition_uid
             && current.value["metadata"]["uid"].as_str() != Some(uid.as_str())
         {
