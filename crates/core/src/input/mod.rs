@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::model::{ExecutorPod, PodEvent};
 
+mod repair;
 mod stream;
 
 /// Why an input could not be read at all.
@@ -427,7 +428,7 @@ fn push_pod(mut value: Value, label: &str, out: &mut Objects) {
     // A malformed timestamp must not cost the pod: Spark never parses `deletionTimestamp`
     // (it only tests its presence) and reads no other time. Each unreadable time is repaired
     // (a deletion stays a deletion, at an unknown time; any other time is dropped) and said.
-    for _ in 0..MAX_REPAIRS {
+    for _ in 0..repair::MAX_REPAIRS {
         let e = match serde_path_to_error::deserialize::<_, core::Pod>(&value) {
             Ok(pod) => {
                 out.pods.push(ExecutorPod::from_pod(&pod));
@@ -436,7 +437,7 @@ fn push_pod(mut value: Value, label: &str, out: &mut Objects) {
             Err(e) => e,
         };
         let path = e.path().to_string();
-        match repair_time(&mut value, &path) {
+        match repair::repair_time(&mut value, &path) {
             Some(note) => out.skipped.push(format!("{who}: {note}")),
             None => {
                 out.invalid.push(format!(
@@ -448,56 +449,9 @@ fn push_pod(mut value: Value, label: &str, out: &mut Objects) {
         }
     }
     out.invalid.push(format!(
-        "skipped {who}: not a valid Pod: more than {MAX_REPAIRS} unreadable times"
+        "skipped {who}: not a valid Pod: more than {} unreadable times",
+        repair::MAX_REPAIRS
     ));
-}
-
-/// Unreadable times repaired per pod before it is given up.
-const MAX_REPAIRS: usize = 32;
-
-/// Repairs the string at `path` if it is a timestamp that does not parse; the note to give.
-fn repair_time(value: &mut Value, path: &str) -> Option<String> {
-    let field = path.rsplit('.').next().unwrap_or_default();
-    let is_time = field.ends_with("Timestamp")
-        || field.ends_with("Time")
-        || matches!(field, "startedAt" | "finishedAt" | "time");
-    if !is_time {
-        return None;
-    }
-    let (parent_path, _) = path.rsplit_once('.')?;
-    let parent = walk(value, parent_path)?.as_object_mut()?;
-    let bad = parent.get(field)?.as_str()?.to_owned();
-    if chrono::DateTime::parse_from_rfc3339(&bad).is_ok() {
-        return None; // not a time problem
-    }
-    let shown: String = bad.chars().take(40).collect();
-    if field == "deletionTimestamp" {
-        parent.insert(field.to_owned(), Value::from("1970-01-01T00:00:00Z"));
-        Some(format!(
-            "{path} {shown:?} is not a time: kept as a requested deletion at an unknown time \
-             (Spark only tests that it is set)"
-        ))
-    } else {
-        parent.remove(field);
-        Some(format!("{path} {shown:?} is not a time: ignored"))
-    }
-}
-
-/// The value at a serde path (`status.containerStatuses[0].state`).
-fn walk<'a>(mut v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    for seg in path.split('.') {
-        let (key, indices) = match seg.find('[') {
-            Some(i) => (&seg[..i], &seg[i..]),
-            None => (seg, ""),
-        };
-        if !key.is_empty() {
-            v = v.get_mut(key)?;
-        }
-        for idx in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
-            v = v.get_mut(idx.parse::<usize>().ok()?)?;
-        }
-    }
-    Some(v)
 }
 
 fn push_event(value: Value, api: EventApi, label: &str, out: &mut Objects) {
@@ -527,157 +481,4 @@ fn path_error(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_malformed_time_does_not_cost_the_pod() {
-        let text = r#"{"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "e-1", "namespace": "spark-jobs", "deletionTimestamp": "yesterday",
-                         "creationTimestamp": "2026-11-29T10:00:00Z",
-                         "labels": {"spark-role": "executor", "spark-exec-id": "1"}},
-            "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
-            "status": {"phase": "Failed", "startTime": "not a time", "containerStatuses": [
-                {"name": "spark-kubernetes-executor", "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-13-45T99:00:00Z"}}}]}}"#;
-        let o = pods(text).unwrap();
-        assert!(o.invalid.is_empty(), "{:?}", o.invalid);
-        assert_eq!(o.pods.len(), 1);
-        let p = &o.pods[0];
-        assert!(p.deletion.is_some(), "still a requested deletion");
-        assert_eq!(
-            p.container_statuses()[0].terminated().unwrap().exit_code,
-            137
-        );
-        assert_eq!(o.skipped.len(), 3, "{:?}", o.skipped);
-        assert!(o.skipped[0].contains("metadata.deletionTimestamp \"yesterday\" is not a time"));
-        // A pod that is broken elsewhere is still reported.
-        let broken = text.replace("\"exitCode\": 137", "\"exitCode\": \"lots\"");
-        assert_eq!(pods(&broken).unwrap().invalid.len(), 1);
-    }
-
-    fn pods(text: &str) -> Result<Objects, InputError> {
-        read_pods(text.as_bytes(), "test")
-    }
-
-    #[test]
-    fn single_pod_json_and_yaml() {
-        let o = pods(r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"n"}}"#)
-            .unwrap();
-        assert_eq!(o.pods.len(), 1);
-        assert_eq!(o.pods[0].key(), "n/a");
-        let o = pods("kind: Pod\napiVersion: v1\nmetadata:\n  name: b\n").unwrap();
-        assert_eq!(o.pods[0].name, "b");
-    }
-
-    #[test]
-    fn list_with_pods_events_and_others() {
-        let o = pods(
-            r#"{"kind":"List","apiVersion":"v1","items":[
-                {"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}},
-                {"kind":"Event","apiVersion":"v1","metadata":{"name":"a.1"},"involvedObject":{"kind":"Pod","name":"a"},"reason":"Killing"},
-                {"kind":"Service","apiVersion":"v1","metadata":{"name":"s"}}
-            ]}"#,
-        )
-        .unwrap();
-        assert_eq!((o.pods.len(), o.events.len()), (1, 1));
-        assert_eq!(o.skipped, vec!["skipped document 1 item 3: a Service (v1)"]);
-    }
-
-    #[test]
-    fn raw_pod_list_items_have_no_kind() {
-        let o = pods(r#"{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#).unwrap();
-        assert_eq!(o.pods.len(), 2);
-    }
-
-    #[test]
-    fn json_stream_and_multi_doc_yaml() {
-        let o = pods(
-            r#"{"kind":"Pod","metadata":{"name":"a"}} {"kind":"Pod","metadata":{"name":"b"}}"#,
-        )
-        .unwrap();
-        assert_eq!(o.pods.len(), 2);
-        let o =
-            pods("kind: Pod\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: b}\n").unwrap();
-        assert_eq!(o.pods.len(), 2);
-    }
-
-    #[test]
-    fn events_v1_list() {
-        let o = read_events(
-            br#"{"kind":"EventList","apiVersion":"events.k8s.io/v1","items":[
-                {"metadata":{"name":"x","namespace":"n"},"eventTime":null,"regarding":{"kind":"Pod","name":"a","namespace":"n"},
-                 "reason":"FailedScheduling","note":"0/1 nodes are available: 1 Insufficient memory.","type":"Warning",
-                 "reportingController":"default-scheduler","deprecatedCount":4}]}"#,
-            "ev",
-        )
-        .unwrap();
-        assert_eq!(o.events.len(), 1);
-        let e = &o.events[0];
-        assert_eq!((e.object_name.as_str(), e.count), ("a", 4));
-        assert_eq!(
-            e.message.as_deref(),
-            Some("0/1 nodes are available: 1 Insufficient memory.")
-        );
-        assert_eq!(e.source.as_deref(), Some("default-scheduler"));
-    }
-
-    #[test]
-    fn errors_are_one_clear_line() {
-        let e = pods("{\"kind\": \"Pod\",\n \"metadata\": {")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("test: not valid JSON: EOF while parsing"),
-            "{e}"
-        );
-        assert!(e.ends_with("at line 2, column 14"), "{e}");
-        let e = pods("kind: Pod\nmetadata: [\n").unwrap_err().to_string();
-        assert!(e.starts_with("test: not valid YAML"), "{e}");
-        assert!(e.contains("line"), "{e}");
-        assert!(!e.contains('\n'), "{e}");
-        let e = pods(r#"{"kind":"Deployment","apiVersion":"apps/v1"}"#)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "test: document 1 is a Deployment (apps/v1), not a Pod or a List of pods"
-        );
-        let e = pods("   \n").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "test: empty input; expected a Pod, a PodList or a List of pods"
-        );
-        let e = pods("42").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "test: document 1 is a number, not a Pod or a List of pods"
-        );
-        let e = read_pods(b"\xff\xfe", "bin").unwrap_err().to_string();
-        assert_eq!(e, "bin: not text (invalid UTF-8 at byte 0)");
-    }
-
-    #[test]
-    fn malformed_item_is_a_problem_not_a_failure() {
-        let o = pods(
-            r#"{"kind":"List","items":[
-                {"kind":"Pod","metadata":{"name":"good"}},
-                {"kind":"Pod","metadata":{"name":"bad","namespace":"n"},"status":{"containerStatuses":[{"name":"c","image":"i","imageID":"","ready":true,"restartCount":0,"state":{"terminated":{"exitCode":"x"}}}]}}
-            ]}"#,
-        )
-        .unwrap();
-        assert_eq!(o.pods.len(), 1);
-        assert_eq!(o.invalid.len(), 1);
-        assert!(
-            o.invalid[0].starts_with("skipped document 1 item 2 (n/bad): not a valid Pod: status.containerStatuses[0].state.terminated.exitCode: invalid type: string"),
-            "{}",
-            o.invalid[0]
-        );
-    }
-
-    #[test]
-    fn empty_list_is_fine() {
-        let o = pods(r#"{"apiVersion":"v1","kind":"List","items":[]}"#).unwrap();
-        assert!(o.pods.is_empty() && o.skipped.is_empty() && o.invalid.is_empty());
-    }
-}
+mod tests;

@@ -1,0 +1,51 @@
+//! Findings about the whole app on screen.
+
+use super::*;
+
+/// An app whose executors keep dying the same way: the crash loop and Spark's failure budget
+/// show on the executors pane's bottom border.
+#[test]
+fn crash_loop_shows_on_the_executors_pane() {
+    use crate::{model::testing::pod, source::SourceEvent};
+    let mut app = App::new(Context {
+        context: "kind-spark".into(),
+        scope: "namespace spark-jobs".into(),
+        readonly: false,
+        mode: Mode::Live,
+    });
+    let at = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:30:00Z")
+        .unwrap()
+        .to_utc();
+    for id in 1..=4 {
+        let phase = if id == 4 { "Running" } else { "Failed" };
+        let state = if id == 4 {
+            serde_json::json!({"running": {"startedAt": "2026-11-29T10:20:00Z"}})
+        } else {
+            serde_json::json!({"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                "startedAt": "2026-11-29T10:20:00Z", "finishedAt": "2026-11-29T10:25:00Z"}})
+        };
+        let p = pod(serde_json::json!({
+            "metadata": {"name": format!("etl-exec-{id}"), "uid": format!("u{id}"), "resourceVersion": id.to_string(),
+                "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor",
+                           "spark-exec-id": id.to_string(), "spark-version": "4.0.1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor",
+                "resources": {"limits": {"memory": "4505Mi"}}}]},
+            "status": {"phase": phase, "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark",
+                "imageID": "", "ready": false, "restartCount": 0, "state": state}]}
+        }));
+        update(
+            &mut app,
+            crate::app::Msg::Source(SourceEvent::PodUpserted {
+                pod: Box::new(p),
+                at,
+            }),
+        );
+    }
+    update(&mut app, crate::app::Msg::Tick(at));
+    let screen = draw(&mut app, 200, 30);
+    assert!(
+        screen.contains("crash-loop: 3 executors failed with the same cause (container-oom-killed): 3 counted; Spark's limit is unknown"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("crash_loop_80x24", draw(&mut app, 80, 24));
+}
