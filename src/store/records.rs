@@ -65,6 +65,9 @@ pub struct AppConfig {
     /// `spark.dynamicAllocation.maxExecutors`, when set.
     #[serde(default)]
     pub max_executors: Option<u32>,
+    /// `spark.kubernetes.allocation.recoveryMode.enabled`, when set.
+    #[serde(default)]
+    pub recovery_mode: Option<bool>,
 }
 
 impl Default for AppConfig {
@@ -80,6 +83,7 @@ impl Default for AppConfig {
             executor_instances: None,
             dynamic_allocation: false,
             max_executors: None,
+            recovery_mode: None,
         }
     }
 }
@@ -117,6 +121,9 @@ impl AppConfig {
                 .get("spark.dynamicAllocation.enabled")
                 .is_some_and(|v| v.trim() == "true"),
             max_executors: number("spark.dynamicAllocation.maxExecutors"),
+            recovery_mode: p
+                .get("spark.kubernetes.allocation.recoveryMode.enabled")
+                .and_then(|v| v.trim().parse().ok()),
         }
     }
 
@@ -410,6 +417,7 @@ impl AppRecord {
             max_executors: self.config.max_executors,
             invalid_ids: &invalid_ids,
             oom_removals,
+            recovery_mode: self.config.recovery_mode,
             config_known: self.config.from_driver,
         })
     }

@@ -31,6 +31,9 @@ pub struct AppFacts<'a> {
     pub invalid_ids: &'a [(String, String)],
     /// Executors the driver removed with a reason naming an OOM.
     pub oom_removals: usize,
+    /// `spark.kubernetes.allocation.recoveryMode.enabled`, when set (unset: Spark turns it on
+    /// by itself after an OOM).
+    pub recovery_mode: Option<bool>,
     /// The app's configuration was read (from the driver); else the settings above are
     /// unknown, not Spark's defaults.
     pub config_known: bool,
@@ -173,24 +176,38 @@ fn snapshot_broken(f: &AppFacts<'_>) -> Option<Finding> {
     Some(x)
 }
 
+/// SPARK-55639 (4.2): with `spark.kubernetes.allocation.recoveryMode.enabled` unset, the
+/// driver turns recovery mode on when it sees an executor lost to an OOM; `true` has it on
+/// from the start, `false` never.
 fn recovery_mode(f: &AppFacts<'_>) -> Option<Finding> {
     let v = f.spark_version?;
-    if !v.has_oom_recovery_mode() || f.oom_removals == 0 {
+    if !v.has_oom_recovery_mode() {
         return None;
     }
+    let why = match f.recovery_mode {
+        Some(false) => return None,
+        Some(true) => "spark.kubernetes.allocation.recoveryMode.enabled=true".to_owned(),
+        None if f.oom_removals > 0 => format!(
+            "{} executor(s) removed with a reason naming an OOM, and \
+             spark.kubernetes.allocation.recoveryMode.enabled is not set",
+            f.oom_removals
+        ),
+        None => return None,
+    };
     Some(
         Finding::new(
             Code::OomRecoveryMode,
             Severity::Info,
-            format!(
-                "Spark {v} is in OOM recovery mode: an executor was removed for an OOM, so new executors run one task at a time"
-            ),
+            format!("Spark {v} runs recovery-mode executors: new executors run one task at a time"),
         )
-        .evidence(format!("{} removal reason(s) naming an OOM", f.oom_removals))
+        .evidence(why)
         .hint(
-            "Throughput drops until the app ends; fix the memory settings (see the OOM \
-             finding's hint) so the next run does not enter it.",
-        ),
+            "Each new executor keeps its pod's CPU and memory but runs a single task, so a \
+             skewed task gets the whole heap; throughput drops. Fix the memory settings (see \
+             the OOM finding's hint); set spark.kubernetes.allocation.recoveryMode.enabled=false \
+             to fail fast instead.",
+        )
+        .reference("https://github.com/apache/spark/pull/54558"),
     )
 }
 
@@ -274,6 +291,11 @@ mod tests {
             ..AppFacts::default()
         };
         assert_eq!(app_findings(&f)[0].code, Code::OomRecoveryMode);
+        let off = AppFacts {
+            recovery_mode: Some(false),
+            ..f
+        };
+        assert!(app_findings(&off).is_empty(), "turned off by configuration");
         let f = AppFacts {
             spark_version: SparkVersion::parse("4.1.0"),
             oom_removals: 1,
