@@ -397,6 +397,12 @@ impl AppRecord {
             .iter()
             .filter_map(|(name, why)| Some((name.clone(), invalid_id_value(why)?)))
             .collect();
+        let no_phase: Vec<String> = self
+            .executors
+            .values()
+            .filter(|e| e.gone.is_none() && e.pod.deletion.is_none() && e.pod.phase().is_none())
+            .map(|e| e.pod.name.clone())
+            .collect();
         let oom_removals = self
             .executors
             .values()
@@ -416,6 +422,7 @@ impl AppRecord {
             dynamic_allocation: self.config.dynamic_allocation,
             max_executors: self.config.max_executors,
             invalid_ids: &invalid_ids,
+            no_phase: &no_phase,
             oom_removals,
             recovery_mode: self.config.recovery_mode,
             config_known: self.config.from_driver,

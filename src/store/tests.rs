@@ -433,3 +433,32 @@ fn an_outage_leaves_its_start_and_end_in_every_timeline_and_a_list_settles_what_
     assert!(app.executors[&2].is_missing());
     assert_eq!(s.view().health[&SourceKind::PodWatch], Health::Connected);
 }
+
+#[tokio::test]
+async fn app_findings_come_from_the_store() {
+    // A phaseless executor pod breaks Spark's snapshot of the app (an app-level error), and
+    // three counted OOM kills make a crash loop (budget unknown: no driver configuration).
+    let s = run(vec![
+        up(exec(1, 1, oom()), 1),
+        up(exec(2, 2, oom()), 2),
+        up(exec(3, 3, oom()), 3),
+        up(exec(4, 4, json!({})), 4),
+    ])
+    .await;
+    let codes: Vec<&str> = app(&s).findings().iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(
+        codes,
+        vec!["snapshot-update-fails", "crash-loop"],
+        "{codes:?}"
+    );
+    let loop_ = app(&s)
+        .findings()
+        .into_iter()
+        .find(|f| f.code.as_str() == "crash-loop")
+        .unwrap();
+    assert!(
+        loop_.summary.contains("Spark's limit is unknown"),
+        "{}",
+        loop_.summary
+    );
+}

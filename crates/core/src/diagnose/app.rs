@@ -29,6 +29,8 @@ pub struct AppFacts<'a> {
     pub max_executors: Option<u32>,
     /// Executor pods whose `spark-exec-id` is not a number: (pod, value).
     pub invalid_ids: &'a [(String, String)],
+    /// Executor pods with no phase and no deletion (Spark's `toState` throws on them).
+    pub no_phase: &'a [String],
     /// Executors the driver removed with a reason naming an OOM.
     pub oom_removals: usize,
     /// `spark.kubernetes.allocation.recoveryMode.enabled`, when set (unset: Spark turns it on
@@ -155,23 +157,31 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
 }
 
 fn snapshot_broken(f: &AppFacts<'_>) -> Option<Finding> {
-    let (pod, value) = f.invalid_ids.first()?;
+    let first = match (f.invalid_ids.first(), f.no_phase.first()) {
+        (Some((pod, value)), _) => {
+            format!("executor pod {pod} has spark-exec-id {value:?}, which is not a number")
+        }
+        (None, Some(pod)) => format!("executor pod {pod} has no status.phase"),
+        (None, None) => return None,
+    };
     let mut x = Finding::new(
         Code::SnapshotUpdateFails,
         Severity::Error,
-        format!(
-            "Spark cannot update its view of this app: executor pod {pod} has spark-exec-id {value:?}, which is not a number"
-        ),
+        format!("Spark cannot update its view of this app: {first}"),
     )
     .hint(
-        "Spark parses every executor pod's spark-exec-id as a number; one that is not makes \
-         the whole snapshot update throw, so the driver stops seeing any executor change \
-         (failures, deletions, new pods) while this pod exists. Delete or relabel the pod; \
-         look for whatever copies Spark's labels onto other pods.",
+        "Spark parses every executor pod's spark-exec-id as a number and lower-cases every \
+         phase; a pod where either fails makes the whole snapshot update throw, so the driver \
+         stops seeing any executor change (failures, deletions, new pods) while the pod is \
+         like this. Delete or relabel the pod; look for whatever copies Spark's labels onto \
+         other pods, or writes pods without a status.",
     )
     .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsSnapshot.scala");
     for (p, v) in f.invalid_ids {
         x = x.evidence(format!("{p}: spark-exec-id={v:?}"));
+    }
+    for p in f.no_phase {
+        x = x.evidence(format!("{p}: no status.phase, no deletionTimestamp"));
     }
     Some(x)
 }
@@ -285,6 +295,16 @@ mod tests {
         let got = app_findings(&f);
         assert_eq!(got[0].code, Code::SnapshotUpdateFails);
         assert_eq!(got[0].severity, Severity::Error);
+        let phaseless = ["etl-exec-4".to_owned()];
+        let f = AppFacts {
+            no_phase: &phaseless,
+            ..AppFacts::default()
+        };
+        let got = app_findings(&f);
+        assert_eq!(
+            got[0].summary,
+            "Spark cannot update its view of this app: executor pod etl-exec-4 has no status.phase"
+        );
         let f = AppFacts {
             spark_version: SparkVersion::parse("4.2.0"),
             oom_removals: 1,
