@@ -105,13 +105,16 @@ async fn gate_all(
     let mut namespaces: Vec<String> = namespaces.collect();
     namespaces.sort();
     namespaces.dedup();
+    // Fail closed: anything but an answer about permissions refuses the write.
     let Outcome::Permissions(perms) = runner
         .run(Effect::CheckPermissions {
             namespaces: namespaces.clone(),
         })
         .await
     else {
-        return Ok(());
+        return Err(ActionError::Refused(
+            "refusing: the permission check gave no answer".into(),
+        ));
     };
     for ns in &namespaces {
         perms.gate(readonly, ns, verb).map_err(WriteError::from)?;

@@ -403,3 +403,58 @@ impl Runner {
         t.done(text, Vec::new())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forbidden(pod: &str) -> WriteError {
+        WriteError::Forbidden {
+            verb: "delete".into(),
+            namespace: "spark-jobs".into(),
+            pod: pod.into(),
+            message: "pods is forbidden".into(),
+        }
+    }
+
+    #[test]
+    fn a_tally_keeps_every_line_the_first_error_and_the_403() {
+        let mut t = Tally::default();
+        t.ok(true, Some("deleted spark-jobs/e-1".into()));
+        t.failed(forbidden("e-2"), "spark-jobs", "delete");
+        t.ok(false, None);
+        t.failed(
+            WriteError::Api {
+                verb: "delete".into(),
+                namespace: "spark-jobs".into(),
+                pod: "e-3".into(),
+                message: "timeout".into(),
+            },
+            "spark-jobs",
+            "delete",
+        );
+        assert_eq!(
+            (t.changed, t.failed),
+            (1, 2),
+            "a write that changed nothing is no change"
+        );
+        let Outcome::Done(d) = t.done("killed 1, failed 2".into(), Vec::new()) else {
+            panic!("a tally ends in Done");
+        };
+        assert_eq!(
+            d.lines,
+            vec![
+                "deleted spark-jobs/e-1",
+                "delete spark-jobs/e-2: forbidden (pods is forbidden)",
+                "delete spark-jobs/e-3: timeout",
+            ],
+            "the CLI prints every target's result, not only up to the first failure"
+        );
+        assert_eq!(
+            d.error,
+            Some(forbidden("e-2")),
+            "the first error is the exit status"
+        );
+        assert_eq!(d.denied, Some(("spark-jobs".into(), "delete".into())));
+    }
+}

@@ -6,7 +6,8 @@
 //! - `spark.kubernetes.executor.checkAllContainers` defaults to `false` before 4.0, `true`
 //!   from 4.0;
 //! - executor failures count toward `spark.executor.maxNumFailures` (and abort the app with
-//!   exit 11) only from 4.0; 4.3 also counts failed pod creations;
+//!   exit 11) only from 4.0 (4.3 also counts failed pod creations: not used yet, the tool
+//!   does not see failed creations);
 //! - `spark.kubernetes.executor.terminationGracePeriodSeconds` and the
 //!   `spark.kubernetes.executor.useDriverPodIP` default of `true` exist from 4.1;
 //! - from 4.2, a removal reason containing "OOM" puts the app in recovery mode: new
@@ -92,11 +93,6 @@ impl SparkVersion {
     /// Whether executor failures count toward `spark.executor.maxNumFailures`.
     pub fn counts_executor_failures(self) -> bool {
         self.at_least(4, 0)
-    }
-
-    /// Whether failed executor pod creations count too.
-    pub fn counts_failed_pod_creations(self) -> bool {
-        self.at_least(4, 3)
     }
 
     /// Whether `spark.kubernetes.executor.terminationGracePeriodSeconds` exists.
@@ -189,6 +185,5 @@ mod tests {
         assert!(!v40.has_executor_termination_grace() && v41.has_executor_termination_grace());
         assert!(!v40.uses_driver_pod_ip_by_default() && v41.uses_driver_pod_ip_by_default());
         assert!(!v41.has_oom_recovery_mode() && v43.has_oom_recovery_mode());
-        assert!(!v41.counts_failed_pod_creations() && v43.counts_failed_pod_creations());
     }
 }

@@ -44,7 +44,8 @@ fn crash_loop_shows_on_the_executors_pane() {
     update(&mut app, crate::app::Msg::Tick(at));
     let screen = draw(&mut app, 200, 30);
     assert!(
-        screen.contains("crash-loop: 3 executors failed with the same cause (container-oom-killed): 3 counted; Spark's limit is unknown"),
+        screen
+            .contains("crash-loop: 3 × container-oom-killed: 3 counted; Spark's limit is unknown"),
         "{screen}"
     );
     insta::assert_snapshot!("crash_loop_80x24", draw(&mut app, 80, 24));

@@ -3,7 +3,7 @@
 //! Spark 4.2's OOM recovery mode.
 //!
 //! Ref: `ExecutorFailureTracker` / `spark.executor.maxNumFailures` (4.0+; default
-//! max(2 × executors, 3), exit 11 when reached; kubeflow/spark-operator#1803 for the crash
+//! max(2 × executors, 3), exit 11 once passed; kubeflow/spark-operator#1803 for the crash
 //! loop users see), `ExecutorPodsSnapshot` (a non-numeric `spark-exec-id` makes `toLong`
 //! throw for the whole snapshot), `KubernetesClusterSchedulerBackend` 4.2 (recovery mode).
 
@@ -44,7 +44,7 @@ pub struct AppFacts<'a> {
 /// Spark's failure budget for an app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {
-    /// Spark aborts the app (exit 11) at this many failed executors.
+    /// Spark aborts the app (exit 11) when more executors than this have failed.
     Limit(u32),
     /// Before 4.0 Spark has no executor-failure limit on Kubernetes.
     NoneBeforeSpark4,
@@ -112,14 +112,22 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
         .map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"));
     let (severity, budget) = match failure_budget(f) {
         Budget::Limit(limit) => {
-            let left = limit.saturating_sub(used);
+            // Spark stops the app when the count passes the limit (`numFailedExecutors >
+            // maxNumExecutorFailures`, ExecutorPodsLifecycleManager 4.3.0 bytecode).
+            let left = (limit + 1).saturating_sub(used);
             let severity = if left * 4 <= limit { Severity::Error } else { Severity::Warn };
-            (
-                severity,
-                format!(
+            let text = match left {
+                0 => format!(
+                    "past the failure limit of {limit} ({used} counted): {version} aborts the app with exit 11"
+                ),
+                1 => format!(
+                    "{used} of {limit} allowed failures used: the next one makes {version} abort the app with exit 11"
+                ),
+                _ => format!(
                     "{used} of {limit} allowed failures used; {version} aborts the app with exit 11 after {left} more"
                 ),
-            )
+            };
+            (severity, text)
         }
         Budget::NoneBeforeSpark4 => (
             Severity::Warn,
@@ -142,7 +150,8 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
         Finding::new(
             Code::CrashLoop,
             severity,
-            format!("{n} executors failed with the same cause ({cause}): {budget}"),
+            // The cause and the budget first: on a narrow screen the rest is cut.
+            format!("{n} × {cause}: {budget}"),
         )
         .evidence(format!(
             "counted failures by cause: {n} × {cause} of {used}"
@@ -242,8 +251,8 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(
             f[0].summary,
-            "3 executors failed with the same cause (container-oom-killed): 3 of 20 allowed \
-             failures used; Spark 4.0.1 aborts the app with exit 11 after 17 more"
+            "3 × container-oom-killed: 3 of 20 allowed failures used; Spark 4.0.1 aborts the \
+             app with exit 11 after 18 more"
         );
         assert_eq!(f[0].severity, Severity::Warn);
         let many = [Code::JvmOom; 16];

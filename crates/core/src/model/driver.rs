@@ -165,11 +165,6 @@ impl RemovalKind {
     pub fn by_spark(&self) -> bool {
         !matches!(self, Self::Deleted | Self::NotFound)
     }
-
-    /// A removal that is part of normal operation (no executor went wrong).
-    pub fn is_normal(&self) -> bool {
-        matches!(self, Self::KilledByDriver | Self::Decommissioned)
-    }
 }
 
 /// One container from the status dump in a removal message.

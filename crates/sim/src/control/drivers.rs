@@ -157,6 +157,11 @@ impl Control {
             d.spec.image,
             d.spec.delete_on_termination
         );
+        // What Spark's driver would have in its conf for the budget the scenario gives it.
+        let props = match d.spec.max_failures {
+            Some(m) => format!("{props}spark.executor.maxNumFailures={m}\n"),
+            None => props,
+        };
         let props = d
             .spec
             .conf
