@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# A real Spark 4.3 driver (PyPI's pyspark) on the simulated cluster, with the process kubelet
-# running its executors as JVMs, while spark-triage watches (`status --for` and `record`).
-# See scripts/e2e/driver.py for the jobs and scripts/e2e/check.py for what is asserted.
+# A real Spark driver (PyPI's pyspark, 4.3.0 unless told) on the simulated cluster, with the
+# process kubelet running its executors as JVMs, while spark-triage watches (`status --for` and
+# `record`). See scripts/e2e/driver.py for the jobs and scripts/e2e/check.py for what is
+# asserted (and which of it depends on the Spark version).
 #
-#   scripts/e2e-spark.sh [--update-snapshot]
+#   scripts/e2e-spark.sh [--spark-version 4.3.0|4.0.x|3.5.x] [--update-snapshot]
 #
-# --update-snapshot copies the run's recording to snapshots/real-spark-oom.ndjson.zst.
-# Needs Java 17+ and python3; pyspark==4.3.0 is installed once into target/e2e/venv
-# (E2E_VENV overrides).
+# --update-snapshot copies the run's recording to snapshots/real-spark-oom.ndjson.zst (4.3.0 only).
+# Needs Java 17+ and python3; pyspark==VERSION is installed once into target/e2e/venv (4.3.0)
+# or target/e2e/venv-VERSION (E2E_VENV overrides).
 # Where Java or PyPI is missing it says so and exits 0, or 1 when CI=true.
 # SPARK_TRIAGE_BIN names a built binary (the cargo test wrapper sets it); otherwise it builds.
 # Prints `N passed, M failed` last; the run's files stay in target/e2e/run.
@@ -15,7 +16,33 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 UPDATE=false
-[ "${1:-}" = "--update-snapshot" ] && UPDATE=true
+SPARK_VERSION=4.3.0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --update-snapshot) UPDATE=true ;;
+        --spark-version)
+            SPARK_VERSION=${2:-}
+            shift
+            ;;
+        *)
+            echo "usage: scripts/e2e-spark.sh [--spark-version X.Y.Z] [--update-snapshot]" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+case $SPARK_VERSION in
+    3.5.* | 4.*.*) ;;
+    *)
+        echo "e2e-spark: --spark-version wants 3.5.x or 4.x.y (got '$SPARK_VERSION')" >&2
+        exit 2
+        ;;
+esac
+if $UPDATE && [ "$SPARK_VERSION" != 4.3.0 ]; then
+    echo "e2e-spark: --update-snapshot records with Spark 4.3.0 only" >&2
+    exit 2
+fi
+export E2E_SPARK_VERSION=$SPARK_VERSION
 
 skip() {
     echo "e2e-spark: SKIPPED: $*"
@@ -26,18 +53,20 @@ skip() {
     exit 0
 }
 
-command -v java >/dev/null 2>&1 || skip "no java on PATH (Spark 4.3 needs Java 17+)"
+command -v java >/dev/null 2>&1 || skip "no java on PATH (Spark 4 needs Java 17+)"
 JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
-[ "${JAVA_MAJOR:-0}" -ge 17 ] 2>/dev/null || skip "java ${JAVA_MAJOR:-?} found; Spark 4.3 needs 17+"
+[ "${JAVA_MAJOR:-0}" -ge 17 ] 2>/dev/null || skip "java ${JAVA_MAJOR:-?} found; the run needs 17+"
 command -v python3 >/dev/null 2>&1 || skip "no python3"
 
-VENV=${E2E_VENV:-$ROOT/target/e2e/venv}
-if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "4.3.0")' 2>/dev/null; then
-    echo "e2e-spark: installing pyspark==4.3.0 into $VENV (once)"
+DEFAULT_VENV=$ROOT/target/e2e/venv
+[ "$SPARK_VERSION" = 4.3.0 ] || DEFAULT_VENV=$ROOT/target/e2e/venv-$SPARK_VERSION
+VENV=${E2E_VENV:-$DEFAULT_VENV}
+if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != sys.argv[1])' "$SPARK_VERSION" 2>/dev/null; then
+    echo "e2e-spark: installing pyspark==$SPARK_VERSION into $VENV (once)"
     rm -rf "$VENV"
     python3 -m venv "$VENV" || skip "python3 cannot create a venv"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pyspark==4.3.0 \
-        || skip "cannot install pyspark==4.3.0 from PyPI"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "pyspark==$SPARK_VERSION" \
+        || skip "cannot install pyspark==$SPARK_VERSION from PyPI"
 fi
 SPARK_HOME_DIR=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
 
@@ -82,7 +111,7 @@ save_requests() {
 
 T0=$(date +%s)
 start_sim "$RUN"
-echo "e2e-spark: simulator at $URL (process kubelet, Spark jars from $SPARK_HOME_DIR)"
+echo "e2e-spark: Spark $SPARK_VERSION; simulator at $URL (process kubelet, Spark jars from $SPARK_HOME_DIR)"
 
 WATCH=(--kubeconfig "$RUN/kubeconfig" -n "$NS" --poll-interval 5s)
 "$BIN" status "${WATCH[@]}" --for 900s -o json >"$RUN/status.json" 2>"$RUN/status.err" &

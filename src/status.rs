@@ -400,6 +400,8 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
             .health
             .get(&SourceKind::EventWatch)
             .is_some_and(|h| !matches!(h, Health::Connecting))
+        // The quotas listed once (or their list failed and says so).
+        && (snap.applied_quotas || snap.health.contains_key(&SourceKind::Quotas))
         && (!driver_api
             || snap
                 .apps

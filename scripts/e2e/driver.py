@@ -29,6 +29,7 @@ NS = sys.argv[2]
 WORK = sys.argv[3]
 TRIAGE = sys.argv[4]  # the spark-triage binary
 KUBECONFIG = sys.argv[5]
+SPARK_VERSION = os.environ.get("E2E_SPARK_VERSION", "4.3.0")
 APP_ID = "spark-e2e" + os.urandom(8).hex()
 APP_NAME = "real-spark-oom"
 DRIVER_POD = APP_NAME + "-driver"
@@ -124,10 +125,10 @@ def exec_id(name):
 
 def create_driver_pod():
     labels = {"spark-app-selector": APP_ID, "spark-role": "driver", "spark-app-name": APP_NAME,
-              "spark-version": "4.3.0"}
+              "spark-version": SPARK_VERSION}
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": DRIVER_POD, "labels": labels},
-           "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "apache/spark:4.3.0",
+           "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "apache/spark:" + SPARK_VERSION,
                                     "args": ["driver"],
                                     "ports": [{"name": "driver-rpc-port", "containerPort": 7078},
                                               {"name": "spark-ui", "containerPort": 4040}],
@@ -167,7 +168,7 @@ def main():
         .config("spark.app.id", APP_ID)
         .config("spark.kubernetes.namespace", NS)
         .config("spark.kubernetes.driver.pod.name", DRIVER_POD)
-        .config("spark.kubernetes.container.image", "apache/spark:4.3.0")
+        .config("spark.kubernetes.container.image", "apache/spark:" + SPARK_VERSION)
         .config("spark.executor.instances", "2")
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")

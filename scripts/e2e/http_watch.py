@@ -10,6 +10,7 @@ import urllib.parse
 import urllib.request
 
 API, NS = sys.argv[1], sys.argv[2]
+SPARK_VERSION = os.environ.get("E2E_SPARK_VERSION", "4.3.0")
 T0 = time.monotonic()
 
 
@@ -31,7 +32,7 @@ spark = (
     SparkSession.builder.master("k8s://" + API)
     .appName("http-watch")
     .config("spark.kubernetes.namespace", NS)
-    .config("spark.kubernetes.container.image", "apache/spark:4.3.0")
+    .config("spark.kubernetes.container.image", "apache/spark:" + SPARK_VERSION)
     .config("spark.executor.instances", "1")
     .config("spark.executor.memory", "512m")
     .config("spark.driver.host", "127.0.0.1")

@@ -318,6 +318,11 @@ pub fn spawn(
     let mut tasks = vec![
         tokio::spawn(pod_watch(conn.clone(), tx.clone())),
         tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone())),
+        tokio::spawn(super::quotas::quota_poll(
+            conn.clone(),
+            poll_interval,
+            tx.clone(),
+        )),
     ];
     if let Some(every) = conn.driver_poll {
         tasks.push(tokio::spawn(super::driver_view::driver_poll(

@@ -6,6 +6,7 @@ pub mod bounds;
 pub mod driver_view;
 pub mod errors;
 pub mod live;
+mod quotas;
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,8 @@ pub enum SourceKind {
     EventWatch,
     DriverConfig,
     DriverApi,
+    /// The namespace's ResourceQuotas.
+    Quotas,
 }
 
 impl SourceKind {
@@ -32,6 +35,7 @@ impl SourceKind {
             Self::EventWatch => "event watch",
             Self::DriverConfig => "driver config",
             Self::DriverApi => "driver API",
+            Self::Quotas => "quotas",
         }
     }
 }
@@ -109,6 +113,13 @@ pub enum SourceEvent {
         view: DriverView,
         at: Time,
     },
+    /// The ResourceQuotas in a namespace, or (`namespace` none) in every namespace.
+    QuotasListed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        quotas: Vec<crate::model::Quota>,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
 }
@@ -138,6 +149,7 @@ impl SourceEvent {
             | Self::LogCaptured { at, .. }
             | Self::ActionTaken { at, .. }
             | Self::DriverExecutors { at, .. }
+            | Self::QuotasListed { at, .. }
             | Self::Tick { at } => *at,
         }
     }

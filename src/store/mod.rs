@@ -138,6 +138,9 @@ impl Store {
                 view,
                 at,
             } => self.driver_view(&namespace, &app_id, view, at),
+            SourceEvent::QuotasListed {
+                namespace, quotas, ..
+            } => self.quotas(namespace, quotas),
             SourceEvent::Tick { at } => self.tick(at),
         }
     }
@@ -183,12 +186,43 @@ impl Store {
     }
 
     fn app_mut(&mut self, ns: &str, app_id: &str) -> &mut AppRecord {
+        let quotas = &self.snap.quotas;
         let app = self
             .snap
             .apps
             .entry((ns.to_owned(), app_id.to_owned()))
-            .or_insert_with(|| Arc::new(AppRecord::new(ns, app_id)));
+            .or_insert_with(|| {
+                let q = quotas.get(ns).cloned().unwrap_or_default();
+                Arc::new(AppRecord::new(ns, app_id, q))
+            });
         Arc::make_mut(app)
+    }
+
+    /// A list of ResourceQuotas: in one namespace, or (`None`) in all of them.
+    fn quotas(&mut self, namespace: Option<String>, quotas: Vec<crate::model::Quota>) {
+        match namespace {
+            Some(ns) => {
+                self.snap.quotas.insert(ns, quotas);
+            }
+            None => {
+                self.snap.quotas.clear();
+                for q in quotas {
+                    self.snap
+                        .quotas
+                        .entry(q.namespace.clone())
+                        .or_default()
+                        .push(q);
+                }
+            }
+        }
+        self.snap.quotas.retain(|_, v| !v.is_empty());
+        self.snap.applied_quotas = true;
+        for app in self.snap.apps.values_mut() {
+            let now = self.snap.quotas.get(&app.namespace);
+            if now.map_or(!app.quotas.is_empty(), |q| *q != app.quotas) {
+                Arc::make_mut(app).quotas = now.cloned().unwrap_or_default();
+            }
+        }
     }
 
     fn upsert(&mut self, pod: ExecutorPod, at: Time, deleted: bool) {

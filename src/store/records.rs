@@ -375,6 +375,9 @@ pub struct AppRecord {
     /// Reading the driver's REST API.
     #[serde(default)]
     pub driver_api: Option<DriverApiState>,
+    /// The ResourceQuotas of the app's namespace, as last listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<crate::model::Quota>,
 }
 
 impl AppRecord {
@@ -414,6 +417,20 @@ impl AppRecord {
                     .is_some_and(|r| r.contains("OOM"))
             })
             .count();
+        let counts = self.counts();
+        // What the next executor pod would be charged: like the newest one.
+        let quota_refusals: Vec<(String, crate::model::Refusal)> = self
+            .executors
+            .values()
+            .next_back()
+            .map(|e| crate::model::PodCharge::of(&e.pod))
+            .map(|charge| {
+                self.quotas
+                    .iter()
+                    .flat_map(|q| q.refusals(&charge).into_iter().map(|r| (q.name.clone(), r)))
+                    .collect()
+            })
+            .unwrap_or_default();
         app_findings(&AppFacts {
             spark_version,
             counted: &counted,
@@ -426,10 +443,16 @@ impl AppRecord {
             oom_removals,
             recovery_mode: self.config.recovery_mode,
             config_known: self.config.from_driver,
+            driver_running: self
+                .driver
+                .as_ref()
+                .is_some_and(|d| d.phase.as_deref() == Some("Running")),
+            live_executors: (counts.pending + counts.running) as u32,
+            quota_refusals: &quota_refusals,
         })
     }
 
-    pub(super) fn new(namespace: &str, app_id: &str) -> Self {
+    pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<crate::model::Quota>) -> Self {
         Self {
             namespace: namespace.to_owned(),
             app_id: app_id.to_owned(),
@@ -440,6 +463,7 @@ impl AppRecord {
             unregistered: BTreeMap::new(),
             timeline: VecDeque::new(),
             driver_api: None,
+            quotas,
         }
     }
 
@@ -531,4 +555,10 @@ pub struct Snapshot {
     pub now: Option<Time>,
     /// Events applied so far.
     pub applied: u64,
+    /// The ResourceQuotas by namespace, as last listed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quotas: BTreeMap<String, Vec<crate::model::Quota>>,
+    /// A quota list arrived (possibly empty).
+    #[serde(default)]
+    pub applied_quotas: bool,
 }

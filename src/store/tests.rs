@@ -462,3 +462,40 @@ async fn app_findings_come_from_the_store() {
         loop_.summary
     );
 }
+
+#[tokio::test]
+async fn a_full_quota_in_the_apps_namespace_is_an_app_finding_until_it_frees() {
+    let quotas = |used: &str, at: u32| SourceEvent::QuotasListed {
+        namespace: Some("spark-jobs".to_owned()),
+        quotas: vec![crate::model::Quota {
+            namespace: "spark-jobs".to_owned(),
+            name: "spark-quota".to_owned(),
+            hard: [("requests.cpu".to_owned(), "2".to_owned())].into(),
+            used: [("requests.cpu".to_owned(), used.to_owned())].into(),
+            scoped: false,
+        }],
+        at: t(at),
+    };
+    let driver = pod(json!({
+        "metadata": {"name": "etl-driver", "uid": "d", "labels": {"spark-app-selector": "spark-1", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]},
+        "status": {"phase": "Running"}}));
+    let executor = pod(json!({
+        "metadata": {"name": "app-exec-1", "uid": "uid-1", "resourceVersion": "2",
+            "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": "1"}},
+        "spec": {"restartPolicy": "Never", "nodeName": "n1", "containers": [{"name": "spark-kubernetes-executor",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}}]},
+        "status": running()}));
+    // The quota is listed before the app is seen: the app still gets it.
+    let mut s = run(vec![quotas("2", 0), up(driver, 1), up(executor, 2)]).await;
+    let codes = |s: &Store| -> Vec<&'static str> {
+        app(s).findings().iter().map(|f| f.code.as_str()).collect()
+    };
+    assert_eq!(codes(&s), vec!["quota-exhausted"]);
+    s.apply(quotas("1", 3));
+    assert!(codes(&s).is_empty(), "room for one more executor");
+    // A keyframe (a recording's start) keeps the quotas.
+    let back: Store = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(app(&back).quotas, app(&s).quotas);
+    assert!(back.view().applied_quotas);
+}

@@ -90,18 +90,17 @@ pub async fn wait_running(api: &Api<Pod>, name: &str) -> Pod {
     .await
 }
 
-/// `spark-triage status --kubeconfig KC -n spark-jobs -o json ARGS…`, which must succeed.
+/// `spark-triage status --kubeconfig KC -n spark-jobs -o json ARGS…` (without `-n` when
+/// ARGS has `-A`), which must succeed.
 pub async fn status_json(kc: &str, args: &[&str]) -> serde_json::Value {
+    let scope: &[&str] = if args.contains(&"-A") {
+        &[]
+    } else {
+        &["-n", "spark-jobs"]
+    };
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args([
-            "status",
-            "--kubeconfig",
-            kc,
-            "-n",
-            "spark-jobs",
-            "-o",
-            "json",
-        ])
+        .args(["status", "--kubeconfig", kc, "-o", "json"])
+        .args(scope)
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()

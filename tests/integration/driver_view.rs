@@ -255,7 +255,7 @@ async fn driver_api_out_of_reach_is_a_clear_degraded_state() {
 async fn the_failure_modes_scenario_names_each_ending() {
     let sim = start_sim("failure-modes", 1.0, &[]).await;
     let kc = sim.kubeconfig.display().to_string();
-    let doc = status(&kc, &["--for", "20s"]).await;
+    let doc = status(&kc, &["--for", "20s", "-A"]).await;
     let a = app(&doc, "failure-modes");
     let primary = |id: i64| -> String {
         findings(a)
@@ -282,4 +282,15 @@ async fn the_failure_modes_scenario_names_each_ending() {
         .filter(|e| e["id"].as_i64().is_some_and(|id| id <= 7) && e["spark"]["counted"] == true)
         .count();
     assert_eq!(counted, 7, "{a}");
+    // The quota-starved app: two executors fit its namespace's ResourceQuota, the API server
+    // refuses the others' pods, and only the quota's status says so.
+    let q = app(&doc, "quota-starved");
+    assert_eq!(q["executors"].as_array().unwrap().len(), 2, "{q}");
+    let f = &q["findings"][0];
+    assert_eq!(f["code"], "quota-exhausted", "{q}");
+    assert_eq!(f["severity"], "error", "{q}");
+    assert_eq!(
+        f["summary"],
+        "2 of 4 executors: quota spark-quota rejects the rest (requests.cpu: used 3 of 3, an executor asks 1)"
+    );
 }

@@ -847,3 +847,77 @@ async fn writes_patches_conflicts_eviction_and_collection_deletes() {
     .await;
     assert!(pods.get_opt("e-2").await.unwrap().is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_simulator_removes_the_kubeconfig_it_chose() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let path = sim.kubeconfig.clone();
+    assert!(path.exists(), "{} written at start", path.display());
+    sim.stop().await;
+    assert!(!path.exists(), "{} left behind after stop", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_quota_refuses_pods_past_its_limit_and_counts_the_rest() {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let client = client(&sim).await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), "spark-jobs");
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "small"},
+        "spec": {"hard": {"requests.cpu": "250m", "pods": "5"}}
+    }))
+    .unwrap();
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("quota created");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "spark-jobs");
+    for name in ["a", "b"] {
+        pods.create(&PostParams::default(), &plain_pod(name, &[]))
+            .await
+            .expect("fits the quota");
+    }
+    let err = pods
+        .create(&PostParams::default(), &plain_pod("c", &[]))
+        .await
+        .expect_err("past the quota");
+    let kube::Error::Api(s) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        s.message,
+        "pods \"c\" is forbidden: exceeded quota: small, requested: requests.cpu=100m, used: requests.cpu=200m, limited: requests.cpu=250m"
+    );
+    // The quota controller's count, as `kubectl describe quota` shows it.
+    let used = eventually(5, "quota status", || async {
+        let q = quotas.get("small").await.ok()?;
+        let used = q.status?.used?;
+        (used.get("pods").map(|q| q.0.as_str()) == Some("2")).then_some(used)
+    })
+    .await;
+    assert_eq!(used["requests.cpu"].0, "200m");
+    // A quota on limits.cpu refuses a pod that sets none.
+    let limits: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "limits"}, "spec": {"hard": {"limits.cpu": "10"}}
+    }))
+    .unwrap();
+    quotas
+        .create(&PostParams::default(), &limits)
+        .await
+        .expect("quota created");
+    quotas
+        .delete("small", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    let err = pods
+        .create(&PostParams::default(), &plain_pod("d", &[]))
+        .await
+        .expect_err("no cpu limit");
+    assert!(
+        err.to_string()
+            .contains("failed quota: limits: must specify limits.cpu for: main"),
+        "{err}"
+    );
+}

@@ -95,6 +95,12 @@ impl SparkVersion {
         self.at_least(4, 0)
     }
 
+    /// Whether a failed executor pod creation counts toward `spark.executor.maxNumFailures`
+    /// (`ExecutorPodsAllocator.registerPodCreationFailure`, 4.3).
+    pub fn counts_creation_failures(self) -> bool {
+        self.at_least(4, 3)
+    }
+
     /// Whether `spark.kubernetes.executor.terminationGracePeriodSeconds` exists.
     pub fn has_executor_termination_grace(self) -> bool {
         self.at_least(4, 1)

@@ -83,6 +83,8 @@ pub fn core_v1() -> Value {
         res("persistentvolumeclaims", "persistentvolumeclaim", true, "PersistentVolumeClaim", &RW, &["pvc"]),
         res("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "patch", "update", "watch"], &["ns"]),
         res("nodes", "node", false, "Node", &RW, &["no"]),
+        res("resourcequotas", "resourcequota", true, "ResourceQuota", &RW, &["quota"]),
+        res("resourcequotas/status", "", true, "ResourceQuota", &["get", "patch", "update"], &[]),
     ]})
 }
 

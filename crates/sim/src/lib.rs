@@ -118,6 +118,9 @@ pub struct SimHandle {
     pub state: Arc<ApiState>,
     tasks: Vec<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
+    /// The kubeconfig is a temporary file the simulator chose (no `kubeconfig_out`): it is
+    /// removed when the simulator stops, so demos and tests leave nothing in the temp dir.
+    temporary_kubeconfig: bool,
 }
 
 impl SimHandle {
@@ -150,6 +153,9 @@ impl Drop for SimHandle {
         let _ = self.shutdown.send(true);
         for t in &self.tasks {
             t.abort();
+        }
+        if self.temporary_kubeconfig {
+            let _ = std::fs::remove_file(&self.kubeconfig);
         }
     }
 }
@@ -186,6 +192,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         .first()
         .map(|a| a.namespace.clone())
         .unwrap_or_else(|| "default".to_owned());
+    let temporary_kubeconfig = opts.kubeconfig_out.is_none();
     let kubeconfig = opts.kubeconfig_out.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("spark-triage-sim-{}.kubeconfig", addr.port()))
     });
@@ -274,6 +281,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         state,
         tasks,
         shutdown,
+        temporary_kubeconfig,
     })
 }
 

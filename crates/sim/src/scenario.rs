@@ -55,6 +55,19 @@ pub struct Scenario {
     /// Cluster-level steps (nodes arriving or failing).
     #[serde(default)]
     pub timeline: Vec<ClusterStep>,
+    /// ResourceQuotas (enforced on pod creation, counted by the quota controller).
+    #[serde(default)]
+    pub quotas: Vec<QuotaSpec>,
+}
+
+/// A ResourceQuota: `hard` maps a resource name (`pods`, `requests.cpu`, `limits.memory`, …)
+/// to a quantity.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaSpec {
+    pub namespace: String,
+    pub name: String,
+    pub hard: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -345,6 +358,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             taints: Vec::new(),
         }],
         pods: Vec::new(),
+        quotas: Vec::new(),
         apps: Vec::new(),
         timeline: Vec::new(),
     };

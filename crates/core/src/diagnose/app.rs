@@ -39,6 +39,12 @@ pub struct AppFacts<'a> {
     /// The app's configuration was read (from the driver); else the settings above are
     /// unknown, not Spark's defaults.
     pub config_known: bool,
+    /// The driver is running (a finished app asks for no more executors).
+    pub driver_running: bool,
+    /// Executors with a pod that is pending or running (Spark's count toward its target).
+    pub live_executors: u32,
+    /// Why the namespace's quotas would refuse one more executor pod: (quota, refusal).
+    pub quota_refusals: &'a [(String, crate::model::Refusal)],
 }
 
 /// Spark's failure budget for an app.
@@ -88,6 +94,9 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
         out.push(x);
     }
     if let Some(x) = recovery_mode(f) {
+        out.push(x);
+    }
+    if let Some(x) = super::quota::quota_exhausted(f) {
         out.push(x);
     }
     out.sort_by_key(|x| x.severity);

@@ -15,6 +15,7 @@ mod disruption;
 pub mod driver;
 mod exit;
 mod pending;
+mod quota;
 pub mod scheduling;
 pub mod verdict;
 
@@ -118,11 +119,14 @@ pub enum Code {
     SnapshotUpdateFails,
     /// (app, Spark 4.2+) An OOM removal put the app in recovery mode.
     OomRecoveryMode,
+    /// (app) The namespace's ResourceQuota refuses new executor pods: Spark's creations fail
+    /// before any pod exists.
+    QuotaExhausted,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 41] = [
+    pub const ALL: [Self; 42] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -164,6 +168,7 @@ impl Code {
         Self::CrashLoop,
         Self::SnapshotUpdateFails,
         Self::OomRecoveryMode,
+        Self::QuotaExhausted,
     ];
 
     /// The kebab-case code every output uses.
@@ -210,6 +215,7 @@ impl Code {
             Self::CrashLoop => "crash-loop",
             Self::SnapshotUpdateFails => "snapshot-update-fails",
             Self::OomRecoveryMode => "oom-recovery-mode",
+            Self::QuotaExhausted => "quota-exhausted",
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod driver;
 mod event;
 mod pod;
 pub mod quantity;
+mod quota;
 mod state;
 
 pub use driver::DriverExecutor;
@@ -15,6 +16,7 @@ pub use pod::{
     OwnerRef, PodCondition, PodStatus, Resources, Role, TOOL_DOMAIN, Terminated, Time, fmt_time,
     time,
 };
+pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;
 
 #[doc(hidden)]

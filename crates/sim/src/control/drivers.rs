@@ -253,7 +253,9 @@ impl Control {
         )
     }
 
-    pub(super) fn create_executor(&mut self, i: usize, t: f64) {
+    /// Creates executor `next_id` (the id is used up either way, as Spark's counter is); false
+    /// when the API server refused the pod.
+    pub(super) fn create_executor(&mut self, i: usize, t: f64) -> bool {
         let id = self.drivers[i].next_id;
         self.drivers[i].next_id += 1;
         let (fate, raw) = self.resolve_fate(i, id);
@@ -305,21 +307,71 @@ impl Control {
         {
             pod["spec"]["nodeSelector"] = json!(f.node_selector);
         }
-        if self.store.create(Resource::Pods, &ns, pod).is_ok() {
-            self.fates.insert((ns, name), fate);
-            self.drivers[i].newly_created.insert(id, t);
-            if let Some(f) = raw.as_ref()
-                && let Some(df) = f.driver
-            {
-                let at = f.at.map(|d| d.as_secs_f64());
-                self.drivers[i].driver_fates.insert(id, (df, at));
+        match self.store.create(Resource::Pods, &ns, pod) {
+            Ok(_) => {
+                self.fates.insert((ns, name), fate);
+                self.drivers[i].newly_created.insert(id, t);
+                if let Some(f) = raw.as_ref()
+                    && let Some(df) = f.driver
+                {
+                    let at = f.at.map(|d| d.as_secs_f64());
+                    self.drivers[i].driver_fates.insert(id, (df, at));
+                }
+                true
             }
+            Err(e) => {
+                self.creation_failed(i, id, &e.message);
+                false
+            }
+        }
+    }
+
+    /// A refused creation, as the driver logs it; Spark 4.3 counts it toward
+    /// `spark.executor.maxNumFailures` (`registerPodCreationFailure`).
+    fn creation_failed(&mut self, i: usize, id: i64, why: &str) {
+        let d = &mut self.drivers[i];
+        let v: Vec<u32> = d
+            .spec
+            .spark_version
+            .split('.')
+            .take(2)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let counts = v.as_slice() >= [4, 3].as_slice();
+        let mut lines = Vec::new();
+        if counts {
+            d.creation_failures += 1;
+            lines.push((
+                "ERROR",
+                "ExecutorPodsAllocator",
+                format!(
+                    "Failed to create executor pod {id}. Total failures: {}",
+                    d.creation_failures
+                ),
+            ));
+        }
+        lines.push((
+            "WARN",
+            "ExecutorPodsSnapshotsStoreImpl",
+            "Exception when notifying snapshot subscriber.".to_owned(),
+        ));
+        let (ns, driver_pod) = (d.spec.namespace.clone(), d.driver_pod.clone());
+        if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
+            for (level, class, msg) in lines {
+                let line = self.log_line(level, class, &msg);
+                self.log(&dp.value, line);
+            }
+            // The exception's first line, as a stack trace starts.
+            self.log(
+                &dp.value,
+                format!("io.fabric8.kubernetes.client.KubernetesClientException: Failure executing: POST at: https://kubernetes.default.svc/api/v1/namespaces/{ns}/pods. Message: {why}."),
+            );
         }
     }
 
     pub(super) fn allocate(&mut self, i: usize, t: f64) {
         let d = &mut self.drivers[i];
-        if d.finished {
+        if d.finished || t < d.allocate_after {
             return;
         }
         let mut count = d.newly_created.len() as u32;
@@ -349,8 +401,12 @@ impl Control {
             .executors
             .saturating_sub(count)
             .min(d.spec.allocation_batch);
+        // A refused creation throws out of the round, as in Spark; the next round retries.
         for _ in 0..want {
-            self.create_executor(i, t);
+            if !self.create_executor(i, t) {
+                self.drivers[i].allocate_after = t + 1.0;
+                break;
+            }
         }
     }
 
@@ -448,7 +504,7 @@ impl Control {
         }
         // spark.executor.maxNumFailures: the driver gives up with exit code 11.
         let d = &self.drivers[i];
-        if d.failed_ids.len() as u32 > d.max_failures && !d.finished {
+        if d.failed_ids.len() as u32 + d.creation_failures > d.max_failures && !d.finished {
             self.fail_app(i, t);
         }
     }

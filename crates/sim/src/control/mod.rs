@@ -150,6 +150,10 @@ struct Driver {
     next_id: i64,
     max_failures: u32,
     failed_ids: Vec<i64>,
+    /// Executor pod creations the API server refused (Spark 4.3 counts them as failures).
+    creation_failures: u32,
+    /// After a refused creation, the next allocation round (`allocation.batch.delay`, 1 s).
+    allocate_after: f64,
     /// Spark's snapshot: id → last pod seen (watch = upsert, poll = replace).
     snapshot: BTreeMap<i64, Arc<Obj>>,
     /// Ids Spark already removed (its `removedExecutorsCache`, without expiry).
@@ -276,6 +280,8 @@ impl Control {
                         .max_failures
                         .unwrap_or_else(|| (2 * spec.executors).max(3)),
                     failed_ids: Vec::new(),
+                    creation_failures: 0,
+                    allocate_after: 0.0,
                     snapshot: BTreeMap::new(),
                     removed: BTreeMap::new(),
                     newly_created: BTreeMap::new(),
@@ -319,6 +325,7 @@ impl Control {
         namespaces.extend(self.scenario.namespaces.iter().cloned());
         namespaces.extend(self.scenario.apps.iter().map(|a| a.namespace.clone()));
         namespaces.extend(self.scenario.pods.iter().map(|p| p.namespace.clone()));
+        namespaces.extend(self.scenario.quotas.iter().map(|q| q.namespace.clone()));
         namespaces.sort();
         namespaces.dedup();
         for ns in namespaces {
@@ -337,6 +344,13 @@ impl Control {
                                       "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}});
             let _ = self.store.create(Resource::Pods, &p.namespace, pod);
         }
+        for q in self.scenario.quotas.clone() {
+            let quota = json!({"metadata": {"name": q.name}, "spec": {"hard": q.hard}});
+            let _ = self
+                .store
+                .create(Resource::ResourceQuotas, &q.namespace, quota);
+        }
+        self.store.recount_quotas();
     }
 
     /// One pass of every controller.
@@ -347,6 +361,7 @@ impl Control {
         for i in 0..self.drivers.len() {
             self.drive(i, t);
         }
+        self.store.recount_quotas();
         self.schedule(t);
         self.kubelet(t);
         if t - self.last_gc > 5.0 {
@@ -390,6 +405,102 @@ fn state_of(pod: &Obj, config: &ClassifyConfig) -> ExecutorState {
 
 #[cfg(test)]
 mod tests {
+    use std::{sync::Arc, time::Duration};
+
+    use super::{Control, Resource};
+    use crate::{clock::SimClock, logs::Logs, scenario, store::ObjectStore};
+
+    /// Steps a scenario at speed 100 (one simulated second per 10 ms) until `done` holds or
+    /// 60 simulated seconds pass.
+    fn run_until(yaml: &str, done: impl Fn(&ObjectStore) -> bool) -> (Arc<ObjectStore>, Arc<Logs>) {
+        let store = Arc::new(ObjectStore::new(
+            SimClock::new(chrono::Utc::now(), 100.0),
+            1000,
+            7,
+        ));
+        let logs = Arc::new(Logs::default());
+        let mut c = Control::new(
+            store.clone(),
+            logs.clone(),
+            scenario::parse(yaml).expect("scenario"),
+            7,
+            Duration::from_secs(3600),
+        );
+        c.bootstrap();
+        while store.clock.elapsed_secs() < 60.0 && !done(&store) {
+            c.step();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (store, logs)
+    }
+
+    const QUOTA: &str = "name: q\nnodes: [{name: n, count: 2}]\n\
+        quotas: [{namespace: spark-jobs, name: spark-quota, hard: {pods: \"2\"}}]\n\
+        apps: [{name: starved, namespace: spark-jobs, executors: 3, maxFailures: 2, sparkVersion: VERSION}]\n";
+
+    fn driver_log(store: &ObjectStore, logs: &Logs) -> String {
+        let (pods, _) = store.list_all(Resource::Pods, &Default::default());
+        let d = pods
+            .iter()
+            .find(|p| p.value["metadata"]["labels"]["spark-role"] == "driver")
+            .expect("driver pod");
+        let c = d.value["spec"]["containers"][0]["name"]
+            .as_str()
+            .unwrap_or_default();
+        logs.read(d.namespace(), d.name(), c, false, None)
+            .map(|r| r.lines.join("\n"))
+            .unwrap_or_default()
+    }
+
+    fn driver_phase(store: &ObjectStore) -> Option<String> {
+        let (pods, _) = store.list_all(Resource::Pods, &Default::default());
+        pods.iter()
+            .find(|p| p.value["metadata"]["labels"]["spark-role"] == "driver")
+            .and_then(|p| p.value["status"]["phase"].as_str().map(str::to_owned))
+    }
+
+    #[test]
+    fn spark_4_3_counts_refused_creations_and_aborts_the_app() {
+        let (store, logs) = run_until(&QUOTA.replace("VERSION", "4.3.0"), |s| {
+            driver_phase(s).as_deref() == Some("Failed")
+        });
+        assert_eq!(
+            driver_phase(&store).as_deref(),
+            Some("Failed"),
+            "the app aborts"
+        );
+        let all = driver_log(&store, &logs);
+        assert!(
+            all.contains("Failed to create executor pod 2. Total failures: 1"),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "exceeded quota: spark-quota, requested: pods=1, used: pods=2, limited: pods=2"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("Max number of executor failures (2) reached"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn before_4_3_refused_creations_are_retried_and_not_counted() {
+        let (store, logs) = run_until(&QUOTA.replace("VERSION", "4.0.1"), |s| {
+            s.clock.elapsed_secs() > 10.0
+        });
+        assert_eq!(driver_phase(&store).as_deref(), Some("Running"));
+        let all = driver_log(&store, &logs);
+        assert!(!all.contains("Total failures"), "{all}");
+        // About one attempt per second, each using up an executor id.
+        let tries = all
+            .matches("Exception when notifying snapshot subscriber.")
+            .count();
+        assert!((5..=12).contains(&tries), "{tries} attempts in 10 s: {all}");
+    }
+
     #[test]
     fn last_chars_is_char_safe() {
         assert_eq!(super::last_chars("abcdef", 3), "def");

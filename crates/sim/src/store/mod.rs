@@ -10,6 +10,7 @@
 //! a snapshot of the first page's revision as etcd does; pages report the first page's RV.
 
 mod objects;
+mod quota;
 mod writes;
 
 use std::{

@@ -18,10 +18,11 @@ pub enum Resource {
     Namespaces,
     Nodes,
     PersistentVolumeClaims,
+    ResourceQuotas,
 }
 
 impl Resource {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Pods,
         Self::Events,
         Self::Services,
@@ -29,6 +30,7 @@ impl Resource {
         Self::Namespaces,
         Self::Nodes,
         Self::PersistentVolumeClaims,
+        Self::ResourceQuotas,
     ];
 
     pub fn plural(self) -> &'static str {
@@ -40,6 +42,7 @@ impl Resource {
             Self::Namespaces => "namespaces",
             Self::Nodes => "nodes",
             Self::PersistentVolumeClaims => "persistentvolumeclaims",
+            Self::ResourceQuotas => "resourcequotas",
         }
     }
 
@@ -56,6 +59,7 @@ impl Resource {
             Self::Namespaces => "Namespace",
             Self::Nodes => "Node",
             Self::PersistentVolumeClaims => "PersistentVolumeClaim",
+            Self::ResourceQuotas => "ResourceQuota",
         }
     }
 

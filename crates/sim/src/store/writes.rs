@@ -83,6 +83,9 @@ impl ObjectStore {
         {
             return Err(ApiError::already_exists(resource, &name));
         }
+        if resource == Resource::Pods {
+            super::quota::admit(&inner, ns, &name, &value)?;
+        }
         let uid = self.next_uid(&mut inner);
         let now = fmt_time(self.clock.now());
         let meta = &mut value["metadata"];
