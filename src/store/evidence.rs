@@ -131,9 +131,12 @@ pub(super) fn refresh(
                 .map(|t| t.at)
         })
         .flatten();
-    let lost_grace =
-        chrono::Duration::from_std(config.missing_pod_detect_delta + config.api_polling_interval)
-            .unwrap_or(chrono::Duration::seconds(60));
+    let lost_grace = chrono::Duration::from_std(if config.api_polling {
+        config.missing_pod_detect_delta + config.api_polling_interval
+    } else {
+        config.network_timeout
+    })
+    .unwrap_or(chrono::Duration::seconds(60));
     let options = config.classify_options();
     // The caller's resolution of this pod under this config, when it has one.
     let own;
@@ -167,6 +170,7 @@ pub(super) fn refresh(
         running_since,
         gone_at: rec.gone.as_ref().map(Gone::at),
         lost_grace,
+        api_polling: config.api_polling,
         delete_on_termination: config.delete_on_termination,
         now,
     });
@@ -226,9 +230,18 @@ pub(super) fn events_of(
 pub(super) fn spark_missing_verdict(
     rec: &ExecutorRecord,
     at: Time,
-    delta: chrono::Duration,
-    poll: chrono::Duration,
+    config: &super::AppConfig,
 ) -> String {
+    if !config.api_polling {
+        return format!(
+            "Spark does not poll (spark.kubernetes.executor.enableApiPolling=false), so its missing-pod rule never fires: the driver learns of it only when the executor's heartbeats time out (spark.network.timeout, {}s)",
+            config.network_timeout.as_secs()
+        );
+    }
+    let delta = chrono::Duration::from_std(config.missing_pod_detect_delta)
+        .unwrap_or(chrono::Duration::seconds(30));
+    let poll = chrono::Duration::from_std(config.api_polling_interval)
+        .unwrap_or(chrono::Duration::seconds(30));
     let registered = rec
         .pod
         .container_status(&rec.spark_container)

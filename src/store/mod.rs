@@ -423,17 +423,13 @@ impl Store {
             let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
             app.unregistered
                 .retain(|name, _| present_names.contains(&(key.0.clone(), name.clone())));
-            let delta = chrono::Duration::from_std(app.config.missing_pod_detect_delta)
-                .unwrap_or(chrono::Duration::seconds(30));
-            let poll = chrono::Duration::from_std(app.config.api_polling_interval)
-                .unwrap_or(chrono::Duration::seconds(30));
             let config = app.config.clone();
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
                     continue;
                 };
                 let rec = Arc::make_mut(rec);
-                let verdict = spark_missing_verdict(rec, at, delta, poll);
+                let verdict = spark_missing_verdict(rec, at, &config);
                 rec.gone = Some(Gone::Missing {
                     at,
                     list_rv,

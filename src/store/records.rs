@@ -51,6 +51,12 @@ pub struct AppConfig {
     pub spark_container: Option<String>,
     pub missing_pod_detect_delta: Duration,
     pub api_polling_interval: Duration,
+    /// `spark.kubernetes.executor.enableApiPolling` (default true).
+    #[serde(default = "yes")]
+    pub api_polling: bool,
+    /// `spark.network.timeout`: executors whose heartbeats stop are removed after it.
+    #[serde(default = "network_timeout")]
+    pub network_timeout: Duration,
     /// Whether it came from the driver's ConfigMap (else Spark's defaults).
     pub from_driver: bool,
     /// `spark.executor.maxNumFailures`, when set.
@@ -70,6 +76,14 @@ pub struct AppConfig {
     pub recovery_mode: Option<bool>,
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn network_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+
 impl Default for AppConfig {
     fn default() -> Self {
         Self {
@@ -78,6 +92,8 @@ impl Default for AppConfig {
             spark_container: None,
             missing_pod_detect_delta: Duration::from_secs(30),
             api_polling_interval: Duration::from_secs(30),
+            api_polling: true,
+            network_timeout: network_timeout(),
             from_driver: false,
             max_failures: None,
             executor_instances: None,
@@ -114,6 +130,10 @@ impl AppConfig {
                 "spark.kubernetes.executor.apiPollingInterval",
                 d.api_polling_interval,
             ),
+            api_polling: p
+                .get("spark.kubernetes.executor.enableApiPolling")
+                .is_none_or(|v| v.trim() != "false"),
+            network_timeout: dur("spark.network.timeout", d.network_timeout),
             from_driver: true,
             max_failures: number("spark.executor.maxNumFailures"),
             executor_instances: number("spark.executor.instances"),
@@ -409,11 +429,16 @@ impl AppRecord {
         let oom_removals = self
             .executors
             .values()
+            // Spark 4.2+ turns recovery mode on when a loss reason contains "OOM"
+            // (`KubernetesClusterSchedulerBackend.doRemoveExecutor`, 4.3.0 bytecode): the
+            // driver's own reason when it was read, else the one Spark logs for the pod
+            // ("137(SIGKILL, possible container OOM)", "termination reason: OOMKilled").
             .filter(|e| {
                 e.driver
                     .as_ref()
                     .and_then(|d| d.exec.as_ref())
                     .and_then(|d| d.remove_reason.as_deref())
+                    .or_else(|| e.verdict.spark.as_ref().map(|s| s.message.as_str()))
                     .is_some_and(|r| r.contains("OOM"))
             })
             .count();

@@ -499,3 +499,32 @@ async fn a_full_quota_in_the_apps_namespace_is_an_app_finding_until_it_frees() {
     assert_eq!(app(&back).quotas, app(&s).quotas);
     assert!(back.view().applied_quotas);
 }
+
+#[tokio::test]
+async fn without_api_polling_spark_never_declares_a_vanished_executor_lost() {
+    let props = [(
+        "spark.kubernetes.executor.enableApiPolling".to_owned(),
+        "false".to_owned(),
+    )]
+    .into();
+    let s = run(vec![
+        SourceEvent::DriverConfig {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            properties: props,
+            at: t(0),
+        },
+        up(exec(1, 10, running()), 1),
+        up(exec(2, 11, running()), 1),
+        list(vec![exec(1, 10, running())], 40, 30),
+    ])
+    .await;
+    let two = &app(&s).executors[&2];
+    assert!(two.is_missing());
+    let ev = &two.findings()[0].evidence;
+    assert!(
+        ev[1].contains("enableApiPolling=false")
+            && ev[1].contains("heartbeats time out (spark.network.timeout, 120s)"),
+        "{ev:?}"
+    );
+}

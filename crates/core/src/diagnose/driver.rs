@@ -48,8 +48,12 @@ pub struct PodSide {
     pub never_seen: bool,
     /// Since when the pod is Running (its last transition to Running).
     pub running_since: Option<Time>,
-    /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval).
+    /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval, or
+    /// the heartbeat timeout when it does not poll).
     pub lost_grace: Duration,
+    /// `spark.kubernetes.executor.enableApiPolling`: Spark polls (else only its watch and the
+    /// executors' heartbeats tell it).
+    pub api_polling: bool,
     /// The Spark container failed (non-zero) soon after it started: its exit code and how
     /// long it ran.
     pub quick_failure: Option<(i32, Duration)>,
@@ -153,9 +157,14 @@ fn lost_pod(pod: &PodSide, d: &DriverExecutor, at: Time, gone: Time) -> Finding 
         d.add_time.map_or_else(|| "?".to_owned(), |t| fmt_time(&t))
     ))
     .evidence(format!(
-        "pod gone since {} (Spark notices within {}: missingPodDetectDelta + apiPollingInterval)",
+        "pod gone since {} (Spark notices within {}: {})",
         fmt_time(&gone),
-        human_duration(pod.lost_grace)
+        human_duration(pod.lost_grace),
+        if pod.api_polling {
+            "missingPodDetectDelta + apiPollingInterval"
+        } else {
+            "enableApiPolling=false, so only when the heartbeats time out (spark.network.timeout)"
+        }
     ))
     .hint(
         "The driver did not process the pod's removal: its pod watch and polls may be failing \
@@ -406,6 +415,7 @@ mod tests {
             never_seen: false,
             running_since: running.map(t),
             lost_grace: Duration::seconds(60),
+            api_polling: true,
             quick_failure: None,
             spark_version: SparkVersion::NEWEST_KNOWN,
         }

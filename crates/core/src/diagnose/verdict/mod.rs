@@ -243,8 +243,11 @@ pub struct Evidence<'a> {
     pub running_since: Option<Time>,
     /// When the pod went away.
     pub gone_at: Option<Time>,
-    /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval).
+    /// Spark's own time to notice a removed pod (`missingPodDetectDelta` + poll interval, or
+    /// the heartbeat timeout when it does not poll).
     pub lost_grace: chrono::Duration,
+    /// `spark.kubernetes.executor.enableApiPolling`.
+    pub api_polling: bool,
     /// The app's `spark.kubernetes.executor.deleteOnTermination`.
     pub delete_on_termination: bool,
     /// The time the verdict is made at.
@@ -361,6 +364,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         never_seen: ev.gone == PodGone::DriverOnly,
         running_since: ev.running_since,
         lost_grace: ev.lost_grace,
+        api_polling: ev.api_polling,
         quick_failure,
         spark_version: resolved.spark_version,
     };

@@ -131,6 +131,7 @@ impl<'a> Case<'a> {
             running_since: Some(t(0)),
             gone_at: (self.gone != PodGone::No).then(|| t(20)),
             lost_grace: chrono::Duration::seconds(60),
+            api_polling: true,
             delete_on_termination: true,
             now: t(100),
         })
