@@ -80,6 +80,7 @@ pub async fn run(
     live_clock: bool,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
+    app.theme = crate::app::Theme::from_env();
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let size = terminal.size()?;

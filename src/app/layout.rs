@@ -19,6 +19,8 @@ pub struct Layout {
     /// The replay timeline bar (zero height when live).
     pub replay: Rect,
     pub apps: Rect,
+    /// The selected app's incident summary, above the executors.
+    pub incident: Rect,
     pub main: Rect,
     pub strip: Rect,
     pub footer: Rect,
@@ -46,7 +48,20 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     } else {
         0
     };
-    let main = Rect::new(right_x, 1.min(h), right_w, body_h.saturating_sub(strip_h));
+    let incident_h = if body_h >= 14 {
+        3
+    } else if body_h >= 8 {
+        1
+    } else {
+        0
+    };
+    let incident = Rect::new(right_x, 1.min(h), right_w, incident_h);
+    let main = Rect::new(
+        right_x,
+        incident.y + incident_h,
+        right_w,
+        body_h.saturating_sub(strip_h + incident_h),
+    );
     let strip = Rect::new(right_x, main.y + main.height, right_w, strip_h);
     let inner_w = main.width.saturating_sub(2);
     let map_columns = (inner_w / CELL_WIDTH).max(1);
@@ -55,6 +70,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
         top,
         replay,
         apps,
+        incident,
         main,
         strip,
         footer,

@@ -29,6 +29,37 @@ pub enum Mode {
     Replay,
 }
 
+/// A colour theme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Theme {
+    #[default]
+    Dark,
+    Light,
+    Mono,
+}
+
+impl Theme {
+    /// The theme for this environment: `SPARK_TRIAGE_THEME` (`dark`, `light`, `mono`), else
+    /// `mono` when `NO_COLOR` is set (no-color.org), else `dark`.
+    pub fn from_env() -> Self {
+        Self::choose(
+            std::env::var("SPARK_TRIAGE_THEME").ok().as_deref(),
+            std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        )
+    }
+
+    /// `from_env` without the environment.
+    pub fn choose(named: Option<&str>, no_color: bool) -> Self {
+        match named.map(str::trim) {
+            Some("light") => Self::Light,
+            Some("mono") => Self::Mono,
+            Some("dark") => Self::Dark,
+            _ if no_color => Self::Mono,
+            _ => Self::Dark,
+        }
+    }
+}
+
 /// Fixed facts about the session.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -173,6 +204,8 @@ pub struct App {
     pub driver_focus: Option<Option<(String, String)>>,
     /// Namespaces whose permissions were asked for.
     pub permissions_asked: BTreeSet<String>,
+    /// The colour theme the screen is drawn with.
+    pub theme: Theme,
 }
 
 /// Input to `update`.
@@ -210,7 +243,7 @@ impl App {
             ctx,
             poll_interval: None,
             view: View::Map,
-            focus: Focus::Executors,
+            focus: Focus::Apps,
             popup: None,
             selected_app: None,
             auto_app: None,
@@ -232,14 +265,21 @@ impl App {
             replay: None,
             driver_focus: None,
             permissions_asked: BTreeSet::new(),
+            theme: Theme::Dark,
         }
     }
 
-    /// Applications in display order (namespace, name).
+    /// Applications in display order: the most trouble first (errors, then warnings), then
+    /// namespace and name.
     pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
         let mut v: Vec<&Arc<AppRecord>> = self.store.view().apps.values().collect();
-        v.sort_by(|a, b| {
-            (&a.namespace, &a.app_name, &a.app_id).cmp(&(&b.namespace, &b.app_name, &b.app_id))
+        v.sort_by_cached_key(|a| {
+            (
+                std::cmp::Reverse(a.trouble()),
+                a.namespace.clone(),
+                a.app_name.clone(),
+                a.app_id.clone(),
+            )
         });
         v
     }
@@ -348,14 +388,11 @@ impl App {
             self.selected_app = None;
         }
         if self.selected_app.is_none() {
-            // The worst app: most executors with an error verdict (missing included),
-            // then display order.
+            // The worst app: the first in display order.
             self.auto_app = self
                 .apps()
-                .into_iter()
-                .enumerate()
-                .max_by_key(|(i, a)| (a.alerts(), std::cmp::Reverse(*i)))
-                .map(|(_, a)| (a.namespace.clone(), a.app_id.clone()));
+                .first()
+                .map(|a| (a.namespace.clone(), a.app_id.clone()));
         }
         // Nothing chosen yet (or the operator has not touched anything): the executor
         // with the worst verdict, dead ones before live ones, so the strip under the map

@@ -41,7 +41,55 @@ fn app_with(n: i64) -> App {
         );
     }
     update(&mut app, Msg::Source(exec("zeta", 1, "Running")));
+    // The session starts on the apps pane (j/k move between apps); these tests work in the
+    // executors pane, as after a Tab.
+    assert_eq!(app.focus, Focus::Apps);
+    update(&mut app, key(KeyCode::Tab));
     app
+}
+
+/// A failed executor: the app it belongs to is in trouble.
+fn failed(app: &str, id: i64) -> SourceEvent {
+    let p = pod(
+        json!({"metadata": {"name": format!("{app}-exec-{id}"), "resourceVersion": (100 + id).to_string(),
+            "labels": {"spark-app-selector": format!("spark-{app}"), "spark-app-name": app, "spark-role": "executor", "spark-exec-id": id.to_string()}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark", "imageID": "",
+            "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}),
+    );
+    SourceEvent::PodUpserted {
+        pod: Box::new(p),
+        at: chrono::DateTime::UNIX_EPOCH,
+    }
+}
+
+#[test]
+fn the_app_in_trouble_comes_first_and_is_shown_until_the_operator_chooses() {
+    let mut app = App::new(Context {
+        context: "c".into(),
+        scope: "s".into(),
+        readonly: false,
+        mode: Mode::Live,
+    });
+    update(&mut app, Msg::Resize(80, 24));
+    for id in 1..=3 {
+        update(&mut app, Msg::Source(exec("etl", id, "Running")));
+    }
+    update(&mut app, Msg::Source(exec("zeta", 1, "Running")));
+    assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("etl"));
+    update(&mut app, Msg::Source(failed("zeta", 2)));
+    let names: Vec<_> = app
+        .apps()
+        .iter()
+        .map(|a| a.app_name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["zeta", "etl"], "trouble first, then by name");
+    assert_eq!(
+        app.current_app().unwrap().app_name.as_deref(),
+        Some("zeta"),
+        "nothing chosen yet: the worst app is shown"
+    );
+    assert_eq!(app.selected_exec, Some(2), "and its failed executor");
 }
 
 #[test]

@@ -146,13 +146,15 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         ),
         None => Kubeconfig::read().ok(),
     };
+    // The context's real name (the header and the actions log say which cluster).
+    let context_name = opts
+        .context
+        .clone()
+        .or_else(|| kc.as_ref().and_then(|kc| kc.current_context.clone()));
     let user = kc
         .as_ref()
         .and_then(|kc| {
-            let ctx_name = opts
-                .context
-                .clone()
-                .or_else(|| kc.current_context.clone())?;
+            let ctx_name = context_name.clone()?;
             let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
             ctx.context.as_ref()?.user.clone()
         })
@@ -226,7 +228,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     Ok(Connection {
         client,
         scope,
-        context: opts.context.clone().unwrap_or_else(|| "current".to_owned()),
+        context: context_name.unwrap_or_else(|| "in-cluster".to_owned()),
         selector: sel,
         server: authority,
         user,

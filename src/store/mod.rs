@@ -43,9 +43,11 @@ pub use crate::source::LOG_TAIL_LINES as LOG_LINES;
 
 mod evidence;
 mod health_and_driver;
+mod incident;
 mod records;
 
 use evidence::*;
+pub use incident::{Incident, cause_label, ended_at};
 pub use records::{
     AppConfig, AppKey, AppRecord, Counts, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Gone, Snapshot, TimelineEntry, Transition,

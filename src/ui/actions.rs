@@ -3,7 +3,6 @@
 use ratatui::{
     Frame,
     layout::Rect,
-    style::{Color, Style},
     text::{Line, Span},
     widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
@@ -41,10 +40,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             lines.push(Line::raw(AFTER_KILL));
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled(
-                    " y/Enter ",
-                    Style::default().fg(Color::Black).bg(Color::Red),
-                ),
+                Span::styled(" y/Enter ", theme::alarm()),
                 Span::raw(" delete   "),
                 Span::styled(" f ", theme::title()),
                 Span::raw(if *force {
@@ -140,7 +136,10 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
     let lines: Vec<Line<'_>> = match &log.lines {
         Ok(l) if l.is_empty() => vec![Line::styled("(empty log)", theme::dim())],
         Ok(l) => l.iter().map(|x| Line::raw(x.clone())).collect(),
-        Err(e) => vec![Line::styled(e.clone(), Style::default().fg(Color::Yellow))],
+        Err(e) => vec![Line::styled(
+            e.clone(),
+            theme::severity(crate::diagnose::Severity::Warn),
+        )],
     };
     let how = if log.captured {
         "captured when it ended"

@@ -82,10 +82,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
         }
         if c.missing > 0 {
-            bar.push(Span::styled(
-                format!("{}M", c.missing),
-                Style::default().fg(ratatui::style::Color::Magenta),
-            ));
+            bar.push(Span::styled(format!("{}M", c.missing), theme::missing()));
         }
         let _ = inner_w;
         lines.push(Line::from(bar));

@@ -13,7 +13,7 @@ use ratatui::{
 use super::{CELL_WIDTH, Layout, theme};
 use crate::app::layout::scroll_offset;
 use crate::{
-    app::{App, Focus, View},
+    app::{App, Focus, Sort, View},
     diagnose::human_duration,
 };
 
@@ -33,28 +33,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         .current_app()
         .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
         .unwrap_or_default();
-    let (dot, held, kept) = app.current_app().map_or((true, 0, 0), |a| {
-        (
-            a.config.delete_on_termination,
-            a.executors.values().filter(|e| e.pod.is_held()).count(),
-            a.executors.values().filter(|e| e.pod.is_inactive()).count(),
-        )
-    });
-    let hold_on = app
-        .current_app()
-        .and_then(|a| a.driver.as_ref())
-        .and_then(|d| d.hold_until)
-        .is_some();
-    let driver_view = app
-        .current_app()
-        .and_then(|a| a.driver_api.as_ref())
-        .map(|d| match &d.unavailable {
-            Some(r) => format!(" · driver view unavailable: {r}"),
-            None => format!(" · driver: {} active", d.active),
-        })
-        .unwrap_or_default();
+    // The app's settings and the driver view are in the incident strip above: the title
+    // stays short enough for 80 columns.
+    let sort = match app.sort {
+        Sort::Id => "by id",
+        Sort::State => "by state",
+        Sort::Age => "by age",
+    };
     let title = format!(
-        " Executors of {name} ({}{}) · {} · deleteOnTermination={dot} · held {held} · kept by Spark {kept}{}{driver_view} ",
+        " Executors of {name} ({}{}) · {} {sort} ",
         visible.len(),
         if visible.len() == total {
             String::new()
@@ -65,7 +52,6 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             View::Map => "map",
             View::Table => "table",
         },
-        if hold_on { " · HOLD ON" } else { "" }
     );
     let mut block = Block::default()
         .borders(Borders::ALL)
@@ -123,13 +109,31 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                 }
                 lines.push(Line::from(spans));
             }
+            // Room left under the map: the endings, newest first, so a small app's pane
+            // explains itself instead of staying empty.
+            let spare = rows.saturating_sub(lines.len());
+            if spare >= 3 && offset == 0 {
+                lines.extend(endings(
+                    app,
+                    spare,
+                    usize::from(area.width.saturating_sub(2)),
+                ));
+            }
             f.render_widget(Paragraph::new(lines).block(block), area);
         }
         View::Table => {
             let now = app.store.view().now;
-            let header = Row::new([
-                "ID", "STATE", "AGE", "NODE", "EXIT", "REASON", "DRIVER", "FINDING", "POD",
-            ])
+            let key = app
+                .current_app()
+                .map(|a| (a.namespace.clone(), a.app_id.clone()))
+                .unwrap_or_default();
+            let cols = columns(area.width.saturating_sub(2));
+            let header = Row::new(cols.iter().map(|c| match (c, app.sort) {
+                (Col::Id, Sort::Id) | (Col::State, Sort::State) | (Col::Age, Sort::Age) => {
+                    format!("{}▼", c.name())
+                }
+                _ => c.name().to_owned(),
+            }))
             .style(theme::title());
             let rows_fit = usize::from(area.height.saturating_sub(3));
             let rows: Vec<Row<'_>> = visible
@@ -142,48 +146,172 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                     } else {
                         e.state().to_string()
                     };
-                    let age =
-                        now.map_or_else(|| "-".to_owned(), |n| human_duration(n - e.first_seen));
-                    let style = if Some(e.id) == selected {
-                        theme::state_style(e.state()).patch(theme::selected())
-                    } else {
-                        theme::state_style(e.state())
+                    // A gone executor's age is how long ago it ended ("died 3m ago").
+                    let age = match (now, crate::store::ended_at(e)) {
+                        (Some(n), Some(end)) => format!("{} ago", human_duration(n - end)),
+                        (Some(n), None) => human_duration(n - e.first_seen),
+                        (None, _) => "-".to_owned(),
                     };
-                    Row::new(vec![
-                        e.id.to_string(),
-                        state,
-                        age,
-                        e.pod.node_name.clone().unwrap_or_else(|| "-".to_owned()),
-                        e.exit_code()
-                            .map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                        e.container_reason().unwrap_or("-").to_owned(),
-                        if e.driver_disagrees() {
-                            format!("{}!", e.driver_word())
-                        } else {
-                            e.driver_word().to_owned()
-                        },
-                        e.findings()
-                            .first()
-                            .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
-                        e.pod.name.clone(),
-                    ])
+                    let (_, cell_style) = theme::cell(e);
+                    let style = if Some(e.id) == selected {
+                        cell_style.patch(theme::selected())
+                    } else {
+                        cell_style
+                    };
+                    let marked = app.marked.contains(&(key.0.clone(), key.1.clone(), e.id));
+                    Row::new(cols.iter().map(|c| {
+                        match c {
+                            Col::Mark => if marked { "*" } else { " " }.to_owned(),
+                            Col::Id => e.id.to_string(),
+                            Col::State => state.clone(),
+                            Col::Age => age.clone(),
+                            Col::Node => e.pod.node_name.clone().unwrap_or_else(|| "-".to_owned()),
+                            Col::Exit => e
+                                .exit_code()
+                                .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                            Col::Reason => e.container_reason().unwrap_or("-").to_owned(),
+                            Col::Driver => {
+                                if e.driver_disagrees() {
+                                    format!("{}!", e.driver_word())
+                                } else {
+                                    e.driver_word().to_owned()
+                                }
+                            }
+                            Col::Finding => e
+                                .findings()
+                                .first()
+                                .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
+                            Col::Pod => e.pod.name.clone(),
+                        }
+                    }))
                     .style(style)
                 })
                 .collect();
-            let widths = [
-                Constraint::Length(6),
-                Constraint::Length(19),
-                Constraint::Length(7),
-                Constraint::Length(14),
-                Constraint::Length(5),
-                Constraint::Length(17),
-                Constraint::Length(8),
-                Constraint::Length(21),
-                Constraint::Min(10),
-            ];
+            let widths: Vec<Constraint> = cols.iter().map(|c| c.width()).collect();
             f.render_widget(Table::new(rows, widths).header(header).block(block), area);
         }
     }
+}
+
+/// A table column, in display order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Mark,
+    Id,
+    State,
+    Age,
+    Node,
+    Exit,
+    Reason,
+    Driver,
+    Finding,
+    Pod,
+}
+
+impl Col {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Mark => "",
+            Self::Id => "ID",
+            Self::State => "STATE",
+            Self::Age => "AGE",
+            Self::Node => "NODE",
+            Self::Exit => "EXIT",
+            Self::Reason => "REASON",
+            Self::Driver => "DRIVER",
+            Self::Finding => "FINDING",
+            Self::Pod => "POD",
+        }
+    }
+
+    fn width(self) -> Constraint {
+        Constraint::Length(match self {
+            Self::Mark => 1,
+            Self::Id => 6,
+            Self::State => 17,
+            Self::Age => 9,
+            Self::Node => 14,
+            Self::Exit => 5,
+            Self::Reason => 17,
+            Self::Driver => 8,
+            Self::Finding => 21,
+            Self::Pod => return Constraint::Min(10),
+        })
+    }
+}
+
+/// The columns that fit `width`: POD, NODE and DRIVER go first, then REASON, so an 80-column
+/// table keeps the id, state, age, exit code and finding readable.
+fn columns(width: u16) -> Vec<Col> {
+    let all = [
+        Col::Mark,
+        Col::Id,
+        Col::State,
+        Col::Age,
+        Col::Node,
+        Col::Exit,
+        Col::Reason,
+        Col::Driver,
+        Col::Finding,
+        Col::Pod,
+    ];
+    let need = |cols: &[Col]| -> u16 {
+        cols.iter()
+            .map(|c| match c.width() {
+                Constraint::Length(n) | Constraint::Min(n) => n + 1,
+                _ => 0,
+            })
+            .sum()
+    };
+    let mut cols = all.to_vec();
+    for drop in [Col::Pod, Col::Node, Col::Driver, Col::Reason] {
+        if need(&cols) <= width {
+            break;
+        }
+        cols.retain(|c| *c != drop);
+    }
+    cols
+}
+
+/// Lines for the room under the map: the app's ended executors with a warning or an error,
+/// newest first (when, id, cause, summary), cut to `width`.
+fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
+    let Some(a) = app.current_app() else {
+        return Vec::new();
+    };
+    let now = app.store.view().now;
+    let mut ended: Vec<(crate::model::Time, &crate::store::ExecutorRecord)> = a
+        .executors
+        .values()
+        .filter(|e| {
+            e.verdict
+                .severity()
+                .is_some_and(|s| s != crate::diagnose::Severity::Info)
+                && (e.state().is_final() || e.is_missing())
+        })
+        .filter_map(|e| Some((crate::store::ended_at(e)?, &**e)))
+        .collect();
+    ended.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.id.cmp(&x.1.id)));
+    if ended.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![
+        Line::raw(""),
+        Line::styled("Endings, newest first", theme::title()),
+    ];
+    for (at, e) in ended.into_iter().take(rows.saturating_sub(2)) {
+        let Some(f) = e.verdict.cause() else {
+            continue;
+        };
+        let ago = now.map_or_else(String::new, |n| format!("{} ago", human_duration(n - at)));
+        let label = crate::store::cause_label(f.code, e.exit_code());
+        let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
+        out.push(Line::styled(
+            super::fit(&text, width),
+            theme::severity(f.severity),
+        ));
+    }
+    out
 }
 
 /// The selected executor in a few lines: state, pod, the first finding and its hint.

@@ -9,6 +9,7 @@ mod apps;
 mod detail;
 mod executors;
 mod help;
+mod incident;
 mod replay_bar;
 mod status_bar;
 pub mod theme;
@@ -21,10 +22,12 @@ use crate::app::{App, Popup};
 
 /// Draws the whole screen.
 pub fn render(app: &App, f: &mut Frame<'_>) {
+    theme::set(app.theme);
     let area = f.area();
     let l = layout((area.width, area.height), app);
     status_bar::render_top(app, f, l.top);
     apps::render(app, f, l.apps);
+    incident::render(app, f, l.incident);
     executors::render(app, f, &l);
     executors::render_strip(app, f, l.strip);
     replay_bar::render(app, f, l.replay);
@@ -37,6 +40,23 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
         Some(Popup::Confirm) => actions::render_confirm(app, f, area),
         None => {}
     }
+}
+
+/// `text` cut to `width` columns at a word boundary, with `…` when cut (never mid-word,
+/// unless one word is longer than the whole width).
+pub(crate) fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let head: String = text.chars().take(width - 1).collect();
+    let cut = match head.rfind(' ') {
+        Some(i) if i > 0 => head[..i].trim_end().to_owned(),
+        _ => head,
+    };
+    format!("{cut}…")
 }
 
 /// The area of a full-screen popup, or `None` when the screen is too small for one.

@@ -4,7 +4,7 @@
 use ratatui::{
     Frame,
     layout::Rect,
-    style::{Color, Style},
+    style::Color,
     text::{Line, Span},
     widgets::Paragraph,
 };
@@ -48,11 +48,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
     }
     let line = Line::from(vec![
-        Span::styled(head, Style::default().fg(Color::Black).bg(Color::Yellow)),
+        Span::styled(head, theme::badge(Color::Yellow)),
         Span::raw(" "),
         Span::styled(
             bar.into_iter().collect::<String>(),
-            Style::default().fg(Color::Yellow),
+            theme::severity(crate::diagnose::Severity::Warn),
         ),
         Span::styled(tail, theme::dim()),
     ]);

@@ -4,7 +4,7 @@
 use ratatui::{
     Frame,
     layout::Rect,
-    style::{Color, Style},
+    style::Color,
     text::{Line, Span},
     widgets::Paragraph,
 };
@@ -21,12 +21,9 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     let snap = app.store.view();
     let mode = match app.ctx.mode {
-        Mode::Live => Span::styled(" LIVE ", Style::default().fg(Color::Black).bg(Color::Green)),
-        Mode::Demo => Span::styled(" DEMO ", Style::default().fg(Color::Black).bg(Color::Cyan)),
-        Mode::Replay => Span::styled(
-            " REPLAY ",
-            Style::default().fg(Color::Black).bg(Color::Yellow),
-        ),
+        Mode::Live => Span::styled(" LIVE ", theme::badge(Color::Green)),
+        Mode::Demo => Span::styled(" DEMO ", theme::badge(Color::Cyan)),
+        Mode::Replay => Span::styled(" REPLAY ", theme::badge(Color::Yellow)),
     };
     let mut spans = vec![
         Span::styled("spark-triage ", theme::title()),
@@ -43,7 +40,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             if stale {
                 spans.push(Span::styled(
                     format!("STALE: no LIST for {age}s"),
-                    Style::default().fg(Color::Black).bg(Color::Red),
+                    theme::alarm(),
                 ));
             } else {
                 spans.push(Span::raw(format!("last LIST {age}s ago")));
@@ -64,20 +61,17 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         })
         .collect();
     if bad.is_empty() {
-        spans.push(Span::styled(
-            " │ sources ok",
-            Style::default().fg(Color::Green),
-        ));
+        spans.push(Span::styled(" │ sources ok", theme::ok()));
     } else {
         spans.push(Span::styled(
             format!(" │ {}", bad.join("; ")),
-            Style::default().fg(Color::Red),
+            theme::severity(crate::diagnose::Severity::Error),
         ));
     }
     if app.ctx.readonly {
         spans.push(Span::styled(
             " │ READ-ONLY",
-            Style::default().fg(Color::Yellow),
+            theme::severity(crate::diagnose::Severity::Warn),
         ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -138,7 +132,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                 0,
                 Span::styled(
                     format!("[{} /{}] ", app.state_filter.label(), app.filter),
-                    Style::default().fg(Color::Yellow),
+                    theme::severity(crate::diagnose::Severity::Warn),
                 ),
             );
         }

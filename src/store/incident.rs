@@ -1,0 +1,211 @@
+//! An application's incident in a few words: how its executors ended (by cause), what is
+//! missing or waiting, its failure budget, the last failure and the change to make. The
+//! executors pane's strip, the apps pane's order and `status` read it from here.
+
+use std::collections::BTreeMap;
+
+use super::{AppRecord, ExecutorRecord};
+use crate::{
+    diagnose::{
+        Code, Severity,
+        app::{AppFacts, Budget, failure_budget},
+    },
+    model::{ExecutorState, Time},
+};
+
+/// What went wrong with an app, summarised.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Incident {
+    /// Ended executors by cause, most frequent first: ("OOMKilled (137)", 2).
+    pub causes: Vec<(String, usize)>,
+    pub missing: usize,
+    /// Pending executors by why they wait, most frequent first.
+    pub pending: Vec<(String, usize)>,
+    /// "failures 2/20 (maxNumFailures)" and the like; `None` when nothing was counted.
+    pub budget: Option<String>,
+    /// The newest failure: executor id, its cause, when it ended.
+    pub last_failure: Option<(i64, String, Time)>,
+    /// A concrete change from the newest failure whose hint has one: the failure's cause
+    /// and the `--conf key=value`.
+    pub suggestion: Option<(String, String)>,
+}
+
+impl Incident {
+    /// Nothing to report.
+    pub fn is_quiet(&self) -> bool {
+        self.causes.is_empty() && self.missing == 0 && self.pending.is_empty()
+    }
+}
+
+/// A cause as on-call engineers say it: the container's words and the exit code.
+pub fn cause_label(code: Code, exit: Option<i32>) -> String {
+    let with_exit = |name: &str| match exit {
+        Some(c) => format!("{name} ({c})"),
+        None => name.to_owned(),
+    };
+    match code {
+        Code::ContainerOomKilled => with_exit("OOMKilled"),
+        Code::JvmOom => with_exit("JVM OOM"),
+        Code::NodeSigkill => with_exit("SIGKILL"),
+        Code::Sigterm => with_exit("SIGTERM"),
+        Code::UncaughtException => with_exit("uncaught exception"),
+        Code::HeartbeatFailure => with_exit("heartbeat failure"),
+        Code::GenericError => with_exit("error"),
+        other => other.as_str().replace('-', " "),
+    }
+}
+
+/// When an executor reached its final state (its first transition into the final run of
+/// states), else when its pod went away.
+pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
+    if !e.state().is_final() && e.gone.is_none() {
+        return None;
+    }
+    let from_history = e
+        .history
+        .iter()
+        .rev()
+        .take_while(|t| t.state.is_final())
+        .last()
+        .map(|t| t.at);
+    from_history.or_else(|| e.gone.as_ref().map(super::Gone::at))
+}
+
+/// The first `--conf key=value` a hint suggests.
+pub fn suggestion(hint: &str) -> Option<String> {
+    let at = hint.find("--conf ")?;
+    let rest = &hint[at + "--conf ".len()..];
+    let token: String = rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ',' && *c != ')')
+        .collect();
+    let token = token.trim_end_matches('.');
+    token.contains('=').then(|| format!("--conf {token}"))
+}
+
+impl AppRecord {
+    /// The app's incident summary.
+    pub fn incident(&self) -> Incident {
+        let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+        let mut ended: Vec<(Time, &ExecutorRecord)> = Vec::new();
+        let mut missing = 0;
+        for e in self.executors.values() {
+            if e.is_missing() {
+                missing += 1;
+                continue;
+            }
+            let Some(f) = e.verdict.cause() else {
+                continue;
+            };
+            if !e.state().is_final() || f.severity == Severity::Info {
+                continue;
+            }
+            *causes
+                .entry(cause_label(f.code, e.exit_code()))
+                .or_default() += 1;
+            if let Some(at) = ended_at(e) {
+                ended.push((at, e));
+            }
+        }
+        let mut causes: Vec<(String, usize)> = causes.into_iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut pending = self.pending_reasons();
+        pending.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        // Newest first (a later id first within one instant).
+        ended.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.id.cmp(&a.1.id)));
+        let last_failure = ended.first().and_then(|(at, e)| {
+            let f = e.verdict.cause()?;
+            Some((e.id, cause_label(f.code, e.exit_code()), *at))
+        });
+        // The newest failure whose hint has a concrete value to copy.
+        let suggestion = ended.iter().find_map(|(_, e)| {
+            let f = e.verdict.cause()?;
+            Some((cause_label(f.code, e.exit_code()), suggestion(&f.hint)?))
+        });
+        Incident {
+            causes,
+            missing,
+            pending,
+            budget: self.budget_text(),
+            last_failure,
+            suggestion,
+        }
+    }
+
+    /// The failure budget in a few words, when Spark counted anything.
+    pub fn budget_text(&self) -> Option<String> {
+        let used = self
+            .executors
+            .values()
+            .filter(|e| e.verdict.counted())
+            .count();
+        if used == 0 {
+            return None;
+        }
+        let facts = AppFacts {
+            spark_version: self
+                .executors
+                .values()
+                .find_map(|e| crate::version::SparkVersion::of(&e.pod)),
+            max_failures: self.config.max_failures,
+            executor_instances: self.config.executor_instances,
+            dynamic_allocation: self.config.dynamic_allocation,
+            max_executors: self.config.max_executors,
+            config_known: self.config.from_driver,
+            ..AppFacts::default()
+        };
+        Some(match failure_budget(&facts) {
+            Budget::Limit(l) => format!("failures {used}/{l} allowed (maxNumFailures)"),
+            Budget::NoneBeforeSpark4 => {
+                format!("failures {used} (no limit before Spark 4)")
+            }
+            Budget::Unlimited => format!("failures {used} (no limit: dynamic allocation)"),
+            Budget::Unknown => format!("failures {used} (limit unknown: driver config not read)"),
+        })
+    }
+
+    /// How much trouble the app is in, for ordering (greater is worse): errors (failed
+    /// executors, missing ones, app-level errors), then warnings and long waits.
+    pub fn trouble(&self) -> (usize, usize) {
+        let app_findings = self.findings();
+        let errors = self.alerts()
+            + app_findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .count();
+        let warnings = self
+            .executors
+            .values()
+            .filter(|e| {
+                e.verdict.severity() == Some(Severity::Warn)
+                    || (e.state() == ExecutorState::Pending && e.verdict.severity().is_some())
+            })
+            .count()
+            + app_findings
+                .iter()
+                .filter(|f| f.severity == Severity::Warn)
+                .count();
+        (errors, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_suggestions() {
+        assert_eq!(
+            cause_label(Code::ContainerOomKilled, Some(137)),
+            "OOMKilled (137)"
+        );
+        assert_eq!(cause_label(Code::JvmOom, Some(52)), "JVM OOM (52)");
+        assert_eq!(cause_label(Code::Evicted, None), "evicted");
+        assert_eq!(
+            suggestion("overhead: try --conf spark.executor.memoryOverhead=1g. More"),
+            Some("--conf spark.executor.memoryOverhead=1g".to_owned())
+        );
+        assert_eq!(suggestion("set --conf without a value"), None);
+        assert_eq!(suggestion("nothing"), None);
+    }
+}

@@ -1,0 +1,112 @@
+//! The incident strip above the executors: how the selected app's executors ended (by
+//! cause), what is missing or waiting; its failure budget, last failure and the change to
+//! make; then the app's settings that change verdicts. Wraps onto its lines rather than
+//! cutting a word at the border.
+
+use ratatui::{
+    Frame,
+    layout::Rect,
+    text::{Line, Span},
+    widgets::{Paragraph, Wrap},
+};
+
+use super::theme;
+use crate::{app::App, diagnose::Severity, diagnose::human_duration};
+
+pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+    if area.height == 0 || area.width < 3 {
+        return;
+    }
+    let Some(a) = app.current_app() else {
+        return;
+    };
+    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+    let inc = a.incident();
+    let now = app.store.view().now;
+    let sep = || Span::styled(" · ", theme::dim());
+    let mut first = vec![Span::styled(format!("{name}: "), theme::title())];
+    if inc.is_quiet() {
+        let c = a.counts();
+        first.push(Span::styled(
+            format!("no failures · {} running", c.running),
+            theme::ok(),
+        ));
+    }
+    for (i, (label, n)) in inc.causes.iter().enumerate() {
+        if i > 0 {
+            first.push(sep());
+        }
+        first.push(Span::styled(
+            format!("{n} {label}"),
+            theme::severity(Severity::Error),
+        ));
+    }
+    if inc.missing > 0 {
+        if !inc.causes.is_empty() {
+            first.push(sep());
+        }
+        first.push(Span::styled(
+            format!("{} missing", inc.missing),
+            theme::missing(),
+        ));
+    }
+    if !inc.pending.is_empty() {
+        if !inc.causes.is_empty() || inc.missing > 0 {
+            first.push(sep());
+        }
+        let total: usize = inc.pending.iter().map(|(_, n)| n).sum();
+        let why: Vec<String> = inc
+            .pending
+            .iter()
+            .map(|(r, n)| format!("{r} ×{n}"))
+            .collect();
+        first.push(Span::styled(
+            format!("{total} pending: {}", why.join(", ")),
+            theme::severity(Severity::Warn),
+        ));
+    }
+    let mut second = Vec::new();
+    if let Some(b) = &inc.budget {
+        second.push(Span::raw(b.clone()));
+    }
+    if let Some((id, label, at)) = &inc.last_failure {
+        if !second.is_empty() {
+            second.push(sep());
+        }
+        let ago = now.map_or_else(String::new, |n| format!(" {} ago", human_duration(n - *at)));
+        second.push(Span::raw(format!("last: executor {id} {label}{ago}")));
+    }
+    if let Some((cause, conf)) = &inc.suggestion {
+        if !second.is_empty() {
+            second.push(sep());
+        }
+        second.push(Span::styled(format!("for {cause}: {conf}"), theme::title()));
+    }
+    let dot = if a.config.from_driver {
+        a.config.delete_on_termination.to_string()
+    } else {
+        "?".to_owned()
+    };
+    let held = a.executors.values().filter(|e| e.pod.is_held()).count();
+    let kept = a.executors.values().filter(|e| e.pod.is_inactive()).count();
+    let mut third = format!("deleteOnTermination={dot} · held {held} · kept by Spark {kept}");
+    if a.driver.as_ref().and_then(|d| d.hold_until).is_some() {
+        third.push_str(" · HOLD ON");
+    }
+    match a.driver_api.as_ref().map(|d| (&d.unavailable, d.active)) {
+        Some((Some(r), _)) => third.push_str(&format!(" · driver view unavailable: {r}")),
+        Some((None, n)) => third.push_str(&format!(" · driver: {n} active")),
+        None => {}
+    }
+    let mut lines = vec![Line::from(first)];
+    if area.height >= 2 {
+        if second.is_empty() {
+            lines.push(Line::styled(third, theme::dim()));
+        } else {
+            lines.push(Line::from(second));
+            lines.push(Line::styled(third, theme::dim()));
+        }
+    }
+    lines.truncate(usize::from(area.height));
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+}
