@@ -10,6 +10,14 @@ use crate::{model::Time, record::Keyframe, source::SourceEvent, store::Store};
 /// Speeds offered (×).
 pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
+/// One failure in a recording.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Failure {
+    pub at: Time,
+    pub app: crate::store::AppKey,
+    pub executor: Option<i64>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Replay {
     pub events: Arc<Vec<SourceEvent>>,
@@ -21,9 +29,10 @@ pub struct Replay {
     pub position: Time,
     pub playing: bool,
     pub speed: u32,
-    /// Moments where an executor's lifecycle changed, and where something failed.
+    /// Moments where an executor's lifecycle changed.
     pub changes: Vec<Time>,
-    pub failures: Vec<Time>,
+    /// Where something failed: when, which app, which executor (in time order).
+    pub failures: Vec<Failure>,
     /// `:` typed, waiting for a time.
     pub seeking: Option<String>,
     pub keyframes: Arc<Vec<Keyframe>>,
@@ -51,7 +60,11 @@ impl Replay {
                     || t.text.contains("Evicted")
                     || t.text.contains("OOMKilled")
                 {
-                    failures.push(t.at);
+                    failures.push(Failure {
+                        at: t.at,
+                        app: (app.namespace.clone(), app.app_id.clone()),
+                        executor: t.executor,
+                    });
                 }
             }
         }
@@ -117,8 +130,20 @@ impl Replay {
             .find(|t| *t < self.position)
     }
 
-    pub fn next_failure(&self) -> Option<Time> {
-        self.failures.iter().copied().find(|t| *t > self.position)
+    pub fn next_failure(&self) -> Option<&Failure> {
+        self.failures.iter().find(|f| f.at > self.position)
+    }
+
+    pub fn previous_failure(&self) -> Option<&Failure> {
+        self.failures.iter().rev().find(|f| f.at < self.position)
+    }
+
+    /// Where a replay opens: the first failure, or the end when nothing failed.
+    pub fn opening(&self) -> (Time, Option<&Failure>) {
+        match self.failures.first() {
+            Some(f) => (f.at, Some(f)),
+            None => (self.end, None),
+        }
     }
 
     pub fn faster(&mut self) {

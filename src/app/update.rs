@@ -122,6 +122,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Hold => hold_prompt(app),
         Action::Logs => return logs(app),
         Action::Help => {
+            app.scroll = 0;
             app.popup = if app.popup == Some(Popup::Help) {
                 None
             } else {
@@ -257,10 +258,26 @@ fn replay_key(app: &mut App, code: KeyCode) -> bool {
                     r.seek(&mut app.store, t);
                 }
             }
-            KeyCode::Char('f') => match r.next_failure() {
-                Some(t) => r.seek(&mut app.store, t),
-                None => app.notice = Some("no failure after this moment".to_owned()),
-            },
+            KeyCode::Char(c @ ('f' | 'F')) => {
+                let found = if c == 'f' {
+                    r.next_failure()
+                } else {
+                    r.previous_failure()
+                }
+                .cloned();
+                match found {
+                    Some(failure) => {
+                        r.seek(&mut app.store, failure.at);
+                        // The selection goes to what failed.
+                        app.selected_app = Some(failure.app);
+                        app.selected_exec = failure.executor;
+                    }
+                    None if c == 'f' => {
+                        app.notice = Some("no failure after this moment".to_owned());
+                    }
+                    None => app.notice = Some("no failure before this moment".to_owned()),
+                }
+            }
             KeyCode::Char(':') => r.seeking = Some(String::new()),
             _ => used = false,
         }

@@ -31,10 +31,22 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
         mode: Mode::Replay,
     });
     let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);
-    let to = at.unwrap_or(r.start);
+    // Without --at: the first failure (selected), or the end when nothing failed, never an
+    // empty first instant.
+    let (to, failure) = match at {
+        Some(t) => (t, None),
+        None => {
+            let (t, f) = r.opening();
+            (t, f.cloned())
+        }
+    };
     r.seek(&mut app.store, to);
     app.store.take_finished();
     app.replay = Some(r);
+    if let Some(f) = failure {
+        app.selected_app = Some(f.app);
+        app.selected_exec = f.executor;
+    }
     crate::app::update(&mut app, crate::app::Msg::Resize(80, 24));
     app
 }

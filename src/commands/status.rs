@@ -66,10 +66,9 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             }
             store.apply(ev);
         }
-        print_status(
-            &status::report(store.view(), args.app.as_deref()),
-            args.output,
-        )?;
+        let report = status::report(store.view(), args.app.as_deref());
+        no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
+        print_status(&report, args.output)?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = live_args.options();
@@ -131,9 +130,89 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         for p in &report.problems {
             eprintln!("warning: {}", crate::redact::escape_controls(p));
         }
+        no_such_app(
+            &report,
+            store.view(),
+            args.app.as_deref(),
+            &conn.scope.describe(),
+        )?;
+        if report.apps.is_empty() {
+            scope_check(&conn).await?;
+        }
         print_status(&report, args.output)?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `--app NAME` that matches nothing is a mistake, not an empty answer: exit 1, naming the
+/// applications that are there.
+fn no_such_app(
+    report: &crate::status::StatusReport,
+    snap: &crate::store::Snapshot,
+    app: Option<&str>,
+    scope: &str,
+) -> Result<(), Failure> {
+    let Some(want) = app else {
+        return Ok(());
+    };
+    if !report.apps.is_empty() {
+        return Ok(());
+    }
+    let mut names: Vec<String> = snap
+        .apps
+        .values()
+        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    Err(Failure::Runtime(if names.is_empty() {
+        format!("no application {want:?}: no Spark applications in {scope}")
+    } else {
+        format!(
+            "no application {want:?} (by id or name) in {scope}; there: {}",
+            names.join(", ")
+        )
+    }))
+}
+
+/// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);
+/// either way, say where Spark applications do run when the API lets us list drivers.
+async fn scope_check(conn: &crate::source::live::Connection) -> Result<(), Failure> {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use kube::{Api, api::ListParams};
+    let crate::source::live::Scope::Namespace(ns) = &conn.scope else {
+        return Ok(());
+    };
+    let elsewhere = Api::<Pod>::all(conn.client.clone())
+        .list_metadata(&ListParams::default().labels("spark-role=driver").limit(500))
+        .await
+        .ok()
+        .map(|l| {
+            let mut v: Vec<String> = l
+                .items
+                .into_iter()
+                .filter_map(|p| p.metadata.namespace)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        })
+        .filter(|v| !v.is_empty());
+    let hint = elsewhere.map_or_else(String::new, |v| {
+        format!("; Spark applications run in: {}", v.join(", "))
+    });
+    match Api::<Namespace>::all(conn.client.clone()).get(ns).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => Err(Failure::Runtime(format!(
+            "namespace {ns:?} not found in context {}{hint}",
+            conn.context
+        ))),
+        _ => {
+            if !hint.is_empty() {
+                eprintln!("note: no Spark applications in namespace {ns}{hint}");
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Applies a source event, except a driver view that arrives before the first full LIST:

@@ -1,34 +1,88 @@
-//! The help popup, generated from the keymap.
+//! The help popup, generated from the keymap: sized to its content (wrapped, never cut at a
+//! border) and scrolled with the arrows when the screen is smaller. A replay lists the
+//! replay's keys and leaves out the actions a read-only recording cannot take.
 
 use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph},
+    widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
 
 use super::{centered, theme};
-use crate::app::keymap::KEYMAP;
+use crate::app::{
+    App,
+    keymap::{Action, KEYMAP},
+};
 
-pub fn render(f: &mut Frame<'_>, area: Rect) {
-    let r = centered(area, 76, KEYMAP.len() as u16 + 6);
+/// Replay's own keys (handled before the keymap while replaying).
+const REPLAY_KEYS: &[(&str, &str)] = &[
+    ("Space", "play / pause"),
+    ("+ -", "faster / slower"),
+    ("n N", "next / previous executor change"),
+    ("f F", "next / previous failure (selects what failed)"),
+    (":", "go to a time (RFC 3339, HH:MM:SS, +30s, -2m)"),
+];
+
+const LEGEND: &str = "Map letters: R running, P pending, F failed, S succeeded, D deleted, \
+    T terminating, U unknown, M missing. Marks: * marked, ! pod and driver disagree, h held.";
+
+fn lines(app: &App) -> Vec<Line<'static>> {
+    let replay = app.replay.is_some();
+    let row = |label: &str, help: &str| {
+        Line::from(vec![
+            Span::styled(format!(" {label:<9}"), theme::title()),
+            Span::raw(help.to_owned()),
+        ])
+    };
+    let mut out = Vec::new();
+    if replay {
+        out.push(Line::styled(" Replay", theme::title()));
+        out.extend(REPLAY_KEYS.iter().map(|(k, h)| row(k, h)));
+        out.push(Line::raw(""));
+        out.push(Line::styled(" Everywhere", theme::title()));
+    }
+    out.extend(
+        KEYMAP
+            .iter()
+            .filter(|b| !(replay && matches!(b.action, Action::Mark | Action::Kill | Action::Hold)))
+            .map(|b| row(b.label, b.help)),
+    );
+    out.push(Line::raw(""));
+    out.push(Line::styled(format!(" {LEGEND}"), theme::dim()));
+    out
+}
+
+pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+    let lines = lines(app);
+    let widest = lines.iter().map(Line::width).max().unwrap_or(0).min(100) as u16;
+    let w = (widest + 3).min(area.width.saturating_sub(2));
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    // Wrapped height: each line takes ceil(width / inner) rows.
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner_w).max(1))
+        .sum();
+    let h = (rows as u16 + 2).min(area.height.saturating_sub(1));
+    let r = centered(area, w, h);
     if r.width < 3 || r.height < 3 {
         return;
     }
-    let mut lines: Vec<Line<'_>> = KEYMAP
-        .iter()
-        .map(|b| {
-            Line::from(vec![
-                Span::styled(format!(" {:<9}", b.label), theme::title()),
-                Span::raw(b.help),
-            ])
-        })
-        .collect();
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(" Map letters: R running P pending F failed S succeeded D deleted T terminating U unknown M missing · marks: * marked, ! pod and driver disagree, h held", theme::dim()));
+    let more = rows > usize::from(r.height.saturating_sub(2));
+    let title = if more {
+        " Help · ↑↓ scroll · Esc close "
+    } else {
+        " Help · Esc close "
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(" Help · Esc close ", theme::title()));
+        .title(Span::styled(title, theme::title()));
     f.render_widget(Clear, r);
-    f.render_widget(Paragraph::new(lines).block(block), r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .scroll((app.scroll, 0)),
+        r,
+    );
 }

@@ -33,7 +33,7 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     replay_bar::render(app, f, l.replay);
     status_bar::render_footer(app, f, l.footer);
     match app.popup {
-        Some(Popup::Help) => help::render(f, area),
+        Some(Popup::Help) => help::render(app, f, area),
         Some(Popup::Detail) => detail::render(app, f, area),
         Some(Popup::Timeline) => timeline::render(app, f, area),
         Some(Popup::Log) => actions::render_log(app, f, area),

@@ -40,7 +40,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let mut bar: Vec<char> = (0..width)
         .map(|i| if i < filled { '━' } else { '─' })
         .collect();
-    for t in &r.failures {
+    for t in r.failures.iter().map(|f| &f.at) {
         let at = ((*t - r.start).num_milliseconds().clamp(0, total) * (width as i64 - 1) / total)
             as usize;
         if let Some(c) = bar.get_mut(at) {

@@ -93,7 +93,16 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             .current_app()
             .map(|a| a.namespace.clone())
             .unwrap_or_default();
-        for b in KEYMAP.iter().filter(|b| b.hint) {
+        // (label, words, off-reason) per hinted key, in the keymap's order (its priority):
+        // the help's first words when they all fit, else the footer's own word.
+        let full: usize = KEYMAP
+            .iter()
+            .filter(|b| b.hint.is_some())
+            .map(|b| b.label.chars().count() + short(b.help).chars().count() + 3)
+            .sum();
+        let compact_words = full > usize::from(area.width);
+        let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
+        for (b, word) in KEYMAP.iter().filter_map(|b| Some((b, b.hint?))) {
             let verb = match b.action {
                 crate::app::keymap::Action::Kill => Some("delete"),
                 crate::app::keymap::Action::Hold => Some("patch"),
@@ -113,19 +122,49 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                         }
                     })
             });
-            match disabled {
-                Some(why) => {
-                    spans.push(Span::styled(format!("{} ", b.label), theme::dim()));
-                    spans.push(Span::styled(
-                        format!("{} (off: {why})  ", short(b.help)),
-                        theme::dim(),
-                    ));
-                }
-                None => {
-                    spans.push(Span::styled(format!("{} ", b.label), theme::title()));
-                    spans.push(Span::styled(format!("{}  ", short(b.help)), theme::dim()));
-                }
+            hints.push((
+                b.label,
+                if compact_words { word } else { short(b.help) },
+                disabled,
+            ));
+        }
+        // The full words if they fit, else the first two words of each, else as many hints
+        // as fit: a hint is never cut in the middle.
+        let width = usize::from(area.width);
+        let text = |h: &(&str, &str, Option<String>), compact: bool| -> (String, String) {
+            let words = h.1.to_owned();
+            let words = match &h.2 {
+                Some(why) if !compact => format!("{words} (off: {why})"),
+                Some(_) => format!("{words} (off)"),
+                None => words,
+            };
+            (format!("{} ", h.0), format!("{words}  "))
+        };
+        let total = |compact: bool| -> usize {
+            hints
+                .iter()
+                .map(|h| {
+                    let (a, b) = text(h, compact);
+                    a.chars().count() + b.chars().count()
+                })
+                .sum()
+        };
+        let compact = total(false) > width;
+        let mut used = 0;
+        for h in &hints {
+            let (label, words) = text(h, compact);
+            let w = label.chars().count() + words.chars().count();
+            if used + w > width {
+                break;
             }
+            used += w;
+            let style = if h.2.is_some() {
+                theme::dim()
+            } else {
+                theme::title()
+            };
+            spans.push(Span::styled(label, style));
+            spans.push(Span::styled(words, theme::dim()));
         }
         if !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All {
             spans.insert(

@@ -365,8 +365,11 @@ fn two_replays_render_identical_frames() {
     r.playing = a.replay.as_ref().unwrap().playing;
     r.speed = a.replay.as_ref().unwrap().speed;
     c.replay = Some(r);
-    // The same executor selected (the default pick depends on when it was made).
+    // The same app and executor selected (`f` selects what failed; the default pick depends
+    // on when it was made).
+    c.selected_app = a.selected_app.clone();
     c.selected_exec = a.selected_exec;
+    c.notice = a.notice.clone();
     update(&mut c, crate::app::Msg::ReplayAdvance(0)); // settles the selection, as any update does
     assert!(pos > start);
     assert_eq!(fa, draw(&mut c, 160, 40));

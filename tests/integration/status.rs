@@ -237,3 +237,38 @@ async fn status_table_and_clear_failures() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scope_mistakes_exit_1_and_say_what_is_there() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let fast = [
+        "--kubeconfig",
+        kc.as_str(),
+        "--poll-interval",
+        "1s",
+        "--no-driver-api",
+    ];
+    let (code, out, err) = status(&[&fast[..], &["-n", "nope"]].concat()).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("namespace \"nope\" not found")
+            && err.contains("Spark applications run in: spark-jobs"),
+        "{err}"
+    );
+    let (code, out, err) =
+        status(&[&fast[..], &["-n", "spark-jobs", "--app", "nosuch"]].concat()).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("no application \"nosuch\"") && err.contains("etl-nightly"),
+        "{err}"
+    );
+    // An existing namespace without Spark: exit 0, and where Spark runs on stderr.
+    let (code, out, err) = status(&[&fast[..], &["-n", "default"]].concat()).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No Spark applications found."), "{out}");
+    assert!(
+        err.contains("Spark applications run in: spark-jobs"),
+        "{err}"
+    );
+}

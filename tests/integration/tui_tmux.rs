@@ -178,9 +178,8 @@ fn demo_in_a_real_terminal() {
     ]);
     t.wait_for("etl-nightly", 30);
     t.wait_for("sources ok", 30);
-    // Select etl-nightly (shown first once its failures are known), filter to the
-    // OOMKilled executor.
-    t.keys(&["Tab"]);
+    // Select etl-nightly (shown first once its failures are known; the apps pane has the
+    // focus at start), filter to the OOMKilled executor.
     for _ in 0..3 {
         if t.screen().contains("▶ etl-nightly") {
             break;
@@ -240,6 +239,62 @@ fn demo_in_a_real_terminal() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_file(recording);
+}
+
+/// `demo` as a new user meets it, no key pressed: the first screen leads with the worst app
+/// and names its OOM deaths by cause, with the setting to change.
+#[test]
+fn the_demo_opens_on_the_incident() {
+    if !Tmux::available() {
+        return;
+    }
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[&format!("{bin} demo --speed 2 --poll-interval 2s"), "Enter"]);
+    let screen = t.wait_for_all(
+        &[
+            "OOMKilled (137)",
+            "JVM OOM (52)",
+            "--conf spark.executor.memoryOverhead=",
+            "Endings, newest first",
+        ],
+        40,
+    );
+    let first_app = screen
+        .lines()
+        .skip_while(|l| !l.contains("Applications ("))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        first_app.contains("▶ etl-nightly"),
+        "worst app first:\n{screen}"
+    );
+    t.keys(&["q"]);
+}
+
+/// `replay` of a recording opens on its first failure, with the failing app selected: never
+/// an empty first instant.
+#[test]
+fn replay_opens_on_the_first_failure() {
+    if !Tmux::available() {
+        return;
+    }
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/mixed.ndjson.zst");
+    t.keys(&[&format!("{bin} replay {rec}"), "Enter"]);
+    let screen = t.wait_for_all(&["REPLAY", "▶ etl-nightly", "Executors of etl-nightly"], 20);
+    assert!(
+        screen.contains("7F") || screen.contains("OOMKilled"),
+        "a failed executor on the first screen:\n{screen}"
+    );
+    assert!(
+        !screen.contains("no Spark applications in scope yet"),
+        "{screen}"
+    );
+    t.keys(&["q"]);
 }
 
 /// Started a minute into `mixed`, when etl-nightly's executors 7 and 8 (OOM) and 10
