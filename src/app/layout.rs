@@ -48,8 +48,9 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     } else {
         0
     };
+    // The incident: what ended, the change to make, the budget, the app's settings.
     let incident_h = if body_h >= 14 {
-        3
+        4
     } else if body_h >= 8 {
         1
     } else {

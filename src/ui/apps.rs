@@ -66,10 +66,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             .as_ref()
             .and_then(|d| d.phase.clone())
             .unwrap_or_else(|| "?".to_owned());
-        let mut bar = vec![Span::styled(
-            format!("  {} · drv {} ", a.namespace, driver),
-            theme::dim(),
-        )];
+        // Counts first (they say the most in a narrow pane), then the driver, then the
+        // namespace, each dropped whole when it does not fit.
+        let mut bar = vec![Span::raw("  ")];
+        let mut used = 2;
         for (letter, s) in [
             ('R', ExecutorState::Running),
             ('P', ExecutorState::Pending),
@@ -78,13 +78,24 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         ] {
             let n = c.get(s);
             if n > 0 {
-                bar.push(Span::styled(format!("{n}{letter} "), theme::state_style(s)));
+                let t = format!("{n}{letter} ");
+                used += t.chars().count();
+                bar.push(Span::styled(t, theme::state_style(s)));
             }
         }
         if c.missing > 0 {
-            bar.push(Span::styled(format!("{}M", c.missing), theme::missing()));
+            let t = format!("{}M ", c.missing);
+            used += t.chars().count();
+            bar.push(Span::styled(t, theme::missing()));
         }
-        let _ = inner_w;
+        for extra in [format!("· drv {driver} "), format!("· {}", a.namespace)] {
+            let w = extra.chars().count();
+            if used + w > inner_w {
+                break;
+            }
+            used += w;
+            bar.push(Span::styled(extra, theme::dim()));
+        }
         lines.push(Line::from(bar));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);

@@ -65,6 +65,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             theme::severity(Severity::Warn),
         ));
     }
+    // The change to make on its own line, the setting first: it is what the reader acts on,
+    // and a narrow pane wraps the rest of the line, not the setting.
+    let fix = inc.suggestion.as_ref().map(|(cause, conf)| {
+        Line::from(vec![
+            Span::styled(conf.clone(), theme::title()),
+            Span::styled(format!(" (for {cause})"), theme::dim()),
+        ])
+    });
     let mut second = Vec::new();
     if let Some(b) = &inc.budget {
         second.push(Span::raw(b.clone()));
@@ -75,12 +83,6 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         let ago = now.map_or_else(String::new, |n| format!(" {} ago", human_duration(n - *at)));
         second.push(Span::raw(format!("last: executor {id} {label}{ago}")));
-    }
-    if let Some((cause, conf)) = &inc.suggestion {
-        if !second.is_empty() {
-            second.push(sep());
-        }
-        second.push(Span::styled(format!("for {cause}: {conf}"), theme::title()));
     }
     let dot = if a.config.from_driver {
         a.config.delete_on_termination.to_string()
@@ -100,12 +102,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     let mut lines = vec![Line::from(first)];
     if area.height >= 2 {
-        if second.is_empty() {
-            lines.push(Line::styled(third, theme::dim()));
-        } else {
+        lines.extend(fix);
+        if !second.is_empty() {
             lines.push(Line::from(second));
-            lines.push(Line::styled(third, theme::dim()));
         }
+        lines.push(Line::styled(third, theme::dim()));
     }
     lines.truncate(usize::from(area.height));
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);

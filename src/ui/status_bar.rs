@@ -28,7 +28,9 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     let mut spans = vec![
         Span::styled("spark-triage ", theme::title()),
         mode,
-        Span::raw(format!(" ctx {} │ {} │ ", app.ctx.context, app.ctx.scope)),
+        Span::raw(format!(" ctx {} │ ", app.ctx.context)),
+        // Index 3: the scope, the first thing to go when the bar is too wide.
+        Span::raw(format!("{} │ ", app.ctx.scope)),
     ];
     match (snap.full_snapshot_at, snap.now) {
         (Some(l), Some(now)) => {
@@ -73,6 +75,14 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             " │ READ-ONLY",
             theme::severity(crate::diagnose::Severity::Warn),
         ));
+    }
+    let width: usize = spans.iter().map(Span::width).sum();
+    if width > usize::from(area.width) {
+        spans.remove(3);
+        // Still too wide: the program's name goes too (the mode badge stays).
+        if spans.iter().map(Span::width).sum::<usize>() > usize::from(area.width) {
+            spans.remove(0);
+        }
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
