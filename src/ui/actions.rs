@@ -116,9 +116,10 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     if r.width < 3 || r.height < 3 {
         return;
     }
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(Span::styled(title, theme::title()));
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        super::title_text(&title, r.width),
+        theme::title(),
+    ));
     f.render_widget(Clear, r);
     f.render_widget(
         Paragraph::new(lines)
@@ -147,7 +148,10 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
         "fetched now"
     };
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        format!(" Log of {} ({how}) · ↑↓ PgUp PgDn · Esc close ", log.pod),
+        super::title_text(
+            &format!(" Log of {} ({how}) · ↑↓ PgUp PgDn · Esc close ", log.pod),
+            r.width,
+        ),
         theme::title(),
     ));
     f.render_widget(Clear, r);

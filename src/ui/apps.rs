@@ -35,18 +35,31 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let inner_w = usize::from(area.width.saturating_sub(2));
     let mut lines = Vec::new();
     if apps.is_empty() {
-        lines.push(Line::styled(
-            "no Spark applications in scope yet",
-            theme::dim(),
-        ));
+        // Wrapped by hand: the pane holds two lines per app, and this is the only text.
+        let mut line = String::new();
+        for word in "no Spark applications in scope yet".split(' ') {
+            if !line.is_empty() && line.chars().count() + 1 + word.len() > inner_w {
+                lines.push(Line::styled(std::mem::take(&mut line), theme::dim()));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        lines.push(Line::styled(line, theme::dim()));
     }
     let current = app.selected_app_index();
     for (i, a) in apps.iter().enumerate() {
         let selected = Some(i) == current;
         let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
         let alerts = a.alerts();
+        let room = inner_w.saturating_sub(if alerts > 0 { 6 } else { 2 });
         let mut head = vec![Span::styled(
-            format!("{}{}", if selected { "▶ " } else { "  " }, name),
+            format!(
+                "{}{}",
+                if selected { "▶ " } else { "  " },
+                super::fit(&name, room)
+            ),
             if selected {
                 theme::title()
             } else {

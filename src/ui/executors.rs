@@ -56,7 +56,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
-        .title(Span::styled(title, theme::title()));
+        .title(Span::styled(
+            super::title_text(&title, area.width),
+            theme::title(),
+        ));
     // The app's own worst finding (a crash loop, a broken snapshot) on the bottom border:
     // seen without taking a row from the executors.
     if let Some(worst) = app
@@ -64,7 +67,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         .and_then(|a| a.findings().into_iter().next())
     {
         block = block.title_bottom(Span::styled(
-            format!(" {}: {} ", worst.code, worst.summary),
+            super::title_text(&format!(" {}: {} ", worst.code, worst.summary), area.width),
             theme::severity(worst.severity),
         ));
     }
@@ -319,16 +322,19 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height < 3 || area.width < 3 {
         return;
     }
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        match &app.notice {
-            Some(n) => format!(" Selected · {n} "),
-            None => " Selected ".to_owned(),
-        },
-        theme::title(),
-    ));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(" Selected ", theme::title()));
+    // A notice (an action's result, why a key is off) comes first, whole: it wraps.
+    let notice = app
+        .notice
+        .as_ref()
+        .map(|n| Line::styled(n.clone(), theme::severity(crate::diagnose::Severity::Warn)));
     let Some(e) = app.selected() else {
+        let mut lines: Vec<Line<'_>> = notice.into_iter().collect();
+        lines.push(Line::styled("nothing selected", theme::dim()));
         f.render_widget(
-            Paragraph::new(Line::styled("nothing selected", theme::dim())).block(block),
+            Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
             area,
         );
         return;
@@ -357,7 +363,8 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         head.push(Span::raw(format!(" · {r}")));
     }
     head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
-    let mut lines = vec![Line::from(head)];
+    let mut lines: Vec<Line<'_>> = notice.into_iter().collect();
+    lines.push(Line::from(head));
     match e.findings().first() {
         Some(fd) => {
             lines.push(Line::from(vec![

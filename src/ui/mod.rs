@@ -59,6 +59,16 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
     format!("{cut}…")
 }
 
+/// A border title that fits a box `width` wide (its corners and one space each side
+/// kept): cut at a word with `…`, never mid-word at the corner.
+pub(crate) fn title_text(text: &str, width: u16) -> String {
+    let room = usize::from(width.saturating_sub(2));
+    if text.chars().count() <= room {
+        return text.to_owned();
+    }
+    format!(" {} ", fit(text.trim(), room.saturating_sub(2)))
+}
+
 /// The area of a full-screen popup, or `None` when the screen is too small for one.
 fn popup_area(area: Rect) -> Option<Rect> {
     let r = centered(

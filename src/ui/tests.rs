@@ -50,6 +50,10 @@ macro_rules! frames {
             ($setup)(&mut app);
             insta::assert_snapshot!(concat!(stringify!($name), "_80x24"), draw(&mut app, 80, 24));
             insta::assert_snapshot!(
+                concat!(stringify!($name), "_120x40"),
+                draw(&mut app, 120, 40)
+            );
+            insta::assert_snapshot!(
                 concat!(stringify!($name), "_200x50"),
                 draw(&mut app, 200, 50)
             );
@@ -582,4 +586,39 @@ fn fit_cuts_at_a_word_boundary() {
     );
     assert_eq!(super::fit("short", 20), "short");
     assert_eq!(super::fit("abcdefghij", 5), "abcd…");
+}
+
+/// No title is cut mid-word at a box's corner, in any stored frame (every pane and popup at
+/// 80×24, 120×40 and 200×50): titles are fitted with `…` at a word boundary.
+#[test]
+fn no_title_is_cut_at_a_corner() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut cut = Vec::new();
+    let mut frames = 0;
+    for dir in ["src/ui/snapshots", "src/ui/tests/snapshots"] {
+        let Ok(entries) = std::fs::read_dir(format!("{root}/{dir}")) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            frames += 1;
+            for row in text
+                .lines()
+                .filter_map(|l| l.strip_prefix('"')?.strip_suffix('"'))
+            {
+                let chars: Vec<char> = row.chars().collect();
+                for (i, c) in chars.iter().enumerate() {
+                    if matches!(c, '┐' | '┘') && i > 0 && chars[i - 1].is_alphanumeric() {
+                        cut.push(format!("{}: {row}", entry.file_name().to_string_lossy()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(frames > 50, "the frames were found ({frames})");
+    assert!(
+        cut.is_empty(),
+        "titles cut at a corner:\n{}",
+        cut.join("\n")
+    );
 }

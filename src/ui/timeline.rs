@@ -30,9 +30,12 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .collect();
     let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        format!(
-            " Timeline of {name} ({} entries) · ↑↓ scroll · Esc close ",
-            a.timeline.len()
+        super::title_text(
+            &format!(
+                " Timeline of {name} ({} entries) · ↑↓ scroll · Esc close ",
+                a.timeline.len()
+            ),
+            r.width,
         ),
         theme::title(),
     ));
