@@ -117,7 +117,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     }
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        super::title_text(&title, r.width),
+        super::title_text(title, r.width),
         theme::title(),
     ));
     f.render_widget(Clear, r);
