@@ -38,6 +38,13 @@ fn message(o: Outcome) -> Option<Msg> {
 pub struct TerminalGuard;
 
 /// Puts the terminal back as it was: cooked mode, main screen, no mouse capture, cursor.
+static SHOW_UTC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--utc`: the TUI starts showing UTC instead of local time.
+pub fn show_utc(on: bool) {
+    SHOW_UTC.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(
@@ -81,6 +88,10 @@ pub async fn run(
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
     app.theme = crate::app::Theme::from_env();
+    // Local time unless --utc (the offset is read once: the screen never changes zone
+    // mid-session; `z` toggles).
+    app.local_offset = Some(*chrono::Local::now().offset());
+    app.show_utc = SHOW_UTC.load(std::sync::atomic::Ordering::Relaxed);
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let size = terminal.size()?;

@@ -28,6 +28,7 @@ pub enum Action {
     Kill,
     Hold,
     Logs,
+    ToggleUtc,
 }
 
 /// One binding.
@@ -196,6 +197,13 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::Logs,
         help: "the executor's log (captured tail, else fetched)",
         hint: Some("log"),
+    },
+    Binding {
+        keys: &[KeyCode::Char('z')],
+        label: "z",
+        action: Action::ToggleUtc,
+        help: "times in UTC / local time",
+        hint: None,
     },
 ];
 

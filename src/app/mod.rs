@@ -206,6 +206,10 @@ pub struct App {
     pub permissions_asked: BTreeSet<String>,
     /// The colour theme the screen is drawn with.
     pub theme: Theme,
+    /// The local time zone's offset (times are shown in it unless `show_utc`); `None`:
+    /// UTC only (tests, recordings rendered headless).
+    pub local_offset: Option<chrono::FixedOffset>,
+    pub show_utc: bool,
 }
 
 /// Input to `update`.
@@ -266,6 +270,8 @@ impl App {
             driver_focus: None,
             permissions_asked: BTreeSet::new(),
             theme: Theme::Dark,
+            local_offset: None,
+            show_utc: false,
         }
     }
 
@@ -429,6 +435,15 @@ impl App {
         self.select_app_at((cur + delta).clamp(0, len as isize - 1) as usize);
         self.selected_exec = None;
         self.fix_selection();
+    }
+
+    /// The offset times are shown in (`None`: UTC).
+    pub fn display_offset(&self) -> Option<chrono::FixedOffset> {
+        if self.show_utc {
+            None
+        } else {
+            self.local_offset
+        }
     }
 
     /// Executors per map row at the current size.

@@ -121,6 +121,14 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Kill => kill_prompt(app),
         Action::Hold => hold_prompt(app),
         Action::Logs => return logs(app),
+        Action::ToggleUtc => {
+            app.show_utc = !app.show_utc;
+            app.notice = Some(if app.display_offset().is_none() {
+                "times in UTC".to_owned()
+            } else {
+                "times in local time".to_owned()
+            });
+        }
         Action::Help => {
             app.scroll = 0;
             app.popup = if app.popup == Some(Popup::Help) {
@@ -143,6 +151,22 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             app.focus = match app.focus {
                 Focus::Apps => Focus::Executors,
                 Focus::Executors => Focus::Apps,
+            };
+        }
+        // The log popup opens at its newest line and counts its scroll from the end: up
+        // moves away from it.
+        Action::Up | Action::Down if app.popup == Some(Popup::Log) => {
+            app.scroll = if action == Action::Up {
+                app.scroll.saturating_add(1)
+            } else {
+                app.scroll.saturating_sub(1)
+            };
+        }
+        Action::PageUp | Action::PageDown if app.popup == Some(Popup::Log) => {
+            app.scroll = if action == Action::PageUp {
+                app.scroll.saturating_add(10)
+            } else {
+                app.scroll.saturating_sub(10)
             };
         }
         Action::Up | Action::Down if app.popup.is_some() => {

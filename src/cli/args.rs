@@ -39,6 +39,10 @@ pub struct LiveArgs {
     /// Never write to the cluster.
     #[arg(long, global = true)]
     pub readonly: bool,
+    /// Show times in UTC in the live view, demo and replay (default: local time; `z`
+    /// toggles).
+    #[arg(long, global = true)]
+    pub utc: bool,
     /// Also record the session to this file (live view and demo).
     #[arg(long, value_name = "FILE", global = true)]
     pub record: Option<std::path::PathBuf>,

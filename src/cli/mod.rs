@@ -142,6 +142,7 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    crate::tui::show_utc(cli.live.utc);
     match cli.command {
         Some(Command::Explain(args)) => commands::explain::run(args),
         Some(Command::Sim(args)) => commands::sim::run(args),

@@ -154,9 +154,15 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
         ),
         theme::title(),
     ));
+    // Newest at the bottom, shown first: the scroll counts lines up from the end.
+    let shown = usize::from(r.height.saturating_sub(2));
+    let top = lines.len().saturating_sub(shown);
+    let top = top.saturating_sub(usize::from(app.scroll));
     f.render_widget(Clear, r);
     f.render_widget(
-        Paragraph::new(lines).block(block).scroll((app.scroll, 0)),
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0)),
         r,
     );
 }

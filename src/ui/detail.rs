@@ -9,7 +9,7 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, model::ContainerState, model::fmt_time, store::Gone};
+use crate::{app::App, model::ContainerState, store::Gone};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(e) = app.selected() else {
@@ -29,22 +29,22 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         format!(
             "node {} · first seen {} · last seen {} · Spark container {}",
             e.pod.node_name.as_deref().unwrap_or("-"),
-            fmt_time(&e.first_seen),
-            fmt_time(&e.last_seen),
+            super::when(&e.first_seen),
+            super::when(&e.last_seen),
             e.spark_container
         ),
         theme::dim(),
     ));
     match &e.gone {
         Some(Gone::Deleted { at }) => lines.push(Line::styled(
-            format!("pod deleted at {} (tombstone)", fmt_time(at)),
+            format!("pod deleted at {} (tombstone)", super::when(at)),
             theme::dim(),
         )),
         Some(Gone::Missing {
             at, spark_verdict, ..
         }) => {
             lines.push(Line::styled(
-                format!("pod missing since the LIST at {}", fmt_time(at)),
+                format!("pod missing since the LIST at {}", super::when(at)),
                 style,
             ));
             lines.push(Line::raw(format!("  {spark_verdict}")));
@@ -52,7 +52,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Some(Gone::DriverOnly { at }) => lines.push(Line::styled(
             format!(
                 "no pod seen: known only from the driver since {} (pod rebuilt from Spark's reason)",
-                fmt_time(at)
+                super::when(at)
             ),
             theme::dim(),
         )),
@@ -158,7 +158,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     for t in &e.history {
         lines.push(Line::raw(format!(
             "  {} {}{}",
-            fmt_time(&t.at),
+            super::when(&t.at),
             t.state,
             t.note
                 .as_deref()
@@ -185,7 +185,7 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     let Some(seen) = &e.driver else { return };
     lines.push(Line::raw(""));
     lines.push(Line::styled(
-        format!("Driver's view (read {})", fmt_time(&seen.at)),
+        format!("Driver's view (read {})", super::when(&seen.at)),
         theme::title(),
     ));
     let Some(d) = &seen.exec else {
@@ -196,7 +196,9 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     lines.push(Line::raw(format!(
         "  {} · added {} · tasks {} done, {} failed, {} running",
         if d.active { "active" } else { "removed" },
-        d.add_time.as_ref().map_or_else(|| "-".to_owned(), fmt_time),
+        d.add_time
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), super::when),
         d.completed_tasks,
         d.failed_tasks,
         d.active_tasks
@@ -240,7 +242,7 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
             "  removed {}:",
             d.remove_time
                 .as_ref()
-                .map_or_else(|| "-".to_owned(), fmt_time)
+                .map_or_else(|| "-".to_owned(), super::when)
         )));
         for l in r.trim().lines().filter(|l| !l.trim().is_empty()) {
             lines.push(Line::styled(

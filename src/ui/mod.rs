@@ -23,6 +23,7 @@ use crate::app::{App, Popup};
 /// Draws the whole screen.
 pub fn render(app: &App, f: &mut Frame<'_>) {
     theme::set(app.theme);
+    CLOCK.with(|c| c.set(app.display_offset()));
     let area = f.area();
     let l = layout((area.width, area.height), app);
     status_bar::render_top(app, f, l.top);
@@ -39,6 +40,22 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
         Some(Popup::Log) => actions::render_log(app, f, area),
         Some(Popup::Confirm) => actions::render_confirm(app, f, area),
         None => {}
+    }
+}
+
+thread_local! {
+    static CLOCK: std::cell::Cell<Option<chrono::FixedOffset>> = const { std::cell::Cell::new(None) };
+}
+
+/// A time as the screen shows it: UTC as RFC 3339 (`…Z`), or in the local zone with its
+/// offset (`2026-11-30 23:10:05 +01:00`), as the app's `display_offset` says.
+pub(crate) fn when(t: &crate::model::Time) -> String {
+    match CLOCK.with(std::cell::Cell::get) {
+        None => crate::model::fmt_time(t),
+        Some(off) => t
+            .with_timezone(&off)
+            .format("%Y-%m-%d %H:%M:%S %:z")
+            .to_string(),
     }
 }
 

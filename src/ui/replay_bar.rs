@@ -10,7 +10,7 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, diagnose::human_duration, model::fmt_time};
+use crate::{app::App, diagnose::human_duration};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = &app.replay else { return };
@@ -23,7 +23,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         " {} {:>2}x  {}  ",
         if r.playing { "▶" } else { "⏸" },
         r.speed,
-        fmt_time(&r.position)
+        super::when(&r.position)
     );
     let tail = match &r.seeking {
         Some(buf) => format!("  seek to: {buf}▏ (1m30s, 10:43:00, RFC 3339; Enter)"),

@@ -622,3 +622,93 @@ fn no_title_is_cut_at_a_corner() {
         cut.join("\n")
     );
 }
+
+/// A long log opens at its newest line; ↑ moves back from the end.
+#[test]
+fn a_long_log_opens_at_its_end() {
+    let mut app = session();
+    etl_exec(&mut app, 8);
+    app.log_view = Some(crate::app::LogView {
+        pod: "etl-nightly-exec-8".into(),
+        captured: true,
+        lines: Ok((1..=300).map(|i| format!("log line {i}")).collect()),
+    });
+    app.popup = Some(Popup::Log);
+    app.scroll = 0;
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("log line 300") && !frame.contains("log line 250 "),
+        "{frame}"
+    );
+    let key = |app: &mut App, c| {
+        update(
+            app,
+            crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+                c,
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        )
+    };
+    key(&mut app, crossterm::event::KeyCode::Up);
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("log line 299") && !frame.contains("log line 300"),
+        "{frame}"
+    );
+}
+
+/// Times are local unless --utc; `z` toggles; UTC keeps RFC 3339.
+#[test]
+fn times_follow_the_local_zone_and_z_toggles() {
+    let mut app = session();
+    etl_exec(&mut app, 7);
+    app.popup = Some(Popup::Detail);
+    app.local_offset = chrono::FixedOffset::east_opt(3600);
+    let local = draw(&mut app, 200, 50);
+    assert!(local.contains(" +01:00"), "{local}");
+    update(
+        &mut app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('z'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    let utc = draw(&mut app, 200, 50);
+    assert!(!utc.contains(" +01:00") && utc.contains("Z"), "{utc}");
+}
+
+/// The timeline lists the newest first and, within one instant, executors by id (1, 2, 10,
+/// not 1, 10, 2 as pod names sort).
+#[test]
+fn the_timeline_is_newest_first_and_ordered_by_id_within_an_instant() {
+    let mut app = session();
+    etl_exec(&mut app, 7);
+    app.popup = Some(Popup::Timeline);
+    let frame = draw(&mut app, 200, 50);
+    let rows: Vec<&str> = frame.lines().filter(|l| l.contains(" executor ")).collect();
+    let times: Vec<&str> = rows
+        .iter()
+        .filter_map(|l| l.find("202").and_then(|i| l.get(i..i + 20)))
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(times, sorted, "newest first:\n{frame}");
+    // The first instant's executors, by id.
+    let first = times.last().copied().unwrap_or_default();
+    let ids: Vec<i64> = rows
+        .iter()
+        .filter(|l| l.contains(first))
+        .filter_map(|l| {
+            l.split(" executor ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let mut by_id = ids.clone();
+    by_id.sort_unstable();
+    assert!(ids.len() > 2, "{frame}");
+    assert_eq!(ids, by_id, "{frame}");
+}

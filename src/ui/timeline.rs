@@ -9,7 +9,7 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, model::fmt_time};
+use crate::app::App;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(a) = app.current_app() else {
@@ -18,12 +18,21 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = super::popup_area(area) else {
         return;
     };
-    let lines: Vec<Line<'_>> = a
-        .timeline
-        .iter()
-        .map(|e| {
+    // Newest first; within one second (what the screen shows) by executor id (1, 2, 10),
+    // then as they came.
+    let mut entries: Vec<(usize, &crate::store::TimelineEntry)> =
+        a.timeline.iter().enumerate().collect();
+    entries.sort_by(|(i, x), (j, y)| {
+        y.at.timestamp()
+            .cmp(&x.at.timestamp())
+            .then(x.executor.cmp(&y.executor))
+            .then(i.cmp(j))
+    });
+    let lines: Vec<Line<'_>> = entries
+        .into_iter()
+        .map(|(_, e)| {
             Line::from(vec![
-                Span::styled(format!("{} ", fmt_time(&e.at)), theme::dim()),
+                Span::styled(format!("{} ", super::when(&e.at)), theme::dim()),
                 Span::raw(e.text.clone()),
             ])
         })
@@ -32,7 +41,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
         super::title_text(
             &format!(
-                " Timeline of {name} ({} entries) · ↑↓ scroll · Esc close ",
+                " Timeline of {name} ({} entries, newest first) · ↑↓ scroll · Esc close ",
                 a.timeline.len()
             ),
             r.width,
