@@ -38,6 +38,16 @@ fn message(o: Outcome) -> Option<Msg> {
 pub struct TerminalGuard;
 
 /// Puts the terminal back as it was: cooked mode, main screen, no mouse capture, cursor.
+/// The OSC 52 sequence that sets the clipboard to `text` (tmux needs `set-clipboard on`
+/// to pass it on, as most terminals accept it).
+pub fn osc52(text: &str) -> String {
+    use base64::Engine;
+    format!(
+        "\x1b]52;c;{}\x07",
+        base64::engine::general_purpose::STANDARD.encode(text)
+    )
+}
+
 static SHOW_UTC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// `--utc`: the TUI starts showing UTC instead of local time.
@@ -155,6 +165,18 @@ pub async fn run(
                     .await;
                 }
                 break;
+            }
+            // The clipboard goes through the terminal, whatever the mode (replay too).
+            let (copies, effects): (Vec<Effect>, Vec<Effect>) = effects
+                .into_iter()
+                .partition(|e| matches!(e, Effect::Copy(_)));
+            for c in copies {
+                if let Effect::Copy(text) = c {
+                    use std::io::Write;
+                    let mut out = io::stdout();
+                    let _ = out.write_all(osc52(&text).as_bytes());
+                    let _ = out.flush();
+                }
             }
             if let Some(r) = &runner {
                 for e in effects {

@@ -29,6 +29,8 @@ pub enum Action {
     Hold,
     Logs,
     ToggleUtc,
+    CopyName,
+    CopyCommand,
 }
 
 /// One binding.
@@ -203,6 +205,20 @@ pub const KEYMAP: &[Binding] = &[
         label: "z",
         action: Action::ToggleUtc,
         help: "times in UTC / local time",
+        hint: None,
+    },
+    Binding {
+        keys: &[KeyCode::Char('y')],
+        label: "y",
+        action: Action::CopyName,
+        help: "copy the executor's pod name (to the clipboard, through the terminal)",
+        hint: None,
+    },
+    Binding {
+        keys: &[KeyCode::Char('Y')],
+        label: "Y",
+        action: Action::CopyCommand,
+        help: "copy a kubectl command for the executor (describe, or its events when gone)",
         hint: None,
     },
 ];

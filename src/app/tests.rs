@@ -440,3 +440,21 @@ fn housekeeping_points_the_driver_view_and_asks_permissions_once() {
         "a namespace is asked about once"
     );
 }
+
+#[test]
+fn y_copies_the_pod_name_and_capital_y_a_kubectl_command() {
+    let mut app = app_with(3);
+    let effects = update(&mut app, key(KeyCode::Char('y')));
+    assert_eq!(effects, vec![Effect::Copy("etl-exec-1".to_owned())]);
+    let effects = update(&mut app, key(KeyCode::Char('Y')));
+    assert_eq!(
+        effects,
+        vec![Effect::Copy(
+            "kubectl --context c -n spark-jobs describe pod etl-exec-1".to_owned()
+        )]
+    );
+    assert_eq!(
+        crate::tui::osc52("etl-exec-1"),
+        "\u{1b}]52;c;ZXRsLWV4ZWMtMQ==\u{7}"
+    );
+}

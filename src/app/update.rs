@@ -121,6 +121,31 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Kill => kill_prompt(app),
         Action::Hold => hold_prompt(app),
         Action::Logs => return logs(app),
+        Action::CopyName | Action::CopyCommand => {
+            let Some(e) = app.selected() else {
+                app.notice = Some("no executor selected".to_owned());
+                return Vec::new();
+            };
+            let (ns, name) = (e.pod.namespace.clone(), e.pod.name.clone());
+            let text = if action == Action::CopyName {
+                name
+            } else {
+                // The context only when it is a kubeconfig's (not a demo or a recording).
+                let ctx = match app.ctx.mode {
+                    super::Mode::Live => format!("--context {} ", app.ctx.context),
+                    _ => String::new(),
+                };
+                if e.gone.is_some() {
+                    format!(
+                        "kubectl {ctx}-n {ns} get events --field-selector involvedObject.name={name}"
+                    )
+                } else {
+                    format!("kubectl {ctx}-n {ns} describe pod {name}")
+                }
+            };
+            app.notice = Some(format!("copied: {text}"));
+            return vec![Effect::Copy(text)];
+        }
         Action::ToggleUtc => {
             app.show_utc = !app.show_utc;
             app.notice = Some(if app.display_offset().is_none() {

@@ -80,6 +80,9 @@ pub enum Effect {
     },
     /// Read this app's driver REST API first (the one in view); `None`: no preference.
     FocusDriver(Option<(String, String)>),
+    /// Put this text on the clipboard through the terminal (OSC 52: works over SSH and in
+    /// tmux); the TUI writes it, the runner has nothing to do.
+    Copy(String),
 }
 
 /// What a write did, for both faces: one line for the TUI's status bar, one line per pod
@@ -313,6 +316,7 @@ impl Runner {
                 }
                 Outcome::Nothing
             }
+            Effect::Copy(_) => Outcome::Nothing,
         }
     }
 

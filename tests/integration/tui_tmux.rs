@@ -6,16 +6,21 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// tmux on its own server (socket `spark-triage-e2e`): the tests' options never touch the
+/// user's tmux.
+fn tmux() -> Command {
+    let mut c = Command::new("tmux");
+    c.args(["-L", "spark-triage-e2e"]);
+    c
+}
+
 struct Tmux {
     session: String,
 }
 
 impl Tmux {
     fn available() -> bool {
-        let ok = Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let ok = tmux().arg("-V").output().is_ok_and(|o| o.status.success());
         if !ok {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -32,7 +37,7 @@ impl Tmux {
             std::process::id(),
             fastrand::u32(..)
         );
-        let status = Command::new("tmux")
+        let status = tmux()
             .args([
                 "new-session",
                 "-d",
@@ -51,7 +56,7 @@ impl Tmux {
     }
 
     fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
+        let status = tmux()
             .args(["send-keys", "-t", &self.session])
             .args(keys)
             .status()
@@ -60,7 +65,7 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = tmux()
             .args(["capture-pane", "-p", "-t", &self.session])
             .output()
             .expect("capture-pane");
@@ -103,7 +108,7 @@ impl Tmux {
 impl Tmux {
     /// A tmux format about the pane (`#{alternate_on}`, `#{cursor_flag}`, …).
     fn pane(&self, format: &str) -> String {
-        let out = Command::new("tmux")
+        let out = tmux()
             .args(["display", "-p", "-t", &self.session, format])
             .output()
             .expect("display");
@@ -152,9 +157,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.session])
-            .status();
+        let _ = tmux().args(["kill-session", "-t", &self.session]).status();
     }
 }
 
@@ -250,6 +253,12 @@ fn the_demo_opens_on_the_incident() {
     }
     let t = Tmux::start();
     t.wait_for("$", 10);
+    // Let applications set tmux's clipboard with OSC 52 (`y` is checked below).
+    let ok = tmux()
+        .args(["set-option", "-s", "set-clipboard", "on"])
+        .status()
+        .expect("tmux set-option");
+    assert!(ok.success());
     let bin = env!("CARGO_BIN_EXE_spark-triage");
     t.keys(&[&format!("{bin} demo --speed 2 --poll-interval 2s"), "Enter"]);
     let screen = t.wait_for_all(
@@ -270,6 +279,23 @@ fn the_demo_opens_on_the_incident() {
         first_app.contains("▶ etl-nightly"),
         "worst app first:\n{screen}"
     );
+    // `y` copies the selected executor's pod name through the terminal (OSC 52), which
+    // tmux keeps as its newest buffer.
+    t.keys(&["y"]);
+    let screen = t.wait_for("copied: etl-nightly-", 10);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let out = tmux().args(["show-buffer"]).output().expect("show-buffer");
+        let buffer = String::from_utf8_lossy(&out.stdout).into_owned();
+        if buffer.starts_with("etl-nightly-") && buffer.contains("-exec-") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no OSC 52 copy in tmux's buffer ({buffer:?}):\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     t.keys(&["q"]);
 }
 
