@@ -178,41 +178,22 @@ fn no_such_app(
 /// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);
 /// either way, say where Spark applications do run when the API lets us list drivers.
 async fn scope_check(conn: &crate::source::live::Connection) -> Result<(), Failure> {
-    use k8s_openapi::api::core::v1::{Namespace, Pod};
-    use kube::{Api, api::ListParams};
-    let crate::source::live::Scope::Namespace(ns) = &conn.scope else {
+    let (crate::source::live::Scope::Namespace(ns), Some(f)) =
+        (&conn.scope, crate::source::scope::facts(conn).await)
+    else {
         return Ok(());
     };
-    let elsewhere = Api::<Pod>::all(conn.client.clone())
-        .list_metadata(&ListParams::default().labels("spark-role=driver").limit(500))
-        .await
-        .ok()
-        .map(|l| {
-            let mut v: Vec<String> = l
-                .items
-                .into_iter()
-                .filter_map(|p| p.metadata.namespace)
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        })
-        .filter(|v| !v.is_empty());
-    let hint = elsewhere.map_or_else(String::new, |v| {
-        format!("; Spark applications run in: {}", v.join(", "))
-    });
-    match Api::<Namespace>::all(conn.client.clone()).get(ns).await {
-        Err(kube::Error::Api(e)) if e.code == 404 => Err(Failure::Runtime(format!(
+    let hint = f.elsewhere();
+    if f.namespace_missing {
+        return Err(Failure::Runtime(format!(
             "namespace {ns:?} not found in context {}{hint}",
             conn.context
-        ))),
-        _ => {
-            if !hint.is_empty() {
-                eprintln!("note: no Spark applications in namespace {ns}{hint}");
-            }
-            Ok(())
-        }
+        )));
     }
+    if !hint.is_empty() {
+        eprintln!("note: no Spark applications in namespace {ns}{hint}");
+    }
+    Ok(())
 }
 
 /// Applies a source event, except a driver view that arrives before the first full LIST:

@@ -325,6 +325,7 @@ pub fn spawn(
             poll_interval,
             tx.clone(),
         )),
+        tokio::spawn(super::scope::scope_note(conn.clone(), tx.clone())),
     ];
     if let Some(every) = conn.driver_poll {
         tasks.push(tokio::spawn(super::driver_view::driver_poll(

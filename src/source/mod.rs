@@ -7,6 +7,7 @@ pub mod driver_view;
 pub mod errors;
 pub mod live;
 mod quotas;
+pub mod scope;
 
 use std::collections::BTreeMap;
 
@@ -120,6 +121,9 @@ pub enum SourceEvent {
         quotas: Vec<crate::model::Quota>,
         at: Time,
     },
+    /// The scope looks wrong (a namespace that does not exist, or no Spark there while
+    /// other namespaces have drivers): shown where the apps would be.
+    ScopeNote { text: String, at: Time },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
 }
@@ -150,6 +154,7 @@ impl SourceEvent {
             | Self::ActionTaken { at, .. }
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
+            | Self::ScopeNote { at, .. }
             | Self::Tick { at } => *at,
         }
     }

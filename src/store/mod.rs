@@ -140,6 +140,7 @@ impl Store {
                 view,
                 at,
             } => self.driver_view(&namespace, &app_id, view, at),
+            SourceEvent::ScopeNote { text, .. } => self.snap.scope_note = Some(text),
             SourceEvent::QuotasListed {
                 namespace, quotas, ..
             } => self.quotas(namespace, quotas),

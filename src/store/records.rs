@@ -586,4 +586,7 @@ pub struct Snapshot {
     /// A quota list arrived (possibly empty).
     #[serde(default)]
     pub applied_quotas: bool,
+    /// The scope looks wrong (shown where the apps would be).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_note: Option<String>,
 }

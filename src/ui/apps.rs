@@ -36,17 +36,24 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let mut lines = Vec::new();
     if apps.is_empty() {
         // Wrapped by hand: the pane holds two lines per app, and this is the only text.
+        let (text, style) = match &app.store.view().scope_note {
+            Some(note) => (
+                note.as_str(),
+                theme::severity(crate::diagnose::Severity::Warn),
+            ),
+            None => ("no Spark applications in scope yet", theme::dim()),
+        };
         let mut line = String::new();
-        for word in "no Spark applications in scope yet".split(' ') {
+        for word in text.split(' ') {
             if !line.is_empty() && line.chars().count() + 1 + word.len() > inner_w {
-                lines.push(Line::styled(std::mem::take(&mut line), theme::dim()));
+                lines.push(Line::styled(std::mem::take(&mut line), style));
             }
             if !line.is_empty() {
                 line.push(' ');
             }
             line.push_str(word);
         }
-        lines.push(Line::styled(line, theme::dim()));
+        lines.push(Line::styled(line, style));
     }
     let current = app.selected_app_index();
     for (i, a) in apps.iter().enumerate() {

@@ -40,8 +40,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         Sort::State => "by state",
         Sort::Age => "by age",
     };
+    let of = if name.is_empty() {
+        String::new()
+    } else {
+        format!(" of {name}")
+    };
     let title = format!(
-        " Executors of {name} ({}{}) · {} {sort} ",
+        " Executors{of} ({}{}) · {} {sort} ",
         visible.len(),
         if visible.len() == total {
             String::new()

@@ -110,6 +110,17 @@ fn empty_and_tiny_screens_do_not_panic() {
         mode: Mode::Live,
     });
     insta::assert_snapshot!("empty_80x24", draw(&mut empty, 80, 24));
+    // A misspelt namespace: said where the apps would be, with where Spark runs.
+    update(
+        &mut empty,
+        crate::app::Msg::Source(crate::source::SourceEvent::ScopeNote {
+            text: "namespace \"spark-job\" does not exist; Spark applications run in: spark-jobs"
+                .into(),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }),
+    );
+    let frame = draw(&mut empty, 80, 24);
+    insta::assert_snapshot!("empty_scope_note_80x24", frame);
     let mut app = session();
     etl_exec(&mut app, 7);
     for (w, h) in [(1, 1), (2, 2), (5, 3), (20, 6), (0, 0), (300, 2)] {
