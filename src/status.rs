@@ -29,6 +29,9 @@ pub struct AppStatus {
     pub app_name: Option<String>,
     pub driver: Option<DriverStatus>,
     pub delete_on_termination: bool,
+    /// The driver's configuration was read (else `delete_on_termination` and the other
+    /// settings are Spark's defaults, not known).
+    pub config_read: bool,
     pub counts: Counts,
     pub pending_reasons: Vec<PendingReason>,
     /// Findings about the whole app (`crash-loop`, `snapshot-update-fails`,
@@ -174,6 +177,7 @@ fn app_status(a: &AppRecord) -> AppStatus {
             phase: d.phase.clone(),
         }),
         delete_on_termination: a.config.delete_on_termination,
+        config_read: a.config.from_driver,
         counts: a.counts(),
         pending_reasons: a
             .pending_reasons()
@@ -264,7 +268,11 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                 .as_ref()
                 .and_then(|d| d.phase.as_deref())
                 .unwrap_or("-"),
-            a.delete_on_termination
+            if a.config_read {
+                a.delete_on_termination.to_string()
+            } else {
+                "?".to_owned()
+            }
         );
         let _ = writeln!(
             out,
