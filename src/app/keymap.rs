@@ -31,6 +31,7 @@ pub enum Action {
     ToggleUtc,
     CopyName,
     CopyCommand,
+    Describe,
 }
 
 /// One binding.
@@ -219,6 +220,13 @@ pub const KEYMAP: &[Binding] = &[
         label: "Y",
         action: Action::CopyCommand,
         help: "copy a kubectl command for the executor (describe, or its events when gone)",
+        hint: None,
+    },
+    Binding {
+        keys: &[KeyCode::Char('D')],
+        label: "D",
+        action: Action::Describe,
+        help: "describe the executor's pod (spec, conditions, containers, events), also once gone",
         hint: None,
     },
 ];

@@ -85,6 +85,8 @@ pub enum Focus {
 pub enum Popup {
     Help,
     Detail,
+    /// The pod as `kubectl describe` shows it, from what the tool kept.
+    Describe,
     Timeline,
     Log,
     Confirm,

@@ -146,6 +146,12 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             app.notice = Some(format!("copied: {text}"));
             return vec![Effect::Copy(text)];
         }
+        Action::Describe => {
+            if app.selected().is_some() {
+                app.scroll = 0;
+                app.popup = Some(Popup::Describe);
+            }
+        }
         Action::ToggleUtc => {
             app.show_utc = !app.show_utc;
             app.notice = Some(if app.display_offset().is_none() {

@@ -6,6 +6,7 @@
 
 mod actions;
 mod apps;
+mod describe;
 mod detail;
 mod executors;
 mod help;
@@ -36,6 +37,7 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     match app.popup {
         Some(Popup::Help) => help::render(app, f, area),
         Some(Popup::Detail) => detail::render(app, f, area),
+        Some(Popup::Describe) => describe::render(app, f, area),
         Some(Popup::Timeline) => timeline::render(app, f, area),
         Some(Popup::Log) => actions::render_log(app, f, area),
         Some(Popup::Confirm) => actions::render_confirm(app, f, area),

@@ -66,6 +66,11 @@ frames!(table, |app: &mut App| {
     etl_exec(app, 9);
     app.view = View::Table;
 });
+frames!(describe_popup, |app: &mut App| {
+    etl_exec(app, 7);
+    app.popup = Some(Popup::Describe);
+});
+
 frames!(detail_popup, |app: &mut App| {
     etl_exec(app, 7);
     app.popup = Some(Popup::Detail);
