@@ -32,6 +32,7 @@ pub enum Action {
     CopyName,
     CopyCommand,
     Describe,
+    Command,
 }
 
 /// One binding.
@@ -227,6 +228,13 @@ pub const KEYMAP: &[Binding] = &[
         label: "D",
         action: Action::Describe,
         help: "describe the executor's pod (spec, conditions, containers, events), also once gone",
+        hint: None,
+    },
+    Binding {
+        keys: &[KeyCode::Char(':')],
+        label: ":",
+        action: Action::Command,
+        help: "command: :app NAME, :ns NAME (or :ns all), :ctx NAME, :q",
         hint: None,
     },
 ];

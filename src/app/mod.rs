@@ -212,6 +212,10 @@ pub struct App {
     /// UTC only (tests, recordings rendered headless).
     pub local_offset: Option<chrono::FixedOffset>,
     pub show_utc: bool,
+    /// `:` typed: the command being written.
+    pub command: Option<String>,
+    /// `:ns NAME`: only this namespace's applications are listed.
+    pub ns_filter: Option<String>,
 }
 
 /// Input to `update`.
@@ -274,13 +278,21 @@ impl App {
             theme: Theme::Dark,
             local_offset: None,
             show_utc: false,
+            command: None,
+            ns_filter: None,
         }
     }
 
     /// Applications in display order: the most trouble first (errors, then warnings), then
     /// namespace and name.
     pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
-        let mut v: Vec<&Arc<AppRecord>> = self.store.view().apps.values().collect();
+        let mut v: Vec<&Arc<AppRecord>> = self
+            .store
+            .view()
+            .apps
+            .values()
+            .filter(|a| self.ns_filter.as_ref().is_none_or(|n| &a.namespace == n))
+            .collect();
         v.sort_by_cached_key(|a| {
             (
                 std::cmp::Reverse(a.trouble()),

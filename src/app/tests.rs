@@ -458,3 +458,43 @@ fn y_copies_the_pod_name_and_capital_y_a_kubectl_command() {
         "\u{1b}]52;c;ZXRsLWV4ZWMtMQ==\u{7}"
     );
 }
+
+#[test]
+fn colon_commands_select_apps_and_namespaces_and_say_what_they_cannot_do() {
+    let mut app = app_with(3);
+    let type_ = |app: &mut App, text: &str| {
+        update(app, key(KeyCode::Char(':')));
+        for c in text.chars() {
+            update(app, key(KeyCode::Char(c)));
+        }
+        update(app, key(KeyCode::Enter))
+    };
+    type_(&mut app, "app zeta");
+    assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
+    assert!(app.command.is_none());
+    type_(&mut app, "app tl");
+    assert_eq!(
+        app.current_app().unwrap().app_name.as_deref(),
+        Some("etl"),
+        "a unique part of the name is enough"
+    );
+    type_(&mut app, "app nosuch");
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("no application matches \"nosuch\"")
+    );
+    type_(&mut app, "ns elsewhere");
+    assert!(app.ns_filter.is_none());
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap()
+            .contains("restart with -n elsewhere")
+    );
+    type_(&mut app, "ns spark-jobs");
+    assert_eq!(app.ns_filter.as_deref(), Some("spark-jobs"));
+    assert_eq!(app.apps().len(), 2);
+    type_(&mut app, "ctx prod");
+    assert!(app.notice.as_deref().unwrap().contains("--context prod"));
+    assert_eq!(type_(&mut app, "q"), vec![Effect::Quit]);
+}

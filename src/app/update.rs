@@ -69,6 +69,22 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             {
                 return Vec::new();
             }
+            if let Some(mut buf) = app.command.take() {
+                match k.code {
+                    KeyCode::Enter => return command(app, buf.trim()),
+                    KeyCode::Esc => {}
+                    KeyCode::Backspace => {
+                        buf.pop();
+                        app.command = Some(buf);
+                    }
+                    KeyCode::Char(c) => {
+                        buf.push(c);
+                        app.command = Some(buf);
+                    }
+                    _ => app.command = Some(buf),
+                }
+                return Vec::new();
+            }
             // Replay controls move the clock, not the choice of app; anything else pins it.
             app.pin_selection();
             if app.editing_filter {
@@ -90,6 +106,80 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if let Some(action) = action_for(k) {
                 return act(app, action);
             }
+        }
+    }
+    Vec::new()
+}
+
+/// A `:` command.
+fn command(app: &mut App, text: &str) -> Vec<Effect> {
+    let (verb, arg) = text.split_once(' ').unwrap_or((text, ""));
+    let arg = arg.trim();
+    match verb {
+        "q" | "quit" => return act(app, Action::Quit),
+        "app" | "a" if !arg.is_empty() => {
+            let found: Vec<(String, String)> = {
+                let all = app.apps();
+                let exact: Vec<_> = all
+                    .iter()
+                    .filter(|a| a.app_id == arg || a.app_name.as_deref() == Some(arg))
+                    .collect();
+                let pick = if exact.is_empty() {
+                    all.iter()
+                        .filter(|a| a.app_name.as_deref().unwrap_or(&a.app_id).contains(arg))
+                        .collect()
+                } else {
+                    exact
+                };
+                pick.iter()
+                    .map(|a| (a.namespace.clone(), a.app_id.clone()))
+                    .collect()
+            };
+            match found.as_slice() {
+                [one] => {
+                    app.selected_app = Some(one.clone());
+                    app.selected_exec = None;
+                    app.fix_selection();
+                    app.notice = None;
+                }
+                [] => app.notice = Some(format!("no application matches {arg:?}")),
+                _ => {
+                    app.notice = Some(format!(
+                        "{} applications match {arg:?}: be more precise",
+                        found.len()
+                    ));
+                }
+            }
+        }
+        "ns" | "namespace" => {
+            if arg.is_empty() || arg == "all" || arg == "-" {
+                app.ns_filter = None;
+                app.notice = Some("all namespaces in scope".to_owned());
+            } else if app.store.view().apps.values().any(|a| a.namespace == arg) {
+                app.ns_filter = Some(arg.to_owned());
+                app.notice = Some(format!("namespace {arg} (:ns all for every one)"));
+            } else {
+                app.notice = Some(format!(
+                    "no Spark applications in namespace {arg} within this session's scope ({}): \
+                     restart with -n {arg}",
+                    app.ctx.scope
+                ));
+                return Vec::new();
+            }
+            app.selected_app = None;
+            app.selected_exec = None;
+            app.fix_selection();
+        }
+        "ctx" | "context" if !arg.is_empty() => {
+            app.notice = Some(format!(
+                "one context per session (this is {}): restart with --context {arg}",
+                app.ctx.context
+            ));
+        }
+        _ => {
+            app.notice = Some(format!(
+                "unknown command {text:?}: :app NAME, :ns NAME|all, :ctx NAME, :q"
+            ));
         }
     }
     Vec::new()
@@ -146,6 +236,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             app.notice = Some(format!("copied: {text}"));
             return vec![Effect::Copy(text)];
         }
+        Action::Command => app.command = Some(String::new()),
         Action::Describe => {
             if app.selected().is_some() {
                 app.scroll = 0;

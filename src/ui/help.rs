@@ -45,7 +45,13 @@ fn lines(app: &App) -> Vec<Line<'static>> {
     out.extend(
         KEYMAP
             .iter()
-            .filter(|b| !(replay && matches!(b.action, Action::Mark | Action::Kill | Action::Hold)))
+            .filter(|b| {
+                !(replay
+                    && matches!(
+                        b.action,
+                        Action::Mark | Action::Kill | Action::Hold | Action::Command
+                    ))
+            })
             .map(|b| row(b.label, b.help)),
     );
     out.push(Line::raw(""));

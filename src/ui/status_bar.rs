@@ -91,7 +91,13 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 {
         return;
     }
-    let line = if app.editing_filter {
+    let line = if let Some(cmd) = &app.command {
+        Line::from(vec![
+            Span::styled(":", theme::title()),
+            Span::raw(cmd.clone()),
+            Span::raw("▏  Enter run · Esc cancel · app NAME, ns NAME|all, ctx NAME, q"),
+        ])
+    } else if app.editing_filter {
         Line::from(vec![
             Span::styled("filter: ", theme::title()),
             Span::raw(app.filter.clone()),
