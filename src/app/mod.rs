@@ -114,6 +114,33 @@ pub struct LogView {
     pub pod: String,
     pub captured: bool,
     pub lines: Result<Vec<String>, String>,
+    /// Where it was fetched from (to fetch again: previous container, follow).
+    pub namespace: String,
+    pub container: String,
+    /// The previous container instance's log (`p`).
+    pub previous: bool,
+    /// Fetched again every tick (`f`), staying at the newest line.
+    pub follow: bool,
+    /// `/` typed: the search being written.
+    pub search: Option<String>,
+    /// The search in effect (matching lines are marked; `n` goes to the next older one).
+    pub term: Option<String>,
+}
+
+impl Default for LogView {
+    fn default() -> Self {
+        Self {
+            pod: String::new(),
+            captured: false,
+            lines: Ok(Vec::new()),
+            namespace: String::new(),
+            container: String::new(),
+            previous: false,
+            follow: false,
+            search: None,
+            term: None,
+        }
+    }
 }
 
 /// How long a hold set from the UI lasts.

@@ -82,6 +82,95 @@ pub(super) fn hold_prompt(app: &mut App) {
     app.popup = Some(Popup::Confirm);
 }
 
+/// Keys of the log popup: `p` previous container, `f` follow, `/` search and `n` the next
+/// older match, `g`/`G` oldest/newest line. `None`: not a log key (the keymap handles it).
+pub(super) fn log_key(app: &mut App, code: crossterm::event::KeyCode) -> Option<Vec<Effect>> {
+    use crossterm::event::KeyCode;
+    let view = app.log_view.as_mut()?;
+    if let Some(buf) = view.search.as_mut() {
+        match code {
+            KeyCode::Enter => {
+                let term = std::mem::take(buf);
+                view.search = None;
+                view.term = (!term.is_empty()).then_some(term);
+                app.scroll = 0;
+                jump_to_match(app, true);
+            }
+            KeyCode::Esc => view.search = None,
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Char(c) => buf.push(c),
+            _ => {}
+        }
+        return Some(Vec::new());
+    }
+    match code {
+        KeyCode::Char('/') => view.search = Some(String::new()),
+        KeyCode::Char('n') if view.term.is_some() => jump_to_match(app, false),
+        KeyCode::Char('g') | KeyCode::Home => {
+            // From the end: as many lines as there are (the render stops at the first).
+            let n = view.lines.as_ref().map_or(0, Vec::len);
+            app.scroll = u16::try_from(n).unwrap_or(u16::MAX);
+        }
+        KeyCode::Char('G') | KeyCode::End => app.scroll = 0,
+        KeyCode::Char('p' | 'f') if view.captured => {
+            app.notice = Some(
+                "this is the tail captured when the executor ended: nothing more to fetch".into(),
+            );
+        }
+        KeyCode::Char('p') => {
+            view.previous = !view.previous;
+            view.follow = false;
+            view.lines = Err("fetching…".to_owned());
+            app.scroll = 0;
+            return Some(vec![fetch_again(view)]);
+        }
+        KeyCode::Char('f') => {
+            view.follow = !view.follow;
+            view.previous = false;
+            app.scroll = 0;
+            return Some(vec![fetch_again(view)]);
+        }
+        _ => return None,
+    }
+    Some(Vec::new())
+}
+
+/// The fetch that refreshes the log popup (follow, previous container).
+pub(super) fn fetch_again(view: &LogView) -> Effect {
+    Effect::FetchLog {
+        namespace: view.namespace.clone(),
+        pod: view.pod.clone(),
+        container: view.container.clone(),
+        previous: view.previous,
+        capture: false,
+    }
+}
+
+/// Scrolls (counted from the newest line) so the newest match is the bottom line (`first`),
+/// or the next match older than the bottom line.
+fn jump_to_match(app: &mut App, first: bool) {
+    let Some(view) = &app.log_view else { return };
+    let (Some(term), Ok(lines)) = (&view.term, &view.lines) else {
+        return;
+    };
+    let bottom = lines
+        .len()
+        .saturating_sub(1 + usize::from(app.scroll).min(lines.len()));
+    let end = if first { bottom + 1 } else { bottom };
+    let found = lines[..end.min(lines.len())]
+        .iter()
+        .rposition(|l| l.contains(term.as_str()));
+    match found {
+        Some(i) => {
+            app.scroll = u16::try_from(lines.len() - 1 - i).unwrap_or(u16::MAX);
+            app.notice = None;
+        }
+        None => app.notice = Some(format!("{term:?}: no older match")),
+    }
+}
+
 pub(super) fn logs(app: &mut App) -> Vec<Effect> {
     let Some(e) = app.selected().cloned() else {
         return Vec::new();
@@ -91,6 +180,7 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
             pod: e.pod.name.clone(),
             captured: true,
             lines: Ok(tail.to_vec()),
+            ..LogView::default()
         });
         app.popup = Some(Popup::Log);
         app.scroll = 0;
@@ -101,6 +191,7 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
             pod: e.pod.name.clone(),
             captured: false,
             lines: Err("no log was captured for this executor in the recording".to_owned()),
+            ..LogView::default()
         });
         app.popup = Some(Popup::Log);
         return Vec::new();
@@ -113,6 +204,10 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
         pod: e.pod.name.clone(),
         captured: false,
         lines: Err("fetching…".to_owned()),
+        namespace: e.pod.namespace.clone(),
+        container: e.spark_container.clone(),
+        previous,
+        ..LogView::default()
     });
     app.popup = Some(Popup::Log);
     app.scroll = 0;

@@ -17,7 +17,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         }
         Msg::Tick(at) => {
             app.store.apply(SourceEvent::Tick { at });
-            return automatic(app, true);
+            let mut effects = automatic(app, true);
+            // A followed log is fetched again each tick (it stays at its newest line).
+            if app.popup == Some(Popup::Log)
+                && let Some(view) = app.log_view.as_ref().filter(|v| v.follow)
+            {
+                effects.push(super::prompts::fetch_again(view));
+            }
+            return effects;
         }
         Msg::Resize(w, h) => app.size = (w, h),
         Msg::Mouse(m) => {
@@ -47,12 +54,8 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
         }
         Msg::LogFetched { pod, lines } => {
-            if app.log_view.as_ref().is_some_and(|l| l.pod == pod) {
-                app.log_view = Some(LogView {
-                    pod,
-                    captured: false,
-                    lines,
-                });
+            if let Some(view) = app.log_view.as_mut().filter(|l| l.pod == pod) {
+                view.lines = lines;
             }
         }
         Msg::Key(k) => {
@@ -68,6 +71,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 && replay_key(app, k.code)
             {
                 return Vec::new();
+            }
+            if app.popup == Some(Popup::Log)
+                && (k.code != KeyCode::Esc
+                    || app.log_view.as_ref().is_some_and(|v| v.search.is_some()))
+                && let Some(effects) = super::prompts::log_key(app, k.code)
+            {
+                return effects;
             }
             if let Some(mut buf) = app.command.take() {
                 match k.code {

@@ -134,22 +134,41 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = super::popup_area(area) else {
         return;
     };
+    let term = log.term.as_deref().filter(|t| !t.is_empty());
     let lines: Vec<Line<'_>> = match &log.lines {
         Ok(l) if l.is_empty() => vec![Line::styled("(empty log)", theme::dim())],
-        Ok(l) => l.iter().map(|x| Line::raw(x.clone())).collect(),
+        Ok(l) => l
+            .iter()
+            .map(|x| match term {
+                Some(t) if x.contains(t) => Line::styled(x.clone(), theme::selected()),
+                _ => Line::raw(x.clone()),
+            })
+            .collect(),
         Err(e) => vec![Line::styled(
             e.clone(),
             theme::severity(crate::diagnose::Severity::Warn),
         )],
     };
-    let how = if log.captured {
-        "captured when it ended"
+    let mut how = if log.captured {
+        "captured when it ended".to_owned()
+    } else if log.previous {
+        "previous container".to_owned()
+    } else if log.follow {
+        "following".to_owned()
     } else {
-        "fetched now"
+        "fetched now".to_owned()
     };
+    match (&log.search, term) {
+        (Some(s), _) => how.push_str(&format!(" · /{s}▏")),
+        (None, Some(t)) => how.push_str(&format!(" · /{t} (n older)")),
+        _ => {}
+    }
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
         super::title_text(
-            &format!(" Log of {} ({how}) · ↑↓ PgUp PgDn · Esc close ", log.pod),
+            &format!(
+                " Log of {} ({how}) · ↑↓ g/G · / search · p previous · f follow · Esc close ",
+                log.pod
+            ),
             r.width,
         ),
         theme::title(),

@@ -648,6 +648,7 @@ fn a_long_log_opens_at_its_end() {
         pod: "etl-nightly-exec-8".into(),
         captured: true,
         lines: Ok((1..=300).map(|i| format!("log line {i}")).collect()),
+        ..Default::default()
     });
     app.popup = Some(Popup::Log);
     app.scroll = 0;
@@ -727,4 +728,76 @@ fn the_timeline_is_newest_first_and_ordered_by_id_within_an_instant() {
     by_id.sort_unstable();
     assert!(ids.len() > 2, "{frame}");
     assert_eq!(ids, by_id, "{frame}");
+}
+
+/// The log popup: `/` finds the newest match and `n` the next older one; `p` asks for the
+/// previous container and `f` follows (fetched again on each tick).
+#[test]
+fn log_search_previous_and_follow() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = session();
+    app.ctx.mode = Mode::Live;
+    etl_exec(&mut app, 8);
+    app.log_view = Some(crate::app::LogView {
+        pod: "etl-nightly-exec-8".into(),
+        lines: Ok((1..=300)
+            .map(|i| {
+                if i % 100 == 0 {
+                    format!("line {i} OutOfMemoryError")
+                } else {
+                    format!("line {i}")
+                }
+            })
+            .collect()),
+        namespace: "spark-jobs".into(),
+        container: "spark-kubernetes-executor".into(),
+        ..Default::default()
+    });
+    app.popup = Some(Popup::Log);
+    let key = |app: &mut App, c: KeyCode| {
+        update(
+            app,
+            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
+        )
+    };
+    key(&mut app, KeyCode::Char('/'));
+    for c in "OutOfMemory".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.scroll, 0,
+        "the newest match (line 300) is the bottom line"
+    );
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.scroll, 100, "line 200 at the bottom");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("line 200 OutOfMemoryError") && !frame.contains("line 201"),
+        "{frame}"
+    );
+    assert!(frame.contains("/OutOfMemory"), "{frame}");
+    let fx = key(&mut app, KeyCode::Char('p'));
+    assert!(
+        matches!(
+            fx.as_slice(),
+            [crate::app::Effect::FetchLog { previous: true, .. }]
+        ),
+        "{fx:?}"
+    );
+    key(&mut app, KeyCode::Char('f'));
+    assert!(app.log_view.as_ref().unwrap().follow);
+    let fx = update(&mut app, crate::app::Msg::Tick(chrono::Utc::now()));
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            crate::app::Effect::FetchLog {
+                previous: false,
+                ..
+            }
+        )),
+        "{fx:?}"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.popup, None, "Esc still closes the log");
 }
