@@ -22,7 +22,8 @@ fn exec(app: &str, id: i64, phase: &str) -> SourceEvent {
     }
 }
 
-fn app_with(n: i64) -> App {
+/// A live app at 80×24 with nothing in it.
+fn fresh() -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "s".into(),
@@ -30,6 +31,11 @@ fn app_with(n: i64) -> App {
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(80, 24));
+    app
+}
+
+fn app_with(n: i64) -> App {
+    let mut app = fresh();
     for id in 1..=n {
         update(
             &mut app,
@@ -65,13 +71,7 @@ fn failed(app: &str, id: i64) -> SourceEvent {
 
 #[test]
 fn the_app_in_trouble_comes_first_and_is_shown_until_the_operator_chooses() {
-    let mut app = App::new(Context {
-        context: "c".into(),
-        scope: "s".into(),
-        readonly: false,
-        mode: Mode::Live,
-    });
-    update(&mut app, Msg::Resize(80, 24));
+    let mut app = fresh();
     for id in 1..=3 {
         update(&mut app, Msg::Source(exec("etl", id, "Running")));
     }

@@ -6,7 +6,6 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
 
 use super::{theme, when};
@@ -150,20 +149,12 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ev.message.as_deref().unwrap_or("")
         )));
     }
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        super::title_text(
-            &format!(" Describe executor {} · ↑↓ scroll · Esc close ", e.id),
-            r.width,
-        ),
-        theme::title(),
-    ));
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((app.scroll, 0)),
+    super::scrolled_popup(
+        f,
         r,
+        &format!(" Describe executor {} · ↑↓ scroll · Esc close ", e.id),
+        lines,
+        app.scroll,
     );
 }
 

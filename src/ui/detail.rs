@@ -5,7 +5,6 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
 
 use super::theme;
@@ -166,17 +165,12 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .unwrap_or_default()
         )));
     }
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
-        theme::title(),
-    ));
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((app.scroll, 0)),
+    super::scrolled_popup(
+        f,
         r,
+        &format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
+        lines,
+        app.scroll,
     );
 }
 

@@ -6,7 +6,6 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph, Wrap},
 };
 
 use super::{centered, theme};
@@ -80,15 +79,5 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     } else {
         " Help · Esc close "
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(Span::styled(title, theme::title()));
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((app.scroll, 0)),
-        r,
-    );
+    super::scrolled_popup(f, r, title, lines, app.scroll);
 }

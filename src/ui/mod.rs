@@ -88,6 +88,32 @@ pub(crate) fn title_text(text: &str, width: u16) -> String {
     format!(" {} ", fit(text.trim(), room.saturating_sub(2)))
 }
 
+/// A popup of wrapped lines scrolled by `scroll`, titled (fitted to the box), over what is
+/// under it.
+fn scrolled_popup(
+    f: &mut Frame<'_>,
+    r: Rect,
+    title: &str,
+    lines: Vec<ratatui::text::Line<'_>>,
+    scroll: u16,
+) {
+    use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(ratatui::text::Span::styled(
+            title_text(title, r.width),
+            theme::title(),
+        ));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        r,
+    );
+}
+
 /// The area of a full-screen popup, or `None` when the screen is too small for one.
 fn popup_area(area: Rect) -> Option<Rect> {
     let r = centered(

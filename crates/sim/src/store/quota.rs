@@ -105,22 +105,26 @@ fn used<'a>(
 
 use std::sync::Arc;
 
-fn namespace_pods<'a>(inner: &'a Inner, ns: &'a str) -> impl Iterator<Item = &'a Arc<Obj>> {
+/// The stored objects of one kind in a namespace.
+fn in_namespace<'a>(
+    inner: &'a Inner,
+    resource: Resource,
+    ns: &'a str,
+) -> impl Iterator<Item = &'a Arc<Obj>> {
     inner
         .objects
-        .get(&Resource::Pods)
+        .get(&resource)
         .into_iter()
         .flat_map(|m| m.values())
-        .filter(move |p| p.namespace() == ns)
+        .filter(move |o| o.namespace() == ns)
+}
+
+fn namespace_pods<'a>(inner: &'a Inner, ns: &'a str) -> impl Iterator<Item = &'a Arc<Obj>> {
+    in_namespace(inner, Resource::Pods, ns)
 }
 
 fn quotas<'a>(inner: &'a Inner, ns: &'a str) -> impl Iterator<Item = &'a Arc<Obj>> {
-    inner
-        .objects
-        .get(&Resource::ResourceQuotas)
-        .into_iter()
-        .flat_map(|m| m.values())
-        .filter(move |q| q.namespace() == ns)
+    in_namespace(inner, Resource::ResourceQuotas, ns)
 }
 
 fn hard_of(q: &Obj) -> BTreeMap<String, Value> {
