@@ -22,15 +22,24 @@ pub(super) async fn quota_poll(conn: Connection, every: Duration, tx: mpsc::Send
     let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    // The last list sent: an unchanged list is not sent again (recordings stay small).
+    let mut last: Option<Vec<Quota>> = None;
     loop {
         tick.tick().await;
         // Quotas are few; one page of 500 is plenty (more are ignored, not an error).
         let ev = match api.list(&ListParams::default().limit(500)).await {
-            Ok(list) => SourceEvent::QuotasListed {
-                namespace: namespace.clone(),
-                quotas: list.items.iter().map(Quota::from_core).collect(),
-                at: now(),
-            },
+            Ok(list) => {
+                let quotas: Vec<Quota> = list.items.iter().map(Quota::from_core).collect();
+                if last.as_ref() == Some(&quotas) && !failing {
+                    continue;
+                }
+                last = Some(quotas.clone());
+                SourceEvent::QuotasListed {
+                    namespace: namespace.clone(),
+                    quotas,
+                    at: now(),
+                }
+            }
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 let health = Health::Forbidden {
                     permission: format!("list resourcequotas in {}", conn.scope.describe()),
