@@ -3,7 +3,7 @@
 
 use kube::client::AuthError;
 
-use super::bounds;
+use super::{Health, bounds};
 use crate::redact;
 
 /// One line saying what went wrong with a request.
@@ -84,6 +84,31 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         cur = err.source();
     }
     out
+}
+
+/// A failing source's health: forbidden (with the permission) or retrying (with the cause).
+pub(super) fn health_of(err: &str, forbidden: Option<String>) -> Health {
+    match forbidden {
+        Some(permission) => Health::Forbidden { permission },
+        None => Health::Retrying {
+            error: super::live::one_line(err),
+        },
+    }
+}
+
+/// The permission a 403 says is missing.
+pub(super) fn forbidden_permission(
+    e: &kube::Error,
+    verb: &str,
+    resource: &str,
+    scope: &super::live::Scope,
+) -> Option<String> {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => {
+            Some(format!("{verb} {resource} in {}", scope.describe()))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,12 @@ use kube::{
 use tokio::{sync::mpsc, task::JoinHandle};
 
 pub use super::driver_view::{BACKGROUND_FACTOR, DriverFocus, ui_path};
-use super::{Health, SourceEvent, SourceKind, bounds::BoundsLayer, errors, parse_properties};
+use super::{
+    Health, SourceEvent, SourceKind,
+    bounds::BoundsLayer,
+    errors::{self, forbidden_permission, health_of},
+    parse_properties,
+};
 use crate::{
     model::{ExecutorPod, PodEvent, Role},
     redact,
@@ -285,30 +290,6 @@ pub(super) fn pods_api(client: &Client, scope: &Scope) -> Api<Pod> {
 
 pub(super) fn now() -> crate::model::Time {
     chrono::Utc::now()
-}
-
-fn health_of(err: &str, forbidden: Option<String>) -> Health {
-    match forbidden {
-        Some(permission) => Health::Forbidden { permission },
-        None => Health::Retrying {
-            error: one_line(err),
-        },
-    }
-}
-
-/// The permission a 403 says is missing.
-fn forbidden_permission(
-    e: &kube::Error,
-    verb: &str,
-    resource: &str,
-    scope: &Scope,
-) -> Option<String> {
-    match e {
-        kube::Error::Api(s) if s.code == 403 => {
-            Some(format!("{verb} {resource} in {}", scope.describe()))
-        }
-        _ => None,
-    }
 }
 
 /// Starts every source; events go to `tx` until it closes.

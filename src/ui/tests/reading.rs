@@ -1,0 +1,214 @@
+//! How a reader moves through the screens: titles fitted at a word, the log from its newest
+//! line (search, previous container, follow), local time and the `z` toggle, the timeline's
+//! order.
+
+use super::{draw, etl_exec, session};
+use crate::app::{App, Mode, Popup, update};
+
+#[test]
+fn fit_cuts_at_a_word_boundary() {
+    assert_eq!(
+        crate::ui::fit("Container spark-kubernetes-executor was", 20),
+        "Container…"
+    );
+    assert_eq!(crate::ui::fit("short", 20), "short");
+    assert_eq!(crate::ui::fit("abcdefghij", 5), "abcd…");
+}
+
+/// No title is cut mid-word at a box's corner, in any stored frame (every pane and popup at
+/// 80×24, 120×40 and 200×50): titles are fitted with `…` at a word boundary.
+#[test]
+fn no_title_is_cut_at_a_corner() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut cut = Vec::new();
+    let mut frames = 0;
+    for dir in ["src/ui/snapshots", "src/ui/tests/snapshots"] {
+        let Ok(entries) = std::fs::read_dir(format!("{root}/{dir}")) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            frames += 1;
+            for row in text
+                .lines()
+                .filter_map(|l| l.strip_prefix('"')?.strip_suffix('"'))
+            {
+                let chars: Vec<char> = row.chars().collect();
+                for (i, c) in chars.iter().enumerate() {
+                    if matches!(c, '┐' | '┘') && i > 0 && chars[i - 1].is_alphanumeric() {
+                        cut.push(format!("{}: {row}", entry.file_name().to_string_lossy()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(frames > 50, "the frames were found ({frames})");
+    assert!(
+        cut.is_empty(),
+        "titles cut at a corner:\n{}",
+        cut.join("\n")
+    );
+}
+
+/// A long log opens at its newest line; ↑ moves back from the end.
+#[test]
+fn a_long_log_opens_at_its_end() {
+    let mut app = session();
+    etl_exec(&mut app, 8);
+    app.log_view = Some(crate::app::LogView {
+        pod: "etl-nightly-exec-8".into(),
+        captured: true,
+        lines: Ok((1..=300).map(|i| format!("log line {i}")).collect()),
+        ..Default::default()
+    });
+    app.popup = Some(Popup::Log);
+    app.scroll = 0;
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("log line 300") && !frame.contains("log line 250 "),
+        "{frame}"
+    );
+    let key = |app: &mut App, c| {
+        update(
+            app,
+            crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+                c,
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        )
+    };
+    key(&mut app, crossterm::event::KeyCode::Up);
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("log line 299") && !frame.contains("log line 300"),
+        "{frame}"
+    );
+}
+
+/// Times are local unless --utc; `z` toggles; UTC keeps RFC 3339.
+#[test]
+fn times_follow_the_local_zone_and_z_toggles() {
+    let mut app = session();
+    etl_exec(&mut app, 7);
+    app.popup = Some(Popup::Detail);
+    app.local_offset = chrono::FixedOffset::east_opt(3600);
+    let local = draw(&mut app, 200, 50);
+    assert!(local.contains(" +01:00"), "{local}");
+    update(
+        &mut app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('z'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    let utc = draw(&mut app, 200, 50);
+    assert!(!utc.contains(" +01:00") && utc.contains("Z"), "{utc}");
+}
+
+/// The timeline lists the newest first and, within one instant, executors by id (1, 2, 10,
+/// not 1, 10, 2 as pod names sort).
+#[test]
+fn the_timeline_is_newest_first_and_ordered_by_id_within_an_instant() {
+    let mut app = session();
+    etl_exec(&mut app, 7);
+    app.popup = Some(Popup::Timeline);
+    let frame = draw(&mut app, 200, 50);
+    let rows: Vec<&str> = frame.lines().filter(|l| l.contains(" executor ")).collect();
+    let times: Vec<&str> = rows
+        .iter()
+        .filter_map(|l| l.find("202").and_then(|i| l.get(i..i + 20)))
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(times, sorted, "newest first:\n{frame}");
+    // The first instant's executors, by id.
+    let first = times.last().copied().unwrap_or_default();
+    let ids: Vec<i64> = rows
+        .iter()
+        .filter(|l| l.contains(first))
+        .filter_map(|l| {
+            l.split(" executor ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let mut by_id = ids.clone();
+    by_id.sort_unstable();
+    assert!(ids.len() > 2, "{frame}");
+    assert_eq!(ids, by_id, "{frame}");
+}
+
+/// The log popup: `/` finds the newest match and `n` the next older one; `p` asks for the
+/// previous container and `f` follows (fetched again on each tick).
+#[test]
+fn log_search_previous_and_follow() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = session();
+    app.ctx.mode = Mode::Live;
+    etl_exec(&mut app, 8);
+    app.log_view = Some(crate::app::LogView {
+        pod: "etl-nightly-exec-8".into(),
+        lines: Ok((1..=300)
+            .map(|i| {
+                if i % 100 == 0 {
+                    format!("line {i} OutOfMemoryError")
+                } else {
+                    format!("line {i}")
+                }
+            })
+            .collect()),
+        namespace: "spark-jobs".into(),
+        container: "spark-kubernetes-executor".into(),
+        ..Default::default()
+    });
+    app.popup = Some(Popup::Log);
+    let key = |app: &mut App, c: KeyCode| {
+        update(
+            app,
+            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
+        )
+    };
+    key(&mut app, KeyCode::Char('/'));
+    for c in "OutOfMemory".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.scroll, 0,
+        "the newest match (line 300) is the bottom line"
+    );
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.scroll, 100, "line 200 at the bottom");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("line 200 OutOfMemoryError") && !frame.contains("line 201"),
+        "{frame}"
+    );
+    assert!(frame.contains("/OutOfMemory"), "{frame}");
+    let fx = key(&mut app, KeyCode::Char('p'));
+    assert!(
+        matches!(
+            fx.as_slice(),
+            [crate::app::Effect::FetchLog { previous: true, .. }]
+        ),
+        "{fx:?}"
+    );
+    key(&mut app, KeyCode::Char('f'));
+    assert!(app.log_view.as_ref().unwrap().follow);
+    let fx = update(&mut app, crate::app::Msg::Tick(chrono::Utc::now()));
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            crate::app::Effect::FetchLog {
+                previous: false,
+                ..
+            }
+        )),
+        "{fx:?}"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.popup, None, "Esc still closes the log");
+}
