@@ -160,14 +160,31 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
         let tasks = crate::source::live::spawn(&conn, opts.poll_interval, tx);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
-        let progress = |r: &Recorder| {
-            eprint!(
-                "\rrecording {}: {} events, {} apps, {} KiB   ",
+        // On a terminal, one line rewritten in place each second; without one (CI,
+        // journald, a pipe), a plain line a minute and the last one, never a `\r` flood.
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let last_line = std::cell::Cell::new(None::<std::time::Instant>);
+        let progress = |r: &Recorder, last: bool| {
+            let line = format!(
+                "recording {}: {} events, {} apps, {} KiB",
                 args.file.display(),
                 r.writer.events,
                 r.store.view().apps.len(),
                 r.writer.bytes / 1024
             );
+            if tty {
+                eprint!("\r{line}   ");
+                if last {
+                    eprintln!();
+                }
+            } else if last
+                || last_line
+                    .get()
+                    .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
+            {
+                last_line.set(Some(std::time::Instant::now()));
+                eprintln!("{line}");
+            }
         };
         let mut rec = Recorder::new(writer, args.keyframe_every);
         let recorded = rec
@@ -175,7 +192,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 &mut rx,
                 None,
                 |r| {
-                    progress(r);
+                    progress(r, false);
                     until.is_none_or(|u| tokio::time::Instant::now() < u)
                 },
                 super::wait_for_signal(),
@@ -190,8 +207,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         recorded
             .and_then(|()| rec.writer.flush())
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
-        progress(&rec);
-        eprintln!();
+        progress(&rec, true);
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -87,6 +87,10 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         rerr.contains("events") && rerr.contains("3 apps"),
         "a progress line: {rerr}"
     );
+    // Without a terminal: plain lines (the first, one a minute, the last), no `\r` flood.
+    assert!(!rerr.contains('\r'), "{rerr:?}");
+    let lines = rerr.lines().filter(|l| l.starts_with("recording ")).count();
+    assert_eq!(lines, 2, "the first and the last line in 25 s: {rerr}");
     let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"]).await;
     assert_eq!(sc, 0, "{serr}");
     let live: Value = serde_json::from_str(&lout).unwrap();
