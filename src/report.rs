@@ -271,7 +271,7 @@ fn app_report(a: &AppRecord, end: Time) -> AppReport {
         counts: a.counts(),
         app_findings: a
             .findings()
-            .into_iter()
+            .iter()
             .map(|f| format!("{}: {}", f.code, f.summary))
             .collect(),
         failures: failures.into_iter().map(|(_, f)| f).collect(),

@@ -186,12 +186,12 @@ fn app_status(a: &AppRecord) -> AppStatus {
             .collect(),
         findings: a
             .findings()
-            .into_iter()
+            .iter()
             .map(|f| AppFindingStatus {
                 code: f.code.as_str().to_owned(),
                 severity: f.severity.as_str(),
-                summary: f.summary,
-                hint: f.hint,
+                summary: f.summary.clone(),
+                hint: f.hint.clone(),
             })
             .collect(),
         driver_api: driver_api_status(a),

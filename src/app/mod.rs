@@ -444,15 +444,18 @@ impl App {
         // Nothing chosen yet (or the operator has not touched anything): the executor
         // with the worst verdict, dead ones before live ones, so the strip under the map
         // explains the incident.
-        if self.selected_app.is_none() || self.selected_index().is_none() {
-            let worst = self
-                .visible()
+        let visible = self.visible();
+        let shown = |id| visible.iter().any(|e| e.id == id);
+        if self.selected_app.is_none() || !self.selected_exec.is_some_and(shown) {
+            // Ties go to the first in display order.
+            let worst = visible
                 .iter()
                 .enumerate()
                 .filter_map(|(i, e)| e.verdict.severity().map(|s| (s, !e.state().is_final(), i)))
                 .min()
                 .map_or(0, |(_, _, i)| i);
-            self.select_index(worst);
+            let id = visible.get(worst).map(|e| e.id);
+            self.selected_exec = id;
         }
     }
 

@@ -487,39 +487,48 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
     let now = app.store.view().now.unwrap_or_default();
     let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
     for a in apps {
-        if write_gate(app, &a.namespace, "patch").is_err() {
-            continue;
-        }
         let hold_until = a
             .driver
             .as_ref()
             .and_then(|d| d.hold_until)
             .filter(|u| *u > now);
+        // Between ticks only a held app has work: nothing to look at per executor.
+        if hold_until.is_none() && !tick {
+            continue;
+        }
+        if write_gate(app, &a.namespace, "patch").is_err() {
+            continue;
+        }
         let drivers = drivers_of(&a);
         for e in a.executors.values().filter(|e| e.gone.is_none()) {
-            let key = (e.pod.namespace.clone(), e.pod.name.clone());
-            if app.in_flight.contains(&key) {
+            let hold = hold_until.filter(|_| {
+                !e.pod.is_held()
+                    && e.pod.deletion.is_none()
+                    && crate::effect::not_owned(&e.pod, &drivers).is_none()
+            });
+            let release = hold.is_none()
+                && tick
+                && e.pod.is_held()
+                && e.pod.hold_expires().is_some_and(|x| x <= now);
+            if hold.is_none() && !release {
                 continue;
             }
-            if let Some(until) = hold_until
-                && !e.pod.is_held()
-                && e.pod.deletion.is_none()
-                && crate::effect::not_owned(&e.pod, &drivers).is_none()
-            {
-                app.in_flight.insert(key);
-                effects.push(Effect::HoldPod {
+            let key = (e.pod.namespace.clone(), e.pod.name.clone());
+            if !app.in_flight.insert(key) {
+                continue;
+            }
+            effects.push(match hold {
+                Some(until) => Effect::HoldPod {
                     namespace: e.pod.namespace.clone(),
                     pod: e.pod.name.clone(),
                     until,
-                });
-            } else if tick && e.pod.is_held() && e.pod.hold_expires().is_some_and(|x| x <= now) {
-                app.in_flight.insert(key);
-                effects.push(Effect::ReleasePod {
+                },
+                None => Effect::ReleasePod {
                     namespace: e.pod.namespace.clone(),
                     pod: e.pod.name.clone(),
                     expired: true,
-                });
-            }
+                },
+            });
         }
     }
     effects

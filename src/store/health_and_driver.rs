@@ -42,7 +42,7 @@ impl Store {
             _ => return,
         };
         for app in self.snap.apps.values_mut() {
-            Arc::make_mut(app).log(at, None, text.clone());
+            super::derived::edit(app).log(at, None, text.clone());
         }
     }
 
@@ -115,7 +115,7 @@ impl Store {
                 None => format!("executor {id} known only from the driver (active there)"),
             };
             let events = events_of(&self.events, ns, &name);
-            let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+            let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
             app.executors.insert(
                 id,
@@ -123,7 +123,7 @@ impl Store {
             );
             app.log(at, Some(id), text);
         }
-        let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+        let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
         for rec in app.executors.values_mut() {
             if !listed.contains(&rec.id) {
                 let rec = Arc::make_mut(rec);

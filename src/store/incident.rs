@@ -28,6 +28,9 @@ pub struct Incident {
     /// A concrete change from the newest failure whose hint has one: the failure's cause
     /// and the `--conf key=value`.
     pub suggestion: Option<(String, String)>,
+    /// Executor pods the tool holds, and the ones Spark keeps (`spark-exec-inactive`).
+    pub held: usize,
+    pub kept: usize,
 }
 
 impl Incident {
@@ -84,8 +87,7 @@ pub fn suggestion(hint: &str) -> Option<String> {
 }
 
 impl AppRecord {
-    /// The app's incident summary.
-    pub fn incident(&self) -> Incident {
+    pub(super) fn compute_incident(&self) -> Incident {
         let mut causes: BTreeMap<String, usize> = BTreeMap::new();
         let mut ended: Vec<(Time, &ExecutorRecord)> = Vec::new();
         let mut missing = 0;
@@ -129,6 +131,12 @@ impl AppRecord {
             budget: self.budget_text(),
             last_failure,
             suggestion,
+            held: self.executors.values().filter(|e| e.pod.is_held()).count(),
+            kept: self
+                .executors
+                .values()
+                .filter(|e| e.pod.is_inactive())
+                .count(),
         }
     }
 
@@ -164,9 +172,7 @@ impl AppRecord {
         })
     }
 
-    /// How much trouble the app is in, for ordering (greater is worse): errors (failed
-    /// executors, missing ones, app-level errors), then warnings and long waits.
-    pub fn trouble(&self) -> (usize, usize) {
+    pub(super) fn compute_trouble(&self) -> (usize, usize) {
         let app_findings = self.findings();
         let errors = self.alerts()
             + app_findings

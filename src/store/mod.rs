@@ -41,6 +41,7 @@ pub const MAX_LOGS: usize = 500;
 /// Log lines kept per executor (as many as are fetched).
 pub use crate::source::LOG_TAIL_LINES as LOG_LINES;
 
+mod derived;
 mod evidence;
 mod health_and_driver;
 mod incident;
@@ -167,7 +168,7 @@ impl Store {
             }
         }
         let Some((key, id)) = found else { return };
-        if let Some(rec) = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"))
+        if let Some(rec) = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"))
             .executors
             .get_mut(&id)
         {
@@ -181,7 +182,7 @@ impl Store {
         while self.logs.len() > MAX_LOGS {
             if let Some((k, old)) = self.logs.pop_front()
                 && let Some(app) = self.snap.apps.get_mut(&k)
-                && let Some(rec) = Arc::make_mut(app).executors.get_mut(&old)
+                && let Some(rec) = derived::edit(app).executors.get_mut(&old)
             {
                 Arc::make_mut(rec).log_tail = None;
             }
@@ -198,7 +199,7 @@ impl Store {
                 let q = quotas.get(ns).cloned().unwrap_or_default();
                 Arc::new(AppRecord::new(ns, app_id, q))
             });
-        Arc::make_mut(app)
+        derived::edit(app)
     }
 
     /// A list of ResourceQuotas: in one namespace, or (`None`) in all of them.
@@ -223,7 +224,7 @@ impl Store {
         for app in self.snap.apps.values_mut() {
             let now = self.snap.quotas.get(&app.namespace);
             if now.map_or(!app.quotas.is_empty(), |q| *q != app.quotas) {
-                Arc::make_mut(app).quotas = now.cloned().unwrap_or_default();
+                derived::edit(app).quotas = now.cloned().unwrap_or_default();
             }
         }
     }
@@ -423,7 +424,7 @@ impl Store {
                 })
                 .map(|e| e.id)
                 .collect();
-            let app = Arc::make_mut(self.snap.apps.get_mut(&key).expect("app exists"));
+            let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             app.unregistered
                 .retain(|name, _| present_names.contains(&(key.0.clone(), name.clone())));
             let config = app.config.clone();
@@ -495,7 +496,7 @@ impl Store {
                 .get(&key)
                 .map(|q| q.iter().cloned().collect())
                 .unwrap_or_default();
-            let app = Arc::make_mut(self.snap.apps.get_mut(&k).expect("app exists"));
+            let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
             let config = app.config.clone();
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
@@ -531,7 +532,7 @@ impl Store {
         let Some(app) = self.snap.apps.get_mut(key) else {
             return;
         };
-        let app = Arc::make_mut(app);
+        let app = derived::edit(app);
         let config = app.config.clone();
         let mut notes = Vec::new();
         for id in ids {
@@ -551,7 +552,7 @@ impl Store {
         let Some(app) = self.snap.apps.get_mut(key) else {
             return;
         };
-        let app = Arc::make_mut(app);
+        let app = derived::edit(app);
         let config = app.config.clone();
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {

@@ -398,12 +398,13 @@ pub struct AppRecord {
     /// The ResourceQuotas of the app's namespace, as last listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::model::Quota>,
+    /// Findings, incident and trouble, computed on demand once per change.
+    #[serde(skip)]
+    pub(super) derived: super::derived::Derived,
 }
 
 impl AppRecord {
-    /// Findings about the whole application (crash loop against Spark's failure budget, a
-    /// pod breaking Spark's snapshot, OOM recovery mode), worst first.
-    pub fn findings(&self) -> Vec<crate::diagnose::Finding> {
+    pub(super) fn compute_findings(&self) -> Vec<crate::diagnose::Finding> {
         use crate::diagnose::app::{AppFacts, app_findings};
         let spark_version = self
             .executors
@@ -489,6 +490,7 @@ impl AppRecord {
             timeline: VecDeque::new(),
             driver_api: None,
             quotas,
+            derived: Default::default(),
         }
     }
 

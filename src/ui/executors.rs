@@ -67,10 +67,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         ));
     // The app's own worst finding (a crash loop, a broken snapshot) on the bottom border:
     // seen without taking a row from the executors.
-    if let Some(worst) = app
-        .current_app()
-        .and_then(|a| a.findings().into_iter().next())
-    {
+    if let Some(worst) = app.current_app().and_then(|a| a.findings().iter().next()) {
         block = block.title_bottom(Span::styled(
             super::title_text(&format!(" {}: {} ", worst.code, worst.summary), area.width),
             theme::severity(worst.severity),

@@ -89,9 +89,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     } else {
         "?".to_owned()
     };
-    let held = a.executors.values().filter(|e| e.pod.is_held()).count();
-    let kept = a.executors.values().filter(|e| e.pod.is_inactive()).count();
-    let mut third = format!("deleteOnTermination={dot} · held {held} · kept by Spark {kept}");
+    let mut third = format!(
+        "deleteOnTermination={dot} · held {} · kept by Spark {}",
+        inc.held, inc.kept
+    );
     if a.driver.as_ref().and_then(|d| d.hold_until).is_some() {
         third.push_str(" · HOLD ON");
     }

@@ -1,0 +1,60 @@
+//! What is derived from a whole app (its findings, incident, trouble), computed once per
+//! change of the app. At 10,000 executors each takes milliseconds and a frame asks for them
+//! many times (the apps pane orders by trouble, the strip shows the incident), so every
+//! mutation of an app goes through [`edit`], which forgets what was derived.
+
+use std::sync::{Arc, OnceLock};
+
+use super::{AppRecord, Incident};
+use crate::diagnose::Finding;
+
+/// The memo. A clone starts empty (the clone is about to be changed, or is a copy whose
+/// values will be computed again on demand), and it is never serialized.
+#[derive(Default)]
+pub struct Derived {
+    findings: OnceLock<Vec<Finding>>,
+    incident: OnceLock<Incident>,
+    trouble: OnceLock<(usize, usize)>,
+}
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Derived")
+    }
+}
+
+/// The app, to change: copied if shared, with what was derived from it forgotten.
+pub(super) fn edit(app: &mut Arc<AppRecord>) -> &mut AppRecord {
+    let app = Arc::make_mut(app);
+    app.derived = Derived::default();
+    app
+}
+
+impl AppRecord {
+    /// Findings about the whole application (crash loop against Spark's failure budget, a
+    /// pod breaking Spark's snapshot, OOM recovery mode, quota), worst first.
+    pub fn findings(&self) -> &[Finding] {
+        self.derived
+            .findings
+            .get_or_init(|| self.compute_findings())
+    }
+
+    /// The app's incident summary.
+    pub fn incident(&self) -> &Incident {
+        self.derived
+            .incident
+            .get_or_init(|| self.compute_incident())
+    }
+
+    /// How much trouble the app is in, for ordering (greater is worse): errors (failed
+    /// executors, missing ones, app-level errors), then warnings and long waits.
+    pub fn trouble(&self) -> (usize, usize) {
+        *self.derived.trouble.get_or_init(|| self.compute_trouble())
+    }
+}
