@@ -389,9 +389,6 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
         }
         out.push('\n');
     }
-    for p in &r.problems {
-        let _ = writeln!(out, "warning: {p}");
-    }
     out
 }
 

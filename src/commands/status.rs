@@ -37,6 +37,14 @@ pub enum StatusOutput {
     Json,
 }
 
+/// What the sources could not do, on stderr (once: the table and the JSON stay data; the
+/// JSON also carries them as `problems`).
+fn warn(report: &crate::status::StatusReport) {
+    for p in &report.problems {
+        eprintln!("warning: {}", crate::redact::escape_controls(p));
+    }
+}
+
 fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> Result<(), Failure> {
     let text = match output {
         StatusOutput::Json => {
@@ -67,6 +75,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             store.apply(ev);
         }
         let report = status::report(store.view(), args.app.as_deref());
+        warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
         print_status(&report, args.output)?;
         return Ok(ExitCode::SUCCESS);
@@ -127,9 +136,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             t.abort();
         }
         let report = status::report(store.view(), args.app.as_deref());
-        for p in &report.problems {
-            eprintln!("warning: {}", crate::redact::escape_controls(p));
-        }
+        warn(&report);
         no_such_app(
             &report,
             store.view(),

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback, for spark-triage's tests: etcd (embedded from
+# go.etcd.io/etcd/server/v3), kube-apiserver (RBAC on, real TLS, client certificates),
+# kube-scheduler, kube-controller-manager and kwok (fake nodes; pod lifecycles from
+# scripts/control-plane/stages.yaml). No container runtime, no root.
+#
+#   scripts/control-plane.sh build   build the binaries into target/control-plane/bin (reused)
+#   scripts/control-plane.sh up      build if needed, start everything, wait until ready, create
+#                                    the kwok nodes and the RBAC of the least-privileged user;
+#                                    prints the admin kubeconfig's path as its last line
+#   scripts/control-plane.sh down    stop what `up` started (by PID) and remove its state
+#
+# The Kubernetes version is pinned in scripts/control-plane/go.mod (kwok's in kwok/go.mod).
+# Files: target/control-plane/run/ (certificates, admin.kubeconfig, viewer.kubeconfig, logs,
+# pids). CP_DIR moves that directory; CP_PORT (default 16443) is the API server's port, etcd
+# takes CP_PORT+1 and CP_PORT+2. Without Go it says "control-plane: SKIPPED" and exits 0, or 1
+# when CI=true.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SRC=$ROOT/scripts/control-plane
+BIN=$ROOT/target/control-plane/bin
+RUN=${CP_DIR:-$ROOT/target/control-plane/run}
+PORT=${CP_PORT:-16443}
+ETCD_CLIENT=$((PORT + 1))
+ETCD_PEER=$((PORT + 2))
+COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler kwok"
+
+say() { echo "control-plane: $*" >&2; }
+skip() {
+    echo "control-plane: SKIPPED: $*"
+    if [ "${CI:-}" = "true" ]; then
+        echo "control-plane: CI=true, so this is a failure"
+        exit 1
+    fi
+    exit 0
+}
+
+# The inputs of a build: when they change, the binaries are built again.
+stamp() { { cat "$SRC/go.mod" "$SRC/go.sum" "$SRC/kwok/go.mod" "$SRC/kwok/go.sum" "$SRC/cmd/etcd/main.go"; version_flags; } | sha256sum | cut -c1-16; }
+
+# The version the binaries report (a module build has no git tree to read it from).
+version_flags() {
+    local v
+    v=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod")
+    local minor=${v#v1.}
+    minor=${minor%%.*}
+    echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+}
+
+build() {
+    command -v go >/dev/null 2>&1 || skip "no go on PATH (the control plane is built from Go modules)"
+    local want
+    want=$(stamp)
+    if [ -f "$BIN/.stamp" ] && [ "$(cat "$BIN/.stamp")" = "$want" ]; then
+        for c in $COMPONENTS; do [ -x "$BIN/$c" ] || { rm -f "$BIN/.stamp"; break; }; done
+        [ -f "$BIN/.stamp" ] && { say "binaries up to date in $BIN"; return 0; }
+    fi
+    mkdir -p "$BIN"
+    local t0=$SECONDS
+    say "building kube-apiserver, kube-controller-manager, kube-scheduler, etcd ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
+    (cd "$SRC" && go build -trimpath -ldflags="-s -w $(version_flags)" -o "$BIN/" \
+        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd)
+    say "building kwok ($(awk '$1=="sigs.k8s.io/kwok"{print $2}' "$SRC/kwok/go.mod"))"
+    (cd "$SRC/kwok" && go build -trimpath -ldflags='-s -w' -o "$BIN/" sigs.k8s.io/kwok/cmd/kwok)
+    echo "$want" >"$BIN/.stamp"
+    say "built in $((SECONDS - t0)) s"
+}
+
+alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+down() {
+    local c pid n
+    for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+        [ -f "$RUN/$c.pid" ] || continue
+        pid=$(cat "$RUN/$c.pid")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -0 "$pid" 2>/dev/null && { say "$c ($pid) ignored SIGTERM for 10 s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
+        fi
+        rm -f "$RUN/$c.pid"
+    done
+    rm -rf "$RUN"
+}
+
+# A key and a certificate signed by the test CA. $1 name, $2 subject, $3 extensions (optional).
+cert() {
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$RUN/$1.key" -subj "$2" -out "$RUN/$1.csr" 2>/dev/null
+    openssl x509 -req -in "$RUN/$1.csr" -CA "$RUN/ca.crt" -CAkey "$RUN/ca.key" -CAcreateserial \
+        -days 30 -out "$RUN/$1.crt" ${3:+-extfile "$3"} 2>/dev/null
+    rm -f "$RUN/$1.csr"
+}
+
+# A kubeconfig for a user authenticated by its client certificate. $1 user (cert name).
+kubeconfig() {
+    cat >"$RUN/$1.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: spark-triage-cp
+  cluster:
+    server: https://127.0.0.1:$PORT
+    certificate-authority-data: $(base64 -w0 "$RUN/ca.crt")
+users:
+- name: $1
+  user:
+    client-certificate-data: $(base64 -w0 "$RUN/$1.crt")
+    client-key-data: $(base64 -w0 "$RUN/$1.key")
+contexts:
+- name: $1@spark-triage-cp
+  context:
+    cluster: spark-triage-cp
+    user: $1
+    namespace: spark-jobs
+current-context: $1@spark-triage-cp
+KC
+    chmod 600 "$RUN/$1.kubeconfig"
+}
+
+start() {
+    local name=$1
+    shift
+    # A session of its own: it outlives the terminal or tmux pane that ran `up`.
+    setsid "$BIN/$name" "$@" >"$RUN/$name.log" 2>&1 </dev/null &
+    echo $! >"$RUN/$name.pid"
+}
+
+wait_for() { # $1 what, $2 seconds, then a command
+    local what=$1 secs=$2 n
+    shift 2
+    for n in $(seq 1 $((secs * 5))); do
+        "$@" >/dev/null 2>&1 && return 0
+        for c in $COMPONENTS; do
+            if [ -f "$RUN/$c.pid" ] && ! alive "$c"; then
+                say "$c exited; the end of its log ($RUN/$c.log):"
+                tail -20 "$RUN/$c.log" >&2
+                down
+                exit 1
+            fi
+        done
+        sleep 0.2
+    done
+    say "$what not ready within ${secs}s"
+    down
+    exit 1
+}
+
+up() {
+    build
+    command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
+    command -v openssl >/dev/null 2>&1 || skip "no openssl on PATH (certificates)"
+    [ -d "$RUN" ] && { say "a previous run's state in $RUN: stopping it first"; down; }
+    mkdir -p "$RUN"
+    local t0=$SECONDS
+    # Certificates: a CA, the API server's serving certificate, an admin (system:masters) and a
+    # least-privileged user (its RBAC below), the service-account signing key.
+    openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$RUN/ca.key" -subj "/CN=spark-triage-test-ca" \
+        -days 30 -out "$RUN/ca.crt" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1\nextendedKeyUsage=serverAuth\n' >"$RUN/serving.ext"
+    printf 'extendedKeyUsage=clientAuth\n' >"$RUN/client.ext"
+    cert apiserver "/CN=kube-apiserver" "$RUN/serving.ext"
+    cert admin "/O=system:masters/CN=spark-triage-admin" "$RUN/client.ext"
+    cert viewer "/CN=spark-triage-viewer" "$RUN/client.ext"
+    openssl genrsa -out "$RUN/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$RUN/sa.key" -pubout -out "$RUN/sa.pub" 2>/dev/null
+    kubeconfig admin
+    kubeconfig viewer
+    local K="kubectl --kubeconfig $RUN/admin.kubeconfig --request-timeout=10s"
+
+    start etcd --data-dir "$RUN/etcd" --listen-client-url "http://127.0.0.1:$ETCD_CLIENT" \
+        --listen-peer-url "http://127.0.0.1:$ETCD_PEER"
+    wait_for etcd 30 grep -q "etcd ready" "$RUN/etcd.log"
+    start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_CLIENT" \
+        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" \
+        --endpoint-reconciler-type none \
+        --cert-dir "$RUN/apiserver-certs" \
+        --tls-cert-file "$RUN/apiserver.crt" --tls-private-key-file "$RUN/apiserver.key" \
+        --client-ca-file "$RUN/ca.crt" --authorization-mode Node,RBAC \
+        --service-account-issuer https://kubernetes.default.svc \
+        --service-account-key-file "$RUN/sa.pub" --service-account-signing-key-file "$RUN/sa.key" \
+        --service-cluster-ip-range 10.96.0.0/16 --profiling=false
+    wait_for kube-apiserver 120 $K get --raw /readyz
+    start kube-controller-manager --kubeconfig "$RUN/admin.kubeconfig" \
+        --authentication-kubeconfig "$RUN/admin.kubeconfig" --authorization-kubeconfig "$RUN/admin.kubeconfig" \
+        --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+        --service-account-private-key-file "$RUN/sa.key" --root-ca-file "$RUN/ca.crt" \
+        --use-service-account-credentials=false --profiling=false
+    start kube-scheduler --kubeconfig "$RUN/admin.kubeconfig" \
+        --authentication-kubeconfig "$RUN/admin.kubeconfig" --authorization-kubeconfig "$RUN/admin.kubeconfig" \
+        --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false --profiling=false
+    start kwok --kubeconfig "$RUN/admin.kubeconfig" --config "$SRC/stages.yaml" \
+        --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+        --node-lease-duration-seconds 40 --cidr 10.244.0.0/16 --node-ip 10.0.0.1
+    $K apply -f "$SRC/cluster.yaml" >/dev/null
+    wait_for "kwok nodes" 60 bash -c "$K get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True | grep -qx 3"
+    # The namespace's default ServiceAccount (the controller-manager makes it): pods need it.
+    wait_for "default service account" 60 $K -n spark-jobs get serviceaccount default
+    say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 3 kwok nodes; viewer: $RUN/viewer.kubeconfig"
+    echo "$RUN/admin.kubeconfig"
+}
+
+case ${1:-} in
+    build) build ;;
+    up) up ;;
+    down) down ;;
+    *)
+        echo "usage: scripts/control-plane.sh build|up|down" >&2
+        exit 2
+        ;;
+esac
