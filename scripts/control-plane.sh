@@ -9,6 +9,7 @@
 #                                    the kwok nodes and the RBAC of the least-privileged user;
 #                                    prints the admin kubeconfig's path as its last line
 #   scripts/control-plane.sh down    stop what `up` started (by PID) and remove its state
+#   scripts/control-plane.sh restart-apiserver   stop the API server and start it again
 #
 # The Kubernetes version is pinned in scripts/control-plane/go.mod (kwok's in kwok/go.mod).
 # Files: target/control-plane/run/ (certificates, admin.kubeconfig, viewer.kubeconfig, logs,
@@ -147,6 +148,33 @@ wait_for() { # $1 what, $2 seconds, then a command
     exit 1
 }
 
+start_apiserver() {
+    start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_CLIENT" \
+        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" \
+        --endpoint-reconciler-type none \
+        --cert-dir "$RUN/apiserver-certs" \
+        --tls-cert-file "$RUN/apiserver.crt" --tls-private-key-file "$RUN/apiserver.key" \
+        --client-ca-file "$RUN/ca.crt" --authorization-mode Node,RBAC \
+        --service-account-issuer https://kubernetes.default.svc \
+        --service-account-key-file "$RUN/sa.pub" --service-account-signing-key-file "$RUN/sa.key" \
+        --service-cluster-ip-range 10.96.0.0/16 --profiling=false
+    wait_for kube-apiserver 120 kubectl --kubeconfig "$RUN/admin.kubeconfig" --request-timeout=10s get --raw /readyz
+}
+
+# Kill the API server (SIGKILL, by PID: a crash, an OOM kill of the API server, a node
+# failure; connections drop without a goodbye) and start it again on the same etcd. (A SIGTERM
+# makes it drain for about 30 s first.)
+restart_apiserver() {
+    alive kube-apiserver || { say "not running (no live kube-apiserver in $RUN)"; exit 1; }
+    local pid n t0=$SECONDS
+    pid=$(cat "$RUN/kube-apiserver.pid")
+    kill -KILL "$pid"
+    for n in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    mv "$RUN/kube-apiserver.log" "$RUN/kube-apiserver.log.1"
+    start_apiserver
+    say "kube-apiserver restarted in $((SECONDS - t0)) s"
+}
+
 up() {
     build
     command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -172,16 +200,7 @@ up() {
     start etcd --data-dir "$RUN/etcd" --listen-client-url "http://127.0.0.1:$ETCD_CLIENT" \
         --listen-peer-url "http://127.0.0.1:$ETCD_PEER"
     wait_for etcd 30 grep -q "etcd ready" "$RUN/etcd.log"
-    start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_CLIENT" \
-        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" \
-        --endpoint-reconciler-type none \
-        --cert-dir "$RUN/apiserver-certs" \
-        --tls-cert-file "$RUN/apiserver.crt" --tls-private-key-file "$RUN/apiserver.key" \
-        --client-ca-file "$RUN/ca.crt" --authorization-mode Node,RBAC \
-        --service-account-issuer https://kubernetes.default.svc \
-        --service-account-key-file "$RUN/sa.pub" --service-account-signing-key-file "$RUN/sa.key" \
-        --service-cluster-ip-range 10.96.0.0/16 --profiling=false
-    wait_for kube-apiserver 120 $K get --raw /readyz
+    start_apiserver
     start kube-controller-manager --kubeconfig "$RUN/admin.kubeconfig" \
         --authentication-kubeconfig "$RUN/admin.kubeconfig" --authorization-kubeconfig "$RUN/admin.kubeconfig" \
         --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
@@ -205,8 +224,9 @@ case ${1:-} in
     build) build ;;
     up) up ;;
     down) down ;;
+    restart-apiserver) restart_apiserver ;;
     *)
-        echo "usage: scripts/control-plane.sh build|up|down" >&2
+        echo "usage: scripts/control-plane.sh build|up|down|restart-apiserver" >&2
         exit 2
         ;;
 esac

@@ -2,7 +2,8 @@
 //! kube-scheduler, kube-controller-manager, kwok's fake nodes), built from Go modules by
 //! `scripts/control-plane.sh`. One cluster for the whole file, used in order: verdicts of
 //! executors that kwok ends with 137 OOMKilled, 52 and 0; the real scheduler's
-//! FailedScheduling messages as pending reasons; a least-privileged user's real 403s and
+//! FailedScheduling messages as pending reasons; a watch across an API server restart; a
+//! least-privileged user's real 403s and
 //! access reviews; `kill`, `hold` and `release` with the real finalizer and graceful-deletion
 //! semantics; `down` leaving no process. Without Go (or kubectl, openssl) the script says
 //! SKIPPED and this passes, except under `CI=true`.
@@ -320,6 +321,55 @@ fn spark_triage_on_a_real_control_plane() {
     assert!(reasons.contains("Insufficient memory"), "{reasons}");
     assert!(reasons.contains("untolerated taint"), "{reasons}");
     eprintln!("verdicts on the real control plane: {}", app(&doc));
+
+    // The API server restarts while the tool watches: the watches resume (or relist) and an
+    // executor that kwok ends after the restart is seen with its verdict.
+    c.kubectl(
+        &["apply", "-f", "-"],
+        Some(&executor(
+            &uid,
+            7,
+            &ends(137, "OOMKilled").replace("2s", "15s"),
+            "",
+            "1Gi",
+        )),
+    );
+    let kc = c.admin.display().to_string();
+    let watcher = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "status",
+            "-n",
+            NS,
+            "-o",
+            "json",
+            "--no-driver-api",
+            "--for",
+            "35s",
+        ])
+        .args(["--poll-interval", "5s", "--kubeconfig", &kc])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("status --for");
+    std::thread::sleep(Duration::from_secs(3));
+    let restart = script("restart-apiserver");
+    assert!(
+        restart.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&restart.stderr).trim());
+    let out = watcher.wait_with_output().expect("status --for ends");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("status json");
+    let e7 = exec(&doc, 7);
+    assert_eq!(e7["findings"][0], "container-oom-killed", "{e7}");
+    assert_eq!(e7["exit_code"], 137, "{e7}");
+    assert_eq!(exec(&doc, 3)["state"], "running");
 
     // The least-privileged user (get/list/watch pods in spark-jobs, nothing else): all
     // namespaces is refused by the real API server, in one line; in its namespace the tool
