@@ -2,7 +2,8 @@
 //! kube-scheduler, kube-controller-manager, kwok's fake nodes), built from Go modules by
 //! `scripts/control-plane.sh`. One cluster for the whole file, used in order: verdicts of
 //! executors that kwok ends with 137 OOMKilled, 52 and 0; the real scheduler's
-//! FailedScheduling messages as pending reasons; a watch across an API server restart; a
+//! FailedScheduling messages as pending reasons; a watch across an API server restart; the
+//! live view in tmux; a
 //! least-privileged user's real 403s and
 //! access reviews; `kill`, `hold` and `release` with the real finalizer and graceful-deletion
 //! semantics; `down` leaving no process. Without Go (or kubectl, openssl) the script says
@@ -15,6 +16,10 @@ use std::{
 };
 
 use serde_json::Value;
+
+#[path = "support/tmux.rs"]
+mod tmux;
+use tmux::Tmux;
 
 const NS: &str = "spark-jobs";
 const APP: &str = "spark-cp-0001";
@@ -370,6 +375,31 @@ fn spark_triage_on_a_real_control_plane() {
     assert_eq!(e7["findings"][0], "container-oom-killed", "{e7}");
     assert_eq!(e7["exit_code"], 137, "{e7}");
     assert_eq!(exec(&doc, 3)["state"], "running");
+
+    // The live view in a real terminal (tmux, 200×50) on the real cluster: the first screen
+    // names the app, its OOM kills and why executors wait; q quits and restores the terminal.
+    if Tmux::available() {
+        let t = Tmux::start();
+        t.wait_for("$", 10);
+        let line = format!(
+            "{} -n {NS} --no-driver-api --kubeconfig {kc}",
+            env!("CARGO_BIN_EXE_spark-triage")
+        );
+        t.keys(&[&line, "Enter"]);
+        let screen = t.wait_for_all(
+            &[
+                "cp-etl",
+                "OOMKilled (137)",
+                "JVM OOM (52)",
+                "Insufficient memory",
+            ],
+            30,
+        );
+        eprintln!("the live view on the real control plane:\n{screen}");
+        t.keys(&["q"]);
+        t.wait_prompt(15);
+        t.assert_restored("after q");
+    }
 
     // The least-privileged user (get/list/watch pods in spark-jobs, nothing else): all
     // namespaces is refused by the real API server, in one line; in its namespace the tool

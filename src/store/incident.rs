@@ -58,7 +58,8 @@ pub fn cause_label(code: Code, exit: Option<i32>) -> String {
     }
 }
 
-/// When an executor reached its final state (its first transition into the final run of
+/// When an executor reached its final state: the container's `finishedAt` when it has one,
+/// else when the tool saw it reach that state (the first transition into the final run of
 /// states), else when its pod went away.
 pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
     if !e.state().is_final() && e.gone.is_none() {
@@ -71,7 +72,18 @@ pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
         .take_while(|t| t.state.is_final())
         .last()
         .map(|t| t.at);
-    from_history.or_else(|| e.gone.as_ref().map(super::Gone::at))
+    let seen = from_history.or_else(|| e.gone.as_ref().map(super::Gone::at));
+    // The kubelet's own time of the end, when the container reports one: a tool started after
+    // the failure saw it only then. Never later than when it was seen (a skewed node clock).
+    let finished = e
+        .pod
+        .container_status(&e.spark_container)
+        .and_then(|c| c.terminated())
+        .and_then(|t| t.finished_at);
+    match (finished, seen) {
+        (Some(f), Some(s)) => Some(f.min(s)),
+        (f, s) => s.or(f),
+    }
 }
 
 /// The first `--conf key=value` a hint suggests.

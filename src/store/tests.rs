@@ -564,3 +564,18 @@ fn what_is_derived_from_an_app_follows_every_change() {
     seen.dedup();
     assert!(seen.len() >= 3, "{seen:?}");
 }
+
+#[tokio::test]
+async fn an_ending_seen_late_is_dated_by_the_container() {
+    // The tool starts 90 s after the OOM kill: the ending is the kubelet's finishedAt, not the
+    // moment of the first LIST.
+    let status = json!({"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor",
+        "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+            "startedAt": "2027-01-15T08:00:01Z", "finishedAt": "2027-01-15T08:00:10Z"}}}]});
+    let s = run(vec![list(vec![exec(1, 5, status)], 5, 100)]).await;
+    assert_eq!(ended_at(&app(&s).executors[&1]), Some(t(10)));
+    // Without a finishedAt, when it was seen.
+    let s = run(vec![list(vec![exec(1, 5, oom())], 5, 100)]).await;
+    assert_eq!(ended_at(&app(&s).executors[&1]), Some(t(100)));
+}

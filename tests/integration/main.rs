@@ -17,5 +17,7 @@ mod recordings;
 mod scenarios;
 mod sim_api;
 mod status;
+#[path = "../support/tmux.rs"]
+mod tmux;
 mod tui_tmux;
 mod verdicts;

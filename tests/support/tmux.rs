@@ -1,0 +1,164 @@
+//! tmux as a real terminal for tests: a session on the tests' own tmux server, keys sent with
+//! send-keys, the screen read with capture-pane. Shared by the integration tests and the
+//! control-plane test (each test binary uses a part of it).
+#![allow(dead_code)]
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+/// tmux on its own server (socket `spark-triage-e2e`): the tests' options never touch the
+/// user's tmux.
+pub fn tmux() -> Command {
+    let mut c = Command::new("tmux");
+    c.args(["-L", "spark-triage-e2e"]);
+    c
+}
+
+pub struct Tmux {
+    session: String,
+}
+
+impl Tmux {
+    pub fn available() -> bool {
+        let ok = tmux().arg("-V").output().is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "tmux is required in CI"
+            );
+            eprintln!("\n*** SKIPPED: tmux not found; the real-terminal test did not run ***\n");
+        }
+        ok
+    }
+
+    pub fn start() -> Self {
+        let session = format!(
+            "spark-triage-e2e-{}-{:x}",
+            std::process::id(),
+            fastrand::u32(..)
+        );
+        let status = tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "env TERM=xterm-256color PS1='$ ' bash --norc --noprofile",
+            ])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        Self { session }
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let status = tmux()
+            .args(["send-keys", "-t", &self.session])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    pub fn screen(&self) -> String {
+        let out = tmux()
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until every one of `all` is on the screen at once (a frame is written in
+    /// pieces: one string seen does not mean the rest of the frame is there yet).
+    pub fn wait_for_all(&self, all: &[&str], secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if all.iter().all(|w| s.contains(w)) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {secs}s for all of {all:?}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    pub fn wait_for(&self, what: &str, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {secs}s for {what:?}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Tmux {
+    /// A tmux format about the pane (`#{alternate_on}`, `#{cursor_flag}`, …).
+    pub fn pane(&self, format: &str) -> String {
+        let out = tmux()
+            .args(["display", "-p", "-t", &self.session, format])
+            .output()
+            .expect("display");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Waits until the shell's prompt is the last line again.
+    pub fn wait_prompt(&self, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            let back = s
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.trim() == "$");
+            if back {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the shell prompt did not come back in {secs}s:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The terminal is as the shell left it: main screen, cursor shown, no mouse
+    /// reporting, canonical mode.
+    pub fn assert_restored(&self, what: &str) {
+        let flags = self.pane(
+            "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag}",
+        );
+        assert_eq!(
+            flags, "0 1 0 0 0",
+            "{what}: alternate screen, cursor, mouse modes"
+        );
+        self.keys(&["stty -a | grep -o ' icanon' ; echo RESTORED", "Enter"]);
+        let after = self.wait_for("\nRESTORED\n", 10);
+        assert!(
+            after.contains(" icanon\nRESTORED\n"),
+            "{what}: cooked mode: {after}"
+        );
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = tmux().args(["kill-session", "-t", &self.session]).status();
+    }
+}
