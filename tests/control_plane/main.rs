@@ -3,7 +3,7 @@
 //! `scripts/control-plane.sh`. One cluster for the whole file, used in order: verdicts of
 //! executors that kwok ends with 137 OOMKilled, 52 and 0; the real scheduler's
 //! FailedScheduling messages as pending reasons; a watch across an API server restart; the
-//! live view in tmux; a
+//! live view in tmux; the simulator compared with the real API server (compare.rs); a
 //! least-privileged user's real 403s and
 //! access reviews; `kill`, `hold` and `release` with the real finalizer and graceful-deletion
 //! semantics; `down` leaving no process. Without Go (or kubectl, openssl) the script says
@@ -17,7 +17,8 @@ use std::{
 
 use serde_json::Value;
 
-#[path = "support/tmux.rs"]
+mod compare;
+#[path = "../support/tmux.rs"]
 mod tmux;
 use tmux::Tmux;
 
@@ -468,6 +469,11 @@ fn spark_triage_on_a_real_control_plane() {
             .iter()
             .all(|p| p["metadata"]["deletionTimestamp"].is_null())
     });
+
+    // The simulator against the real API server, operation by operation.
+    let sim = compare::start_sim(&c.run);
+    compare::compare(&sim.kubeconfig, &c.admin);
+    drop(sim);
 
     // down leaves no process behind.
     let pids: Vec<i32> = std::fs::read_dir(&c.run)

@@ -1,0 +1,344 @@
+//! The same operations, through kubectl (a third-party client), against the simulator and the
+//! real API server: LIST pagination, field selectors, the Table kubectl prints, a
+//! strategic-merge patch, a finalizer kept by a deletion and removed by a JSON patch guarded
+//! by a `test` op, and a watch from a resourceVersion too old to resume (410). Differences
+//! are failures here, or entries in docs/simulator.md's table when kept on purpose.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use super::{NS, cmd};
+
+/// The simulator, serving the `empty` scenario on a free loopback port.
+pub struct Sim {
+    child: Child,
+    pub kubeconfig: PathBuf,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_sim(dir: &Path) -> Sim {
+    let kubeconfig = dir.join("sim.kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let child = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "sim",
+            "--scenario",
+            "empty",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig-out",
+        ])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sim starts");
+    let sim = Sim { child, kubeconfig };
+    let start = Instant::now();
+    while !(sim.kubeconfig.is_file()
+        && kubectl(&sim.kubeconfig, &["get", "ns", "spark-jobs"], None).0 == 0)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the simulator did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sim
+}
+
+fn kubectl(kc: &Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let kc = kc.display().to_string();
+    cmd(
+        "kubectl",
+        &[
+            &["--kubeconfig", &kc, "--request-timeout=20s", "-n", NS],
+            args,
+        ]
+        .concat(),
+        stdin,
+    )
+}
+
+fn pods() -> String {
+    (1..=4)
+        .map(|i| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: cmp-{i}\n  labels: {{cmp: \"yes\"}}\n\
+                 spec:\n  nodeSelector: {{cmp: none}}\n  containers:\n  - {{name: c, image: x}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// What an operation printed, with what legitimately differs between two clusters (ages,
+/// resourceVersions, uids, server names) taken out.
+fn normal(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let mut words: Vec<&str> = l.split_whitespace().collect();
+            // The Table's last column is AGE.
+            if words.len() == 5 && words[0] != "NAME" {
+                words.pop();
+            }
+            words.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs one operation on both and returns (simulator, real) outputs (stdout, or stderr on
+/// failure, with the exit code).
+fn both(sim: &Path, real: &Path, args: &[&str], stdin: Option<&str>) -> (String, String) {
+    let run = |kc: &Path| {
+        let (code, out, err) = kubectl(kc, args, stdin);
+        if code == 0 {
+            normal(&out)
+        } else {
+            format!("exit {code}: {}", err.trim())
+        }
+    };
+    (run(sim), run(real))
+}
+
+pub fn compare(sim: &Path, real: &Path) {
+    let mut diffs = Vec::new();
+    let mut same = |what: &str, (s, r): (String, String)| {
+        if s != r {
+            diffs.push(format!("{what}:\n  simulator: {s}\n  real:      {r}"));
+        }
+        r
+    };
+    same(
+        "create",
+        both(
+            sim,
+            real,
+            &["apply", "--validate=false", "-f", "-"],
+            Some(&pods()),
+        ),
+    );
+    let names = same(
+        "LIST in pages of 2",
+        both(
+            sim,
+            real,
+            &[
+                "get",
+                "pods",
+                "-l",
+                "cmp=yes",
+                "--chunk-size=2",
+                "-o",
+                "name",
+            ],
+            None,
+        ),
+    );
+    assert_eq!(names.lines().count(), 4, "{names}");
+    same(
+        "field selector metadata.name",
+        both(
+            sim,
+            real,
+            &[
+                "get",
+                "pods",
+                "--field-selector",
+                "metadata.name=cmp-3",
+                "-o",
+                "name",
+            ],
+            None,
+        ),
+    );
+    same(
+        "field selector status.phase",
+        both(
+            sim,
+            real,
+            &[
+                "get",
+                "pods",
+                "-l",
+                "cmp=yes",
+                "--field-selector",
+                "status.phase=Pending",
+                "-o",
+                "name",
+            ],
+            None,
+        ),
+    );
+    same(
+        "the Table kubectl prints",
+        both(sim, real, &["get", "pods", "-l", "cmp=yes"], None),
+    );
+    same(
+        "strategic-merge patch (a label; a container merged by name)",
+        both(
+            sim,
+            real,
+            &[
+                "patch",
+                "pod",
+                "cmp-1",
+                "-p",
+                r#"{"metadata":{"labels":{"patched":"yes"}},"spec":{"containers":[{"name":"c","image":"y"}]}}"#,
+            ],
+            None,
+        ),
+    );
+    same(
+        "after the patch",
+        both(
+            sim,
+            real,
+            &[
+                "get",
+                "pod",
+                "cmp-1",
+                "-o",
+                "jsonpath={.metadata.labels.patched} {range .spec.containers[*]}{.name}={.image} {end}",
+            ],
+            None,
+        ),
+    );
+    // A finalizer keeps a deleted pod; a JSON patch with a failing test op changes nothing;
+    // with the right value it removes the finalizer and the deletion completes.
+    same(
+        "add a finalizer",
+        both(
+            sim,
+            real,
+            &[
+                "patch",
+                "pod",
+                "cmp-2",
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"finalizers":["spark-triage.test/keep"]}}"#,
+            ],
+            None,
+        ),
+    );
+    same(
+        "delete, kept by the finalizer",
+        both(sim, real, &["delete", "pod", "cmp-2", "--wait=false"], None),
+    );
+    same(
+        "the deleted pod is still there",
+        both(
+            sim,
+            real,
+            &[
+                "get",
+                "pod",
+                "cmp-2",
+                "-o",
+                "jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}",
+            ],
+            None,
+        )
+        .map_both(|s| s.split(' ').next().unwrap_or_default().to_owned()),
+    );
+    let wrong = both(
+        sim,
+        real,
+        &[
+            "patch",
+            "pod",
+            "cmp-2",
+            "--type=json",
+            "-p",
+            r#"[{"op":"test","path":"/metadata/finalizers/0","value":"other"},{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+        ],
+        None,
+    );
+    // The wording of a failed test op is the server's own; both must refuse.
+    for (who, out) in [("simulator", &wrong.0), ("real", &wrong.1)] {
+        if !out.starts_with("exit 1") {
+            diffs.push(format!("a failing test op, {who}: {out}"));
+        }
+    }
+    eprintln!(
+        "a failing test op:\n  simulator: {}\n  real:      {}",
+        wrong.0, wrong.1
+    );
+    same(
+        "a JSON patch whose test op holds",
+        both(
+            sim,
+            real,
+            &[
+                "patch",
+                "pod",
+                "cmp-2",
+                "--type=json",
+                "-p",
+                r#"[{"op":"test","path":"/metadata/finalizers/0","value":"spark-triage.test/keep"},{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+            ],
+            None,
+        ),
+    );
+    let gone = |kc: &Path| {
+        let start = Instant::now();
+        loop {
+            let (code, _, err) = kubectl(kc, &["get", "pod", "cmp-2"], None);
+            if code != 0 && err.contains("NotFound") {
+                return true;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    if !(gone(sim) && gone(real)) {
+        diffs.push("the deletion did not complete after the finalizer went".to_owned());
+    }
+    // A watch from resourceVersion 1: too old to resume on both (an ERROR event with a 410
+    // Status, so a client relists).
+    let path = format!("/api/v1/namespaces/{NS}/pods?watch=1&resourceVersion=1&timeoutSeconds=2");
+    let (s, r) = both(sim, real, &["get", "--raw", &path], None);
+    for (who, out) in [("simulator", &s), ("real", &r)] {
+        if !(out.contains(r#""type":"ERROR""#) && out.contains(r#""code":410"#)) {
+            diffs.push(format!("a watch from resourceVersion 1, {who}: {out}"));
+        }
+    }
+    eprintln!("a watch from resourceVersion 1:\n  simulator: {s}\n  real:      {r}");
+    same(
+        "clean up",
+        both(
+            sim,
+            real,
+            &["delete", "pods", "-l", "cmp=yes", "--wait=false"],
+            None,
+        ),
+    );
+    assert!(
+        diffs.is_empty(),
+        "the simulator and the real API server differ:\n{}",
+        diffs.join("\n")
+    );
+}
+
+trait MapBoth {
+    fn map_both(self, f: impl Fn(&str) -> String) -> Self;
+}
+
+impl MapBoth for (String, String) {
+    fn map_both(self, f: impl Fn(&str) -> String) -> Self {
+        (f(&self.0), f(&self.1))
+    }
+}
