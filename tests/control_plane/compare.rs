@@ -112,6 +112,41 @@ fn both(sim: &Path, real: &Path, args: &[&str], stdin: Option<&str>) -> (String,
     (run(sim), run(real))
 }
 
+/// Operations whose outputs must be the same on both, in order after the pods are created:
+/// what, and kubectl's arguments separated by `|`.
+const STEPS: &[(&str, &str)] = &[
+    (
+        "LIST in pages of 2",
+        "get|pods|-l|cmp=yes|--chunk-size=2|-o|name",
+    ),
+    (
+        "field selector metadata.name",
+        "get|pods|--field-selector|metadata.name=cmp-3|-o|name",
+    ),
+    (
+        "field selector status.phase",
+        "get|pods|-l|cmp=yes|--field-selector|status.phase=Pending|-o|name",
+    ),
+    ("the Table kubectl prints", "get|pods|-l|cmp=yes"),
+    (
+        "strategic-merge patch (a label; a container merged by name)",
+        r#"patch|pod|cmp-1|-p|{"metadata":{"labels":{"patched":"yes"}},"spec":{"containers":[{"name":"c","image":"y"}]}}"#,
+    ),
+    (
+        "after the patch",
+        "get|pod|cmp-1|-o|jsonpath={.metadata.labels.patched} {range .spec.containers[*]}{.name}={.image} {end}",
+    ),
+    // A finalizer keeps a deleted pod.
+    (
+        "add a finalizer",
+        r#"patch|pod|cmp-2|--type=merge|-p|{"metadata":{"finalizers":["spark-triage.test/keep"]}}"#,
+    ),
+    (
+        "delete, kept by the finalizer",
+        "delete|pod|cmp-2|--wait=false",
+    ),
+];
+
 pub fn compare(sim: &Path, real: &Path) {
     let diffs = std::cell::RefCell::new(Vec::new());
     let same = |what: &str, (s, r): (String, String)| {
@@ -131,143 +166,43 @@ pub fn compare(sim: &Path, real: &Path) {
             Some(&pods()),
         ),
     );
-    let names = same(
-        "LIST in pages of 2",
-        both(
-            sim,
-            real,
-            &[
-                "get",
-                "pods",
-                "-l",
-                "cmp=yes",
-                "--chunk-size=2",
-                "-o",
-                "name",
-            ],
-            None,
-        ),
-    );
-    assert_eq!(names.lines().count(), 4, "{names}");
-    same(
-        "field selector metadata.name",
-        both(
-            sim,
-            real,
-            &[
-                "get",
-                "pods",
-                "--field-selector",
-                "metadata.name=cmp-3",
-                "-o",
-                "name",
-            ],
-            None,
-        ),
-    );
-    same(
-        "field selector status.phase",
-        both(
-            sim,
-            real,
-            &[
-                "get",
-                "pods",
-                "-l",
-                "cmp=yes",
-                "--field-selector",
-                "status.phase=Pending",
-                "-o",
-                "name",
-            ],
-            None,
-        ),
-    );
-    same(
-        "the Table kubectl prints",
-        both(sim, real, &["get", "pods", "-l", "cmp=yes"], None),
-    );
-    same(
-        "strategic-merge patch (a label; a container merged by name)",
-        both(
-            sim,
-            real,
-            &[
-                "patch",
-                "pod",
-                "cmp-1",
-                "-p",
-                r#"{"metadata":{"labels":{"patched":"yes"}},"spec":{"containers":[{"name":"c","image":"y"}]}}"#,
-            ],
-            None,
-        ),
-    );
-    same(
-        "after the patch",
-        both(
-            sim,
-            real,
-            &[
-                "get",
-                "pod",
-                "cmp-1",
-                "-o",
-                "jsonpath={.metadata.labels.patched} {range .spec.containers[*]}{.name}={.image} {end}",
-            ],
-            None,
-        ),
-    );
-    // A finalizer keeps a deleted pod; a JSON patch with a failing test op changes nothing;
-    // with the right value it removes the finalizer and the deletion completes.
-    same(
-        "add a finalizer",
-        both(
-            sim,
-            real,
-            &[
-                "patch",
-                "pod",
-                "cmp-2",
-                "--type=merge",
-                "-p",
-                r#"{"metadata":{"finalizers":["spark-triage.test/keep"]}}"#,
-            ],
-            None,
-        ),
-    );
-    same(
-        "delete, kept by the finalizer",
-        both(sim, real, &["delete", "pod", "cmp-2", "--wait=false"], None),
-    );
-    same(
-        "the deleted pod is still there",
-        both(
-            sim,
-            real,
+    for (what, args) in STEPS {
+        let args: Vec<&str> = args.split('|').collect();
+        let out = same(what, both(sim, real, &args, None));
+        if what.starts_with("LIST") {
+            assert_eq!(out.lines().count(), 4, "{out}");
+        }
+    }
+    // Deleted and kept by the finalizer: the same finalizers, a deletion timestamp on both.
+    let kept = |kc: &Path| {
+        let (_, out, _) = kubectl(
+            kc,
             &[
                 "get",
                 "pod",
                 "cmp-2",
                 "-o",
-                "jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}",
+                "jsonpath={.metadata.finalizers}|{.metadata.deletionTimestamp}",
             ],
+            None,
+        );
+        let (finalizers, deleting) = out.split_once('|').unwrap_or_default();
+        format!("{finalizers} deleting={}", !deleting.is_empty())
+    };
+    same("the deleted pod is still there", (kept(sim), kept(real)));
+    // A JSON patch removing the finalizer, guarded by a test op on its value.
+    let test_op = |value: &str| {
+        let patch = format!(
+            r#"[{{"op":"test","path":"/metadata/finalizers/0","value":"{value}"}},{{"op":"remove","path":"/metadata/finalizers/0"}}]"#
+        );
+        both(
+            sim,
+            real,
+            &["patch", "pod", "cmp-2", "--type=json", "-p", &patch],
             None,
         )
-        .map_both(|s| s.split(' ').next().unwrap_or_default().to_owned()),
-    );
-    let wrong = both(
-        sim,
-        real,
-        &[
-            "patch",
-            "pod",
-            "cmp-2",
-            "--type=json",
-            "-p",
-            r#"[{"op":"test","path":"/metadata/finalizers/0","value":"other"},{"op":"remove","path":"/metadata/finalizers/0"}]"#,
-        ],
-        None,
-    );
+    };
+    let wrong = test_op("other");
     // The wording of a failed test op is the server's own; both must refuse.
     for (who, out) in [("simulator", &wrong.0), ("real", &wrong.1)] {
         if !out.starts_with("exit 1") {
@@ -282,19 +217,7 @@ pub fn compare(sim: &Path, real: &Path) {
     );
     same(
         "a JSON patch whose test op holds",
-        both(
-            sim,
-            real,
-            &[
-                "patch",
-                "pod",
-                "cmp-2",
-                "--type=json",
-                "-p",
-                r#"[{"op":"test","path":"/metadata/finalizers/0","value":"spark-triage.test/keep"},{"op":"remove","path":"/metadata/finalizers/0"}]"#,
-            ],
-            None,
-        ),
+        test_op("spark-triage.test/keep"),
     );
     let gone = |kc: &Path| {
         let start = Instant::now();
@@ -348,14 +271,4 @@ pub fn compare(sim: &Path, real: &Path) {
         "the simulator and the real API server differ:\n{}",
         diffs.join("\n")
     );
-}
-
-trait MapBoth {
-    fn map_both(self, f: impl Fn(&str) -> String) -> Self;
-}
-
-impl MapBoth for (String, String) {
-    fn map_both(self, f: impl Fn(&str) -> String) -> Self {
-        (f(&self.0), f(&self.1))
-    }
 }
