@@ -50,13 +50,14 @@ version_flags() {
 }
 
 build() {
-    command -v go >/dev/null 2>&1 || skip "no go on PATH (the control plane is built from Go modules)"
     local want
     want=$(stamp)
     if [ -f "$BIN/.stamp" ] && [ "$(cat "$BIN/.stamp")" = "$want" ]; then
         for c in $COMPONENTS; do [ -x "$BIN/$c" ] || { rm -f "$BIN/.stamp"; break; }; done
         [ -f "$BIN/.stamp" ] && { say "binaries up to date in $BIN"; return 0; }
     fi
+    # Go is needed only to build: binaries already built run without it.
+    command -v go >/dev/null 2>&1 || skip "no go on PATH (the control plane is built from Go modules)"
     mkdir -p "$BIN"
     local t0=$SECONDS
     say "building kube-apiserver, kube-controller-manager, kube-scheduler, etcd ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
@@ -128,6 +129,19 @@ start() {
     echo $! >"$RUN/$name.pid"
 }
 
+# Stops everything after a failed start, having shown the end of every component's log
+# (the state directory, logs included, goes with it).
+fail_up() {
+    local c
+    for c in $COMPONENTS; do
+        [ -f "$RUN/$c.log" ] || continue
+        say "the end of $c's log:"
+        tail -15 "$RUN/$c.log" >&2
+    done
+    down
+    exit 1
+}
+
 wait_for() { # $1 what, $2 seconds, then a command
     local what=$1 secs=$2 n
     shift 2
@@ -135,17 +149,14 @@ wait_for() { # $1 what, $2 seconds, then a command
         "$@" >/dev/null 2>&1 && return 0
         for c in $COMPONENTS; do
             if [ -f "$RUN/$c.pid" ] && ! alive "$c"; then
-                say "$c exited; the end of its log ($RUN/$c.log):"
-                tail -20 "$RUN/$c.log" >&2
-                down
-                exit 1
+                say "$c exited"
+                fail_up
             fi
         done
         sleep 0.2
     done
     say "$what not ready within ${secs}s"
-    down
-    exit 1
+    fail_up
 }
 
 start_apiserver() {

@@ -47,6 +47,8 @@ fn script(verb: &str) -> Output {
         .arg(format!("{}/scripts/control-plane.sh", root()))
         .arg(verb)
         .env("CP_DIR", run_dir())
+        // Not the script's default port: a cluster someone started by hand keeps running.
+        .env("CP_PORT", "16543")
         .output()
         .expect("bash runs")
 }
