@@ -256,6 +256,34 @@ pub fn compare(sim: &Path, real: &Path) {
             .borrow_mut()
             .push(format!("a watch from resourceVersion 1, simulator: {s}"));
     }
+    // A watch with bookmarks and no resourceVersion: the pods as ADDED, then a BOOKMARK
+    // marking the end of the initial events (kube-apiserver 1.37 sends it whenever bookmarks
+    // are allowed; the simulator did only for sendInitialEvents, and now does the same).
+    let path = format!(
+        "/api/v1/namespaces/{NS}/pods?labelSelector=cmp%3Dyes&watch=1&allowWatchBookmarks=true&timeoutSeconds=2"
+    );
+    let events = |out: String| -> String {
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|e| {
+                let m = &e["object"]["metadata"];
+                let end = m["annotations"]["k8s.io/initial-events-end"].as_str();
+                format!(
+                    "{} {}{}",
+                    e["type"].as_str().unwrap_or_default(),
+                    m["name"].as_str().unwrap_or_default(),
+                    end.map_or(String::new(), |v| format!(" initial-events-end={v}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (s, r) = both(sim, real, &["get", "--raw", &path], None);
+    let out = same(
+        "a watch with bookmarks from no version",
+        (events(s), events(r)),
+    );
+    assert!(out.ends_with("BOOKMARK  initial-events-end=true"), "{out}");
     same(
         "clean up",
         both(

@@ -100,7 +100,11 @@ async fn watch_loop(cx: Ctx, q: Query, tx: mpsc::Sender<Vec<u8>>) {
             return;
         }
     }
-    if send_initial && tx.send(bookmark(&cx, sub.rv, true)).await.is_err() {
+    // The end of the initial events: asked for (`sendInitialEvents`), or, as kube-apiserver
+    // 1.37 does, whenever initial events were sent (no resourceVersion, or 0) to a client
+    // that allows bookmarks.
+    let initial_end = send_initial || (bookmarks && rv.is_none());
+    if initial_end && tx.send(bookmark(&cx, sub.rv, true)).await.is_err() {
         return;
     }
     let mut rx = sub.rx;
