@@ -10,6 +10,8 @@
 #                                    prints the admin kubeconfig's path as its last line
 #   scripts/control-plane.sh down    stop what `up` started (by PID) and remove its state
 #   scripts/control-plane.sh restart-apiserver   stop the API server and start it again
+#   scripts/control-plane.sh vanish NS POD       delete a pod behind the API server's back (a
+#                                    deletion every watcher misses; see vanish() below)
 #
 # The Kubernetes version is pinned in scripts/control-plane/go.mod (kwok's in kwok/go.mod).
 # Files: target/control-plane/run/ (certificates, admin.kubeconfig, viewer.kubeconfig, logs,
@@ -26,6 +28,8 @@ PORT=${CP_PORT:-16443}
 ETCD_CLIENT=$((PORT + 1))
 ETCD_PEER=$((PORT + 2))
 COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler kwok"
+# Built beside them, not run as daemons.
+TOOLS="etcdctl"
 
 say() { echo "control-plane: $*" >&2; }
 skip() {
@@ -53,17 +57,17 @@ build() {
     local want
     want=$(stamp)
     if [ -f "$BIN/.stamp" ] && [ "$(cat "$BIN/.stamp")" = "$want" ]; then
-        for c in $COMPONENTS; do [ -x "$BIN/$c" ] || { rm -f "$BIN/.stamp"; break; }; done
+        for c in $COMPONENTS $TOOLS; do [ -x "$BIN/$c" ] || { rm -f "$BIN/.stamp"; break; }; done
         [ -f "$BIN/.stamp" ] && { say "binaries up to date in $BIN"; return 0; }
     fi
     # Go is needed only to build: binaries already built run without it.
     command -v go >/dev/null 2>&1 || skip "no go on PATH (the control plane is built from Go modules)"
     mkdir -p "$BIN"
     local t0=$SECONDS
-    say "building kube-apiserver, kube-controller-manager, kube-scheduler, etcd ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
+    say "building kube-apiserver, kube-controller-manager, kube-scheduler, etcd, etcdctl ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
     (cd "$SRC" && go build -trimpath -ldflags="-s -w $(version_flags)" -o "$BIN/" \
         k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-        k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd)
+        k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd go.etcd.io/etcd/etcdctl/v3)
     say "building kwok ($(awk '$1=="sigs.k8s.io/kwok"{print $2}' "$SRC/kwok/go.mod"))"
     (cd "$SRC/kwok" && go build -trimpath -ldflags='-s -w' -o "$BIN/" sigs.k8s.io/kwok/cmd/kwok)
     echo "$want" >"$BIN/.stamp"
@@ -186,6 +190,28 @@ restart_apiserver() {
     say "kube-apiserver restarted in $((SECONDS - t0)) s"
 }
 
+# A pod deleted with no watch event, as Spark's "missing executor" happens for real: its
+# deletion falls in a gap of the watches and the history is gone when they resume. The API
+# server is stopped (SIGKILL), the pod's key deleted from etcd and etcd's history compacted
+# past it, and the API server started again: a watch resuming from before gets 410 Gone and
+# relists, and the pod is simply absent. (With the API server up, its watch cache would see
+# the etcd delete and send DELETED to everyone.)
+vanish() {
+    local ns=${1:?namespace} pod=${2:?pod} rev
+    alive kube-apiserver || { say "not running (no live kube-apiserver in $RUN)"; exit 1; }
+    local E="$BIN/etcdctl --endpoints http://127.0.0.1:$ETCD_CLIENT --command-timeout=10s"
+    local pid
+    pid=$(cat "$RUN/kube-apiserver.pid")
+    kill -KILL "$pid"
+    for n in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    [ "$($E del "/registry/pods/$ns/$pod")" = 1 ] || { say "no pod $ns/$pod in etcd"; start_apiserver; exit 1; }
+    rev=$($E endpoint status -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+    $E compact "$rev" --physical >/dev/null
+    mv "$RUN/kube-apiserver.log" "$RUN/kube-apiserver.log.1"
+    start_apiserver
+    say "$ns/$pod vanished (etcd compacted at revision $rev)"
+}
+
 up() {
     build
     command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -224,10 +250,10 @@ up() {
         --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --node-lease-duration-seconds 40 --cidr 10.244.0.0/16 --node-ip 10.0.0.1
     $K apply -f "$SRC/cluster.yaml" >/dev/null
-    wait_for "kwok nodes" 60 bash -c "$K get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True | grep -qx 3"
+    wait_for "kwok nodes" 60 bash -c "$K get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True | grep -qx 4"
     # The namespace's default ServiceAccount (the controller-manager makes it): pods need it.
     wait_for "default service account" 60 $K -n spark-jobs get serviceaccount default
-    say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 3 kwok nodes; viewer: $RUN/viewer.kubeconfig"
+    say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 4 kwok nodes; viewer: $RUN/viewer.kubeconfig"
     echo "$RUN/admin.kubeconfig"
 }
 
@@ -236,8 +262,9 @@ case ${1:-} in
     up) up ;;
     down) down ;;
     restart-apiserver) restart_apiserver ;;
+    vanish) vanish "${2:-}" "${3:-}" ;;
     *)
-        echo "usage: scripts/control-plane.sh build|up|down|restart-apiserver" >&2
+        echo "usage: scripts/control-plane.sh build|up|down|restart-apiserver|vanish NS POD" >&2
         exit 2
         ;;
 esac

@@ -1,6 +1,8 @@
 //! spark-triage against a real Kubernetes control plane (kube-apiserver with RBAC, etcd,
 //! kube-scheduler, kube-controller-manager, kwok's fake nodes), built from Go modules by
-//! `scripts/control-plane.sh`. One cluster for the whole file, used in order: verdicts of
+//! `scripts/control-plane.sh`. One cluster for the whole file, used in order: the `mixed`
+//! scenario played by a Spark-like driver (mixed.rs) against the simulator's reference
+//! verdicts; a preemption by the real scheduler; verdicts of
 //! executors that kwok ends with 137 OOMKilled, 52 and 0; the real scheduler's
 //! FailedScheduling messages as pending reasons; a watch across an API server restart; the
 //! live view in tmux; the simulator compared with the real API server (compare.rs); a
@@ -18,6 +20,10 @@ use std::{
 use serde_json::Value;
 
 mod compare;
+mod mixed;
+mod preemption;
+#[path = "../support/reference.rs"]
+mod reference;
 #[path = "../support/tmux.rs"]
 mod tmux;
 use tmux::Tmux;
@@ -38,14 +44,14 @@ struct Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = script("down");
+        let _ = script(&["down"]);
     }
 }
 
-fn script(verb: &str) -> Output {
+fn script(args: &[&str]) -> Output {
     Command::new("bash")
         .arg(format!("{}/scripts/control-plane.sh", root()))
-        .arg(verb)
+        .args(args)
         .env("CP_DIR", run_dir())
         // Not the script's default port: a cluster someone started by hand keeps running.
         .env("CP_PORT", "16543")
@@ -58,7 +64,7 @@ fn run_dir() -> PathBuf {
 }
 
 fn up() -> Option<Cluster> {
-    let out = script("up");
+    let out = script(&["up"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     if stdout.contains("control-plane: SKIPPED") {
@@ -245,7 +251,12 @@ fn spark_triage_on_a_real_control_plane() {
             })
         })
         .count();
-    assert_eq!(ready, 3, "{nodes}");
+    assert_eq!(ready, 4, "{nodes}");
+
+    // The `mixed` scenario played by a Spark-like driver: the simulator's reference verdicts.
+    mixed::same_verdicts_as_the_simulator(&c);
+    // The real scheduler preempts an executor.
+    preemption::by_the_real_scheduler(&c);
 
     // An app: a driver and executors that kwok ends (137 OOMKilled, 52, 0), one that runs,
     // one too big for any node, one bound for the tainted node.
@@ -360,7 +371,7 @@ fn spark_triage_on_a_real_control_plane() {
         .spawn()
         .expect("status --for");
     std::thread::sleep(Duration::from_secs(3));
-    let restart = script("restart-apiserver");
+    let restart = script(&["restart-apiserver"]);
     assert!(
         restart.status.success(),
         "{}",
@@ -489,7 +500,7 @@ fn spark_triage_on_a_real_control_plane() {
         5,
         "etcd, apiserver, scheduler, controller-manager, kwok"
     );
-    let out = script("down");
+    let out = script(&["down"]);
     assert!(out.status.success());
     for pid in pids {
         assert!(

@@ -14,6 +14,8 @@ mod kubectl;
 mod layers;
 mod process_kubelet;
 mod recordings;
+#[path = "../support/reference.rs"]
+mod reference;
 mod scenarios;
 mod sim_api;
 mod status;
