@@ -340,6 +340,10 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     // Health follows the last success: after an error, the first event through says the
     // watch works again (a resumed watch sends no InitDone).
     let mut failing = false;
+    // The watch's (re)list, gathered: it is a complete LIST, so it is delivered as one (the
+    // first view needs no LIST of its own, and a relist after a 410 finds what vanished in
+    // the gap at once).
+    let mut listing: Option<Vec<ExecutorPod>> = None;
     while let Some(item) = stream.next().await {
         if !recovered(&mut failing, item.is_ok(), SourceKind::PodWatch, &tx).await {
             return;
@@ -348,6 +352,10 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
                 let pod = ExecutorPod::from_pod(&p);
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
+                if let Some(list) = listing.as_mut() {
+                    list.push(pod);
+                    continue;
+                }
                 SourceEvent::PodUpserted {
                     pod: Box::new(pod),
                     at: now(),
@@ -357,12 +365,30 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 pod: Box::new(ExecutorPod::from_pod(&p)),
                 at: now(),
             },
-            Ok(watcher::Event::Init) => continue,
-            Ok(watcher::Event::InitDone) => SourceEvent::SourceHealth {
-                source: SourceKind::PodWatch,
-                health: Health::Connected,
-                at: now(),
-            },
+            Ok(watcher::Event::Init) => {
+                listing = Some(Vec::new());
+                continue;
+            }
+            Ok(watcher::Event::InitDone) => {
+                let pods = listing.take().unwrap_or_default();
+                // kube's watcher does not hand out the list's resourceVersion; the newest pod
+                // in it is a lower bound, which keeps missing-pod detection conservative (a
+                // pod seen at or after it is never called missing by this list).
+                let resource_version = Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
+                let listed = SourceEvent::PodsListed {
+                    pods,
+                    resource_version,
+                    at: now(),
+                };
+                if !send(&tx, listed).await {
+                    return;
+                }
+                SourceEvent::SourceHealth {
+                    source: SourceKind::PodWatch,
+                    health: Health::Connected,
+                    at: now(),
+                }
+            }
             Err(e) => {
                 let forbidden = match &e {
                     watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
@@ -471,9 +497,12 @@ fn maybe_read_config(
     });
 }
 
+/// Spark's periodic full LIST, for missing-pod detection. The first comes one interval after
+/// the start: the watch's own initial list is the first complete view.
 async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
     let api = pods_api(&conn.client, &conn.scope);
-    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    let every = every.max(Duration::from_millis(100));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -539,15 +568,36 @@ async fn list_all(
     }
 }
 
+/// The events the diagnoses read, not every event: all `Warning`s, and the few `Normal`
+/// reasons that carry evidence (the kubelet's `Killing`, the scheduler's `Preempted`, the
+/// taint manager's `TaintManagerEviction`). A cluster's events are mostly `Normal` chatter
+/// (`Scheduled`, `Pulled`, `Created`, `Started`): at 10,000 executors that is tens of
+/// thousands of objects the first view would wait for. Field selectors cannot say "or", so
+/// it is one watch per selector, merged.
+pub const EVENT_SELECTORS: &[&str] = &[
+    "involvedObject.kind=Pod,type=Warning",
+    "involvedObject.kind=Pod,type=Normal,reason=Killing",
+    "involvedObject.kind=Pod,type=Normal,reason=Preempted",
+    "involvedObject.kind=Pod,type=Normal,reason=TaintManagerEviction",
+];
+
 async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     let api: Api<Event> = match &conn.scope {
         Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
         Scope::All => Api::all(conn.client.clone()),
     };
-    let cfg = watcher::Config::default().fields("involvedObject.kind=Pod");
-    let mut stream = watcher(api, cfg).default_backoff().boxed();
+    let streams = EVENT_SELECTORS.iter().enumerate().map(|(i, sel)| {
+        let cfg = watcher::Config::default().fields(sel);
+        watcher(api.clone(), cfg)
+            .default_backoff()
+            .map(move |item| (i, item))
+            .boxed()
+    });
+    let mut stream = futures::stream::select_all(streams);
+    // Connected once every watch has listed (the first view waits for all of them).
+    let mut listed = BTreeSet::new();
     let mut failing = false;
-    while let Some(item) = stream.next().await {
+    while let Some((i, item)) = stream.next().await {
         if !recovered(&mut failing, item.is_ok(), SourceKind::EventWatch, &tx).await {
             return;
         }
@@ -557,11 +607,17 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 at: now(),
             },
             Ok(watcher::Event::Delete(_) | watcher::Event::Init) => continue,
-            Ok(watcher::Event::InitDone) => SourceEvent::SourceHealth {
-                source: SourceKind::EventWatch,
-                health: Health::Connected,
-                at: now(),
-            },
+            Ok(watcher::Event::InitDone) => {
+                listed.insert(i);
+                if listed.len() < EVENT_SELECTORS.len() {
+                    continue;
+                }
+                SourceEvent::SourceHealth {
+                    source: SourceKind::EventWatch,
+                    health: Health::Connected,
+                    at: now(),
+                }
+            }
             Err(e) => {
                 let forbidden = match &e {
                     watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {

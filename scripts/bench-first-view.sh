@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Figures: the first complete view of a big cluster, spark-triage against kubectl, in the same
+# run on one simulator. Alternating, RUNS times each: `spark-triage status -A -o json` and
+# `kubectl get pods -A -o json`; prints each one's median wall time and peak RSS, and the ratio
+# of the medians (below 1: the tool is faster). Then the requests one `status` made, from the
+# simulator's request log.
+# Usage: scripts/bench-first-view.sh [APPS] [EXECUTORS_PER_APP] [RUNS]   (default 10 1000 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+apps=${1:-10}
+per=${2:-1000}
+runs=${3:-5}
+cargo build --release --quiet
+command -v kubectl >/dev/null || { echo "kubectl is needed" >&2; exit 1; }
+port=$((20000 + RANDOM % 20000))
+dir=$(mktemp -d)
+target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$per" \
+    --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" \
+    >"$dir/sim.log" 2>&1 &
+sim=$!
+trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
+want=$((apps * per + apps))
+# Wait until every pod exists (the scenario creates them over a few seconds).
+for _ in $(seq 1 300); do
+    n=$(kubectl --kubeconfig "$dir/kc" get pods -A -l spark-role --no-headers 2>/dev/null | wc -l || true)
+    [ "${n:-0}" -ge "$want" ] && break
+    sleep 1
+done
+echo "simulator: $n Spark pods ($apps apps × $per executors + drivers), $(kubectl --kubeconfig "$dir/kc" get events -A --no-headers 2>/dev/null | wc -l) events"
+
+# One measured run: wall seconds and peak RSS (KiB) from GNU time.
+measure() {
+    /usr/bin/time -f '%e %M' -o "$dir/time" "$@" >"$dir/out" 2>"$dir/err" || {
+        echo "failed: $*" >&2
+        cat "$dir/err" >&2
+        exit 1
+    }
+    cat "$dir/time"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+: >"$dir/tool"
+: >"$dir/kubectl"
+for i in $(seq 1 "$runs"); do
+    [ "$i" = 1 ] && kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests >"$dir/requests.before"
+    measure target/release/spark-triage status -A -o json --no-driver-api --kubeconfig "$dir/kc" >>"$dir/tool"
+    [ "$i" = 1 ] && kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests >"$dir/requests.after"
+    measure kubectl --kubeconfig "$dir/kc" get pods -A -o json >>"$dir/kubectl"
+done
+t_tool=$(cut -d' ' -f1 "$dir/tool" | median)
+t_kubectl=$(cut -d' ' -f1 "$dir/kubectl" | median)
+m_tool=$(cut -d' ' -f2 "$dir/tool" | sort -n | tail -1)
+m_kubectl=$(cut -d' ' -f2 "$dir/kubectl" | sort -n | tail -1)
+printf 'spark-triage status -A -o json: median %.2f s, peak RSS %d MiB  (runs: %s)\n' \
+    "$t_tool" $((m_tool / 1024)) "$(cut -d' ' -f1 "$dir/tool" | tr '\n' ' ')"
+printf 'kubectl get pods -A -o json:     median %.2f s, peak RSS %d MiB  (runs: %s)\n' \
+    "$t_kubectl" $((m_kubectl / 1024)) "$(cut -d' ' -f1 "$dir/kubectl" | tr '\n' ' ')"
+printf 'ratio (tool / kubectl): %.2f\n' "$(echo "$t_tool / $t_kubectl" | bc -l)"
+echo "requests of the first status run (method, path without query, count):"
+python3 - "$dir/requests.before" "$dir/requests.after" <<'PY'
+import collections, json, sys
+before = json.load(open(sys.argv[1]))
+after = json.load(open(sys.argv[2]))
+c = collections.Counter()
+# The log is the newest 100,000 requests; the status run's are those after the first read
+# (itself one request) and before the second.
+for r in after[len(before) + 1 : -1]:
+    uri = r.get("uri", "")
+    path = uri.split("?")[0]
+    kind = " (watch)" if "watch=" in uri else (" (page)" if "limit=" in uri else "")
+    c[(r.get("method", "?"), path + kind)] += 1
+for (m, p), n in sorted(c.items(), key=lambda x: -x[1]):
+    print(f"  {n:5d}  {m} {p}")
+PY
