@@ -12,6 +12,19 @@ pub const ROWS_PER_APP: u16 = 2;
 /// Width of one executor cell in the state map.
 pub const CELL_WIDTH: u16 = 7;
 
+/// How the state map draws executors: as dense as it must be for the whole app to fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Density {
+    /// `  123R ` cells: the id, the state letter, a mark.
+    Cells,
+    /// One character per executor, its state letter; each line starts with the id of its
+    /// first executor (the ruler).
+    Letters,
+    /// Two executors per character (upper and lower half block), colour only: 10,000 fit at
+    /// 200×50. The selected executor shows its letter.
+    HalfBlocks,
+}
+
 /// Where everything goes at a given size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -26,6 +39,9 @@ pub struct Layout {
     pub footer: Rect,
     /// Executors per row in the state map.
     pub map_columns: u16,
+    pub density: Density,
+    /// Width of the ruler of ids at the left of a dense map (0 with cells).
+    pub ruler: u16,
 }
 
 /// The layout for a terminal of `size`.
@@ -65,7 +81,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     );
     let strip = Rect::new(right_x, main.y + main.height, right_w, strip_h);
     let inner_w = main.width.saturating_sub(2);
-    let map_columns = (inner_w / CELL_WIDTH).max(1);
+    let (density, map_columns, ruler) = density(app, inner_w, main.height.saturating_sub(2));
     let _ = full;
     Layout {
         top,
@@ -76,6 +92,32 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
         strip,
         footer,
         map_columns,
+        density,
+        ruler,
+    }
+}
+
+/// The sparsest map that shows all of the current app's executors in `rows` lines of
+/// `width`: cells, else letters, else half blocks (which may still scroll past 2 per cell).
+fn density(app: &App, width: u16, rows: u16) -> (Density, u16, u16) {
+    let cells = (width / CELL_WIDTH).max(1);
+    let (n, max_id) = app.current_app().map_or((0, 0), |a| {
+        (
+            a.executors.len(),
+            a.executors.keys().next_back().copied().unwrap_or(0),
+        )
+    });
+    let rows = usize::from(rows.max(1));
+    // The ruler: the widest id and a space.
+    let ruler = u16::try_from(max_id.max(1).to_string().len() + 1).unwrap_or(8);
+    if n.div_ceil(usize::from(cells)) <= rows || width < ruler + 8 {
+        return (Density::Cells, cells, 0);
+    }
+    let columns = width - ruler;
+    if n.div_ceil(usize::from(columns)) <= rows {
+        (Density::Letters, columns, ruler)
+    } else {
+        (Density::HalfBlocks, columns, ruler)
     }
 }
 
@@ -103,7 +145,15 @@ impl Layout {
         let offset = scroll_offset(app, self);
         let i = match app.view {
             View::Map => {
-                let col = usize::from((x - m.x - 1) / CELL_WIDTH);
+                let x = x - m.x - 1;
+                let (col, row) = match self.density {
+                    Density::Cells => (usize::from(x / CELL_WIDTH), row),
+                    // A click cannot tell the halves of a character apart: the upper one.
+                    Density::Letters | Density::HalfBlocks => (
+                        usize::from(x.checked_sub(self.ruler)?),
+                        row * self.lines_per_row(),
+                    ),
+                };
                 if col >= usize::from(self.map_columns) {
                     return None;
                 }
@@ -115,7 +165,19 @@ impl Layout {
     }
 }
 
-/// The first row (map) or item (table) shown, so that the selection stays visible.
+impl Layout {
+    /// Map rows of executors per line of text: 2 with half blocks.
+    pub fn lines_per_row(&self) -> usize {
+        if self.density == Density::HalfBlocks {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// The first row of executors (map; even with half blocks) or item (table) shown, so that
+/// the selection stays visible.
 pub fn scroll_offset(app: &App, l: &Layout) -> usize {
     let visible_rows = usize::from(l.main.height.saturating_sub(2)).max(1);
     let idx = app
@@ -124,8 +186,9 @@ pub fn scroll_offset(app: &App, l: &Layout) -> usize {
         .unwrap_or(0);
     match app.view {
         View::Map => {
-            let row = idx / usize::from(l.map_columns.max(1));
-            (row + 1).saturating_sub(visible_rows)
+            let per = l.lines_per_row();
+            let line = idx / usize::from(l.map_columns.max(1)) / per;
+            (line + 1).saturating_sub(visible_rows) * per
         }
         View::Table => {
             let rows = visible_rows.saturating_sub(1).max(1);

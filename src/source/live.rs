@@ -374,7 +374,8 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 // kube's watcher does not hand out the list's resourceVersion; the newest pod
                 // in it is a lower bound, which keeps missing-pod detection conservative (a
                 // pod seen at or after it is never called missing by this list).
-                let resource_version = Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
+                let resource_version =
+                    Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
                 let listed = SourceEvent::PodsListed {
                     pods,
                     resource_version,

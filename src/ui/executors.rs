@@ -5,13 +5,14 @@
 use ratatui::{
     Frame,
     layout::{Constraint, Rect},
-    style::Style,
+    style::{Color, Modifier, Style},
     text::{Line, Span},
     widgets::{Block, Borders, Paragraph, Row, Table, Wrap},
 };
 
 use super::{CELL_WIDTH, Layout, theme};
-use crate::app::layout::scroll_offset;
+use crate::app::layout::{Density, scroll_offset};
+use crate::store::ExecutorRecord;
 use crate::{
     app::{App, Focus, Sort, View},
     diagnose::human_duration,
@@ -53,9 +54,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         } else {
             format!(" of {total}")
         },
-        match app.view {
-            View::Map => "map",
-            View::Table => "table",
+        match (app.view, l.density) {
+            (View::Table, _) => "table",
+            (View::Map, Density::Cells) => "map",
+            (View::Map, Density::Letters) => "map, 1 per cell",
+            (View::Map, Density::HalfBlocks) => "map, 2 per cell (colour; v: table)",
         },
     );
     let mut block = Block::default()
@@ -77,43 +80,12 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     let selected = app.selected_exec;
     match app.view {
         View::Map => {
-            let cols = usize::from(l.map_columns.max(1));
             let rows = usize::from(area.height.saturating_sub(2));
             let mut lines = Vec::new();
             if visible.is_empty() {
                 lines.push(Line::styled("no executors match", theme::dim()));
             }
-            for chunk in visible.chunks(cols).skip(offset).take(rows) {
-                let mut spans = Vec::new();
-                let key = app
-                    .current_app()
-                    .map(|a| (a.namespace.clone(), a.app_id.clone()))
-                    .unwrap_or_default();
-                for e in chunk {
-                    let (letter, style) = theme::cell(e);
-                    let mark = if app.marked.contains(&(key.0.clone(), key.1.clone(), e.id)) {
-                        '*'
-                    } else if e.driver_disagrees() {
-                        '!'
-                    } else if e.pod.is_held() {
-                        'h'
-                    } else {
-                        ' '
-                    };
-                    let text = format!(
-                        "{:>w$}{letter}{mark}",
-                        e.id,
-                        w = usize::from(CELL_WIDTH) - 2
-                    );
-                    let style = if Some(e.id) == selected {
-                        style.patch(theme::selected())
-                    } else {
-                        style
-                    };
-                    spans.push(Span::styled(text, style));
-                }
-                lines.push(Line::from(spans));
-            }
+            lines.extend(map_lines(app, l, &visible, offset, rows));
             // Room left under the map: the endings, newest first, so a small app's pane
             // explains itself instead of staying empty.
             let spare = rows.saturating_sub(lines.len());
@@ -276,6 +248,102 @@ fn columns(width: u16) -> Vec<Col> {
         cols.retain(|c| *c != drop);
     }
     cols
+}
+
+/// The map's lines from map row `offset`: cells, letters or half blocks (`Layout::density`).
+fn map_lines(
+    app: &App,
+    l: &Layout,
+    visible: &[&std::sync::Arc<ExecutorRecord>],
+    offset: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let cols = usize::from(l.map_columns.max(1));
+    let selected = app.selected_exec;
+    let key = app
+        .current_app()
+        .map(|a| (a.namespace.clone(), a.app_id.clone()))
+        .unwrap_or_default();
+    let marked = |e: &ExecutorRecord| app.marked.contains(&(key.0.clone(), key.1.clone(), e.id));
+    let styled = |e: &ExecutorRecord, style: Style| {
+        if Some(e.id) == selected {
+            style.patch(theme::selected())
+        } else if marked(e) {
+            style.add_modifier(Modifier::UNDERLINED)
+        } else {
+            style
+        }
+    };
+    let ruler = |first: &ExecutorRecord| {
+        Span::styled(
+            format!(
+                "{:>w$} ",
+                first.id,
+                w = usize::from(l.ruler.saturating_sub(1))
+            ),
+            theme::dim(),
+        )
+    };
+    let per = l.lines_per_row();
+    let mut chunks = visible.chunks(cols).skip(offset);
+    let mut lines = Vec::new();
+    while lines.len() < rows {
+        let Some(top) = chunks.next() else { break };
+        let mut spans = Vec::new();
+        match l.density {
+            Density::Cells => {
+                for e in top {
+                    let (letter, style) = theme::cell(e);
+                    let mark = if marked(e) {
+                        '*'
+                    } else if e.driver_disagrees() {
+                        '!'
+                    } else if e.pod.is_held() {
+                        'h'
+                    } else {
+                        ' '
+                    };
+                    let text = format!(
+                        "{:>w$}{letter}{mark}",
+                        e.id,
+                        w = usize::from(CELL_WIDTH) - 2
+                    );
+                    spans.push(Span::styled(text, styled(e, style)));
+                }
+            }
+            Density::Letters => {
+                spans.push(ruler(top[0]));
+                for e in top {
+                    let (letter, style) = theme::cell(e);
+                    spans.push(Span::styled(letter.to_string(), styled(e, style)));
+                }
+            }
+            Density::HalfBlocks => {
+                let bottom = if per == 2 { chunks.next() } else { None };
+                spans.push(ruler(top[0]));
+                for (j, e) in top.iter().enumerate() {
+                    let under = bottom.and_then(|b| b.get(j));
+                    let chosen = [Some(e), under]
+                        .into_iter()
+                        .flatten()
+                        .find(|x| Some(x.id) == selected);
+                    if let Some(sel) = chosen {
+                        let (letter, style) = theme::cell(sel);
+                        spans.push(Span::styled(letter.to_string(), styled(sel, style)));
+                        continue;
+                    }
+                    let colour = |x: &ExecutorRecord| theme::cell(x).1.fg.unwrap_or(Color::Reset);
+                    let mut style = Style::default().fg(colour(e));
+                    if let Some(u) = under {
+                        style = style.bg(colour(u));
+                    }
+                    spans.push(Span::styled("▀", style));
+                }
+            }
+        }
+        lines.push(Line::from(spans));
+    }
+    lines
 }
 
 /// Lines for the room under the map: the app's ended executors with a warning or an error,
