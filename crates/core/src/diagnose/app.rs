@@ -123,8 +123,8 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
         Budget::Limit(limit) => {
             // Spark stops the app when the count passes the limit (`numFailedExecutors >
             // maxNumExecutorFailures`, ExecutorPodsLifecycleManager 4.3.0 bytecode).
-            let left = (limit + 1).saturating_sub(used);
-            let severity = if left * 4 <= limit { Severity::Error } else { Severity::Warn };
+            let left = limit.saturating_add(1).saturating_sub(used);
+            let severity = if left.saturating_mul(4) <= limit { Severity::Error } else { Severity::Warn };
             let text = match left {
                 0 => format!(
                     "past the failure limit of {limit} ({used} counted): {version} aborts the app with exit 11"
@@ -279,7 +279,16 @@ mod tests {
         );
         // Mixed causes under the threshold: no loop.
         let mixed = [Code::JvmOom, Code::JvmOom, Code::Evicted];
-        assert!(app_findings(&facts(&mixed, "4.0.1")).is_empty());
+        assert!(app_findings(&facts(&mixed, "4.0.1")).is_empty()); // The largest limit a driver's configuration can say is no overflow (a panic in the
+        // live view once, with the `scale` scenario's maxNumFailures of 4294967295).
+        let mut huge = facts(&oom, "4.0.1");
+        huge.max_failures = Some(u32::MAX);
+        let f = app_findings(&huge);
+        assert!(
+            f[0].summary.contains("of 4294967295 allowed failures used"),
+            "{}",
+            f[0].summary
+        );
     }
 
     #[test]

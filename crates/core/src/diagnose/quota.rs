@@ -58,7 +58,9 @@ pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
     let counting = match f.spark_version {
         Some(v) if v.counts_creation_failures() => match failure_budget(f) {
             Budget::Limit(limit) => {
-                let left = (limit + 1).saturating_sub(f.counted.len() as u32);
+                let left = limit
+                    .saturating_add(1)
+                    .saturating_sub(f.counted.len() as u32);
                 format!(
                     "{version} counts each rejected creation toward spark.executor.maxNumFailures \
                      ({} of {limit} used by failed executors): about {left} more rejections, \
