@@ -57,7 +57,7 @@ impl DriverFocus {
 
 /// Reads every driver's executor list in scope (those in focus) every `every`.
 pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
-    let pods = pods_api(&conn.client, &conn.scope);
+    let pods: Api<Pod> = pods_api(&conn.client, &conn.scope);
     let services: Api<Service> = match &conn.scope {
         Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
         Scope::All => Api::all(conn.client.clone()),

@@ -6,12 +6,17 @@
 //! This is the edge: it stamps every event with the local clock when it arrives. Errors
 //! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
 
-use std::{collections::BTreeSet, path::PathBuf, time::Duration};
+use std::{
+    collections::{BTreeSet, HashMap},
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::{NamespaceResourceScope, api::core::v1::ConfigMap};
 use kube::{
-    Api, Client, Config,
+    Api, Client, Config, Resource,
     api::ListParams,
     config::{KubeConfigOptions, Kubeconfig},
     runtime::{WatchStreamExt, watcher},
@@ -20,13 +25,14 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 pub use super::driver_view::{BACKGROUND_FACTOR, DriverFocus, ui_path};
 use super::{
-    Health, SourceEvent, SourceKind,
+    Health, PresentPod, SourceEvent, SourceKind,
     bounds::BoundsLayer,
     errors::{self, forbidden_permission, health_of},
+    lean::{LeanEvent, LeanPod, PodMeta},
     parse_properties,
 };
 use crate::{
-    model::{ExecutorPod, PodEvent, Role},
+    model::{ExecutorPod, Role},
     redact,
 };
 
@@ -195,7 +201,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         Scope::Namespace(opts.namespace.clone().unwrap_or(default_ns))
     };
     let sel = selector(opts.selector.as_deref());
-    let api = pods_api(&client, &scope);
+    let api: Api<PodMeta> = pods_api(&client, &scope);
     // The first request tells whether the cluster is there; a transient 5xx or 429 (an API
     // server restarting, overloaded, a flaky proxy) is retried twice before giving up.
     let probe = ListParams::default().labels(&sel).limit(1);
@@ -281,7 +287,10 @@ fn describe_watch(e: &watcher::Error) -> String {
     }
 }
 
-pub(super) fn pods_api(client: &Client, scope: &Scope) -> Api<Pod> {
+pub(super) fn pods_api<K>(client: &Client, scope: &Scope) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
     match scope {
         Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
         Scope::All => Api::all(client.clone()),
@@ -298,9 +307,10 @@ pub fn spawn(
     poll_interval: Duration,
     tx: mpsc::Sender<SourceEvent>,
 ) -> Vec<JoinHandle<()>> {
+    let delivered = Delivered::default();
     let mut tasks = vec![
-        tokio::spawn(pod_watch(conn.clone(), tx.clone())),
-        tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone())),
+        tokio::spawn(pod_watch(conn.clone(), tx.clone(), delivered.clone())),
+        tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone(), delivered)),
         tokio::spawn(super::quotas::quota_poll(
             conn.clone(),
             poll_interval,
@@ -323,8 +333,62 @@ pub(super) async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> boo
     tx.send(ev).await.is_ok()
 }
 
-async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
-    let api = pods_api(&conn.client, &conn.scope);
+/// The resourceVersion of every pod the watch has delivered, by (namespace, name): the
+/// poll's metadata-only LIST is compared with it to find what the watch missed.
+#[derive(Debug, Clone, Default)]
+struct Delivered(Arc<Mutex<HashMap<(String, String), u64>>>);
+
+impl Delivered {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u64>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn saw(&self, pod: &ExecutorPod) {
+        if let Some(rv) = pod.rv() {
+            self.lock()
+                .insert((pod.namespace.clone(), pod.name.clone()), rv);
+        }
+    }
+
+    /// A deletion is delivered too (at its version): a pod deleted after the LIST but
+    /// before the comparison is not one the watch is behind on.
+    fn gone(&self, pod: &ExecutorPod) {
+        self.saw(pod);
+    }
+
+    /// After a comparison: forgets the deleted pods the LIST no longer names (deleted
+    /// before it), so the map holds what exists.
+    fn forget_absent(&self, listed: &[PresentPod], list_rv: Option<u64>) {
+        let names: std::collections::HashSet<(&str, &str)> = listed
+            .iter()
+            .map(|p| (p.namespace.as_str(), p.name.as_str()))
+            .collect();
+        let list_rv = list_rv.unwrap_or(0);
+        self.lock().retain(|(ns, name), rv| {
+            *rv > list_rv || names.contains(&(ns.as_str(), name.as_str()))
+        });
+    }
+
+    /// Listed pods newer than what the watch delivered (or never delivered).
+    fn behind<'a>(&self, listed: &'a [PresentPod]) -> Vec<&'a PresentPod> {
+        let seen = self.lock();
+        listed
+            .iter()
+            .filter(|p| {
+                let known = seen.get(&(p.namespace.clone(), p.name.clone()));
+                match (p.resource_version, known) {
+                    (Some(listed), Some(known)) => listed > *known,
+                    _ => true,
+                }
+            })
+            .collect()
+    }
+}
+
+async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: Delivered) {
+    let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let cfg = watcher::Config::default().labels(&conn.selector);
     let mut stream = watcher(api, cfg).default_backoff().boxed();
     let mut configs_read: BTreeSet<(String, String)> = BTreeSet::new();
@@ -349,22 +413,44 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
             return;
         }
         let ev = match item {
-            Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
-                let pod = ExecutorPod::from_pod(&p);
+            Ok(
+                watcher::Event::Apply(LeanPod { pod, .. })
+                | watcher::Event::InitApply(LeanPod { pod, .. }),
+            ) => {
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
                 if let Some(list) = listing.as_mut() {
                     list.push(pod);
                     continue;
                 }
-                SourceEvent::PodUpserted {
-                    pod: Box::new(pod),
-                    at: now(),
+                let ok = send(
+                    &tx,
+                    SourceEvent::PodUpserted {
+                        pod: Box::new(pod.clone()),
+                        at: now(),
+                    },
+                )
+                .await;
+                delivered.saw(&pod);
+                if !ok {
+                    return;
                 }
+                continue;
             }
-            Ok(watcher::Event::Delete(p)) => SourceEvent::PodDeleted {
-                pod: Box::new(ExecutorPod::from_pod(&p)),
-                at: now(),
-            },
+            Ok(watcher::Event::Delete(LeanPod { pod, .. })) => {
+                let ok = send(
+                    &tx,
+                    SourceEvent::PodDeleted {
+                        pod: Box::new(pod.clone()),
+                        at: now(),
+                    },
+                )
+                .await;
+                delivered.gone(&pod);
+                if !ok {
+                    return;
+                }
+                continue;
+            }
             Ok(watcher::Event::Init) => {
                 listing = Some(Vec::new());
                 continue;
@@ -376,6 +462,10 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 // pod seen at or after it is never called missing by this list).
                 let resource_version =
                     Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
+                let rvs: Vec<((String, String), u64)> = pods
+                    .iter()
+                    .filter_map(|p| Some(((p.namespace.clone(), p.name.clone()), p.rv()?)))
+                    .collect();
                 let listed = SourceEvent::PodsListed {
                     pods,
                     resource_version,
@@ -384,6 +474,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 if !send(&tx, listed).await {
                     return;
                 }
+                delivered.lock().extend(rvs);
                 SourceEvent::SourceHealth {
                     source: SourceKind::PodWatch,
                     health: Health::Connected,
@@ -498,21 +589,33 @@ fn maybe_read_config(
     });
 }
 
-/// Spark's periodic full LIST, for missing-pod detection. The first comes one interval after
-/// the start: the watch's own initial list is the first complete view.
-async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
-    let api = pods_api(&conn.client, &conn.scope);
+/// How long the poll lets the watch deliver what changed while its LIST ran, before it
+/// compares the two.
+const CATCH_UP: Duration = Duration::from_secs(1);
+/// Pods the watch may be behind on that the poll reads one by one; past this, a full LIST.
+const MAX_READS: usize = 20;
+
+/// Spark's periodic full LIST, for missing-pod detection; the first comes one interval after
+/// the start (the watch's own initial list is the first complete view). It asks for
+/// metadata only (names, labels, resourceVersions): what the watch delivered is the pods'
+/// content, and a pod the watch is behind on (a newer version listed than delivered) is
+/// read again, one GET each, or with one full LIST when there are many.
+async fn pod_poll(
+    conn: Connection,
+    every: Duration,
+    tx: mpsc::Sender<SourceEvent>,
+    delivered: Delivered,
+) {
+    let meta: Api<PodMeta> = pods_api(&conn.client, &conn.scope);
+    let full: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let every = every.max(Duration::from_millis(100));
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let ev = match list_all(&api, &conn.selector).await {
-            Ok((pods, rv)) => SourceEvent::PodsListed {
-                pods,
-                resource_version: rv,
-                at: now(),
-            },
+        let ev = match poll_once(&conn, &meta, &full, &delivered, &tx).await {
+            Ok(Some(ev)) => ev,
+            Ok(None) => return,
             Err(e) => SourceEvent::SourceHealth {
                 source: SourceKind::PodPoll,
                 health: health_of(
@@ -522,7 +625,10 @@ async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEven
                 at: now(),
             },
         };
-        let ok = matches!(ev, SourceEvent::PodsListed { .. });
+        let ok = matches!(
+            ev,
+            SourceEvent::PodsListed { .. } | SourceEvent::PodsPresent { .. }
+        );
         if !send(&tx, ev).await {
             return;
         }
@@ -542,16 +648,64 @@ async fn pod_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEven
     }
 }
 
+/// One poll: the complete LIST as an event, after the pods the watch was behind on
+/// (`None` when the receiver is gone).
+async fn poll_once(
+    conn: &Connection,
+    meta: &Api<PodMeta>,
+    full: &Api<LeanPod>,
+    delivered: &Delivered,
+    tx: &mpsc::Sender<SourceEvent>,
+) -> Result<Option<SourceEvent>, kube::Error> {
+    let (present, rv) = list_all(meta, &conn.selector).await?;
+    let present: Vec<PresentPod> = present.into_iter().map(|m| m.pod).collect();
+    tokio::time::sleep(CATCH_UP).await;
+    let behind: Vec<(String, String)> = delivered
+        .behind(&present)
+        .into_iter()
+        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .collect();
+    delivered.forget_absent(&present, rv);
+    if behind.len() > MAX_READS {
+        let (pods, rv) = list_all(full, &conn.selector).await?;
+        let pods = pods.into_iter().map(|p| p.pod).collect();
+        return Ok(Some(SourceEvent::PodsListed {
+            pods,
+            resource_version: rv,
+            at: now(),
+        }));
+    }
+    for (ns, name) in behind {
+        let api: Api<LeanPod> = Api::namespaced(conn.client.clone(), &ns);
+        // Gone since the LIST: the watch says so (or the next poll finds it absent).
+        if let Some(LeanPod { pod, .. }) = api.get_opt(&name).await? {
+            let ev = SourceEvent::PodUpserted {
+                pod: Box::new(pod.clone()),
+                at: now(),
+            };
+            if !send(tx, ev).await {
+                return Ok(None);
+            }
+            delivered.saw(&pod);
+        }
+    }
+    Ok(Some(SourceEvent::PodsPresent {
+        pods: present,
+        resource_version: rv,
+        at: now(),
+    }))
+}
+
 /// A complete LIST in pages of 500, as kubectl does; the version of the last page.
-async fn list_all(
-    api: &Api<Pod>,
-    sel: &str,
-) -> Result<(Vec<ExecutorPod>, Option<u64>), kube::Error> {
+async fn list_all<K>(api: &Api<K>, sel: &str) -> Result<(Vec<K>, Option<u64>), kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let mut out = Vec::new();
     let mut lp = ListParams::default().labels(sel).limit(500);
     loop {
         let page = api.list(&lp).await?;
-        out.extend(page.items.iter().map(ExecutorPod::from_pod));
+        out.extend(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => {
                 lp = ListParams::default()
@@ -583,7 +737,7 @@ pub const EVENT_SELECTORS: &[&str] = &[
 ];
 
 async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
-    let api: Api<Event> = match &conn.scope {
+    let api: Api<LeanEvent> = match &conn.scope {
         Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
         Scope::All => Api::all(conn.client.clone()),
     };
@@ -604,7 +758,7 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
         }
         let ev = match item {
             Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => SourceEvent::EventSeen {
-                event: Box::new(PodEvent::from_core(&e)),
+                event: Box::new(e.event),
                 at: now(),
             },
             Ok(watcher::Event::Delete(_) | watcher::Event::Init) => continue,

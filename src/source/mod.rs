@@ -5,6 +5,7 @@
 pub mod bounds;
 pub mod driver_view;
 pub mod errors;
+pub mod lean;
 pub mod live;
 mod quotas;
 pub mod scope;
@@ -75,6 +76,14 @@ pub enum SourceEvent {
         resource_version: Option<u64>,
         at: Time,
     },
+    /// A complete metadata-only LIST (the periodic relist): which pods exist at the list's
+    /// version. It changes nothing about them; executors absent from it are missing.
+    PodsPresent {
+        pods: Vec<PresentPod>,
+        /// The list's `metadata.resourceVersion`.
+        resource_version: Option<u64>,
+        at: Time,
+    },
     /// A Kubernetes event about a pod.
     EventSeen { event: Box<PodEvent>, at: Time },
     /// A driver's `spark.properties`, read from its ConfigMap.
@@ -128,6 +137,22 @@ pub enum SourceEvent {
     Tick { at: Time },
 }
 
+/// A pod as a metadata-only LIST names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresentPod {
+    pub namespace: String,
+    pub name: String,
+    /// `spark-app-selector`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_id: Option<String>,
+    /// `spark-exec-id`, when it is a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_id: Option<i64>,
+    /// `metadata.resourceVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<u64>,
+}
+
 /// One read of a driver's `allexecutors`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -147,6 +172,7 @@ impl SourceEvent {
             Self::PodUpserted { at, .. }
             | Self::PodDeleted { at, .. }
             | Self::PodsListed { at, .. }
+            | Self::PodsPresent { at, .. }
             | Self::EventSeen { at, .. }
             | Self::DriverConfig { at, .. }
             | Self::SourceHealth { at, .. }

@@ -54,6 +54,14 @@ pub use records::{
     Gone, Snapshot, TimelineEntry, Transition,
 };
 
+/// A pod a complete LIST named.
+struct Present<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    app_id: Option<&'a str>,
+    executor_id: Option<i64>,
+}
+
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Store {
@@ -98,6 +106,22 @@ impl Store {
                 resource_version,
                 at,
             } => self.replace(pods, resource_version, at),
+            SourceEvent::PodsPresent {
+                pods,
+                resource_version,
+                at,
+            } => {
+                let present = pods
+                    .iter()
+                    .map(|p| Present {
+                        namespace: &p.namespace,
+                        name: &p.name,
+                        app_id: p.app_id.as_deref(),
+                        executor_id: p.executor_id,
+                    })
+                    .collect();
+                self.mark_missing(present, resource_version, at);
+            }
             SourceEvent::EventSeen { event, at } => self.event(*event, at),
             SourceEvent::DriverConfig {
                 namespace,
@@ -233,6 +257,11 @@ impl Store {
         let Some(app_id) = pod.app_id().map(str::to_owned) else {
             return; // not a Spark pod
         };
+        if !deleted && self.already_known(&app_id, &pod) {
+            // A relist (or a repeated watch event) of an executor as it was: nothing to
+            // recompute, and readers' copies of the app stay shared.
+            return;
+        }
         let ns = pod.namespace.clone();
         let pod_events: Vec<PodEvent> = self
             .events
@@ -388,23 +417,66 @@ impl Store {
         self.finished.extend(finished);
     }
 
+    /// The executor's record already holds exactly this pod, at this resourceVersion.
+    fn already_known(&self, app_id: &str, pod: &ExecutorPod) -> bool {
+        let (Some(id), Some(rv)) = (pod.executor_id(), pod.rv()) else {
+            return false;
+        };
+        self.snap
+            .apps
+            .get(&(pod.namespace.clone(), app_id.to_owned()))
+            .and_then(|app| app.executors.get(&id))
+            .is_some_and(|rec| {
+                rec.gone.is_none()
+                    && rec.last_rv == Some(rv)
+                    && rec.pod.role() == Some(Role::Executor)
+                    && *rec.pod == *pod
+            })
+    }
+
     /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides
     /// which executors are missing.
     fn replace(&mut self, pods: Vec<ExecutorPod>, list_rv: Option<u64>, at: Time) {
-        self.snap.full_snapshot_at = Some(at);
-        self.snap.list_rv = list_rv;
-        let mut present: std::collections::BTreeSet<(String, String, i64)> =
-            std::collections::BTreeSet::new();
-        let mut present_names: std::collections::BTreeSet<(String, String)> =
-            std::collections::BTreeSet::new();
-        for p in &pods {
-            present_names.insert((p.namespace.clone(), p.name.clone()));
-            if let (Some(app), Some(id)) = (p.app_id(), p.executor_id()) {
-                present.insert((p.namespace.clone(), app.to_owned(), id));
-            }
-        }
+        let keys: Vec<(String, String, Option<String>, Option<i64>)> = pods
+            .iter()
+            .map(|p| {
+                (
+                    p.namespace.clone(),
+                    p.name.clone(),
+                    p.app_id().map(str::to_owned),
+                    p.executor_id(),
+                )
+            })
+            .collect();
         for p in pods {
             self.upsert(p, at, false);
+        }
+        let present = keys
+            .iter()
+            .map(|(namespace, name, app_id, executor_id)| Present {
+                namespace,
+                name,
+                app_id: app_id.as_deref(),
+                executor_id: *executor_id,
+            })
+            .collect();
+        self.mark_missing(present, list_rv, at);
+    }
+
+    /// After a complete LIST (full or metadata-only) of the pods in `present`: executors
+    /// not in it, newer than their last sighting and not seen deleted, are missing.
+    fn mark_missing(&mut self, present: Vec<Present<'_>>, list_rv: Option<u64>, at: Time) {
+        self.snap.full_snapshot_at = Some(at);
+        self.snap.list_rv = list_rv;
+        let mut present_ids: std::collections::BTreeSet<(&str, &str, i64)> =
+            std::collections::BTreeSet::new();
+        let mut present_names: std::collections::BTreeSet<(&str, &str)> =
+            std::collections::BTreeSet::new();
+        for p in &present {
+            present_names.insert((p.namespace, p.name));
+            if let (Some(app), Some(id)) = (p.app_id, p.executor_id) {
+                present_ids.insert((p.namespace, app, id));
+            }
         }
         let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
         for key in keys {
@@ -415,7 +487,8 @@ impl Store {
                 .executors
                 .values()
                 .filter(|e| {
-                    e.gone.is_none() && !present.contains(&(key.0.clone(), key.1.clone(), e.id))
+                    e.gone.is_none()
+                        && !present_ids.contains(&(key.0.as_str(), key.1.as_str(), e.id))
                 })
                 // Precise: the list must be newer than the version at which we last saw it.
                 .filter(|e| match (list_rv, e.last_rv) {
@@ -424,9 +497,16 @@ impl Store {
                 })
                 .map(|e| e.id)
                 .collect();
+            let unregistered_gone = app
+                .unregistered
+                .keys()
+                .any(|name| !present_names.contains(&(key.0.as_str(), name.as_str())));
+            if vanished.is_empty() && !unregistered_gone {
+                continue; // nothing changed: what was derived from the app stays
+            }
             let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             app.unregistered
-                .retain(|name, _| present_names.contains(&(key.0.clone(), name.clone())));
+                .retain(|name, _| present_names.contains(&(key.0.as_str(), name.as_str())));
             let config = app.config.clone();
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
@@ -592,5 +672,7 @@ mod pairs {
     }
 }
 
+#[cfg(test)]
+mod relist_tests;
 #[cfg(test)]
 mod tests;

@@ -221,6 +221,7 @@ pub struct ExecutorRecord {
     #[serde(alias = "state")]
     pub pod_state: ExecutorState,
     pub first_seen: Time,
+    /// When the pod last changed (a relist of it unchanged is not a change).
     pub last_seen: Time,
     /// The resourceVersion at which the pod was last seen.
     pub last_rv: Option<u64>,

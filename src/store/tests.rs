@@ -12,15 +12,15 @@ use crate::{
     source::Health,
 };
 
-fn t(s: u32) -> DateTime<Utc> {
+pub(super) fn t(s: u32) -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()
 }
 
-fn exec(id: i64, rv: u64, status: Value) -> ExecutorPod {
+pub(super) fn exec(id: i64, rv: u64, status: Value) -> ExecutorPod {
     exec_with(id, rv, json!({}), status)
 }
 
-fn exec_with(id: i64, rv: u64, meta: Value, status: Value) -> ExecutorPod {
+pub(super) fn exec_with(id: i64, rv: u64, meta: Value, status: Value) -> ExecutorPod {
     let mut m = json!({"name": format!("app-exec-{id}"), "uid": format!("uid-{id}"), "resourceVersion": rv.to_string(),
         "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": id.to_string(), "spark-app-name": "etl"}});
     if let (Some(a), Some(b)) = (m.as_object_mut(), meta.as_object()) {
@@ -34,31 +34,31 @@ fn exec_with(id: i64, rv: u64, meta: Value, status: Value) -> ExecutorPod {
     )
 }
 
-fn running() -> Value {
+pub(super) fn running() -> Value {
     json!({"phase": "Running", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark", "imageID": "",
         "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2027-01-15T08:00:05Z"}}}]})
 }
 
-fn oom() -> Value {
+pub(super) fn oom() -> Value {
     json!({"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "spark", "imageID": "",
         "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]})
 }
 
-fn up(p: ExecutorPod, at: u32) -> SourceEvent {
+pub(super) fn up(p: ExecutorPod, at: u32) -> SourceEvent {
     SourceEvent::PodUpserted {
         pod: Box::new(p),
         at: t(at),
     }
 }
 
-fn del(p: ExecutorPod, at: u32) -> SourceEvent {
+pub(super) fn del(p: ExecutorPod, at: u32) -> SourceEvent {
     SourceEvent::PodDeleted {
         pod: Box::new(p),
         at: t(at),
     }
 }
 
-fn list(pods: Vec<ExecutorPod>, rv: u64, at: u32) -> SourceEvent {
+pub(super) fn list(pods: Vec<ExecutorPod>, rv: u64, at: u32) -> SourceEvent {
     SourceEvent::PodsListed {
         pods,
         resource_version: Some(rv),
@@ -66,7 +66,7 @@ fn list(pods: Vec<ExecutorPod>, rv: u64, at: u32) -> SourceEvent {
     }
 }
 
-async fn run(events: Vec<SourceEvent>) -> Store {
+pub(super) async fn run(events: Vec<SourceEvent>) -> Store {
     stream::iter(events)
         .fold(Store::new(), |mut s, e| async move {
             s.apply(e);
@@ -75,7 +75,7 @@ async fn run(events: Vec<SourceEvent>) -> Store {
         .await
 }
 
-fn app(s: &Store) -> &AppRecord {
+pub(super) fn app(s: &Store) -> &AppRecord {
     s.view()
         .apps
         .get(&("spark-jobs".to_owned(), "spark-1".to_owned()))

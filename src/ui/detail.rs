@@ -26,7 +26,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     ]));
     lines.push(Line::styled(
         format!(
-            "node {} · first seen {} · last seen {} · Spark container {}",
+            "node {} · first seen {} · last change {} · Spark container {}",
             e.pod.node_name.as_deref().unwrap_or("-"),
             super::when(&e.first_seen),
             super::when(&e.last_seen),

@@ -7,7 +7,10 @@
 use k8s_openapi::api::{core::v1 as core, events::v1 as events};
 use serde::{Deserialize, Serialize};
 
-use super::pod::{ExecutorPod, Time, time};
+use super::{
+    pod::{ExecutorPod, Time, time},
+    wire::WireEvent,
+};
 
 /// An event about a pod.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -36,42 +39,57 @@ pub struct PodEvent {
     pub source: Option<String>,
 }
 
-impl PodEvent {
-    /// Projects a core/v1 Event.
-    pub fn from_core(e: &core::Event) -> Self {
-        let obj = &e.involved_object;
-        let series = e.series.as_ref();
-        let event_time = e.event_time.as_ref().map(|t| time(&t.0));
+impl From<WireEvent> for PodEvent {
+    /// Projects a core/v1 Event as the API wrote it.
+    fn from(e: WireEvent) -> Self {
+        let obj = e.involved_object;
+        let series = e.series.unwrap_or_default();
         Self {
-            namespace: obj
-                .namespace
-                .clone()
-                .or_else(|| e.metadata.namespace.clone())
-                .unwrap_or_default(),
-            object_name: obj.name.clone().unwrap_or_default(),
-            object_uid: obj.uid.clone(),
-            object_kind: obj.kind.clone(),
-            type_: e.type_.clone(),
-            reason: e.reason.clone(),
-            message: e.message.clone(),
-            count: series.and_then(|s| s.count).or(e.count).unwrap_or(1).max(1),
-            first_seen: e
-                .first_timestamp
-                .as_ref()
-                .map(|t| time(&t.0))
-                .or(event_time),
+            namespace: obj.namespace.or(e.metadata.namespace).unwrap_or_default(),
+            object_name: obj.name.unwrap_or_default(),
+            object_uid: obj.uid,
+            object_kind: obj.kind,
+            type_: e.type_,
+            reason: e.reason,
+            message: e.message,
+            count: series.count.or(e.count).unwrap_or(1).max(1),
+            first_seen: e.first_timestamp.or(e.event_time),
             last_seen: series
-                .and_then(|s| s.last_observed_time.as_ref())
-                .map(|t| time(&t.0))
-                .or_else(|| e.last_timestamp.as_ref().map(|t| time(&t.0)))
-                .or(event_time),
+                .last_observed_time
+                .or(e.last_timestamp)
+                .or(e.event_time),
             source: e
                 .source
-                .as_ref()
-                .and_then(|s| s.component.clone())
-                .or_else(|| e.reporting_component.clone())
+                .and_then(|s| s.component)
+                .or(e.reporting_component)
                 .filter(|s| !s.is_empty()),
         }
+    }
+}
+
+impl PodEvent {
+    /// Projects a typed core/v1 Event (through its JSON: one projection for both ways in).
+    pub fn from_core(e: &core::Event) -> Self {
+        serde_json::to_value(e)
+            .ok()
+            .and_then(|v| WireEvent::deserialize(&v).ok())
+            .map(Self::from)
+            .unwrap_or_default()
+    }
+
+    /// Projects a core/v1 Event from its JSON bytes, reading only what the projection keeps.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice::<WireEvent>(bytes).map(Self::from)
+    }
+
+    /// Projects a core/v1 Event straight from any serde input (a watch event, a LIST), with
+    /// the event object's own `resourceVersion` (a watcher resumes from it).
+    pub fn deserialize_api_versioned<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<(Self, Option<String>), D::Error> {
+        let mut e = WireEvent::deserialize(d)?;
+        let rv = e.metadata.resource_version.take();
+        Ok((Self::from(e), rv))
     }
 
     /// Projects an events.k8s.io/v1 Event.

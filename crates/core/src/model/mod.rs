@@ -6,6 +6,7 @@ mod pod;
 pub mod quantity;
 mod quota;
 mod state;
+mod wire;
 
 pub use driver::DriverExecutor;
 pub use event::PodEvent;

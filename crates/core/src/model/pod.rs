@@ -2,8 +2,8 @@
 //!
 //! Why a projection: a full `Pod` of a Spark executor is 5–15 KB in memory (env, volumes,
 //! managed fields); a 10k-executor application must fit in a few hundred MB with history,
-//! so only what classification and diagnosis read is kept, and the `Pod` is dropped right
-//! after [`ExecutorPod::from_pod`].
+//! so only what classification and diagnosis read is kept: the live sources deserialize
+//! straight into it (`wire.rs`), never into a full `Pod`.
 //!
 //! Weak spot: resource quantities are kept as the strings the API returned (`4505Mi`);
 //! they are shown to people, never compared.
@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1 as core;
 use serde::{Deserialize, Serialize};
+
+use super::wire::{
+    self, WireContainer, WireContainerStatus, WirePod, WireQuantities, WireState, WireStatus,
+};
 
 /// A point in time as the API server reported it.
 pub type Time = DateTime<Utc>;
@@ -40,7 +44,8 @@ pub const HOLD_EXPIRES: &str = "spark-triage.dev/hold-expires";
 /// The driver container name Spark uses.
 pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 
-/// What diagnosis needs of a Pod. Built by [`ExecutorPod::from_pod`]; never holds the Pod.
+/// What diagnosis needs of a Pod. Deserialized from the API's JSON through the wire shapes
+/// (`wire.rs`), or projected from a typed Pod by [`ExecutorPod::from_pod`]; never holds the Pod.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ExecutorPod {
     /// The pod's namespace.
@@ -239,65 +244,89 @@ pub enum ExecIdLabel {
     Invalid(String),
 }
 
-impl ExecutorPod {
-    /// Projects a Pod. Never fails: absent fields become `None`/empty.
-    pub fn from_pod(pod: &core::Pod) -> Self {
-        let meta = &pod.metadata;
-        let spec = pod.spec.as_ref();
+impl From<WirePod> for ExecutorPod {
+    /// Projects a Pod as the API wrote it. Never fails: absent fields become `None`/empty.
+    fn from(pod: WirePod) -> Self {
+        let meta = pod.metadata;
+        let spec = pod.spec.unwrap_or_default();
+        let mut owners = meta.owner_references;
+        let controller = owners
+            .iter()
+            .position(|o| o.controller == Some(true))
+            .unwrap_or(0);
+        let owner = (controller < owners.len()).then(|| {
+            let o = owners.swap_remove(controller);
+            OwnerRef {
+                kind: o.kind,
+                name: o.name,
+                uid: o.uid,
+            }
+        });
+        let conf_config_map = spec
+            .volumes
+            .into_iter()
+            .find(|v| v.name == "spark-conf-volume-driver")
+            .and_then(|v| v.config_map)
+            .map(|c| c.name);
         Self {
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
-            labels: meta.labels.clone().unwrap_or_default(),
-            owner: meta.owner_references.as_ref().and_then(|owners| {
-                let owner = owners
-                    .iter()
-                    .find(|o| o.controller == Some(true))
-                    .or_else(|| owners.first())?;
-                Some(OwnerRef {
-                    kind: owner.kind.clone(),
-                    name: owner.name.clone(),
-                    uid: owner.uid.clone(),
-                })
-            }),
-            created_at: meta.creation_timestamp.as_ref().map(|t| time(&t.0)),
-            deletion: meta.deletion_timestamp.as_ref().map(|t| Deletion {
-                at: time(&t.0),
+            namespace: meta.namespace.unwrap_or_default(),
+            name: meta.name.unwrap_or_default(),
+            uid: meta.uid,
+            resource_version: meta.resource_version,
+            labels: meta.labels,
+            owner,
+            created_at: meta.creation_timestamp,
+            deletion: meta.deletion_timestamp.map(|t| Deletion {
+                at: wire::parse_time(&t).unwrap_or(DateTime::UNIX_EPOCH),
                 grace_period_seconds: meta.deletion_grace_period_seconds,
             }),
-            finalizers: meta.finalizers.clone().unwrap_or_default(),
-            node_name: spec.and_then(|s| s.node_name.clone()),
-            restart_policy: spec.and_then(|s| s.restart_policy.clone()),
+            finalizers: meta.finalizers,
+            node_name: spec.node_name,
+            restart_policy: spec.restart_policy,
             containers: spec
-                .map(|s| {
-                    s.containers
-                        .iter()
-                        .map(ContainerSpec::from_container)
-                        .collect()
-                })
-                .unwrap_or_default(),
+                .containers
+                .into_iter()
+                .map(ContainerSpec::from)
+                .collect(),
             init_containers: spec
-                .and_then(|s| s.init_containers.as_ref())
-                .map(|cs| cs.iter().map(ContainerSpec::from_container).collect())
-                .unwrap_or_default(),
-            status: pod.status.as_ref().map(PodStatus::from_status),
+                .init_containers
+                .into_iter()
+                .map(ContainerSpec::from)
+                .collect(),
+            status: pod.status.map(PodStatus::from),
             tool_annotations: meta
                 .annotations
-                .as_ref()
-                .map(|a| {
-                    a.iter()
-                        .filter(|(k, _)| k.starts_with(TOOL_DOMAIN))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            conf_config_map: spec
-                .and_then(|s| s.volumes.as_ref())
-                .and_then(|vs| vs.iter().find(|v| v.name == "spark-conf-volume-driver"))
-                .and_then(|v| v.config_map.as_ref())
-                .map(|c| c.name.clone()),
+                .into_iter()
+                .filter(|(k, _)| k.starts_with(TOOL_DOMAIN))
+                .collect(),
+            conf_config_map,
         }
+    }
+}
+
+impl ExecutorPod {
+    /// Projects a typed Pod (through its JSON: one projection for both ways in).
+    pub fn from_pod(pod: &core::Pod) -> Self {
+        serde_json::to_value(pod)
+            .ok()
+            .and_then(|v| Self::from_value(&v).ok())
+            .unwrap_or_default()
+    }
+
+    /// Projects a Pod from its JSON bytes, reading only what the projection keeps.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice::<WirePod>(bytes).map(Self::from)
+    }
+
+    /// Projects a Pod straight from any serde input (a kube client's response, a watch
+    /// event), reading only what the projection keeps.
+    pub fn deserialize_api<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        WirePod::deserialize(d).map(Self::from)
+    }
+
+    /// Projects a Pod held as a JSON value (without copying it).
+    pub fn from_value(v: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        WirePod::deserialize(v).map(Self::from)
     }
 
     /// Whether the tool's hold finalizer is on the pod.
@@ -408,81 +437,63 @@ impl ExecutorPod {
     }
 }
 
-impl ContainerSpec {
-    fn from_container(c: &core::Container) -> Self {
-        let resources = c.resources.as_ref();
-        let pick = |map: Option<
-            &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-        >| Resources {
-            cpu: map.and_then(|m| m.get("cpu")).map(|q| q.0.clone()),
-            memory: map.and_then(|m| m.get("memory")).map(|q| q.0.clone()),
+impl From<WireContainer> for ContainerSpec {
+    fn from(c: WireContainer) -> Self {
+        let pick = |q: WireQuantities| Resources {
+            cpu: q.cpu,
+            memory: q.memory,
         };
         Self {
-            name: c.name.clone(),
-            image: c.image.clone(),
-            requests: pick(resources.and_then(|r| r.requests.as_ref())),
-            limits: pick(resources.and_then(|r| r.limits.as_ref())),
-            runs_executor: c
-                .env
-                .as_ref()
-                .is_some_and(|env| env.iter().any(|e| e.name == "SPARK_EXECUTOR_ID")),
+            runs_executor: c.env.iter().any(|e| e.name == "SPARK_EXECUTOR_ID"),
+            name: c.name,
+            image: c.image,
+            requests: pick(c.resources.requests),
+            limits: pick(c.resources.limits),
         }
     }
 }
 
-impl PodStatus {
-    fn from_status(s: &core::PodStatus) -> Self {
-        let statuses = |list: Option<&Vec<core::ContainerStatus>>| {
-            list.map(|l| l.iter().map(ContainerStatus::from_status).collect())
-                .unwrap_or_default()
-        };
+impl From<WireStatus> for PodStatus {
+    fn from(s: WireStatus) -> Self {
+        let statuses =
+            |l: Vec<WireContainerStatus>| l.into_iter().map(ContainerStatus::from).collect();
         Self {
-            phase: s.phase.clone(),
-            reason: s.reason.clone(),
-            message: s.message.clone(),
+            phase: s.phase,
+            reason: s.reason,
+            message: s.message,
             conditions: s
                 .conditions
-                .as_ref()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| PodCondition {
-                            type_: c.type_.clone(),
-                            status: c.status.clone(),
-                            reason: c.reason.clone(),
-                            message: c.message.clone(),
-                            last_transition: c.last_transition_time.as_ref().map(|t| time(&t.0)),
-                        })
-                        .collect()
+                .into_iter()
+                .map(|c| PodCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    reason: c.reason,
+                    message: c.message,
+                    last_transition: c.last_transition_time,
                 })
-                .unwrap_or_default(),
-            container_statuses: statuses(s.container_statuses.as_ref()),
-            init_container_statuses: statuses(s.init_container_statuses.as_ref()),
-            start_time: s.start_time.as_ref().map(|t| time(&t.0)),
-            nominated_node_name: s.nominated_node_name.clone(),
+                .collect(),
+            container_statuses: statuses(s.container_statuses),
+            init_container_statuses: statuses(s.init_container_statuses),
+            start_time: s.start_time,
+            nominated_node_name: s.nominated_node_name,
+        }
+    }
+}
+
+impl From<WireContainerStatus> for ContainerStatus {
+    fn from(c: WireContainerStatus) -> Self {
+        Self {
+            name: c.name,
+            image: c.image.filter(|i| !i.is_empty()),
+            ready: c.ready,
+            restart_count: c.restart_count,
+            state: c.state.map(ContainerState::from).unwrap_or_default(),
+            last_state: c.last_state.map(ContainerState::from).unwrap_or_default(),
         }
     }
 }
 
 impl ContainerStatus {
-    fn from_status(c: &core::ContainerStatus) -> Self {
-        Self {
-            name: c.name.clone(),
-            image: Some(c.image.clone()).filter(|i| !i.is_empty()),
-            ready: c.ready,
-            restart_count: c.restart_count,
-            state: c
-                .state
-                .as_ref()
-                .map(ContainerState::from_state)
-                .unwrap_or_default(),
-            last_state: c
-                .last_state
-                .as_ref()
-                .map(ContainerState::from_state)
-                .unwrap_or_default(),
-        }
-    }
-
     /// The terminated state, if the container has ended.
     pub fn terminated(&self) -> Option<&Terminated> {
         self.state.terminated()
@@ -497,31 +508,33 @@ impl ContainerStatus {
     }
 }
 
-impl ContainerState {
-    fn from_state(s: &core::ContainerState) -> Self {
-        if let Some(t) = &s.terminated {
+impl From<WireState> for ContainerState {
+    fn from(s: WireState) -> Self {
+        if let Some(t) = s.terminated {
             Self::Terminated(Terminated {
                 exit_code: t.exit_code,
                 signal: t.signal,
-                reason: t.reason.clone(),
-                message: t.message.clone(),
-                started_at: t.started_at.as_ref().map(|x| time(&x.0)),
-                finished_at: t.finished_at.as_ref().map(|x| time(&x.0)),
+                reason: t.reason,
+                message: t.message,
+                started_at: t.started_at,
+                finished_at: t.finished_at,
             })
-        } else if let Some(r) = &s.running {
+        } else if let Some(r) = s.running {
             Self::Running {
-                started_at: r.started_at.as_ref().map(|x| time(&x.0)),
+                started_at: r.started_at,
             }
-        } else if let Some(w) = &s.waiting {
+        } else if let Some(w) = s.waiting {
             Self::Waiting {
-                reason: w.reason.clone(),
-                message: w.message.clone(),
+                reason: w.reason,
+                message: w.message,
             }
         } else {
             Self::None
         }
     }
+}
 
+impl ContainerState {
     /// The terminated state, if this is one.
     pub fn terminated(&self) -> Option<&Terminated> {
         match self {

@@ -394,9 +394,7 @@ fn store_feed(store: &ObjectStore) -> broadcast::Receiver<Arc<crate::store::Chan
 }
 
 fn to_executor_pod(pod: &Obj) -> ExecutorPod {
-    let p: k8s_openapi::api::core::v1::Pod =
-        serde_json::from_value(pod.value.clone()).unwrap_or_default();
-    ExecutorPod::from_pod(&p)
+    ExecutorPod::from_value(&pod.value).unwrap_or_default()
 }
 
 fn state_of(pod: &Obj, config: &ClassifyConfig) -> ExecutorState {

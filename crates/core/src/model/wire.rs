@@ -1,0 +1,270 @@
+//! The wire shapes: a Pod and a core/v1 Event as the API server writes them, reduced to the
+//! fields the projection reads, so they deserialize straight from the response bytes.
+//!
+//! Why not `k8s_openapi`'s `Pod`: it decodes everything (managed fields, every env value,
+//! volumes, probes) into owned strings and maps only for the projection to copy a few of
+//! them and drop the rest; at 10,000 executors that is most of the first view's time and
+//! memory. Here serde skips what is not named without allocating it, and env values (which
+//! may be secrets) are never decoded at all.
+//!
+//! Lenient where the typed client is strict: a missing required field becomes empty, an
+//! unreadable time becomes absent (a deletion stays a deletion, at the epoch: Spark only
+//! tests its presence), `null` reads as empty. A field of the wrong type is still an error.
+
+use std::collections::BTreeMap;
+
+use chrono::DateTime;
+use serde::{Deserialize, Deserializer};
+
+use super::pod::Time;
+
+/// `null` (or absent) as the type's default.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// An RFC 3339 time; unreadable or absent = `None`.
+fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.and_then(|s| parse_time(&s)))
+}
+
+pub(super) fn parse_time(s: &str) -> Option<Time> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.to_utc())
+}
+
+/// A Pod.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WirePod {
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: WireMeta,
+    pub spec: Option<WireSpec>,
+    /// `None` when the object has no `status` (Spark distinguishes it from an empty one).
+    pub status: Option<WireStatus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireMeta {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "nullable")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(deserialize_with = "nullable")]
+    pub owner_references: Vec<WireOwner>,
+    #[serde(deserialize_with = "time")]
+    pub creation_timestamp: Option<Time>,
+    /// Kept as written: present-but-unreadable still means "deletion requested".
+    pub deletion_timestamp: Option<String>,
+    pub deletion_grace_period_seconds: Option<i64>,
+    #[serde(deserialize_with = "nullable")]
+    pub finalizers: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireOwner {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub uid: String,
+    pub controller: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireSpec {
+    pub node_name: Option<String>,
+    pub restart_policy: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub containers: Vec<WireContainer>,
+    #[serde(deserialize_with = "nullable")]
+    pub init_containers: Vec<WireContainer>,
+    #[serde(deserialize_with = "nullable")]
+    pub volumes: Vec<WireVolume>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireContainer {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    pub image: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub resources: WireResources,
+    /// Only the names: values (secrets among them) are skipped unread.
+    #[serde(deserialize_with = "nullable")]
+    pub env: Vec<WireName>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireResources {
+    #[serde(deserialize_with = "nullable")]
+    pub requests: WireQuantities,
+    #[serde(deserialize_with = "nullable")]
+    pub limits: WireQuantities,
+}
+
+/// CPU and memory of a resource list (other resources are not read).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireQuantities {
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireName {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireVolume {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    pub config_map: Option<WireName>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireStatus {
+    pub phase: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub conditions: Vec<WireCondition>,
+    #[serde(deserialize_with = "nullable")]
+    pub container_statuses: Vec<WireContainerStatus>,
+    #[serde(deserialize_with = "nullable")]
+    pub init_container_statuses: Vec<WireContainerStatus>,
+    #[serde(deserialize_with = "time")]
+    pub start_time: Option<Time>,
+    pub nominated_node_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireCondition {
+    #[serde(rename = "type", deserialize_with = "nullable")]
+    pub type_: String,
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[serde(deserialize_with = "time")]
+    pub last_transition_time: Option<Time>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireContainerStatus {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    pub image: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub ready: bool,
+    #[serde(deserialize_with = "nullable")]
+    pub restart_count: i32,
+    pub state: Option<WireState>,
+    pub last_state: Option<WireState>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireState {
+    pub waiting: Option<WireWaiting>,
+    pub running: Option<WireRunning>,
+    pub terminated: Option<WireTerminated>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireWaiting {
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireRunning {
+    #[serde(deserialize_with = "time")]
+    pub started_at: Option<Time>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireTerminated {
+    #[serde(deserialize_with = "nullable")]
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[serde(deserialize_with = "time")]
+    pub started_at: Option<Time>,
+    #[serde(deserialize_with = "time")]
+    pub finished_at: Option<Time>,
+}
+
+/// A core/v1 Event.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireEvent {
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: WireEventMeta,
+    #[serde(deserialize_with = "nullable")]
+    pub involved_object: WireObjectRef,
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub count: Option<i32>,
+    #[serde(deserialize_with = "time")]
+    pub first_timestamp: Option<Time>,
+    #[serde(deserialize_with = "time")]
+    pub last_timestamp: Option<Time>,
+    #[serde(deserialize_with = "time")]
+    pub event_time: Option<Time>,
+    pub series: Option<WireSeries>,
+    pub source: Option<WireSource>,
+    pub reporting_component: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireEventMeta {
+    pub namespace: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireObjectRef {
+    pub kind: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub uid: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireSeries {
+    pub count: Option<i32>,
+    #[serde(deserialize_with = "time")]
+    pub last_observed_time: Option<Time>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireSource {
+    pub component: Option<String>,
+}

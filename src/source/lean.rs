@@ -1,0 +1,167 @@
+//! The kube client's resource types for the live sources, decoded straight into the lean
+//! projections (`ExecutorPod`, `PodEvent`, `PresentPod`) instead of `k8s_openapi`'s full
+//! objects: kube still makes the requests (watcher, pages, backoff), but a response is
+//! never held as a whole `Pod`.
+//!
+//! kube asks a resource for its `ObjectMeta`; the watcher reads only `resourceVersion` from
+//! it, so that is all these types keep there.
+
+use std::borrow::Cow;
+
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::core::v1::{Event, Pod},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::Resource;
+use serde::{Deserialize, Deserializer};
+
+use super::PresentPod;
+use crate::model::{ExecutorPod, PodEvent};
+
+/// A pod, projected as it is decoded.
+#[derive(Debug, Clone)]
+pub struct LeanPod {
+    pub pod: ExecutorPod,
+    meta: ObjectMeta,
+}
+
+/// A core/v1 Event, projected as it is decoded.
+#[derive(Debug, Clone)]
+pub struct LeanEvent {
+    pub event: PodEvent,
+    meta: ObjectMeta,
+}
+
+/// A pod's metadata only (`Api<PodMeta>` asks for `PartialObjectMetadata`: the API server
+/// sends no spec or status).
+#[derive(Debug, Clone)]
+pub struct PodMeta {
+    pub pod: PresentPod,
+    meta: ObjectMeta,
+}
+
+fn meta_with(resource_version: Option<String>) -> ObjectMeta {
+    ObjectMeta {
+        resource_version,
+        ..ObjectMeta::default()
+    }
+}
+
+impl<'de> Deserialize<'de> for LeanPod {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let pod = ExecutorPod::deserialize_api(d)?;
+        let meta = meta_with(pod.resource_version.clone());
+        Ok(Self { pod, meta })
+    }
+}
+
+impl<'de> Deserialize<'de> for LeanEvent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (event, rv) = PodEvent::deserialize_api_versioned(d)?;
+        Ok(Self {
+            event,
+            meta: meta_with(rv),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for PodMeta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // The metadata goes through the pod projection (no spec or status arrive).
+        let p = ExecutorPod::deserialize_api(d)?;
+        let meta = meta_with(p.resource_version.clone());
+        Ok(Self {
+            pod: PresentPod {
+                executor_id: p.executor_id(),
+                app_id: p.app_id().map(str::to_owned),
+                resource_version: p.rv(),
+                namespace: p.namespace,
+                name: p.name,
+            },
+            meta,
+        })
+    }
+}
+
+/// `Resource` as `K`'s, with the metadata above.
+macro_rules! resource_as {
+    ($ty:ty, $as:ty, $metadata_api:expr) => {
+        impl Resource for $ty {
+            type DynamicType = ();
+            type Scope = NamespaceResourceScope;
+
+            fn kind(dt: &()) -> Cow<'_, str> {
+                <$as>::kind(dt)
+            }
+            fn group(dt: &()) -> Cow<'_, str> {
+                <$as>::group(dt)
+            }
+            fn version(dt: &()) -> Cow<'_, str> {
+                <$as>::version(dt)
+            }
+            fn plural(dt: &()) -> Cow<'_, str> {
+                <$as>::plural(dt)
+            }
+            fn metadata_api() -> bool {
+                $metadata_api
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.meta
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.meta
+            }
+        }
+    };
+}
+
+resource_as!(LeanPod, Pod, false);
+resource_as!(LeanEvent, Event, false);
+resource_as!(PodMeta, Pod, true);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_decodes_into_the_projection_without_its_env_values() {
+        let json = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a-exec-3",
+            "namespace":"ns","uid":"u1","resourceVersion":"42",
+            "labels":{"spark-role":"executor","spark-exec-id":"3","spark-app-selector":"spark-a"},
+            "managedFields":[{"manager":"x","fieldsV1":{"f:spec":{}}}]},
+            "spec":{"containers":[{"name":"spark-kubernetes-executor",
+              "env":[{"name":"SPARK_EXECUTOR_ID","value":"3"},{"name":"AWS_SECRET","value":"hunter2"}]}]},
+            "status":{"phase":"Running"}}"#;
+        let p: LeanPod = serde_json::from_slice(json).expect("decodes");
+        assert_eq!(p.meta().resource_version.as_deref(), Some("42"));
+        assert_eq!(p.pod.executor_id(), Some(3));
+        assert!(p.pod.containers[0].runs_executor);
+        assert!(!format!("{p:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn metadata_only_pods_ask_for_partial_metadata() {
+        assert!(PodMeta::metadata_api());
+        assert!(!LeanPod::metadata_api());
+        let json = br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
+            "metadata":{"name":"a-exec-3","namespace":"ns","resourceVersion":"42",
+            "labels":{"spark-role":"executor","spark-exec-id":"3","spark-app-selector":"spark-a"}}}"#;
+        let m: PodMeta = serde_json::from_slice(json).expect("decodes");
+        assert_eq!(m.pod.executor_id, Some(3));
+        assert_eq!(m.pod.app_id.as_deref(), Some("spark-a"));
+        assert_eq!(m.pod.resource_version, Some(42));
+        assert_eq!(m.meta().resource_version.as_deref(), Some("42"));
+    }
+
+    #[test]
+    fn an_event_keeps_its_resource_version_for_the_watcher() {
+        let json = br#"{"metadata":{"name":"e1","namespace":"ns","resourceVersion":"7"},
+            "involvedObject":{"kind":"Pod","name":"a-exec-3","namespace":"ns"},
+            "type":"Warning","reason":"FailedScheduling","message":"0/3 nodes","count":2}"#;
+        let e: LeanEvent = serde_json::from_slice(json).expect("decodes");
+        assert_eq!(e.meta().resource_version.as_deref(), Some("7"));
+        assert_eq!(e.event.count, 2);
+        assert_eq!(e.event.object_name, "a-exec-3");
+    }
+}

@@ -1,0 +1,77 @@
+//! The periodic relist: a metadata-only LIST finds missing executors without touching the
+//! rest, and a relist of unchanged pods recomputes nothing.
+
+use std::sync::Arc;
+
+use super::tests::{app, exec, list, run, running, t, up};
+use super::*;
+use crate::source::PresentPod;
+
+fn present(ids: &[i64], rv: u64, at: u32) -> SourceEvent {
+    SourceEvent::PodsPresent {
+        pods: ids
+            .iter()
+            .map(|id| PresentPod {
+                namespace: "spark-jobs".into(),
+                name: format!("app-exec-{id}"),
+                app_id: Some("spark-1".into()),
+                executor_id: Some(*id),
+                resource_version: Some(10 + *id as u64),
+            })
+            .collect(),
+        resource_version: Some(rv),
+        at: t(at),
+    }
+}
+
+#[tokio::test]
+async fn a_metadata_only_list_marks_the_absent_executor_missing() {
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        up(exec(2, 12, running()), 1),
+        present(&[1], 40, 30),
+    ])
+    .await;
+    let a = app(&s);
+    assert!(a.executors[&1].gone.is_none());
+    assert!(matches!(
+        a.executors[&2].gone,
+        Some(Gone::Missing {
+            list_rv: Some(40),
+            ..
+        })
+    ));
+    assert_eq!(s.view().full_snapshot_at, Some(t(30)));
+    assert_eq!(s.view().list_rv, Some(40));
+}
+
+#[tokio::test]
+async fn a_metadata_only_list_older_than_the_last_sighting_marks_nothing() {
+    let s = run(vec![up(exec(1, 11, running()), 1), present(&[], 5, 30)]).await;
+    assert!(app(&s).executors[&1].gone.is_none());
+}
+
+#[tokio::test]
+async fn a_relist_of_unchanged_pods_leaves_the_records_shared() {
+    let mut s = run(vec![
+        up(exec(1, 11, running()), 1),
+        up(exec(2, 12, running()), 1),
+    ])
+    .await;
+    let before = s.snapshot();
+    s.apply(list(
+        vec![exec(1, 11, running()), exec(2, 12, running())],
+        40,
+        30,
+    ));
+    let key = ("spark-jobs".to_owned(), "spark-1".to_owned());
+    let (old, new) = (&before.apps[&key], &s.view().apps[&key]);
+    assert!(
+        Arc::ptr_eq(old, new),
+        "nothing changed: the app is not copied"
+    );
+    // A changed pod is applied.
+    s.apply(up(exec(2, 13, super::tests::oom()), 31));
+    assert_eq!(app(&s).executors[&2].pod_state, ExecutorState::Failed);
+    assert!(!Arc::ptr_eq(&before.apps[&key], &s.view().apps[&key]));
+}
