@@ -88,6 +88,7 @@ fn runner(conn: &Connection, log: &ActionLog) -> Runner {
         log: log.clone(),
         events: None,
         focus: None,
+        captures: Default::default(),
     }
 }
 

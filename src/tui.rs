@@ -1,6 +1,7 @@
 //! The terminal edge: owns raw mode and the alternate screen, restores the terminal on every
 //! exit path (return, `?`, panic, Ctrl-C, SIGTERM), and runs the loop: await one message,
-//! drain everything queued, update, draw at most every 16 ms.
+//! drain everything queued, update, draw: within 16 ms of a key, at most every 250 ms for
+//! what the sources bring.
 
 use std::{io, time::Duration};
 
@@ -88,6 +89,29 @@ impl Drop for TerminalGuard {
 /// Messages drained per wake-up before drawing (a burst of 5,000 watch events is one frame).
 const DRAIN_MAX: usize = 50_000;
 const FRAME: Duration = Duration::from_millis(16);
+/// What the sources bring is applied and drawn in batches, as often as every 100 ms while
+/// that is cheap, down to once a second when a frame of a big cluster costs milliseconds:
+/// the pace is 40 times what a batch and its frame cost, so it takes about 2.5 % of a core.
+#[derive(Debug, Default)]
+struct Pace {
+    /// What applying a batch costs, smoothed.
+    apply: Duration,
+    /// What drawing a frame costs, smoothed.
+    draw: Duration,
+}
+
+impl Pace {
+    const MIN: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(1);
+
+    fn smooth(avg: &mut Duration, d: Duration) {
+        *avg = (*avg * 3 + d) / 4;
+    }
+
+    fn data_frame(&self) -> Duration {
+        ((self.apply + self.draw) * 40).clamp(Self::MIN, Self::MAX)
+    }
+}
 
 /// Runs the UI until the user quits, the sources end, or a signal arrives.
 pub async fn run(
@@ -112,19 +136,32 @@ pub async fn run(
     replay_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal_stream();
     let mut sources_open = true;
-    let mut last_draw = tokio::time::Instant::now() - FRAME;
-    let mut dirty = true;
+    let mut pace = Pace::default();
+    let mut last_draw = tokio::time::Instant::now() - Pace::MAX;
+    // When the next frame is due: soon after a key, at the pace for what the sources bring
+    // (a cluster's churn must not redraw 10,000 cells per watch event).
+    let mut due = Some(last_draw);
+    let mut next_apply = last_draw;
     loop {
-        if dirty && last_draw.elapsed() >= FRAME {
+        if due.is_some_and(|d| d <= tokio::time::Instant::now()) {
+            let started = std::time::Instant::now();
             terminal.draw(|f| crate::ui::render(&app, f))?;
+            Pace::smooth(&mut pace.draw, started.elapsed());
             last_draw = tokio::time::Instant::now();
-            dirty = false;
+            due = None;
         }
-        let wait = if dirty {
-            FRAME.saturating_sub(last_draw.elapsed())
-        } else {
-            Duration::from_secs(3600)
-        };
+        let now = tokio::time::Instant::now();
+        // What the sources bring is applied in batches, at the pace: under
+        // churn, a watch event each few milliseconds costs one store update and one
+        // reselection per batch, not per event (they wait in the channel meanwhile).
+        let pacing = next_apply > now;
+        let wait = due
+            .into_iter()
+            .chain(pacing.then_some(next_apply))
+            .min()
+            .map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(now)
+            });
         let msg = tokio::select! {
             ev = keys.next() => match ev {
                 Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
@@ -134,7 +171,7 @@ pub async fn run(
                 Some(Err(e)) => return Err(e),
                 None => break,
             },
-            ev = sources.recv(), if sources_open => match ev {
+            ev = sources.recv(), if sources_open && !pacing => match ev {
                 Some(ev) => Some(Msg::Source(ev)),
                 None => { sources_open = false; None }
             },
@@ -145,9 +182,19 @@ pub async fn run(
             () = tokio::time::sleep(wait) => None,
         };
         if let Some(msg) = msg {
-            dirty = true;
+            let data = matches!(msg, Msg::Source(_) | Msg::Tick(_));
+            let frame = if data { pace.data_frame() } else { FRAME };
+            if matches!(msg, Msg::Source(_)) {
+                next_apply = tokio::time::Instant::now() + frame;
+            }
+            let next = last_draw + frame;
+            due = Some(due.map_or(next, |d| d.min(next)));
+            let started = std::time::Instant::now();
             let mut effects = update(&mut app, msg);
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
+            if data {
+                Pace::smooth(&mut pace.apply, started.elapsed());
+            }
             if runner.is_some() && !effects.contains(&Effect::Quit) {
                 effects.extend(housekeeping(&mut app));
             }

@@ -26,6 +26,7 @@ pub(crate) async fn tui_on(
         log: super::action_log(),
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),
+        captures: Default::default(),
     };
     let mut tasks = crate::source::live::spawn(&conn, poll, tx);
     let rx = match record {

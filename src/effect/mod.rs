@@ -128,6 +128,43 @@ pub struct Runner {
     pub events: Option<mpsc::Sender<SourceEvent>>,
     /// The driver view's preference, when a driver view runs.
     pub focus: Option<DriverFocus>,
+    /// The bound on log tails captured as evidence.
+    pub captures: Captures,
+}
+
+/// Bounds the log tails captured as evidence of ended executors: a few at a time, and when
+/// a storm ends hundreds of executors at once, those past a queue of 64 are not read (their
+/// records say no log was captured): the API server's kubelet proxy is not flooded.
+#[derive(Debug, Clone)]
+pub struct Captures {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Captures {
+    const AT_ONCE: usize = 4;
+    const QUEUE: usize = 64;
+
+    /// A turn to capture, or `None` when too many wait already.
+    async fn turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.queued.fetch_add(1, SeqCst) >= Self::QUEUE {
+            self.queued.fetch_sub(1, SeqCst);
+            return None;
+        }
+        let permit = self.permits.clone().acquire_owned().await.ok();
+        self.queued.fetch_sub(1, SeqCst);
+        permit
+    }
+}
+
+impl Default for Captures {
+    fn default() -> Self {
+        Self {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(Self::AT_ONCE)),
+            queued: std::sync::Arc::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Runner {
@@ -283,6 +320,13 @@ impl Runner {
                 previous,
                 capture,
             } => {
+                let _turn = match capture {
+                    true => match self.captures.turn().await {
+                        Some(turn) => Some(turn),
+                        None => return Outcome::Nothing,
+                    },
+                    false => None,
+                };
                 let r = fetch_log(
                     &self.client,
                     &namespace,
