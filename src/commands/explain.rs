@@ -88,15 +88,10 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
         spark_version: args.spark_version,
     };
     let report = explain(&objects.pods, &objects.events, &opts, now);
-    let text = match args.output {
-        Output::Text => render_text(&report),
-        Output::Json => {
-            let mut s = serde_json::to_string_pretty(&report)?;
-            s.push('\n');
-            s
-        }
-    };
-    super::write_stdout(&text)?;
+    match args.output {
+        Output::Text => super::write_stdout(&render_text(&report))?,
+        Output::Json => super::json_out::write(&report)?,
+    }
     Ok(if objects.invalid.is_empty() {
         ExitCode::SUCCESS
     } else {

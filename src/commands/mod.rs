@@ -11,6 +11,7 @@ use crate::{
 pub mod demo;
 pub mod explain;
 pub mod hold;
+mod json_out;
 pub mod kill;
 pub mod live;
 pub mod record;

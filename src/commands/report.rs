@@ -32,14 +32,9 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         |n| n.to_string_lossy().into_owned(),
     );
     let report = crate::report::build(&name, &rec);
-    let text = match args.output {
-        ReportOutput::Md => crate::report::markdown(&report),
-        ReportOutput::Json => {
-            let mut s = serde_json::to_string_pretty(&report)?;
-            s.push('\n');
-            s
-        }
-    };
-    super::write_stdout(&text)?;
+    match args.output {
+        ReportOutput::Md => super::write_stdout(&crate::report::markdown(&report))?,
+        ReportOutput::Json => super::json_out::write(&report)?,
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -46,16 +46,11 @@ fn warn(report: &crate::status::StatusReport) {
 }
 
 fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> Result<(), Failure> {
-    let text = match output {
-        StatusOutput::Json => {
-            let mut s = serde_json::to_string_pretty(report)?;
-            s.push('\n');
-            s
-        }
-        StatusOutput::Table => crate::status::render_table(report, false),
-        StatusOutput::Wide => crate::status::render_table(report, true),
-    };
-    super::write_stdout(&text)
+    match output {
+        StatusOutput::Json => super::json_out::write(report),
+        StatusOutput::Table => super::write_stdout(&crate::status::render_table(report, false)),
+        StatusOutput::Wide => super::write_stdout(&crate::status::render_table(report, true)),
+    }
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
