@@ -22,7 +22,7 @@ sleep 10
 tmux new-session -d -s "$session" -x 200 -y 50 \
     "target/release/spark-triage --kubeconfig $dir/kc -A --no-driver-api"
 sleep 15 # the first view, then steady state
-pid=$(pgrep -f "spark-triage --kubeconfig $dir/kc -A" | head -1)
+pid=$(pgrep -f "^target/release/spark-triage --kubeconfig $dir/kc -A" | head -1)
 [ -n "$pid" ] || { echo "the live view did not start" >&2; tmux capture-pane -t "$session" -p >&2; exit 1; }
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }

@@ -153,7 +153,9 @@ pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
             ))?;
         }
         super::wait_for_signal().await;
-        sim.stop().await;
+        // A clean stop ends the watches first; a simulator too busy to stop in time is
+        // left to the process exit (a signal must always end it).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), sim.stop()).await;
         Ok(ExitCode::SUCCESS)
     })
 }

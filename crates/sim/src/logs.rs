@@ -8,8 +8,14 @@ use std::{
 
 use tokio::sync::watch;
 
-/// Lines kept per container instance (the oldest are dropped).
+/// Lines kept per container instance (the oldest are dropped), at most.
 const MAX_LINES: usize = 10_000;
+/// Lines kept in all, about: with many containers each keeps fewer (down to `MIN_LINES`),
+/// as a node's log rotation bounds its disk. Every running executor writes a heartbeat, so
+/// without this 10,000 executors would hold 100 million lines after an hour.
+const LINE_BUDGET: usize = 1_000_000;
+/// Lines every container instance keeps, whatever the budget (the tool reads 200 at most).
+const MIN_LINES: usize = 20;
 
 type Key = (String, String, String);
 
@@ -71,10 +77,11 @@ impl Logs {
 
     pub fn append(&self, ns: &str, pod: &str, container: &str, line: impl Into<String>) {
         let mut m = self.lock();
+        let cap = (LINE_BUDGET / m.len().max(1)).clamp(MIN_LINES, MAX_LINES);
         let log = m.entry(key(ns, pod, container)).or_default();
         log.current.push(line.into());
-        if log.current.len() > MAX_LINES {
-            let excess = log.current.len() - MAX_LINES;
+        if log.current.len() > cap {
+            let excess = log.current.len() - cap;
             log.current.drain(..excess);
         }
         drop(m);
@@ -133,5 +140,34 @@ impl Logs {
 
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.tick.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_containers_keep_fewer_lines_each_but_never_fewer_than_the_floor() {
+        let logs = Logs::default();
+        for i in 0..200 {
+            logs.append("ns", "one", "c", format!("line {i}"));
+        }
+        assert_eq!(
+            logs.read("ns", "one", "c", false, None)
+                .map(|r| r.lines.len()),
+            Some(200)
+        );
+        for p in 0..60_000 {
+            logs.append("ns", &format!("pod-{p}"), "c", "started");
+        }
+        logs.append("ns", "one", "c", "the last line");
+        let kept = logs.read("ns", "one", "c", false, None).expect("log").lines;
+        assert_eq!(
+            kept.len(),
+            MIN_LINES,
+            "1,000,000 lines over 60,001 containers"
+        );
+        assert_eq!(kept.last().map(String::as_str), Some("the last line"));
     }
 }

@@ -127,7 +127,7 @@ impl Ctx {
         if self.converts() {
             Bytes::from(serde_json::to_vec(&events_view::to_v1(&obj.value)).unwrap_or_default())
         } else {
-            obj.json.clone()
+            obj.json()
         }
     }
 

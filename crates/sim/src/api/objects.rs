@@ -76,9 +76,7 @@ impl Ctx {
                 if let Some(n) = page.remaining {
                     meta["remainingItemCount"] = json!(n);
                 }
-                let mut out = Vec::with_capacity(
-                    page.items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 128,
-                );
+                let mut out = Vec::with_capacity(page.items.len() * 4096 + 128);
                 out.extend_from_slice(
                     format!(
                         "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",

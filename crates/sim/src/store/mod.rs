@@ -1,9 +1,9 @@
 //! The simulator's object store: every object of every kind, one global resourceVersion,
 //! a bounded change history for watch resumes, and a broadcast of changes to watchers.
 //!
-//! Objects are kept as JSON values (the API is JSON on the wire, patches are JSON operations)
-//! together with their compact serialisation, so a LIST of 10,000 pods is a concatenation of
-//! ready bytes. Every write takes the next resourceVersion under one lock, and the change is
+//! Objects are kept as JSON values (the API is JSON on the wire, patches are JSON operations),
+//! one representation each: they are serialised when served (a page of 500 pods is a few
+//! milliseconds of writing), not kept twice. Every write takes the next resourceVersion under one lock, and the change is
 //! broadcast under that same lock, so a watcher that subscribes while holding it misses nothing.
 //!
 //! Weak spot: pagination continues after the last key at the time of the next page, not from
@@ -68,7 +68,10 @@ pub struct Subscription {
 
 impl ObjectStore {
     pub fn new(clock: SimClock, history_cap: usize, seed: u64) -> Self {
-        let (tx, _) = broadcast::channel(65_536);
+        // A watcher more than this many changes behind is closed and resumes from the
+        // history (as the real cacher closes a slow watcher); the ring holds every change
+        // it spans, so it is kept small.
+        let (tx, _) = broadcast::channel(4_096);
         Self {
             inner: Mutex::new(Inner {
                 rv: 1,

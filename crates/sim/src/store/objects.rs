@@ -68,17 +68,21 @@ impl Resource {
     }
 }
 
-/// A stored object and its compact JSON.
+/// A stored object. One representation: the JSON value (controllers read it, patches
+/// apply to it); its bytes are written when it is served, not kept beside it.
 #[derive(Debug)]
 pub struct Obj {
     pub value: Value,
-    pub json: Bytes,
 }
 
 impl Obj {
     pub fn new(value: Value) -> Arc<Self> {
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Arc::new(Self { value, json })
+        Arc::new(Self { value })
+    }
+
+    /// The compact JSON, as served.
+    pub fn json(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default())
     }
 
     pub fn name(&self) -> &str {
