@@ -97,7 +97,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         third.push_str(" · HOLD ON");
     }
     match a.driver_api.as_ref().map(|d| (&d.unavailable, d.active)) {
-        Some((Some(r), _)) => third.push_str(&format!(" · driver view unavailable: {r}")),
+        Some((Some(r), _)) => {
+            // When it was read: a driver Pending at the last read may be Running by now.
+            let read_at = a.driver_api.as_ref().map(|d| d.at);
+            let ago = match (now, read_at) {
+                (Some(n), Some(at)) if n > at => format!(" (read {} ago)", human_duration(n - at)),
+                _ => String::new(),
+            };
+            third.push_str(&format!(" · driver view unavailable{ago}: {r}"));
+        }
         Some((None, n)) => third.push_str(&format!(" · driver: {n} active")),
         None => {}
     }

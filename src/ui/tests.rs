@@ -489,6 +489,19 @@ frames!(driver_view_unavailable, |app: &mut App| {
     app.select_app_at(i);
 });
 
+// A read that failed a while ago says when: the driver may have started since.
+frames!(driver_view_unavailable_read_earlier, |app: &mut App| {
+    driver_views(app);
+    let later = app.store.view().now.expect("time") + chrono::Duration::seconds(40);
+    update(app, crate::app::Msg::Tick(later));
+    let i = app
+        .apps()
+        .iter()
+        .position(|a| a.app_name.as_deref() == Some("adhoc-analysis"))
+        .expect("adhoc app");
+    app.select_app_at(i);
+});
+
 /// Counted / not counted, read from every place that shows it: the detail popup, the strip,
 /// `status` (JSON and table) and `report`. They all read the verdict, so they must agree
 /// for every executor of the shipped recordings.
