@@ -333,6 +333,23 @@ mod tests {
     use super::*;
     use crate::app::{Context, Mode};
 
+    #[test]
+    fn the_pace_follows_what_a_batch_costs_within_its_bounds() {
+        let mut p = Pace::default();
+        assert_eq!(p.data_frame(), Pace::MIN, "cheap: ten times a second");
+        for _ in 0..20 {
+            Pace::smooth(&mut p.apply, Duration::from_millis(3));
+            Pace::smooth(&mut p.draw, Duration::from_millis(2));
+        }
+        let f = p.data_frame();
+        assert!(
+            f > Duration::from_millis(190) && f <= Duration::from_millis(200),
+            "{f:?}"
+        );
+        Pace::smooth(&mut p.draw, Duration::from_millis(500));
+        assert_eq!(p.data_frame(), Pace::MAX, "never slower than once a second");
+    }
+
     #[tokio::test]
     async fn a_burst_of_watch_events_is_drained_before_one_draw() {
         let (tx, mut rx) = mpsc::channel(10_000);

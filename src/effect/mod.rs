@@ -456,6 +456,30 @@ impl Runner {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn captures_run_a_few_at_once_and_refuse_past_the_queue() {
+        let c = Captures::default();
+        let mut running = Vec::new();
+        for _ in 0..Captures::AT_ONCE {
+            running.push(c.turn().await.expect("a free turn"));
+        }
+        // These wait for a turn; the queue is then full.
+        let waiting: Vec<_> = (0..Captures::QUEUE)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move { c.turn().await.is_some() })
+            })
+            .collect();
+        while c.queued.load(std::sync::atomic::Ordering::SeqCst) < Captures::QUEUE {
+            tokio::task::yield_now().await;
+        }
+        assert!(c.turn().await.is_none(), "past the queue: not read");
+        drop(running);
+        for w in waiting {
+            assert!(w.await.expect("task"), "the queued ones get their turn");
+        }
+    }
+
     fn forbidden(pod: &str) -> WriteError {
         WriteError::Forbidden {
             verb: "delete".into(),

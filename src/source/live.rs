@@ -1,17 +1,13 @@
 //! Live sources against a real (or simulated) API server, as Spark's driver watches its
 //! executors: a pod watch (kube-runtime's watcher with its default backoff: a dropped watch
-//! is resumed, a 410 relists), a full LIST every `--poll-interval` (30 s, as Spark), an
-//! event watch, and each driver's `spark.properties` from its ConfigMap.
+//! is resumed, a 410 relists; its own LIST is the first complete view), a complete LIST
+//! every `--poll-interval` (30 s, as Spark; metadata only: `poll.rs`), an event watch of what
+//! the diagnoses read, and each driver's `spark.properties` from its ConfigMap.
 //!
 //! This is the edge: it stamps every event with the local clock when it arrives. Errors
 //! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
 
-use std::{
-    collections::{BTreeSet, HashMap},
-    path::PathBuf,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::BTreeSet, path::PathBuf, time::Duration};
 
 use futures::StreamExt;
 use k8s_openapi::{NamespaceResourceScope, api::core::v1::ConfigMap};
@@ -25,11 +21,12 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 pub use super::driver_view::{BACKGROUND_FACTOR, DriverFocus, ui_path};
 use super::{
-    Health, PresentPod, SourceEvent, SourceKind,
+    Health, SourceEvent, SourceKind,
     bounds::BoundsLayer,
     errors::{self, forbidden_permission, health_of},
     lean::{LeanEvent, LeanPod, PodMeta},
     parse_properties,
+    poll::{Delivered, pod_poll},
 };
 use crate::{
     model::{ExecutorPod, Role},
@@ -333,60 +330,6 @@ pub(super) async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> boo
     tx.send(ev).await.is_ok()
 }
 
-/// The resourceVersion of every pod the watch has delivered, by (namespace, name): the
-/// poll's metadata-only LIST is compared with it to find what the watch missed.
-#[derive(Debug, Clone, Default)]
-struct Delivered(Arc<Mutex<HashMap<(String, String), u64>>>);
-
-impl Delivered {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u64>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn saw(&self, pod: &ExecutorPod) {
-        if let Some(rv) = pod.rv() {
-            self.lock()
-                .insert((pod.namespace.clone(), pod.name.clone()), rv);
-        }
-    }
-
-    /// A deletion is delivered too (at its version): a pod deleted after the LIST but
-    /// before the comparison is not one the watch is behind on.
-    fn gone(&self, pod: &ExecutorPod) {
-        self.saw(pod);
-    }
-
-    /// After a comparison: forgets the deleted pods the LIST no longer names (deleted
-    /// before it), so the map holds what exists.
-    fn forget_absent(&self, listed: &[PresentPod], list_rv: Option<u64>) {
-        let names: std::collections::HashSet<(&str, &str)> = listed
-            .iter()
-            .map(|p| (p.namespace.as_str(), p.name.as_str()))
-            .collect();
-        let list_rv = list_rv.unwrap_or(0);
-        self.lock().retain(|(ns, name), rv| {
-            *rv > list_rv || names.contains(&(ns.as_str(), name.as_str()))
-        });
-    }
-
-    /// Listed pods newer than what the watch delivered (or never delivered).
-    fn behind<'a>(&self, listed: &'a [PresentPod]) -> Vec<&'a PresentPod> {
-        let seen = self.lock();
-        listed
-            .iter()
-            .filter(|p| {
-                let known = seen.get(&(p.namespace.clone(), p.name.clone()));
-                match (p.resource_version, known) {
-                    (Some(listed), Some(known)) => listed > *known,
-                    _ => true,
-                }
-            })
-            .collect()
-    }
-}
-
 async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: Delivered) {
     let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let cfg = watcher::Config::default().labels(&conn.selector);
@@ -422,34 +365,18 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
                     list.push(pod);
                     continue;
                 }
-                let ok = send(
-                    &tx,
-                    SourceEvent::PodUpserted {
-                        pod: Box::new(pod.clone()),
-                        at: now(),
-                    },
-                )
-                .await;
                 delivered.saw(&pod);
-                if !ok {
-                    return;
+                SourceEvent::PodUpserted {
+                    pod: Box::new(pod),
+                    at: now(),
                 }
-                continue;
             }
             Ok(watcher::Event::Delete(LeanPod { pod, .. })) => {
-                let ok = send(
-                    &tx,
-                    SourceEvent::PodDeleted {
-                        pod: Box::new(pod.clone()),
-                        at: now(),
-                    },
-                )
-                .await;
-                delivered.gone(&pod);
-                if !ok {
-                    return;
+                delivered.saw(&pod);
+                SourceEvent::PodDeleted {
+                    pod: Box::new(pod),
+                    at: now(),
                 }
-                continue;
             }
             Ok(watcher::Event::Init) => {
                 listing = Some(Vec::new());
@@ -462,10 +389,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
                 // pod seen at or after it is never called missing by this list).
                 let resource_version =
                     Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
-                let rvs: Vec<((String, String), u64)> = pods
-                    .iter()
-                    .filter_map(|p| Some(((p.namespace.clone(), p.name.clone()), p.rv()?)))
-                    .collect();
+                pods.iter().for_each(|p| delivered.saw(p));
                 let listed = SourceEvent::PodsListed {
                     pods,
                     resource_version,
@@ -474,7 +398,6 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
                 if !send(&tx, listed).await {
                     return;
                 }
-                delivered.lock().extend(rvs);
                 SourceEvent::SourceHealth {
                     source: SourceKind::PodWatch,
                     health: Health::Connected,
@@ -587,140 +510,6 @@ fn maybe_read_config(
         };
         let _ = tx.send(ev).await;
     });
-}
-
-/// How long the poll lets the watch deliver what changed while its LIST ran, before it
-/// compares the two.
-const CATCH_UP: Duration = Duration::from_secs(1);
-/// Pods the watch may be behind on that the poll reads one by one; past this, a full LIST.
-const MAX_READS: usize = 20;
-
-/// Spark's periodic full LIST, for missing-pod detection; the first comes one interval after
-/// the start (the watch's own initial list is the first complete view). It asks for
-/// metadata only (names, labels, resourceVersions): what the watch delivered is the pods'
-/// content, and a pod the watch is behind on (a newer version listed than delivered) is
-/// read again, one GET each, or with one full LIST when there are many.
-async fn pod_poll(
-    conn: Connection,
-    every: Duration,
-    tx: mpsc::Sender<SourceEvent>,
-    delivered: Delivered,
-) {
-    let meta: Api<PodMeta> = pods_api(&conn.client, &conn.scope);
-    let full: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
-    let every = every.max(Duration::from_millis(100));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let ev = match poll_once(&conn, &meta, &full, &delivered, &tx).await {
-            Ok(Some(ev)) => ev,
-            Ok(None) => return,
-            Err(e) => SourceEvent::SourceHealth {
-                source: SourceKind::PodPoll,
-                health: health_of(
-                    &errors::describe(&e),
-                    forbidden_permission(&e, "list", "pods", &conn.scope),
-                ),
-                at: now(),
-            },
-        };
-        let ok = matches!(
-            ev,
-            SourceEvent::PodsListed { .. } | SourceEvent::PodsPresent { .. }
-        );
-        if !send(&tx, ev).await {
-            return;
-        }
-        if ok
-            && !send(
-                &tx,
-                SourceEvent::SourceHealth {
-                    source: SourceKind::PodPoll,
-                    health: Health::Connected,
-                    at: now(),
-                },
-            )
-            .await
-        {
-            return;
-        }
-    }
-}
-
-/// One poll: the complete LIST as an event, after the pods the watch was behind on
-/// (`None` when the receiver is gone).
-async fn poll_once(
-    conn: &Connection,
-    meta: &Api<PodMeta>,
-    full: &Api<LeanPod>,
-    delivered: &Delivered,
-    tx: &mpsc::Sender<SourceEvent>,
-) -> Result<Option<SourceEvent>, kube::Error> {
-    let (present, rv) = list_all(meta, &conn.selector).await?;
-    let present: Vec<PresentPod> = present.into_iter().map(|m| m.pod).collect();
-    tokio::time::sleep(CATCH_UP).await;
-    let behind: Vec<(String, String)> = delivered
-        .behind(&present)
-        .into_iter()
-        .map(|p| (p.namespace.clone(), p.name.clone()))
-        .collect();
-    delivered.forget_absent(&present, rv);
-    if behind.len() > MAX_READS {
-        let (pods, rv) = list_all(full, &conn.selector).await?;
-        let pods = pods.into_iter().map(|p| p.pod).collect();
-        return Ok(Some(SourceEvent::PodsListed {
-            pods,
-            resource_version: rv,
-            at: now(),
-        }));
-    }
-    for (ns, name) in behind {
-        let api: Api<LeanPod> = Api::namespaced(conn.client.clone(), &ns);
-        // Gone since the LIST: the watch says so (or the next poll finds it absent).
-        if let Some(LeanPod { pod, .. }) = api.get_opt(&name).await? {
-            let ev = SourceEvent::PodUpserted {
-                pod: Box::new(pod.clone()),
-                at: now(),
-            };
-            if !send(tx, ev).await {
-                return Ok(None);
-            }
-            delivered.saw(&pod);
-        }
-    }
-    Ok(Some(SourceEvent::PodsPresent {
-        pods: present,
-        resource_version: rv,
-        at: now(),
-    }))
-}
-
-/// A complete LIST in pages of 500, as kubectl does; the version of the last page.
-async fn list_all<K>(api: &Api<K>, sel: &str) -> Result<(Vec<K>, Option<u64>), kube::Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let mut out = Vec::new();
-    let mut lp = ListParams::default().labels(sel).limit(500);
-    loop {
-        let page = api.list(&lp).await?;
-        out.extend(page.items);
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(c) => {
-                lp = ListParams::default()
-                    .labels(sel)
-                    .limit(500)
-                    .continue_token(&c)
-            }
-            None => {
-                return Ok((
-                    out,
-                    page.metadata.resource_version.and_then(|r| r.parse().ok()),
-                ));
-            }
-        }
-    }
 }
 
 /// The events the diagnoses read, not every event: all `Warning`s, and the few `Normal`

@@ -7,6 +7,7 @@ pub mod driver_view;
 pub mod errors;
 pub mod lean;
 pub mod live;
+mod poll;
 mod quotas;
 pub mod scope;
 

@@ -24,13 +24,17 @@ fn session() -> App {
     app
 }
 
-fn etl_exec(app: &mut App, id: i64) {
+fn select_app(app: &mut App, name: &str) {
     let i = app
         .apps()
         .iter()
-        .position(|a| a.app_name.as_deref() == Some("etl-nightly"))
-        .expect("etl app");
+        .position(|a| a.app_name.as_deref() == Some(name))
+        .expect("app by name");
     app.select_app_at(i);
+}
+
+fn etl_exec(app: &mut App, id: i64) {
+    select_app(app, "etl-nightly");
     app.selected_exec = Some(id);
 }
 
@@ -481,12 +485,7 @@ frames!(driver_view_detail, |app: &mut App| {
 });
 frames!(driver_view_unavailable, |app: &mut App| {
     driver_views(app);
-    let i = app
-        .apps()
-        .iter()
-        .position(|a| a.app_name.as_deref() == Some("adhoc-analysis"))
-        .expect("adhoc app");
-    app.select_app_at(i);
+    select_app(app, "adhoc-analysis");
 });
 
 // A read that failed a while ago says when: the driver may have started since.
@@ -494,12 +493,7 @@ frames!(driver_view_unavailable_read_earlier, |app: &mut App| {
     driver_views(app);
     let later = app.store.view().now.expect("time") + chrono::Duration::seconds(40);
     update(app, crate::app::Msg::Tick(later));
-    let i = app
-        .apps()
-        .iter()
-        .position(|a| a.app_name.as_deref() == Some("adhoc-analysis"))
-        .expect("adhoc app");
-    app.select_app_at(i);
+    select_app(app, "adhoc-analysis");
 });
 
 /// Counted / not counted, read from every place that shows it: the detail popup, the strip,
