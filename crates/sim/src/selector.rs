@@ -155,8 +155,13 @@ impl LabelSelector {
 
     /// Whether an object with these labels (a JSON object or null) matches.
     pub fn matches(&self, labels: &Value) -> bool {
+        self.matches_with(|k| labels.get(k).and_then(Value::as_str))
+    }
+
+    /// Whether an object whose label `k` is `label(k)` matches.
+    pub fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.reqs.iter().all(|r| {
-            let v = labels.get(&r.key).and_then(Value::as_str);
+            let v = label(&r.key);
             match &r.op {
                 Op::Eq(x) => v == Some(x.as_str()),
                 Op::NotEq(x) => v != Some(x.as_str()),
@@ -302,15 +307,32 @@ impl FieldSelector {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
+        let values: Vec<(&str, String)> = self
+            .reqs
+            .iter()
+            .flat_map(|r| r.pointer.into_iter().chain(r.fallback))
+            .map(|p| (p, field_value(obj, p)))
+            .collect();
+        self.matches_with(|p| {
+            values
+                .iter()
+                .find(|(k, _)| *k == p)
+                .map_or("", |(_, v)| v.as_str())
+        })
+    }
+
+    /// Whether an object whose field at JSON pointer `p` reads `field(p)` ("" when
+    /// absent, booleans and numbers as text) matches.
+    pub fn matches_with<'a>(&self, field: impl Fn(&str) -> &'a str) -> bool {
         self.reqs.iter().all(|r| {
             let Some(p) = r.pointer else {
                 return r.negate;
             };
-            let mut actual = field_value(obj, p);
+            let mut actual = field(p);
             if actual.is_empty()
                 && let Some(fb) = r.fallback
             {
-                actual = field_value(obj, fb);
+                actual = field(fb);
             }
             (actual == r.value) != r.negate
         })
@@ -328,6 +350,52 @@ impl FieldSelector {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    /// Every field a selector can name is in the store's index (a missing one would
+    /// silently never match).
+    #[test]
+    fn every_selectable_field_is_indexed() {
+        let keys = [
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.host",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+            "reason",
+            "type",
+            "reportingComponent",
+            "source",
+            "reportingController",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+        ];
+        let mut seen = 0;
+        for kind in [FieldKind::Pod, FieldKind::CoreEvent, FieldKind::EventsV1] {
+            for key in keys {
+                if let Ok((p, fb)) = super::field_pointer(kind, key) {
+                    for p in p.into_iter().chain(fb) {
+                        seen += 1;
+                        assert!(
+                            crate::store::INDEXED.contains(&p),
+                            "{key} -> {p} not indexed"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(seen > 20, "{seen}");
+    }
 
     use super::*;
 

@@ -71,7 +71,7 @@ pub fn has_endpoints(store: &ObjectStore, service: &Obj) -> bool {
 }
 
 fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
-    let selector = service.value["spec"]["selector"]
+    let selector = service.value()["spec"]["selector"]
         .as_object()
         .map(|m| {
             m.iter()
@@ -90,16 +90,14 @@ fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
     };
     let (pods, _) = store.list_all(Resource::Pods, &q);
     pods.into_iter()
-        .filter(|p| {
-            p.value["status"]["phase"] == "Running"
-                && !p.value["metadata"]["deletionTimestamp"].is_string()
-        })
+        .filter(|p| p.phase() == "Running" && !p.deleting())
         .collect()
 }
 
 /// The service port's target port number (`port` is a name or number; default the first).
 pub fn target_port(service: &Obj, port: Option<&str>) -> Option<u16> {
-    let ports = service.value["spec"]["ports"].as_array()?;
+    let service = service.value();
+    let ports = service["spec"]["ports"].as_array()?;
     let p = match port {
         Some(p) => ports.iter().find(|x| {
             x["name"].as_str() == Some(p)

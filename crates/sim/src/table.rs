@@ -201,14 +201,14 @@ pub fn table(
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let mut row = json!({"cells": cells(resource, &o.value, now)});
+            let mut row = json!({"cells": cells(resource, &o.value(), now)});
             match include {
                 Include::None => {}
                 Include::Metadata => {
                     row["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                           "metadata": o.value["metadata"]});
+                                           "metadata": o.value()["metadata"]});
                 }
-                Include::Object => row["object"] = o.value.clone(),
+                Include::Object => row["object"] = o.value(),
             }
             row
         })

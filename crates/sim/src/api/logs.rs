@@ -18,7 +18,7 @@ pub(super) fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> R
     let Some(pod) = st.store.get(Resource::Pods, ns, name) else {
         return ApiError::not_found(Resource::Pods, name).into_response();
     };
-    let containers: Vec<String> = pod.value["spec"]["containers"]
+    let containers: Vec<String> = pod.value()["spec"]["containers"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -38,7 +38,7 @@ pub(super) fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> R
         }
     };
     let previous = params.flag("previous");
-    let statuses = pod.value["status"]["containerStatuses"]
+    let statuses = pod.value()["status"]["containerStatuses"]
         .as_array()
         .cloned()
         .unwrap_or_default();

@@ -125,7 +125,7 @@ impl Ctx {
     /// The object as this group shows it, serialised.
     fn view_bytes(&self, obj: &Obj) -> Bytes {
         if self.converts() {
-            Bytes::from(serde_json::to_vec(&events_view::to_v1(&obj.value)).unwrap_or_default())
+            Bytes::from(serde_json::to_vec(&events_view::to_v1(&obj.value())).unwrap_or_default())
         } else {
             obj.json()
         }
@@ -133,9 +133,9 @@ impl Ctx {
 
     fn view_value(&self, obj: &Obj) -> Value {
         if self.converts() {
-            events_view::to_v1(&obj.value)
+            events_view::to_v1(&obj.value())
         } else {
-            obj.value.clone()
+            obj.value()
         }
     }
 
@@ -171,7 +171,7 @@ impl Ctx {
 }
 
 fn metadata_only(obj: &Obj) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.value["metadata"]})
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.metadata()})
 }
 
 fn json_body(code: StatusCode, body: impl Into<Body>) -> Response {

@@ -238,14 +238,14 @@ impl Ctx {
     fn deleted_response(&self, d: &Deleted) -> Response {
         let obj = d.obj();
         if self.resource == Resource::Pods {
-            return json_value(StatusCode::OK, &obj.value);
+            return json_value(StatusCode::OK, &obj.value());
         }
         match d {
             Deleted::Pending(_) => json_value(StatusCode::OK, &self.view_value(obj)),
             Deleted::Gone(_) => json_value(
                 StatusCode::OK,
                 &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                        "details": {"name": obj.name(), "kind": self.resource.plural(), "uid": obj.value["metadata"]["uid"]}}),
+                        "details": {"name": obj.name(), "kind": self.resource.plural(), "uid": obj.uid()}}),
             ),
         }
     }

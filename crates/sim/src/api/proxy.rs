@@ -39,7 +39,7 @@ fn pod_proxy(st: &ApiState, ns: &str, pod: &str, rest: &str) -> Response {
     let Some(p) = st.store.get(Resource::Pods, ns, name) else {
         return ApiError::not_found(Resource::Pods, name).into_response();
     };
-    if p.value["status"]["phase"] != "Running" {
+    if p.phase() != "Running" {
         return ApiError::unavailable(format!("pod {name} is not running")).into_response();
     }
     match spark_rest::serve_app(&st.spark, ns, |a| a.driver_pod == name, rest) {

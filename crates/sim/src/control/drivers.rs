@@ -10,20 +10,19 @@ impl Control {
                     if c.resource != Resource::Pods {
                         continue;
                     }
-                    let labels = &c.new.value["metadata"]["labels"];
-                    if labels["spark-role"] != "executor" {
+                    if c.new.label("spark-role") != Some("executor") {
                         continue;
                     }
-                    let Some(id) = labels["spark-exec-id"]
-                        .as_str()
+                    let Some(id) = c
+                        .new
+                        .label("spark-exec-id")
                         .and_then(|s| s.parse::<i64>().ok())
                     else {
                         continue;
                     };
+                    let app = c.new.label("spark-app-selector");
                     for d in &mut self.drivers {
-                        if labels["spark-app-selector"] == d.app_id.as_str()
-                            && c.new.namespace() == d.spec.namespace
-                        {
+                        if app == Some(d.app_id.as_str()) && c.new.namespace() == d.spec.namespace {
                             // Spark's watch ignores the event type: every event upserts.
                             d.snapshot.insert(id, c.new.clone());
                             d.newly_created.remove(&id);
@@ -31,11 +30,7 @@ impl Control {
                     }
                 }
                 Err(broadcast::error::TryRecvError::Empty) => return,
-                Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                    for d in &mut self.drivers {
-                        d.last_poll = t - POLL_SECS; // relist now
-                    }
-                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => self.relist_executors(t),
                 Err(broadcast::error::TryRecvError::Closed) => {
                     self.feed = store_feed(&self.store);
                     return;
@@ -60,46 +55,63 @@ impl Control {
         let driver_running = self
             .store
             .get(Resource::Pods, &ns, &driver_pod)
-            .is_some_and(|d| d.value["status"]["phase"] == "Running");
+            .is_some_and(|d| d.phase() == "Running");
         if !driver_running || self.drivers[i].finished {
             return;
         }
-        // The poll: a full list replaces the snapshot.
+        // The poll, every 30 s: Spark's full list replaces the snapshot. The feed missed
+        // nothing since the last full list (a lag relists at once, below), so the list
+        // would only drop what is gone (or inactive) and refresh the rest: read those by
+        // key (100 drivers listing 100k pods every 30 s would cost a core).
         if t - self.drivers[i].last_poll >= POLL_SECS {
             self.drivers[i].last_poll = t;
             let d = &self.drivers[i];
-            let q = Query {
-                namespace: Some(ns.clone()),
-                labels: LabelSelector::parse(&format!(
-                    "spark-app-selector={},spark-role=executor,spark-exec-inactive!=true",
-                    d.app_id
-                ))
-                .unwrap_or_default(),
-                ..Query::default()
-            };
-            let (pods, _) = self.store.list_all(Resource::Pods, &q);
-            let snapshot: BTreeMap<i64, Arc<Obj>> = pods
-                .into_iter()
-                .filter_map(|p| {
-                    Some((
-                        p.value["metadata"]["labels"]["spark-exec-id"]
-                            .as_str()?
-                            .parse()
-                            .ok()?,
-                        p,
-                    ))
+            let snapshot: BTreeMap<i64, Arc<Obj>> = d
+                .snapshot
+                .iter()
+                .filter_map(|(id, p)| {
+                    let now = self.store.get(Resource::Pods, &ns, p.name())?;
+                    (now.label("spark-exec-inactive") != Some("true")).then_some((*id, now))
                 })
                 .collect();
-            let d = &mut self.drivers[i];
-            for id in snapshot.keys() {
-                d.newly_created.remove(id);
-            }
-            d.snapshot = snapshot;
+            self.drivers[i].snapshot = snapshot;
             self.detect_missing(i, t);
         }
         self.zombies(i, t);
         self.lifecycle(i, t);
         self.allocate(i, t);
+    }
+
+    /// The feed lost changes: every driver's snapshot becomes a full list of its executor
+    /// pods, from one pass over the store for all of them.
+    fn relist_executors(&mut self, t: f64) {
+        let q = Query {
+            labels: LabelSelector::parse("spark-role=executor,spark-exec-inactive!=true")
+                .unwrap_or_default(),
+            ..Query::default()
+        };
+        let (pods, _) = self.store.list_all(Resource::Pods, &q);
+        for d in &mut self.drivers {
+            d.snapshot.clear();
+        }
+        for p in pods {
+            let Some(id) = p.label("spark-exec-id").and_then(|s| s.parse::<i64>().ok()) else {
+                continue;
+            };
+            let app = p.label("spark-app-selector");
+            for d in &mut self.drivers {
+                if app == Some(d.app_id.as_str()) && p.namespace() == d.spec.namespace {
+                    d.snapshot.insert(id, p.clone());
+                    d.newly_created.remove(&id);
+                }
+            }
+        }
+        for i in 0..self.drivers.len() {
+            self.drivers[i].last_poll = t;
+            if self.drivers[i].started && !self.drivers[i].finished {
+                self.detect_missing(i, t);
+            }
+        }
     }
 
     /// `zombie` fates: the driver removes the executor (a heartbeat timeout) but its pod is
@@ -133,7 +145,7 @@ impl Control {
                     "HeartbeatReceiver",
                     &format!("Removing executor {id} with no recent heartbeats: 120000 ms exceeds timeout 120000 ms"),
                 );
-                self.log(&dp.value, line);
+                self.log(&dp, line);
             }
         }
     }
@@ -265,7 +277,7 @@ impl Control {
         let driver_uid = self
             .store
             .get(Resource::Pods, &ns, &d.driver_pod)
-            .and_then(|p| p.value["metadata"]["uid"].as_str().map(str::to_owned))
+            .map(|p| p.uid().to_owned())
             .unwrap_or_default();
         let mem = raw
             .as_ref()
@@ -359,11 +371,11 @@ impl Control {
         if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
             for (level, class, msg) in lines {
                 let line = self.log_line(level, class, &msg);
-                self.log(&dp.value, line);
+                self.log(&dp, line);
             }
             // The exception's first line, as a stack trace starts.
             self.log(
-                &dp.value,
+                &dp,
                 format!("io.fabric8.kubernetes.client.KubernetesClientException: Failure executing: POST at: https://kubernetes.default.svc/api/v1/namespaces/{ns}/pods. Message: {why}."),
             );
         }
@@ -412,13 +424,8 @@ impl Control {
 
     pub(super) fn lifecycle(&mut self, i: usize, t: f64) {
         let config = ClassifyConfig::default();
-        let ids: Vec<(i64, Arc<Obj>)> = self.drivers[i]
-            .snapshot
-            .iter()
-            .map(|(k, v)| (*k, v.clone()))
-            .collect();
-        for (id, pod) in ids {
-            if pod.value["metadata"]["labels"]["spark-exec-inactive"] == "true" {
+        for (id, pod) in self.drivers[i].unsettled() {
+            if pod.label("spark-exec-inactive") == Some("true") {
                 continue;
             }
             let state = self.drivers[i].state(id, &pod);
@@ -468,12 +475,14 @@ impl Control {
                             "TaskSchedulerImpl",
                             &format!(
                                 "Lost executor {id} on {}: {}",
-                                pod.value["status"]["podIP"].as_str().unwrap_or("?"),
+                                Some(pod.field("/status/podIP"))
+                                    .filter(|s| !s.is_empty())
+                                    .unwrap_or("?"),
                                 msg.trim()
                             ),
                         ),
                     };
-                    self.log(&dp.value, line);
+                    self.log(&dp, line);
                 }
             }
             if state == ExecutorState::Deleted {
@@ -482,11 +491,11 @@ impl Control {
             // removeExecutorFromK8s: delete (unless already deleting), or label it inactive.
             let (ns, name) = (pod.namespace().to_owned(), pod.name().to_owned());
             if self.drivers[i].spec.delete_on_termination {
-                if !pod.value["metadata"]["deletionTimestamp"].is_string()
+                if !pod.deleting()
                     && self
                         .store
                         .get(Resource::Pods, &ns, &name)
-                        .is_some_and(|p| !p.value["metadata"]["deletionTimestamp"].is_string())
+                        .is_some_and(|p| !p.deleting())
                 {
                     let _ =
                         self.store
@@ -553,7 +562,7 @@ impl Control {
                 "ExecutorPodsAllocator",
                 &format!("Max number of executor failures ({max}) reached"),
             );
-            self.log(&dp.value, line);
+            self.log(&dp, line);
             self.exit_containers(&dp, 11, "Error", t);
         }
         // SparkContext.stop(): executor pods deleted by label.

@@ -82,10 +82,10 @@ impl Control {
         let ttl = chrono::Duration::from_std(self.event_ttl).unwrap_or(chrono::Duration::hours(1));
         let (events, _) = self.store.list_all(Resource::Events, &Query::default());
         for e in events {
-            let last = e.value["lastTimestamp"]
-                .as_str()
-                .or_else(|| e.value["eventTime"].as_str())
-                .and_then(|s| DateTime::parse_from_rfc3339(s).ok());
+            let last = Some(e.field("/lastTimestamp"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| e.field("/eventTime"));
+            let last = DateTime::parse_from_rfc3339(last).ok();
             if let Some(last) = last
                 && now - last.to_utc() > ttl
             {
@@ -124,27 +124,21 @@ impl Control {
                     true
                 });
                 let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
-                for p in pods
-                    .iter()
-                    .filter(|p| p.value["spec"]["nodeName"] == node.as_str())
-                {
+                for p in pods.iter().filter(|p| p.node() == node.as_str()) {
                     self.store
                         .modify(Resource::Pods, p.namespace(), p.name(), |v| {
                             set_condition(v, "Ready", "False", "NodeNotReady", "", &now);
                             true
                         });
                     self.event(
-                        &p.value,
+                        &p.value(),
                         "Warning",
                         "NodeNotReady",
                         "Node is not ready",
                         "node-controller",
                         t,
                     );
-                    if let Some(rt) = self
-                        .runtimes
-                        .get_mut(&(p.namespace().to_owned(), p.name().to_owned()))
-                    {
+                    if let Some(rt) = self.runtimes.get_mut(&PodRef::of(p)) {
                         rt.stage = Stage::Done; // the kubelet is gone: nothing more happens on it
                     }
                 }

@@ -4,12 +4,13 @@ use super::*;
 
 impl Control {
     /// Whether this pod's containers run as processes here.
-    pub(super) fn is_process_pod(&self, pod: &Value) -> bool {
-        self.procs.is_some() && process::executor_container(pod).is_some()
+    pub(super) fn is_process_pod(&self, pod: &Obj) -> bool {
+        self.procs.is_some() && process::executor_container(&pod.value()).is_some()
     }
 
     pub(super) fn container_key(p: &Obj) -> process::Key {
-        let c = process::executor_container(&p.value)
+        let v = p.value();
+        let c = process::executor_container(&v)
             .and_then(|c| c["name"].as_str())
             .unwrap_or_default();
         (p.namespace().to_owned(), p.name().to_owned(), c.to_owned())
@@ -31,16 +32,16 @@ impl Control {
         let config_map = move |name: &str| {
             store
                 .get(Resource::ConfigMaps, &ns, name)
-                .map(|cm| cm.value["data"].clone())
+                .map(|cm| cm.value()["data"].clone())
         };
         let host_env = |k: &str| std::env::var(k).ok();
         let key = Self::container_key(p);
         let Some(procs) = self.procs.as_mut() else {
             return;
         };
-        let planned = process::executor_container(&p.value)
+        let planned = process::executor_container(&p.value())
             .ok_or_else(|| "no executor container".to_owned())
-            .and_then(|c| process::plan(&p.value, c, &procs.opts, &config_map, &host_env));
+            .and_then(|c| process::plan(&p.value(), c, &procs.opts, &config_map, &host_env));
         self.logs.start(&key.0, &key.1, &key.2);
         let started = planned.and_then(|l| procs.start(key.clone(), &l, self.logs.clone()));
         match started {
@@ -52,7 +53,7 @@ impl Control {
             Err(e) => {
                 self.logs.append(&key.0, &key.1, &key.2, e.clone());
                 self.event(
-                    &p.value,
+                    &p.value(),
                     "Warning",
                     "Failed",
                     &format!("Error: {e}"),
@@ -81,7 +82,7 @@ impl Control {
             );
             if exit.reason == "OOMKilled" {
                 self.event(
-                    &p.value,
+                    &p.value(),
                     "Warning",
                     "OOMKilling",
                     &format!(
@@ -93,7 +94,7 @@ impl Control {
                 );
             }
             self.exit_containers(&p, exit.code, exit.reason, t);
-            if p.value["metadata"]["deletionTimestamp"].is_string() {
+            if p.deleting() {
                 self.final_delete(&p);
             }
         }
@@ -102,39 +103,47 @@ impl Control {
     pub(super) fn kubelet(&mut self, t: f64) {
         self.reap_processes(t);
         let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
-        let live: std::collections::HashSet<(String, String)> = pods
-            .iter()
-            .map(|p| (p.namespace().to_owned(), p.name().to_owned()))
-            .collect();
+        // The list is in (namespace, name) order: membership is a binary search.
+        let live = |ns: &str, name: &str| {
+            pods.binary_search_by(|p| (p.namespace(), p.name()).cmp(&(ns, name)))
+                .is_ok()
+        };
         if let Some(procs) = self.procs.as_mut() {
             // A pod removed behind the kubelet's back (force-deleted, or gone with no event):
             // the kubelet still stops its containers, with the default grace.
             for (ns, name, c) in procs.keys() {
-                if !live.contains(&(ns.clone(), name.clone())) {
+                if !live(&ns, &name) {
                     tracing::info!("process kubelet: pod {ns}/{name} is gone: stopping it");
                     procs.stop_orphan(&(ns, name, c), Duration::from_secs(30));
                 }
             }
         }
-        self.runtimes.retain(|k, _| live.contains(k));
-        for p in pods {
-            let v = &p.value;
-            if !v["spec"]["nodeName"].is_string() {
+        // Runtimes of pods gone are dropped now and then; one whose pod was replaced
+        // under the same name is noticed by its uid below.
+        if t - self.last_runtime_gc >= 2.0 {
+            self.last_runtime_gc = t;
+            self.runtimes.retain(|k, _| live(&k.0, &k.1));
+        }
+        let log_every = (pods.len() as f64 / 2_000.0).max(2.0);
+        for p in &pods {
+            if !p.bound() {
                 // Unscheduled pods being deleted go at once (grace 0, as the API server forces).
                 continue;
             }
-            let key = (p.namespace().to_owned(), p.name().to_owned());
-            let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
-            if !self.runtimes.contains_key(&key) {
-                let admission = self.fates.get(&key).and_then(|f| f.admission.clone());
-                let terminal = is_terminal(v);
+            let pref = PodRef::of(p);
+            if self.runtimes.get(&pref).is_none_or(|r| r.uid != p.uid()) {
+                let key = (p.namespace().to_owned(), p.name().to_owned());
+                let uid = p.uid().to_owned();
+                let fated = self.fates.contains_key(&pref);
+                let admission = self.fates.get(&pref).and_then(|f| f.admission.clone());
+                let terminal = p.terminal();
                 let stage = if terminal {
                     Stage::Done
                 } else if let Some(reason) = admission {
-                    self.reject(&p, &reason, t);
+                    self.reject(p, &reason, t);
                     Stage::Done
                 } else {
-                    self.start_pod(&p, t);
+                    self.start_pod(p, t);
                     Stage::Creating { since: t }
                 };
                 self.runtimes.insert(
@@ -145,6 +154,7 @@ impl Control {
                         last_log: t,
                         log_seq: 0,
                         struck: stage == Stage::Done,
+                        fated,
                     },
                 );
                 // Just started or rejected: nothing more for it this pass.
@@ -152,32 +162,36 @@ impl Control {
                     continue;
                 }
             }
-            let deleting = v["metadata"]["deletionTimestamp"].is_string();
-            let Some(stage) = self.runtimes.get(&key).map(|r| r.stage) else {
+            let deleting = p.deleting();
+            let Some((stage, fated, struck, last_log)) = self
+                .runtimes
+                .get(&pref)
+                .map(|r| (r.stage, r.fated, r.struck, r.last_log))
+            else {
                 continue;
             };
             if deleting {
-                self.terminate(&p, stage, t);
+                self.terminate(p, stage, t);
                 continue;
             }
             match stage {
                 Stage::Creating { since } if t - since >= START_SECS => {
-                    let fate = self.fates.get(&key).cloned().unwrap_or_default();
+                    let fate = self.fates.get(&pref).cloned().unwrap_or_default();
                     if let Some(err) = fate.image_pull_error {
-                        self.pull_failing(&p, &err, false, t);
+                        self.pull_failing(p, &err, false, t);
                         self.set_stage(
-                            &key,
+                            &pref,
                             Stage::PullFailing {
                                 since: t,
                                 backoff: false,
                                 attempt: 0,
                             },
                         );
-                    } else if self.is_process_pod(v) {
-                        self.start_process(&p, t);
+                    } else if self.is_process_pod(p) {
+                        self.start_process(p, t);
                     } else {
-                        self.run_containers(&p, t, false);
-                        self.set_stage(&key, Stage::Running { since: t });
+                        self.run_containers(p, t, false);
+                        self.set_stage(&pref, Stage::Running { since: t });
                     }
                 }
                 // The kubelet's image back-off: ErrImagePull for a moment, then
@@ -195,13 +209,13 @@ impl Control {
                     if t - since >= wait {
                         let err = self
                             .fates
-                            .get(&key)
+                            .get(&pref)
                             .and_then(|f| f.image_pull_error.clone())
                             .unwrap_or_default();
-                        self.pull_failing(&p, &err, !backoff, t);
+                        self.pull_failing(p, &err, !backoff, t);
                         let attempt = if backoff { attempt + 1 } else { attempt };
                         self.set_stage(
-                            &key,
+                            &pref,
                             Stage::PullFailing {
                                 since: t,
                                 backoff: !backoff,
@@ -210,27 +224,36 @@ impl Control {
                         );
                     }
                 }
-                Stage::Running { .. } if self.is_process_pod(v) => {}
+                Stage::Running { .. } if self.is_process_pod(p) => {}
                 Stage::Running { since } => {
-                    self.write_logs(&p, t);
-                    let fate = self.fates.get(&key).cloned().unwrap_or_default();
-                    let struck = self.runtimes.get(&key).is_some_and(|r| r.struck);
-                    let due = fate.at.map(|a| t >= a).unwrap_or(false)
-                        || fate.after.map(|a| t - since >= a).unwrap_or(false);
-                    if due && !struck {
-                        if let Some(r) = self.runtimes.get_mut(&key) {
+                    if t - last_log >= log_every {
+                        self.write_logs(p, t);
+                    }
+                    let due = fated
+                        && !struck
+                        && self.fates.get(&pref).is_some_and(|fate| {
+                            fate.at.is_some_and(|a| t >= a)
+                                || fate.after.is_some_and(|a| t - since >= a)
+                        });
+                    if due {
+                        if let Some(r) = self.runtimes.get_mut(&pref) {
                             r.struck = true;
                         }
-                        self.strike(&p, &fate, since, t);
+                        let fate = self.fates.get(&pref).cloned().unwrap_or_default();
+                        self.strike(p, &fate, since, t);
                     }
                 }
-                Stage::Terminating { .. } => self.terminate(&p, stage, t),
+                Stage::Terminating { .. } => self.terminate(p, stage, t),
                 _ => {}
             }
         }
     }
 
-    pub(super) fn set_stage(&mut self, key: &(String, String), stage: Stage) {
+    pub(super) fn set_stage(
+        &mut self,
+        key: &(impl std::hash::Hash + hashbrown::Equivalent<(String, String)> + ?Sized),
+        stage: Stage,
+    ) {
         if let Some(r) = self.runtimes.get_mut(key) {
             r.stage = stage;
         }
@@ -246,7 +269,7 @@ impl Control {
     pub(super) fn start_pod(&mut self, p: &Obj, t: f64) {
         let now = self.now();
         let ip_tail = self.rng.u32(2..250);
-        let pod_ip = if self.is_process_pod(&p.value) {
+        let pod_ip = if self.is_process_pod(p) {
             process::POD_IP.to_owned()
         } else {
             format!("10.244.1.{ip_tail}")
@@ -285,9 +308,9 @@ impl Control {
                 true
             });
         if let Some(u) = updated {
-            let image = Self::image_of(&u.value);
+            let image = Self::image_of(&u.value());
             self.event(
-                &u.value,
+                &u.value(),
                 "Normal",
                 "Pulling",
                 &format!("Pulling image \"{image}\""),
@@ -298,7 +321,7 @@ impl Control {
     }
 
     pub(super) fn pull_failing(&mut self, p: &Obj, err: &str, backoff: bool, t: f64) {
-        let image = Self::image_of(&p.value);
+        let image = Self::image_of(&p.value());
         let fail_msg = format!(
             "Failed to pull image \"{image}\": failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": unexpected status from HEAD request: {err}"
         );
@@ -323,11 +346,11 @@ impl Control {
         if let Some(u) = updated {
             if backoff {
                 let m = format!("Back-off pulling image \"{image}\"");
-                self.event(&u.value, "Normal", "BackOff", &m, "kubelet", t);
+                self.event(&u.value(), "Normal", "BackOff", &m, "kubelet", t);
             } else {
-                self.event(&u.value, "Warning", "Failed", &fail_msg, "kubelet", t);
+                self.event(&u.value(), "Warning", "Failed", &fail_msg, "kubelet", t);
                 self.event(
-                    &u.value,
+                    &u.value(),
                     "Warning",
                     "Failed",
                     "Error: ErrImagePull",
@@ -355,18 +378,18 @@ impl Control {
                 true
             });
         let Some(u) = updated else { return };
-        let image = Self::image_of(&u.value);
+        let image = Self::image_of(&u.value());
         self.event(
-            &u.value,
+            &u.value(),
             "Normal",
             "Pulled",
             &format!("Container image \"{image}\" already present on machine"),
             "kubelet",
             t,
         );
-        for c in crate::kube_status::container_names(&u.value) {
+        for c in crate::kube_status::container_names(&u.value()) {
             self.event(
-                &u.value,
+                &u.value(),
                 "Normal",
                 "Created",
                 &format!("Created container: {c}"),
@@ -374,7 +397,7 @@ impl Control {
                 t,
             );
             self.event(
-                &u.value,
+                &u.value(),
                 "Normal",
                 "Started",
                 &format!("Started container {c}"),
@@ -386,7 +409,7 @@ impl Control {
             }
         }
         if !process {
-            self.log_start(&u.value);
+            self.log_start(&u);
         }
     }
 }

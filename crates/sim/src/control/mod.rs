@@ -136,6 +136,8 @@ struct Runtime {
     last_log: f64,
     log_seq: u64,
     struck: bool,
+    /// The scenario gave this pod a fate (looked up only then, not on every pass).
+    fated: bool,
 }
 
 #[derive(Debug)]
@@ -163,7 +165,7 @@ struct Driver {
     registered: BTreeMap<i64, f64>,
     last_poll: f64,
     /// Spark state per executor at the resourceVersion it was computed for.
-    states: HashMap<i64, (u64, ExecutorState)>,
+    states: hashbrown::HashMap<i64, (u64, ExecutorState)>,
     /// Executors whose driver view departs from their pod (scenario `driver:` fates), with
     /// the fate's time.
     driver_fates: BTreeMap<i64, (DriverFate, Option<f64>)>,
@@ -178,16 +180,39 @@ impl Driver {
 impl Driver {
     /// Spark's state of a snapshot pod, computed once per resourceVersion.
     fn state(&mut self, id: i64, pod: &Obj) -> ExecutorState {
-        let rv = pod.rv();
-        if let Some((at, s)) = self.states.get(&id)
-            && *at == rv
-        {
-            return *s;
-        }
-        let s = state_of(pod, &ClassifyConfig::default());
-        self.states.insert(id, (rv, s));
-        s
+        cached_state(&mut self.states, id, pod)
     }
+
+    /// The snapshot's executors the lifecycle has something to do for: all but those
+    /// running and registered already (most of a big app, every pass).
+    fn unsettled(&mut self) -> Vec<(i64, Arc<Obj>)> {
+        let mut out = Vec::new();
+        for (id, pod) in &self.snapshot {
+            if cached_state(&mut self.states, *id, pod) == ExecutorState::Running
+                && self.registered.contains_key(id)
+            {
+                continue;
+            }
+            out.push((*id, pod.clone()));
+        }
+        out
+    }
+}
+
+fn cached_state(
+    states: &mut hashbrown::HashMap<i64, (u64, ExecutorState)>,
+    id: i64,
+    pod: &Obj,
+) -> ExecutorState {
+    let rv = pod.rv();
+    if let Some((at, s)) = states.get(&id)
+        && *at == rv
+    {
+        return *s;
+    }
+    let s = state_of(pod, &ClassifyConfig::default());
+    states.insert(id, (rv, s));
+    s
 }
 
 /// The control plane. Owned by one task; talks to the world only through the store.
@@ -199,8 +224,10 @@ pub struct Control {
     scenario: Scenario,
     rng: fastrand::Rng,
     drivers: Vec<Driver>,
-    runtimes: HashMap<(String, String), Runtime>,
-    fates: HashMap<(String, String), PodFate>,
+    runtimes: hashbrown::HashMap<(String, String), Runtime>,
+    last_runtime_gc: f64,
+    schedule_cursor: usize,
+    fates: hashbrown::HashMap<(String, String), PodFate>,
     event_names: HashMap<(String, String, String), (String, f64)>,
     timeline_done: Vec<bool>,
     feed: broadcast::Receiver<Arc<crate::store::Change>>,
@@ -245,13 +272,6 @@ fn node_objects(spec: &NodeSpec, now: &str) -> Vec<Value> {
         .collect()
 }
 
-fn is_terminal(pod: &Value) -> bool {
-    matches!(
-        pod["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    )
-}
-
 impl Control {
     pub fn new(
         store: Arc<ObjectStore>,
@@ -287,7 +307,7 @@ impl Control {
                     newly_created: BTreeMap::new(),
                     registered: BTreeMap::new(),
                     last_poll: 0.0,
-                    states: HashMap::new(),
+                    states: Default::default(),
                     driver_fates: BTreeMap::new(),
                     spec: spec.clone(),
                 }
@@ -301,8 +321,10 @@ impl Control {
             scenario,
             rng,
             drivers,
-            runtimes: HashMap::new(),
-            fates: HashMap::new(),
+            runtimes: Default::default(),
+            last_runtime_gc: 0.0,
+            schedule_cursor: 0,
+            fates: Default::default(),
             event_names: HashMap::new(),
             timeline_done,
             feed,
@@ -385,6 +407,23 @@ fn last_chars(s: &str, n: usize) -> &str {
     &s[start..]
 }
 
+/// A pod's `(namespace, name)`, borrowed: finds an entry of a map keyed by owned strings
+/// without allocating a key (it hashes as the owned tuple does).
+#[derive(Hash)]
+struct PodRef<'a>(&'a str, &'a str);
+
+impl PodRef<'_> {
+    fn of(p: &Obj) -> PodRef<'_> {
+        PodRef(p.namespace(), p.name())
+    }
+}
+
+impl hashbrown::Equivalent<(String, String)> for PodRef<'_> {
+    fn equivalent(&self, key: &(String, String)) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
 fn store_feed(store: &ObjectStore) -> broadcast::Receiver<Arc<crate::store::Change>> {
     // A subscription with no replay: the control plane starts with the store.
     store
@@ -394,7 +433,7 @@ fn store_feed(store: &ObjectStore) -> broadcast::Receiver<Arc<crate::store::Chan
 }
 
 fn to_executor_pod(pod: &Obj) -> ExecutorPod {
-    ExecutorPod::from_value(&pod.value).unwrap_or_default()
+    ExecutorPod::from_value(&pod.value()).unwrap_or_default()
 }
 
 fn state_of(pod: &Obj, config: &ClassifyConfig) -> ExecutorState {
@@ -440,11 +479,9 @@ mod tests {
         let (pods, _) = store.list_all(Resource::Pods, &Default::default());
         let d = pods
             .iter()
-            .find(|p| p.value["metadata"]["labels"]["spark-role"] == "driver")
+            .find(|p| p.label("spark-role") == Some("driver"))
             .expect("driver pod");
-        let c = d.value["spec"]["containers"][0]["name"]
-            .as_str()
-            .unwrap_or_default();
+        let c = d.field("/spec/containers/0/name");
         logs.read(d.namespace(), d.name(), c, false, None)
             .map(|r| r.lines.join("\n"))
             .unwrap_or_default()
@@ -453,8 +490,8 @@ mod tests {
     fn driver_phase(store: &ObjectStore) -> Option<String> {
         let (pods, _) = store.list_all(Resource::Pods, &Default::default());
         pods.iter()
-            .find(|p| p.value["metadata"]["labels"]["spark-role"] == "driver")
-            .and_then(|p| p.value["status"]["phase"].as_str().map(str::to_owned))
+            .find(|p| p.label("spark-role") == Some("driver"))
+            .map(|p| p.phase().to_owned())
     }
 
     #[test]

@@ -57,22 +57,6 @@ impl Reason {
     }
 }
 
-/// The summed CPU and memory requests of a pod's containers.
-fn requests(pod: &Value) -> (f64, f64) {
-    let mut cpu = 0.0;
-    let mut mem = 0.0;
-    for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
-        let q = |k: &str| {
-            c["resources"]["requests"][k]
-                .as_str()
-                .and_then(quantity::parse)
-        };
-        cpu += q("cpu").unwrap_or(0.0);
-        mem += q("memory").unwrap_or(0.0);
-    }
-    (cpu, mem)
-}
-
 fn allocatable(node: &Value, resource: &str) -> f64 {
     node["status"]["allocatable"][resource]
         .as_str()
@@ -80,60 +64,101 @@ fn allocatable(node: &Value, resource: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// What the filters read of a node, read once a pass (a pass weighs every pending pod
+/// against every node: 1,000 nodes at 100k pods).
+pub(super) struct NodeInfo {
+    name: String,
+    /// Taints that keep pods off (NoSchedule, NoExecute): key, value.
+    taints: Vec<(Value, Value)>,
+    ready: bool,
+    labels: Value,
+    cpu: f64,
+    memory: f64,
+    pods: u32,
+}
+
+impl NodeInfo {
+    pub(super) fn of(node: &Value) -> Self {
+        Self {
+            name: node["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            taints: node["spec"]["taints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
+                .map(|t| (t["key"].clone(), t["value"].clone()))
+                .collect(),
+            ready: node["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+            labels: node["metadata"]["labels"].clone(),
+            cpu: allocatable(node, "cpu"),
+            memory: allocatable(node, "memory"),
+            pods: allocatable(node, "pods") as u32,
+        }
+    }
+}
+
 /// Whether `node`, already carrying `used`, can take `pod`. Like the default scheduler's
 /// filters: a taint, a node that is not Ready or a selector mismatch rules the node out on
 /// its own; the resource checks all report.
+#[cfg(test)]
 pub(super) fn fit(pod: &Value, node: &Value, used: Used) -> Result<(), Vec<Reason>> {
-    let tolerated = |taint: &Value| {
+    fit_info(
+        pod,
+        crate::store::pod_requests(pod),
+        &NodeInfo::of(node),
+        used,
+    )
+}
+
+/// [`fit`] on a node read once, with the pod's requests summed once.
+pub(super) fn fit_info(
+    pod: &Value,
+    (cpu, memory): (f64, f64),
+    node: &NodeInfo,
+    used: Used,
+) -> Result<(), Vec<Reason>> {
+    let tolerated = |key: &Value, value: &Value| {
         pod["spec"]["tolerations"]
             .as_array()
             .into_iter()
             .flatten()
             .any(|tol| {
-                tol["key"] == taint["key"]
-                    && (tol["operator"] == "Exists" || tol["value"] == taint["value"])
+                tol["key"] == *key && (tol["operator"] == "Exists" || tol["value"] == *value)
             })
     };
-    let untolerated = node["spec"]["taints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|taint| {
-            matches!(taint["effect"].as_str(), Some("NoSchedule" | "NoExecute"))
-                && !tolerated(taint)
-        });
-    if let Some(taint) = untolerated {
-        let text = |k: &str| taint[k].as_str().unwrap_or_default().to_owned();
+    if let Some((key, value)) = node.taints.iter().find(|(k, v)| !tolerated(k, v)) {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
         return Err(vec![Reason::Taint {
-            key: text("key"),
-            value: text("value"),
+            key: text(key),
+            value: text(value),
         }]);
     }
-    let ready = node["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True");
-    if !ready {
+    if !node.ready {
         return Err(vec![Reason::NotReady]);
     }
     let selector_ok = pod["spec"]["nodeSelector"]
         .as_object()
         .into_iter()
         .flatten()
-        .all(|(k, want)| node["metadata"]["labels"][k] == *want);
+        .all(|(k, want)| node.labels[k] == *want);
     if !selector_ok {
         return Err(vec![Reason::Selector]);
     }
-    let (cpu, memory) = requests(pod);
     let mut reasons = Vec::new();
-    if used.pods + 1 > allocatable(node, "pods") as u32 {
+    if used.pods + 1 > node.pods {
         reasons.push(Reason::TooManyPods);
     }
-    if used.cpu + cpu > allocatable(node, "cpu") + 1e-9 {
+    if used.cpu + cpu > node.cpu + 1e-9 {
         reasons.push(Reason::InsufficientCpu);
     }
-    if used.memory + memory > allocatable(node, "memory") + 0.5 {
+    if used.memory + memory > node.memory + 0.5 {
         reasons.push(Reason::InsufficientMemory);
     }
     if reasons.is_empty() {
@@ -163,38 +188,52 @@ pub(super) fn unschedulable_message(total: usize, reasons: &BTreeMap<Reason, u32
     )
 }
 
+/// Pods a scheduling pass considers at most.
+const SCHEDULE_BATCH: usize = 2_000;
+
 impl Control {
     pub(super) fn schedule(&mut self, t: f64) {
         let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
+        let pending: Vec<_> = pods
+            .iter()
+            .filter(|p| !p.bound() && !p.deleting() && p.phase() == "Pending")
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
         let (nodes, _) = self.store.list_all(Resource::Nodes, &Query::default());
-        let mut used: HashMap<String, Used> = HashMap::new();
+        let nodes: Vec<NodeInfo> = nodes.iter().map(|n| NodeInfo::of(&n.value())).collect();
+        let slot: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut used = vec![Used::default(); nodes.len()];
         for p in &pods {
-            if let Some(n) = p.value["spec"]["nodeName"].as_str()
-                && !is_terminal(&p.value)
+            if p.bound()
+                && !p.terminal()
+                && let Some(&i) = slot.get(p.node())
             {
-                used.entry(n.to_owned())
-                    .or_default()
-                    .add(requests(&p.value));
+                used[i].add(p.requests);
             }
         }
-        for p in pods {
-            let v = &p.value;
-            if v["spec"]["nodeName"].is_string()
-                || v["metadata"]["deletionTimestamp"].is_string()
-                || v["status"]["phase"] != "Pending"
-            {
-                continue;
-            }
+        // Like the real scheduler's queue, a pass takes a bounded batch, resuming where
+        // the last one stopped, so a burst of 100k pods is placed over many passes and a
+        // pod no node takes does not starve the ones behind it.
+        let start = self.schedule_cursor % pending.len();
+        let batch = pending.len().min(SCHEDULE_BATCH);
+        self.schedule_cursor = start + batch;
+        for p in pending.iter().cycle().skip(start).take(batch) {
+            let v = &p.value();
             let mut reasons: BTreeMap<Reason, u32> = BTreeMap::new();
             // The node with the most free memory wins (the default scheduler spreads).
-            let mut best: Option<(&str, f64)> = None;
-            for node in &nodes {
-                let on_node = used.get(node.name()).copied().unwrap_or_default();
-                match fit(v, &node.value, on_node) {
+            let mut best: Option<(usize, f64)> = None;
+            for (i, node) in nodes.iter().enumerate() {
+                match fit_info(v, p.requests, node, used[i]) {
                     Ok(()) => {
-                        let free = allocatable(&node.value, "memory") - on_node.memory;
+                        let free = node.memory - used[i].memory;
                         if best.is_none_or(|(_, f)| free > f) {
-                            best = Some((node.name(), free));
+                            best = Some((i, free));
                         }
                     }
                     Err(why) => why
@@ -203,19 +242,19 @@ impl Control {
                 }
             }
             match best {
-                Some((node, _)) => self.bind(&p, node, &mut used, t),
+                Some((i, _)) => {
+                    used[i].add(p.requests);
+                    self.bind(p, &nodes[i].name, t);
+                }
                 None => {
                     let msg = unschedulable_message(nodes.len(), &reasons);
-                    self.unschedulable(&p, &msg, t);
+                    self.unschedulable(p, &msg, t);
                 }
             }
         }
     }
 
-    fn bind(&mut self, p: &Obj, node: &str, used: &mut HashMap<String, Used>, t: f64) {
-        used.entry(node.to_owned())
-            .or_default()
-            .add(requests(&p.value));
+    fn bind(&mut self, p: &Obj, node: &str, t: f64) {
         let now = self.now();
         let bound = self
             .store
@@ -231,7 +270,7 @@ impl Control {
                 p.name()
             );
             self.event(
-                &b.value,
+                &b.value(),
                 "Normal",
                 "Scheduled",
                 &msg,
@@ -242,7 +281,7 @@ impl Control {
     }
 
     fn unschedulable(&mut self, p: &Obj, msg: &str, t: f64) {
-        let v = &p.value;
+        let v = &p.value();
         let changed = v["status"]["conditions"]
             .as_array()
             .into_iter()

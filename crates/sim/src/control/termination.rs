@@ -41,7 +41,7 @@ impl Control {
                     true
                 });
                 if let Some(u) = updated {
-                    let node = u.value["spec"]["nodeName"]
+                    let node = u.value()["spec"]["nodeName"]
                         .as_str()
                         .unwrap_or_default()
                         .to_owned();
@@ -54,7 +54,7 @@ impl Control {
                         hex(&mut self.rng, 12)
                     );
                     self.event(
-                        &u.value,
+                        &u.value(),
                         "Normal",
                         "Preempted",
                         &format!("Preempted by pod {by} on node {node}"),
@@ -88,7 +88,7 @@ impl Control {
             _ => Vec::new(),
         };
         for l in pre {
-            self.log(&p.value, l);
+            self.log(p, l);
         }
         self.exit_containers(p, code, &reason, t);
     }
@@ -122,7 +122,7 @@ impl Control {
             set_condition(v, "PodReadyToStartContainers", "False", "", "", &now);
             true
         });
-        for c in crate::kube_status::container_names(&p.value) {
+        for c in crate::kube_status::container_names(&p.value()) {
             self.logs.finish(p.namespace(), p.name(), &c);
         }
         if updated.is_some() {
@@ -162,9 +162,9 @@ impl Control {
                 true
             });
         if let Some(u) = updated {
-            self.event(&u.value, "Warning", "Evicted", msg.trim(), "kubelet", t);
+            self.event(&u.value(), "Warning", "Evicted", msg.trim(), "kubelet", t);
             self.event(
-                &u.value,
+                &u.value(),
                 "Normal",
                 "Killing",
                 "Stopping container spark-kubernetes-executor",
@@ -172,7 +172,7 @@ impl Control {
                 t,
             );
         }
-        for c in crate::kube_status::container_names(&p.value) {
+        for c in crate::kube_status::container_names(&p.value()) {
             self.logs.finish(p.namespace(), p.name(), &c);
         }
         self.set_stage(
@@ -186,7 +186,7 @@ impl Control {
     pub(super) fn shutdown(&mut self, p: &Obj, t: f64) {
         const MSG: &str = "Pod was terminated in response to imminent node shutdown.";
         self.event(
-            &p.value,
+            &p.value(),
             "Normal",
             "Killing",
             "Stopping container spark-kubernetes-executor",
@@ -229,23 +229,23 @@ impl Control {
                 true
             });
         if let Some(u) = updated {
-            self.event(&u.value, "Warning", reason, &detail, "kubelet", t);
+            self.event(&u.value(), "Warning", reason, &detail, "kubelet", t);
         }
     }
 
     /// Graceful termination: SIGTERM (143 after a moment), then the final DELETE.
     pub(super) fn terminate(&mut self, p: &Obj, stage: Stage, t: f64) {
         let key = (p.namespace().to_owned(), p.name().to_owned());
-        if self.is_process_pod(&p.value)
+        if self.is_process_pod(p)
             && let Some(procs) = self.procs.as_mut()
         {
             let ckey = Self::container_key(p);
             if procs.is_running(&ckey) {
                 // SIGTERM now, SIGKILL after the grace; the exit is reaped like any other.
                 if matches!(stage, Stage::Running { .. }) {
-                    procs.stop(&ckey, Self::grace_of(&p.value));
+                    procs.stop(&ckey, Self::grace_of(&p.value()));
                     self.event(
-                        &p.value,
+                        &p.value(),
                         "Normal",
                         "Killing",
                         &format!("Stopping container {}", ckey.2),
@@ -266,7 +266,7 @@ impl Control {
         match stage {
             Stage::Running { .. } => {
                 self.log(
-                    &p.value,
+                    p,
                     self.log_line(
                         "ERROR",
                         "CoarseGrainedExecutorBackend",
@@ -274,12 +274,12 @@ impl Control {
                     ),
                 );
                 self.event(
-                    &p.value,
+                    &p.value(),
                     "Normal",
                     "Killing",
                     &format!(
                         "Stopping container {}",
-                        p.value["spec"]["containers"][0]["name"]
+                        p.value()["spec"]["containers"][0]["name"]
                             .as_str()
                             .unwrap_or_default()
                     ),
@@ -307,13 +307,10 @@ impl Control {
         let Some(current) = self.store.get(Resource::Pods, p.namespace(), p.name()) else {
             return;
         };
-        if current.value["metadata"]["deletionGracePeriodSeconds"] == json!(0) {
+        if current.value()["metadata"]["deletionGracePeriodSeconds"] == json!(0) {
             return; // done already; only finalizers keep it
         }
-        let uid = self
-            .runtimes
-            .get(&(p.namespace().to_owned(), p.name().to_owned()))
-            .map(|r| r.uid.clone());
+        let uid = self.runtimes.get(&PodRef::of(p)).map(|r| r.uid.clone());
         let _ = self.store.delete(
             Resource::Pods,
             p.namespace(),

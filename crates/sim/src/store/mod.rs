@@ -22,7 +22,9 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::{clock::SimClock, error::ApiError};
-pub use objects::{Change, ChangeType, DeleteOptions, Deleted, Obj, Page, Query, Resource};
+pub use objects::{
+    Change, ChangeType, DeleteOptions, Deleted, INDEXED, Obj, Page, Query, Resource, pod_requests,
+};
 
 type Key = (String, String);
 
@@ -105,14 +107,23 @@ impl ObjectStore {
             .cloned()
     }
 
-    /// All objects of a kind matching `q` (no paging).
+    /// All objects of a kind matching `q` (no paging). A namespaced query reads only its
+    /// namespace's range of the map.
     pub fn list_all(&self, resource: Resource, q: &Query) -> (Vec<Arc<Obj>>, u64) {
         let inner = self.lock();
-        let items = inner
-            .objects
-            .get(&resource)
-            .map(|m| m.values().filter(|o| q.matches(o)).cloned().collect())
-            .unwrap_or_default();
+        let Some(m) = inner.objects.get(&resource) else {
+            return (Vec::new(), inner.rv);
+        };
+        let items = match &q.namespace {
+            Some(ns) => m
+                .range::<Key, _>((ns.clone(), String::new())..)
+                .take_while(|(k, _)| k.0 == *ns)
+                .map(|(_, o)| o)
+                .filter(|o| q.matches(o))
+                .cloned()
+                .collect(),
+            None => m.values().filter(|o| q.matches(o)).cloned().collect(),
+        };
         (items, inner.rv)
     }
 

@@ -64,13 +64,6 @@ fn charge(pod: &Value) -> BTreeMap<&'static str, Option<f64>> {
     out
 }
 
-fn terminal(pod: &Value) -> bool {
-    matches!(
-        pod["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    )
-}
-
 /// A quantity back as text: whole numbers plain, memory in Mi/Gi when exact, else milli.
 fn show(resource: &str, v: f64) -> String {
     let mib = 1024.0 * 1024.0;
@@ -93,8 +86,8 @@ fn used<'a>(
     pods: impl Iterator<Item = &'a Arc<Obj>>,
 ) -> BTreeMap<String, f64> {
     let mut out: BTreeMap<String, f64> = hard.keys().map(|k| (k.clone(), 0.0)).collect();
-    for p in pods.filter(|p| !terminal(&p.value)) {
-        for (r, v) in charge(&p.value) {
+    for p in pods.filter(|p| !p.terminal()) {
+        for (r, v) in charge(&p.value()) {
             if let (Some(total), Some(v)) = (out.get_mut(r), v) {
                 *total += v;
             }
@@ -128,7 +121,7 @@ fn quotas<'a>(inner: &'a Inner, ns: &'a str) -> impl Iterator<Item = &'a Arc<Obj
 }
 
 fn hard_of(q: &Obj) -> BTreeMap<String, Value> {
-    q.value["spec"]["hard"]
+    q.value()["spec"]["hard"]
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default()
@@ -230,8 +223,8 @@ fn recount(inner: &Inner) -> Vec<(String, String, Value)> {
             "hard": hard,
             "used": used.iter().map(|(r, v)| (r.clone(), show(r, *v))).collect::<BTreeMap<_, _>>(),
         });
-        if q.value["status"] != status {
-            let mut v = q.value.clone();
+        if q.value()["status"] != status {
+            let mut v = q.value();
             v["status"] = status;
             out.push((q.namespace().to_owned(), q.name().to_owned(), v));
         }

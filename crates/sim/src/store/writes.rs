@@ -117,6 +117,7 @@ impl ObjectStore {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
         let current = inner.existing(resource, &key)?;
+        let cur = current.value();
         if let Some(rv) = value["metadata"]["resourceVersion"].as_str()
             && !rv.is_empty()
             && rv != current.rv().to_string()
@@ -125,11 +126,11 @@ impl ObjectStore {
         }
         if status_only {
             let status = value.get("status").cloned().unwrap_or(Value::Null);
-            value = current.value.clone();
+            value = cur.clone();
             value["status"] = status;
         } else {
             // Identity and server-owned metadata cannot be changed by a client.
-            let cur_meta = &current.value["metadata"];
+            let cur_meta = &cur["metadata"];
             for k in [
                 "uid",
                 "creationTimestamp",
@@ -147,10 +148,10 @@ impl ObjectStore {
                     }
                 }
             }
-            value["kind"] = current.value["kind"].clone();
-            value["apiVersion"] = current.value["apiVersion"].clone();
+            value["kind"] = cur["kind"].clone();
+            value["apiVersion"] = cur["apiVersion"].clone();
             if resource == Resource::Pods && value.get("status").is_none() {
-                value["status"] = current.value["status"].clone();
+                value["status"] = cur["status"].clone();
             }
             // Once deleting, finalizers may only be removed.
             if cur_meta.get("deletionTimestamp").is_some() {
@@ -165,10 +166,8 @@ impl ObjectStore {
                     )));
                 }
             }
-            if value["spec"] != current.value["spec"] {
-                let g = current.value["metadata"]["generation"]
-                    .as_i64()
-                    .unwrap_or(1);
+            if value["spec"] != cur["spec"] {
+                let g = cur["metadata"]["generation"].as_i64().unwrap_or(1);
                 value["metadata"]["generation"] = json!(g + 1);
             }
         }
@@ -210,7 +209,7 @@ impl ObjectStore {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
         let current = inner.objects.get(&resource)?.get(&key)?.clone();
-        let mut value = current.value.clone();
+        let mut value = current.value();
         if !f(&mut value) {
             return Some(current);
         }
@@ -234,17 +233,16 @@ impl ObjectStore {
         let mut inner = self.lock();
         let key = (ns.to_owned(), name.to_owned());
         let current = inner.existing(resource, &key)?;
+        let cur = current.value();
         if let Some(uid) = &opts.precondition_uid
-            && current.value["metadata"]["uid"].as_str() != Some(uid.as_str())
+            && cur["metadata"]["uid"].as_str() != Some(uid.as_str())
         {
             return Err(ApiError::conflict_msg(
                 resource,
                 name,
                 format!(
                     "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    current.value["metadata"]["uid"]
-                        .as_str()
-                        .unwrap_or_default()
+                    cur["metadata"]["uid"].as_str().unwrap_or_default()
                 ),
             ));
         }
@@ -256,28 +254,24 @@ impl ObjectStore {
         if opts.dry_run {
             return Ok(Deleted::Pending(current));
         }
-        let finalizers = !string_set(&current.value["metadata"]["finalizers"]).is_empty();
+        let finalizers = !string_set(&cur["metadata"]["finalizers"]).is_empty();
         let grace = if resource == Resource::Pods {
-            let phase = current.value["status"]["phase"]
-                .as_str()
-                .unwrap_or_default();
-            let unscheduled = current.value["spec"]["nodeName"]
-                .as_str()
-                .is_none_or(str::is_empty);
+            let phase = cur["status"]["phase"].as_str().unwrap_or_default();
+            let unscheduled = cur["spec"]["nodeName"].as_str().is_none_or(str::is_empty);
             if unscheduled || phase == "Succeeded" || phase == "Failed" {
                 0
             } else {
                 opts.grace_period_seconds
-                    .or_else(|| current.value["spec"]["terminationGracePeriodSeconds"].as_i64())
+                    .or_else(|| cur["spec"]["terminationGracePeriodSeconds"].as_i64())
                     .unwrap_or(30)
                     .max(0)
             }
         } else {
             0
         };
-        let already = current.value["metadata"].get("deletionTimestamp").is_some();
+        let already = cur["metadata"].get("deletionTimestamp").is_some();
         if grace == 0 && !finalizers {
-            let mut last = current.value.clone();
+            let mut last = cur.clone();
             if !already {
                 last["metadata"]["deletionTimestamp"] = Value::String(fmt_time(self.clock.now()));
             }
@@ -291,7 +285,7 @@ impl ObjectStore {
             );
             return Ok(Deleted::Gone(obj));
         }
-        let mut value = current.value.clone();
+        let mut value = cur.clone();
         let now = self.clock.now();
         let requested = now + chrono::Duration::seconds(grace.min(86_400 * 365));
         // A shorter grace period may replace a longer one; a longer never extends it.
