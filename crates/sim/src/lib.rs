@@ -234,6 +234,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         spark: control.registry.clone(),
         bookmark_every: opts.bookmark_every.max(Duration::from_millis(10)),
         forward_local: opts.process.is_some(),
+        endpoints: Mutex::default(),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -249,9 +250,20 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         // A pass every 100 ms, or a pause four times as long as a pass took (at most 2 s):
         // the steady control loop stays near a fifth of a core however many pods there
         // are (100k pods coarsen its timing, not the API server's answers).
+        // The pass runs on the blocking pool: a pass of 100k pods takes long enough that,
+        // on a runtime worker, requests queued behind it there waited seconds.
+        let mut control = control;
         loop {
             let started = std::time::Instant::now();
-            control.step();
+            control = match tokio::task::spawn_blocking(move || {
+                control.step();
+                control
+            })
+            .await
+            {
+                Ok(c) => c,
+                Err(_) => return, // the pass panicked: the control plane stops
+            };
             let took = started.elapsed();
             let pause = (took * 4)
                 .min(Duration::from_secs(2))

@@ -338,6 +338,10 @@ impl FieldSelector {
         })
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// The name this selector pins (`metadata.name=X`), if any.
     pub fn pinned_name(&self) -> Option<&str> {
         self.reqs

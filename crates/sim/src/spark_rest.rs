@@ -43,7 +43,7 @@ fn executors(app: &AppView, all: bool) -> Value {
 
 /// Answers a proxied request to a service, or says why it cannot.
 pub fn serve(
-    store: &ObjectStore,
+    ready: bool,
     registry: &SparkRegistry,
     service: &Obj,
     _port: Option<&str>,
@@ -52,7 +52,7 @@ pub fn serve(
 ) -> Result<(u16, Value), ApiError> {
     let name = service.name();
     let ns = service.namespace();
-    if endpoints(store, service).is_empty() {
+    if !ready {
         return Err(ApiError::unavailable(format!(
             "no endpoints available for service \"{name}\""
         )));
@@ -67,10 +67,6 @@ pub fn serve(
 
 /// The selected pods of a service include a running one.
 pub fn has_endpoints(store: &ObjectStore, service: &Obj) -> bool {
-    !endpoints(store, service).is_empty()
-}
-
-fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
     let selector = service.value()["spec"]["selector"]
         .as_object()
         .map(|m| {
@@ -81,7 +77,7 @@ fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
         })
         .unwrap_or_default();
     if selector.is_empty() {
-        return Vec::new();
+        return false;
     }
     let q = Query {
         namespace: Some(service.namespace().to_owned()),
@@ -89,9 +85,7 @@ fn endpoints(store: &ObjectStore, service: &Obj) -> Vec<std::sync::Arc<Obj>> {
         ..Query::default()
     };
     let (pods, _) = store.list_all(Resource::Pods, &q);
-    pods.into_iter()
-        .filter(|p| p.phase() == "Running" && !p.deleting())
-        .collect()
+    pods.iter().any(|p| p.phase() == "Running" && !p.deleting())
 }
 
 /// The service port's target port number (`port` is a name or number; default the first).

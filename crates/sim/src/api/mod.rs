@@ -68,12 +68,33 @@ pub struct ApiState {
     /// The process kubelet is on: a service proxy with no simulated driver behind it
     /// forwards to `127.0.0.1:<targetPort>` (where a real driver's UI listens).
     pub forward_local: bool,
+    /// Whether a service has a ready endpoint, as last worked out, and when: a proxied
+    /// request reuses it for a second (the endpoints controller lags as much), instead of
+    /// matching the service's selector against every pod of the namespace (100k at scale).
+    pub endpoints: Mutex<std::collections::HashMap<(String, String), (std::time::Instant, bool)>>,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 impl ApiState {
+    fn has_endpoints(&self, service: &Obj) -> bool {
+        let key = (service.namespace().to_owned(), service.name().to_owned());
+        let now = std::time::Instant::now();
+        let mut memo = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, ready)) = memo.get(&key)
+            && now.duration_since(*at) < Duration::from_secs(1)
+        {
+            return *ready;
+        }
+        let ready = crate::spark_rest::has_endpoints(&self.store, service);
+        if memo.len() > 10_000 {
+            memo.clear();
+        }
+        memo.insert(key, (now, ready));
+        ready
+    }
+
     fn record(&self, method: &Method, uri: &axum::http::Uri, websocket: bool) {
         let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         if log.len() >= MAX_REQUEST_LOG {

@@ -64,13 +64,10 @@ async fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&st
     let Some(service) = st.store.get(Resource::Services, ns, name) else {
         return ApiError::not_found(Resource::Services, name).into_response();
     };
-    match spark_rest::serve(&st.store, &st.spark, &service, port, rest, query) {
+    let ready = st.has_endpoints(&service);
+    match spark_rest::serve(ready, &st.spark, &service, port, rest, query) {
         Ok((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
-        Err(e)
-            if st.forward_local
-                && e.code == 503
-                && spark_rest::has_endpoints(&st.store, &service) =>
-        {
+        Err(e) if st.forward_local && e.code == 503 && ready => {
             let Some(target) = spark_rest::target_port(&service, port) else {
                 return e.into_response();
             };

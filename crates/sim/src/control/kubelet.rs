@@ -120,7 +120,7 @@ impl Control {
         }
         // Runtimes of pods gone are dropped now and then; one whose pod was replaced
         // under the same name is noticed by its uid below.
-        if t - self.last_runtime_gc >= 2.0 {
+        if t - self.last_runtime_gc >= 30.0 {
             self.last_runtime_gc = t;
             self.runtimes.retain(|k, _| live(&k.0, &k.1));
         }

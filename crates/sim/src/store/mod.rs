@@ -154,17 +154,35 @@ impl ObjectStore {
                 std::ops::Bound::Excluded(k.clone()),
                 std::ops::Bound::Unbounded,
             ))),
-            None => Box::new(map.iter()),
+            None => match &q.namespace {
+                Some(ns) => Box::new(map.range::<Key, _>((ns.clone(), String::new())..)),
+                None => Box::new(map.iter()),
+            },
         };
+        // Under a selector the real server leaves `remainingItemCount` unset (etcd counts
+        // keys, not matches), so a page stops at the first match past it; without one, the
+        // rest is counted, not matched (a page of 100k pods was O(n) matches, a LIST O(n²)).
+        let selective = !q.labels.is_empty() || !q.fields.is_empty();
         let mut items = Vec::new();
         let mut last_key = None;
         let mut more = 0usize;
         for (k, o) in iter {
-            if !q.matches(o) {
+            if q.namespace.as_ref().is_some_and(|ns| k.0 != *ns) {
+                if q.namespace.as_ref().is_some_and(|ns| k.0 > *ns) {
+                    break; // past the namespace's keys
+                }
                 continue;
             }
             if limit > 0 && items.len() >= limit {
-                more += 1;
+                if !selective {
+                    more += 1;
+                } else if q.matches(o) {
+                    more = 1;
+                    break;
+                }
+                continue;
+            }
+            if !q.matches(o) {
                 continue;
             }
             items.push(o.clone());
@@ -177,7 +195,7 @@ impl ObjectStore {
             items,
             rv,
             continue_token,
-            remaining: (more > 0).then_some(more),
+            remaining: (more > 0 && !selective).then_some(more),
         })
     }
 
