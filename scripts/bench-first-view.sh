@@ -20,9 +20,11 @@ target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$pe
 sim=$!
 trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
 want=$((apps * per + apps))
-# Wait until every pod exists (the scenario creates them over a few seconds).
-for _ in $(seq 1 300); do
-    n=$(kubectl --kubeconfig "$dir/kc" get pods -A -l spark-role --no-headers 2>/dev/null | wc -l || true)
+# Wait until every pod runs (then each has its five events: Scheduled, Pulling, Pulled,
+# Created, Started), so the view is of a settled cluster, not one still being created.
+for _ in $(seq 1 600); do
+    n=$(kubectl --kubeconfig "$dir/kc" get pods -A -l spark-role --field-selector status.phase=Running \
+        --no-headers 2>/dev/null | wc -l || true)
     [ "${n:-0}" -ge "$want" ] && break
     sleep 1
 done
