@@ -106,11 +106,10 @@ impl Control {
                 }
             }
         }
-        for i in 0..self.drivers.len() {
-            self.drivers[i].last_poll = t;
-            if self.drivers[i].started && !self.drivers[i].finished {
-                self.detect_missing(i, t);
-            }
+        // Each driver's next pass polls at once: its missing-pod check runs there, under
+        // the same conditions as every poll (a running driver).
+        for d in &mut self.drivers {
+            d.last_poll = t - POLL_SECS;
         }
     }
 

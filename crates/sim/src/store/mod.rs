@@ -167,8 +167,10 @@ impl ObjectStore {
         let mut last_key = None;
         let mut more = 0usize;
         for (k, o) in iter {
-            if q.namespace.as_ref().is_some_and(|ns| k.0 != *ns) {
-                if q.namespace.as_ref().is_some_and(|ns| k.0 > *ns) {
+            if let Some(ns) = &q.namespace
+                && k.0 != *ns
+            {
+                if k.0 > *ns {
                     break; // past the namespace's keys
                 }
                 continue;
@@ -337,4 +339,69 @@ fn decode_continue(token: &str) -> Option<(u64, Option<Key>)> {
     let ns = parts.next()?.to_owned();
     let name = parts.next()?.to_owned();
     Some((rv, Some((ns, name))))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{ObjectStore, Query, Resource};
+    use crate::{clock::SimClock, selector::LabelSelector};
+
+    /// Pages walk every match once; `remainingItemCount` is there without a selector and
+    /// left out under one (as the real server does), and a namespace bounds the walk.
+    #[test]
+    fn pages_cover_every_match_and_count_the_rest_only_without_a_selector() {
+        let store = ObjectStore::new(SimClock::new(chrono::Utc::now(), 1.0), 100, 1);
+        for ns in ["a", "b"] {
+            store
+                .create(Resource::Namespaces, "", json!({"metadata": {"name": ns}}))
+                .expect("namespace");
+            for i in 0..7 {
+                let role = if i % 2 == 0 { "executor" } else { "driver" };
+                let pod = json!({"metadata": {"name": format!("p{i}"), "labels": {"role": role}},
+                                 "spec": {"containers": [{"name": "c"}]}});
+                store.create(Resource::Pods, ns, pod).expect("pod");
+            }
+        }
+        let walk = |q: &Query| {
+            let (mut names, mut remaining, mut token) = (Vec::new(), Vec::new(), None::<String>);
+            loop {
+                let page = store
+                    .list(Resource::Pods, q, 2, token.as_deref())
+                    .expect("page");
+                names.extend(
+                    page.items
+                        .iter()
+                        .map(|o| format!("{}/{}", o.namespace(), o.name())),
+                );
+                remaining.push(page.remaining);
+                match page.continue_token {
+                    Some(t) => token = Some(t),
+                    None => return (names, remaining),
+                }
+            }
+        };
+        let all = Query::default();
+        let (names, remaining) = walk(&all);
+        assert_eq!(names.len(), 14);
+        assert_eq!(
+            remaining,
+            [Some(12), Some(10), Some(8), Some(6), Some(4), Some(2), None]
+        );
+        let in_b = Query {
+            namespace: Some("b".into()),
+            labels: LabelSelector::parse("role=executor").expect("selector"),
+            ..Query::default()
+        };
+        let (names, remaining) = walk(&in_b);
+        assert_eq!(names, ["b/p0", "b/p2", "b/p4", "b/p6"]);
+        assert!(remaining.iter().all(Option::is_none), "{remaining:?}");
+        let (names, _) = walk(&Query {
+            namespace: Some("a".into()),
+            ..Query::default()
+        });
+        assert_eq!(names.len(), 7);
+        assert!(names.iter().all(|n| n.starts_with("a/")));
+    }
 }
