@@ -58,7 +58,7 @@ fn loaded_store(pods: &[ExecutorPod]) -> Store {
     let mut s = Store::new();
     for p in pods {
         s.apply(SourceEvent::PodUpserted {
-            pod: Box::new(p.clone()),
+            pod: std::sync::Arc::new(p.clone()),
             at: at(),
         });
     }
@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
             || (Store::new(), loaded_store(&pods)),
             |(_, mut s)| {
                 s.apply(SourceEvent::PodsListed {
-                    pods: pods.clone(),
+                    pods: pods.iter().cloned().map(std::sync::Arc::new).collect(),
                     resource_version: Some(1_000_000),
                     at: at(),
                 });
@@ -145,7 +145,7 @@ fn bench(c: &mut Criterion) {
     let upserts: Vec<SourceEvent> = pods
         .iter()
         .map(|p| SourceEvent::PodUpserted {
-            pod: Box::new(p.clone()),
+            pod: std::sync::Arc::new(p.clone()),
             at: at(),
         })
         .collect();
@@ -177,7 +177,7 @@ fn bench(c: &mut Criterion) {
         update(
             &mut app,
             Msg::Source(SourceEvent::PodUpserted {
-                pod: Box::new(p.clone()),
+                pod: std::sync::Arc::new(p.clone()),
                 at: at(),
             }),
         );

@@ -139,7 +139,7 @@ async fn write(runner: &Runner, effect: Effect, out: &mut String) -> Result<usiz
 
 fn target(p: &ExecutorPod) -> Target {
     Target {
-        namespace: p.namespace.clone(),
+        namespace: p.namespace.to_string(),
         app_id: p.app_id().unwrap_or_default().to_owned(),
         pod: p.name.clone(),
         executor: p.executor_id().unwrap_or_default(),
@@ -158,7 +158,7 @@ pub async fn kill(
     let runner = runner(conn, log);
     gate_all(
         &runner,
-        targets.iter().map(|p| p.namespace.clone()),
+        targets.iter().map(|p| p.namespace.to_string()),
         "delete",
         readonly,
     )
@@ -181,7 +181,7 @@ pub async fn hold_on(
     let runner = runner(conn, log);
     gate_all(
         &runner,
-        pods.iter().map(|p| p.namespace.clone()),
+        pods.iter().map(|p| p.namespace.to_string()),
         "patch",
         readonly,
     )
@@ -203,7 +203,7 @@ pub async fn hold_on(
     let mut held = 0;
     for d in pods.iter().filter(|p| p.role() == Some(Role::Driver)) {
         let hold = Effect::SetHold {
-            namespace: d.namespace.clone(),
+            namespace: d.namespace.to_string(),
             app_id: d.app_id().unwrap_or_default().to_owned(),
             driver: Some(d.name.clone()),
             pods: owned
@@ -241,7 +241,7 @@ pub async fn release(
     let runner = runner(conn, log);
     gate_all(
         &runner,
-        due.iter().map(|p| p.namespace.clone()),
+        due.iter().map(|p| p.namespace.to_string()),
         "patch",
         readonly,
     )
@@ -250,14 +250,14 @@ pub async fn release(
     for p in due {
         let effect = match p.role() {
             Some(Role::Driver) if p.hold_expires().is_some() => Effect::SetHold {
-                namespace: p.namespace.clone(),
+                namespace: p.namespace.to_string(),
                 app_id: p.app_id().unwrap_or_default().to_owned(),
                 driver: Some(p.name.clone()),
                 pods: Vec::new(),
                 until: None,
             },
             _ if p.is_held() || p.hold_expires().is_some() => Effect::ReleasePod {
-                namespace: p.namespace.clone(),
+                namespace: p.namespace.to_string(),
                 pod: p.name.clone(),
                 expired: only_expired,
             },

@@ -206,7 +206,7 @@ fn app_status(a: &AppRecord) -> AppStatus {
                 gone: e.verdict.ending.is_gone(),
                 exit_code: e.exit_code(),
                 container_reason: e.container_reason().map(str::to_owned),
-                node: e.pod.node_name.clone(),
+                node: e.pod.node_name.as_deref().map(str::to_owned),
                 findings: e
                     .findings()
                     .iter()

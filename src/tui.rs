@@ -362,9 +362,10 @@ mod tests {
             pod.labels
                 .insert("spark-app-selector".into(), "spark-1".into());
             pod.labels.insert("spark-role".into(), "executor".into());
-            pod.labels.insert("spark-exec-id".into(), id.to_string());
+            pod.labels
+                .insert("spark-exec-id".into(), id.to_string().into());
             tx.send(SourceEvent::PodUpserted {
-                pod: Box::new(pod),
+                pod: std::sync::Arc::new(pod),
                 at: chrono::DateTime::UNIX_EPOCH,
             })
             .await

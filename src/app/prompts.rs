@@ -204,17 +204,17 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
         pod: e.pod.name.clone(),
         captured: false,
         lines: Err("fetching…".to_owned()),
-        namespace: e.pod.namespace.clone(),
-        container: e.spark_container.clone(),
+        namespace: e.pod.namespace.to_string(),
+        container: e.spark_container.to_string(),
         previous,
         ..LogView::default()
     });
     app.popup = Some(Popup::Log);
     app.scroll = 0;
     vec![Effect::FetchLog {
-        namespace: e.pod.namespace.clone(),
+        namespace: e.pod.namespace.to_string(),
         pod: e.pod.name.clone(),
-        container: e.spark_container.clone(),
+        container: e.spark_container.to_string(),
         previous,
         capture: false,
     }]

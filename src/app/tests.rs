@@ -17,7 +17,7 @@ fn exec(app: &str, id: i64, phase: &str) -> SourceEvent {
         "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": phase}}),
     );
     SourceEvent::PodUpserted {
-        pod: Box::new(p),
+        pod: std::sync::Arc::new(p),
         at: chrono::DateTime::UNIX_EPOCH,
     }
 }
@@ -64,7 +64,7 @@ fn failed(app: &str, id: i64) -> SourceEvent {
             "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}),
     );
     SourceEvent::PodUpserted {
-        pod: Box::new(p),
+        pod: std::sync::Arc::new(p),
         at: chrono::DateTime::UNIX_EPOCH,
     }
 }
@@ -216,7 +216,7 @@ fn quitting_with_holds_asks_and_releases_by_default() {
     update(
         &mut app,
         Msg::Source(SourceEvent::PodUpserted {
-            pod: Box::new(driver),
+            pod: std::sync::Arc::new(driver),
             at: chrono::DateTime::UNIX_EPOCH,
         }),
     );
@@ -288,7 +288,7 @@ fn an_executor_that_ends_gets_its_log_captured() {
     let effects = update(
         &mut app,
         Msg::Source(SourceEvent::PodUpserted {
-            pod: Box::new(failed),
+            pod: std::sync::Arc::new(failed),
             at: chrono::DateTime::UNIX_EPOCH,
         }),
     );
@@ -332,7 +332,7 @@ fn new_executors_of_a_held_app_are_held() {
     let effects = update(
         &mut app,
         Msg::Source(SourceEvent::PodUpserted {
-            pod: Box::new(driver),
+            pod: std::sync::Arc::new(driver),
             at: chrono::DateTime::UNIX_EPOCH,
         }),
     );
@@ -358,7 +358,7 @@ fn new_executors_of_a_held_app_are_held() {
         update(
             &mut ro,
             Msg::Source(SourceEvent::PodUpserted {
-                pod: Box::new(driver),
+                pod: std::sync::Arc::new(driver),
                 at: chrono::DateTime::UNIX_EPOCH
             })
         )
@@ -384,7 +384,7 @@ fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
         update(
             &mut app,
             Msg::Source(SourceEvent::PodUpserted {
-                pod: Box::new(p),
+                pod: std::sync::Arc::new(p),
                 at: chrono::DateTime::UNIX_EPOCH,
             }),
         );

@@ -513,18 +513,18 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             if hold.is_none() && !release {
                 continue;
             }
-            let key = (e.pod.namespace.clone(), e.pod.name.clone());
+            let key = (e.pod.namespace.to_string(), e.pod.name.clone());
             if !app.in_flight.insert(key) {
                 continue;
             }
             effects.push(match hold {
                 Some(until) => Effect::HoldPod {
-                    namespace: e.pod.namespace.clone(),
+                    namespace: e.pod.namespace.to_string(),
                     pod: e.pod.name.clone(),
                     until,
                 },
                 None => Effect::ReleasePod {
-                    namespace: e.pod.namespace.clone(),
+                    namespace: e.pod.namespace.to_string(),
                     pod: e.pod.name.clone(),
                     expired: true,
                 },

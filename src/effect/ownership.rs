@@ -14,7 +14,7 @@ pub struct DriverId {
 impl DriverId {
     pub fn of(p: &ExecutorPod) -> Self {
         Self {
-            namespace: p.namespace.clone(),
+            namespace: p.namespace.to_string(),
             name: p.name.clone(),
             uid: p.uid.clone(),
         }
@@ -100,7 +100,7 @@ mod tests {
     }
 
     fn owned(mut p: ExecutorPod, ns: &str, owner: Option<(&str, &str)>) -> ExecutorPod {
-        p.namespace = ns.to_owned();
+        p.namespace = ns.into();
         p.owner = owner.map(|(name, uid)| crate::model::OwnerRef {
             kind: "Pod".into(),
             name: name.into(),

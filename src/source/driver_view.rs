@@ -86,7 +86,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             .filter_map(|d| {
                 let pod = ExecutorPod::from_pod(&d);
                 let app_id = pod.app_id()?.to_owned();
-                let key = (pod.namespace.clone(), app_id.clone());
+                let key = (pod.namespace.to_string(), app_id.clone());
                 let since = last_read.get(&key).map(|t| started.duration_since(*t));
                 conn.focus
                     .due(&pod.namespace, &app_id, since, every)
@@ -101,7 +101,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             async move {
                 let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
                 SourceEvent::DriverExecutors {
-                    namespace: pod.namespace.clone(),
+                    namespace: pod.namespace.to_string(),
                     app_id,
                     view,
                     at: now(),

@@ -7,7 +7,7 @@
 //! This is the edge: it stamps every event with the local clock when it arrives. Errors
 //! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
 
-use std::{collections::BTreeSet, path::PathBuf, time::Duration};
+use std::{collections::BTreeSet, path::PathBuf, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use k8s_openapi::{NamespaceResourceScope, api::core::v1::ConfigMap};
@@ -350,7 +350,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
     // The watch's (re)list, gathered: it is a complete LIST, so it is delivered as one (the
     // first view needs no LIST of its own, and a relist after a 410 finds what vanished in
     // the gap at once).
-    let mut listing: Option<Vec<ExecutorPod>> = None;
+    let mut listing: Option<Vec<Arc<ExecutorPod>>> = None;
     while let Some(item) = stream.next().await {
         if !recovered(&mut failing, item.is_ok(), SourceKind::PodWatch, &tx).await {
             return;
@@ -362,19 +362,21 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
             ) => {
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
                 if let Some(list) = listing.as_mut() {
-                    list.push(pod);
+                    // Behind an `Arc` from here on: the store keeps this allocation, and
+                    // the list of 100,000 pods is a list of pointers, not of pods.
+                    list.push(Arc::new(pod));
                     continue;
                 }
                 delivered.saw(&pod);
                 SourceEvent::PodUpserted {
-                    pod: Box::new(pod),
+                    pod: std::sync::Arc::new(pod),
                     at: now(),
                 }
             }
             Ok(watcher::Event::Delete(LeanPod { pod, .. })) => {
                 delivered.saw(&pod);
                 SourceEvent::PodDeleted {
-                    pod: Box::new(pod),
+                    pod: std::sync::Arc::new(pod),
                     at: now(),
                 }
             }
@@ -387,8 +389,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
                 // kube's watcher does not hand out the list's resourceVersion; the newest pod
                 // in it is a lower bound, which keeps missing-pod detection conservative (a
                 // pod seen at or after it is never called missing by this list).
-                let resource_version =
-                    Some(pods.iter().filter_map(ExecutorPod::rv).max().unwrap_or(0));
+                let resource_version = Some(pods.iter().filter_map(|p| p.rv()).max().unwrap_or(0));
                 pods.iter().for_each(|p| delivered.saw(p));
                 let listed = SourceEvent::PodsListed {
                     pods,
@@ -458,16 +459,18 @@ fn maybe_read_config(
     if pod.role() != Some(Role::Driver) {
         return;
     }
-    let (Some(cm), Some(app_id)) = (pod.conf_config_map.clone(), pod.app_id().map(str::to_owned))
-    else {
+    let (Some(cm), Some(app_id)) = (
+        pod.conf_config_map.as_deref().map(str::to_owned),
+        pod.app_id().map(str::to_owned),
+    ) else {
         return;
     };
-    if !seen.insert((pod.namespace.clone(), cm.clone())) {
+    if !seen.insert((pod.namespace.to_string(), cm.clone())) {
         return;
     }
     let api: Api<ConfigMap> = Api::namespaced(conn.client.clone(), &pod.namespace);
     let tx = tx.clone();
-    let namespace = pod.namespace.clone();
+    let namespace = pod.namespace.to_string();
     let scope = Scope::Namespace(namespace.clone());
     tokio::spawn(async move {
         // A few tries: one failed request must not leave the app on Spark's defaults.

@@ -11,7 +11,7 @@ mod poll;
 mod quotas;
 pub mod scope;
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
@@ -67,12 +67,12 @@ pub const LOG_TAIL_LINES: usize = 200;
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum SourceEvent {
     /// A watch event about a pod (ADDED or MODIFIED): Spark upserts it.
-    PodUpserted { pod: Box<ExecutorPod>, at: Time },
+    PodUpserted { pod: Arc<ExecutorPod>, at: Time },
     /// A watch DELETED event with the pod's last state.
-    PodDeleted { pod: Box<ExecutorPod>, at: Time },
+    PodDeleted { pod: Arc<ExecutorPod>, at: Time },
     /// A complete LIST: replaces what the store knows and stamps `full_snapshot_at`.
     PodsListed {
-        pods: Vec<ExecutorPod>,
+        pods: Vec<Arc<ExecutorPod>>,
         /// The list's `metadata.resourceVersion`.
         resource_version: Option<u64>,
         at: Time,

@@ -37,7 +37,7 @@ impl Delivered {
     pub(super) fn saw(&self, pod: &ExecutorPod) {
         if let Some(rv) = pod.rv() {
             self.lock()
-                .insert((pod.namespace.clone(), pod.name.clone()), rv);
+                .insert((pod.namespace.to_string(), pod.name.clone()), rv);
         }
     }
 
@@ -149,7 +149,7 @@ async fn poll_once(
     delivered.forget_absent(&present, rv);
     if behind.len() > MAX_READS {
         let (pods, rv) = list_all(full, &conn.selector).await?;
-        let pods = pods.into_iter().map(|p| p.pod).collect();
+        let pods = pods.into_iter().map(|p| Arc::new(p.pod)).collect();
         return Ok(Some(SourceEvent::PodsListed {
             pods,
             resource_version: rv,
@@ -161,7 +161,7 @@ async fn poll_once(
         // Gone since the LIST: the watch says so (or the next poll finds it absent).
         if let Some(LeanPod { pod, .. }) = api.get_opt(&name).await? {
             let ev = SourceEvent::PodUpserted {
-                pod: Box::new(pod.clone()),
+                pod: std::sync::Arc::new(pod.clone()),
                 at: now(),
             };
             if !send(tx, ev).await {

@@ -59,7 +59,7 @@ pub(super) fn driver_only(
     let state = classify(&pod, &resolved.config);
     let mut rec = ExecutorRecord {
         id: d.id,
-        spark_container: resolved.config.spark_container.clone(),
+        spark_container: (&resolved.config.spark_container).into(),
         pod: Arc::new(pod),
         pod_state: state,
         first_seen: at,
@@ -75,7 +75,7 @@ pub(super) fn driver_only(
         first_deletion: None,
         gone: Some(Gone::DriverOnly { at }),
         log_tail: None,
-        driver: Some(DriverSeen { at, exec: Some(d) }),
+        driver: Some(Box::new(DriverSeen { at, exec: Some(d) })),
         killed_by_tool: false,
         verdict: Verdict::default(),
     };
@@ -164,7 +164,7 @@ pub(super) fn refresh(
             Some(Gone::DriverOnly { .. }) => PodGone::DriverOnly,
         },
         missing: missing.as_ref(),
-        driver: rec.driver.as_ref(),
+        driver: rec.driver.as_deref(),
         log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
         killed_by_tool: rec.killed_by_tool,
         running_since,

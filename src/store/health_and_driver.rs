@@ -95,7 +95,7 @@ impl Store {
                         .driver
                         .as_ref()
                         .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
-                    rec.driver = Some(DriverSeen { at, exec: Some(d) });
+                    rec.driver = Some(Box::new(DriverSeen { at, exec: Some(d) }));
                     if changed || may_come_due(rec) {
                         due.push(rec.id);
                     }
@@ -128,7 +128,7 @@ impl Store {
             if !listed.contains(&rec.id) {
                 let rec = Arc::make_mut(rec);
                 let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
-                rec.driver = Some(DriverSeen { at, exec: None });
+                rec.driver = Some(Box::new(DriverSeen { at, exec: None }));
                 if changed || may_come_due(rec) {
                     due.push(rec.id);
                 }

@@ -99,8 +99,8 @@ impl Store {
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
         match ev {
-            SourceEvent::PodUpserted { pod, at } => self.upsert(*pod, at, false),
-            SourceEvent::PodDeleted { pod, at } => self.upsert(*pod, at, true),
+            SourceEvent::PodUpserted { pod, at } => self.upsert(pod, at, false),
+            SourceEvent::PodDeleted { pod, at } => self.upsert(pod, at, true),
             SourceEvent::PodsListed {
                 pods,
                 resource_version,
@@ -253,7 +253,7 @@ impl Store {
         }
     }
 
-    fn upsert(&mut self, pod: ExecutorPod, at: Time, deleted: bool) {
+    fn upsert(&mut self, pod: Arc<ExecutorPod>, at: Time, deleted: bool) {
         let Some(app_id) = pod.app_id().map(str::to_owned) else {
             return; // not a Spark pod
         };
@@ -265,7 +265,7 @@ impl Store {
         let ns = pod.namespace.clone();
         let pod_events: Vec<PodEvent> = self
             .events
-            .get(&(ns.clone(), pod.name.clone()))
+            .get(&(ns.to_string(), pod.name.clone()))
             .map(|q| q.iter().filter(|e| e.is_about(&pod)).cloned().collect())
             .unwrap_or_default();
         let app = self.app_mut(&ns, &app_id);
@@ -281,9 +281,9 @@ impl Store {
                     } else {
                         pod.phase().map(str::to_owned)
                     },
-                    node: pod.node_name.clone(),
+                    node: pod.node_name.as_deref().map(str::to_owned),
                     hold_until: pod.hold_expires(),
-                    conf_config_map: pod.conf_config_map.clone(),
+                    conf_config_map: pod.conf_config_map.as_deref().map(str::to_owned),
                     uid: pod.uid.clone(),
                 });
                 return;
@@ -328,7 +328,7 @@ impl Store {
                 let was_final = rec.pod_state.is_final() || rec.gone.is_some();
                 if !was_final && (state.is_final() || deleted) {
                     finished = Some(Finished {
-                        namespace: pod.namespace.clone(),
+                        namespace: pod.namespace.to_string(),
                         pod: pod.name.clone(),
                         container: resolved.config.spark_container.clone(),
                         previous: false,
@@ -346,7 +346,6 @@ impl Store {
                     ));
                     push_history(rec, Transition { at, state, note });
                 }
-                let pod = Arc::new(pod);
                 if rec.ended.is_none() && is_ending(state) {
                     rec.ended = Some(pod.clone());
                 }
@@ -366,7 +365,7 @@ impl Store {
                 {
                     rec.gone = None; // it was only late (or known from the driver first)
                 }
-                rec.spark_container = resolved.config.spark_container.clone();
+                rec.spark_container = (&resolved.config.spark_container).into();
                 if let Some(note) = refresh(rec, &pod_events, &config, Some(&resolved), at) {
                     timeline.push((id, note));
                 }
@@ -378,10 +377,10 @@ impl Store {
                 }
                 let mut rec = ExecutorRecord {
                     id,
-                    spark_container: resolved.config.spark_container.clone(),
+                    spark_container: (&resolved.config.spark_container).into(),
                     first_deletion: pod.deletion.clone(),
                     ended: None,
-                    pod: Arc::new(pod),
+                    pod,
                     pod_state: state,
                     first_seen: at,
                     last_seen: at,
@@ -400,7 +399,7 @@ impl Store {
                         .driver_api
                         .as_ref()
                         .and_then(|d| d.last_ok)
-                        .map(|at| DriverSeen { at, exec: None }),
+                        .map(|at| Box::new(DriverSeen { at, exec: None })),
                     killed_by_tool: false,
                     verdict: Verdict::default(),
                 };
@@ -424,7 +423,7 @@ impl Store {
         };
         self.snap
             .apps
-            .get(&(pod.namespace.clone(), app_id.to_owned()))
+            .get(&(pod.namespace.to_string(), app_id.to_owned()))
             .and_then(|app| app.executors.get(&id))
             .is_some_and(|rec| {
                 rec.gone.is_none()
@@ -436,12 +435,12 @@ impl Store {
 
     /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides
     /// which executors are missing.
-    fn replace(&mut self, pods: Vec<ExecutorPod>, list_rv: Option<u64>, at: Time) {
+    fn replace(&mut self, pods: Vec<Arc<ExecutorPod>>, list_rv: Option<u64>, at: Time) {
         let keys: Vec<(String, String, Option<String>, Option<i64>)> = pods
             .iter()
             .map(|p| {
                 (
-                    p.namespace.clone(),
+                    p.namespace.to_string(),
                     p.name.clone(),
                     p.app_id().map(str::to_owned),
                     p.executor_id(),
@@ -641,7 +640,7 @@ impl Store {
             if !matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
                 let resolved = config.classify_options().resolve(&rec.pod);
                 rec.pod_state = classify(&rec.pod, &resolved.config);
-                rec.spark_container = resolved.config.spark_container.clone();
+                rec.spark_container = (&resolved.config.spark_container).into();
             }
             notes.extend(refresh(rec, &events, &config, None, at).map(|n| (rec.id, n)));
         }

@@ -236,13 +236,14 @@ pub struct ExecutorRecord {
     pub first_deletion: Option<crate::model::Deletion>,
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
-    pub spark_container: String,
+    /// Shared (interned): every executor of an app names the same container.
+    pub spark_container: crate::model::Text,
     /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
     #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
     /// The driver's own view of this executor (its REST API), when read.
     #[serde(default)]
-    pub driver: Option<DriverSeen>,
+    pub driver: Option<Box<DriverSeen>>,
     /// spark-triage's own kill deleted this pod.
     #[serde(default)]
     pub killed_by_tool: bool,

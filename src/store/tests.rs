@@ -46,21 +46,21 @@ pub(super) fn oom() -> Value {
 
 pub(super) fn up(p: ExecutorPod, at: u32) -> SourceEvent {
     SourceEvent::PodUpserted {
-        pod: Box::new(p),
+        pod: std::sync::Arc::new(p),
         at: t(at),
     }
 }
 
 pub(super) fn del(p: ExecutorPod, at: u32) -> SourceEvent {
     SourceEvent::PodDeleted {
-        pod: Box::new(p),
+        pod: std::sync::Arc::new(p),
         at: t(at),
     }
 }
 
 pub(super) fn list(pods: Vec<ExecutorPod>, rv: u64, at: u32) -> SourceEvent {
     SourceEvent::PodsListed {
-        pods,
+        pods: pods.into_iter().map(std::sync::Arc::new).collect(),
         resource_version: Some(rv),
         at: t(at),
     }

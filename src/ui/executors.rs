@@ -142,7 +142,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                             Col::Id => e.id.to_string(),
                             Col::State => state.clone(),
                             Col::Age => age.clone(),
-                            Col::Node => e.pod.node_name.clone().unwrap_or_else(|| "-".to_owned()),
+                            Col::Node => e.pod.node_name.as_deref().unwrap_or("-").to_owned(),
                             Col::Exit => e
                                 .exit_code()
                                 .map_or_else(|| "-".to_owned(), |c| c.to_string()),

@@ -181,7 +181,7 @@ fn held(app: &mut App) {
         update(
             app,
             crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
-                pod: Box::new(pod),
+                pod: std::sync::Arc::new(pod),
                 at,
             }),
         );
@@ -242,7 +242,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     update(
         app,
         crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
-            pod: Box::new(driver),
+            pod: std::sync::Arc::new(driver),
             at,
         }),
     );

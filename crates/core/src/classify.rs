@@ -121,7 +121,7 @@ pub(crate) fn detect_spark_container(pod: &ExecutorPod) -> (String, ContainerSou
         return ((*only).to_owned(), ContainerSource::OnlyContainer);
     }
     if let Some(c) = pod.containers.iter().find(|c| c.runs_executor) {
-        return (c.name.clone(), ContainerSource::ExecutorEnv);
+        return (c.name.to_string(), ContainerSource::ExecutorEnv);
     }
     (default.to_owned(), ContainerSource::Assumed)
 }

@@ -86,8 +86,9 @@ fn explain_pod(
     let terminated =
         spark_status.and_then(|c| c.terminated().or_else(|| c.last_state.terminated()));
     let container_reason = terminated
-        .and_then(|t| t.reason.clone())
-        .or_else(|| spark_status.and_then(|c| c.waiting_reason().map(str::to_owned)));
+        .and_then(|t| t.reason.as_deref())
+        .or_else(|| spark_status.and_then(|c| c.waiting_reason()))
+        .map(str::to_owned);
     // Spark's watch and polls select `spark-exec-inactive!=true`: it does not see this pod.
     let mut view = (!pod.is_inactive())
         .then(|| spark_view(pod, state, &resolved.config))
@@ -98,7 +99,7 @@ fn explain_pod(
         v.counts_as_failure = false;
     }
     PodExplanation {
-        namespace: pod.namespace.clone(),
+        namespace: pod.namespace.to_string(),
         pod: pod.name.clone(),
         app_id: pod.app_id().map(str::to_owned),
         role: pod.role(),

@@ -107,16 +107,19 @@ fn exit_reason_message(pod: &ExecutorPod, id: i64, exit_description: &str) -> St
 
 /// `KubernetesUtils.containersDescription(pod, indent = 1)`.
 pub fn containers_description(pod: &ExecutorPod) -> String {
-    fn value(v: Option<String>) -> String {
-        v.filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "N/A".to_owned())
+    fn value<S: AsRef<str>>(v: Option<S>) -> String {
+        v.as_ref()
+            .map(AsRef::as_ref)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("N/A")
+            .to_owned()
     }
     pod.container_statuses()
         .iter()
         .map(|c| {
             let mut pairs: Vec<(&str, String)> = vec![
-                ("container name", value(Some(c.name.clone()))),
-                ("container image", value(c.image.clone())),
+                ("container name", value(Some(&c.name))),
+                ("container image", value(c.image.as_ref())),
             ];
             match &c.state {
                 ContainerState::Running { started_at } => {
@@ -137,11 +140,11 @@ pub fn containers_description(pod: &ExecutorPod) -> String {
                         value(t.finished_at.as_ref().map(fmt_time)),
                     ));
                     pairs.push(("exit code", t.exit_code.to_string()));
-                    pairs.push(("termination reason", value(t.reason.clone())));
+                    pairs.push(("termination reason", value(t.reason.as_ref())));
                 }
                 ContainerState::Waiting { reason, .. } => {
                     pairs.push(("container state", "waiting".into()));
-                    pairs.push(("pending reason", value(reason.clone())));
+                    pairs.push(("pending reason", value(reason.as_ref())));
                 }
                 ContainerState::None => pairs.push(("container state", "N/A".into())),
             }

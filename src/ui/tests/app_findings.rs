@@ -36,7 +36,7 @@ fn crash_loop_shows_on_the_executors_pane() {
         update(
             &mut app,
             crate::app::Msg::Source(SourceEvent::PodUpserted {
-                pod: Box::new(p),
+                pod: std::sync::Arc::new(p),
                 at,
             }),
         );

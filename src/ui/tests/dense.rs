@@ -49,7 +49,7 @@ fn big_app(n: i64) -> App {
         }))
         .expect("pod");
         let ev = SourceEvent::PodUpserted {
-            pod: Box::new(ExecutorPod::from_pod(&pod)),
+            pod: std::sync::Arc::new(ExecutorPod::from_pod(&pod)),
             at,
         };
         update(&mut app, crate::app::Msg::Source(ev));

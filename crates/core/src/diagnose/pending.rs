@@ -225,7 +225,7 @@ pub(super) fn image_pull(s: &Subject<'_>, out: &mut Vec<Finding>) {
                 .and_then(|spec| spec.image.clone())
                 .or_else(|| c.image.clone())
         })
-        .unwrap_or_else(|| "its image".to_owned());
+        .map_or_else(|| "its image".to_owned(), String::from);
     let texts: Vec<&str> = waiting
         .iter()
         .filter_map(|c| match &c.state {

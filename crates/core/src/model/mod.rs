@@ -6,6 +6,7 @@ mod pod;
 pub mod quantity;
 mod quota;
 mod state;
+mod text;
 mod wire;
 
 pub use driver::DriverExecutor;
@@ -19,6 +20,7 @@ pub use pod::{
 };
 pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;
+pub use text::Text;
 
 #[doc(hidden)]
 pub mod testing {

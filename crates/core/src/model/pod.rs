@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1 as core;
 use serde::{Deserialize, Serialize};
 
+use super::Text;
 use super::wire::{
     self, WireContainer, WireContainerStatus, WirePod, WireQuantities, WireState, WireStatus,
 };
@@ -49,7 +50,7 @@ pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ExecutorPod {
     /// The pod's namespace.
-    pub namespace: String,
+    pub namespace: Text,
     /// The pod's name.
     pub name: String,
     /// `metadata.uid` (ownership checks compare it).
@@ -57,7 +58,7 @@ pub struct ExecutorPod {
     /// `metadata.resourceVersion`, verbatim.
     pub resource_version: Option<String>,
     /// All labels (Spark's `spark-*` labels among them).
-    pub labels: BTreeMap<String, String>,
+    pub labels: BTreeMap<Text, Text>,
     /// The controlling owner reference, if any.
     pub owner: Option<OwnerRef>,
     /// `metadata.creationTimestamp`.
@@ -65,11 +66,11 @@ pub struct ExecutorPod {
     /// Set once deletion was requested (`metadata.deletionTimestamp`).
     pub deletion: Option<Deletion>,
     /// `metadata.finalizers` (the hold adds the tool's own).
-    pub finalizers: Vec<String>,
+    pub finalizers: Vec<Text>,
     /// `spec.nodeName`: the node it was bound to.
-    pub node_name: Option<String>,
+    pub node_name: Option<Text>,
     /// `spec.restartPolicy`, verbatim (Spark compares it to the exact string `Never`).
-    pub restart_policy: Option<String>,
+    pub restart_policy: Option<Text>,
     /// `spec.containers`, in order.
     pub containers: Vec<ContainerSpec>,
     /// `spec.initContainers`, in order.
@@ -77,7 +78,7 @@ pub struct ExecutorPod {
     /// `None` when the object has no `status` at all (Spark distinguishes this).
     pub status: Option<PodStatus>,
     /// Drivers: the ConfigMap behind the `spark-conf-volume-driver` volume (`spark.properties`).
-    pub conf_config_map: Option<String>,
+    pub conf_config_map: Option<Text>,
     /// The tool's own annotations (`spark-triage.dev/…`): hold state. Others are not kept.
     #[serde(default)]
     pub tool_annotations: BTreeMap<String, String>,
@@ -87,11 +88,11 @@ pub struct ExecutorPod {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OwnerRef {
     /// The owner's kind (`Pod` for an executor created by its driver).
-    pub kind: String,
+    pub kind: Text,
     /// The owner's name.
-    pub name: String,
+    pub name: Text,
     /// The owner's uid.
-    pub uid: String,
+    pub uid: Text,
 }
 
 /// A requested deletion.
@@ -107,9 +108,9 @@ pub struct Deletion {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContainerSpec {
     /// The container's name.
-    pub name: String,
+    pub name: Text,
     /// Its image.
-    pub image: Option<String>,
+    pub image: Option<Text>,
     /// `resources.requests`.
     pub requests: Resources,
     /// `resources.limits`.
@@ -122,20 +123,20 @@ pub struct ContainerSpec {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Resources {
     /// The CPU quantity.
-    pub cpu: Option<String>,
+    pub cpu: Option<Text>,
     /// The memory quantity.
-    pub memory: Option<String>,
+    pub memory: Option<Text>,
 }
 
 /// `status` of the pod.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PodStatus {
     /// Verbatim; `None` when absent (Spark distinguishes null from any value).
-    pub phase: Option<String>,
+    pub phase: Option<Text>,
     /// `status.reason` (`Evicted`, `OutOfcpu`, `NodeLost`, …).
-    pub reason: Option<String>,
+    pub reason: Option<Text>,
     /// `status.message`.
-    pub message: Option<String>,
+    pub message: Option<Text>,
     /// `status.conditions`.
     pub conditions: Vec<PodCondition>,
     /// `status.containerStatuses`.
@@ -145,20 +146,20 @@ pub struct PodStatus {
     /// `status.startTime`.
     pub start_time: Option<Time>,
     /// `status.nominatedNodeName` (set by preemption).
-    pub nominated_node_name: Option<String>,
+    pub nominated_node_name: Option<Text>,
 }
 
 /// One entry of `status.conditions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodCondition {
     /// The condition type (`PodScheduled`, `Ready`, `DisruptionTarget`, …).
-    pub type_: String,
+    pub type_: Text,
     /// `True`, `False` or `Unknown`.
-    pub status: String,
+    pub status: Text,
     /// A machine-readable reason.
-    pub reason: Option<String>,
+    pub reason: Option<Text>,
     /// A human-readable message.
-    pub message: Option<String>,
+    pub message: Option<Text>,
     /// `lastTransitionTime`.
     pub last_transition: Option<Time>,
 }
@@ -167,9 +168,9 @@ pub struct PodCondition {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContainerStatus {
     /// The container's name.
-    pub name: String,
+    pub name: Text,
     /// The image it runs.
-    pub image: Option<String>,
+    pub image: Option<Text>,
     /// Whether it passes its readiness probe.
     pub ready: bool,
     /// How many times it restarted.
@@ -191,9 +192,9 @@ pub enum ContainerState {
     /// Not started yet (image pull, config error, …).
     Waiting {
         /// Why it waits (`ErrImagePull`, `CreateContainerConfigError`, …).
-        reason: Option<String>,
+        reason: Option<Text>,
         /// The kubelet's message.
-        message: Option<String>,
+        message: Option<Text>,
     },
     /// Started and not ended.
     Running {
@@ -212,9 +213,9 @@ pub struct Terminated {
     /// The signal, when the runtime reports one.
     pub signal: Option<i32>,
     /// `OOMKilled`, `Error`, `Completed`, `ContainerStatusUnknown`, …
-    pub reason: Option<String>,
+    pub reason: Option<Text>,
     /// The termination message.
-    pub message: Option<String>,
+    pub message: Option<Text>,
     /// When it started.
     pub started_at: Option<Time>,
     /// When it ended.
@@ -267,7 +268,7 @@ impl From<WirePod> for ExecutorPod {
             .into_iter()
             .find(|v| v.name == "spark-conf-volume-driver")
             .and_then(|v| v.config_map)
-            .map(|c| c.name);
+            .map(|c| Text::from(c.name));
         Self {
             namespace: meta.namespace.unwrap_or_default(),
             name: meta.name.unwrap_or_default(),
@@ -356,7 +357,7 @@ impl ExecutorPod {
 
     /// A label's value.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.get(key).map(String::as_str)
+        self.labels.get(key).map(Text::as_str)
     }
 
     /// The app's id (`spark-app-selector`).

@@ -46,7 +46,7 @@ pub struct PodCharge {
 impl PodCharge {
     /// What the quota admission charges for this pod (its regular containers).
     pub fn of(pod: &ExecutorPod) -> Self {
-        let sum = |get: &dyn Fn(&super::ContainerSpec) -> Option<&String>| {
+        let sum = |get: &dyn Fn(&super::ContainerSpec) -> Option<&super::Text>| {
             pod.containers
                 .iter()
                 .map(|c| get(c).and_then(|q| quantity::parse(q)))

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use chrono::DateTime;
 use serde::{Deserialize, Deserializer};
 
-use super::pod::Time;
+use super::{Text, pod::Time};
 
 /// `null` (or absent) as the type's default.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
@@ -47,11 +47,11 @@ pub struct WirePod {
 #[serde(default, rename_all = "camelCase")]
 pub struct WireMeta {
     pub name: Option<String>,
-    pub namespace: Option<String>,
+    pub namespace: Option<Text>,
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     #[serde(deserialize_with = "nullable")]
-    pub labels: BTreeMap<String, String>,
+    pub labels: BTreeMap<Text, Text>,
     #[serde(deserialize_with = "nullable")]
     pub annotations: BTreeMap<String, String>,
     #[serde(deserialize_with = "nullable")]
@@ -62,26 +62,26 @@ pub struct WireMeta {
     pub deletion_timestamp: Option<String>,
     pub deletion_grace_period_seconds: Option<i64>,
     #[serde(deserialize_with = "nullable")]
-    pub finalizers: Vec<String>,
+    pub finalizers: Vec<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct WireOwner {
     #[serde(deserialize_with = "nullable")]
-    pub kind: String,
+    pub kind: Text,
     #[serde(deserialize_with = "nullable")]
-    pub name: String,
+    pub name: Text,
     #[serde(deserialize_with = "nullable")]
-    pub uid: String,
+    pub uid: Text,
     pub controller: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct WireSpec {
-    pub node_name: Option<String>,
-    pub restart_policy: Option<String>,
+    pub node_name: Option<Text>,
+    pub restart_policy: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub containers: Vec<WireContainer>,
     #[serde(deserialize_with = "nullable")]
@@ -94,8 +94,8 @@ pub struct WireSpec {
 #[serde(default)]
 pub struct WireContainer {
     #[serde(deserialize_with = "nullable")]
-    pub name: String,
-    pub image: Option<String>,
+    pub name: Text,
+    pub image: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub resources: WireResources,
     /// Only the names: values (secrets among them) are skipped unread.
@@ -116,8 +116,8 @@ pub struct WireResources {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct WireQuantities {
-    pub cpu: Option<String>,
-    pub memory: Option<String>,
+    pub cpu: Option<Text>,
+    pub memory: Option<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -131,16 +131,16 @@ pub struct WireName {
 #[serde(default, rename_all = "camelCase")]
 pub struct WireVolume {
     #[serde(deserialize_with = "nullable")]
-    pub name: String,
+    pub name: Text,
     pub config_map: Option<WireName>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct WireStatus {
-    pub phase: Option<String>,
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub phase: Option<Text>,
+    pub reason: Option<Text>,
+    pub message: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub conditions: Vec<WireCondition>,
     #[serde(deserialize_with = "nullable")]
@@ -149,18 +149,18 @@ pub struct WireStatus {
     pub init_container_statuses: Vec<WireContainerStatus>,
     #[serde(deserialize_with = "time")]
     pub start_time: Option<Time>,
-    pub nominated_node_name: Option<String>,
+    pub nominated_node_name: Option<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct WireCondition {
     #[serde(rename = "type", deserialize_with = "nullable")]
-    pub type_: String,
+    pub type_: Text,
     #[serde(deserialize_with = "nullable")]
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub status: Text,
+    pub reason: Option<Text>,
+    pub message: Option<Text>,
     #[serde(deserialize_with = "time")]
     pub last_transition_time: Option<Time>,
 }
@@ -169,8 +169,8 @@ pub struct WireCondition {
 #[serde(default, rename_all = "camelCase")]
 pub struct WireContainerStatus {
     #[serde(deserialize_with = "nullable")]
-    pub name: String,
-    pub image: Option<String>,
+    pub name: Text,
+    pub image: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub ready: bool,
     #[serde(deserialize_with = "nullable")]
@@ -190,8 +190,8 @@ pub struct WireState {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct WireWaiting {
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub reason: Option<Text>,
+    pub message: Option<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -207,8 +207,8 @@ pub struct WireTerminated {
     #[serde(deserialize_with = "nullable")]
     pub exit_code: i32,
     pub signal: Option<i32>,
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub reason: Option<Text>,
+    pub message: Option<Text>,
     #[serde(deserialize_with = "time")]
     pub started_at: Option<Time>,
     #[serde(deserialize_with = "time")]

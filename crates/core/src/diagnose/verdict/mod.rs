@@ -130,7 +130,7 @@ pub struct Verdict {
     /// Primary finding first (the cause), then the supporting ones; stable order.
     pub findings: Vec<Finding>,
     /// What Spark did about it (final states only).
-    pub spark: Option<SparkAccount>,
+    pub spark: Option<Box<SparkAccount>>,
     /// How the pod ended.
     pub ending: Ending,
     /// Unexplained vanish: absent from a full LIST, no deletion seen, no witness says why.
@@ -491,7 +491,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     Verdict {
         state,
         findings,
-        spark,
+        spark: spark.map(Box::new),
         ending,
         missing,
         exit_code: exit.as_ref().map(|e| e.0),
@@ -510,7 +510,7 @@ fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Dur
 fn exit_of(pod: &ExecutorPod, container: &str) -> Option<(i32, Option<String>)> {
     pod.container_status(container)
         .and_then(|c| c.terminated().or_else(|| c.last_state.terminated()))
-        .map(|t| (t.exit_code, t.reason.clone()))
+        .map(|t| (t.exit_code, t.reason.as_deref().map(str::to_owned)))
 }
 
 /// A pod first seen already deleted whose Spark container had terminated before the
