@@ -19,6 +19,8 @@ target/release/spark-triage sim --scenario scale --apps 1 --executors "$n" --chu
 sim=$!
 trap 'tmux kill-session -t "$session" 2>/dev/null; kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
 sleep 10
+requests() { kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests; }
+requests >"$dir/start"
 tmux new-session -d -s "$session" -x 200 -y 50 \
     "target/release/spark-triage --kubeconfig $dir/kc -A --no-driver-api"
 sleep 15 # the first view, then steady state
@@ -26,7 +28,6 @@ pid=$(pgrep -f "^target/release/spark-triage --kubeconfig $dir/kc -A" | head -1)
 [ -n "$pid" ] || { echo "the live view did not start" >&2; tmux capture-pane -t "$session" -p >&2; exit 1; }
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-requests() { kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests; }
 requests >"$dir/before"
 c0=$(cpu)
 t0=$(date +%s.%N)
@@ -57,4 +58,17 @@ for r in after[len(before) : -1]:
     c[(r.get("method", "?"), path + kind)] += 1
 for (m, p), n in sorted(c.items(), key=lambda x: -x[1]):
     print(f"  {n * 60 / secs:7.1f}/min  {m} {p}")
+PY
+# Per-pod evidence reads (log tails, one pod's events) over the whole run, the first view
+# included: bounded by src/app/evidence.rs (a few per app and cause per 10 min).
+python3 - "$dir/start" "$dir/after" <<'PY'
+import json, sys
+start, after = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+logs = events = 0
+for r in after[len(start) : -1]:
+    uri = r.get("uri", "")
+    path = uri.split("?")[0]
+    logs += path.endswith("/log")
+    events += path.endswith("/events") and "involvedObject.name" in uri
+print(f"per-pod evidence reads over the whole run: {logs} log tails, {events} event reads")
 PY

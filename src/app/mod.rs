@@ -2,6 +2,7 @@
 //! no I/O, no clock. Keys, mouse clicks and source events all arrive as `Msg`s; anything
 //! that must touch the world leaves as an `Effect` for the runner.
 
+pub mod evidence;
 pub mod keymap;
 pub mod layout;
 pub mod replay;
@@ -227,6 +228,8 @@ pub struct App {
     pub held_here: BTreeSet<(String, String)>,
     /// Pods with a hold/release/capture request under way (not asked for twice).
     pub in_flight: BTreeSet<(String, String)>,
+    /// Which executors' evidence (log tail, events) is read, and why others were not.
+    pub evidence: evidence::Evidence,
     /// Set when replaying a recording.
     pub replay: Option<replay::Replay>,
     /// The app the driver view was last pointed at (`None` before the first time).
@@ -299,6 +302,7 @@ impl App {
             notice: None,
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
+            evidence: evidence::Evidence::default(),
             replay: None,
             driver_focus: None,
             permissions_asked: BTreeSet::new(),

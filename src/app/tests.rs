@@ -294,13 +294,19 @@ fn an_executor_that_ends_gets_its_log_captured() {
     );
     assert_eq!(
         effects,
-        vec![Effect::FetchLog {
-            namespace: "spark-jobs".into(),
-            pod: "etl-exec-2".into(),
-            container: "spark-kubernetes-executor".into(),
-            previous: false,
-            capture: true
-        }]
+        vec![
+            Effect::ReadEvents {
+                namespace: "spark-jobs".into(),
+                pod: "etl-exec-2".into(),
+            },
+            Effect::FetchLog {
+                namespace: "spark-jobs".into(),
+                pod: "etl-exec-2".into(),
+                container: "spark-kubernetes-executor".into(),
+                previous: false,
+                capture: true
+            }
+        ]
     );
     let lines = vec!["java.lang.OutOfMemoryError: Java heap space".to_owned()];
     update(
@@ -497,4 +503,68 @@ fn colon_commands_select_apps_and_namespaces_and_say_what_they_cannot_do() {
     type_(&mut app, "ctx prod");
     assert!(app.notice.as_deref().unwrap().contains("--context prod"));
     assert_eq!(type_(&mut app, "q"), vec![Effect::Quit]);
+}
+
+/// Executor `id` of app `etl`, running, then failed with `exit` (as a watch would send).
+fn ends(app: &mut App, id: i64, exit: i32) -> Vec<Effect> {
+    let mk = |phase: &str, state: serde_json::Value, rv: i64| {
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(pod(
+                json!({"metadata": {"name": format!("etl-exec-{id}"), "resourceVersion": rv.to_string(),
+                "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor", "spark-exec-id": id.to_string()}},
+            "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
+            "status": {"phase": phase, "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "s", "imageID": "",
+                "ready": false, "restartCount": 0, "state": state}]}}),
+            )),
+            at: chrono::DateTime::UNIX_EPOCH + chrono::TimeDelta::seconds(id),
+        })
+    };
+    update(app, mk("Running", json!({"running": {}}), 100 + id));
+    let reason = if exit == 0 { "Completed" } else { "Error" };
+    update(
+        app,
+        mk(
+            if exit == 0 { "Succeeded" } else { "Failed" },
+            json!({"terminated": {"exitCode": exit, "reason": reason}}),
+            200 + id,
+        ),
+    )
+}
+
+#[test]
+fn a_storm_of_one_cause_reads_the_evidence_of_a_few_and_says_why_not_the_rest() {
+    let mut app = fresh();
+    let reads = |e: &[Effect]| {
+        e.iter()
+            .filter(|e| matches!(e, Effect::FetchLog { capture: true, .. }))
+            .count()
+    };
+    let read: usize = (10..40).map(|id| reads(&ends(&mut app, id, 52))).sum();
+    assert_eq!(read, evidence::SAME_CAUSE, "one cause, one app: a few");
+    // Another cause is read.
+    assert_eq!(reads(&ends(&mut app, 50, 143)), 1);
+    // One that ended well needs no evidence.
+    assert_eq!(ends(&mut app, 60, 0), Vec::new());
+    // The pod of an unread one is gone: its log popup says why nothing was kept.
+    app.log_view = Some(LogView {
+        pod: "etl-exec-39".into(),
+        namespace: "spark-jobs".into(),
+        ..LogView::default()
+    });
+    update(
+        &mut app,
+        Msg::LogFetched {
+            pod: "etl-exec-39".into(),
+            lines: Err("pods \"etl-exec-39\" not found".into()),
+        },
+    );
+    let shown = app.log_view.as_ref().map(|l| l.lines.clone());
+    let Some(Err(text)) = shown else {
+        panic!("an error: {shown:?}")
+    };
+    assert!(
+        text.contains("not found; log not captured: 3 executors of this app ended the same way")
+            && text.contains("executors 10, 11, 12"),
+        "{text}"
+    );
 }

@@ -55,7 +55,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         }
         Msg::LogFetched { pod, lines } => {
             if let Some(view) = app.log_view.as_mut().filter(|l| l.pod == pod) {
-                view.lines = lines;
+                // The pod is gone and its log was not kept: say why it was not.
+                view.lines = lines.map_err(|e| match app.evidence.note(&view.namespace, &pod) {
+                    Some(note) => format!("{e}; log {note}"),
+                    None => e,
+                });
             }
         }
         Msg::Key(k) => {
@@ -467,24 +471,16 @@ pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
         .collect()
 }
 
-/// What the tool does by itself after new data: capture the log of executors that ended,
-/// hold new executors of held apps, release expired holds (on ticks).
+/// What the tool does by itself after new data: read the evidence of executors that ended
+/// badly or wait too long (`evidence.rs` decides which), hold new executors of held apps,
+/// release expired holds (on ticks).
 fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
     let finished = app.store.take_finished();
     if app.ctx.mode == Mode::Replay {
         return Vec::new();
     }
-    let mut effects = Vec::new();
-    for f in finished {
-        effects.push(Effect::FetchLog {
-            namespace: f.namespace,
-            pod: f.pod,
-            container: f.container,
-            previous: f.previous,
-            capture: true,
-        });
-    }
     let now = app.store.view().now.unwrap_or_default();
+    let mut effects = super::evidence::reads(app, finished, now, tick);
     let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
     for a in apps {
         let hold_until = a

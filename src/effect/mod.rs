@@ -74,6 +74,12 @@ pub enum Effect {
         previous: bool,
         capture: bool,
     },
+    /// Read every event about this pod into the store (evidence of an executor that ended
+    /// badly or waits too long; `app::evidence` decides which).
+    ReadEvents {
+        namespace: String,
+        pod: String,
+    },
     /// Ask the API what the user may do in these namespaces.
     CheckPermissions {
         namespaces: Vec<String>,
@@ -348,6 +354,24 @@ impl Runner {
                         at: Utc::now(),
                     })
                     .await;
+                }
+                Outcome::Nothing
+            }
+            Effect::ReadEvents { namespace, pod } => {
+                let Some(_turn) = self.captures.turn().await else {
+                    return Outcome::Nothing;
+                };
+                // A failed read leaves what the event watch gave; nothing to show for it.
+                if let Ok(events) =
+                    crate::source::lean::pod_events(&self.client, &namespace, &pod).await
+                {
+                    for event in events {
+                        self.emit(SourceEvent::EventSeen {
+                            event: Box::new(event),
+                            at: Utc::now(),
+                        })
+                        .await;
+                    }
                 }
                 Outcome::Nothing
             }

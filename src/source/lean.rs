@@ -120,6 +120,28 @@ resource_as!(LeanPod, Pod, false);
 resource_as!(LeanEvent, Event, false);
 resource_as!(PodMeta, Pod, true);
 
+/// Most events read about one pod (a pod has a handful; a crash-looping one, more).
+const POD_EVENTS_LIMIT: u32 = 100;
+
+/// Every event about one pod, Normal ones included (the event watch carries only what the
+/// diagnoses read): the evidence read for an executor that ended badly or waits too long.
+pub async fn pod_events(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+) -> Result<Vec<PodEvent>, String> {
+    let api: kube::Api<LeanEvent> = kube::Api::namespaced(client.clone(), namespace);
+    let lp = kube::api::ListParams::default()
+        .fields(&format!(
+            "involvedObject.kind=Pod,involvedObject.name={pod}"
+        ))
+        .limit(POD_EVENTS_LIMIT);
+    api.list(&lp)
+        .await
+        .map(|l| l.items.into_iter().map(|e| e.event).collect())
+        .map_err(|e| super::errors::describe(&e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

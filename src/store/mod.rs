@@ -329,6 +329,8 @@ impl Store {
                 if !was_final && (state.is_final() || deleted) {
                     finished = Some(Finished {
                         namespace: pod.namespace.to_string(),
+                        app_id: app_id.clone(),
+                        id,
                         pod: pod.name.clone(),
                         container: resolved.config.spark_container.clone(),
                         previous: false,

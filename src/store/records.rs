@@ -21,6 +21,9 @@ use crate::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
     pub namespace: String,
+    pub app_id: String,
+    /// The executor id (its record holds the verdict the capture policy reads).
+    pub id: i64,
     pub pod: String,
     pub container: String,
     /// The container restarted: the evidence is in the previous instance.

@@ -1,0 +1,322 @@
+//! Which ended or stuck executors get per-pod evidence reads (their log tail, their events).
+//!
+//! Why a policy: the pod watch, the event watch of what the diagnoses read and the periodic
+//! metadata relist cost the same whatever happens; per-pod reads are the only requests that
+//! grow with trouble. When an app loses five executors a second to the same cause, the
+//! on-call engineer needs a few of their logs and events, not three hundred a minute
+//! through the API server's kubelet proxy. So: at most [`SAME_CAUSE`] executors of one app
+//! ending the same way (cause and exit code) in [`WINDOW`], at most [`PER_MINUTE`] reads a
+//! minute overall, and executors that end well are not read. An executor left unread keeps
+//! a note saying why and which ones were read instead.
+//!
+//! `Evidence` is pure: the caller passes the time (the store's clock). A replay reads nothing.
+
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::Arc,
+};
+
+use chrono::TimeDelta;
+
+use super::{App, Effect};
+use crate::{
+    model::Time,
+    store::{AppRecord, Finished},
+};
+
+/// Executors of one app ending the same way whose evidence is read per [`WINDOW`].
+pub const SAME_CAUSE: usize = 3;
+/// The window of [`SAME_CAUSE`].
+pub const WINDOW: TimeDelta = TimeDelta::minutes(10);
+/// Evidence reads (of any cause) per minute.
+pub const PER_MINUTE: usize = 30;
+/// Executors pending this long without any event get their events read once.
+pub const STUCK_PENDING: TimeDelta = TimeDelta::seconds(60);
+/// Notes kept about executors left unread (oldest dropped).
+const MAX_NOTES: usize = 2_000;
+/// Pending executors whose events were read, remembered so each is read once.
+const MAX_READ: usize = 10_000;
+
+/// How an executor ended, for grouping: (namespace, app id, cause, exit code).
+pub type Signature = (String, String, String, Option<i32>);
+
+/// The policy's memory.
+#[derive(Debug, Default)]
+pub struct Evidence {
+    /// Per signature: when evidence was read and of which executors.
+    read: HashMap<Signature, VecDeque<(Time, i64)>>,
+    /// Every read in the last minute.
+    recent: VecDeque<Time>,
+    /// Why an executor's evidence was not read, by (namespace, pod).
+    notes: BTreeMap<(String, String), String>,
+    notes_order: VecDeque<(String, String)>,
+    /// Pending executors whose events were read (namespace, pod).
+    stuck_read: BTreeMap<(String, String), ()>,
+    stuck_order: VecDeque<(String, String)>,
+    expired_at: Option<Time>,
+}
+
+impl Evidence {
+    /// Whether to read the evidence of an executor that ended with `sig`; when not, the
+    /// note about it is kept (see [`Evidence::note`]).
+    pub fn ended(&mut self, sig: Signature, id: i64, pod: (&str, &str), now: Time) -> bool {
+        self.expire(now);
+        let done = self.read.entry(sig.clone()).or_default();
+        let refusal = if done.len() >= SAME_CAUSE {
+            let ids: Vec<String> = done.iter().map(|(_, id)| id.to_string()).collect();
+            Some(format!(
+                "not captured: {} executors of this app ended the same way ({}{}) in the last {} min; \
+                 the evidence of executor{} {} was captured",
+                done.len(),
+                sig.2,
+                sig.3.map(|c| format!(", exit {c}")).unwrap_or_default(),
+                WINDOW.num_minutes(),
+                if ids.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            ))
+        } else if self.recent.len() >= PER_MINUTE {
+            Some(format!(
+                "not captured: {PER_MINUTE} executors' evidence was already read in the last minute \
+                 (the API server is spared a storm of per-pod reads)"
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some(note) => {
+                self.keep_note(pod, note);
+                false
+            }
+            None => {
+                done.push_back((now, id));
+                self.recent.push_back(now);
+                true
+            }
+        }
+    }
+
+    /// Whether to read the events of an executor pending since `since`: once per pod, and
+    /// within the same budgets as endings (`sig` names the app and "stuck pending", so a
+    /// thousand executors stuck behind one quota are read a few at a time, not all).
+    pub fn stuck(
+        &mut self,
+        sig: Signature,
+        id: i64,
+        pod: (&str, &str),
+        since: Time,
+        now: Time,
+    ) -> bool {
+        let key = (pod.0.to_owned(), pod.1.to_owned());
+        if now - since < STUCK_PENDING || self.stuck_read.contains_key(&key) {
+            return false;
+        }
+        // No note: a pending executor's events may still be read on a later tick.
+        self.expire(now);
+        if self.recent.len() >= PER_MINUTE
+            || self.read.get(&sig).is_some_and(|q| q.len() >= SAME_CAUSE)
+        {
+            return false;
+        }
+        self.read.entry(sig).or_default().push_back((now, id));
+        self.recent.push_back(now);
+        self.stuck_order.push_back(key.clone());
+        self.stuck_read.insert(key, ());
+        while self.stuck_order.len() > MAX_READ {
+            if let Some(old) = self.stuck_order.pop_front() {
+                self.stuck_read.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Why this executor's evidence was not read, if it was left unread.
+    pub fn note(&self, namespace: &str, pod: &str) -> Option<&str> {
+        self.notes
+            .get(&(namespace.to_owned(), pod.to_owned()))
+            .map(String::as_str)
+    }
+
+    fn keep_note(&mut self, pod: (&str, &str), note: String) {
+        let key = (pod.0.to_owned(), pod.1.to_owned());
+        if self.notes.insert(key.clone(), note).is_none() {
+            self.notes_order.push_back(key);
+        }
+        while self.notes_order.len() > MAX_NOTES {
+            if let Some(old) = self.notes_order.pop_front() {
+                self.notes.remove(&old);
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Time) {
+        if self.expired_at == Some(now) {
+            return; // once per moment: a tick asks about every pending executor
+        }
+        self.expired_at = Some(now);
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now - *t >= TimeDelta::minutes(1))
+        {
+            self.recent.pop_front();
+        }
+        self.read.retain(|_, q| {
+            while q.front().is_some_and(|(t, _)| now - *t >= WINDOW) {
+                q.pop_front();
+            }
+            !q.is_empty()
+        });
+    }
+}
+
+/// The evidence reads due after new data: for executors that just ended badly (their
+/// events and log tail) and, on ticks, for executors pending too long (their events).
+pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: bool) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for f in finished {
+        let Some(rec) = app
+            .store
+            .view()
+            .apps
+            .get(&(f.namespace.clone(), f.app_id.clone()))
+            .and_then(|a| a.executors.get(&f.id))
+            .cloned()
+        else {
+            continue;
+        };
+        // An executor that ended well (or only for the record) needs no evidence.
+        let Some(cause) = rec
+            .verdict
+            .cause()
+            .filter(|c| c.severity != crate::diagnose::Severity::Info)
+        else {
+            continue;
+        };
+        let sig = (
+            f.namespace.clone(),
+            f.app_id.clone(),
+            cause.code.as_str().to_owned(),
+            rec.verdict.exit_code,
+        );
+        if !app.evidence.ended(sig, f.id, (&f.namespace, &f.pod), now) {
+            continue;
+        }
+        effects.push(Effect::ReadEvents {
+            namespace: f.namespace.clone(),
+            pod: f.pod.clone(),
+        });
+        effects.push(Effect::FetchLog {
+            namespace: f.namespace,
+            pod: f.pod,
+            container: f.container,
+            previous: f.previous,
+            capture: true,
+        });
+    }
+    if tick {
+        effects.extend(stuck_pending(app, now));
+    }
+    effects
+}
+
+/// Events of executors pending for a while, read once each within the evidence budget (the
+/// event watch has the warnings; this adds the Normal ones: scheduled, pulling for minutes).
+fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
+    for a in apps {
+        for rec in a.executors.values() {
+            if rec.verdict.state != crate::model::ExecutorState::Pending || rec.gone.is_some() {
+                continue;
+            }
+            let since = rec.pod.created_at.unwrap_or(rec.first_seen);
+            if now - since < STUCK_PENDING {
+                continue;
+            }
+            let sig = (
+                a.namespace.clone(),
+                a.app_id.clone(),
+                "stuck-pending".to_owned(),
+                None,
+            );
+            let pod = (a.namespace.as_str(), rec.pod.name.as_str());
+            if app.evidence.stuck(sig, rec.id, pod, since, now) {
+                effects.push(Effect::ReadEvents {
+                    namespace: a.namespace.clone(),
+                    pod: rec.pod.name.clone(),
+                });
+            }
+        }
+    }
+    effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> Time {
+        chrono::DateTime::from_timestamp(1_700_000_000 + s, 0).expect("time")
+    }
+
+    fn sig(cause: &str) -> Signature {
+        ("ns".into(), "app-1".into(), cause.into(), Some(137))
+    }
+
+    #[test]
+    fn a_few_of_each_cause_per_window_then_a_note_naming_the_ones_read() {
+        let mut e = Evidence::default();
+        for id in 1..=3 {
+            assert!(e.ended(
+                sig("container-oom-killed"),
+                id,
+                ("ns", &format!("p{id}")),
+                t(id)
+            ));
+        }
+        assert!(!e.ended(sig("container-oom-killed"), 4, ("ns", "p4"), t(4)));
+        let note = e.note("ns", "p4").expect("a note");
+        assert!(note.contains("container-oom-killed, exit 137"), "{note}");
+        assert!(note.contains("executors 1, 2, 3"), "{note}");
+        // Another cause of the same app is read.
+        assert!(e.ended(sig("node-sigkill"), 5, ("ns", "p5"), t(5)));
+        // After the window, the cause is read again.
+        assert!(e.ended(sig("container-oom-killed"), 6, ("ns", "p6"), t(4 + 600)));
+        assert_eq!(e.note("ns", "p6"), None);
+    }
+
+    #[test]
+    fn no_more_than_the_minute_budget_of_reads_in_a_storm_of_causes() {
+        let mut e = Evidence::default();
+        let read = (0..100)
+            .filter(|i| {
+                let cause = format!("cause-{i}");
+                e.ended(sig(&cause), *i, ("ns", &format!("p{i}")), t(i / 10))
+            })
+            .count();
+        assert_eq!(read, PER_MINUTE);
+        assert!(e.note("ns", "p99").expect("note").contains("last minute"));
+        // A minute on, reads resume.
+        assert!(e.ended(sig("later"), 200, ("ns", "p200"), t(75)));
+    }
+
+    #[test]
+    fn stuck_pending_executors_are_read_once_after_a_minute() {
+        let mut e = Evidence::default();
+        let stuck = || sig("stuck-pending");
+        assert!(
+            !e.stuck(stuck(), 1, ("ns", "p1"), t(0), t(30)),
+            "not stuck yet"
+        );
+        assert!(e.stuck(stuck(), 1, ("ns", "p1"), t(0), t(61)));
+        assert!(
+            !e.stuck(stuck(), 1, ("ns", "p1"), t(0), t(200)),
+            "read once"
+        );
+        // A few of one app's stuck executors, not all of them.
+        let read = (2..50)
+            .filter(|i| e.stuck(stuck(), *i, ("ns", &format!("p{i}")), t(0), t(300)))
+            .count();
+        assert_eq!(read, SAME_CAUSE - 1);
+    }
+}
