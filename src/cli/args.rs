@@ -2,57 +2,146 @@
 
 use clap::Args;
 
-/// The flags every command that talks to a cluster takes.
+/// Where the cluster is and which pods: every command that talks to a cluster takes these
+/// (the live view, `status`, `record`, `kill`, `hold`, `release`), and only those.
 #[derive(Debug, Args, Clone)]
-pub struct LiveArgs {
+pub struct ClusterArgs {
     /// Path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use.
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// The namespace (default: the context's).
     #[arg(
         short = 'n',
         long,
         value_name = "NS",
-        global = true,
         conflicts_with = "all_namespaces"
     )]
     pub namespace: Option<String>,
     /// Every namespace.
-    #[arg(short = 'A', long, global = true)]
+    #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// A label selector to narrow the pods (added to spark-role in (driver,executor)).
-    #[arg(short = 'l', long, value_name = "SELECTOR", global = true)]
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
+    /// How long one API request (and the kubeconfig's exec credential plugin) may take
+    /// before it fails with a clear error.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_TIMEOUT, value_parser = parse_timeout)]
+    pub request_timeout: std::time::Duration,
+}
+
+/// How the watching commands (the live view, `status`, `record`, `demo`) poll.
+#[derive(Debug, Args, Clone)]
+pub struct WatchArgs {
     /// How often to LIST every pod (Spark's own default is 30s).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, global = true)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_POLL, value_parser = parse_duration)]
     pub poll_interval: std::time::Duration,
     /// How often to read each driver's own executor list (its REST API, through the API
     /// server's service proxy); the live view reads only the app in view.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, global = true)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DRIVER_POLL, value_parser = parse_duration)]
     pub driver_poll_interval: std::time::Duration,
     /// Never read the drivers' REST API.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub no_driver_api: bool,
+}
+
+/// `--readonly`, for the commands that can write (the live view, `demo`, `kill`, `hold`,
+/// `release`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct WriteArgs {
     /// Never write to the cluster.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub readonly: bool,
-    /// Show times in UTC in the live view, demo and replay (default: local time; `z`
-    /// toggles).
-    #[arg(long, global = true)]
+}
+
+/// The views on a terminal (the live view, `demo`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ViewArgs {
+    /// Show times in UTC (default: local time; `z` toggles).
+    #[arg(long)]
     pub utc: bool,
-    /// Also record the session to this file (live view and demo).
-    #[arg(long, value_name = "FILE", global = true)]
+    /// Also record the session to this file.
+    #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
-    /// How long one API request (and the kubeconfig's exec credential plugin) may take
-    /// before it fails with a clear error.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_timeout, global = true)]
+}
+
+const DEFAULT_TIMEOUT: &str = "30s";
+const DEFAULT_POLL: &str = "30s";
+const DEFAULT_DRIVER_POLL: &str = "10s";
+
+impl Default for WatchArgs {
+    fn default() -> Self {
+        let d = |s| parse_duration(s).unwrap_or_default();
+        Self {
+            poll_interval: d(DEFAULT_POLL),
+            driver_poll_interval: d(DEFAULT_DRIVER_POLL),
+            no_driver_api: false,
+        }
+    }
+}
+
+/// What a command that talks to a cluster was given, whole (the groups it does not take
+/// are at their defaults).
+#[derive(Debug, Clone)]
+pub struct LiveArgs {
+    pub kubeconfig: Option<std::path::PathBuf>,
+    pub context: Option<String>,
+    pub namespace: Option<String>,
+    pub all_namespaces: bool,
+    pub selector: Option<String>,
+    pub poll_interval: std::time::Duration,
+    pub driver_poll_interval: std::time::Duration,
+    pub no_driver_api: bool,
+    pub readonly: bool,
+    pub utc: bool,
+    pub record: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
 }
 
 impl LiveArgs {
+    /// The groups a command took, as one.
+    pub fn of(
+        cluster: &ClusterArgs,
+        watch: Option<&WatchArgs>,
+        write: Option<&WriteArgs>,
+        view: Option<&ViewArgs>,
+    ) -> Self {
+        let watch = watch.cloned().unwrap_or_default();
+        let view = view.cloned().unwrap_or_default();
+        Self {
+            kubeconfig: cluster.kubeconfig.clone(),
+            context: cluster.context.clone(),
+            namespace: cluster.namespace.clone(),
+            all_namespaces: cluster.all_namespaces,
+            selector: cluster.selector.clone(),
+            request_timeout: cluster.request_timeout,
+            poll_interval: watch.poll_interval,
+            driver_poll_interval: watch.driver_poll_interval,
+            no_driver_api: watch.no_driver_api,
+            readonly: write.is_some_and(|w| w.readonly),
+            utc: view.utc,
+            record: view.record,
+        }
+    }
+
+    /// `demo`: no cluster flags (its cluster is in-process).
+    pub fn local(watch: &WatchArgs, write: &WriteArgs, view: &ViewArgs) -> Self {
+        let cluster = ClusterArgs {
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            all_namespaces: true,
+            selector: None,
+            request_timeout: parse_timeout(DEFAULT_TIMEOUT).unwrap_or_default(),
+        };
+        Self::of(&cluster, Some(watch), Some(write), Some(view))
+    }
+}
+
+impl LiveArgs {
+    /// The live sources' options.
     pub fn options(&self) -> crate::source::live::LiveOptions {
         crate::source::live::LiveOptions {
             kubeconfig: self.kubeconfig.clone(),

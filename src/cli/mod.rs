@@ -13,14 +13,27 @@ use crate::{commands, input::InputError};
 mod args;
 
 pub(crate) use args::parse_duration;
-pub use args::{LiveArgs, ReadLimits};
+pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]
-#[command(name = "spark-triage", version, propagate_version = true)]
+/// Each command takes only the flags it uses; the live view's flags go before no command
+/// (`spark-triage -n NS status` is a usage error: `status -n NS`).
+#[command(
+    name = "spark-triage",
+    version,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(flatten)]
-    pub live: LiveArgs,
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub view: ViewArgs,
     /// Without a command: the live view of the cluster in the kubeconfig.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -69,6 +82,18 @@ pub enum Command {
     Replay(commands::replay::ReplayArgs),
     /// Write a post-mortem of a recording: failures, findings, OOM breakdown, pending, missing, churn, recommendations.
     Report(commands::report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    #[command(after_help = "Examples:\n  \
+        source <(spark-triage completions bash)\n  \
+        spark-triage completions zsh > \"${fpath[1]}/_spark-triage\"\n  \
+        kubectl-spark_triage completions bash   # for the plugin binary's own name\n\
+        kubectl spark-triage <TAB> completes through kubectl_complete-spark_triage (kubectl 1.26+).")]
+    Completions(commands::shell::CompletionsArgs),
+    /// Print the man page, or write one page per command with --out DIR.
+    Man(commands::shell::ManArgs),
+    /// Completion candidates in Cobra's format, for kubectl's plugin completion.
+    #[command(name = "__complete", hide = true)]
+    Complete(commands::shell::CompleteArgs),
 }
 
 /// A failure the user should read: one line, exit code attached. Conversions keep the
@@ -142,18 +167,47 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    crate::tui::show_utc(cli.live.utc);
+    let live = |c: &ClusterArgs, w: Option<&WatchArgs>, wr: Option<&WriteArgs>| {
+        LiveArgs::of(c, w, wr, None)
+    };
     match cli.command {
         Some(Command::Explain(args)) => commands::explain::run(args),
         Some(Command::Sim(args)) => commands::sim::run(args),
-        Some(Command::Status(args)) => commands::status::run(&cli.live, args),
-        Some(Command::Demo(args)) => commands::demo::run(&cli.live, args),
-        Some(Command::Record(args)) => commands::record::run(&cli.live, args),
-        Some(Command::Kill(args)) => commands::kill::run(&cli.live, args),
-        Some(Command::Hold(args)) => commands::hold::run(&cli.live, args),
-        Some(Command::Release(args)) => commands::hold::release(&cli.live, args),
-        Some(Command::Replay(args)) => commands::replay::run(args),
+        Some(Command::Status(args)) => {
+            commands::status::run(&live(&args.cluster, Some(&args.watch), None), args)
+        }
+        Some(Command::Demo(args)) => {
+            crate::tui::show_utc(args.view.utc);
+            commands::demo::run(&LiveArgs::local(&args.watch, &args.write, &args.view), args)
+        }
+        Some(Command::Record(args)) => {
+            commands::record::run(&live(&args.cluster, Some(&args.watch), None), args)
+        }
+        Some(Command::Kill(args)) => {
+            commands::kill::run(&live(&args.cluster, None, Some(&args.write)), args)
+        }
+        Some(Command::Hold(args)) => {
+            commands::hold::run(&live(&args.cluster, None, Some(&args.write)), args)
+        }
+        Some(Command::Release(args)) => {
+            commands::hold::release(&live(&args.cluster, None, Some(&args.write)), args)
+        }
+        Some(Command::Replay(args)) => {
+            crate::tui::show_utc(args.utc);
+            commands::replay::run(args)
+        }
         Some(Command::Report(args)) => commands::report::run(args),
-        None => commands::live::run(&cli.live),
+        Some(Command::Completions(args)) => commands::shell::completions(args),
+        Some(Command::Man(args)) => commands::shell::man(args),
+        Some(Command::Complete(args)) => commands::shell::complete(args),
+        None => {
+            crate::tui::show_utc(cli.view.utc);
+            commands::live::run(&LiveArgs::of(
+                &cli.cluster,
+                Some(&cli.watch),
+                Some(&cli.write),
+                Some(&cli.view),
+            ))
+        }
     }
 }

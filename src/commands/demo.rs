@@ -18,6 +18,12 @@ pub struct DemoArgs {
     /// Seed for the simulation.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub watch: crate::cli::WatchArgs,
+    #[command(flatten)]
+    pub write: crate::cli::WriteArgs,
+    #[command(flatten)]
+    pub view: crate::cli::ViewArgs,
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {

@@ -18,6 +18,10 @@ pub struct HoldArgs {
     /// How long the hold lasts; any instance releases it after that.
     #[arg(long, default_value = "2h", value_parser = parse_duration)]
     pub ttl: std::time::Duration,
+    #[command(flatten)]
+    pub cluster: crate::cli::ClusterArgs,
+    #[command(flatten)]
+    pub write: crate::cli::WriteArgs,
 }
 
 #[derive(Debug, Args)]
@@ -32,6 +36,10 @@ pub struct ReleaseArgs {
     /// Release only holds past their expiry, in scope.
     #[arg(long)]
     pub expired: bool,
+    #[command(flatten)]
+    pub cluster: crate::cli::ClusterArgs,
+    #[command(flatten)]
+    pub write: crate::cli::WriteArgs,
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {

@@ -38,6 +38,10 @@ pub struct KillArgs {
     /// Also delete matching pods that the app's driver does not own (labels alone match).
     #[arg(long)]
     pub force_unowned: bool,
+    #[command(flatten)]
+    pub cluster: crate::cli::ClusterArgs,
+    #[command(flatten)]
+    pub write: crate::cli::WriteArgs,
 }
 
 fn parse_state(s: &str) -> Result<crate::model::ExecutorState, String> {

@@ -17,6 +17,7 @@ pub mod live;
 pub mod record;
 pub mod replay;
 pub mod report;
+pub mod shell;
 pub mod sim;
 pub mod status;
 

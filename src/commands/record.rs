@@ -22,6 +22,10 @@ pub struct RecordArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub cluster: crate::cli::ClusterArgs,
+    #[command(flatten)]
+    pub watch: crate::cli::WatchArgs,
 }
 
 fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {

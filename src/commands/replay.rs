@@ -19,6 +19,9 @@ pub struct ReplayArgs {
     pub at: Option<String>,
     #[command(flatten)]
     pub limits: ReadLimits,
+    /// Show times in UTC (default: local time; `z` toggles).
+    #[arg(long)]
+    pub utc: bool,
 }
 
 /// An app positioned in a recording (shared by `replay` and tests).

@@ -28,6 +28,10 @@ pub struct StatusArgs {
     pub at: Option<String>,
     #[command(flatten)]
     pub limits: ReadLimits,
+    #[command(flatten)]
+    pub cluster: crate::cli::ClusterArgs,
+    #[command(flatten)]
+    pub watch: crate::cli::WatchArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -5,6 +5,7 @@
 )]
 
 mod actions;
+mod cli;
 mod common;
 mod driver_view;
 mod explain;
