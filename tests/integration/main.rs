@@ -11,6 +11,7 @@ mod driver_view;
 mod explain;
 mod fuzz;
 mod hostile;
+mod krew;
 mod kubectl;
 mod layers;
 mod process_kubelet;
