@@ -106,6 +106,9 @@ pub struct ExecutorStatus {
     pub findings: Vec<String>,
     /// The primary finding's summary, for people.
     pub summary: Option<String>,
+    /// The verdict's severity (its cause's): `error`, `warn`, `info`; absent when healthy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub severity: Option<&'static str>,
     /// The primary finding's witness (`pod`, `driver`, `log-tail`, `events`, `inference`),
     /// and whether it was rebuilt from another witness's words.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -213,6 +216,7 @@ fn app_status(a: &AppRecord) -> AppStatus {
                     .map(|f| f.code.as_str().to_owned())
                     .collect(),
                 summary: e.verdict.cause().map(|f| f.summary.clone()),
+                severity: e.verdict.severity().map(|s| s.as_str()),
                 witness: e.verdict.cause().map(|f| f.witness.as_str()),
                 reconstructed: e.verdict.cause().is_some_and(|f| f.reconstructed),
                 ending: e.verdict.ending.as_str(),
@@ -421,4 +425,25 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
                         .as_ref()
                         .is_none_or(|d| d.conf_config_map.is_none())
             }))
+}
+
+impl StatusReport {
+    /// Any executor in the report with an error-severity verdict (`status --exit-code`).
+    pub fn has_errors(&self) -> bool {
+        self.apps
+            .iter()
+            .flat_map(|a| &a.executors)
+            .any(|e| e.severity == Some("error"))
+    }
+
+    /// `-o name`: `pod/NAME` for every executor whose pod still exists, as kubectl names
+    /// objects (so `| xargs kubectl describe -n NS` works).
+    pub fn names(&self) -> String {
+        self.apps
+            .iter()
+            .flat_map(|a| &a.executors)
+            .filter(|e| !e.gone)
+            .map(|e| format!("pod/{}\n", e.pod))
+            .collect()
+    }
 }

@@ -26,6 +26,10 @@ pub struct StatusArgs {
     /// default: its end.
     #[arg(long, value_name = "DURATION|RFC3339", requires = "recording")]
     pub at: Option<String>,
+    /// Exit 3 when any executor in scope has an error-severity verdict (for cron and
+    /// alerting); the output is printed as usual.
+    #[arg(long)]
+    pub exit_code: bool,
     #[command(flatten)]
     pub limits: ReadLimits,
     #[command(flatten)]
@@ -39,6 +43,9 @@ pub enum StatusOutput {
     Table,
     Wide,
     Json,
+    Yaml,
+    /// `pod/NAME` per executor whose pod exists.
+    Name,
 }
 
 /// What the sources could not do, on stderr (once: the table and the JSON stay data; the
@@ -54,6 +61,25 @@ fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> R
         StatusOutput::Json => super::json_out::write(report),
         StatusOutput::Table => super::write_stdout(&crate::status::render_table(report, false)),
         StatusOutput::Wide => super::write_stdout(&crate::status::render_table(report, true)),
+        StatusOutput::Yaml => super::write_stdout(&yaml(report)?),
+        StatusOutput::Name => super::write_stdout(&report.names()),
+    }
+}
+
+/// The report as YAML, safe for a terminal: a control character from cluster data is
+/// written visibly (`\u{1b}`), never raw.
+fn yaml(report: &crate::status::StatusReport) -> Result<String, Failure> {
+    let text = serde_saphyr::to_string(report)
+        .map_err(|e| Failure::Runtime(format!("cannot write YAML: {e}")))?;
+    Ok(crate::redact::escape_controls(&text).into_owned())
+}
+
+/// The exit status: 3 under `--exit-code` when an executor's verdict is an error.
+fn exit_status(report: &crate::status::StatusReport, args: &StatusArgs) -> ExitCode {
+    if args.exit_code && report.has_errors() {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -77,7 +103,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
         print_status(&report, args.output)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_status(&report, &args));
     }
     let opts = live_args.options();
     super::block_on(async move {
@@ -146,7 +172,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             scope_check(&conn).await?;
         }
         print_status(&report, args.output)?;
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_status(&report, &args))
     })
 }
 
@@ -222,5 +248,25 @@ fn apply_after_first_list(
         for ev in held.drain(..) {
             store.apply(ev);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_writes_no_terminal_control_from_cluster_data() {
+        let report = crate::status::StatusReport {
+            apps: Vec::new(),
+            full_snapshot_at: None,
+            problems: vec!["pod watch: \u{1b}]0;pwned\u{7} \u{9b}2J".to_owned()],
+        };
+        let text = yaml(&report).expect("yaml");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("pwned"), "{text}");
     }
 }

@@ -200,7 +200,12 @@ fn bash_completion_completes_commands_and_flags_for_both_names() {
 fn kubectl_plugin_completion_answers_in_cobra_s_format() {
     let (code, out, err) = bash("kubectl_complete-spark_triage status -o ''");
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out, "table\nwide\njson\n:4\n");
+    let values: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(
+        values,
+        ["table", "wide", "json", "yaml", "name", ":4"],
+        "{out}"
+    );
     let (_, out, _) = bash("kubectl_complete-spark_triage ki");
     let mut lines = out.lines();
     assert!(
@@ -256,4 +261,50 @@ fn man_writes_one_page_per_command_that_man_renders() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+const SESSION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/mixed-session.ndjson"
+);
+
+#[test]
+fn status_yaml_is_the_json_document_and_name_lists_the_pods_that_exist() {
+    let (code, json, err) = triage(&["status", "--recording", SESSION, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, yaml, err) = triage(&["status", "--recording", SESSION, "-o", "yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let from_json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let from_yaml: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+    assert_eq!(from_yaml, from_json);
+    let (code, names, _) = triage(&["status", "--recording", SESSION, "-o", "name"]);
+    assert_eq!(code, 0);
+    let present: Vec<String> = from_json["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["executors"].as_array().unwrap())
+        .filter(|e| e["gone"] == false)
+        .map(|e| format!("pod/{}", e["pod"].as_str().unwrap()))
+        .collect();
+    assert!(!present.is_empty());
+    assert_eq!(names.lines().collect::<Vec<_>>(), present);
+}
+
+#[test]
+fn status_exit_code_is_3_when_an_executor_s_verdict_is_an_error() {
+    let (code, out, _) = triage(&["status", "--recording", SESSION, "--exit-code"]);
+    assert_eq!(code, 3, "etl-nightly has OOM-killed executors: {out}");
+    assert!(out.contains("etl-nightly"), "the table is printed as usual");
+    let (code, _, err) = triage(&[
+        "status",
+        "--recording",
+        SESSION,
+        "--exit-code",
+        "--app",
+        "adhoc-analysis",
+    ]);
+    assert_eq!(code, 0, "adhoc-analysis has warnings only: {err}");
+    let (code, _, _) = triage(&["status", "--recording", SESSION]);
+    assert_eq!(code, 0, "without --exit-code, findings are not a failure");
 }
