@@ -6,6 +6,10 @@ use clap::Args;
 /// (the live view, `status`, `record`, `kill`, `hold`, `release`), and only those.
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
+    /// The configuration file (default: $SPARK_TRIAGE_CONFIG, else
+    /// $XDG_CONFIG_HOME/spark-triage/config.toml when it exists; docs/configuration.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// Path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<std::path::PathBuf>,
@@ -86,6 +90,7 @@ impl Default for WatchArgs {
 /// are at their defaults).
 #[derive(Debug, Clone)]
 pub struct LiveArgs {
+    pub config: Option<std::path::PathBuf>,
     pub kubeconfig: Option<std::path::PathBuf>,
     pub context: Option<String>,
     pub namespace: Option<String>,
@@ -111,6 +116,7 @@ impl LiveArgs {
         let watch = watch.cloned().unwrap_or_default();
         let view = view.cloned().unwrap_or_default();
         Self {
+            config: cluster.config.clone(),
             kubeconfig: cluster.kubeconfig.clone(),
             context: cluster.context.clone(),
             namespace: cluster.namespace.clone(),
@@ -129,6 +135,7 @@ impl LiveArgs {
     /// `demo`: no cluster flags (its cluster is in-process).
     pub fn local(watch: &WatchArgs, write: &WriteArgs, view: &ViewArgs) -> Self {
         let cluster = ClusterArgs {
+            config: None,
             kubeconfig: None,
             context: None,
             namespace: None,

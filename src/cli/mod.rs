@@ -11,6 +11,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::{commands, input::InputError};
 
 mod args;
+pub(crate) mod config;
 
 pub(crate) use args::parse_duration;
 pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
@@ -137,17 +138,17 @@ pub fn main() -> ExitCode {
             .bin_name("kubectl spark-triage");
     }
     let program = cmd.get_name().to_owned();
-    let cli = match cmd
+    let parsed = cmd
         .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m))
-    {
-        Ok(cli) => cli,
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, given(&m))));
+    let (cli, given) = match parsed {
+        Ok(p) => p,
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    match run(cli) {
+    match run(cli, &given) {
         Ok(code) => code,
         Err(f) => {
             eprintln!(
@@ -166,34 +167,83 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
         .is_some_and(|n| n.to_string_lossy().starts_with("kubectl-"))
 }
 
-fn run(cli: Cli) -> Result<ExitCode, Failure> {
+/// The flags given on the command line (clap's ids), of the command that runs: a
+/// configuration file sets only the others.
+fn given(m: &clap::ArgMatches) -> std::collections::BTreeSet<String> {
+    let sub = m.subcommand().map_or(m, |(_, s)| s);
+    sub.ids()
+        .filter(|id| sub.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_owned())
+        .collect()
+}
+
+/// The flags, with the configuration file under them (for the context in use).
+fn configured(
+    mut live: LiveArgs,
+    given: &std::collections::BTreeSet<String>,
+) -> Result<LiveArgs, Failure> {
+    let file = config::Config::load(live.config.as_deref())?;
+    let context = live.context.clone().or_else(|| current_context(&live));
+    let settings = file.for_context(context.as_deref());
+    config::apply(&mut live, &settings, &|id| given.contains(id));
+    Ok(live)
+}
+
+/// The kubeconfig's current context (the section of the configuration file that applies
+/// when no `--context` is given); unreadable = none (connecting says why).
+fn current_context(live: &LiveArgs) -> Option<String> {
+    let kc = match &live.kubeconfig {
+        Some(p) => kube::config::Kubeconfig::read_from(p).ok()?,
+        None => kube::config::Kubeconfig::read().ok()?,
+    };
+    kc.current_context
+}
+
+fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode, Failure> {
     let live = |c: &ClusterArgs, w: Option<&WatchArgs>, wr: Option<&WriteArgs>| {
-        LiveArgs::of(c, w, wr, None)
+        configured(LiveArgs::of(c, w, wr, None), given)
     };
     match cli.command {
         Some(Command::Explain(args)) => commands::explain::run(args),
         Some(Command::Sim(args)) => commands::sim::run(args),
         Some(Command::Status(args)) => {
-            commands::status::run(&live(&args.cluster, Some(&args.watch), None), args)
+            commands::status::run(&live(&args.cluster, Some(&args.watch), None)?, args)
         }
         Some(Command::Demo(args)) => {
-            crate::tui::show_utc(args.view.utc);
-            commands::demo::run(&LiveArgs::local(&args.watch, &args.write, &args.view), args)
+            // The demo's cluster is in-process: only the file's top level applies.
+            let mut l = LiveArgs::local(&args.watch, &args.write, &args.view);
+            let file = config::Config::load(args.config.as_deref())?;
+            let top = config::Settings {
+                namespace: None,
+                all_namespaces: None,
+                selector: None,
+                request_timeout: None,
+                ..file.top
+            };
+            config::apply(&mut l, &top, &|id| given.contains(id));
+            crate::tui::show_utc(l.utc);
+            commands::demo::run(&l, args)
         }
         Some(Command::Record(args)) => {
-            commands::record::run(&live(&args.cluster, Some(&args.watch), None), args)
+            commands::record::run(&live(&args.cluster, Some(&args.watch), None)?, args)
         }
         Some(Command::Kill(args)) => {
-            commands::kill::run(&live(&args.cluster, None, Some(&args.write)), args)
+            commands::kill::run(&live(&args.cluster, None, Some(&args.write))?, args)
         }
         Some(Command::Hold(args)) => {
-            commands::hold::run(&live(&args.cluster, None, Some(&args.write)), args)
+            commands::hold::run(&live(&args.cluster, None, Some(&args.write))?, args)
         }
         Some(Command::Release(args)) => {
-            commands::hold::release(&live(&args.cluster, None, Some(&args.write)), args)
+            commands::hold::release(&live(&args.cluster, None, Some(&args.write))?, args)
         }
         Some(Command::Replay(args)) => {
-            crate::tui::show_utc(args.utc);
+            let file = config::Config::load(args.config.as_deref())?;
+            let utc = if given.contains("utc") {
+                args.utc
+            } else {
+                file.top.time_zone == Some(config::TimeZone::Utc) || args.utc
+            };
+            crate::tui::show_utc(utc);
             commands::replay::run(args)
         }
         Some(Command::Report(args)) => commands::report::run(args),
@@ -201,13 +251,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Man(args)) => commands::shell::man(args),
         Some(Command::Complete(args)) => commands::shell::complete(args),
         None => {
-            crate::tui::show_utc(cli.view.utc);
-            commands::live::run(&LiveArgs::of(
-                &cli.cluster,
-                Some(&cli.watch),
-                Some(&cli.write),
-                Some(&cli.view),
-            ))
+            let l = configured(
+                LiveArgs::of(
+                    &cli.cluster,
+                    Some(&cli.watch),
+                    Some(&cli.write),
+                    Some(&cli.view),
+                ),
+                given,
+            )?;
+            crate::tui::show_utc(l.utc);
+            commands::live::run(&l)
         }
     }
 }

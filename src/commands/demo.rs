@@ -24,6 +24,10 @@ pub struct DemoArgs {
     pub write: crate::cli::WriteArgs,
     #[command(flatten)]
     pub view: crate::cli::ViewArgs,
+    /// The configuration file (default: $SPARK_TRIAGE_CONFIG, else
+    /// $XDG_CONFIG_HOME/spark-triage/config.toml when it exists; docs/configuration.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Failure> {

@@ -22,6 +22,10 @@ pub struct ReplayArgs {
     /// Show times in UTC (default: local time; `z` toggles).
     #[arg(long)]
     pub utc: bool,
+    /// The configuration file (default: $SPARK_TRIAGE_CONFIG, else
+    /// $XDG_CONFIG_HOME/spark-triage/config.toml when it exists; docs/configuration.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// An app positioned in a recording (shared by `replay` and tests).

@@ -1,0 +1,186 @@
+//! The configuration file: defaults for the flags, per kubeconfig context
+//! (docs/configuration.md; a commented default in assets/config.toml).
+//!
+//! Precedence, lowest first: built-in defaults < the file's top level < the file's section
+//! for the context in use (`[context."prod-eu"]`) < flags given on the command line. A bad
+//! file is a usage error (exit 2) with its line and column, never silently ignored.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use serde::Deserialize;
+
+use super::{Failure, LiveArgs};
+
+/// `SPARK_TRIAGE_CONFIG` names the file when `--config` does not.
+const ENV: &str = "SPARK_TRIAGE_CONFIG";
+
+/// One level of settings (the top level, or a context's section). Every key is optional.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Settings {
+    pub namespace: Option<String>,
+    pub all_namespaces: Option<bool>,
+    pub selector: Option<String>,
+    #[serde(default, with = "opt_duration")]
+    pub poll_interval: Option<std::time::Duration>,
+    #[serde(default, with = "opt_duration")]
+    pub driver_poll_interval: Option<std::time::Duration>,
+    /// Read the drivers' REST API (`false` = `--no-driver-api`).
+    pub driver_api: Option<bool>,
+    #[serde(default, with = "opt_duration")]
+    pub request_timeout: Option<std::time::Duration>,
+    /// Never write to the cluster.
+    pub readonly: Option<bool>,
+    /// `utc` or `local`.
+    pub time_zone: Option<TimeZone>,
+    /// Sections by kubeconfig context name (top level only). A field here rather than a
+    /// wrapper with `flatten`: serde's flatten loses the position of an unknown key.
+    #[serde(default)]
+    pub context: BTreeMap<String, Settings>,
+}
+
+/// How times are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeZone {
+    Utc,
+    Local,
+}
+
+/// The whole file: the top level, with the context sections in it.
+#[derive(Debug, Default)]
+pub struct Config {
+    pub top: Settings,
+}
+
+mod opt_duration {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::cli::parse_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Config {
+    /// Parses a file's text; the error is one line with the line and column.
+    pub(crate) fn parse(text: &str, path: &str) -> Result<Self, Failure> {
+        let top: Settings = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            let what = e.message().lines().next().unwrap_or("invalid").trim();
+            Failure::Usage(format!(
+                "{path}:{line}:{col}: {what} (docs/configuration.md)"
+            ))
+        })?;
+        if let Some((name, _)) = top.context.iter().find(|(_, c)| !c.context.is_empty()) {
+            return Err(Failure::Usage(format!(
+                "{path}: [context.{name:?}] has context sections of its own; they go at the top level"
+            )));
+        }
+        Ok(Self { top })
+    }
+
+    /// The file in force: `--config`, else `$SPARK_TRIAGE_CONFIG`, else
+    /// `$XDG_CONFIG_HOME/spark-triage/config.toml` when it exists. A named file that cannot
+    /// be read is an error; the default one may be absent.
+    pub(crate) fn load(flag: Option<&std::path::Path>) -> Result<Self, Failure> {
+        let named = flag
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os(ENV).map(PathBuf::from));
+        let path = match named {
+            Some(p) => p,
+            None => match default_path() {
+                Some(p) if p.exists() => p,
+                _ => return Ok(Self::default()),
+            },
+        };
+        let shown = path.display().to_string();
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| Failure::Usage(format!("cannot read the config file {shown}: {e}")))?;
+        if meta.len() > 1024 * 1024 {
+            return Err(Failure::Usage(format!(
+                "the config file {shown} is over 1 MiB: not a configuration"
+            )));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Failure::Usage(format!("cannot read the config file {shown}: {e}")))?;
+        Self::parse(&text, &shown)
+    }
+
+    /// The settings for this context: its section over the top level.
+    pub fn for_context(&self, context: Option<&str>) -> Settings {
+        let mut s = self.top.clone();
+        if let Some(c) = context.and_then(|c| self.top.context.get(c)) {
+            let c = c.clone();
+            s.namespace = c.namespace.or(s.namespace);
+            s.all_namespaces = c.all_namespaces.or(s.all_namespaces);
+            s.selector = c.selector.or(s.selector);
+            s.poll_interval = c.poll_interval.or(s.poll_interval);
+            s.driver_poll_interval = c.driver_poll_interval.or(s.driver_poll_interval);
+            s.driver_api = c.driver_api.or(s.driver_api);
+            s.request_timeout = c.request_timeout.or(s.request_timeout);
+            s.readonly = c.readonly.or(s.readonly);
+            s.time_zone = c.time_zone.or(s.time_zone);
+        }
+        s
+    }
+}
+
+/// `$XDG_CONFIG_HOME/spark-triage/config.toml` (or `~/.config/…`).
+pub fn default_path() -> Option<PathBuf> {
+    use etcetera::BaseStrategy;
+    etcetera::base_strategy::Xdg::new()
+        .ok()
+        .map(|x| x.config_dir().join("spark-triage").join("config.toml"))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Applies settings to what the command line gave: a flag in `given` (by its id, as clap
+/// names it) wins; otherwise the setting, if any; otherwise the built-in default stays.
+pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
+    let scope_given = given("namespace") || given("all_namespaces");
+    if !scope_given {
+        if let Some(ns) = &s.namespace {
+            live.namespace = Some(ns.clone());
+            live.all_namespaces = false;
+        } else if let Some(all) = s.all_namespaces {
+            live.all_namespaces = all;
+        }
+    }
+    if !given("selector") && s.selector.is_some() {
+        live.selector = s.selector.clone();
+    }
+    if let (false, Some(d)) = (given("poll_interval"), s.poll_interval) {
+        live.poll_interval = d;
+    }
+    if let (false, Some(d)) = (given("driver_poll_interval"), s.driver_poll_interval) {
+        live.driver_poll_interval = d;
+    }
+    if let (false, Some(on)) = (given("no_driver_api"), s.driver_api) {
+        live.no_driver_api = !on;
+    }
+    if let (false, Some(d)) = (given("request_timeout"), s.request_timeout) {
+        live.request_timeout = d;
+    }
+    // `--readonly` only turns it on (no flag turns it off): a context the file makes
+    // read-only stays read-only.
+    if let (false, Some(ro)) = (given("readonly"), s.readonly) {
+        live.readonly = ro;
+    }
+    if let (false, Some(tz)) = (given("utc"), s.time_zone) {
+        live.utc = tz == TimeZone::Utc;
+    }
+}
+
+#[cfg(test)]
+mod tests;
