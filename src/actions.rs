@@ -85,6 +85,8 @@ fn runner(conn: &Connection, log: &ActionLog) -> Runner {
     Runner {
         client: conn.client.clone(),
         user: conn.user.clone(),
+        context: conn.context.clone(),
+        server: conn.server.clone(),
         log: log.clone(),
         events: None,
         focus: None,

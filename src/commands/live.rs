@@ -23,6 +23,8 @@ pub(crate) async fn tui_on(
     let runner = crate::effect::Runner {
         client: conn.client.clone(),
         user: conn.user.clone(),
+        context: conn.context.clone(),
+        server: conn.server.clone(),
         log: super::action_log(),
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),

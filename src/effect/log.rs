@@ -11,7 +11,13 @@ use serde::Serialize;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ActionRecord {
     pub at: String,
+    /// The kubeconfig user name (never a credential).
     pub user: String,
+    /// The kubeconfig context and the API server it points at (host and port): which
+    /// cluster the action hit.
+    pub context: String,
+    pub server: String,
+    pub namespace: String,
     pub action: String,
     pub target: String,
     pub result: String,
@@ -25,9 +31,8 @@ pub struct ActionLog {
 
 impl ActionLog {
     pub fn default_path() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+        use etcetera::BaseStrategy;
+        let base = etcetera::base_strategy::Xdg::new().ok()?.state_dir()?;
         Some(base.join("spark-triage").join("actions.log"))
     }
 
@@ -71,6 +76,9 @@ mod tests {
         let rec = ActionRecord {
             at: "t".into(),
             user: "u".into(),
+            context: "prod".into(),
+            server: "api.example:6443".into(),
+            namespace: "ns".into(),
             action: "kill".into(),
             target: "ns/p".into(),
             result: "ok".into(),

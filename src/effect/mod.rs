@@ -129,6 +129,9 @@ pub enum Outcome {
 pub struct Runner {
     pub client: kube::Client,
     pub user: String,
+    /// The kubeconfig context and API server (host:port), for the actions log.
+    pub context: String,
+    pub server: String,
     pub log: ActionLog,
     /// Into the source stream (through the recorder, if any); the CLI has none.
     pub events: Option<mpsc::Sender<SourceEvent>>,
@@ -229,6 +232,9 @@ impl Runner {
         let rec = ActionRecord {
             at: fmt_time(&Utc::now()),
             user: self.user.clone(),
+            context: self.context.clone(),
+            server: self.server.clone(),
+            namespace: target.split_once('/').map_or("", |(ns, _)| ns).to_owned(),
             action: action.to_owned(),
             target: target.to_owned(),
             result: result.to_owned(),

@@ -186,6 +186,9 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
         logged.contains("\"user\":\"spark-triage-sim\"")
+            && logged.contains("\"namespace\":\"spark-jobs\"")
+            && logged.contains(&format!("\"server\":\"127.0.0.1:{}\"", sim.addr.port()))
+            && logged.contains("\"context\":\"")
             && logged.contains("\"action\":\"kill\"")
             && logged.contains("\"result\":\"deleted\""),
         "{logged}"
