@@ -76,7 +76,7 @@ async fn connect_watched(
     }
     eprint!(
         "connecting to the API server (gives up after {}; q to quit now)…\r\n",
-        humantime::format_duration(opts.timeout())
+        crate::diagnose::human_std_duration(opts.timeout())
     );
     let _raw = crossterm::terminal::enable_raw_mode()
         .ok()

@@ -87,7 +87,9 @@ mod tests {
         log.append(&rec).unwrap();
         let text = std::fs::read_to_string(dir.join("a.log")).unwrap();
         assert_eq!(text.lines().count(), 2);
-        assert!(text.starts_with("{\"at\":\"t\",\"user\":\"u\",\"action\":\"kill\""));
+        assert!(text.starts_with(
+            "{\"at\":\"t\",\"user\":\"u\",\"context\":\"prod\",\"server\":\"api.example:6443\",\"namespace\":\"ns\",\"action\":\"kill\""
+        ));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

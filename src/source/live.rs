@@ -188,7 +188,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             server: server.clone(),
             reason: format!(
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                humantime::format_duration(timeout)
+                crate::diagnose::human_std_duration(timeout)
             ),
         },
     })?;

@@ -41,11 +41,17 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .is_some_and(|p| u64::try_from(age).unwrap_or(0) > 2 * p.as_secs().max(1));
             if stale {
                 spans.push(Span::styled(
-                    format!("STALE: no LIST for {age}s"),
+                    format!(
+                        "STALE: no LIST for {}",
+                        crate::diagnose::human_duration(chrono::Duration::seconds(age))
+                    ),
                     theme::alarm(),
                 ));
             } else {
-                spans.push(Span::raw(format!("last LIST {age}s ago")));
+                spans.push(Span::raw(format!(
+                    "last LIST {} ago",
+                    crate::diagnose::human_duration(chrono::Duration::seconds(age))
+                )));
             }
         }
         _ => spans.push(Span::raw("waiting for the first LIST")),

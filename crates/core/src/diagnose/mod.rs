@@ -461,7 +461,12 @@ pub fn missing(last_rv: Option<u64>, list_rv: Option<u64>, spark_verdict: &str) 
     f
 }
 
-/// A duration for people: `45s`, `3m20s`, `2h5m`.
+/// A `std` duration for people, the same way (request timeouts, poll intervals).
+pub fn human_std_duration(d: std::time::Duration) -> String {
+    human_duration(chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX))
+}
+
+/// A duration for people: `45s`, `3m20s`, `2h05m`. The one format every output uses.
 pub fn human_duration(d: chrono::Duration) -> String {
     let secs = d.num_seconds().max(0);
     match secs {
