@@ -160,14 +160,46 @@ impl Drop for SimHandle {
     }
 }
 
-/// The kubeconfig both kube-rs and kubectl accept for a plain-HTTP server.
+/// The kubeconfig both kube-rs and kubectl accept for a plain-HTTP server: kube's own
+/// `Kubeconfig`, serialized (a URL or namespace with YAML-special characters stays valid).
 pub fn kubeconfig_yaml(url: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: spark-triage-sim\n  cluster:\n    server: {url}\n\
-         users:\n- name: spark-triage-sim\n  user:\n    token: spark-triage-sim-token\n\
-         contexts:\n- name: spark-triage-sim\n  context:\n    cluster: spark-triage-sim\n    user: spark-triage-sim\n    namespace: {namespace}\n\
-         current-context: spark-triage-sim\n"
-    )
+    use kube::config::{
+        AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+    };
+    const NAME: &str = "spark-triage-sim";
+    let kc = Kubeconfig {
+        api_version: Some("v1".into()),
+        kind: Some("Config".into()),
+        clusters: vec![NamedCluster {
+            name: NAME.into(),
+            cluster: Some(Cluster {
+                server: Some(url.into()),
+                ..Cluster::default()
+            }),
+            other: Default::default(),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: NAME.into(),
+            auth_info: Some(AuthInfo {
+                token: Some(secrecy::SecretString::from("spark-triage-sim-token")),
+                ..AuthInfo::default()
+            }),
+            other: Default::default(),
+        }],
+        contexts: vec![NamedContext {
+            name: NAME.into(),
+            context: Some(Context {
+                cluster: NAME.into(),
+                user: Some(NAME.into()),
+                namespace: Some(namespace.into()),
+                ..Context::default()
+            }),
+            other: Default::default(),
+        }],
+        current_context: Some(NAME.into()),
+        ..Kubeconfig::default()
+    };
+    serde_saphyr::to_string(&kc).unwrap_or_default()
 }
 
 /// Starts the API server and the control plane on the current tokio runtime.
