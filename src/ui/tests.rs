@@ -600,5 +600,6 @@ fn counted_agrees_across_detail_strip_status_and_report() {
 
 mod app_findings;
 mod dense;
+mod guide;
 mod reading;
 mod themes;
