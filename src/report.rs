@@ -14,7 +14,7 @@ use crate::{
     store::{AppRecord, Gone, Store},
 };
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub source: String,
     pub started_at: String,
@@ -24,7 +24,7 @@ pub struct Report {
     pub apps: Vec<AppReport>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct AppReport {
     pub namespace: String,
     pub app_id: String,
@@ -45,7 +45,7 @@ pub struct AppReport {
     pub recommendations: Vec<Recommendation>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FailureEntry {
     pub at: String,
     pub executor: i64,
@@ -62,14 +62,14 @@ pub struct FailureEntry {
     pub driver_remove_reason: Option<String>,
 }
 
-#[derive(Debug, Serialize, Default)]
+#[derive(Debug, Serialize, Default, schemars::JsonSchema)]
 pub struct OomBreakdown {
     pub container: usize,
     pub jvm: usize,
     pub node: usize,
 }
 
-#[derive(Debug, Serialize, Default)]
+#[derive(Debug, Serialize, Default, schemars::JsonSchema)]
 pub struct PendingSummary {
     pub executors: usize,
     pub median_seconds: Option<i64>,
@@ -78,21 +78,21 @@ pub struct PendingSummary {
     pub reasons: Vec<(String, usize)>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MissingEntry {
     pub executor: i64,
     pub at: String,
     pub spark_verdict: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ChurnWindow {
     pub from: String,
     pub to: String,
     pub failures: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Recommendation {
     pub finding: String,
     pub executors: usize,

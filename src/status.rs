@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// The `status --output json` document (stable; fields may be added, never renamed).
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct StatusReport {
     pub apps: Vec<AppStatus>,
     /// When the last full LIST arrived.
@@ -22,7 +22,7 @@ pub struct StatusReport {
     pub problems: Vec<String>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct AppStatus {
     pub namespace: String,
     pub app_id: String,
@@ -45,7 +45,7 @@ pub struct AppStatus {
 }
 
 /// How reading the driver's REST API goes.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct DriverApiStatus {
     /// `ok` or `unavailable`.
     pub state: &'static str,
@@ -60,7 +60,7 @@ pub struct DriverApiStatus {
 }
 
 /// The driver's view of one executor.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ExecutorDriverStatus {
     /// When this view was read.
     pub at: String,
@@ -70,14 +70,14 @@ pub struct ExecutorDriverStatus {
     pub executor: Option<crate::model::DriverExecutor>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct DriverStatus {
     pub pod: String,
     pub phase: Option<String>,
 }
 
 /// A finding about the whole application.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct AppFindingStatus {
     pub code: String,
     pub severity: &'static str,
@@ -85,13 +85,13 @@ pub struct AppFindingStatus {
     pub hint: String,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct PendingReason {
     pub reason: String,
     pub count: usize,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ExecutorStatus {
     pub id: i64,
     pub pod: String,
@@ -127,7 +127,7 @@ pub struct ExecutorStatus {
 }
 
 /// What Spark did about an ended executor.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct SparkStatus {
     /// Counted toward `spark.executor.maxNumFailures`.
     pub counted: bool,

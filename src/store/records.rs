@@ -543,7 +543,9 @@ impl AppRecord {
 }
 
 /// Counts by Spark state, plus missing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Counts {
     pub pending: usize,
     pub running: usize,

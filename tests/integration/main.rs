@@ -19,6 +19,7 @@ mod recordings;
 #[path = "../support/reference.rs"]
 mod reference;
 mod scenarios;
+mod schemas;
 mod sim_api;
 mod status;
 #[path = "../support/tmux.rs"]

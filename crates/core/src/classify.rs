@@ -46,7 +46,7 @@ pub struct ClassifyOptions {
 }
 
 /// How the Spark container name was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContainerSource {
     /// Given by the user or the app's configuration.

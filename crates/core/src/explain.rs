@@ -16,14 +16,14 @@ use crate::{
 };
 
 /// The `explain --output json` document.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Explanation {
     /// One explanation per pod, in input order.
     pub pods: Vec<PodExplanation>,
 }
 
 /// One pod, explained.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PodExplanation {
     /// The pod's namespace.
     pub namespace: String,

@@ -15,7 +15,7 @@ use crate::{
 pub const UNKNOWN_EXIT_CODE: i32 = -1;
 
 /// What Spark's driver concludes about an executor in a final state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SparkView {
     /// The exit code Spark reads (`-1` when its container has not terminated).
     pub exit_code: i32,

@@ -33,8 +33,23 @@ pub struct SparkVersion {
     pub patch: u32,
 }
 
+/// Written as its text (`4.0.1`), so described as a string.
+impl schemars::JsonSchema for SparkVersion {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SparkVersion".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+            "description": "A Spark release, major.minor.patch (e.g. 4.0.1)"
+        })
+    }
+}
+
 /// Where the version the tool uses came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VersionSource {
     /// The pod's `spark-version` label.

@@ -32,7 +32,19 @@ use crate::{
 pub use scheduling::{SchedulingKind, SchedulingReason};
 
 /// A stable finding code (kebab-case in every output).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Code {
     /// The container was OOM-killed by the kernel (exit 137, `OOMKilled`): the pod's memory limit.
@@ -227,7 +239,19 @@ impl fmt::Display for Code {
 }
 
 /// How bad it is. Ordered worst first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The executor failed.
@@ -250,7 +274,7 @@ impl Severity {
 }
 
 /// One explanation of what happened to a pod.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// Which rule.
     pub code: Code,
@@ -281,7 +305,18 @@ pub struct Finding {
 /// outranks the driver's reason, which outranks a log pattern, which outranks events, which
 /// outrank the tool's own inference (`docs/diagnosis.md`, "One verdict per executor").
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Witness {

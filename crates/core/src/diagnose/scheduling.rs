@@ -12,7 +12,19 @@
 use serde::{Deserialize, Serialize};
 
 /// What kept a pod off the nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedulingKind {
     /// `Insufficient cpu`.
@@ -62,7 +74,7 @@ impl SchedulingKind {
 }
 
 /// One reason of a scheduling failure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SchedulingReason {
     /// What kind of reason.
     pub kind: SchedulingKind,

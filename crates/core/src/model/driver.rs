@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Time;
 
 /// One executor as the driver lists it (the `driver` entry is not kept).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriverExecutor {
     /// The executor id.
     pub id: i64,
@@ -54,7 +54,7 @@ pub struct DriverSeen {
 
 /// `peakMemoryMetrics` (bytes); the process-tree figures need
 /// `spark.executor.processTreeMetrics.enabled=true` and are absent otherwise.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeakMemory {
     /// Peak JVM heap memory, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

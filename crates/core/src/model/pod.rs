@@ -223,7 +223,7 @@ pub struct Terminated {
 }
 
 /// Which Spark role a pod has, from its `spark-role` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The driver pod (`spark-role=driver`).

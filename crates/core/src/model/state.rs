@@ -6,7 +6,19 @@ use serde::{Deserialize, Serialize};
 
 /// The seven states Spark's driver puts an executor pod in. The names are Spark's, lower-cased,
 /// and are part of the tool's stable output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorState {
     /// Not running yet.

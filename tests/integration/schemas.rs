@@ -1,0 +1,122 @@
+//! docs/schemas/: JSON Schemas of the JSON outputs, derived from the types that write them
+//! (schemars), kept current (a schema that differs from the types fails;
+//! `UPDATE_SCHEMAS=1` rewrites) and checked against real outputs (jsonschema).
+
+use std::process::Command;
+
+const SESSION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/mixed-session.ndjson"
+);
+
+fn current(name: &str, schema: &schemars::Schema) -> serde_json::Value {
+    let path = format!(
+        "{}/docs/schemas/{name}.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let want = serde_json::to_string_pretty(schema).unwrap() + "\n";
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    if have != want {
+        if std::env::var("UPDATE_SCHEMAS").as_deref() == Ok("1") {
+            std::fs::write(&path, &want).unwrap();
+        } else {
+            panic!(
+                "{path} differs from the types; UPDATE_SCHEMAS=1 cargo test --test integration schemas rewrites it"
+            );
+        }
+    }
+    serde_json::from_str(&want).unwrap()
+}
+
+/// The schema of what the type writes (a field skipped when empty is not required).
+fn output_schema<T: schemars::JsonSchema>() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+fn output(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn valid(schema: &serde_json::Value, doc: &serde_json::Value, what: &str) {
+    let v = jsonschema::validator_for(schema).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:#?}");
+}
+
+#[test]
+fn status_json_matches_its_schema() {
+    let schema = current(
+        "status",
+        &output_schema::<spark_triage::status::StatusReport>(),
+    );
+    valid(
+        &schema,
+        &output(&["status", "--recording", SESSION, "-o", "json"]),
+        "status",
+    );
+    // The schema says something: an executor without its state is not a status document.
+    let mut broken = output(&["status", "--recording", SESSION, "-o", "json"]);
+    broken["apps"][0]["executors"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("state");
+    let v = jsonschema::validator_for(&schema).unwrap();
+    assert!(!v.is_valid(&broken));
+}
+
+#[test]
+fn explain_json_matches_its_schema() {
+    let schema = current(
+        "explain",
+        &output_schema::<spark_triage::explain::Explanation>(),
+    );
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let mut checked = 0;
+    for f in std::fs::read_dir(dir).unwrap() {
+        let path = f.unwrap().path();
+        let name = path.display().to_string();
+        if !(name.ends_with(".yaml") || name.ends_with(".json")) || name.contains("events") {
+            continue;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .args(["explain", &name, "-o", "json"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            continue; // not pods (the explain tests cover the refusals)
+        }
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        valid(&schema, &doc, &name);
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} fixtures explained");
+}
+
+#[test]
+fn report_json_matches_its_schema() {
+    let schema = current("report", &output_schema::<spark_triage::report::Report>());
+    valid(
+        &schema,
+        &output(&["report", SESSION, "-o", "json"]),
+        "report",
+    );
+    for rec in ["mixed", "oom-storm"] {
+        let path = format!("{}/snapshots/{rec}.ndjson.zst", env!("CARGO_MANIFEST_DIR"));
+        valid(&schema, &output(&["report", &path, "-o", "json"]), &path);
+    }
+}
