@@ -69,6 +69,10 @@ pub struct ViewArgs {
     /// Also record the session to this file.
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
+    /// Where the view's own diagnostics go (default:
+    /// $XDG_STATE_HOME/spark-triage/spark-triage.log; level from SPARK_TRIAGE_LOG).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<std::path::PathBuf>,
 }
 
 const DEFAULT_TIMEOUT: &str = "30s";
@@ -102,6 +106,7 @@ pub struct LiveArgs {
     pub readonly: bool,
     pub utc: bool,
     pub record: Option<std::path::PathBuf>,
+    pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
 }
 
@@ -129,6 +134,7 @@ impl LiveArgs {
             readonly: write.is_some_and(|w| w.readonly),
             utc: view.utc,
             record: view.record,
+            log_file: view.log_file,
         }
     }
 

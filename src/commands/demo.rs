@@ -38,6 +38,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         )));
     }
     super::record::refuse_existing(live_args.record.as_deref(), false)?;
+    super::diagnostics::init(live_args.log_file.as_deref());
     let scenario = crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
     let mut opts = crate::sim::SimOptions::new(scenario);
     opts.speed = args.speed;

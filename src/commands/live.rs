@@ -107,6 +107,7 @@ async fn connect_watched(
 pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
     super::record::refuse_existing(live_args.record.as_deref(), false)?;
+    super::diagnostics::init(live_args.log_file.as_deref());
     let readonly = live_args.readonly;
     super::block_on(async move {
         let Some(conn) = connect_watched(&opts).await? else {

@@ -9,6 +9,7 @@ use crate::{
 };
 
 pub mod demo;
+mod diagnostics;
 pub mod explain;
 pub mod hold;
 mod json_out;

@@ -239,6 +239,11 @@ impl Runner {
             target: target.to_owned(),
             result: result.to_owned(),
         };
+        tracing::info!(
+            "{action} {target} ({} via {}): {result}",
+            self.context,
+            self.server
+        );
         if let Err(e) = self.log.append(&rec) {
             t.lines.push(format!("warning: {e}"));
         }
@@ -352,6 +357,13 @@ impl Runner {
                 if !capture {
                     return Outcome::Log { pod, lines };
                 }
+                match &lines {
+                    Ok(l) => tracing::info!(
+                        "evidence: log tail of {namespace}/{pod} ({} lines)",
+                        l.len()
+                    ),
+                    Err(e) => tracing::warn!("evidence: log tail of {namespace}/{pod}: {e}"),
+                }
                 if let Ok(lines) = lines {
                     self.emit(SourceEvent::LogCaptured {
                         namespace,
@@ -368,9 +380,12 @@ impl Runner {
                     return Outcome::Nothing;
                 };
                 // A failed read leaves what the event watch gave; nothing to show for it.
-                if let Ok(events) =
-                    crate::source::lean::pod_events(&self.client, &namespace, &pod).await
-                {
+                let read = crate::source::lean::pod_events(&self.client, &namespace, &pod).await;
+                match &read {
+                    Ok(e) => tracing::info!("evidence: {} events of {namespace}/{pod}", e.len()),
+                    Err(e) => tracing::warn!("evidence: events of {namespace}/{pod}: {e}"),
+                }
+                if let Ok(events) = read {
                     for event in events {
                         self.emit(SourceEvent::EventSeen {
                             event: Box::new(event),

@@ -88,6 +88,11 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// A failing source's health: forbidden (with the permission) or retrying (with the cause).
 pub(super) fn health_of(err: &str, forbidden: Option<String>) -> Health {
+    // Into the diagnostics log (the live view's status bar shows only the latest).
+    match &forbidden {
+        Some(p) => tracing::warn!("forbidden: needs {p}"),
+        None => tracing::warn!("retrying: {}", super::live::one_line(err)),
+    }
     match forbidden {
         Some(permission) => Health::Forbidden { permission },
         None => Health::Retrying {

@@ -435,6 +435,7 @@ async fn recovered(
 ) -> bool {
     let was = std::mem::replace(failing, !ok);
     if was && ok {
+        tracing::info!("{source:?}: connected again");
         let health = Health::Connected;
         return send(
             tx,

@@ -107,7 +107,15 @@ fn the_demo_opens_on_the_incident() {
         .expect("tmux set-option");
     assert!(ok.success());
     let bin = env!("CARGO_BIN_EXE_spark-triage");
-    t.keys(&[&format!("{bin} demo --speed 2 --poll-interval 2s"), "Enter"]);
+    let diag = std::env::temp_dir().join(format!("st-diag-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&diag);
+    t.keys(&[
+        &format!(
+            "{bin} demo --speed 2 --poll-interval 2s --log-file {}",
+            diag.display()
+        ),
+        "Enter",
+    ]);
     let screen = t.wait_for_all(
         &[
             "OOMKilled (137)",
@@ -144,6 +152,18 @@ fn the_demo_opens_on_the_incident() {
         std::thread::sleep(Duration::from_millis(100));
     }
     t.keys(&["q"]);
+    // The view's own diagnostics went to --log-file: its start, and the evidence it read
+    // about the executors that ended badly.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(&diag).unwrap_or_default();
+        if log.contains("spark-triage started") && log.contains("evidence: ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "diagnostics log:\n{log}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = std::fs::remove_file(&diag);
 }
 
 /// `replay` of a recording opens on its first failure, with the failing app selected: never
