@@ -3,17 +3,18 @@
 
 use std::process::{Command, Stdio};
 
-fn triage(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+/// Runs a command without stdin: its exit code, stdout and stderr.
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+fn triage(args: &[&str]) -> (i32, String, String) {
+    run(Command::new(env!("CARGO_BIN_EXE_spark-triage")).args(args))
 }
 
 /// The long and short flags a command's `--help` lists.
@@ -158,17 +159,9 @@ fn bash(script: &str) -> (i32, String, String) {
         assets.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new("bash")
+    run(Command::new("bash")
         .args(["--norc", "--noprofile", "-c", script])
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .env("PATH", path))
 }
 
 #[test]
