@@ -183,7 +183,12 @@ fn configured(
     given: &std::collections::BTreeSet<String>,
 ) -> Result<LiveArgs, Failure> {
     let file = config::Config::load(live.config.as_deref())?;
-    let context = live.context.clone().or_else(|| current_context(&live));
+    // The kubeconfig is read for its current context only when a section could apply.
+    let context = match &live.context {
+        Some(c) => Some(c.clone()),
+        None if !file.top.context.is_empty() => current_context(&live),
+        None => None,
+    };
     let settings = file.for_context(context.as_deref());
     config::apply(&mut live, &settings, &|id| given.contains(id));
     Ok(live)
