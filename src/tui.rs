@@ -56,6 +56,16 @@ pub fn show_utc(on: bool) {
     SHOW_UTC.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The configuration file's theme and hold expiry (the environment's
+/// `SPARK_TRIAGE_THEME` still wins over the file, as a flag would).
+static CONFIGURED: std::sync::OnceLock<(Option<String>, Option<chrono::Duration>)> =
+    std::sync::OnceLock::new();
+
+/// From the configuration file: the theme name and how long `H` holds.
+pub fn configure(theme: Option<String>, hold_ttl: Option<chrono::Duration>) {
+    let _ = CONFIGURED.set((theme, hold_ttl));
+}
+
 pub fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(
@@ -121,7 +131,17 @@ pub async fn run(
     live_clock: bool,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
-    app.theme = crate::app::Theme::from_env();
+    let (theme, hold_ttl) = CONFIGURED.get().cloned().unwrap_or_default();
+    app.theme = crate::app::Theme::choose(
+        std::env::var("SPARK_TRIAGE_THEME")
+            .ok()
+            .as_deref()
+            .or(theme.as_deref()),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    );
+    if let Some(ttl) = hold_ttl {
+        app.hold_ttl = ttl;
+    }
     // Local time unless --utc (the offset is read once: the screen never changes zone
     // mid-session; `z` toggles).
     app.local_offset = Some(*chrono::Local::now().offset());

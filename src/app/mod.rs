@@ -40,16 +40,9 @@ pub enum Theme {
 }
 
 impl Theme {
-    /// The theme for this environment: `SPARK_TRIAGE_THEME` (`dark`, `light`, `mono`), else
-    /// `mono` when `NO_COLOR` is set (no-color.org), else `dark`.
-    pub fn from_env() -> Self {
-        Self::choose(
-            std::env::var("SPARK_TRIAGE_THEME").ok().as_deref(),
-            std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        )
-    }
-
-    /// `from_env` without the environment.
+    /// The theme named (`SPARK_TRIAGE_THEME`, else the configuration file's `theme`:
+    /// `dark`, `light`, `mono`), else `mono` when `NO_COLOR` is set (no-color.org), else
+    /// `dark`.
     pub fn choose(named: Option<&str>, no_color: bool) -> Self {
         match named.map(str::trim) {
             Some("light") => Self::Light,
@@ -145,6 +138,7 @@ impl Default for LogView {
 }
 
 /// How long a hold set from the UI lasts.
+/// How long a hold lasts unless configured (`hold-ttl` in the configuration file).
 pub const HOLD_TTL_HOURS: i64 = 2;
 
 /// Which executors are shown.
@@ -242,6 +236,8 @@ pub struct App {
     /// UTC only (tests, recordings rendered headless).
     pub local_offset: Option<chrono::FixedOffset>,
     pub show_utc: bool,
+    /// How long `H` holds an app's executor pods.
+    pub hold_ttl: chrono::Duration,
     /// `:` typed: the command being written.
     pub command: Option<String>,
     /// `:ns NAME`: only this namespace's applications are listed.
@@ -309,6 +305,7 @@ impl App {
             theme: Theme::Dark,
             local_offset: None,
             show_utc: false,
+            hold_ttl: chrono::Duration::hours(HOLD_TTL_HOURS),
             command: None,
             ns_filter: None,
         }

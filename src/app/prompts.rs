@@ -294,7 +294,7 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
             for p in &pods {
                 app.in_flight.insert((namespace.clone(), p.clone()));
             }
-            let until = on.then(|| now + chrono::Duration::hours(HOLD_TTL_HOURS));
+            let until = on.then(|| now + app.hold_ttl);
             if on {
                 app.held_here.insert(key);
             } else {

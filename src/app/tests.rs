@@ -568,3 +568,33 @@ fn a_storm_of_one_cause_reads_the_evidence_of_a_few_and_says_why_not_the_rest() 
         "{text}"
     );
 }
+
+#[test]
+fn the_configured_hold_expiry_is_what_h_asks_for() {
+    let mut app = live_app();
+    app.hold_ttl = chrono::Duration::minutes(30);
+    let driver = pod(
+        json!({"metadata": {"name": "etl-driver", "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+    );
+    let at = chrono::DateTime::UNIX_EPOCH;
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(driver),
+            at,
+        }),
+    );
+    update(&mut app, key(KeyCode::Char('H')));
+    let effects = update(&mut app, key(KeyCode::Char('y')));
+    let until = effects.iter().find_map(|e| match e {
+        Effect::SetHold { until, .. } => *until,
+        _ => None,
+    });
+    let now = app.store.view().now.expect("a clock");
+    assert_eq!(
+        until,
+        Some(now + chrono::Duration::minutes(30)),
+        "{effects:?}"
+    );
+}

@@ -33,6 +33,11 @@ pub struct Settings {
     pub readonly: Option<bool>,
     /// `utc` or `local`.
     pub time_zone: Option<TimeZone>,
+    /// `dark`, `light` or `mono` (`SPARK_TRIAGE_THEME` wins over it).
+    pub theme: Option<ThemeName>,
+    /// How long `H` holds an app's executor pods.
+    #[serde(default, with = "opt_duration")]
+    pub hold_ttl: Option<std::time::Duration>,
     /// Sections by kubeconfig context name (top level only). A field here rather than a
     /// wrapper with `flatten`: serde's flatten loses the position of an unknown key.
     #[serde(default)]
@@ -45,6 +50,25 @@ pub struct Settings {
 pub enum TimeZone {
     Utc,
     Local,
+}
+
+/// A theme, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThemeName {
+    Dark,
+    Light,
+    Mono,
+}
+
+impl ThemeName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dark => "dark",
+            Self::Light => "light",
+            Self::Mono => "mono",
+        }
+    }
 }
 
 /// The whole file: the top level, with the context sections in it.
@@ -125,6 +149,8 @@ impl Config {
             s.request_timeout = c.request_timeout.or(s.request_timeout);
             s.readonly = c.readonly.or(s.readonly);
             s.time_zone = c.time_zone.or(s.time_zone);
+            s.theme = c.theme.or(s.theme);
+            s.hold_ttl = c.hold_ttl.or(s.hold_ttl);
         }
         s
     }
@@ -180,6 +206,11 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
     if let (false, Some(tz)) = (given("utc"), s.time_zone) {
         live.utc = tz == TimeZone::Utc;
     }
+    // No flags for these: the terminal views read them at start.
+    crate::tui::configure(
+        s.theme.map(|t| t.as_str().to_owned()),
+        s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
+    );
 }
 
 #[cfg(test)]

@@ -243,6 +243,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         }
         Some(Command::Replay(args)) => {
             let file = config::Config::load(args.config.as_deref())?;
+            crate::tui::configure(file.top.theme.map(|t| t.as_str().to_owned()), None);
             let utc = if given.contains("utc") {
                 args.utc
             } else {

@@ -70,9 +70,9 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 lines.push(Line::raw(format!(
                     "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
                      so when Spark deletes an executor its pod stays Terminating with its final status and log. \
-                     Expires in {}h; any instance releases it then.",
+                     Expires in {}; any instance releases it then.",
                     crate::model::HOLD_FINALIZER,
-                    crate::app::HOLD_TTL_HOURS
+                    crate::diagnose::human_duration(app.hold_ttl)
                 )));
             } else {
                 lines.push(Line::styled(

@@ -151,6 +151,8 @@ fn the_shipped_example_parses_with_every_setting_uncommented() {
     let c = Config::parse(&uncommented, "assets/config.toml").expect("parses");
     assert_eq!(c.top.poll_interval, Some(Duration::from_secs(30)));
     assert_eq!(c.top.time_zone, Some(TimeZone::Local));
+    assert_eq!(c.top.theme, Some(ThemeName::Dark));
+    assert_eq!(c.top.hold_ttl, Some(Duration::from_secs(2 * 3600)));
     let prod = c.for_context(Some("prod-eu"));
     assert_eq!(prod.readonly, Some(true));
     assert!(
