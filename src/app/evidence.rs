@@ -12,7 +12,7 @@
 //! `Evidence` is pure: the caller passes the time (the store's clock). A replay reads nothing.
 
 use std::{
-    collections::{BTreeMap, HashMap, VecDeque},
+    collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
     sync::Arc,
 };
 
@@ -51,7 +51,7 @@ pub struct Evidence {
     notes: BTreeMap<(String, String), String>,
     notes_order: VecDeque<(String, String)>,
     /// Pending executors whose events were read (namespace, pod).
-    stuck_read: BTreeMap<(String, String), ()>,
+    stuck_read: BTreeSet<(String, String)>,
     stuck_order: VecDeque<(String, String)>,
     expired_at: Option<Time>,
 }
@@ -107,7 +107,7 @@ impl Evidence {
         now: Time,
     ) -> bool {
         let key = (pod.0.to_owned(), pod.1.to_owned());
-        if now - since < STUCK_PENDING || self.stuck_read.contains_key(&key) {
+        if now - since < STUCK_PENDING || self.stuck_read.contains(&key) {
             return false;
         }
         // No note: a pending executor's events may still be read on a later tick.
@@ -120,7 +120,7 @@ impl Evidence {
         self.read.entry(sig).or_default().push_back((now, id));
         self.recent.push_back(now);
         self.stuck_order.push_back(key.clone());
-        self.stuck_read.insert(key, ());
+        self.stuck_read.insert(key);
         while self.stuck_order.len() > MAX_READ {
             if let Some(old) = self.stuck_order.pop_front() {
                 self.stuck_read.remove(&old);
@@ -225,6 +225,13 @@ fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
     let mut effects = Vec::new();
     let apps: Vec<Arc<AppRecord>> = app.store.view().apps.values().cloned().collect();
     for a in apps {
+        // One signature per app: its stuck executors share a budget.
+        let sig: Signature = (
+            a.namespace.clone(),
+            a.app_id.clone(),
+            "stuck-pending".to_owned(),
+            None,
+        );
         for rec in a.executors.values() {
             if rec.verdict.state != crate::model::ExecutorState::Pending || rec.gone.is_some() {
                 continue;
@@ -233,14 +240,8 @@ fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
             if now - since < STUCK_PENDING {
                 continue;
             }
-            let sig = (
-                a.namespace.clone(),
-                a.app_id.clone(),
-                "stuck-pending".to_owned(),
-                None,
-            );
             let pod = (a.namespace.as_str(), rec.pod.name.as_str());
-            if app.evidence.stuck(sig, rec.id, pod, since, now) {
+            if app.evidence.stuck(sig.clone(), rec.id, pod, since, now) {
                 effects.push(Effect::ReadEvents {
                     namespace: a.namespace.clone(),
                     pod: rec.pod.name.clone(),

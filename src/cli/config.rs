@@ -206,7 +206,10 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
     if let (false, Some(tz)) = (given("utc"), s.time_zone) {
         live.utc = tz == TimeZone::Utc;
     }
-    // No flags for these: the terminal views read them at start.
+}
+
+/// The settings the terminal views read at start (no flags for them).
+pub fn configure_views(s: &Settings) {
     crate::tui::configure(
         s.theme.map(|t| t.as_str().to_owned()),
         s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),

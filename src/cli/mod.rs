@@ -191,6 +191,7 @@ fn configured(
     };
     let settings = file.for_context(context.as_deref());
     config::apply(&mut live, &settings, &|id| given.contains(id));
+    config::configure_views(&settings);
     Ok(live)
 }
 
@@ -226,6 +227,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
                 ..file.top
             };
             config::apply(&mut l, &top, &|id| given.contains(id));
+            config::configure_views(&top);
             crate::tui::show_utc(l.utc);
             commands::demo::run(&l, args)
         }
@@ -243,7 +245,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         }
         Some(Command::Replay(args)) => {
             let file = config::Config::load(args.config.as_deref())?;
-            crate::tui::configure(file.top.theme.map(|t| t.as_str().to_owned()), None);
+            config::configure_views(&file.top);
             let utc = if given.contains("utc") {
                 args.utc
             } else {

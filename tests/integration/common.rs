@@ -11,6 +11,15 @@ use kube::{
 use spark_triage::sim::{self, SimHandle, SimOptions};
 
 /// A simulator on a free port with this scenario, speed and faults.
+/// A finished command that must have succeeded: its stderr when it did not.
+pub fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub async fn start_sim(scenario: &str, speed: f64, faults: &[&str]) -> SimHandle {
     start_sim_with(scenario, speed, faults, |_| {}).await
 }

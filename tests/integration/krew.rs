@@ -120,11 +120,7 @@ fn package_sh_builds_an_archive_the_manifest_describes() {
         .arg(&copy)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::common::succeeded(&out);
     let m = manifest(&copy);
     let (_, _, p) = platforms(&m)
         .into_iter()

@@ -41,11 +41,7 @@ fn output(args: &[&str]) -> serde_json::Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::common::succeeded(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
