@@ -56,14 +56,39 @@ pub fn show_utc(on: bool) {
     SHOW_UTC.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The configuration file's theme and hold expiry (the environment's
-/// `SPARK_TRIAGE_THEME` still wins over the file, as a flag would).
-static CONFIGURED: std::sync::OnceLock<(Option<String>, Option<chrono::Duration>)> =
-    std::sync::OnceLock::new();
+/// What the configuration file says about the terminal views (they have no flags).
+#[derive(Debug, Clone)]
+pub struct ViewSettings {
+    /// The theme's name (the environment's `SPARK_TRIAGE_THEME` still wins, as a flag would).
+    pub theme: Option<String>,
+    /// How long `H` holds.
+    pub hold_ttl: Option<chrono::Duration>,
+    pub keymap: crate::app::keymap::Keymap,
+    /// Lines of a log tail read (as evidence, or by `l`).
+    pub log_tail_lines: usize,
+}
 
-/// From the configuration file: the theme name and how long `H` holds.
-pub fn configure(theme: Option<String>, hold_ttl: Option<chrono::Duration>) {
-    let _ = CONFIGURED.set((theme, hold_ttl));
+impl Default for ViewSettings {
+    fn default() -> Self {
+        Self {
+            theme: None,
+            hold_ttl: None,
+            keymap: Default::default(),
+            log_tail_lines: crate::source::LOG_TAIL_LINES,
+        }
+    }
+}
+
+static CONFIGURED: std::sync::OnceLock<ViewSettings> = std::sync::OnceLock::new();
+
+/// Set once, where a command starts, from the configuration file.
+pub fn configure(settings: ViewSettings) {
+    let _ = CONFIGURED.set(settings);
+}
+
+/// The views' settings: the file's, else the built-in ones.
+pub fn configured() -> ViewSettings {
+    CONFIGURED.get().cloned().unwrap_or_default()
 }
 
 pub fn restore() {
@@ -131,7 +156,13 @@ pub async fn run(
     live_clock: bool,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
-    let (theme, hold_ttl) = CONFIGURED.get().cloned().unwrap_or_default();
+    let ViewSettings {
+        theme,
+        hold_ttl,
+        keymap,
+        ..
+    } = configured();
+    app.keymap = keymap;
     app.theme = crate::app::Theme::choose(
         std::env::var("SPARK_TRIAGE_THEME")
             .ok()

@@ -20,7 +20,7 @@ use crate::{
     source::SourceEvent,
     store::{AppRecord, ExecutorRecord, Store},
 };
-use keymap::{Action, action_for};
+use keymap::Action;
 
 /// Where the data comes from (shown in the status bar).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +238,8 @@ pub struct App {
     pub show_utc: bool,
     /// How long `H` holds an app's executor pods.
     pub hold_ttl: chrono::Duration,
+    /// The keys (the configuration file may rebind them).
+    pub keymap: keymap::Keymap,
     /// `:` typed: the command being written.
     pub command: Option<String>,
     /// `:ns NAME`: only this namespace's applications are listed.
@@ -306,6 +308,7 @@ impl App {
             local_offset: None,
             show_utc: false,
             hold_ttl: chrono::Duration::hours(HOLD_TTL_HOURS),
+            keymap: keymap::Keymap::default(),
             command: None,
             ns_filter: None,
         }

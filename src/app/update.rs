@@ -117,7 +117,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.fix_selection();
                 return Vec::new();
             }
-            if let Some(action) = action_for(k) {
+            if let Some(action) = app.keymap.action_for(k) {
                 return act(app, action);
             }
         }

@@ -10,6 +10,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 use serde::Deserialize;
 
 use super::{Failure, LiveArgs};
+use crate::app::keymap::{Action, Keymap, Keys};
 
 /// `SPARK_TRIAGE_CONFIG` names the file when `--config` does not.
 const ENV: &str = "SPARK_TRIAGE_CONFIG";
@@ -38,6 +39,13 @@ pub struct Settings {
     /// How long `H` holds an app's executor pods.
     #[serde(default, with = "opt_duration")]
     pub hold_ttl: Option<std::time::Duration>,
+    /// How many lines of an ended executor's log are captured as evidence (and shown by `l`).
+    #[serde(default, deserialize_with = "tail_lines")]
+    pub log_tail_lines: Option<usize>,
+    /// Key overrides by action name (`kill = "X"`, `logs = ["l", "L"]`); each replaces that
+    /// action's keys.
+    #[serde(default)]
+    pub keys: BTreeMap<Action, Keys>,
     /// Sections by kubeconfig context name (top level only). A field here rather than a
     /// wrapper with `flatten`: serde's flatten loses the position of an unknown key.
     #[serde(default)]
@@ -90,6 +98,18 @@ mod opt_duration {
     }
 }
 
+/// `log-tail-lines`: 1 to the store's bound.
+fn tail_lines<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let n = u64::deserialize(d)?;
+    let max = crate::source::MAX_LOG_TAIL_LINES;
+    match usize::try_from(n) {
+        Ok(n @ 1..) if n <= max => Ok(Some(n)),
+        _ => Err(serde::de::Error::custom(format!(
+            "log-tail-lines is {n}: 1 to {max}"
+        ))),
+    }
+}
+
 impl Config {
     /// Parses a file's text; the error is one line with the line and column.
     pub(crate) fn parse(text: &str, path: &str) -> Result<Self, Failure> {
@@ -105,7 +125,16 @@ impl Config {
                 "{path}: [context.{name:?}] has context sections of its own; they go at the top level"
             )));
         }
-        Ok(Self { top })
+        let config = Self { top };
+        // Every keymap the file can produce is checked now, not when the TUI starts.
+        for context in std::iter::once(None).chain(config.top.context.keys().map(Some)) {
+            let s = config.for_context(context.map(String::as_str));
+            Keymap::with(&s.keys).map_err(|e| {
+                let in_section = context.map_or(String::new(), |c| format!(" (context {c:?})"));
+                Failure::Usage(format!("{path}: {e}{in_section}"))
+            })?;
+        }
+        Ok(config)
     }
 
     /// The file in force: `--config`, else `$SPARK_TRIAGE_CONFIG`, else
@@ -151,6 +180,8 @@ impl Config {
             s.time_zone = c.time_zone.or(s.time_zone);
             s.theme = c.theme.or(s.theme);
             s.hold_ttl = c.hold_ttl.or(s.hold_ttl);
+            s.log_tail_lines = c.log_tail_lines.or(s.log_tail_lines);
+            s.keys.extend(c.keys);
         }
         s
     }
@@ -210,10 +241,13 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
 
 /// The settings the terminal views read at start (no flags for them).
 pub fn configure_views(s: &Settings) {
-    crate::tui::configure(
-        s.theme.map(|t| t.as_str().to_owned()),
-        s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
-    );
+    crate::tui::configure(crate::tui::ViewSettings {
+        theme: s.theme.map(|t| t.as_str().to_owned()),
+        hold_ttl: s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
+        // Checked when the file was read.
+        keymap: Keymap::with(&s.keys).unwrap_or_default(),
+        log_tail_lines: s.log_tail_lines.unwrap_or(crate::source::LOG_TAIL_LINES),
+    });
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub(crate) async fn tui_on(
         log: super::action_log(),
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),
-        captures: Default::default(),
+        captures: crate::effect::Captures::of_lines(crate::tui::configured().log_tail_lines),
     };
     let mut tasks = crate::source::live::spawn(&conn, poll, tx);
     let rx = match record {

@@ -148,9 +148,19 @@ pub struct Runner {
 pub struct Captures {
     permits: std::sync::Arc<tokio::sync::Semaphore>,
     queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Lines per log tail (the configuration file's `log-tail-lines`).
+    pub lines: usize,
 }
 
 impl Captures {
+    /// Tails of this many lines.
+    pub fn of_lines(lines: usize) -> Self {
+        Self {
+            lines,
+            ..Self::default()
+        }
+    }
+
     const AT_ONCE: usize = 4;
     const QUEUE: usize = 64;
 
@@ -172,6 +182,7 @@ impl Default for Captures {
         Self {
             permits: std::sync::Arc::new(tokio::sync::Semaphore::new(Self::AT_ONCE)),
             queued: std::sync::Arc::default(),
+            lines: crate::source::LOG_TAIL_LINES,
         }
     }
 }
@@ -350,7 +361,7 @@ impl Runner {
                     &pod,
                     &container,
                     previous,
-                    crate::source::LOG_TAIL_LINES as i64,
+                    self.captures.lines as i64,
                 )
                 .await;
                 let lines = r.map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>());

@@ -59,8 +59,11 @@ pub enum Health {
     },
 }
 
-/// How many lines of a container's log are fetched and kept as evidence.
+/// How many lines of a container's log are fetched and kept as evidence, unless the
+/// configuration file says otherwise (`log-tail-lines`, up to [`MAX_LOG_TAIL_LINES`]).
 pub const LOG_TAIL_LINES: usize = 200;
+/// The most lines of a log tail the store keeps (and the file may ask for).
+pub const MAX_LOG_TAIL_LINES: usize = 5_000;
 
 /// Everything the store learns, in one type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -39,7 +39,7 @@ pub const MAX_TIMELINE: usize = 2000;
 /// Executors whose captured log tails are kept (the oldest are dropped).
 pub const MAX_LOGS: usize = 500;
 /// Log lines kept per executor (as many as are fetched).
-pub use crate::source::LOG_TAIL_LINES as LOG_LINES;
+pub use crate::source::MAX_LOG_TAIL_LINES as LOG_LINES;
 
 mod derived;
 mod evidence;

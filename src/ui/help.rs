@@ -9,10 +9,7 @@ use ratatui::{
 };
 
 use super::{centered, theme};
-use crate::app::{
-    App,
-    keymap::{Action, KEYMAP},
-};
+use crate::app::{App, keymap::Action};
 
 /// Replay's own keys (handled before the keymap while replaying).
 const REPLAY_KEYS: &[(&str, &str)] = &[
@@ -42,16 +39,17 @@ fn lines(app: &App) -> Vec<Line<'static>> {
         out.push(Line::styled(" Everywhere", theme::title()));
     }
     out.extend(
-        KEYMAP
+        app.keymap
+            .entries()
             .iter()
-            .filter(|b| {
+            .filter(|e| {
                 !(replay
                     && matches!(
-                        b.action,
+                        e.action(),
                         Action::Mark | Action::Kill | Action::Hold | Action::Command
                     ))
             })
-            .map(|b| row(b.label, b.help)),
+            .map(|e| row(&e.label, e.binding.help)),
     );
     out.push(Line::raw(""));
     out.push(Line::styled(format!(" {LEGEND}"), theme::dim()));
@@ -80,4 +78,50 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         " Help · Esc close "
     };
     super::scrolled_popup(f, r, title, lines, app.scroll);
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::{Terminal, backend::TestBackend};
+
+    use crate::app::{
+        App, Context, Mode, Msg, Popup,
+        keymap::{Action, Keymap, Keys},
+        update,
+    };
+
+    /// The configuration file's `[keys]` reach the help, the footer and the dispatch alike.
+    #[test]
+    fn rebound_keys_show_in_the_help_and_the_footer_and_work() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let mut app = App::new(Context {
+            context: "c".into(),
+            scope: "s".into(),
+            readonly: false,
+            mode: Mode::Live,
+        });
+        let overrides = [
+            (Action::Kill, Keys(vec![KeyCode::Char('X')])),
+            (Action::Help, Keys(vec![KeyCode::F(1)])),
+        ]
+        .into();
+        app.keymap = Keymap::with(&overrides).expect("no clash");
+        update(&mut app, Msg::Resize(200, 50));
+        update(
+            &mut app,
+            Msg::Key(KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)),
+        );
+        assert_eq!(app.popup, Some(Popup::Help), "F1 opens the help");
+        let mut t = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+        t.draw(|f| crate::ui::render(&app, f)).expect("draw");
+        let screen = format!("{}", t.backend());
+        assert!(screen.contains(" X        kill the marked"), "{screen}");
+        assert!(screen.contains(" F1       this help"), "{screen}");
+        assert!(!screen.contains(" K        kill"), "{screen}");
+        let footer = screen.lines().last().unwrap_or_default();
+        assert!(
+            footer.contains("X kill") && footer.contains("F1 "),
+            "{footer}"
+        );
+    }
 }

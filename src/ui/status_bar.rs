@@ -11,7 +11,7 @@ use ratatui::{
 
 use super::theme;
 use crate::{
-    app::{App, Mode, keymap::KEYMAP},
+    app::{App, Mode},
     source::Health,
 };
 
@@ -117,14 +117,22 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             .unwrap_or_default();
         // (label, words, off-reason) per hinted key, in the keymap's order (its priority):
         // the help's first words when they all fit, else the footer's own word.
-        let full: usize = KEYMAP
+        let full: usize = app
+            .keymap
+            .entries()
             .iter()
-            .filter(|b| b.hint.is_some())
-            .map(|b| b.label.chars().count() + short(b.help).chars().count() + 3)
+            .filter(|e| e.binding.hint.is_some())
+            .map(|e| e.label.chars().count() + short(e.binding.help).chars().count() + 3)
             .sum();
         let compact_words = full > usize::from(area.width);
         let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
-        for (b, word) in KEYMAP.iter().filter_map(|b| Some((b, b.hint?))) {
+        for (e, word) in app
+            .keymap
+            .entries()
+            .iter()
+            .filter_map(|e| Some((e, e.binding.hint?)))
+        {
+            let b = e.binding;
             let verb = match b.action {
                 crate::app::keymap::Action::Kill => Some("delete"),
                 crate::app::keymap::Action::Hold => Some("patch"),
@@ -145,7 +153,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                     })
             });
             hints.push((
-                b.label,
+                e.label.as_str(),
                 if compact_words { word } else { short(b.help) },
                 disabled,
             ));

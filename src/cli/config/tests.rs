@@ -153,10 +153,75 @@ fn the_shipped_example_parses_with_every_setting_uncommented() {
     assert_eq!(c.top.time_zone, Some(TimeZone::Local));
     assert_eq!(c.top.theme, Some(ThemeName::Dark));
     assert_eq!(c.top.hold_ttl, Some(Duration::from_secs(2 * 3600)));
+    assert_eq!(c.top.log_tail_lines, Some(200));
+    assert_eq!(c.top.keys.len(), 2);
     let prod = c.for_context(Some("prod-eu"));
     assert_eq!(prod.readonly, Some(true));
     assert!(
         Config::parse(text, "assets/config.toml").is_ok(),
         "as shipped"
     );
+}
+
+#[test]
+fn keys_and_log_tail_lines_parse_and_merge_per_context() {
+    let c = Config::parse(
+        "log-tail-lines = 500\n[keys]\nkill = \"X\"\nlogs = [\"l\", \"L\"]\n\
+         [context.prod]\nlog-tail-lines = 50\n[context.prod.keys]\nhold = \"F9\"\n",
+        "c.toml",
+    )
+    .expect("parses");
+    use crossterm::event::KeyCode;
+    let top = c.for_context(None);
+    assert_eq!(top.log_tail_lines, Some(500));
+    assert_eq!(top.keys[&Action::Kill], Keys(vec![KeyCode::Char('X')]));
+    assert_eq!(
+        top.keys[&Action::Logs],
+        Keys(vec![KeyCode::Char('l'), KeyCode::Char('L')])
+    );
+    let prod = c.for_context(Some("prod"));
+    assert_eq!(prod.log_tail_lines, Some(50));
+    assert_eq!(
+        prod.keys.len(),
+        3,
+        "the section adds to the top level's keys"
+    );
+    assert_eq!(prod.keys[&Action::Hold], Keys(vec![KeyCode::F(9)]));
+}
+
+#[test]
+fn bad_keys_and_tail_lengths_are_usage_errors() {
+    for (text, want) in [
+        ("[keys]\nkil = \"X\"\n", "c.toml:2:1: unknown variant `kil`"),
+        (
+            "[keys]\nkill = \"Ctrl-x\"\n",
+            "c.toml:2:8: unknown key \"Ctrl-x\"",
+        ),
+        (
+            "[keys]\nkill = []\n",
+            "c.toml:2:8: an action needs at least one key",
+        ),
+        (
+            "log-tail-lines = 0\n",
+            "c.toml:1:18: log-tail-lines is 0: 1 to 5000",
+        ),
+        (
+            "log-tail-lines = 9000\n",
+            "c.toml:1:18: log-tail-lines is 9000",
+        ),
+        (
+            "[keys]\nkill = \"l\"\n",
+            "c.toml: [keys]: \"l\" is bound to both kill and logs",
+        ),
+        (
+            "[context.prod.keys]\nkill = \"q\"\n",
+            "c.toml: [keys]: \"q\" is bound to both quit and kill (context \"prod\")",
+        ),
+    ] {
+        let Err(Failure::Usage(msg)) = Config::parse(text, "c.toml") else {
+            panic!("{text:?}: a usage error")
+        };
+        assert!(msg.starts_with(want), "{text:?}: {msg}");
+        assert!(!msg.contains('\n'), "one line: {msg:?}");
+    }
 }
