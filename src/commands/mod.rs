@@ -15,6 +15,7 @@ pub mod hold;
 mod json_out;
 pub mod kill;
 pub mod live;
+mod progress;
 pub mod record;
 pub mod replay;
 pub mod report;

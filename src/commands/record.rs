@@ -164,9 +164,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
         let tasks = crate::source::live::spawn(&conn, opts.poll_interval, tx);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
-        // On a terminal, one line rewritten in place each second; without one (CI,
-        // journald, a pipe), a plain line a minute and the last one, never a `\r` flood.
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
+        // plain line a minute and the last one, never a `\r` flood.
+        let spinner = std::cell::RefCell::new(super::progress::Progress::spinner(format!(
+            "recording {}",
+            args.file.display()
+        )));
         let last_line = std::cell::Cell::new(None::<std::time::Instant>);
         let progress = |r: &Recorder, last: bool| {
             let line = format!(
@@ -176,15 +179,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 r.store.view().apps.len(),
                 r.writer.bytes / 1024
             );
-            if tty {
-                eprint!("\r{line}   ");
-                if last {
-                    eprintln!();
-                }
-            } else if last
-                || last_line
-                    .get()
-                    .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
+            let mut spinner = spinner.borrow_mut();
+            if last {
+                spinner.clear();
+                eprintln!("{line}");
+            } else if spinner.shown() {
+                spinner.set(line);
+            } else if last_line
+                .get()
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
             {
                 last_line.set(Some(std::time::Instant::now()));
                 eprintln!("{line}");

@@ -107,7 +107,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
     }
     let opts = live_args.options();
     super::block_on(async move {
+        // On a terminal, a spinner says what is awaited; off one, nothing (stdout is the answer).
+        let mut progress = super::progress::Progress::spinner("connecting to the API server");
         let conn = super::connect(&opts).await?;
+        progress.set(format!(
+            "waiting for the first full LIST from {}",
+            conn.server
+        ));
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
         let tasks = live::spawn(&conn, opts.poll_interval, tx);
         let mut store = Store::new();
@@ -141,11 +147,27 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             } else {
                 give_up
             };
+            if progress.shown() && status::ready(store.view(), opts.driver_poll.is_some()) {
+                let left = (start + want).saturating_duration_since(now);
+                progress.update(|| {
+                    let n: usize = store.view().apps.values().map(|a| a.executors.len()).sum();
+                    format!(
+                        "watching {}: {} apps, {n} executors, {} to go",
+                        conn.scope.describe(),
+                        store.view().apps.len(),
+                        crate::diagnose::human_duration(
+                            chrono::Duration::from_std(left).unwrap_or_default()
+                        )
+                    )
+                });
+            }
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Some(ev) => apply_after_first_list(&mut store, &mut held, ev),
                     None => break,
                 },
+                // The spinner's line changes at least once a second.
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)), if progress.shown() => {}
                 () = tokio::time::sleep_until(wake) => {}
                 // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
                 () = &mut stop, if status::ready(store.view(), opts.driver_poll.is_some()) => break,
@@ -160,6 +182,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         for t in tasks {
             t.abort();
         }
+        progress.clear();
         let report = status::report(store.view(), args.app.as_deref());
         warn(&report);
         no_such_app(
