@@ -8,7 +8,14 @@
 //! `smaps_rollup` cannot be read (an old kernel, a process that just exited) the resident
 //! set size from `stat` stands in.
 
+//!
+//! `/proc` is read with the `procfs` crate (typed, maintained: it parses `stat` with its
+//! parenthesised command name and converts `smaps_rollup`'s kB); what is ours is which
+//! processes make a container.
+
 use std::collections::{HashMap, HashSet};
+
+use procfs::process::{ProcState, Process, SmapsRollup, Stat};
 
 /// One process as `/proc/<pid>/stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,29 +29,24 @@ pub struct ProcInfo {
     pub rss_pages: u64,
 }
 
-/// Parses one `/proc/<pid>/stat` line. The command name is in parentheses and may hold
-/// spaces and parentheses itself, so fields are counted from the last `)`.
-pub fn parse_stat(line: &str) -> Option<ProcInfo> {
-    let pid: i32 = line.split_whitespace().next()?.parse().ok()?;
-    let rest = &line[line.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // f[0] is field 3 (state); field n is f[n - 3].
-    Some(ProcInfo {
-        pid,
-        ppid: f.get(1)?.parse().ok()?,
-        pgrp: f.get(2)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
-        rss_pages: f.get(21)?.parse().ok()?,
-    })
+impl From<&Stat> for ProcInfo {
+    fn from(s: &Stat) -> Self {
+        Self {
+            pid: s.pid,
+            ppid: s.ppid,
+            pgrp: s.pgrp,
+            start: s.starttime,
+            rss_pages: s.rss,
+        }
+    }
 }
 
-/// Reads `Pss:` (kB) from a `smaps_rollup` text, in bytes.
-pub fn parse_pss(text: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("Pss:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map(|kb| kb * 1024)
+/// The proportional set size in a `smaps_rollup`, in bytes (`procfs` converts the kB).
+pub fn pss(rollup: &SmapsRollup) -> Option<u64> {
+    rollup
+        .memory_map_rollup
+        .iter()
+        .find_map(|m| m.extension.map.get("Pss").copied())
 }
 
 /// A snapshot of every process on the host.
@@ -58,20 +60,11 @@ impl ProcTable {
     /// Reads `/proc`. Processes that exit while it is read are simply missing.
     pub fn read() -> Self {
         let mut t = Self::default();
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        let Ok(all) = procfs::process::all_processes() else {
             return t;
         };
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            if let Some(info) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| parse_stat(&s))
-            {
-                t.insert(info);
-            }
+        for stat in all.flatten().filter_map(|p| p.stat().ok()) {
+            t.insert(ProcInfo::from(&stat));
         }
         t
     }
@@ -127,46 +120,37 @@ impl ProcTable {
 
 /// The process exists and is not a zombie (dead, waiting for whoever adopted it to reap it).
 pub fn is_running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| !r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
+    Process::new(pid)
+        .and_then(|p| p.stat())
+        .and_then(|s| s.state())
+        .is_ok_and(|state| state != ProcState::Zombie)
 }
 
 /// The memory charged to these processes, in bytes.
 pub fn memory_of(members: &HashMap<i32, u64>, table: &ProcTable) -> u64 {
-    let page = page_size();
+    let page = procfs::page_size();
     members
         .keys()
         .map(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            Process::new(*pid)
+                .and_then(|p| p.smaps_rollup())
                 .ok()
-                .and_then(|s| parse_pss(&s))
+                .and_then(|r| pss(&r))
                 .unwrap_or_else(|| table.get(*pid).map_or(0, |p| p.rss_pages * page))
         })
         .sum()
-}
-
-fn page_size() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .and_then(|n| u64::try_from(n).ok())
-        .unwrap_or(4096)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use procfs::{FromBufRead, FromRead};
+
     #[test]
     fn stat_with_parentheses_and_spaces_in_the_name() {
-        let line = "4242 (java (main) x) S 4200 4242 4242 0 -1 4194560 1 0 0 0 5 3 0 0 20 0 40 0 987654 5000000 12345 18446744073709551615";
-        let p = parse_stat(line).unwrap();
+        let line = "4242 (java (main) x) S 4200 4242 4242 0 -1 4194560 1 0 0 0 5 3 0 0 20 0 40 0 987654 5000000 12345 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
+        let p = ProcInfo::from(&Stat::from_read(line.as_bytes()).unwrap());
         assert_eq!(
             p,
             ProcInfo {
@@ -177,15 +161,17 @@ mod tests {
                 rss_pages: 12345
             }
         );
-        assert_eq!(parse_stat("12 (x) S"), None);
-        assert_eq!(parse_stat(""), None);
+        assert!(Stat::from_read("12 (x) S".as_bytes()).is_err());
+        assert!(Stat::from_read("".as_bytes()).is_err());
     }
 
     #[test]
     fn pss_in_bytes() {
-        let t = "00400000-7fff [rollup]\nRss:  2048 kB\nPss:  1024 kB\nPss_Anon: 10 kB\n";
-        assert_eq!(parse_pss(t), Some(1024 * 1024));
-        assert_eq!(parse_pss("Rss: 1 kB\n"), None);
+        let rollup = |t: &str| SmapsRollup::from_buf_read(t.as_bytes()).unwrap();
+        let t = "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\nRss:  2048 kB\nPss:  1024 kB\nPss_Anon: 10 kB\n";
+        assert_eq!(pss(&rollup(t)), Some(1024 * 1024));
+        let no_pss = "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\nRss: 1 kB\n";
+        assert_eq!(pss(&rollup(no_pss)), None);
     }
 
     fn info(pid: i32, ppid: i32, pgrp: i32) -> ProcInfo {
