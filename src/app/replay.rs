@@ -46,7 +46,11 @@ impl Replay {
             .map_or(started_at, SourceEvent::at)
             .min(started_at);
         let end = events.iter().map(SourceEvent::at).max().unwrap_or(start);
-        let mut probe = Store::new();
+        let mut probe = keyframes
+            .first()
+            .filter(|k| k.event_index == 0)
+            .and_then(Keyframe::store)
+            .unwrap_or_default();
         for ev in &events {
             probe.apply(ev.clone());
         }
@@ -90,13 +94,15 @@ impl Replay {
     /// Moves the replay clock to `to`, applying (or re-applying) events into `store`.
     pub fn seek(&mut self, store: &mut Store, to: Time) {
         let to = to.clamp(self.start, self.end);
-        // From the nearest keyframe at or before `to`, when going back or far ahead.
+        // From the nearest keyframe at or before `to`, when going back or far ahead. Before
+        // the first event, a keyframe is the state to start from (a segment's opening one:
+        // what happened before the segment).
         let backwards = to < self.position;
         let keyframe = self
             .keyframes
             .iter()
             .rev()
-            .find(|k| k.at <= to && (backwards || k.event_index > self.index))
+            .find(|k| k.at <= to && (backwards || self.index == 0 || k.event_index > self.index))
             .and_then(|k| Some((k.event_index, k.store()?)));
         if let Some((index, kf)) = keyframe {
             *store = kf;

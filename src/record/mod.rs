@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{model::Time, source::SourceEvent};
 
+pub mod segments;
+
 pub const FORMAT: &str = "spark-triage-recording";
 pub const VERSION: u32 = 1;
 
@@ -34,6 +36,24 @@ pub struct Header {
     pub selector: String,
     /// The API server's host and port (no credentials).
     pub server: String,
+    /// In a segmented recording (a directory, `record DIR --rotate`), which segment this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentInfo>,
+}
+
+/// A segment's place in its directory: segments of one recorder run share `run_started_at`
+/// and count up from 0. A new run after a gap (the recorder was down) starts again at 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentInfo {
+    pub run_started_at: Time,
+    pub index: u32,
+}
+
+/// A time the recording has nothing for (the recorder was down, or a segment is lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Gap {
+    pub from: Time,
+    pub to: Time,
 }
 
 impl Header {
@@ -46,6 +66,7 @@ impl Header {
             scope,
             selector,
             server,
+            segment: None,
         }
     }
 }
@@ -62,6 +83,11 @@ pub enum ReadError {
     Empty { path: String },
     #[error("{path} is not a spark-triage recording (its first line is not a recording header)")]
     Foreign { path: String },
+    #[error(
+        "{path} holds no recording segments (files named by their start time, *{}; `record DIR --rotate` writes them)",
+        segments::SUFFIX
+    )]
+    NoSegments { path: String },
     #[error(
         "{path} is a version {version} recording; this spark-triage reads up to version {VERSION} (upgrade it)"
     )]
@@ -115,6 +141,20 @@ pub struct Recording {
     pub keyframes: Vec<Keyframe>,
     /// Lines that could not be read (a torn last line after a crash): `line N: why`.
     pub damaged: Vec<String>,
+    /// Where a directory's segments do not join up.
+    pub gaps: Vec<Gap>,
+}
+
+impl Recording {
+    /// The state before the first event: a segment's opening keyframe (a directory read
+    /// from a segment other than the first), else empty.
+    pub fn initial_store(&self) -> crate::store::Store {
+        self.keyframes
+            .first()
+            .filter(|k| k.event_index == 0)
+            .and_then(Keyframe::store)
+            .unwrap_or_default()
+    }
 }
 
 /// The longest recording line read by default (`--max-line` changes it). A keyframe of
@@ -285,6 +325,7 @@ pub fn read_with(
         events,
         keyframes,
         damaged,
+        gaps: Vec::new(),
     })
 }
 
