@@ -11,7 +11,7 @@ use crate::{
     diagnose::{Code, Severity, human_duration},
     model::{ExecutorState, Time, fmt_time},
     record::Recording,
-    store::{AppRecord, Gone, Store},
+    store::{AppRecord, Gone},
 };
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -21,6 +21,10 @@ pub struct Report {
     pub ended_at: String,
     pub duration_seconds: i64,
     pub scope: String,
+    /// Where nothing was recorded (a directory whose recorder was down): executors that
+    /// ended then may be missing from the report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<crate::record::Gap>,
     pub apps: Vec<AppReport>,
 }
 
@@ -105,17 +109,54 @@ const CHURN_PER_MINUTE: usize = 3;
 
 /// Builds the report of a whole recording.
 pub fn build(source: &str, rec: &Recording) -> Report {
-    let mut store = Store::new();
+    build_window(source, rec, &Window::default())
+}
+
+/// What a report covers: executors that ended from `from` to `to` (and those still there
+/// at `to`), of every app or of the one named.
+#[derive(Debug, Default, Clone)]
+pub struct Window {
+    pub from: Option<Time>,
+    pub to: Option<Time>,
+    /// An app's name or id.
+    pub app: Option<String>,
+}
+
+/// Builds the report of a window of a recording.
+pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
+    let mut store = rec.initial_store();
     for ev in &rec.events {
+        if w.to.is_some_and(|t| ev.at() > t) {
+            break;
+        }
+        // What a long-running recorder forgot stays, as far as the window needs it.
+        if let crate::source::SourceEvent::Forget { before, at } = ev {
+            if let Some(from) = w.from {
+                store.apply(crate::source::SourceEvent::Forget {
+                    before: (*before).min(from),
+                    at: *at,
+                });
+            }
+            continue;
+        }
         store.apply(ev.clone());
     }
-    let start = rec.header.started_at;
-    let end = store.view().now.unwrap_or(start);
+    let start = w.from.unwrap_or(rec.header.started_at);
+    let end = store
+        .view()
+        .now
+        .unwrap_or(start)
+        .min(w.to.unwrap_or(Time::MAX_UTC));
     let mut apps: Vec<AppReport> = store
         .view()
         .apps
         .values()
-        .map(|a| app_report(a, end))
+        .filter(|a| {
+            w.app
+                .as_deref()
+                .is_none_or(|n| a.app_id.as_str() == n || a.app_name.as_deref() == Some(n))
+        })
+        .filter_map(|a| app_report(a, w.from, end))
         .collect();
     apps.sort_by(|a, b| (&a.namespace, &a.app_name).cmp(&(&b.namespace, &b.app_name)));
     Report {
@@ -124,6 +165,12 @@ pub fn build(source: &str, rec: &Recording) -> Report {
         ended_at: fmt_time(&end),
         duration_seconds: (end - start).num_seconds(),
         scope: rec.header.scope.clone(),
+        gaps: rec
+            .gaps
+            .iter()
+            .filter(|g| g.to >= start && g.from <= end)
+            .copied()
+            .collect(),
         apps,
     }
 }
@@ -143,7 +190,8 @@ fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
     }
 }
 
-fn app_report(a: &AppRecord, end: Time) -> AppReport {
+/// An app's part of the report; none when every executor of it ended before `from`.
+fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport> {
     let mut failures = Vec::new();
     let mut by_finding: BTreeMap<String, usize> = BTreeMap::new();
     let mut oom = OomBreakdown::default();
@@ -151,7 +199,16 @@ fn app_report(a: &AppRecord, end: Time) -> AppReport {
     let mut pending_secs = Vec::new();
     let mut still_pending = 0;
     let mut examples: BTreeMap<Code, (usize, String, Vec<String>)> = BTreeMap::new();
-    for e in a.executors.values() {
+    let executors: Vec<&crate::store::ExecutorRecord> = a
+        .executors
+        .values()
+        .map(|e| &**e)
+        .filter(|e| from.is_none_or(|f| ended_at(e).is_none_or(|at| at >= f)))
+        .collect();
+    if executors.is_empty() && from.is_some() {
+        return None;
+    }
+    for e in executors.iter().copied() {
         for f in e.findings() {
             *by_finding.entry(f.code.as_str().to_owned()).or_default() += 1;
             if f.severity != Severity::Info {
@@ -262,12 +319,12 @@ fn app_report(a: &AppRecord, end: Time) -> AppReport {
             .cmp(&a.executors)
             .then(a.finding.cmp(&b.finding))
     });
-    AppReport {
+    Some(AppReport {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
         app_name: a.app_name.clone(),
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
-        executors_seen: a.executors.len(),
+        executors_seen: executors.len(),
         counts: a.counts(),
         app_findings: a
             .findings()
@@ -282,7 +339,7 @@ fn app_report(a: &AppRecord, end: Time) -> AppReport {
         churn_windows,
         actions,
         recommendations,
-    }
+    })
 }
 
 /// One-minute windows with at least `CHURN_PER_MINUTE` failures, merged when adjacent.
@@ -324,6 +381,15 @@ pub fn markdown(r: &Report) -> String {
         human_duration(chrono::Duration::seconds(r.duration_seconds)),
         r.scope
     );
+    for g in &r.gaps {
+        let _ = writeln!(
+            s,
+            "**Gap: nothing was recorded from {} to {}** (the recorder was not running); \
+             executors that ended then may be missing below.\n",
+            fmt_time(&g.from),
+            fmt_time(&g.to)
+        );
+    }
     if r.apps.is_empty() {
         s.push_str("No Spark application was seen.\n");
     }

@@ -174,25 +174,16 @@ impl LiveArgs {
 pub struct ReadLimits {
     /// Skip (with a warning) recording lines longer than this (e.g. 64MiB, 512KiB).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
-    pub max_line: usize,
+    pub max_line: u64,
 }
 
-/// `64MiB`, `512KiB`, `1GiB` or a number of bytes.
-pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("{s:?}: not a size (e.g. 64MiB, 512KiB)")),
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{s:?}: not a size (e.g. 64MiB, 512KiB)"))
+/// `64MiB`, `512KiB`, `5GiB`, `500MB` (SI: 10^6) or a number of bytes; more than zero.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<bytesize::ByteSize>() {
+        Ok(b) if b.as_u64() > 0 => Ok(b.as_u64()),
+        Ok(_) => Err(format!("{s:?}: must be more than zero")),
+        Err(e) => Err(format!("{s:?}: not a size like 64MiB or 5GiB ({e})")),
+    }
 }
 
 pub(crate) fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {

@@ -13,8 +13,8 @@ use crate::{commands, input::InputError};
 mod args;
 pub(crate) mod config;
 
-pub(crate) use args::parse_duration;
 pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
+pub(crate) use args::{parse_duration, parse_size};
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]

@@ -3,14 +3,12 @@
 
 use std::io::Write;
 
-use crate::{
-    cli::{Failure, ReadLimits},
-    model::Time,
-};
+use crate::cli::Failure;
 
 pub mod demo;
 mod diagnostics;
 pub mod explain;
+mod flight;
 pub mod hold;
 mod json_out;
 pub mod kill;
@@ -22,6 +20,9 @@ pub mod report;
 pub mod shell;
 pub mod sim;
 pub mod status;
+pub(crate) mod timeline;
+
+pub(crate) use timeline::{Opened, open_recording};
 
 /// Prints what an action wrote (what it did, one line each), then its outcome.
 pub(crate) fn action_done<T>(
@@ -76,35 +77,6 @@ pub(crate) fn block_on<T>(
 pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
     let mut signals = crate::tui::signal_stream();
     async move { signals.recv().await }
-}
-
-/// The moment `--at` names in a recording that started at `start`.
-pub(crate) fn moment(at: &str, start: Time) -> Result<Time, Failure> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) {
-        return Ok(t.to_utc());
-    }
-    let d = humantime::parse_duration(at).map_err(|e| {
-        Failure::Usage(format!(
-            "--at {at:?}: not a duration or an RFC 3339 time ({e})"
-        ))
-    })?;
-    Ok(start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero()))
-}
-
-/// Opens a recording, reporting damage on stderr.
-pub(crate) fn open_recording(
-    path: &std::path::Path,
-    limits: ReadLimits,
-) -> Result<crate::record::Recording, Failure> {
-    let rec = crate::record::open_with(path, limits.max_line)?;
-    for d in &rec.damaged {
-        eprintln!(
-            "warning: {}: {}",
-            path.display(),
-            crate::redact::escape_controls(d)
-        );
-    }
-    Ok(rec)
 }
 
 pub(crate) fn action_log() -> crate::effect::ActionLog {

@@ -3,16 +3,35 @@
 
 use clap::Args;
 
-use crate::cli::{LiveArgs, parse_duration};
+use crate::cli::{LiveArgs, parse_duration, parse_size};
 use std::process::ExitCode;
 
 use crate::cli::Failure;
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// The recording to write (docs/recording-format.md).
-    #[arg(value_name = "FILE")]
+    /// The recording to write (docs/recording-format.md), or a directory of segments (with
+    /// --rotate, --retain or --max-size, or when it is a directory: docs/flight-recorder.md).
+    #[arg(value_name = "FILE|DIR")]
     pub file: std::path::PathBuf,
+    /// Record into the directory FILE|DIR, a new segment this often (default 1h when the
+    /// directory is given alone).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub rotate: Option<std::time::Duration>,
+    /// Delete segments that ended longer ago than this (e.g. 7d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retain: Option<std::time::Duration>,
+    /// Keep the directory's segments under this size (e.g. 5GiB), deleting the oldest.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+    /// Recording a directory: executors whose pods are gone stay in memory (and in each
+    /// segment's opening state) this long; the segments keep them for the retention.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub forget_after: std::time::Duration,
+    /// Serve /healthz, /readyz and /metrics (Prometheus) on this address, e.g.
+    /// 127.0.0.1:9090, or 0.0.0.0:9090 in a pod.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
@@ -26,6 +45,16 @@ pub struct RecordArgs {
     pub cluster: crate::cli::ClusterArgs,
     #[command(flatten)]
     pub watch: crate::cli::WatchArgs,
+}
+
+impl RecordArgs {
+    /// Whether FILE|DIR is a directory of segments.
+    fn segmented(&self) -> bool {
+        self.rotate.is_some()
+            || self.retain.is_some()
+            || self.max_size.is_some()
+            || self.file.is_dir()
+    }
 }
 
 fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {
@@ -73,6 +102,15 @@ pub(crate) struct Recorder {
     pub writer: crate::record::Writer<crate::record::FileOut>,
     pub store: crate::store::Store,
     keyframe_every: std::time::Duration,
+    /// Rotating segments in a directory, when recording one.
+    segments: Option<super::flight::Segmented>,
+    metrics: Option<std::sync::Arc<super::flight::Metrics>>,
+    /// Events and bytes of the segments closed before the current one.
+    closed: (u64, u64),
+    /// `/readyz` fails when the last complete LIST is older than this.
+    stale_after: std::time::Duration,
+    /// Executors whose pods are gone are kept in memory this long (a directory's recorder).
+    forget_after: Option<std::time::Duration>,
 }
 
 impl Recorder {
@@ -84,7 +122,64 @@ impl Recorder {
             writer,
             store: crate::store::Store::new(),
             keyframe_every: keyframe_every.max(std::time::Duration::from_secs(1)),
+            segments: None,
+            metrics: None,
+            closed: (0, 0),
+            stale_after: std::time::Duration::from_secs(120),
+            forget_after: None,
         }
+    }
+
+    /// A daemon's memory stays bounded: executors gone longer than `forget_after` are
+    /// forgotten, and the recording says so (a replay forgets the same ones).
+    fn forget(&mut self) -> std::io::Result<()> {
+        let Some(after) = self
+            .forget_after
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+        else {
+            return Ok(());
+        };
+        let now = chrono::Utc::now();
+        let ev = crate::source::SourceEvent::Forget {
+            before: now - after,
+            at: now,
+        };
+        self.writer.write(&ev)?;
+        self.store.apply(ev);
+        Ok(())
+    }
+
+    /// Events recorded, bytes written (every segment of this run).
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        (
+            self.closed.0 + self.writer.events,
+            self.closed.1 + self.writer.bytes,
+        )
+    }
+
+    /// Each second: a new segment when one is due, then the figures for `/metrics`.
+    fn maintain(&mut self) -> std::io::Result<()> {
+        if self.segments.as_ref().is_some_and(|s| s.due()) {
+            self.forget()?;
+            let Some(seg) = &mut self.segments else {
+                return Ok(());
+            };
+            let next = seg.rotate(&self.store)?;
+            self.writer.flush()?;
+            self.closed.0 += self.writer.events;
+            self.closed.1 += self.writer.bytes;
+            // The old segment's compressed stream is finished as it is dropped.
+            drop(std::mem::replace(&mut self.writer, next));
+            if let Some(m) = &self.metrics {
+                m.segment_opened();
+            }
+        }
+        if let Some(m) = &self.metrics {
+            let (events, bytes) = self.totals();
+            let dir = self.segments.as_ref().map(|s| s.writer.dir());
+            m.publish(&self.store, events, bytes, dir, self.stale_after);
+        }
+        Ok(())
     }
 
     /// Records until the events end, `forward` (which gets every event after it is
@@ -120,8 +215,10 @@ impl Recorder {
                     if !each_second(self) {
                         break;
                     }
+                    self.maintain()?;
                 }
                 _ = keyframe.tick() => {
+                    self.forget()?;
                     let at = self.store.view().now.unwrap_or_else(chrono::Utc::now);
                     self.writer.write_keyframe(&self.store, at)?;
                 }
@@ -157,10 +254,42 @@ pub(crate) fn tee_to_file(
 
 pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
-    refuse_existing(Some(&args.file), args.force)?;
+    let segmented = args.segmented();
+    if !segmented {
+        refuse_existing(Some(&args.file), args.force)?;
+    }
     super::block_on(async move {
         let conn = super::connect(&opts).await?;
-        let writer = create_recording(&args.file, &conn, args.force)?;
+        let mut rec = if segmented {
+            let budget = crate::record::segments::Budget {
+                retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
+                max_bytes: args.max_size,
+            };
+            let rotate = args.rotate.unwrap_or(std::time::Duration::from_secs(3600));
+            let (seg, writer, store) = super::flight::Segmented::start(
+                &args.file,
+                recording_header(&conn),
+                rotate,
+                budget,
+            )?;
+            let mut rec = Recorder::new(writer, args.keyframe_every);
+            rec.store = store;
+            rec.segments = Some(seg);
+            rec.forget_after = Some(args.forget_after);
+            rec
+        } else {
+            Recorder::new(
+                create_recording(&args.file, &conn, args.force)?,
+                args.keyframe_every,
+            )
+        };
+        // Not ready when the pods have not been listed for two relists and a timeout.
+        rec.stale_after = 2 * opts.poll_interval + opts.timeout();
+        if let Some(addr) = args.metrics_addr {
+            let m = super::flight::Metrics::new();
+            super::flight::serve(addr, m.clone()).await?;
+            rec.metrics = Some(m);
+        }
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
         let tasks = crate::source::live::spawn(&conn, opts.poll_interval, tx);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
@@ -172,12 +301,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         )));
         let last_line = std::cell::Cell::new(None::<std::time::Instant>);
         let progress = |r: &Recorder, last: bool| {
+            let (events, bytes) = r.totals();
             let line = format!(
-                "recording {}: {} events, {} apps, {} KiB",
+                "recording {}: {events} events, {} apps, {} KiB",
                 args.file.display(),
-                r.writer.events,
                 r.store.view().apps.len(),
-                r.writer.bytes / 1024
+                bytes / 1024
             );
             let mut spinner = spinner.borrow_mut();
             if last {
@@ -193,7 +322,6 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 eprintln!("{line}");
             }
         };
-        let mut rec = Recorder::new(writer, args.keyframe_every);
         let recorded = rec
             .run(
                 &mut rx,

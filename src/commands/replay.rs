@@ -11,12 +11,16 @@ use crate::cli::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The recording (plain or .zst).
-    #[arg(value_name = "FILE")]
+    /// The recording (plain or .zst), or a directory of segments (`record DIR --rotate`).
+    #[arg(value_name = "FILE|DIR")]
     pub file: std::path::PathBuf,
-    /// Start at this moment (a duration from the start, or an RFC 3339 time) instead of the start.
-    #[arg(long, value_name = "DURATION|RFC3339")]
+    /// Open at this moment instead of the first failure: RFC 3339, a local time
+    /// (2026-12-01 03:00, 03:00), before the end (-2h) or after the start (90s).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
+    /// A directory: read from the segment holding this moment (default: --at's, else all).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
     #[command(flatten)]
     pub limits: ReadLimits,
     /// Show times in UTC (default: local time; `z` toggles).
@@ -62,13 +66,19 @@ pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
     }
-    let rec = super::open_recording(&args.file, args.limits)?;
+    // A directory is read from the segment holding --from (else --at) on.
+    let opened = super::open_recording(
+        &args.file,
+        args.limits,
+        args.from.as_deref().or(args.at.as_deref()),
+        None,
+    )?;
     let at = args
         .at
         .as_deref()
-        .map(|a| super::moment(a, rec.header.started_at))
+        .map(|a| super::timeline::moment(a, opened.rec.header.started_at, opened.end))
         .transpose()?;
-    let app = replay_app(rec, at);
+    let app = replay_app(opened.rec, at);
     super::block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
         crate::tui::run(app, rx, None, false)

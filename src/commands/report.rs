@@ -1,4 +1,4 @@
-//! `report`: the post-mortem of a recording.
+//! `report`: the post-mortem of a recording (a file, or a directory of segments).
 
 use clap::{Args, ValueEnum};
 
@@ -9,12 +9,25 @@ use crate::cli::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The recording (plain or .zst).
-    #[arg(value_name = "FILE")]
+    /// The recording (plain or .zst), or a directory of segments (`record DIR --rotate`).
+    #[arg(value_name = "FILE|DIR")]
     pub file: std::path::PathBuf,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
+    /// Only the last DURATION of the recording (e.g. 24h).
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
+    pub since: Option<String>,
+    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
+    /// (-2h) or after the start (90s).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// To this moment (same forms).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Only this application (name or id).
+    #[arg(long, value_name = "APP")]
+    pub app: Option<String>,
     #[command(flatten)]
     pub limits: ReadLimits,
 }
@@ -26,12 +39,35 @@ pub enum ReportOutput {
 }
 
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
-    let rec = super::open_recording(&args.file, args.limits)?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|d| {
+            crate::cli::parse_duration(d)
+                .map(|_| format!("-{}", d.trim()))
+                .map_err(|e| Failure::Usage(format!("--since {e}")))
+        })
+        .transpose()?;
+    let from = since.as_deref().or(args.from.as_deref());
+    let opened = super::open_recording(&args.file, args.limits, from, args.to.as_deref())?;
     let name = args.file.file_name().map_or_else(
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let report = crate::report::build(&name, &rec);
+    let window = crate::report::Window {
+        from: opened.from,
+        to: opened.to,
+        app: args.app.clone(),
+    };
+    let report = crate::report::build_window(&name, &opened.rec, &window);
+    if let Some(app) = &args.app
+        && report.apps.is_empty()
+    {
+        return Err(Failure::Runtime(format!(
+            "no application named {app:?} in {} in that window",
+            args.file.display()
+        )));
+    }
     match args.output {
         ReportOutput::Md => super::write_stdout(&crate::report::markdown(&report))?,
         ReportOutput::Json => super::json_out::write(&report)?,

@@ -19,12 +19,17 @@ pub struct StatusArgs {
     /// Only this application (id or name).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
-    /// Read a recording instead of a cluster.
-    #[arg(long, value_name = "FILE")]
+    /// Read a recording (a file, or a directory of segments) instead of a cluster.
+    #[arg(long, value_name = "FILE|DIR")]
     pub recording: Option<std::path::PathBuf>,
-    /// With --recording: the moment (a duration from its start, or an RFC 3339 time);
-    /// default: its end.
-    #[arg(long, value_name = "DURATION|RFC3339", requires = "recording")]
+    /// With --recording: the moment, RFC 3339, a local time (2026-12-01 03:00, 03:00),
+    /// before the end (-2h) or after the start (90s); default: its end.
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "recording",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     /// Exit 3 when any executor in scope has an error-severity verdict (for cron and
     /// alerting); the output is printed as usual.
@@ -86,13 +91,10 @@ fn exit_status(report: &crate::status::StatusReport, args: &StatusArgs) -> ExitC
 pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
     use crate::{source::live, status, store::Store};
     if let Some(path) = &args.recording {
-        let rec = super::open_recording(path, args.limits)?;
-        let until = args
-            .at
-            .as_deref()
-            .map(|a| super::moment(a, rec.header.started_at))
-            .transpose()?;
-        let mut store = Store::new();
+        let at = args.at.as_deref();
+        let super::Opened { rec, to: until, .. } =
+            super::open_recording(path, args.limits, at, at)?;
+        let mut store = rec.initial_store();
         for ev in rec.events {
             if until.is_some_and(|u| ev.at() > u) {
                 break;

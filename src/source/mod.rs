@@ -139,6 +139,10 @@ pub enum SourceEvent {
     ScopeNote { text: String, at: Time },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
+    /// A long-running recorder forgets executors whose pods were gone before `before`, so
+    /// its memory stays bounded over days; recorded, so a replay forgets the same ones
+    /// (the segments keep what they were).
+    Forget { before: Time, at: Time },
 }
 
 /// A pod as a metadata-only LIST names it.
@@ -185,7 +189,8 @@ impl SourceEvent {
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
             | Self::ScopeNote { at, .. }
-            | Self::Tick { at } => *at,
+            | Self::Tick { at }
+            | Self::Forget { at, .. } => *at,
         }
     }
 }

@@ -100,7 +100,8 @@ impl Store {
                         due.push(rec.id);
                     }
                 }
-                None => fresh.push(d),
+                None if !app.forgotten.contains(&d.id) => fresh.push(d),
+                None => {}
             }
         }
         let key = (ns.to_owned(), app_id.to_owned());

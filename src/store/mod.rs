@@ -43,6 +43,7 @@ pub use crate::source::MAX_LOG_TAIL_LINES as LOG_LINES;
 
 mod derived;
 mod evidence;
+mod forget;
 mod health_and_driver;
 mod incident;
 mod records;
@@ -170,6 +171,7 @@ impl Store {
                 namespace, quotas, ..
             } => self.quotas(namespace, quotas),
             SourceEvent::Tick { at } => self.tick(at),
+            SourceEvent::Forget { before, .. } => self.forget(before),
         }
     }
 

@@ -403,6 +403,10 @@ pub struct AppRecord {
     /// The ResourceQuotas of the app's namespace, as last listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::model::Quota>,
+    /// Executors forgotten by a long-running recorder (`SourceEvent::Forget`): the driver's
+    /// list naming them again does not bring them back as driver-only tombstones.
+    #[serde(default, skip_serializing_if = "rangemap::RangeInclusiveSet::is_empty")]
+    pub forgotten: rangemap::RangeInclusiveSet<i64>,
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,
@@ -495,6 +499,7 @@ impl AppRecord {
             timeline: VecDeque::new(),
             driver_api: None,
             quotas,
+            forgotten: Default::default(),
             derived: Default::default(),
         }
     }

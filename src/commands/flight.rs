@@ -1,0 +1,314 @@
+//! The flight recorder's parts beside the recorder loop: rotating and pruning a segment
+//! directory (`record DIR --rotate --retain --max-size`), and its `/healthz`, `/readyz` and
+//! `/metrics` (Prometheus text) on `--metrics-addr` (docs/flight-recorder.md).
+
+use std::{
+    path::Path,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicI64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+use crate::{
+    cli::Failure,
+    record::{
+        FileOut, Writer,
+        segments::{self, Budget, SegmentWriter},
+    },
+    store::Store,
+};
+
+/// A directory being recorded: when to rotate, what to keep.
+pub(crate) struct Segmented {
+    pub writer: SegmentWriter,
+    rotate: Duration,
+    budget: Budget,
+    opened: Instant,
+}
+
+impl Segmented {
+    /// Starts a run in `dir`: resumes the state of the directory's last segment (a
+    /// recorder that was killed or restarted goes on where it was, with a gap between),
+    /// refuses a directory that records another cluster or scope, and opens a segment.
+    pub fn start(
+        dir: &Path,
+        header: crate::record::Header,
+        rotate: Duration,
+        budget: Budget,
+    ) -> Result<(Self, Writer<FileOut>, Store), Failure> {
+        let store = match segments::resume(dir) {
+            Some((h, store)) => {
+                let same = (&h.server, &h.scope, &h.selector)
+                    == (&header.server, &header.scope, &header.selector);
+                if !same {
+                    return Err(Failure::Usage(format!(
+                        "{} holds the recording of {} ({}, {}); record {} ({}, {}) in another directory",
+                        dir.display(),
+                        h.server,
+                        h.scope,
+                        h.selector,
+                        header.server,
+                        header.scope,
+                        header.selector
+                    )));
+                }
+                store
+            }
+            None => Store::new(),
+        };
+        let (writer, out) = SegmentWriter::start(dir, header, &store, chrono::Utc::now())
+            .map_err(|e| Failure::Runtime(format!("cannot record in {}: {e}", dir.display())))?;
+        let mut s = Self {
+            writer,
+            rotate: rotate.max(Duration::from_secs(1)),
+            budget,
+            opened: Instant::now(),
+        };
+        s.prune();
+        Ok((s, out, store))
+    }
+
+    /// Whether the current segment is old enough to close.
+    pub fn due(&self) -> bool {
+        self.opened.elapsed() >= self.rotate
+    }
+
+    /// The next segment (the caller swaps the writers; dropping the old one finishes its
+    /// compressed stream), then what the budget no longer keeps goes.
+    pub fn rotate(&mut self, store: &Store) -> std::io::Result<Writer<FileOut>> {
+        let out = self.writer.open(store, chrono::Utc::now())?;
+        self.opened = Instant::now();
+        self.prune();
+        Ok(out)
+    }
+
+    /// Deletes what the budget no longer keeps; a failure is logged, recording goes on.
+    fn prune(&mut self) -> Vec<std::path::PathBuf> {
+        match segments::prune(
+            self.writer.dir(),
+            self.budget,
+            chrono::Utc::now(),
+            &self.writer.current,
+        ) {
+            Ok(deleted) => {
+                for d in &deleted {
+                    tracing::info!("retention: deleted {}", d.display());
+                }
+                deleted
+            }
+            Err(e) => {
+                tracing::warn!("retention: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+/// What `/metrics` shows; the recorder loop updates it every second.
+#[derive(Default)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    segments: Gauge,
+    directory_bytes: Gauge,
+    events: Counter,
+    written_bytes: Counter,
+    segments_opened: Counter,
+    apps: Gauge,
+    executors: Gauge,
+    source_up: Family<SourceLabel, Gauge>,
+    last_list_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// Unix milliseconds of the loop's last second (for `/healthz`).
+    beat: AtomicI64,
+    /// Why the recorder is not ready (`/readyz`), or none.
+    not_ready: Mutex<Option<String>>,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Self> {
+        let mut m = Self::default();
+        let r = &mut m.registry;
+        let p = "spark_triage_recorder";
+        r.register(
+            format!("{p}_segments"),
+            "Segments in the directory",
+            m.segments.clone(),
+        );
+        r.register(
+            format!("{p}_directory_bytes"),
+            "Bytes of the directory's segments",
+            m.directory_bytes.clone(),
+        );
+        r.register(
+            format!("{p}_events"),
+            "Source events recorded",
+            m.events.clone(),
+        );
+        r.register(
+            format!("{p}_written_bytes"),
+            "Bytes written (before compression)",
+            m.written_bytes.clone(),
+        );
+        r.register(
+            format!("{p}_segments_opened"),
+            "Segments opened by this run",
+            m.segments_opened.clone(),
+        );
+        r.register(
+            format!("{p}_apps"),
+            "Spark applications known",
+            m.apps.clone(),
+        );
+        r.register(
+            format!("{p}_executors"),
+            "Executors known (ended ones included)",
+            m.executors.clone(),
+        );
+        r.register(
+            format!("{p}_source_up"),
+            "1 when the source is connected, 0 when it retries or is forbidden",
+            m.source_up.clone(),
+        );
+        r.register(
+            format!("{p}_last_full_list_age_seconds"),
+            "Seconds since the last complete LIST of the pods (+Inf before the first)",
+            m.last_list_age.clone(),
+        );
+        m.last_list_age.set(f64::INFINITY);
+        Arc::new(m)
+    }
+
+    /// Every second: the recorder's figures and its health.
+    pub fn publish(
+        &self,
+        store: &Store,
+        events: u64,
+        written: u64,
+        dir: Option<&Path>,
+        stale_after: Duration,
+    ) {
+        let view = store.view();
+        let gauge = |g: &Gauge, v: usize| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        gauge(&self.apps, view.apps.len());
+        gauge(
+            &self.executors,
+            view.apps.values().map(|a| a.executors.len()).sum(),
+        );
+        self.events.inc_by(events.saturating_sub(self.events.get()));
+        self.written_bytes
+            .inc_by(written.saturating_sub(self.written_bytes.get()));
+        if let Some(segs) = dir.and_then(|d| segments::list(d).ok()) {
+            gauge(&self.segments, segs.len());
+            gauge(
+                &self.directory_bytes,
+                segs.iter().map(|s| s.bytes as usize).sum(),
+            );
+        }
+        for (kind, health) in &view.health {
+            let up = matches!(health, crate::source::Health::Connected);
+            self.source_up
+                .get_or_create(&SourceLabel {
+                    source: kind.as_str().to_owned(),
+                })
+                .set(i64::from(up));
+        }
+        let now = chrono::Utc::now();
+        let age = view
+            .full_snapshot_at
+            .map(|t| (now - t).num_milliseconds() as f64 / 1000.0);
+        self.last_list_age.set(age.unwrap_or(f64::INFINITY));
+        let not_ready = match age {
+            None => Some("no complete LIST of the pods yet".to_owned()),
+            Some(a) if a > stale_after.as_secs_f64() => {
+                Some(format!("the last complete LIST of the pods is {a:.0}s old"))
+            }
+            Some(_) => None,
+        };
+        *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = not_ready;
+        self.beat.store(now.timestamp_millis(), Ordering::Relaxed);
+    }
+
+    pub fn segment_opened(&self) {
+        self.segments_opened.inc();
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Serves `/healthz` (the recorder loop is alive), `/readyz` (and the pods were listed
+/// recently) and `/metrics` on `addr` until the process ends.
+pub(crate) async fn serve(
+    addr: std::net::SocketAddr,
+    metrics: Arc<Metrics>,
+) -> Result<tokio::task::JoinHandle<()>, Failure> {
+    use axum::{http::StatusCode, response::IntoResponse, routing::get};
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::Runtime(format!("cannot serve metrics on {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!("serving /healthz, /readyz and /metrics on http://{bound}");
+    let m = metrics.clone();
+    let healthz = move || {
+        let m = m.clone();
+        async move {
+            let beat = m.beat.load(Ordering::Relaxed);
+            let ago = chrono::Utc::now().timestamp_millis() - beat;
+            if beat > 0 && ago < 10_000 {
+                (StatusCode::OK, "ok\n".to_owned())
+            } else {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the recorder loop has not run for 10 s\n".to_owned(),
+                )
+            }
+        }
+    };
+    let m = metrics.clone();
+    let readyz = move || {
+        let m = m.clone();
+        async move {
+            match m.not_ready.lock().map(|g| g.clone()).ok().flatten() {
+                None if m.beat.load(Ordering::Relaxed) > 0 => (StatusCode::OK, "ok\n".to_owned()),
+                None => (StatusCode::SERVICE_UNAVAILABLE, "starting\n".to_owned()),
+                Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+            }
+        }
+    };
+    let m = metrics;
+    let text = move || {
+        let m = m.clone();
+        async move {
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                m.text(),
+            )
+                .into_response()
+        }
+    };
+    let app = axum::Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(text));
+    Ok(tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    }))
+}

@@ -1,0 +1,192 @@
+//! Recordings as the post-mortem commands open them: a file, or a directory of segments
+//! read as one timeline, with the moments named on the command line (`--at`, `--from`,
+//! `--to`, `--since`) resolved against it.
+
+use chrono::{Local, NaiveDateTime, NaiveTime, TimeZone};
+
+use crate::{
+    cli::{Failure, ReadLimits},
+    model::{Time, fmt_time},
+    record::{Recording, segments},
+};
+
+/// A recording opened over a window.
+pub(crate) struct Opened {
+    pub rec: Recording,
+    /// The window asked for, resolved.
+    pub from: Option<Time>,
+    pub to: Option<Time>,
+    /// The last moment recorded.
+    pub end: Time,
+}
+
+const FORMS: &str = "RFC 3339 (2026-12-01T03:00:00Z), a local time (2026-12-01 03:00, or 03:00 \
+    for the last one), a time before the end (-2h) or after the start (90s, +90s)";
+
+/// A moment named on the command line, in a recording from `start` to `end`.
+pub(crate) fn moment(at: &str, start: Time, end: Time) -> Result<Time, Failure> {
+    let at = at.trim();
+    let bad = |why: String| Failure::Usage(format!("{at:?}: {why}"));
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) {
+        return Ok(t.to_utc());
+    }
+    let duration = |s: &str| {
+        humantime::parse_duration(s)
+            .ok()
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+    };
+    if let Some(d) = at.strip_prefix('-').and_then(duration) {
+        return Ok(end - d);
+    }
+    if let Some(d) = duration(at.strip_prefix('+').unwrap_or(at)) {
+        return Ok(start + d);
+    }
+    let local = |n: NaiveDateTime| {
+        Local
+            .from_local_datetime(&n)
+            .earliest()
+            .map(|t| t.to_utc())
+            .ok_or_else(|| bad(format!("{n} does not exist in the local time zone")))
+    };
+    for f in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(at, f) {
+            return local(n);
+        }
+    }
+    for f in ["%H:%M:%S", "%H:%M"] {
+        if let Ok(t) = NaiveTime::parse_from_str(at, f) {
+            // The latest such local time at or before the end ("03:00" is last night's).
+            let day = end.with_timezone(&Local).date_naive();
+            let today = local(day.and_time(t))?;
+            if today <= end {
+                return Ok(today);
+            }
+            let yesterday = day.pred_opt().ok_or_else(|| bad("out of range".into()))?;
+            return local(yesterday.and_time(t));
+        }
+    }
+    Err(bad(format!("not a time: {FORMS}")))
+}
+
+/// Opens a recording file or a directory of segments over `from..to` (moments as typed),
+/// reporting damage and gaps on stderr.
+pub(crate) fn open_recording(
+    path: &std::path::Path,
+    limits: ReadLimits,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<Opened, Failure> {
+    let max_line = usize::try_from(limits.max_line).unwrap_or(usize::MAX);
+    let resolve = |s: Option<&str>, start, end| s.map(|a| moment(a, start, end)).transpose();
+    let opened = if path.is_dir() {
+        let segs = segments::list(path).map_err(|source| crate::record::ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
+            return Err(crate::record::ReadError::NoSegments {
+                path: path.display().to_string(),
+            }
+            .into());
+        };
+        // The newest segment was last written when it was last flushed.
+        let end = std::fs::metadata(&last.path)
+            .and_then(|m| m.modified())
+            .map(Time::from)
+            .unwrap_or_else(|_| chrono::Utc::now())
+            .max(last.start);
+        let from = resolve(from, first.start, end)?;
+        let to = resolve(to, first.start, end)?;
+        let rec = segments::open_dir(path, from, to, max_line)?;
+        Opened { rec, from, to, end }
+    } else {
+        let rec = crate::record::open_with(path, max_line)?;
+        let start = rec.header.started_at;
+        let end = rec
+            .events
+            .iter()
+            .map(crate::source::SourceEvent::at)
+            .max()
+            .unwrap_or(start);
+        let from = resolve(from, start, end)?;
+        let to = resolve(to, start, end)?;
+        Opened { rec, from, to, end }
+    };
+    if let (Some(f), Some(t)) = (opened.from, opened.to)
+        && f > t
+    {
+        return Err(Failure::Usage(format!(
+            "the window starts ({}) after it ends ({})",
+            fmt_time(&f),
+            fmt_time(&t)
+        )));
+    }
+    let shown = path.display();
+    for d in &opened.rec.damaged {
+        eprintln!("warning: {shown}: {}", crate::redact::escape_controls(d));
+    }
+    for g in &opened.rec.gaps {
+        eprintln!(
+            "warning: {shown}: nothing recorded from {} to {} (the recorder was not running)",
+            fmt_time(&g.from),
+            fmt_time(&g.to)
+        );
+    }
+    Ok(opened)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Time {
+        s.parse().expect("time")
+    }
+
+    #[test]
+    fn moments_in_every_form() {
+        let (start, end) = (t("2026-11-30T20:00:00Z"), t("2026-12-01T10:00:00Z"));
+        assert_eq!(
+            moment("2026-12-01T03:00:00Z", start, end).ok(),
+            Some(t("2026-12-01T03:00:00Z"))
+        );
+        assert_eq!(
+            moment("2026-12-01T04:00:00+01:00", start, end).ok(),
+            Some(t("2026-12-01T03:00:00Z"))
+        );
+        assert_eq!(
+            moment("-2h", start, end).ok(),
+            Some(t("2026-12-01T08:00:00Z"))
+        );
+        assert_eq!(
+            moment("90s", start, end).ok(),
+            Some(t("2026-11-30T20:01:30Z"))
+        );
+        assert_eq!(
+            moment("+1h", start, end).ok(),
+            Some(t("2026-11-30T21:00:00Z"))
+        );
+        // Local times: whatever the machine's zone, they read back as typed.
+        let local = moment("2026-12-01 03:00", start, end).expect("local");
+        assert_eq!(
+            local.with_timezone(&Local).format("%F %R").to_string(),
+            "2026-12-01 03:00"
+        );
+        for hm in ["03:00", "09:59:59", "10:30"] {
+            let m = moment(hm, start, end).expect(hm);
+            assert!(m <= end && m > end - chrono::Duration::days(1), "{hm}: {m}");
+            let shown = m.with_timezone(&Local).format("%T").to_string();
+            assert!(shown.starts_with(hm), "{hm}: {shown}");
+        }
+        let e = moment("last tuesday", start, end).err().expect("refused");
+        assert!(
+            matches!(e, Failure::Usage(ref m) if m.contains("not a time")),
+            "{e:?}"
+        );
+    }
+}
