@@ -183,7 +183,7 @@ mod tests {
             let shown = m.with_timezone(&Local).format("%T").to_string();
             assert!(shown.starts_with(hm), "{hm}: {shown}");
         }
-        let e = moment("last tuesday", start, end).err().expect("refused");
+        let e = moment("last tuesday", start, end).expect_err("refused");
         assert!(
             matches!(e, Failure::Usage(ref m) if m.contains("not a time")),
             "{e:?}"
