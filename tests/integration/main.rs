@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod driver_view;
 mod explain;
+mod flight;
 mod fuzz;
 mod hostile;
 mod krew;

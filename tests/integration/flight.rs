@@ -1,0 +1,253 @@
+//! The flight recorder end to end against the simulator: segments rotate, a recorder killed
+//! with SIGKILL mid-segment and restarted loses nothing but its last second, /metrics and
+//! /healthz answer, retention keeps the directory small.
+
+use std::{collections::BTreeMap, process::Stdio, time::Duration};
+
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
+    process::{Child, Command},
+};
+
+use super::common::{start_sim, succeeded};
+
+type Time = chrono::DateTime<chrono::Utc>;
+
+fn triage() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+    c.stdin(Stdio::null()).kill_on_drop(true);
+    c
+}
+
+/// `record DIR` with its metrics on a free port: the child and that port's address.
+async fn recorder(kc: &str, dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let mut child = triage()
+        .args(["record", "--kubeconfig", kc, "-A"])
+        .arg(dir)
+        .args(["--rotate", "20s", "--metrics-addr", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("record starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the recorder says where it serves")
+            .expect("stderr reads")
+            .expect("the recorder is running");
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    // Its stderr keeps being read (a full pipe would block it).
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+/// One GET over HTTP/1.1: (status line, body).
+async fn get(addr: &str, path: &str) -> (String, String) {
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("request");
+    let mut text = String::new();
+    s.read_to_string(&mut text).await.expect("response");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// A metric's value from Prometheus text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} in:\n{text}"))
+}
+
+async fn report(args: &[&str]) -> Value {
+    let out = triage()
+        .arg("report")
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .await
+        .expect("report runs");
+    succeeded(&out);
+    serde_json::from_slice(&out.stdout).expect("report JSON")
+}
+
+/// flaky-stream's failures: executor → (when, exit code).
+fn failures(report: &Value) -> BTreeMap<i64, (Time, Option<i64>)> {
+    report["apps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["app_name"] == "flaky-stream")
+        .flat_map(|a| a["failures"].as_array().cloned().unwrap_or_default())
+        .map(|f| {
+            let at = f["at"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .expect("failure time");
+            (
+                f["executor"].as_i64().expect("id"),
+                (at, f["exit_code"].as_i64()),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_killed_mid_segment_and_restarted_loses_only_its_last_second() {
+    let sim = start_sim("churn", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let base = std::env::temp_dir().join(format!("st-flight-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("tmp");
+    let dir = base.join("segments");
+    let reference = base.join("reference.ndjson.zst");
+    // The reference: one uninterrupted recording of the whole run.
+    let mut whole = triage()
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&reference)
+        .args(["--duration", "140s"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("reference starts");
+    let (mut first, addr) = recorder(&kc, &dir, &[]).await;
+    tokio::time::sleep(Duration::from_secs(70)).await;
+
+    // /metrics and /healthz, scraped as Prometheus and a kubelet probe would.
+    let (status, text) = get(&addr, "/metrics").await;
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        metric(&text, "spark_triage_recorder_segments_opened_total") >= 3.0,
+        "{text}"
+    );
+    assert!(
+        metric(&text, "spark_triage_recorder_segments") >= 4.0,
+        "{text}"
+    );
+    assert!(
+        metric(&text, "spark_triage_recorder_events_total") > 20.0,
+        "{text}"
+    );
+    assert!(
+        metric(&text, "spark_triage_recorder_written_bytes_total") > 0.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "spark_triage_recorder_source_up{source=\"pod watch\"}"
+        ),
+        1.0
+    );
+    assert!(
+        metric(&text, "spark_triage_recorder_last_full_list_age_seconds") < 60.0,
+        "{text}"
+    );
+    assert!(get(&addr, "/healthz").await.0.contains("200"));
+    assert!(get(&addr, "/readyz").await.0.contains("200"));
+
+    // SIGKILL 10 s into the fourth segment, then a new run over the same directory.
+    first.start_kill().expect("SIGKILL");
+    let _ = first.wait().await;
+    let killed_at = chrono::Utc::now();
+    let (mut second, _) = recorder(&kc, &dir, &["--duration", "55s"]).await;
+    let restarted_at = chrono::Utc::now();
+    assert!(second.wait().await.expect("second run").success());
+    assert!(whole.wait().await.expect("reference run").success());
+
+    let segments = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".ndjson.zst"))
+        })
+        .count();
+    assert!(segments >= 5, "{segments} segments");
+
+    let dir_s = dir.display().to_string();
+    let got = report(&[&dir_s]).await;
+    let gaps = got["gaps"].as_array().cloned().unwrap_or_default();
+    assert_eq!(gaps.len(), 1, "the restart is one gap: {gaps:?}");
+    let gap_from: Time = gaps[0]["from"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("gap");
+    let gap_to: Time = gaps[0]["to"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("gap");
+    assert!(gap_from <= killed_at && gap_to >= killed_at - chrono::Duration::seconds(1));
+    let ended = got["ended_at"].as_str().expect("end").to_owned();
+    let want = failures(&report(&[&reference.display().to_string(), "--to", &ended]).await);
+    let have = failures(&got);
+    // The scenario: every executor of flaky-stream dies with exit 56, dozens in two minutes.
+    assert!(want.len() >= 30, "{} failures in the reference", want.len());
+    assert!(want.values().all(|(_, code)| *code == Some(56)), "{want:?}");
+    // Only failures in the last second before the kill, or before the restart had listed
+    // the pods, may be missing or seen differently.
+    let allowed = |at: Time| {
+        at >= killed_at - chrono::Duration::seconds(1)
+            && at <= restarted_at + chrono::Duration::seconds(5)
+    };
+    let mut excused = Vec::new();
+    for (id, (at, code)) in &want {
+        match have.get(id) {
+            Some((_, c)) if c == code => {}
+            _ if allowed(*at) => excused.push(*id),
+            other => panic!(
+                "executor {id} failed at {at} (exit {code:?}) but the directory has {other:?} \
+                 (killed {killed_at}, restarted {restarted_at})"
+            ),
+        }
+    }
+    eprintln!(
+        "flight: {segments} segments, {} failures, {} excused around the kill: {excused:?}",
+        want.len(),
+        excused.len()
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_keeps_the_directory_to_its_budget_while_recording() {
+    let sim = start_sim("churn", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let dir = std::env::temp_dir().join(format!("st-flight-retain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = triage()
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&dir)
+        .args(["--rotate", "2s", "--retain", "3s", "--duration", "11s"])
+        .output()
+        .await
+        .expect("record runs");
+    succeeded(&out);
+    let left = std::fs::read_dir(&dir).expect("dir").count();
+    // About five segments were opened; those that ended over 3 s ago are gone.
+    assert!((1..=3).contains(&left), "{left} segments left");
+    let out = triage()
+        .args(["status", "--recording"])
+        .arg(&dir)
+        .args(["--at", "-1s", "-o", "json"])
+        .output()
+        .await
+        .expect("status runs");
+    succeeded(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["apps"][0]["app_name"], "flaky-stream", "{doc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
