@@ -168,10 +168,16 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         })
         .unwrap_or_else(|| "unknown".to_owned());
     let config = match (&opts.kubeconfig, kc) {
-        (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts).await,
-        _ => Config::from_kubeconfig(&kube_opts).await,
+        (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts)
+            .await
+            .map_err(|e| e.to_string()),
+        // No kubeconfig at all: in a pod, its ServiceAccount (the flight recorder).
+        (None, None) if opts.context.is_none() => Config::infer().await.map_err(|e| e.to_string()),
+        _ => Config::from_kubeconfig(&kube_opts)
+            .await
+            .map_err(|e| e.to_string()),
     }
-    .map_err(|e| ConnectError::Config(redact::one_line(&redact::credentials(&e.to_string()))))?;
+    .map_err(|e| ConnectError::Config(redact::one_line(&redact::credentials(&e))))?;
     let timeout = opts.timeout();
     let mut config = config;
     config.connect_timeout = Some(timeout);

@@ -7,6 +7,7 @@
 mod actions;
 mod cli;
 mod common;
+mod deploy;
 mod driver_view;
 mod explain;
 mod flight;
