@@ -83,6 +83,12 @@ pub enum Command {
     Replay(commands::replay::ReplayArgs),
     /// Write a post-mortem of a recording: failures, findings, OOM breakdown, pending, missing, churn, recommendations.
     Report(commands::report::ReportArgs),
+    /// Write a directory's segments (a flight recorder's) over a window as one tar, to take them off a pod.
+    #[command(after_help = "Examples:\n  \
+        kubectl exec -n spark-triage deploy/spark-triage-recorder -- spark-triage export /data --since 24h > night.tar\n  \
+        spark-triage replay night.tar\n  \
+        spark-triage report night.tar --from 02:00 --to 04:00")]
+    Export(commands::export::ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     #[command(after_help = "Examples:\n  \
         source <(spark-triage completions bash)\n  \
@@ -255,6 +261,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
             commands::replay::run(args)
         }
         Some(Command::Report(args)) => commands::report::run(args),
+        Some(Command::Export(args)) => commands::export::run(args),
         Some(Command::Completions(args)) => commands::shell::completions(args),
         Some(Command::Man(args)) => commands::shell::man(args),
         Some(Command::Complete(args)) => commands::shell::complete(args),

@@ -8,6 +8,7 @@ use crate::cli::Failure;
 pub mod demo;
 mod diagnostics;
 pub mod explain;
+pub mod export;
 mod flight;
 pub mod hold;
 mod json_out;

@@ -42,11 +42,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     let since = args
         .since
         .as_deref()
-        .map(|d| {
-            crate::cli::parse_duration(d)
-                .map(|_| format!("-{}", d.trim()))
-                .map_err(|e| Failure::Usage(format!("--since {e}")))
-        })
+        .map(super::timeline::since)
         .transpose()?;
     let from = since.as_deref().or(args.from.as_deref());
     let opened = super::open_recording(&args.file, args.limits, from, args.to.as_deref())?;

@@ -73,6 +73,70 @@ pub(crate) fn moment(at: &str, start: Time, end: Time) -> Result<Time, Failure> 
     Err(bad(format!("not a time: {FORMS}")))
 }
 
+/// Whether a file is a tar (`export`'s output): "ustar" at offset 257.
+fn is_tar(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 263];
+    path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+        && &head[257..262] == b"ustar"
+}
+
+/// A tar's segments unpacked into a fresh temporary directory, removed when dropped. Only
+/// entries named like segments are taken, by their file name alone (no path from the tar
+/// is followed).
+struct Unpacked(std::path::PathBuf);
+
+impl Unpacked {
+    fn new(tar_path: &std::path::Path) -> Result<Self, Failure> {
+        let fail = |e: std::io::Error| {
+            Failure::Runtime(format!("cannot unpack {}: {e}", tar_path.display()))
+        };
+        let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default();
+        let dir =
+            std::env::temp_dir().join(format!("spark-triage-tar-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(fail)?;
+        let me = Self(dir);
+        let mut archive = tar::Archive::new(std::fs::File::open(tar_path).map_err(fail)?);
+        for entry in archive.entries().map_err(fail)? {
+            let mut entry = entry.map_err(fail)?;
+            let path = entry.path().map_err(fail)?.into_owned();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if entry.header().entry_type().is_file() && name.ends_with(segments::SUFFIX) {
+                let mut out = std::fs::File::create(me.0.join(name)).map_err(fail)?;
+                std::io::copy(&mut entry, &mut out).map_err(fail)?;
+            }
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The newest segment was last written when it was last flushed.
+pub(crate) fn last_written(segment: &segments::Segment) -> Time {
+    std::fs::metadata(&segment.path)
+        .and_then(|m| m.modified())
+        .map(Time::from)
+        .unwrap_or_else(|_| chrono::Utc::now())
+        .max(segment.start)
+}
+
+/// `--since 24h` as a moment before the end (`-24h`).
+pub(crate) fn since(d: &str) -> Result<String, Failure> {
+    crate::cli::parse_duration(d)
+        .map(|_| format!("-{}", d.trim()))
+        .map_err(|e| Failure::Usage(format!("--since {e}")))
+}
+
 /// Opens a recording file or a directory of segments over `from..to` (moments as typed),
 /// reporting damage and gaps on stderr.
 pub(crate) fn open_recording(
@@ -82,6 +146,11 @@ pub(crate) fn open_recording(
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
     let max_line = usize::try_from(limits.max_line).unwrap_or(usize::MAX);
+    // An `export` tar: its segments, unpacked into a directory of our own for the read.
+    if is_tar(path) {
+        let dir = Unpacked::new(path)?;
+        return open_recording(&dir.0, limits, from, to);
+    }
     let resolve = |s: Option<&str>, start, end| s.map(|a| moment(a, start, end)).transpose();
     let opened = if path.is_dir() {
         let segs = segments::list(path).map_err(|source| crate::record::ReadError::Io {
@@ -94,12 +163,7 @@ pub(crate) fn open_recording(
             }
             .into());
         };
-        // The newest segment was last written when it was last flushed.
-        let end = std::fs::metadata(&last.path)
-            .and_then(|m| m.modified())
-            .map(Time::from)
-            .unwrap_or_else(|_| chrono::Utc::now())
-            .max(last.start);
+        let end = last_written(last);
         let from = resolve(from, first.start, end)?;
         let to = resolve(to, first.start, end)?;
         let rec = segments::open_dir(path, from, to, max_line)?;

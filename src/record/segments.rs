@@ -107,6 +107,19 @@ pub fn prune(
     Ok(deleted)
 }
 
+/// The segments that hold `from..to`: from the one holding `from` (its opening keyframe is
+/// the state then) to the one holding `to`.
+pub fn select(all: &[Segment], from: Option<Time>, to: Option<Time>) -> &[Segment] {
+    if all.is_empty() {
+        return all;
+    }
+    let first = from.map_or(0, |f| all.iter().rposition(|s| s.start <= f).unwrap_or(0));
+    let last = to.map_or(all.len() - 1, |t| {
+        all.iter().rposition(|s| s.start <= t).unwrap_or(0)
+    });
+    &all[first..=last.max(first)]
+}
+
 /// Reads a directory's segments as one recording: from the segment holding `from` (its
 /// opening keyframe is the state then) to the one holding `to`. Where two segments do not
 /// join up (another recorder run, a lost segment), the recording has a gap. A segment that
@@ -125,15 +138,11 @@ pub fn open_dir(
     if all.is_empty() {
         return Err(ReadError::NoSegments { path: shown });
     }
-    let first = from.map_or(0, |f| all.iter().rposition(|s| s.start <= f).unwrap_or(0));
-    let last = to.map_or(all.len() - 1, |t| {
-        all.iter().rposition(|s| s.start <= t).unwrap_or(0)
-    });
     let mut out: Option<Recording> = None;
     // The last segment read: its place, and its last moment.
     let mut prev: Option<(Option<SegmentInfo>, Time)> = None;
     let mut damaged = Vec::new();
-    for seg in &all[first..=last.max(first)] {
+    for seg in select(&all, from, to) {
         let name = seg
             .path
             .file_name()

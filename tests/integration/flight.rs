@@ -249,5 +249,28 @@ async fn retention_keeps_the_directory_to_its_budget_while_recording() {
     succeeded(&out);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["apps"][0]["app_name"], "flaky-stream", "{doc}");
+
+    // Off the pod: `export` writes the segments as one tar, which reads as the directory.
+    let tar = dir.with_extension("tar");
+    let out = triage()
+        .arg("export")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&tar)
+        .output()
+        .await
+        .expect("export runs");
+    succeeded(&out);
+    let dir_s = dir.display().to_string();
+    let tar_s = tar.display().to_string();
+    let (from_dir, from_tar) = (report(&[&dir_s]).await, report(&[&tar_s]).await);
+    assert_eq!(from_dir["apps"], from_tar["apps"]);
+    assert!(
+        !from_dir["apps"][0]["failures"]
+            .as_array()
+            .expect("failures")
+            .is_empty()
+    );
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&tar);
 }

@@ -1,0 +1,98 @@
+//! `export DIR`: a directory's segments over a window, as one tar on stdout, to take a
+//! flight recorder's evidence off its pod (the image has no shell and no tar):
+//! `kubectl exec -n spark-triage deploy/spark-triage-recorder -- spark-triage export /data
+//! --since 24h > night.tar`, then `spark-triage replay night.tar` (docs/flight-recorder.md).
+
+use std::{io::IsTerminal, process::ExitCode};
+
+use clap::Args;
+
+use crate::{cli::Failure, record::segments};
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The directory of segments (`record DIR --rotate`).
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+    /// Only the segments of the last DURATION (e.g. 24h).
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
+    pub since: Option<String>,
+    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
+    /// (-2h) or after the start (90s).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// To this moment (same forms).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Write the tar here instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+pub(crate) fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
+    let all = segments::list(&args.dir).map_err(|source| crate::record::ReadError::Io {
+        path: args.dir.display().to_string(),
+        source,
+    })?;
+    let (Some(first), Some(last)) = (all.first(), all.last()) else {
+        return Err(crate::record::ReadError::NoSegments {
+            path: args.dir.display().to_string(),
+        }
+        .into());
+    };
+    let end = super::timeline::last_written(last);
+    let since = args
+        .since
+        .as_deref()
+        .map(super::timeline::since)
+        .transpose()?;
+    let resolve = |s: Option<&str>| {
+        s.map(|a| super::timeline::moment(a, first.start, end))
+            .transpose()
+    };
+    let from = resolve(since.as_deref().or(args.from.as_deref()))?;
+    let to = resolve(args.to.as_deref())?;
+    let chosen = segments::select(&all, from, to);
+    let write = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        let mut tar = tar::Builder::new(out);
+        for s in chosen {
+            let file = std::fs::File::open(&s.path)?;
+            let meta = file.metadata()?;
+            // The segment being written grows: what was flushed when it was opened goes.
+            let len = meta.len();
+            let mut h = tar::Header::new_gnu();
+            h.set_size(len);
+            h.set_mode(0o644);
+            h.set_mtime(
+                meta.modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs()),
+            );
+            let name = s.path.file_name().unwrap_or_default();
+            tar.append_data(&mut h, name, std::io::Read::take(file, len))?;
+        }
+        tar.finish()
+    };
+    match &args.out {
+        Some(p) => {
+            let mut f = std::fs::File::create(p)
+                .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", p.display())))?;
+            write(&mut f)
+        }
+        None if std::io::stdout().is_terminal() => {
+            return Err(Failure::Usage(
+                "export writes a tar: redirect it (> night.tar) or use -o FILE".into(),
+            ));
+        }
+        None => write(&mut std::io::stdout().lock()),
+    }
+    .map_err(|e| Failure::Runtime(format!("cannot export {}: {e}", args.dir.display())))?;
+    eprintln!(
+        "exported {} segment{} of {}",
+        chosen.len(),
+        if chosen.len() == 1 { "" } else { "s" },
+        args.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
