@@ -124,24 +124,39 @@ pub struct Window {
 
 /// Builds the report of a window of a recording.
 pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
-    let mut store = rec.initial_store();
-    for ev in &rec.events {
-        if w.to.is_some_and(|t| ev.at() > t) {
-            break;
-        }
-        // What a long-running recorder forgot stays, as far as the window needs it.
-        if let crate::source::SourceEvent::Forget { before, at } = ev {
-            if let Some(from) = w.from {
-                store.apply(crate::source::SourceEvent::Forget {
-                    before: (*before).min(from),
-                    at: *at,
-                });
-            }
-            continue;
-        }
-        store.apply(ev.clone());
+    use crate::record::{Item, Sink};
+    let mut state = w.state();
+    if let Some(k) = rec.keyframes.first().filter(|k| k.event_index == 0) {
+        state.take(Item::Keyframe(k.clone()));
     }
-    let start = w.from.unwrap_or(rec.header.started_at);
+    for ev in &rec.events {
+        state.take(Item::Event(ev.clone()));
+    }
+    state.gaps.clone_from(&rec.gaps);
+    from_state(source, &rec.header, &state, w)
+}
+
+impl Window {
+    /// The state a streaming read for this window arrives at: events up to `to`, and what
+    /// a long-running recorder forgot kept as far as the window needs it.
+    pub fn state(&self) -> crate::record::State {
+        crate::record::State {
+            until: self.to,
+            forget: crate::record::ForgetRule::KeepFrom(self.from),
+            ..Default::default()
+        }
+    }
+}
+
+/// The report of a window from the state a (streaming) read arrived at.
+pub fn from_state(
+    source: &str,
+    header: &crate::record::Header,
+    state: &crate::record::State,
+    w: &Window,
+) -> Report {
+    let store = &state.store;
+    let start = w.from.unwrap_or(header.started_at);
     let end = store
         .view()
         .now
@@ -164,8 +179,8 @@ pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
         started_at: fmt_time(&start),
         ended_at: fmt_time(&end),
         duration_seconds: (end - start).num_seconds(),
-        scope: rec.header.scope.clone(),
-        gaps: rec
+        scope: header.scope.clone(),
+        gaps: state
             .gaps
             .iter()
             .filter(|g| g.to >= start && g.from <= end)

@@ -23,7 +23,7 @@ pub mod sim;
 pub mod status;
 pub(crate) mod timeline;
 
-pub(crate) use timeline::{Opened, open_recording};
+pub(crate) use timeline::open_recording;
 
 /// Prints what an action wrote (what it did, one line each), then its outcome.
 pub(crate) fn action_done<T>(

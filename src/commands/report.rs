@@ -45,17 +45,21 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         .map(super::timeline::since)
         .transpose()?;
     let from = since.as_deref().or(args.from.as_deref());
-    let opened = super::open_recording(&args.file, args.limits, from, args.to.as_deref())?;
+    let window = |from, to| crate::report::Window {
+        from,
+        to,
+        app: args.app.clone(),
+    };
+    // Streamed: a week of segments costs the memory of the state, not of the events.
+    let (header, state, from, to) =
+        super::timeline::read_state(&args.file, args.limits, from, args.to.as_deref(), |f, t| {
+            window(f, t).state()
+        })?;
     let name = args.file.file_name().map_or_else(
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let window = crate::report::Window {
-        from: opened.from,
-        to: opened.to,
-        app: args.app.clone(),
-    };
-    let report = crate::report::build_window(&name, &opened.rec, &window);
+    let report = crate::report::from_state(&name, &header, &state, &window(from, to));
     if let Some(app) = &args.app
         && report.apps.is_empty()
     {

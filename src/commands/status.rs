@@ -92,15 +92,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
     use crate::{source::live, status, store::Store};
     if let Some(path) = &args.recording {
         let at = args.at.as_deref();
-        let super::Opened { rec, to: until, .. } =
-            super::open_recording(path, args.limits, at, at)?;
-        let mut store = rec.initial_store();
-        for ev in rec.events {
-            if until.is_some_and(|u| ev.at() > u) {
-                break;
-            }
-            store.apply(ev);
-        }
+        // The segment holding the moment, streamed: its opening state, then its events.
+        let (_, state, _, _) =
+            super::timeline::read_state(path, args.limits, at, at, |_, until| {
+                crate::record::State {
+                    until,
+                    ..Default::default()
+                }
+            })?;
+        let store = state.store;
         let report = status::report(store.view(), args.app.as_deref());
         warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;

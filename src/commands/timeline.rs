@@ -7,15 +7,12 @@ use chrono::{Local, NaiveDateTime, NaiveTime, TimeZone};
 use crate::{
     cli::{Failure, ReadLimits},
     model::{Time, fmt_time},
-    record::{Recording, segments},
+    record::{Header, Item, Recording, State, segments},
 };
 
 /// A recording opened over a window.
 pub(crate) struct Opened {
     pub rec: Recording,
-    /// The window asked for, resolved.
-    pub from: Option<Time>,
-    pub to: Option<Time>,
     /// The last moment recorded.
     pub end: Time,
 }
@@ -138,70 +135,160 @@ pub(crate) fn since(d: &str) -> Result<String, Failure> {
 }
 
 /// Opens a recording file or a directory of segments over `from..to` (moments as typed),
-/// reporting damage and gaps on stderr.
+/// whole (a replay seeks back and forth), reporting damage and gaps on stderr.
 pub(crate) fn open_recording(
     path: &std::path::Path,
     limits: ReadLimits,
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
-    let max_line = usize::try_from(limits.max_line).unwrap_or(usize::MAX);
-    // An `export` tar: its segments, unpacked into a directory of our own for the read.
-    if is_tar(path) {
-        let dir = Unpacked::new(path)?;
-        return open_recording(&dir.0, limits, from, to);
-    }
-    let resolve = |s: Option<&str>, start, end| s.map(|a| moment(a, start, end)).transpose();
-    let opened = if path.is_dir() {
-        let segs = segments::list(path).map_err(|source| crate::record::ReadError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
-            return Err(crate::record::ReadError::NoSegments {
+    let plan = Plan::new(path, limits, from, to)?;
+    let mut all = crate::record::Collect::default();
+    let header = plan.read_into(&mut all)?;
+    let rec = all.into_recording(header);
+    warn(path, &rec.damaged, &rec.gaps);
+    Ok(Opened { rec, end: plan.end })
+}
+
+/// Reads a recording file or a directory of segments over `from..to` into a [`State`]
+/// (`make` builds it for the window resolved): a directory is streamed, segment by segment,
+/// so a week of them costs the memory of the state, not of the events.
+pub(crate) fn read_state(
+    path: &std::path::Path,
+    limits: ReadLimits,
+    from: Option<&str>,
+    to: Option<&str>,
+    make: impl FnOnce(Option<Time>, Option<Time>) -> State,
+) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
+    let plan = Plan::new(path, limits, from, to)?;
+    let mut state = make(plan.from, plan.to);
+    let header = plan.read_into(&mut state)?;
+    warn(path, &state.damaged, &state.gaps);
+    Ok((header, state, plan.from, plan.to))
+}
+
+/// A recording to read, with the window resolved against it.
+struct Plan {
+    what: What,
+    max_line: usize,
+    from: Option<Time>,
+    to: Option<Time>,
+    /// The last moment recorded.
+    end: Time,
+}
+
+enum What {
+    /// A file, read whole (its end is its last event).
+    File(Recording),
+    /// A directory (and the tar it was unpacked from, removed after the read).
+    Dir {
+        dir: std::path::PathBuf,
+        _unpacked: Option<Unpacked>,
+    },
+}
+
+impl Plan {
+    fn new(
+        path: &std::path::Path,
+        limits: ReadLimits,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<Self, Failure> {
+        let max_line = usize::try_from(limits.max_line).unwrap_or(usize::MAX);
+        // An `export` tar: its segments, unpacked into a directory of our own for the read.
+        let unpacked = is_tar(path).then(|| Unpacked::new(path)).transpose()?;
+        let dir = unpacked.as_ref().map_or(path, |u| u.0.as_path());
+        let (what, start, end) = if dir.is_dir() {
+            let segs = segments::list(dir).map_err(|source| crate::record::ReadError::Io {
                 path: path.display().to_string(),
-            }
-            .into());
+                source,
+            })?;
+            let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
+                return Err(crate::record::ReadError::NoSegments {
+                    path: path.display().to_string(),
+                }
+                .into());
+            };
+            let (start, end) = (first.start, last_written(last));
+            let what = What::Dir {
+                dir: dir.to_owned(),
+                _unpacked: unpacked,
+            };
+            (what, start, end)
+        } else {
+            let rec = crate::record::open_with(path, max_line)?;
+            let start = rec.header.started_at;
+            let end = rec
+                .events
+                .iter()
+                .map(crate::source::SourceEvent::at)
+                .max()
+                .unwrap_or(start);
+            (What::File(rec), start, end)
         };
-        let end = last_written(last);
-        let from = resolve(from, first.start, end)?;
-        let to = resolve(to, first.start, end)?;
-        let rec = segments::open_dir(path, from, to, max_line)?;
-        Opened { rec, from, to, end }
-    } else {
-        let rec = crate::record::open_with(path, max_line)?;
-        let start = rec.header.started_at;
-        let end = rec
-            .events
-            .iter()
-            .map(crate::source::SourceEvent::at)
-            .max()
-            .unwrap_or(start);
-        let from = resolve(from, start, end)?;
-        let to = resolve(to, start, end)?;
-        Opened { rec, from, to, end }
-    };
-    if let (Some(f), Some(t)) = (opened.from, opened.to)
-        && f > t
-    {
-        return Err(Failure::Usage(format!(
-            "the window starts ({}) after it ends ({})",
-            fmt_time(&f),
-            fmt_time(&t)
-        )));
+        let resolve = |s: Option<&str>| s.map(|a| moment(a, start, end)).transpose();
+        let (from, to) = (resolve(from)?, resolve(to)?);
+        if let (Some(f), Some(t)) = (from, to)
+            && f > t
+        {
+            return Err(Failure::Usage(format!(
+                "the window starts ({}) after it ends ({})",
+                fmt_time(&f),
+                fmt_time(&t)
+            )));
+        }
+        Ok(Self {
+            what,
+            max_line,
+            from,
+            to,
+            end,
+        })
     }
+
+    /// Reads into `sink`; returns the (first segment's) header.
+    fn read_into(&self, sink: &mut dyn segments::DirSink) -> Result<Header, Failure> {
+        match &self.what {
+            What::Dir { dir, .. } => Ok(segments::read_dir_each(
+                dir,
+                self.from,
+                self.to,
+                self.max_line,
+                sink,
+            )?),
+            What::File(rec) => {
+                for d in &rec.damaged {
+                    sink.take(Item::Damaged(d.clone()));
+                }
+                // Keyframes where they were: after the events before them.
+                let mut keyframes = rec.keyframes.iter().peekable();
+                for (i, ev) in rec.events.iter().enumerate() {
+                    while let Some(k) = keyframes.next_if(|k| k.event_index <= i) {
+                        sink.take(Item::Keyframe(k.clone()));
+                    }
+                    sink.take(Item::Event(ev.clone()));
+                }
+                for k in keyframes {
+                    sink.take(Item::Keyframe(k.clone()));
+                }
+                Ok(rec.header.clone())
+            }
+        }
+    }
+}
+
+fn warn(path: &std::path::Path, damaged: &[String], gaps: &[crate::record::Gap]) {
     let shown = path.display();
-    for d in &opened.rec.damaged {
+    for d in damaged {
         eprintln!("warning: {shown}: {}", crate::redact::escape_controls(d));
     }
-    for g in &opened.rec.gaps {
+    for g in gaps {
         eprintln!(
             "warning: {shown}: nothing recorded from {} to {} (the recorder was not running)",
             fmt_time(&g.from),
             fmt_time(&g.to)
         );
     }
-    Ok(opened)
 }
 
 #[cfg(test)]

@@ -234,11 +234,132 @@ pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
 }
 
 /// [`read`] with a line limit: longer lines are skipped and reported as damage.
-pub fn read_with(
+pub fn read_with(path: &str, input: impl BufRead, max_line: usize) -> Result<Recording, ReadError> {
+    let mut rec = Collect::default();
+    let header = read_each(path, input, max_line, &mut rec)?;
+    Ok(rec.into_recording(header))
+}
+
+/// What a streaming read hands over, in the order of the recording.
+#[derive(Debug)]
+pub enum Item {
+    Event(SourceEvent),
+    /// Its `event_index` counts the events before it in this read.
+    Keyframe(Keyframe),
+    /// A line that could not be read: `line N: why`.
+    Damaged(String),
+}
+
+/// Collects a streaming read into a [`Recording`].
+#[derive(Debug, Default)]
+pub struct Collect {
+    pub events: Vec<SourceEvent>,
+    pub keyframes: Vec<Keyframe>,
+    pub damaged: Vec<String>,
+    pub gaps: Vec<Gap>,
+}
+
+impl Collect {
+    pub fn take(&mut self, item: Item) {
+        match item {
+            Item::Event(e) => self.events.push(e),
+            Item::Keyframe(k) => self.keyframes.push(k),
+            Item::Damaged(d) => self.damaged.push(d),
+        }
+    }
+
+    pub fn into_recording(self, header: Header) -> Recording {
+        Recording {
+            header,
+            events: self.events,
+            keyframes: self.keyframes,
+            damaged: self.damaged,
+            gaps: self.gaps,
+        }
+    }
+}
+
+/// The store a streaming read arrives at: the opening keyframe's state (a segment's), then
+/// every event applied as it comes, up to `until`; nothing else is held. `forget` says how
+/// a recorder's `forget` events apply (see [`ForgetRule`]).
+#[derive(Debug, Default)]
+pub struct State {
+    pub store: crate::store::Store,
+    pub until: Option<Time>,
+    pub forget: ForgetRule,
+    pub damaged: Vec<String>,
+    pub gaps: Vec<Gap>,
+    /// Events applied.
+    pub applied: usize,
+}
+
+/// How a stream's `forget` events apply to a [`State`].
+#[derive(Debug, Default, Clone, Copy)]
+pub enum ForgetRule {
+    /// As the recorder applied them: the state it had (status, resume).
+    #[default]
+    AsRecorded,
+    /// Never past this moment (a report keeps every executor that ended in its window);
+    /// none: never.
+    KeepFrom(Option<Time>),
+}
+
+impl Sink for State {
+    fn take(&mut self, item: Item) {
+        match item {
+            Item::Keyframe(k) if k.event_index == 0 && self.applied == 0 => {
+                if let Some(s) = k.store() {
+                    self.store = s;
+                }
+            }
+            Item::Keyframe(_) => {}
+            Item::Damaged(d) => self.damaged.push(d),
+            Item::Event(ev) => {
+                if self.until.is_some_and(|t| ev.at() > t) {
+                    return;
+                }
+                self.applied += 1;
+                let ev = match (ev, self.forget) {
+                    (SourceEvent::Forget { .. }, ForgetRule::KeepFrom(None)) => return,
+                    (SourceEvent::Forget { before, at }, ForgetRule::KeepFrom(Some(from))) => {
+                        SourceEvent::Forget {
+                            before: before.min(from),
+                            at,
+                        }
+                    }
+                    (ev, _) => ev,
+                };
+                self.store.apply(ev);
+            }
+        }
+    }
+}
+
+impl segments::DirSink for State {
+    fn gap(&mut self, gap: Gap) {
+        self.gaps.push(gap);
+    }
+}
+
+/// Something that takes a streaming read's items.
+pub trait Sink {
+    fn take(&mut self, item: Item);
+}
+
+impl Sink for Collect {
+    fn take(&mut self, item: Item) {
+        Collect::take(self, item);
+    }
+}
+
+/// Reads a recording as a stream: the header is returned, every other line goes to `sink`
+/// as it is read (nothing is held but the line being read).
+pub fn read_each(
     path: &str,
     mut input: impl BufRead,
     max_line: usize,
-) -> Result<Recording, ReadError> {
+    sink: &mut dyn Sink,
+) -> Result<Header, ReadError> {
     let foreign = || ReadError::Foreign {
         path: path.to_owned(),
     };
@@ -274,9 +395,7 @@ pub fn read_with(
         });
     }
     let header: Header = serde_json::from_value(probe).map_err(|_| foreign())?;
-    let mut events = Vec::new();
-    let mut keyframes = Vec::new();
-    let mut damaged = Vec::new();
+    let mut events = 0;
     for n in 2.. {
         match next_line(&mut input, max_line, false, &mut buf) {
             Ok(None) => break,
@@ -286,47 +405,44 @@ pub fn read_with(
                 } else {
                     format!("{max_line} bytes")
                 };
-                damaged.push(format!(
+                sink.take(Item::Damaged(format!(
                     "line {n}: {len} bytes, over the line limit of {limit} (--max-line); skipped"
-                ));
+                )));
                 continue;
             }
             Ok(Some(Line::Text)) => {}
             Err(e) => {
-                damaged.push(format!("{READ_ERROR}{e}"));
+                sink.take(Item::Damaged(format!("{READ_ERROR}{e}")));
                 break;
             }
         }
         let Ok(line) = std::str::from_utf8(&buf) else {
-            damaged.push(format!("line {n}: not UTF-8"));
+            sink.take(Item::Damaged(format!("line {n}: not UTF-8")));
             continue;
         };
         if line.trim().is_empty() {
             continue;
         }
         if line.starts_with("{\"keyframe\":") {
-            match serde_json::from_str::<KeyframeHead>(line) {
-                Ok(h) => keyframes.push(Keyframe {
+            sink.take(match serde_json::from_str::<KeyframeHead>(line) {
+                Ok(h) => Item::Keyframe(Keyframe {
                     at: h.keyframe.at,
-                    event_index: events.len(),
+                    event_index: events,
                     raw: line.to_owned(),
                 }),
-                Err(e) => damaged.push(format!("line {n}: keyframe: {e}")),
-            }
+                Err(e) => Item::Damaged(format!("line {n}: keyframe: {e}")),
+            });
             continue;
         }
-        match serde_json::from_str::<SourceEvent>(line) {
-            Ok(ev) => events.push(ev),
-            Err(e) => damaged.push(format!("line {n}: {e}")),
-        }
+        sink.take(match serde_json::from_str::<SourceEvent>(line) {
+            Ok(ev) => {
+                events += 1;
+                Item::Event(ev)
+            }
+            Err(e) => Item::Damaged(format!("line {n}: {e}")),
+        });
     }
-    Ok(Recording {
-        header,
-        events,
-        keyframes,
-        damaged,
-        gaps: Vec::new(),
-    })
+    Ok(header)
 }
 
 /// Opens a recording file (plain or zstd) and reads it.
@@ -338,6 +454,17 @@ pub fn open(path: &std::path::Path) -> Result<Recording, ReadError> {
 /// that expands to gigabytes costs time, not memory); one cut short (a crash) keeps what
 /// came before the cut and says so.
 pub fn open_with(path: &std::path::Path, max_line: usize) -> Result<Recording, ReadError> {
+    let mut rec = Collect::default();
+    let header = open_each(path, max_line, &mut rec)?;
+    Ok(rec.into_recording(header))
+}
+
+/// Reads a recording file (plain or zstd) as a stream into `sink`.
+pub fn open_each(
+    path: &std::path::Path,
+    max_line: usize,
+    sink: &mut dyn Sink,
+) -> Result<Header, ReadError> {
     use std::io::Read;
     let name = path.display().to_string();
     let io = |source| ReadError::Io {
@@ -350,19 +477,29 @@ pub fn open_with(path: &std::path::Path, max_line: usize) -> Result<Recording, R
     let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
     if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
         let decoder = zstd::stream::read::Decoder::new(head).map_err(io)?;
-        let mut rec = read_with(
+        // A read that fails midway in a zstd stream is a cut (a crash), said so.
+        struct Cut<'a>(&'a mut dyn Sink);
+        impl Sink for Cut<'_> {
+            fn take(&mut self, item: Item) {
+                self.0.take(match item {
+                    Item::Damaged(d) => match d.strip_prefix(READ_ERROR) {
+                        Some(e) => Item::Damaged(format!(
+                            "the compressed stream is cut short ({e}); read up to there"
+                        )),
+                        None => Item::Damaged(d),
+                    },
+                    other => other,
+                });
+            }
+        }
+        read_each(
             &name,
             std::io::BufReader::with_capacity(256 * 1024, decoder),
             max_line,
-        )?;
-        for d in &mut rec.damaged {
-            if let Some(e) = d.strip_prefix(READ_ERROR) {
-                *d = format!("the compressed stream is cut short ({e}); read up to there");
-            }
-        }
-        Ok(rec)
+            &mut Cut(sink),
+        )
     } else {
-        read_with(&name, std::io::BufReader::new(head), max_line)
+        read_each(&name, std::io::BufReader::new(head), max_line, sink)
     }
 }
 

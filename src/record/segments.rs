@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Gap, Header, Keyframe, ReadError, Recording, SegmentInfo};
+use super::{Gap, Header, Item, Keyframe, ReadError, Recording, SegmentInfo, Sink};
 use crate::model::Time;
 
 /// Every segment's name ends so.
@@ -130,6 +130,62 @@ pub fn open_dir(
     to: Option<Time>,
     max_line: usize,
 ) -> Result<Recording, ReadError> {
+    let mut all = super::Collect::default();
+    let header = read_dir_each(dir, from, to, max_line, &mut all)?;
+    Ok(all.into_recording(header))
+}
+
+/// A streaming read of a directory: the segments' items, and the gaps between them.
+pub trait DirSink: Sink {
+    fn gap(&mut self, gap: Gap);
+}
+
+impl DirSink for super::Collect {
+    fn gap(&mut self, gap: Gap) {
+        self.gaps.push(gap);
+    }
+}
+
+/// One segment's items on their way to a directory's sink: keyframes numbered in the whole
+/// read, damage named by segment, the last moment kept.
+struct InSegment<'a> {
+    sink: &'a mut dyn DirSink,
+    name: &'a str,
+    offset: usize,
+    events: usize,
+    last_at: Option<Time>,
+}
+
+impl Sink for InSegment<'_> {
+    fn take(&mut self, item: Item) {
+        let item = match item {
+            Item::Event(e) => {
+                self.events += 1;
+                self.last_at = self.last_at.max(Some(e.at()));
+                Item::Event(e)
+            }
+            Item::Keyframe(k) => {
+                self.last_at = self.last_at.max(Some(k.at));
+                Item::Keyframe(Keyframe {
+                    event_index: k.event_index + self.offset,
+                    ..k
+                })
+            }
+            Item::Damaged(d) => Item::Damaged(format!("segment {}: {d}", self.name)),
+        };
+        self.sink.take(item);
+    }
+}
+
+/// [`open_dir`] as a stream: each segment is read as it is passed on, so a week of
+/// segments costs the memory of what the sink keeps. Returns the first segment's header.
+pub fn read_dir_each(
+    dir: &Path,
+    from: Option<Time>,
+    to: Option<Time>,
+    max_line: usize,
+    sink: &mut dyn DirSink,
+) -> Result<Header, ReadError> {
     let shown = dir.display().to_string();
     let all = list(dir).map_err(|source| ReadError::Io {
         path: shown.clone(),
@@ -138,59 +194,51 @@ pub fn open_dir(
     if all.is_empty() {
         return Err(ReadError::NoSegments { path: shown });
     }
-    let mut out: Option<Recording> = None;
+    let mut first: Option<Header> = None;
     // The last segment read: its place, and its last moment.
     let mut prev: Option<(Option<SegmentInfo>, Time)> = None;
-    let mut damaged = Vec::new();
+    let mut offset = 0;
+    let mut unreadable = Vec::new();
     for seg in select(&all, from, to) {
         let name = seg
             .path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let rec = match super::open_with(&seg.path, max_line) {
-            Ok(r) => r,
+        let mut each = InSegment {
+            sink: &mut *sink,
+            name: &name,
+            offset,
+            events: 0,
+            last_at: None,
+        };
+        let header = match super::open_each(&seg.path, max_line, &mut each) {
+            Ok(h) => h,
             Err(e) => {
-                damaged.push(format!("segment {name}: {e}"));
+                unreadable.push(format!("segment {name}: {e}"));
+                sink.take(Item::Damaged(format!("segment {name}: {e}")));
                 continue;
             }
         };
-        damaged.extend(rec.damaged.iter().map(|d| format!("segment {name}: {d}")));
-        let place = rec.header.segment;
-        let last_at = rec
-            .events
-            .iter()
-            .map(crate::source::SourceEvent::at)
-            .chain(rec.keyframes.iter().map(|k| k.at))
-            .max()
-            .unwrap_or(rec.header.started_at);
-        let Some(whole) = out.as_mut() else {
-            out = Some(rec);
-            prev = Some((place, last_at));
-            continue;
-        };
+        let (events, last_at) = (each.events, each.last_at);
+        offset += events;
+        let place = header.segment;
         if let Some((before, before_at)) = prev
             && !follows(before, place)
         {
-            whole.gaps.push(Gap {
+            sink.gap(Gap {
                 from: before_at,
-                to: rec.header.started_at.max(before_at),
+                to: header.started_at.max(before_at),
             });
         }
-        let offset = whole.events.len();
-        whole
-            .keyframes
-            .extend(rec.keyframes.into_iter().map(|k| Keyframe {
-                event_index: k.event_index + offset,
-                ..k
-            }));
-        whole.events.extend(rec.events);
-        prev = Some((place, last_at));
+        prev = Some((place, last_at.unwrap_or(header.started_at)));
+        first.get_or_insert(header);
     }
-    let mut rec = out.ok_or_else(|| ReadError::NoSegments {
-        path: format!("{shown} (no segment could be read: {})", damaged.join("; ")),
-    })?;
-    rec.damaged = damaged;
-    Ok(rec)
+    first.ok_or_else(|| ReadError::NoSegments {
+        path: format!(
+            "{shown} (no segment could be read: {})",
+            unreadable.join("; ")
+        ),
+    })
 }
 
 /// Whether segment `b` continues segment `a` (same run, next number).
@@ -203,12 +251,10 @@ fn follows(a: Option<SegmentInfo>, b: Option<SegmentInfo>) -> bool {
 pub fn resume(dir: &Path) -> Option<(Header, crate::store::Store)> {
     let all = list(dir).ok()?;
     all.iter().rev().find_map(|s| {
-        let rec = super::open(&s.path).ok()?;
-        let mut store = rec.initial_store();
-        for ev in rec.events {
-            store.apply(ev);
-        }
-        Some((rec.header, store))
+        // Streamed: an hour of events is applied as it is read, never held.
+        let mut state = super::State::default();
+        let header = super::open_each(&s.path, super::DEFAULT_MAX_LINE, &mut state).ok()?;
+        Some((header, state.store))
     })
 }
 

@@ -220,3 +220,31 @@ fn a_torn_or_empty_segment_is_damage_not_a_failure() {
     ));
     let _ = SourceEvent::Tick { at: t0() };
 }
+
+#[test]
+fn a_streamed_read_arrives_at_the_state_a_whole_read_does() {
+    let d = tmp("stream");
+    let full = fixture();
+    let n = full.events.len();
+    write_split(&d.0, &[n / 4, n / 2, 3 * n / 4], None);
+    for i in [n / 4 - 1, n / 2 + 3, n - 1] {
+        let t = full.events[i].at();
+        // From the segment holding t: its opening state and events up to t, never held.
+        let mut state = super::super::State {
+            until: Some(t),
+            ..Default::default()
+        };
+        read_dir_each(&d.0, Some(t), Some(t), 1 << 26, &mut state).unwrap();
+        let report =
+            |s: &Store| serde_json::to_string(&crate::status::report(s.view(), None)).unwrap();
+        assert_eq!(
+            report(&state.store),
+            status_at(fixture(), t),
+            "at event {i}"
+        );
+        assert!(
+            state.applied < n,
+            "only the last segment's events were applied"
+        );
+    }
+}
