@@ -36,6 +36,8 @@ pub struct Replay {
     /// `:` typed, waiting for a time.
     pub seeking: Option<String>,
     pub keyframes: Arc<Vec<Keyframe>>,
+    /// Where a directory's recorder was not running (nothing recorded).
+    pub gaps: Vec<crate::record::Gap>,
 }
 
 impl Replay {
@@ -88,6 +90,7 @@ impl Replay {
             failures,
             seeking: None,
             keyframes: Arc::new(keyframes),
+            gaps: Vec::new(),
         }
     }
 

@@ -42,6 +42,7 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
         mode: Mode::Replay,
     });
     let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);
+    r.gaps = rec.gaps;
     // Without --at: the first failure (selected), or the end when nothing failed, never an
     // empty first instant.
     let (to, failure) = match at {

@@ -25,9 +25,18 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         r.speed,
         super::when(&r.position)
     );
-    let tail = match &r.seeking {
-        Some(buf) => format!("  seek to: {buf}▏ (1m30s, 10:43:00, RFC 3339; Enter)"),
-        None => format!(
+    let in_gap = r
+        .gaps
+        .iter()
+        .find(|g| g.from <= r.position && r.position < g.to);
+    let tail = match (&r.seeking, in_gap) {
+        (Some(buf), _) => format!("  seek to: {buf}▏ (1m30s, 10:43:00, RFC 3339; Enter)"),
+        (None, Some(g)) => format!(
+            "  ░ not recorded {} – {} (recorder down) · n/N · f",
+            super::when(&g.from),
+            super::when(&g.to)
+        ),
+        (None, None) => format!(
             "  +{} / {}  Space play · +/- speed · n/N change · f failure · : seek",
             human_duration(r.position - r.start),
             human_duration(r.end - r.start)
@@ -40,6 +49,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let mut bar: Vec<char> = (0..width)
         .map(|i| if i < filled { '━' } else { '─' })
         .collect();
+    // Gaps: nothing recorded there.
+    let cell = |t: crate::model::Time| {
+        ((t - r.start).num_milliseconds().clamp(0, total) * (width as i64 - 1) / total) as usize
+    };
+    for g in &r.gaps {
+        for c in bar.iter_mut().take(cell(g.to) + 1).skip(cell(g.from)) {
+            *c = '░';
+        }
+    }
     for t in r.failures.iter().map(|f| &f.at) {
         let at = ((*t - r.start).num_milliseconds().clamp(0, total) * (width as i64 - 1) / total)
             as usize;
@@ -57,4 +75,29 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Span::styled(tail, theme::dim()),
     ]);
     f.render_widget(Paragraph::new(line), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::{Terminal, backend::TestBackend};
+
+    /// A directory whose recorder was down for a while: the gap is drawn on the bar, and
+    /// when the replay clock is in it the bar says nothing was recorded.
+    #[test]
+    fn a_gap_is_drawn_and_named_when_the_clock_is_in_it() {
+        let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
+        let mut rec = crate::record::read("mixed", &bytes[..]).expect("fixture");
+        let start = rec.header.started_at;
+        let gap = crate::record::Gap {
+            from: start + chrono::Duration::seconds(40),
+            to: start + chrono::Duration::seconds(70),
+        };
+        rec.gaps = vec![gap];
+        let mut app =
+            crate::commands::replay::replay_app(rec, Some(gap.from + chrono::Duration::seconds(5)));
+        app.show_utc = true;
+        let mut t = Terminal::new(TestBackend::new(160, 1)).expect("terminal");
+        t.draw(|f| super::render(&app, f, f.area())).expect("draw");
+        insta::assert_snapshot!(format!("{}", t.backend()));
+    }
 }
