@@ -14,16 +14,8 @@ pub struct ExportArgs {
     /// The directory of segments (`record DIR --rotate`).
     #[arg(value_name = "DIR")]
     pub dir: std::path::PathBuf,
-    /// Only the segments of the last DURATION (e.g. 24h).
-    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
-    pub since: Option<String>,
-    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
-    /// (-2h) or after the start (90s).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub from: Option<String>,
-    /// To this moment (same forms).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub window: super::timeline::WindowArgs,
     /// Write the tar here instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
@@ -41,17 +33,12 @@ pub(crate) fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
         .into());
     };
     let end = super::timeline::last_written(last);
-    let since = args
-        .since
-        .as_deref()
-        .map(super::timeline::since)
-        .transpose()?;
     let resolve = |s: Option<&str>| {
         s.map(|a| super::timeline::moment(a, first.start, end))
             .transpose()
     };
-    let from = resolve(since.as_deref().or(args.from.as_deref()))?;
-    let to = resolve(args.to.as_deref())?;
+    let from = resolve(args.window.from()?.as_deref())?;
+    let to = resolve(args.window.to.as_deref())?;
     let chosen = segments::select(&all, from, to);
     let write = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
         let mut tar = tar::Builder::new(out);

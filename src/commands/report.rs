@@ -15,16 +15,8 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
-    /// Only the last DURATION of the recording (e.g. 24h).
-    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
-    pub since: Option<String>,
-    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
-    /// (-2h) or after the start (90s).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub from: Option<String>,
-    /// To this moment (same forms).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub window: super::timeline::WindowArgs,
     /// Only this application (name or id).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
@@ -39,22 +31,20 @@ pub enum ReportOutput {
 }
 
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
-    let since = args
-        .since
-        .as_deref()
-        .map(super::timeline::since)
-        .transpose()?;
-    let from = since.as_deref().or(args.from.as_deref());
+    let from = args.window.from()?;
     let window = |from, to| crate::report::Window {
         from,
         to,
         app: args.app.clone(),
     };
     // Streamed: a week of segments costs the memory of the state, not of the events.
-    let (header, state, from, to) =
-        super::timeline::read_state(&args.file, args.limits, from, args.to.as_deref(), |f, t| {
-            window(f, t).state()
-        })?;
+    let (header, state, from, to) = super::timeline::read_state(
+        &args.file,
+        args.limits,
+        from.as_deref(),
+        args.window.to.as_deref(),
+        |f, t| window(f, t).state(),
+    )?;
     let name = args.file.file_name().map_or_else(
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

@@ -127,11 +127,31 @@ pub(crate) fn last_written(segment: &segments::Segment) -> Time {
         .max(segment.start)
 }
 
-/// `--since 24h` as a moment before the end (`-24h`).
-pub(crate) fn since(d: &str) -> Result<String, Failure> {
-    crate::cli::parse_duration(d)
-        .map(|_| format!("-{}", d.trim()))
-        .map_err(|e| Failure::Usage(format!("--since {e}")))
+/// A window of a recording, as typed (`report`, `export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WindowArgs {
+    /// Only the last DURATION of the recording (e.g. 24h).
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
+    pub since: Option<String>,
+    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
+    /// (-2h) or after the start (90s).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// To this moment (same forms).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+}
+
+impl WindowArgs {
+    /// Where the window starts, as a moment: `--since 24h` is `-24h` (before the end).
+    pub(crate) fn from(&self) -> Result<Option<String>, Failure> {
+        match &self.since {
+            Some(d) => crate::cli::parse_duration(d)
+                .map(|_| Some(format!("-{}", d.trim())))
+                .map_err(|e| Failure::Usage(format!("--since {e}"))),
+            None => Ok(self.from.clone()),
+        }
+    }
 }
 
 /// Opens a recording file or a directory of segments over `from..to` (moments as typed),
