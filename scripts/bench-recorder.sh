@@ -59,7 +59,7 @@ n, secs, b0, b1 = int(n), int(secs), int(b0), int(b1)
 wall = float(t1) - float(t0)
 per_hour = (b1 - b0) / wall * 3600
 cpu = (int(c1) - int(c0)) / int(ticks) / wall * 100
-print(f"recorder, {n} executors, churn {churn}/s, {secs} s measured (rotation 1h, keyframes every 5 min, forget after {forget}):")
+print(f"recorder, {n} executors, churn {churn}/s, {secs} s measured (rotation 1h, a keyframe every 15 min, forget after {forget}):")
 print(f"  CPU {cpu:.1f} % of one core, peak RSS {int(peak) // 1024} MiB, {known} executors known at the end")
 print(f"  {per_hour / 2**20:.1f} MiB per hour, {per_hour * 24 / 2**30:.2f} GiB per day, "
       f"{per_hour * 24 / 2**20 / (n / 1000):.0f} MiB per 1,000 executors per day")

@@ -35,9 +35,10 @@ pub struct RecordArgs {
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Write a keyframe (the whole state, for instant seeking in replays) this often.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
-    pub keyframe_every: std::time::Duration,
+    /// Write a keyframe (the whole state, for instant seeking in replays) this often
+    /// (default 5m; 15m in a directory, where each segment also opens with one).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub keyframe_every: Option<std::time::Duration>,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
@@ -272,7 +273,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 rotate,
                 budget,
             )?;
-            let mut rec = Recorder::new(writer, args.keyframe_every);
+            let every = args
+                .keyframe_every
+                .unwrap_or(std::time::Duration::from_secs(900));
+            let mut rec = Recorder::new(writer, every);
             rec.store = store;
             rec.segments = Some(seg);
             rec.forget_after = Some(args.forget_after);
@@ -280,7 +284,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         } else {
             Recorder::new(
                 create_recording(&args.file, &conn, args.force)?,
-                args.keyframe_every,
+                args.keyframe_every
+                    .unwrap_or(std::time::Duration::from_secs(300)),
             )
         };
         // Not ready when the pods have not been listed for two relists and a timeout.

@@ -460,13 +460,32 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes the whole store as a keyframe at `at`.
+    /// Serialized straight into the output (a keyframe of tens of thousands of executors
+    /// is tens of MB: never held whole in memory).
     pub fn write_keyframe(&mut self, store: &crate::store::Store, at: Time) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(&KeyframeOut {
-            keyframe: KeyframeBody { at, store },
-        })?;
-        line.push(b'\n');
-        self.out.write_all(&line)?;
-        self.bytes += line.len() as u64;
+        struct Counting<'a, W: Write>(&'a mut W, u64);
+        impl<W: Write> Write for Counting<'_, W> {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let n = self.0.write(buf)?;
+                self.1 += n as u64;
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.0.flush()
+            }
+        }
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, Counting(&mut self.out, 0));
+        serde_json::to_writer(
+            &mut out,
+            &KeyframeOut {
+                keyframe: KeyframeBody { at, store },
+            },
+        )?;
+        out.write_all(b"\n")?;
+        let counted = out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        self.bytes += counted.1;
         Ok(())
     }
 
