@@ -8,7 +8,9 @@
 # Usage: scripts/bench-recorder.sh [EXECUTORS] [SECONDS] [CHURN_PER_SEC]   (default 10000 600 5)
 # FORGET_AFTER=10m (default 1h, the recorder's default) sets --forget-after: with churn, the
 # recorder's memory and keyframes level off once executors are forgotten as fast as they
-# end, after that long plus a keyframe interval.
+# end, after that long plus a keyframe interval. DRIVER_POLL=60s (default 10s) sets
+# --driver-poll-interval: Spark's own executor list, read from every driver, is most of the
+# bytes when executors are many.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
@@ -30,7 +32,9 @@ for _ in $(seq 1 600); do
     sleep 2
 done
 forget=${FORGET_AFTER:-1h}
+driver_poll=${DRIVER_POLL:-10s}
 target/release/spark-triage record --kubeconfig "$dir/kc" -A "$dir/rec" --rotate 1h --forget-after "$forget" \
+    --driver-poll-interval "$driver_poll" \
     --metrics-addr 127.0.0.1:0 2>"$dir/rec.log" &
 rec=$!
 sleep 60
@@ -52,14 +56,14 @@ t1=$(date +%s.%N)
 b1=$(du_bytes)
 executors=$(target/release/spark-triage status --recording "$dir/rec" -o json 2>/dev/null |
     python3 -c 'import json,sys; print(sum(len(a["executors"]) for a in json.load(sys.stdin)["apps"]))')
-python3 - "$n" "$churn" "$secs" "$b0" "$b1" "$c0" "$c1" "$ticks" "$t0" "$t1" "$peak" "$executors" "$forget" <<'PY'
+python3 - "$n" "$churn" "$secs" "$b0" "$b1" "$c0" "$c1" "$ticks" "$t0" "$t1" "$peak" "$executors" "$forget" "$driver_poll" <<'PY'
 import sys
-n, churn, secs, b0, b1, c0, c1, ticks, t0, t1, peak, known, forget = sys.argv[1:]
+n, churn, secs, b0, b1, c0, c1, ticks, t0, t1, peak, known, forget, driver_poll = sys.argv[1:]
 n, secs, b0, b1 = int(n), int(secs), int(b0), int(b1)
 wall = float(t1) - float(t0)
 per_hour = (b1 - b0) / wall * 3600
 cpu = (int(c1) - int(c0)) / int(ticks) / wall * 100
-print(f"recorder, {n} executors, churn {churn}/s, {secs} s measured (rotation 1h, a keyframe every 15 min, forget after {forget}):")
+print(f"recorder, {n} executors, churn {churn}/s, {secs} s measured (rotation 1h, a keyframe every 15 min, forget after {forget}, driver poll {driver_poll}):")
 print(f"  CPU {cpu:.1f} % of one core, peak RSS {int(peak) // 1024} MiB, {known} executors known at the end")
 print(f"  {per_hour / 2**20:.1f} MiB per hour, {per_hour * 24 / 2**30:.2f} GiB per day, "
       f"{per_hour * 24 / 2**20 / (n / 1000):.0f} MiB per 1,000 executors per day")
