@@ -163,6 +163,20 @@ fn the_kustomizations_build_with_kubectl() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(&format!("- {scope}")), "{dir}: {text}");
         assert!(text.contains("kind: Deployment"), "{dir}");
+        // The namespaced patch replaced the scope, and only it.
+        for arg in [
+            "- record",
+            "- /data",
+            "- --rotate=1h",
+            "- --metrics-addr=0.0.0.0:9090",
+        ] {
+            assert!(text.contains(arg), "{dir}: {arg}");
+        }
+        assert_eq!(
+            text.matches("--all-namespaces").count() + text.matches("--namespace=").count(),
+            1,
+            "{dir}"
+        );
     }
 }
 
