@@ -14,4 +14,4 @@ USER 65532:65532
 VOLUME /data
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/spark-triage"]
-CMD ["record", "/data", "--all-namespaces", "--rotate=1h", "--retain=7d", "--metrics-addr=0.0.0.0:9090"]
+CMD ["record", "/data", "--all-namespaces", "--rotate=1h", "--retain=7d", "--forget-after=15m", "--driver-poll-interval=60s", "--metrics-addr=0.0.0.0:9090"]
