@@ -247,14 +247,16 @@ fn follows(a: Option<SegmentInfo>, b: Option<SegmentInfo>) -> bool {
 }
 
 /// The newest readable segment's header and state at its end (the store of its opening
-/// keyframe with every event after it): where a new recorder run resumes from.
+/// keyframe with every event after it): where a new recorder run resumes from. A segment
+/// whose opening keyframe is torn (killed while writing it) holds nothing after it and is
+/// passed over.
 pub fn resume(dir: &Path) -> Option<(Header, crate::store::Store)> {
     let all = list(dir).ok()?;
     all.iter().rev().find_map(|s| {
         // Streamed: an hour of events is applied as it is read, never held.
         let mut state = super::State::default();
         let header = super::open_each(&s.path, super::DEFAULT_MAX_LINE, &mut state).ok()?;
-        Some((header, state.store))
+        state.based.then_some((header, state.store))
     })
 }
 

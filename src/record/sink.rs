@@ -45,6 +45,8 @@ pub struct State {
     pub gaps: Vec<Gap>,
     /// Events applied.
     pub applied: usize,
+    /// An opening keyframe gave the state to start from.
+    pub based: bool,
 }
 
 /// How a stream's `forget` events apply to a [`State`].
@@ -64,6 +66,7 @@ impl Sink for State {
             Item::Keyframe(k) if k.event_index == 0 && self.applied == 0 => {
                 if let Some(s) = k.store() {
                     self.store = s;
+                    self.based = true;
                 }
             }
             Item::Keyframe(_) => {}

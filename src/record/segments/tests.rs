@@ -248,3 +248,19 @@ fn a_streamed_read_arrives_at_the_state_a_whole_read_does() {
         );
     }
 }
+
+#[test]
+fn a_segment_torn_in_its_opening_keyframe_is_passed_over_when_resuming() {
+    let d = tmp("torn-open");
+    let full = fixture();
+    write_split(&d.0, &[full.events.len() / 2], None);
+    let (_, before) = resume(&d.0).expect("resumes");
+    // A later segment killed while its opening keyframe was written: header, half a line.
+    let late = list(&d.0).unwrap()[1].start + chrono::Duration::minutes(5);
+    let mut text = serde_json::to_string(&full.header).unwrap();
+    text.push_str("\n{\"keyframe\":{\"at\":\"2026-");
+    std::fs::write(d.0.join(name_for(late)), text).unwrap();
+    let (_, after) = resume(&d.0).expect("resumes from the segment before");
+    assert_eq!(after.view().applied, before.view().applied);
+    assert!(!after.view().apps.is_empty());
+}
