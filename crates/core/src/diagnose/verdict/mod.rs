@@ -285,10 +285,13 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         let s = classify(p, &r.config);
         (p, r, s)
     });
-    let last = super::diagnose(ev.pod, ev.events, resolved, pod_state, ev.now);
+    // A pod that is gone stopped waiting when it went: its ages (how long it was pending,
+    // creating, unschedulable) end there, not at the time of the verdict.
+    let as_of = ev.gone_at.map_or(ev.now, |g| g.min(ev.now));
+    let last = super::diagnose(ev.pod, ev.events, resolved, pod_state, as_of);
     match &acted_on {
         Some((p, r, s)) if !same_terminated(p, ev.pod, &r.config.spark_container) => {
-            findings.extend(super::diagnose(p, ev.events, r, *s, ev.now));
+            findings.extend(super::diagnose(p, ev.events, r, *s, as_of));
             // From the last pod only what the ended one cannot say (its deletion).
             findings.extend(last.into_iter().filter(|f| f.code == Code::Deleted));
         }

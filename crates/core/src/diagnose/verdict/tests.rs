@@ -376,3 +376,41 @@ fn executors_known_only_from_the_driver_end_as_spark_removed_them() {
         );
     }
 }
+
+#[test]
+fn a_pod_gone_while_creating_is_not_stuck_for_longer_than_it_was_seen() {
+    // Scheduled at -50 s, last seen ContainerCreating, vanished at 20 s (70 s of waiting,
+    // under the 120 s of `container-creating-stuck`); the driver says 137 OOMKilled. At the
+    // verdict's 100 s the pod would have "waited" 150 s had it not gone.
+    let last = pod(json!({
+        "metadata": {"name": "etl-exec-7", "namespace": "spark-jobs",
+            "labels": {"spark-app-selector": "spark-1", "spark-role": "executor",
+                       "spark-exec-id": "7", "spark-version": "4.0.1"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},
+        "status": {"phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(-50)}],
+            "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "apache/spark:4.0.1",
+                "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+    }));
+    let missing = super::super::missing(Some(11), Some(40), "lost");
+    let driver = removed(7, OOM_REASON);
+    let v = Case {
+        gone: PodGone::Missing,
+        missing: Some(&missing),
+        driver: Some(&driver),
+        ..Case::new(&last)
+    }
+    .run();
+    assert!(
+        !codes(&v).contains(&"container-creating-stuck"),
+        "{:?}",
+        codes(&v)
+    );
+    assert_eq!(
+        v.cause().map(|f| f.code),
+        Some(Code::ContainerOomKilled),
+        "{:?}",
+        codes(&v)
+    );
+}
