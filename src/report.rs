@@ -126,7 +126,7 @@ pub struct Window {
 pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
     use crate::record::{Item, Sink};
     let mut state = w.state();
-    if let Some(k) = rec.keyframes.first().filter(|k| k.event_index == 0) {
+    if let Some(k) = crate::record::Keyframe::opening(&rec.keyframes) {
         state.take(Item::Keyframe(k.clone()));
     }
     for ev in &rec.events {

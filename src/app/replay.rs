@@ -48,9 +48,7 @@ impl Replay {
             .map_or(started_at, SourceEvent::at)
             .min(started_at);
         let end = events.iter().map(SourceEvent::at).max().unwrap_or(start);
-        let mut probe = keyframes
-            .first()
-            .filter(|k| k.event_index == 0)
+        let mut probe = Keyframe::opening(&keyframes)
             .and_then(Keyframe::store)
             .unwrap_or_default();
         for ev in &events {

@@ -112,6 +112,8 @@ pub(crate) struct Recorder {
     stale_after: std::time::Duration,
     /// Executors whose pods are gone are kept in memory this long (a directory's recorder).
     forget_after: Option<std::time::Duration>,
+    /// When the directory was last listed for `/metrics` (every 15 s, and at rotation).
+    listed: Option<std::time::Instant>,
 }
 
 impl Recorder {
@@ -128,6 +130,7 @@ impl Recorder {
             closed: (0, 0),
             stale_after: std::time::Duration::from_secs(120),
             forget_after: None,
+            listed: None,
         }
     }
 
@@ -171,13 +174,25 @@ impl Recorder {
             self.closed.1 += self.writer.bytes;
             // The old segment's compressed stream is finished as it is dropped.
             drop(std::mem::replace(&mut self.writer, next));
+            self.listed = None;
             if let Some(m) = &self.metrics {
                 m.segment_opened();
             }
         }
         if let Some(m) = &self.metrics {
             let (events, bytes) = self.totals();
-            let dir = self.segments.as_ref().map(|s| s.writer.dir());
+            // The segments' count and size change slowly: not a directory read a second.
+            let due = self
+                .listed
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(15));
+            let dir = self
+                .segments
+                .as_ref()
+                .filter(|_| due)
+                .map(|s| s.writer.dir());
+            if dir.is_some() {
+                self.listed = Some(std::time::Instant::now());
+            }
             m.publish(&self.store, events, bytes, dir, self.stale_after);
         }
         Ok(())

@@ -148,15 +148,11 @@ pub struct Recording {
     pub gaps: Vec<Gap>,
 }
 
-impl Recording {
-    /// The state before the first event: a segment's opening keyframe (a directory read
-    /// from a segment other than the first), else empty.
-    pub fn initial_store(&self) -> crate::store::Store {
-        self.keyframes
-            .first()
-            .filter(|k| k.event_index == 0)
-            .and_then(Keyframe::store)
-            .unwrap_or_default()
+impl Keyframe {
+    /// The keyframe before the first event, if any: a segment's opening state (what
+    /// happened before a directory read that starts after its first segment).
+    pub fn opening(keyframes: &[Keyframe]) -> Option<&Keyframe> {
+        keyframes.first().filter(|k| k.event_index == 0)
     }
 }
 
