@@ -34,7 +34,13 @@ pub struct AppReport {
     pub app_id: String,
     pub app_name: Option<String>,
     pub driver_phase: Option<String>,
+    /// The application's verdict at the end of the window: the cause first.
+    pub verdict: crate::diagnose::app_verdict::VerdictView,
     pub executors_seen: usize,
+    /// Executors that ended by a failure: Spark counted it, or Spark's state is failed
+    /// and it blames the app. Endings that are normal (scale-down, the app's end, a
+    /// replaced executor) and vanishings are not failures.
+    pub failures_counted: usize,
     pub counts: crate::store::Counts,
     /// Findings about the whole app at the end (`crash-loop`, …): `code: summary`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -64,6 +70,15 @@ pub struct FailureEntry {
     /// Spark's own reason, from the driver's executor list (when it was read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_remove_reason: Option<String>,
+    /// A failure (see `AppReport::failures_counted`); else a normal ending or a vanish.
+    pub failure: bool,
+}
+
+/// An ending that is a failure: Spark counted it, or Spark calls it failed and blames the
+/// app (before 4.0 Spark counts nothing, so its state and blame decide).
+pub fn is_failure(v: &crate::diagnose::verdict::Verdict) -> bool {
+    v.counted()
+        || (v.state == ExecutorState::Failed && v.spark.as_ref().is_some_and(|s| s.caused_by_app))
 }
 
 #[derive(Debug, Serialize, Default, schemars::JsonSchema)]
@@ -220,7 +235,8 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         .map(|e| &**e)
         .filter(|e| from.is_none_or(|f| ended_at(e).is_none_or(|at| at >= f)))
         .collect();
-    if executors.is_empty() && from.is_some() {
+    // An app with nothing in the window, unless its driver is the story (pending, ended badly).
+    if executors.is_empty() && from.is_some() && a.verdict().severity() == Severity::Info {
         return None;
     }
     for e in executors.iter().copied() {
@@ -262,6 +278,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             || e.verdict.severity() == Some(Severity::Error);
         if let (true, Some(at)) = (interesting && e.state() != ExecutorState::Pending, ended) {
             let first = e.verdict.cause();
+            let failure = is_failure(&e.verdict);
             failures.push((
                 at,
                 FailureEntry {
@@ -279,6 +296,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
                         .and_then(|d| d.exec.as_ref())
                         .and_then(|x| x.remove_reason.as_deref())
                         .map(|r| r.trim().to_owned()),
+                    failure,
                 },
             ));
         }
@@ -305,7 +323,15 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         }
     }
     failures.sort_by_key(|(at, f)| (*at, f.executor));
-    let churn_windows = churn(failures.iter().map(|(at, _)| *at).collect());
+    // Churn is failures in a burst: normal endings (a scale-down, the app's stop) are not.
+    let churn_windows = churn(
+        failures
+            .iter()
+            .filter(|(_, f)| f.failure)
+            .map(|(at, _)| *at)
+            .collect(),
+    );
+    let failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
     pending_secs.sort_unstable();
     let pending = PendingSummary {
         executors: pending_secs.len(),
@@ -339,7 +365,9 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         app_id: a.app_id.clone(),
         app_name: a.app_name.clone(),
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
+        verdict: a.verdict().into(),
         executors_seen: executors.len(),
+        failures_counted,
         counts: a.counts(),
         app_findings: a
             .findings()
@@ -417,28 +445,46 @@ pub fn markdown(r: &Report) -> String {
             a.app_id,
             a.namespace
         );
+        let v = &a.verdict;
         let _ = writeln!(
             s,
-            "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing).\n",
+            "**Verdict: {}** (`{}`, {}): {}\n",
+            v.label,
+            v.cause,
+            v.severity.as_str(),
+            v.summary.replace('|', "\\|")
+        );
+        if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
+            let _ = writeln!(s, "> {}\n", v.hint);
+        }
+        let normal = a.failures.len() - a.failures_counted;
+        let _ = writeln!(
+            s,
+            "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing); {} failure{}, {} other ending{} (normal or vanished).\n",
             a.driver_phase.as_deref().unwrap_or("not seen"),
             a.executors_seen,
             c.running,
             c.pending,
             c.failed,
             c.deleted,
-            c.missing
+            c.missing,
+            a.failures_counted,
+            if a.failures_counted == 1 { "" } else { "s" },
+            normal,
+            if normal == 1 { "" } else { "s" }
         );
-        for f in &a.app_findings {
-            let _ = writeln!(s, "**{f}**\n");
+        for f in &a.verdict.supporting {
+            let _ = writeln!(s, "**{}: {}**\n", f.code, f.summary);
         }
         if !a.failures.is_empty() {
-            s.push_str("### Executors that ended\n\n| time | executor | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|\n");
+            s.push_str("### Executors that ended\n\n| time | executor | failure | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|---|\n");
             for f in &a.failures {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
                     f.at,
                     f.executor,
+                    if f.failure { "yes" } else { "no" },
                     f.state,
                     f.exit_code
                         .map_or_else(|| "-".to_owned(), |c| c.to_string()),

@@ -28,6 +28,9 @@ pub struct AppStatus {
     pub app_id: String,
     pub app_name: Option<String>,
     pub driver: Option<DriverStatus>,
+    /// The application's verdict: the cause first (the driver, or what above the
+    /// executors ends or blocks them), with its witness and hint.
+    pub verdict: crate::diagnose::app_verdict::VerdictView,
     pub delete_on_termination: bool,
     /// The driver's configuration was read (else `delete_on_termination` and the other
     /// settings are Spark's defaults, not known).
@@ -179,6 +182,7 @@ fn app_status(a: &AppRecord) -> AppStatus {
             pod: d.pod.clone(),
             phase: d.phase.clone(),
         }),
+        verdict: a.verdict().into(),
         delete_on_termination: a.config.delete_on_termination,
         config_read: a.config.from_driver,
         counts: a.counts(),
@@ -290,8 +294,19 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             c.unknown,
             c.missing
         );
-        for f in &a.findings {
-            let _ = writeln!(out, "  [{}] {}: {}", f.severity, f.code, f.summary);
+        let v = &a.verdict;
+        let _ = writeln!(
+            out,
+            "  verdict [{}] {}: {}",
+            v.severity.as_str(),
+            v.cause,
+            v.summary
+        );
+        if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
+            let _ = writeln!(out, "    hint: {}", v.hint);
+        }
+        for f in &v.supporting {
+            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
         }
         match &a.driver_api {
             Some(d) if d.state == "ok" => {
@@ -428,12 +443,16 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
 }
 
 impl StatusReport {
-    /// Any executor in the report with an error-severity verdict (`status --exit-code`).
+    /// Any app or executor in the report with an error-severity verdict (`status --exit-code`).
     pub fn has_errors(&self) -> bool {
         self.apps
             .iter()
-            .flat_map(|a| &a.executors)
-            .any(|e| e.severity == Some("error"))
+            .any(|a| a.verdict.severity == crate::diagnose::Severity::Error)
+            || self
+                .apps
+                .iter()
+                .flat_map(|a| &a.executors)
+                .any(|e| e.severity == Some("error"))
     }
 
     /// `-o name`: `pod/NAME` for every executor whose pod still exists, as kubectl names

@@ -174,6 +174,29 @@ impl Evidence {
 pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: bool) -> Vec<Effect> {
     let mut effects = Vec::new();
     for f in finished {
+        if f.id == crate::store::DRIVER {
+            // One driver per app: its evidence is read whenever it did not end well.
+            let bad = app
+                .store
+                .view()
+                .apps
+                .get(&(f.namespace.clone(), f.app_id.clone()))
+                .is_some_and(|a| a.verdict().severity() != crate::diagnose::Severity::Info);
+            if bad {
+                effects.push(Effect::ReadEvents {
+                    namespace: f.namespace.clone(),
+                    pod: f.pod.clone(),
+                });
+                effects.push(Effect::FetchLog {
+                    namespace: f.namespace,
+                    pod: f.pod,
+                    container: f.container,
+                    previous: f.previous,
+                    capture: true,
+                });
+            }
+            continue;
+        }
         let Some(rec) = app
             .store
             .view()

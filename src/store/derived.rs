@@ -15,6 +15,7 @@ pub struct Derived {
     findings: OnceLock<Vec<Finding>>,
     incident: OnceLock<Incident>,
     trouble: OnceLock<(usize, usize)>,
+    verdict: OnceLock<crate::diagnose::app_verdict::AppVerdict>,
 }
 
 impl Clone for Derived {
@@ -43,6 +44,11 @@ impl AppRecord {
         self.derived
             .findings
             .get_or_init(|| self.compute_findings())
+    }
+
+    /// The application's verdict (its driver, and everything above the executors).
+    pub fn verdict(&self) -> &crate::diagnose::app_verdict::AppVerdict {
+        self.derived.verdict.get_or_init(|| self.compute_verdict())
     }
 
     /// The app's incident summary.

@@ -79,7 +79,7 @@ pub(super) fn driver_only(
         killed_by_tool: false,
         verdict: Verdict::default(),
     };
-    refresh(&mut rec, events, config, Some(&resolved), at);
+    refresh(&mut rec, events, config, None, Some(&resolved), at);
     rec
 }
 
@@ -101,6 +101,7 @@ pub(super) fn refresh(
     rec: &mut ExecutorRecord,
     events: &[PodEvent],
     config: &AppConfig,
+    driver_end: Option<&crate::diagnose::app_verdict::DriverEnd>,
     resolved: Option<&Resolved>,
     now: Time,
 ) -> Option<String> {
@@ -172,6 +173,7 @@ pub(super) fn refresh(
         lost_grace,
         api_polling: config.api_polling,
         delete_on_termination: config.delete_on_termination,
+        driver_end,
         now,
     });
     rec.events = evs.into();

@@ -185,7 +185,8 @@ impl AppRecord {
     }
 
     pub(super) fn compute_trouble(&self) -> (usize, usize) {
-        let app_findings = self.findings();
+        // The app verdict holds the app findings and the driver's.
+        let app_findings = &self.verdict().findings;
         let errors = self.alerts()
             + app_findings
                 .iter()

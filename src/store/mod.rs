@@ -49,9 +49,9 @@ mod incident;
 mod records;
 
 use evidence::*;
-pub use incident::{Incident, cause_label, ended_at};
+pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
-    AppConfig, AppKey, AppRecord, Counts, DriverApiState, DriverInfo, ExecutorRecord, Finished,
+    DRIVER, AppConfig, AppKey, AppRecord, Counts, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Gone, Snapshot, TimelineEntry, Transition,
 };
 
@@ -193,6 +193,23 @@ impl Store {
                 break;
             }
         }
+        if found.is_none() {
+            let driver_of: Option<AppKey> = self
+                .snap
+                .apps
+                .iter()
+                .find(|(k, a)| k.0 == namespace && a.driver.as_ref().is_some_and(|d| d.pod == pod))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = driver_of {
+                let at = self.snap.now.unwrap_or_default();
+                let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
+                if let Some(d) = &mut app.driver {
+                    d.log_tail = Some(Arc::new(lines));
+                }
+                self.driver_changed(&k, at);
+            }
+            return;
+        }
         let Some((key, id)) = found else { return };
         if let Some(rec) = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"))
             .executors
@@ -264,6 +281,10 @@ impl Store {
             // recompute, and readers' copies of the app stay shared.
             return;
         }
+        if pod.role() == Some(Role::Driver) {
+            self.upsert_driver(&app_id, pod, at, deleted);
+            return;
+        }
         let ns = pod.namespace.clone();
         let pod_events: Vec<PodEvent> = self
             .events
@@ -274,25 +295,10 @@ impl Store {
         if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
         }
-        match pod.role() {
-            Some(Role::Driver) => {
-                app.driver = Some(DriverInfo {
-                    pod: pod.name.clone(),
-                    phase: if deleted {
-                        Some("Deleted".to_owned())
-                    } else {
-                        pod.phase().map(str::to_owned)
-                    },
-                    node: pod.node_name.as_deref().map(str::to_owned),
-                    hold_until: pod.hold_expires(),
-                    conf_config_map: pod.conf_config_map.as_deref().map(str::to_owned),
-                    uid: pod.uid.clone(),
-                });
-                return;
-            }
-            Some(Role::Executor) => {}
-            None => return,
+        if pod.role() != Some(Role::Executor) {
+            return;
         }
+        app.as_of = Some(at);
         let id = match pod.exec_id_label() {
             ExecIdLabel::Id(id) => id,
             other => {
@@ -312,6 +318,7 @@ impl Store {
             }
         };
         let config = app.config.clone();
+        let driver_end = app.driver_end.clone();
         let resolved = config.classify_options().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let rv = pod.rv();
@@ -370,7 +377,14 @@ impl Store {
                     rec.gone = None; // it was only late (or known from the driver first)
                 }
                 rec.spark_container = (&resolved.config.spark_container).into();
-                if let Some(note) = refresh(rec, &pod_events, &config, Some(&resolved), at) {
+                if let Some(note) = refresh(
+                    rec,
+                    &pod_events,
+                    &config,
+                    driver_end.as_ref(),
+                    Some(&resolved),
+                    at,
+                ) {
                     timeline.push((id, note));
                 }
             }
@@ -410,7 +424,14 @@ impl Store {
                 if is_ending(state) {
                     rec.ended = Some(rec.pod.clone());
                 }
-                refresh(&mut rec, &pod_events, &config, Some(&resolved), at);
+                refresh(
+                    &mut rec,
+                    &pod_events,
+                    &config,
+                    driver_end.as_ref(),
+                    Some(&resolved),
+                    at,
+                );
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -418,6 +439,123 @@ impl Store {
             app.log(at, Some(id), text);
         }
         self.finished.extend(finished);
+    }
+
+    /// The driver pod: the app's driver info, its end told to the executors' verdicts.
+    fn upsert_driver(&mut self, app_id: &str, pod: Arc<ExecutorPod>, at: Time, deleted: bool) {
+        let key = (pod.namespace.to_string(), app_id.to_owned());
+        // A relist of the driver as it was: readers' copies of the app stay shared.
+        if !deleted
+            && let Some(d) = self.snap.apps.get(&key).and_then(|a| a.driver.as_ref())
+            && d.gone.is_none()
+            && d.last.as_deref().is_some_and(|p| *p == *pod)
+        {
+            return;
+        }
+        let events: Vec<PodEvent> = events_of(&self.events, &pod.namespace, &pod.name);
+        let app = self.app_mut(&pod.namespace, app_id);
+        if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
+            app.app_name = Some(n.to_owned());
+        }
+        app.as_of = Some(at);
+        // The same driver pod (same name and uid) keeps what was seen of it; another one (a
+        // resubmission under the same app id) starts over.
+        let prev = app
+            .driver
+            .take()
+            .filter(|d| d.pod == pod.name && (d.uid.is_none() || d.uid == pod.uid));
+        if let (Some(p), Some(new), Some(old)) = (
+            prev.as_ref(),
+            pod.rv(),
+            prev.as_ref().and_then(|p| p.last.as_ref()).and_then(|l| l.rv()),
+        ) && new < old
+        {
+            app.driver = Some(p.clone()); // a stale replay: keep ours
+            return;
+        }
+        let resolved = crate::classify::ClassifyOptions::default().resolve(&pod);
+        let state = classify(&pod, &resolved.config);
+        let (mut ended, mut ended_seen, log_tail, gone) = match &prev {
+            Some(p) => (p.ended.clone(), p.ended_seen, p.log_tail.clone(), p.gone),
+            None => (None, None, None, None),
+        };
+        let was_over = ended.is_some() || gone.is_some();
+        if ended.is_none() && state.is_final() {
+            ended = Some(pod.clone());
+            ended_seen = Some(at);
+        }
+        let now_over = ended.is_some() || deleted;
+        let mut finished = None;
+        if !was_over && now_over {
+            // Its log is evidence of how it ended (read when the verdict is not a success).
+            finished = Some(Finished {
+                namespace: pod.namespace.to_string(),
+                app_id: app_id.to_owned(),
+                id: records::DRIVER,
+                pod: pod.name.clone(),
+                container: resolved.config.spark_container.clone(),
+                previous: false,
+            });
+        }
+        let phase_changed = prev.as_ref().and_then(|p| p.phase.clone())
+            != pod.phase().map(str::to_owned);
+        app.driver = Some(DriverInfo {
+            pod: pod.name.clone(),
+            phase: if deleted {
+                Some("Deleted".to_owned())
+            } else {
+                pod.phase().map(str::to_owned)
+            },
+            node: pod.node_name.as_deref().map(str::to_owned),
+            hold_until: pod.hold_expires(),
+            conf_config_map: pod.conf_config_map.as_deref().map(str::to_owned),
+            uid: pod.uid.clone(),
+            last: Some(pod.clone()),
+            ended,
+            ended_seen,
+            gone: if deleted {
+                Some(records::DriverGoneAt { missing: false, at })
+            } else {
+                None
+            },
+            events,
+            log_tail,
+        });
+        if phase_changed || deleted {
+            let text = format!(
+                "driver {} {}",
+                pod.name,
+                if deleted {
+                    "deleted".to_owned()
+                } else {
+                    state.as_str().to_owned()
+                }
+            );
+            app.log(at, None, text);
+        }
+        self.finished.extend(finished);
+        self.driver_changed(&key, at);
+    }
+
+    /// The driver's evidence changed: its end is recomputed and, when it changed, every
+    /// executor's verdict too (an executor's end after the driver's is the driver's).
+    fn driver_changed(&mut self, key: &AppKey, at: Time) {
+        let Some(app) = self.snap.apps.get_mut(key) else {
+            return;
+        };
+        let app = derived::edit(app);
+        if !app.update_driver_end(at) {
+            return;
+        }
+        if let Some(end) = app.driver_end.clone() {
+            app.log(
+                at,
+                None,
+                format!("driver ended ({}): the application is over", end.label),
+            );
+        }
+        app.orphans = app.find_orphans(at);
+        self.rediagnose_app(key, at);
     }
 
     /// The executor's record already holds exactly this pod, at this resourceVersion.
@@ -504,6 +642,27 @@ impl Store {
                 .unregistered
                 .keys()
                 .any(|name| !present_names.contains(&(key.0.as_str(), name.as_str())));
+            let driver_gone = app.driver.as_ref().is_some_and(|d| {
+                d.gone.is_none()
+                    && d.last.is_some()
+                    && !present_names.contains(&(key.0.as_str(), d.pod.as_str()))
+                    && match (list_rv, d.last.as_ref().and_then(|p| p.rv())) {
+                        (Some(l), Some(seen)) => l > seen,
+                        _ => true,
+                    }
+            });
+            if driver_gone {
+                let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
+                if let Some(d) = &mut app.driver {
+                    d.gone = Some(records::DriverGoneAt { missing: true, at });
+                    let text = format!(
+                        "driver {} missing: absent from a full LIST with no deletion seen",
+                        d.pod
+                    );
+                    app.log(at, None, text);
+                }
+                self.driver_changed(&key, at);
+            }
             if vanished.is_empty() && !unregistered_gone {
                 continue; // nothing changed: what was derived from the app stays
             }
@@ -511,6 +670,7 @@ impl Store {
             app.unregistered
                 .retain(|name, _| present_names.contains(&(key.0.as_str(), name.as_str())));
             let config = app.config.clone();
+            let driver_end = app.driver_end.clone();
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
                     continue;
@@ -531,7 +691,7 @@ impl Store {
                     },
                 );
                 let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
-                let note = refresh(rec, &events, &config, None, at);
+                let note = refresh(rec, &events, &config, driver_end.as_ref(), None, at);
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
                 } else {
@@ -573,6 +733,28 @@ impl Store {
                 break;
             }
         }
+        if found.is_none() {
+            let driver_of: Option<AppKey> = self
+                .snap
+                .apps
+                .iter()
+                .find(|(k, a)| {
+                    k.0 == key.0
+                        && a.driver.as_ref().is_some_and(|d| {
+                            d.pod == key.1 && d.last.as_deref().is_some_and(|p| event.is_about(p))
+                        })
+                })
+                .map(|(k, _)| k.clone());
+            if let Some(k) = driver_of {
+                let events = events_of(&self.events, &key.0, &key.1);
+                let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
+                app.as_of = Some(at);
+                if let Some(d) = &mut app.driver {
+                    d.events = events;
+                }
+                self.driver_changed(&k, at);
+            }
+        }
         if let Some((k, id)) = found {
             let events: Vec<PodEvent> = self
                 .events
@@ -581,9 +763,10 @@ impl Store {
                 .unwrap_or_default();
             let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
             let config = app.config.clone();
+            let driver_end = app.driver_end.clone();
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
-                if let Some(note) = refresh(rec, &events, &config, None, at) {
+                if let Some(note) = refresh(rec, &events, &config, driver_end.as_ref(), None, at) {
                     app.log(at, Some(id), note);
                 }
             }
@@ -594,6 +777,21 @@ impl Store {
         // Rules that depend on time (ContainerCreating stuck, finalizers overdue) refresh:
         // only the executors they can apply to.
         let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
+        for k in &keys {
+            let a = &self.snap.apps[k];
+            // A waiting driver's wait grows; executors that outlive the driver become orphans.
+            let waiting = a.driver_end.is_none()
+                && a.driver
+                    .as_ref()
+                    .and_then(|d| d.last.as_deref())
+                    .is_some_and(|p| p.phase() == Some("Pending"));
+            let orphans = a.find_orphans(at);
+            if waiting || orphans != a.orphans {
+                let app = derived::edit(self.snap.apps.get_mut(k).expect("app exists"));
+                app.as_of = Some(at);
+                app.orphans = orphans;
+            }
+        }
         for k in keys {
             let due: Vec<i64> = self.snap.apps[&k]
                 .executors
@@ -617,6 +815,7 @@ impl Store {
         };
         let app = derived::edit(app);
         let config = app.config.clone();
+        let driver_end = app.driver_end.clone();
         let mut notes = Vec::new();
         for id in ids {
             let Some(rec) = app.executors.get_mut(id) else {
@@ -624,7 +823,9 @@ impl Store {
             };
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
-            notes.extend(refresh(rec, &events, &config, None, at).map(|n| (rec.id, n)));
+            notes.extend(
+                refresh(rec, &events, &config, driver_end.as_ref(), None, at).map(|n| (rec.id, n)),
+            );
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);
@@ -637,6 +838,7 @@ impl Store {
         };
         let app = derived::edit(app);
         let config = app.config.clone();
+        let driver_end = app.driver_end.clone();
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
@@ -646,7 +848,9 @@ impl Store {
                 rec.pod_state = classify(&rec.pod, &resolved.config);
                 rec.spark_container = (&resolved.config.spark_container).into();
             }
-            notes.extend(refresh(rec, &events, &config, None, at).map(|n| (rec.id, n)));
+            notes.extend(
+                refresh(rec, &events, &config, driver_end.as_ref(), None, at).map(|n| (rec.id, n)),
+            );
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);

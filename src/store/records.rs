@@ -17,7 +17,11 @@ use crate::{
     source::{Health, SourceKind},
 };
 
-/// An executor that just reached a final state: its log should be captured.
+/// The `Finished::id` of a driver pod.
+pub const DRIVER: i64 = i64::MIN;
+
+/// An executor (or a driver, with id [`DRIVER`]) that just reached a final state: its log
+/// should be captured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
     pub namespace: String,
@@ -362,6 +366,53 @@ pub struct DriverInfo {
     /// The driver pod's uid: executors Spark created name it as their owner.
     #[serde(default)]
     pub uid: Option<String>,
+    /// The driver pod as last seen (the app verdict reads it).
+    #[serde(default)]
+    pub last: Option<Arc<ExecutorPod>>,
+    /// Its first final (failed/succeeded) observation.
+    #[serde(default)]
+    pub ended: Option<Arc<ExecutorPod>>,
+    /// When the tool first saw it final.
+    #[serde(default)]
+    pub ended_seen: Option<Time>,
+    /// Gone: deleted (a watch DELETED) or missing (absent from a full LIST), and when.
+    #[serde(default)]
+    pub gone: Option<DriverGoneAt>,
+    /// Events about the driver pod, oldest first (bounded like an executor's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<PodEvent>,
+    /// The captured tail of the driver's log (read when it ends badly).
+    #[serde(default)]
+    pub log_tail: Option<Arc<Vec<String>>>,
+}
+
+/// How the driver pod went away.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DriverGoneAt {
+    /// Absent from a full LIST with no deletion seen (else a watch DELETED).
+    pub missing: bool,
+    pub at: Time,
+}
+
+impl DriverInfo {
+    /// The evidence the app verdict reads.
+    pub fn evidence(&self) -> Option<diagnose::app_verdict::DriverEvidence<'_>> {
+        use diagnose::app_verdict::{DriverEvidence, DriverGone};
+        let pod = self.last.as_deref()?;
+        Some(DriverEvidence {
+            pod,
+            ended: self.ended.as_deref(),
+            ended_seen: self.ended_seen,
+            events: &self.events,
+            gone: match self.gone {
+                None => DriverGone::No,
+                Some(g) if g.missing => DriverGone::Missing,
+                Some(_) => DriverGone::Deleted,
+            },
+            gone_at: self.gone.map(|g| g.at),
+            log_tail: self.log_tail.as_deref().map(Vec::as_slice),
+        })
+    }
 }
 
 /// How reading the driver's executor list goes, per app.
@@ -407,6 +458,16 @@ pub struct AppRecord {
     /// list naming them again does not bring them back as driver-only tombstones.
     #[serde(default, skip_serializing_if = "rangemap::RangeInclusiveSet::is_empty")]
     pub forgotten: rangemap::RangeInclusiveSet<i64>,
+    /// When the driver ended (what the executors' verdicts are told), kept up to date with
+    /// the driver's evidence.
+    #[serde(default)]
+    pub driver_end: Option<diagnose::app_verdict::DriverEnd>,
+    /// Executor pods still running or pending after the driver ended (checked each tick).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<String>,
+    /// The newest time the app's evidence was looked at (the app verdict's `now`).
+    #[serde(default)]
+    pub as_of: Option<Time>,
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,
@@ -487,6 +548,66 @@ impl AppRecord {
         })
     }
 
+    pub(super) fn compute_verdict(&self) -> diagnose::app_verdict::AppVerdict {
+        use diagnose::app_verdict::{AppEvidence, ExecutorTally, app_verdict};
+        let counts = self.counts();
+        let ended_with_driver = self
+            .executors
+            .values()
+            .filter(|e| e.verdict.cause().is_some_and(|f| f.code == Code::EndedWithDriver))
+            .count();
+        let driver = self.driver.as_ref().and_then(DriverInfo::evidence);
+        let now = self
+            .as_of
+            .or_else(|| driver.as_ref().and_then(|d| d.pod.created_at))
+            .unwrap_or_default();
+        app_verdict(&AppEvidence {
+            driver,
+            app_findings: self.findings(),
+            executors: ExecutorTally {
+                running: counts.running,
+                pending: counts.pending,
+                ended_with_driver,
+                orphans: &self.orphans,
+            },
+            now,
+        })
+    }
+
+    /// Executor pods that outlived the driver, as of `now`.
+    pub(super) fn find_orphans(&self, now: Time) -> Vec<String> {
+        let Some(end) = &self.driver_end else {
+            return Vec::new();
+        };
+        self.executors
+            .values()
+            .filter(|e| {
+                diagnose::app_verdict::is_orphan(
+                    end,
+                    e.pod_state,
+                    e.pod.deletion.is_some(),
+                    e.gone.is_some(),
+                    now,
+                )
+            })
+            .map(|e| e.pod.name.clone())
+            .collect()
+    }
+
+    /// Recomputes the driver's end from its evidence; true when it changed.
+    pub(super) fn update_driver_end(&mut self, now: Time) -> bool {
+        let end = self
+            .driver
+            .as_ref()
+            .and_then(DriverInfo::evidence)
+            .and_then(|d| diagnose::app_verdict::driver_end(&d, now));
+        if end == self.driver_end {
+            return false;
+        }
+        self.driver_end = end;
+        true
+    }
+
     pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<crate::model::Quota>) -> Self {
         Self {
             namespace: namespace.to_owned(),
@@ -500,6 +621,9 @@ impl AppRecord {
             driver_api: None,
             quotas,
             forgotten: Default::default(),
+            driver_end: None,
+            orphans: Vec::new(),
+            as_of: None,
             derived: Default::default(),
         }
     }

@@ -81,6 +81,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         lines.push(Line::from(head));
         let c = a.counts();
+        // The app's verdict when it is not a plain run: a driver that ended or waits says
+        // so here, before any executor.
+        let verdict = a.verdict();
+        let healthy = matches!(
+            verdict.cause().code,
+            crate::diagnose::Code::AppRunning | crate::diagnose::Code::DriverNotSeen
+        ) || verdict.severity() == crate::diagnose::Severity::Info
+            && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
         let driver = a
             .driver
             .as_ref()
@@ -108,7 +116,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             used += t.chars().count();
             bar.push(Span::styled(t, theme::missing()));
         }
-        for extra in [format!("· drv {driver} "), format!("· {}", a.namespace)] {
+        if !healthy {
+            let t = format!("{} ", verdict.label());
+            let t = super::fit(&t, inner_w.saturating_sub(used)).to_string();
+            used += t.chars().count();
+            bar.push(Span::styled(t, theme::severity(verdict.severity())));
+        }
+        let drv = healthy.then(|| format!("· drv {driver} "));
+        for extra in drv.into_iter().chain([format!("· {}", a.namespace)]) {
             let w = extra.chars().count();
             if used + w > inner_w {
                 break;

@@ -24,7 +24,27 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let inc = a.incident();
     let now = app.store.view().now;
     let sep = || Span::styled(" · ", theme::dim());
-    let mut first = vec![Span::styled(format!("{name}: "), theme::title())];
+    // The app's verdict first when it is more than a plain run: the cause, then the rest.
+    let verdict = a.verdict();
+    let cause = verdict.cause();
+    let plain = matches!(
+        cause.code,
+        crate::diagnose::Code::AppRunning | crate::diagnose::Code::DriverNotSeen
+    );
+    let head = (!plain).then(|| {
+        Line::from(vec![
+            Span::styled(format!("{name}: "), theme::title()),
+            Span::styled(cause.summary.clone(), theme::severity(cause.severity)),
+        ])
+    });
+    let mut first = vec![Span::styled(
+        if plain {
+            format!("{name}: ")
+        } else {
+            "executors: ".to_owned()
+        },
+        theme::title(),
+    )];
     if inc.is_quiet() {
         let c = a.counts();
         first.push(Span::styled(
@@ -67,7 +87,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     // The change to make on its own line, the setting first: it is what the reader acts on,
     // and a narrow pane wraps the rest of the line, not the setting.
-    let fix = inc.suggestion.as_ref().map(|(cause, conf)| {
+    let driver_fix = (!plain)
+        .then(|| crate::store::suggestion(&cause.hint))
+        .flatten()
+        .map(|conf| (verdict.label(), conf));
+    let fix = driver_fix.as_ref().or(inc.suggestion.as_ref()).map(|(cause, conf)| {
         Line::from(vec![
             Span::styled(conf.clone(), theme::title()),
             Span::styled(format!(" (for {cause})"), theme::dim()),
@@ -109,7 +133,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Some((None, n)) => third.push_str(&format!(" · driver: {n} active")),
         None => {}
     }
-    let mut lines = vec![Line::from(first)];
+    let mut lines: Vec<Line> = head.into_iter().collect();
+    lines.push(Line::from(first));
     if area.height >= 2 {
         lines.extend(fix);
         if !second.is_empty() {

@@ -445,3 +445,54 @@ fn control_characters_from_the_cluster_are_escaped_in_text_output() {
     );
     assert!(text.contains("exec-\\u{1b}[31mred"), "{text}");
 }
+
+/// The driver-OOM case: a Spark 3.4 driver pod OOMKilled, its three executors deleted by
+/// the garbage collector after it. The driver gets driver advice; each executor's findings
+/// name the driver's end and none says Spark still counts it; the app's verdict names the
+/// driver's OOM.
+#[test]
+fn a_driver_oom_is_the_apps_verdict_and_its_executors_ended_with_it() {
+    let doc = explain_json("driver-oom-list.json", &[]);
+    let pods = doc["pods"].as_array().expect("pods");
+    let driver = &pods[0];
+    assert_eq!(driver["role"], "driver");
+    let hint = driver["findings"][0]["hint"].as_str().unwrap();
+    assert_eq!(driver["findings"][0]["code"], "driver-oom-killed");
+    assert!(hint.contains("spark.driver.memoryOverhead=768m"), "{hint}");
+    assert!(!hint.contains("spark.executor.memoryOverhead"), "{hint}");
+    for e in &pods[1..] {
+        let findings = e["findings"].as_array().unwrap();
+        assert_eq!(findings[0]["code"], "ended-with-driver", "{e}");
+        assert!(
+            findings[0]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("the driver ended (OOMKilled, 137)"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("still counts"), "{e}");
+    }
+    let apps = doc["apps"].as_array().expect("apps");
+    assert_eq!(apps.len(), 1);
+    let v = &apps[0]["verdict"];
+    assert_eq!(v["cause"], "driver-oom-killed");
+    assert_eq!(v["severity"], "error");
+    assert_eq!(v["witness"], "pod");
+    assert_eq!(v["driver"]["exit_code"], 137);
+    assert!(
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "3 executors ended with the driver (not failures of their own)"),
+        "{v}"
+    );
+    let text = String::from_utf8(
+        triage(&["explain", &fixture("driver-oom-list.json"), "--now", NOW]).stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("verdict [error] driver-oom-killed: The driver's container was OOMKilled"),
+        "{text}"
+    );
+}

@@ -142,6 +142,36 @@ async fn reports_of_the_shipped_recordings() {
         md.contains("Driver: Failed") && md.contains("container-oom-killed"),
         "{md}"
     );
+    // oom-storm: the driver gave up (exit 11) — the app's verdict says so first.
+    assert!(
+        md.contains("**Verdict: too many executor failures (11)** (`executor-failures-exceeded`"),
+        "{md}"
+    );
+}
+
+/// The real Spark driver's recording: executor 1 was OOM-killed (a failure Spark counted);
+/// 2 vanished, 3 and 4 ended at spark.stop() — none of them a failure, so no churn.
+#[tokio::test]
+async fn only_failures_make_churn_in_the_real_spark_report() {
+    let path = format!(
+        "{}/snapshots/real-spark-oom.ndjson.zst",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (code, json, err) = triage(&["report", &path, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let app = &doc["apps"][0];
+    assert_eq!(app["failures_counted"], 1, "{app}");
+    assert_eq!(app["churn_windows"], serde_json::json!([]), "{app}");
+    let failures: Vec<i64> = app["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["failure"] == true)
+        .map(|f| f["executor"].as_i64().unwrap())
+        .collect();
+    assert_eq!(failures, vec![1]);
+    assert_eq!(app["verdict"]["cause"], "app-running");
 }
 
 #[tokio::test]

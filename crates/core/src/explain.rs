@@ -9,7 +9,14 @@ use serde::Serialize;
 
 use crate::{
     classify::{ClassifyOptions, ContainerSource, classify},
-    diagnose::{Finding, diagnose},
+    diagnose::{
+        Finding,
+        app_verdict::{
+            AppEvidence, DriverEvidence, DriverGone, ExecutorEnd, ExecutorTally, VerdictView,
+            app_verdict, attribute_to_driver, driver_end, driver_findings, ended_with, is_orphan,
+        },
+        diagnose,
+    },
     model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
     spark::{SparkView, spark_view},
     version::{self, SparkVersion, VersionSource},
@@ -20,6 +27,19 @@ use crate::{
 pub struct Explanation {
     /// One explanation per pod, in input order.
     pub pods: Vec<PodExplanation>,
+    /// One verdict per application the pods belong to, by namespace and app id.
+    pub apps: Vec<AppExplanation>,
+}
+
+/// One application, explained from the pods given.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct AppExplanation {
+    /// The app's namespace.
+    pub namespace: String,
+    /// The app's id (`spark-app-selector`).
+    pub app_id: String,
+    /// The application's verdict.
+    pub verdict: VerdictView,
 }
 
 /// One pod, explained.
@@ -65,12 +85,118 @@ pub fn explain(
     opts: &ClassifyOptions,
     now: Time,
 ) -> Explanation {
-    Explanation {
-        pods: pods
+    let mut out: Vec<PodExplanation> = pods
+        .iter()
+        .map(|p| explain_pod(p, events, opts, now))
+        .collect();
+    let apps = explain_apps(pods, events, &mut out, now);
+    Explanation { pods: out, apps }
+}
+
+/// The verdict of each app: its driver's findings said as the driver's, its executors'
+/// ends after the driver's said as the driver's.
+fn explain_apps(
+    pods: &[ExecutorPod],
+    events: &[PodEvent],
+    out: &mut [PodExplanation],
+    now: Time,
+) -> Vec<AppExplanation> {
+    let mut keys: Vec<(String, String)> = pods
+        .iter()
+        .filter_map(|p| Some((p.namespace.to_string(), p.app_id()?.to_owned())))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut apps = Vec::new();
+    for (ns, app) in keys {
+        let of_app = |p: &ExecutorPod| {
+            p.namespace.as_str() == ns && p.app_id() == Some(app.as_str())
+        };
+        let driver_events: Vec<PodEvent>;
+        let driver = match pods
             .iter()
-            .map(|p| explain_pod(p, events, opts, now))
-            .collect(),
+            .position(|p| of_app(p) && p.role() == Some(Role::Driver))
+        {
+            Some(i) => {
+                let mut evs: Vec<PodEvent> =
+                    events.iter().filter(|e| e.is_about(&pods[i])).cloned().collect();
+                evs.sort_by(PodEvent::chronological);
+                driver_events = evs;
+                Some((i, &pods[i]))
+            }
+            None => {
+                driver_events = Vec::new();
+                None
+            }
+        };
+        let evidence = driver.map(|(_, p)| DriverEvidence {
+            pod: p,
+            ended: None,
+            ended_seen: None,
+            events: &driver_events,
+            gone: DriverGone::No,
+            gone_at: None,
+            log_tail: None,
+        });
+        let end = evidence.as_ref().and_then(|d| driver_end(d, now));
+        if let (Some((i, _)), Some(d)) = (driver, &evidence) {
+            out[i].findings = driver_findings(d, now);
+        }
+        let (mut running, mut pending, mut with_driver, mut orphans) = (0, 0, 0, Vec::new());
+        for (p, e) in pods.iter().zip(out.iter_mut()) {
+            if !of_app(p) || p.role() != Some(Role::Executor) {
+                continue;
+            }
+            match e.state {
+                ExecutorState::Running => running += 1,
+                ExecutorState::Pending => pending += 1,
+                _ => {}
+            }
+            let Some(end) = &end else { continue };
+            let container = &e.spark_container;
+            let exit = p
+                .container_status(container)
+                .and_then(|c| c.terminated())
+                .map(|t| (t.exit_code, t.reason.as_deref() == Some("OOMKilled"), t.finished_at));
+            let ex = ExecutorEnd {
+                exit,
+                deletion_requested: p.deletion.as_ref().map(|d| {
+                    d.at - chrono::Duration::try_seconds(
+                        d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400),
+                    )
+                    .unwrap_or_default()
+                }),
+                gone_at: None,
+            };
+            if ended_with(end, &ex) {
+                attribute_to_driver(&mut e.findings, end);
+                if let Some(v) = &mut e.spark_view {
+                    v.caused_by_app = false;
+                    v.counts_as_failure = false;
+                }
+                with_driver += 1;
+            } else if is_orphan(end, e.state, p.deletion.is_some(), false, now) {
+                orphans.push(p.name.clone());
+            }
+        }
+        let v = app_verdict(&AppEvidence {
+            driver: evidence,
+            app_findings: &[],
+            executors: ExecutorTally {
+                running,
+                pending,
+                ended_with_driver: with_driver,
+                orphans: &orphans,
+            },
+            now,
+        });
+        apps.push(AppExplanation {
+            namespace: ns,
+            app_id: app,
+            verdict: VerdictView::from(&v),
+        });
     }
+    apps
 }
 
 fn explain_pod(
@@ -219,6 +345,28 @@ pub fn render_text(report: &Explanation) -> String {
         }
         out.push('\n');
     }
+    // An app block only where its driver was given: a lone executor's app says nothing new.
+    for a in report.apps.iter().filter(|a| a.verdict.driver.is_some()) {
+        let v = &a.verdict;
+        let _ = writeln!(out, "app {}/{}", a.namespace, a.app_id);
+        let _ = writeln!(
+            out,
+            "  verdict [{}] {}: {}",
+            v.severity.as_str(),
+            v.cause,
+            v.summary
+        );
+        for e in &v.evidence {
+            let _ = writeln!(out, "      evidence: {e}");
+        }
+        if !v.hint.is_empty() {
+            let _ = writeln!(out, "      hint: {}", v.hint);
+        }
+        for f in &v.supporting {
+            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
+        }
+        out.push('\n');
+    }
     let total = report.pods.len();
     let mut by_state: Vec<String> = ExecutorState::ALL
         .iter()
@@ -289,6 +437,7 @@ mod tests {
         assert_eq!(unknown.spark_version_source, VersionSource::Assumed);
         let text = render_text(&Explanation {
             pods: vec![unknown],
+            apps: Vec::new(),
         });
         assert!(
             text.contains(
@@ -335,7 +484,10 @@ mod tests {
         assert!(v40.spark_view.as_ref().unwrap().counts_as_failure);
         let v35 = one(failed("3.5.7"), &opts);
         assert!(!v35.spark_view.as_ref().unwrap().counts_as_failure);
-        let text = render_text(&Explanation { pods: vec![v35] });
+        let text = render_text(&Explanation {
+            pods: vec![v35],
+            apps: Vec::new(),
+        });
         assert!(
             text.contains("Spark before 4.0 has no executor-failure limit on Kubernetes"),
             "{text}"

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 7] = [
+pub const BUILT_IN: [(&str, &str); 9] = [
     (
         "mixed",
         include_str!("../../../assets/scenarios/mixed.yaml"),
@@ -34,6 +34,14 @@ pub const BUILT_IN: [(&str, &str); 7] = [
     (
         "failure-modes",
         include_str!("../../../assets/scenarios/failure-modes.yaml"),
+    ),
+    (
+        "driver-failures",
+        include_str!("../../../assets/scenarios/driver-failures.yaml"),
+    ),
+    (
+        "scale-down",
+        include_str!("../../../assets/scenarios/scale-down.yaml"),
     ),
 ];
 
@@ -158,6 +166,60 @@ pub struct AppSpec {
     /// More Spark properties for the driver's `spark.properties` (ConfigMap).
     #[serde(default)]
     pub conf: std::collections::BTreeMap<String, String>,
+    /// What happens to the driver pod (an exit, an eviction, a deletion, an image pull
+    /// failure), as an executor's fate without `executor`.
+    #[serde(default, rename = "driverFate")]
+    pub driver_fate: Option<DriverPodFate>,
+    /// The driver pod's memory request and limit (default `1408Mi`: 1g + 384m); a size no
+    /// node has keeps the driver Pending.
+    #[serde(default, rename = "driverMemory")]
+    pub driver_memory: Option<String>,
+    /// Dynamic allocation: the executor target changes at these times (a lower target
+    /// removes the newest executors, "Executor killed by driver.").
+    #[serde(default)]
+    pub scale: Vec<ScaleStep>,
+}
+
+/// A fate for the driver pod.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DriverPodFate {
+    #[serde(default, with = "humantime_serde_opt")]
+    pub at: Option<Duration>,
+    #[serde(default)]
+    pub after: Option<String>,
+    #[serde(default)]
+    pub exit: Option<i32>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub action: Option<FateAction>,
+    #[serde(default)]
+    pub image_pull_error: Option<String>,
+}
+
+impl DriverPodFate {
+    /// The same as an executor's fate.
+    pub fn as_fate(&self) -> Fate {
+        Fate {
+            at: self.at,
+            after: self.after.clone(),
+            exit: self.exit,
+            reason: self.reason.clone(),
+            action: self.action,
+            image_pull_error: self.image_pull_error.clone(),
+            ..Fate::default()
+        }
+    }
+}
+
+/// A change of the executor target (dynamic allocation).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleStep {
+    #[serde(with = "humantime_serde_req")]
+    pub at: Duration,
+    pub executors: u32,
 }
 
 fn default_batch() -> u32 {
@@ -397,6 +459,9 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
                     }]
                 })
                 .unwrap_or_default(),
+            driver_fate: None,
+            driver_memory: None,
+            scale: Vec::new(),
         });
     }
     s

@@ -10,6 +10,7 @@
 //! Finding codes are a stable contract: add new ones, never rename.
 
 pub mod app;
+pub mod app_verdict;
 mod containers;
 mod disruption;
 pub mod driver;
@@ -134,11 +135,45 @@ pub enum Code {
     /// (app) The namespace's ResourceQuota refuses new executor pods: Spark's creations fail
     /// before any pod exists.
     QuotaExhausted,
+    /// (app) The driver's container was OOM-killed (137, `OOMKilled`).
+    DriverOomKilled,
+    /// (app) The driver's JVM ran out of heap (exit 52, or an `OutOfMemoryError` in its log).
+    DriverJvmOom,
+    /// (app) The driver gave up after too many executor failures (exit 11).
+    ExecutorFailuresExceeded,
+    /// (app) The driver was evicted (node pressure, the Eviction API, a node shutdown).
+    DriverEvicted,
+    /// (app) The driver was preempted by a higher-priority pod.
+    DriverPreempted,
+    /// (app) The driver's node was lost.
+    DriverNodeLost,
+    /// (app) The driver exited with an error (any other non-zero exit).
+    DriverFailed,
+    /// (app) The driver pod vanished: absent from a full LIST, no deletion seen.
+    DriverVanished,
+    /// (app) The driver pod was deleted before it finished (by its owner, a user or a controller).
+    DriverDeleted,
+    /// (app) The driver waits: unschedulable, image pull, config error, volumes, admission.
+    DriverPending,
+    /// (app) Executors still run while their driver is gone.
+    OrphanedExecutors,
+    /// (app) The driver's container restarted.
+    DriverRestarted,
+    /// (app) The driver was stopped from outside (SIGTERM, 143): not a failure of the app.
+    DriverStopped,
+    /// (app) The driver finished (exit 0).
+    AppSucceeded,
+    /// (app) The driver runs and nothing above the executors is wrong.
+    AppRunning,
+    /// (app) No driver pod was seen (outside the scope or the selector): judged from executors only.
+    DriverNotSeen,
+    /// The executor ended because its driver ended (deleted by Spark's stop or the garbage collector).
+    EndedWithDriver,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 42] = [
+    pub const ALL: [Self; 59] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -181,6 +216,23 @@ impl Code {
         Self::SnapshotUpdateFails,
         Self::OomRecoveryMode,
         Self::QuotaExhausted,
+        Self::DriverOomKilled,
+        Self::DriverJvmOom,
+        Self::ExecutorFailuresExceeded,
+        Self::DriverEvicted,
+        Self::DriverPreempted,
+        Self::DriverNodeLost,
+        Self::DriverFailed,
+        Self::DriverVanished,
+        Self::DriverDeleted,
+        Self::DriverPending,
+        Self::OrphanedExecutors,
+        Self::DriverRestarted,
+        Self::DriverStopped,
+        Self::AppSucceeded,
+        Self::AppRunning,
+        Self::DriverNotSeen,
+        Self::EndedWithDriver,
     ];
 
     /// The kebab-case code every output uses.
@@ -228,6 +280,23 @@ impl Code {
             Self::SnapshotUpdateFails => "snapshot-update-fails",
             Self::OomRecoveryMode => "oom-recovery-mode",
             Self::QuotaExhausted => "quota-exhausted",
+            Self::DriverOomKilled => "driver-oom-killed",
+            Self::DriverJvmOom => "driver-jvm-oom",
+            Self::ExecutorFailuresExceeded => "executor-failures-exceeded",
+            Self::DriverEvicted => "driver-evicted",
+            Self::DriverPreempted => "driver-preempted",
+            Self::DriverNodeLost => "driver-node-lost",
+            Self::DriverFailed => "driver-failed",
+            Self::DriverVanished => "driver-vanished",
+            Self::DriverDeleted => "driver-deleted",
+            Self::DriverPending => "driver-pending",
+            Self::OrphanedExecutors => "orphaned-executors",
+            Self::DriverRestarted => "driver-restarted",
+            Self::DriverStopped => "driver-stopped",
+            Self::AppSucceeded => "app-succeeded",
+            Self::AppRunning => "app-running",
+            Self::DriverNotSeen => "driver-not-seen",
+            Self::EndedWithDriver => "ended-with-driver",
         }
     }
 }

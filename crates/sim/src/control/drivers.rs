@@ -52,13 +52,13 @@ impl Control {
             self.drivers[i].spec.namespace.clone(),
             self.drivers[i].driver_pod.clone(),
         );
-        let driver_running = self
-            .store
-            .get(Resource::Pods, &ns, &driver_pod)
-            .is_some_and(|d| d.phase() == "Running");
+        let driver = self.store.get(Resource::Pods, &ns, &driver_pod);
+        let driver_running = driver.as_ref().is_some_and(|d| d.phase() == "Running");
+        self.driver_over(i, driver.as_deref(), t);
         if !driver_running || self.drivers[i].finished {
             return;
         }
+        self.scale(i, t);
         // The poll, every 30 s: Spark's full list replaces the snapshot. The feed missed
         // nothing since the last full list (a lag relists at once, below), so the list
         // would only drop what is gone (or inactive) and refresh the rest: read those by
@@ -80,6 +80,95 @@ impl Control {
         self.zombies(i, t);
         self.lifecycle(i, t);
         self.allocate(i, t);
+    }
+
+    /// The driver pod ended or went: with its JVM gone, running executors lose their driver
+    /// and exit (1, "Driver … disassociated! Shutting down."); with its pod gone, the
+    /// garbage collector deletes the executor pods it owned.
+    fn driver_over(&mut self, i: usize, driver: Option<&Obj>, t: f64) {
+        let d = &self.drivers[i];
+        let ns = d.spec.namespace.clone();
+        let q = Query {
+            namespace: Some(ns.clone()),
+            labels: LabelSelector::parse(&format!(
+                "spark-app-selector={},spark-role=executor",
+                d.app_id
+            ))
+            .unwrap_or_default(),
+            ..Query::default()
+        };
+        match driver {
+            None if !d.collected => {
+                self.drivers[i].collected = true;
+                self.drivers[i].finished = true;
+                let (pods, _) = self.store.list_all(Resource::Pods, &q);
+                for p in pods {
+                    let _ = self
+                        .store
+                        .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
+                }
+            }
+            Some(p) if matches!(p.phase(), "Failed" | "Succeeded") && !d.finished => {
+                self.drivers[i].finished = true;
+                let succeeded = p.phase() == "Succeeded";
+                let (pods, _) = self.store.list_all(Resource::Pods, &q);
+                for p in pods.iter().filter(|p| p.phase() == "Running") {
+                    if succeeded {
+                        // SparkContext.stop(): the executor pods are deleted.
+                        let _ = self.store.delete(
+                            Resource::Pods,
+                            &ns,
+                            p.name(),
+                            &DeleteOptions::default(),
+                        );
+                    } else {
+                        self.exit_containers(p, 1, "Error", t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Dynamic allocation's target: the newest executors above it are removed.
+    fn scale(&mut self, i: usize, t: f64) {
+        let start = self.drivers[i].spec.start.map_or(0.0, |d| d.as_secs_f64());
+        let Some(target) = self.drivers[i]
+            .spec
+            .scale
+            .iter()
+            .filter(|s| s.at.as_secs_f64() + start <= t)
+            .last()
+            .map(|s| s.executors)
+        else {
+            return;
+        };
+        self.drivers[i].target = Some(target);
+        let d = &mut self.drivers[i];
+        let live: Vec<(i64, Arc<Obj>)> = d
+            .snapshot
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter(|(id, p)| {
+                !d.removed.contains_key(id)
+                    && matches!(d.state(*id, p), ExecutorState::Running | ExecutorState::Pending)
+            })
+            .collect();
+        let surplus = live.len().saturating_sub(target as usize);
+        let ns = d.spec.namespace.clone();
+        for (id, pod) in live.into_iter().rev().take(surplus) {
+            let msg = "Executor killed by driver.".to_owned();
+            self.drivers[i].removed.insert(id, msg.clone());
+            self.registry_update(i, id, |e, now| {
+                e.remove_time = Some(now);
+                e.remove_reason = Some(msg);
+            });
+            let _ = self
+                .store
+                .delete(Resource::Pods, &ns, pod.name(), &DeleteOptions::default());
+        }
     }
 
     /// The feed lost changes: every driver's snapshot becomes a full list of its executor
@@ -183,16 +272,29 @@ impl Control {
             &ns,
             json!({"metadata": {"name": cm_name}, "data": {"spark.properties": props}}),
         );
+        let driver_mem = d.spec.driver_memory.clone().unwrap_or_else(|| "1408Mi".into());
+        let driver_fate = d.spec.driver_fate.as_ref().map(|f| f.as_fate());
+        let driver_image = if driver_fate.as_ref().is_some_and(|f| f.image_pull_error.is_some()) {
+            format!("registry.example.com/data/spark:{}-etl", d.spec.spark_version)
+        } else {
+            d.spec.image.clone()
+        };
         let driver = json!({
             "metadata": {"name": d.driver_pod, "labels": labels},
             "spec": {"restartPolicy": "Never", "serviceAccountName": "spark",
-                     "containers": [{"name": "spark-kubernetes-driver", "image": d.spec.image, "args": ["driver", "--properties-file", "/opt/spark/conf/spark.properties"],
+                     "containers": [{"name": "spark-kubernetes-driver", "image": driver_image, "args": ["driver", "--properties-file", "/opt/spark/conf/spark.properties"],
                                      "ports": [{"name": "driver-rpc-port", "containerPort": 7078}, {"name": "blockmanager", "containerPort": 7079}, {"name": "spark-ui", "containerPort": 4040}],
-                                     "resources": {"requests": {"cpu": "1", "memory": "1408Mi"}, "limits": {"memory": "1408Mi"}},
+                                     "resources": {"requests": {"cpu": "1", "memory": driver_mem}, "limits": {"memory": driver_mem}},
                                      "volumeMounts": [{"name": "spark-conf-volume-driver", "mountPath": "/opt/spark/conf"}]}],
                      "volumes": [{"name": "spark-conf-volume-driver", "configMap": {"name": cm_name, "items": [{"key": "spark.properties", "path": "spark.properties"}]}}]}
         });
+        let driver_name = d.driver_pod.clone();
         let _ = self.store.create(Resource::Pods, &ns, driver);
+        if let Some(f) = driver_fate {
+            let fate = self.pod_fate(&f);
+            self.fates.insert((ns.clone(), driver_name), fate);
+        }
+        let d = &self.drivers[i];
         let svc = json!({"metadata": {"name": d.service, "labels": {"spark-app-selector": app_id}},
             "spec": {"clusterIP": "None", "selector": {"spark-app-selector": app_id, "spark-role": "driver"},
                      "ports": [{"name": "driver-rpc-port", "port": 7078, "targetPort": 7078, "protocol": "TCP"},
@@ -228,6 +330,11 @@ impl Control {
         let Some(f) = fate.clone() else {
             return (PodFate::default(), None);
         };
+        (self.pod_fate(&f), fate)
+    }
+
+    /// What the kubelet and the control plane do to a pod with this fate.
+    pub(super) fn pod_fate(&mut self, f: &Fate) -> PodFate {
         let action = f.action.and_then(|a| match a {
             FateAction::Vanish => Some(Action::Vanish),
             FateAction::Evict => Some(Action::Evict),
@@ -239,7 +346,7 @@ impl Control {
             FateAction::Reject => None,
         });
         let after = f.after_running(&mut self.rng).map(|d| d.as_secs_f64());
-        (
+        {
             PodFate {
                 at: f.at.map(|d| d.as_secs_f64()),
                 after,
@@ -259,9 +366,8 @@ impl Control {
                 image_pull_error: f.image_pull_error.clone(),
                 admission: (f.action == Some(FateAction::Reject))
                     .then(|| f.reason.clone().unwrap_or_else(|| "OutOfcpu".into())),
-            },
-            fate,
-        )
+            }
+        }
     }
 
     /// Creates executor `next_id` (the id is used up either way, as Spark's counter is); false
@@ -408,8 +514,8 @@ impl Control {
         }
         // spark.kubernetes.allocation.batch.size (10 in Spark 4.0) per round.
         let want = d
-            .spec
-            .executors
+            .target
+            .unwrap_or(d.spec.executors)
             .saturating_sub(count)
             .min(d.spec.allocation_batch);
         // A refused creation throws out of the round, as in Spark; the next round retries.

@@ -169,6 +169,10 @@ struct Driver {
     /// Executors whose driver view departs from their pod (scenario `driver:` fates), with
     /// the fate's time.
     driver_fates: BTreeMap<i64, (DriverFate, Option<f64>)>,
+    /// Its pod is gone and the garbage collector deleted its executors.
+    collected: bool,
+    /// Dynamic allocation's current target (`scale` steps), else `spec.executors`.
+    target: Option<u32>,
 }
 
 impl Driver {
@@ -309,6 +313,8 @@ impl Control {
                     last_poll: 0.0,
                     states: Default::default(),
                     driver_fates: BTreeMap::new(),
+                    collected: false,
+                    target: None,
                     spec: spec.clone(),
                 }
             })

@@ -3,7 +3,16 @@
 use super::*;
 
 /// The kubelet's node-pressure eviction message.
-const NODE_PRESSURE: &str = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88512Ki. Container spark-kubernetes-executor was using 2912Mi, request is 2432Mi, has larger consumption of memory. ";
+/// The kubelet's eviction message for node memory pressure, naming the pod's first container.
+fn node_pressure(p: &Obj) -> String {
+    let container = crate::kube_status::container_names(&p.value())
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| "spark-kubernetes-executor".to_owned());
+    format!(
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88512Ki. Container {container} was using 2912Mi, request is 2432Mi, has larger consumption of memory. "
+    )
+}
 /// The kubelet's message when a pod's ephemeral storage passes its containers' limits.
 const OVER_STORAGE_LIMIT: &str =
     "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ";
@@ -22,7 +31,7 @@ impl Control {
                 return;
             }
             Some(Action::Evict) => {
-                self.evict(p, NODE_PRESSURE, t);
+                self.evict(p, &node_pressure(p), t);
                 return;
             }
             Some(Action::EvictStorage) => {

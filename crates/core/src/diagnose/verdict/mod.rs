@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Code, Finding, Severity, Witness,
+    app_verdict::{DriverEnd, ExecutorEnd, attribute_to_driver, ended_with},
     driver::{PodSide, pod_from_reason, reconcile},
 };
 use crate::{
@@ -250,6 +251,8 @@ pub struct Evidence<'a> {
     pub api_polling: bool,
     /// The app's `spark.kubernetes.executor.deleteOnTermination`.
     pub delete_on_termination: bool,
+    /// The app's driver has ended: an end of this executor's from then on is the driver's.
+    pub driver_end: Option<&'a DriverEnd>,
     /// The time the verdict is made at.
     pub now: Time,
 }
@@ -416,9 +419,36 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         f.reconstructed = true;
         findings.push(f);
     }
-    let missing = missing || driver_missing;
+    let mut missing = missing || driver_missing;
+
+    // 6. The driver's end: executors deleted by Spark's stop or the garbage collector after
+    // it, or failing for want of it, ended with it.
+    let with_driver = ev.driver_end.filter(|end| {
+        let exit = exit_of_timed_any(ended, &resolved.config.spark_container);
+        ended_with(
+            end,
+            &ExecutorEnd {
+                exit,
+                deletion_requested: ev
+                    .first_deletion
+                    .or(ev.pod.deletion.as_ref())
+                    .map(requested_at),
+                gone_at: ev.gone_at,
+            },
+        )
+    });
+    if let Some(end) = with_driver {
+        attribute_to_driver(&mut findings, end);
+        missing = false;
+    }
 
     order(&mut findings);
+    if with_driver.is_some()
+        && let Some(i) = findings.iter().position(|f| f.code == Code::EndedWithDriver)
+    {
+        let f = findings.remove(i);
+        findings.insert(0, f);
+    }
 
     // The state Spark assigned or would assign.
     let state = match (&acted_on, &rebuilt, ev.gone) {
@@ -477,6 +507,14 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     }
     if let Some(s) = &mut spark {
         apply_version(s, ev.pod.label(crate::model::LABEL_SPARK_VERSION));
+        if let Some(end) = with_driver {
+            s.counted = false;
+            s.caused_by_app = false;
+            s.note = Some(format!(
+                "the application had ended ({}): nothing counts it",
+                end.label
+            ));
+        }
     }
 
     let exit = match (&acted_on, &rebuilt) {
@@ -507,6 +545,18 @@ fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Dur
     let t = pod.container_status(container)?.terminated()?;
     let finished = t.finished_at?;
     Some((t.exit_code, finished - t.started_at?, finished))
+}
+
+/// The Spark container's terminated exit: code, `OOMKilled`, `finishedAt`.
+fn exit_of_timed_any(pod: &ExecutorPod, container: &str) -> Option<(i32, bool, Option<Time>)> {
+    let t = pod.container_status(container)?.terminated()?;
+    Some((t.exit_code, t.reason.as_deref() == Some("OOMKilled"), t.finished_at))
+}
+
+/// When a deletion was asked for: `deletionTimestamp` less its grace.
+fn requested_at(d: &crate::model::Deletion) -> Time {
+    d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
+        .unwrap_or_default()
 }
 
 /// The Spark container's terminated exit code and reason (state, else lastState).

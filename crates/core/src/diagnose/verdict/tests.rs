@@ -95,6 +95,7 @@ struct Case<'a> {
     driver: Option<&'a DriverSeen>,
     log: Option<&'a [String]>,
     killed: bool,
+    driver_end: Option<&'a crate::diagnose::app_verdict::DriverEnd>,
 }
 
 impl<'a> Case<'a> {
@@ -108,6 +109,7 @@ impl<'a> Case<'a> {
             driver: None,
             log: None,
             killed: false,
+            driver_end: None,
         }
     }
 
@@ -133,6 +135,7 @@ impl<'a> Case<'a> {
             lost_grace: chrono::Duration::seconds(60),
             api_polling: true,
             delete_on_termination: true,
+            driver_end: self.driver_end,
             now: t(100),
         })
     }
@@ -413,4 +416,60 @@ fn a_pod_gone_while_creating_is_not_stuck_for_longer_than_it_was_seen() {
         "{:?}",
         codes(&v)
     );
+}
+
+#[test]
+fn executors_deleted_after_their_driver_ended_ended_with_it() {
+    use crate::diagnose::app_verdict::DriverEnd;
+    let end = DriverEnd {
+        pod: "etl-driver".to_owned(),
+        at: t(15),
+        cluster_at: Some(t(15)),
+        seen_at: t(15),
+        code: Code::DriverOomKilled,
+        label: "OOMKilled, 137".to_owned(),
+        failed: true,
+    };
+    // Running, its deletion asked by the garbage collector after the driver's OOM.
+    let gc = executor(
+        3,
+        "Running",
+        json!({"running": {"startedAt": ts(0)}}),
+        json!({"deletionTimestamp": ts(50), "deletionGracePeriodSeconds": 30}),
+        "3.4.1",
+    );
+    let v = Case {
+        gone: PodGone::Deleted,
+        driver_end: Some(&end),
+        ..Case::new(&gc)
+    }
+    .run();
+    assert_eq!(codes(&v)[0], "ended-with-driver", "{:?}", codes(&v));
+    assert!(
+        v.findings[0].summary.contains("the driver ended (OOMKilled, 137)"),
+        "{}",
+        v.findings[0].summary
+    );
+    assert!(v.findings.iter().all(|f| !f.summary.contains("still counts")));
+    assert!(!v.counted());
+    assert!(!v.missing);
+    // Vanished after the driver ended (the garbage collector's deletion missed): not missing.
+    let v = Case {
+        gone: PodGone::Missing,
+        driver_end: Some(&end),
+        ..Case::new(&running(5))
+    }
+    .run();
+    assert_eq!(codes(&v)[0], "ended-with-driver", "{:?}", codes(&v));
+    assert!(!v.missing);
+    // Its own OOM before the driver ended stays its own.
+    let own = oom(7, true);
+    let v = Case {
+        gone: PodGone::Deleted,
+        driver_end: Some(&end),
+        ..Case::new(&own)
+    }
+    .run();
+    assert_eq!(codes(&v)[0], "container-oom-killed", "{:?}", codes(&v));
+    assert!(v.counted());
 }

@@ -1,0 +1,622 @@
+//! The driver pod's own findings: how it waits, how it ended, with driver advice.
+//!
+//! The executor rules read a pod well (exits, evictions, scheduling, image pulls); the driver
+//! pod is read by the same rules and each finding is then said as the driver's, with the
+//! driver's settings (`spark.driver.memory`, `spark.driver.memoryOverhead`, …) in its hint:
+//! an executor's advice on a driver sends people to the wrong knob.
+//!
+//! Ref: Spark `SparkExitCode.scala` (11 = `EXCEED_MAX_EXECUTOR_FAILURES`, 52 = OOM),
+//! `BasicDriverFeatureStep` (driver memory = `spark.driver.memory` + overhead, overhead =
+//! max(factor × memory, `spark.driver.minMemoryOverhead` = 384m), limit = request),
+//! kubeflow/spark-operator#2775 (143 after SIGTERM is a stop, not a failure of the app).
+
+use super::super::{
+    Code, Finding, Severity, Witness, diagnose,
+    exit::{describe_terminated, first_line, overhead_suggestion},
+};
+use crate::{
+    classify::{ClassifyOptions, classify},
+    model::{ExecutorPod, ExecutorState, Terminated, Time, fmt_time},
+    spark::describe_exit_code,
+};
+
+use super::{DriverEvidence, DriverGone};
+
+const REF_EXIT: &str =
+    "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/util/SparkExitCode.scala";
+const REF_DRIVER_MEMORY: &str =
+    "https://spark.apache.org/docs/latest/running-on-kubernetes.html#spark-properties";
+const REF_STOP: &str = "https://github.com/kubeflow/spark-operator/issues/2775";
+const REF_DISRUPTION: &str =
+    "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/";
+
+/// The driver's Spark container, its terminated state (now, else before a restart) and
+/// whether that was before a restart.
+pub(super) fn driver_exit<'p>(pod: &'p ExecutorPod) -> Option<(&'p Terminated, bool)> {
+    let name = ClassifyOptions::default()
+        .resolve(pod)
+        .config
+        .spark_container;
+    let status = pod.container_status(&name)?;
+    match (status.terminated(), status.last_state.terminated()) {
+        (Some(t), _) => Some((t, false)),
+        (None, Some(t)) => Some((t, true)),
+        (None, None) => None,
+    }
+}
+
+/// The driver pod's findings, said as the driver's, worst first (not yet ordered).
+pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
+    let opts = ClassifyOptions::default();
+    // The pod Spark's end is read from: its first final observation, else the last one.
+    let pod = d.ended.unwrap_or(d.pod);
+    let resolved = opts.resolve(pod);
+    let state = classify(pod, &resolved.config);
+    let as_of = d.gone_at.map_or(now, |g| g.min(now));
+    let container = resolved.config.spark_container.clone();
+    let mut out = Vec::new();
+    let pod_findings = diagnose(pod, d.events, &resolved, state, as_of);
+    let disrupted = pod_findings
+        .iter()
+        .any(|f| matches!(f.code, Code::Evicted | Code::Preempted | Code::NodeLost));
+    for f in pod_findings {
+        if let Some(f) = driverize(f, pod, &container, state, disrupted, d) {
+            out.push(f);
+        }
+    }
+    // A deletion seen only on the last pod (the ended one has none).
+    if d.ended.is_some()
+        && !out.iter().any(|f| f.code == Code::DriverDeleted)
+        && let Some(del) = &d.pod.deletion
+        && !has_end(&out)
+    {
+        out.push(deleted(d.pod, del, state));
+    }
+    // The driver's log: a JVM OutOfMemoryError names a generic exit's cause.
+    if !out
+        .iter()
+        .any(|f| matches!(f.code, Code::DriverJvmOom | Code::DriverOomKilled))
+        && state == ExecutorState::Failed
+        && let Some(line) = d
+            .log_tail
+            .and_then(|l| l.iter().find(|l| l.contains("java.lang.OutOfMemoryError")))
+    {
+        out.push(
+            jvm_oom(format!(
+                "The driver's log shows a JVM OutOfMemoryError ({})",
+                exit_words(pod, &container)
+            ))
+            .witness(Witness::LogTail)
+            .evidence(format!("log: {}", line.trim())),
+        );
+    }
+    if d.gone == DriverGone::Missing && !has_end(&out) {
+        out.push(
+            Finding::new(
+                Code::DriverVanished,
+                Severity::Error,
+                format!(
+                    "The driver pod {} vanished: absent from a full LIST, with no deletion seen",
+                    d.pod.name
+                ),
+            )
+            .witness(Witness::Inference)
+            .evidence(format!(
+                "last seen in phase {}",
+                d.pod.phase().unwrap_or("(none)")
+            ))
+            .hint(
+                "Something removed the driver pod without a deletion event reaching watchers (a \
+                 force delete, a namespace cleanup, etcd restore). Without its driver the \
+                 application is over; its executors are deleted by the garbage collector (they \
+                 are owned by the driver pod).",
+            )
+            .reference("https://kubernetes.io/docs/concepts/architecture/garbage-collection/"),
+        );
+    }
+    if d.gone == DriverGone::Deleted
+        && !has_end(&out)
+        && !out.iter().any(|f| f.code == Code::DriverDeleted)
+    {
+        // Seen deleted with no deletion timestamp on any copy (a DELETED event of a pod
+        // never seen terminating).
+        out.push(
+            Finding::new(
+                Code::DriverDeleted,
+                Severity::Warn,
+                format!(
+                    "The driver pod {} was deleted before it finished (phase {})",
+                    d.pod.name,
+                    d.pod.phase().unwrap_or("(none)")
+                ),
+            )
+            .witness(Witness::Pod)
+            .evidence("a watch DELETED event")
+            .hint(deleted_hint(d.pod)),
+        );
+    }
+    if let Some(f) = restarted(d.pod, &container) {
+        out.push(f);
+    }
+    if out.is_empty() && state == ExecutorState::Pending {
+        let since = d.pod.created_at.map(|c| format!(" for {}", super::super::human_duration(as_of - c)));
+        out.push(
+            Finding::new(
+                Code::DriverPending,
+                Severity::Info,
+                format!("The driver is pending{}", since.unwrap_or_default()),
+            )
+            .evidence(format!("status.phase={}", d.pod.phase().unwrap_or("(none)")))
+            .hint("Nothing blocks it yet: no scheduling failure, image or config error is reported."),
+        );
+    }
+    out
+}
+
+/// The driver ended (a final exit, a disruption, a deletion or a vanish) per these findings.
+fn has_end(out: &[Finding]) -> bool {
+    out.iter().any(|f| is_end(f.code))
+}
+
+/// Codes that say the driver is over.
+pub(super) fn is_end(code: Code) -> bool {
+    matches!(
+        code,
+        Code::DriverOomKilled
+            | Code::DriverJvmOom
+            | Code::ExecutorFailuresExceeded
+            | Code::DriverEvicted
+            | Code::DriverPreempted
+            | Code::DriverNodeLost
+            | Code::DriverFailed
+            | Code::DriverVanished
+            | Code::DriverDeleted
+            | Code::DriverStopped
+            | Code::AppSucceeded
+    )
+}
+
+/// One executor-rule finding about the driver pod, said as the driver's.
+fn driverize(
+    f: Finding,
+    pod: &ExecutorPod,
+    container: &str,
+    state: ExecutorState,
+    disrupted: bool,
+    d: &DriverEvidence<'_>,
+) -> Option<Finding> {
+    let restarted_only = driver_exit(pod).is_some_and(|(_, before_restart)| before_restart);
+    let g = match f.code {
+        // An exit before a restart is the restart finding's, not the app's end.
+        Code::ContainerOomKilled
+        | Code::JvmOom
+        | Code::GenericError
+        | Code::UncaughtException
+        | Code::Sigterm
+        | Code::NodeSigkill
+        | Code::Succeeded
+        | Code::Sigsegv
+        | Code::Sigabrt
+        | Code::NotExecutable
+        | Code::ClassNotFound
+        | Code::HeartbeatFailure
+        | Code::LocalDirFailure
+        | Code::TaskReaper
+        | Code::BlockManagerReregistration
+            if restarted_only =>
+        {
+            return None;
+        }
+        Code::ContainerOomKilled => {
+            let limit = pod
+                .container_spec(container)
+                .and_then(|c| c.limits.memory.clone());
+            let at = limit
+                .as_deref()
+                .map(|l| format!(" at its {l} memory limit"))
+                .unwrap_or_default();
+            retitle(
+                f,
+                Code::DriverOomKilled,
+                Severity::Error,
+                format!(
+                    "The driver's container was OOMKilled{at} (exit {}): the kernel's cgroup OOM killer ended the application",
+                    driver_exit(pod).map_or(137, |(t, _)| t.exit_code)
+                ),
+                oom_killed_hint(limit.as_deref()),
+            )
+            .reference(REF_DRIVER_MEMORY)
+        }
+        Code::JvmOom => {
+            let summary = format!(
+                "The driver's JVM ran out of heap ({})",
+                exit_words(pod, container)
+            );
+            let mut g = jvm_oom(summary);
+            g.evidence = f.evidence;
+            g
+        }
+        Code::Succeeded => retitle(
+            f,
+            Code::AppSucceeded,
+            Severity::Info,
+            "The driver finished (exit 0): the application completed".to_owned(),
+            "Nothing to fix. Executors Spark deleted at the end are normal endings, not failures."
+                .to_owned(),
+        ),
+        Code::Sigterm if pod.deletion.is_some() || d.pod.deletion.is_some() => {
+            let del = pod.deletion.as_ref().or(d.pod.deletion.as_ref())?;
+            let mut g = deleted(pod, del, ExecutorState::Running);
+            g.summary = format!(
+                "{}; it stopped with SIGTERM (exit 143): stopped from outside, not failed by its code",
+                g.summary
+            );
+            g.evidence.splice(0..0, f.evidence);
+            g
+        }
+        Code::Sigterm => {
+            let asked = false;
+            retitle(
+                f,
+                Code::DriverStopped,
+                if asked || disrupted {
+                    Severity::Info
+                } else {
+                    Severity::Warn
+                },
+                format!(
+                    "The driver was stopped by SIGTERM (exit 143){}: a stop from outside, not a failure of the application",
+                    if asked { " after its pod's deletion" } else { "" }
+                ),
+                "Something asked the driver to stop: a deletion of the pod or of its \
+                 SparkApplication, a drain, a preemption. A driver that exits 143 because \
+                 spark.stop() ran past the pod's grace period finished its work \
+                 (kubeflow/spark-operator#2775); raise terminationGracePeriodSeconds in the \
+                 driver's pod template if the operator reports such runs as failed."
+                    .to_owned(),
+            )
+            .reference(REF_STOP)
+        }
+        Code::NodeSigkill | Code::ContainerStatusUnknown if disrupted => return None,
+        Code::ContainerStatusUnknown => retitle(
+            f,
+            Code::DriverNodeLost,
+            Severity::Error,
+            format!(
+                "The driver's container was lost with its node or runtime ({})",
+                exit_words(pod, container)
+            ),
+            "The driver's node or its container runtime went away; this is not an OOM whatever \
+             \"137\" suggests. Run drivers on on-demand (non-spot) nodes and give them a \
+             PriorityClass."
+                .to_owned(),
+        ),
+        Code::GenericError
+        | Code::UncaughtException
+        | Code::NodeSigkill
+        | Code::Sigsegv
+        | Code::Sigabrt
+        | Code::NotExecutable
+        | Code::ClassNotFound
+        | Code::HeartbeatFailure
+        | Code::LocalDirFailure
+        | Code::TaskReaper
+        | Code::BlockManagerReregistration => {
+            let code = driver_exit(pod).map(|(t, _)| t.exit_code);
+            if code == Some(11) {
+                retitle(
+                    f,
+                    Code::ExecutorFailuresExceeded,
+                    Severity::Error,
+                    "The driver gave up after too many executor failures (exit 11, spark.executor.maxNumFailures)".to_owned(),
+                    "Spark aborts the application once more executors failed than \
+                     spark.executor.maxNumFailures allows (default max(2 × \
+                     spark.executor.instances, 3)). Fix what ended the executors (their causes \
+                     below); raising the budget only delays the abort."
+                        .to_owned(),
+                )
+                .reference(REF_EXIT)
+            } else {
+                let words = exit_words(pod, container);
+                let hint = match code {
+                    Some(1) => "The application's main code threw (Spark's driver exits 1 on an \
+                                uncaught exception in the user's main): the driver log's last \
+                                exception says why."
+                        .to_owned(),
+                    Some(137) => "SIGKILL without OOMKilled: the node killed the driver (memory \
+                                  pressure outside the container's limit, a runtime kill). Set \
+                                  the driver's requests equal to its limits and keep drivers off \
+                                  overcommitted nodes."
+                        .to_owned(),
+                    _ => "Read the driver's log: its last exception or error names the cause."
+                        .to_owned(),
+                };
+                let mut g = retitle(
+                    f,
+                    Code::DriverFailed,
+                    Severity::Error,
+                    format!("The driver failed ({words})"),
+                    hint,
+                )
+                .reference(REF_EXIT);
+                if let Some(line) = d.log_tail.and_then(last_exception) {
+                    g = g.evidence(format!("log: {}", line.trim()));
+                }
+                g
+            }
+        }
+        Code::Evicted | Code::LocalStorageExceeded | Code::NodeShutdown => retitle(
+            f.clone(),
+            Code::DriverEvicted,
+            Severity::Error,
+            format!("The driver was evicted: {}", f.summary),
+            "An evicted driver ends the application (nothing replaces it): keep drivers on \
+             stable nodes (no spot), set the driver's requests equal to its limits, give it a \
+             PriorityClass and a PodDisruptionBudget, or let the operator restart it \
+             (restartPolicy in the SparkApplication)."
+                .to_owned(),
+        )
+        .reference(REF_DISRUPTION),
+        Code::Preempted => retitle(
+            f.clone(),
+            Code::DriverPreempted,
+            Severity::Error,
+            format!("The driver was preempted: {}", f.summary),
+            "A preempted driver ends the application: give drivers a higher PriorityClass \
+             (spark.kubernetes.driver.podTemplateFile, or the operator's driver priorityClassName) \
+             than the workloads that preempt them."
+                .to_owned(),
+        )
+        .reference(REF_DISRUPTION),
+        Code::NodeLost => retitle(
+            f.clone(),
+            Code::DriverNodeLost,
+            Severity::Error,
+            format!("The driver's node was lost: {}", f.summary),
+            "The driver's node stopped reporting; the application is lost with it. Run drivers \
+             on stable nodes."
+                .to_owned(),
+        ),
+        Code::Deleted => {
+            if state.is_final() {
+                return None; // its exit says how it ended
+            }
+            let del = pod.deletion.as_ref()?;
+            deleted(pod, del, state)
+        }
+        Code::Unschedulable
+        | Code::ImagePull
+        | Code::ContainerConfigError
+        | Code::ContainerCreatingStuck
+        | Code::InitContainerFailed
+        | Code::AdmissionRejected => {
+            let failed = f.code == Code::AdmissionRejected;
+            let summary = if failed {
+                format!("The driver was refused by its node: {}", f.summary)
+            } else {
+                format!("The driver waits: {}", f.summary)
+            };
+            let hint = for_driver(&f.hint);
+            let severity = if failed { Severity::Error } else { f.severity };
+            retitle(
+                f,
+                if failed { Code::DriverFailed } else { Code::DriverPending },
+                severity,
+                summary,
+                hint,
+            )
+        }
+        Code::SidecarFailed | Code::StuckRunning => {
+            let mut g = f;
+            g.hint = for_driver(&g.hint);
+            g.summary = format!("The driver pod: {}", g.summary);
+            g
+        }
+        _ => return None,
+    };
+    Some(g)
+}
+
+fn retitle(
+    mut f: Finding,
+    code: Code,
+    severity: Severity,
+    summary: String,
+    hint: String,
+) -> Finding {
+    f.code = code;
+    f.severity = severity;
+    f.summary = summary;
+    f.hint = hint;
+    f
+}
+
+/// `exit 137, OOMKilled` and Spark's words for it.
+fn exit_words(pod: &ExecutorPod, _container: &str) -> String {
+    match driver_exit(pod) {
+        Some((t, _)) => match t.reason.as_deref() {
+            Some(r) if r != "Error" => format!("exit {}, {r}", t.exit_code),
+            _ => format!("exit {}", describe_exit_code(t.exit_code)),
+        },
+        None => "no exit recorded".to_owned(),
+    }
+}
+
+fn jvm_oom(summary: String) -> Finding {
+    Finding::new(Code::DriverJvmOom, Severity::Error, summary)
+        .hint(
+            "The driver's heap overflowed: raise spark.driver.memory (e.g. --conf \
+             spark.driver.memory=4g), and look for what the driver holds: collect()/toPandas() \
+             of large results (cap them with spark.driver.maxResultSize), large broadcast joins \
+             (spark.sql.autoBroadcastJoinThreshold), very many tasks or partitions (the \
+             driver keeps state per task). spark.driver.memoryOverhead does not help here.",
+        )
+        .reference(REF_DRIVER_MEMORY)
+}
+
+/// Spark's driver memory request is `spark.driver.memory` + overhead (max(factor × memory,
+/// 384m)); the limit equals it. From the limit alone, as for executors, a concrete value.
+fn oom_killed_hint(limit: Option<&str>) -> String {
+    let concrete = limit.and_then(overhead_suggestion).map(|(heap, overhead, next)| {
+        format!(
+            " With Spark's defaults this {} limit is about {heap}Mi of heap plus {overhead}Mi of \
+             overhead: try --conf spark.driver.memoryOverhead={next}.",
+            limit.unwrap_or_default()
+        )
+    });
+    format!(
+        "The driver container's total memory (JVM heap + off-heap + native + Python) passed its \
+         limit; the heap itself did not overflow (that would be exit 52). Raise \
+         spark.driver.memoryOverhead (default max(spark.driver.memoryOverheadFactor × \
+         spark.driver.memory, spark.driver.minMemoryOverhead = 384m); the factor is 0.1, or 0.4 \
+         for PySpark/R apps). Raising spark.driver.memory mostly grows the heap, which was not \
+         what overflowed.{}",
+        concrete.unwrap_or_default()
+    )
+}
+
+fn deleted(pod: &ExecutorPod, del: &crate::model::Deletion, state: ExecutorState) -> Finding {
+    let by = match pod.owner.as_ref() {
+        Some(o) if o.kind.as_str() == "SparkApplication" => {
+            format!(" (owned by SparkApplication {}: the operator or a deletion of it)", o.name)
+        }
+        Some(o) => format!(" (owned by {} {})", o.kind, o.name),
+        None => String::new(),
+    };
+    Finding::new(
+        Code::DriverDeleted,
+        Severity::Warn,
+        format!(
+            "The driver pod was deleted while {}{by}: the application ends with it",
+            state.as_str()
+        ),
+    )
+    .evidence(format!(
+        "metadata.deletionTimestamp={} deletionGracePeriodSeconds={}",
+        fmt_time(&del.at),
+        del.grace_period_seconds
+            .map_or_else(|| "unset".to_owned(), |g| g.to_string())
+    ))
+    .hint(deleted_hint(pod))
+    .reference("https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination")
+}
+
+fn deleted_hint(pod: &ExecutorPod) -> String {
+    match pod.owner.as_ref() {
+        Some(o) if o.kind.as_str() == "SparkApplication" => format!(
+            "The SparkApplication {} was deleted or resubmitted, or the operator killed the \
+             driver (a timeout, a restart policy): see the operator's log and the \
+             SparkApplication's status.",
+            o.name
+        ),
+        _ => "A user (kubectl delete), a controller or a namespace cleanup deleted the driver \
+              pod: the API server's audit log names who. Its executors go with it (the garbage \
+              collector deletes pods the driver owns)."
+            .to_owned(),
+    }
+}
+
+/// The driver container restarted (the operator's `restartPolicy: OnFailure`, a pod
+/// template's `Always`): the previous run's end.
+fn restarted(pod: &ExecutorPod, container: &str) -> Option<Finding> {
+    let status = pod.container_status(container)?;
+    if status.restart_count <= 0 {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::DriverRestarted,
+        Severity::Warn,
+        format!(
+            "The driver's container restarted {} time{}",
+            status.restart_count,
+            if status.restart_count == 1 { "" } else { "s" }
+        ),
+    )
+    .evidence(format!(
+        "containerStatuses[{container}].restartCount={}",
+        status.restart_count
+    ));
+    if let Some(t) = status.last_state.terminated() {
+        f.summary.push_str(&format!(
+            "; the last run ended with exit {}",
+            match t.reason.as_deref() {
+                Some(r) if r != "Error" => format!("{}, {r}", t.exit_code),
+                _ => describe_exit_code(t.exit_code),
+            }
+        ));
+        f = f.evidence(describe_terminated(container, "lastState", t));
+        if let Some(m) = t.message.as_deref().filter(|m| !m.trim().is_empty()) {
+            f = f.evidence(format!("terminated.message: {}", first_line(m)));
+        }
+        f.hint = match (t.exit_code, t.reason.as_deref()) {
+            (137, Some("OOMKilled")) => {
+                let limit = pod
+                    .container_spec(container)
+                    .and_then(|c| c.limits.memory.clone());
+                oom_killed_hint(limit.as_deref())
+            }
+            (52, _) => jvm_oom(String::new()).hint,
+            _ => "A restarted driver starts the application over (new executors, lost \
+                  progress): the previous run's log (kubectl logs --previous) says why it ended."
+                .to_owned(),
+        };
+    } else {
+        f.hint = "A restarted driver starts the application over: kubectl logs --previous \
+                  says why the last run ended."
+            .to_owned();
+    }
+    Some(f)
+}
+
+/// The last line of a log that names an exception or error.
+fn last_exception(lines: &[String]) -> Option<&String> {
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("Exception") || l.contains("Error:"))
+}
+
+/// An executor's hint said for the driver: its settings and its words.
+fn for_driver(hint: &str) -> String {
+    let cut = hint
+        .find("Spark keeps a pending executor pod waiting")
+        .map_or(hint, |i| hint[..i].trim_end());
+    cut.replace("spark.kubernetes.executor.", "spark.kubernetes.driver.")
+        .replace("spark.executor.", "spark.driver.")
+        .replace("the executor's", "the driver's")
+        .replace("the executor", "the driver")
+        .replace("executors", "drivers")
+}
+
+/// When the driver ended: by the cluster's clocks (its container's `finishedAt`, its
+/// deletion request, a failed pod's condition), and by the tool's (first seen final or gone).
+pub(super) fn end_times(d: &DriverEvidence<'_>) -> (Option<Time>, Option<Time>) {
+    let pod = d.ended.unwrap_or(d.pod);
+    let finished = driver_exit(pod)
+        .filter(|(_, before_restart)| !before_restart)
+        .and_then(|(t, _)| t.finished_at);
+    let deletion = d.pod.deletion.as_ref().map(|x| x.at - grace(x));
+    // A pod failed with no container exit (an eviction, a rejection): the cluster's own
+    // time of it, the Ready or DisruptionTarget condition's transition, before first sight.
+    let condition = pod.phase().is_some_and(|p| p == "Failed" || p == "Succeeded").then(|| {
+        [("DisruptionTarget", "True"), ("Ready", "False")]
+            .iter()
+            .filter_map(|(c, status)| {
+                pod.condition(c)
+                    .filter(|c| c.status.as_str() == *status)
+                    .and_then(|c| c.last_transition)
+            })
+            .min()
+    });
+    let cluster = [finished, deletion, condition.flatten()]
+        .into_iter()
+        .flatten()
+        .min();
+    let seen = [d.ended_seen, d.gone_at].into_iter().flatten().min();
+    (cluster, seen)
+}
+
+fn grace(d: &crate::model::Deletion) -> chrono::Duration {
+    chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
+        .unwrap_or_default()
+}

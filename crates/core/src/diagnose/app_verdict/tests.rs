@@ -1,0 +1,373 @@
+//! The application verdict, on driver pods shaped like real ones (a Spark 3.4/4.x driver
+//! as `spark-submit` creates it: `spark-kubernetes-driver`, 1408Mi for 1g + 384m).
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::testing::{event, pod};
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn now() -> DateTime<Utc> {
+    at("2026-11-29T10:30:00Z")
+}
+
+fn driver(status: Value, meta_extra: Value) -> ExecutorPod {
+    let mut meta = json!({"name": "etl-driver", "uid": "uid-driver",
+        "creationTimestamp": "2026-11-29T10:00:00Z",
+        "labels": {"spark-app-selector": "spark-abc", "spark-role": "driver", "spark-version": "3.4.1"}});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    pod(json!({
+        "metadata": meta,
+        "spec": {"restartPolicy": "Never", "nodeName": "node-a", "containers": [{"name": "spark-kubernetes-driver",
+            "image": "apache/spark:3.4.1",
+            "resources": {"requests": {"cpu": "1", "memory": "1408Mi"}, "limits": {"memory": "1408Mi"}}}]},
+        "status": status
+    }))
+}
+
+fn terminated(code: i32, reason: &str, restarts: i32) -> Value {
+    json!({"phase": if code == 0 { "Succeeded" } else { "Failed" }, "containerStatuses": [
+        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.1", "imageID": "", "ready": false,
+         "restartCount": restarts, "state": {"terminated": {"exitCode": code, "reason": reason,
+            "startedAt": "2026-11-29T10:00:05Z", "finishedAt": "2026-11-29T10:20:00Z"}}}]})
+}
+
+fn running() -> Value {
+    json!({"phase": "Running", "containerStatuses": [
+        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.1", "imageID": "", "ready": true,
+         "restartCount": 0, "state": {"running": {"startedAt": "2026-11-29T10:00:05Z"}}}]})
+}
+
+fn evidence<'a>(p: &'a ExecutorPod, events: &'a [PodEvent]) -> DriverEvidence<'a> {
+    DriverEvidence {
+        pod: p,
+        ended: None,
+        ended_seen: None,
+        events,
+        gone: DriverGone::No,
+        gone_at: None,
+        log_tail: None,
+    }
+}
+
+fn verdict_of(d: DriverEvidence<'_>, app_findings: &[Finding]) -> AppVerdict {
+    app_verdict(&AppEvidence {
+        driver: Some(d),
+        app_findings,
+        executors: ExecutorTally::default(),
+        now: now(),
+    })
+}
+
+#[test]
+fn a_driver_oom_kill_gets_driver_advice_with_a_value() {
+    let p = driver(terminated(137, "OOMKilled", 0), json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    let c = v.cause();
+    assert_eq!(c.code, Code::DriverOomKilled);
+    assert_eq!(c.severity, Severity::Error);
+    assert!(c.summary.contains("1408Mi"), "{}", c.summary);
+    assert!(
+        c.hint.contains("--conf spark.driver.memoryOverhead=768m"),
+        "{}",
+        c.hint
+    );
+    assert!(!c.hint.contains("spark.executor."), "{}", c.hint);
+    assert!(c.evidence[0].contains("exitCode=137 reason=OOMKilled"));
+    assert_eq!(v.label(), "driver OOMKilled (137)");
+    let end = v.end.clone().expect("ended");
+    assert_eq!(end.label, "OOMKilled, 137");
+    assert!(end.failed);
+    assert_eq!(end.at, at("2026-11-29T10:20:00Z"));
+    let d = v.driver.unwrap();
+    assert_eq!((d.state, d.exit_code), (ExecutorState::Failed, Some(137)));
+}
+
+#[test]
+fn exit_52_and_a_logged_oom_are_the_drivers_heap() {
+    let p = driver(terminated(52, "Error", 0), json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverJvmOom);
+    assert!(v.cause().hint.contains("spark.driver.memory"));
+    assert!(v.cause().hint.contains("spark.driver.maxResultSize"));
+    // Exit 1 with an OutOfMemoryError in the log: the log names the heap.
+    let p = driver(terminated(1, "Error", 0), json!({}));
+    let log = vec![
+        "26/11/29 10:19:59 ERROR SparkContext: Error initializing".to_owned(),
+        "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space".to_owned(),
+    ];
+    let mut d = evidence(&p, &[]);
+    d.log_tail = Some(&log);
+    let v = verdict_of(d, &[]);
+    let codes: Vec<Code> = v.findings.iter().map(|f| f.code).collect();
+    assert_eq!(v.cause().code, Code::DriverJvmOom, "{codes:?}");
+    assert_eq!(v.cause().witness, Witness::LogTail);
+    assert!(codes.contains(&Code::DriverFailed));
+}
+
+#[test]
+fn exit_11_names_the_budget_and_the_executors_causes() {
+    let p = driver(terminated(11, "Error", 0), json!({}));
+    let crash = Finding::new(Code::CrashLoop, Severity::Error, "10 × container-oom-killed");
+    let v = verdict_of(evidence(&p, &[]), std::slice::from_ref(&crash));
+    assert_eq!(v.cause().code, Code::ExecutorFailuresExceeded);
+    assert!(v.cause().hint.contains("spark.executor.maxNumFailures"));
+    assert!(
+        v.cause()
+            .evidence
+            .iter()
+            .any(|e| e.contains("crash-loop: 10 × container-oom-killed")),
+        "{:?}",
+        v.cause().evidence
+    );
+    assert_eq!(v.findings[1].code, Code::CrashLoop);
+}
+
+#[test]
+fn other_exits_say_sparks_text_and_exit_0_is_success() {
+    let p = driver(terminated(1, "Error", 0), json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverFailed);
+    assert!(
+        v.cause().summary.contains("1(generic, look at logs to clarify)"),
+        "{}",
+        v.cause().summary
+    );
+    let p = driver(terminated(0, "Completed", 0), json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::AppSucceeded);
+    assert_eq!(v.severity(), Severity::Info);
+    assert!(!v.end.unwrap().failed);
+}
+
+#[test]
+fn sigterm_past_the_grace_is_a_stop_not_a_failure() {
+    // kubeflow/spark-operator#2775: the driver is deleted, spark.stop() runs past the grace.
+    let p = driver(
+        terminated(143, "Error", 0),
+        json!({"deletionTimestamp": "2026-11-29T10:20:30Z", "deletionGracePeriodSeconds": 30}),
+    );
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverDeleted, "{:?}", v.findings);
+    assert_eq!(v.severity(), Severity::Warn);
+    assert!(v.cause().summary.contains("not failed by its code"), "{}", v.cause().summary);
+    // SIGTERM with no deletion seen: stopped from outside.
+    let p = driver(terminated(143, "Error", 0), json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverStopped);
+    assert!(v.cause().summary.contains("not a failure"));
+    assert!(!v.end.unwrap().failed);
+}
+
+#[test]
+fn a_pending_driver_says_why_with_driver_settings() {
+    let status = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "message": "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."}]});
+    let mut p = driver(status, json!({}));
+    p.node_name = None;
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    let c = v.cause();
+    assert_eq!(c.code, Code::DriverPending);
+    assert!(c.summary.contains("Insufficient memory"), "{}", c.summary);
+    assert!(c.hint.contains("spark.driver.memory"), "{}", c.hint);
+    assert!(!c.hint.contains("executor"), "{}", c.hint);
+    assert!(!c.scheduling.is_empty());
+    assert!(v.end.is_none());
+    // An image pull.
+    let status = json!({"phase": "Pending", "containerStatuses": [
+        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.9", "imageID": "", "ready": false,
+         "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"apache/spark:3.4.9\""}}}]});
+    let p = driver(status, json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverPending);
+    assert!(v.cause().summary.contains("ImagePullBackOff"), "{}", v.cause().summary);
+}
+
+#[test]
+fn eviction_and_preemption_of_the_driver_end_the_app() {
+    let status = json!({"phase": "Failed", "reason": "Evicted",
+        "message": "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi."});
+    let p = driver(status, json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverEvicted);
+    assert!(v.cause().hint.contains("PriorityClass"));
+    let ev = event(json!({
+        "metadata": {"name": "etl-driver.1", "namespace": "spark-jobs"},
+        "involvedObject": {"kind": "Pod", "name": "etl-driver", "namespace": "spark-jobs", "uid": "uid-driver"},
+        "reason": "Preempted", "message": "Preempted by pod 1234-abcd on node node-a", "type": "Normal",
+        "firstTimestamp": "2026-11-29T10:19:00Z", "lastTimestamp": "2026-11-29T10:19:00Z", "count": 1}));
+    let p = driver(
+        terminated(143, "Error", 0),
+        json!({"deletionTimestamp": "2026-11-29T10:19:30Z", "deletionGracePeriodSeconds": 30}),
+    );
+    let events = [ev];
+    let v = verdict_of(evidence(&p, &events), &[]);
+    assert_eq!(v.cause().code, Code::DriverPreempted, "{:?}", v.findings);
+}
+
+#[test]
+fn deletion_vanishing_and_restarts() {
+    let p = driver(
+        running(),
+        json!({"deletionTimestamp": "2026-11-29T10:25:30Z", "deletionGracePeriodSeconds": 30,
+               "ownerReferences": [{"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "name": "etl", "uid": "u1", "controller": true}]}),
+    );
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverDeleted);
+    assert!(v.cause().summary.contains("SparkApplication etl"), "{}", v.cause().summary);
+    let p = driver(running(), json!({}));
+    let mut d = evidence(&p, &[]);
+    d.gone = DriverGone::Missing;
+    d.gone_at = Some(at("2026-11-29T10:28:00Z"));
+    let v = verdict_of(d, &[]);
+    assert_eq!(v.cause().code, Code::DriverVanished);
+    assert_eq!(v.end.unwrap().at, at("2026-11-29T10:28:00Z"));
+    let mut status = running();
+    status["containerStatuses"][0]["restartCount"] = json!(2);
+    status["containerStatuses"][0]["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled",
+        "startedAt": "2026-11-29T10:00:05Z", "finishedAt": "2026-11-29T10:10:00Z"}});
+    let p = driver(status, json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverRestarted);
+    assert!(v.cause().summary.contains("2 times"), "{}", v.cause().summary);
+    assert!(v.cause().hint.contains("spark.driver.memoryOverhead"));
+    assert!(v.end.is_none(), "a restarted driver runs");
+}
+
+#[test]
+fn a_running_driver_and_no_driver_at_all() {
+    let p = driver(running(), json!({}));
+    let v = app_verdict(&AppEvidence {
+        driver: Some(evidence(&p, &[])),
+        app_findings: &[],
+        executors: ExecutorTally {
+            running: 3,
+            pending: 1,
+            ..Default::default()
+        },
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::AppRunning);
+    assert!(v.cause().summary.contains("3 executors running, 1 pending"));
+    let v = app_verdict(&AppEvidence {
+        driver: None,
+        app_findings: &[],
+        executors: ExecutorTally::default(),
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::DriverNotSeen);
+    assert!(v.driver.is_none());
+    // A driver pod with no status at all: a clear verdict, not a panic or nothing.
+    let p = pod(json!({"metadata": {"name": "bare-driver", "labels": {"spark-role": "driver", "spark-app-selector": "spark-x"}}}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert!(!v.findings.is_empty());
+    assert!(v.cause().summary.contains("bare-driver") || v.cause().code == Code::DriverPending);
+}
+
+#[test]
+fn executors_deleted_after_the_driver_ended_are_its_end() {
+    let end = DriverEnd {
+        pod: "etl-driver".to_owned(),
+        at: at("2026-11-29T10:20:00Z"),
+        cluster_at: Some(at("2026-11-29T10:20:00Z")),
+        seen_at: at("2026-11-29T10:20:00Z"),
+        code: Code::DriverOomKilled,
+        label: "OOMKilled, 137".to_owned(),
+        failed: true,
+    };
+    let gc = ExecutorEnd {
+        exit: None,
+        deletion_requested: Some(at("2026-11-29T10:20:05Z")),
+        gone_at: None,
+    };
+    assert!(ended_with(&end, &gc));
+    // Deleted by Spark's stop a few seconds before the JVM exited.
+    let stop = ExecutorEnd {
+        deletion_requested: Some(at("2026-11-29T10:19:50Z")),
+        ..gc
+    };
+    assert!(ended_with(&end, &stop));
+    // A scale-down ten minutes earlier is its own (normal) end.
+    let earlier = ExecutorEnd {
+        deletion_requested: Some(at("2026-11-29T10:10:00Z")),
+        ..gc
+    };
+    assert!(!ended_with(&end, &earlier));
+    // Its own OOM before the driver ended stays its own, even if deleted after.
+    let own = ExecutorEnd {
+        exit: Some((137, true, Some(at("2026-11-29T10:19:58Z")))),
+        ..gc
+    };
+    assert!(!ended_with(&end, &own));
+    // A heartbeat failure after the driver died is the driver's.
+    let lost = ExecutorEnd {
+        exit: Some((56, false, Some(at("2026-11-29T10:20:40Z")))),
+        deletion_requested: None,
+        gone_at: None,
+    };
+    assert!(ended_with(&end, &lost));
+    let mut findings = vec![Finding::new(
+        Code::Deleted,
+        Severity::Info,
+        "Deletion requested at 10:20:35 (grace 30s); Spark still counts the executor as running",
+    )];
+    attribute_to_driver(&mut findings, &end);
+    assert_eq!(findings[0].code, Code::EndedWithDriver);
+    assert_eq!(
+        findings[0].summary,
+        "Ended with its driver: the driver ended (OOMKilled, 137)"
+    );
+    assert!(findings.iter().all(|f| !f.summary.contains("still counts")));
+}
+
+#[test]
+fn orphans_are_named() {
+    let end = DriverEnd {
+        pod: "etl-driver".to_owned(),
+        at: at("2026-11-29T10:20:00Z"),
+        cluster_at: Some(at("2026-11-29T10:20:00Z")),
+        seen_at: at("2026-11-29T10:20:00Z"),
+        code: Code::DriverDeleted,
+        label: "deleted".to_owned(),
+        failed: true,
+    };
+    assert!(is_orphan(&end, ExecutorState::Running, false, false, now()));
+    assert!(!is_orphan(&end, ExecutorState::Running, true, false, now()));
+    assert!(!is_orphan(
+        &end,
+        ExecutorState::Running,
+        false,
+        false,
+        at("2026-11-29T10:20:30Z")
+    ));
+    let p = driver(running(), json!({}));
+    let mut d = evidence(&p, &[]);
+    d.gone = DriverGone::Deleted;
+    d.gone_at = Some(at("2026-11-29T10:20:00Z"));
+    let orphans = vec!["etl-exec-1".to_owned(), "etl-exec-2".to_owned()];
+    let v = app_verdict(&AppEvidence {
+        driver: Some(d),
+        app_findings: &[],
+        executors: ExecutorTally {
+            running: 2,
+            orphans: &orphans,
+            ..Default::default()
+        },
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::DriverDeleted);
+    let o = v
+        .findings
+        .iter()
+        .find(|f| f.code == Code::OrphanedExecutors)
+        .unwrap();
+    assert!(o.summary.contains("etl-exec-1, etl-exec-2"), "{}", o.summary);
+}
