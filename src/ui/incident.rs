@@ -27,10 +27,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     // The app's verdict first when it is more than a plain run: the cause, then the rest.
     let verdict = a.verdict();
     let cause = verdict.cause();
-    let plain = matches!(
-        cause.code,
-        crate::diagnose::Code::AppRunning | crate::diagnose::Code::DriverNotSeen
-    );
+    let plain = !verdict.about_driver();
     let head = (!plain).then(|| {
         Line::from(vec![
             Span::styled(format!("{name}: "), theme::title()),

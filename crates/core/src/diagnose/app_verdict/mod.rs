@@ -130,6 +130,17 @@ impl AppVerdict {
         self.cause().severity
     }
 
+    /// The cause is the driver's (it ended, waits, restarted, left orphans), not a pattern of
+    /// the executors that their own lines already show.
+    pub fn about_driver(&self) -> bool {
+        let code = self.cause().code;
+        driver_pod::is_end(code)
+            || matches!(
+                code,
+                Code::DriverPending | Code::DriverRestarted | Code::OrphanedExecutors
+            )
+    }
+
     /// The cause in a few words for narrow places: `driver OOMKilled (137)`.
     pub fn label(&self) -> String {
         let c = self.cause();
