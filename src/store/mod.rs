@@ -51,8 +51,8 @@ mod records;
 use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
-    DRIVER, AppConfig, AppKey, AppRecord, Counts, DriverApiState, DriverInfo, ExecutorRecord, Finished,
-    Gone, Snapshot, TimelineEntry, Transition,
+    AppConfig, AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord,
+    Finished, Gone, Snapshot, TimelineEntry, Transition,
 };
 
 /// A pod a complete LIST named.
@@ -467,7 +467,9 @@ impl Store {
         if let (Some(p), Some(new), Some(old)) = (
             prev.as_ref(),
             pod.rv(),
-            prev.as_ref().and_then(|p| p.last.as_ref()).and_then(|l| l.rv()),
+            prev.as_ref()
+                .and_then(|p| p.last.as_ref())
+                .and_then(|l| l.rv()),
         ) && new < old
         {
             app.driver = Some(p.clone()); // a stale replay: keep ours
@@ -497,8 +499,8 @@ impl Store {
                 previous: false,
             });
         }
-        let phase_changed = prev.as_ref().and_then(|p| p.phase.clone())
-            != pod.phase().map(str::to_owned);
+        let phase_changed =
+            prev.as_ref().and_then(|p| p.phase.clone()) != pod.phase().map(str::to_owned);
         app.driver = Some(DriverInfo {
             pod: pod.name.clone(),
             phase: if deleted {

@@ -554,7 +554,11 @@ impl AppRecord {
         let ended_with_driver = self
             .executors
             .values()
-            .filter(|e| e.verdict.cause().is_some_and(|f| f.code == Code::EndedWithDriver))
+            .filter(|e| {
+                e.verdict
+                    .cause()
+                    .is_some_and(|f| f.code == Code::EndedWithDriver)
+            })
             .count();
         let driver = self.driver.as_ref().and_then(DriverInfo::evidence);
         let now = self
@@ -567,6 +571,7 @@ impl AppRecord {
             executors: ExecutorTally {
                 running: counts.running,
                 pending: counts.pending,
+                errors: self.alerts(),
                 ended_with_driver,
                 orphans: &self.orphans,
             },

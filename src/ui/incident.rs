@@ -88,12 +88,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .then(|| crate::store::suggestion(&cause.hint))
         .flatten()
         .map(|conf| (verdict.label(), conf));
-    let fix = driver_fix.as_ref().or(inc.suggestion.as_ref()).map(|(cause, conf)| {
-        Line::from(vec![
-            Span::styled(conf.clone(), theme::title()),
-            Span::styled(format!(" (for {cause})"), theme::dim()),
-        ])
-    });
+    let fix = driver_fix
+        .as_ref()
+        .or(inc.suggestion.as_ref())
+        .map(|(cause, conf)| {
+            Line::from(vec![
+                Span::styled(conf.clone(), theme::title()),
+                Span::styled(format!(" (for {cause})"), theme::dim()),
+            ])
+        });
     let mut second = Vec::new();
     if let Some(b) = &inc.budget {
         second.push(Span::raw(b.clone()));

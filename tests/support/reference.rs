@@ -19,6 +19,15 @@ pub fn compare(doc: &Value, reference: &Value) -> Vec<String> {
             diffs.push(format!("{name}: missing from the output"));
             continue;
         };
+        // The application's verdict, when the reference gives it.
+        if let Some(cause) = want.get("verdict")
+            && app["verdict"]["cause"] != *cause
+        {
+            diffs.push(format!(
+                "{name}: app verdict {}, want {cause}",
+                app["verdict"]["cause"]
+            ));
+        }
         let execs = app["executors"].as_array().expect("executors");
         let by_id = |id: i64| execs.iter().find(|e| e["id"] == id);
         let running: Vec<i64> = execs

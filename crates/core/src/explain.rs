@@ -109,17 +109,19 @@ fn explain_apps(
     keys.dedup();
     let mut apps = Vec::new();
     for (ns, app) in keys {
-        let of_app = |p: &ExecutorPod| {
-            p.namespace.as_str() == ns && p.app_id() == Some(app.as_str())
-        };
+        let of_app =
+            |p: &ExecutorPod| p.namespace.as_str() == ns && p.app_id() == Some(app.as_str());
         let driver_events: Vec<PodEvent>;
         let driver = match pods
             .iter()
             .position(|p| of_app(p) && p.role() == Some(Role::Driver))
         {
             Some(i) => {
-                let mut evs: Vec<PodEvent> =
-                    events.iter().filter(|e| e.is_about(&pods[i])).cloned().collect();
+                let mut evs: Vec<PodEvent> = events
+                    .iter()
+                    .filter(|e| e.is_about(&pods[i]))
+                    .cloned()
+                    .collect();
                 evs.sort_by(PodEvent::chronological);
                 driver_events = evs;
                 Some((i, &pods[i]))
@@ -143,6 +145,7 @@ fn explain_apps(
             out[i].findings = driver_findings(d, now);
         }
         let (mut running, mut pending, mut with_driver, mut orphans) = (0, 0, 0, Vec::new());
+        let mut errors = 0;
         for (p, e) in pods.iter().zip(out.iter_mut()) {
             if !of_app(p) || p.role() != Some(Role::Executor) {
                 continue;
@@ -152,12 +155,25 @@ fn explain_apps(
                 ExecutorState::Pending => pending += 1,
                 _ => {}
             }
-            let Some(end) = &end else { continue };
+            let Some(end) = &end else {
+                errors += usize::from(
+                    e.findings
+                        .first()
+                        .is_some_and(|f| f.severity == crate::diagnose::Severity::Error),
+                );
+                continue;
+            };
             let container = &e.spark_container;
             let exit = p
                 .container_status(container)
                 .and_then(|c| c.terminated())
-                .map(|t| (t.exit_code, t.reason.as_deref() == Some("OOMKilled"), t.finished_at));
+                .map(|t| {
+                    (
+                        t.exit_code,
+                        t.reason.as_deref() == Some("OOMKilled"),
+                        t.finished_at,
+                    )
+                });
             let ex = ExecutorEnd {
                 exit,
                 deletion_requested: p.deletion.as_ref().map(|d| {
@@ -185,6 +201,7 @@ fn explain_apps(
             executors: ExecutorTally {
                 running,
                 pending,
+                errors,
                 ended_with_driver: with_driver,
                 orphans: &orphans,
             },

@@ -103,9 +103,9 @@ impl Control {
                 self.drivers[i].finished = true;
                 let (pods, _) = self.store.list_all(Resource::Pods, &q);
                 for p in pods {
-                    let _ = self
-                        .store
-                        .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
+                    let _ =
+                        self.store
+                            .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
                 }
             }
             Some(p) if matches!(p.phase(), "Failed" | "Succeeded") && !d.finished => {
@@ -153,7 +153,10 @@ impl Control {
             .into_iter()
             .filter(|(id, p)| {
                 !d.removed.contains_key(id)
-                    && matches!(d.state(*id, p), ExecutorState::Running | ExecutorState::Pending)
+                    && matches!(
+                        d.state(*id, p),
+                        ExecutorState::Running | ExecutorState::Pending
+                    )
             })
             .collect();
         let surplus = live.len().saturating_sub(target as usize);
@@ -272,10 +275,20 @@ impl Control {
             &ns,
             json!({"metadata": {"name": cm_name}, "data": {"spark.properties": props}}),
         );
-        let driver_mem = d.spec.driver_memory.clone().unwrap_or_else(|| "1408Mi".into());
+        let driver_mem = d
+            .spec
+            .driver_memory
+            .clone()
+            .unwrap_or_else(|| "1408Mi".into());
         let driver_fate = d.spec.driver_fate.as_ref().map(|f| f.as_fate());
-        let driver_image = if driver_fate.as_ref().is_some_and(|f| f.image_pull_error.is_some()) {
-            format!("registry.example.com/data/spark:{}-etl", d.spec.spark_version)
+        let driver_image = if driver_fate
+            .as_ref()
+            .is_some_and(|f| f.image_pull_error.is_some())
+        {
+            format!(
+                "registry.example.com/data/spark:{}-etl",
+                d.spec.spark_version
+            )
         } else {
             d.spec.image.clone()
         };

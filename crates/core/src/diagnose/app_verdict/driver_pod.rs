@@ -22,13 +22,11 @@ use crate::{
 
 use super::{DriverEvidence, DriverGone};
 
-const REF_EXIT: &str =
-    "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/util/SparkExitCode.scala";
+const REF_EXIT: &str = "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/util/SparkExitCode.scala";
 const REF_DRIVER_MEMORY: &str =
     "https://spark.apache.org/docs/latest/running-on-kubernetes.html#spark-properties";
 const REF_STOP: &str = "https://github.com/kubeflow/spark-operator/issues/2775";
-const REF_DISRUPTION: &str =
-    "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/";
+const REF_DISRUPTION: &str = "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/";
 
 /// The driver's Spark container, its terminated state (now, else before a restart) and
 /// whether that was before a restart.
@@ -139,15 +137,23 @@ pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
         out.push(f);
     }
     if out.is_empty() && state == ExecutorState::Pending {
-        let since = d.pod.created_at.map(|c| format!(" for {}", super::super::human_duration(as_of - c)));
+        let since = d
+            .pod
+            .created_at
+            .map(|c| format!(" for {}", super::super::human_duration(as_of - c)));
         out.push(
             Finding::new(
                 Code::DriverPending,
                 Severity::Info,
                 format!("The driver is pending{}", since.unwrap_or_default()),
             )
-            .evidence(format!("status.phase={}", d.pod.phase().unwrap_or("(none)")))
-            .hint("Nothing blocks it yet: no scheduling failure, image or config error is reported."),
+            .evidence(format!(
+                "status.phase={}",
+                d.pod.phase().unwrap_or("(none)")
+            ))
+            .hint(
+                "Nothing blocks it yet: no scheduling failure, image or config error is reported.",
+            ),
         );
     }
     out
@@ -400,7 +406,11 @@ fn driverize(
             let severity = if failed { Severity::Error } else { f.severity };
             retitle(
                 f,
-                if failed { Code::DriverFailed } else { Code::DriverPending },
+                if failed {
+                    Code::DriverFailed
+                } else {
+                    Code::DriverPending
+                },
                 severity,
                 summary,
                 hint,
@@ -478,7 +488,10 @@ fn oom_killed_hint(limit: Option<&str>) -> String {
 fn deleted(pod: &ExecutorPod, del: &crate::model::Deletion, state: ExecutorState) -> Finding {
     let by = match pod.owner.as_ref() {
         Some(o) if o.kind.as_str() == "SparkApplication" => {
-            format!(" (owned by SparkApplication {}: the operator or a deletion of it)", o.name)
+            format!(
+                " (owned by SparkApplication {}: the operator or a deletion of it)",
+                o.name
+            )
         }
         Some(o) => format!(" (owned by {} {})", o.kind, o.name),
         None => String::new(),
@@ -598,16 +611,19 @@ pub(super) fn end_times(d: &DriverEvidence<'_>) -> (Option<Time>, Option<Time>) 
     let deletion = d.pod.deletion.as_ref().map(|x| x.at - grace(x));
     // A pod failed with no container exit (an eviction, a rejection): the cluster's own
     // time of it, the Ready or DisruptionTarget condition's transition, before first sight.
-    let condition = pod.phase().is_some_and(|p| p == "Failed" || p == "Succeeded").then(|| {
-        [("DisruptionTarget", "True"), ("Ready", "False")]
-            .iter()
-            .filter_map(|(c, status)| {
-                pod.condition(c)
-                    .filter(|c| c.status.as_str() == *status)
-                    .and_then(|c| c.last_transition)
-            })
-            .min()
-    });
+    let condition = pod
+        .phase()
+        .is_some_and(|p| p == "Failed" || p == "Succeeded")
+        .then(|| {
+            [("DisruptionTarget", "True"), ("Ready", "False")]
+                .iter()
+                .filter_map(|(c, status)| {
+                    pod.condition(c)
+                        .filter(|c| c.status.as_str() == *status)
+                        .and_then(|c| c.last_transition)
+                })
+                .min()
+        });
     let cluster = [finished, deletion, condition.flatten()]
         .into_iter()
         .flatten()

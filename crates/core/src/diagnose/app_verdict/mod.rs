@@ -68,6 +68,8 @@ pub struct ExecutorTally<'a> {
     pub running: usize,
     /// Executors pending.
     pub pending: usize,
+    /// Executors whose own verdict is an error (failed, missing, disagreeing).
+    pub errors: usize,
     /// Executors whose verdict is `ended-with-driver`.
     pub ended_with_driver: usize,
     /// Executor pods still running or pending although their driver ended (see [`is_orphan`]).
@@ -262,7 +264,10 @@ pub fn driver_end(d: &DriverEvidence<'_>, now: Time) -> Option<DriverEnd> {
         (Code::ExecutorFailuresExceeded, _) => "too many executor failures, 11".to_owned(),
         (Code::DriverFailed | Code::DriverStopped, Some(t)) => format!("exit {}", t.exit_code),
         (Code::AppSucceeded, _) => "succeeded".to_owned(),
-        (code, _) => code.as_str().trim_start_matches("driver-").replace('-', " "),
+        (code, _) => code
+            .as_str()
+            .trim_start_matches("driver-")
+            .replace('-', " "),
     };
     Some(DriverEnd {
         pod: d.pod.name.clone(),
@@ -358,7 +363,10 @@ pub fn attribute_to_driver(findings: &mut Vec<Finding>, end: &DriverEnd) {
         fmt_time(&end.at),
         end.label
     )];
-    for f in findings.iter().filter(|f| superseded(f.code) || f.code == Code::Deleted) {
+    for f in findings
+        .iter()
+        .filter(|f| superseded(f.code) || f.code == Code::Deleted)
+    {
         evidence.extend(f.evidence.iter().take(2).cloned());
     }
     findings.retain(|f| !superseded(f.code));
@@ -417,7 +425,10 @@ const APP_RANK: [Code; 21] = [
 ];
 
 fn rank(code: Code) -> usize {
-    APP_RANK.iter().position(|c| *c == code).unwrap_or(APP_RANK.len())
+    APP_RANK
+        .iter()
+        .position(|c| *c == code)
+        .unwrap_or(APP_RANK.len())
 }
 
 /// The application's verdict.
@@ -448,7 +459,11 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         f.evidence.push(format!(
             "{} executor{} ended with the driver (not failures of their own)",
             tally.ended_with_driver,
-            if tally.ended_with_driver == 1 { "" } else { "s" }
+            if tally.ended_with_driver == 1 {
+                ""
+            } else {
+                "s"
+            }
         ));
     }
     if !tally.orphans.is_empty() {
@@ -518,10 +533,15 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
                 Code::AppRunning,
                 Severity::Info,
                 format!(
-                    "Running: the driver runs{on}; {} executor{} running, {} pending",
+                    "Running: the driver runs{on}; {} executor{} running, {} pending{}",
                     tally.running,
                     if tally.running == 1 { "" } else { "s" },
-                    tally.pending
+                    tally.pending,
+                    match tally.errors {
+                        0 => String::new(),
+                        1 => "; 1 executor in error (its verdict says why)".to_owned(),
+                        n => format!("; {n} executors in error (their verdicts say why)"),
+                    }
                 ),
             )
             .evidence(format!("driver pod {}: status.phase=Running", d.pod)),

@@ -116,7 +116,11 @@ fn exit_52_and_a_logged_oom_are_the_drivers_heap() {
 #[test]
 fn exit_11_names_the_budget_and_the_executors_causes() {
     let p = driver(terminated(11, "Error", 0), json!({}));
-    let crash = Finding::new(Code::CrashLoop, Severity::Error, "10 × container-oom-killed");
+    let crash = Finding::new(
+        Code::CrashLoop,
+        Severity::Error,
+        "10 × container-oom-killed",
+    );
     let v = verdict_of(evidence(&p, &[]), std::slice::from_ref(&crash));
     assert_eq!(v.cause().code, Code::ExecutorFailuresExceeded);
     assert!(v.cause().hint.contains("spark.executor.maxNumFailures"));
@@ -137,7 +141,9 @@ fn other_exits_say_sparks_text_and_exit_0_is_success() {
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverFailed);
     assert!(
-        v.cause().summary.contains("1(generic, look at logs to clarify)"),
+        v.cause()
+            .summary
+            .contains("1(generic, look at logs to clarify)"),
         "{}",
         v.cause().summary
     );
@@ -158,7 +164,11 @@ fn sigterm_past_the_grace_is_a_stop_not_a_failure() {
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverDeleted, "{:?}", v.findings);
     assert_eq!(v.severity(), Severity::Warn);
-    assert!(v.cause().summary.contains("not failed by its code"), "{}", v.cause().summary);
+    assert!(
+        v.cause().summary.contains("not failed by its code"),
+        "{}",
+        v.cause().summary
+    );
     // SIGTERM with no deletion seen: stopped from outside.
     let p = driver(terminated(143, "Error", 0), json!({}));
     let v = verdict_of(evidence(&p, &[]), &[]);
@@ -188,7 +198,11 @@ fn a_pending_driver_says_why_with_driver_settings() {
     let p = driver(status, json!({}));
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverPending);
-    assert!(v.cause().summary.contains("ImagePullBackOff"), "{}", v.cause().summary);
+    assert!(
+        v.cause().summary.contains("ImagePullBackOff"),
+        "{}",
+        v.cause().summary
+    );
 }
 
 #[test]
@@ -222,7 +236,11 @@ fn deletion_vanishing_and_restarts() {
     );
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverDeleted);
-    assert!(v.cause().summary.contains("SparkApplication etl"), "{}", v.cause().summary);
+    assert!(
+        v.cause().summary.contains("SparkApplication etl"),
+        "{}",
+        v.cause().summary
+    );
     let p = driver(running(), json!({}));
     let mut d = evidence(&p, &[]);
     d.gone = DriverGone::Missing;
@@ -237,7 +255,11 @@ fn deletion_vanishing_and_restarts() {
     let p = driver(status, json!({}));
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverRestarted);
-    assert!(v.cause().summary.contains("2 times"), "{}", v.cause().summary);
+    assert!(
+        v.cause().summary.contains("2 times"),
+        "{}",
+        v.cause().summary
+    );
     assert!(v.cause().hint.contains("spark.driver.memoryOverhead"));
     assert!(v.end.is_none(), "a restarted driver runs");
 }
@@ -266,7 +288,9 @@ fn a_running_driver_and_no_driver_at_all() {
     assert_eq!(v.cause().code, Code::DriverNotSeen);
     assert!(v.driver.is_none());
     // A driver pod with no status at all: a clear verdict, not a panic or nothing.
-    let p = pod(json!({"metadata": {"name": "bare-driver", "labels": {"spark-role": "driver", "spark-app-selector": "spark-x"}}}));
+    let p = pod(
+        json!({"metadata": {"name": "bare-driver", "labels": {"spark-role": "driver", "spark-app-selector": "spark-x"}}}),
+    );
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert!(!v.findings.is_empty());
     assert!(v.cause().summary.contains("bare-driver") || v.cause().code == Code::DriverPending);
@@ -369,5 +393,9 @@ fn orphans_are_named() {
         .iter()
         .find(|f| f.code == Code::OrphanedExecutors)
         .unwrap();
-    assert!(o.summary.contains("etl-exec-1, etl-exec-2"), "{}", o.summary);
+    assert!(
+        o.summary.contains("etl-exec-1, etl-exec-2"),
+        "{}",
+        o.summary
+    );
 }

@@ -444,7 +444,9 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     order(&mut findings);
     if with_driver.is_some()
-        && let Some(i) = findings.iter().position(|f| f.code == Code::EndedWithDriver)
+        && let Some(i) = findings
+            .iter()
+            .position(|f| f.code == Code::EndedWithDriver)
     {
         let f = findings.remove(i);
         findings.insert(0, f);
@@ -550,7 +552,11 @@ fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Dur
 /// The Spark container's terminated exit: code, `OOMKilled`, `finishedAt`.
 fn exit_of_timed_any(pod: &ExecutorPod, container: &str) -> Option<(i32, bool, Option<Time>)> {
     let t = pod.container_status(container)?.terminated()?;
-    Some((t.exit_code, t.reason.as_deref() == Some("OOMKilled"), t.finished_at))
+    Some((
+        t.exit_code,
+        t.reason.as_deref() == Some("OOMKilled"),
+        t.finished_at,
+    ))
 }
 
 /// When a deletion was asked for: `deletionTimestamp` less its grace.

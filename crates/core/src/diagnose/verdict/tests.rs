@@ -446,11 +446,17 @@ fn executors_deleted_after_their_driver_ended_ended_with_it() {
     .run();
     assert_eq!(codes(&v)[0], "ended-with-driver", "{:?}", codes(&v));
     assert!(
-        v.findings[0].summary.contains("the driver ended (OOMKilled, 137)"),
+        v.findings[0]
+            .summary
+            .contains("the driver ended (OOMKilled, 137)"),
         "{}",
         v.findings[0].summary
     );
-    assert!(v.findings.iter().all(|f| !f.summary.contains("still counts")));
+    assert!(
+        v.findings
+            .iter()
+            .all(|f| !f.summary.contains("still counts"))
+    );
     assert!(!v.counted());
     assert!(!v.missing);
     // Vanished after the driver ended (the garbage collector's deletion missed): not missing.

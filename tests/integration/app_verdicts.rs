@@ -1,0 +1,227 @@
+//! The application verdict through the real binary: the driver-failures and scale-down
+//! scenarios on the simulator, `status -o json`, and the same verdicts from a recording's
+//! `report` and `status --recording` (one verdict, read by every output).
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use super::common::start_sim;
+
+async fn triage(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run spark-triage");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["app_name"] == name)
+        .unwrap_or_else(|| panic!("no app {name} in {doc}"))
+}
+
+/// app name → verdict cause, for every app of a status or report document.
+fn causes(doc: &Value) -> std::collections::BTreeMap<String, String> {
+    doc["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["app_name"].as_str().unwrap_or("?").to_owned(),
+                a["verdict"]["cause"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn executor_codes(app: &Value) -> Vec<(i64, Vec<String>, bool)> {
+    app["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_i64().unwrap(),
+                e["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_owned())
+                    .collect(),
+                e["spark"]["counted"] == true,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
+    let sim = start_sim("driver-failures", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let dir = std::env::temp_dir().join(format!("st-appv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("drivers.ndjson");
+    let file_s = file.display().to_string();
+    let live_args = [
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "14s",
+        "--poll-interval",
+        "2s",
+        "--no-driver-api",
+        "--exit-code",
+        "-o",
+        "json",
+    ];
+    let rec_args = [
+        "record",
+        &file_s,
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--duration",
+        "14s",
+        "--poll-interval",
+        "2s",
+        "--no-driver-api",
+    ];
+    let ((code, out, err), (rc, _, rerr)) = tokio::join!(triage(&live_args), triage(&rec_args));
+    assert_eq!(rc, 0, "{rerr}");
+    // --exit-code: the apps' verdicts are errors.
+    assert_ne!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+
+    let oom = app(&doc, "nightly-report");
+    let v = &oom["verdict"];
+    assert_eq!(v["cause"], "driver-oom-killed", "{v}");
+    assert_eq!(v["severity"], "error");
+    assert!(
+        v["hint"]
+            .as_str()
+            .unwrap()
+            .contains("spark.driver.memoryOverhead"),
+        "{v}"
+    );
+    assert_eq!(v["driver"]["exit_code"], 137);
+    // Its executors lost their driver: ended with it, not counted, not their own failure.
+    let ex = executor_codes(oom);
+    assert_eq!(ex.len(), 3, "{ex:?}");
+    for (id, codes, counted) in &ex {
+        assert_eq!(codes[0], "ended-with-driver", "executor {id}: {codes:?}");
+        assert!(!counted, "executor {id}");
+    }
+
+    let pending = app(&doc, "adhoc-query");
+    assert_eq!(pending["verdict"]["cause"], "driver-pending");
+    assert!(
+        pending["verdict"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Insufficient memory"),
+        "{pending}"
+    );
+    assert_eq!(
+        pending["verdict"]["label"],
+        "driver pending: Insufficient memory"
+    );
+
+    let deleted = app(&doc, "ingest");
+    assert_eq!(deleted["verdict"]["cause"], "driver-deleted", "{deleted}");
+    for (id, codes, counted) in executor_codes(deleted) {
+        assert_eq!(codes[0], "ended-with-driver", "executor {id}: {codes:?}");
+        assert!(!codes.contains(&"missing".to_owned()));
+        assert!(!counted);
+    }
+    assert_eq!(app(&doc, "billing")["verdict"]["cause"], "driver-evicted");
+    let done = app(&doc, "daily-agg");
+    assert_eq!(done["verdict"]["cause"], "app-succeeded");
+    assert_eq!(done["verdict"]["severity"], "info");
+    assert!(
+        !doc.to_string().contains("still counts the executor"),
+        "no Spark is left to count"
+    );
+
+    // The same verdicts from the recording, by status and by report.
+    let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"]).await;
+    assert_eq!(sc, 0, "{serr}");
+    let (pc, pout, perr) = triage(&["report", &file_s, "-o", "json"]).await;
+    assert_eq!(pc, 0, "{perr}");
+    let replayed: Value = serde_json::from_str(&sout).unwrap();
+    let report: Value = serde_json::from_str(&pout).unwrap();
+    assert_eq!(causes(&replayed), causes(&doc));
+    assert_eq!(causes(&report), causes(&doc));
+    // The report's first lines are the verdict; no executor that ended with its driver is a
+    // failure there.
+    let (_, md, _) = triage(&["report", &file_s]).await;
+    assert!(
+        md.contains("**Verdict: driver OOMKilled (137)** (`driver-oom-killed`, error)"),
+        "{md}"
+    );
+    let oom_report = app(&report, "nightly-report");
+    assert_eq!(oom_report["failures_counted"], 0, "{oom_report}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_allocation_scale_down_is_not_a_failure() {
+    let sim = start_sim("scale-down", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (code, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "16s",
+        "--poll-interval",
+        "2s",
+        "--exit-code",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 0, "no error anywhere: {err}\n{out}");
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+    let a = app(&doc, "elastic-etl");
+    assert_eq!(a["verdict"]["cause"], "app-running", "{a}");
+    let ex = executor_codes(a);
+    let removed: Vec<i64> = a["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["driver"]["remove_reason"] == "Executor killed by driver.")
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(removed.len(), 4, "scaled from 6 to 2: {ex:?}");
+    assert!(ex.iter().all(|(_, _, counted)| !counted), "{ex:?}");
+    assert!(
+        a["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["severity"] != "error" && e["severity"] != "warn"),
+        "{a}"
+    );
+    // Scaled up again after: 2 kept + 3 new running.
+    let running = a["counts"]["running"].as_u64().unwrap();
+    assert_eq!(running, 5, "{a}");
+}
