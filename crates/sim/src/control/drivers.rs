@@ -138,7 +138,7 @@ impl Control {
             .scale
             .iter()
             .filter(|s| s.at.as_secs_f64() + start <= t)
-            .last()
+            .max_by_key(|s| s.at)
             .map(|s| s.executors)
         else {
             return;

@@ -30,7 +30,7 @@ const REF_DISRUPTION: &str = "https://kubernetes.io/docs/concepts/workloads/pods
 
 /// The driver's Spark container, its terminated state (now, else before a restart) and
 /// whether that was before a restart.
-pub(super) fn driver_exit<'p>(pod: &'p ExecutorPod) -> Option<(&'p Terminated, bool)> {
+pub(super) fn driver_exit(pod: &ExecutorPod) -> Option<(&Terminated, bool)> {
     let name = ClassifyOptions::default()
         .resolve(pod)
         .config

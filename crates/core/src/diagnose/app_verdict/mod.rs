@@ -316,7 +316,8 @@ pub struct ExecutorEnd {
 pub fn ended_with(end: &DriverEnd, ex: &ExecutorEnd) -> bool {
     let slack = chrono::Duration::seconds(STOP_SLACK_SECS);
     if let Some((code, oom, finished)) = ex.exit {
-        let own = !matches!(code, 0 | 143) && !(code == 137 && !oom);
+        // Its own: not a clean exit, not a stop, not a kill from outside (137 without OOMKilled).
+        let own = !matches!(code, 0 | 143) && (code != 137 || oom);
         let memory = oom || code == 52;
         match (finished, end.cluster_at) {
             _ if own && memory => return false,
