@@ -28,10 +28,10 @@ impl Store {
                 self.logs
                     .retain(|(k, id)| k != key || !old.iter().any(|(o, _)| o == id));
             }
-            let finished = app
-                .driver
-                .as_ref()
-                .is_none_or(|d| matches!(d.phase.as_deref(), Some("Succeeded" | "Failed")));
+            let finished = app.driver.as_ref().is_none_or(|d| {
+                d.gone.is_some()
+                    || matches!(d.phase.as_deref(), Some("Succeeded" | "Failed" | "Deleted"))
+            });
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
             if app.executors.is_empty() && finished && quiet {
                 empty.push(key.clone());

@@ -452,6 +452,20 @@ impl Store {
         {
             return;
         }
+        // An older driver pod of the same app (a late event of a replaced one, an old failed
+        // pod listed beside its resubmission) does not replace the newer one.
+        if let Some(cur) = self
+            .snap
+            .apps
+            .get(&key)
+            .and_then(|a| a.driver.as_ref())
+            .and_then(|d| d.last.as_deref())
+            && cur.name != pod.name
+            && let (Some(cur_at), Some(new_at)) = (cur.created_at, pod.created_at)
+            && new_at < cur_at
+        {
+            return;
+        }
         let events: Vec<PodEvent> = events_of(&self.events, &pod.namespace, &pod.name);
         let app = self.app_mut(&pod.namespace, app_id);
         if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {

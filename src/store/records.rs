@@ -561,12 +561,18 @@ impl AppRecord {
             })
             .count();
         let driver = self.driver.as_ref().and_then(DriverInfo::evidence);
+        // A keyframe from before the driver's pod was kept knows its phase only.
+        let driver_phase = driver
+            .is_none()
+            .then(|| self.driver.as_ref().and_then(|d| d.phase.as_deref()))
+            .flatten();
         let now = self
             .as_of
             .or_else(|| driver.as_ref().and_then(|d| d.pod.created_at))
             .unwrap_or_default();
-        app_verdict(&AppEvidence {
+        let mut v = app_verdict(&AppEvidence {
             driver,
+            driver_phase,
             app_findings: self.findings(),
             executors: ExecutorTally {
                 running: counts.running,
@@ -576,7 +582,10 @@ impl AppRecord {
                 orphans: &self.orphans,
             },
             now,
-        })
+        });
+        // One end: the one the executors' verdicts were told (first seen, kept stable).
+        v.end.clone_from(&self.driver_end);
+        v
     }
 
     /// Executor pods that outlived the driver, as of `now`.
@@ -601,11 +610,22 @@ impl AppRecord {
 
     /// Recomputes the driver's end from its evidence; true when it changed.
     pub(super) fn update_driver_end(&mut self, now: Time) -> bool {
-        let end = self
+        let mut end = self
             .driver
             .as_ref()
             .and_then(DriverInfo::evidence)
             .and_then(|d| diagnose::app_verdict::driver_end(&d, now));
+        // The tool saw this driver's end once: later sights (a terminating pod's updates)
+        // do not move it.
+        if let (Some(new), Some(old)) = (&mut end, &self.driver_end)
+            && new.pod == old.pod
+            && new.uid == old.uid
+        {
+            new.seen_at = new.seen_at.min(old.seen_at);
+            if new.cluster_at.is_none() {
+                new.at = new.seen_at;
+            }
+        }
         if end == self.driver_end {
             return false;
         }

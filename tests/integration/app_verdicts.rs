@@ -145,12 +145,24 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
 
     let deleted = app(&doc, "ingest");
     assert_eq!(deleted["verdict"]["cause"], "driver-deleted", "{deleted}");
+    assert_eq!(executor_codes(deleted).len(), 3, "{deleted}");
     for (id, codes, counted) in executor_codes(deleted) {
         assert_eq!(codes[0], "ended-with-driver", "executor {id}: {codes:?}");
         assert!(!codes.contains(&"missing".to_owned()));
         assert!(!counted);
     }
-    assert_eq!(app(&doc, "billing")["verdict"]["cause"], "driver-evicted");
+    let evicted = app(&doc, "billing");
+    assert_eq!(evicted["verdict"]["cause"], "driver-evicted");
+    let ex = executor_codes(evicted);
+    assert_eq!(ex.len(), 2, "{evicted}");
+    assert!(
+        ex.iter()
+            .all(|(_, codes, counted)| codes[0] == "ended-with-driver" && !counted),
+        "{ex:?}"
+    );
+    // No app's executors are orphans: the executors of a failed driver exit, a deleted
+    // driver's are deleted.
+    assert!(!doc.to_string().contains("orphaned-executors"), "{doc}");
     let done = app(&doc, "daily-agg");
     assert_eq!(done["verdict"]["cause"], "app-succeeded");
     assert_eq!(done["verdict"]["severity"], "info");

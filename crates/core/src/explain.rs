@@ -176,6 +176,9 @@ fn explain_apps(
                 });
             let ex = ExecutorEnd {
                 exit,
+                final_at: crate::diagnose::app_verdict::final_condition_at(p),
+                own_failure: false,
+                owner_uid: p.owner.as_ref().map(|o| o.uid.as_str()),
                 deletion_requested: p.deletion.as_ref().map(|d| {
                     d.at - chrono::Duration::try_seconds(
                         d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400),
@@ -197,6 +200,7 @@ fn explain_apps(
         }
         let v = app_verdict(&AppEvidence {
             driver: evidence,
+            driver_phase: None,
             app_findings: &[],
             executors: ExecutorTally {
                 running,

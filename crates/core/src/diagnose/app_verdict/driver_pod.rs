@@ -601,6 +601,25 @@ fn for_driver(hint: &str) -> String {
         .replace("executors", "drivers")
 }
 
+/// When a final pod became final by the cluster's clock when it has no container exit to
+/// say so: its `DisruptionTarget=True` or `Ready=False` transition.
+pub fn final_condition_at(pod: &ExecutorPod) -> Option<Time> {
+    if !pod
+        .phase()
+        .is_some_and(|p| p == "Failed" || p == "Succeeded")
+    {
+        return None;
+    }
+    [("DisruptionTarget", "True"), ("Ready", "False")]
+        .iter()
+        .filter_map(|(c, status)| {
+            pod.condition(c)
+                .filter(|c| c.status.as_str() == *status)
+                .and_then(|c| c.last_transition)
+        })
+        .min()
+}
+
 /// When the driver ended: by the cluster's clocks (its container's `finishedAt`, its
 /// deletion request, a failed pod's condition), and by the tool's (first seen final or gone).
 pub(super) fn end_times(d: &DriverEvidence<'_>) -> (Option<Time>, Option<Time>) {

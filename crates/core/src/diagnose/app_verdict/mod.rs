@@ -15,6 +15,8 @@
 //! Pure and deterministic: `now` is an input.
 
 mod driver_pod;
+
+pub use driver_pod::final_condition_at;
 #[cfg(test)]
 mod tests;
 
@@ -81,6 +83,8 @@ pub struct ExecutorTally<'a> {
 pub struct AppEvidence<'a> {
     /// The driver pod; `None` when none was seen (scope, selector, RBAC).
     pub driver: Option<DriverEvidence<'a>>,
+    /// The driver's phase when only that is known (a recording made before its pod was kept).
+    pub driver_phase: Option<&'a str>,
     /// The findings over its executors (crash loop, quota, snapshot, recovery mode).
     pub app_findings: &'a [Finding],
     /// What its executors' verdicts say.
@@ -230,6 +234,10 @@ pub fn driver_findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
 pub struct DriverEnd {
     /// The driver pod's name.
     pub pod: String,
+    /// Its uid: executors another driver owns (a resubmission under the same app id) did
+    /// not end with this one.
+    #[serde(default)]
+    pub uid: Option<String>,
     /// When it ended (its container's `finishedAt`, its deletion, when it went).
     pub at: Time,
     /// The same from the cluster's clocks only (`finishedAt`, `deletionTimestamp`, a
@@ -253,8 +261,9 @@ pub fn driver_end(d: &DriverEvidence<'_>, now: Time) -> Option<DriverEnd> {
         .filter(|f| driver_pod::is_end(f.code))
         .min_by_key(|f| (rank(f.code), f.severity))?;
     let (cluster_at, seen) = driver_pod::end_times(d);
-    let seen_at = seen.unwrap_or(now);
-    let at = cluster_at.map_or(seen_at, |c| c.min(seen_at));
+    // The tool's own sight of the end; a file (explain) has none: the cluster's time then.
+    let seen_at = seen.or(cluster_at).unwrap_or(now);
+    let at = cluster_at.unwrap_or(seen_at);
     let exit = driver_pod::driver_exit(d.ended.unwrap_or(d.pod))
         .filter(|(_, before_restart)| !before_restart)
         .map(|(t, _)| t);
@@ -271,6 +280,7 @@ pub fn driver_end(d: &DriverEvidence<'_>, now: Time) -> Option<DriverEnd> {
     };
     Some(DriverEnd {
         pod: d.pod.name.clone(),
+        uid: d.pod.uid.clone(),
         at,
         cluster_at,
         seen_at,
@@ -299,9 +309,16 @@ pub fn is_orphan(
 /// When an executor ended, as far as its own pod says: (exit code, `OOMKilled`,
 /// `finishedAt`) of the Spark container, the deletion request, when it went.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ExecutorEnd {
+pub struct ExecutorEnd<'a> {
     /// The Spark container's exit: code, `OOMKilled`, `finishedAt`.
     pub exit: Option<(i32, bool, Option<Time>)>,
+    /// When the pod became final by the cluster's clock without an exit (an eviction: its
+    /// `DisruptionTarget` or `Ready=False` transition).
+    pub final_at: Option<Time>,
+    /// Its own failure is known from another witness (the driver's reason, its log).
+    pub own_failure: bool,
+    /// The uid of the driver pod that owns it (its controller reference).
+    pub owner_uid: Option<&'a str>,
     /// When its deletion was requested (`deletionTimestamp` − grace).
     pub deletion_requested: Option<Time>,
     /// When its pod went away.
@@ -313,8 +330,21 @@ pub struct ExecutorEnd {
 /// (an OOM of its own stays its own, whenever). Times of the cluster's clocks are compared
 /// with the driver's cluster time, times of the tool's with when it saw the driver end: a
 /// skewed clock never makes an earlier ending look later.
-pub fn ended_with(end: &DriverEnd, ex: &ExecutorEnd) -> bool {
+pub fn ended_with(end: &DriverEnd, ex: &ExecutorEnd<'_>) -> bool {
     let slack = chrono::Duration::seconds(STOP_SLACK_SECS);
+    if ex.own_failure {
+        return false;
+    }
+    if let (Some(owner), Some(uid)) = (ex.owner_uid, end.uid.as_deref())
+        && owner != uid
+    {
+        return false; // another run's driver owns it
+    }
+    if let (Some(f), Some(c)) = (ex.final_at, end.cluster_at)
+        && f < c - slack
+    {
+        return false; // it had ended before, its own way
+    }
     if let Some((code, oom, finished)) = ex.exit {
         // Its own: not a clean exit, not a stop, not a kill from outside (137 without OOMKilled).
         let own = !matches!(code, 0 | 143) && (code != 137 || oom);
@@ -322,7 +352,9 @@ pub fn ended_with(end: &DriverEnd, ex: &ExecutorEnd) -> bool {
         match (finished, end.cluster_at) {
             _ if own && memory => return false,
             (Some(f), Some(c)) if own && f < c => return false,
-            (Some(f), Some(c)) if f >= c - slack => return true,
+            // Any exit well before the driver ended (a node's kill, a stop) was its own.
+            (Some(f), Some(c)) if f < c - slack => return false,
+            (Some(_), Some(_)) => return true,
             (None, _) | (_, None) if own => return false,
             _ => {}
         }
@@ -441,6 +473,10 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         end = driver_end(d, ev.now);
         summary(d, end.as_ref())
     });
+    if end.is_some() {
+        // A driver that ended (deleted while it waited) no longer waits.
+        findings.retain(|f| f.code != Code::DriverPending);
+    }
     findings.extend(ev.app_findings.iter().cloned());
     // Exit 11: the executors' own causes are the reason; name them in the verdict.
     if let Some(loop_summary) = findings
@@ -454,6 +490,7 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         f.evidence.push(format!("crash-loop: {loop_summary}"));
     }
     let tally = &ev.executors;
+    findings.sort_by_key(|f| (f.severity, rank(f.code)));
     if tally.ended_with_driver > 0
         && let Some(f) = findings.iter_mut().find(|f| driver_pod::is_end(f.code))
     {
@@ -498,7 +535,22 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
             .reference("https://kubernetes.io/docs/concepts/architecture/garbage-collection/"),
         );
     }
-    if ev.driver.is_none() {
+    if ev.driver.is_none()
+        && let Some(phase) = ev.driver_phase
+    {
+        findings.push(
+            Finding::new(
+                Code::DriverNotSeen,
+                Severity::Info,
+                format!(
+                    "Driver {phase}: its pod's details were not recorded (a recording from an \
+                     older spark-triage), so the driver is not judged"
+                ),
+            )
+            .witness(Witness::Inference)
+            .hint("Record again with this version to judge the driver."),
+        );
+    } else if ev.driver.is_none() {
         findings.push(
             Finding::new(
                 Code::DriverNotSeen,

@@ -61,6 +61,7 @@ fn evidence<'a>(p: &'a ExecutorPod, events: &'a [PodEvent]) -> DriverEvidence<'a
 fn verdict_of(d: DriverEvidence<'_>, app_findings: &[Finding]) -> AppVerdict {
     app_verdict(&AppEvidence {
         driver: Some(d),
+        driver_phase: None,
         app_findings,
         executors: ExecutorTally::default(),
         now: now(),
@@ -269,6 +270,7 @@ fn a_running_driver_and_no_driver_at_all() {
     let p = driver(running(), json!({}));
     let v = app_verdict(&AppEvidence {
         driver: Some(evidence(&p, &[])),
+        driver_phase: None,
         app_findings: &[],
         executors: ExecutorTally {
             running: 3,
@@ -281,6 +283,7 @@ fn a_running_driver_and_no_driver_at_all() {
     assert!(v.cause().summary.contains("3 executors running, 1 pending"));
     let v = app_verdict(&AppEvidence {
         driver: None,
+        driver_phase: None,
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
@@ -292,14 +295,32 @@ fn a_running_driver_and_no_driver_at_all() {
         json!({"metadata": {"name": "bare-driver", "labels": {"spark-role": "driver", "spark-app-selector": "spark-x"}}}),
     );
     let v = verdict_of(evidence(&p, &[]), &[]);
-    assert!(!v.findings.is_empty());
-    assert!(v.cause().summary.contains("bare-driver") || v.cause().code == Code::DriverPending);
+    assert_eq!(v.cause().code, Code::DriverPending, "{:?}", v.findings);
+    assert!(
+        v.cause().summary.contains("bare-driver"),
+        "{}",
+        v.cause().summary
+    );
+    // A recording from before the driver's pod was kept: its phase only.
+    let v = app_verdict(&AppEvidence {
+        driver: None,
+        driver_phase: Some("Failed"),
+        app_findings: &[],
+        executors: ExecutorTally::default(),
+        now: now(),
+    });
+    assert!(
+        v.cause()
+            .summary
+            .starts_with("Driver Failed: its pod's details were not recorded")
+    );
 }
 
 #[test]
 fn executors_deleted_after_the_driver_ended_are_its_end() {
     let end = DriverEnd {
         pod: "etl-driver".to_owned(),
+        uid: Some("uid-driver".to_owned()),
         at: at("2026-11-29T10:20:00Z"),
         cluster_at: Some(at("2026-11-29T10:20:00Z")),
         seen_at: at("2026-11-29T10:20:00Z"),
@@ -309,6 +330,9 @@ fn executors_deleted_after_the_driver_ended_are_its_end() {
     };
     let gc = ExecutorEnd {
         exit: None,
+        final_at: None,
+        own_failure: false,
+        owner_uid: Some("uid-driver"),
         deletion_requested: Some(at("2026-11-29T10:20:05Z")),
         gone_at: None,
     };
@@ -336,8 +360,34 @@ fn executors_deleted_after_the_driver_ended_are_its_end() {
         exit: Some((56, false, Some(at("2026-11-29T10:20:40Z")))),
         deletion_requested: None,
         gone_at: None,
+        ..gc
     };
     assert!(ended_with(&end, &lost));
+    // Killed by its node (137 without OOMKilled) long before, deleted by the garbage
+    // collector after the driver ended: its own end, still counted.
+    let node_kill = ExecutorEnd {
+        exit: Some((137, false, Some(at("2026-11-29T10:05:00Z")))),
+        ..gc
+    };
+    assert!(!ended_with(&end, &node_kill));
+    // Evicted long before (no container exit), deleted after.
+    let evicted = ExecutorEnd {
+        final_at: Some(at("2026-11-29T10:06:00Z")),
+        ..gc
+    };
+    assert!(!ended_with(&end, &evicted));
+    // Its OOM known only from the driver's reason.
+    let rebuilt = ExecutorEnd {
+        own_failure: true,
+        ..gc
+    };
+    assert!(!ended_with(&end, &rebuilt));
+    // Owned by another driver pod (a resubmission under the same app id).
+    let other_run = ExecutorEnd {
+        owner_uid: Some("uid-other-driver"),
+        ..gc
+    };
+    assert!(!ended_with(&end, &other_run));
     let mut findings = vec![Finding::new(
         Code::Deleted,
         Severity::Info,
@@ -356,6 +406,7 @@ fn executors_deleted_after_the_driver_ended_are_its_end() {
 fn orphans_are_named() {
     let end = DriverEnd {
         pod: "etl-driver".to_owned(),
+        uid: Some("uid-driver".to_owned()),
         at: at("2026-11-29T10:20:00Z"),
         cluster_at: Some(at("2026-11-29T10:20:00Z")),
         seen_at: at("2026-11-29T10:20:00Z"),
@@ -379,6 +430,7 @@ fn orphans_are_named() {
     let orphans = vec!["etl-exec-1".to_owned(), "etl-exec-2".to_owned()];
     let v = app_verdict(&AppEvidence {
         driver: Some(d),
+        driver_phase: None,
         app_findings: &[],
         executors: ExecutorTally {
             running: 2,

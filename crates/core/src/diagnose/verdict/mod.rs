@@ -423,12 +423,21 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     // 6. The driver's end: executors deleted by Spark's stop or the garbage collector after
     // it, or failing for want of it, ended with it.
+    // An error exit known from another witness (the driver's reason, the log) is its own.
+    let own_failure = findings.iter().any(|f| {
+        f.severity == Severity::Error
+            && f.witness != Witness::Pod
+            && (is_pod_ending(f.code) || f.code == Code::JvmOom)
+    });
     let with_driver = ev.driver_end.filter(|end| {
         let exit = exit_of_timed_any(ended, &resolved.config.spark_container);
         ended_with(
             end,
             &ExecutorEnd {
                 exit,
+                final_at: super::app_verdict::final_condition_at(ended),
+                own_failure,
+                owner_uid: ev.pod.owner.as_ref().map(|o| o.uid.as_str()),
                 deletion_requested: ev
                     .first_deletion
                     .or(ev.pod.deletion.as_ref())

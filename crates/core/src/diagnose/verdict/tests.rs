@@ -423,6 +423,7 @@ fn executors_deleted_after_their_driver_ended_ended_with_it() {
     use crate::diagnose::app_verdict::DriverEnd;
     let end = DriverEnd {
         pod: "etl-driver".to_owned(),
+        uid: None,
         at: t(15),
         cluster_at: Some(t(15)),
         seen_at: t(15),
