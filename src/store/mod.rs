@@ -498,6 +498,9 @@ impl Store {
         let was_over = ended.is_some() || gone.is_some();
         if ended.is_none() && state.is_final() {
             ended = Some(pod.clone());
+        }
+        // The tool's own sight of the end: final, deleting, or gone.
+        if ended_seen.is_none() && (state.is_final() || pod.deletion.is_some() || deleted) {
             ended_seen = Some(at);
         }
         let now_over = ended.is_some() || deleted;
@@ -570,7 +573,6 @@ impl Store {
                 format!("driver ended ({}): the application is over", end.label),
             );
         }
-        app.orphans = app.find_orphans(at);
         self.rediagnose_app(key, at);
     }
 
@@ -801,11 +803,12 @@ impl Store {
                     .as_ref()
                     .and_then(|d| d.last.as_deref())
                     .is_some_and(|p| p.phase() == Some("Pending"));
-            let orphans = a.find_orphans(at);
-            if waiting || orphans != a.orphans {
-                let app = derived::edit(self.snap.apps.get_mut(k).expect("app exists"));
-                app.as_of = Some(at);
-                app.orphans = orphans;
+            let outliving = a.driver_end.is_some()
+                && a.executors
+                    .values()
+                    .any(|e| e.gone.is_none() && e.pod.deletion.is_none());
+            if waiting || outliving {
+                derived::edit(self.snap.apps.get_mut(k).expect("app exists")).as_of = Some(at);
             }
         }
         for k in keys {

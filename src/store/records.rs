@@ -462,9 +462,6 @@ pub struct AppRecord {
     /// the driver's evidence.
     #[serde(default)]
     pub driver_end: Option<diagnose::app_verdict::DriverEnd>,
-    /// Executor pods still running or pending after the driver ended (checked each tick).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub orphans: Vec<String>,
     /// The newest time the app's evidence was looked at (the app verdict's `now`).
     #[serde(default)]
     pub as_of: Option<Time>,
@@ -570,6 +567,9 @@ impl AppRecord {
             .as_of
             .or_else(|| driver.as_ref().and_then(|d| d.pod.created_at))
             .unwrap_or_default();
+        // Executors that outlived the driver, as of the app's clock (ticks move it while
+        // any executor of an ended driver is left).
+        let orphans = self.find_orphans(now);
         let mut v = app_verdict(&AppEvidence {
             driver,
             driver_phase,
@@ -579,7 +579,7 @@ impl AppRecord {
                 pending: counts.pending,
                 errors: self.alerts(),
                 ended_with_driver,
-                orphans: &self.orphans,
+                orphans: &orphans,
             },
             now,
         });
@@ -647,7 +647,6 @@ impl AppRecord {
             quotas,
             forgotten: Default::default(),
             driver_end: None,
-            orphans: Vec::new(),
             as_of: None,
             derived: Default::default(),
         }

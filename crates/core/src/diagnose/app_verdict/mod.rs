@@ -51,7 +51,7 @@ pub struct DriverEvidence<'a> {
     pub pod: &'a ExecutorPod,
     /// Its first final (failed/succeeded) observation.
     pub ended: Option<&'a ExecutorPod>,
-    /// When the tool first saw it final (a last resort for when it ended).
+    /// When the tool first saw it final, deleting or gone (its own clock).
     pub ended_seen: Option<Time>,
     /// Events about the driver pod, oldest first.
     pub events: &'a [PodEvent],
