@@ -183,17 +183,7 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
                 .get(&(f.namespace.clone(), f.app_id.clone()))
                 .is_some_and(|a| a.verdict().severity() != crate::diagnose::Severity::Info);
             if bad {
-                effects.push(Effect::ReadEvents {
-                    namespace: f.namespace.clone(),
-                    pod: f.pod.clone(),
-                });
-                effects.push(Effect::FetchLog {
-                    namespace: f.namespace,
-                    pod: f.pod,
-                    container: f.container,
-                    previous: f.previous,
-                    capture: true,
-                });
+                effects.extend(evidence_reads(f));
             }
             continue;
         }
@@ -224,22 +214,29 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
         if !app.evidence.ended(sig, f.id, (&f.namespace, &f.pod), now) {
             continue;
         }
-        effects.push(Effect::ReadEvents {
-            namespace: f.namespace.clone(),
-            pod: f.pod.clone(),
-        });
-        effects.push(Effect::FetchLog {
-            namespace: f.namespace,
-            pod: f.pod,
-            container: f.container,
-            previous: f.previous,
-            capture: true,
-        });
+        effects.extend(evidence_reads(f));
     }
     if tick {
         effects.extend(stuck_pending(app, now));
     }
     effects
+}
+
+/// An ended pod's evidence: its events, and its log tail captured.
+fn evidence_reads(f: Finished) -> [Effect; 2] {
+    [
+        Effect::ReadEvents {
+            namespace: f.namespace.clone(),
+            pod: f.pod.clone(),
+        },
+        Effect::FetchLog {
+            namespace: f.namespace,
+            pod: f.pod,
+            container: f.container,
+            previous: f.previous,
+            capture: true,
+        },
+    ]
 }
 
 /// Events of executors pending for a while, read once each within the evidence budget (the

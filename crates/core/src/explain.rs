@@ -14,6 +14,7 @@ use crate::{
         app_verdict::{
             AppEvidence, DriverEvidence, DriverGone, ExecutorEnd, ExecutorTally, VerdictView,
             app_verdict, attribute_to_driver, driver_end, driver_findings, ended_with, is_orphan,
+            requested_at,
         },
         diagnose,
     },
@@ -179,12 +180,7 @@ fn explain_apps(
                 final_at: crate::diagnose::app_verdict::final_condition_at(p),
                 own_failure: false,
                 owner_uid: p.owner.as_ref().map(|o| o.uid.as_str()),
-                deletion_requested: p.deletion.as_ref().map(|d| {
-                    d.at - chrono::Duration::try_seconds(
-                        d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400),
-                    )
-                    .unwrap_or_default()
-                }),
+                deletion_requested: p.deletion.as_ref().map(requested_at),
                 gone_at: None,
             };
             if ended_with(end, &ex) {

@@ -627,31 +627,11 @@ pub(super) fn end_times(d: &DriverEvidence<'_>) -> (Option<Time>, Option<Time>) 
     let finished = driver_exit(pod)
         .filter(|(_, before_restart)| !before_restart)
         .and_then(|(t, _)| t.finished_at);
-    let deletion = d.pod.deletion.as_ref().map(|x| x.at - grace(x));
+    let deletion = d.pod.deletion.as_ref().map(super::requested_at);
     // A pod failed with no container exit (an eviction, a rejection): the cluster's own
     // time of it, the Ready or DisruptionTarget condition's transition, before first sight.
-    let condition = pod
-        .phase()
-        .is_some_and(|p| p == "Failed" || p == "Succeeded")
-        .then(|| {
-            [("DisruptionTarget", "True"), ("Ready", "False")]
-                .iter()
-                .filter_map(|(c, status)| {
-                    pod.condition(c)
-                        .filter(|c| c.status.as_str() == *status)
-                        .and_then(|c| c.last_transition)
-                })
-                .min()
-        });
-    let cluster = [finished, deletion, condition.flatten()]
-        .into_iter()
-        .flatten()
-        .min();
+    let condition = final_condition_at(pod);
+    let cluster = [finished, deletion, condition].into_iter().flatten().min();
     let seen = [d.ended_seen, d.gone_at].into_iter().flatten().min();
     (cluster, seen)
-}
-
-fn grace(d: &crate::model::Deletion) -> chrono::Duration {
-    chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
-        .unwrap_or_default()
 }

@@ -32,6 +32,12 @@ pub const STOP_SLACK_SECS: i64 = 30;
 /// collector deletes pods the driver owns within seconds).
 pub const ORPHAN_GRACE_SECS: i64 = 60;
 
+/// When a deletion was asked for: `deletionTimestamp` less its grace (clamped to a day).
+pub fn requested_at(d: &crate::model::Deletion) -> Time {
+    d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
+        .unwrap_or_default()
+}
+
 /// Whether and how the driver pod is gone, as the store saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DriverGone {

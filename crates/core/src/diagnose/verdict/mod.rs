@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Code, Finding, Severity, Witness,
-    app_verdict::{DriverEnd, ExecutorEnd, attribute_to_driver, ended_with},
+    app_verdict::{DriverEnd, ExecutorEnd, attribute_to_driver, ended_with, requested_at},
     driver::{PodSide, pod_from_reason, reconcile},
 };
 use crate::{
@@ -566,12 +566,6 @@ fn exit_of_timed_any(pod: &ExecutorPod, container: &str) -> Option<(i32, bool, O
         t.reason.as_deref() == Some("OOMKilled"),
         t.finished_at,
     ))
-}
-
-/// When a deletion was asked for: `deletionTimestamp` less its grace.
-fn requested_at(d: &crate::model::Deletion) -> Time {
-    d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
-        .unwrap_or_default()
 }
 
 /// The Spark container's terminated exit code and reason (state, else lastState).
