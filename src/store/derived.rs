@@ -16,6 +16,7 @@ pub struct Derived {
     incident: OnceLock<Incident>,
     trouble: OnceLock<(usize, usize)>,
     verdict: OnceLock<crate::diagnose::app_verdict::AppVerdict>,
+    node_failures: OnceLock<Vec<crate::diagnose::nodes::NodeFailure>>,
 }
 
 impl Clone for Derived {
@@ -49,6 +50,55 @@ impl AppRecord {
     /// The application's verdict (its driver, and everything above the executors).
     pub fn verdict(&self) -> &crate::diagnose::app_verdict::AppVerdict {
         self.derived.verdict.get_or_init(|| self.compute_verdict())
+    }
+
+    /// Its executors that failed by their node (evicted, node-level kill, node lost), for
+    /// the store's node patterns across apps.
+    pub fn node_failures(&self) -> &[crate::diagnose::nodes::NodeFailure] {
+        self.derived.node_failures.get_or_init(|| {
+            let app = self.app_name.clone().unwrap_or_else(|| self.app_id.clone());
+            self.executors
+                .values()
+                .filter_map(|e| {
+                    let code = e.verdict.cause()?.code;
+                    if !crate::diagnose::nodes::is_node_failure(code) {
+                        return None;
+                    }
+                    // The cluster's clocks first (a tool started after the failures saw them
+                    // all at once): the container's end, the driver's removal, the
+                    // kubelet's event; else when the tool saw it end.
+                    let finished = e
+                        .pod
+                        .container_status(&e.spark_container)
+                        .and_then(|c| c.terminated())
+                        .and_then(|t| t.finished_at);
+                    let removed = e
+                        .driver
+                        .as_ref()
+                        .and_then(|d| d.exec.as_ref())
+                        .and_then(|x| x.remove_time);
+                    let event = e
+                        .events
+                        .iter()
+                        .filter(|ev| ev.host.is_some())
+                        .filter_map(|ev| ev.last_seen)
+                        .max();
+                    let at = finished
+                        .or(removed)
+                        .or(event)
+                        .or_else(|| super::ended_at(e))?;
+                    Some(crate::diagnose::nodes::NodeFailure {
+                        at,
+                        node: e.pod.node_name.as_deref()?.to_owned(),
+                        namespace: self.namespace.clone(),
+                        app_id: self.app_id.clone(),
+                        app: app.clone(),
+                        pod: e.pod.name.clone(),
+                        code,
+                    })
+                })
+                .collect()
+        })
     }
 
     /// The app's incident summary.

@@ -176,6 +176,13 @@ pub(super) fn refresh(
         driver_end,
         now,
     });
+    // A pod never seen (known from the driver) or seen before it was bound: the node the
+    // kubelet's events name (node patterns need it when the tool started after the end).
+    if rec.pod.node_name.is_none()
+        && let Some(host) = evs.iter().rev().find_map(|e| e.host.as_deref())
+    {
+        Arc::make_mut(&mut rec.pod).node_name = Some(host.into());
+    }
     rec.events = evs.into();
     let mut notes = Vec::new();
     if before.missing && !v.missing {

@@ -97,6 +97,13 @@ impl Store {
     /// Applies one event.
     pub fn apply(&mut self, ev: SourceEvent) {
         let at = ev.at();
+        // Events that can change an executor's verdict (and so the node patterns).
+        let changes_verdicts = !matches!(
+            ev,
+            SourceEvent::SourceHealth { .. }
+                | SourceEvent::ScopeNote { .. }
+                | SourceEvent::QuotasListed { .. }
+        );
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
         match ev {
@@ -173,6 +180,40 @@ impl Store {
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }
+        if changes_verdicts {
+            self.settle_nodes();
+        }
+    }
+
+    /// Node patterns across apps: recomputed from each app's (memoized) node failures, and
+    /// given to the apps they involve only when they change.
+    fn settle_nodes(&mut self) {
+        use crate::diagnose::nodes::node_patterns;
+        let patterns = node_patterns(self.snap.apps.values().flat_map(|a| a.node_failures()));
+        if patterns == self.snap.node_patterns {
+            return;
+        }
+        let mut touched: std::collections::BTreeSet<AppKey> = std::collections::BTreeSet::new();
+        for p in self.snap.node_patterns.iter().chain(&patterns) {
+            touched.extend(
+                p.apps()
+                    .into_iter()
+                    .map(|(ns, id)| (ns.to_owned(), id.to_owned())),
+            );
+        }
+        for key in touched {
+            let findings: Vec<crate::diagnose::Finding> = patterns
+                .iter()
+                .filter(|p| p.apps().contains(&(key.0.as_str(), key.1.as_str())))
+                .map(|p| p.finding(&key.0, &key.1))
+                .collect();
+            if let Some(app) = self.snap.apps.get_mut(&key)
+                && app.node_findings != findings
+            {
+                derived::edit(app).node_findings = findings;
+            }
+        }
+        self.snap.node_patterns = patterns;
     }
 
     /// Executors that reached a final state since the last call (for log capture).
@@ -723,7 +764,33 @@ impl Store {
         }
     }
 
-    fn event(&mut self, event: PodEvent, at: Time) {
+    /// A `Preempted` event's preemptor, completed with what the store knows of that pod (its
+    /// app, priority class and priority) when it is a Spark pod in scope.
+    fn resolve_preemptor(&self, r: &mut crate::model::Related) {
+        use crate::diagnose::disruption::{complete_preemptor, names_pod};
+        for app in self.snap.apps.values() {
+            let driver = app.driver.as_ref().and_then(|d| d.last.as_deref());
+            let found = driver.filter(|p| names_pod(r, p)).or_else(|| {
+                app.executors
+                    .values()
+                    .map(|e| &*e.pod)
+                    .find(|p| names_pod(r, p))
+            });
+            if let Some(p) = found {
+                let name = app.app_name.clone().unwrap_or_else(|| app.app_id.clone());
+                complete_preemptor(r, p, Some(name));
+                return;
+            }
+        }
+    }
+
+    fn event(&mut self, mut event: PodEvent, at: Time) {
+        if event.reason_is("Preempted")
+            && let Some(mut r) = crate::diagnose::disruption::preemptor_of([&event])
+        {
+            self.resolve_preemptor(&mut r);
+            event.related = Some(r);
+        }
         let key = (event.namespace.clone(), event.object_name.clone());
         let q = self.events.entry(key.clone()).or_default();
         // An updated event (count, lastTimestamp) replaces the previous copy of itself.

@@ -15,6 +15,7 @@ use crate::{
     diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
     model::{ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
     source::{Health, SourceKind},
+    spark::spark_time,
 };
 
 /// The `Finished::id` of a driver pod.
@@ -81,6 +82,9 @@ pub struct AppConfig {
     /// `spark.kubernetes.allocation.recoveryMode.enabled`, when set.
     #[serde(default)]
     pub recovery_mode: Option<bool>,
+    /// The settings whose values predict failures (docs/diagnosis.md, configuration).
+    #[serde(default)]
+    pub settings: crate::diagnose::config::Settings,
 }
 
 fn yes() -> bool {
@@ -107,6 +111,7 @@ impl Default for AppConfig {
             dynamic_allocation: false,
             max_executors: None,
             recovery_mode: None,
+            settings: Default::default(),
         }
     }
 }
@@ -114,8 +119,17 @@ impl Default for AppConfig {
 impl AppConfig {
     pub(super) fn from_properties(p: &BTreeMap<String, String>) -> Self {
         let d = Self::default();
+        // A bare number is the setting's own unit: milliseconds, but seconds for the
+        // network timeout.
         let dur = |k: &str, default: Duration| {
-            p.get(k).and_then(|v| spark_duration(v)).unwrap_or(default)
+            let unit = if k == "spark.network.timeout" {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_millis(1)
+            };
+            p.get(k)
+                .and_then(|v| spark_time(v, unit))
+                .unwrap_or(default)
         };
         let number = |k: &str| p.get(k).and_then(|v| v.trim().parse::<u32>().ok());
         Self {
@@ -151,6 +165,7 @@ impl AppConfig {
             recovery_mode: p
                 .get("spark.kubernetes.allocation.recoveryMode.enabled")
                 .and_then(|v| v.trim().parse().ok()),
+            settings: crate::diagnose::config::Settings::from_properties(p),
         }
     }
 
@@ -161,26 +176,6 @@ impl AppConfig {
             spark_version: None,
         }
     }
-}
-
-/// Spark's time strings: `30s`, `500ms`, `2min`, `1h`, or bare milliseconds.
-pub(super) fn spark_duration(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    if let Ok(ms) = v.parse::<u64>() {
-        return Some(Duration::from_millis(ms));
-    }
-    let split = v.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = v.split_at(split);
-    let n: u64 = n.parse().ok()?;
-    let secs = match unit {
-        "ms" => return Some(Duration::from_millis(n)),
-        "s" => n,
-        "m" | "min" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        _ => return None,
-    };
-    Some(Duration::from_secs(secs))
 }
 
 /// How an executor's pod went away.
@@ -465,6 +460,9 @@ pub struct AppRecord {
     /// The newest time the app's evidence was looked at (the app verdict's `now`).
     #[serde(default)]
     pub as_of: Option<Time>,
+    /// Node patterns this app's executors are part of (the store sets them across apps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_findings: Vec<crate::diagnose::Finding>,
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,
@@ -511,6 +509,30 @@ impl AppRecord {
             })
             .count();
         let counts = self.counts();
+        // An executor known only from the driver has no spec: its app's other pods (one
+        // template) say its priority.
+        let seen_priority = self
+            .executors
+            .values()
+            .rev()
+            .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
+            .map(|e| (e.pod.priority_class.clone(), e.pod.priority));
+        let preempted: Vec<crate::diagnose::app::Preemption> = self
+            .executors
+            .values()
+            .filter(|e| e.verdict.has(Code::Preempted))
+            .map(|e| {
+                let (class, priority) = match (&e.gone, &seen_priority) {
+                    (Some(Gone::DriverOnly { .. }), Some((c, p))) => (c.clone(), *p),
+                    _ => (e.pod.priority_class.clone(), e.pod.priority),
+                };
+                crate::diagnose::app::Preemption {
+                    by: e.verdict.preempted_by.as_deref().cloned(),
+                    own_class: class.as_deref().map(str::to_owned),
+                    own_priority: priority,
+                }
+            })
+            .collect();
         // What the next executor pod would be charged: like the newest one.
         let quota_refusals: Vec<(String, crate::model::Refusal)> = self
             .executors
@@ -524,7 +546,7 @@ impl AppRecord {
                     .collect()
             })
             .unwrap_or_default();
-        app_findings(&AppFacts {
+        let mut out = app_findings(&AppFacts {
             spark_version,
             counted: &counted,
             max_failures: self.config.max_failures,
@@ -542,7 +564,12 @@ impl AppRecord {
                 .is_some_and(|d| d.phase.as_deref() == Some("Running")),
             live_executors: (counts.pending + counts.running) as u32,
             quota_refusals: &quota_refusals,
-        })
+            settings: Some(&self.config.settings),
+            preempted: &preempted,
+        });
+        out.extend(self.node_findings.iter().cloned());
+        out.sort_by_key(|f| f.severity);
+        out
     }
 
     pub(super) fn compute_verdict(&self) -> diagnose::app_verdict::AppVerdict {
@@ -580,6 +607,7 @@ impl AppRecord {
                 errors: self.alerts(),
                 ended_with_driver,
                 orphans: &orphans,
+                known: self.executors.len(),
             },
             now,
         });
@@ -648,6 +676,7 @@ impl AppRecord {
             forgotten: Default::default(),
             driver_end: None,
             as_of: None,
+            node_findings: Vec::new(),
             derived: Default::default(),
         }
     }
@@ -751,4 +780,7 @@ pub struct Snapshot {
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
+    /// Nodes where executor failures cluster, across apps (docs/diagnosis.md, node patterns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_patterns: Vec<crate::diagnose::nodes::NodePattern>,
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::{records::spark_duration, *};
+use super::*;
 use crate::{
     model::testing::{event, pod},
     source::Health,
@@ -348,11 +348,29 @@ async fn snapshots_are_independent_of_later_writes() {
 }
 
 #[test]
-fn spark_durations() {
-    assert_eq!(spark_duration("30s"), Some(Duration::from_secs(30)));
-    assert_eq!(spark_duration("1500"), Some(Duration::from_millis(1500)));
-    assert_eq!(spark_duration("2min"), Some(Duration::from_secs(120)));
-    assert_eq!(spark_duration("soon"), None);
+fn a_bare_network_timeout_is_seconds_and_other_times_milliseconds() {
+    let props = |k: &str, v: &str| [(k.to_owned(), v.to_owned())].into_iter().collect();
+    let c = AppConfig::from_properties(&props("spark.network.timeout", "300"));
+    assert_eq!(c.network_timeout, Duration::from_secs(300));
+    let c = AppConfig::from_properties(&props(
+        "spark.kubernetes.executor.missingPodDetectDelta",
+        "1500",
+    ));
+    assert_eq!(c.missing_pod_detect_delta, Duration::from_millis(1500));
+    let c = AppConfig::from_properties(&props(
+        "spark.kubernetes.executor.apiPollingInterval",
+        "2min",
+    ));
+    assert_eq!(c.api_polling_interval, Duration::from_secs(120));
+    let c = AppConfig::from_properties(&props(
+        "spark.kubernetes.executor.apiPollingInterval",
+        "soon",
+    ));
+    assert_eq!(
+        c.api_polling_interval,
+        Duration::from_secs(30),
+        "Spark's default"
+    );
 }
 
 #[tokio::test]

@@ -237,3 +237,105 @@ async fn a_dynamic_allocation_scale_down_is_not_a_failure() {
     let running = a["counts"]["running"].as_u64().unwrap();
     assert_eq!(running, 5, "{a}");
 }
+
+/// Above the executors (#31 items 4–6): a node that keeps evicting names itself in both apps
+/// it hurts; a preemption names the preemptor's app and both priorities; settings that
+/// predict failure follow a running app's verdict without changing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_keeps_evicting_a_preemptor_and_risky_settings_are_named() {
+    let sim = start_sim("cluster-pressure", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (_, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "12s",
+        "--poll-interval",
+        "2s",
+        "-o",
+        "json",
+    ])
+    .await;
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let supporting = |a: &Value| -> Vec<(String, String)> {
+        let v = &a["verdict"];
+        std::iter::once((
+            v["cause"].as_str().unwrap().to_owned(),
+            v["summary"].as_str().unwrap().to_owned(),
+        ))
+        .chain(v["supporting"].as_array().unwrap().iter().map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["summary"].as_str().unwrap().to_owned(),
+            )
+        }))
+        .collect()
+    };
+
+    // The node: the cause of flaky-etl's loop, and named in nightly-agg's verdict too.
+    let flaky = supporting(app(&doc, "flaky-etl"));
+    assert_eq!(flaky[0].0, "node-failures", "{flaky:#?}");
+    assert!(
+        flaky[0].1.starts_with("Node spark-node: "),
+        "{}",
+        flaky[0].1
+    );
+    assert!(
+        flaky[0].1.contains("of this app, 1 of nightly-agg"),
+        "{}",
+        flaky[0].1
+    );
+    let agg = supporting(app(&doc, "nightly-agg"));
+    let node = agg
+        .iter()
+        .find(|(c, _)| c == "node-failures")
+        .expect("named in both apps");
+    assert!(node.1.contains("(1 of this app, "), "{}", node.1);
+
+    // The preemptor: urgent-sql's driver, its class and value against the victim's.
+    let backfill = app(&doc, "batch-backfill");
+    let v = supporting(backfill);
+    assert_eq!(
+        v[0],
+        (
+            "executors-preempted".to_owned(),
+            "2 executors preempted by urgent-sql (spark-interactive = 1000 > spark-batch = 100)"
+                .to_owned()
+        ),
+        "{v:#?}"
+    );
+    let victims: Vec<&Value> = backfill["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["findings"][0] == "preempted")
+        .collect();
+    assert_eq!(victims.len(), 2, "{backfill}");
+    for e in victims {
+        let s = e["summary"].as_str().unwrap();
+        assert!(
+            s.contains("(app urgent-sql, spark-interactive = 1000)")
+                && s.ends_with("this pod had priority spark-batch = 100"),
+            "{s}"
+        );
+    }
+
+    // The configuration: predictions after a verdict that stays app-running.
+    let risky = supporting(app(&doc, "risky-conf"));
+    assert_eq!(risky[0].0, "app-running", "{risky:#?}");
+    let codes: Vec<&str> = risky[1..].iter().map(|(c, _)| c.as_str()).collect();
+    for c in [
+        "dynamic-allocation-shuffle",
+        "heartbeat-settings",
+        "allocation-flood",
+        "failure-budgets",
+    ] {
+        assert!(codes.contains(&c), "{c} in {codes:?}");
+    }
+    // urgent-sql and the others' settings predict nothing.
+    let urgent = supporting(app(&doc, "urgent-sql"));
+    assert_eq!(urgent.len(), 1, "{urgent:#?}");
+}

@@ -86,6 +86,9 @@ pub fn explain(
     opts: &ClassifyOptions,
     now: Time,
 ) -> Explanation {
+    let mut events = events.to_vec();
+    crate::diagnose::disruption::resolve_preemptors(&mut events, pods);
+    let events = &events[..];
     let mut out: Vec<PodExplanation> = pods
         .iter()
         .map(|p| explain_pod(p, events, opts, now))
@@ -204,6 +207,10 @@ fn explain_apps(
                 errors,
                 ended_with_driver: with_driver,
                 orphans: &orphans,
+                known: pods
+                    .iter()
+                    .filter(|p| of_app(p) && p.role() == Some(Role::Executor))
+                    .count(),
             },
             now,
         });

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 9] = [
+pub const BUILT_IN: [(&str, &str); 10] = [
     (
         "mixed",
         include_str!("../../../assets/scenarios/mixed.yaml"),
@@ -42,6 +42,10 @@ pub const BUILT_IN: [(&str, &str); 9] = [
     (
         "scale-down",
         include_str!("../../../assets/scenarios/scale-down.yaml"),
+    ),
+    (
+        "cluster-pressure",
+        include_str!("../../../assets/scenarios/cluster-pressure.yaml"),
     ),
 ];
 
@@ -178,6 +182,12 @@ pub struct AppSpec {
     /// removes the newest executors, "Executor killed by driver.").
     #[serde(default)]
     pub scale: Vec<ScaleStep>,
+    /// `spec.priorityClassName` of the app's pods (driver and executors).
+    #[serde(default, rename = "priorityClass")]
+    pub priority_class: Option<String>,
+    /// `spec.priority` of the app's pods (what admission resolves the class to).
+    #[serde(default)]
+    pub priority: Option<i32>,
 }
 
 /// A fate for the driver pod.
@@ -275,6 +285,10 @@ pub struct Fate {
     /// `at`, it removes the executor for a heartbeat timeout but leaves the pod running).
     #[serde(default)]
     pub driver: Option<DriverFate>,
+    /// `preempt`: the app whose driver pod takes the executor's place (the `Preempted`
+    /// event names it as the scheduler does: by uid, and as the event's `related` object).
+    #[serde(default)]
+    pub by: Option<String>,
 }
 
 /// What a fate does to the pod.
@@ -447,6 +461,8 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             start: None,
             allocation_batch: executors.max(1),
             conf: std::collections::BTreeMap::new(),
+            priority_class: None,
+            priority: None,
             fates: after
                 .clone()
                 .map(|a| {

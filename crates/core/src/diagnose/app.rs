@@ -45,6 +45,21 @@ pub struct AppFacts<'a> {
     pub live_executors: u32,
     /// Why the namespace's quotas would refuse one more executor pod: (quota, refusal).
     pub quota_refusals: &'a [(String, crate::model::Refusal)],
+    /// The settings read from the driver's properties (when `config_known`).
+    pub settings: Option<&'a super::config::Settings>,
+    /// Executors preempted, each with its preemptor (as its event names it) and its own priority.
+    pub preempted: &'a [Preemption],
+}
+
+/// One preempted executor: who took its place, and its own priority.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Preemption {
+    /// The preemptor, when its `Preempted` event (or condition) names it.
+    pub by: Option<crate::model::Related>,
+    /// The executor pod's `priorityClassName`.
+    pub own_class: Option<String>,
+    /// The executor pod's `priority`.
+    pub own_priority: Option<i32>,
 }
 
 /// Spark's failure budget for an app.
@@ -99,8 +114,88 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = super::quota::quota_exhausted(f) {
         out.push(x);
     }
+    if let Some(x) = preemptions(f.preempted) {
+        out.push(x);
+    }
+    if let Some(s) = f.settings.filter(|_| f.config_known) {
+        out.extend(super::config::config_findings(
+            s,
+            f.spark_version,
+            failure_budget(f),
+            f.counted.len(),
+        ));
+    }
     out.sort_by_key(|x| x.severity);
     out
+}
+
+/// "3 executors preempted by urgent-sql (spark-high = 1000 > spark-low = 100)": grouped by
+/// the preemptor's app (else its pod), the largest group first.
+fn preemptions(all: &[Preemption]) -> Option<Finding> {
+    use super::disruption::priority_text;
+    if all.is_empty() {
+        return None;
+    }
+    let mut groups: BTreeMap<String, Vec<&Preemption>> = BTreeMap::new();
+    for p in all {
+        let key = match &p.by {
+            Some(r) => r
+                .app
+                .clone()
+                .or_else(|| r.name.clone())
+                .or_else(|| r.uid.as_ref().map(|u| format!("pod {u}")))
+                .unwrap_or_else(|| "a higher-priority pod".to_owned()),
+            None => "higher-priority pods (not named)".to_owned(),
+        };
+        groups.entry(key).or_default().push(p);
+    }
+    let mut groups: Vec<(String, Vec<&Preemption>)> = groups.into_iter().collect();
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    let line = |(who, ps): &(String, Vec<&Preemption>)| {
+        let first = ps[0];
+        let theirs = first
+            .by
+            .as_ref()
+            .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
+        let own = priority_text(first.own_class.as_deref(), first.own_priority)
+            .unwrap_or_else(|| "no priority class".to_owned());
+        let versus = match theirs {
+            Some(t) => format!(" ({t} > {own})"),
+            None => format!(" (a higher priority than {own})"),
+        };
+        format!(
+            "{} executor{} preempted by {who}{versus}",
+            ps.len(),
+            if ps.len() == 1 { "" } else { "s" }
+        )
+    };
+    let mut summary = line(&groups[0]);
+    let rest: usize = groups[1..].iter().map(|g| g.1.len()).sum();
+    if rest > 0 {
+        summary.push_str(&format!("; {rest} more by others"));
+    }
+    let spark_app = groups[0].1[0].by.as_ref().and_then(|r| r.app.clone());
+    let hint = match spark_app {
+        Some(app) => format!(
+            "Another Spark application ({app}) outranks this one. If this app must not lose \
+             executors to it, give it a PriorityClass at least as high (priorityClassName in \
+             spark.kubernetes.executor.podTemplateFile); preemptions are not counted by Spark \
+             but lose the executors' work (their shuffle output is recomputed)."
+        ),
+        None => "Pods of a higher priority take this app's nodes. Give it a PriorityClass \
+                 (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
+                 where preemption is not expected."
+            .to_owned(),
+    };
+    Some(
+        Finding::new(Code::ExecutorsPreempted, Severity::Warn, summary)
+            .witness(super::Witness::Events)
+            .evidence_all(groups.iter().map(line))
+            .hint(hint)
+            .reference(
+                "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/",
+            ),
+    )
 }
 
 /// Repeated failures with one cause: this many make a loop.
@@ -349,5 +444,43 @@ mod tests {
             ..AppFacts::default()
         };
         assert!(app_findings(&f).is_empty());
+    }
+
+    #[test]
+    fn preemptions_are_grouped_by_the_preemptors_app_with_both_priorities() {
+        use crate::model::Related;
+        let urgent = Related {
+            name: Some("urgent-sql-driver".into()),
+            app: Some("urgent-sql".into()),
+            priority_class: Some("spark-interactive".into()),
+            priority: Some(1000),
+            ..Related::default()
+        };
+        let mine = |by: Option<Related>| Preemption {
+            by,
+            own_class: Some("spark-batch".into()),
+            own_priority: Some(100),
+        };
+        let all = [
+            mine(Some(urgent.clone())),
+            mine(Some(urgent.clone())),
+            mine(Some(urgent)),
+            mine(None),
+        ];
+        let f = app_findings(&AppFacts {
+            preempted: &all,
+            ..AppFacts::default()
+        });
+        assert_eq!(f[0].code, Code::ExecutorsPreempted);
+        assert_eq!(
+            f[0].summary,
+            "3 executors preempted by urgent-sql (spark-interactive = 1000 > spark-batch = 100); \
+             1 more by others"
+        );
+        assert_eq!(
+            f[0].evidence[1],
+            "1 executor preempted by higher-priority pods (not named) (a higher priority than \
+             spark-batch = 100)"
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! `DeletionByTaintManager`, `DeletionByPodGC`), kubelet eviction status (`reason: Evicted`).
 
 use super::{Code, Finding, Severity, Subject, human_duration};
-use crate::model::{ExecutorState, PodCondition, fmt_time};
+use crate::model::{ExecutorPod, ExecutorState, PodCondition, PodEvent, Related, fmt_time};
 
 const REF_DISRUPTION: &str =
     "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions";
@@ -237,6 +237,136 @@ fn low_resource(message: &str) -> Option<&str> {
     (!r.is_empty()).then_some(r)
 }
 
+/// Who preempted the pod, from its newest `Preempted` event: the event's `related` object
+/// (the scheduler records the preemptor there), else its message: "Preempted by pod <uid> on
+/// node <node>" (kube-scheduler since 1.2x) or "Preempted by <namespace>/<name> on node
+/// <node>" (older).
+pub fn preemptor_of<'a>(events: impl IntoIterator<Item = &'a PodEvent>) -> Option<Related> {
+    let e = events
+        .into_iter()
+        .filter(|e| e.reason_is("Preempted"))
+        .max_by(|a, b| PodEvent::chronological(a, b))?;
+    if let Some(r) = &e.related {
+        return Some(r.clone());
+    }
+    let m = e.message.as_deref()?;
+    let who = m
+        .split("Preempted by ")
+        .nth(1)?
+        .split(" on node ")
+        .next()?
+        .trim();
+    let who = who.strip_prefix("pod ").unwrap_or(who);
+    if who.is_empty() || who.contains(' ') {
+        return None;
+    }
+    Some(match who.split_once('/') {
+        Some((ns, name)) => Related {
+            kind: Some("Pod".to_owned()),
+            namespace: Some(ns.to_owned()),
+            name: Some(name.to_owned()),
+            ..Related::default()
+        },
+        None => Related {
+            kind: Some("Pod".to_owned()),
+            uid: Some(who.to_owned()),
+            ..Related::default()
+        },
+    })
+}
+
+/// Who preempted the pod: its events' word ([`preemptor_of`]), else the disruption
+/// condition's (Kubernetes 1.26: "…to accommodate a higher priority pod: ns/name").
+pub fn preemptor<'a>(
+    pod: &ExecutorPod,
+    events: impl IntoIterator<Item = &'a PodEvent>,
+) -> Option<Related> {
+    preemptor_of(events).or_else(|| {
+        let c = pod.condition("DisruptionTarget")?;
+        let m = c.message.as_deref()?;
+        let (ns, name) = m.split("priority pod: ").nth(1)?.trim().split_once('/')?;
+        Some(Related {
+            kind: Some("Pod".to_owned()),
+            namespace: Some(ns.to_owned()),
+            name: Some(name.to_owned()),
+            ..Related::default()
+        })
+    })
+}
+
+/// Whether `r` names this pod (by uid, else by namespace and name).
+pub fn names_pod(r: &Related, p: &ExecutorPod) -> bool {
+    match (&r.uid, &r.name) {
+        (Some(u), _) if p.uid.as_deref() == Some(u.as_str()) => true,
+        (_, Some(n)) => {
+            p.name == *n
+                && r.namespace
+                    .as_deref()
+                    .is_none_or(|ns| ns == p.namespace.as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Completes a preemptor with what is known of its pod: its Spark app, priority class and value.
+pub fn complete_preemptor(r: &mut Related, p: &ExecutorPod, app: Option<String>) {
+    r.app = app;
+    r.namespace = Some(p.namespace.to_string());
+    r.name = Some(p.name.clone());
+    r.uid = r.uid.take().or_else(|| p.uid.clone());
+    r.priority_class = p.priority_class.as_deref().map(str::to_owned);
+    r.priority = p.priority;
+}
+
+/// Each `Preempted` event's preemptor made explicit (`related`) and completed from these pods.
+pub fn resolve_preemptors(events: &mut [PodEvent], pods: &[ExecutorPod]) {
+    for e in events.iter_mut().filter(|e| e.reason_is("Preempted")) {
+        let Some(mut r) = preemptor_of([&*e]) else {
+            continue;
+        };
+        if let Some(p) = pods.iter().find(|p| names_pod(&r, p)) {
+            let app = p
+                .label("spark-app-name")
+                .or_else(|| p.app_id())
+                .map(str::to_owned);
+            complete_preemptor(&mut r, p, app);
+        }
+        e.related = Some(r);
+    }
+}
+
+/// `spark-high = 1000`, `priority 1000`, `class spark-high`.
+pub fn priority_text(class: Option<&str>, value: Option<i32>) -> Option<String> {
+    match (class, value) {
+        (Some(c), Some(v)) => Some(format!("{c} = {v}")),
+        (None, Some(v)) => Some(format!("priority {v}")),
+        (Some(c), None) => Some(format!("class {c}")),
+        (None, None) => None,
+    }
+}
+
+/// The preemptor for people: `spark-jobs/urgent-sql-driver (app urgent-sql, spark-high = 1000)`.
+pub fn describe_preemptor(r: &Related) -> String {
+    let who = match (&r.namespace, &r.name, &r.uid) {
+        (Some(ns), Some(n), _) => format!("{ns}/{n}"),
+        (None, Some(n), _) => n.clone(),
+        (_, None, Some(u)) => format!("pod {u}"),
+        _ => "a pod".to_owned(),
+    };
+    let mut about = Vec::new();
+    if let Some(a) = &r.app {
+        about.push(format!("app {a}"));
+    }
+    if let Some(p) = priority_text(r.priority_class.as_deref(), r.priority) {
+        about.push(p);
+    }
+    if about.is_empty() {
+        who
+    } else {
+        format!("{who} ({})", about.join(", "))
+    }
+}
+
 pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let cond = disruption(s, &["PreemptionByScheduler", "PreemptionByKubeScheduler"]);
     let events: Vec<String> = s
@@ -247,29 +377,49 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
     if cond.is_none() && events.is_empty() {
         return;
     }
-    let by = cond
-        .and_then(|c| c.message.as_deref())
-        .and_then(|m| {
-            m.split("scheduled by ")
-                .nth(1)
-                .or_else(|| m.split("pod: ").nth(1))
-        })
-        .map(|who| format!(" (scheduled by {})", who.trim_matches('"')))
-        .unwrap_or_default();
-    let mut f = Finding::new(
-        Code::Preempted,
-        Severity::Warn,
-        format!("Preempted by the scheduler to make room for a higher-priority pod{by}"),
-    )
-    .hint(
-        "A pod with a higher priority needed this node. Give the Spark application a \
-         PriorityClass (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
-         on nodes where preemption is not expected.",
-    )
-    .reference(REF_PREEMPTION);
+    let by = preemptor(s.pod, s.events.iter().copied());
+    let own = priority_text(s.pod.priority_class.as_deref(), s.pod.priority).map_or_else(
+        || "no priority class (priority 0)".to_owned(),
+        |p| format!("priority {p}"),
+    );
+    let summary = match &by {
+        Some(r) => format!(
+            "Preempted by {} to make room; this pod had {own}",
+            describe_preemptor(r)
+        ),
+        None => format!(
+            "Preempted by the scheduler to make room for a higher-priority pod; this pod had {own}"
+        ),
+    };
+    let spark = by.as_ref().and_then(|r| r.app.as_deref());
+    let hint = match spark {
+        Some(app) => format!(
+            "Another Spark application ({app}) outranks this one and the scheduler took this \
+             node for it. If this app must not lose executors to it, give it a PriorityClass at \
+             least as high (priorityClassName in spark.kubernetes.executor.podTemplateFile); else \
+             expect it while {app} runs, and keep spark.executor.maxNumFailures above it \
+             (preemptions are not counted by Spark but lose the executor's work)."
+        ),
+        None => "A pod with a higher priority needed this node. Give the Spark application a \
+             PriorityClass (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
+             on nodes where preemption is not expected."
+            .to_owned(),
+    };
+    let mut f = Finding::new(Code::Preempted, Severity::Warn, summary)
+        .hint(hint)
+        .reference(REF_PREEMPTION);
     match cond {
         Some(c) => f = f.evidence(describe_condition(c)),
         None => f = f.witness(super::Witness::Events),
+    }
+    if let Some(r) = &by
+        && r.app.is_none()
+        && r.priority.is_none()
+    {
+        f = f.evidence(
+            "the preemptor is not a pod spark-triage watches: its priority is not known (the \
+             scheduler preempts only for a higher one)",
+        );
     }
     out.push(f.evidence_all(events));
 }

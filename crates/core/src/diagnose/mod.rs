@@ -11,10 +11,12 @@
 
 pub mod app;
 pub mod app_verdict;
+pub mod config;
 mod containers;
-mod disruption;
+pub mod disruption;
 pub mod driver;
 mod exit;
+pub mod nodes;
 mod pending;
 mod quota;
 pub mod scheduling;
@@ -169,11 +171,25 @@ pub enum Code {
     DriverNotSeen,
     /// The executor ended because its driver ended (deleted by Spark's stop or the garbage collector).
     EndedWithDriver,
+    /// (config) Dynamic allocation without a safe home for shuffle data.
+    DynamicAllocationShuffle,
+    /// (config) `spark.executor.heartbeatInterval` not well below `spark.network.timeout`.
+    HeartbeatSettings,
+    /// (config) Executor pods requested faster than an API server should take them.
+    AllocationFlood,
+    /// (config) The task and executor failure budgets, told apart.
+    FailureBudgets,
+    /// (config) A setting whose value Spark cannot read.
+    UnreadableSetting,
+    /// (app) Executors preempted, by whom (the preemptor's app and priority).
+    ExecutorsPreempted,
+    /// (app) Several executors failed on one node within a window.
+    NodeFailures,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 59] = [
+    pub const ALL: [Self; 66] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -233,6 +249,13 @@ impl Code {
         Self::AppRunning,
         Self::DriverNotSeen,
         Self::EndedWithDriver,
+        Self::DynamicAllocationShuffle,
+        Self::HeartbeatSettings,
+        Self::AllocationFlood,
+        Self::FailureBudgets,
+        Self::UnreadableSetting,
+        Self::ExecutorsPreempted,
+        Self::NodeFailures,
     ];
 
     /// The kebab-case code every output uses.
@@ -297,6 +320,13 @@ impl Code {
             Self::AppRunning => "app-running",
             Self::DriverNotSeen => "driver-not-seen",
             Self::EndedWithDriver => "ended-with-driver",
+            Self::DynamicAllocationShuffle => "dynamic-allocation-shuffle",
+            Self::HeartbeatSettings => "heartbeat-settings",
+            Self::AllocationFlood => "allocation-flood",
+            Self::FailureBudgets => "failure-budgets",
+            Self::UnreadableSetting => "unreadable-setting",
+            Self::ExecutorsPreempted => "executors-preempted",
+            Self::NodeFailures => "node-failures",
         }
     }
 }
@@ -400,6 +430,8 @@ pub enum Witness {
     Events,
     /// What spark-triage itself concluded (a pod absent from a full LIST) or did (a kill).
     Inference,
+    /// The application's configuration (its driver's `spark.properties`).
+    Config,
 }
 
 impl Witness {
@@ -411,6 +443,7 @@ impl Witness {
             Self::LogTail => "log-tail",
             Self::Events => "events",
             Self::Inference => "inference",
+            Self::Config => "config",
         }
     }
 }

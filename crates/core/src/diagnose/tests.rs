@@ -551,3 +551,78 @@ fn absurd_grace_periods_do_not_panic() {
 }
 
 mod failure_modes;
+
+/// A `Preempted` event as kube-scheduler 1.3x records it (events.k8s.io/v1 seen through
+/// core/v1: `related` is the preemptor; the message names it by uid).
+fn preempted_event(related: Value) -> PodEvent {
+    crate::model::testing::event(json!({
+        "metadata": {"name": "etl-1a2b-exec-7.181d", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "etl-1a2b-exec-7", "uid": "uid-7"},
+        "related": related,
+        "reason": "Preempted", "type": "Normal",
+        "message": "Preempted by pod 5c3e1a2f-0d4b-4e8f-9a61-2b7c9d0e1f3a on node node-3",
+        "eventTime": "2026-11-29T10:20:00.000000Z", "reportingComponent": "default-scheduler",
+        "source": {"component": "default-scheduler"}
+    }))
+}
+
+#[test]
+fn a_preemption_names_the_preemptor_its_app_and_both_priorities() {
+    let mut victim = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:20:00Z", "deletionGracePeriodSeconds": 30}),
+        json!({"phase": "Failed",
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                "message": "Scheduler: preempting to accommodate a higher priority pod, scheduled by \"default-scheduler\""}],
+            "containerStatuses": [cs("spark-kubernetes-executor", term(143, "Error"))]}),
+    );
+    victim.priority_class = Some("spark-batch".into());
+    victim.priority = Some(100);
+    // The preemptor is another Spark app's driver the tool knows.
+    let preemptor = pod(json!({
+        "metadata": {"name": "urgent-sql-driver", "namespace": "default",
+            "uid": "5c3e1a2f-0d4b-4e8f-9a61-2b7c9d0e1f3a",
+            "labels": {"spark-app-selector": "spark-urgent", "spark-app-name": "urgent-sql", "spark-role": "driver"}},
+        "spec": {"priorityClassName": "spark-interactive", "priority": 1000, "containers": []}
+    }));
+    assert_eq!(preemptor.priority, Some(1000), "spec.priority is read");
+    let mut events = vec![preempted_event(json!({
+        "kind": "Pod", "namespace": "default", "name": "urgent-sql-driver",
+        "uid": "5c3e1a2f-0d4b-4e8f-9a61-2b7c9d0e1f3a"}))];
+    disruption::resolve_preemptors(&mut events, &[victim.clone(), preemptor]);
+    let f = find(&run(&victim, &events), Code::Preempted).clone();
+    assert_eq!(
+        f.summary,
+        "Preempted by default/urgent-sql-driver (app urgent-sql, spark-interactive = 1000) to \
+         make room; this pod had priority spark-batch = 100"
+    );
+    assert!(
+        f.hint.contains("Another Spark application (urgent-sql)"),
+        "{}",
+        f.hint
+    );
+
+    // Only the message (an older recorder, no `related`), a pod the tool does not watch.
+    let mut bare = preempted_event(Value::Null);
+    bare.related = None;
+    let f = find(&run(&victim, &[bare]), Code::Preempted).clone();
+    assert!(
+        f.summary
+            .starts_with("Preempted by pod 5c3e1a2f-0d4b-4e8f-9a61-2b7c9d0e1f3a to make room"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("not a pod spark-triage watches"))
+    );
+    // Before 1.2x the message named the preemptor's namespace and name.
+    let mut old = preempted_event(Value::Null);
+    old.related = None;
+    old.message = Some("Preempted by default/ml-training-0 on node node-3".into());
+    let r = disruption::preemptor_of([&old]).unwrap();
+    assert_eq!(
+        (r.namespace.as_deref(), r.name.as_deref()),
+        (Some("default"), Some("ml-training-0"))
+    );
+}

@@ -37,6 +37,52 @@ pub struct PodEvent {
     pub last_seen: Option<Time>,
     /// Who reported it (`default-scheduler`, `kubelet`, …).
     pub source: Option<String>,
+    /// The secondary object: a `Preempted` event's preemptor (and what the tool knows of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related: Option<Related>,
+    /// The node of a kubelet's event (`source.host`, `reportingInstance`): where the pod
+    /// ran, still known when the pod is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// An event's secondary object (`related`), as the API wrote it, with what the tool itself
+/// knows of the pod it names (filled when the pod is one it watches).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Related {
+    /// `Pod` for a preemptor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Its namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// The Spark application it belongs to (its name, else its id), when the tool knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    /// Its `spec.priorityClassName`, when the tool knows the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class: Option<String>,
+    /// Its `spec.priority`, when the tool knows the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+}
+
+impl From<super::wire::WireObjectRef> for Related {
+    fn from(o: super::wire::WireObjectRef) -> Self {
+        Self {
+            kind: o.kind,
+            namespace: o.namespace,
+            name: o.name,
+            uid: o.uid,
+            ..Self::default()
+        }
+    }
 }
 
 impl From<WireEvent> for PodEvent {
@@ -44,6 +90,13 @@ impl From<WireEvent> for PodEvent {
     fn from(e: WireEvent) -> Self {
         let obj = e.involved_object;
         let series = e.series.unwrap_or_default();
+        let source = e.source.unwrap_or_default();
+        let kubelet = source.component.as_deref() == Some("kubelet")
+            || e.reporting_component.as_deref() == Some("kubelet");
+        let host = source
+            .host
+            .or_else(|| e.reporting_instance.clone().filter(|_| kubelet))
+            .filter(|h| kubelet && !h.is_empty());
         Self {
             namespace: obj.namespace.or(e.metadata.namespace).unwrap_or_default(),
             object_name: obj.name.unwrap_or_default(),
@@ -58,11 +111,15 @@ impl From<WireEvent> for PodEvent {
                 .last_observed_time
                 .or(e.last_timestamp)
                 .or(e.event_time),
-            source: e
-                .source
-                .and_then(|s| s.component)
+            source: source
+                .component
                 .or(e.reporting_component)
                 .filter(|s| !s.is_empty()),
+            host,
+            related: e
+                .related
+                .map(Related::from)
+                .filter(|r| r.name.is_some() || r.uid.is_some()),
         }
     }
 }
@@ -134,6 +191,26 @@ impl PodEvent {
                         .and_then(|s| s.component.clone())
                 })
                 .filter(|s| !s.is_empty()),
+            host: (e.reporting_controller.as_deref() == Some("kubelet"))
+                .then(|| {
+                    e.deprecated_source
+                        .as_ref()
+                        .and_then(|s| s.host.clone())
+                        .or_else(|| e.reporting_instance.clone())
+                })
+                .flatten()
+                .filter(|h| !h.is_empty()),
+            related: e
+                .related
+                .as_ref()
+                .map(|o| Related {
+                    kind: o.kind.clone(),
+                    namespace: o.namespace.clone(),
+                    name: o.name.clone(),
+                    uid: o.uid.clone(),
+                    ..Related::default()
+                })
+                .filter(|r| r.name.is_some() || r.uid.is_some()),
         }
     }
 

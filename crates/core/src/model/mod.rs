@@ -10,7 +10,7 @@ mod text;
 mod wire;
 
 pub use driver::DriverExecutor;
-pub use event::PodEvent;
+pub use event::{PodEvent, Related};
 pub use pod::{
     ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,
     DEFAULT_EXECUTOR_CONTAINER, Deletion, ExecIdLabel, ExecutorPod, HOLD_EXPIRES, HOLD_FINALIZER,

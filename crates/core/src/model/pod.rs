@@ -71,6 +71,12 @@ pub struct ExecutorPod {
     pub node_name: Option<Text>,
     /// `spec.restartPolicy`, verbatim (Spark compares it to the exact string `Never`).
     pub restart_policy: Option<Text>,
+    /// `spec.priority`: the value the admission resolved from its priority class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// `spec.priorityClassName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class: Option<Text>,
     /// `spec.containers`, in order.
     pub containers: Vec<ContainerSpec>,
     /// `spec.initContainers`, in order.
@@ -284,6 +290,8 @@ impl From<WirePod> for ExecutorPod {
             finalizers: meta.finalizers,
             node_name: spec.node_name,
             restart_policy: spec.restart_policy,
+            priority: spec.priority,
+            priority_class: spec.priority_class_name.filter(|c| !c.is_empty()),
             containers: spec
                 .containers
                 .into_iter()

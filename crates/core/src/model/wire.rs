@@ -82,6 +82,8 @@ pub struct WireOwner {
 pub struct WireSpec {
     pub node_name: Option<Text>,
     pub restart_policy: Option<Text>,
+    pub priority: Option<i32>,
+    pub priority_class_name: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub containers: Vec<WireContainer>,
     #[serde(deserialize_with = "nullable")]
@@ -237,6 +239,9 @@ pub struct WireEvent {
     pub series: Option<WireSeries>,
     pub source: Option<WireSource>,
     pub reporting_component: Option<String>,
+    pub reporting_instance: Option<String>,
+    /// The secondary object (a `Preempted` event's preemptor).
+    pub related: Option<WireObjectRef>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -267,4 +272,5 @@ pub struct WireSeries {
 #[serde(default)]
 pub struct WireSource {
     pub component: Option<String>,
+    pub host: Option<String>,
 }

@@ -301,6 +301,8 @@ impl Control {
                                      "volumeMounts": [{"name": "spark-conf-volume-driver", "mountPath": "/opt/spark/conf"}]}],
                      "volumes": [{"name": "spark-conf-volume-driver", "configMap": {"name": cm_name, "items": [{"key": "spark.properties", "path": "spark.properties"}]}}]}
         });
+        let mut driver = driver;
+        with_priority(&mut driver, &d.spec);
         let driver_name = d.driver_pod.clone();
         let _ = self.store.create(Resource::Pods, &ns, driver);
         if let Some(f) = driver_fate {
@@ -379,6 +381,7 @@ impl Control {
                 image_pull_error: f.image_pull_error.clone(),
                 admission: (f.action == Some(FateAction::Reject))
                     .then(|| f.reason.clone().unwrap_or_else(|| "OutOfcpu".into())),
+                preempted_by: f.by.clone(),
             }
         }
     }
@@ -437,6 +440,7 @@ impl Control {
         {
             pod["spec"]["nodeSelector"] = json!(f.node_selector);
         }
+        with_priority(&mut pod, &self.drivers[i].spec);
         match self.store.create(Resource::Pods, &ns, pod) {
             Ok(_) => {
                 self.fates.insert((ns, name), fate);
@@ -719,5 +723,16 @@ impl Control {
             });
             f(e, now);
         }
+    }
+}
+
+/// The app's priority on one of its pods, as admission leaves it (`priorityClassName` and
+/// the `priority` the class resolves to).
+fn with_priority(pod: &mut Value, spec: &crate::scenario::AppSpec) {
+    if let Some(c) = &spec.priority_class {
+        pod["spec"]["priorityClassName"] = json!(c);
+    }
+    if let Some(p) = spec.priority {
+        pod["spec"]["priority"] = json!(p);
     }
 }

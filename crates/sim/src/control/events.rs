@@ -13,6 +13,21 @@ impl Control {
         component: &str,
         t: f64,
     ) {
+        self.event_about(pod, type_, reason, message, component, t, Value::Null);
+    }
+
+    /// An event with a secondary object (`related`: a preemptor).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn event_about(
+        &mut self,
+        pod: &Value,
+        type_: &str,
+        reason: &str,
+        message: &str,
+        component: &str,
+        t: f64,
+        related: Value,
+    ) {
         let ns = pod["metadata"]["namespace"]
             .as_str()
             .unwrap_or_default()
@@ -45,7 +60,7 @@ impl Control {
         } else {
             json!({"component": component})
         };
-        let ev = json!({
+        let mut ev = json!({
             "metadata": {"name": ev_name},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
                                "uid": pod["metadata"]["uid"], "resourceVersion": pod["metadata"]["resourceVersion"],
@@ -55,6 +70,9 @@ impl Control {
             "source": source, "reportingComponent": if component == "kubelet" { "" } else { component },
             "reportingInstance": "",
         });
+        if !related.is_null() {
+            ev["related"] = related;
+        }
         if self.store.create(Resource::Events, &ns, ev).is_ok() {
             self.event_names.insert(key, (ev_name, t));
         }

@@ -107,6 +107,8 @@ struct PodFate {
     image_pull_error: Option<String>,
     /// The kubelet rejects the pod on admission with this reason (`OutOfcpu`, …).
     admission: Option<String>,
+    /// Preempted for this app's driver pod.
+    preempted_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

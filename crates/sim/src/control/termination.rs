@@ -54,6 +54,28 @@ impl Control {
                         .as_str()
                         .unwrap_or_default()
                         .to_owned();
+                    // The scenario's preemptor: that app's driver pod, named as the scheduler
+                    // names it (uid in the message, the pod as the event's `related`).
+                    let preemptor = fate.preempted_by.as_ref().and_then(|app| {
+                        let d = self.drivers.iter().find(|d| &d.spec.name == app)?;
+                        let ns = d.spec.namespace.clone();
+                        self.store.get(Resource::Pods, &ns, &d.driver_pod)
+                    });
+                    if let Some(by) = preemptor {
+                        let related = json!({"apiVersion": "v1", "kind": "Pod", "namespace": by.namespace(),
+                                             "name": by.name(), "uid": by.uid()});
+                        self.event_about(
+                            &u.value(),
+                            "Normal",
+                            "Preempted",
+                            &format!("Preempted by pod {} on node {node}", by.uid()),
+                            "default-scheduler",
+                            t,
+                            related,
+                        );
+                        self.delete_pod(p);
+                        return;
+                    }
                     let by = format!(
                         "{}-{}-{}-{}-{}",
                         hex(&mut self.rng, 8),

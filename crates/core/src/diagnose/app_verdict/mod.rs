@@ -82,6 +82,8 @@ pub struct ExecutorTally<'a> {
     pub ended_with_driver: usize,
     /// Executor pods still running or pending although their driver ended (see [`is_orphan`]).
     pub orphans: &'a [String],
+    /// Executors known at all (any state): the driver's SparkContext started if it made any.
+    pub known: usize,
 }
 
 /// Everything known about one application.
@@ -439,7 +441,7 @@ pub fn attribute_to_driver(findings: &mut Vec<Finding>, end: &DriverEnd) {
 
 /// The order of an app's findings within a severity: the driver's end first, then what
 /// blocks it, then the executors' patterns, then the rest.
-const APP_RANK: [Code; 21] = [
+const APP_RANK: [Code; 23] = [
     Code::DriverOomKilled,
     Code::DriverJvmOom,
     Code::ExecutorFailuresExceeded,
@@ -450,7 +452,10 @@ const APP_RANK: [Code; 21] = [
     Code::DriverVanished,
     Code::DriverDeleted,
     Code::DriverPending,
+    // A node that keeps failing executors is the cause of the crash loop it makes.
+    Code::NodeFailures,
     Code::CrashLoop,
+    Code::ExecutorsPreempted,
     Code::QuotaExhausted,
     Code::SnapshotUpdateFails,
     Code::OrphanedExecutors,
@@ -484,6 +489,23 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         findings.retain(|f| f.code != Code::DriverPending);
     }
     findings.extend(ev.app_findings.iter().cloned());
+    // A configuration Spark refuses at start, from a driver that started: the version (and so
+    // the defaults) the tool read is not the one that ran. Said, not asserted.
+    let started = driver
+        .as_ref()
+        .is_some_and(|d| matches!(d.state, ExecutorState::Running | ExecutorState::Succeeded))
+        || ev.executors.known > 0;
+    for f in findings
+        .iter_mut()
+        .filter(|f| started && f.witness == Witness::Config && f.severity == Severity::Error)
+    {
+        f.severity = Severity::Info;
+        f.summary = format!(
+            "Predicted a refusal at start, but the driver started (its Spark version's defaults \
+             are not the ones read): {}",
+            f.summary
+        );
+    }
     // Exit 11: the executors' own causes are the reason; name them in the verdict.
     if let Some(loop_summary) = findings
         .iter()
@@ -578,7 +600,10 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         .as_ref()
         .is_some_and(|d| d.state == ExecutorState::Running)
         && end.is_none();
-    let quiet = findings.iter().all(|f| f.severity == Severity::Info);
+    // Predictions from the configuration do not make a running app anything but running.
+    let quiet = findings
+        .iter()
+        .all(|f| f.severity == Severity::Info || f.witness == Witness::Config);
     if running && quiet {
         let d = driver.as_ref().expect("running implies a driver");
         let on = d

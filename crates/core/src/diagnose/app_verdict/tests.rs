@@ -451,3 +451,70 @@ fn orphans_are_named() {
         o.summary
     );
 }
+
+#[test]
+fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
+    use crate::diagnose::config::{Settings, config_findings};
+    use crate::version::SparkVersion;
+    let props = |kv: &[(&str, &str)]| {
+        Settings::from_properties(
+            &kv.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    };
+    let v33 = SparkVersion::parse("3.3.2");
+    // Spark 3.3 refuses dynamic allocation without shuffle tracking; the driver failed.
+    let refusal = config_findings(
+        &props(&[("spark.dynamicAllocation.enabled", "true")]),
+        v33,
+        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        0,
+    );
+    let failed = driver(terminated(1, "Error", 0), json!({}));
+    let v = verdict_of(evidence(&failed, &[]), &refusal);
+    assert_eq!(v.cause().code, Code::DriverFailed, "{:#?}", v.findings);
+    let prediction = v
+        .findings
+        .iter()
+        .find(|f| f.code == Code::DynamicAllocationShuffle)
+        .expect("the prediction supports the driver's failure");
+    assert_eq!(prediction.severity, Severity::Error);
+    // The same prediction while the driver runs: the version read was not the one that ran.
+    let up = driver(running(), json!({}));
+    let v = app_verdict(&AppEvidence {
+        driver: Some(evidence(&up, &[])),
+        driver_phase: None,
+        app_findings: &refusal,
+        executors: ExecutorTally {
+            running: 2,
+            known: 2,
+            ..Default::default()
+        },
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::AppRunning, "{:#?}", v.findings);
+    let p = &v.findings[1];
+    assert_eq!(p.severity, Severity::Info);
+    assert!(
+        p.summary
+            .starts_with("Predicted a refusal at start, but the driver started")
+    );
+    // A warning about the heartbeat does not make a running app anything but running.
+    let warn = config_findings(
+        &props(&[("spark.executor.heartbeatInterval", "60s")]),
+        v33,
+        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        0,
+    );
+    let v = app_verdict(&AppEvidence {
+        driver: Some(evidence(&up, &[])),
+        driver_phase: None,
+        app_findings: &warn,
+        executors: ExecutorTally::default(),
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::AppRunning);
+    assert_eq!(v.findings[1].code, Code::HeartbeatSettings);
+    assert_eq!(v.findings[1].severity, Severity::Warn);
+}

@@ -140,6 +140,9 @@ pub struct Verdict {
     pub exit_code: Option<i32>,
     /// Its terminated reason (`OOMKilled`, `Error`, …).
     pub container_reason: Option<String>,
+    /// Preempted: the pod that took its place, as its `Preempted` event names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_by: Option<Box<crate::model::Related>>,
 }
 
 impl Default for Verdict {
@@ -152,6 +155,7 @@ impl Default for Verdict {
             missing: false,
             exit_code: None,
             container_reason: None,
+            preempted_by: None,
         }
     }
 }
@@ -540,6 +544,12 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         removal.as_ref().map(|r| &r.kind),
         missing,
     );
+    let preempted_by = findings
+        .iter()
+        .any(|f| f.code == Code::Preempted)
+        .then(|| super::disruption::preemptor(ev.ended.unwrap_or(ev.pod), ev.events))
+        .flatten()
+        .map(Box::new);
     Verdict {
         state,
         findings,
@@ -548,6 +558,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         missing,
         exit_code: exit.as_ref().map(|e| e.0),
         container_reason: exit.and_then(|e| e.1),
+        preempted_by,
     }
 }
 
