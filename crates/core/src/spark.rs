@@ -161,6 +161,28 @@ pub fn containers_description(pod: &ExecutorPod) -> String {
 pub const AFTER_KILL: &str = "Spark will log \"The executor with id N was deleted by a user or the framework.\", \
 not count it against the application, and request a replacement under a new id if the app is below its target.";
 
+/// Spark's time strings (`JavaUtils.timeStringAs`): `30s`, `500ms`, `2min`, `1h`, `100us`,
+/// or a bare number in the setting's own unit (`unit`: milliseconds for most, seconds for
+/// `spark.network.timeout`). `None` for anything Spark would refuse.
+pub fn spark_time(v: &str, unit: std::time::Duration) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let v = v.trim().to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, suffix) = v.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let one = match suffix.trim() {
+        "" => unit,
+        "us" => Duration::from_micros(1),
+        "ms" => Duration::from_millis(1),
+        "s" => Duration::from_secs(1),
+        "m" | "min" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        "d" => Duration::from_secs(86_400),
+        _ => return None,
+    };
+    one.checked_mul(u32::try_from(n).ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -293,26 +315,4 @@ mod tests {
              \n\n\n\t container name: b\n\t container image: img\n\t container state: N/A"
         );
     }
-}
-
-/// Spark's time strings (`JavaUtils.timeStringAs`): `30s`, `500ms`, `2min`, `1h`, `100us`,
-/// or a bare number in the setting's own unit (`unit`: milliseconds for most, seconds for
-/// `spark.network.timeout`). `None` for anything Spark would refuse.
-pub fn spark_time(v: &str, unit: std::time::Duration) -> Option<std::time::Duration> {
-    use std::time::Duration;
-    let v = v.trim().to_ascii_lowercase();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (n, suffix) = v.split_at(split);
-    let n: u64 = n.parse().ok()?;
-    let one = match suffix.trim() {
-        "" => unit,
-        "us" => Duration::from_micros(1),
-        "ms" => Duration::from_millis(1),
-        "s" => Duration::from_secs(1),
-        "m" | "min" => Duration::from_secs(60),
-        "h" => Duration::from_secs(3600),
-        "d" => Duration::from_secs(86_400),
-        _ => return None,
-    };
-    one.checked_mul(u32::try_from(n).ok()?)
 }

@@ -145,7 +145,7 @@ fn preemptions(all: &[Preemption]) -> Option<Finding> {
                 .or_else(|| r.name.clone())
                 .or_else(|| r.uid.as_ref().map(|u| format!("pod {u}")))
                 .unwrap_or_else(|| "a higher-priority pod".to_owned()),
-            None => "higher-priority pods (not named)".to_owned(),
+            None => "higher-priority pods the events do not name".to_owned(),
         };
         groups.entry(key).or_default().push(p);
     }
@@ -159,9 +159,10 @@ fn preemptions(all: &[Preemption]) -> Option<Finding> {
             .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
         let own = priority_text(first.own_class.as_deref(), first.own_priority)
             .unwrap_or_else(|| "no priority class".to_owned());
-        let versus = match theirs {
-            Some(t) => format!(" ({t} > {own})"),
-            None => format!(" (a higher priority than {own})"),
+        let versus = match (theirs, &first.by) {
+            (Some(t), _) => format!(" ({t} > {own})"),
+            (None, Some(_)) => format!(" (a higher priority than this app's: {own})"),
+            (None, None) => String::new(),
         };
         format!(
             "{} executor{} preempted by {who}{versus}",
@@ -479,8 +480,7 @@ mod tests {
         );
         assert_eq!(
             f[0].evidence[1],
-            "1 executor preempted by higher-priority pods (not named) (a higher priority than \
-             spark-batch = 100)"
+            "1 executor preempted by higher-priority pods the events do not name"
         );
     }
 }

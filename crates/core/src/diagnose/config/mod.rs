@@ -142,9 +142,9 @@ fn spark_text(d: Duration) -> String {
     let ms = d.as_millis();
     match ms {
         0 => "0ms".to_owned(),
-        _ if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
-        _ if ms % 60_000 == 0 => format!("{}min", ms / 60_000),
-        _ if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+        _ if ms.is_multiple_of(60_000) => format!("{}min", ms / 60_000),
+        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
         _ => format!("{ms}ms"),
     }
 }
@@ -437,11 +437,10 @@ fn budgets(
     budget: Budget,
     counted: usize,
 ) -> Option<Finding> {
-    let tasks = s.task_max_failures.unwrap_or(4);
+    // Said only when the app sets the task budget: the executor budget alone is the
+    // crash-loop finding's.
+    let tasks = s.task_max_failures?;
     let no_retry = tasks <= 1;
-    if counted == 0 && s.task_max_failures.is_none() {
-        return None;
-    }
     let executors = match budget {
         Budget::Limit(n) => format!(
             "the app aborts (exit 11) after more than {n} executor failures \

@@ -232,16 +232,18 @@ fn the_task_and_executor_budgets_are_told_apart() {
          aborts (exit 11) after more than 16 executor failures (spark.executor.maxNumFailures; \
          3 counted)"
     );
-    // Defaults, with failures counted: both budgets, for the record.
-    let s = Settings::from_properties(&props(&[]));
+    // A task budget set: both budgets, for the record.
+    let s = Settings::from_properties(&props(&[("spark.task.maxFailures", "8")]));
     let f = config_findings(&s, v("3.5.7"), Budget::NoneBeforeSpark4, 2);
     assert_eq!(f[0].severity, Severity::Info);
     assert_eq!(
         f[0].summary,
-        "Two budgets: a task's job aborts after 4 failed attempts (spark.task.maxFailures, \
-         default); Spark 3.5.7 has no executor-failure limit on Kubernetes (2 counted)"
+        "Two budgets: a task's job aborts after 8 failed attempts (spark.task.maxFailures; \
+         default 4); Spark 3.5.7 has no executor-failure limit on Kubernetes (2 counted)"
     );
-    assert!(config_findings(&s, v("3.5.7"), Budget::NoneBeforeSpark4, 0).is_empty());
+    // Unset: the executor budget is the crash-loop finding's to say.
+    let s = Settings::from_properties(&props(&[]));
+    assert!(config_findings(&s, v("3.5.7"), Budget::NoneBeforeSpark4, 2).is_empty());
 }
 
 #[test]
