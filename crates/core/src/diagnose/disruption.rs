@@ -378,10 +378,12 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         return;
     }
     let by = preemptor(s.pod, s.events.iter().copied());
-    let own = priority_text(s.pod.priority_class.as_deref(), s.pod.priority).map_or_else(
-        || "no priority class (priority 0)".to_owned(),
-        |p| format!("priority {p}"),
-    );
+    let own = match (s.pod.priority_class.as_deref(), s.pod.priority) {
+        (Some(c), Some(v)) => format!("priority {c} = {v}"),
+        (None, Some(v)) => format!("priority {v} (no priority class)"),
+        (Some(c), None) => format!("priority class {c}"),
+        (None, None) => "no priority class (priority 0)".to_owned(),
+    };
     let summary = match &by {
         Some(r) => format!(
             "Preempted by {} to make room; this pod had {own}",

@@ -457,13 +457,8 @@ fn budgets(
         Budget::Unknown => format!("the executor-failure limit is unknown ({counted} counted)"),
     };
     let task = format!(
-        "a task's job aborts after {tasks} failed attempt{} (spark.task.maxFailures{})",
+        "a task's job aborts after {tasks} failed attempt{} (spark.task.maxFailures)",
         if tasks == 1 { "" } else { "s" },
-        if s.task_max_failures.is_none() {
-            ", default"
-        } else {
-            ""
-        },
     );
     let (severity, summary) = if no_retry {
         (

@@ -238,8 +238,8 @@ fn the_task_and_executor_budgets_are_told_apart() {
     assert_eq!(f[0].severity, Severity::Info);
     assert_eq!(
         f[0].summary,
-        "Two budgets: a task's job aborts after 8 failed attempts (spark.task.maxFailures; \
-         default 4); Spark 3.5.7 has no executor-failure limit on Kubernetes (2 counted)"
+        "Two budgets: a task's job aborts after 8 failed attempts (spark.task.maxFailures); \
+         Spark 3.5.7 has no executor-failure limit on Kubernetes (2 counted)"
     );
     // Unset: the executor budget is the crash-loop finding's to say.
     let s = Settings::from_properties(&props(&[]));
