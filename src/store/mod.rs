@@ -97,13 +97,24 @@ impl Store {
     /// Applies one event.
     pub fn apply(&mut self, ev: SourceEvent) {
         let at = ev.at();
-        // Events that can change an executor's verdict (and so the node patterns).
-        let changes_verdicts = !matches!(
-            ev,
-            SourceEvent::SourceHealth { .. }
-                | SourceEvent::ScopeNote { .. }
-                | SourceEvent::QuotasListed { .. }
-        );
+        // Events that can add or remove a node failure (so the node patterns): a pod that
+        // failed or lost its node, a relist, the driver's list, a warning or eviction event,
+        // a forget, and every tick (the catch-all). Others (a running pod's update) cannot,
+        // and at 10,000 executors a pass per event would cost the live view.
+        let changes_verdicts = match &ev {
+            SourceEvent::PodUpserted { pod, .. } | SourceEvent::PodDeleted { pod, .. } => {
+                matches!(pod.phase(), Some("Failed" | "Unknown"))
+            }
+            SourceEvent::EventSeen { event, .. } => {
+                event.is_warning() || event.reason_is("Evicted") || event.reason_is("Preempted")
+            }
+            SourceEvent::PodsListed { .. }
+            | SourceEvent::PodsPresent { .. }
+            | SourceEvent::DriverExecutors { .. }
+            | SourceEvent::Tick { .. }
+            | SourceEvent::Forget { .. } => true,
+            _ => false,
+        };
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
         match ev {
