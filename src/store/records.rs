@@ -568,7 +568,7 @@ impl AppRecord {
             preempted: &preempted,
         });
         out.extend(self.node_findings.iter().cloned());
-        out.sort_by_key(|f| f.severity);
+        out.sort_by_key(crate::diagnose::app_verdict::order);
         out
     }
 

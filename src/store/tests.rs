@@ -597,3 +597,72 @@ async fn an_ending_seen_late_is_dated_by_the_container() {
     let s = run(vec![list(vec![exec(1, 5, oom())], 5, 100)]).await;
     assert_eq!(ended_at(&app(&s).executors[&1]), Some(t(100)));
 }
+
+/// Arriving late: three executors were evicted on one node over nine minutes before the
+/// tool started, and are known only from the driver's list. Their node comes from the
+/// kubelet's events and their times from the cluster's clocks, so the node pattern is seen
+/// and spans the nine minutes, not the one moment the tool saw it all.
+#[tokio::test]
+async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
+    use crate::diagnose::Code;
+    let removed = |id: i64, min: u32| crate::model::DriverExecutor {
+        id,
+        active: false,
+        host_port: Some(format!("app-exec-{id}:7079")),
+        add_time: Some(t(0)),
+        remove_time: Some(t(min * 60)),
+        remove_reason: Some(format!(
+            "The executor with id {id} exited with exit code -1(unexpected).\n\
+             The API gave the following brief reason: Evicted\n\
+             The API gave the following message: The node was low on resource: memory. \n"
+        )),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let evicted = |id: i64, min: u32| SourceEvent::EventSeen {
+        event: Box::new(event(json!({"metadata": {"name": format!("e{id}"), "namespace": "spark-jobs"},
+            "involvedObject": {"kind": "Pod", "name": format!("app-exec-{id}"), "namespace": "spark-jobs"},
+            "reason": "Evicted", "type": "Warning",
+            "message": "The node was low on resource: memory.",
+            "lastTimestamp": t(min * 60).to_rfc3339(), "firstTimestamp": t(min * 60).to_rfc3339(),
+            "source": {"component": "kubelet", "host": "node-7"}}))),
+        at: t(1000),
+    };
+    let s = run(vec![
+        up(exec(4, 10, running()), 1000),
+        evicted(1, 0),
+        evicted(2, 4),
+        evicted(3, 9),
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![removed(1, 0), removed(2, 4), removed(3, 9)],
+            },
+            at: t(1000),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert_eq!(a.executors.len(), 4, "{:?}", a.executors.keys());
+    assert!(
+        matches!(a.executors[&1].gone, Some(Gone::DriverOnly { .. })),
+        "known only from the driver"
+    );
+    assert_eq!(a.executors[&1].pod.node_name.as_deref(), Some("node-7"));
+    let p = &s.view().node_patterns;
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert_eq!(p[0].node, "node-7");
+    let f = a
+        .findings()
+        .iter()
+        .find(|f| f.code == Code::NodeFailures)
+        .expect("the app names the node");
+    assert_eq!(
+        f.summary,
+        "Node node-7: 3 executor failures within 9m00s (all of this app): 3 evicted"
+    );
+}

@@ -2,35 +2,9 @@
 //! scenarios on the simulator, `status -o json`, and the same verdicts from a recording's
 //! `report` and `status --recording` (one verdict, read by every output).
 
-use std::process::Stdio;
-
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::common::start_sim;
-
-async fn triage(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run spark-triage");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["apps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["app_name"] == name)
-        .unwrap_or_else(|| panic!("no app {name} in {doc}"))
-}
+use super::common::{app, start_sim, triage};
 
 /// app name → verdict cause, for every app of a status or report document.
 fn causes(doc: &Value) -> std::collections::BTreeMap<String, String> {

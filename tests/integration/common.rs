@@ -99,6 +99,31 @@ pub async fn wait_running(api: &Api<Pod>, name: &str) -> Pod {
     .await
 }
 
+/// The real binary with these arguments, no stdin: (exit code, stdout, stderr).
+pub async fn triage(args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run spark-triage");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The app of a `status`/`report` JSON document with this name.
+pub fn app<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["apps"]
+        .as_array()
+        .expect("an apps list")
+        .iter()
+        .find(|a| a["app_name"] == name)
+        .unwrap_or_else(|| panic!("no app {name} in {doc}"))
+}
+
 /// `spark-triage status --kubeconfig KC -n spark-jobs -o json ARGS…` (without `-n` when
 /// ARGS has `-A`), which must succeed.
 pub async fn status_json(kc: &str, args: &[&str]) -> serde_json::Value {

@@ -1,26 +1,9 @@
 //! Recordings end to end: record and live status agree; the shipped recordings replay into
 //! stable reports; bad files get clear messages.
 
-use std::process::Stdio;
-
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::common::start_sim;
-
-async fn triage(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use super::common::{start_sim, triage};
 
 /// The apps by id, without the moments the driver's REST API was read: the live `status`
 /// and the recorder are two processes that each read it on their own 10 s schedule, so

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::common::start_sim;
+use super::common::{app, start_sim};
 
 async fn status(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
@@ -21,15 +21,6 @@ async fn status(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["apps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["app_name"] == name)
-        .unwrap_or_else(|| panic!("no app {name}"))
 }
 
 /// id → (state, missing, findings)

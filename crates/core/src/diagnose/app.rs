@@ -125,7 +125,8 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
             f.counted.len(),
         ));
     }
-    out.sort_by_key(|x| x.severity);
+    // The app verdict's order, so every pane that shows the first agrees with the verdict.
+    out.sort_by_key(super::app_verdict::order);
     out
 }
 
@@ -175,19 +176,9 @@ fn preemptions(all: &[Preemption]) -> Option<Finding> {
     if rest > 0 {
         summary.push_str(&format!("; {rest} more by others"));
     }
-    let spark_app = groups[0].1[0].by.as_ref().and_then(|r| r.app.clone());
-    let hint = match spark_app {
-        Some(app) => format!(
-            "Another Spark application ({app}) outranks this one. If this app must not lose \
-             executors to it, give it a PriorityClass at least as high (priorityClassName in \
-             spark.kubernetes.executor.podTemplateFile); preemptions are not counted by Spark \
-             but lose the executors' work (their shuffle output is recomputed)."
-        ),
-        None => "Pods of a higher priority take this app's nodes. Give it a PriorityClass \
-                 (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
-                 where preemption is not expected."
-            .to_owned(),
-    };
+    let hint = super::disruption::preemption_hint(
+        groups[0].1[0].by.as_ref().and_then(|r| r.app.as_deref()),
+    );
     Some(
         Finding::new(Code::ExecutorsPreempted, Severity::Warn, summary)
             .witness(super::Witness::Events)

@@ -335,6 +335,25 @@ pub fn resolve_preemptors(events: &mut [PodEvent], pods: &[ExecutorPod]) {
     }
 }
 
+/// What to do about preemptions, by whom they were (another Spark app, or a pod not named):
+/// one hint for the executor's finding and the app's.
+pub fn preemption_hint(by_app: Option<&str>) -> String {
+    match by_app {
+        Some(app) => format!(
+            "Another Spark application ({app}) has a higher priority, and the scheduler took \
+             this app's nodes for it. If this app must not lose executors to it, give it a \
+             PriorityClass at least as high (priorityClassName in \
+             spark.kubernetes.executor.podTemplateFile); otherwise expect it while {app} runs. \
+             Spark does not count a preemption as a failure, but the executor's work (and its \
+             shuffle output) is lost and recomputed."
+        ),
+        None => "A pod with a higher priority needed this node. Give the Spark application a \
+                 PriorityClass (priorityClassName in spark.kubernetes.executor.podTemplateFile), \
+                 or run it on nodes where preemption is not expected."
+            .to_owned(),
+    }
+}
+
 /// `spark-high = 1000`, `priority 1000`, `class spark-high`.
 pub fn priority_text(class: Option<&str>, value: Option<i32>) -> Option<String> {
     match (class, value) {
@@ -394,19 +413,7 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         ),
     };
     let spark = by.as_ref().and_then(|r| r.app.as_deref());
-    let hint = match spark {
-        Some(app) => format!(
-            "Another Spark application ({app}) outranks this one and the scheduler took this \
-             node for it. If this app must not lose executors to it, give it a PriorityClass at \
-             least as high (priorityClassName in spark.kubernetes.executor.podTemplateFile); else \
-             expect it while {app} runs, and keep spark.executor.maxNumFailures above it \
-             (preemptions are not counted by Spark but lose the executor's work)."
-        ),
-        None => "A pod with a higher priority needed this node. Give the Spark application a \
-             PriorityClass (priorityClassName in spark.kubernetes.executor.podTemplateFile), or run it \
-             on nodes where preemption is not expected."
-            .to_owned(),
-    };
+    let hint = preemption_hint(spark);
     let mut f = Finding::new(Code::Preempted, Severity::Warn, summary)
         .hint(hint)
         .reference(REF_PREEMPTION);

@@ -233,7 +233,7 @@ impl From<&AppVerdict> for VerdictView {
 /// The driver pod's own findings, said as the driver's, in the app verdict's order.
 pub fn driver_findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
     let mut f = driver_pod::findings(d, now);
-    f.sort_by_key(|f| (f.severity, rank(f.code)));
+    f.sort_by_key(order);
     f
 }
 
@@ -468,6 +468,11 @@ const APP_RANK: [Code; 23] = [
     Code::OomRecoveryMode,
 ];
 
+/// The order the app verdict lists findings in: worst first, then by [`APP_RANK`].
+pub fn order(f: &Finding) -> (Severity, usize) {
+    (f.severity, rank(f.code))
+}
+
 fn rank(code: Code) -> usize {
     APP_RANK
         .iter()
@@ -518,7 +523,7 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         f.evidence.push(format!("crash-loop: {loop_summary}"));
     }
     let tally = &ev.executors;
-    findings.sort_by_key(|f| (f.severity, rank(f.code)));
+    findings.sort_by_key(order);
     if tally.ended_with_driver > 0
         && let Some(f) = findings.iter_mut().find(|f| driver_pod::is_end(f.code))
     {
@@ -594,7 +599,7 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
             ),
         );
     }
-    findings.sort_by_key(|f| (f.severity, rank(f.code)));
+    findings.sort_by_key(order);
     findings.dedup_by_key(|f| f.code);
     let running = driver
         .as_ref()
