@@ -61,7 +61,8 @@ impl AppRecord {
                 .values()
                 .filter_map(|e| {
                     let code = e.verdict.cause()?.code;
-                    if !crate::diagnose::nodes::is_node_failure(code) {
+                    let pod = e.ended.as_deref().unwrap_or(&e.pod);
+                    if !crate::diagnose::nodes::is_node_failure(code, pod) {
                         return None;
                     }
                     // The cluster's clocks first (a tool started after the failures saw them
@@ -77,10 +78,17 @@ impl AppRecord {
                         .as_ref()
                         .and_then(|d| d.exec.as_ref())
                         .and_then(|x| x.remove_time);
+                    // Only the kubelet's events of the ending (a pod's newest event may be
+                    // its start).
                     let event = e
                         .events
                         .iter()
                         .filter(|ev| ev.host.is_some())
+                        .filter(|ev| {
+                            ["Evicted", "Killing", "NodeNotReady", "Shutdown"]
+                                .iter()
+                                .any(|r| ev.reason_is(r))
+                        })
                         .filter_map(|ev| ev.last_seen)
                         .max();
                     let at = finished

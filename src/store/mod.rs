@@ -98,15 +98,16 @@ impl Store {
     pub fn apply(&mut self, ev: SourceEvent) {
         let at = ev.at();
         // Events that can add or remove a node failure (so the node patterns): a pod that
-        // failed or lost its node, a relist, the driver's list, a warning or eviction event,
+        // failed or lost its node, a relist, the driver's list, an eviction or a kubelet's warning,
         // a forget, and every tick (the catch-all). Others (a running pod's update) cannot,
         // and at 10,000 executors a pass per event would cost the live view.
         let changes_verdicts = match &ev {
             SourceEvent::PodUpserted { pod, .. } | SourceEvent::PodDeleted { pod, .. } => {
                 matches!(pod.phase(), Some("Failed" | "Unknown"))
             }
+            // An eviction, or a kubelet's warning: the node (or time) of a gone executor.
             SourceEvent::EventSeen { event, .. } => {
-                event.is_warning() || event.reason_is("Evicted") || event.reason_is("Preempted")
+                event.reason_is("Evicted") || (event.host.is_some() && event.is_warning())
             }
             SourceEvent::PodsListed { .. }
             | SourceEvent::PodsPresent { .. }

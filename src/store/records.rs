@@ -15,7 +15,7 @@ use crate::{
     diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
     model::{ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
     source::{Health, SourceKind},
-    spark::spark_time,
+    spark::{spark_bool, spark_time},
 };
 
 /// The `Finished::id` of a driver pod.
@@ -135,10 +135,10 @@ impl AppConfig {
         Self {
             delete_on_termination: p
                 .get("spark.kubernetes.executor.deleteOnTermination")
-                .is_none_or(|v| v.trim() != "false"),
+                .is_none_or(|v| spark_bool(v) != Some(false)),
             check_all_containers: p
                 .get("spark.kubernetes.executor.checkAllContainers")
-                .and_then(|v| v.trim().parse().ok()),
+                .and_then(|v| spark_bool(v)),
             spark_container: p
                 .get("spark.kubernetes.executor.podTemplateContainerName")
                 .cloned()
@@ -153,18 +153,18 @@ impl AppConfig {
             ),
             api_polling: p
                 .get("spark.kubernetes.executor.enableApiPolling")
-                .is_none_or(|v| v.trim() != "false"),
+                .is_none_or(|v| spark_bool(v) != Some(false)),
             network_timeout: dur("spark.network.timeout", d.network_timeout),
             from_driver: true,
             max_failures: number("spark.executor.maxNumFailures"),
             executor_instances: number("spark.executor.instances"),
             dynamic_allocation: p
                 .get("spark.dynamicAllocation.enabled")
-                .is_some_and(|v| v.trim() == "true"),
+                .is_some_and(|v| spark_bool(v) == Some(true)),
             max_executors: number("spark.dynamicAllocation.maxExecutors"),
             recovery_mode: p
                 .get("spark.kubernetes.allocation.recoveryMode.enabled")
-                .and_then(|v| v.trim().parse().ok()),
+                .and_then(|v| spark_bool(v)),
             settings: crate::diagnose::config::Settings::from_properties(p),
         }
     }

@@ -623,12 +623,14 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
         peak: Default::default(),
     };
     let evicted = |id: i64, min: u32| SourceEvent::EventSeen {
-        event: Box::new(event(json!({"metadata": {"name": format!("e{id}"), "namespace": "spark-jobs"},
+        event: Box::new(event(
+            json!({"metadata": {"name": format!("e{id}"), "namespace": "spark-jobs"},
             "involvedObject": {"kind": "Pod", "name": format!("app-exec-{id}"), "namespace": "spark-jobs"},
             "reason": "Evicted", "type": "Warning",
             "message": "The node was low on resource: memory.",
             "lastTimestamp": t(min * 60).to_rfc3339(), "firstTimestamp": t(min * 60).to_rfc3339(),
-            "source": {"component": "kubelet", "host": "node-7"}}))),
+            "source": {"component": "kubelet", "host": "node-7"}}),
+        )),
         at: t(1000),
     };
     let s = run(vec![
@@ -664,5 +666,63 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
     assert_eq!(
         f.summary,
         "Node node-7: 3 executor failures within 9m00s (all of this app): 3 evicted"
+    );
+}
+
+/// An executor preempted before the tool started, known only from the driver: its own
+/// priority is its app's (one pod template), read from the app's pods that are still there.
+#[tokio::test]
+async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
+    use crate::diagnose::Code;
+    let mut live = exec(4, 10, running());
+    live.priority_class = Some("spark-batch".into());
+    live.priority = Some(100);
+    let s = run(vec![
+        up(live, 1000),
+        SourceEvent::EventSeen {
+            event: Box::new(event(json!({"metadata": {"name": "p1", "namespace": "spark-jobs"},
+                "involvedObject": {"kind": "Pod", "name": "app-exec-1", "namespace": "spark-jobs"},
+                "related": {"kind": "Pod", "namespace": "ml", "name": "trainer-0", "uid": "uid-trainer"},
+                "reason": "Preempted", "type": "Normal",
+                "message": "Preempted by pod uid-trainer on node n1",
+                "lastTimestamp": t(60).to_rfc3339(), "source": {"component": "default-scheduler"}}))),
+            at: t(1000),
+        },
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![crate::model::DriverExecutor {
+                    id: 1,
+                    active: false,
+                    host_port: None,
+                    add_time: Some(t(0)),
+                    remove_time: Some(t(60)),
+                    remove_reason: Some("The executor with id 1 was deleted by a user or the framework.".into()),
+                    active_tasks: 0,
+                    failed_tasks: 0,
+                    completed_tasks: 0,
+                    max_memory: None,
+                    peak: Default::default(),
+                }],
+            },
+            at: t(1000),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert!(
+        a.executors[&1].verdict.has(Code::Preempted),
+        "{:?}",
+        a.executors[&1].verdict.findings
+    );
+    let f = a
+        .findings()
+        .iter()
+        .find(|f| f.code == Code::ExecutorsPreempted)
+        .expect("the app says it");
+    assert_eq!(
+        f.summary,
+        "1 executor preempted by trainer-0 (its priority not known; this app's: spark-batch = 100)"
     );
 }

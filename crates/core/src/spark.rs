@@ -161,6 +161,18 @@ pub fn containers_description(pod: &ExecutorPod) -> String {
 pub const AFTER_KILL: &str = "Spark will log \"The executor with id N was deleted by a user or the framework.\", \
 not count it against the application, and request a replacement under a new id if the app is below its target.";
 
+/// Spark's booleans: `true`/`false` in any case (Scala's `toBoolean`); `None` for anything else.
+pub fn spark_bool(v: &str) -> Option<bool> {
+    let v = v.trim();
+    if v.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Spark's time strings (`JavaUtils.timeStringAs`): `30s`, `500ms`, `2min`, `1h`, `100us`,
 /// or a bare number in the setting's own unit (`unit`: milliseconds for most, seconds for
 /// `spark.network.timeout`). `None` for anything Spark would refuse.

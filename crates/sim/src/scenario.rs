@@ -412,8 +412,27 @@ pub fn load(name_or_path: &str) -> Result<Scenario, String> {
 }
 
 pub fn parse(text: &str) -> Result<Scenario, String> {
-    serde_saphyr::from_str(text)
-        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())
+    let s: Scenario = serde_saphyr::from_str(text)
+        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
+    // A preemptor that names no app (a typo) would silently become an anonymous pod.
+    for app in &s.apps {
+        for f in &app.fates {
+            let Some(by) = &f.by else { continue };
+            if f.action != Some(FateAction::Preempt) {
+                return Err(format!(
+                    "app {}: `by: {by}` needs `action: preempt`",
+                    app.name
+                ));
+            }
+            if !s.apps.iter().any(|a| &a.name == by) {
+                return Err(format!(
+                    "app {}: `by: {by}` names no app of the scenario",
+                    app.name
+                ));
+            }
+        }
+    }
+    Ok(s)
 }
 
 /// The `scale` scenario: `apps` applications of `executors` each, on nodes big enough.
@@ -519,5 +538,21 @@ mod tests {
             let d = f.after_running(&mut rng).unwrap();
             assert!(d >= Duration::from_secs(5) && d < Duration::from_secs(15));
         }
+    }
+
+    #[test]
+    fn a_preemptor_must_name_an_app_of_the_scenario() {
+        let text = |by: &str, action: &str| {
+            format!(
+                "name: t\ndescription: d\nnamespaces: [ns]\nnodes: [{{name: n, count: 1}}]\napps:\n  \
+                 - {{name: a, namespace: ns, executors: 1, fates: [{{executor: 1, at: 1s, action: {action}, by: {by}}}]}}\n  \
+                 - {{name: b, namespace: ns, executors: 1}}\n"
+            )
+        };
+        assert!(parse(&text("b", "preempt")).is_ok());
+        let e = parse(&text("c", "preempt")).unwrap_err();
+        assert!(e.contains("`by: c` names no app"), "{e}");
+        let e = parse(&text("b", "evict")).unwrap_err();
+        assert!(e.contains("needs `action: preempt`"), "{e}");
     }
 }

@@ -158,12 +158,12 @@ fn preemptions(all: &[Preemption]) -> Option<Finding> {
             .by
             .as_ref()
             .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
-        let own = priority_text(first.own_class.as_deref(), first.own_priority)
-            .unwrap_or_else(|| "no priority class".to_owned());
-        let versus = match (theirs, &first.by) {
-            (Some(t), _) => format!(" ({t} > {own})"),
-            (None, Some(_)) => format!(" (a higher priority than this app's: {own})"),
-            (None, None) => String::new(),
+        let own = priority_text(first.own_class.as_deref(), first.own_priority);
+        let versus = match (theirs, own, &first.by) {
+            (Some(t), Some(o), _) => format!(" ({t} > {o})"),
+            (Some(t), None, _) => format!(" ({t})"),
+            (None, Some(o), Some(_)) => format!(" (its priority not known; this app's: {o})"),
+            (None, _, _) => String::new(),
         };
         format!(
             "{} executor{} preempted by {who}{versus}",

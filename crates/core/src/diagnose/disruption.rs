@@ -401,7 +401,9 @@ pub(super) fn preempted(s: &Subject<'_>, out: &mut Vec<Finding>) {
         (Some(c), Some(v)) => format!("priority {c} = {v}"),
         (None, Some(v)) => format!("priority {v} (no priority class)"),
         (Some(c), None) => format!("priority class {c}"),
-        (None, None) => "no priority class (priority 0)".to_owned(),
+        // Admission always sets spec.priority (0 without a class): none means the pod's
+        // spec was not seen (a recording from before it was kept, a rebuilt pod).
+        (None, None) => "a priority not known".to_owned(),
     };
     let summary = match &by {
         Some(r) => format!(

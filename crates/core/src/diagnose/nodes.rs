@@ -4,16 +4,18 @@
 //! in the app's settings.
 //!
 //! Counted: endings that come from the node, not from the executor's own code or limits:
-//! evictions (memory/disk pressure, storage limits), a node-level SIGKILL (the kernel's OOM
-//! killer under node pressure, not the container's cgroup limit), a graceful node shutdown,
-//! a node lost and a container whose status was lost with its node.
+//! the kubelet's evictions for node pressure, a node-level SIGKILL (the kernel's OOM killer
+//! under node pressure, not the container's cgroup limit), a graceful node shutdown, a node
+//! lost and a container whose status was lost with its node. Not counted: a pod over its own
+//! storage limit (it fails on any node) and an eviction through the Eviction API (a drain:
+//! the node is already being emptied).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::{Code, Finding, Severity, Witness};
-use crate::model::{Time, fmt_time};
+use crate::model::{ExecutorPod, Time, fmt_time};
 
 /// Failures on one node within this window make a pattern.
 pub const WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(30);
@@ -21,16 +23,17 @@ pub const WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(30);
 pub const AT_LEAST: usize = 3;
 
 /// Whether an executor's cause is an ending that comes from its node.
-pub fn is_node_failure(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Evicted
-            | Code::LocalStorageExceeded
-            | Code::NodeSigkill
-            | Code::NodeShutdown
-            | Code::NodeLost
-            | Code::ContainerStatusUnknown
-    )
+pub fn is_node_failure(code: Code, pod: &ExecutorPod) -> bool {
+    let drained = pod.condition("DisruptionTarget").is_some_and(|c| {
+        c.status == "True" && c.reason.as_deref() == Some("EvictionByEvictionAPI")
+    });
+    match code {
+        Code::Evicted => !drained,
+        Code::NodeSigkill | Code::NodeShutdown | Code::NodeLost | Code::ContainerStatusUnknown => {
+            true
+        }
+        _ => false,
+    }
 }
 
 /// One executor that failed on a node.
@@ -237,14 +240,30 @@ mod tests {
         ];
         assert!(node_patterns(&fs).is_empty());
         assert!(node_patterns(&fs[..2]).is_empty());
-        assert!(is_node_failure(Code::NodeLost));
+        let p = ExecutorPod::default();
+        assert!(is_node_failure(Code::NodeLost, &p));
+        assert!(is_node_failure(Code::Evicted, &p));
         assert!(
-            !is_node_failure(Code::ContainerOomKilled),
+            !is_node_failure(Code::ContainerOomKilled, &p),
             "its own limit, not the node"
         );
         assert!(
-            !is_node_failure(Code::Preempted),
+            !is_node_failure(Code::LocalStorageExceeded, &p),
+            "its own limit too"
+        );
+        assert!(
+            !is_node_failure(Code::Preempted, &p),
             "the scheduler's choice, not the node"
+        );
+        let drained = crate::model::testing::pod(serde_json::json!({
+            "metadata": {"name": "x"},
+            "spec": {"containers": []},
+            "status": {"phase": "Failed", "reason": "Evicted", "conditions": [{"type": "DisruptionTarget",
+                "status": "True", "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}]}
+        }));
+        assert!(
+            !is_node_failure(Code::Evicted, &drained),
+            "a drain, not the node's failure"
         );
     }
 }

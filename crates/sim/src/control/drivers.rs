@@ -727,12 +727,11 @@ impl Control {
 }
 
 /// The app's priority on one of its pods, as admission leaves it (`priorityClassName` and
-/// the `priority` the class resolves to).
+/// the `priority` the class resolves to, 0 without one).
 fn with_priority(pod: &mut Value, spec: &crate::scenario::AppSpec) {
     if let Some(c) = &spec.priority_class {
         pod["spec"]["priorityClassName"] = json!(c);
     }
-    if let Some(p) = spec.priority {
-        pod["spec"]["priority"] = json!(p);
-    }
+    // Admission always resolves a priority: 0 without a class (no global default here).
+    pod["spec"]["priority"] = json!(spec.priority.unwrap_or(0));
 }

@@ -502,14 +502,20 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         || ev.executors.known > 0;
     for f in findings
         .iter_mut()
-        .filter(|f| started && f.witness == Witness::Config && f.severity == Severity::Error)
+        .filter(|f| f.witness == Witness::Config && f.severity == Severity::Error)
     {
-        f.severity = Severity::Info;
-        f.summary = format!(
-            "Predicted a refusal at start, but the driver started (its Spark version's defaults \
-             are not the ones read): {}",
-            f.summary
-        );
+        if started {
+            f.severity = Severity::Info;
+            f.summary = format!(
+                "Predicted a refusal at start, but the driver started (the settings in effect \
+                 are not the ones read: set in the application's code, or another Spark \
+                 version's defaults): {}",
+                f.summary
+            );
+        } else if end.is_none() {
+            // A driver still waiting to start: what blocks it now leads, this follows.
+            f.severity = Severity::Warn;
+        }
     }
     // Exit 11: the executors' own causes are the reason; name them in the verdict.
     if let Some(loop_summary) = findings

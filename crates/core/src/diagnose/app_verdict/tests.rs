@@ -518,3 +518,38 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     assert_eq!(v.findings[1].code, Code::HeartbeatSettings);
     assert_eq!(v.findings[1].severity, Severity::Warn);
 }
+
+#[test]
+fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
+    use crate::diagnose::config::{Settings, config_findings};
+    let settings = Settings::from_properties(
+        &[("spark.executor.heartbeatInterval", "300s")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    );
+    let refusal = config_findings(
+        &settings,
+        crate::version::SparkVersion::parse("3.4.1"),
+        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        0,
+    );
+    assert_eq!(refusal[0].severity, Severity::Error);
+    let status = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "message": "0/3 nodes are available: 3 Insufficient memory."}]});
+    let mut p = driver(status, json!({}));
+    p.node_name = None;
+    let v = verdict_of(evidence(&p, &[]), &refusal);
+    assert_eq!(v.cause().code, Code::DriverPending, "{:#?}", v.findings);
+    let f = v
+        .findings
+        .iter()
+        .find(|f| f.code == Code::HeartbeatSettings)
+        .expect("the prediction follows");
+    assert_eq!(f.severity, Severity::Warn);
+    assert!(
+        f.summary.contains("refuses the configuration at start"),
+        "{}",
+        f.summary
+    );
+}

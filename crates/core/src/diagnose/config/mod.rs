@@ -19,7 +19,10 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::{Deserialize, Serialize};
 
 use super::{Code, Finding, Severity, Witness, app::Budget};
-use crate::{spark::spark_time, version::SparkVersion};
+use crate::{
+    spark::{spark_bool, spark_time},
+    version::SparkVersion,
+};
 
 /// The settings the predictions read (none of them secret), as the driver's properties say.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,11 +74,11 @@ impl Settings {
             }
             Some(v.trim().to_owned())
         };
-        let flag = |v: &str| v.trim().parse::<bool>().is_ok();
+        let flag = |v: &str| spark_bool(v).is_some();
         let number = |v: &str| v.trim().parse::<u32>().is_ok();
         let ms = |v: &str| spark_time(v, Duration::from_millis(1)).is_some();
         let secs = |v: &str| spark_time(v, Duration::from_secs(1)).is_some();
-        let b = |v: Option<String>| v.and_then(|v| v.parse::<bool>().ok());
+        let b = |v: Option<String>| v.as_deref().and_then(spark_bool);
         let n = |v: Option<String>| v.and_then(|v| v.parse::<u32>().ok());
         let t = |v: Option<String>, unit: Duration| {
             v.and_then(|v| spark_time(&v, unit))
@@ -213,7 +216,11 @@ fn dynamic_allocation(s: &Settings, version: Option<SparkVersion>) -> Option<Fin
     let tracking = s
         .shuffle_tracking
         .or_else(|| version.map(|v| v.at_least(3, 4)));
-    let decommission = s.decommission && s.decommission_shuffle.unwrap_or(true);
+    // Shuffle-block decommission moves an idle executor's blocks before it goes: the data
+    // is kept either way, and Spark accepts it in place of tracking.
+    if s.decommission && s.decommission_shuffle.unwrap_or(true) {
+        return None;
+    }
     match tracking {
         Some(true) => {
             let timeout = s.shuffle_tracking_timeout_ms?;
@@ -234,20 +241,19 @@ fn dynamic_allocation(s: &Settings, version: Option<SparkVersion>) -> Option<Fin
                     "Shuffle tracking keeps an executor while its shuffle output may be read; the \
                      timeout releases it anyway, and a later read of that output fails \
                      (FetchFailed) and reruns the stages that wrote it. Unset the timeout, or \
-                     enable spark.decommission.enabled with \
-                     spark.storage.decommission.shuffleBlocks.enabled to move the blocks first.",
+                     move the blocks before the executor goes: spark.decommission.enabled, \
+                     spark.storage.decommission.enabled and \
+                     spark.storage.decommission.shuffleBlocks.enabled.",
                 )
                 .reference(REF_DYNAMIC),
             )
         }
-        Some(false) if decommission => None,
         Some(false) => {
-            let why = match s.shuffle_tracking {
-                Some(false) => "spark.dynamicAllocation.shuffleTracking.enabled=false".to_owned(),
-                _ => format!(
-                    "spark.dynamicAllocation.shuffleTracking.enabled is unset, and its default in Spark {} is false",
-                    version.map_or_else(|| "<3.4".to_owned(), |v| v.to_string())
+            let why = match (s.shuffle_tracking, version) {
+                (None, Some(v)) => format!(
+                    "spark.dynamicAllocation.shuffleTracking.enabled is unset, and its default in Spark {v} is false"
                 ),
+                _ => "spark.dynamicAllocation.shuffleTracking.enabled=false".to_owned(),
             };
             Some(
                 Finding::new(
@@ -329,7 +335,8 @@ fn heartbeat(s: &Settings) -> Option<Finding> {
             Severity::Warn,
             format!(
                 "The heartbeat interval ({i}) is not well below spark.network.timeout ({t}): \
-                 {missed} missed heartbeats and the driver removes the executor"
+                 {missed} missed heartbeat{} and the driver removes the executor",
+                if missed == 1 { "" } else { "s" }
             ),
         )
         .hint(
@@ -371,15 +378,19 @@ fn allocation_rate(s: &Settings, version: Option<SparkVersion>) -> Option<Findin
             ""
         },
     );
-    if delay_ms < 100 && version.is_none_or(|v| v.at_least(4, 0)) {
+    // Spark 4.0+ requires more than 100 ms ("must be greater than 0.1s", checked in 4.3.0's
+    // jar), earlier versions more than 0.
+    let four = version.is_none_or(|v| v.at_least(4, 0));
+    if delay_ms == 0 || (four && delay_ms <= 100) {
         let spark = version.map_or_else(|| "Spark 4.0+".to_owned(), |v| format!("Spark {v}"));
+        let least = if four { "100 ms" } else { "0" };
         return Some(
             Finding::new(
                 Code::AllocationFlood,
                 Severity::Error,
                 format!(
-                    "spark.kubernetes.allocation.batch.delay={delay} is below 100 ms: {spark} \
-                     refuses it at start"
+                    "spark.kubernetes.allocation.batch.delay={delay} is not above {least}: \
+                     {spark} refuses it at start"
                 ),
             )
             .evidence(said)
@@ -390,7 +401,9 @@ fn allocation_rate(s: &Settings, version: Option<SparkVersion>) -> Option<Findin
             .reference("https://github.com/apache/spark/pull/47913"),
         );
     }
-    let rate = f64::from(size) * 1000.0 / delay_ms.max(1) as f64;
+    // Each round creates at most the batch, and no more than maxPendingPods allow.
+    let size = s.max_pending_pods.map_or(size, |m| size.min(m));
+    let rate = f64::from(size) * 1000.0 / delay_ms as f64;
     let target = s.target();
     let big = target.is_none_or(|t| t > size);
     if rate < FLOOD_RATE || !big {
@@ -399,11 +412,12 @@ fn allocation_rate(s: &Settings, version: Option<SparkVersion>) -> Option<Findin
     let size_text = match target {
         Some(t) => format!(
             "{t} executors requested within {}",
+            // The first batch at once, then one a delay.
             spark_text(Duration::from_millis(
-                u64::from(t.div_ceil(size.max(1))).saturating_mul(delay_ms)
+                u64::from(t.div_ceil(size.max(1)).saturating_sub(1)).saturating_mul(delay_ms)
             ))
         ),
-        None => "dynamic allocation with no maxExecutors bounds it".to_owned(),
+        None => "dynamic allocation with no maxExecutors to bound it".to_owned(),
     };
     let pending = match s.max_pending_pods {
         Some(m) => format!("spark.kubernetes.allocation.maxPendingPods={m}"),
@@ -476,10 +490,11 @@ fn budgets(
             .evidence(executors)
             .hint(
                 "The task budget ends a job, the executor budget the whole app. An executor loss \
-                 uses the task budget only when Spark blames the app (an OOM, an exit of its \
-                 code); evictions, preemptions, node losses and deletions do not. Raise \
-                 spark.task.maxFailures for flaky tasks, spark.executor.maxNumFailures for \
-                 executors lost to their own failures.",
+                 uses the task budget of the tasks it ran when Spark blames the app \
+                 (exitCausedByApp): every failed pod (an OOM, an exit, an eviction, a node \
+                 shutdown); a deleted pod (a preemption, a kill, Spark's own removal) does not. \
+                 Raise spark.task.maxFailures for flaky tasks, spark.executor.maxNumFailures for \
+                 executors lost to failures.",
             )
             .reference("https://spark.apache.org/docs/latest/configuration.html#scheduling"),
     )

@@ -94,6 +94,29 @@ fn dynamic_allocation_without_shuffle_tracking_refuses_to_start() {
         ("spark.decommission.enabled", "true"),
     ];
     assert!(findings(&decom, "4.3.0").is_empty());
+    // Decommission also keeps the data when a tracking timeout releases executors, and
+    // when the version is unknown.
+    let decom_timeout = [
+        ("spark.dynamicAllocation.enabled", "true"),
+        ("spark.dynamicAllocation.shuffleTracking.timeout", "10min"),
+        ("spark.decommission.enabled", "true"),
+    ];
+    assert!(findings(&decom_timeout, "4.3.0").is_empty());
+    assert!(
+        config_findings(
+            &Settings::from_properties(&props(
+                &decom[..1]
+                    .iter()
+                    .chain(&decom[2..])
+                    .copied()
+                    .collect::<Vec<_>>()
+            )),
+            None,
+            Budget::Unknown,
+            0
+        )
+        .is_empty()
+    );
     let celeborn = [
         ("spark.dynamicAllocation.enabled", "true"),
         ("spark.dynamicAllocation.shuffleTracking.enabled", "false"),
@@ -175,7 +198,7 @@ fn batch_settings_that_flood_the_api_server_at_the_apps_size() {
     assert_eq!(
         f[0].summary,
         "The driver may create 200 executor pods a second (200 every 1s): 2000 executors \
-         requested within 10s"
+         requested within 9s"
     );
     assert_eq!(
         f[0].evidence,
@@ -257,6 +280,16 @@ fn a_value_spark_cannot_read_is_said_not_taken_as_its_default() {
     );
     assert_eq!(f.len(), 1, "{f:#?}");
     assert_eq!(f[0].code, Code::UnreadableSetting);
+    // Spark reads booleans ignoring case: "True" is true, not unreadable.
+    let g = findings(
+        &[
+            ("spark.dynamicAllocation.enabled", "True"),
+            ("spark.dynamicAllocation.shuffleTracking.enabled", "FALSE"),
+        ],
+        "4.3.0",
+    );
+    assert_eq!(g[0].code, Code::DynamicAllocationShuffle, "{g:#?}");
+    assert_eq!(g[0].severity, Severity::Error);
     assert_eq!(
         f[0].evidence,
         [
