@@ -68,16 +68,6 @@ impl AppRecord {
                     // The cluster's clocks first (a tool started after the failures saw them
                     // all at once): the container's end, the driver's removal, the
                     // kubelet's event; else when the tool saw it end.
-                    let finished = e
-                        .pod
-                        .container_status(&e.spark_container)
-                        .and_then(|c| c.terminated())
-                        .and_then(|t| t.finished_at);
-                    let removed = e
-                        .driver
-                        .as_ref()
-                        .and_then(|d| d.exec.as_ref())
-                        .and_then(|x| x.remove_time);
                     // Only the kubelet's events of the ending (a pod's newest event may be
                     // its start).
                     let event = e
@@ -91,8 +81,7 @@ impl AppRecord {
                         })
                         .filter_map(|ev| ev.last_seen)
                         .max();
-                    let at = finished
-                        .or(removed)
+                    let at = super::incident::cluster_end(e)
                         .or(event)
                         .or_else(|| super::ended_at(e))?;
                     Some(crate::diagnose::nodes::NodeFailure {

@@ -73,17 +73,29 @@ pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
         .last()
         .map(|t| t.at);
     let seen = from_history.or_else(|| e.gone.as_ref().map(super::Gone::at));
-    // The kubelet's own time of the end, when the container reports one: a tool started after
-    // the failure saw it only then. Never later than when it was seen (a skewed node clock).
+    // The cluster's own time of the end: a tool started after the failure saw it only then.
+    // Never later than when it was seen (a skewed node clock).
+    match (cluster_end(e), seen) {
+        (Some(f), Some(s)) => Some(f.min(s)),
+        (f, s) => s.or(f),
+    }
+}
+
+/// When the cluster says the executor ended: its container's `finishedAt` (the kubelet's
+/// clock), else the driver's `removeTime` (the driver's clock).
+pub fn cluster_end(e: &ExecutorRecord) -> Option<Time> {
     let finished = e
         .pod
         .container_status(&e.spark_container)
         .and_then(|c| c.terminated())
         .and_then(|t| t.finished_at);
-    match (finished, seen) {
-        (Some(f), Some(s)) => Some(f.min(s)),
-        (f, s) => s.or(f),
-    }
+    finished.or_else(|| {
+        e.driver
+            .as_ref()
+            .and_then(|d| d.exec.as_ref())
+            .filter(|x| !x.active)
+            .and_then(|x| x.remove_time)
+    })
 }
 
 /// The first `--conf key=value` a hint suggests.
