@@ -426,6 +426,13 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
             .is_some_and(|h| !matches!(h, Health::Connecting))
         // The quotas listed once (or their list failed and says so).
         && (snap.applied_quotas || snap.health.contains_key(&SourceKind::Quotas))
+        // Every kind of group object a pod names listed once, or known unreadable (or
+        // its list failing, which says so).
+        && (snap.groups_wanted.iter().all(|k| snap.groups.answered(*k))
+            || snap
+                .health
+                .get(&SourceKind::SchedulerObjects)
+                .is_some_and(|h| matches!(h, Health::Retrying { .. })))
         && (!driver_api
             || snap
                 .apps

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use crate::{
     classify::ClassifyOptions,
     cli::Failure,
-    explain::{explain, render_text},
+    explain::{explain_with, render_text},
     input,
     model::Time,
 };
@@ -87,7 +87,7 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
         check_all_containers: args.check_all_containers,
         spark_version: args.spark_version,
     };
-    let report = explain(&objects.pods, &objects.events, &opts, now);
+    let report = explain_with(&objects.pods, &objects.events, &objects.groups, &opts, now);
     match args.output {
         Output::Text => super::write_stdout(&render_text(&report))?,
         Output::Json => super::json_out::write(&report)?,

@@ -311,8 +311,14 @@ pub fn spawn(
     tx: mpsc::Sender<SourceEvent>,
 ) -> Vec<JoinHandle<()>> {
     let delivered = Delivered::default();
+    let wanted = super::groups::Wanted::default();
     let mut tasks = vec![
-        tokio::spawn(pod_watch(conn.clone(), tx.clone(), delivered.clone())),
+        tokio::spawn(pod_watch(
+            conn.clone(),
+            tx.clone(),
+            delivered.clone(),
+            wanted.clone(),
+        )),
         tokio::spawn(pod_poll(conn.clone(), poll_interval, tx.clone(), delivered)),
         tokio::spawn(super::quotas::quota_poll(
             conn.clone(),
@@ -320,6 +326,12 @@ pub fn spawn(
             tx.clone(),
         )),
         tokio::spawn(super::scope::scope_note(conn.clone(), tx.clone())),
+        tokio::spawn(super::groups::group_poll(
+            conn.clone(),
+            poll_interval,
+            wanted,
+            tx.clone(),
+        )),
     ];
     if let Some(every) = conn.driver_poll {
         tasks.push(tokio::spawn(super::driver_view::driver_poll(
@@ -336,7 +348,12 @@ pub(super) async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> boo
     tx.send(ev).await.is_ok()
 }
 
-async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: Delivered) {
+async fn pod_watch(
+    conn: Connection,
+    tx: mpsc::Sender<SourceEvent>,
+    delivered: Delivered,
+    wanted: super::groups::Wanted,
+) {
     let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let cfg = watcher::Config::default().labels(&conn.selector);
     let mut stream = watcher(api, cfg).default_backoff().boxed();
@@ -367,6 +384,7 @@ async fn pod_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>, delivered: D
                 | watcher::Event::InitApply(LeanPod { pod, .. }),
             ) => {
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
+                wanted.note(&pod);
                 if let Some(list) = listing.as_mut() {
                     // Behind an `Arc` from here on: the store keeps this allocation, and
                     // the list of 100,000 pods is a list of pointers, not of pods.

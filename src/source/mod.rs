@@ -5,6 +5,7 @@
 pub mod bounds;
 pub mod driver_view;
 pub mod errors;
+pub mod groups;
 pub mod lean;
 pub mod live;
 mod poll;
@@ -28,6 +29,8 @@ pub enum SourceKind {
     DriverApi,
     /// The namespace's ResourceQuotas.
     Quotas,
+    /// The batch schedulers' group objects (PodGroups, Workloads).
+    SchedulerObjects,
 }
 
 impl SourceKind {
@@ -39,6 +42,7 @@ impl SourceKind {
             Self::DriverConfig => "driver config",
             Self::DriverApi => "driver API",
             Self::Quotas => "quotas",
+            Self::SchedulerObjects => "scheduler objects",
         }
     }
 }
@@ -134,6 +138,17 @@ pub enum SourceEvent {
         quotas: Vec<crate::model::Quota>,
         at: Time,
     },
+    /// The batch schedulers' objects of one kind, in a namespace or (`namespace` none) in
+    /// every namespace; or (`unknown`) why that kind cannot be read (said once).
+    GroupsListed {
+        group_kind: crate::model::GroupKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        objects: Vec<crate::model::SchedGroup>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unknown: Option<String>,
+        at: Time,
+    },
     /// The scope looks wrong (a namespace that does not exist, or no Spark there while
     /// other namespaces have drivers): shown where the apps would be.
     ScopeNote { text: String, at: Time },
@@ -188,6 +203,7 @@ impl SourceEvent {
             | Self::ActionTaken { at, .. }
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
+            | Self::GroupsListed { at, .. }
             | Self::ScopeNote { at, .. }
             | Self::Tick { at }
             | Self::Forget { at, .. } => *at,

@@ -79,7 +79,15 @@ pub(super) fn driver_only(
         killed_by_tool: false,
         verdict: Verdict::default(),
     };
-    refresh(&mut rec, events, config, None, Some(&resolved), at);
+    refresh(
+        &mut rec,
+        events,
+        config,
+        None,
+        &crate::diagnose::NO_GROUPS,
+        Some(&resolved),
+        at,
+    );
     rec
 }
 
@@ -102,6 +110,7 @@ pub(super) fn refresh(
     events: &[PodEvent],
     config: &AppConfig,
     driver_end: Option<&crate::diagnose::app_verdict::DriverEnd>,
+    groups: &crate::diagnose::GroupIndex,
     resolved: Option<&Resolved>,
     now: Time,
 ) -> Option<String> {
@@ -174,6 +183,7 @@ pub(super) fn refresh(
         api_polling: config.api_polling,
         delete_on_termination: config.delete_on_termination,
         driver_end,
+        groups,
         now,
     });
     // A pod never seen (known from the driver) or seen before it was bound: the node the

@@ -189,6 +189,13 @@ impl Store {
             SourceEvent::QuotasListed {
                 namespace, quotas, ..
             } => self.quotas(namespace, quotas),
+            SourceEvent::GroupsListed {
+                group_kind,
+                namespace,
+                objects,
+                unknown,
+                at,
+            } => self.groups_listed(group_kind, namespace.as_deref(), objects, unknown, at),
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }
@@ -325,6 +332,90 @@ impl Store {
         }
     }
 
+    /// A list of batch schedulers' objects: each app whose pods name one gets its slice,
+    /// and those pods' verdicts are recomputed when the slice changed.
+    fn groups_listed(
+        &mut self,
+        kind: crate::model::GroupKind,
+        namespace: Option<&str>,
+        objects: Vec<crate::model::SchedGroup>,
+        unknown: Option<String>,
+        at: Time,
+    ) {
+        self.snap
+            .groups
+            .apply_list(kind, namespace, objects, unknown);
+        let keys: Vec<AppKey> = self
+            .snap
+            .apps
+            .iter()
+            .filter(|(k, a)| namespace.is_none_or(|ns| k.0 == ns) && a.names_groups())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.settle_groups(&key, at);
+        }
+    }
+
+    /// Gives an app its slice of the group objects; re-verdicts its pods that name groups
+    /// when the slice changed.
+    fn settle_groups(&mut self, key: &AppKey, at: Time) {
+        let Some(app) = self.snap.apps.get(key) else {
+            return;
+        };
+        let slice = self.snap.groups.slice(app.pods_naming_groups());
+        if slice == *app.groups {
+            return;
+        }
+        let ids: Vec<i64> = app
+            .executors
+            .values()
+            .filter(|e| !e.pod.groups.is_empty())
+            .map(|e| e.id)
+            .collect();
+        derived::edit(self.snap.apps.get_mut(key).expect("app exists")).groups = Arc::new(slice);
+        self.refresh_some(key, &ids, at);
+        self.driver_changed(key, at);
+    }
+
+    /// A pod naming groups: their kinds are wanted, and its app's slice takes its objects.
+    fn note_groups(&mut self, key: &AppKey, pod: &ExecutorPod) {
+        if pod.groups.is_empty() {
+            return;
+        }
+        self.snap
+            .groups_wanted
+            .extend(pod.groups.iter().map(|r| r.kind));
+        let mine = self.snap.groups.slice([pod]);
+        let app = self.app_mut(&key.0, &key.1);
+        let g = Arc::make_mut(&mut app.groups);
+        g.unknown = mine.unknown;
+        g.listed = mine.listed;
+        for o in mine.objects {
+            if !g
+                .objects
+                .iter()
+                .any(|x| x.kind == o.kind && x.namespace == o.namespace && x.name == o.name)
+            {
+                g.objects.push(o);
+            }
+        }
+        // The native gang counts its members: only apps with such pods pay for it.
+        if pod
+            .groups
+            .iter()
+            .any(|r| r.kind == crate::model::GroupKind::Workload)
+        {
+            let mut pods: Vec<ExecutorPod> = app
+                .pods_naming_groups()
+                .filter(|p| p.name != pod.name)
+                .cloned()
+                .collect();
+            pods.push(pod.clone());
+            Arc::make_mut(&mut app.groups).count_members(&pods);
+        }
+    }
+
     fn upsert(&mut self, pod: Arc<ExecutorPod>, at: Time, deleted: bool) {
         let Some(app_id) = pod.app_id().map(str::to_owned) else {
             return; // not a Spark pod
@@ -333,6 +424,9 @@ impl Store {
             // A relist (or a repeated watch event) of an executor as it was: nothing to
             // recompute, and readers' copies of the app stay shared.
             return;
+        }
+        if !deleted {
+            self.note_groups(&(pod.namespace.to_string(), app_id.clone()), &pod);
         }
         if pod.role() == Some(Role::Driver) {
             self.upsert_driver(&app_id, pod, at, deleted);
@@ -372,6 +466,7 @@ impl Store {
         };
         let config = app.config.clone();
         let driver_end = app.driver_end.clone();
+        let groups = app.groups.clone();
         let resolved = config.classify_options().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let rv = pod.rv();
@@ -435,6 +530,7 @@ impl Store {
                     &pod_events,
                     &config,
                     driver_end.as_ref(),
+                    &groups,
                     Some(&resolved),
                     at,
                 ) {
@@ -482,6 +578,7 @@ impl Store {
                     &pod_events,
                     &config,
                     driver_end.as_ref(),
+                    &groups,
                     Some(&resolved),
                     at,
                 );
@@ -742,6 +839,7 @@ impl Store {
                 .retain(|name, _| present_names.contains(&(key.0.as_str(), name.as_str())));
             let config = app.config.clone();
             let driver_end = app.driver_end.clone();
+            let groups = app.groups.clone();
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
                     continue;
@@ -762,7 +860,15 @@ impl Store {
                     },
                 );
                 let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
-                let note = refresh(rec, &events, &config, driver_end.as_ref(), None, at);
+                let note = refresh(
+                    rec,
+                    &events,
+                    &config,
+                    driver_end.as_ref(),
+                    &groups,
+                    None,
+                    at,
+                );
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
                 } else {
@@ -861,9 +967,18 @@ impl Store {
             let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
             let config = app.config.clone();
             let driver_end = app.driver_end.clone();
+            let groups = app.groups.clone();
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
-                if let Some(note) = refresh(rec, &events, &config, driver_end.as_ref(), None, at) {
+                if let Some(note) = refresh(
+                    rec,
+                    &events,
+                    &config,
+                    driver_end.as_ref(),
+                    &groups,
+                    None,
+                    at,
+                ) {
                     app.log(at, Some(id), note);
                 }
             }
@@ -914,6 +1029,7 @@ impl Store {
         let app = derived::edit(app);
         let config = app.config.clone();
         let driver_end = app.driver_end.clone();
+        let groups = app.groups.clone();
         let mut notes = Vec::new();
         for id in ids {
             let Some(rec) = app.executors.get_mut(id) else {
@@ -922,7 +1038,16 @@ impl Store {
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
             notes.extend(
-                refresh(rec, &events, &config, driver_end.as_ref(), None, at).map(|n| (rec.id, n)),
+                refresh(
+                    rec,
+                    &events,
+                    &config,
+                    driver_end.as_ref(),
+                    &groups,
+                    None,
+                    at,
+                )
+                .map(|n| (rec.id, n)),
             );
         }
         for (id, text) in notes {
@@ -937,6 +1062,7 @@ impl Store {
         let app = derived::edit(app);
         let config = app.config.clone();
         let driver_end = app.driver_end.clone();
+        let groups = app.groups.clone();
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
@@ -947,7 +1073,16 @@ impl Store {
                 rec.spark_container = (&resolved.config.spark_container).into();
             }
             notes.extend(
-                refresh(rec, &events, &config, driver_end.as_ref(), None, at).map(|n| (rec.id, n)),
+                refresh(
+                    rec,
+                    &events,
+                    &config,
+                    driver_end.as_ref(),
+                    &groups,
+                    None,
+                    at,
+                )
+                .map(|n| (rec.id, n)),
             );
         }
         for (id, text) in notes {

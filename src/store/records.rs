@@ -391,7 +391,10 @@ pub struct DriverGoneAt {
 
 impl DriverInfo {
     /// The evidence the app verdict reads.
-    pub fn evidence(&self) -> Option<diagnose::app_verdict::DriverEvidence<'_>> {
+    pub fn evidence<'a>(
+        &'a self,
+        groups: &'a diagnose::GroupIndex,
+    ) -> Option<diagnose::app_verdict::DriverEvidence<'a>> {
         use diagnose::app_verdict::{DriverEvidence, DriverGone};
         let pod = self.last.as_deref()?;
         Some(DriverEvidence {
@@ -406,6 +409,7 @@ impl DriverInfo {
             },
             gone_at: self.gone.map(|g| g.at),
             log_tail: self.log_tail.as_deref().map(Vec::as_slice),
+            groups,
         })
     }
 }
@@ -449,6 +453,9 @@ pub struct AppRecord {
     /// The ResourceQuotas of the app's namespace, as last listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::model::Quota>,
+    /// The batch schedulers' objects its pods name, and the kinds that cannot be read.
+    #[serde(default, skip_serializing_if = "is_no_groups")]
+    pub groups: Arc<diagnose::GroupIndex>,
     /// Executors forgotten by a long-running recorder (`SourceEvent::Forget`): the driver's
     /// list naming them again does not bring them back as driver-only tombstones.
     #[serde(default, skip_serializing_if = "rangemap::RangeInclusiveSet::is_empty")]
@@ -584,7 +591,7 @@ impl AppRecord {
                     .is_some_and(|f| f.code == Code::EndedWithDriver)
             })
             .count();
-        let driver = self.driver.as_ref().and_then(DriverInfo::evidence);
+        let driver = self.driver.as_ref().and_then(|d| d.evidence(&self.groups));
         // A keyframe from before the driver's pod was kept knows its phase only.
         let driver_phase = driver
             .is_none()
@@ -641,7 +648,7 @@ impl AppRecord {
         let mut end = self
             .driver
             .as_ref()
-            .and_then(DriverInfo::evidence)
+            .and_then(|d| d.evidence(&self.groups))
             .and_then(|d| diagnose::app_verdict::driver_end(&d, now));
         // The tool saw this driver's end once: later sights (a terminating pod's updates)
         // do not move it.
@@ -661,6 +668,20 @@ impl AppRecord {
         true
     }
 
+    /// The app's pods (driver, executors) that name a batch scheduler's group.
+    pub(super) fn pods_naming_groups(&self) -> impl Iterator<Item = &ExecutorPod> + Clone {
+        self.driver
+            .iter()
+            .filter_map(|d| d.last.as_deref())
+            .chain(self.executors.values().map(|e| &*e.pod))
+            .filter(|p| !p.groups.is_empty())
+    }
+
+    /// Whether any of its pods names a batch scheduler's group.
+    pub(super) fn names_groups(&self) -> bool {
+        self.pods_naming_groups().next().is_some()
+    }
+
     pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<crate::model::Quota>) -> Self {
         Self {
             namespace: namespace.to_owned(),
@@ -673,6 +694,7 @@ impl AppRecord {
             timeline: VecDeque::new(),
             driver_api: None,
             quotas,
+            groups: Arc::default(),
             forgotten: Default::default(),
             driver_end: None,
             as_of: None,
@@ -777,10 +799,20 @@ pub struct Snapshot {
     /// A quota list arrived (possibly empty).
     #[serde(default)]
     pub applied_quotas: bool,
+    /// The batch schedulers' objects read, all namespaces, and the kinds that cannot be.
+    #[serde(default, skip_serializing_if = "diagnose::GroupIndex::is_empty")]
+    pub groups: diagnose::GroupIndex,
+    /// The kinds of group objects Spark pods named (`status` waits for their lists).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub groups_wanted: std::collections::BTreeSet<crate::model::GroupKind>,
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
     /// Nodes where executor failures cluster, across apps (docs/diagnosis.md, node patterns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_patterns: Vec<crate::diagnose::nodes::NodePattern>,
+}
+
+fn is_no_groups(g: &Arc<diagnose::GroupIndex>) -> bool {
+    g.is_empty()
 }

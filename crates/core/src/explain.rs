@@ -10,13 +10,13 @@ use serde::Serialize;
 use crate::{
     classify::{ClassifyOptions, ContainerSource, classify},
     diagnose::{
-        Finding,
+        Finding, GroupIndex,
         app_verdict::{
             AppEvidence, DriverEvidence, DriverGone, ExecutorEnd, ExecutorTally, VerdictView,
             app_verdict, attribute_to_driver, driver_end, driver_findings, ended_with, is_orphan,
             requested_at,
         },
-        diagnose,
+        diagnose_in,
     },
     model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
     spark::{SparkView, spark_view},
@@ -86,14 +86,32 @@ pub fn explain(
     opts: &ClassifyOptions,
     now: Time,
 ) -> Explanation {
+    explain_with(pods, events, &[], opts, now)
+}
+
+/// [`explain`], with the batch schedulers' group objects the input held. Kinds with no
+/// object in the input are not claimed absent: the file may simply not have them.
+pub fn explain_with(
+    pods: &[ExecutorPod],
+    events: &[PodEvent],
+    groups: &[crate::model::SchedGroup],
+    opts: &ClassifyOptions,
+    now: Time,
+) -> Explanation {
+    let mut index = GroupIndex {
+        objects: groups.to_vec(),
+        ..GroupIndex::default()
+    };
+    index.count_members(pods);
+    let index = &index;
     let mut events = events.to_vec();
     crate::diagnose::disruption::resolve_preemptors(&mut events, pods);
     let events = &events[..];
     let mut out: Vec<PodExplanation> = pods
         .iter()
-        .map(|p| explain_pod(p, events, opts, now))
+        .map(|p| explain_pod(p, events, index, opts, now))
         .collect();
-    let apps = explain_apps(pods, events, &mut out, now);
+    let apps = explain_apps(pods, events, index, &mut out, now);
     Explanation { pods: out, apps }
 }
 
@@ -102,6 +120,7 @@ pub fn explain(
 fn explain_apps(
     pods: &[ExecutorPod],
     events: &[PodEvent],
+    groups: &GroupIndex,
     out: &mut [PodExplanation],
     now: Time,
 ) -> Vec<AppExplanation> {
@@ -143,6 +162,7 @@ fn explain_apps(
             gone: DriverGone::No,
             gone_at: None,
             log_tail: None,
+            groups,
         });
         let end = evidence.as_ref().and_then(|d| driver_end(d, now));
         if let (Some((i, _)), Some(d)) = (driver, &evidence) {
@@ -226,12 +246,13 @@ fn explain_apps(
 fn explain_pod(
     pod: &ExecutorPod,
     events: &[PodEvent],
+    groups: &GroupIndex,
     opts: &ClassifyOptions,
     now: Time,
 ) -> PodExplanation {
     let resolved = opts.resolve(pod);
     let state = classify(pod, &resolved.config);
-    let findings = diagnose(pod, events, &resolved, state, now);
+    let findings = diagnose_in(pod, events, &resolved, state, now, groups);
     let spark_status = pod.container_status(&resolved.config.spark_container);
     let terminated =
         spark_status.and_then(|c| c.terminated().or_else(|| c.last_state.terminated()));

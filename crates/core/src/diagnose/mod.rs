@@ -18,6 +18,7 @@ pub mod driver;
 mod exit;
 pub mod nodes;
 mod pending;
+pub mod queueing;
 mod quota;
 pub mod scheduling;
 pub mod verdict;
@@ -32,6 +33,7 @@ use crate::{
     classify::Resolved,
     model::{ExecutorPod, ExecutorState, PodEvent, Time},
 };
+pub use queueing::{GroupIndex, NO_GROUPS};
 pub use scheduling::{SchedulingKind, SchedulingReason};
 
 /// A stable finding code (kebab-case in every output).
@@ -185,11 +187,24 @@ pub enum Code {
     ExecutorsPreempted,
     /// (app) Several executors failed on one node within a window.
     NodeFailures,
+    /// Held by scheduling gates (Kueue's admission gate, or another controller's).
+    SchedulingGated,
+    /// Held for its gang: a Volcano PodGroup, YuniKorn task groups, a native Workload.
+    GangWaiting,
+    /// Held by a batch scheduler's queue (YuniKorn's queue or user quota).
+    QueueWaiting,
+    /// Failed by a batch scheduler before it ran (YuniKorn: application rejected, gang
+    /// reservation timed out).
+    SchedulerRejected,
+    /// Stopped by Kueue: its Workload was evicted or deactivated.
+    WorkloadEvicted,
+    /// A named scheduler has said nothing about the pod (not installed, not running).
+    SchedulerSilent,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 66] = [
+    pub const ALL: [Self; 72] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -212,6 +227,12 @@ impl Code {
         Self::NodeShutdown,
         Self::Deleted,
         Self::Unschedulable,
+        Self::SchedulingGated,
+        Self::GangWaiting,
+        Self::QueueWaiting,
+        Self::SchedulerRejected,
+        Self::WorkloadEvicted,
+        Self::SchedulerSilent,
         Self::ImagePull,
         Self::ContainerConfigError,
         Self::ContainerCreatingStuck,
@@ -327,6 +348,12 @@ impl Code {
             Self::UnreadableSetting => "unreadable-setting",
             Self::ExecutorsPreempted => "executors-preempted",
             Self::NodeFailures => "node-failures",
+            Self::SchedulingGated => "scheduling-gated",
+            Self::GangWaiting => "gang-waiting",
+            Self::QueueWaiting => "queue-waiting",
+            Self::SchedulerRejected => "scheduler-rejected",
+            Self::WorkloadEvicted => "workload-evicted",
+            Self::SchedulerSilent => "scheduler-silent",
         }
     }
 }
@@ -432,6 +459,8 @@ pub enum Witness {
     Inference,
     /// The application's configuration (its driver's `spark.properties`).
     Config,
+    /// A batch scheduler's or admission controller's object (a PodGroup, a Workload).
+    SchedulerObject,
 }
 
 impl Witness {
@@ -444,6 +473,7 @@ impl Witness {
             Self::Events => "events",
             Self::Inference => "inference",
             Self::Config => "config",
+            Self::SchedulerObject => "scheduler-object",
         }
     }
 }
@@ -502,6 +532,8 @@ pub struct Subject<'a> {
     pub state: ExecutorState,
     /// The time the diagnosis is made at (ages, pending durations).
     pub now: Time,
+    /// The batch schedulers' group objects read (empty when none were).
+    pub groups: &'a GroupIndex,
 }
 
 impl Subject<'_> {
@@ -540,6 +572,7 @@ const RULES: &[Rule] = &[
     disruption::preempted,
     disruption::node_lost,
     disruption::admission_rejected,
+    queueing::who_decides,
     pending::unschedulable,
     pending::image_pull,
     pending::container_config_error,
@@ -556,6 +589,18 @@ pub fn diagnose(
     state: ExecutorState,
     now: Time,
 ) -> Vec<Finding> {
+    diagnose_in(pod, events, resolved, state, now, &NO_GROUPS)
+}
+
+/// [`diagnose`], with the batch schedulers' group objects the tool read.
+pub fn diagnose_in(
+    pod: &ExecutorPod,
+    events: &[PodEvent],
+    resolved: &Resolved,
+    state: ExecutorState,
+    now: Time,
+    groups: &GroupIndex,
+) -> Vec<Finding> {
     let mut about: Vec<&PodEvent> = events.iter().filter(|e| e.is_about(pod)).collect();
     about.sort_by(|a, b| PodEvent::chronological(a, b));
     let subject = Subject {
@@ -564,6 +609,7 @@ pub fn diagnose(
         resolved,
         state,
         now,
+        groups,
     };
     let mut findings = Vec::new();
     for rule in RULES {

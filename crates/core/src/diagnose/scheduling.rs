@@ -103,7 +103,11 @@ pub fn parse(message: &str) -> Parsed {
         Some((m, p)) => (m, Some(p.trim().to_owned())),
         None => (message, None),
     };
-    let Some((head, list)) = main.split_once(" nodes are available: ") else {
+    // Volcano says `0/3 nodes are unavailable: …` where kube-scheduler says `available`.
+    let Some((head, list)) = main
+        .split_once(" nodes are available: ")
+        .or_else(|| main.split_once(" nodes are unavailable: "))
+    else {
         let text = main.trim_end_matches('.').to_owned();
         let kind = if text.contains("no nodes available") {
             SchedulingKind::NoNodes
@@ -187,7 +191,7 @@ fn classify_reason(text: &str) -> SchedulingKind {
             _ => SchedulingKind::InsufficientOther,
         };
     }
-    if t.contains("too many pods") {
+    if t.contains("too many pods") || t.contains("pod number exceeded") {
         SchedulingKind::TooManyPods
     } else if t.contains("taint") {
         SchedulingKind::UntoleratedTaint
@@ -314,6 +318,24 @@ mod tests {
             assert_eq!(p.reasons.len(), 1, "{piece}");
             assert_eq!(p.reasons[0].kind, want, "{piece}");
         }
+    }
+
+    #[test]
+    fn volcano_node_fit_message() {
+        let p =
+            parse("0/3 nodes are unavailable: 1 node(s) pod number exceeded, 2 Insufficient cpu.");
+        assert_eq!(p.total_nodes, Some(3));
+        assert_eq!(
+            kinds(&p),
+            vec![
+                (
+                    SchedulingKind::TooManyPods,
+                    Some(1),
+                    "node(s) pod number exceeded"
+                ),
+                (SchedulingKind::InsufficientCpu, Some(2), "Insufficient cpu"),
+            ]
+        );
     }
 
     #[test]

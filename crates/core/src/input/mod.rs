@@ -78,6 +78,9 @@ pub struct Objects {
     pub pods: Vec<ExecutorPod>,
     /// The events found.
     pub events: Vec<PodEvent>,
+    /// The batch schedulers' group objects found (Volcano PodGroups, Kueue and native
+    /// Workloads): `kubectl get pods,podgroups,workloads -o json` gives them with the pods.
+    pub groups: Vec<crate::model::SchedGroup>,
     /// Items that are not pods or events (a Service in `kubectl get all`): one line each.
     pub skipped: Vec<String>,
     /// Items that claim to be pods or events but are malformed: one line each. Data was lost.
@@ -232,6 +235,9 @@ pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
             }
             Kind::Pod => push_pod(doc, &label, out),
             Kind::Event(api) => push_event(doc, api, &label, out),
+            Kind::Group(kind) => out
+                .groups
+                .push(crate::model::SchedGroup::from_value(kind, &doc)),
             Kind::Other(what) => foreign.push(format!("{label} is {what}")),
         }
     };
@@ -264,7 +270,12 @@ pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
             }
         }
     }
-    if out.pods.is_empty() && out.events.is_empty() && !saw_list && out.invalid.is_empty() {
+    if out.pods.is_empty()
+        && out.events.is_empty()
+        && out.groups.is_empty()
+        && !saw_list
+        && out.invalid.is_empty()
+    {
         return Err(InputError::Unexpected {
             origin: origin.to_owned(),
             what: format!(
@@ -300,6 +311,7 @@ enum EventApi {
 enum Kind {
     Pod,
     Event(EventApi),
+    Group(crate::model::GroupKind),
     List {
         /// Items without a `kind` are pods (a raw API PodList) rather than unknown.
         pod_list: bool,
@@ -329,6 +341,11 @@ fn kind_of(doc: &Value) -> Kind {
     match obj.get("kind").and_then(Value::as_str) {
         Some("Pod") => Kind::Pod,
         Some("Event") => Kind::Event(event_api(doc)),
+        Some(k @ ("PodGroup" | "Workload"))
+            if let Some(g) = group_kind(k, obj.get("apiVersion").and_then(Value::as_str)) =>
+        {
+            Kind::Group(g)
+        }
         Some("PodList") => Kind::List {
             pod_list: true,
             event_api: None,
@@ -352,6 +369,15 @@ fn kind_of(doc: &Value) -> Kind {
         None if obj.contains_key("spec") || obj.contains_key("status") => Kind::Pod,
         None => Kind::Other("an object without a kind".to_owned()),
     }
+}
+
+/// A batch scheduler's group object, by kind and API group.
+fn group_kind(kind: &str, api: Option<&str>) -> Option<crate::model::GroupKind> {
+    use crate::model::GroupKind;
+    let group = api?.split('/').next()?;
+    GroupKind::ALL
+        .into_iter()
+        .find(|g| g.kind() == kind && g.group() == group)
 }
 
 fn read_list(
@@ -399,6 +425,9 @@ fn read_item(
     match kind_of(&item) {
         Kind::Pod => push_pod(item, item_label, out),
         Kind::Event(api) => push_event(item, api, item_label, out),
+        Kind::Group(kind) => out
+            .groups
+            .push(crate::model::SchedGroup::from_value(kind, &item)),
         Kind::Other(_) if pod_list && item.is_object() && item.get("kind").is_none() => {
             push_pod(item, item_label, out);
         }
@@ -431,7 +460,15 @@ fn push_pod(mut value: Value, label: &str, out: &mut Objects) {
     for _ in 0..repair::MAX_REPAIRS {
         let e = match serde_path_to_error::deserialize::<_, core::Pod>(&value) {
             Ok(pod) => {
-                out.pods.push(ExecutorPod::from_pod(&pod));
+                let mut p = ExecutorPod::from_pod(&pod);
+                // Fields newer than the typed client's API level (1.33): the native gang's
+                // `spec.workloadRef` (1.35) is read from the object itself.
+                if value.pointer("/spec/workloadRef").is_some()
+                    && let Ok(w) = ExecutorPod::from_value(&value)
+                {
+                    p.groups = w.groups;
+                }
+                out.pods.push(p);
                 return;
             }
             Err(e) => e,

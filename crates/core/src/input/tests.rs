@@ -124,3 +124,38 @@ fn empty_list_is_fine() {
     let o = pods(r#"{"apiVersion":"v1","kind":"List","items":[]}"#).unwrap();
     assert!(o.pods.is_empty() && o.skipped.is_empty() && o.invalid.is_empty());
 }
+
+#[test]
+fn group_objects_beside_pods_are_read_and_unknown_kinds_skipped() {
+    let o = pods(
+        r#"{"kind":"List","apiVersion":"v1","items":[
+            {"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"n"},
+             "spec":{"workloadRef":{"name":"gang","podGroup":"executors"},"containers":[]}},
+            {"kind":"PodGroup","apiVersion":"scheduling.volcano.sh/v1beta1","metadata":{"name":"pg","namespace":"n"},"status":{"phase":"Pending"}},
+            {"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"pod-a-1f2e3","namespace":"n"}},
+            {"kind":"Workload","apiVersion":"scheduling.k8s.io/v1alpha1","metadata":{"name":"gang","namespace":"n"}},
+            {"kind":"Workload","apiVersion":"example.com/v1","metadata":{"name":"w"}}
+        ]}"#,
+    )
+    .unwrap();
+    let kinds: Vec<_> = o.groups.iter().map(|g| g.kind).collect();
+    use crate::model::GroupKind;
+    assert_eq!(
+        kinds,
+        vec![
+            Some(GroupKind::VolcanoPodGroup),
+            Some(GroupKind::KueueWorkload),
+            Some(GroupKind::Workload)
+        ]
+    );
+    assert_eq!(o.groups[0].phase.as_deref(), Some("Pending"));
+    assert_eq!(
+        o.skipped,
+        vec!["skipped document 1 item 5: a Workload (example.com/v1)"]
+    );
+    // The pod's workloadRef is newer than the typed client's API level: read anyway.
+    assert_eq!(o.pods[0].groups.len(), 1);
+    assert_eq!(o.pods[0].groups[0].name, "gang");
+    // A file of group objects only is not an error (they may come with the pods later).
+    assert!(pods(r#"{"kind":"PodGroup","apiVersion":"scheduling.volcano.sh/v1beta1","metadata":{"name":"pg"}}"#).is_ok());
+}

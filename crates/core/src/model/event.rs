@@ -29,6 +29,10 @@ pub struct PodEvent {
     pub reason: Option<String>,
     /// Its message.
     pub message: Option<String>,
+    /// What was done (`action`): YuniKorn's gang events share one reason
+    /// (`GangScheduling`) and differ only here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// How many times it happened (at least 1).
     pub count: i32,
     /// When it was first seen.
@@ -105,6 +109,7 @@ impl From<WireEvent> for PodEvent {
             type_: e.type_,
             reason: e.reason,
             message: e.message,
+            action: e.action.filter(|a| !a.is_empty()),
             count: series.count.or(e.count).unwrap_or(1).max(1),
             first_seen: e.first_timestamp.or(e.event_time),
             last_seen: series
@@ -164,6 +169,7 @@ impl PodEvent {
             type_: e.type_.clone(),
             reason: e.reason.clone(),
             message: e.note.clone(),
+            action: e.action.clone().filter(|a| !a.is_empty()),
             count: e
                 .series
                 .as_ref()

@@ -2,6 +2,7 @@
 
 pub mod driver;
 mod event;
+mod group;
 mod pod;
 pub mod quantity;
 mod quota;
@@ -11,12 +12,13 @@ mod wire;
 
 pub use driver::DriverExecutor;
 pub use event::{PodEvent, Related};
+pub use group::{GroupKind, GroupRef, SchedGroup};
 pub use pod::{
     ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,
     DEFAULT_EXECUTOR_CONTAINER, Deletion, ExecIdLabel, ExecutorPod, HOLD_EXPIRES, HOLD_FINALIZER,
-    LABEL_APP_ID, LABEL_APP_NAME, LABEL_EXEC_ID, LABEL_INACTIVE, LABEL_ROLE, LABEL_SPARK_VERSION,
-    OwnerRef, PodCondition, PodStatus, Resources, Role, TOOL_DOMAIN, Terminated, Time, fmt_time,
-    time,
+    KUEUE_GATE, KUEUE_QUEUE_LABEL, LABEL_APP_ID, LABEL_APP_NAME, LABEL_EXEC_ID, LABEL_INACTIVE,
+    LABEL_ROLE, LABEL_SPARK_VERSION, OwnerRef, PodCondition, PodStatus, Resources, Role,
+    TOOL_DOMAIN, Terminated, Time, VOLCANO_GROUP_ANNOTATION, fmt_time, time,
 };
 pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;

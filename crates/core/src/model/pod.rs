@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1 as core;
 use serde::{Deserialize, Serialize};
 
 use super::Text;
+use super::group::{GroupKind, GroupRef};
 use super::wire::{
     self, WireContainer, WireContainerStatus, WirePod, WireQuantities, WireState, WireStatus,
 };
@@ -44,6 +45,26 @@ pub const HOLD_FINALIZER: &str = "spark-triage.dev/hold";
 pub const HOLD_EXPIRES: &str = "spark-triage.dev/hold-expires";
 /// The driver container name Spark uses.
 pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
+/// The pod annotation naming its Volcano PodGroup (Spark's `VolcanoFeatureStep`).
+pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
+/// Kueue's scheduling gate, removed when the pod's Workload is admitted.
+pub const KUEUE_GATE: &str = "kueue.x-k8s.io/admission";
+/// Kueue's queue label.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue's pod-group name (label, or annotation from 0.18).
+pub const KUEUE_POD_GROUP: &str = "kueue.x-k8s.io/pod-group-name";
+/// The annotations of batch schedulers that are kept ([`ExecutorPod::scheduling_annotations`]).
+const SCHEDULING_ANNOTATIONS: &[&str] = &[
+    VOLCANO_GROUP_ANNOTATION,
+    KUEUE_POD_GROUP,
+    "yunikorn.apache.org/app-id",
+    "yunikorn.apache.org/queue",
+    "yunikorn.apache.org/task-group-name",
+    "yunikorn.apache.org/placeholder",
+    "yunikorn.apache.org/schedulingPolicyParameters",
+];
+/// The longest annotation value kept.
+const MAX_ANNOTATION: usize = 512;
 
 /// What diagnosis needs of a Pod. Deserialized from the API's JSON through the wire shapes
 /// (`wire.rs`), or projected from a typed Pod by [`ExecutorPod::from_pod`]; never holds the Pod.
@@ -77,6 +98,20 @@ pub struct ExecutorPod {
     /// `spec.priorityClassName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<Text>,
+    /// `spec.schedulerName` when it is not `default-scheduler` (Volcano, YuniKorn, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<Text>,
+    /// `spec.schedulingGates[].name`: while any is there, no scheduler looks at the pod.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scheduling_gates: Vec<Text>,
+    /// The batch-scheduling groups the pod says it belongs to (Volcano's PodGroup, Kueue's
+    /// Workload, the native gang's Workload).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupRef>,
+    /// The batch schedulers' annotations diagnosis reads (YuniKorn's task groups and
+    /// placeholders), values bounded; others are not kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scheduling_annotations: BTreeMap<String, String>,
     /// `spec.containers`, in order.
     pub containers: Vec<ContainerSpec>,
     /// `spec.initContainers`, in order.
@@ -269,6 +304,30 @@ impl From<WirePod> for ExecutorPod {
                 uid: o.uid,
             }
         });
+        let scheduling_annotations: BTreeMap<String, String> = meta
+            .annotations
+            .iter()
+            .filter(|(k, _)| SCHEDULING_ANNOTATIONS.contains(&k.as_str()))
+            .map(|(k, v)| {
+                let mut end = v.len().min(MAX_ANNOTATION);
+                while !v.is_char_boundary(end) {
+                    end -= 1;
+                }
+                (k.clone(), v[..end].to_owned())
+            })
+            .collect();
+        let scheduling_gates: Vec<Text> = spec
+            .scheduling_gates
+            .into_iter()
+            .map(|g| Text::from(g.name))
+            .take(16)
+            .collect();
+        let groups = group_refs(
+            &meta.labels,
+            &scheduling_annotations,
+            &scheduling_gates,
+            spec.workload_ref,
+        );
         let conf_config_map = spec
             .volumes
             .into_iter()
@@ -292,6 +351,12 @@ impl From<WirePod> for ExecutorPod {
             restart_policy: spec.restart_policy,
             priority: spec.priority,
             priority_class: spec.priority_class_name.filter(|c| !c.is_empty()),
+            scheduler_name: spec
+                .scheduler_name
+                .filter(|s| !s.is_empty() && s != "default-scheduler"),
+            scheduling_gates,
+            groups,
+            scheduling_annotations,
             containers: spec
                 .containers
                 .into_iter()
@@ -311,6 +376,50 @@ impl From<WirePod> for ExecutorPod {
             conf_config_map,
         }
     }
+}
+
+/// The groups a pod names: Kueue's (its gate, queue label or pod-group name), the native
+/// gang's (`spec.workloadRef`), Volcano's (the group-name annotation).
+fn group_refs(
+    labels: &BTreeMap<Text, Text>,
+    annotations: &BTreeMap<String, String>,
+    gates: &[Text],
+    workload: Option<wire::WireWorkloadRef>,
+) -> Vec<GroupRef> {
+    let mut out = Vec::new();
+    let kueue_group = annotations
+        .get(KUEUE_POD_GROUP)
+        .map(String::as_str)
+        .or_else(|| labels.get(KUEUE_POD_GROUP).map(Text::as_str))
+        .filter(|g| !g.is_empty());
+    if kueue_group.is_some()
+        || labels.contains_key(KUEUE_QUEUE_LABEL)
+        || gates.iter().any(|g| g == KUEUE_GATE)
+    {
+        out.push(GroupRef {
+            kind: GroupKind::KueueWorkload,
+            name: Text::from(kueue_group.unwrap_or_default()),
+            pod_group: None,
+        });
+    }
+    if let Some(w) = workload.filter(|w| !w.name.is_empty()) {
+        out.push(GroupRef {
+            kind: GroupKind::Workload,
+            name: w.name,
+            pod_group: w.pod_group.filter(|g| !g.is_empty()),
+        });
+    }
+    if let Some(g) = annotations
+        .get(VOLCANO_GROUP_ANNOTATION)
+        .filter(|g| !g.is_empty())
+    {
+        out.push(GroupRef {
+            kind: GroupKind::VolcanoPodGroup,
+            name: Text::from(g.as_str()),
+            pod_group: None,
+        });
+    }
+    out
 }
 
 impl ExecutorPod {

@@ -84,12 +84,25 @@ pub struct WireSpec {
     pub restart_policy: Option<Text>,
     pub priority: Option<i32>,
     pub priority_class_name: Option<Text>,
+    pub scheduler_name: Option<Text>,
+    #[serde(deserialize_with = "nullable")]
+    pub scheduling_gates: Vec<WireName>,
+    /// The native gang's Workload (1.35, alpha).
+    pub workload_ref: Option<WireWorkloadRef>,
     #[serde(deserialize_with = "nullable")]
     pub containers: Vec<WireContainer>,
     #[serde(deserialize_with = "nullable")]
     pub init_containers: Vec<WireContainer>,
     #[serde(deserialize_with = "nullable")]
     pub volumes: Vec<WireVolume>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireWorkloadRef {
+    #[serde(deserialize_with = "nullable")]
+    pub name: Text,
+    pub pod_group: Option<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +192,8 @@ pub struct WireContainerStatus {
     pub restart_count: i32,
     pub state: Option<WireState>,
     pub last_state: Option<WireState>,
+    /// What the runtime enacted (in-place resize, 1.27+): the limits the container has.
+    pub resources: Option<WireResources>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -229,6 +244,7 @@ pub struct WireEvent {
     pub type_: Option<String>,
     pub reason: Option<String>,
     pub message: Option<String>,
+    pub action: Option<String>,
     pub count: Option<i32>,
     #[serde(deserialize_with = "time")]
     pub first_timestamp: Option<Time>,

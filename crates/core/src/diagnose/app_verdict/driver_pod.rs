@@ -11,7 +11,7 @@
 //! kubeflow/spark-operator#2775 (143 after SIGTERM is a stop, not a failure of the app).
 
 use super::super::{
-    Code, Finding, Severity, Witness, diagnose,
+    Code, Finding, Severity, Witness, diagnose_in,
     exit::{describe_terminated, first_line, overhead_suggestion},
 };
 use crate::{
@@ -53,7 +53,7 @@ pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
     let as_of = d.gone_at.map_or(now, |g| g.min(now));
     let container = resolved.config.spark_container.clone();
     let mut out = Vec::new();
-    let pod_findings = diagnose(pod, d.events, &resolved, state, as_of);
+    let pod_findings = diagnose_in(pod, d.events, &resolved, state, as_of, d.groups);
     let disrupted = pod_findings
         .iter()
         .any(|f| matches!(f.code, Code::Evicted | Code::Preempted | Code::NodeLost));
@@ -390,7 +390,21 @@ fn driverize(
             let del = pod.deletion.as_ref()?;
             deleted(pod, del, state)
         }
+        Code::SchedulerRejected | Code::WorkloadEvicted => {
+            let summary = if f.code == Code::SchedulerRejected {
+                format!("The driver never ran: {}", f.summary)
+            } else {
+                format!("The driver was stopped: {}", f.summary)
+            };
+            let hint = for_driver(&f.hint);
+            let severity = f.severity;
+            retitle(f, Code::DriverFailed, severity, summary, hint)
+        }
         Code::Unschedulable
+        | Code::SchedulingGated
+        | Code::GangWaiting
+        | Code::QueueWaiting
+        | Code::SchedulerSilent
         | Code::ImagePull
         | Code::ContainerConfigError
         | Code::ContainerCreatingStuck

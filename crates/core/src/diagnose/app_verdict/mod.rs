@@ -67,6 +67,8 @@ pub struct DriverEvidence<'a> {
     pub gone_at: Option<Time>,
     /// The captured tail of the driver's log (taken when it ends badly).
     pub log_tail: Option<&'a [String]>,
+    /// The batch schedulers' group objects read.
+    pub groups: &'a super::GroupIndex,
 }
 
 /// What the executors' verdicts say, for the app's.

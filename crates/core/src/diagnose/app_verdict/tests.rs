@@ -55,6 +55,7 @@ fn evidence<'a>(p: &'a ExecutorPod, events: &'a [PodEvent]) -> DriverEvidence<'a
         gone: DriverGone::No,
         gone_at: None,
         log_tail: None,
+        groups: &crate::diagnose::NO_GROUPS,
     }
 }
 

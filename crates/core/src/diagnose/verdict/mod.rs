@@ -257,6 +257,8 @@ pub struct Evidence<'a> {
     pub delete_on_termination: bool,
     /// The app's driver has ended: an end of this executor's from then on is the driver's.
     pub driver_end: Option<&'a DriverEnd>,
+    /// The batch schedulers' group objects read.
+    pub groups: &'a super::GroupIndex,
     /// The time the verdict is made at.
     pub now: Time,
 }
@@ -295,10 +297,10 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     // A pod that is gone stopped waiting when it went: its ages (how long it was pending,
     // creating, unschedulable) end there, not at the time of the verdict.
     let as_of = ev.gone_at.map_or(ev.now, |g| g.min(ev.now));
-    let last = super::diagnose(ev.pod, ev.events, resolved, pod_state, as_of);
+    let last = super::diagnose_in(ev.pod, ev.events, resolved, pod_state, as_of, ev.groups);
     match &acted_on {
         Some((p, r, s)) if !same_terminated(p, ev.pod, &r.config.spark_container) => {
-            findings.extend(super::diagnose(p, ev.events, r, *s, as_of));
+            findings.extend(super::diagnose_in(p, ev.events, r, *s, as_of, ev.groups));
             // From the last pod only what the ended one cannot say (its deletion).
             findings.extend(last.into_iter().filter(|f| f.code == Code::Deleted));
         }

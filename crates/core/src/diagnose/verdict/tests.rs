@@ -136,6 +136,7 @@ impl<'a> Case<'a> {
             api_polling: true,
             delete_on_termination: true,
             driver_end: self.driver_end,
+            groups: &crate::diagnose::NO_GROUPS,
             now: t(100),
         })
     }
