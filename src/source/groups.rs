@@ -78,6 +78,9 @@ pub(super) async fn group_poll(
     let mut given_up: BTreeSet<GroupKind> = BTreeSet::new();
     let mut last: std::collections::BTreeMap<GroupKind, Vec<SchedGroup>> = Default::default();
     let mut failing: BTreeSet<GroupKind> = BTreeSet::new();
+    // The kinds refused so far: one health line names them all (the health of a source is
+    // one value, and a second refusal must not hide the first).
+    let mut refused: Vec<String> = Vec::new();
     let every = every.max(Duration::from_millis(100));
     loop {
         for kind in wanted.get() {
@@ -139,10 +142,11 @@ pub(super) async fn group_poll(
                         )
                     };
                     if s.code == 403 {
+                        refused.push(kind.resource());
                         let health = Health::Forbidden {
                             permission: format!(
                                 "list {} in {}",
-                                kind.resource(),
+                                refused.join(", "),
                                 conn.scope.describe()
                             ),
                         };

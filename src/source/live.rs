@@ -542,7 +542,7 @@ fn maybe_read_config(
 
 /// The events the diagnoses read, not every event: all `Warning`s, and the few `Normal`
 /// reasons that carry evidence (the kubelet's `Killing`, the scheduler's `Preempted`, the
-/// taint manager's `TaintManagerEviction`). A cluster's events are mostly `Normal` chatter
+/// taint manager's `TaintManagerEviction`, YuniKorn's queue and gang events). A cluster's events are mostly `Normal` chatter
 /// (`Scheduled`, `Pulled`, `Created`, `Started`): at 10,000 executors that is tens of
 /// thousands of objects the first view would wait for. Field selectors cannot say "or", so
 /// it is one watch per selector, merged.
@@ -551,6 +551,12 @@ pub const EVENT_SELECTORS: &[&str] = &[
     "involvedObject.kind=Pod,type=Normal,reason=Killing",
     "involvedObject.kind=Pod,type=Normal,reason=Preempted",
     "involvedObject.kind=Pod,type=Normal,reason=TaintManagerEviction",
+    // YuniKorn's words on a pod it holds: its core's queue and quota events, its gang's,
+    // and "queued and waiting for allocation" (which tells a silent scheduler from a
+    // waiting one).
+    "involvedObject.kind=Pod,type=Normal,reason=Informational",
+    "involvedObject.kind=Pod,type=Normal,reason=GangScheduling",
+    "involvedObject.kind=Pod,type=Normal,reason=Scheduling",
 ];
 
 async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {

@@ -363,7 +363,8 @@ impl Store {
         let Some(app) = self.snap.apps.get(key) else {
             return;
         };
-        let slice = self.snap.groups.slice(app.pods_naming_groups());
+        let mut slice = self.snap.groups.slice(app.pods_naming_groups());
+        slice.events_read = true; // the store's sources watch the pods' events
         if slice == *app.groups {
             return;
         }
@@ -380,7 +381,7 @@ impl Store {
 
     /// A pod naming groups: their kinds are wanted, and its app's slice takes its objects.
     fn note_groups(&mut self, key: &AppKey, pod: &ExecutorPod) {
-        if pod.groups.is_empty() {
+        if pod.groups.is_empty() && pod.scheduler_name.is_none() {
             return;
         }
         self.snap
@@ -389,6 +390,7 @@ impl Store {
         let mine = self.snap.groups.slice([pod]);
         let app = self.app_mut(&key.0, &key.1);
         let g = Arc::make_mut(&mut app.groups);
+        g.events_read = true; // the store's sources watch the pods' events
         g.unknown = mine.unknown;
         g.listed = mine.listed;
         for o in mine.objects {

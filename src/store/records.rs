@@ -316,6 +316,26 @@ impl ExecutorRecord {
             return primary_scheduling_reason(&f.scheduling)
                 .or_else(|| Some("Unschedulable".to_owned()));
         }
+        // Held by something other than the nodes: who holds it.
+        let held = self.findings().iter().find_map(|f| match f.code {
+            Code::SchedulingGated
+                if self
+                    .pod
+                    .scheduling_gates
+                    .iter()
+                    .any(|g| g == crate::model::KUEUE_GATE) =>
+            {
+                Some("not admitted by Kueue")
+            }
+            Code::SchedulingGated => Some("scheduling gates"),
+            Code::GangWaiting => Some("gang incomplete"),
+            Code::QueueWaiting => Some("queue has no room"),
+            Code::SchedulerSilent => Some("scheduler silent"),
+            _ => None,
+        });
+        if let Some(h) = held {
+            return Some(h.to_owned());
+        }
         if let Some(r) = self.container_reason() {
             return Some(r.to_owned());
         }
@@ -553,6 +573,14 @@ impl AppRecord {
                     .collect()
             })
             .unwrap_or_default();
+        let held: Vec<crate::diagnose::Finding> = self
+            .executors
+            .values()
+            .filter(|e| e.pod_state == ExecutorState::Pending && e.gone.is_none())
+            .filter_map(|e| e.verdict.cause())
+            .filter(|f| crate::diagnose::app::is_held(f.code))
+            .cloned()
+            .collect();
         let mut out = app_findings(&AppFacts {
             spark_version,
             counted: &counted,
@@ -573,6 +601,7 @@ impl AppRecord {
             quota_refusals: &quota_refusals,
             settings: Some(&self.config.settings),
             preempted: &preempted,
+            held: &held,
         });
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(crate::diagnose::app_verdict::order);

@@ -313,3 +313,146 @@ async fn a_node_that_keeps_evicting_a_preemptor_and_risky_settings_are_named() {
     let urgent = supporting(app(&doc, "urgent-sql"));
     assert_eq!(urgent.len(), 1, "{urgent:#?}");
 }
+
+/// Who decides Pending (#31 item 7): each app is held by something other than the nodes,
+/// and its verdict says by what, in that system's own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gates_gangs_queues_and_a_silent_scheduler_each_name_who_holds_the_app() {
+    let sim = start_sim("batch-schedulers", 8.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (_, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "10s",
+        "--poll-interval",
+        "2s",
+        "-o",
+        "json",
+    ])
+    .await;
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let verdict = |name: &str| app(&doc, name)["verdict"].clone();
+
+    let kueue = verdict("nightly-kueue");
+    assert_eq!(kueue["cause"], "driver-pending", "{kueue:#}");
+    assert_eq!(kueue["witness"], "scheduler-object", "{kueue:#}");
+    let s = kueue["summary"].as_str().unwrap();
+    assert!(
+        s.starts_with("The driver waits: Kueue has not admitted the Workload pod-nightly-kueue-")
+            && s.contains("(LocalQueue team-a): couldn't assign flavors to pod set main: insufficient unused quota for cpu"),
+        "{s}"
+    );
+    // Admitted at 20 s: the gate went, the default scheduler bound it, it runs.
+    assert_eq!(verdict("report-kueue")["cause"], "app-running");
+
+    let volcano = verdict("graph-volcano");
+    assert_eq!(
+        (volcano["cause"].as_str(), volcano["severity"].as_str()),
+        (Some("driver-pending"), Some("error")),
+        "{volcano:#}"
+    );
+    assert!(
+        volcano["hint"]
+            .as_str()
+            .unwrap()
+            .contains("Set minMember: 1")
+    );
+
+    let rejected = verdict("adhoc-yunikorn");
+    assert_eq!(rejected["cause"], "driver-failed");
+    assert!(
+        rejected["summary"]
+            .as_str()
+            .unwrap()
+            .contains("YuniKorn rejected the application: failed to place application spark-adhoc: application rejected: no placement rule matched"),
+        "{rejected:#}"
+    );
+    let queue = verdict("etl-yunikorn");
+    assert!(
+        queue["summary"]
+            .as_str()
+            .unwrap()
+            .contains("YuniKorn holds the pod: Request '")
+            && queue["summary"]
+                .as_str()
+                .unwrap()
+                .contains("does not fit in queue 'root.etl'"),
+        "{queue:#}"
+    );
+
+    let gang = verdict("ml-gang");
+    assert_eq!(gang["cause"], "executors-held", "{gang:#}");
+    assert_eq!(
+        gang["summary"],
+        "3 executors pending, held: Waiting for its gang: 3 of the 5 pods that pod group executors (Workload ml-gang-gang) needs exist"
+    );
+    let pending = &app(&doc, "ml-gang")["pending_reasons"];
+    assert_eq!(pending[0]["reason"], "gang incomplete", "{pending:#}");
+
+    let silent = verdict("lost-scheduler");
+    assert!(
+        silent["summary"]
+            .as_str()
+            .unwrap()
+            .contains("No word from the scheduler \"custom-batch\""),
+        "{silent:#}"
+    );
+    // None of them is said to be the nodes' (the default scheduler never saw them).
+    assert!(!out.contains("\"unschedulable\""), "{out}");
+}
+
+/// The same, with the tool's role denied every group object: each says what it could not
+/// read once, the verdicts stay the pods' own words, and the lists are not retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_group_objects_are_said_once_and_unknown_in_the_verdicts() {
+    let sim = start_sim("batch-schedulers", 8.0, &["forbid=podgroups,workloads"]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (_, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "6s",
+        "--poll-interval",
+        "1s",
+        "-o",
+        "json",
+    ])
+    .await;
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let problems = doc["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    let p = problems[0].as_str().unwrap();
+    for r in [
+        "podgroups.scheduling.volcano.sh",
+        "workloads.kueue.x-k8s.io",
+        "workloads.scheduling.k8s.io",
+    ] {
+        assert!(p.contains(r), "{p}");
+    }
+    let evidence = |name: &str| app(&doc, name)["verdict"]["evidence"].to_string();
+    assert!(
+        evidence("graph-volcano").contains("unknown because forbidden"),
+        "{}",
+        evidence("graph-volcano")
+    );
+    let kueue = app(&doc, "nightly-kueue")["verdict"]["summary"].clone();
+    assert_eq!(
+        kueue,
+        "The driver waits: Held by Kueue until its Workload is admitted (LocalQueue team-a)"
+    );
+    // One LIST per kind, never retried over six poll intervals.
+    let lists = sim
+        .state
+        .request_log()
+        .iter()
+        .filter(|r| r.uri.contains("/podgroups"))
+        .count();
+    assert_eq!(lists, 1, "podgroups asked {lists} times");
+}

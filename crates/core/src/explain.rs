@@ -100,6 +100,7 @@ pub fn explain_with(
 ) -> Explanation {
     let mut index = GroupIndex {
         objects: groups.to_vec(),
+        events_read: !events.is_empty(),
         ..GroupIndex::default()
     };
     index.count_members(pods);
@@ -217,10 +218,25 @@ fn explain_apps(
                 orphans.push(p.name.clone());
             }
         }
+        // Executors held by a gate, a gang or a queue: the app's finding, as the live view's.
+        let held: Vec<Finding> = pods
+            .iter()
+            .zip(out.iter())
+            .filter(|(p, e)| {
+                of_app(p) && p.role() == Some(Role::Executor) && e.state == ExecutorState::Pending
+            })
+            .filter_map(|(_, e)| e.findings.first())
+            .filter(|f| crate::diagnose::app::is_held(f.code))
+            .cloned()
+            .collect();
+        let app_findings = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+            held: &held,
+            ..Default::default()
+        });
         let v = app_verdict(&AppEvidence {
             driver: evidence,
             driver_phase: None,
-            app_findings: &[],
+            app_findings: &app_findings,
             executors: ExecutorTally {
                 running,
                 pending,

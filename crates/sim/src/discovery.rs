@@ -16,21 +16,29 @@ pub fn api_versions(server: &str) -> Value {
            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]})
 }
 
-fn group(name: &str) -> Value {
-    let gv = format!("{name}/v1");
-    json!({"name": name, "versions": [{"groupVersion": gv, "version": "v1"}],
-           "preferredVersion": {"groupVersion": gv, "version": "v1"}})
+fn group(name: &str, version: &str) -> Value {
+    let gv = format!("{name}/{version}");
+    json!({"name": name, "versions": [{"groupVersion": gv, "version": version}],
+           "preferredVersion": {"groupVersion": gv, "version": version}})
 }
 
-pub const GROUPS: [&str; 2] = ["events.k8s.io", "authorization.k8s.io"];
+/// The API groups served, with their one version each: the batch schedulers' CRDs
+/// (Volcano's, Kueue's) and the native gang's Workload beside the built-in groups.
+pub const GROUPS: [(&str, &str); 5] = [
+    ("events.k8s.io", "v1"),
+    ("authorization.k8s.io", "v1"),
+    ("scheduling.volcano.sh", "v1beta1"),
+    ("kueue.x-k8s.io", "v1beta1"),
+    ("scheduling.k8s.io", "v1alpha1"),
+];
 
 pub fn api_groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": GROUPS.iter().map(|g| group(g)).collect::<Vec<_>>()})
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": GROUPS.iter().map(|(g, v)| group(g, v)).collect::<Vec<_>>()})
 }
 
 pub fn api_group(name: &str) -> Option<Value> {
-    GROUPS.contains(&name).then(|| {
-        let mut g = group(name);
+    GROUPS.iter().find(|(g, _)| *g == name).map(|(g, v)| {
+        let mut g = group(g, v);
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
         g
@@ -88,7 +96,35 @@ pub fn core_v1() -> Value {
     ]})
 }
 
-pub fn group_resources(group: &str) -> Option<Value> {
+pub fn group_resources(group: &str, version: &str) -> Option<Value> {
+    let list = |kind: &str, plural: &str, singular: &str, short: &[&str]| {
+        let mut status = res(
+            &format!("{plural}/status"),
+            "",
+            true,
+            kind,
+            &["get", "patch", "update"],
+            &[],
+        );
+        status["singularName"] = json!("");
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),
+               "resources": [res(plural, singular, true, kind, &RW, short), status]})
+    };
+    match (group, version) {
+        ("scheduling.volcano.sh", "v1beta1") => Some(list(
+            "PodGroup",
+            "podgroups",
+            "podgroup",
+            &["pg", "podgroup-v1beta1"],
+        )),
+        ("kueue.x-k8s.io", "v1beta1") => Some(list("Workload", "workloads", "workload", &["wl"])),
+        ("scheduling.k8s.io", "v1alpha1") => Some(list("Workload", "workloads", "workload", &[])),
+        (_, "v1") => v1_group_resources(group),
+        _ => None,
+    }
+}
+
+fn v1_group_resources(group: &str) -> Option<Value> {
     match group {
         "events.k8s.io" => Some(
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",

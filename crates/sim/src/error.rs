@@ -96,18 +96,35 @@ impl ApiError {
     }
 
     pub fn forbidden(user: &str, verb: &str, resource: &str, namespace: Option<&str>) -> Self {
+        Self::forbidden_in(user, verb, resource, "", namespace)
+    }
+
+    /// Forbidden in an API group, worded as the API server's RBAC authorizer words it
+    /// (`podgroups.scheduling.volcano.sh is forbidden: … in API group "scheduling.volcano.sh"`).
+    pub fn forbidden_in(
+        user: &str,
+        verb: &str,
+        resource: &str,
+        group: &str,
+        namespace: Option<&str>,
+    ) -> Self {
         let scope = match namespace {
             Some(ns) => format!(" in the namespace \"{ns}\""),
             None => " at the cluster scope".to_owned(),
+        };
+        let full = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
         };
         Self::new(
             403,
             "Forbidden",
             format!(
-                "{resource} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"\"{scope}"
+                "{full} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{group}\"{scope}"
             ),
         )
-        .with_details(json!({"kind": resource}))
+        .with_details(json!({"kind": resource, "group": group}))
     }
 
     pub fn forbidden_msg(message: impl Into<String>) -> Self {

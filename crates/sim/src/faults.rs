@@ -24,6 +24,9 @@ pub enum Fault {
     RestartAfter(Duration),
     /// `event-ttl=60s`: events expire after this long (real clusters: 1h).
     EventTtl(Duration),
+    /// `forbid=podgroups,workloads`: 403 for every verb on these resources (an RBAC role
+    /// without them).
+    Forbid(BTreeSet<String>),
 }
 
 impl FromStr for Fault {
@@ -55,6 +58,19 @@ impl FromStr for Fault {
                 }
                 Ok(Self::ErrorRate(r))
             }
+            "forbid" => {
+                let v =
+                    value.ok_or("fault forbid needs resources, e.g. forbid=podgroups,workloads")?;
+                let resources: BTreeSet<String> = v
+                    .split(',')
+                    .map(|x| x.trim().to_owned())
+                    .filter(|x| !x.is_empty())
+                    .collect();
+                if resources.is_empty() {
+                    return Err("fault forbid needs resources, e.g. forbid=podgroups".to_owned());
+                }
+                Ok(Self::Forbid(resources))
+            }
             "deny" => {
                 let v = value.ok_or("fault deny needs verbs, e.g. deny=delete,patch")?;
                 let verbs: BTreeSet<String> = v
@@ -82,7 +98,7 @@ impl FromStr for Fault {
                 Ok(Self::Deny(verbs))
             }
             other => Err(format!(
-                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
+                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D"
             )),
         }
     }
@@ -99,6 +115,7 @@ pub struct Faults {
     pub deny: BTreeSet<String>,
     pub restart_after: Option<Duration>,
     pub event_ttl: Option<Duration>,
+    pub forbid: BTreeSet<String>,
 }
 
 impl Faults {
@@ -114,6 +131,7 @@ impl Faults {
                 Fault::Deny(v) => f.deny.extend(v.iter().cloned()),
                 Fault::RestartAfter(d) => f.restart_after = Some(*d),
                 Fault::EventTtl(d) => f.event_ttl = Some(*d),
+                Fault::Forbid(r) => f.forbid.extend(r.iter().cloned()),
             }
         }
         f
@@ -123,6 +141,7 @@ impl Faults {
     pub fn denies(&self, verb: &str, resource: &str) -> bool {
         (resource == "pods" && self.deny.contains(verb))
             || (resource.ends_with("/proxy") && self.deny.contains("proxy"))
+            || self.forbid.contains(resource)
     }
 }
 
@@ -143,6 +162,16 @@ mod tests {
             Ok(Fault::Latency(Duration::from_millis(200)))
         );
         assert_eq!("error-rate=0.05".parse(), Ok(Fault::ErrorRate(0.05)));
+        assert_eq!(
+            "forbid=podgroups, workloads".parse(),
+            Ok(Fault::Forbid(
+                ["podgroups", "workloads"]
+                    .map(String::from)
+                    .into_iter()
+                    .collect()
+            ))
+        );
+        assert!("forbid=".parse::<Fault>().is_err());
         assert_eq!(
             "deny=delete,patch".parse(),
             Ok(Fault::Deny(

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 10] = [
+pub const BUILT_IN: [(&str, &str); 11] = [
     (
         "mixed",
         include_str!("../../../assets/scenarios/mixed.yaml"),
@@ -46,6 +46,10 @@ pub const BUILT_IN: [(&str, &str); 10] = [
     (
         "cluster-pressure",
         include_str!("../../../assets/scenarios/cluster-pressure.yaml"),
+    ),
+    (
+        "batch-schedulers",
+        include_str!("../../../assets/scenarios/batch-schedulers.yaml"),
     ),
 ];
 
@@ -188,6 +192,51 @@ pub struct AppSpec {
     /// `spec.priority` of the app's pods (what admission resolves the class to).
     #[serde(default)]
     pub priority: Option<i32>,
+    /// Who besides the default scheduler decides whether its pods are scheduled.
+    #[serde(default)]
+    pub scheduling: Option<Scheduling>,
+}
+
+/// A batch scheduler or admission controller in charge of an app's pods, played as far as
+/// its words on the pods and its group objects go (docs/simulator.md).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scheduling {
+    pub by: SchedulerKind,
+    /// Kueue's LocalQueue, YuniKorn's or Volcano's queue.
+    #[serde(default)]
+    pub queue: Option<String>,
+    /// Why it waits: Kueue's QuotaReserved message, YuniKorn's queue headroom.
+    #[serde(default)]
+    pub waiting: Option<String>,
+    /// Kueue: when the Workload is admitted and the driver's gate removed.
+    #[serde(default, rename = "admitAt", with = "humantime_serde_opt")]
+    pub admit_at: Option<Duration>,
+    /// Volcano's PodGroup `minMember`; the native gang's `minCount` of the executors' group.
+    #[serde(default, rename = "minMember")]
+    pub min_member: Option<u32>,
+    /// YuniKorn rejects the application with this reason.
+    #[serde(default)]
+    pub rejected: Option<String>,
+    /// `named`: the scheduler the pods ask for, which nothing runs as.
+    #[serde(default, rename = "schedulerName")]
+    pub scheduler_name: Option<String>,
+}
+
+/// Which one.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerKind {
+    /// Kueue's pod integration: the driver is gated until its Workload is admitted.
+    Kueue,
+    /// Volcano: the pods name its PodGroup (`<app id>-podgroup`), which never gets ready.
+    Volcano,
+    /// YuniKorn: its queue keeps the driver waiting, or it rejects the application.
+    Yunikorn,
+    /// The native gang (1.35): the executors form a pod group of a Workload.
+    Gang,
+    /// A `schedulerName` nothing serves.
+    Named,
 }
 
 /// A fate for the driver pod.
@@ -414,6 +463,18 @@ pub fn load(name_or_path: &str) -> Result<Scenario, String> {
 pub fn parse(text: &str) -> Result<Scenario, String> {
     let s: Scenario = serde_saphyr::from_str(text)
         .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
+    for app in &s.apps {
+        if let Some(sc) = &app.scheduling {
+            let missing = match sc.by {
+                SchedulerKind::Named if sc.scheduler_name.is_none() => Some("schedulerName"),
+                SchedulerKind::Gang if sc.min_member.is_none() => Some("minMember"),
+                _ => None,
+            };
+            if let Some(m) = missing {
+                return Err(format!("app {}: scheduling needs `{m}`", app.name));
+            }
+        }
+    }
     // A preemptor that names no app (a typo) would silently become an anonymous pod.
     for app in &s.apps {
         for f in &app.fates {
@@ -497,6 +558,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             driver_fate: None,
             driver_memory: None,
             scale: Vec::new(),
+            scheduling: None,
         });
     }
     s

@@ -304,6 +304,15 @@ fn pod_row(pod: &Value) -> PodRow {
         .filter(|r| !r.is_empty())
         .unwrap_or(phase)
         .to_owned();
+    // kubectl's printer (1.27+): a pod its scheduling gates hold says so.
+    if phase == "Pending"
+        && status["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+        })
+    {
+        reason = "SchedulingGated".to_owned();
+    }
     let mut restarts = 0i64;
     let mut ready = 0usize;
     let mut initializing = false;

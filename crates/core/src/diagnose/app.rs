@@ -49,6 +49,9 @@ pub struct AppFacts<'a> {
     pub settings: Option<&'a super::config::Settings>,
     /// Executors preempted, each with its preemptor (as its event names it) and its own priority.
     pub preempted: &'a [Preemption],
+    /// The cause of each pending executor that a gate, a gang, a queue or a silent
+    /// scheduler holds (not the nodes).
+    pub held: &'a [Finding],
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -117,6 +120,9 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = preemptions(f.preempted) {
         out.push(x);
     }
+    if let Some(x) = held(f.held) {
+        out.push(x);
+    }
     if let Some(s) = f.settings.filter(|_| f.config_known) {
         out.extend(super::config::config_findings(
             s,
@@ -128,6 +134,45 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     // The app verdict's order, so every pane that shows the first agrees with the verdict.
     out.sort_by_key(super::app_verdict::order);
     out
+}
+
+/// Whether an executor's cause is a hold by something other than the nodes.
+pub fn is_held(code: Code) -> bool {
+    matches!(
+        code,
+        Code::SchedulingGated | Code::GangWaiting | Code::QueueWaiting | Code::SchedulerSilent
+    )
+}
+
+/// "3 executors pending, held: Waiting for its gang: …": the largest group of one cause.
+fn held(all: &[Finding]) -> Option<Finding> {
+    let mut groups: BTreeMap<Code, Vec<&Finding>> = BTreeMap::new();
+    for f in all.iter().filter(|f| is_held(f.code)) {
+        groups.entry(f.code).or_default().push(f);
+    }
+    let (_, group) = groups.into_iter().max_by_key(|(_, g)| g.len())?;
+    let n = group.len();
+    let first = group[0];
+    let mut f = Finding::new(
+        Code::ExecutorsHeld,
+        first.severity,
+        format!(
+            "{n} executor{} pending, held: {}",
+            if n == 1 { "" } else { "s" },
+            first.summary
+        ),
+    )
+    .witness(first.witness)
+    .hint(first.hint.clone());
+    f.reference = first.reference.clone();
+    f.evidence = first.evidence.clone();
+    if all.len() > n {
+        f.evidence.push(format!(
+            "{} more pending executor(s) held for other reasons",
+            all.len() - n
+        ));
+    }
+    Some(f)
 }
 
 /// "3 executors preempted by urgent-sql (spark-high = 1000 > spark-low = 100)": grouped by

@@ -200,11 +200,13 @@ pub enum Code {
     WorkloadEvicted,
     /// A named scheduler has said nothing about the pod (not installed, not running).
     SchedulerSilent,
+    /// (app) Pending executors held by a gate, a gang, a queue or a silent scheduler.
+    ExecutorsHeld,
 }
 
 impl Code {
     /// Every code, in the order of the documentation.
-    pub const ALL: [Self; 72] = [
+    pub const ALL: [Self; 73] = [
         Self::ContainerOomKilled,
         Self::NodeSigkill,
         Self::ContainerStatusUnknown,
@@ -253,6 +255,7 @@ impl Code {
         Self::SnapshotUpdateFails,
         Self::OomRecoveryMode,
         Self::QuotaExhausted,
+        Self::ExecutorsHeld,
         Self::DriverOomKilled,
         Self::DriverJvmOom,
         Self::ExecutorFailuresExceeded,
@@ -354,6 +357,7 @@ impl Code {
             Self::SchedulerRejected => "scheduler-rejected",
             Self::WorkloadEvicted => "workload-evicted",
             Self::SchedulerSilent => "scheduler-silent",
+            Self::ExecutorsHeld => "executors-held",
         }
     }
 }

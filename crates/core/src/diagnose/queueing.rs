@@ -47,6 +47,10 @@ pub struct GroupIndex {
     pub listed: Vec<GroupKind>,
     /// Native gang: how many pods the tool sees per (namespace, workload, pod group).
     pub members: BTreeMap<(String, String, String), usize>,
+    /// The pods' events are read (a live watch, or events in the input): a named
+    /// scheduler's silence then means something. Without them it means nothing.
+    #[serde(default)]
+    pub events_read: bool,
 }
 
 /// The empty index (nothing read).
@@ -55,6 +59,7 @@ pub static NO_GROUPS: GroupIndex = GroupIndex {
     unknown: BTreeMap::new(),
     listed: Vec::new(),
     members: BTreeMap::new(),
+    events_read: false,
 };
 
 /// What is known of one group a pod names.
@@ -72,7 +77,10 @@ enum Known<'a> {
 impl GroupIndex {
     /// Nothing read, nothing known unreadable.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.unknown.is_empty() && self.listed.is_empty()
+        self.objects.is_empty()
+            && self.unknown.is_empty()
+            && self.listed.is_empty()
+            && !self.events_read
     }
 
     /// Whether a kind was listed or is known unreadable (its answer is in).
@@ -112,6 +120,7 @@ impl GroupIndex {
             unknown: self.unknown.clone(),
             listed: self.listed.clone(),
             members: BTreeMap::new(),
+            events_read: self.events_read,
         };
         // Indexed once: an app of 10,000 single-pod Workloads is 10,000 lookups, not 10^8.
         let mut by_name: HashMap<(GroupKind, &str, &str), usize> = HashMap::new();
@@ -427,8 +436,8 @@ fn kueue_summary(w: &SchedGroup) -> Option<(String, Severity, String)> {
             } else {
                 "The ClusterQueue has no unused quota for the request now: the Workload is \
                  admitted when running workloads finish, or when the queue can borrow from its \
-                 cohort. Lower the request (spark.executor.memory, cores, instances) or raise \
-                 the ClusterQueue's nominalQuota."
+                 cohort. Lower the pod's request (spark.executor.memory, spark.executor.cores) \
+                 or raise the ClusterQueue's nominalQuota."
             };
             Some((
                 format!(
@@ -638,9 +647,9 @@ fn volcano(s: &Subject<'_>, out: &mut Vec<Finding>) {
         if g.min_member.is_some_and(|m| m > 1) && s.pod.role() == Some(crate::model::Role::Driver) {
             f.severity = Severity::Error;
             hint.push_str(&format!(
-                "minMember is {}, but a Spark driver's PodGroup only ever holds the driver until \
-                 it runs (the executors come after it): the gang cannot form. Set minMember: 1 \
-                 in spark.kubernetes.scheduler.volcano.podGroupTemplateFile. ",
+                "minMember is {}, but a Spark driver's PodGroup holds only the driver until it \
+                 runs (the app's other pods are created by it, later): the gang cannot form. \
+                 Set minMember: 1 in spark.kubernetes.scheduler.volcano.podGroupTemplateFile. ",
                 g.min_member.unwrap_or_default()
             ));
         }
@@ -708,7 +717,7 @@ fn native_gang(s: &Subject<'_>, out: &mut Vec<Finding>) {
                     ));
                     if timed_out.is_none() && (have as i64) < i64::from(*min) {
                         f.summary = format!(
-                            "Waiting for its gang: {have} of the {min} pods pod group {pg} of Workload {} needs exist",
+                            "Waiting for its gang: {have} of the {min} pods that pod group {pg} (Workload {}) needs exist",
                             w.name
                         );
                     }
@@ -850,6 +859,9 @@ fn yunikorn(s: &Subject<'_>, out: &mut Vec<Finding>) {
 /// scheduler may not be installed, or not be running.
 fn silent(s: &Subject<'_>) -> Option<Finding> {
     let name = s.pod.scheduler_name.as_deref()?;
+    if !s.groups.events_read {
+        return None; // no events to hear the scheduler by: silence says nothing
+    }
     let created = s.pod.created_at?;
     let waited = s.now - created;
     if s.pod.condition("PodScheduled").is_some()

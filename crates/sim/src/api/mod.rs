@@ -123,6 +123,24 @@ impl ApiState {
         }
         Ok(())
     }
+
+    /// [`Self::check`] for a stored resource, worded with its API group.
+    fn check_res(&self, verb: &str, resource: Resource, ns: Option<&str>) -> Result<(), ApiError> {
+        if self.faults.denies(verb, resource.plural()) {
+            let group = resource
+                .group_version()
+                .split_once('/')
+                .map_or("", |(g, _)| g);
+            return Err(ApiError::forbidden_in(
+                &self.user,
+                verb,
+                resource.plural(),
+                group,
+                ns,
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One request to a resource, as every handler reads it: the server, the API group the path
@@ -164,7 +182,7 @@ impl Ctx {
         if self.converts() {
             "events.k8s.io/v1"
         } else {
-            "v1"
+            self.resource.group_version()
         }
     }
 
@@ -354,7 +372,7 @@ async fn collection(
         _ => return Err(ApiError::method_not_allowed().into_response()),
     };
     cx.st
-        .check(verb, cx.resource.plural(), ns.as_deref())
+        .check_res(verb, cx.resource, ns.as_deref())
         .map_err(IntoResponse::into_response)?;
     let query = build_query(cx.group, cx.resource, ns.clone(), &cx.params)
         .map_err(IntoResponse::into_response)?;
@@ -407,7 +425,7 @@ async fn item(
         _ => return Err(ApiError::method_not_allowed().into_response()),
     };
     cx.st
-        .check(verb, cx.resource.plural(), Some(ns))
+        .check_res(verb, cx.resource, Some(ns))
         .map_err(IntoResponse::into_response)?;
     let content_type = content_type(&req);
     let body = read_body(req).await.map_err(IntoResponse::into_response)?;

@@ -18,6 +18,8 @@ use crate::{
 pub(super) enum ApiGroup {
     Core,
     EventsV1,
+    /// A resource of another API group (the batch schedulers' CRDs), served as stored.
+    Extension,
 }
 
 #[derive(Debug)]
@@ -59,7 +61,9 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
         ["api", "v1"] => Ok(Route::Doc(discovery::core_v1())),
         ["apis"] => Ok(Route::Doc(discovery::api_groups())),
         ["apis", g] => discovery::api_group(g).map(Route::Doc).ok_or_else(nf),
-        ["apis", g, "v1"] => discovery::group_resources(g).map(Route::Doc).ok_or_else(nf),
+        ["apis", g, v] => discovery::group_resources(g, v)
+            .map(Route::Doc)
+            .ok_or_else(nf),
         [
             "apis",
             "authorization.k8s.io",
@@ -87,6 +91,22 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
         ] => Ok(Route::Item {
             group: ApiGroup::EventsV1,
             resource: Resource::Events,
+            ns: (*ns).to_owned(),
+            name: (*name).to_owned(),
+        }),
+        ["apis", g, v, r] if ext(g, v, r).is_some() => Ok(Route::Collection {
+            group: ApiGroup::Extension,
+            resource: ext(g, v, r).ok_or_else(nf)?,
+            ns: None,
+        }),
+        ["apis", g, v, "namespaces", ns, r] if ext(g, v, r).is_some() => Ok(Route::Collection {
+            group: ApiGroup::Extension,
+            resource: ext(g, v, r).ok_or_else(nf)?,
+            ns: Some((*ns).to_owned()),
+        }),
+        ["apis", g, v, "namespaces", ns, r, name] if ext(g, v, r).is_some() => Ok(Route::Item {
+            group: ApiGroup::Extension,
+            resource: ext(g, v, r).ok_or_else(nf)?,
             ns: (*ns).to_owned(),
             name: (*name).to_owned(),
         }),
@@ -135,6 +155,12 @@ pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
         }),
         _ => Err(nf()),
     }
+}
+
+/// A resource of an API group other than the built-in ones (`scheduling.volcano.sh`, …).
+fn ext(group: &str, version: &str, plural: &str) -> Option<Resource> {
+    Resource::from_group(&format!("{group}/{version}"), plural)
+        .filter(|r| r.group_version() != "v1")
 }
 
 /// Query parameters; a repeated key keeps its last value.

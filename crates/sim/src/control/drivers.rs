@@ -52,6 +52,7 @@ impl Control {
             self.drivers[i].spec.namespace.clone(),
             self.drivers[i].driver_pod.clone(),
         );
+        self.batch(i, t);
         let driver = self.store.get(Resource::Pods, &ns, &driver_pod);
         let driver_running = driver.as_ref().is_some_and(|d| d.phase() == "Running");
         self.driver_over(i, driver.as_deref(), t);
@@ -303,8 +304,10 @@ impl Control {
         });
         let mut driver = driver;
         with_priority(&mut driver, &d.spec);
+        super::batch::with_scheduling(&mut driver, &d.spec, &app_id, true);
         let driver_name = d.driver_pod.clone();
         let _ = self.store.create(Resource::Pods, &ns, driver);
+        self.batch_start(i);
         if let Some(f) = driver_fate {
             let fate = self.pod_fate(&f);
             self.fates.insert((ns.clone(), driver_name), fate);
@@ -441,6 +444,12 @@ impl Control {
             pod["spec"]["nodeSelector"] = json!(f.node_selector);
         }
         with_priority(&mut pod, &self.drivers[i].spec);
+        super::batch::with_scheduling(
+            &mut pod,
+            &self.drivers[i].spec,
+            &self.drivers[i].app_id,
+            false,
+        );
         match self.store.create(Resource::Pods, &ns, pod) {
             Ok(_) => {
                 self.fates.insert((ns, name), fate);

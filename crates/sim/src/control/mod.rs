@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+mod batch;
 mod container_logs;
 mod drivers;
 mod events;

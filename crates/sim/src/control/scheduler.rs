@@ -188,6 +188,25 @@ pub(super) fn unschedulable_message(total: usize, reasons: &BTreeMap<Reason, u32
     )
 }
 
+/// A pod's native gang, from `spec.workloadRef`.
+fn gang_key(v: &serde_json::Value) -> Option<(String, String, String)> {
+    let r = &v["spec"]["workloadRef"];
+    Some((
+        v["metadata"]["namespace"].as_str()?.to_owned(),
+        r["name"].as_str()?.to_owned(),
+        r["podGroup"].as_str().unwrap_or_default().to_owned(),
+    ))
+}
+
+/// Not in a gang, or its gang has `minCount` pods (the GangScheduling plugin's PreEnqueue;
+/// it says nothing while it waits).
+fn gang_complete(
+    v: &serde_json::Value,
+    gangs: &HashMap<(String, String, String), (u32, u32)>,
+) -> bool {
+    gang_key(v).is_none_or(|k| gangs.get(&k).is_some_and(|(min, have)| have >= min))
+}
+
 /// Pods a scheduling pass considers at most.
 const SCHEDULE_BATCH: usize = 2_000;
 
@@ -201,6 +220,16 @@ impl Control {
         if pending.is_empty() {
             return;
         }
+        // Only a scenario with a native gang pays for reading every pod's gang.
+        let gangs = if self.scenario.apps.iter().any(|a| {
+            a.scheduling
+                .as_ref()
+                .is_some_and(|s| s.by == crate::scenario::SchedulerKind::Gang)
+        }) {
+            self.gangs(&pods)
+        } else {
+            HashMap::new()
+        };
         let (nodes, _) = self.store.list_all(Resource::Nodes, &Query::default());
         let nodes: Vec<NodeInfo> = nodes.iter().map(|n| NodeInfo::of(&n.value())).collect();
         let slot: HashMap<&str, usize> = nodes
@@ -225,6 +254,10 @@ impl Control {
         self.schedule_cursor = start + batch;
         for p in pending.iter().cycle().skip(start).take(batch) {
             let v = &p.value();
+            // Gated, another scheduler's, or a gang short of pods: not this scheduler's.
+            if !super::batch::default_schedules(v) || !gang_complete(v, &gangs) {
+                continue;
+            }
             let mut reasons: BTreeMap<Reason, u32> = BTreeMap::new();
             // The node with the most free memory wins (the default scheduler spreads).
             let mut best: Option<(usize, f64)> = None;
@@ -252,6 +285,39 @@ impl Control {
                 }
             }
         }
+    }
+
+    /// The native gangs: (namespace, workload, pod group) → (minCount, pods naming it).
+    /// A pod group the scheduler cannot find (no Workload) has minCount `u32::MAX`.
+    fn gangs(&self, pods: &[Arc<Obj>]) -> HashMap<(String, String, String), (u32, u32)> {
+        let mut out: HashMap<(String, String, String), (u32, u32)> = HashMap::new();
+        for p in pods {
+            if p.terminal() || p.deleting() {
+                continue;
+            }
+            let v = p.value();
+            let Some(key) = gang_key(&v) else { continue };
+            let entry = out.entry(key.clone()).or_insert_with(|| {
+                let min = self
+                    .store
+                    .get(Resource::Workloads, &key.0, &key.1)
+                    .and_then(|w| {
+                        w.value()["spec"]["podGroups"]
+                            .as_array()?
+                            .iter()
+                            .find(|g| g["name"] == key.2.as_str())
+                            .map(|g| {
+                                g["policy"]["gang"]["minCount"]
+                                    .as_u64()
+                                    .map_or(1, |m| u32::try_from(m).unwrap_or(u32::MAX))
+                            })
+                    })
+                    .unwrap_or(u32::MAX);
+                (min, 0)
+            });
+            entry.1 += 1;
+        }
+        out
     }
 
     fn bind(&mut self, p: &Obj, node: &str, t: f64) {

@@ -19,10 +19,16 @@ pub enum Resource {
     Nodes,
     PersistentVolumeClaims,
     ResourceQuotas,
+    /// `podgroups.scheduling.volcano.sh/v1beta1` (as Volcano's CRD serves them).
+    PodGroups,
+    /// `workloads.kueue.x-k8s.io/v1beta1` (Kueue's CRD).
+    KueueWorkloads,
+    /// `workloads.scheduling.k8s.io/v1alpha1` (the native gang, 1.35 alpha).
+    Workloads,
 }
 
 impl Resource {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 11] = [
         Self::Pods,
         Self::Events,
         Self::Services,
@@ -31,6 +37,9 @@ impl Resource {
         Self::Nodes,
         Self::PersistentVolumeClaims,
         Self::ResourceQuotas,
+        Self::PodGroups,
+        Self::KueueWorkloads,
+        Self::Workloads,
     ];
 
     pub fn plural(self) -> &'static str {
@@ -43,11 +52,33 @@ impl Resource {
             Self::Nodes => "nodes",
             Self::PersistentVolumeClaims => "persistentvolumeclaims",
             Self::ResourceQuotas => "resourcequotas",
+            Self::PodGroups => "podgroups",
+            Self::KueueWorkloads | Self::Workloads => "workloads",
         }
     }
 
+    /// The core resource of this plural (`/api/v1/...`).
     pub fn from_plural(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.plural() == s)
+        Self::ALL
+            .into_iter()
+            .find(|r| r.group_version() == "v1" && r.plural() == s)
+    }
+
+    /// The resource of this plural served at `/apis/{group}/{version}/...`.
+    pub fn from_group(group_version: &str, plural: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.group_version() == group_version && r.plural() == plural)
+    }
+
+    /// `v1`, or `group/version` for the resources of API groups.
+    pub fn group_version(self) -> &'static str {
+        match self {
+            Self::PodGroups => "scheduling.volcano.sh/v1beta1",
+            Self::KueueWorkloads => "kueue.x-k8s.io/v1beta1",
+            Self::Workloads => "scheduling.k8s.io/v1alpha1",
+            _ => "v1",
+        }
     }
 
     pub fn kind(self) -> &'static str {
@@ -60,6 +91,8 @@ impl Resource {
             Self::Nodes => "Node",
             Self::PersistentVolumeClaims => "PersistentVolumeClaim",
             Self::ResourceQuotas => "ResourceQuota",
+            Self::PodGroups => "PodGroup",
+            Self::KueueWorkloads | Self::Workloads => "Workload",
         }
     }
 

@@ -99,7 +99,7 @@ impl ObjectStore {
         }
         value["metadata"]["generation"] = json!(1);
         value["kind"] = Value::String(resource.kind().to_owned());
-        value["apiVersion"] = Value::String("v1".to_owned());
+        value["apiVersion"] = Value::String(resource.group_version().to_owned());
         apply_defaults(resource, &mut value, &now);
         Ok(self.commit(&mut inner, resource, ChangeType::Added, None, value))
     }
@@ -355,6 +355,23 @@ fn apply_defaults(resource: Resource, value: &mut Value, now: &str) {
             }
             if value["status"].get("phase").is_none() {
                 value["status"]["phase"] = json!("Pending");
+            }
+            // The API server's pod strategy (`applySchedulingGatedCondition`): a pod created
+            // with scheduling gates says so.
+            let gated = value["spec"]["schedulingGates"]
+                .as_array()
+                .is_some_and(|g| !g.is_empty());
+            let has_cond = value["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "PodScheduled"));
+            if gated && !has_cond {
+                let cond = json!({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates", "lastProbeTime": null,
+                    "lastTransitionTime": now});
+                match value["status"]["conditions"].as_array_mut() {
+                    Some(c) => c.push(cond),
+                    None => value["status"]["conditions"] = json!([cond]),
+                }
             }
             if value["status"].get("qosClass").is_none() {
                 let requests = value["spec"]["containers"]

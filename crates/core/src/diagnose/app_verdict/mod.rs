@@ -443,7 +443,7 @@ pub fn attribute_to_driver(findings: &mut Vec<Finding>, end: &DriverEnd) {
 
 /// The order of an app's findings within a severity: the driver's end first, then what
 /// blocks it, then the executors' patterns, then the rest.
-const APP_RANK: [Code; 23] = [
+const APP_RANK: [Code; 24] = [
     Code::DriverOomKilled,
     Code::DriverJvmOom,
     Code::ExecutorFailuresExceeded,
@@ -459,6 +459,7 @@ const APP_RANK: [Code; 23] = [
     Code::CrashLoop,
     Code::ExecutorsPreempted,
     Code::QuotaExhausted,
+    Code::ExecutorsHeld,
     Code::SnapshotUpdateFails,
     Code::OrphanedExecutors,
     Code::DriverRestarted,
