@@ -271,9 +271,22 @@ async fn the_failure_modes_scenario_names_each_ending() {
         (5, "block-manager-reregistration"),
         (6, "class-not-found"),
         (7, "driver-unreachable"),
+        (8, "container-oom-killed"),
     ] {
         assert_eq!(primary(id), want, "executor {id}: {a}");
     }
+    // Judged against the limit it had when it died, not the one a resize wrote in its spec.
+    let oom = a["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == 8)
+        .map(|e| e["summary"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    assert!(
+        oom.contains("at its 1408Mi memory limit (its spec asks 2Gi: a resize not applied)"),
+        "{oom}"
+    );
     // Spark counts each of them (4.0.1 apps count failures).
     let counted = a["executors"]
         .as_array()

@@ -338,6 +338,11 @@ pub struct Fate {
     /// event names it as the scheduler does: by uid, and as the event's `related` object).
     #[serde(default)]
     pub by: Option<String>,
+    /// With an exit: the memory was resized in place to this before it (as Spark 4.2's
+    /// ExecutorResizePlugin does through the `resize` subresource), and the node could not
+    /// apply it: the container dies at its old limit, its spec asks this one.
+    #[serde(default, rename = "resizedTo")]
+    pub resized_to: Option<String>,
 }
 
 /// What a fate does to the pod.

@@ -45,16 +45,44 @@ pub(super) fn spark_container_exit(s: &Subject<'_>, out: &mut Vec<Finding>) {
 }
 
 fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> Finding {
-    let limit = pod
-        .container_spec(name)
-        .and_then(|c| c.limits.memory.clone());
+    // Judged against the limit it had when it died: an in-place resize (Spark 4.2's
+    // ExecutorResizePlugin, a VPA) may have raised the spec's without the node applying it.
+    let limit = pod.memory_limit(name);
     let request = pod
         .container_spec(name)
         .and_then(|c| c.requests.memory.clone());
     let at = limit
-        .as_deref()
-        .map(|l| format!(" at its {l} memory limit"))
+        .as_ref()
+        .map(|l| {
+            let mut s = format!(" at its {} memory limit", l.had);
+            if let Some(asks) = &l.spec_asks {
+                s.push_str(&format!(" (its spec asks {asks}: a resize not applied)"));
+            }
+            s
+        })
         .unwrap_or_default();
+    let mut hint = oom_hint(limit.as_ref().map(|l| l.had.as_str()));
+    if let Some(asks) = limit.as_ref().and_then(|l| l.spec_asks.as_ref()) {
+        let pending = pod
+            .condition("PodResizePending")
+            .filter(|c| c.status == "True")
+            .map(|c| {
+                format!(
+                    " (PodResizePending: {}{})",
+                    c.reason.as_deref().unwrap_or("-"),
+                    c.message
+                        .as_deref()
+                        .map(|m| format!(", {}", first_line(m)))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        hint = format!(
+            "Its memory was resized in place to {asks}, but the container still had the old \
+             limit when it died{pending}: a resize the node cannot apply does not save the \
+             executor. Size the memory at submit time. {hint}"
+        );
+    }
     let mut f = Finding::new(
         Code::ContainerOomKilled,
         Severity::Error,
@@ -63,12 +91,20 @@ fn container_oom(pod: &ExecutorPod, name: &str, t: &Terminated, when: &str) -> F
             t.exit_code
         ),
     )
-    .hint(oom_hint(limit.as_deref()))
+    .hint(hint)
     .reference(REF_OOM);
-    if let Some(l) = limit {
-        f = f.evidence(format!(
-            "spec.containers[{name}].resources.limits.memory={l}"
-        ));
+    if let Some(l) = &limit {
+        f = f.evidence(l.evidence(name));
+    }
+    for c in ["PodResizePending", "PodResizeInProgress"] {
+        if let Some(c) = pod.condition(c).filter(|c| c.status == "True") {
+            f = f.evidence(format!(
+                "conditions[{}]: status=True reason={} message={:?}",
+                c.type_,
+                c.reason.as_deref().unwrap_or("-"),
+                c.message.as_deref().map(first_line).unwrap_or_default()
+            ));
+        }
     }
     if let Some(r) = request {
         f = f.evidence(format!(

@@ -626,3 +626,76 @@ fn a_preemption_names_the_preemptor_its_app_and_both_priorities() {
         (Some("default"), Some("ml-training-0"))
     );
 }
+
+/// An in-place resize (Spark 4.2's ExecutorResizePlugin, a VPA) raises the spec's limit; the
+/// node may not apply it. The OOM is judged against the limit the container had.
+#[test]
+fn an_oom_is_judged_against_the_limit_the_container_had_not_a_resized_spec() {
+    let mut st = cs("spark-kubernetes-executor", term(137, "OOMKilled"));
+    st["resources"] = json!({"limits": {"memory": "4505Mi"}, "requests": {"memory": "4505Mi"}});
+    st["allocatedResources"] = json!({"memory": "4505Mi"});
+    let mut p = executor(json!({"phase": "Failed", "containerStatuses": [st],
+        "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible",
+            "message": "Node didn't have enough capacity: memory, requested: 6Gi, allocated: 4505Mi"}]}));
+    p.containers[0].limits.memory = Some("6Gi".into());
+    p.containers[0].requests.memory = Some("6Gi".into());
+    let f = run(&p, &[]);
+    let oom = find(&f, Code::ContainerOomKilled);
+    assert!(
+        oom.summary
+            .contains("at its 4505Mi memory limit (its spec asks 6Gi: a resize not applied)"),
+        "{}",
+        oom.summary
+    );
+    assert!(
+        oom.evidence[1].starts_with(
+            "status.containerStatuses[spark-kubernetes-executor].resources.limits.memory=4505Mi (the limit it ran with); spec.containers[spark-kubernetes-executor].resources.limits.memory=6Gi"
+        ),
+        "{:?}",
+        oom.evidence
+    );
+    assert!(
+        oom.evidence
+            .iter()
+            .any(|e| e.contains("PodResizePending") && e.contains("Infeasible"))
+    );
+    assert!(
+        oom.hint
+            .starts_with("Its memory was resized in place to 6Gi"),
+        "{}",
+        oom.hint
+    );
+    // The overhead advice is computed from the limit it had.
+    assert!(oom.hint.contains("this 4505Mi limit"), "{}", oom.hint);
+
+    // Only the allocation known (a terminated container's status may not keep `resources`).
+    let mut st = cs("spark-kubernetes-executor", term(137, "OOMKilled"));
+    st["allocatedResources"] = json!({"memory": "4505Mi"});
+    let mut p = executor(json!({"phase": "Failed", "containerStatuses": [st]}));
+    p.containers[0].limits.memory = Some("6Gi".into());
+    let f = run(&p, &[]);
+    let oom = find(&f, Code::ContainerOomKilled);
+    assert!(
+        oom.summary
+            .contains("at its 4505Mi memory limit (its spec asks 6Gi"),
+        "{}",
+        oom.summary
+    );
+    assert!(
+        oom.evidence[1].contains("allocatedResources.memory=4505Mi"),
+        "{:?}",
+        oom.evidence
+    );
+
+    // Status and spec agree (no resize): said as before, from what it ran with.
+    let mut st = cs("spark-kubernetes-executor", term(137, "OOMKilled"));
+    st["resources"] = json!({"limits": {"memory": "4505Mi"}});
+    let p = executor(json!({"phase": "Failed", "containerStatuses": [st]}));
+    let oom = run(&p, &[]).remove(0);
+    assert!(
+        oom.summary
+            .contains("at its 4505Mi memory limit (exit 137)"),
+        "{}",
+        oom.summary
+    );
+}

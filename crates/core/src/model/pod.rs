@@ -220,6 +220,13 @@ pub struct ContainerStatus {
     pub state: ContainerState,
     /// `lastState`: what the container was before its last restart.
     pub last_state: ContainerState,
+    /// `resources.limits` as the runtime enacted them (1.27+, in-place resize): the limits
+    /// the container had, which a resize may have left behind the spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enacted_limits: Option<Resources>,
+    /// `allocatedResources` (requests the node admitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<Resources>,
 }
 
 /// A container's state. Spark's rule checks `terminated` first, so when a malformed status
@@ -261,6 +268,54 @@ pub struct Terminated {
     pub started_at: Option<Time>,
     /// When it ended.
     pub finished_at: Option<Time>,
+}
+
+/// Where a container's memory limit was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitSource {
+    /// `status.containerStatuses[].resources.limits`: what the runtime enacted.
+    Enacted,
+    /// `status.containerStatuses[].allocatedResources` (a request; Spark's equals the limit).
+    Allocated,
+    /// `spec.containers[].resources.limits`.
+    Spec,
+}
+
+/// A container's memory limit as it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryLimit {
+    /// The limit it had.
+    pub had: Text,
+    /// Where that was read.
+    pub source: LimitSource,
+    /// The spec's limit, when it differs (resized in place and not applied).
+    pub spec_asks: Option<Text>,
+}
+
+impl MemoryLimit {
+    /// The evidence line for it, for container `name`.
+    pub fn evidence(&self, name: &str) -> String {
+        let mut s = match self.source {
+            LimitSource::Enacted => format!(
+                "status.containerStatuses[{name}].resources.limits.memory={} (the limit it ran with)",
+                self.had
+            ),
+            LimitSource::Allocated => format!(
+                "status.containerStatuses[{name}].allocatedResources.memory={} (the memory the node allocated it)",
+                self.had
+            ),
+            LimitSource::Spec => format!(
+                "spec.containers[{name}].resources.limits.memory={}",
+                self.had
+            ),
+        };
+        if let Some(asks) = &self.spec_asks {
+            s.push_str(&format!(
+                "; spec.containers[{name}].resources.limits.memory={asks} (resized in place, not applied)"
+            ));
+        }
+        s
+    }
 }
 
 /// Which Spark role a pod has, from its `spark-role` label.
@@ -545,6 +600,41 @@ impl ExecutorPod {
         self.containers.iter().find(|c| c.name == name)
     }
 
+    /// The memory limit a container had: what the runtime enacted (status, 1.27+), else
+    /// what the node allocated (Spark's memory request equals its limit), else the spec's;
+    /// with where it came from and, when the spec asks otherwise (an in-place resize not
+    /// applied), the spec's.
+    pub fn memory_limit(&self, container: &str) -> Option<MemoryLimit> {
+        let spec = self
+            .container_spec(container)
+            .and_then(|c| c.limits.memory.clone());
+        let status = self.container_status(container);
+        let (had, source) = match (
+            status
+                .and_then(|c| c.enacted_limits.as_ref())
+                .and_then(|r| r.memory.clone()),
+            status
+                .and_then(|c| c.allocated.as_ref())
+                .and_then(|r| r.memory.clone())
+                .filter(|_| spec.is_some()),
+        ) {
+            (Some(m), _) => (m, LimitSource::Enacted),
+            (None, Some(m)) => (m, LimitSource::Allocated),
+            (None, None) => (spec.clone()?, LimitSource::Spec),
+        };
+        let differs =
+            |a: &str, b: &str| match (super::quantity::parse(a), super::quantity::parse(b)) {
+                (Some(x), Some(y)) => (x - y).abs() > 0.5,
+                _ => a != b,
+            };
+        let spec_asks = spec.filter(|s| source != LimitSource::Spec && differs(s, &had));
+        Some(MemoryLimit {
+            had,
+            source,
+            spec_asks,
+        })
+    }
+
     /// The condition of this type, if reported.
     pub fn condition(&self, type_: &str) -> Option<&PodCondition> {
         self.status
@@ -607,6 +697,20 @@ impl From<WireContainerStatus> for ContainerStatus {
             restart_count: c.restart_count,
             state: c.state.map(ContainerState::from).unwrap_or_default(),
             last_state: c.last_state.map(ContainerState::from).unwrap_or_default(),
+            enacted_limits: c
+                .resources
+                .map(|r| Resources {
+                    cpu: r.limits.cpu,
+                    memory: r.limits.memory,
+                })
+                .filter(|r| r.cpu.is_some() || r.memory.is_some()),
+            allocated: c
+                .allocated_resources
+                .map(|q| Resources {
+                    cpu: q.cpu,
+                    memory: q.memory,
+                })
+                .filter(|r| r.cpu.is_some() || r.memory.is_some()),
         }
     }
 }

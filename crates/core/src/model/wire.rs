@@ -194,6 +194,8 @@ pub struct WireContainerStatus {
     pub last_state: Option<WireState>,
     /// What the runtime enacted (in-place resize, 1.27+): the limits the container has.
     pub resources: Option<WireResources>,
+    /// What the node allocated (requests; Spark's memory request equals its limit).
+    pub allocated_resources: Option<WireQuantities>,
 }
 
 #[derive(Debug, Default, Deserialize)]

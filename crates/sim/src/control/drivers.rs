@@ -385,6 +385,7 @@ impl Control {
                 admission: (f.action == Some(FateAction::Reject))
                     .then(|| f.reason.clone().unwrap_or_else(|| "OutOfcpu".into())),
                 preempted_by: f.by.clone(),
+                resized_to: f.resized_to.clone(),
             }
         }
     }

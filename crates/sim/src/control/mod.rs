@@ -110,6 +110,8 @@ struct PodFate {
     admission: Option<String>,
     /// Preempted for this app's driver pod.
     preempted_by: Option<String>,
+    /// Resized in place to this memory before its exit, not applied (see `Fate`).
+    resized_to: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

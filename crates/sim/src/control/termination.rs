@@ -122,6 +122,32 @@ impl Control {
             self.log(p, l);
         }
         self.exit_containers(p, code, &reason, t);
+        if let Some(to) = &fate.resized_to {
+            self.resized_not_applied(p, to);
+        }
+    }
+
+    /// The spec resized in place (the `resize` subresource raises limit and request), the
+    /// kubelet unable to apply it: the status keeps what the container had, and says why.
+    fn resized_not_applied(&mut self, p: &Obj, to: &str) {
+        let now = self.now();
+        self.store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                let had = v["spec"]["containers"][0]["resources"]["limits"]["memory"].clone();
+                let cpu = v["spec"]["containers"][0]["resources"]["requests"]["cpu"].clone();
+                v["spec"]["containers"][0]["resources"]["limits"]["memory"] = json!(to);
+                v["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!(to);
+                v["status"]["containerStatuses"][0]["allocatedResources"] =
+                    json!({"cpu": cpu, "memory": had});
+                v["status"]["containerStatuses"][0]["resources"] =
+                    json!({"limits": {"memory": had}, "requests": {"cpu": cpu, "memory": had}});
+                let msg = format!(
+                    "Node didn't have enough capacity: memory, requested: {to}, allocated: {}",
+                    had.as_str().unwrap_or_default()
+                );
+                set_condition(v, "PodResizePending", "True", "Infeasible", &msg, &now);
+                true
+            });
     }
 
     /// Deletes the pod with its own grace period (as `kubectl delete` would).

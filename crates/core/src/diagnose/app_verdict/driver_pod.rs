@@ -214,9 +214,8 @@ fn driverize(
             return None;
         }
         Code::ContainerOomKilled => {
-            let limit = pod
-                .container_spec(container)
-                .and_then(|c| c.limits.memory.clone());
+            // The limit it had when it died (an in-place resize may have left the spec ahead).
+            let limit = pod.memory_limit(container).map(|l| l.had.to_string());
             let at = limit
                 .as_deref()
                 .map(|l| format!(" at its {l} memory limit"))
