@@ -61,7 +61,8 @@ fn api_resource(kind: GroupKind) -> ApiResource {
     }
 }
 
-/// The most objects of one kind read per list (more are not read, and not claimed absent).
+/// The most objects of one kind read per list (more are not read; a cut list is marked
+/// partial, so nothing is claimed absent from it).
 const MAX_OBJECTS: u32 = 2_000;
 
 pub(super) async fn group_poll(
@@ -94,6 +95,8 @@ pub(super) async fn group_poll(
             };
             let ev = match api.list(&ListParams::default().limit(MAX_OBJECTS)).await {
                 Ok(list) => {
+                    // A list cut at the page limit is partial: absence from it says nothing.
+                    let complete = list.metadata.continue_.as_deref().is_none_or(str::is_empty);
                     let objects: Vec<SchedGroup> = list
                         .items
                         .iter()
@@ -123,6 +126,7 @@ pub(super) async fn group_poll(
                         namespace: namespace.clone(),
                         objects,
                         unknown: None,
+                        complete,
                         at: now(),
                     }
                 }
@@ -164,6 +168,7 @@ pub(super) async fn group_poll(
                         namespace: namespace.clone(),
                         objects: Vec::new(),
                         unknown: Some(why),
+                        complete: true,
                         at: now(),
                     }
                 }

@@ -551,12 +551,11 @@ pub const EVENT_SELECTORS: &[&str] = &[
     "involvedObject.kind=Pod,type=Normal,reason=Killing",
     "involvedObject.kind=Pod,type=Normal,reason=Preempted",
     "involvedObject.kind=Pod,type=Normal,reason=TaintManagerEviction",
-    // YuniKorn's words on a pod it holds: its core's queue and quota events, its gang's,
-    // and "queued and waiting for allocation" (which tells a silent scheduler from a
-    // waiting one).
-    "involvedObject.kind=Pod,type=Normal,reason=Informational",
-    "involvedObject.kind=Pod,type=Normal,reason=GangScheduling",
-    "involvedObject.kind=Pod,type=Normal,reason=Scheduling",
+    // YuniKorn's words on a pod it holds (one watch: every list of events costs the API
+    // server a scan of them all): its core's queue and quota events (`Informational`), its
+    // gang's (`GangScheduling`), and "queued and waiting for allocation" (`Scheduling`),
+    // which tells a silent scheduler from a waiting one.
+    "involvedObject.kind=Pod,type=Normal,reportingComponent=yunikorn",
 ];
 
 async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {

@@ -147,6 +147,9 @@ pub enum SourceEvent {
         objects: Vec<crate::model::SchedGroup>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unknown: Option<String>,
+        /// False when the list was cut at its page limit (absence from it says nothing).
+        #[serde(default = "yes")]
+        complete: bool,
         at: Time,
     },
     /// The scope looks wrong (a namespace that does not exist, or no Spark there while
@@ -268,4 +271,8 @@ mod tests {
         assert_eq!(p["spark.a=b"], "c");
         assert_eq!(p.len(), 4);
     }
+}
+
+fn yes() -> bool {
+    true
 }

@@ -194,8 +194,15 @@ impl Store {
                 namespace,
                 objects,
                 unknown,
+                complete,
                 at,
-            } => self.groups_listed(group_kind, namespace.as_deref(), objects, unknown, at),
+            } => self.groups_listed(
+                group_kind,
+                namespace.as_deref(),
+                objects,
+                (unknown, complete),
+                at,
+            ),
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }
@@ -339,12 +346,12 @@ impl Store {
         kind: crate::model::GroupKind,
         namespace: Option<&str>,
         objects: Vec<crate::model::SchedGroup>,
-        unknown: Option<String>,
+        (unknown, complete): (Option<String>, bool),
         at: Time,
     ) {
         self.snap
             .groups
-            .apply_list(kind, namespace, objects, unknown);
+            .apply_list(kind, namespace, objects, unknown, complete);
         let keys: Vec<AppKey> = self
             .snap
             .apps

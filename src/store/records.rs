@@ -317,22 +317,26 @@ impl ExecutorRecord {
                 .or_else(|| Some("Unschedulable".to_owned()));
         }
         // Held by something other than the nodes: who holds it.
-        let held = self.findings().iter().find_map(|f| match f.code {
-            Code::SchedulingGated
-                if self
-                    .pod
-                    .scheduling_gates
-                    .iter()
-                    .any(|g| g == crate::model::KUEUE_GATE) =>
-            {
-                Some("not admitted by Kueue")
-            }
-            Code::SchedulingGated => Some("scheduling gates"),
-            Code::GangWaiting => Some("gang incomplete"),
-            Code::QueueWaiting => Some("queue has no room"),
-            Code::SchedulerSilent => Some("scheduler silent"),
-            _ => None,
-        });
+        let held = self
+            .findings()
+            .iter()
+            .filter(|f| f.severity != diagnose::Severity::Info)
+            .find_map(|f| match f.code {
+                Code::SchedulingGated
+                    if self
+                        .pod
+                        .scheduling_gates
+                        .iter()
+                        .any(|g| g == crate::model::KUEUE_GATE) =>
+                {
+                    Some("not admitted by Kueue")
+                }
+                Code::SchedulingGated => Some("scheduling gates"),
+                Code::GangWaiting => Some("gang incomplete"),
+                Code::QueueWaiting => Some("queue has no room"),
+                Code::SchedulerSilent => Some("scheduler silent"),
+                _ => None,
+            });
         if let Some(h) = held {
             return Some(h.to_owned());
         }
@@ -578,7 +582,7 @@ impl AppRecord {
             .values()
             .filter(|e| e.pod_state == ExecutorState::Pending && e.gone.is_none())
             .filter_map(|e| e.verdict.cause())
-            .filter(|f| crate::diagnose::app::is_held(f.code))
+            .filter(|f| crate::diagnose::app::is_held(f))
             .cloned()
             .collect();
         let mut out = app_findings(&AppFacts {

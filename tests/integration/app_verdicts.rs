@@ -385,10 +385,10 @@ async fn gates_gangs_queues_and_a_silent_scheduler_each_name_who_holds_the_app()
     );
 
     let gang = verdict("ml-gang");
-    assert_eq!(gang["cause"], "executors-held", "{gang:#}");
+    assert_eq!(gang["cause"], "executors-waiting", "{gang:#}");
     assert_eq!(
         gang["summary"],
-        "3 executors pending, held: Waiting for its gang: 3 of the 5 pods that pod group executors (Workload ml-gang-gang) needs exist"
+        "3 executors pending: Waiting for its gang: 3 of the 5 pods that pod group executors (Workload ml-gang-gang) needs exist"
     );
     let pending = &app(&doc, "ml-gang")["pending_reasons"];
     assert_eq!(pending[0]["reason"], "gang incomplete", "{pending:#}");

@@ -226,7 +226,7 @@ fn explain_apps(
                 of_app(p) && p.role() == Some(Role::Executor) && e.state == ExecutorState::Pending
             })
             .filter_map(|(_, e)| e.findings.first())
-            .filter(|f| crate::diagnose::app::is_held(f.code))
+            .filter(|f| crate::diagnose::app::is_held(f))
             .cloned()
             .collect();
         let app_findings = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {

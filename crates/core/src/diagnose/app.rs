@@ -49,8 +49,8 @@ pub struct AppFacts<'a> {
     pub settings: Option<&'a super::config::Settings>,
     /// Executors preempted, each with its preemptor (as its event names it) and its own priority.
     pub preempted: &'a [Preemption],
-    /// The cause of each pending executor that a gate, a gang, a queue or a silent
-    /// scheduler holds (not the nodes).
+    /// The cause of each pending executor that waits on a gate, a gang, a queue or a
+    /// silent scheduler (not the nodes).
     pub held: &'a [Finding],
 }
 
@@ -136,28 +136,30 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     out
 }
 
-/// Whether an executor's cause is a hold by something other than the nodes.
-pub fn is_held(code: Code) -> bool {
-    matches!(
-        code,
-        Code::SchedulingGated | Code::GangWaiting | Code::QueueWaiting | Code::SchedulerSilent
-    )
+/// Whether an executor's cause is a wait on something other than the nodes (a gate, a
+/// gang, a queue, a silent scheduler), not merely for the record.
+pub fn is_held(f: &Finding) -> bool {
+    f.severity != Severity::Info
+        && matches!(
+            f.code,
+            Code::SchedulingGated | Code::GangWaiting | Code::QueueWaiting | Code::SchedulerSilent
+        )
 }
 
-/// "3 executors pending, held: Waiting for its gang: …": the largest group of one cause.
+/// "3 executors pending: Waiting for its gang: …": the largest group of one cause.
 fn held(all: &[Finding]) -> Option<Finding> {
     let mut groups: BTreeMap<Code, Vec<&Finding>> = BTreeMap::new();
-    for f in all.iter().filter(|f| is_held(f.code)) {
+    for f in all.iter().filter(|f| is_held(f)) {
         groups.entry(f.code).or_default().push(f);
     }
     let (_, group) = groups.into_iter().max_by_key(|(_, g)| g.len())?;
     let n = group.len();
     let first = group[0];
     let mut f = Finding::new(
-        Code::ExecutorsHeld,
+        Code::ExecutorsWaiting,
         first.severity,
         format!(
-            "{n} executor{} pending, held: {}",
+            "{n} executor{} pending: {}",
             if n == 1 { "" } else { "s" },
             first.summary
         ),
@@ -168,7 +170,7 @@ fn held(all: &[Finding]) -> Option<Finding> {
     f.evidence = first.evidence.clone();
     if all.len() > n {
         f.evidence.push(format!(
-            "{} more pending executor(s) held for other reasons",
+            "{} more pending executor(s) wait for other reasons",
             all.len() - n
         ));
     }

@@ -200,8 +200,8 @@ pub enum Code {
     WorkloadEvicted,
     /// A named scheduler has said nothing about the pod (not installed, not running).
     SchedulerSilent,
-    /// (app) Pending executors held by a gate, a gang, a queue or a silent scheduler.
-    ExecutorsHeld,
+    /// (app) Pending executors waiting on a gate, a gang, a queue or a silent scheduler.
+    ExecutorsWaiting,
 }
 
 impl Code {
@@ -255,7 +255,7 @@ impl Code {
         Self::SnapshotUpdateFails,
         Self::OomRecoveryMode,
         Self::QuotaExhausted,
-        Self::ExecutorsHeld,
+        Self::ExecutorsWaiting,
         Self::DriverOomKilled,
         Self::DriverJvmOom,
         Self::ExecutorFailuresExceeded,
@@ -357,7 +357,7 @@ impl Code {
             Self::SchedulerRejected => "scheduler-rejected",
             Self::WorkloadEvicted => "workload-evicted",
             Self::SchedulerSilent => "scheduler-silent",
-            Self::ExecutorsHeld => "executors-held",
+            Self::ExecutorsWaiting => "executors-waiting",
         }
     }
 }
@@ -453,6 +453,9 @@ pub enum Witness {
     /// The pod's own status (from the watch, a LIST, or a file).
     #[default]
     Pod,
+    /// A batch scheduler's or admission controller's object about the pod's group (a
+    /// PodGroup, a Workload): observed like the pod, and only said of a waiting pod.
+    SchedulerObject,
     /// The driver's executor list (its REST API): `removeReason`, `isActive`.
     Driver,
     /// The container log tail spark-triage captured.
@@ -463,8 +466,6 @@ pub enum Witness {
     Inference,
     /// The application's configuration (its driver's `spark.properties`).
     Config,
-    /// A batch scheduler's or admission controller's object (a PodGroup, a Workload).
-    SchedulerObject,
 }
 
 impl Witness {

@@ -85,7 +85,7 @@ pub(super) fn unschedulable(s: &Subject<'_>, out: &mut Vec<Finding>) {
         .and_then(|c| c.message.as_deref())
         .or_else(|| event.and_then(|e| e.message.as_deref()))
     else {
-        if cond.is_some() && !gang_held(s) {
+        if cond.is_some() {
             out.push(
                 Finding::new(
                     Code::Unschedulable,
@@ -152,11 +152,6 @@ pub(super) fn unschedulable(s: &Subject<'_>, out: &mut Vec<Finding>) {
     }
     f.scheduling = parsed.reasons;
     out.push(f);
-}
-
-/// A pod held by scheduling gates or its gang: the `queueing` rules say why.
-fn gang_held(s: &Subject<'_>) -> bool {
-    !s.pod.scheduling_gates.is_empty()
 }
 
 fn scheduling_hint(reasons: &[scheduling::SchedulingReason]) -> String {

@@ -43,8 +43,11 @@ pub struct GroupIndex {
     /// never asked for is absent: nothing is known of it, and nothing is claimed.
     pub unknown: BTreeMap<GroupKind, String>,
     /// Kinds the tool read (listed at least once): an object absent from them is absent
-    /// from the cluster.
+    /// from the cluster, unless the list was cut (`partial`).
     pub listed: Vec<GroupKind>,
+    /// Kinds whose last list was cut at the page limit: absence from them says nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<GroupKind>,
     /// Native gang: how many pods the tool sees per (namespace, workload, pod group).
     pub members: BTreeMap<(String, String, String), usize>,
     /// The pods' events are read (a live watch, or events in the input): a named
@@ -58,6 +61,7 @@ pub static NO_GROUPS: GroupIndex = GroupIndex {
     objects: Vec::new(),
     unknown: BTreeMap::new(),
     listed: Vec::new(),
+    partial: Vec::new(),
     members: BTreeMap::new(),
     events_read: false,
 };
@@ -88,14 +92,20 @@ impl GroupIndex {
         self.listed.contains(&kind) || self.unknown.contains_key(&kind)
     }
 
-    /// A list of `kind` (in `namespace`, or everywhere): replaces what was known of it.
+    /// A list of `kind` (in `namespace`, or everywhere; `complete` unless cut at the page
+    /// limit): replaces what was known of it.
     pub fn apply_list(
         &mut self,
         kind: GroupKind,
         namespace: Option<&str>,
         objects: Vec<SchedGroup>,
         unknown: Option<String>,
+        complete: bool,
     ) {
+        self.partial.retain(|k| *k != kind);
+        if !complete {
+            self.partial.push(kind);
+        }
         self.objects
             .retain(|o| o.kind != Some(kind) || namespace.is_some_and(|ns| o.namespace != ns));
         self.objects.extend(objects);
@@ -119,6 +129,7 @@ impl GroupIndex {
             objects: Vec::new(),
             unknown: self.unknown.clone(),
             listed: self.listed.clone(),
+            partial: self.partial.clone(),
             members: BTreeMap::new(),
             events_read: self.events_read,
         };
@@ -156,7 +167,11 @@ impl GroupIndex {
     /// Counts, for the native gang, the pods naming each (workload, pod group).
     pub fn count_members<'a>(&mut self, pods: impl IntoIterator<Item = &'a ExecutorPod>) {
         self.members.clear();
-        for p in pods {
+        // The scheduler counts the gang's pods that exist: not ended, not being deleted.
+        let live = |p: &&ExecutorPod| {
+            p.deletion.is_none() && !matches!(p.phase(), Some("Failed" | "Succeeded"))
+        };
+        for p in pods.into_iter().filter(live) {
             for r in p.groups.iter().filter(|r| r.kind == GroupKind::Workload) {
                 *self
                     .members
@@ -181,7 +196,7 @@ impl GroupIndex {
         if let Some(why) = self.unknown.get(&r.kind) {
             return Known::Unknown(why);
         }
-        if self.listed.contains(&r.kind) {
+        if self.listed.contains(&r.kind) && !self.partial.contains(&r.kind) {
             Known::Absent
         } else {
             Known::NotRead
@@ -395,12 +410,23 @@ fn workload_evicted(s: &Subject<'_>) -> Option<Finding> {
     )
 }
 
-/// Kueue's Workload verdict: not admitted and why, or admitted and waiting on checks.
+/// Kueue's Workload verdict for a gated pod: not admitted and why, waiting on its checks,
+/// or admitted with the gate left behind.
 fn kueue_summary(w: &SchedGroup) -> Option<(String, Severity, String)> {
     let reserved = w.condition("QuotaReserved");
     let admitted = w.condition("Admitted");
     if admitted.is_some_and(|c| c.status == "True") {
-        return None;
+        return Some((
+            format!(
+                "Kueue admitted the Workload {} (ClusterQueue {}), but the pod's gate is still there",
+                w.name,
+                w.cluster_queue.as_deref().unwrap_or("?")
+            ),
+            Severity::Warn,
+            "Kueue removes its gate right after admission; a gate that stays means Kueue's \
+             pod controller is not reconciling the pod (its logs), or a webhook re-adds it."
+                .to_owned(),
+        ));
     }
     let queue = w.queue.as_deref().unwrap_or("(none)");
     match reserved {
@@ -544,17 +570,26 @@ fn gated(s: &Subject<'_>, out: &mut Vec<Finding>) {
 /// Volcano: the pod's own words (its condition, `FailedScheduling`) about its gang, and
 /// the PodGroup's phase and conditions.
 fn volcano(s: &Subject<'_>, out: &mut Vec<Finding>) {
+    if s.pod.scheduler_name.as_deref() != Some("volcano") {
+        return; // a leftover annotation on another scheduler's pod is not Volcano's hold
+    }
     let r = s
         .pod
         .groups
         .iter()
         .find(|r| r.kind == GroupKind::VolcanoPodGroup);
-    let message = s
+    let own = s
         .pod
         .condition("PodScheduled")
         .filter(|c| c.status == "False")
         .and_then(|c| c.message.as_deref())
-        .filter(|m| is_volcano_gang_message(m));
+        .filter(|m| !m.is_empty());
+    // The nodes' words on the pod (Volcano's `0/3 nodes are unavailable: …`) are the
+    // `unschedulable` rule's, whatever the PodGroup says.
+    if own.is_some_and(|m| !is_volcano_gang_message(m)) {
+        return;
+    }
+    let message = own;
     let known = r.map(|r| (r, s.groups.known(r, s.pod)));
     let group = match &known {
         Some((_, Known::Object(g))) => Some(*g),
@@ -577,9 +612,9 @@ fn volcano(s: &Subject<'_>, out: &mut Vec<Finding>) {
             out.push(
                 Finding::new(
                     Code::GangWaiting,
-                    Severity::Error,
+                    Severity::Warn,
                     format!(
-                        "Volcano cannot schedule the pod: its PodGroup {} does not exist",
+                        "Volcano cannot schedule the pod: its PodGroup {} was not in the last list of podgroups",
                         r.name
                     ),
                 )
@@ -682,6 +717,12 @@ fn native_gang(s: &Subject<'_>, out: &mut Vec<Finding>) {
             pg.to_owned(),
         ))
         .copied();
+    let nodes_say = s
+        .pod
+        .condition("PodScheduled")
+        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+        .and_then(|c| c.message.as_deref())
+        .is_some_and(|m| !m.contains("at plugin GangScheduling"));
     let mut f = Finding::new(
         Code::GangWaiting,
         Severity::Warn,
@@ -705,12 +746,18 @@ fn native_gang(s: &Subject<'_>, out: &mut Vec<Finding>) {
             first_line(m)
         ));
     }
+    if nodes_say && timed_out.is_none() && !matches!(s.groups.known(r, s.pod), Known::Object(_)) {
+        return; // the scheduler placed it in its queue and the nodes answered: not the gang's
+    }
     match s.groups.known(r, s.pod) {
         Known::Object(w) => {
             f.witness = Witness::SchedulerObject;
             match w.pod_groups.iter().find(|(n, _)| n == pg) {
                 Some((_, Some(min))) => {
                     let have = members.unwrap_or(1);
+                    if nodes_say && have as i64 >= i64::from(*min) {
+                        return; // the gang is whole: the nodes hold it, as `unschedulable` says
+                    }
                     f = f.evidence(format!(
                         "Workload {}: podGroups[{pg}].policy.gang.minCount={min}; pods seen with it: {have}",
                         w.name
@@ -733,9 +780,8 @@ fn native_gang(s: &Subject<'_>, out: &mut Vec<Finding>) {
             }
         }
         Known::Absent => {
-            f.severity = Severity::Error;
             f.summary = format!(
-                "The pod names Workload {}, which does not exist: it is never scheduled",
+                "The pod names Workload {}, which was not in the last list of workloads: it is not scheduled without it",
                 r.name
             );
         }
@@ -826,7 +872,7 @@ fn yunikorn(s: &Subject<'_>, out: &mut Vec<Finding>) {
                 "YuniKorn cannot read the pod's task groups (yunikorn.apache.org/task-groups)",
                 Severity::Error,
             ),
-            "CreatingPlaceholders" | "PlaceholderAllocated" | "TaskGroupMatch" => (
+            "CreatingPlaceholders" | "PlaceholderAllocated" => (
                 "YuniKorn reserves the gang's resources with placeholder pods first",
                 Severity::Warn,
             ),

@@ -297,7 +297,44 @@ fn volcano_node_fit_is_unschedulable_with_its_reasons() {
 }
 
 #[test]
-fn volcano_podgroup_missing_is_an_error() {
+fn volcano_node_fit_with_a_stuck_podgroup_is_still_the_nodes() {
+    let groups = index(
+        vec![podgroup(
+            "Inqueue",
+            1,
+            "1/1 tasks in gang unschedulable: pod group is not ready",
+        )],
+        &[GroupKind::VolcanoPodGroup],
+    );
+    let p = volcano_pod(
+        "executor",
+        "0/3 nodes are unavailable: 3 Insufficient memory.",
+    );
+    assert_eq!(codes(&run(&p, &[], &groups)), vec![Code::Unschedulable]);
+    let mut d = volcano_pod("executor", "pod group is not ready");
+    d.scheduler_name = None;
+    assert!(!codes(&run(&d, &[], &groups)).contains(&Code::GangWaiting));
+}
+
+#[test]
+fn kueue_admitted_with_the_gate_left_says_so() {
+    let w = workload(json!([
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq"},
+        {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]));
+    let f = run(
+        &kueue_pod(),
+        &[],
+        &index(vec![w], &[GroupKind::KueueWorkload]),
+    );
+    assert!(
+        f[0].summary.contains("but the pod's gate is still there"),
+        "{}",
+        f[0].summary
+    );
+}
+
+#[test]
+fn volcano_podgroup_missing_is_said() {
     let p = pod_of(
         "driver",
         json!({"annotations": {"scheduling.k8s.io/group-name": "spark-abc-podgroup"}}),
@@ -306,8 +343,11 @@ fn volcano_podgroup_missing_is_an_error() {
     );
     let f = run(&p, &[], &index(Vec::new(), &[GroupKind::VolcanoPodGroup]));
     assert_eq!(codes(&f), vec![Code::GangWaiting]);
-    assert_eq!(f[0].severity, Severity::Error);
-    assert!(f[0].summary.contains("does not exist"));
+    assert_eq!(f[0].severity, Severity::Warn);
+    assert!(
+        f[0].summary
+            .contains("was not in the last list of podgroups")
+    );
 }
 
 fn yunikorn_pod(status: Value, annotations: Value) -> ExecutorPod {
@@ -447,7 +487,7 @@ fn a_named_scheduler_that_says_nothing() {
     // Young, or spoken of: not silent.
     let mut young = p.clone();
     young.created_at = Some("2026-11-29T10:29:40Z".parse().unwrap());
-    assert!(run(&young, &[], &GroupIndex::default()).is_empty());
+    assert!(run(&young, &[], &heard).is_empty());
     let e = ev(
         "Scheduling",
         "Normal",
@@ -523,8 +563,29 @@ fn native_gang_counts_its_members() {
     );
     // A Workload that does not exist.
     let f = run(&pods[0], &[], &index(Vec::new(), &[GroupKind::Workload]));
-    assert_eq!(f[0].severity, Severity::Error);
-    assert!(f[0].summary.contains("which does not exist"));
+    assert!(
+        f[0].summary.contains("not in the last list of workloads"),
+        "{}",
+        f[0].summary
+    );
+    // A list cut at its page limit claims no absence.
+    let mut cut = index(Vec::new(), &[GroupKind::Workload]);
+    cut.partial.push(GroupKind::Workload);
+    let f = run(&pods[0], &[], &cut);
+    assert_eq!(
+        f[0].summary,
+        "Waiting for its gang: Workload etl-gang pod group executors"
+    );
+    // Ended members are not counted.
+    let mut gone = pods.clone();
+    gone[1].status.as_mut().unwrap().phase = Some("Failed".into());
+    let mut g = index(vec![native_workload(2)], &[GroupKind::Workload]);
+    g.count_members(&gone);
+    assert!(
+        run(&pods[0], &[], &g)[0]
+            .summary
+            .contains("1 of the 2 pods")
+    );
 }
 
 #[test]

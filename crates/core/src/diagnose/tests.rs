@@ -673,6 +673,7 @@ fn an_oom_is_judged_against_the_limit_the_container_had_not_a_resized_spec() {
     st["allocatedResources"] = json!({"memory": "4505Mi"});
     let mut p = executor(json!({"phase": "Failed", "containerStatuses": [st]}));
     p.containers[0].limits.memory = Some("6Gi".into());
+    p.containers[0].requests.memory = Some("6Gi".into());
     let f = run(&p, &[]);
     let oom = find(&f, Code::ContainerOomKilled);
     assert!(
@@ -685,6 +686,14 @@ fn an_oom_is_judged_against_the_limit_the_container_had_not_a_resized_spec() {
         oom.evidence[1].contains("allocatedResources.memory=4505Mi"),
         "{:?}",
         oom.evidence
+    );
+    // A request below the limit, never resized: the allocation is the request, not a resize.
+    p.containers[0].requests.memory = Some("4505Mi".into());
+    let oom = run(&p, &[]).remove(0);
+    assert!(
+        oom.summary.contains("at its 6Gi memory limit (exit 137)"),
+        "{}",
+        oom.summary
     );
 
     // Status and spec agree (no resize): said as before, from what it ran with.

@@ -608,25 +608,31 @@ impl ExecutorPod {
         let spec = self
             .container_spec(container)
             .and_then(|c| c.limits.memory.clone());
-        let status = self.container_status(container);
-        let (had, source) = match (
-            status
-                .and_then(|c| c.enacted_limits.as_ref())
-                .and_then(|r| r.memory.clone()),
-            status
-                .and_then(|c| c.allocated.as_ref())
-                .and_then(|r| r.memory.clone())
-                .filter(|_| spec.is_some()),
-        ) {
-            (Some(m), _) => (m, LimitSource::Enacted),
-            (None, Some(m)) => (m, LimitSource::Allocated),
-            (None, None) => (spec.clone()?, LimitSource::Spec),
-        };
+        let spec_request = self
+            .container_spec(container)
+            .and_then(|c| c.requests.memory.clone());
         let differs =
             |a: &str, b: &str| match (super::quantity::parse(a), super::quantity::parse(b)) {
                 (Some(x), Some(y)) => (x - y).abs() > 0.5,
                 _ => a != b,
             };
+        let status = self.container_status(container);
+        // The allocation is a request: it tells a resize only where it departs from the
+        // spec's request (then, Spark's request being its limit, it is the limit it had).
+        let allocated = status
+            .and_then(|c| c.allocated.as_ref())
+            .and_then(|r| r.memory.clone())
+            .filter(|a| spec.is_some() && spec_request.as_deref().is_some_and(|r| differs(a, r)));
+        let (had, source) = match (
+            status
+                .and_then(|c| c.enacted_limits.as_ref())
+                .and_then(|r| r.memory.clone()),
+            allocated,
+        ) {
+            (Some(m), _) => (m, LimitSource::Enacted),
+            (None, Some(m)) => (m, LimitSource::Allocated),
+            (None, None) => (spec.clone()?, LimitSource::Spec),
+        };
         let spec_asks = spec.filter(|s| source != LimitSource::Spec && differs(s, &had));
         Some(MemoryLimit {
             had,

@@ -459,7 +459,7 @@ const APP_RANK: [Code; 24] = [
     Code::CrashLoop,
     Code::ExecutorsPreempted,
     Code::QuotaExhausted,
-    Code::ExecutorsHeld,
+    Code::ExecutorsWaiting,
     Code::SnapshotUpdateFails,
     Code::OrphanedExecutors,
     Code::DriverRestarted,
