@@ -214,6 +214,11 @@ impl SourceEvent {
     }
 }
 
+/// `complete`'s default: recordings from before it said nothing of cut lists.
+fn yes() -> bool {
+    true
+}
+
 /// Parses a Java properties file (the subset Spark writes: `key=value` or `key: value`,
 /// `#`/`!` comments, backslash escapes for `=`, `:` and spaces).
 pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
@@ -271,8 +276,4 @@ mod tests {
         assert_eq!(p["spark.a=b"], "c");
         assert_eq!(p.len(), 4);
     }
-}
-
-fn yes() -> bool {
-    true
 }
