@@ -79,15 +79,12 @@ pub(super) fn driver_only(
         killed_by_tool: false,
         verdict: Verdict::default(),
     };
-    refresh(
-        &mut rec,
-        events,
-        config,
-        None,
-        &crate::diagnose::NO_GROUPS,
-        Some(&resolved),
-        at,
-    );
+    let ctx = AppCtx {
+        config: config.clone(),
+        driver_end: None,
+        groups: Arc::default(),
+    };
+    refresh(&mut rec, events, &ctx, Some(&resolved), at);
     rec
 }
 
@@ -102,18 +99,35 @@ pub(super) fn is_ending(state: ExecutorState) -> bool {
     matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
 }
 
+/// What an executor's verdict reads of its app: the configuration, the driver's end, the
+/// batch schedulers' objects (taken once per batch of executors recomputed).
+pub(super) struct AppCtx {
+    pub config: AppConfig,
+    pub driver_end: Option<crate::diagnose::app_verdict::DriverEnd>,
+    pub groups: Arc<crate::diagnose::GroupIndex>,
+}
+
+impl AppCtx {
+    pub(super) fn of(app: &super::records::AppRecord) -> Self {
+        Self {
+            config: app.config.clone(),
+            driver_end: app.driver_end.clone(),
+            groups: app.groups.clone(),
+        }
+    }
+}
+
 /// Recomputes the verdict from all the evidence the record holds. Returns a timeline line
 /// when the verdict changed in a way worth saying: a missing verdict withdrawn because a
 /// witness explained the disappearance, or a new pod × driver disagreement.
 pub(super) fn refresh(
     rec: &mut ExecutorRecord,
     events: &[PodEvent],
-    config: &AppConfig,
-    driver_end: Option<&crate::diagnose::app_verdict::DriverEnd>,
-    groups: &crate::diagnose::GroupIndex,
+    ctx: &AppCtx,
     resolved: Option<&Resolved>,
     now: Time,
 ) -> Option<String> {
+    let (config, driver_end, groups) = (&ctx.config, ctx.driver_end.as_ref(), &*ctx.groups);
     let mut evs: Vec<PodEvent> = events
         .iter()
         .filter(|e| e.is_about(&rec.pod))

@@ -473,10 +473,8 @@ impl Store {
                 return;
             }
         };
-        let config = app.config.clone();
-        let driver_end = app.driver_end.clone();
-        let groups = app.groups.clone();
-        let resolved = config.classify_options().resolve(&pod);
+        let ctx = AppCtx::of(app);
+        let resolved = ctx.config.classify_options().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let rv = pod.rv();
         let gone = deleted.then_some(Gone::Deleted { at });
@@ -534,15 +532,7 @@ impl Store {
                     rec.gone = None; // it was only late (or known from the driver first)
                 }
                 rec.spark_container = (&resolved.config.spark_container).into();
-                if let Some(note) = refresh(
-                    rec,
-                    &pod_events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    Some(&resolved),
-                    at,
-                ) {
+                if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&resolved), at) {
                     timeline.push((id, note));
                 }
             }
@@ -582,15 +572,7 @@ impl Store {
                 if is_ending(state) {
                     rec.ended = Some(rec.pod.clone());
                 }
-                refresh(
-                    &mut rec,
-                    &pod_events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    Some(&resolved),
-                    at,
-                );
+                refresh(&mut rec, &pod_events, &ctx, Some(&resolved), at);
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -846,15 +828,13 @@ impl Store {
             let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             app.unregistered
                 .retain(|name, _| present_names.contains(&(key.0.as_str(), name.as_str())));
-            let config = app.config.clone();
-            let driver_end = app.driver_end.clone();
-            let groups = app.groups.clone();
+            let ctx = AppCtx::of(app);
             for id in vanished {
                 let Some(rec) = app.executors.get_mut(&id) else {
                     continue;
                 };
                 let rec = Arc::make_mut(rec);
-                let verdict = spark_missing_verdict(rec, at, &config);
+                let verdict = spark_missing_verdict(rec, at, &ctx.config);
                 rec.gone = Some(Gone::Missing {
                     at,
                     list_rv,
@@ -869,15 +849,7 @@ impl Store {
                     },
                 );
                 let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
-                let note = refresh(
-                    rec,
-                    &events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    None,
-                    at,
-                );
+                let note = refresh(rec, &events, &ctx, None, at);
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
                 } else {
@@ -974,20 +946,10 @@ impl Store {
                 .map(|q| q.iter().cloned().collect())
                 .unwrap_or_default();
             let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
-            let config = app.config.clone();
-            let driver_end = app.driver_end.clone();
-            let groups = app.groups.clone();
+            let ctx = AppCtx::of(app);
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
-                if let Some(note) = refresh(
-                    rec,
-                    &events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    None,
-                    at,
-                ) {
+                if let Some(note) = refresh(rec, &events, &ctx, None, at) {
                     app.log(at, Some(id), note);
                 }
             }
@@ -1036,9 +998,7 @@ impl Store {
             return;
         };
         let app = derived::edit(app);
-        let config = app.config.clone();
-        let driver_end = app.driver_end.clone();
-        let groups = app.groups.clone();
+        let ctx = AppCtx::of(app);
         let mut notes = Vec::new();
         for id in ids {
             let Some(rec) = app.executors.get_mut(id) else {
@@ -1046,18 +1006,7 @@ impl Store {
             };
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
-            notes.extend(
-                refresh(
-                    rec,
-                    &events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    None,
-                    at,
-                )
-                .map(|n| (rec.id, n)),
-            );
+            notes.extend(refresh(rec, &events, &ctx, None, at).map(|n| (rec.id, n)));
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);
@@ -1069,30 +1018,17 @@ impl Store {
             return;
         };
         let app = derived::edit(app);
-        let config = app.config.clone();
-        let driver_end = app.driver_end.clone();
-        let groups = app.groups.clone();
+        let ctx = AppCtx::of(app);
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
             let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
             let rec = Arc::make_mut(rec);
             if !matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
-                let resolved = config.classify_options().resolve(&rec.pod);
+                let resolved = ctx.config.classify_options().resolve(&rec.pod);
                 rec.pod_state = classify(&rec.pod, &resolved.config);
                 rec.spark_container = (&resolved.config.spark_container).into();
             }
-            notes.extend(
-                refresh(
-                    rec,
-                    &events,
-                    &config,
-                    driver_end.as_ref(),
-                    &groups,
-                    None,
-                    at,
-                )
-                .map(|n| (rec.id, n)),
-            );
+            notes.extend(refresh(rec, &events, &ctx, None, at).map(|n| (rec.id, n)));
         }
         for (id, text) in notes {
             app.log(at, Some(id), text);

@@ -391,7 +391,10 @@ fn driverize(
         }
         Code::SchedulerRejected | Code::WorkloadEvicted => {
             let summary = if f.code == Code::SchedulerRejected {
-                format!("The driver never ran: {}", f.summary)
+                format!(
+                    "The driver never ran: {}",
+                    f.summary.trim_end_matches(": the pod never ran")
+                )
             } else {
                 format!("The driver was stopped: {}", f.summary)
             };
