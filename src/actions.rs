@@ -9,7 +9,9 @@ use kube::{Api, api::ListParams};
 
 use crate::{
     classify::{ClassifyOptions, classify},
-    effect::{self, ActionLog, Effect, Outcome, Runner, Target, WriteError, by_owner},
+    effect::{
+        self, ActionLog, Effect, HoldTarget, Outcome, Runner, Target, Via, WriteError, by_owner,
+    },
     model::{ExecutorPod, ExecutorState, Role},
     source::live::{Connection, Scope},
 };
@@ -139,19 +141,21 @@ async fn write(runner: &Runner, effect: Effect, out: &mut String) -> Result<usiz
     }
 }
 
-fn target(p: &ExecutorPod) -> Target {
+fn target((p, via): &(ExecutorPod, Option<Via>)) -> Target {
     Target {
         namespace: p.namespace.to_string(),
         app_id: p.app_id().unwrap_or_default().to_owned(),
         pod: p.name.clone(),
         executor: p.executor_id().unwrap_or_default(),
+        via: via.clone(),
     }
 }
 
-/// Deletes the selected executors (the plan is printed first; `confirmed` says go).
+/// Deletes the selected executors (the plan is printed first; `confirmed` says go); a pod
+/// owned through a controller of Spark's allocator is deleted only once its chain is verified.
 pub async fn kill(
     conn: &Connection,
-    targets: &[ExecutorPod],
+    targets: &[(ExecutorPod, Option<Via>)],
     grace: Option<u32>,
     readonly: bool,
     log: &ActionLog,
@@ -160,7 +164,7 @@ pub async fn kill(
     let runner = runner(conn, log);
     gate_all(
         &runner,
-        targets.iter().map(|p| p.namespace.to_string()),
+        targets.iter().map(|(p, _)| p.namespace.to_string()),
         "delete",
         readonly,
     )
@@ -210,8 +214,11 @@ pub async fn hold_on(
             driver: Some(d.name.clone()),
             pods: owned
                 .iter()
-                .filter(|p| p.namespace == d.namespace)
-                .map(|p| p.name.clone())
+                .filter(|(p, _)| p.namespace == d.namespace)
+                .map(|(p, via)| HoldTarget {
+                    pod: p.name.clone(),
+                    via: via.clone(),
+                })
                 .collect(),
             until: Some(expires),
         };

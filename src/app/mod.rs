@@ -13,7 +13,7 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 
-pub use crate::effect::{Effect, Target};
+pub use crate::effect::{Effect, HoldTarget, Target};
 use crate::{
     effect::Permissions,
     model::{ExecutorState, Time},

@@ -30,18 +30,18 @@ pub(super) fn kill_prompt(app: &mut App) {
         .into_iter()
         .filter_map(|id| a.executors.get(&id))
         .filter(|e| e.gone.is_none())
-        .filter(|e| match crate::effect::not_owned(&e.pod, &drivers) {
-            None => true,
-            Some(why) => {
+        .filter_map(|e| match crate::effect::owner_of(&e.pod, &drivers) {
+            Ok(via) => Some(Target {
+                namespace: a.namespace.clone(),
+                app_id: a.app_id.clone(),
+                pod: e.pod.name.clone(),
+                executor: e.id,
+                via,
+            }),
+            Err(why) => {
                 skipped.push(format!("executor {} ({why})", e.id));
-                false
+                None
             }
-        })
-        .map(|e| Target {
-            namespace: a.namespace.clone(),
-            app_id: a.app_id.clone(),
-            pod: e.pod.name.clone(),
-            executor: e.id,
         })
         .collect();
     if !skipped.is_empty() {
@@ -275,24 +275,30 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                 return Vec::new();
             };
             let drivers = drivers_of(&a);
-            let pods: Vec<String> = a
+            let pods: Vec<HoldTarget> = a
                 .executors
                 .values()
                 .filter(|e| e.gone.is_none())
-                .filter(|e| {
-                    if on {
+                .filter_map(|e| {
+                    let via = if on {
                         // A finalizer only on what the app's driver owns.
-                        !e.pod.is_held()
-                            && e.pod.deletion.is_none()
-                            && crate::effect::not_owned(&e.pod, &drivers).is_none()
+                        if e.pod.is_held() || e.pod.deletion.is_some() {
+                            return None;
+                        }
+                        crate::effect::owner_of(&e.pod, &drivers).ok()?
+                    } else if e.pod.is_held() {
+                        None
                     } else {
-                        e.pod.is_held()
-                    }
+                        return None;
+                    };
+                    Some(HoldTarget {
+                        pod: e.pod.name.clone(),
+                        via,
+                    })
                 })
-                .map(|e| e.pod.name.clone())
                 .collect();
             for p in &pods {
-                app.in_flight.insert((namespace.clone(), p.clone()));
+                app.in_flight.insert((namespace.clone(), p.pod.clone()));
             }
             let until = on.then(|| now + app.hold_ttl);
             if on {
@@ -321,7 +327,10 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                         .executors
                         .values()
                         .filter(|e| e.pod.is_held())
-                        .map(|e| e.pod.name.clone())
+                        .map(|e| HoldTarget {
+                            pod: e.pod.name.clone(),
+                            via: None,
+                        })
                         .collect();
                     effects.push(Effect::SetHold {
                         namespace: ns,

@@ -345,7 +345,7 @@ fn new_executors_of_a_held_app_are_held() {
     let held: Vec<&str> = effects
         .iter()
         .filter_map(|e| match e {
-            Effect::HoldPod { pod, .. } => Some(pod.as_str()),
+            Effect::HoldPod { pod, .. } => Some(pod.pod.as_str()),
             _ => None,
         })
         .collect();
@@ -386,7 +386,12 @@ fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
             "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor", "spark-exec-id": "9"}},
         "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": "Running"}}),
     );
-    for p in [driver, forged] {
+    // Executor 10 belongs to the app's StatefulSet (Spark's statefulset allocator).
+    let mut sts = forged.clone();
+    sts.name = "spark-s-spark-etl-0-0".into();
+    sts.labels.insert("spark-exec-id".into(), "10".into());
+    sts.owner.as_mut().unwrap().name = "spark-s-spark-etl-0".into();
+    for p in [driver, forged, sts] {
         update(
             &mut app,
             Msg::Source(SourceEvent::PodUpserted {
@@ -411,14 +416,17 @@ fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
         ),
         "{notice}"
     );
-    // An executor the driver's namespace holds without an owner (client mode) is the app's.
-    app.selected_exec = Some(1);
-    update(&mut app, key(KeyCode::Char('K')));
-    assert!(
-        matches!(app.confirm, Some(Confirm::Kill { .. })),
-        "{:?}",
-        app.notice
-    );
+    // An executor the driver's namespace holds without an owner (client mode) is the app's;
+    // one of the app's StatefulSet, with the chain to verify before the delete.
+    for (id, via) in [(1, false), (10, true)] {
+        app.selected_exec = Some(id);
+        update(&mut app, key(KeyCode::Char('K')));
+        match &app.confirm {
+            Some(Confirm::Kill { targets, .. }) => assert_eq!(targets[0].via.is_some(), via),
+            other => panic!("{other:?} {:?}", app.notice),
+        }
+        update(&mut app, key(KeyCode::Esc));
+    }
 }
 
 #[test]

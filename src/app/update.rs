@@ -497,10 +497,12 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
         }
         let drivers = drivers_of(&a);
         for e in a.executors.values().filter(|e| e.gone.is_none()) {
-            let hold = hold_until.filter(|_| {
-                !e.pod.is_held()
-                    && e.pod.deletion.is_none()
-                    && crate::effect::not_owned(&e.pod, &drivers).is_none()
+            let hold = hold_until.and_then(|until| {
+                if e.pod.is_held() || e.pod.deletion.is_some() {
+                    return None;
+                }
+                let via = crate::effect::owner_of(&e.pod, &drivers).ok()?;
+                Some((until, via))
             });
             let release = hold.is_none()
                 && tick
@@ -514,9 +516,12 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
                 continue;
             }
             effects.push(match hold {
-                Some(until) => Effect::HoldPod {
+                Some((until, via)) => Effect::HoldPod {
                     namespace: e.pod.namespace.to_string(),
-                    pod: e.pod.name.clone(),
+                    pod: crate::effect::HoldTarget {
+                        pod: e.pod.name.clone(),
+                        via,
+                    },
                     until,
                 },
                 None => Effect::ReleasePod {

@@ -89,7 +89,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             }
         }
         if args.force_unowned {
-            targets.extend(unowned.iter().map(|(p, _)| p.clone()));
+            targets.extend(unowned.iter().map(|(p, _)| (p.clone(), None)));
         }
         if targets.is_empty() {
             super::write_stdout(&out)?;
@@ -102,7 +102,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         } else {
             "will delete"
         };
-        for p in &targets {
+        for (p, via) in &targets {
             let resolved = crate::classify::ClassifyOptions::default().resolve(p);
             let state = crate::classify::classify(p, &resolved.config);
             out.push_str(&format!(
@@ -111,9 +111,18 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
                 p.name,
                 p.executor_id().unwrap_or_default()
             ));
+            if let Some(via) = via {
+                out.push_str(&format!(
+                    "  owned by {}, which the app's driver owns (checked again before the delete); it {}\n",
+                    via.controller.describe(),
+                    via.controller.after_kill()
+                ));
+            }
         }
-        out.push_str(crate::spark::AFTER_KILL);
-        out.push('\n');
+        if targets.iter().any(|(_, via)| via.is_none()) {
+            out.push_str(crate::spark::AFTER_KILL);
+            out.push('\n');
+        }
         super::write_stdout(&out)?;
         if args.dry_run {
             return Ok(ExitCode::SUCCESS);

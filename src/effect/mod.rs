@@ -21,7 +21,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 pub use log::{ActionLog, ActionRecord};
-pub use ownership::{DriverId, by_owner, not_owned};
+pub use ownership::{DriverId, Via, by_owner, not_owned, owner_of};
 pub use permissions::{Denied, Permissions};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
@@ -37,6 +37,16 @@ pub struct Target {
     pub app_id: String,
     pub pod: String,
     pub executor: i64,
+    /// Owned through a controller of Spark's allocator: verified before the write.
+    pub via: Option<Via>,
+}
+
+/// One pod a hold is put on (or taken off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldTarget {
+    pub pod: String,
+    /// Owned through a controller of Spark's allocator: verified before the finalizer goes on.
+    pub via: Option<Via>,
 }
 
 /// What the app asks the world to do.
@@ -52,12 +62,12 @@ pub enum Effect {
         namespace: String,
         app_id: String,
         driver: Option<String>,
-        pods: Vec<String>,
+        pods: Vec<HoldTarget>,
         until: Option<Time>,
     },
     HoldPod {
         namespace: String,
-        pod: String,
+        pod: HoldTarget,
         until: Time,
     },
     /// Removes the hold; `expired` when it is released because its time is up.
@@ -291,12 +301,12 @@ impl Runner {
             } => self.set_hold(namespace, app_id, driver, pods, until).await,
             Effect::HoldPod {
                 namespace,
-                pod,
+                pod: HoldTarget { pod, via },
                 until,
             } => {
                 let mut t = Tally::default();
                 let target = format!("{namespace}/{pod}");
-                let text = match hold_pod(&self.client, &namespace, &pod, until).await {
+                let text = match self.hold(&namespace, &pod, via.as_ref(), until).await {
                     Ok(changed) => {
                         t.ok(changed, None);
                         format!("held new executor {pod}")
@@ -425,7 +435,7 @@ impl Runner {
         namespace: String,
         app_id: String,
         driver: Option<String>,
-        pods: Vec<String>,
+        pods: Vec<HoldTarget>,
         until: Option<Time>,
     ) -> Outcome {
         let mut t = Tally::default();
@@ -435,10 +445,10 @@ impl Runner {
                 Err(e) => t.failed(e, &namespace, "patch"),
             }
         }
-        for p in &pods {
+        for HoldTarget { pod: p, via } in &pods {
             let target = format!("{namespace}/{p}");
             let (action, r) = match until {
-                Some(u) => ("hold", hold_pod(&self.client, &namespace, p, u).await),
+                Some(u) => ("hold", self.hold(&namespace, p, via.as_ref(), u).await),
                 None => ("release", release_pod(&self.client, &namespace, p).await),
             };
             match r {
@@ -448,7 +458,12 @@ impl Runner {
                         None => "released".to_owned(),
                     };
                     self.log_action(action, &target, &result, &mut t);
-                    t.ok(changed, None);
+                    // What the hold costs a StatefulSet's app, said once per pod.
+                    let cost = until
+                        .and(via.as_ref())
+                        .and_then(|v| v.controller.hold_cost())
+                        .map(|c| format!("{target}: once it ends, the held pod {c}"));
+                    t.ok(changed, cost);
                 }
                 Err(e) => {
                     self.log_action(action, &target, &e.to_string(), &mut t);
@@ -472,17 +487,52 @@ impl Runner {
             None,
         )
         .await;
-        let pods = pods.into_iter().map(|p| (namespace.clone(), p)).collect();
+        let pods = pods
+            .into_iter()
+            .map(|p| (namespace.clone(), p.pod))
+            .collect();
         t.done(text, pods)
+    }
+
+    /// The hold finalizer on one pod, after its owner chain is verified when it has one.
+    async fn hold(
+        &self,
+        namespace: &str,
+        pod: &str,
+        via: Option<&Via>,
+        until: Time,
+    ) -> Result<bool, WriteError> {
+        if let Some(via) = via {
+            ownership::verify(&self.client, namespace, pod, via).await?;
+        }
+        hold_pod(&self.client, namespace, pod, until).await
     }
 
     async fn kill(&self, targets: Vec<Target>, grace: Option<u32>) -> Outcome {
         let mut t = Tally::default();
         for k in &targets {
             let target = format!("{}/{}", k.namespace, k.pod);
-            match kill(&self.client, &k.namespace, &k.pod, grace).await {
+            let verified = match &k.via {
+                Some(via) => ownership::verify(&self.client, &k.namespace, &k.pod, via).await,
+                None => Ok(()),
+            };
+            let deleted = match verified {
+                Ok(()) => kill(&self.client, &k.namespace, &k.pod, grace).await,
+                Err(e) => Err(e),
+            };
+            match deleted {
                 Ok(()) => {
-                    t.ok(true, Some(format!("deleted {target}")));
+                    let line = match &k.via {
+                        Some(via) => {
+                            format!(
+                                "deleted {target}: {} {}",
+                                via.controller.describe(),
+                                via.controller.after_kill()
+                            )
+                        }
+                        None => format!("deleted {target}"),
+                    };
+                    t.ok(true, Some(line));
                     self.log_action("kill", &target, "deleted", &mut t);
                     let text = format!(
                         "action by {}: killed executor {} ({})",
@@ -497,11 +547,13 @@ impl Runner {
                 }
             }
         }
+        // Who replaces them: a controller of Spark's allocator at once, else Spark itself.
+        let replaces = match targets.iter().find_map(|k| k.via.as_ref()) {
+            Some(via) => format!("{} recreates them at once", via.controller.describe()),
+            None => "Spark replaces them if below target".to_owned(),
+        };
         let text = match &t.error {
-            None => format!(
-                "killed {} executor(s); Spark replaces them if below target",
-                t.changed
-            ),
+            None => format!("killed {} executor(s); {replaces}", t.changed),
             Some(first) => format!("killed {}, failed {}: {first}", t.changed, t.failed),
         };
         t.done(text, Vec::new())

@@ -1,6 +1,18 @@
-//! Whose pod is it: an action touches only pods the app's driver owns (Spark sets the
-//! driver as the controlling owner of every executor pod it creates).
+//! Whose pod is it: an action touches only pods the app's driver owns. Spark's default
+//! allocator sets the driver as the controlling owner of every executor pod it creates; the
+//! `statefulset` and `deployment` allocators let a StatefulSet, or a Deployment's
+//! ReplicaSet, own them, and the driver owns that controller. Such a pod is taken as the
+//! app's from the view only provisionally ([`Via`]): before any write, [`verify`] reads
+//! the chain from the API and refuses unless it ends at the app's driver pod.
 
+use k8s_openapi::{
+    api::apps::v1::{Deployment, ReplicaSet, StatefulSet},
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
+};
+use kube::{Api, Client};
+use spark_triage_core::allocator::Controller;
+
+use super::WriteError;
 use crate::model::{ExecutorPod, Role};
 
 /// A driver pod, as far as ownership goes.
@@ -19,16 +31,36 @@ impl DriverId {
             uid: p.uid.clone(),
         }
     }
+
+    /// Whether an owner reference (kind, name, uid) names this driver pod.
+    fn is(&self, kind: &str, name: &str, uid: &str) -> bool {
+        kind == "Pod"
+            && match &self.uid {
+                Some(u) => u == uid,
+                None => self.name == name,
+            }
+    }
 }
 
-/// Why `exec` is not an executor Spark's driver owns (`None`: it is). Spark sets the
-/// driver pod as the controlling owner of every executor pod it creates; a pod that merely
-/// carries an app's labels (copied, forged, another team's) is not the app's to delete.
-/// Without an owner (a driver outside the cluster: client mode) the pod must at least be in
-/// the namespace of one of the app's drivers.
-pub fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
+/// An executor pod owned through a controller of Spark's allocator: the controller (with
+/// the uid the pod names) and the driver it must belong to. Checked by [`verify`] before a
+/// write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Via {
+    pub controller: Controller,
+    pub uid: String,
+    pub driver: DriverId,
+}
+
+/// How `exec` is the app's: `Ok(None)` its driver owns it (or, in client mode, it is in the
+/// driver's namespace), `Ok(Some(via))` through a controller of Spark's allocator (to be
+/// verified), `Err(why)` it is not the app's to touch. A pod that merely carries an app's
+/// labels (copied, forged, another team's) is not the app's to delete. Without an owner (a
+/// driver outside the cluster: client mode) the pod must at least be in the namespace of one
+/// of the app's drivers.
+pub fn owner_of(exec: &ExecutorPod, drivers: &[DriverId]) -> Result<Option<Via>, String> {
     if drivers.is_empty() {
-        return Some(
+        return Err(
             "the app's driver pod is not in the cluster, so who owns this pod cannot be checked"
                 .to_owned(),
         );
@@ -37,37 +69,139 @@ pub fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
         .iter()
         .filter(|d| d.namespace == exec.namespace)
         .collect();
-    match &exec.owner {
-        Some(o) => {
-            let owned = o.kind == "Pod"
-                && here.iter().any(|d| match &d.uid {
-                    Some(uid) => *uid == o.uid,
-                    None => d.name == o.name,
-                });
-            (!owned).then(|| {
-                format!(
-                    "owned by {} {}, not by the app's driver{}",
-                    o.kind,
-                    o.name,
-                    here.first()
-                        .map(|d| format!(" {}", d.name))
-                        .unwrap_or_else(|| format!(" (in namespace {})", drivers[0].namespace))
-                )
-            })
-        }
-        None if here.is_empty() => Some(format!(
-            "no owner, and not in the namespace of the app's driver ({})",
-            drivers[0].namespace
+    let Some(o) = &exec.owner else {
+        return match here.is_empty() {
+            true => Err(format!(
+                "no owner, and not in the namespace of the app's driver ({})",
+                drivers[0].namespace
+            )),
+            false => Ok(None),
+        };
+    };
+    if here.iter().any(|d| d.is(&o.kind, &o.name, &o.uid)) {
+        return Ok(None);
+    }
+    if let (Some(controller), Some(driver)) = (Controller::of(exec), here.first()) {
+        return Ok(Some(Via {
+            controller,
+            uid: o.uid.to_string(),
+            driver: (*driver).clone(),
+        }));
+    }
+    Err(format!(
+        "owned by {} {}, not by the app's driver{}",
+        o.kind,
+        o.name,
+        here.first()
+            .map(|d| format!(" {}", d.name))
+            .unwrap_or_else(|| format!(" (in namespace {})", drivers[0].namespace))
+    ))
+}
+
+/// Why `exec` is not the app's to touch (`None`: it is, perhaps through a controller still
+/// to be verified).
+pub fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
+    owner_of(exec, drivers).err()
+}
+
+/// Reads the owner chain of a pod owned through `via` and refuses unless it is the
+/// controller the pod named (same uid), owned (through its Deployment, for a ReplicaSet) by
+/// the app's driver pod. One GET per link, each under the client's timeouts.
+pub async fn verify(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    via: &Via,
+) -> Result<(), WriteError> {
+    let refuse = |message: String| WriteError::Api {
+        verb: "verify owner of".to_owned(),
+        namespace: namespace.to_owned(),
+        pod: pod.to_owned(),
+        message,
+    };
+    let get_err = |what: String, e: kube::Error| match e {
+        kube::Error::Api(s) if s.code == 403 => WriteError::Forbidden {
+            verb: "verify owner of".to_owned(),
+            namespace: namespace.to_owned(),
+            pod: pod.to_owned(),
+            message: format!(
+                "cannot read {what} to check that the app's driver owns it: {}",
+                crate::redact::one_line(&s.message)
+            ),
+        },
+        kube::Error::Api(s) if s.code == 404 => refuse(format!(
+            "{what} is gone, so who owns the pod cannot be checked"
         )),
-        None => None,
+        other => refuse(format!(
+            "cannot read {what}: {}",
+            crate::source::errors::describe(&other)
+        )),
+    };
+    let check = |what: &str, meta: &ObjectMeta, uid: Option<&str>| -> Result<(), WriteError> {
+        if let Some(uid) = uid
+            && meta.uid.as_deref() != Some(uid)
+        {
+            return Err(refuse(format!(
+                "{what} is not the one the pod names (another uid): it was replaced"
+            )));
+        }
+        Ok(())
+    };
+    let controlling = |meta: &ObjectMeta| -> Option<OwnerReference> {
+        let owners = meta.owner_references.as_deref().unwrap_or_default();
+        owners
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .or(owners.first())
+            .cloned()
+    };
+    let by_driver = |what: String, meta: &ObjectMeta| -> Result<(), WriteError> {
+        match controlling(meta) {
+            Some(o) if via.driver.is(&o.kind, &o.name, &o.uid) => Ok(()),
+            Some(o) => Err(refuse(format!(
+                "{what} is owned by {} {}, not by the app's driver {}",
+                o.kind, o.name, via.driver.name
+            ))),
+            None => Err(refuse(format!(
+                "{what} has no owner, so it is not the app's driver's"
+            ))),
+        }
+    };
+    match &via.controller {
+        Controller::StatefulSet { name, .. } => {
+            let what = format!("StatefulSet {name}");
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+            let set = api.get(name).await.map_err(|e| get_err(what.clone(), e))?;
+            check(&what, &set.metadata, Some(&via.uid))?;
+            by_driver(what, &set.metadata)
+        }
+        Controller::ReplicaSet { name, .. } => {
+            let what = format!("ReplicaSet {name}");
+            let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+            let rs = api.get(name).await.map_err(|e| get_err(what.clone(), e))?;
+            check(&what, &rs.metadata, Some(&via.uid))?;
+            let Some(o) = controlling(&rs.metadata).filter(|o| o.kind == "Deployment") else {
+                return Err(refuse(format!("{what} is not owned by a Deployment")));
+            };
+            let what = format!("Deployment {}", o.name);
+            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            let d = api
+                .get(&o.name)
+                .await
+                .map_err(|e| get_err(what.clone(), e))?;
+            check(&what, &d.metadata, Some(&o.uid))?;
+            by_driver(what, &d.metadata)
+        }
     }
 }
 
-/// Splits an app's pods into those its driver owns and the others (with why).
+/// Splits an app's pods into those its driver owns (with the controller to verify, for
+/// pods of Spark's statefulset or deployment allocator) and the others (with why).
+#[allow(clippy::type_complexity)]
 pub fn by_owner(
     targets: Vec<ExecutorPod>,
     all: &[ExecutorPod],
-) -> (Vec<ExecutorPod>, Vec<(ExecutorPod, String)>) {
+) -> (Vec<(ExecutorPod, Option<Via>)>, Vec<(ExecutorPod, String)>) {
     let drivers: Vec<DriverId> = all
         .iter()
         .filter(|p| p.role() == Some(Role::Driver))
@@ -76,9 +210,9 @@ pub fn by_owner(
     let mut owned = Vec::new();
     let mut not = Vec::new();
     for p in targets {
-        match not_owned(&p, &drivers) {
-            None => owned.push(p),
-            Some(why) => not.push((p, why)),
+        match owner_of(&p, &drivers) {
+            Ok(via) => owned.push((p, via)),
+            Err(why) => not.push((p, why)),
         }
     }
     (owned, not)
@@ -143,5 +277,45 @@ mod tests {
         assert!(not_owned(&by_rs, std::slice::from_ref(&driver)).is_some());
         // No driver pod at all: cannot be checked.
         assert!(not_owned(&ok, &[]).is_some());
+    }
+
+    #[test]
+    fn a_pod_of_the_apps_statefulset_or_replicaset_is_owned_through_it_to_be_verified() {
+        let driver = DriverId {
+            namespace: "spark-jobs".into(),
+            name: "etl-driver".into(),
+            uid: Some("u-1".into()),
+        };
+        let through = |kind: &str, set: &str, pod_name: &str| {
+            let mut p = owned(exec(1), "spark-jobs", Some((set, "u-set")));
+            p.name = pod_name.into();
+            p.owner.as_mut().unwrap().kind = kind.into();
+            p
+        };
+        let sts = through("StatefulSet", "spark-s-spark-1-0", "spark-s-spark-1-0-2");
+        let via = owner_of(&sts, std::slice::from_ref(&driver))
+            .expect("the app's")
+            .expect("through a controller");
+        assert_eq!(via.uid, "u-set");
+        assert_eq!(via.driver, driver);
+        assert_eq!(via.controller.describe(), "StatefulSet spark-s-spark-1-0");
+        let rs = through(
+            "ReplicaSet",
+            "spark-d-spark-1-0-6c9f",
+            "spark-d-spark-1-0-6c9f-abcde",
+        );
+        assert!(matches!(
+            owner_of(&rs, std::slice::from_ref(&driver)),
+            Ok(Some(Via { .. }))
+        ));
+        // Another app's set (by name), or the right name in a namespace with no driver.
+        let other = through("StatefulSet", "spark-s-spark-2-0", "spark-s-spark-2-0-0");
+        assert_eq!(
+            owner_of(&other, std::slice::from_ref(&driver)).unwrap_err(),
+            "owned by StatefulSet spark-s-spark-2-0, not by the app's driver etl-driver"
+        );
+        let mut elsewhere = sts.clone();
+        elsewhere.namespace = "default".into();
+        assert!(owner_of(&elsewhere, std::slice::from_ref(&driver)).is_err());
     }
 }

@@ -75,13 +75,7 @@ impl Store {
             last_ok: Some(at),
             active: executors.iter().filter(|e| e.active).count(),
         });
-        let prefix = app
-            .executors
-            .values()
-            .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
-            .and_then(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
-            .or_else(|| app.app_name.clone())
-            .unwrap_or_else(|| app_id.to_owned());
+        let pod_name = driver_only_pod_name(app, app_id);
         let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
         // Executors whose verdict may change: what the driver says of them changed, or a
         // disagreement may have come due with time.
@@ -107,7 +101,7 @@ impl Store {
         let key = (ns.to_owned(), app_id.to_owned());
         for d in fresh {
             let id = d.id;
-            let name = format!("{prefix}-exec-{id}");
+            let name = pod_name(id);
             let text = match &d.remove_reason {
                 Some(r) => format!(
                     "executor {id} known only from the driver: {}",
@@ -136,5 +130,34 @@ impl Store {
             }
         }
         self.refresh_some(&key, &due, at);
+    }
+}
+
+/// How to name the pod of an executor known only from the driver: Spark's own allocator
+/// names it `<podNamePrefix>-exec-<id>` (the prefix read off a pod seen); a StatefulSet or a
+/// ReplicaSet names it by an ordinal or a random suffix no record keeps, so such a pod is
+/// `<controller>-?` (no pod by that name can exist: no action or event lookup finds one).
+fn driver_only_pod_name(app: &AppRecord, app_id: &str) -> impl Fn(i64) -> String + use<> {
+    let seen = app
+        .executors
+        .values()
+        .filter(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
+    let controller = seen
+        .clone()
+        .find_map(|e| spark_triage_core::allocator::Controller::of(&e.pod))
+        .map(|c| c.name().to_owned())
+        .or_else(|| match app.config.allocator.as_deref() {
+            Some("statefulset") => Some(format!("spark-s-{app_id}")),
+            Some("deployment") => Some(format!("spark-d-{app_id}")),
+            _ => None,
+        });
+    let prefix = seen
+        .clone()
+        .find_map(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
+        .or_else(|| app.app_name.clone())
+        .unwrap_or_else(|| app_id.to_owned());
+    move |id| match &controller {
+        Some(c) => format!("{c}-?"),
+        None => format!("{prefix}-exec-{id}"),
     }
 }

@@ -82,6 +82,10 @@ pub struct AppConfig {
     /// `spark.kubernetes.allocation.recoveryMode.enabled`, when set.
     #[serde(default)]
     pub recovery_mode: Option<bool>,
+    /// `spark.kubernetes.allocation.pods.allocator` when set (`direct`, `statefulset`,
+    /// `deployment` or a class name): with the latter two a controller names the pods.
+    #[serde(default)]
+    pub allocator: Option<String>,
     /// The settings whose values predict failures (docs/diagnosis.md, configuration).
     #[serde(default)]
     pub settings: crate::diagnose::config::Settings,
@@ -111,6 +115,7 @@ impl Default for AppConfig {
             dynamic_allocation: false,
             max_executors: None,
             recovery_mode: None,
+            allocator: None,
             settings: Default::default(),
         }
     }
@@ -165,6 +170,10 @@ impl AppConfig {
             recovery_mode: p
                 .get("spark.kubernetes.allocation.recoveryMode.enabled")
                 .and_then(|v| spark_bool(v)),
+            allocator: p
+                .get("spark.kubernetes.allocation.pods.allocator")
+                .map(|v| v.trim().to_ascii_lowercase())
+                .filter(|v| !v.is_empty()),
             settings: crate::diagnose::config::Settings::from_properties(p),
         }
     }

@@ -37,7 +37,15 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             } else {
                 "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
             }));
-            lines.push(Line::raw(AFTER_KILL));
+            // Pods of a StatefulSet or a Deployment's ReplicaSet: that controller replaces them.
+            match targets.iter().find_map(|t| t.via.as_ref()) {
+                Some(via) => lines.push(Line::raw(format!(
+                    "Owned by {} (the driver owns it; checked before the delete): it {}.",
+                    via.controller.describe(),
+                    via.controller.after_kill()
+                ))),
+                None => lines.push(Line::raw(AFTER_KILL)),
+            }
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
                 Span::styled(" y/Enter ", theme::alarm()),
@@ -54,14 +62,16 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             " Kill executors? "
         }
         Confirm::Hold { on, app_id, .. } => {
-            let name = app
-                .store
-                .view()
-                .apps
-                .values()
-                .find(|a| &a.app_id == app_id)
+            let record = app.store.view().apps.values().find(|a| &a.app_id == app_id);
+            let name = record
                 .and_then(|a| a.app_name.clone())
                 .unwrap_or_else(|| app_id.clone());
+            // What holding costs an app whose executors a StatefulSet owns.
+            let cost = record.and_then(|a| {
+                a.executors
+                    .values()
+                    .find_map(|e| spark_triage_core::allocator::Controller::of(&e.pod)?.hold_cost())
+            });
             if *on {
                 lines.push(Line::styled(
                     format!("Hold the executor pods of {name}?"),
@@ -74,6 +84,12 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                     crate::model::HOLD_FINALIZER,
                     crate::diagnose::human_duration(app.hold_ttl)
                 )));
+                if let Some(cost) = cost {
+                    lines.push(Line::styled(
+                        format!("Once an executor of this StatefulSet ends, its held pod {cost}."),
+                        theme::severity(crate::diagnose::Severity::Warn),
+                    ));
+                }
             } else {
                 lines.push(Line::styled(
                     format!("Release the hold on {name}?"),

@@ -57,6 +57,26 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         )),
         None => {}
     }
+    // Spark's statefulset or deployment allocator: a controller, not the driver, owns it.
+    if let Some(c) = spark_triage_core::allocator::Controller::of(&e.pod) {
+        lines.push(Line::styled(
+            format!(
+                "owned by {} (the driver owns that); a kill: it {}",
+                c.describe(),
+                c.after_kill()
+            ),
+            theme::dim(),
+        ));
+        if e.pod.is_held()
+            && e.pod.deletion.is_some()
+            && let Some(cost) = c.hold_cost()
+        {
+            lines.push(Line::styled(
+                format!("held: the pod {cost}"),
+                theme::severity(crate::diagnose::Severity::Warn),
+            ));
+        }
+    }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Containers", theme::title()));
     for c in e.pod.container_statuses() {

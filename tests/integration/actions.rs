@@ -9,13 +9,13 @@ use tokio::process::Command;
 
 use super::common::{client, eventually, phase, start_sim, start_sim_with};
 
-struct Run {
-    code: i32,
-    out: String,
-    err: String,
+pub(super) struct Run {
+    pub(super) code: i32,
+    pub(super) out: String,
+    pub(super) err: String,
 }
 
-async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
+pub(super) async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
         .args(args)
         .arg("--kubeconfig")
@@ -32,7 +32,7 @@ async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
     }
 }
 
-fn temp_log(tag: &str) -> std::path::PathBuf {
+pub(super) fn temp_log(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!(
         "st-actions-{tag}-{}-{:x}.log",
         std::process::id(),
@@ -40,7 +40,7 @@ fn temp_log(tag: &str) -> std::path::PathBuf {
     ))
 }
 
-fn writes(sim: &SimHandle) -> Vec<String> {
+pub(super) fn writes(sim: &SimHandle) -> Vec<String> {
     sim.requests()
         .into_iter()
         .filter(|r| {

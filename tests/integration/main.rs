@@ -5,6 +5,7 @@
 )]
 
 mod actions;
+mod allocators;
 mod app_verdicts;
 mod cli;
 mod common;

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod classify;
 pub mod diagnose;
 pub mod explain;

@@ -22,9 +22,11 @@ fn group(name: &str, version: &str) -> Value {
            "preferredVersion": {"groupVersion": gv, "version": version}})
 }
 
-/// The API groups served, with their one version each: the batch schedulers' CRDs
+/// The API groups served, with their one version each: `apps` (what Spark's statefulset and
+/// deployment allocators create), the batch schedulers' CRDs
 /// (Volcano's, Kueue's) and the native gang's Workload beside the built-in groups.
-pub const GROUPS: [(&str, &str); 5] = [
+pub const GROUPS: [(&str, &str); 6] = [
+    ("apps", "v1"),
     ("events.k8s.io", "v1"),
     ("authorization.k8s.io", "v1"),
     ("scheduling.volcano.sh", "v1beta1"),
@@ -126,6 +128,39 @@ pub fn group_resources(group: &str, version: &str) -> Option<Value> {
 
 fn v1_group_resources(group: &str) -> Option<Value> {
     match group {
+        "apps" => {
+            let mut statefulsets = res(
+                "statefulsets",
+                "statefulset",
+                true,
+                "StatefulSet",
+                &RW,
+                &["sts"],
+            );
+            let mut deployments = res(
+                "deployments",
+                "deployment",
+                true,
+                "Deployment",
+                &RW,
+                &["deploy"],
+            );
+            let mut replicasets = res(
+                "replicasets",
+                "replicaset",
+                true,
+                "ReplicaSet",
+                &RW,
+                &["rs"],
+            );
+            for r in [&mut statefulsets, &mut deployments, &mut replicasets] {
+                r["categories"] = json!(["all"]);
+            }
+            Some(
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+                "resources": [statefulsets, deployments, replicasets]}),
+            )
+        }
         "events.k8s.io" => Some(
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
             "resources": [res("events", "event", true, "Event", &RW, &["ev"])]}),

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Deserialize;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 11] = [
+pub const BUILT_IN: [(&str, &str); 12] = [
     (
         "mixed",
         include_str!("../../../assets/scenarios/mixed.yaml"),
@@ -50,6 +50,10 @@ pub const BUILT_IN: [(&str, &str); 11] = [
     (
         "batch-schedulers",
         include_str!("../../../assets/scenarios/batch-schedulers.yaml"),
+    ),
+    (
+        "allocators",
+        include_str!("../../../assets/scenarios/allocators.yaml"),
     ),
 ];
 
@@ -195,6 +199,34 @@ pub struct AppSpec {
     /// Who besides the default scheduler decides whether its pods are scheduled.
     #[serde(default)]
     pub scheduling: Option<Scheduling>,
+    /// `spark.kubernetes.allocation.pods.allocator`: `direct` (the driver creates the pods),
+    /// `statefulset` or `deployment` (a controller the driver owns creates them).
+    #[serde(default)]
+    pub allocator: Allocator,
+}
+
+/// Which of Spark's pod allocators the app runs with.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    /// `ExecutorPodsAllocator`: the driver creates and owns each executor pod.
+    #[default]
+    Direct,
+    /// `StatefulSetPodsAllocator` (3.3+): StatefulSet `spark-s-<app id>-0` owns the pods.
+    Statefulset,
+    /// `DeploymentPodsAllocator` (4.2+): Deployment `spark-d-<app id>-0`, its ReplicaSet owns them.
+    Deployment,
+}
+
+impl Allocator {
+    /// The value of `spark.kubernetes.allocation.pods.allocator`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Statefulset => "statefulset",
+            Self::Deployment => "deployment",
+        }
+    }
 }
 
 /// A batch scheduler or admission controller in charge of an app's pods, played as far as
@@ -564,6 +596,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             driver_memory: None,
             scale: Vec::new(),
             scheduling: None,
+            allocator: Allocator::Direct,
         });
     }
     s

@@ -102,6 +102,7 @@ impl Control {
             None if !d.collected => {
                 self.drivers[i].collected = true;
                 self.drivers[i].finished = true;
+                self.delete_sets(i);
                 let (pods, _) = self.store.list_all(Resource::Pods, &q);
                 for p in pods {
                     let _ =
@@ -112,6 +113,10 @@ impl Control {
             Some(p) if matches!(p.phase(), "Failed" | "Succeeded") && !d.finished => {
                 self.drivers[i].finished = true;
                 let succeeded = p.phase() == "Succeeded";
+                if succeeded {
+                    // Spark's allocator `stop` deletes its controller.
+                    self.delete_sets(i);
+                }
                 let (pods, _) = self.store.list_all(Resource::Pods, &q);
                 for p in pods.iter().filter(|p| p.phase() == "Running") {
                     if succeeded {
@@ -144,6 +149,9 @@ impl Control {
         else {
             return;
         };
+        if self.drivers[i].target != Some(target) {
+            self.set_replicas(i, target);
+        }
         self.drivers[i].target = Some(target);
         let d = &mut self.drivers[i];
         let live: Vec<(i64, Arc<Obj>)> = d
@@ -265,6 +273,13 @@ impl Control {
         let props = match d.spec.max_failures {
             Some(m) => format!("{props}spark.executor.maxNumFailures={m}\n"),
             None => props,
+        };
+        let props = match d.spec.allocator {
+            crate::scenario::Allocator::Direct => props,
+            a => format!(
+                "{props}spark.kubernetes.allocation.pods.allocator={}\n",
+                a.as_str()
+            ),
         };
         let props = d
             .spec
@@ -391,19 +406,27 @@ impl Control {
     }
 
     /// Creates executor `next_id` (the id is used up either way, as Spark's counter is); false
-    /// when the API server refused the pod.
+    /// when the API server refused the pod, or when the app's StatefulSet has no free
+    /// ordinal (a held pod keeps its place; no id is used up then).
     pub(super) fn create_executor(&mut self, i: usize, t: f64) -> bool {
         let id = self.drivers[i].next_id;
-        self.drivers[i].next_id += 1;
-        let (fate, raw) = self.resolve_fate(i, id);
-        let d = &self.drivers[i];
-        let name = format!("{}-exec-{id}", d.prefix);
-        let ns = d.spec.namespace.clone();
+        let ns = self.drivers[i].spec.namespace.clone();
         let driver_uid = self
             .store
-            .get(Resource::Pods, &ns, &d.driver_pod)
+            .get(Resource::Pods, &ns, &self.drivers[i].driver_pod)
             .map(|p| p.uid().to_owned())
             .unwrap_or_default();
+        let Some((name, owners, annotations)) = self.executor_identity(i, id, &driver_uid) else {
+            return false;
+        };
+        self.drivers[i].next_id += 1;
+        let (fate, raw) = self.resolve_fate(i, id);
+        // The statefulset and deployment allocators' template: the id comes later.
+        let id_label = match self.drivers[i].controller {
+            Some(_) => "EXECID".to_owned(),
+            None => id.to_string(),
+        };
+        let d = &self.drivers[i];
         let mem = raw
             .as_ref()
             .and_then(|f| f.memory.clone())
@@ -415,9 +438,9 @@ impl Control {
         };
         let mut pod = json!({
             "metadata": {"name": name,
-                "labels": {"spark-app-selector": d.app_id, "spark-role": "executor", "spark-exec-id": id.to_string(),
+                "labels": {"spark-app-selector": d.app_id, "spark-role": "executor", "spark-exec-id": id_label,
                            "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version},
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": d.driver_pod, "uid": driver_uid, "controller": true}]},
+                "ownerReferences": owners},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "hostname": name.chars().rev().take(63).collect::<String>().chars().rev().collect::<String>(),
                 "serviceAccountName": "spark",
                 "containers": [{"name": "spark-kubernetes-executor", "image": image, "imagePullPolicy": "IfNotPresent", "args": ["executor"],
@@ -428,7 +451,7 @@ impl Control {
                             {"name": "SPARK_EXECUTOR_MEMORY", "value": format!("{}m", d.spec.memory_mib)},
                             {"name": "SPARK_APPLICATION_ID", "value": d.app_id},
                             {"name": "SPARK_CONF_DIR", "value": "/opt/spark/conf"},
-                            {"name": "SPARK_EXECUTOR_ID", "value": id.to_string()},
+                            {"name": "SPARK_EXECUTOR_ID", "value": id_label},
                             {"name": "SPARK_RESOURCE_PROFILE_ID", "value": "0"},
                             {"name": "SPARK_EXECUTOR_POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
                             {"name": "SPARK_EXECUTOR_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
@@ -439,6 +462,9 @@ impl Control {
                 "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
                             {"name": "spark-conf-volume-exec", "configMap": {"name": format!("spark-exec-{}-conf-map", last_chars(&d.prefix, 16))}}]}
         });
+        if let Some(a) = annotations {
+            pod["metadata"]["annotations"] = a;
+        }
         if let Some(f) = &raw
             && !f.node_selector.is_empty()
         {
@@ -453,6 +479,7 @@ impl Control {
         );
         match self.store.create(Resource::Pods, &ns, pod) {
             Ok(_) => {
+                self.assign_exec_id(i, &name, id);
                 self.fates.insert((ns, name), fate);
                 self.drivers[i].newly_created.insert(id, t);
                 if let Some(f) = raw.as_ref()
@@ -725,7 +752,13 @@ impl Control {
         let mut apps = self.registry.apps.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(app) = apps.get_mut(&d.app_id) {
             let e = app.executors.entry(id).or_insert_with(|| ExecView {
-                pod: format!("{}-exec-{id}", d.prefix),
+                // The pod Spark's snapshot has for the id (a controller names it), else the
+                // name Spark's own allocator gives it.
+                pod: d
+                    .snapshot
+                    .get(&id)
+                    .map(|p| p.name().to_owned())
+                    .unwrap_or_else(|| format!("{}-exec-{id}", d.prefix)),
                 host: String::new(),
                 cores: d.spec.cores,
                 max_memory: d.spec.memory_mib * 1024 * 1024 * 6 / 10,

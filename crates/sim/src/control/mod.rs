@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+mod allocators;
 mod batch;
 mod container_logs;
 mod drivers;
@@ -178,6 +179,8 @@ struct Driver {
     collected: bool,
     /// Dynamic allocation's current target (`scale` steps), else `spec.executors`.
     target: Option<u32>,
+    /// The statefulset or deployment allocator's controller, once made.
+    controller: Option<allocators::SetRef>,
 }
 
 impl Driver {
@@ -320,6 +323,7 @@ impl Control {
                     driver_fates: BTreeMap::new(),
                     collected: false,
                     target: None,
+                    controller: None,
                     spec: spec.clone(),
                 }
             })

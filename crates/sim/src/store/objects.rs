@@ -25,10 +25,15 @@ pub enum Resource {
     KueueWorkloads,
     /// `workloads.scheduling.k8s.io/v1alpha1` (the native gang, 1.35 alpha).
     Workloads,
+    /// `apps/v1`: what Spark's statefulset and deployment allocators create (stored and
+    /// served; the simulated driver plays their controllers, docs/simulator.md).
+    StatefulSets,
+    ReplicaSets,
+    Deployments,
 }
 
 impl Resource {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 14] = [
         Self::Pods,
         Self::Events,
         Self::Services,
@@ -40,6 +45,9 @@ impl Resource {
         Self::PodGroups,
         Self::KueueWorkloads,
         Self::Workloads,
+        Self::StatefulSets,
+        Self::ReplicaSets,
+        Self::Deployments,
     ];
 
     pub fn plural(self) -> &'static str {
@@ -54,6 +62,9 @@ impl Resource {
             Self::ResourceQuotas => "resourcequotas",
             Self::PodGroups => "podgroups",
             Self::KueueWorkloads | Self::Workloads => "workloads",
+            Self::StatefulSets => "statefulsets",
+            Self::ReplicaSets => "replicasets",
+            Self::Deployments => "deployments",
         }
     }
 
@@ -77,6 +88,7 @@ impl Resource {
             Self::PodGroups => "scheduling.volcano.sh/v1beta1",
             Self::KueueWorkloads => "kueue.x-k8s.io/v1beta1",
             Self::Workloads => "scheduling.k8s.io/v1alpha1",
+            Self::StatefulSets | Self::ReplicaSets | Self::Deployments => "apps/v1",
             _ => "v1",
         }
     }
@@ -93,6 +105,9 @@ impl Resource {
             Self::ResourceQuotas => "ResourceQuota",
             Self::PodGroups => "PodGroup",
             Self::KueueWorkloads | Self::Workloads => "Workload",
+            Self::StatefulSets => "StatefulSet",
+            Self::ReplicaSets => "ReplicaSet",
+            Self::Deployments => "Deployment",
         }
     }
 

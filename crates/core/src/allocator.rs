@@ -1,0 +1,191 @@
+//! Executor pods Spark's driver does not create itself: the `statefulset` allocator (3.3+)
+//! and the `deployment` allocator (4.2+) of `spark.kubernetes.allocation.pods.allocator`
+//! make one controller per resource profile and let Kubernetes create the pods.
+//!
+//! Ref: apache/spark `StatefulSetPodsAllocator.scala` and `DeploymentPodsAllocator.scala`
+//! (`setName`: `spark-s-<app id>-<profile id>` and `spark-d-<app id>-<profile id>`, created
+//! with the driver pod as their owner by `KubernetesUtils.addOwnerReference`; the pods carry
+//! `spark-exec-id=EXECID` until the driver answers the executor's `GenerateExecID` and labels
+//! the pod). A StatefulSet owns its pods itself (`<set>-<ordinal>`, `podManagementPolicy:
+//! Parallel`); a Deployment owns them through a ReplicaSet (`<deployment>-<hash>`), whose
+//! pods Spark marks `controller.kubernetes.io/pod-deletion-cost`.
+
+use crate::model::ExecutorPod;
+
+/// The controller that owns an executor pod for its app, as Spark's allocator names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controller {
+    /// `spark-s-<app id>-<profile>`: it owns the pod, named `<set>-<ordinal>`.
+    StatefulSet {
+        /// The StatefulSet's name.
+        name: String,
+        /// The pod's ordinal (its name's last part), when it reads as one.
+        ordinal: Option<u32>,
+    },
+    /// `spark-d-<app id>-<profile>-<hash>`, owned by the Deployment `spark-d-<app id>-<profile>`.
+    ReplicaSet {
+        /// The ReplicaSet's name.
+        name: String,
+        /// The Deployment that owns it (by Spark's naming).
+        deployment: String,
+    },
+}
+
+impl Controller {
+    /// The controller of `pod` if its controlling owner is one Spark's allocator made for the
+    /// pod's app (by name: who owns that controller is checked against the API at write time).
+    pub fn of(pod: &ExecutorPod) -> Option<Self> {
+        let owner = pod.owner.as_ref()?;
+        let app = pod.app_id()?;
+        match owner.kind.as_str() {
+            "StatefulSet" => {
+                let profile = owner.name.strip_prefix(&format!("spark-s-{app}-"))?;
+                digits(profile)?;
+                let ordinal = pod
+                    .name
+                    .strip_prefix(owner.name.as_str())
+                    .and_then(|s| s.strip_prefix('-'))
+                    .and_then(|s| s.parse().ok());
+                Some(Self::StatefulSet {
+                    name: owner.name.to_string(),
+                    ordinal,
+                })
+            }
+            "ReplicaSet" => {
+                let rest = owner.name.strip_prefix(&format!("spark-d-{app}-"))?;
+                let (profile, hash) = rest.split_once('-')?;
+                digits(profile)?;
+                let hash_ok = !hash.is_empty() && hash.chars().all(|c| c.is_ascii_alphanumeric());
+                hash_ok.then(|| Self::ReplicaSet {
+                    name: owner.name.to_string(),
+                    deployment: format!("spark-d-{app}-{profile}"),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::StatefulSet { name, .. } | Self::ReplicaSet { name, .. } => name,
+        }
+    }
+
+    /// `StatefulSet spark-s-…-0` / `ReplicaSet spark-d-…-0-7d4b9 (Deployment spark-d-…-0)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::StatefulSet { name, .. } => format!("StatefulSet {name}"),
+            Self::ReplicaSet { name, deployment } => {
+                format!("ReplicaSet {name} (Deployment {deployment})")
+            }
+        }
+    }
+
+    /// What deleting one of its pods leads to (after the controller's name): the
+    /// controller, not Spark, replaces it.
+    pub fn after_kill(&self) -> String {
+        let what = match self {
+            Self::StatefulSet { ordinal, .. } => format!(
+                "recreates the pod under the same name{}",
+                ordinal
+                    .map(|o| format!(" (ordinal {o})"))
+                    .unwrap_or_default()
+            ),
+            Self::ReplicaSet { .. } => "creates a replacement pod".to_owned(),
+        };
+        format!(
+            "{what} at once, whatever Spark's target (it keeps its replicas); the new executor gets a new id from the driver"
+        )
+    }
+
+    /// What holding one of its pods costs the app once the pod ended, if anything (after
+    /// "the held pod"): a StatefulSet recreates an ordinal only once the old pod is gone, so
+    /// the app runs one executor short until the hold is released. A ReplicaSet replaces a
+    /// terminating pod at once.
+    pub fn hold_cost(&self) -> Option<String> {
+        match self {
+            Self::StatefulSet { name, ordinal } => Some(format!(
+                "blocks {} of StatefulSet {name} (no replacement executor until it is released)",
+                ordinal
+                    .map(|o| format!("ordinal {o}"))
+                    .unwrap_or_else(|| "its ordinal".to_owned())
+            )),
+            Self::ReplicaSet { .. } => None,
+        }
+    }
+}
+
+fn digits(s: &str) -> Option<()> {
+    (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())).then_some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::testing::pod;
+
+    /// An executor pod as the StatefulSet and ReplicaSet controllers create them from Spark's
+    /// templates (labels, EXECID placeholder, the controller as the controlling owner).
+    fn owned_by(name: &str, kind: &str, owner: &str) -> ExecutorPod {
+        pod(json!({"metadata": {"name": name, "namespace": "spark-jobs",
+            "labels": {"spark-app-selector": "spark-0a1b2c", "spark-role": "executor",
+                       "spark-exec-id": "EXECID", "spark-exec-resourceprofile-id": "0"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": owner,
+                                 "uid": "u-set", "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}}))
+    }
+
+    #[test]
+    fn spark_s_and_spark_d_controllers_are_the_apps() {
+        let sts = owned_by(
+            "spark-s-spark-0a1b2c-0-3",
+            "StatefulSet",
+            "spark-s-spark-0a1b2c-0",
+        );
+        let c = Controller::of(&sts).expect("the app's StatefulSet");
+        assert_eq!(
+            c,
+            Controller::StatefulSet {
+                name: "spark-s-spark-0a1b2c-0".into(),
+                ordinal: Some(3)
+            }
+        );
+        assert!(c.after_kill().contains("same name (ordinal 3)"));
+        assert!(c.hold_cost().unwrap().contains("blocks ordinal 3"));
+
+        let rs = owned_by(
+            "spark-d-spark-0a1b2c-0-5d8f7c9b4-x2k9q",
+            "ReplicaSet",
+            "spark-d-spark-0a1b2c-0-5d8f7c9b4",
+        );
+        let c = Controller::of(&rs).expect("the app's ReplicaSet");
+        assert_eq!(
+            c.describe(),
+            "ReplicaSet spark-d-spark-0a1b2c-0-5d8f7c9b4 (Deployment spark-d-spark-0a1b2c-0)"
+        );
+        assert!(c.after_kill().contains("creates a replacement pod"));
+        assert_eq!(c.hold_cost(), None);
+    }
+
+    #[test]
+    fn other_controllers_and_other_apps_sets_are_not() {
+        // Another app's StatefulSet, a set named otherwise, a ReplicaSet without its hash, a Job.
+        for (kind, owner) in [
+            ("StatefulSet", "spark-s-spark-ffffff-0"),
+            ("StatefulSet", "db"),
+            ("StatefulSet", "spark-s-spark-0a1b2c-x"),
+            ("ReplicaSet", "spark-d-spark-0a1b2c-0"),
+            ("ReplicaSet", "spark-d-spark-0a1b2c-0-"),
+            ("Job", "spark-s-spark-0a1b2c-0"),
+        ] {
+            assert_eq!(
+                Controller::of(&owned_by("p-0", kind, owner)),
+                None,
+                "{kind} {owner}"
+            );
+        }
+    }
+}
