@@ -5,6 +5,7 @@
 )]
 
 mod actions;
+mod agreement;
 mod allocators;
 mod app_verdicts;
 mod cli;
