@@ -138,13 +138,13 @@ impl Store {
 /// ReplicaSet names it by an ordinal or a random suffix no record keeps, so such a pod is
 /// `<controller>-?` (no pod by that name can exist: no action or event lookup finds one).
 fn driver_only_pod_name(app: &AppRecord, app_id: &str) -> impl Fn(i64) -> String + use<> {
+    // Any pod seen tells the allocator (an app has one).
     let seen = app
         .executors
         .values()
-        .filter(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
+        .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
     let controller = seen
-        .clone()
-        .find_map(|e| spark_triage_core::allocator::Controller::of(&e.pod))
+        .and_then(|e| spark_triage_core::allocator::Controller::of(&e.pod))
         .map(|c| c.name().to_owned())
         .or_else(|| match app.config.allocator.as_deref() {
             Some("statefulset") => Some(format!("spark-s-{app_id}")),
@@ -152,8 +152,7 @@ fn driver_only_pod_name(app: &AppRecord, app_id: &str) -> impl Fn(i64) -> String
             _ => None,
         });
     let prefix = seen
-        .clone()
-        .find_map(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
+        .and_then(|e| e.pod.name.rsplit_once("-exec-").map(|(p, _)| p.to_owned()))
         .or_else(|| app.app_name.clone())
         .unwrap_or_else(|| app_id.to_owned());
     move |id| match &controller {

@@ -1058,6 +1058,8 @@ mod pairs {
 }
 
 #[cfg(test)]
+mod driver_only_tests;
+#[cfg(test)]
 mod relist_tests;
 #[cfg(test)]
 mod tests;

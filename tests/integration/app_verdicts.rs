@@ -456,3 +456,42 @@ async fn forbidden_group_objects_are_said_once_and_unknown_in_the_verdicts() {
         .count();
     assert_eq!(lists, 1, "podgroups asked {lists} times");
 }
+
+/// A driver's ConfigMap the user may not read: said once (a warning naming the missing
+/// permission), every app marked `config_read: false` (deleteOnTermination `?` in the
+/// table), and the verdicts stand on what the pods say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_driver_configmap_is_said_and_the_verdicts_stand() {
+    let sim = start_sim("driver-failures", 8.0, &["forbid=configmaps"]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let args = [
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "8s",
+        "--poll-interval",
+        "2s",
+        "-o",
+        "json",
+    ];
+    let (code, out, err) = triage(&args).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "driver config: forbidden (missing permission: get configmaps in namespace spark-jobs)"
+        ),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+    for a in doc["apps"].as_array().unwrap() {
+        assert_eq!(a["config_read"], false, "{a}");
+    }
+    assert_eq!(
+        app(&doc, "nightly-report")["verdict"]["cause"],
+        "driver-oom-killed"
+    );
+    assert_eq!(app(&doc, "daily-agg")["verdict"]["cause"], "app-succeeded");
+}
