@@ -147,8 +147,31 @@ fn target((p, via): &(ExecutorPod, Option<Via>)) -> Target {
         app_id: p.app_id().unwrap_or_default().to_owned(),
         pod: p.name.clone(),
         executor: p.executor_id().unwrap_or_default(),
+        uid: p.uid.clone(),
         via: via.clone(),
     }
+}
+
+/// Reads the owner chain of every pod owned through a controller of Spark's allocator (no
+/// write), so a plan shows only pods the delete will not refuse: the others, with why.
+#[allow(clippy::type_complexity)]
+pub async fn verify_chains(
+    conn: &Connection,
+    targets: Vec<(ExecutorPod, Option<Via>)>,
+) -> (Vec<(ExecutorPod, Option<Via>)>, Vec<(ExecutorPod, String)>) {
+    let mut ok = Vec::new();
+    let mut refused = Vec::new();
+    for (p, via) in targets {
+        let checked = match &via {
+            Some(v) => effect::ownership::verify(&conn.client, &p.namespace, &p.name, v).await,
+            None => Ok(()),
+        };
+        match checked {
+            Ok(()) => ok.push((p, via)),
+            Err(e) => refused.push((p, e.to_string())),
+        }
+    }
+    (ok, refused)
 }
 
 /// Deletes the selected executors (the plan is printed first; `confirmed` says go); a pod
@@ -215,10 +238,7 @@ pub async fn hold_on(
             pods: owned
                 .iter()
                 .filter(|(p, _)| p.namespace == d.namespace)
-                .map(|(p, via)| HoldTarget {
-                    pod: p.name.clone(),
-                    via: via.clone(),
-                })
+                .map(|(p, via)| HoldTarget::of(p, via.clone()))
                 .collect(),
             until: Some(expires),
         };

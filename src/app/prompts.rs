@@ -36,6 +36,7 @@ pub(super) fn kill_prompt(app: &mut App) {
                 app_id: a.app_id.clone(),
                 pod: e.pod.name.clone(),
                 executor: e.id,
+                uid: e.pod.uid.clone(),
                 via,
             }),
             Err(why) => {
@@ -291,10 +292,7 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                     } else {
                         return None;
                     };
-                    Some(HoldTarget {
-                        pod: e.pod.name.clone(),
-                        via,
-                    })
+                    Some(HoldTarget::of(&e.pod, via))
                 })
                 .collect();
             for p in &pods {
@@ -327,10 +325,7 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                         .executors
                         .values()
                         .filter(|e| e.pod.is_held())
-                        .map(|e| HoldTarget {
-                            pod: e.pod.name.clone(),
-                            via: None,
-                        })
+                        .map(|e| HoldTarget::of(&e.pod, None))
                         .collect();
                     effects.push(Effect::SetHold {
                         namespace: ns,

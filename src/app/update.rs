@@ -458,7 +458,7 @@ pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), S
         .map_err(|e| e.to_string())
 }
 
-/// The app's driver pod, for what a kill or hold may touch (`effect::not_owned`).
+/// The app's driver pod, for what a kill or hold may touch (`effect::owner_of`).
 pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
     a.driver
         .iter()
@@ -518,10 +518,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             effects.push(match hold {
                 Some((until, via)) => Effect::HoldPod {
                     namespace: e.pod.namespace.to_string(),
-                    pod: crate::effect::HoldTarget {
-                        pod: e.pod.name.clone(),
-                        via,
-                    },
+                    pod: crate::effect::HoldTarget::of(&e.pod, via),
                     until,
                 },
                 None => Effect::ReleasePod {

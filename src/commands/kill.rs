@@ -91,6 +91,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         if args.force_unowned {
             targets.extend(unowned.iter().map(|(p, _)| (p.clone(), None)));
         }
+        // Pods of a StatefulSet or ReplicaSet: their chain to the driver read now, so the
+        // plan holds only what the delete (which reads it again) will not refuse.
+        let (targets, refused) = actions::verify_chains(&conn, targets).await;
+        for (p, why) in &refused {
+            out.push_str(&format!(
+                "skip {}/{} (executor {}): {why}\n",
+                p.namespace,
+                p.name,
+                p.executor_id().unwrap_or_default()
+            ));
+        }
         if targets.is_empty() {
             super::write_stdout(&out)?;
             return Err(Failure::Runtime(
@@ -113,11 +124,19 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             ));
             if let Some(via) = via {
                 out.push_str(&format!(
-                    "  owned by {}, which the app's driver owns (checked again before the delete); it {}\n",
-                    via.controller.describe(),
-                    via.controller.after_kill()
+                    "  owned by {}, which the app's driver owns\n",
+                    via.controller.describe()
                 ));
             }
+        }
+        let vias = || targets.iter().filter_map(|(_, via)| via.as_ref());
+        for l in crate::effect::replacements(vias()) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        if args.force && crate::effect::any_statefulset(vias()) {
+            out.push_str(crate::effect::FORCE_STATEFULSET);
+            out.push('\n');
         }
         if targets.iter().any(|(_, via)| via.is_none()) {
             out.push_str(crate::spark::AFTER_KILL);

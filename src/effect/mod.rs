@@ -13,7 +13,7 @@
 //! other finalizer is touched.
 
 mod log;
-mod ownership;
+pub mod ownership;
 mod permissions;
 mod writes;
 
@@ -21,7 +21,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 pub use log::{ActionLog, ActionRecord};
-pub use ownership::{DriverId, Via, by_owner, not_owned, owner_of};
+pub use ownership::{DriverId, Via, by_owner, owner_of};
 pub use permissions::{Denied, Permissions};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
@@ -37,6 +37,9 @@ pub struct Target {
     pub app_id: String,
     pub pod: String,
     pub executor: i64,
+    /// The pod's uid as seen: the write touches that pod only, not one recreated under
+    /// its name.
+    pub uid: Option<String>,
     /// Owned through a controller of Spark's allocator: verified before the write.
     pub via: Option<Via>,
 }
@@ -45,9 +48,59 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoldTarget {
     pub pod: String,
+    /// The pod's uid as seen (see [`Target::uid`]).
+    pub uid: Option<String>,
     /// Owned through a controller of Spark's allocator: verified before the finalizer goes on.
     pub via: Option<Via>,
 }
+
+impl HoldTarget {
+    /// A hold on this pod as seen, with how it is the app's.
+    pub fn of(pod: &crate::model::ExecutorPod, via: Option<Via>) -> Self {
+        Self {
+            pod: pod.name.clone(),
+            uid: pod.uid.clone(),
+            via,
+        }
+    }
+}
+
+/// One sentence per controller of Spark's allocator among pods to delete: what replaces
+/// them, and that the chain to the driver is checked first.
+pub fn replacements<'a>(vias: impl IntoIterator<Item = &'a Via>) -> Vec<String> {
+    let vias: Vec<&Via> = vias.into_iter().collect();
+    let mut out: Vec<String> = vias
+        .iter()
+        .map(|v| {
+            // One pod: its ordinal; several: what holds for all.
+            let c = match vias.len() {
+                1 => v.controller.clone(),
+                _ => v.controller.any_pod(),
+            };
+            format!(
+                "{}. Checked before the delete: the app's driver owns {}.",
+                c.after_kill(),
+                c.describe()
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether any pod to delete is a StatefulSet's (`--force` deserves a warning then).
+pub fn any_statefulset<'a>(vias: impl IntoIterator<Item = &'a Via>) -> bool {
+    vias.into_iter().any(|v| {
+        matches!(
+            v.controller,
+            spark_triage_core::allocator::Controller::StatefulSet { .. }
+        )
+    })
+}
+
+/// The warning for a grace-0 delete of a StatefulSet's pod.
+pub const FORCE_STATEFULSET: &str = "Grace 0 on a StatefulSet's pod: the StatefulSet may start the ordinal again before the old container has stopped (Kubernetes' documentation warns against force-deleting them).";
 
 /// What the app asks the world to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,12 +354,13 @@ impl Runner {
             } => self.set_hold(namespace, app_id, driver, pods, until).await,
             Effect::HoldPod {
                 namespace,
-                pod: HoldTarget { pod, via },
+                pod: HoldTarget { pod, uid, via },
                 until,
             } => {
                 let mut t = Tally::default();
                 let target = format!("{namespace}/{pod}");
-                let text = match self.hold(&namespace, &pod, via.as_ref(), until).await {
+                let held = self.hold(&namespace, &pod, uid.as_deref(), via.as_ref(), until);
+                let text = match held.await {
                     Ok(changed) => {
                         t.ok(changed, None);
                         format!("held new executor {pod}")
@@ -445,10 +499,13 @@ impl Runner {
                 Err(e) => t.failed(e, &namespace, "patch"),
             }
         }
-        for HoldTarget { pod: p, via } in &pods {
+        for HoldTarget { pod: p, uid, via } in &pods {
             let target = format!("{namespace}/{p}");
             let (action, r) = match until {
-                Some(u) => ("hold", self.hold(&namespace, p, via.as_ref(), u).await),
+                Some(u) => {
+                    let held = self.hold(&namespace, p, uid.as_deref(), via.as_ref(), u);
+                    ("hold", held.await)
+                }
                 None => ("release", release_pod(&self.client, &namespace, p).await),
             };
             match r {
@@ -462,7 +519,7 @@ impl Runner {
                     let cost = until
                         .and(via.as_ref())
                         .and_then(|v| v.controller.hold_cost())
-                        .map(|c| format!("{target}: once it ends, the held pod {c}"));
+                        .map(|c| format!("{target}: {c}"));
                     t.ok(changed, cost);
                 }
                 Err(e) => {
@@ -499,13 +556,14 @@ impl Runner {
         &self,
         namespace: &str,
         pod: &str,
+        uid: Option<&str>,
         via: Option<&Via>,
         until: Time,
     ) -> Result<bool, WriteError> {
         if let Some(via) = via {
             ownership::verify(&self.client, namespace, pod, via).await?;
         }
-        hold_pod(&self.client, namespace, pod, until).await
+        hold_pod(&self.client, namespace, pod, uid, until).await
     }
 
     async fn kill(&self, targets: Vec<Target>, grace: Option<u32>) -> Outcome {
@@ -517,19 +575,13 @@ impl Runner {
                 None => Ok(()),
             };
             let deleted = match verified {
-                Ok(()) => kill(&self.client, &k.namespace, &k.pod, grace).await,
+                Ok(()) => kill(&self.client, &k.namespace, &k.pod, k.uid.as_deref(), grace).await,
                 Err(e) => Err(e),
             };
             match deleted {
                 Ok(()) => {
                     let line = match &k.via {
-                        Some(via) => {
-                            format!(
-                                "deleted {target}: {} {}",
-                                via.controller.describe(),
-                                via.controller.after_kill()
-                            )
-                        }
+                        Some(via) => format!("deleted {target}: {}", via.controller.after_kill()),
                         None => format!("deleted {target}"),
                     };
                     t.ok(true, Some(line));
@@ -547,10 +599,14 @@ impl Runner {
                 }
             }
         }
-        // Who replaces them: a controller of Spark's allocator at once, else Spark itself.
-        let replaces = match targets.iter().find_map(|k| k.via.as_ref()) {
-            Some(via) => format!("{} recreates them at once", via.controller.describe()),
-            None => "Spark replaces them if below target".to_owned(),
+        // Who replaces them: the controllers of Spark's allocator, else Spark itself.
+        let replaces = match (
+            targets.iter().any(|k| k.via.is_some()),
+            targets.iter().any(|k| k.via.is_none()),
+        ) {
+            (true, false) => "their StatefulSet or ReplicaSet replaces them",
+            (true, true) => "Spark, or their StatefulSet or ReplicaSet, replaces them",
+            _ => "Spark replaces them if below target",
         };
         let text = match &t.error {
             None => format!("killed {} executor(s); {replaces}", t.changed),

@@ -43,13 +43,13 @@ impl DriverId {
 }
 
 /// An executor pod owned through a controller of Spark's allocator: the controller (with
-/// the uid the pod names) and the driver it must belong to. Checked by [`verify`] before a
-/// write.
+/// the uid the pod names) and the app's drivers in the pod's namespace, one of which must
+/// own it. Checked by [`verify`] before a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Via {
     pub controller: Controller,
     pub uid: String,
-    pub driver: DriverId,
+    pub drivers: Vec<DriverId>,
 }
 
 /// How `exec` is the app's: `Ok(None)` its driver owns it (or, in client mode, it is in the
@@ -81,11 +81,11 @@ pub fn owner_of(exec: &ExecutorPod, drivers: &[DriverId]) -> Result<Option<Via>,
     if here.iter().any(|d| d.is(&o.kind, &o.name, &o.uid)) {
         return Ok(None);
     }
-    if let (Some(controller), Some(driver)) = (Controller::of(exec), here.first()) {
+    if let Some(controller) = Controller::of(exec).filter(|_| !here.is_empty()) {
         return Ok(Some(Via {
             controller,
             uid: o.uid.to_string(),
-            driver: (*driver).clone(),
+            drivers: here.into_iter().cloned().collect(),
         }));
     }
     Err(format!(
@@ -98,15 +98,20 @@ pub fn owner_of(exec: &ExecutorPod, drivers: &[DriverId]) -> Result<Option<Via>,
     ))
 }
 
-/// Why `exec` is not the app's to touch (`None`: it is, perhaps through a controller still
-/// to be verified).
-pub fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
-    owner_of(exec, drivers).err()
+/// The controlling owner of an object (`controller: true`; Spark and the controllers set it).
+fn controlling(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|o| o.controller == Some(true))
 }
 
 /// Reads the owner chain of a pod owned through `via` and refuses unless it is the
-/// controller the pod named (same uid), owned (through its Deployment, for a ReplicaSet) by
-/// the app's driver pod. One GET per link, each under the client's timeouts.
+/// controller the pod named (same uid), controlled (through the Deployment Spark names, for
+/// a ReplicaSet) by one of the app's driver pods, by uid. One GET per link, each under the
+/// client's timeouts. Any refusal, a 403 on these reads included, is an error about this
+/// pod only: it says nothing of what the user may do to pods.
 pub async fn verify(
     client: &Client,
     namespace: &str,
@@ -120,15 +125,10 @@ pub async fn verify(
         message,
     };
     let get_err = |what: String, e: kube::Error| match e {
-        kube::Error::Api(s) if s.code == 403 => WriteError::Forbidden {
-            verb: "verify owner of".to_owned(),
-            namespace: namespace.to_owned(),
-            pod: pod.to_owned(),
-            message: format!(
-                "cannot read {what} to check that the app's driver owns it: {}",
-                crate::redact::one_line(&s.message)
-            ),
-        },
+        kube::Error::Api(s) if s.code == 403 => refuse(format!(
+            "cannot read {what} to check that the app's driver owns it (forbidden: {}); nothing written",
+            crate::redact::one_line(&s.message)
+        )),
         kube::Error::Api(s) if s.code == 404 => refuse(format!(
             "{what} is gone, so who owns the pod cannot be checked"
         )),
@@ -137,30 +137,30 @@ pub async fn verify(
             crate::source::errors::describe(&other)
         )),
     };
-    let check = |what: &str, meta: &ObjectMeta, uid: Option<&str>| -> Result<(), WriteError> {
-        if let Some(uid) = uid
-            && meta.uid.as_deref() != Some(uid)
-        {
-            return Err(refuse(format!(
+    let same = |what: &str, meta: &ObjectMeta, uid: &str| -> Result<(), WriteError> {
+        match meta.uid.as_deref() == Some(uid) {
+            true => Ok(()),
+            false => Err(refuse(format!(
                 "{what} is not the one the pod names (another uid): it was replaced"
-            )));
+            ))),
         }
-        Ok(())
     };
-    let controlling = |meta: &ObjectMeta| -> Option<OwnerReference> {
-        let owners = meta.owner_references.as_deref().unwrap_or_default();
-        owners
-            .iter()
-            .find(|o| o.controller == Some(true))
-            .or(owners.first())
-            .cloned()
-    };
+    let drivers: Vec<(&str, &str)> = via
+        .drivers
+        .iter()
+        .filter_map(|d| Some((d.name.as_str(), d.uid.as_deref()?)))
+        .collect();
+    if drivers.is_empty() {
+        return Err(refuse(
+            "the driver pod's uid is not known, so the chain to it cannot be checked".to_owned(),
+        ));
+    }
     let by_driver = |what: String, meta: &ObjectMeta| -> Result<(), WriteError> {
         match controlling(meta) {
-            Some(o) if via.driver.is(&o.kind, &o.name, &o.uid) => Ok(()),
+            Some(o) if o.kind == "Pod" && drivers.iter().any(|(_, uid)| *uid == o.uid) => Ok(()),
             Some(o) => Err(refuse(format!(
                 "{what} is owned by {} {}, not by the app's driver {}",
-                o.kind, o.name, via.driver.name
+                o.kind, o.name, drivers[0].0
             ))),
             None => Err(refuse(format!(
                 "{what} has no owner, so it is not the app's driver's"
@@ -172,24 +172,28 @@ pub async fn verify(
             let what = format!("StatefulSet {name}");
             let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
             let set = api.get(name).await.map_err(|e| get_err(what.clone(), e))?;
-            check(&what, &set.metadata, Some(&via.uid))?;
+            same(&what, &set.metadata, &via.uid)?;
             by_driver(what, &set.metadata)
         }
-        Controller::ReplicaSet { name, .. } => {
+        Controller::ReplicaSet { name, deployment } => {
             let what = format!("ReplicaSet {name}");
             let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
             let rs = api.get(name).await.map_err(|e| get_err(what.clone(), e))?;
-            check(&what, &rs.metadata, Some(&via.uid))?;
-            let Some(o) = controlling(&rs.metadata).filter(|o| o.kind == "Deployment") else {
-                return Err(refuse(format!("{what} is not owned by a Deployment")));
+            same(&what, &rs.metadata, &via.uid)?;
+            let Some(o) = controlling(&rs.metadata)
+                .filter(|o| o.kind == "Deployment" && o.name == *deployment)
+            else {
+                return Err(refuse(format!(
+                    "{what} is not controlled by Deployment {deployment}"
+                )));
             };
-            let what = format!("Deployment {}", o.name);
+            let what = format!("Deployment {deployment}");
             let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
             let d = api
-                .get(&o.name)
+                .get(deployment)
                 .await
                 .map_err(|e| get_err(what.clone(), e))?;
-            check(&what, &d.metadata, Some(&o.uid))?;
+            same(&what, &d.metadata, &o.uid)?;
             by_driver(what, &d.metadata)
         }
     }
@@ -231,6 +235,11 @@ mod tests {
             "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": id.to_string()}},
             "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": "Running"}}),
         )
+    }
+
+    /// Why `exec` is not the app's (`None`: it is).
+    fn not_owned(exec: &ExecutorPod, drivers: &[DriverId]) -> Option<String> {
+        owner_of(exec, drivers).err()
     }
 
     fn owned(mut p: ExecutorPod, ns: &str, owner: Option<(&str, &str)>) -> ExecutorPod {
@@ -297,7 +306,7 @@ mod tests {
             .expect("the app's")
             .expect("through a controller");
         assert_eq!(via.uid, "u-set");
-        assert_eq!(via.driver, driver);
+        assert_eq!(via.drivers, vec![driver.clone()]);
         assert_eq!(via.controller.describe(), "StatefulSet spark-s-spark-1-0");
         let rs = through(
             "ReplicaSet",

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client,
-    api::{DeleteParams, LogParams, Patch, PatchParams},
+    api::{DeleteParams, LogParams, Patch, PatchParams, Preconditions},
 };
 use serde_json::json;
 
@@ -53,16 +53,23 @@ impl WriteError {
     }
 }
 
-/// Deletes an executor pod. `grace` `None` = the pod's own grace period.
+/// Deletes an executor pod, only the one seen (`uid`: a precondition, so a pod recreated
+/// under the same name, as a StatefulSet's are, is left alone). `grace` `None` = the pod's
+/// own grace period.
 pub async fn kill(
     client: &Client,
     namespace: &str,
     pod: &str,
+    uid: Option<&str>,
     grace: Option<u32>,
 ) -> Result<(), WriteError> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let dp = DeleteParams {
         grace_period_seconds: grace,
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_owned()),
+            resource_version: None,
+        }),
         ..DeleteParams::background()
     };
     api.delete(pod, &dp)
@@ -73,10 +80,12 @@ pub async fn kill(
 
 /// Adds the hold finalizer (if absent) and sets the expiry annotation, without touching
 /// other finalizers (the patch tests the list it read). Retries once if the pod changed.
+/// With `uid`, only on that pod: one recreated under its name is refused.
 pub async fn hold_pod(
     client: &Client,
     namespace: &str,
     pod: &str,
+    uid: Option<&str>,
     expires: DateTime<Utc>,
 ) -> Result<bool, WriteError> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -85,6 +94,16 @@ pub async fn hold_pod(
             .get(pod)
             .await
             .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?;
+        if let Some(uid) = uid
+            && current.metadata.uid.as_deref() != Some(uid)
+        {
+            return Err(WriteError::Api {
+                verb: "patch".to_owned(),
+                namespace: namespace.to_owned(),
+                pod: pod.to_owned(),
+                message: "the pod was replaced by another of the same name since it was seen; nothing written".to_owned(),
+            });
+        }
         if current.metadata.deletion_timestamp.is_some() {
             return Ok(false); // finalizers cannot be added to a deleting pod
         }

@@ -63,7 +63,7 @@ async fn a_driver_only_executor_is_named_by_its_apps_allocator() {
             app_id: "spark-1".into(),
             properties: [(
                 "spark.kubernetes.allocation.pods.allocator".to_owned(),
-                "Deployment".to_owned(),
+                "deployment".to_owned(),
             )]
             .into(),
             at: t(80),

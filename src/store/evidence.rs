@@ -246,8 +246,8 @@ pub(super) fn explained_by_verdict(v: &Verdict) -> String {
     }
 }
 
-/// The events kept about one pod (by namespace and name).
-pub(super) fn events_of(
+/// The events kept about a pod by this name (by namespace and name): for a pod not seen.
+pub(super) fn events_named(
     events: &BTreeMap<(String, String), VecDeque<PodEvent>>,
     namespace: &str,
     pod: &str,
@@ -255,6 +255,18 @@ pub(super) fn events_of(
     events
         .get(&(namespace.to_owned(), pod.to_owned()))
         .map(|q| q.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The events kept about this pod: by its name, and by its uid where the event has one (a
+/// StatefulSet's pod recreated under its name does not inherit its predecessor's).
+pub(super) fn events_of(
+    events: &BTreeMap<(String, String), VecDeque<PodEvent>>,
+    pod: &ExecutorPod,
+) -> Vec<PodEvent> {
+    events
+        .get(&(pod.namespace.to_string(), pod.name.clone()))
+        .map(|q| q.iter().filter(|e| e.is_about(pod)).cloned().collect())
         .unwrap_or_default()
 }
 

@@ -109,7 +109,7 @@ impl Store {
                 ),
                 None => format!("executor {id} known only from the driver (active there)"),
             };
-            let events = events_of(&self.events, ns, &name);
+            let events = events_named(&self.events, ns, &name);
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
             app.executors.insert(

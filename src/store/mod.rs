@@ -607,7 +607,7 @@ impl Store {
         {
             return;
         }
-        let events: Vec<PodEvent> = events_of(&self.events, &pod.namespace, &pod.name);
+        let events: Vec<PodEvent> = events_of(&self.events, &pod);
         let app = self.app_mut(&pod.namespace, app_id);
         if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
@@ -848,7 +848,7 @@ impl Store {
                         note: Some("missing".to_owned()),
                     },
                 );
-                let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
+                let events = events_of(&self.events, &rec.pod);
                 let note = refresh(rec, &events, &ctx, None, at);
                 let text = if rec.verdict.missing {
                     format!("executor {id} missing: absent from a full LIST with no deletion seen")
@@ -930,7 +930,7 @@ impl Store {
                 })
                 .map(|(k, _)| k.clone());
             if let Some(k) = driver_of {
-                let events = events_of(&self.events, &key.0, &key.1);
+                let events = events_named(&self.events, &key.0, &key.1);
                 let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
                 app.as_of = Some(at);
                 if let Some(d) = &mut app.driver {
@@ -1004,7 +1004,7 @@ impl Store {
             let Some(rec) = app.executors.get_mut(id) else {
                 continue;
             };
-            let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
+            let events = events_of(&self.events, &rec.pod);
             let rec = Arc::make_mut(rec);
             notes.extend(refresh(rec, &events, &ctx, None, at).map(|n| (rec.id, n)));
         }
@@ -1021,7 +1021,7 @@ impl Store {
         let ctx = AppCtx::of(app);
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
-            let events = events_of(&self.events, &rec.pod.namespace, &rec.pod.name);
+            let events = events_of(&self.events, &rec.pod);
             let rec = Arc::make_mut(rec);
             if !matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
                 let resolved = ctx.config.classify_options().resolve(&rec.pod);

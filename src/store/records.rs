@@ -83,7 +83,8 @@ pub struct AppConfig {
     #[serde(default)]
     pub recovery_mode: Option<bool>,
     /// `spark.kubernetes.allocation.pods.allocator` when set (`direct`, `statefulset`,
-    /// `deployment` or a class name): with the latter two a controller names the pods.
+    /// `deployment` or a class name, matched as Spark does: exactly): with the two
+    /// controllers' values a controller names the pods.
     #[serde(default)]
     pub allocator: Option<String>,
     /// The settings whose values predict failures (docs/diagnosis.md, configuration).
@@ -172,8 +173,8 @@ impl AppConfig {
                 .and_then(|v| spark_bool(v)),
             allocator: p
                 .get("spark.kubernetes.allocation.pods.allocator")
-                .map(|v| v.trim().to_ascii_lowercase())
-                .filter(|v| !v.is_empty()),
+                .filter(|v| !v.is_empty())
+                .cloned(),
             settings: crate::diagnose::config::Settings::from_properties(p),
         }
     }

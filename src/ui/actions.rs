@@ -38,13 +38,19 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
             }));
             // Pods of a StatefulSet or a Deployment's ReplicaSet: that controller replaces them.
-            match targets.iter().find_map(|t| t.via.as_ref()) {
-                Some(via) => lines.push(Line::raw(format!(
-                    "Owned by {} (the driver owns it; checked before the delete): it {}.",
-                    via.controller.describe(),
-                    via.controller.after_kill()
-                ))),
-                None => lines.push(Line::raw(AFTER_KILL)),
+            for l in crate::effect::replacements(targets.iter().filter_map(|t| t.via.as_ref())) {
+                lines.push(Line::raw(l));
+            }
+            if *force
+                && crate::effect::any_statefulset(targets.iter().filter_map(|t| t.via.as_ref()))
+            {
+                lines.push(Line::styled(
+                    crate::effect::FORCE_STATEFULSET,
+                    theme::severity(crate::diagnose::Severity::Warn),
+                ));
+            }
+            if targets.iter().any(|t| t.via.is_none()) {
+                lines.push(Line::raw(AFTER_KILL));
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
@@ -68,9 +74,11 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .unwrap_or_else(|| app_id.clone());
             // What holding costs an app whose executors a StatefulSet owns.
             let cost = record.and_then(|a| {
-                a.executors
-                    .values()
-                    .find_map(|e| spark_triage_core::allocator::Controller::of(&e.pod)?.hold_cost())
+                a.executors.values().find_map(|e| {
+                    spark_triage_core::allocator::Controller::of(&e.pod)?
+                        .any_pod()
+                        .hold_cost()
+                })
             });
             if *on {
                 lines.push(Line::styled(
@@ -86,7 +94,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 )));
                 if let Some(cost) = cost {
                     lines.push(Line::styled(
-                        format!("Once an executor of this StatefulSet ends, its held pod {cost}."),
+                        format!("Its executors belong to a StatefulSet: {cost}."),
                         theme::severity(crate::diagnose::Severity::Warn),
                     ));
                 }
@@ -128,7 +136,11 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             " Quit "
         }
     };
-    let r = centered(area, 90, lines.len() as u16 + 4);
+    // As tall as its lines once wrapped at the popup's width (the key line last, never cut
+    // off by a long sentence above it), plus the borders and a spare row.
+    let inner = usize::from(90.min(area.width).saturating_sub(2)).max(1);
+    let rows: usize = lines.iter().map(|l| wrapped_rows(l, inner)).sum();
+    let r = centered(area, 90, u16::try_from(rows + 3).unwrap_or(u16::MAX));
     if r.width < 3 || r.height < 3 {
         return;
     }
@@ -200,4 +212,23 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
             .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0)),
         r,
     );
+}
+
+/// How many rows a line takes when word-wrapped at `width` (as the popup's `Wrap` does:
+/// greedy, by words; a word longer than the width is cut).
+fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let mut rows = 1;
+    let mut used = 0;
+    for word in text.split(' ') {
+        let w = word.chars().count();
+        let need = if used == 0 { w } else { used + 1 + w };
+        if need <= width {
+            used = need;
+        } else {
+            rows += 1 + w.saturating_sub(1) / width;
+            used = w % width;
+        }
+    }
+    rows
 }

@@ -61,7 +61,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if let Some(c) = spark_triage_core::allocator::Controller::of(&e.pod) {
         lines.push(Line::styled(
             format!(
-                "owned by {} (the driver owns that); a kill: it {}",
+                "owned by {} (which the driver owns); after a kill, {}",
                 c.describe(),
                 c.after_kill()
             ),
@@ -69,10 +69,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         ));
         if e.pod.is_held()
             && e.pod.deletion.is_some()
-            && let Some(cost) = c.hold_cost()
+            && let Some(blocks) = c.blocks()
         {
             lines.push(Line::styled(
-                format!("held: the pod {cost}"),
+                format!("held while deleted: the pod {blocks}"),
                 theme::severity(crate::diagnose::Severity::Warn),
             ));
         }

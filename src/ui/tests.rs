@@ -598,6 +598,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
     }
 }
 
+mod allocators;
 mod app_findings;
 mod dense;
 mod guide;

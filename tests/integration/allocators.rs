@@ -2,7 +2,10 @@
 //! deployment allocators' pods, through `status -o json`, `kill` and `hold` (the real
 //! binary) against the simulator's `allocators` scenario.
 
-use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet, StatefulSet},
+    core::v1::Pod,
+};
 use kube::{
     Api, ResourceExt,
     api::{ListParams, PostParams},
@@ -28,6 +31,56 @@ async fn running(pods: &Api<Pod>, app: &str) -> Vec<(i64, Pod)> {
     v
 }
 
+fn sets_api(c: &kube::Client) -> Api<StatefulSet> {
+    Api::namespaced(c.clone(), "spark-jobs")
+}
+
+/// A StatefulSet by this name with this owner (`null`: none); its uid.
+async fn create_set(c: &kube::Client, name: &str, owner: Value) -> String {
+    let mut v = json!({"metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "",
+                 "template": {"metadata": {"labels": {"app": "db"}}}}});
+    if !owner.is_null() {
+        v["metadata"]["ownerReferences"] = owner;
+    }
+    let set: StatefulSet = serde_json::from_value(v).unwrap();
+    let set = sets_api(c)
+        .create(&PostParams::default(), &set)
+        .await
+        .unwrap();
+    set.uid().unwrap()
+}
+
+/// A Deployment with no owner; its uid.
+async fn create_deployment(c: &kube::Client, name: &str) -> String {
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}}}}}))
+    .unwrap();
+    let api: Api<Deployment> = Api::namespaced(c.clone(), "spark-jobs");
+    api.create(&PostParams::default(), &d)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap()
+}
+
+/// A ReplicaSet controlled by that Deployment; its uid.
+async fn create_replicaset(c: &kube::Client, name: &str, dep: &str, dep_uid: &str) -> String {
+    let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": name,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": dep,
+                                 "uid": dep_uid, "controller": true}]},
+        "spec": {"selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}}}}}))
+    .unwrap();
+    let api: Api<ReplicaSet> = Api::namespaced(c.clone(), "spark-jobs");
+    api.create(&PostParams::default(), &rs)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through_their_owner_chain()
 {
@@ -35,7 +88,8 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     let log = temp_log("allocators");
     let c = client(&sim).await;
     let jobs: Api<Pod> = Api::namespaced(c.clone(), "spark-jobs");
-    // Executor 2 is OOM-killed at 8 s; the StatefulSet's ordinal comes back as executor 4.
+    // Executor 2 is evicted at 8 s (its pod fails; Spark deletes it); the StatefulSet's
+    // ordinal comes back as executor 4.
     let sts = eventually(
         60,
         "sts-etl back to 3 running, executor 4 among them",
@@ -48,6 +102,12 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     let app_id = sts[0].1.labels()["spark-app-selector"].clone();
     let set = format!("spark-s-{app_id}-0");
     for (_, p) in &sts {
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.restart_policy.as_deref(),
+            Some("Always"),
+            "Spark's template"
+        );
         let owner = &p.owner_references()[0];
         assert_eq!(
             (owner.kind.as_str(), owner.name.as_str()),
@@ -55,8 +115,8 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         );
     }
 
-    // status: the OOM is judged from the driver (its pod is gone, under a name no record
-    // keeps), the others run; the deployment's app runs on a ReplicaSet's pods.
+    // status: the eviction is judged from the driver (its pod is gone, under a name no
+    // record keeps), the others run; the deployment's app runs on a ReplicaSet's pods.
     let kc = sim.kubeconfig.display().to_string();
     let doc = status_json(&kc, &[]).await;
     let a = app(&doc, "sts-etl");
@@ -69,12 +129,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
             .find(|e| e["id"] == id)
             .unwrap_or_else(|| panic!("executor {id} in {a}"))
     };
-    assert_eq!(
-        exec(2)["findings"][0],
-        "container-oom-killed",
-        "{}",
-        exec(2)
-    );
+    assert_eq!(exec(2)["findings"][0], "evicted", "{}", exec(2));
     assert_eq!(exec(2)["pod"], format!("{set}-?"), "{}", exec(2));
     assert_eq!(
         exec(4)["pod"],
@@ -113,7 +168,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     assert!(
         r.out.contains(&format!(
-            "deleted spark-jobs/{}: StatefulSet {set} recreates the pod under the same name (ordinal 0)",
+            "deleted spark-jobs/{}: StatefulSet {set} recreates the pod under the same name (ordinal 0) once it is gone",
             victim.name_any()
         )),
         "{}",
@@ -127,61 +182,110 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     })
     .await;
 
-    // A StatefulSet named as Spark names the app's, that its driver does not own: the view
-    // cannot tell (the name matches), the check before the write can. Nothing is deleted.
-    let sets: Api<StatefulSet> = Api::namespaced(c.clone(), "spark-jobs");
-    let forged_set: StatefulSet = serde_json::from_value(json!({
-        "metadata": {"name": format!("spark-s-{app_id}-1")},
-        "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "",
-                 "template": {"metadata": {"labels": {"app": "db"}}}}
-    }))
-    .unwrap();
-    let forged_set = sets
-        .create(&PostParams::default(), &forged_set)
+    // Controllers named as Spark names the app's, whose chain does not end at its driver:
+    // the view cannot tell (the names match), the check before the write can. Nothing is
+    // deleted, and the plan already says why.
+    let other_driver = jobs
+        .list(&ListParams::default().labels("spark-role=driver,spark-app-name=deploy-etl"))
         .await
+        .unwrap()
+        .items
+        .remove(0);
+    let driver_owner = json!([{"apiVersion": "v1", "kind": "Pod", "name": other_driver.name_any(),
+                               "uid": other_driver.uid().unwrap(), "controller": true}]);
+    let forged = [
+        // (exec id, controller kind, controller name, its owner, the pod's name, the uid the pod names)
+        (
+            99,
+            "StatefulSet",
+            format!("spark-s-{app_id}-1"),
+            json!(null),
+            format!("spark-s-{app_id}-1-0"),
+            None,
+        ),
+        (
+            98,
+            "StatefulSet",
+            format!("spark-s-{app_id}-2"),
+            driver_owner,
+            format!("spark-s-{app_id}-2-0"),
+            None,
+        ),
+        (
+            97,
+            "StatefulSet",
+            set.clone(),
+            json!(null),
+            format!("{set}-9"),
+            Some("uid-of-a-set-long-gone"),
+        ),
+        (
+            96,
+            "ReplicaSet",
+            format!("spark-d-{app_id}-1-f00d"),
+            json!(null),
+            format!("spark-d-{app_id}-1-f00d-x2k9q"),
+            None,
+        ),
+    ];
+    let mut names = Vec::new();
+    for (id, kind, name, owner, pod_name, uid) in &forged {
+        let uid = match (uid, *kind) {
+            (Some(u), _) => (*u).to_owned(),
+            (None, "StatefulSet") => create_set(&c, name, owner.clone()).await,
+            (None, _) => {
+                let dep = format!("spark-d-{app_id}-1");
+                let dep_uid = create_deployment(&c, &dep).await;
+                create_replicaset(&c, name, &dep, &dep_uid).await
+            }
+        };
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": pod_name,
+                "labels": {"spark-app-selector": app_id, "spark-app-name": "sts-etl",
+                           "spark-role": "executor", "spark-exec-id": id.to_string()},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": name,
+                                     "uid": uid, "controller": true}]},
+            "spec": {"containers": [{"name": "db", "image": "postgres:17"}]}
+        }))
         .unwrap();
-    let forged: Pod = serde_json::from_value(json!({
-        "metadata": {"name": format!("spark-s-{app_id}-1-0"),
-            "labels": {"spark-app-selector": app_id, "spark-app-name": "sts-etl",
-                       "spark-role": "executor", "spark-exec-id": "99"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
-                "name": forged_set.name_any(), "uid": forged_set.uid().unwrap(), "controller": true}]},
-        "spec": {"containers": [{"name": "db", "image": "postgres:17"}]}
-    }))
-    .unwrap();
-    jobs.create(&PostParams::default(), &forged).await.unwrap();
-    let before = writes(&sim).len();
-    let r = triage(
-        &sim,
-        &[
-            "kill",
-            "--app",
-            "sts-etl",
-            "99",
-            "-n",
-            "spark-jobs",
-            "--yes",
-        ],
-        &log,
-    )
-    .await;
-    assert_ne!(r.code, 0, "{}{}", r.out, r.err);
-    assert!(
-        format!("{}{}", r.out, r.err).contains(&format!(
-            "StatefulSet spark-s-{app_id}-1 has no owner, so it is not the app's driver's"
-        )),
-        "{}{}",
-        r.out,
-        r.err
-    );
-    assert!(
-        writes(&sim)[before..]
-            .iter()
-            .all(|w| !w.starts_with("DELETE")),
-        "{:?}",
-        &writes(&sim)[before..]
-    );
-    assert!(jobs.get_opt(&forged.name_any()).await.unwrap().is_some());
+        jobs.create(&PostParams::default(), &p).await.unwrap();
+        names.push(pod_name.clone());
+    }
+    let other = other_driver.name_any();
+    for (id, why) in [
+        (
+            99,
+            format!("StatefulSet spark-s-{app_id}-1 has no owner, so it is not the app's driver's"),
+        ),
+        (
+            98,
+            format!(
+                "StatefulSet spark-s-{app_id}-2 is owned by Pod {other}, not by the app's driver"
+            ),
+        ),
+        (
+            97,
+            format!(
+                "StatefulSet {set} is not the one the pod names (another uid): it was replaced"
+            ),
+        ),
+        (
+            96,
+            format!("Deployment spark-d-{app_id}-1 has no owner, so it is not the app's driver's"),
+        ),
+    ] {
+        let before = writes(&sim).len();
+        let id = id.to_string();
+        let args = ["kill", "--app", "sts-etl", &id, "-n", "spark-jobs", "--yes"];
+        let r = triage(&sim, &args, &log).await;
+        assert_ne!(r.code, 0, "{}{}", r.out, r.err);
+        assert!(r.out.contains(&why), "executor {id}: {}{}", r.out, r.err);
+        let after = &writes(&sim)[before..];
+        assert!(after.iter().all(|w| !w.starts_with("DELETE")), "{after:?}");
+    }
+    for n in &names {
+        assert!(jobs.get_opt(n).await.unwrap().is_some(), "{n}");
+    }
 
     // hold says what it costs a StatefulSet's app and refuses the forged pod at the write
     // (the app's own pods are held all the same); a ReplicaSet's pods cost nothing.
@@ -194,14 +298,16 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     assert_ne!(r.code, 0, "{}{}", r.out, r.err);
     assert!(
         r.out.contains(&format!(
-            "once it ends, the held pod blocks ordinal 0 of StatefulSet {set}"
+            "once deleted, the held pod blocks ordinal 0 of StatefulSet {set}"
         )),
         "{}",
         r.out
     );
-    assert!(r.err.contains("has no owner"), "{}", r.err);
+    assert!(r.err.contains("verify owner of spark-jobs/"), "{}", r.err);
     let finalizers = |p: Pod| p.finalizers().to_vec();
-    assert!(finalizers(jobs.get(&forged.name_any()).await.unwrap()).is_empty());
+    for n in &names {
+        assert!(finalizers(jobs.get(n).await.unwrap()).is_empty(), "{n}");
+    }
     assert_eq!(
         finalizers(jobs.get(&victim.name_any()).await.unwrap()),
         vec!["spark-triage.dev/hold".to_owned()]
@@ -215,5 +321,58 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     assert!(r.out.contains("held 2 executor pod(s)"), "{}", r.out);
     assert!(!r.out.contains("blocks"), "{}", r.out);
+    let _ = std::fs::remove_file(log);
+}
+
+/// A user who may not read StatefulSets: a kill of such a pod is refused with why, and says
+/// nothing against deleting pods (a Deployment's pods in the same namespace are killed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_controller_refuses_its_pods_only() {
+    let sim = start_sim("allocators", 4.0, &["forbid=statefulsets"]).await;
+    let log = temp_log("allocators-403");
+    let c = client(&sim).await;
+    let jobs: Api<Pod> = Api::namespaced(c, "spark-jobs");
+    eventually(60, "both apps running", || async {
+        let (s, d) = (
+            running(&jobs, "sts-etl").await,
+            running(&jobs, "deploy-etl").await,
+        );
+        (!s.is_empty() && d.len() == 2).then_some(())
+    })
+    .await;
+    let sts_id = running(&jobs, "sts-etl").await[0].0.to_string();
+    let args = [
+        "kill",
+        "--app",
+        "sts-etl",
+        &sts_id,
+        "-n",
+        "spark-jobs",
+        "--yes",
+    ];
+    let r = triage(&sim, &args, &log).await;
+    assert_ne!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out
+            .contains("to check that the app's driver owns it (forbidden"),
+        "{}",
+        r.out
+    );
+    let args = [
+        "kill",
+        "--app",
+        "deploy-etl",
+        "1",
+        "-n",
+        "spark-jobs",
+        "--yes",
+    ];
+    let r = triage(&sim, &args, &log).await;
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("creates a replacement pod at once"),
+        "{}",
+        r.out
+    );
     let _ = std::fs::remove_file(log);
 }

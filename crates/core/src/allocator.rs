@@ -82,36 +82,57 @@ impl Controller {
         }
     }
 
-    /// What deleting one of its pods leads to (after the controller's name): the
-    /// controller, not Spark, replaces it.
+    /// What deleting one of its pods leads to, in a sentence that names the controller:
+    /// the controller, not Spark's allocator, replaces it (Spark keeps the controller's
+    /// replicas at its executor target). An executor that merely exits does not end its
+    /// pod: these pods restart their container in place (`restartPolicy: Always`), and the
+    /// new JVM gets a new executor id.
     pub fn after_kill(&self) -> String {
-        let what = match self {
-            Self::StatefulSet { ordinal, .. } => format!(
-                "recreates the pod under the same name{}",
+        match self {
+            Self::StatefulSet { name, ordinal } => format!(
+                "StatefulSet {name} recreates the pod under the same name{} once it is gone \
+                 (after its grace period), as a new executor with a new id",
                 ordinal
                     .map(|o| format!(" (ordinal {o})"))
                     .unwrap_or_default()
             ),
-            Self::ReplicaSet { .. } => "creates a replacement pod".to_owned(),
-        };
-        format!(
-            "{what} at once, whatever Spark's target (it keeps its replicas); the new executor gets a new id from the driver"
-        )
+            Self::ReplicaSet { name, deployment } => format!(
+                "ReplicaSet {name} (Deployment {deployment}) creates a replacement pod at once, \
+                 a new executor with a new id"
+            ),
+        }
     }
 
-    /// What holding one of its pods costs the app once the pod ended, if anything (after
-    /// "the held pod"): a StatefulSet recreates an ordinal only once the old pod is gone, so
-    /// the app runs one executor short until the hold is released. A ReplicaSet replaces a
-    /// terminating pod at once.
+    /// What holding one of its pods costs the app, if anything: a StatefulSet recreates an
+    /// ordinal only once the old pod is gone, so a held pod that was deleted (a kill, a
+    /// scale-down, an eviction) keeps the app one executor short until it is released. A
+    /// ReplicaSet replaces a terminating pod at once.
     pub fn hold_cost(&self) -> Option<String> {
+        self.blocks()
+            .map(|b| format!("once deleted, the held pod {b}"))
+    }
+
+    /// What a held pod being deleted does to its StatefulSet (`None` for a ReplicaSet's).
+    pub fn blocks(&self) -> Option<String> {
         match self {
             Self::StatefulSet { name, ordinal } => Some(format!(
-                "blocks {} of StatefulSet {name} (no replacement executor until it is released)",
+                "blocks {} of StatefulSet {name}: no replacement executor until it is released",
                 ordinal
                     .map(|o| format!("ordinal {o}"))
                     .unwrap_or_else(|| "its ordinal".to_owned())
             )),
             Self::ReplicaSet { .. } => None,
+        }
+    }
+
+    /// The same controller with no particular pod (what holds for all of its pods).
+    pub fn any_pod(&self) -> Self {
+        match self {
+            Self::StatefulSet { name, .. } => Self::StatefulSet {
+                name: name.clone(),
+                ordinal: None,
+            },
+            other => other.clone(),
         }
     }
 }
@@ -153,8 +174,17 @@ mod tests {
                 ordinal: Some(3)
             }
         );
-        assert!(c.after_kill().contains("same name (ordinal 3)"));
+        assert!(
+            c.after_kill()
+                .contains("same name (ordinal 3) once it is gone")
+        );
         assert!(c.hold_cost().unwrap().contains("blocks ordinal 3"));
+        assert!(
+            c.any_pod()
+                .hold_cost()
+                .unwrap()
+                .contains("blocks its ordinal")
+        );
 
         let rs = owned_by(
             "spark-d-spark-0a1b2c-0-5d8f7c9b4-x2k9q",

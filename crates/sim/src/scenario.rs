@@ -512,6 +512,20 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
             }
         }
     }
+    // A StatefulSet's or Deployment's pods run with `restartPolicy: Always` (Spark sets it for
+    // them): an exit restarts the container in place and the driver gives the new JVM a new
+    // id. The simulated kubelet does not restart containers, so such fates are refused rather
+    // than played as the pod ending.
+    for app in s.apps.iter().filter(|a| a.allocator != Allocator::Direct) {
+        if app.fates.iter().any(|f| f.exit.is_some()) || app.driver_fate.is_some() {
+            return Err(format!(
+                "app {}: exits are not simulated with allocator {} (its pods restart their \
+                 container in place); use an action (evict, delete, preempt, shutdown)",
+                app.name,
+                app.allocator.as_str()
+            ));
+        }
+    }
     // A preemptor that names no app (a typo) would silently become an anonymous pod.
     for app in &s.apps {
         for f in &app.fates {

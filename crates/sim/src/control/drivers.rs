@@ -465,6 +465,10 @@ impl Control {
         if let Some(a) = annotations {
             pod["metadata"]["annotations"] = a;
         }
+        // Spark's template for a StatefulSet or Deployment (their API requires it).
+        if self.drivers[i].controller.is_some() {
+            pod["spec"]["restartPolicy"] = json!("Always");
+        }
         if let Some(f) = &raw
             && !f.node_selector.is_empty()
         {
