@@ -186,6 +186,7 @@ pub(super) fn refresh(
             Some(Gone::Deleted { .. }) => PodGone::Deleted,
             Some(Gone::Missing { .. }) => PodGone::Missing,
             Some(Gone::DriverOnly { .. }) => PodGone::DriverOnly,
+            Some(Gone::Restarted { .. }) => PodGone::Restarted,
         },
         missing: missing.as_ref(),
         driver: rec.driver.as_deref(),

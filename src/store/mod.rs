@@ -480,6 +480,54 @@ impl Store {
         let gone = deleted.then_some(Gone::Deleted { at });
         let mut timeline = Vec::new();
         let mut finished = None;
+        // The pod of another executor, now labelled with this id: its container restarted
+        // in place (restartPolicy Always, as the statefulset and deployment allocators run
+        // their pods) and the driver labelled the new JVM. That executor ended there.
+        let predecessor = (!app.executors.contains_key(&id) && !deleted)
+            .then(|| {
+                app.executors
+                    .values()
+                    .find(|e| e.gone.is_none() && e.pod.uid.is_some() && e.pod.uid == pod.uid)
+                    .map(|e| e.id)
+            })
+            .flatten();
+        if let Some(old) = predecessor
+            && let Some(rec) = app.executors.get_mut(&old)
+        {
+            let rec = Arc::make_mut(rec);
+            let ended = Arc::new(spark_triage_core::allocator::before_restart(&pod, old));
+            let r = ctx.config.classify_options().resolve(&ended);
+            let ended_state = classify(&ended, &r.config);
+            let note = format!("container restarted in place; the pod is now executor {id}");
+            timeline.push((
+                old,
+                transition_text(old, ended_state, &ended, &r, Some(&note)),
+            ));
+            push_history(
+                rec,
+                Transition {
+                    at,
+                    state: ended_state,
+                    note: Some(note),
+                },
+            );
+            rec.pod = ended;
+            rec.pod_state = ended_state;
+            rec.last_seen = at;
+            rec.gone = Some(Gone::Restarted { at, as_id: id });
+            if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&r), at) {
+                timeline.push((old, note));
+            }
+            // The log of the container that ended: the pod's previous one now.
+            finished = Some(Finished {
+                namespace: pod.namespace.to_string(),
+                app_id: app_id.clone(),
+                id: old,
+                pod: pod.name.clone(),
+                container: r.config.spark_container.clone(),
+                previous: true,
+            });
+        }
         match app.executors.get_mut(&id) {
             Some(rec) => {
                 let rec = Arc::make_mut(rec);
@@ -1058,7 +1106,7 @@ mod pairs {
 }
 
 #[cfg(test)]
-mod driver_only_tests;
+mod allocator_tests;
 #[cfg(test)]
 mod relist_tests;
 #[cfg(test)]

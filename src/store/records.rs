@@ -203,12 +203,18 @@ pub enum Gone {
     },
     /// Never seen as a pod: known only from the driver's executor list (first named `at`).
     DriverOnly { at: Time },
+    /// Its container restarted in place and the pod went on as executor `as_id` (a
+    /// StatefulSet's or Deployment's pod): the record keeps the pod as this executor ended.
+    Restarted { at: Time, as_id: i64 },
 }
 
 impl Gone {
     pub fn at(&self) -> Time {
         match self {
-            Self::Deleted { at } | Self::Missing { at, .. } | Self::DriverOnly { at } => *at,
+            Self::Deleted { at }
+            | Self::Missing { at, .. }
+            | Self::DriverOnly { at }
+            | Self::Restarted { at, .. } => *at,
         }
     }
 }

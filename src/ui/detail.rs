@@ -48,6 +48,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ));
             lines.push(Line::raw(format!("  {spark_verdict}")));
         }
+        Some(Gone::Restarted { at, as_id }) => lines.push(Line::styled(
+            format!(
+                "its container restarted in place at {}: the pod went on as executor {as_id} (shown as this executor ended)",
+                super::when(at)
+            ),
+            theme::dim(),
+        )),
         Some(Gone::DriverOnly { at }) => lines.push(Line::styled(
             format!(
                 "no pod seen: known only from the driver since {} (pod rebuilt from Spark's reason)",

@@ -10,7 +10,7 @@
 //! Parallel`); a Deployment owns them through a ReplicaSet (`<deployment>-<hash>`), whose
 //! pods Spark marks `controller.kubernetes.io/pod-deletion-cost`.
 
-use crate::model::ExecutorPod;
+use crate::model::{ContainerState, ExecutorPod, LABEL_EXEC_ID};
 
 /// The controller that owns an executor pod for its app, as Spark's allocator names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +135,25 @@ impl Controller {
             other => other.clone(),
         }
     }
+}
+
+/// The pod as executor `id` ended in it, from the pod now labelled as the next executor:
+/// with `restartPolicy: Always` an exit restarts the container in place (the pod goes on,
+/// its `lastState` holds the end) and the driver labels the pod with the new JVM's id.
+/// Each container's `lastState`, where it has one, becomes its state.
+pub fn before_restart(pod: &ExecutorPod, id: i64) -> ExecutorPod {
+    let mut p = pod.clone();
+    p.labels.insert(LABEL_EXEC_ID.into(), id.to_string().into());
+    if let Some(s) = &mut p.status {
+        for c in &mut s.container_statuses {
+            if matches!(c.last_state, ContainerState::Terminated(_)) {
+                c.state = std::mem::take(&mut c.last_state);
+                c.ready = false;
+                c.restart_count = c.restart_count.saturating_sub(1);
+            }
+        }
+    }
+    p
 }
 
 fn digits(s: &str) -> Option<()> {

@@ -60,6 +60,10 @@ pub enum Ending {
     Vanished,
     /// No pod was ever seen: known only from the driver's executor list.
     NeverSeen,
+    /// Its container restarted in place (a StatefulSet's or Deployment's pod, restartPolicy
+    /// Always) and the driver gave the new JVM another id: the pod went on as another
+    /// executor.
+    Restarted,
 }
 
 impl Ending {
@@ -75,6 +79,7 @@ impl Ending {
             Self::Deleted => "deleted",
             Self::Vanished => "vanished",
             Self::NeverSeen => "never-seen",
+            Self::Restarted => "restarted-as-another",
         }
     }
 
@@ -90,6 +95,7 @@ impl Ending {
             Self::Deleted => "pod deleted (by a user or the framework)",
             Self::Vanished => "pod vanished (no deletion seen)",
             Self::NeverSeen => "no pod seen (known only from the driver)",
+            Self::Restarted => "container restarted in place; the pod went on as another executor",
         }
     }
 
@@ -212,6 +218,9 @@ pub enum PodGone {
     Missing,
     /// Never seen: the pod is rebuilt from the driver's reason.
     DriverOnly,
+    /// The pod went on as another executor after its container restarted (the pod is as
+    /// it was when this executor's JVM ended: its last state).
+    Restarted,
 }
 
 /// Everything known about one executor.
@@ -471,7 +480,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     let state = match (&acted_on, &rebuilt, ev.gone) {
         (Some((_, _, s)), _, _) => *s,
         (None, Some(r), _) => r.state,
-        (None, None, PodGone::No) => pod_state,
+        (None, None, PodGone::No | PodGone::Restarted) => pod_state,
         // Rebuilt from Spark's reason: its exit when it gives one, else a removal (a
         // deletion, a pod not found, a heartbeat timeout), unless Spark still lists it.
         (None, None, PodGone::DriverOnly) => {
@@ -496,6 +505,10 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
 
     // What Spark did about it.
     let mut spark = match (&acted_on, &rebuilt) {
+        // Spark's snapshot never shows this pod ended as this executor (it shows it as the
+        // next one): no removal reason of Spark's, and nothing counted; the driver drops the
+        // id when its heartbeats stop.
+        _ if ev.gone == PodGone::Restarted => None,
         (Some((p, r, s)), _) => {
             spark_view(p, *s, &r.config).map(|v| account(v, Witness::Pod, false))
         }
@@ -641,6 +654,7 @@ fn ending(
     });
     match ev.gone {
         PodGone::DriverOnly => Ending::NeverSeen,
+        PodGone::Restarted => Ending::Restarted,
         PodGone::No => match &ev.pod.deletion {
             None => Ending::Present,
             Some(_) if ev.pod.is_held() => Ending::Held,

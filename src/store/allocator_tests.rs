@@ -1,0 +1,122 @@
+//! Executors of Spark's statefulset and deployment allocators: a pod whose container
+//! restarts in place goes on as the next executor, and an executor known only from the
+//! driver is named by who names the app's pods (Spark's own allocator, or a controller).
+
+use serde_json::json;
+
+use super::tests::{app, exec_with, list, run, running, t, up};
+use super::*;
+
+fn removed(id: i64) -> crate::model::DriverExecutor {
+    crate::model::DriverExecutor {
+        id,
+        active: false,
+        host_port: None,
+        add_time: Some(t(0)),
+        remove_time: Some(t(60)),
+        remove_reason: Some(format!(
+            "The executor with id {id} exited with exit code 137(SIGKILL, possible container OOM)."
+        )),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    }
+}
+
+fn driver_view(ids: &[i64]) -> SourceEvent {
+    SourceEvent::DriverExecutors {
+        namespace: "spark-jobs".into(),
+        app_id: "spark-1".into(),
+        view: crate::source::DriverView::Ok {
+            executors: ids.iter().map(|id| removed(*id)).collect(),
+        },
+        at: t(100),
+    }
+}
+
+#[tokio::test]
+async fn a_driver_only_executor_is_named_by_its_apps_allocator() {
+    // Spark's own allocator: `<podNamePrefix>-exec-<id>`, the prefix read off a pod seen.
+    let s = run(vec![
+        up(exec_with(4, 10, json!({}), running()), 90),
+        driver_view(&[2]),
+    ])
+    .await;
+    assert_eq!(app(&s).executors[&2].pod.name, "app-exec-2");
+
+    // A StatefulSet's pods: the ordinal is not known, and no pod is named with `?`.
+    let sts = exec_with(
+        4,
+        10,
+        json!({"name": "spark-s-spark-1-0-1", "ownerReferences": [{"apiVersion": "apps/v1",
+            "kind": "StatefulSet", "name": "spark-s-spark-1-0", "uid": "u-s", "controller": true}]}),
+        running(),
+    );
+    let s = run(vec![up(sts, 90), driver_view(&[2])]).await;
+    assert_eq!(app(&s).executors[&2].pod.name, "spark-s-spark-1-0-?");
+
+    // No pod left at all: the driver's configuration names the allocator.
+    let s = run(vec![
+        SourceEvent::DriverConfig {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            properties: [(
+                "spark.kubernetes.allocation.pods.allocator".to_owned(),
+                "deployment".to_owned(),
+            )]
+            .into(),
+            at: t(80),
+        },
+        driver_view(&[2]),
+    ])
+    .await;
+    assert_eq!(app(&s).executors[&2].pod.name, "spark-d-spark-1-?");
+}
+
+/// With `restartPolicy: Always` (Spark's template for these allocators) an OOM kill
+/// restarts the container in the same pod, and the driver labels the pod with the new
+/// JVM's id. The executor that died ends there, judged on the pod as it ended (its last
+/// state); the pod goes on as the next one; a full list later does not call the first
+/// missing, and Spark is not said to count it.
+#[tokio::test]
+async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as_the_next() {
+    use crate::diagnose::{Code, verdict::Ending};
+    let owner = json!({"name": "spark-s-spark-1-0-0", "uid": "u-pod", "ownerReferences": [{"apiVersion": "apps/v1",
+        "kind": "StatefulSet", "name": "spark-s-spark-1-0", "uid": "u-s", "controller": true}]});
+    let first = exec_with(2, 10, owner.clone(), running());
+    let restarted = json!({"phase": "Running", "containerStatuses": [{"name": "spark-kubernetes-executor",
+        "image": "spark", "imageID": "", "ready": true, "restartCount": 1,
+        "state": {"running": {"startedAt": "2027-01-15T08:05:02Z"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+            "startedAt": "2027-01-15T08:00:05Z", "finishedAt": "2027-01-15T08:05:00Z"}}}]});
+    let mut next = exec_with(5, 20, owner, restarted);
+    next.labels.insert("spark-exec-id".into(), "5".into());
+    let s = run(vec![
+        up(first, 10),
+        up(next.clone(), 20),
+        list(vec![next], 21, 40),
+    ])
+    .await;
+    let a = app(&s);
+    let two = &a.executors[&2];
+    assert!(
+        matches!(two.gone, Some(Gone::Restarted { as_id: 5, .. })),
+        "{:?}",
+        two.gone
+    );
+    assert_eq!(two.verdict.ending, Ending::Restarted);
+    assert_eq!(two.state(), ExecutorState::Failed);
+    assert_eq!(
+        two.verdict.cause().map(|f| f.code),
+        Some(Code::ContainerOomKilled),
+        "{:?}",
+        two.verdict.findings
+    );
+    assert!(two.verdict.spark.is_none(), "Spark never saw it end");
+    assert!(!two.verdict.missing);
+    let five = &a.executors[&5];
+    assert_eq!(five.state(), ExecutorState::Running);
+    assert!(five.gone.is_none());
+}
