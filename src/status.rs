@@ -119,7 +119,8 @@ pub struct ExecutorStatus {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reconstructed: bool,
     /// How the pod ended: `present`, `terminating`, `held`, `deleted-by-spark`,
-    /// `deleted-by-spark-triage`, `deleted-by-disruption`, `deleted`, `vanished`, `never-seen`.
+    /// `deleted-by-spark-triage`, `deleted-by-disruption`, `deleted`, `vanished`, `never-seen`,
+    /// `restarted-as-another`.
     pub ending: &'static str,
     /// What Spark did about it (ended executors only).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -119,4 +119,12 @@ async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as
     let five = &a.executors[&5];
     assert_eq!(five.state(), ExecutorState::Running);
     assert!(five.gone.is_none());
+    // The exit before the restart is evidence on the pod, said as its predecessor's.
+    let f = five.verdict.cause().expect("the restart said");
+    assert_eq!(f.severity, crate::diagnose::Severity::Info, "{f:?}");
+    assert!(
+        f.summary
+            .starts_with("The executor before this one in the pod ended"),
+        "{f:?}"
+    );
 }

@@ -88,17 +88,19 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
     let log = temp_log("allocators");
     let c = client(&sim).await;
     let jobs: Api<Pod> = Api::namespaced(c.clone(), "spark-jobs");
-    // Executor 2 is evicted at 8 s (its pod fails; Spark deletes it); the StatefulSet's
-    // ordinal comes back as executor 4.
-    let sts = eventually(
-        60,
-        "sts-etl back to 3 running, executor 4 among them",
-        || async {
+    // Executor 2 is OOM-killed at 8 s: its container restarts in the same pod (ordinal 1),
+    // which the driver labels as executor 4. Executor 3 is evicted at 12 s: Spark deletes
+    // its pod and the StatefulSet recreates ordinal 2 as executor 5. `status` watches from
+    // the start, so it sees both happen.
+    let kc = sim.kubeconfig.display().to_string();
+    let (doc, sts) = tokio::join!(
+        status_json(&kc, &["--for", "8s", "--poll-interval", "2s"]),
+        eventually(60, "sts-etl running 1, 4 and 5", || async {
             let r = running(&jobs, "sts-etl").await;
-            (r.len() == 3 && r.iter().any(|(id, _)| *id == 4)).then_some(r)
-        },
-    )
-    .await;
+            let ids: Vec<i64> = r.iter().map(|(id, _)| *id).collect();
+            (ids == [1, 4, 5]).then_some(r)
+        })
+    );
     let app_id = sts[0].1.labels()["spark-app-selector"].clone();
     let set = format!("spark-s-{app_id}-0");
     for (_, p) in &sts {
@@ -115,10 +117,8 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         );
     }
 
-    // status: the eviction is judged from the driver (its pod is gone, under a name no
-    // record keeps), the others run; the deployment's app runs on a ReplicaSet's pods.
-    let kc = sim.kubeconfig.display().to_string();
-    let doc = status_json(&kc, &[]).await;
+    // status: the OOM kill ends executor 2 in its pod, which goes on as executor 4; the
+    // eviction ends executor 3, whose ordinal comes back as executor 5.
     let a = app(&doc, "sts-etl");
     assert_eq!(a["verdict"]["cause"], "app-running", "{a}");
     let exec = |id: i64| -> &Value {
@@ -129,15 +129,18 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
             .find(|e| e["id"] == id)
             .unwrap_or_else(|| panic!("executor {id} in {a}"))
     };
-    assert_eq!(exec(2)["findings"][0], "evicted", "{}", exec(2));
-    assert_eq!(exec(2)["pod"], format!("{set}-?"), "{}", exec(2));
-    assert_eq!(
-        exec(4)["pod"],
-        format!("{set}-1"),
-        "ordinal 1 again: {}",
-        exec(4)
-    );
-    assert_eq!(exec(4)["state"], "running");
+    let two = exec(2);
+    assert_eq!(two["findings"][0], "container-oom-killed", "{two}");
+    assert_eq!(two["ending"], "restarted-as-another", "{two}");
+    assert_eq!(two["state"], "failed", "{two}");
+    assert_eq!(two["pod"], format!("{set}-1"), "{two}");
+    assert_eq!(exec(3)["findings"][0], "evicted", "{}", exec(3));
+    assert_eq!(exec(3)["pod"], format!("{set}-2"), "{}", exec(3));
+    for (id, ordinal) in [(4, 1), (5, 2)] {
+        assert_eq!(exec(id)["pod"], format!("{set}-{ordinal}"), "{}", exec(id));
+        assert_eq!(exec(id)["state"], "running", "{}", exec(id));
+        assert_ne!(exec(id)["severity"], "error", "{}", exec(id));
+    }
     let d = app(&doc, "deploy-etl");
     assert_eq!(d["counts"]["running"], 2, "{d}");
     assert!(

@@ -512,15 +512,13 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
             }
         }
     }
-    // A StatefulSet's or Deployment's pods run with `restartPolicy: Always` (Spark sets it for
-    // them): an exit restarts the container in place and the driver gives the new JVM a new
-    // id. The simulated kubelet does not restart containers, so such fates are refused rather
-    // than played as the pod ending.
+    // A StatefulSet's or Deployment's executors run with `restartPolicy: Always`: without
+    // their driver they would crash-loop, which the simulated kubelet does not play.
     for app in s.apps.iter().filter(|a| a.allocator != Allocator::Direct) {
-        if app.fates.iter().any(|f| f.exit.is_some()) || app.driver_fate.is_some() {
+        if app.driver_fate.is_some() {
             return Err(format!(
-                "app {}: exits are not simulated with allocator {} (its pods restart their \
-                 container in place); use an action (evict, delete, preempt, shutdown)",
+                "app {}: a driver fate is not simulated with allocator {} (its executors' \
+                 containers would restart without a driver, in a crash loop)",
                 app.name,
                 app.allocator.as_str()
             ));

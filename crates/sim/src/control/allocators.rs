@@ -149,6 +149,44 @@ impl Control {
         });
     }
 
+    /// A controller's pod whose containers restarted in place (`restartPolicy: Always`): the
+    /// new JVM asks the driver for an id (`GenerateExecID`) and the driver labels the pod
+    /// with it; the executor that died is removed. (Spark removes it when its heartbeats
+    /// stop, `spark.network.timeout` later; the simulated driver does at once.)
+    pub(super) fn relabel_restarted(&mut self, i: usize, t: f64) {
+        if self.drivers[i].controller.is_none() {
+            return;
+        }
+        let restarts = |p: &Obj| {
+            p.value()["status"]["containerStatuses"][0]["restartCount"]
+                .as_i64()
+                .unwrap_or(0)
+        };
+        let d = &self.drivers[i];
+        let restarted: Vec<(i64, Arc<Obj>, i64)> = d
+            .snapshot
+            .iter()
+            .map(|(id, p)| (*id, p.clone(), restarts(p)))
+            .filter(|(_, p, n)| *n > d.restarts.get(p.uid()).copied().unwrap_or(0))
+            .collect();
+        for (old, pod, n) in restarted {
+            let d = &mut self.drivers[i];
+            d.restarts.insert(pod.uid().to_owned(), n);
+            let new = d.next_id;
+            d.next_id += 1;
+            d.snapshot.remove(&old);
+            d.registered.remove(&old);
+            let reason = "Executor heartbeat timed out after 120000 ms".to_owned();
+            d.removed.insert(old, reason.clone());
+            d.newly_created.insert(new, t);
+            self.registry_update(i, old, |e, now| {
+                e.remove_time = Some(now);
+                e.remove_reason = Some(reason);
+            });
+            self.assign_exec_id(i, pod.name(), new);
+        }
+    }
+
     /// The executor target changed: the controller's replicas follow it (the Deployment's
     /// and its ReplicaSet's both).
     pub(super) fn set_replicas(&mut self, i: usize, replicas: u32) {

@@ -71,7 +71,11 @@ impl Control {
                 .snapshot
                 .iter()
                 .filter_map(|(id, p)| {
-                    let now = self.store.get(Resource::Pods, &ns, p.name())?;
+                    // The same pod (a StatefulSet reuses its name for the next executor).
+                    let now = self
+                        .store
+                        .get(Resource::Pods, &ns, p.name())
+                        .filter(|now| now.uid() == p.uid())?;
                     (now.label("spark-exec-inactive") != Some("true")).then_some((*id, now))
                 })
                 .collect();
@@ -79,6 +83,7 @@ impl Control {
             self.detect_missing(i, t);
         }
         self.zombies(i, t);
+        self.relabel_restarted(i, t);
         self.lifecycle(i, t);
         self.allocate(i, t);
     }

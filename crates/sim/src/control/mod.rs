@@ -181,6 +181,8 @@ struct Driver {
     target: Option<u32>,
     /// The statefulset or deployment allocator's controller, once made.
     controller: Option<allocators::SetRef>,
+    /// Container restarts already answered with a new executor id, by pod uid.
+    restarts: BTreeMap<String, i64>,
 }
 
 impl Driver {
@@ -324,6 +326,7 @@ impl Control {
                     collected: false,
                     target: None,
                     controller: None,
+                    restarts: BTreeMap::new(),
                     spec: spec.clone(),
                 }
             })

@@ -161,6 +161,11 @@ impl Control {
     }
 
     pub(super) fn exit_containers(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {
+        let v = p.value();
+        if v["spec"]["restartPolicy"] == "Always" && v["metadata"]["deletionTimestamp"].is_null() {
+            self.restart_in_place(p, code, reason, t);
+            return;
+        }
         let now = self.now();
         let updated = self.store.modify(Resource::Pods, p.namespace(), p.name(), |v| {
             let started = v["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
@@ -189,6 +194,32 @@ impl Control {
             );
         }
         let _ = t;
+    }
+
+    /// `restartPolicy: Always` (a StatefulSet's or Deployment's pod): the kubelet starts the
+    /// containers again in the same pod; the exit is their `lastState`, the restart counted.
+    /// (The real kubelet waits a back-off first, CrashLoopBackOff after repeated exits.)
+    fn restart_in_place(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {
+        let now = self.now();
+        let updated = self.store.modify(Resource::Pods, p.namespace(), p.name(), |v| {
+            let Some(statuses) = v["status"]["containerStatuses"].as_array_mut() else {
+                return false;
+            };
+            for c in statuses {
+                let started = c["state"]["running"]["startedAt"].clone();
+                c["lastState"] = json!({"terminated": {"exitCode": code, "reason": reason,
+                    "startedAt": started, "finishedAt": now, "containerID": "containerd://5f0d1c2b3a49"}});
+                c["state"] = json!({"running": {"startedAt": now}});
+                c["restartCount"] = json!(c["restartCount"].as_i64().unwrap_or(0) + 1);
+            }
+            true
+        });
+        if updated.is_some() {
+            self.set_stage(
+                &(p.namespace().to_owned(), p.name().to_owned()),
+                Stage::Running { since: t },
+            );
+        }
     }
 
     /// The kubelet's eviction, with its message (node pressure or the pod's own limit).
