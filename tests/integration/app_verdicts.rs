@@ -479,12 +479,9 @@ async fn an_unreadable_driver_configmap_is_said_and_the_verdicts_stand() {
     ];
     let (code, out, err) = triage(&args).await;
     assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains(
-            "driver config: forbidden (missing permission: get configmaps in namespace spark-jobs)"
-        ),
-        "{err}"
-    );
+    let said =
+        "driver config: forbidden (missing permission: get configmaps in namespace spark-jobs)";
+    assert_eq!(err.matches(said).count(), 1, "said once: {err}");
     let doc: Value = serde_json::from_str(&out).expect("JSON");
     for a in doc["apps"].as_array().unwrap() {
         assert_eq!(a["config_read"], false, "{a}");
