@@ -70,8 +70,24 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         let chosen = actions::select(&pods, &sel, chrono::Utc::now());
         let mut out = String::new();
         if chosen.is_empty() {
-            super::write_stdout("no executor matches\n")?;
-            return Ok(ExitCode::SUCCESS);
+            // Nothing deleted is not what was asked: say what there is, and fail.
+            let mut ids: Vec<i64> = pods.iter().filter_map(|p| p.executor_id()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let there = match ids.is_empty() {
+                true => "it has no executor pods".to_owned(),
+                false => format!(
+                    "its executor pods: {}",
+                    ids.iter()
+                        .map(i64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            return Err(Failure::Runtime(format!(
+                "no executor of {} matches; {there}",
+                args.app
+            )));
         }
         let (mut targets, unowned) = crate::effect::by_owner(chosen, &pods);
         for (p, why) in &unowned {

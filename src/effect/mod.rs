@@ -21,7 +21,9 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 pub use log::{ActionLog, ActionRecord};
-pub use ownership::{DriverId, Via, by_owner, owner_of};
+pub use ownership::{
+    DriverId, FORCE_STATEFULSET, Via, any_statefulset, by_owner, owner_of, replacements,
+};
 pub use permissions::{Denied, Permissions};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
@@ -64,43 +66,6 @@ impl HoldTarget {
         }
     }
 }
-
-/// One sentence per controller of Spark's allocator among pods to delete: what replaces
-/// them, and that the chain to the driver is checked first.
-pub fn replacements<'a>(vias: impl IntoIterator<Item = &'a Via>) -> Vec<String> {
-    let vias: Vec<&Via> = vias.into_iter().collect();
-    let mut out: Vec<String> = vias
-        .iter()
-        .map(|v| {
-            // One pod: its ordinal; several: what holds for all.
-            let c = match vias.len() {
-                1 => v.controller.clone(),
-                _ => v.controller.any_pod(),
-            };
-            format!(
-                "{}. Checked before the delete: the app's driver owns {}.",
-                c.after_kill(),
-                c.describe()
-            )
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Whether any pod to delete is a StatefulSet's (`--force` deserves a warning then).
-pub fn any_statefulset<'a>(vias: impl IntoIterator<Item = &'a Via>) -> bool {
-    vias.into_iter().any(|v| {
-        matches!(
-            v.controller,
-            spark_triage_core::allocator::Controller::StatefulSet { .. }
-        )
-    })
-}
-
-/// The warning for a grace-0 delete of a StatefulSet's pod.
-pub const FORCE_STATEFULSET: &str = "Grace 0 on a StatefulSet's pod: the StatefulSet may start the ordinal again before the old container has stopped (Kubernetes' documentation warns against force-deleting them).";
 
 /// What the app asks the world to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -199,6 +199,39 @@ pub async fn verify(
     }
 }
 
+/// One sentence per controller of Spark's allocator among pods to delete: what replaces
+/// them, and that the chain to the driver is checked first.
+pub fn replacements<'a>(vias: impl IntoIterator<Item = &'a Via>) -> Vec<String> {
+    let vias: Vec<&Via> = vias.into_iter().collect();
+    let mut out: Vec<String> = vias
+        .iter()
+        .map(|v| {
+            // One pod: its ordinal; several: what holds for all.
+            let c = match vias.len() {
+                1 => v.controller.clone(),
+                _ => v.controller.any_pod(),
+            };
+            format!(
+                "{}. Checked before the delete: the app's driver owns {}.",
+                c.after_kill(),
+                c.describe()
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether any pod to delete is a StatefulSet's (`--force` deserves a warning then).
+pub fn any_statefulset<'a>(vias: impl IntoIterator<Item = &'a Via>) -> bool {
+    vias.into_iter()
+        .any(|v| matches!(v.controller, Controller::StatefulSet { .. }))
+}
+
+/// The warning for a grace-0 delete of a StatefulSet's pod.
+pub const FORCE_STATEFULSET: &str = "Grace 0 on a StatefulSet's pod: the StatefulSet may start the ordinal again before the old container has stopped (Kubernetes' documentation warns against force-deleting them).";
+
 /// Splits an app's pods into those its driver owns (with the controller to verify, for
 /// pods of Spark's statefulset or deployment allocator) and the others (with why).
 #[allow(clippy::type_complexity)]

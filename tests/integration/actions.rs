@@ -79,6 +79,25 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     .await;
     let before = writes(&sim).len();
 
+    // An id the app does not have: nothing to do is a failure that says what there is.
+    let args = [
+        "kill",
+        "-n",
+        "spark-jobs",
+        "--app",
+        "etl-nightly",
+        "99",
+        "--yes",
+    ];
+    let r = triage(&sim, &args, &log).await;
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(
+        r.err
+            .contains("no executor of etl-nightly matches; its executor pods: 1, 2, 3"),
+        "{}",
+        r.err
+    );
+
     // --state pending --older-than: exactly the two pending executors, nothing deleted.
     let r = triage(
         &sim,
