@@ -510,4 +510,6 @@ impl App {
 pub use update::{housekeeping, update};
 
 #[cfg(test)]
+mod popup_tests;
+#[cfg(test)]
 mod tests;

@@ -204,6 +204,28 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         View::Map => app.map_columns().max(1) as isize,
         View::Table => 1,
     };
+    // A popup owns the keys while it is open: scrolling, help, closing, copying what it is
+    // about and quitting act; nothing else does (nothing moves beneath it, so Esc returns to
+    // the executor that was read about).
+    if app.popup.is_some() {
+        match action {
+            Action::Quit
+            | Action::Help
+            | Action::Close
+            | Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::ToggleUtc
+            | Action::CopyName
+            | Action::CopyCommand => {}
+            Action::Top => {
+                app.scroll = 0;
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        }
+    }
     match action {
         Action::Quit => {
             if !app.held_here.is_empty() && app.ctx.mode != Mode::Replay {
@@ -534,6 +556,21 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
 
 /// Clicks select: an app in the apps pane, an executor in the map or table.
 fn mouse(app: &mut App, m: MouseEvent) {
+    // A popup owns the mouse too: the wheel scrolls it, clicks do not reach beneath.
+    if app.popup.is_some() {
+        match m.kind {
+            MouseEventKind::ScrollDown if app.popup == Some(Popup::Log) => {
+                app.scroll = app.scroll.saturating_sub(1)
+            }
+            MouseEventKind::ScrollUp if app.popup == Some(Popup::Log) => {
+                app.scroll = app.scroll.saturating_add(1)
+            }
+            MouseEventKind::ScrollDown => app.scroll = app.scroll.saturating_add(1),
+            MouseEventKind::ScrollUp => app.scroll = app.scroll.saturating_sub(1),
+            _ => {}
+        }
+        return;
+    }
     match m.kind {
         MouseEventKind::Down(MouseButton::Left) => {
             let layout = layout::layout(app.size, app);

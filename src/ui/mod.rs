@@ -98,6 +98,8 @@ fn scrolled_popup(
     scroll: u16,
 ) {
     use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+    // Never scrolled past its last line (a blank page).
+    let scroll = scroll.min(u16::try_from(lines.len().saturating_sub(1)).unwrap_or(u16::MAX));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(ratatui::text::Span::styled(
