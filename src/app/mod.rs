@@ -190,6 +190,8 @@ pub struct App {
     /// How often the sources LIST every pod (live and demo): the header calls the view
     /// stale when no LIST succeeded for two of them.
     pub poll_interval: Option<std::time::Duration>,
+    /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
+    pub kubeconfig: Option<String>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -280,6 +282,7 @@ impl App {
             store: Store::new(),
             ctx,
             poll_interval: None,
+            kubeconfig: None,
             view: View::Map,
             focus: Focus::Apps,
             popup: None,

@@ -176,6 +176,20 @@ impl Replay {
         if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
             return Some(t.to_utc());
         }
+        // `+30s` / `-2m`: from where the replay is (as its help says).
+        if let Some((sign, rest)) = s
+            .strip_prefix('+')
+            .map(|r| (1, r))
+            .or_else(|| s.strip_prefix('-').map(|r| (-1, r)))
+        {
+            let d =
+                chrono::Duration::from_std(humantime::parse_duration(rest.trim()).ok()?).ok()?;
+            return Some(if sign > 0 {
+                self.position + d
+            } else {
+                self.position - d
+            });
+        }
         if let Ok(d) = humantime::parse_duration(s) {
             return Some(self.start + chrono::Duration::from_std(d).ok()?);
         }
@@ -183,5 +197,29 @@ impl Replay {
             .or_else(|_| chrono::NaiveTime::parse_from_str(s, "%H:%M"))
             .ok()?;
         Some(self.start.date_naive().and_time(t).and_utc())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_is_absolute_from_the_start_or_relative_to_the_position() {
+        let start: Time = "2026-11-29T10:00:00Z".parse().unwrap();
+        let mut r = Replay::new(Vec::new(), Vec::new(), start);
+        r.position = start + chrono::Duration::minutes(5);
+        let at = |r: &Replay, s: &str| r.parse_moment(s).map(|t| t.to_rfc3339());
+        assert_eq!(at(&r, "+30s").as_deref(), Some("2026-11-29T10:05:30+00:00"));
+        assert_eq!(at(&r, "-2m").as_deref(), Some("2026-11-29T10:03:00+00:00"));
+        assert_eq!(
+            at(&r, "1m30s").as_deref(),
+            Some("2026-11-29T10:01:30+00:00")
+        );
+        assert_eq!(
+            at(&r, "10:43:00").as_deref(),
+            Some("2026-11-29T10:43:00+00:00")
+        );
+        assert_eq!(at(&r, "+soon"), None);
     }
 }

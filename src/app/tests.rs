@@ -467,6 +467,16 @@ fn y_copies_the_pod_name_and_capital_y_a_kubectl_command() {
             "kubectl --context c -n spark-jobs describe pod etl-exec-1".to_owned()
         )]
     );
+    // A kubeconfig given with --kubeconfig goes into the command, quoted for a shell.
+    app.kubeconfig = Some("/tmp/on call/kc".into());
+    let effects = update(&mut app, key(KeyCode::Char('Y')));
+    assert_eq!(
+        effects,
+        vec![Effect::Copy(
+            "kubectl --kubeconfig '/tmp/on call/kc' --context c -n spark-jobs describe pod etl-exec-1"
+                .to_owned()
+        )]
+    );
     assert_eq!(
         crate::tui::osc52("etl-exec-1"),
         "\u{1b}]52;c;ZXRsLWV4ZWMtMQ==\u{7}"

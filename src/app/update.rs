@@ -256,9 +256,17 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             let text = if action == Action::CopyName {
                 name
             } else {
-                // The context only when it is a kubeconfig's (not a demo or a recording).
+                // The kubeconfig and context only when they are a cluster's (not a demo's or
+                // a recording's); the kubeconfig when one was given with --kubeconfig.
                 let ctx = match app.ctx.mode {
-                    super::Mode::Live => format!("--context {} ", app.ctx.context),
+                    super::Mode::Live => format!(
+                        "{}--context {} ",
+                        app.kubeconfig
+                            .as_deref()
+                            .map(|k| format!("--kubeconfig {} ", shell_word(k)))
+                            .unwrap_or_default(),
+                        shell_word(&app.ctx.context)
+                    ),
                     _ => String::new(),
                 };
                 if e.gone.is_some() {
@@ -468,6 +476,17 @@ fn replay_key(app: &mut App, code: KeyCode) -> bool {
     app.replay = Some(r);
     app.fix_selection();
     used
+}
+
+/// A word a shell reads back as itself: as it is when it is plain, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+    match plain {
+        true => s.to_owned(),
+        false => format!("'{}'", s.replace('\'', "'\\''")),
+    }
 }
 
 /// Why writes are off here, if they are.

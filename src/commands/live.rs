@@ -47,6 +47,7 @@ pub(crate) async fn tui_on(
     });
     let mut app = app;
     app.poll_interval = Some(poll);
+    app.kubeconfig = conn.kubeconfig.as_ref().map(|p| p.display().to_string());
     let result = crate::tui::run(app, rx, Some(runner), true).await;
     for t in tasks {
         t.abort();

@@ -101,6 +101,8 @@ pub struct Connection {
     pub timeout: Duration,
     /// How often the pod poll LISTs (the watchdog calls a source stale after two).
     pub poll_interval: Duration,
+    /// The kubeconfig given with `--kubeconfig` (for commands the user copies).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -154,6 +156,12 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         ),
         None => Kubeconfig::read().ok(),
     };
+    // A context the kubeconfig does not have: say which it has (kube's own error does not).
+    if let (Some(name), Some(kc)) = (&opts.context, &kc)
+        && let Some(why) = unknown_context(kc, name)
+    {
+        return Err(ConnectError::Config(why));
+    }
     // The context's real name (the header and the actions log say which cluster).
     let context_name = opts
         .context
@@ -251,6 +259,23 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         focus: DriverFocus::default(),
         timeout,
         poll_interval: opts.poll_interval,
+        kubeconfig: opts.kubeconfig.clone(),
+    })
+}
+
+/// Why `name` is not a context of this kubeconfig, listing those it has (`None`: it is).
+fn unknown_context(kc: &Kubeconfig, name: &str) -> Option<String> {
+    if kc.contexts.iter().any(|c| c.name == name) {
+        return None;
+    }
+    let mut names: Vec<&str> = kc.contexts.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    Some(match names.is_empty() {
+        true => format!("no context {name:?}: the kubeconfig has no contexts"),
+        false => format!(
+            "no context {name:?} in the kubeconfig; it has: {}",
+            names.join(", ")
+        ),
     })
 }
 

@@ -301,3 +301,34 @@ fn status_exit_code_is_3_when_an_executor_s_verdict_is_an_error() {
     let (code, _, _) = triage(&["status", "--recording", SESSION]);
     assert_eq!(code, 0, "without --exit-code, findings are not a failure");
 }
+
+/// `--context` naming a context the kubeconfig does not have: the error lists those it has
+/// (before any connection is tried).
+#[test]
+fn an_unknown_context_lists_the_contexts_there_are() {
+    let dir = std::env::temp_dir().join(format!("st-ctx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kc = dir.join("kc");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\ncurrent-context: prod\n\
+         clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n\
+         users: [{name: u, user: {token: not-a-secret}}]\n\
+         contexts: [{name: prod, context: {cluster: c, user: u}}, {name: dev, context: {cluster: c, user: u}}]\n",
+    )
+    .unwrap();
+    let (code, _, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--context",
+        "nosuch",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no context \"nosuch\" in the kubeconfig; it has: dev, prod"),
+        "{err}"
+    );
+    assert!(!err.contains("not-a-secret"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
