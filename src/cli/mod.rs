@@ -12,6 +12,7 @@ use crate::{commands, input::InputError};
 
 mod args;
 pub(crate) mod config;
+mod hoist;
 
 pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
 pub(crate) use args::{parse_duration, parse_size};
@@ -144,6 +145,14 @@ pub fn main() -> ExitCode {
             .bin_name("kubectl spark-triage");
     }
     let program = cmd.get_name().to_owned();
+    // kubectl's habit: the live view's flags before the command are the command's.
+    let args = match hoist::hoist(args, &cmd) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("{program}: {msg}");
+            return ExitCode::from(2);
+        }
+    };
     let parsed = cmd
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, given(&m))));

@@ -141,11 +141,50 @@ fn each_command_lists_the_groups_it_uses() {
     );
 }
 
+/// kubectl's habit (#33): cluster flags before the command are the command's
+/// (`spark-triage -n NS status`, `kubectl spark-triage --kubeconfig F status`); one the
+/// command does not take says which commands do.
 #[test]
-fn the_live_view_s_flags_do_not_reach_a_command_given_after_them() {
-    let (code, _, err) = triage(&["-n", "spark-jobs", "status"]);
+fn cluster_flags_before_the_command_are_the_command_s() {
+    let (code, _, err) = triage(&["-n", "spark-jobs", "report", "x.rec"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot be used with"), "{err}");
+    assert!(
+        err.contains("--namespace is not a flag of `report`; it applies to the live view (no command) and to: "),
+        "{err}"
+    );
+    for plugin in [false, true] {
+        let dir = std::env::temp_dir().join(format!("st-hoist-{}-{plugin}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kc = dir.join("kc");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\n\
+             contexts: [{name: prod, context: {cluster: c, user: u}}]\n",
+        )
+        .unwrap();
+        let args = [
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--context",
+            "nosuch",
+            "-n",
+            "x",
+            "status",
+        ];
+        let bin = if plugin {
+            env!("CARGO_BIN_EXE_kubectl-spark_triage")
+        } else {
+            env!("CARGO_BIN_EXE_spark-triage")
+        };
+        let (code, _, err) = run(Command::new(bin).args(args));
+        // The flags reached status: it read that kubeconfig and looked for that context.
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("no context \"nosuch\" in the kubeconfig; it has: prod"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// Runs a bash script with the built binaries first on PATH.

@@ -1,0 +1,150 @@
+//! kubectl's habit: cluster flags before the command (`spark-triage -n NS status`,
+//! `kubectl spark-triage --kubeconfig F status`). The live view's flags given before a
+//! command that takes them too are moved after the command's name; one it does not take is
+//! an error that says which commands take it.
+
+use std::ffi::OsString;
+
+/// The arguments with the flags before a command moved after its name, when the command
+/// takes every one of them; `Err` (a usage message) when it does not. Without a command, or
+/// with nothing before it, the arguments are returned as they are.
+pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, String> {
+    let mut i = 1;
+    let mut before: Vec<(usize, usize, clap::Id)> = Vec::new(); // (start, end, flag)
+    let sub = loop {
+        let Some(a) = args.get(i).and_then(|a| a.to_str()) else {
+            return Ok(args);
+        };
+        if a == "--" || !a.starts_with('-') || a == "-" {
+            match cmd.find_subcommand(a) {
+                Some(s) => break s,
+                None => return Ok(args),
+            }
+        }
+        let Some((arg, inline)) = top_flag(cmd, a) else {
+            return Ok(args); // not the live view's: clap says what it is
+        };
+        let takes = arg.get_action().takes_values();
+        let end = if takes && !inline { i + 2 } else { i + 1 };
+        before.push((i, end.min(args.len()), arg.get_id().clone()));
+        i = end;
+    };
+    if before.is_empty() {
+        return Ok(args);
+    }
+    let takes = |id: &clap::Id| sub.get_arguments().any(|a| a.get_id() == id);
+    if let Some((_, _, id)) = before.iter().find(|(_, _, id)| !takes(id)) {
+        let flag = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .map(|a| match (a.get_long(), a.get_short()) {
+                (Some(l), _) => format!("--{l}"),
+                (None, Some(s)) => format!("-{s}"),
+                _ => id.to_string(),
+            })
+            .unwrap_or_else(|| id.to_string());
+        let mut with: Vec<&str> = cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_arguments().any(|a| a.get_id() == id))
+            .map(|s| s.get_name())
+            .collect();
+        with.sort_unstable();
+        return Err(format!(
+            "{flag} is not a flag of `{}`; it applies to the live view (no command) and to: {}",
+            sub.get_name(),
+            with.join(", ")
+        ));
+    }
+    let name = i;
+    let mut out = Vec::with_capacity(args.len());
+    out.push(args[0].clone());
+    out.push(args[name].clone());
+    out.extend(args[1..name].iter().cloned());
+    out.extend(args[name + 1..].iter().cloned());
+    Ok(out)
+}
+
+/// The top-level flag a token names (`--namespace`, `--namespace=x`, `-n`, `-nx`), and
+/// whether its value is in the token.
+fn top_flag<'a>(cmd: &'a clap::Command, token: &str) -> Option<(&'a clap::Arg, bool)> {
+    if let Some(long) = token.strip_prefix("--") {
+        let (name, inline) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        return cmd
+            .get_arguments()
+            .find(|a| {
+                a.get_long() == Some(name)
+                    || a.get_all_aliases().is_some_and(|al| al.contains(&name))
+            })
+            .map(|a| (a, inline));
+    }
+    let mut chars = token.strip_prefix('-')?.chars();
+    let short = chars.next()?;
+    let rest = chars.as_str();
+    cmd.get_arguments()
+        .find(|a| a.get_short() == Some(short))
+        .map(|a| (a, !rest.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn hoisted(args: &[&str]) -> Result<Vec<String>, String> {
+        let args: Vec<OsString> = std::iter::once("spark-triage")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        hoist(args, &super::super::Cli::command())
+            .map(|v| v.into_iter().map(|a| a.into_string().unwrap()).collect())
+    }
+
+    #[test]
+    fn flags_before_a_command_that_takes_them_move_after_its_name() {
+        assert_eq!(
+            hoisted(&["-n", "spark-jobs", "status", "-o", "json"]).unwrap(),
+            ["spark-triage", "status", "-n", "spark-jobs", "-o", "json"]
+        );
+        assert_eq!(
+            hoisted(&[
+                "--kubeconfig=/k",
+                "-A",
+                "--context",
+                "prod",
+                "kill",
+                "--app",
+                "x",
+                "1"
+            ])
+            .unwrap(),
+            [
+                "spark-triage",
+                "kill",
+                "--kubeconfig=/k",
+                "-A",
+                "--context",
+                "prod",
+                "--app",
+                "x",
+                "1"
+            ]
+        );
+        // Nothing before the command, or no command: as given.
+        assert_eq!(
+            hoisted(&["status", "-n", "a"]).unwrap(),
+            ["spark-triage", "status", "-n", "a"]
+        );
+        assert_eq!(hoisted(&["-n", "a"]).unwrap(), ["spark-triage", "-n", "a"]);
+    }
+
+    #[test]
+    fn a_flag_the_command_does_not_take_says_which_do() {
+        let e = hoisted(&["-n", "a", "report", "x.rec"]).unwrap_err();
+        assert!(e.starts_with("--namespace is not a flag of `report`; it applies to the live view (no command) and to: "), "{e}");
+        assert!(e.contains("status") && e.contains("kill"), "{e}");
+    }
+}
