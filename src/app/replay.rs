@@ -74,8 +74,12 @@ impl Replay {
         }
         changes.sort();
         changes.dedup();
+        // One stop per executor that failed, at its first word of it (its timeline says it
+        // again when its pod is deleted or its verdict is refined: `f` took two presses).
         failures.sort();
-        failures.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        failures
+            .retain(|f: &Failure| f.executor.is_none() || seen.insert((f.app.clone(), f.executor)));
         Self {
             events: Arc::new(events),
             index: 0,
@@ -221,5 +225,33 @@ mod tests {
             Some("2026-11-29T10:43:00+00:00")
         );
         assert_eq!(at(&r, "+soon"), None);
+    }
+
+    #[test]
+    fn an_executor_that_failed_is_one_stop_for_f() {
+        use crate::model::testing::pod;
+        let t0: Time = "2026-11-29T10:00:00Z".parse().unwrap();
+        let oom = pod(serde_json::json!({
+            "metadata": {"name": "a-exec-1", "uid": "u1", "resourceVersion": "2",
+                "labels": {"spark-app-selector": "spark-1", "spark-role": "executor", "spark-exec-id": "1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},
+            "status": {"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor",
+                "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}));
+        let mut deleted = oom.clone();
+        deleted.resource_version = Some("3".into());
+        let events = vec![
+            SourceEvent::PodUpserted {
+                pod: Arc::new(oom),
+                at: t0,
+            },
+            SourceEvent::PodDeleted {
+                pod: Arc::new(deleted),
+                at: t0 + chrono::Duration::seconds(5),
+            },
+        ];
+        let r = Replay::new(events, Vec::new(), t0);
+        assert_eq!(r.failures.len(), 1, "{:?}", r.failures);
+        assert_eq!(r.failures[0].at, t0);
     }
 }
