@@ -41,7 +41,7 @@ pub(crate) async fn tui_on(
     };
     let app = App::new(Context {
         context: conn.context.clone(),
-        scope: conn.scope.describe(),
+        scope: conn.describe_scope(),
         readonly,
         mode,
     });

@@ -247,7 +247,9 @@ async fn scope_check(conn: &crate::source::live::Connection) -> Result<(), Failu
             conn.context
         )));
     }
-    if !hint.is_empty() {
+    if let Some(why) = f.selector_excludes(ns, conn.user_selector.as_deref()) {
+        eprintln!("note: {why}");
+    } else if !hint.is_empty() {
         eprintln!("note: no Spark applications in namespace {ns}{hint}");
     }
     Ok(())

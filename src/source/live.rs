@@ -103,6 +103,18 @@ pub struct Connection {
     pub poll_interval: Duration,
     /// The kubeconfig given with `--kubeconfig` (for commands the user copies).
     pub kubeconfig: Option<PathBuf>,
+    /// The user's own `-l` selector, if any (the header and the scope notes say it).
+    pub user_selector: Option<String>,
+}
+
+impl Connection {
+    /// The scope as the header says it: `namespace spark-jobs · -l team=data`.
+    pub fn describe_scope(&self) -> String {
+        match &self.user_selector {
+            Some(s) => format!("{} · -l {s}", self.scope.describe()),
+            None => self.scope.describe(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -260,6 +272,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         timeout,
         poll_interval: opts.poll_interval,
         kubeconfig: opts.kubeconfig.clone(),
+        user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
     })
 }
 

@@ -22,6 +22,20 @@ pub struct ScopeFacts {
 }
 
 impl ScopeFacts {
+    /// Why nothing was found in namespace `ns` when Spark drivers run there: the user's
+    /// selector matches none of their pods (`None`: that is not why).
+    pub fn selector_excludes(&self, ns: &str, selector: Option<&str>) -> Option<String> {
+        let sel = selector?;
+        self.spark_namespaces
+            .as_ref()
+            .is_some_and(|v| v.iter().any(|n| n == ns))
+            .then(|| {
+                format!(
+                    "no Spark applications match -l {sel} in namespace {ns}, though Spark drivers run there"
+                )
+            })
+    }
+
     /// "; Spark applications run in: a, b" or nothing.
     pub fn elsewhere(&self) -> String {
         self.spark_namespaces
@@ -76,6 +90,11 @@ pub(super) async fn scope_note(conn: Connection, tx: mpsc::Sender<SourceEvent>) 
         format!("no Spark drivers in namespace {ns}{}", f.elsewhere())
     } else {
         return;
+    };
+    // The drivers' list is not narrowed by the user's selector: with one, say which.
+    let text = match &conn.user_selector {
+        Some(sel) => format!("{text} (the selector -l {sel} narrows what is shown)"),
+        None => text,
     };
     let _ = tx.send(SourceEvent::ScopeNote { text, at: now() }).await;
 }

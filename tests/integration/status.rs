@@ -262,4 +262,14 @@ async fn scope_mistakes_exit_1_and_say_what_is_there() {
         err.contains("Spark applications run in: spark-jobs"),
         "{err}"
     );
+    // A selector matching nothing where Spark does run: the selector is named as the reason
+    // (it said "no Spark applications in namespace spark-jobs; … run in: spark-jobs").
+    let (code, out, err) =
+        status(&[&fast[..], &["-n", "spark-jobs", "-l", "team=nobody"]].concat()).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("no Spark applications match -l team=nobody in namespace spark-jobs, though Spark drivers run there"),
+        "{err}"
+    );
+    assert!(!err.contains("run in: spark-jobs"), "{err}");
 }
