@@ -192,6 +192,8 @@ pub struct App {
     pub poll_interval: Option<std::time::Duration>,
     /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
     pub kubeconfig: Option<String>,
+    /// How far the open scrolling popup can scroll (its last page), as last drawn.
+    pub popup_max_scroll: std::cell::Cell<u16>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -283,6 +285,7 @@ impl App {
             ctx,
             poll_interval: None,
             kubeconfig: None,
+            popup_max_scroll: std::cell::Cell::new(u16::MAX),
             view: View::Map,
             focus: Focus::Apps,
             popup: None,

@@ -93,7 +93,7 @@ fn no_key_or_click_reaches_beneath_an_open_popup() {
 }
 
 #[test]
-fn end_in_a_popup_does_not_scroll_past_it_and_home_returns_to_its_top() {
+fn end_goes_to_a_popups_last_page_and_no_further_and_home_to_its_top() {
     let mut app = session();
     app.popup = Some(Popup::Detail);
     for _ in 0..3 {
@@ -108,10 +108,18 @@ fn end_in_a_popup_does_not_scroll_past_it_and_home_returns_to_its_top() {
         Msg::Key(KeyEvent::new(KeyCode::Home, KeyModifiers::NONE)),
     );
     assert_eq!(app.scroll, 0);
-    update(
-        &mut app,
-        Msg::Key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE)),
-    );
+    // As drawn, the popup's last page starts 5 rows down: End goes there, Down no further,
+    // and Up moves at once.
+    app.popup_max_scroll.set(5);
+    let press =
+        |app: &mut App, code| update(app, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    press(&mut app, KeyCode::End);
     assert_eq!(app.selected_exec, Some(2), "End stays in the popup");
     assert_eq!(app.popup, Some(Popup::Detail));
+    assert_eq!(app.scroll, 5);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::PageDown);
+    assert_eq!(app.scroll, 5);
+    press(&mut app, KeyCode::Up);
+    assert_eq!(app.scroll, 4);
 }

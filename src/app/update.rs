@@ -223,6 +223,10 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
                 app.scroll = 0;
                 return Vec::new();
             }
+            Action::Bottom if app.popup != Some(Popup::Timeline) => {
+                app.scroll = app.popup_max_scroll.get();
+                return Vec::new();
+            }
             _ => return Vec::new(),
         }
     }
@@ -341,6 +345,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             } else {
                 app.scroll.saturating_add(1)
             };
+            clamp_scroll(app);
         }
         Action::Up if app.focus == Focus::Apps => app.move_app(-1),
         Action::Down if app.focus == Focus::Apps => app.move_app(1),
@@ -365,6 +370,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         Action::PageDown => {
             if app.popup.is_some() {
                 app.scroll = app.scroll.saturating_add(10);
+                clamp_scroll(app);
             } else {
                 let p = app.page();
                 app.move_exec(p);
@@ -478,9 +484,21 @@ fn replay_key(app: &mut App, code: KeyCode) -> bool {
     used
 }
 
+/// A scrolling popup (detail, help, describe) stays within its last page as last drawn.
+fn clamp_scroll(app: &mut App) {
+    if matches!(
+        app.popup,
+        Some(Popup::Detail | Popup::Help | Popup::Describe)
+    ) {
+        app.scroll = app.scroll.min(app.popup_max_scroll.get());
+    }
+}
+
 /// A word a shell reads back as itself: as it is when it is plain, else single-quoted.
 fn shell_word(s: &str) -> String {
+    // (A leading `=` is zsh's command expansion.)
     let plain = !s.is_empty()
+        && !s.starts_with('=')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
     match plain {

@@ -19,8 +19,8 @@ pub(crate) use args::{parse_duration, parse_size};
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]
-/// Each command takes only the flags it uses; the live view's flags go before no command
-/// (`spark-triage -n NS status` is a usage error: `status -n NS`).
+/// Each command takes only the flags it uses; the live view's flags given before a command
+/// that takes them are its flags (`spark-triage -n NS status` is `status -n NS`).
 #[command(
     name = "spark-triage",
     version,

@@ -47,7 +47,13 @@ pub(crate) async fn tui_on(
     });
     let mut app = app;
     app.poll_interval = Some(poll);
-    app.kubeconfig = conn.kubeconfig.as_ref().map(|p| p.display().to_string());
+    // Absolute, so the copied command works from any directory.
+    app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string()
+    });
     let result = crate::tui::run(app, rx, Some(runner), true).await;
     for t in tasks {
         t.abort();

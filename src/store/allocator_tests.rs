@@ -88,14 +88,18 @@ async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as
     let first = exec_with(2, 10, owner.clone(), running());
     let restarted = json!({"phase": "Running", "containerStatuses": [{"name": "spark-kubernetes-executor",
         "image": "spark", "imageID": "", "ready": true, "restartCount": 1,
-        "state": {"running": {"startedAt": "2027-01-15T08:05:02Z"}},
+        "state": {"running": {"startedAt": "2027-01-15T08:00:17Z"}},
         "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
-            "startedAt": "2027-01-15T08:00:05Z", "finishedAt": "2027-01-15T08:05:00Z"}}}]});
+            "startedAt": "2027-01-15T08:00:05Z", "finishedAt": "2027-01-15T08:00:15Z"}}}]});
     let mut next = exec_with(5, 20, owner, restarted);
     next.labels.insert("spark-exec-id".into(), "5".into());
+    // A late event still carrying executor 2's label does not bring it back.
+    let mut late = first.clone();
+    late.resource_version = Some("15".into());
     let s = run(vec![
         up(first, 10),
         up(next.clone(), 20),
+        up(late, 21),
         list(vec![next], 21, 40),
     ])
     .await;
@@ -125,6 +129,37 @@ async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as
     assert!(
         f.summary
             .starts_with("The executor before this one in the pod ended"),
+        "{f:?}"
+    );
+}
+
+/// A JVM that crashes before it registers keeps the pod under its id (no new id comes):
+/// the executor's own exit, not a predecessor's, an error as any failure.
+#[tokio::test]
+async fn a_crash_before_a_new_id_is_the_executors_own() {
+    let owner = json!({"name": "spark-s-spark-1-0-0", "uid": "u-pod", "ownerReferences": [{"apiVersion": "apps/v1",
+        "kind": "StatefulSet", "name": "spark-s-spark-1-0", "uid": "u-s", "controller": true}]});
+    let looping = json!({"phase": "Running", "containerStatuses": [{"name": "spark-kubernetes-executor",
+        "image": "spark", "imageID": "", "ready": false, "restartCount": 3,
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+            "startedAt": "2027-01-15T08:01:05Z", "finishedAt": "2027-01-15T08:01:15Z"}}}]});
+    let s = run(vec![
+        up(exec_with(2, 10, owner.clone(), running()), 10),
+        up(exec_with(2, 20, owner, looping), 200),
+    ])
+    .await;
+    let two = &app(&s).executors[&2];
+    assert!(two.gone.is_none());
+    let f = two
+        .verdict
+        .findings
+        .iter()
+        .find(|f| f.evidence.iter().any(|e| e.contains("lastState")));
+    let f = f.expect("its exit said");
+    assert_ne!(f.severity, crate::diagnose::Severity::Info, "{f:?}");
+    assert!(
+        !f.summary.starts_with("The executor before this one"),
         "{f:?}"
     );
 }

@@ -174,6 +174,7 @@ pub(super) fn refresh(
     let before = std::mem::take(&mut rec.verdict);
     let v = verdict(&Evidence {
         id: rec.id,
+        first_seen: Some(rec.first_seen),
         pod: &rec.pod,
         resolved,
         pod_state: rec.pod_state,

@@ -483,14 +483,27 @@ impl Store {
         // The pod of another executor, now labelled with this id: its container restarted
         // in place (restartPolicy Always, as the statefulset and deployment allocators run
         // their pods) and the driver labelled the new JVM. That executor ended there.
-        let predecessor = (!app.executors.contains_key(&id) && !deleted)
-            .then(|| {
-                app.executors
-                    .values()
-                    .find(|e| e.gone.is_none() && e.pod.uid.is_some() && e.pod.uid == pod.uid)
-                    .map(|e| e.id)
-            })
-            .flatten();
+        // (The new id may already be known from the driver's list, not from a pod.)
+        let new_id = app
+            .executors
+            .get(&id)
+            .is_none_or(|e| matches!(e.gone, Some(Gone::DriverOnly { .. })));
+        let restarted = pod
+            .container_status(&resolved.config.spark_container)
+            .is_some_and(|c| c.last_state.terminated().is_some());
+        let predecessor = (new_id
+            && !deleted
+            && restarted
+            && spark_triage_core::allocator::Controller::of(&pod).is_some())
+        .then(|| {
+            app.executors
+                .values()
+                .find(|e| {
+                    e.id != id && e.gone.is_none() && e.pod.uid.is_some() && e.pod.uid == pod.uid
+                })
+                .map(|e| e.id)
+        })
+        .flatten();
         if let Some(old) = predecessor
             && let Some(rec) = app.executors.get_mut(&old)
         {
@@ -514,6 +527,7 @@ impl Store {
             rec.pod = ended;
             rec.pod_state = ended_state;
             rec.last_seen = at;
+            rec.last_rv = rv.or(rec.last_rv);
             rec.gone = Some(Gone::Restarted { at, as_id: id });
             if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&r), at) {
                 timeline.push((old, note));
@@ -529,6 +543,9 @@ impl Store {
             });
         }
         match app.executors.get_mut(&id) {
+            // Ended by a restart in place: the pod lives on as the next executor, and a late
+            // event still carrying this id must not bring it back to life.
+            Some(rec) if !deleted && matches!(rec.gone, Some(Gone::Restarted { .. })) => return,
             Some(rec) => {
                 let rec = Arc::make_mut(rec);
                 // A resourceVersion older than what we have is a stale replay: keep ours.

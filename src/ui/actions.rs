@@ -139,7 +139,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     // As tall as its lines once wrapped at the popup's width (the key line last, never cut
     // off by a long sentence above it), plus the borders and a spare row.
     let inner = usize::from(90.min(area.width).saturating_sub(2)).max(1);
-    let rows: usize = lines.iter().map(|l| wrapped_rows(l, inner)).sum();
+    let rows: usize = lines.iter().map(|l| super::wrapped_rows(l, inner)).sum();
     let r = centered(area, 90, u16::try_from(rows + 3).unwrap_or(u16::MAX));
     if r.width < 3 || r.height < 3 {
         return;
@@ -212,23 +212,4 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
             .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0)),
         r,
     );
-}
-
-/// How many rows a line takes when word-wrapped at `width` (as the popup's `Wrap` does:
-/// greedy, by words; a word longer than the width is cut).
-fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
-    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-    let mut rows = 1;
-    let mut used = 0;
-    for word in text.split(' ') {
-        let w = word.chars().count();
-        let need = if used == 0 { w } else { used + 1 + w };
-        if need <= width {
-            used = need;
-        } else {
-            rows += 1 + w.saturating_sub(1) / width;
-            used = w % width;
-        }
-    }
-    rows
 }

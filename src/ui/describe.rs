@@ -154,7 +154,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         r,
         &format!(" Describe executor {} · ↑↓ scroll · Esc close ", e.id),
         lines,
-        app.scroll,
+        app,
     );
 }
 

@@ -197,7 +197,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         r,
         &format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
         lines,
-        app.scroll,
+        app,
     );
 }
 

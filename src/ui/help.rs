@@ -77,7 +77,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     } else {
         " Help · Esc close "
     };
-    super::scrolled_popup(f, r, title, lines, app.scroll);
+    super::scrolled_popup(f, r, title, lines, app);
 }
 
 #[cfg(test)]

@@ -95,11 +95,17 @@ fn scrolled_popup(
     r: Rect,
     title: &str,
     lines: Vec<ratatui::text::Line<'_>>,
-    scroll: u16,
+    app: &App,
 ) {
     use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
-    // Never scrolled past its last line (a blank page).
-    let scroll = scroll.min(u16::try_from(lines.len().saturating_sub(1)).unwrap_or(u16::MAX));
+    // Never scrolled past its last page (a blank one): the furthest it can go, in rows once
+    // wrapped, is told back to the app, which keeps its scroll within it.
+    let inner = usize::from(r.width.saturating_sub(2)).max(1);
+    let rows: usize = lines.iter().map(|l| wrapped_rows(l, inner)).sum();
+    let max = rows.saturating_sub(usize::from(r.height.saturating_sub(2)));
+    let max = u16::try_from(max).unwrap_or(u16::MAX);
+    app.popup_max_scroll.set(max);
+    let scroll = app.scroll.min(max);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(ratatui::text::Span::styled(
@@ -140,3 +146,22 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 
 #[cfg(test)]
 mod tests;
+
+/// How many rows a line takes when word-wrapped at `width` (as the popup's `Wrap` does:
+/// greedy, by words; a word longer than the width is cut).
+pub(crate) fn wrapped_rows(line: &ratatui::text::Line<'_>, width: usize) -> usize {
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let mut rows = 1;
+    let mut used = 0;
+    for word in text.split(' ') {
+        let w = word.chars().count();
+        let need = if used == 0 { w } else { used + 1 + w };
+        if need <= width {
+            used = need;
+        } else {
+            rows += 1 + w.saturating_sub(1) / width;
+            used = w % width;
+        }
+    }
+    rows
+}

@@ -41,16 +41,6 @@ pub(super) fn spark_container_exit(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let mut finding = finding.reference_if_unset(REF_SPARK_EXIT);
     // The terminated state is the primary evidence: list it first.
     finding.evidence.splice(0..0, evidence);
-    // A StatefulSet's or Deployment's pod restarts its container in place and the driver
-    // gives the new JVM a new id: the exit before the restart was the previous executor's
-    // in this pod, not this one's. Kept as evidence, said as such, not this one's failure.
-    if previous && crate::allocator::Controller::of(s.pod).is_some() {
-        finding.severity = Severity::Info;
-        finding.summary = format!(
-            "The executor before this one in the pod ended (its container restarted and the driver gave the new JVM this id): {}",
-            finding.summary
-        );
-    }
     out.push(finding);
 }
 

@@ -228,6 +228,10 @@ pub enum PodGone {
 pub struct Evidence<'a> {
     /// The executor id.
     pub id: i64,
+    /// When this executor id was first seen (`None`: not known, as in `explain`). A
+    /// StatefulSet's or Deployment's pod restarts its container in place and the driver
+    /// gives the new JVM a new id: an exit before that was the executor before it in the pod.
+    pub first_seen: Option<Time>,
     /// The pod as last seen (or rebuilt from the driver's reason).
     pub pod: &'a ExecutorPod,
     /// The first final (failed/succeeded) observation of the pod: the one Spark acted on.
@@ -466,6 +470,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         missing = false;
     }
 
+    predecessors_exit(ev, &mut findings);
     order(&mut findings);
     if with_driver.is_some()
         && let Some(i) = findings
@@ -634,6 +639,41 @@ fn failed_before_deletion(
 fn same_terminated(a: &ExecutorPod, b: &ExecutorPod, container: &str) -> bool {
     let ta = exit_of(a, container);
     ta.is_some() && ta == exit_of(b, container)
+}
+
+/// A controller's pod whose container ended before this executor id was first seen (the
+/// restart came first, then the driver's new id): that exit was the executor before it in
+/// the pod. Kept as evidence, said as such, and not this executor's failure.
+fn predecessors_exit(ev: &Evidence<'_>, findings: &mut [Finding]) {
+    let Some(seen) = ev.first_seen else {
+        return;
+    };
+    if crate::allocator::Controller::of(ev.pod).is_none() {
+        return;
+    }
+    let container = &ev.resolved.config.spark_container;
+    let before = ev
+        .pod
+        .container_status(container)
+        .and_then(|c| c.last_state.terminated())
+        .and_then(|t| t.finished_at)
+        .is_some_and(|end| end <= seen);
+    if !before {
+        return;
+    }
+    for f in findings.iter_mut().filter(|f| {
+        f.witness == Witness::Pod
+            && is_exit_code(f.code)
+            && f.evidence
+                .iter()
+                .any(|e| e.contains(".lastState.terminated"))
+    }) {
+        f.severity = Severity::Info;
+        f.summary = format!(
+            "The executor before this one in the pod ended (its container restarted and the driver gave the new JVM this id): {}",
+            f.summary
+        );
+    }
 }
 
 fn ending(

@@ -120,6 +120,7 @@ impl<'a> Case<'a> {
             resolved: &resolved,
             pod_state: classify(self.pod, &resolved.config),
             id: self.pod.executor_id().unwrap_or(0),
+            first_seen: None,
             pod: self.pod,
             ended: self.ended,
             first_deletion: None,
