@@ -47,6 +47,7 @@ mod forget;
 mod health_and_driver;
 mod incident;
 mod records;
+mod restart;
 
 use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
@@ -480,67 +481,13 @@ impl Store {
         let gone = deleted.then_some(Gone::Deleted { at });
         let mut timeline = Vec::new();
         let mut finished = None;
-        // The pod of another executor, now labelled with this id: its container restarted
-        // in place (restartPolicy Always, as the statefulset and deployment allocators run
-        // their pods) and the driver labelled the new JVM. That executor ended there.
-        // (The new id may already be known from the driver's list, not from a pod.)
-        let new_id = app
-            .executors
-            .get(&id)
-            .is_none_or(|e| matches!(e.gone, Some(Gone::DriverOnly { .. })));
-        let restarted = pod
-            .container_status(&resolved.config.spark_container)
-            .is_some_and(|c| c.last_state.terminated().is_some());
-        let predecessor = (new_id
-            && !deleted
-            && restarted
-            && spark_triage_core::allocator::Controller::of(&pod).is_some())
-        .then(|| {
-            app.executors
-                .values()
-                .find(|e| {
-                    e.id != id && e.gone.is_none() && e.pod.uid.is_some() && e.pod.uid == pod.uid
-                })
-                .map(|e| e.id)
-        })
-        .flatten();
-        if let Some(old) = predecessor
-            && let Some(rec) = app.executors.get_mut(&old)
+        // The pod of another executor, now labelled with this id: that executor ended there.
+        if !deleted
+            && let Some((notes, done)) =
+                restart::end_predecessor(app, &pod, id, &resolved, &ctx, &pod_events, at)
         {
-            let rec = Arc::make_mut(rec);
-            let ended = Arc::new(spark_triage_core::allocator::before_restart(&pod, old));
-            let r = ctx.config.classify_options().resolve(&ended);
-            let ended_state = classify(&ended, &r.config);
-            let note = format!("container restarted in place; the pod is now executor {id}");
-            timeline.push((
-                old,
-                transition_text(old, ended_state, &ended, &r, Some(&note)),
-            ));
-            push_history(
-                rec,
-                Transition {
-                    at,
-                    state: ended_state,
-                    note: Some(note),
-                },
-            );
-            rec.pod = ended;
-            rec.pod_state = ended_state;
-            rec.last_seen = at;
-            rec.last_rv = rv.or(rec.last_rv);
-            rec.gone = Some(Gone::Restarted { at, as_id: id });
-            if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&r), at) {
-                timeline.push((old, note));
-            }
-            // The log of the container that ended: the pod's previous one now.
-            finished = Some(Finished {
-                namespace: pod.namespace.to_string(),
-                app_id: app_id.clone(),
-                id: old,
-                pod: pod.name.clone(),
-                container: r.config.spark_container.clone(),
-                previous: true,
-            });
+            timeline.extend(notes);
+            finished = Some(done);
         }
         match app.executors.get_mut(&id) {
             // Ended by a restart in place: the pod lives on as the next executor, and a late
