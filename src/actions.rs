@@ -25,6 +25,9 @@ pub enum ActionError {
     Write(#[from] WriteError),
     #[error("cannot list pods: {0}")]
     List(String),
+    /// Some writes failed, the others were done (every pod has its line above).
+    #[error("{failed} of {tried} pod writes failed (each is said above); the rest were done")]
+    Partial { failed: usize, tried: usize },
 }
 
 /// The pods of one application (drivers and executors), by id or name.
@@ -127,17 +130,38 @@ async fn gate_all(
     Ok(())
 }
 
-/// Runs one write effect; its per-pod lines go to `out`, its first failure is the error.
-async fn write(runner: &Runner, effect: Effect, out: &mut String) -> Result<usize, ActionError> {
-    let Outcome::Done(done) = runner.run(effect).await else {
-        return Ok(0);
-    };
-    for line in &done.lines {
-        let _ = writeln!(out, "{line}");
+/// What the writes of one command came to: every pod is tried, each failure is a line.
+#[derive(Debug, Default)]
+struct Writes {
+    changed: usize,
+    failed: usize,
+    tried: usize,
+}
+
+impl Writes {
+    /// Runs one write effect; its per-pod lines go to `out`.
+    async fn run(&mut self, runner: &Runner, effect: Effect, out: &mut String) {
+        let tried = effect.pods().max(1);
+        let Outcome::Done(done) = runner.run(effect).await else {
+            return;
+        };
+        for line in &done.lines {
+            let _ = writeln!(out, "{line}");
+        }
+        self.tried += tried;
+        self.changed += done.changed;
+        self.failed += done.failed;
     }
-    match done.error {
-        Some(e) => Err(e.into()),
-        None => Ok(done.changed),
+
+    /// The changed count, or the failures as the error (exit status 1).
+    fn result(self) -> Result<usize, ActionError> {
+        match self.failed {
+            0 => Ok(self.changed),
+            failed => Err(ActionError::Partial {
+                failed,
+                tried: self.tried.max(failed),
+            }),
+        }
     }
 }
 
@@ -193,7 +217,9 @@ pub async fn kill(
     )
     .await?;
     let targets = targets.iter().map(target).collect();
-    write(&runner, Effect::Kill { targets, grace }, out).await
+    let mut w = Writes::default();
+    w.run(&runner, Effect::Kill { targets, grace }, out).await;
+    w.result()
 }
 
 /// Turns the app's hold on (existing executors now, and the driver mark for new ones).
@@ -229,8 +255,17 @@ pub async fn hold_on(
             p.namespace, p.name
         );
     }
-    let mut held = 0;
-    for d in pods.iter().filter(|p| p.role() == Some(Role::Driver)) {
+    let mut w = Writes::default();
+    let drivers: Vec<&ExecutorPod> = pods
+        .iter()
+        .filter(|p| p.role() == Some(Role::Driver))
+        .collect();
+    if drivers.is_empty() {
+        return Err(ActionError::Refused(
+            "refusing: the app has no driver pod (it has ended); nothing held".into(),
+        ));
+    }
+    for d in drivers {
         let hold = Effect::SetHold {
             namespace: d.namespace.to_string(),
             app_id: d.app_id().unwrap_or_default().to_owned(),
@@ -242,15 +277,16 @@ pub async fn hold_on(
                 .collect(),
             until: Some(expires),
         };
-        held += write(&runner, hold, out).await?;
+        w.run(&runner, hold, out).await;
     }
+    let held = w.changed;
     let _ = writeln!(
         out,
         "held {held} executor pod(s) until {} (finalizer {})",
         crate::model::fmt_time(&expires),
         crate::model::HOLD_FINALIZER
     );
-    Ok(held)
+    w.result()
 }
 
 /// Releases held pods: the app's (hold off), every pod in scope (`--all`), or only expired holds.
@@ -265,7 +301,7 @@ pub async fn release(
     let now = Utc::now();
     let due: Vec<&ExecutorPod> = pods
         .iter()
-        .filter(|p| !only_expired || p.hold_expires().is_some_and(|e| e <= now))
+        .filter(|p| !only_expired || hold_due(p, now))
         .collect();
     let runner = runner(conn, log);
     gate_all(
@@ -275,27 +311,41 @@ pub async fn release(
         readonly,
     )
     .await?;
-    let mut released = 0;
+    let mut w = Writes::default();
     for p in due {
         let effect = match p.role() {
-            Some(Role::Driver) if p.hold_expires().is_some() => Effect::SetHold {
+            Some(Role::Driver) if marked(p) => Effect::SetHold {
                 namespace: p.namespace.to_string(),
                 app_id: p.app_id().unwrap_or_default().to_owned(),
                 driver: Some(p.name.clone()),
                 pods: Vec::new(),
                 until: None,
             },
-            _ if p.is_held() || p.hold_expires().is_some() => Effect::ReleasePod {
+            _ if p.is_held() || marked(p) => Effect::ReleasePod {
                 namespace: p.namespace.to_string(),
                 pod: p.name.clone(),
                 expired: only_expired,
             },
             _ => continue,
         };
-        released += write(&runner, effect, out).await?;
+        w.run(&runner, effect, out).await;
     }
-    let _ = writeln!(out, "released {released} pod(s)");
-    Ok(released)
+    let _ = writeln!(out, "released {} pod(s)", w.changed);
+    w.result()
+}
+
+/// Whether a hold is past its expiry, for `release --expired`: an expiry that cannot be
+/// read, or a hold finalizer with no expiry at all, never expires by itself, so it is due.
+fn hold_due(p: &ExecutorPod, now: DateTime<Utc>) -> bool {
+    match p.hold_expires() {
+        Some(e) => e <= now,
+        None => marked(p) || p.is_held(),
+    }
+}
+
+/// The pod carries the tool's expiry annotation (readable or not).
+fn marked(p: &ExecutorPod) -> bool {
+    p.tool_annotations.contains_key(crate::model::HOLD_EXPIRES)
 }
 
 /// Every Spark pod in scope (for `release --all`).

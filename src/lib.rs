@@ -7,7 +7,7 @@
 //! recordings, the app and its UI, the effects and the commands.
 
 // The pure core, under the names the rest of the product has always used.
-pub use spark_triage_core::{classify, diagnose, explain, input, model, spark, version};
+pub use spark_triage_core::{classify, diagnose, explain, input, model, spark, text, version};
 // The simulated cluster (`demo`, `sim`, the tests).
 pub use spark_triage_sim as sim;
 

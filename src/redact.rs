@@ -77,34 +77,15 @@ pub fn credentials(text: &str) -> String {
         .into_owned()
 }
 
-/// `text` with control characters from cluster data made visible (`\u{1b}`), so a pod's
-/// termination message cannot change a terminal's title, clear its screen or move its
-/// cursor. Newlines and tabs are kept; everything else below 0x20, DEL and the C1 range
-/// (which some terminals read as escape sequences) is escaped.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.contains(bad) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if bad(c) {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// `text` with control characters and bidirectional overrides from cluster data made
+/// visible (`\u{1b}`), so a pod's termination message cannot change a terminal's title,
+/// clear its screen, move its cursor or reverse a line. Newlines and tabs are kept.
+pub use crate::text::escape_controls;
 
-/// One line for a message: controls escaped, line breaks joined with " / ".
+/// One line for a message: controls escaped, line breaks joined with " / "
+/// ([`crate::text::field`], trimmed).
 pub fn one_line(text: &str) -> String {
-    let joined: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    escape_controls(&joined.join(" / ").replace('\t', " ")).into_owned()
+    crate::text::field(text.trim()).into_owned()
 }
 
 #[cfg(test)]

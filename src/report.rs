@@ -414,6 +414,8 @@ fn churn(mut times: Vec<Time>) -> Vec<ChurnWindow> {
 
 /// Markdown that reads well pasted into a ticket.
 pub fn markdown(r: &Report) -> String {
+    // Every value from the cluster: one line, no controls, no table cell breaks.
+    let md = |x: &str| crate::text::field(x).replace('|', "\\|");
     let mut s = String::new();
     let _ = writeln!(s, "# spark-triage report: {}", r.source);
     let _ = writeln!(
@@ -441,9 +443,9 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(
             s,
             "## {} (`{}`) in `{}`\n",
-            a.app_name.as_deref().unwrap_or("?"),
-            a.app_id,
-            a.namespace
+            md(a.app_name.as_deref().unwrap_or("?")),
+            md(&a.app_id),
+            md(&a.namespace)
         );
         let v = &a.verdict;
         let _ = writeln!(
@@ -452,16 +454,16 @@ pub fn markdown(r: &Report) -> String {
             v.label,
             v.cause,
             v.severity.as_str(),
-            v.summary.replace('|', "\\|")
+            md(&v.summary)
         );
         if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
-            let _ = writeln!(s, "> {}\n", v.hint);
+            let _ = writeln!(s, "> {}\n", md(&v.hint));
         }
         let normal = a.failures.len() - a.failures_counted;
         let _ = writeln!(
             s,
             "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing); {} failure{}, {} other ending{} (normal or vanished).\n",
-            a.driver_phase.as_deref().unwrap_or("not seen"),
+            md(a.driver_phase.as_deref().unwrap_or("not seen")),
             a.executors_seen,
             c.running,
             c.pending,
@@ -474,7 +476,7 @@ pub fn markdown(r: &Report) -> String {
             if normal == 1 { "" } else { "s" }
         );
         for f in &a.verdict.supporting {
-            let _ = writeln!(s, "**{}: {}**\n", f.code, f.summary);
+            let _ = writeln!(s, "**{}: {}**\n", f.code, md(&f.summary));
         }
         if !a.failures.is_empty() {
             s.push_str("### Executors that ended\n\n| time | executor | failure | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|---|\n");
@@ -490,7 +492,7 @@ pub fn markdown(r: &Report) -> String {
                         .map_or_else(|| "-".to_owned(), |c| c.to_string()),
                     f.finding.as_deref().unwrap_or("-"),
                     if f.counted { "counted" } else { "not counted" },
-                    f.summary.as_deref().unwrap_or("-").replace('|', "\\|")
+                    md(f.summary.as_deref().unwrap_or("-"))
                 );
             }
             s.push('\n');
@@ -513,7 +515,11 @@ pub fn markdown(r: &Report) -> String {
         }
         let p = &a.pending;
         if p.executors > 0 {
-            let reasons: Vec<String> = p.reasons.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
+            let reasons: Vec<String> = p
+                .reasons
+                .iter()
+                .map(|(r, n)| format!("{} ×{n}", md(r)))
+                .collect();
             let _ = writeln!(
                 s,
                 "**Pending:** {} executor(s) waited (median {}, max {}); {} still pending at the end{}.\n",
@@ -542,7 +548,9 @@ pub fn markdown(r: &Report) -> String {
                 let _ = writeln!(
                     s,
                     "- executor {} at {}: {}",
-                    m.executor, m.at, m.spark_verdict
+                    m.executor,
+                    m.at,
+                    md(&m.spark_verdict)
                 );
             }
             s.push('\n');
@@ -558,7 +566,7 @@ pub fn markdown(r: &Report) -> String {
         if !a.actions.is_empty() {
             s.push_str("**Actions taken:**\n\n");
             for x in &a.actions {
-                let _ = writeln!(s, "- {x}");
+                let _ = writeln!(s, "- {}", md(x));
             }
             s.push('\n');
         }
@@ -571,10 +579,10 @@ pub fn markdown(r: &Report) -> String {
                     r.finding,
                     r.executors,
                     if r.executors == 1 { "" } else { "s" },
-                    r.advice
+                    md(&r.advice)
                 );
                 for e in &r.evidence {
-                    let _ = writeln!(s, "  - {e}");
+                    let _ = writeln!(s, "  - {}", md(e));
                 }
             }
             s.push('\n');

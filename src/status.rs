@@ -258,8 +258,10 @@ fn driver_api_status(a: &AppRecord) -> Option<DriverApiStatus> {
     })
 }
 
-/// The table output (`wide` adds node and the first finding's summary).
+/// The table output (`wide` adds node and the first finding's summary). Every value from
+/// the cluster goes through [`crate::text::field`]: none can forge a row or reverse a line.
 pub fn render_table(r: &StatusReport, wide: bool) -> String {
+    use crate::text::field as f;
     let mut out = String::new();
     if r.apps.is_empty() {
         out.push_str("No Spark applications found.\n");
@@ -269,14 +271,14 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
         let _ = writeln!(
             out,
             "{}/{} ({})  driver {} {}  deleteOnTermination={}",
-            a.namespace,
-            a.app_name.as_deref().unwrap_or("?"),
-            a.app_id,
-            a.driver.as_ref().map_or("-", |d| d.pod.as_str()),
-            a.driver
+            f(&a.namespace),
+            f(a.app_name.as_deref().unwrap_or("?")),
+            f(&a.app_id),
+            f(a.driver.as_ref().map_or("-", |d| d.pod.as_str())),
+            f(a.driver
                 .as_ref()
                 .and_then(|d| d.phase.as_deref())
-                .unwrap_or("-"),
+                .unwrap_or("-")),
             if a.config_read {
                 a.delete_on_termination.to_string()
             } else {
@@ -301,13 +303,19 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             "  verdict [{}] {}: {}",
             v.severity.as_str(),
             v.cause,
-            v.summary
+            f(&v.summary)
         );
         if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
-            let _ = writeln!(out, "    hint: {}", v.hint);
+            let _ = writeln!(out, "    hint: {}", f(&v.hint));
         }
-        for f in &v.supporting {
-            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
+        for x in &v.supporting {
+            let _ = writeln!(
+                out,
+                "  [{}] {}: {}",
+                x.severity.as_str(),
+                x.code,
+                f(&x.summary)
+            );
         }
         match &a.driver_api {
             Some(d) if d.state == "ok" => {
@@ -321,7 +329,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                 let _ = writeln!(
                     out,
                     "  driver view unavailable: {} (since {})",
-                    d.reason.as_deref().unwrap_or("?"),
+                    f(d.reason.as_deref().unwrap_or("?")),
                     d.at
                 );
             }
@@ -331,7 +339,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             let reasons: Vec<String> = a
                 .pending_reasons
                 .iter()
-                .map(|p| format!("{} x{}", p.reason, p.count))
+                .map(|p| format!("{} x{}", f(&p.reason), p.count))
                 .collect();
             let _ = writeln!(out, "  pending: {}", reasons.join(", "));
         }
@@ -388,7 +396,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                 row.push(e.node.clone().unwrap_or_else(|| "-".to_owned()));
                 row.push(e.summary.clone().unwrap_or_else(|| "-".to_owned()));
             }
-            rows.push(row);
+            rows.push(row.iter().map(|c| f(c).into_owned()).collect());
         }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

@@ -119,6 +119,18 @@ pub enum Effect {
     Copy(String),
 }
 
+impl Effect {
+    /// How many pods a write touches (a driver's hold mark counts as one).
+    pub fn pods(&self) -> usize {
+        match self {
+            Effect::Kill { targets, .. } => targets.len(),
+            Effect::SetHold { driver, pods, .. } => pods.len() + usize::from(driver.is_some()),
+            Effect::HoldPod { .. } | Effect::ReleasePod { .. } => 1,
+            _ => 0,
+        }
+    }
+}
+
 /// What a write did, for both faces: one line for the TUI's status bar, one line per pod
 /// for the CLI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +145,8 @@ pub struct Done {
     pub pods: Vec<(String, String)>,
     /// The first failure, if any (the CLI's exit status).
     pub error: Option<WriteError>,
+    /// How many pods failed (each has its line).
+    pub failed: usize,
     /// A 403 met: the namespace and verb it denied, so the app stops offering it.
     pub denied: Option<(String, String)>,
 }
@@ -260,6 +274,7 @@ impl Tally {
             changed: self.changed,
             pods,
             error: self.error,
+            failed: self.failed,
             denied: self.denied,
         })
     }
@@ -461,6 +476,10 @@ impl Runner {
         if let Some(d) = &driver {
             match mark_app_hold(&self.client, &namespace, d, until).await {
                 Ok(()) => {}
+                // The app ended while its hold was turned off: no mark left to clear.
+                Err(e) if until.is_none() && e.is_not_found() => {
+                    t.ok(false, Some(format!("{namespace}/{d}: already gone")));
+                }
                 Err(e) => t.failed(e, &namespace, "patch"),
             }
         }
@@ -557,6 +576,11 @@ impl Runner {
                     );
                     self.timeline(&k.namespace, &k.app_id, text, Some(k.executor))
                         .await;
+                }
+                // Deleted meanwhile (by Spark, or another hand): what was asked holds.
+                Err(e) if e.is_not_found() => {
+                    self.log_action("kill", &target, "already gone", &mut t);
+                    t.ok(false, Some(format!("{target}: already gone")));
                 }
                 Err(e) => {
                     self.log_action("kill", &target, &e.to_string(), &mut t);

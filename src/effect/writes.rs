@@ -32,11 +32,27 @@ pub enum WriteError {
         pod: String,
         message: String,
     },
+    #[error("{verb} {namespace}/{pod}: not found (already gone)")]
+    NotFound {
+        verb: String,
+        namespace: String,
+        pod: String,
+    },
 }
 
 impl WriteError {
+    /// The pod is gone (a 404).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
     fn from_kube(verb: &str, namespace: &str, pod: &str, e: kube::Error) -> Self {
         match e {
+            kube::Error::Api(s) if s.code == 404 => Self::NotFound {
+                verb: verb.to_owned(),
+                namespace: namespace.to_owned(),
+                pod: pod.to_owned(),
+            },
             kube::Error::Api(s) if s.code == 403 => Self::Forbidden {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),

@@ -30,10 +30,10 @@ enum Behaviour {
     SilentWrites,
 }
 
-const TOKEN: &str = "tok-SECRET-4f1d9c";
+pub(super) const TOKEN: &str = "tok-SECRET-4f1d9c";
 const EXEC_TOKEN: &str = "tok-EXEC-SECRET-77ab";
 /// The request timeout every run here uses.
-const TIMEOUT_S: u64 = 3;
+pub(super) const TIMEOUT_S: u64 = 3;
 
 /// Starts a server on loopback; it runs until the test's runtime ends.
 async fn serve(b: Behaviour) -> u16 {
@@ -49,7 +49,7 @@ async fn serve(b: Behaviour) -> u16 {
 }
 
 /// Reads one request head (with a body, up to its content-length); `None` at the end.
-async fn request(s: &mut TcpStream) -> Option<String> {
+pub(super) async fn request(s: &mut TcpStream) -> Option<String> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 4096];
     loop {
@@ -81,7 +81,7 @@ async fn request(s: &mut TcpStream) -> Option<String> {
     }
 }
 
-async fn json(s: &mut TcpStream, body: &str) -> bool {
+pub(super) async fn json(s: &mut TcpStream, body: &str) -> bool {
     let resp = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
@@ -207,13 +207,13 @@ async fn conn(mut s: TcpStream, b: Behaviour) {
 }
 
 /// How the kubeconfig authenticates.
-enum Auth {
+pub(super) enum Auth {
     Token,
     /// An exec plugin running this shell script.
     Exec(&'static str),
 }
 
-fn kubeconfig(dir: &Path, port: u16, auth: Auth) -> PathBuf {
+pub(super) fn kubeconfig(dir: &Path, port: u16, auth: Auth) -> PathBuf {
     let user = match auth {
         Auth::Token => format!("    token: {TOKEN}\n"),
         Auth::Exec(script) => {
@@ -233,7 +233,7 @@ fn kubeconfig(dir: &Path, port: u16, auth: Auth) -> PathBuf {
     path
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
+pub(super) fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "st-hostile-{tag}-{}-{:x}",
         std::process::id(),
@@ -244,11 +244,11 @@ fn temp_dir(tag: &str) -> PathBuf {
 }
 
 #[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    out: String,
-    err: String,
-    took: Duration,
+pub(super) struct Run {
+    pub code: Option<i32>,
+    pub out: String,
+    pub err: String,
+    pub took: Duration,
     /// Peak resident memory (VmHWM) as last sampled, KiB.
     peak_kib: u64,
 }
@@ -262,7 +262,7 @@ fn hwm(pid: u32) -> Option<u64> {
 
 /// Runs the binary with `args` against the kubeconfig, sampling its peak memory; kills it
 /// after `limit`.
-async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
+pub(super) async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
     cmd.args(args)
         .arg("--kubeconfig")
@@ -273,7 +273,7 @@ async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
 }
 
 /// Runs a command, sampling its peak memory; kills it after `limit`.
-async fn sampled(mut cmd: tokio::process::Command, limit: Duration) -> Run {
+pub(super) async fn sampled(mut cmd: tokio::process::Command, limit: Duration) -> Run {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())

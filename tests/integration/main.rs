@@ -16,6 +16,7 @@ mod explain;
 mod flight;
 mod fuzz;
 mod hostile;
+mod hostile_two;
 mod krew;
 mod kubectl;
 mod layers;

@@ -335,11 +335,13 @@ fn note(pod: &ExecutorPod) -> Option<String> {
     }
 }
 
-/// The text output: one block per pod.
+/// The text output: one block per pod. Every value from the cluster goes through
+/// [`crate::text::field`].
 pub fn render_text(report: &Explanation) -> String {
+    use crate::text::field as f;
     let mut out = String::new();
     for p in &report.pods {
-        let _ = writeln!(out, "{}/{}", p.namespace, p.pod);
+        let _ = writeln!(out, "{}/{}", f(&p.namespace), f(&p.pod));
         let mut head = Vec::new();
         match (p.role, p.executor_id) {
             (_, Some(id)) => head.push(format!("executor {id}")),
@@ -347,14 +349,14 @@ pub fn render_text(report: &Explanation) -> String {
             _ => {}
         }
         if let Some(app) = &p.app_id {
-            head.push(format!("app {app}"));
+            head.push(format!("app {}", f(app)));
         }
         head.push(format!("state {}", p.state));
         if let Some(code) = p.exit_code {
             head.push(format!("exit {code}"));
         }
         if let Some(r) = &p.container_reason {
-            head.push(r.clone());
+            head.push(f(r).into_owned());
         }
         let how = match p.spark_container_source {
             ContainerSource::Configured => "configured",
@@ -363,7 +365,7 @@ pub fn render_text(report: &Explanation) -> String {
             ContainerSource::ExecutorEnv => "runs the executor",
             ContainerSource::Assumed => "assumed, not found",
         };
-        head.push(format!("container {} ({how})", p.spark_container));
+        head.push(format!("container {} ({how})", f(&p.spark_container)));
         let _ = writeln!(out, "  {}", head.join(" | "));
         let _ = writeln!(
             out,
@@ -371,18 +373,24 @@ pub fn render_text(report: &Explanation) -> String {
             version::describe(p.spark_version, p.spark_version_source)
         );
         if let Some(n) = &p.note {
-            let _ = writeln!(out, "  note: {n}");
+            let _ = writeln!(out, "  note: {}", f(n));
         }
         if p.findings.is_empty() {
             let _ = writeln!(out, "  no findings");
         }
-        for f in &p.findings {
-            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
-            for e in &f.evidence {
-                let _ = writeln!(out, "      evidence: {e}");
+        for x in &p.findings {
+            let _ = writeln!(
+                out,
+                "  [{}] {}: {}",
+                x.severity.as_str(),
+                x.code,
+                f(&x.summary)
+            );
+            for e in &x.evidence {
+                let _ = writeln!(out, "      evidence: {}", f(e));
             }
-            if !f.hint.is_empty() {
-                let _ = writeln!(out, "      hint: {}", f.hint);
+            if !x.hint.is_empty() {
+                let _ = writeln!(out, "      hint: {}", f(&x.hint));
             }
         }
         if let Some(v) = &p.spark_view {
@@ -409,22 +417,28 @@ pub fn render_text(report: &Explanation) -> String {
     // An app block only where its driver was given: a lone executor's app says nothing new.
     for a in report.apps.iter().filter(|a| a.verdict.driver.is_some()) {
         let v = &a.verdict;
-        let _ = writeln!(out, "app {}/{}", a.namespace, a.app_id);
+        let _ = writeln!(out, "app {}/{}", f(&a.namespace), f(&a.app_id));
         let _ = writeln!(
             out,
             "  verdict [{}] {}: {}",
             v.severity.as_str(),
             v.cause,
-            v.summary
+            f(&v.summary)
         );
         for e in &v.evidence {
-            let _ = writeln!(out, "      evidence: {e}");
+            let _ = writeln!(out, "      evidence: {}", f(e));
         }
         if !v.hint.is_empty() {
-            let _ = writeln!(out, "      hint: {}", v.hint);
+            let _ = writeln!(out, "      hint: {}", f(&v.hint));
         }
-        for f in &v.supporting {
-            let _ = writeln!(out, "  [{}] {}: {}", f.severity.as_str(), f.code, f.summary);
+        for x in &v.supporting {
+            let _ = writeln!(
+                out,
+                "  [{}] {}: {}",
+                x.severity.as_str(),
+                x.code,
+                f(&x.summary)
+            );
         }
         out.push('\n');
     }

@@ -15,4 +15,5 @@ pub mod explain;
 pub mod input;
 pub mod model;
 pub mod spark;
+pub mod text;
 pub mod version;

@@ -1,0 +1,74 @@
+//! Cluster data in text output: the one place that decides how a value from the cluster
+//! (a termination message, a pod name, an event's text) is made safe to print. A value may
+//! not forge a row (line breaks), drive the terminal (C0/C1 controls, escape sequences) or
+//! reverse a line (bidirectional overrides and isolates).
+
+use std::borrow::Cow;
+
+/// A character that changes how the text around it is laid out or shown: Unicode's
+/// bidirectional formatting characters, and the line and paragraph separators.
+fn is_layout(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Escapes every control character except line feeds and tabs, and every layout character,
+/// as `\u{…}` (for a whole text whose line breaks are its own).
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_layout(c);
+    escape(text, bad)
+}
+
+fn escape(text: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.contains(&bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if bad(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One value in a line of text output: its lines joined with " / " (blank ones dropped),
+/// tabs as spaces, every other control and layout character escaped.
+pub fn field(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() || is_layout(c);
+    if !text.contains(bad) {
+        return Cow::Borrowed(text);
+    }
+    let joined: Vec<&str> = text
+        .split(['\n', '\r', '\u{2028}', '\u{2029}', '\u{85}'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    Cow::Owned(escape(&joined.join(" / ").replace('\t', " "), bad).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_cannot_forge_a_row_drive_the_terminal_or_reverse_a_line() {
+        assert_eq!(field("OOM\n  3   failed   137"), "OOM / 3   failed   137");
+        assert_eq!(field("a\r\nb\u{2028}c"), "a / b / c");
+        assert_eq!(field("\u{1b}[2Jx"), "\\u{1b}[2Jx");
+        assert_eq!(field("evil\u{202E}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(field("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+        assert_eq!(field("a\tb"), "a b");
+        assert!(matches!(field("plain text"), Cow::Borrowed(_)));
+        // A whole text keeps its own lines and tabs, never the rest.
+        assert_eq!(
+            escape_controls("a\n\tb\u{202E}\u{7}"),
+            "a\n\tb\\u{202e}\\u{7}"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! The hostile world, second round: actions that fail halfway, and (beside the code they
+//! test) proxies, credentials, a recorder sharing its directory and port.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{io::AsyncWriteExt, net::TcpListener};
+
+use super::hostile::{Auth, TOKEN, json, kubeconfig, request, run, temp_dir};
+
+/// A driver marked held (index 0) and ten held executors of app `etl`.
+fn held_pod(i: usize) -> String {
+    let mut labels = serde_json::json!({
+        "spark-role": "driver", "spark-app-selector": "spark-1", "spark-app-name": "etl"
+    });
+    let mut meta = serde_json::json!({
+        "name": "etl-driver", "namespace": "spark-jobs", "uid": format!("u-{i}"),
+        "resourceVersion": format!("{}", 10 + i),
+        "annotations": {"spark-triage.dev/hold-expires": "2026-01-01T00:00:00Z"},
+    });
+    if i > 0 {
+        labels["spark-role"] = "executor".into();
+        labels["spark-exec-id"] = i.to_string().into();
+        meta["name"] = format!("etl-exec-{i}").into();
+        meta["finalizers"] = serde_json::json!(["spark-triage.dev/hold"]);
+        meta["ownerReferences"] = serde_json::json!([{
+            "apiVersion": "v1", "kind": "Pod", "name": "etl-driver", "uid": "u-0", "controller": true
+        }]);
+    }
+    meta["labels"] = labels;
+    serde_json::json!({
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": "Running"},
+    })
+    .to_string()
+}
+
+async fn status(s: &mut tokio::net::TcpStream, code: u16, reason: &str) -> bool {
+    let body = format!(
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{reason}","reason":"{reason}","code":{code}}}"#
+    );
+    let resp = format!(
+        "HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await.is_ok()
+}
+
+/// Answers reads and access reviews; a PATCH of the driver is a 404 (the app ended while
+/// it was released), of `etl-exec-3` a 500; every request line is kept.
+async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                while let Some(head) = request(&mut s).await {
+                    let line = head.lines().next().unwrap_or_default().to_owned();
+                    seen.lock().unwrap().push(line.clone());
+                    let path = line.split(' ').nth(1).unwrap_or_default();
+                    let pod = path
+                        .split('?')
+                        .next()
+                        .unwrap_or_default()
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let one = (0..=10).find(|&i| {
+                        pod == if i == 0 {
+                            "etl-driver".to_owned()
+                        } else {
+                            format!("etl-exec-{i}")
+                        }
+                    });
+                    let ok = if line.starts_with("POST ") {
+                        json(
+                            &mut s,
+                            r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{},"status":{"allowed":true}}"#,
+                        )
+                        .await
+                    } else if line.starts_with("PATCH ") && pod == "etl-driver" {
+                        status(&mut s, 404, "NotFound").await
+                    } else if line.starts_with("PATCH ") && pod == "etl-exec-3" {
+                        status(&mut s, 500, "InternalError").await
+                    } else if let Some(i) = one {
+                        json(&mut s, &held_pod(i)).await
+                    } else {
+                        let items: Vec<String> = (0..=10).map(held_pod).collect();
+                        json(
+                            &mut s,
+                            &format!(
+                                r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"30"}},"items":[{}]}}"#,
+                                items.join(",")
+                            ),
+                        )
+                        .await
+                    };
+                    if !ok {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `release --all` tries every pod: a 404 on the driver (the app ended meanwhile) is
+/// nothing left to release, a 500 on one executor is that pod's failure line; the other
+/// nine are released and the exit status is 1.
+#[tokio::test]
+async fn release_all_tries_every_pod_and_says_which_failed() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let port = halfway_server(seen.clone()).await;
+    let dir = temp_dir("halfway");
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    for which in [&["release", "--all"][..], &["release", "--expired"][..]] {
+        seen.lock().unwrap().clear();
+        let r = run(which, &kc, Duration::from_secs(60)).await;
+        assert_eq!(r.code, Some(1), "{which:?}: {r:?}");
+        assert!(r.out.contains("etl-driver: already gone"), "{r:?}");
+        assert!(r.out.contains("spark-jobs/etl-exec-3"), "{r:?}");
+        assert!(r.out.contains("released 9 pod(s)"), "{which:?}: {r:?}");
+        assert!(
+            r.err.contains("1 of 11 pod writes failed"),
+            "{which:?}: {r:?}"
+        );
+        assert!(!r.out.contains(TOKEN) && !r.err.contains(TOKEN));
+        let patched: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("PATCH "))
+            .cloned()
+            .collect();
+        for i in 1..=10 {
+            assert!(
+                patched
+                    .iter()
+                    .any(|l| l.contains(&format!("/pods/etl-exec-{i}?"))),
+                "{which:?}: etl-exec-{i} was not tried: {patched:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A termination message written by the job's code: a line feed that would forge a row of
+/// the table, a right-to-left override that would reverse the line, an escape sequence.
+const FORGED: &str = "boom\u{202E}evil\u{1b}[2J\n99  running  -  -  active  -  -  forged-exec-99";
+
+/// `status` (table and wide) and `explain` print a value from the cluster on its own line,
+/// with its line feeds joined and its controls and bidi overrides escaped.
+#[tokio::test]
+async fn text_outputs_cannot_be_forged_by_cluster_data() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::{
+        Api,
+        api::{Patch, PatchParams, PostParams},
+    };
+
+    use super::common::{client, plain_pod, start_sim, triage, wait_running};
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let app = [("spark-app-selector", "spark-x"), ("spark-app-name", "x")];
+    let mut driver = plain_pod("x-driver", &[("spark-role", "driver"), app[0], app[1]]);
+    driver.spec.as_mut().unwrap().containers[0].name = "spark-kubernetes-driver".into();
+    let exec = plain_pod(
+        "x-exec-1",
+        &[
+            ("spark-role", "executor"),
+            ("spark-exec-id", "1"),
+            app[0],
+            app[1],
+        ],
+    );
+    for p in [driver, exec] {
+        pods.create(&PostParams::default(), &p).await.unwrap();
+    }
+    wait_running(&pods, "x-exec-1").await;
+    let status = serde_json::json!({"status": {"phase": "Failed", "containerStatuses": [
+        {"name": "main", "image": "busybox:1.36", "imageID": "", "ready": false, "restartCount": 0,
+         "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": FORGED}}}]}});
+    pods.patch_status("x-exec-1", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    let kc = sim.kubeconfig.to_str().unwrap();
+    let check = |what: &str, out: &str| {
+        assert!(!out.is_empty(), "{what}: no output");
+        for bad in ['\u{202E}', '\u{1b}'] {
+            assert!(!out.contains(bad), "{what}: {bad:?} passed through:\n{out}");
+        }
+        assert!(
+            !out.lines().any(|l| l.trim_start().starts_with("99 ")),
+            "{what}: a forged row:\n{out}"
+        );
+    };
+    for o in ["table", "wide"] {
+        let (code, out, err) =
+            triage(&["status", "--kubeconfig", kc, "-n", "default", "-o", o]).await;
+        assert_eq!(code, 0, "{err}");
+        check(o, &out);
+    }
+    let pod = pods.get("x-exec-1").await.unwrap();
+    let file = temp_dir("forged").join("pod.json");
+    std::fs::write(&file, serde_json::to_vec(&pod).unwrap()).unwrap();
+    let (code, out, err) = triage(&["explain", file.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{err}");
+    check("explain", &out);
+    assert!(
+        out.contains("boom\\u{202e}evil\\u{1b}[2J"),
+        "explain: the override and the escape are shown:\n{out}"
+    );
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
