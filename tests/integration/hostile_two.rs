@@ -50,7 +50,8 @@ async fn status(s: &mut tokio::net::TcpStream, code: u16, reason: &str) -> bool 
 }
 
 /// Answers reads and access reviews; a PATCH of the driver is a 404 (the app ended while
-/// it was released), of `etl-exec-3` a 500; every request line is kept.
+/// it was released), of `etl-exec-3` a 500; a DELETE a 404 (deleted meanwhile); every
+/// request line is kept.
 async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
@@ -86,6 +87,8 @@ async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                             r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{},"status":{"allowed":true}}"#,
                         )
                         .await
+                    } else if line.starts_with("DELETE ") {
+                        status(&mut s, 404, "NotFound").await
                     } else if line.starts_with("PATCH ") && pod == "etl-driver" {
                         status(&mut s, 404, "NotFound").await
                     } else if line.starts_with("PATCH ") && pod == "etl-exec-3" {
@@ -150,6 +153,18 @@ async fn release_all_tries_every_pod_and_says_which_failed() {
             );
         }
     }
+    // A kill whose pod was deleted meanwhile: what was asked holds.
+    let r = run(
+        &["kill", "--app", "etl", "2", "--yes"],
+        &kc,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.out.contains("spark-jobs/etl-exec-2: already gone"),
+        "{r:?}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
