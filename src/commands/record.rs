@@ -88,6 +88,15 @@ fn exists(path: &std::path::Path) -> Failure {
     ))
 }
 
+/// The recording's lock (one recorder per file or directory), or who holds it.
+pub(crate) fn lock(
+    path: &std::path::Path,
+    dir: bool,
+) -> Result<crate::record::lock::RecorderLock, Failure> {
+    crate::record::lock::RecorderLock::acquire(path, dir)
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
 /// Refuses before connecting, so the user hears it at once.
 pub(crate) fn refuse_existing(path: Option<&std::path::Path>, force: bool) -> Result<(), Failure> {
     match path {
@@ -257,9 +266,11 @@ pub(crate) fn tee_to_file(
     ),
     Failure,
 > {
+    let lock = lock(path, false)?;
     let writer = create_recording(path, conn, false)?;
     let (tx, out) = tokio::sync::mpsc::channel(65_536);
     let task = tokio::spawn(async move {
+        let _lock = lock;
         let mut rec = Recorder::new(writer, std::time::Duration::from_secs(300));
         let _ = rec
             .run(&mut rx, Some(&tx), |_| true, std::future::pending())
@@ -271,6 +282,13 @@ pub(crate) fn tee_to_file(
 pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
     let segmented = args.segmented();
+    if segmented {
+        std::fs::create_dir_all(&args.file).map_err(|e| {
+            Failure::Runtime(format!("cannot record in {}: {e}", args.file.display()))
+        })?;
+    }
+    // One recorder per file or directory, before anything is truncated or written.
+    let _lock = lock(&args.file, segmented)?;
     if !segmented {
         refuse_existing(Some(&args.file), args.force)?;
     }

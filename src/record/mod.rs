@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{model::Time, source::SourceEvent};
 
+pub mod lock;
 pub mod segments;
 mod sink;
 

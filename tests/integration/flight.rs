@@ -274,3 +274,78 @@ async fn retention_keeps_the_directory_to_its_budget_while_recording() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&tar);
 }
+
+/// One recorder per directory or file: a second one is refused with the holder's pid (a
+/// second recorder on one file with `--force` used to truncate it under the first); once
+/// the holder is SIGKILLed, its lock is taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_recorder_per_directory_and_per_file() {
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let base = std::env::temp_dir().join(format!("st-lock-{}", std::process::id()));
+    let dir = base.join("segments");
+    let (mut first, _) = recorder(&kc, &dir, &[]).await;
+    let holder = format!("pid {}", first.id().expect("pid"));
+    let out = triage()
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&dir)
+        .args(["--duration", "5s"])
+        .output()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&holder) && err.contains("directory"), "{err}");
+    first.start_kill().expect("SIGKILL");
+    let _ = first.wait().await;
+    let out = triage()
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&dir)
+        .args(["--duration", "2s"])
+        .output()
+        .await
+        .expect("runs");
+    succeeded(&out);
+
+    let file = base.join("r.ndjson");
+    let mut first = triage()
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("record starts");
+    let header = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Some(line) = text.lines().next() {
+            break line.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let out = triage()
+        .args(["record", "--kubeconfig", &kc, "-A", "--force"])
+        .arg(&file)
+        .args(["--duration", "2s"])
+        .output()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", first.id().expect("pid"))),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert_eq!(text.lines().next(), Some(header.as_str()), "untouched");
+    first.start_kill().expect("SIGKILL");
+    let _ = first.wait().await;
+    let out = triage()
+        .args(["record", "--kubeconfig", &kc, "-A", "--force"])
+        .arg(&file)
+        .args(["--duration", "1s"])
+        .output()
+        .await
+        .expect("runs");
+    succeeded(&out);
+    let _ = std::fs::remove_dir_all(base);
+}
