@@ -196,3 +196,19 @@ pub fn scroll_offset(app: &App, l: &Layout) -> usize {
         }
     }
 }
+
+/// The first app to show in a pane of `rows` apps so that `selected` is in view, moving
+/// as little as possible from `offset` (the pane scrolls with its selection, never past
+/// its last page).
+pub fn apps_offset(offset: usize, selected: Option<usize>, len: usize, rows: usize) -> usize {
+    let rows = rows.max(1);
+    let mut offset = offset.min(len.saturating_sub(rows));
+    if let Some(sel) = selected {
+        if sel < offset {
+            offset = sel;
+        } else if sel >= offset + rows {
+            offset = sel + 1 - rows;
+        }
+    }
+    offset
+}

@@ -194,6 +194,9 @@ pub struct App {
     pub kubeconfig: Option<String>,
     /// How far the open scrolling popup can scroll (its last page), as last drawn.
     pub popup_max_scroll: std::cell::Cell<u16>,
+    /// The first application shown in the apps pane and how many fit, as last drawn (the
+    /// pane scrolls with its selection).
+    pub apps_window: std::cell::Cell<(usize, usize)>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -286,6 +289,7 @@ impl App {
             poll_interval: None,
             kubeconfig: None,
             popup_max_scroll: std::cell::Cell::new(u16::MAX),
+            apps_window: std::cell::Cell::new((0, usize::MAX)),
             view: View::Map,
             focus: Focus::Apps,
             popup: None,
@@ -480,7 +484,12 @@ impl App {
         self.scroll = 0;
     }
 
-    fn move_app(&mut self, delta: isize) {
+    /// One page of the apps pane (as many apps as it shows).
+    pub fn apps_page(&self) -> isize {
+        self.apps_window.get().1.clamp(1, 1 << 20) as isize
+    }
+
+    pub(crate) fn move_app(&mut self, delta: isize) {
         let len = self.apps().len();
         if len == 0 {
             return;
@@ -505,7 +514,7 @@ impl App {
         layout::layout(self.size, self).map_columns
     }
 
-    fn page(&self) -> isize {
+    pub(crate) fn page(&self) -> isize {
         match self.view {
             View::Map => (self.map_columns().max(1) as isize) * 5,
             View::Table => self.size.1.saturating_sub(10).max(1) as isize,

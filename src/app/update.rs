@@ -359,6 +359,16 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Left => app.move_exec(-1),
         Action::Right => app.move_exec(1),
+        Action::PageUp if app.popup.is_none() && app.focus == Focus::Apps => {
+            let p = app.apps_page();
+            app.move_app(-p);
+        }
+        Action::PageDown if app.popup.is_none() && app.focus == Focus::Apps => {
+            let p = app.apps_page();
+            app.move_app(p);
+        }
+        Action::Top if app.focus == Focus::Apps => app.move_app(isize::MIN / 2),
+        Action::Bottom if app.focus == Focus::Apps => app.move_app(isize::MAX / 2),
         Action::PageUp => {
             if app.popup.is_some() {
                 app.scroll = app.scroll.saturating_sub(10);
@@ -612,6 +622,7 @@ fn mouse(app: &mut App, m: MouseEvent) {
         MouseEventKind::Down(MouseButton::Left) => {
             let layout = layout::layout(app.size, app);
             if let Some(i) = layout.app_at(m.column, m.row) {
+                let i = i + app.apps_window.get().0;
                 app.focus = Focus::Apps;
                 let len = app.apps().len();
                 if i < len {
@@ -624,8 +635,21 @@ fn mouse(app: &mut App, m: MouseEvent) {
                 app.select_index(i);
             }
         }
-        MouseEventKind::ScrollDown => app.move_exec(1),
-        MouseEventKind::ScrollUp => app.move_exec(-1),
+        MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+            let step = if m.kind == MouseEventKind::ScrollDown {
+                1
+            } else {
+                -1
+            };
+            if layout::layout(app.size, app)
+                .app_at(m.column, m.row)
+                .is_some()
+            {
+                app.move_app(step);
+            } else {
+                app.move_exec(step);
+            }
+        }
         _ => {}
     }
 }

@@ -28,9 +28,9 @@ pub struct RecordArgs {
     /// segment's opening state) this long; the segments keep them for the retention.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub forget_after: std::time::Duration,
-    /// Serve /healthz, /readyz and /metrics (Prometheus) on this address, e.g.
-    /// 127.0.0.1:9090, or 0.0.0.0:9090 in a pod.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /healthz, /readyz and /metrics (Prometheus) on this address: a bare port
+    /// (9090) is loopback only; 0.0.0.0:9090 in a pod.
+    #[arg(long, value_name = "ADDR", value_parser = super::flight::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

@@ -25,13 +25,27 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Style::default()
     };
     let apps = app.apps();
+    let current = app.selected_app_index();
+    // The pane scrolls with its selection: as many apps as fit, from the remembered first.
+    let rows = usize::from(area.height.saturating_sub(2) / crate::app::layout::ROWS_PER_APP);
+    let first = crate::app::layout::apps_offset(app.apps_window.get().0, current, apps.len(), rows);
+    app.apps_window.set((first, rows.max(1)));
+    let shown = apps.len().min(first + rows.max(1)) - first.min(apps.len());
+    let title = if shown < apps.len() {
+        let (from, to, of) = (first + 1, first + shown, apps.len());
+        let long = format!(" Applications {from}-{to} of {of} ");
+        if long.chars().count() + 2 <= usize::from(area.width) {
+            long
+        } else {
+            format!(" Apps {from}-{to}/{of} ")
+        }
+    } else {
+        format!(" Applications ({}) ", apps.len())
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
-        .title(Span::styled(
-            format!(" Applications ({}) ", apps.len()),
-            theme::title(),
-        ));
+        .title(Span::styled(title, theme::title()));
     let inner_w = usize::from(area.width.saturating_sub(2));
     let mut lines = Vec::new();
     if apps.is_empty() {
@@ -55,8 +69,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         lines.push(Line::styled(line, style));
     }
-    let current = app.selected_app_index();
-    for (i, a) in apps.iter().enumerate() {
+    for (i, a) in apps.iter().enumerate().skip(first).take(shown) {
         let selected = Some(i) == current;
         let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
         let alerts = a.alerts();

@@ -602,5 +602,6 @@ mod allocators;
 mod app_findings;
 mod dense;
 mod guide;
+mod many_apps;
 mod reading;
 mod themes;

@@ -349,3 +349,108 @@ async fn one_recorder_per_directory_and_per_file() {
     succeeded(&out);
     let _ = std::fs::remove_dir_all(base);
 }
+
+/// The endpoints against idle and slow clients: a recorder with 256 file descriptors meets
+/// 2,000 idle connections and a slowloris client (a header byte a second). It keeps
+/// recording and rotating, closes the slow and idle ones, and `/metrics` answers again
+/// (it used to hold every connection until its descriptors ran out, then exit at the
+/// next rotation with "Too many open files"). `scripts/bench-metrics-flood.sh` does it
+/// with 20,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slow_clients_cannot_stop_the_recorder() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let dir = std::env::temp_dir().join(format!("st-flood-{}", std::process::id()));
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 256 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["record", "--kubeconfig", &kc, "-A"])
+        .arg(&dir)
+        .args(["--rotate", "2s", "--metrics-addr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("record starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = loop {
+        let line = lines.next_line().await.expect("reads").expect("running");
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    let log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            all.push(l);
+        }
+        all
+    });
+    let opened = |text: &str| metric(text, "spark_triage_recorder_segments_opened_total");
+    let before = opened(&get(&addr, "/metrics").await.1);
+    let started = std::time::Instant::now();
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        match tokio::net::TcpStream::connect(&addr).await {
+            Ok(s) => idle.push(s),
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
+    let mut slow = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connects");
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n")
+        .await
+        .expect("sends");
+    let slow_closed = tokio::spawn(async move {
+        for _ in 0..60 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if slow.write_all(b"X").await.is_err() {
+                return true;
+            }
+            let mut buf = [0u8; 64];
+            if let Ok(Ok(0)) =
+                tokio::time::timeout(Duration::from_millis(1), slow.read(&mut buf)).await
+            {
+                return true;
+            }
+        }
+        false
+    });
+    // Every idle connection is closed by the server (each reads its end) within the bounds.
+    for s in &mut idle {
+        let mut buf = [0u8; 64];
+        let r = tokio::time::timeout(Duration::from_secs(40), s.read(&mut buf)).await;
+        assert!(
+            matches!(r, Ok(Ok(0) | Err(_))),
+            "an idle connection still open after {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(
+        slow_closed.await.expect("task"),
+        "the slowloris client was never closed"
+    );
+    let idle_closed = started.elapsed();
+    let text = get(&addr, "/metrics").await;
+    assert!(text.0.contains("200"), "{text:?}");
+    assert!(
+        opened(&text.1) > before,
+        "the recorder rotated during the flood"
+    );
+    assert!(
+        child.try_wait().expect("status").is_none(),
+        "the recorder is still running"
+    );
+    eprintln!("2000 idle connections and a slowloris client closed within {idle_closed:?}");
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    let log = log.await.expect("log");
+    assert!(
+        !log.iter().any(|l| l.contains("Too many open files")),
+        "{log:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
