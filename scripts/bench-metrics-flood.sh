@@ -61,7 +61,7 @@ for _ in range(n - chunk * max(0, (n - 1) // chunk)):
 slow = socket.create_connection(("127.0.0.1", port))
 slow.sendall(b"GET /metrics HTTP/1.1\r\n")
 print(f"opened {n} idle connections ({len(socks)} of them checked here) in {time.time() - t0:.1f} s")
-closed_at, slow_closed, peak, peak_fds, answered, tries = None, None, 0, 0, 0, 0
+closed_at, slow_closed, peak, peak_fds, answered, tries, missed = None, None, 0, 0, 0, 0, []
 end = time.time() + secs
 while time.time() < end:
     time.sleep(1)
@@ -87,11 +87,14 @@ while time.time() < end:
     if open_ == 0 and closed_at is None:
         closed_at = time.time() - t0
     tries += 1
-    answered += scrape() is not None
+    if scrape() is not None:
+        answered += 1
+    else:
+        missed.append(round(time.time() - t0))
 opened1 = scrape()
 print(f"idle connections all closed by the server after: {closed_at and f'{closed_at:.1f} s'}")
 print(f"slowloris client closed after: {slow_closed and f'{slow_closed:.1f} s'}")
-print(f"/metrics answered {answered} of {tries} scrapes during the flood; after it: {opened1 is not None}")
+print(f"/metrics answered {answered} of {tries} scrapes during the flood (missed at {missed} s); after it: {opened1 is not None}")
 print(f"segments opened during the run: {opened0} -> {opened1}")
 print(f"recorder peak RSS {peak} MiB, peak open descriptors {peak_fds} (limit 1024)")
 PY
