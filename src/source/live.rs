@@ -1,6 +1,7 @@
 //! Live sources against a real (or simulated) API server, as Spark's driver watches its
-//! executors: a pod watch (kube-runtime's watcher with its default backoff: a dropped watch
-//! is resumed, a 410 relists; its own LIST is the first complete view), a complete LIST
+//! executors: a pod watch (kube-runtime's watcher with `backoff.rs`'s backoff, reset only
+//! by a delivery: a dropped watch is resumed, a 410 relists; its own LIST is the first
+//! complete view), a complete LIST
 //! every `--poll-interval` (30 s, as Spark; metadata only: `poll.rs`), an event watch of what
 //! the diagnoses read, and each driver's `spark.properties` from its ConfigMap.
 //!
@@ -15,7 +16,7 @@ use kube::{
     Api, Client, Config, Resource,
     api::ListParams,
     config::{KubeConfigOptions, Kubeconfig},
-    runtime::{WatchStreamExt, watcher},
+    runtime::watcher,
 };
 use tokio::{sync::mpsc, task::JoinHandle};
 
@@ -394,7 +395,7 @@ async fn pod_watch(
 ) {
     let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let cfg = watcher::Config::default().labels(&conn.selector);
-    let mut stream = watcher(api, cfg).default_backoff().boxed();
+    let mut stream = super::backoff::watch_backoff(watcher(api, cfg));
     let mut configs_read: BTreeSet<(String, String)> = BTreeSet::new();
     send(
         &tx,
@@ -413,7 +414,8 @@ async fn pod_watch(
     // the gap at once).
     let mut listing: Option<Vec<Arc<ExecutorPod>>> = None;
     while let Some(item) = stream.next().await {
-        if !recovered(&mut failing, item.is_ok(), SourceKind::PodWatch, &tx).await {
+        let outcome = super::backoff::outcome(&item);
+        if !recovered(&mut failing, outcome, SourceKind::PodWatch, &tx).await {
             return;
         }
         let ev = match item {
@@ -491,10 +493,17 @@ async fn pod_watch(
 /// is connected again. False when the receiver is gone.
 async fn recovered(
     failing: &mut bool,
-    ok: bool,
+    outcome: super::backoff::Outcome,
     source: SourceKind,
     tx: &mpsc::Sender<SourceEvent>,
 ) -> bool {
+    use super::backoff::Outcome;
+    // A (re)list that begins says nothing: only a delivery is a recovery.
+    let ok = match outcome {
+        Outcome::Starting => return true,
+        Outcome::Delivered => true,
+        Outcome::Failed => false,
+    };
     let was = std::mem::replace(failing, !ok);
     if was && ok {
         tracing::info!("{source:?}: connected again");
@@ -603,8 +612,7 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     };
     let streams = EVENT_SELECTORS.iter().enumerate().map(|(i, sel)| {
         let cfg = watcher::Config::default().fields(sel);
-        watcher(api.clone(), cfg)
-            .default_backoff()
+        super::backoff::watch_backoff(watcher(api.clone(), cfg))
             .map(move |item| (i, item))
             .boxed()
     });
@@ -613,7 +621,8 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     let mut listed = BTreeSet::new();
     let mut failing = false;
     while let Some((i, item)) = stream.next().await {
-        if !recovered(&mut failing, item.is_ok(), SourceKind::EventWatch, &tx).await {
+        let outcome = super::backoff::outcome(&item);
+        if !recovered(&mut failing, outcome, SourceKind::EventWatch, &tx).await {
             return;
         }
         let ev = match item {

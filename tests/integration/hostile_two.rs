@@ -236,3 +236,58 @@ async fn text_outputs_cannot_be_forged_by_cluster_data() {
     );
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
+
+/// Forbidden events: each event watch backs off (0.8 s, 1.6 s, 3.2 s, …) instead of
+/// relisting about 3.4 times a second forever, and the event watch's health says
+/// forbidden without flipping to connected at each retry (the watcher's `Init` used to
+/// count as a recovery and reset the backoff).
+#[tokio::test]
+async fn forbidden_events_back_off_and_stay_forbidden() {
+    use super::common::{start_sim, triage};
+    let sim = start_sim("mixed", 1.0, &["forbid=events"]).await;
+    let dir = temp_dir("forbidden-events");
+    let rec = dir.join("r.ndjson");
+    let kc = sim.kubeconfig.to_str().unwrap();
+    let (code, _, err) = triage(&[
+        "record",
+        "--kubeconfig",
+        kc,
+        "-n",
+        "spark-jobs",
+        rec.to_str().unwrap(),
+        "--duration",
+        "20s",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let lists = sim
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.uri.contains("/events?") && !r.uri.contains("watch="))
+        .count();
+    eprintln!("forbidden event LISTs in 20 s: {lists}");
+    let selectors = spark_triage::source::live::EVENT_SELECTORS.len();
+    assert!(
+        lists >= selectors && lists <= selectors * 6,
+        "{lists} event LISTs in 20 s from {selectors} watches"
+    );
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let health: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#""kind":"source-health","source":"event-watch""#))
+        .collect();
+    assert!(
+        !health.iter().any(|l| l.contains(r#""state":"connected""#)),
+        "the event watch never says connected: {health:#?}"
+    );
+    assert!(
+        health.iter().any(|l| l.contains("forbidden")),
+        "it says forbidden: {health:#?}"
+    );
+    assert!(
+        health.len() <= selectors * 6,
+        "{} health lines",
+        health.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
