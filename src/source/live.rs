@@ -188,6 +188,19 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             ctx.context.as_ref()?.user.clone()
         })
         .unwrap_or_else(|| "unknown".to_owned());
+    // The context's cluster's proxy-url (kube reads it, and the environment's, its own way).
+    let cluster_proxy = kc.as_ref().and_then(|kc| {
+        let ctx_name = context_name.clone()?;
+        let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
+        let cluster = ctx.context.as_ref()?.cluster.clone();
+        kc.clusters
+            .iter()
+            .find(|c| c.name == cluster)?
+            .cluster
+            .as_ref()?
+            .proxy_url
+            .clone()
+    });
     let config = match (&opts.kubeconfig, kc) {
         (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts)
             .await
@@ -198,10 +211,25 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             .await
             .map_err(|e| e.to_string()),
     }
-    .map_err(|e| ConnectError::Config(redact::one_line(&redact::credentials(&e))))?;
+    .map_err(|e| {
+        let hint = if e.contains("NO_PROXY") {
+            " (kube cannot read an empty NO_PROXY entry: remove doubled or trailing commas)"
+        } else {
+            ""
+        };
+        ConnectError::Config(format!(
+            "{}{hint}",
+            redact::one_line(&redact::credentials(&e))
+        ))
+    })?;
     let timeout = opts.timeout();
     let mut config = config;
     config.connect_timeout = Some(timeout);
+    config.proxy_url =
+        super::proxy::proxy_for(&config.cluster_url, cluster_proxy.as_deref(), |k| {
+            std::env::var(k).ok()
+        })
+        .map_err(ConnectError::Config)?;
     let server = config.cluster_url.to_string();
     let authority = config
         .cluster_url

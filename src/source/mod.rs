@@ -10,6 +10,7 @@ pub mod groups;
 pub mod lean;
 pub mod live;
 mod poll;
+pub mod proxy;
 mod quotas;
 pub mod scope;
 

@@ -291,3 +291,167 @@ async fn forbidden_events_back_off_and_stay_forbidden() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A CONNECT proxy on loopback that tunnels only to `kube.proxy-test.invalid` (a name no
+/// resolver knows: reaching the simulator at all proves the proxy was used), to the
+/// simulator's port; it keeps every CONNECT target.
+async fn connect_proxy(sim_port: u16, seen: Arc<Mutex<Vec<String>>>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let Some(head) = request(&mut s).await else {
+                    return;
+                };
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                seen.lock().unwrap().push(line.clone());
+                let target = line.split(' ').nth(1).unwrap_or_default();
+                if !line.starts_with("CONNECT ") || !target.starts_with("kube.proxy-test.invalid:")
+                {
+                    let _ = s
+                        .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                        .await;
+                    return;
+                }
+                let Ok(mut up) = tokio::net::TcpStream::connect(("127.0.0.1", sim_port)).await
+                else {
+                    return;
+                };
+                if s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Proxies as kubectl honours them: `HTTP_PROXY` (the server is plain http) and a
+/// kubeconfig's `proxy-url` are used (they used to fail every command: "requires the
+/// disabled feature kube/http-proxy"); `NO_PROXY` matched against the API server's host
+/// sends it direct.
+#[tokio::test]
+async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them() {
+    use super::common::start_sim;
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let text = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+    let sim_port: u16 = text
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .expect("the simulator's port in its kubeconfig");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let proxy = format!(
+        "http://127.0.0.1:{}",
+        connect_proxy(sim_port, seen.clone()).await
+    );
+    let dir = temp_dir("proxy");
+    let hidden = text.replace("127.0.0.1:", "kube.proxy-test.invalid:");
+    let kc = dir.join("kubeconfig");
+    std::fs::write(&kc, &hidden).unwrap();
+    let status = |kc: std::path::PathBuf, env: Vec<(&'static str, String)>| async move {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+        cmd.args([
+            "status",
+            "-n",
+            "spark-jobs",
+            "-o",
+            "json",
+            "--request-timeout",
+            "5s",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .stdin(std::process::Stdio::null());
+        for k in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().await.unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let tunnels = || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("CONNECT kube.proxy-test.invalid:"))
+            .count()
+    };
+
+    let (code, out, err) = status(kc.clone(), vec![("HTTP_PROXY", proxy.clone())]).await;
+    assert_eq!(code, Some(0), "through HTTP_PROXY: {err}");
+    assert!(out.contains("etl-nightly"), "{out}");
+    assert!(tunnels() > 0, "the proxy was used");
+
+    // NO_PROXY names the server (a domain, with other entries): direct, so the name does
+    // not resolve, and the proxy sees nothing more.
+    let before = tunnels();
+    let (code, _, err) = status(
+        kc.clone(),
+        vec![
+            ("HTTP_PROXY", proxy.clone()),
+            (
+                "NO_PROXY",
+                "localhost,10.0.0.0/8,.proxy-test.invalid".to_owned(),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(
+        code,
+        Some(1),
+        "direct to a name that does not resolve: {err}"
+    );
+    assert_eq!(tunnels(), before, "NO_PROXY sent it direct");
+    // NO_PROXY for another port of the server's host: still proxied.
+    let (code, _, err) = status(
+        kc.clone(),
+        vec![
+            ("http_proxy", proxy.clone()),
+            ("no_proxy", "kube.proxy-test.invalid:1".to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(tunnels() > before);
+
+    // The kubeconfig's proxy-url, with no proxy in the environment.
+    let with_url = hidden.replacen(
+        "    server: ",
+        &format!("    proxy-url: {proxy}\n    server: "),
+        1,
+    );
+    let kc2 = dir.join("kubeconfig-proxy-url");
+    std::fs::write(&kc2, &with_url).unwrap();
+    let before = tunnels();
+    let (code, _, err) = status(kc2, vec![]).await;
+    assert_eq!(
+        code,
+        Some(0),
+        "through the kubeconfig's proxy-url: {err}\n{with_url}"
+    );
+    assert!(tunnels() > before);
+    let _ = std::fs::remove_dir_all(dir);
+}
