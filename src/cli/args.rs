@@ -40,11 +40,11 @@ pub struct ClusterArgs {
 #[derive(Debug, Args, Clone)]
 pub struct WatchArgs {
     /// How often to LIST every pod (Spark's own default is 30s).
-    #[arg(long, value_name = "DURATION", default_value = DEFAULT_POLL, value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_POLL, value_parser = parse_interval)]
     pub poll_interval: std::time::Duration,
     /// How often to read each driver's own executor list (its REST API, through the API
     /// server's service proxy); the live view reads only the app in view.
-    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DRIVER_POLL, value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DRIVER_POLL, value_parser = parse_interval)]
     pub driver_poll_interval: std::time::Duration,
     /// Never read the drivers' REST API.
     #[arg(long)]
@@ -186,13 +186,43 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `--request-timeout`: more than zero, at most an hour.
 pub(crate) fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
-    match parse_duration(s)? {
-        d if d.is_zero() => Err(format!("{s:?}: must be more than zero")),
-        d => Ok(d),
+    parse_within(s, std::time::Duration::from_millis(1), HOUR)
+}
+
+/// `--poll-interval`, `--driver-poll-interval`: a second to a day.
+pub(crate) fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    parse_within(s, std::time::Duration::from_secs(1), 24 * HOUR)
+}
+
+/// `hold --ttl`: a minute to 30 days (a hold must end: it keeps pods and their node's
+/// resources).
+pub(crate) fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {
+    parse_within(s, std::time::Duration::from_secs(60), 30 * 24 * HOUR)
+}
+
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Any other duration: at most ten years (no clock or timer overflows below that).
+const LONGEST: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 24 * 3600);
+
+fn parse_within(
+    s: &str,
+    min: std::time::Duration,
+    max: std::time::Duration,
+) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d < min || d > max {
+        let h = |d: std::time::Duration| humantime::format_duration(d).to_string();
+        return Err(format!("{s:?}: must be from {} to {}", h(min), h(max)));
     }
+    Ok(d)
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 30s, 2m)"))
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 30s, 2m)"))?;
+    if d > LONGEST {
+        return Err(format!("{s:?}: more than ten years"));
+    }
+    Ok(d)
 }

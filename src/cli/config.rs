@@ -22,13 +22,13 @@ pub struct Settings {
     pub namespace: Option<String>,
     pub all_namespaces: Option<bool>,
     pub selector: Option<String>,
-    #[serde(default, with = "opt_duration")]
+    #[serde(default, deserialize_with = "opt_duration::interval")]
     pub poll_interval: Option<std::time::Duration>,
-    #[serde(default, with = "opt_duration")]
+    #[serde(default, deserialize_with = "opt_duration::interval")]
     pub driver_poll_interval: Option<std::time::Duration>,
     /// Read the drivers' REST API (`false` = `--no-driver-api`).
     pub driver_api: Option<bool>,
-    #[serde(default, with = "opt_duration")]
+    #[serde(default, deserialize_with = "opt_duration::timeout")]
     pub request_timeout: Option<std::time::Duration>,
     /// Never write to the cluster.
     pub readonly: Option<bool>,
@@ -37,7 +37,7 @@ pub struct Settings {
     /// `dark`, `light` or `mono` (`SPARK_TRIAGE_THEME` wins over it).
     pub theme: Option<ThemeName>,
     /// How long `H` holds an app's executor pods.
-    #[serde(default, with = "opt_duration")]
+    #[serde(default, deserialize_with = "opt_duration::ttl")]
     pub hold_ttl: Option<std::time::Duration>,
     /// How many lines of an ended executor's log are captured as evidence (and shown by `l`).
     #[serde(default, deserialize_with = "tail_lines")]
@@ -88,13 +88,28 @@ pub struct Config {
 mod opt_duration {
     use serde::{Deserialize, Deserializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(
+    pub fn interval<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
+        with(d, crate::cli::parse_interval)
+    }
+
+    pub fn timeout<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
+        with(d, crate::cli::parse_timeout)
+    }
+
+    pub fn ttl<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+        with(d, crate::cli::parse_ttl)
+    }
+
+    fn with<'de, D: Deserializer<'de>>(
+        d: D,
+        parse: fn(&str) -> Result<std::time::Duration, String>,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
         let s = String::deserialize(d)?;
-        crate::cli::parse_duration(&s)
-            .map(Some)
-            .map_err(serde::de::Error::custom)
+        parse(&s).map(Some).map_err(serde::de::Error::custom)
     }
 }
 

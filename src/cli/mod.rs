@@ -15,7 +15,7 @@ pub(crate) mod config;
 mod hoist;
 
 pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
-pub(crate) use args::{parse_duration, parse_size};
+pub(crate) use args::{parse_duration, parse_interval, parse_size, parse_timeout, parse_ttl};
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::cli::{LiveArgs, parse_duration};
+use crate::cli::LiveArgs;
 use std::process::ExitCode;
 
 use crate::cli::Failure;
@@ -15,8 +15,8 @@ pub struct HoldArgs {
     /// on or off.
     #[arg(value_parser = ["on", "off"])]
     pub switch: String,
-    /// How long the hold lasts; any instance releases it after that.
-    #[arg(long, default_value = "2h", value_parser = parse_duration)]
+    /// How long the hold lasts (1m to 30d); any instance releases it after that.
+    #[arg(long, default_value = "2h", value_parser = crate::cli::parse_ttl)]
     pub ttl: std::time::Duration,
     #[command(flatten)]
     pub cluster: crate::cli::ClusterArgs,

@@ -455,3 +455,44 @@ async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them
     assert!(tunnels() > before);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Every duration is bounded with a usage error (exit 2) naming the range: a poll interval
+/// of u64::MAX seconds used to panic a worker thread while `status` exited 0, a hold TTL of
+/// u64::MAX became 2 h silently and `100000y` never expired.
+#[tokio::test]
+async fn durations_out_of_range_are_usage_errors() {
+    use super::common::triage;
+    let dir = temp_dir("durations");
+    let conf = dir.join("config.toml");
+    std::fs::write(&conf, "poll-interval = \"100000y\"\n").unwrap();
+    let conf = conf.to_str().unwrap().to_owned();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["status", "--poll-interval", "18446744073709551615s"],
+            "more than ten years",
+        ),
+        (&["status", "--poll-interval", "0s"], "from 1s to 1day"),
+        (
+            &["status", "--request-timeout", "100000y"],
+            "more than ten years",
+        ),
+        (&["status", "--request-timeout", "2h"], "from 1ms to 1h"),
+        (
+            &["hold", "--app", "x", "on", "--ttl", "100000y"],
+            "more than ten years",
+        ),
+        (
+            &["hold", "--app", "x", "on", "--ttl", "90d"],
+            "from 1m to 30days",
+        ),
+    ];
+    for (args, expect) in cases {
+        let (code, out, err) = triage(args).await;
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    let (code, _, err) = triage(&["status", "--config", &conf]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than ten years"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
