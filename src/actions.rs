@@ -26,7 +26,10 @@ pub enum ActionError {
     #[error("cannot list pods: {0}")]
     List(String),
     /// Some writes failed, the others were done (every pod has its line above).
-    #[error("{failed} of {tried} pod writes failed (each is said above); the rest were done")]
+    #[error(
+        "{failed} of {tried} pod writes failed (each is said above){}",
+        if failed < tried { "; the others were done" } else { "" }
+    )]
     Partial { failed: usize, tried: usize },
 }
 

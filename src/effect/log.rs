@@ -44,6 +44,24 @@ impl ActionLog {
         self.path.as_deref()
     }
 
+    /// Whether a record could be appended now (the directory made, the file opened for
+    /// appending): a kill or a hold is refused when it could not be logged.
+    pub fn writable(&self) -> Result<(), String> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("actions log {}: {e}", path.display()))?;
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| format!("actions log {}: {e}", path.display()))
+    }
+
     /// Writes one record; a log that cannot be written is reported, never fatal.
     pub fn append(&self, rec: &ActionRecord) -> Result<(), String> {
         let Some(path) = &self.path else {

@@ -322,6 +322,21 @@ impl Runner {
 
     /// Runs one effect to completion.
     pub async fn run(&self, effect: Effect) -> Outcome {
+        // A kill or a hold that could not be logged is not made (a release still is: it
+        // gives back what a hold kept).
+        let adds = matches!(
+            effect,
+            Effect::Kill { .. } | Effect::HoldPod { .. } | Effect::SetHold { until: Some(_), .. }
+        );
+        if adds && let Err(e) = self.log.writable() {
+            let mut t = Tally::default();
+            let refused = Denied::Unlogged(e);
+            let text = refused.to_string();
+            t.failed(WriteError::Denied(refused), "", "");
+            // Every pod it would have written failed.
+            t.failed = effect.pods().max(1);
+            return t.done(text, Vec::new());
+        }
         match effect {
             Effect::Quit => Outcome::Nothing,
             Effect::Kill { targets, grace } => self.kill(targets, grace).await,

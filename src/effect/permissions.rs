@@ -15,6 +15,9 @@ pub enum Denied {
     ReadOnly,
     #[error("missing permission: {verb} pods in namespace {namespace}")]
     Permission { verb: String, namespace: String },
+    /// Every write is logged first: a log that cannot be written refuses the write.
+    #[error("refusing: the actions log cannot be written ({0}); every write is logged")]
+    Unlogged(String),
 }
 
 /// What the API said the current user may do, per namespace and verb.

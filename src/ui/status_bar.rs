@@ -150,6 +150,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                         crate::effect::Denied::Permission { verb, .. } => {
                             format!("no {verb} permission")
                         }
+                        crate::effect::Denied::Unlogged(_) => "not logged".to_owned(),
                     })
             });
             hints.push((

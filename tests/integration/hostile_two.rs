@@ -496,3 +496,35 @@ async fn durations_out_of_range_are_usage_errors() {
     assert!(err.contains("more than ten years"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A kill or a hold that cannot be logged is not made: the actions log is a directory here,
+/// so nothing is sent (it used to go ahead with a warning).
+#[tokio::test]
+async fn a_write_that_cannot_be_logged_is_refused() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let port = halfway_server(seen.clone()).await;
+    let dir = temp_dir("unlogged");
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    std::fs::create_dir_all(kc.with_file_name("actions.log")).unwrap();
+    for args in [
+        &["kill", "--app", "etl", "2", "--yes"][..],
+        &["hold", "--app", "etl", "on"][..],
+    ] {
+        seen.lock().unwrap().clear();
+        let r = run(args, &kc, Duration::from_secs(60)).await;
+        assert_eq!(r.code, Some(1), "{args:?}: {r:?}");
+        assert!(
+            r.out.contains("the actions log cannot be written"),
+            "{args:?}: {r:?}"
+        );
+        let writes: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("DELETE ") || l.starts_with("PATCH "))
+            .cloned()
+            .collect();
+        assert!(writes.is_empty(), "{args:?}: sent {writes:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
