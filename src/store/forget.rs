@@ -12,21 +12,34 @@ impl Store {
     pub(super) fn forget(&mut self, before: Time) {
         let mut empty = Vec::new();
         for (key, app) in &mut self.snap.apps {
-            let old: Vec<(i64, String)> = app
+            // Each with, when Spark counted it, its cause (if its verdict named one).
+            #[allow(clippy::type_complexity)]
+            let old: Vec<(i64, String, Option<Option<crate::diagnose::Code>>)> = app
                 .executors
                 .values()
                 .filter(|e| e.gone.as_ref().is_some_and(|g| g.at() < before))
-                .map(|e| (e.id, e.pod.name.to_string()))
+                .map(|e| {
+                    let counted = e
+                        .verdict
+                        .counted()
+                        .then(|| e.verdict.cause().map(|f| f.code));
+                    (e.id, e.pod.name.to_string(), counted)
+                })
                 .collect();
             if !old.is_empty() {
                 let app = derived::edit(app);
-                for (id, name) in &old {
+                for (id, name, counted) in &old {
+                    match counted {
+                        Some(Some(code)) => *app.forgotten_counted.entry(*code).or_default() += 1,
+                        Some(None) => app.forgotten_uncaused += 1,
+                        None => {}
+                    }
                     app.executors.remove(id);
                     app.forgotten.insert(*id..=*id);
                     self.events.remove(&(key.0.clone(), name.clone()));
                 }
                 self.logs
-                    .retain(|(k, id)| k != key || !old.iter().any(|(o, _)| o == id));
+                    .retain(|(k, id)| k != key || !old.iter().any(|(o, ..)| o == id));
             }
             let finished = app.driver.as_ref().is_none_or(|d| {
                 d.gone.is_some()
@@ -93,9 +106,22 @@ mod tests {
             },
         ];
         let mut store = Store::new();
-        for ev in events.clone() {
-            store.apply(ev);
+        let (forget, before) = events.split_last().expect("events");
+        for ev in before {
+            store.apply(ev.clone());
         }
+        let counted = |s: &Store| {
+            let a = s.view().apps.values().next().expect("the app");
+            (a.counted_failures(), a.budget_text())
+        };
+        let was = counted(&store);
+        assert!(was.0 > 0, "a failed executor is counted");
+        store.apply(forget.clone());
+        assert_eq!(
+            counted(&store),
+            was,
+            "a forgotten failure still counts against the budget"
+        );
         let app = store
             .view()
             .apps
@@ -124,5 +150,6 @@ mod tests {
                 .values()
                 .all(|a| a.forgotten.contains(&1))
         );
+        assert_eq!(counted(&keyframe), was, "and after a keyframe");
     }
 }

@@ -166,11 +166,7 @@ impl AppRecord {
 
     /// The failure budget in a few words, when Spark counted anything.
     pub fn budget_text(&self) -> Option<String> {
-        let used = self
-            .executors
-            .values()
-            .filter(|e| e.verdict.counted())
-            .count();
+        let used = self.counted_failures();
         if used == 0 {
             return None;
         }

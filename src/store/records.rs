@@ -454,6 +454,10 @@ impl DriverInfo {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// How reading the driver's executor list goes, per app.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriverApiState {
@@ -500,6 +504,13 @@ pub struct AppRecord {
     /// list naming them again does not bring them back as driver-only tombstones.
     #[serde(default, skip_serializing_if = "rangemap::RangeInclusiveSet::is_empty")]
     pub forgotten: rangemap::RangeInclusiveSet<i64>,
+    /// The failures Spark counted among the forgotten executors, by cause: the failure
+    /// budget and the loop findings still count them (Spark does, for the app's life).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub forgotten_counted: BTreeMap<crate::diagnose::Code, usize>,
+    /// Of those, the ones whose verdict named no cause.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub forgotten_uncaused: usize,
     /// When the driver ended (what the executors' verdicts are told), kept up to date with
     /// the driver's evidence.
     #[serde(default)]
@@ -516,17 +527,34 @@ pub struct AppRecord {
 }
 
 impl AppRecord {
+    /// Failures Spark counted, forgotten executors included.
+    pub fn counted_failures(&self) -> usize {
+        self.forgotten_counted.values().sum::<usize>()
+            + self.forgotten_uncaused
+            + self
+                .executors
+                .values()
+                .filter(|e| e.verdict.counted())
+                .count()
+    }
+
     pub(super) fn compute_findings(&self) -> Vec<crate::diagnose::Finding> {
         use crate::diagnose::app::{AppFacts, app_findings};
         let spark_version = self
             .executors
             .values()
             .find_map(|e| crate::version::SparkVersion::of(&e.pod));
+        // The forgotten ones first: they are the oldest.
         let counted: Vec<crate::diagnose::Code> = self
-            .executors
-            .values()
-            .filter(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted))
-            .filter_map(|e| e.verdict.cause().map(|f| f.code))
+            .forgotten_counted
+            .iter()
+            .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
+            .chain(
+                self.executors
+                    .values()
+                    .filter(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted))
+                    .filter_map(|e| e.verdict.cause().map(|f| f.code)),
+            )
             .collect();
         let invalid_ids: Vec<(String, String)> = self
             .unregistered
@@ -745,6 +773,8 @@ impl AppRecord {
             quotas,
             groups: Arc::default(),
             forgotten: Default::default(),
+            forgotten_counted: BTreeMap::new(),
+            forgotten_uncaused: 0,
             driver_end: None,
             as_of: None,
             node_findings: Vec::new(),
