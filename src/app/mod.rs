@@ -190,6 +190,8 @@ pub struct App {
     /// How often the sources LIST every pod (live and demo): the header calls the view
     /// stale when no LIST succeeded for two of them.
     pub poll_interval: Option<std::time::Duration>,
+    /// Executors gone this long are forgotten (`--forget-after`; live and demo).
+    pub forget_after: Option<std::time::Duration>,
     /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
     pub kubeconfig: Option<String>,
     /// How far the open scrolling popup can scroll (its last page), as last drawn.
@@ -287,6 +289,7 @@ impl App {
             store: Store::new(),
             ctx,
             poll_interval: None,
+            forget_after: None,
             kubeconfig: None,
             popup_max_scroll: std::cell::Cell::new(u16::MAX),
             apps_window: std::cell::Cell::new((0, usize::MAX)),

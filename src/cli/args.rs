@@ -61,7 +61,7 @@ pub struct WriteArgs {
 }
 
 /// The views on a terminal (the live view, `demo`).
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct ViewArgs {
     /// Show times in UTC (default: local time; `z` toggles).
     #[arg(long)]
@@ -73,6 +73,26 @@ pub struct ViewArgs {
     /// $XDG_STATE_HOME/spark-triage/spark-triage.log; level from SPARK_TRIAGE_LOG).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<std::path::PathBuf>,
+    /// Forget executors whose pods have been gone this long (their counted failures still
+    /// count), so a view left open stays in bounded memory; the header says when it has.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_forget)]
+    pub forget_after: std::time::Duration,
+}
+
+impl Default for ViewArgs {
+    fn default() -> Self {
+        Self {
+            utc: false,
+            record: None,
+            log_file: None,
+            forget_after: std::time::Duration::from_secs(3600),
+        }
+    }
+}
+
+/// `--forget-after`: a minute to ten years.
+pub(crate) fn parse_forget(s: &str) -> Result<std::time::Duration, String> {
+    parse_within(s, std::time::Duration::from_secs(60), LONGEST)
 }
 
 const DEFAULT_TIMEOUT: &str = "30s";
@@ -108,6 +128,7 @@ pub struct LiveArgs {
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
+    pub forget_after: std::time::Duration,
 }
 
 impl LiveArgs {
@@ -135,6 +156,7 @@ impl LiveArgs {
             utc: view.utc,
             record: view.record,
             log_file: view.log_file,
+            forget_after: view.forget_after,
         }
     }
 

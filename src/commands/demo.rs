@@ -63,6 +63,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
             crate::app::Mode::Demo,
             readonly,
             record.as_deref(),
+            live_args.forget_after,
         )
         .await;
         let _ = std::fs::remove_file(&sim.kubeconfig);

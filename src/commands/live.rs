@@ -14,6 +14,7 @@ pub(crate) async fn tui_on(
     mode: crate::app::Mode,
     readonly: bool,
     record: Option<&std::path::Path>,
+    forget_after: std::time::Duration,
 ) -> Result<(), Failure> {
     use crate::app::{App, Context};
     if !std::io::stdout().is_terminal() {
@@ -30,7 +31,8 @@ pub(crate) async fn tui_on(
         focus: Some(conn.focus.clone()),
         captures: crate::effect::Captures::of_lines(crate::tui::configured().log_tail_lines),
     };
-    let mut tasks = crate::source::live::spawn(&conn, poll, tx);
+    let mut tasks = crate::source::live::spawn(&conn, poll, tx.clone());
+    tasks.push(tokio::spawn(forget_every(forget_after, tx)));
     let rx = match record {
         Some(path) => {
             let (tee, task) = super::record::tee_to_file(&conn, path, rx)?;
@@ -47,6 +49,7 @@ pub(crate) async fn tui_on(
     });
     let mut app = app;
     app.poll_interval = Some(poll);
+    app.forget_after = Some(forget_after);
     // Absolute, so the copied command works from any directory.
     app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
         std::path::absolute(p)
@@ -61,6 +64,34 @@ pub(crate) async fn tui_on(
     result
         .map(|_| ())
         .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
+}
+
+/// The view's memory stays bounded: executors gone longer than `after` are forgotten (the
+/// recorder's mechanism: a `Forget` event, recorded too, so a replay forgets the same).
+async fn forget_every(
+    after: std::time::Duration,
+    tx: tokio::sync::mpsc::Sender<crate::source::SourceEvent>,
+) {
+    let Ok(horizon) = chrono::Duration::from_std(after) else {
+        return;
+    };
+    let every = (after / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    );
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let now = chrono::Utc::now();
+        let ev = crate::source::SourceEvent::Forget {
+            before: now - horizon,
+            at: now,
+        };
+        if tx.send(ev).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Raw mode while connecting (so `q` is read at once), undone on every path.
@@ -126,6 +157,7 @@ pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
             crate::app::Mode::Live,
             readonly,
             live_args.record.as_deref(),
+            live_args.forget_after,
         )
         .await?;
         Ok(ExitCode::SUCCESS)

@@ -11,6 +11,7 @@ impl Store {
     /// driver's list naming them again brings nothing back.
     pub(super) fn forget(&mut self, before: Time) {
         let mut empty = Vec::new();
+        let mut forgotten = 0;
         for (key, app) in &mut self.snap.apps {
             // Each with, when Spark counted it, its cause (if its verdict named one).
             #[allow(clippy::type_complexity)]
@@ -27,6 +28,7 @@ impl Store {
                 })
                 .collect();
             if !old.is_empty() {
+                forgotten += old.len() as u64;
                 let app = derived::edit(app);
                 for (id, name, counted) in &old {
                     match counted {
@@ -53,6 +55,7 @@ impl Store {
         for key in empty {
             self.snap.apps.remove(&key);
         }
+        self.snap.forgotten += forgotten;
     }
 }
 

@@ -454,6 +454,10 @@ impl DriverInfo {
     }
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -872,6 +876,9 @@ pub struct Snapshot {
     pub now: Option<Time>,
     /// Events applied so far.
     pub applied: u64,
+    /// Executors forgotten so far (`SourceEvent::Forget`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub forgotten: u64,
     /// The ResourceQuotas by namespace, as last listed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quotas: BTreeMap<String, Vec<crate::model::Quota>>,

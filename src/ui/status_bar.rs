@@ -76,6 +76,15 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             theme::severity(crate::diagnose::Severity::Error),
         ));
     }
+    // Forgetting applies: executors gone longer than the horizon are no longer shown.
+    if let Some(after) = app.forget_after
+        && snap.forgotten > 0
+    {
+        spans.push(Span::styled(
+            format!(" │ gone >{} forgotten", humantime::format_duration(after)),
+            theme::dim(),
+        ));
+    }
     if app.ctx.readonly {
         spans.push(Span::styled(
             " │ READ-ONLY",

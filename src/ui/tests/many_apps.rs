@@ -113,3 +113,33 @@ fn three_thousand_apps_keep_the_selection_in_view() {
     assert_eq!(selected(&app), last);
     assert!(draw(&app).contains(&format!("▶ {last}")));
 }
+
+/// A view left open forgets executors gone longer than `--forget-after` (bounded memory)
+/// and its header says so once it has.
+#[test]
+fn the_header_says_when_gone_executors_were_forgotten() {
+    let mut app = apps(2, 200, 50);
+    app.forget_after = Some(std::time::Duration::from_secs(3600));
+    assert!(!draw(&app).contains("forgotten"), "nothing forgotten yet");
+    let gone = pod(
+        json!({"metadata": {"name": "app-01-exec-1", "resourceVersion": "9",
+        "labels": {"spark-app-selector": "spark-01", "spark-app-name": "app-01",
+                   "spark-role": "executor", "spark-exec-id": "1"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": "Failed"}}),
+    );
+    let t = |s| chrono::DateTime::UNIX_EPOCH + chrono::Duration::seconds(s);
+    for ev in [
+        crate::source::SourceEvent::PodDeleted {
+            pod: std::sync::Arc::new(gone),
+            at: t(10),
+        },
+        crate::source::SourceEvent::Forget {
+            before: t(20),
+            at: t(3700),
+        },
+    ] {
+        update(&mut app, Msg::Source(ev));
+    }
+    let frame = draw(&app);
+    assert!(frame.contains("gone >1h forgotten"), "{frame}");
+}
