@@ -3,12 +3,16 @@
 # pseudo-terminal (tmux, 200x50) against the simulator's `scale` scenario; after a warm-up,
 # for SECONDS it measures the tool's CPU (utime+stime from /proc, as % of one core), its RSS
 # (max), and the API requests it made per minute (the simulator's request log), by kind.
-# Usage: scripts/bench-steady.sh [EXECUTORS] [SECONDS] [CHURN_PER_SEC]   (default 10000 60 5)
+# With FORGET (the view's --forget-after, default 1h) shorter than SECONDS, it also prints
+# the RSS each minute: flat after the first horizon when ended executors are forgotten.
+# Usage: scripts/bench-steady.sh [EXECUTORS] [SECONDS] [CHURN_PER_SEC] [FORGET]
+#        (default 10000 60 5 1h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
 secs=${2:-60}
 churn=${3:-5}
+forget=${4:-1h}
 command -v tmux >/dev/null || { echo "tmux is needed" >&2; exit 1; }
 cargo build --release --quiet
 port=$((20000 + RANDOM % 20000))
@@ -22,7 +26,7 @@ sleep 10
 requests() { kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests; }
 requests >"$dir/start"
 tmux new-session -d -s "$session" -x 200 -y 50 \
-    "target/release/spark-triage --kubeconfig $dir/kc -A --no-driver-api"
+    "target/release/spark-triage --kubeconfig $dir/kc -A --no-driver-api --forget-after $forget"
 sleep 15 # the first view, then steady state
 pid=$(pgrep -f "^target/release/spark-triage --kubeconfig $dir/kc -A" | head -1)
 [ -n "$pid" ] || { echo "the live view did not start" >&2; tmux capture-pane -t "$session" -p >&2; exit 1; }
@@ -33,9 +37,14 @@ c0=$(cpu)
 t0=$(date +%s.%N)
 peak=0
 end=$((SECONDS + secs))
+minute=0
 while [ $SECONDS -lt $end ]; do
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     [ "$rss" -gt "$peak" ] && peak=$rss
+    if [ $(( (secs - (end - SECONDS)) / 60 )) -gt $minute ]; then
+        minute=$((minute + 1))
+        echo "  minute $minute: RSS $((rss / 1024)) MiB"
+    fi
     sleep 1
 done
 c1=$(cpu)
