@@ -283,6 +283,9 @@ pub async fn hold_on(
         w.run(&runner, hold, out).await;
     }
     let held = w.changed;
+    if w.failed > 0 && held == 0 {
+        return w.result();
+    }
     let _ = writeln!(
         out,
         "held {held} executor pod(s) until {} (finalizer {})",
@@ -304,7 +307,7 @@ pub async fn release(
     let now = Utc::now();
     let due: Vec<&ExecutorPod> = pods
         .iter()
-        .filter(|p| !only_expired || hold_due(p, now))
+        .filter(|p| !only_expired || p.hold_due(now))
         .collect();
     let runner = runner(conn, log);
     gate_all(
@@ -335,15 +338,6 @@ pub async fn release(
     }
     let _ = writeln!(out, "released {} pod(s)", w.changed);
     w.result()
-}
-
-/// Whether a hold is past its expiry, for `release --expired`: an expiry that cannot be
-/// read, or a hold finalizer with no expiry at all, never expires by itself, so it is due.
-fn hold_due(p: &ExecutorPod, now: DateTime<Utc>) -> bool {
-    match p.hold_expires() {
-        Some(e) => e <= now,
-        None => marked(p) || p.is_held(),
-    }
 }
 
 /// The pod carries the tool's expiry annotation (readable or not).

@@ -573,10 +573,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
                 let via = crate::effect::owner_of(&e.pod, &drivers).ok()?;
                 Some((until, via))
             });
-            let release = hold.is_none()
-                && tick
-                && e.pod.is_held()
-                && e.pod.hold_expires().is_some_and(|x| x <= now);
+            let release = hold.is_none() && tick && e.pod.is_held() && e.pod.hold_due(now);
             if hold.is_none() && !release {
                 continue;
             }
@@ -622,7 +619,11 @@ fn mouse(app: &mut App, m: MouseEvent) {
         MouseEventKind::Down(MouseButton::Left) => {
             let layout = layout::layout(app.size, app);
             if let Some(i) = layout.app_at(m.column, m.row) {
-                let i = i + app.apps_window.get().0;
+                let (first, rows) = app.apps_window.get();
+                if i >= rows {
+                    return; // the pane's spare row below its last app
+                }
+                let i = i + first;
                 app.focus = Focus::Apps;
                 let len = app.apps().len();
                 if i < len {

@@ -218,10 +218,10 @@ pub(crate) fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     parse_within(s, std::time::Duration::from_secs(1), 24 * HOUR)
 }
 
-/// `hold --ttl`: a minute to 30 days (a hold must end: it keeps pods and their node's
+/// `hold --ttl`: a second to 30 days (a hold must end: it keeps pods and their node's
 /// resources).
 pub(crate) fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {
-    parse_within(s, std::time::Duration::from_secs(60), 30 * 24 * HOUR)
+    parse_within(s, std::time::Duration::from_secs(1), 30 * 24 * HOUR)
 }
 
 const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);

@@ -15,7 +15,7 @@ pub struct HoldArgs {
     /// on or off.
     #[arg(value_parser = ["on", "off"])]
     pub switch: String,
-    /// How long the hold lasts (1m to 30d); any instance releases it after that.
+    /// How long the hold lasts (1s to 30d); any instance releases it after that.
     #[arg(long, default_value = "2h", value_parser = crate::cli::parse_ttl)]
     pub ttl: std::time::Duration,
     #[command(flatten)]

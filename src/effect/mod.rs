@@ -120,6 +120,25 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// The pods a write touches, as (namespace, pod).
+    pub fn targets(&self) -> Vec<(String, String)> {
+        match self {
+            Effect::Kill { targets, .. } => targets
+                .iter()
+                .map(|t| (t.namespace.clone(), t.pod.clone()))
+                .collect(),
+            Effect::SetHold {
+                namespace, pods, ..
+            } => pods
+                .iter()
+                .map(|p| (namespace.clone(), p.pod.clone()))
+                .collect(),
+            Effect::HoldPod { namespace, pod, .. } => vec![(namespace.clone(), pod.pod.clone())],
+            Effect::ReleasePod { namespace, pod, .. } => vec![(namespace.clone(), pod.clone())],
+            _ => Vec::new(),
+        }
+    }
+
     /// How many pods a write touches (a driver's hold mark counts as one).
     pub fn pods(&self) -> usize {
         match self {
@@ -333,9 +352,9 @@ impl Runner {
             let refused = Denied::Unlogged(e);
             let text = refused.to_string();
             t.failed(WriteError::Denied(refused), "", "");
-            // Every pod it would have written failed.
+            // Every pod it would have written failed (and is no longer in flight).
             t.failed = effect.pods().max(1);
-            return t.done(text, Vec::new());
+            return t.done(text, effect.targets());
         }
         match effect {
             Effect::Quit => Outcome::Nothing,
@@ -359,6 +378,10 @@ impl Runner {
                     Ok(changed) => {
                         t.ok(changed, None);
                         format!("held new executor {pod}")
+                    }
+                    Err(e) if e.is_not_found() => {
+                        t.ok(false, None);
+                        format!("{pod} is already gone; nothing to hold")
                     }
                     Err(e) => {
                         let text = e.to_string();
@@ -521,6 +544,11 @@ impl Runner {
                         .map(|c| format!("{target}: {c}"));
                     t.ok(changed, cost);
                 }
+                // Gone meanwhile: nothing left to hold or release.
+                Err(e) if e.is_not_found() => {
+                    self.log_action(action, &target, "already gone", &mut t);
+                    t.ok(false, Some(format!("{target}: already gone")));
+                }
                 Err(e) => {
                     self.log_action(action, &target, &e.to_string(), &mut t);
                     t.failed(e, &namespace, "patch");
@@ -534,7 +562,10 @@ impl Runner {
         };
         let text = match &t.error {
             None => format!("{verb}: {} pod(s)", t.changed),
-            Some(e) => format!("{verb}: {} pod(s); failed: {e}", t.changed),
+            Some(e) => format!(
+                "{verb}: {} pod(s), {} failed; first: {e}",
+                t.changed, t.failed
+            ),
         };
         self.timeline(
             &namespace,
@@ -612,9 +643,15 @@ impl Runner {
             (true, true) => "Spark, or their StatefulSet or ReplicaSet, replaces them",
             _ => "Spark replaces them if below target",
         };
+        let gone = targets.len().saturating_sub(t.changed + t.failed);
+        let gone = if gone > 0 {
+            format!(" ({gone} already gone)")
+        } else {
+            String::new()
+        };
         let text = match &t.error {
-            None => format!("killed {} executor(s); {replaces}", t.changed),
-            Some(first) => format!("killed {}, failed {}: {first}", t.changed, t.failed),
+            None => format!("killed {} executor(s){gone}; {replaces}", t.changed),
+            Some(first) => format!("killed {}{gone}, failed {}: {first}", t.changed, t.failed),
         };
         t.done(text, Vec::new())
     }

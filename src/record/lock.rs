@@ -7,7 +7,7 @@
 use std::{
     fs::{File, OpenOptions},
     io::{Read, Seek, Write},
-    os::unix::fs::MetadataExt,
+    os::unix::fs::{MetadataExt, OpenOptionsExt},
     path::{Path, PathBuf},
 };
 
@@ -71,7 +71,22 @@ fn holder(file: &mut File) -> String {
 impl RecorderLock {
     /// Takes the lock of `target` (a directory when `dir`), or says who holds it.
     pub fn acquire(target: &Path, dir: bool) -> Result<Self, LockError> {
-        let path = lock_path(target, dir);
+        // One lock per file or directory, whatever link or relative path names it.
+        let real = match std::fs::canonicalize(target) {
+            Ok(p) => p,
+            Err(_) => match (target.parent(), target.file_name()) {
+                (Some(parent), Some(name)) => {
+                    std::fs::canonicalize(if parent.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        parent
+                    })
+                    .map_or_else(|_| target.to_path_buf(), |p| p.join(name))
+                }
+                _ => target.to_path_buf(),
+            },
+        };
+        let path = lock_path(&real, dir);
         let io = |source| LockError::Io {
             path: path.display().to_string(),
             source,
@@ -82,6 +97,7 @@ impl RecorderLock {
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
                 .map_err(io)?;
             match file.try_lock() {
@@ -156,6 +172,21 @@ mod tests {
         let again = RecorderLock::acquire(&dir, true).unwrap();
         drop(again);
         let file = dir.join("r.ndjson");
+        std::fs::write(&file, "").unwrap();
+        let link = dir.join("link.ndjson");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let held = RecorderLock::acquire(&file, false).unwrap();
+        assert!(
+            RecorderLock::acquire(&link, false).is_err(),
+            "a link to the file is the same recording"
+        );
+        drop(held);
+        // A symlink planted where the lock goes is not followed (nor truncated).
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, lock_path(&file, false)).unwrap();
+        assert!(RecorderLock::acquire(&file, false).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
         assert_eq!(
             lock_path(&file, false),
             dir.join(".r.ndjson.lock"),

@@ -1,7 +1,8 @@
 //! The watches' backoff. kube's `default_backoff` resets on every `Ok` item, and a watcher
 //! yields `Ok(Event::Init)` before each (re)list, so a list that fails every time (a 403 on
 //! events) was retried at the first step forever, several times a second. Here only a
-//! delivery (an object, or a list that completed) resets it; `Init` does not.
+//! delivery (a watch event, or a list that completed) resets it; `Init` and a list's pages
+//! do not.
 
 use std::time::Duration;
 
@@ -23,8 +24,12 @@ pub enum Outcome {
 pub fn outcome<K>(item: &Result<watcher::Event<K>, watcher::Error>) -> Outcome {
     match item {
         Err(_) => Outcome::Failed,
-        Ok(watcher::Event::Init) => Outcome::Starting,
-        Ok(_) => Outcome::Delivered,
+        // A list's pages are not yet a list: it may still fail (a timeout, an expired
+        // continue token), and then the wait must grow.
+        Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Outcome::Starting,
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+            Outcome::Delivered
+        }
     }
 }
 
@@ -33,6 +38,12 @@ pub fn outcome<K>(item: &Result<watcher::Event<K>, watcher::Error>) -> Outcome {
 #[derive(Debug, Clone)]
 pub struct Backoff {
     next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Backoff {
@@ -113,7 +124,11 @@ mod tests {
             Ok(watcher::Event::Init),
             forbidden(),
             Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(())),
+            forbidden(),
+            Ok(watcher::Event::Init),
             Ok(watcher::Event::InitDone),
+            forbidden(),
             forbidden(),
         ];
         let mut s = watch_backoff(futures::stream::iter(items));
@@ -127,11 +142,10 @@ mod tests {
         let gaps: Vec<Duration> = failed_at.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps[0] >= Duration::from_millis(800), "{gaps:?}");
         assert!(gaps[1] >= Duration::from_millis(1600), "it grows: {gaps:?}");
-        // After the delivery (InitDone) the wait before the next failure's retry is the
-        // first again: the gap holds only the wait after the third failure (3.2 s).
-        assert!(
-            gaps[2] >= Duration::from_millis(3200) && gaps[2] < Duration::from_secs(5),
-            "{gaps:?}"
-        );
+        // A list's page is not a delivery: the wait goes on growing.
+        assert!(gaps[2] >= Duration::from_millis(3200), "{gaps:?}");
+        assert!(gaps[3] >= Duration::from_millis(6400), "{gaps:?}");
+        // A completed list is: the wait after the next failure is the first again.
+        assert!(gaps[4] < Duration::from_millis(1100), "{gaps:?}");
     }
 }

@@ -82,6 +82,11 @@ fn excluded(no_proxy: &str, host: &str, port: u16) -> bool {
                 subdomains_only,
                 port: p,
             } => {
+                // A name never matches an address (`2.3` is not a domain of 10.1.2.3),
+                // except an address written with a port, kept here as its text.
+                if ip.is_some_and(|ip| ip.to_string() != name) {
+                    return false;
+                }
                 let port_ok = p.is_none_or(|p| p == port);
                 let sub = host.ends_with(&format!(".{name}"));
                 port_ok && (sub || (!subdomains_only && host == name))
@@ -106,10 +111,10 @@ pub fn proxy_for(
         return parse("the kubeconfig's proxy-url", url).map(Some);
     }
     let https = server.scheme_str() != Some("http");
+    // The first of the two names that is set and not empty, as Go's getEnvAny.
     let var = |name: &str| {
-        env(name)
-            .or_else(|| env(&name.to_ascii_lowercase()))
-            .filter(|v| !v.trim().is_empty())
+        let set = |n: &str| env(n).filter(|v| !v.trim().is_empty());
+        set(name).or_else(|| set(&name.to_ascii_lowercase()))
     };
     let name = if https { "HTTPS_PROXY" } else { "HTTP_PROXY" };
     let Some(url) = var(name) else {
@@ -194,6 +199,23 @@ mod tests {
             decide(
                 "https://[fd00::1]:6443",
                 &[("HTTPS_PROXY", p), ("NO_PROXY", "fd00::/8")]
+            )
+            .is_none()
+        );
+        assert!(
+            decide(ip, &[("HTTPS_PROXY", p), ("NO_PROXY", "2.3")]).is_some(),
+            "a name is not an address"
+        );
+        // An empty upper-case variable gives way to the lower-case one.
+        assert!(decide(server, &[("HTTPS_PROXY", ""), ("https_proxy", p)]).is_some());
+        assert!(
+            decide(
+                server,
+                &[
+                    ("HTTPS_PROXY", p),
+                    ("NO_PROXY", ""),
+                    ("no_proxy", "example.com")
+                ]
             )
             .is_none()
         );

@@ -87,9 +87,9 @@ async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                             r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{},"status":{"allowed":true}}"#,
                         )
                         .await
-                    } else if line.starts_with("DELETE ") {
-                        status(&mut s, 404, "NotFound").await
-                    } else if line.starts_with("PATCH ") && pod == "etl-driver" {
+                    } else if line.starts_with("DELETE ")
+                        || (line.starts_with("PATCH ") && pod == "etl-driver")
+                    {
                         status(&mut s, 404, "NotFound").await
                     } else if line.starts_with("PATCH ") && pod == "etl-exec-3" {
                         status(&mut s, 500, "InternalError").await
@@ -483,7 +483,7 @@ async fn durations_out_of_range_are_usage_errors() {
         ),
         (
             &["hold", "--app", "x", "on", "--ttl", "90d"],
-            "from 1m to 30days",
+            "from 1s to 30days",
         ),
     ];
     for (args, expect) in cases {

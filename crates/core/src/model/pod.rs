@@ -507,6 +507,16 @@ impl ExecutorPod {
         self.finalizers.iter().any(|f| f == HOLD_FINALIZER)
     }
 
+    /// Whether the tool's hold is due for release at `now`: past its expiry, or an expiry
+    /// that cannot be read, or the hold finalizer with no expiry at all (neither would ever
+    /// expire by itself).
+    pub fn hold_due(&self, now: Time) -> bool {
+        match self.hold_expires() {
+            Some(e) => e <= now,
+            None => self.tool_annotations.contains_key(HOLD_EXPIRES) || self.is_held(),
+        }
+    }
+
     /// When the tool's hold expires, if one is set.
     pub fn hold_expires(&self) -> Option<Time> {
         self.tool_annotations
