@@ -18,11 +18,15 @@ pub enum Outcome {
     Failed,
     /// A (re)list begins: says nothing yet.
     Starting,
+    /// One watch line could not be read (malformed JSON): the stream is up and goes on;
+    /// it says nothing about the connection.
+    Garbled,
 }
 
 /// The outcome of a watch item.
 pub fn outcome<K>(item: &Result<watcher::Event<K>, watcher::Error>) -> Outcome {
     match item {
+        Err(watcher::Error::WatchFailed(kube::Error::SerdeError(_))) => Outcome::Garbled,
         Err(_) => Outcome::Failed,
         // A list's pages are not yet a list: it may still fail (a timeout, an expired
         // continue token), and then the wait must grow.
@@ -87,7 +91,7 @@ pub fn watch_backoff<K: Send + 'static>(
                     backoff.reset();
                     None
                 }
-                Outcome::Starting => None,
+                Outcome::Starting | Outcome::Garbled => None,
             };
             Some((item, (stream, backoff, wait)))
         },
@@ -98,6 +102,17 @@ pub fn watch_backoff<K: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_watch_line_is_not_a_connection_failure() {
+        let garbled = serde_json::from_str::<u8>("{").unwrap_err();
+        let item: Result<watcher::Event<()>, _> = Err(watcher::Error::WatchFailed(
+            kube::Error::SerdeError(garbled),
+        ));
+        assert_eq!(outcome(&item), Outcome::Garbled);
+        let item: Result<watcher::Event<()>, _> = Err(watcher::Error::NoResourceVersion);
+        assert_eq!(outcome(&item), Outcome::Failed);
+    }
 
     #[test]
     fn the_backoff_doubles_to_its_maximum_and_resets() {

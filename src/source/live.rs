@@ -497,6 +497,14 @@ async fn pod_watch(
                     at: now(),
                 }
             }
+            // One unreadable line: the stream is up, the header stays as it is.
+            Err(e) if outcome == super::backoff::Outcome::Garbled => {
+                tracing::warn!(
+                    "pod watch: a line could not be read: {}",
+                    describe_watch(&e)
+                );
+                continue;
+            }
             Err(e) => {
                 let forbidden = match &e {
                     watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
@@ -528,7 +536,7 @@ async fn recovered(
     use super::backoff::Outcome;
     // A (re)list that begins says nothing: only a delivery is a recovery.
     let ok = match outcome {
-        Outcome::Starting => return true,
+        Outcome::Starting | Outcome::Garbled => return true,
         Outcome::Delivered => true,
         Outcome::Failed => false,
     };
@@ -669,6 +677,13 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                     health: Health::Connected,
                     at: now(),
                 }
+            }
+            Err(e) if outcome == super::backoff::Outcome::Garbled => {
+                tracing::warn!(
+                    "event watch: a line could not be read: {}",
+                    describe_watch(&e)
+                );
+                continue;
             }
             Err(e) => {
                 let forbidden = match &e {

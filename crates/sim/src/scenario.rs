@@ -497,10 +497,19 @@ pub fn load(name_or_path: &str) -> Result<Scenario, String> {
     parse(&text).map_err(|e| format!("{name_or_path}: {e}"))
 }
 
+/// The largest value of an int Spark setting (`spark.executor.maxNumFailures`).
+pub const SPARK_MAX_INT: u32 = i32::MAX as u32;
+
 pub fn parse(text: &str) -> Result<Scenario, String> {
     let s: Scenario = serde_saphyr::from_str(text)
         .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
     for app in &s.apps {
+        if app.max_failures.is_some_and(|m| m > SPARK_MAX_INT) {
+            return Err(format!(
+                "app {}: maxFailures is over {SPARK_MAX_INT}, which Spark refuses (an int)",
+                app.name
+            ));
+        }
         if let Some(sc) = &app.scheduling {
             let missing = match sc.by {
                 SchedulerKind::Named if sc.scheduler_name.is_none() => Some("schedulerName"),
@@ -586,7 +595,8 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             overhead_mib: 384,
             spark_version: default_spark_version(),
             image: default_image(),
-            max_failures: Some(u32::MAX),
+            // Spark's largest int: a bigger value is refused by Spark's conf parsing.
+            max_failures: Some(SPARK_MAX_INT),
             start: None,
             allocation_batch: executors.max(1),
             conf: std::collections::BTreeMap::new(),
@@ -637,6 +647,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("executor must be"), "{e}");
+        let e = parse(
+            "name: x\napps: [{name: a, namespace: n, executors: 1, maxFailures: 4294967295}]\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("which Spark refuses"), "{e}");
+        // The scale scenario's "no limit" is one Spark accepts.
+        assert!(
+            scale(1, 10, 0.0)
+                .apps
+                .iter()
+                .all(|a| a.max_failures.is_some_and(|m| i32::try_from(m).is_ok()))
+        );
     }
 
     #[test]
