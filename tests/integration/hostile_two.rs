@@ -528,3 +528,90 @@ async fn a_write_that_cannot_be_logged_is_refused() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// One chunk of a chunked HTTP body.
+fn chunk(body: &str) -> Vec<u8> {
+    format!("{:x}\r\n{body}\r\n", body.len()).into_bytes()
+}
+
+/// A server whose pod watch sends one malformed line and then a good event; every other
+/// list is empty and every other watch stays open and quiet.
+async fn garbled_watch_server() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                while let Some(head) = request(&mut s).await {
+                    let line = head.lines().next().unwrap_or_default().to_owned();
+                    let pods = line.contains("/pods?") || line.contains("/pods ");
+                    if line.contains("watch=") {
+                        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                        if s.write_all(head.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        if pods {
+                            let good = format!(r#"{{"type":"ADDED","object":{}}}"#, held_pod(2));
+                            let _ = s
+                                .write_all(&chunk("{\"type\":\"ADDED\",\"object\":{not json\n"))
+                                .await;
+                            let _ = s.write_all(&chunk(&format!("{good}\n"))).await;
+                        }
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        return;
+                    }
+                    let items = if pods { held_pod(1) } else { String::new() };
+                    let body = format!(
+                        r#"{{"kind":"List","apiVersion":"v1","metadata":{{"resourceVersion":"20"}},"items":[{items}]}}"#
+                    );
+                    if !json(&mut s, &body).await {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A malformed line in the pod watch is a warning: the pod watch's health never says
+/// retrying (it said `retrying (HTTP 0)` while the stream was up), and the good event after
+/// it is delivered.
+#[tokio::test]
+async fn a_malformed_watch_line_does_not_mark_the_watch_as_failing() {
+    let port = garbled_watch_server().await;
+    let dir = temp_dir("garbled");
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    let rec = dir.join("r.ndjson");
+    let r = run(
+        &[
+            "record",
+            rec.to_str().unwrap(),
+            "--duration",
+            "4s",
+            "--no-driver-api",
+        ],
+        &kc,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let health: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#""kind":"source-health","source":"pod-watch""#))
+        .collect();
+    assert!(
+        !health.iter().any(|l| l.contains("retrying")),
+        "{health:#?}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains(r#""kind":"pod-upserted""#) && l.contains("etl-exec-2")),
+        "the event after the bad line arrives:\n{text}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
