@@ -27,10 +27,14 @@ pub enum ActionError {
     List(String),
     /// Some writes failed, the others were done (every pod has its line above).
     #[error(
-        "{failed} of {tried} pod writes failed (each is said above){}",
-        if failed < tried { "; the others were done" } else { "" }
+        "{failed} of {tried} pod writes failed{}; the first: {first}",
+        if failed < tried { ", the others were done" } else { "" }
     )]
-    Partial { failed: usize, tried: usize },
+    Partial {
+        failed: usize,
+        tried: usize,
+        first: String,
+    },
 }
 
 /// The pods of one application (drivers and executors), by id or name.
@@ -139,6 +143,8 @@ struct Writes {
     changed: usize,
     failed: usize,
     tried: usize,
+    /// The first failure, for the last line (every one has its line on stdout).
+    first: Option<String>,
 }
 
 impl Writes {
@@ -154,6 +160,9 @@ impl Writes {
         self.tried += tried;
         self.changed += done.changed;
         self.failed += done.failed;
+        if self.first.is_none() {
+            self.first = done.error.map(|e| e.to_string());
+        }
     }
 
     /// The changed count, or the failures as the error (exit status 1).
@@ -163,6 +172,7 @@ impl Writes {
             failed => Err(ActionError::Partial {
                 failed,
                 tried: self.tried.max(failed),
+                first: self.first.unwrap_or_else(|| "unknown".to_owned()),
             }),
         }
     }
