@@ -311,10 +311,8 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
         for x in &v.supporting {
             let _ = writeln!(
                 out,
-                "  [{}] {}: {}",
-                x.severity.as_str(),
-                x.code,
-                f(&x.summary)
+                "{}",
+                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
         }
         match &a.driver_api {

@@ -381,10 +381,8 @@ pub fn render_text(report: &Explanation) -> String {
         for x in &p.findings {
             let _ = writeln!(
                 out,
-                "  [{}] {}: {}",
-                x.severity.as_str(),
-                x.code,
-                f(&x.summary)
+                "{}",
+                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
             for e in &x.evidence {
                 let _ = writeln!(out, "      evidence: {}", f(e));
@@ -434,10 +432,8 @@ pub fn render_text(report: &Explanation) -> String {
         for x in &v.supporting {
             let _ = writeln!(
                 out,
-                "  [{}] {}: {}",
-                x.severity.as_str(),
-                x.code,
-                f(&x.summary)
+                "{}",
+                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
         }
         out.push('\n');

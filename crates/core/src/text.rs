@@ -52,6 +52,12 @@ pub fn field(text: &str) -> Cow<'_, str> {
     Cow::Owned(escape(&joined.join(" / ").replace('\t', " "), bad).into_owned())
 }
 
+/// A finding as one line of text output: `  [severity] code: summary`, the summary through
+/// [`field`] (`status`, `explain` and its app block print findings alike).
+pub fn finding_line(severity: &str, code: impl std::fmt::Display, summary: &str) -> String {
+    format!("  [{severity}] {code}: {}", field(summary))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
