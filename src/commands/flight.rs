@@ -134,7 +134,16 @@ pub(crate) struct Metrics {
     beat: AtomicI64,
     /// Why the recorder is not ready (`/readyz`), or none.
     not_ready: Mutex<Option<String>>,
+    /// The connection's credentials: `/healthz` fails when the API server keeps refusing them.
+    credentials: std::sync::OnceLock<crate::source::credentials::Credentials>,
+    auth_refused: Gauge,
+    credential_fetches: Counter,
 }
+
+/// `/healthz` fails after this many requests in a row were refused (HTTP 401) although the
+/// credentials were fetched again: a restart (a new ServiceAccount token mounted, the
+/// plugin's login run again) is what is left.
+pub(crate) const UNHEALTHY_AFTER_REFUSALS: u32 = 10;
 
 impl Metrics {
     pub fn new() -> Arc<Self> {
@@ -186,8 +195,33 @@ impl Metrics {
             "Seconds since the last complete LIST of the pods (+Inf before the first)",
             m.last_list_age.clone(),
         );
+        r.register(
+            format!("{p}_auth_refused_in_a_row"),
+            "Requests refused by the API server (HTTP 401) since the last one it accepted",
+            m.auth_refused.clone(),
+        );
+        r.register(
+            format!("{p}_credential_fetches"),
+            "Times the credentials were fetched again (exec plugin run, token file read)",
+            m.credential_fetches.clone(),
+        );
         m.last_list_age.set(f64::INFINITY);
         Arc::new(m)
+    }
+
+    /// The credentials whose refusals `/healthz` reports.
+    pub fn watch_credentials(&self, c: crate::source::credentials::Credentials) {
+        let _ = self.credentials.set(c);
+    }
+
+    /// Why `/healthz` fails because of authentication, if it does.
+    fn auth_unhealthy(&self) -> Option<String> {
+        let n = self.credentials.get()?.refused_in_a_row();
+        (n >= UNHEALTHY_AFTER_REFUSALS).then(|| {
+            format!(
+                "the API server refused the last {n} requests (HTTP 401) although the credentials were fetched again"
+            )
+        })
     }
 
     /// Every second: the recorder's figures and its health.
@@ -236,6 +270,11 @@ impl Metrics {
             }
             Some(_) => None,
         };
+        if let Some(c) = self.credentials.get() {
+            self.auth_refused.set(i64::from(c.refused_in_a_row()));
+            self.credential_fetches
+                .inc_by(c.refetches().saturating_sub(self.credential_fetches.get()));
+        }
         *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = not_ready;
         self.beat.store(now.timestamp_millis(), Ordering::Relaxed);
     }
@@ -269,7 +308,9 @@ pub(crate) async fn serve(
         async move {
             let beat = m.beat.load(Ordering::Relaxed);
             let ago = chrono::Utc::now().timestamp_millis() - beat;
-            if beat > 0 && ago < 10_000 {
+            if let Some(why) = m.auth_unhealthy() {
+                (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"))
+            } else if beat > 0 && ago < 10_000 {
                 (StatusCode::OK, "ok\n".to_owned())
             } else {
                 (

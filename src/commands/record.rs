@@ -325,6 +325,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         rec.stale_after = 2 * opts.poll_interval + opts.timeout();
         if let Some(addr) = args.metrics_addr {
             let m = super::flight::Metrics::new();
+            m.watch_credentials(conn.credentials.clone());
             super::flight::serve(addr, m.clone()).await?;
             rec.metrics = Some(m);
         }
@@ -340,12 +341,25 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         let last_line = std::cell::Cell::new(None::<std::time::Instant>);
         let progress = |r: &Recorder, last: bool| {
             let (events, bytes) = r.totals();
-            let line = format!(
+            let view = r.store.view();
+            let mut line = format!(
                 "recording {}: {events} events, {} apps, {} KiB",
                 args.file.display(),
-                r.store.view().apps.len(),
+                view.apps.len(),
                 bytes / 1024
             );
+            // Headless, this line is all an operator sees: a failing source is said in it.
+            if let Some((kind, why)) = view.health.iter().find_map(|(k, h)| match h {
+                crate::source::Health::Retrying { error } => {
+                    Some((k, format!("retrying: {error}")))
+                }
+                crate::source::Health::Forbidden { permission } => {
+                    Some((k, format!("forbidden: needs {permission}")))
+                }
+                _ => None,
+            }) {
+                line.push_str(&format!(" · {} {why}", kind.as_str()));
+            }
             let mut spinner = spinner.borrow_mut();
             if last {
                 spinner.clear();

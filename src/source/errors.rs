@@ -11,9 +11,10 @@ pub fn describe(e: &kube::Error) -> String {
     let text = match e {
         kube::Error::Api(s) => api_status(s.code, &s.reason, &s.message),
         kube::Error::Auth(a) => auth(a),
-        other => match bounds::cut_of(other) {
-            Some(cut) => cut.to_string(),
-            None => chain(other),
+        other => match (bounds::cut_of(other), super::credentials::refused_of(other)) {
+            (Some(cut), _) => cut.to_string(),
+            (None, Some(refused)) => refused.to_string(),
+            (None, None) => chain(other),
         },
     };
     redact::one_line(&redact::credentials(&text))

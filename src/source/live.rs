@@ -106,6 +106,8 @@ pub struct Connection {
     pub kubeconfig: Option<PathBuf>,
     /// The user's own `-l` selector, if any (the header and the scope notes say it).
     pub user_selector: Option<String>,
+    /// The credentials every request carries (refusals counted, fetched again after a 401).
+    pub credentials: super::credentials::Credentials,
 }
 
 impl Connection {
@@ -139,6 +141,9 @@ pub enum ConnectError {
     Unreachable { server: String, reason: String },
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// The API server refused the credentials (HTTP 401), even fetched again.
+    #[error("not authenticated: {0}")]
+    Unauthorized(String),
 }
 
 /// The selector every source uses: Spark's pods, narrowed by the user's `-l`.
@@ -237,7 +242,19 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         .map(ToString::to_string)
         .unwrap_or_default();
     let default_ns = config.default_namespace.clone();
-    let client = build_client(config, timeout).await.map_err(|reason| match reason {
+    // An exec plugin's token or a token file: fetched again after a 401 (client-go's way).
+    let credentials = super::credentials::Credentials::take_over(&mut config, timeout)
+        .await
+        .map_err(|e| match e {
+            super::credentials::FetchError::Timeout(_) => ConnectError::Unreachable {
+                server: server.clone(),
+                reason: e.to_string(),
+            },
+            super::credentials::FetchError::Failed(why) => ConnectError::Config(why),
+        })?;
+    let client = build_client(config, timeout, credentials.clone())
+        .await
+        .map_err(|reason| match reason {
         BuildError::Config(reason) => ConnectError::Config(reason),
         BuildError::Timeout => ConnectError::Unreachable {
             server: server.clone(),
@@ -272,6 +289,9 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         Err(kube::Error::Api(s)) if s.code == 403 => {
             return Err(ConnectError::Forbidden(crate::redact::one_line(&s.message)));
         }
+        Err(e) if super::credentials::refused_of(&e).is_some() => {
+            return Err(ConnectError::Unauthorized(errors::describe(&e)));
+        }
         Err(kube::Error::Api(s)) if s.code == 400 => {
             return Err(ConnectError::Config(format!(
                 "the API server rejected the selector {sel:?}: {}",
@@ -302,6 +322,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         poll_interval: opts.poll_interval,
         kubeconfig: opts.kubeconfig.clone(),
         user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
+        credentials,
     })
 }
 
@@ -333,14 +354,21 @@ enum BuildError {
 /// The client, with every request bounded ([`BoundsLayer`]). Building it may run the
 /// kubeconfig's exec credential plugin, synchronously inside kube: it runs on a thread of
 /// its own so a plugin that hangs costs a timeout, not the process.
-async fn build_client(config: Config, timeout: Duration) -> Result<Client, BuildError> {
+async fn build_client(
+    config: Config,
+    timeout: Duration,
+    credentials: super::credentials::Credentials,
+) -> Result<Client, BuildError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let _ = tx.send(kube::client::ClientBuilder::try_from(config));
     });
     match tokio::time::timeout(timeout, rx).await {
         // Building the client itself needs the runtime (it spawns its request buffer).
-        Ok(Ok(Ok(builder))) => Ok(builder.with_layer(&BoundsLayer::new(timeout)).build()),
+        Ok(Ok(Ok(builder))) => Ok(builder
+            .with_layer(&super::credentials::AuthLayer(credentials))
+            .with_layer(&BoundsLayer::new(timeout))
+            .build()),
         Ok(Ok(Err(e))) => Err(BuildError::Config(errors::describe(&e))),
         Ok(Err(_)) => Err(BuildError::Config("building the client failed".to_owned())),
         Err(_) => Err(BuildError::Timeout),

@@ -22,6 +22,16 @@ fn triage() -> Command {
 
 /// `record DIR` with its metrics on a free port: the child and that port's address.
 async fn recorder(kc: &str, dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let (child, addr, _) = recorder_logged(kc, dir, extra).await;
+    (child, addr)
+}
+
+/// [`recorder`], and its later stderr lines once it ends.
+pub(super) async fn recorder_logged(
+    kc: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (Child, String, tokio::task::JoinHandle<Vec<String>>) {
     let mut child = triage()
         .args(["record", "--kubeconfig", kc, "-A"])
         .arg(dir)
@@ -43,12 +53,18 @@ async fn recorder(kc: &str, dir: &std::path::Path, extra: &[&str]) -> (Child, St
         }
     };
     // Its stderr keeps being read (a full pipe would block it).
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
+    let log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            all.push(l);
+        }
+        all
+    });
+    (child, addr, log)
 }
 
 /// One GET over HTTP/1.1: (status line, body).
-async fn get(addr: &str, path: &str) -> (String, String) {
+pub(super) async fn get(addr: &str, path: &str) -> (String, String) {
     let mut s = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connects");
@@ -67,7 +83,7 @@ async fn get(addr: &str, path: &str) -> (String, String) {
 }
 
 /// A metric's value from Prometheus text.
-fn metric(text: &str, name: &str) -> f64 {
+pub(super) fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())

@@ -10,6 +10,7 @@ mod allocators;
 mod app_verdicts;
 mod cli;
 mod common;
+mod credentials;
 mod deploy;
 mod driver_view;
 mod explain;

@@ -149,6 +149,11 @@ impl ApiError {
         )
     }
 
+    /// As kube-apiserver answers a request whose credentials no authenticator accepts.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
     }

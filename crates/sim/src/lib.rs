@@ -267,6 +267,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         bookmark_every: opts.bookmark_every.max(Duration::from_millis(10)),
         forward_local: opts.process.is_some(),
         endpoints: Mutex::default(),
+        tokens: Mutex::default(),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();

@@ -72,6 +72,9 @@ pub struct ApiState {
     /// request reuses it for a second (the endpoints controller lags as much), instead of
     /// matching the service's selector against every pod of the namespace (100k at scale).
     pub endpoints: Mutex<std::collections::HashMap<(String, String), (std::time::Instant, bool)>>,
+    /// The bearer tokens accepted, once a client sets them (`PUT /_sim/tokens`); until then
+    /// (or after `DELETE`) every request is, as on a cluster with anonymous access.
+    pub tokens: Mutex<Option<std::collections::HashSet<String>>>,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
@@ -262,6 +265,44 @@ fn sim_control(st: &ApiState, method: &Method, rest: &str) -> Response {
     }
 }
 
+/// `PUT /_sim/tokens` with a JSON array: only these bearer tokens are accepted from now on
+/// (a revoked token is refused at its next request, as by kube-apiserver); `DELETE`: any.
+async fn set_tokens(st: &ApiState, method: &Method, req: Request) -> Response {
+    let mut tokens = st.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    match *method {
+        Method::DELETE => {
+            *tokens = None;
+            json_value(StatusCode::OK, &json!({"tokens": null}))
+        }
+        Method::PUT => {
+            drop(tokens);
+            let Ok(body) = axum::body::to_bytes(req.into_body(), 1024 * 1024).await else {
+                return ApiError::bad_request("the body is too large").into_response();
+            };
+            let Ok(list) = serde_json::from_slice::<Vec<String>>(&body) else {
+                return ApiError::bad_request("expected a JSON array of tokens").into_response();
+            };
+            let n = list.len();
+            *st.tokens.lock().unwrap_or_else(|e| e.into_inner()) = Some(list.into_iter().collect());
+            json_value(StatusCode::OK, &json!({"tokens": n}))
+        }
+        _ => ApiError::method_not_allowed().into_response(),
+    }
+}
+
+/// Whether the request's bearer token is accepted (any is, until tokens are set).
+fn authenticated(st: &ApiState, headers: &axum::http::HeaderMap) -> bool {
+    let tokens = st.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(tokens) = tokens.as_ref() else {
+        return true;
+    };
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| tokens.contains(t.trim()))
+}
+
 /// Discovery is never failed by the error-rate fault (clients cache it and would only retry).
 fn is_discovery(path: &str) -> bool {
     path == "/api"
@@ -293,8 +334,14 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
         }
         _ => {}
     }
+    if path == "/_sim/tokens" {
+        return set_tokens(&st, &method, req).await;
+    }
     if let Some(rest) = path.strip_prefix("/_sim/") {
         return sim_control(&st, &method, rest);
+    }
+    if !authenticated(&st, req.headers()) {
+        return ApiError::unauthorized().into_response();
     }
     if let Some(l) = st.faults.latency {
         tokio::time::sleep(l).await;
