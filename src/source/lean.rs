@@ -76,6 +76,7 @@ impl<'de> Deserialize<'de> for PodMeta {
                 executor_id: p.executor_id(),
                 app_id: p.app_id().map(str::to_owned),
                 resource_version: p.rv(),
+                uid: p.uid,
                 namespace: p.namespace.into(),
                 name: p.name,
             },

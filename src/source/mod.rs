@@ -180,6 +180,9 @@ pub struct PresentPod {
     /// `metadata.resourceVersion`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<u64>,
+    /// `metadata.uid` (a pod recreated under the same name is another pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 /// One read of a driver's `allexecutors`.

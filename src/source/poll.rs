@@ -224,6 +224,7 @@ mod tests {
             app_id: None,
             executor_id: None,
             resource_version: Some(rv),
+            uid: None,
         }
     }
 

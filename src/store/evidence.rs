@@ -95,6 +95,23 @@ pub(super) fn push_history(rec: &mut ExecutorRecord, t: Transition) {
     }
 }
 
+/// A deletion seen for a pod that is still there (a later LIST or update has it): the
+/// executor is not gone; its history says why.
+pub(super) fn withdraw_deletion(rec: &mut ExecutorRecord, at: Time, rv: u64) {
+    rec.gone = None;
+    let state = rec.pod_state;
+    push_history(
+        rec,
+        Transition {
+            at,
+            state,
+            note: Some(format!(
+                "deletion withdrawn: the pod is still there at resourceVersion {rv}"
+            )),
+        },
+    );
+}
+
 pub(super) fn is_ending(state: ExecutorState) -> bool {
     matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
 }

@@ -62,6 +62,7 @@ struct Present<'a> {
     name: &'a str,
     app_id: Option<&'a str>,
     executor_id: Option<i64>,
+    uid: Option<&'a str>,
 }
 
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.
@@ -139,6 +140,7 @@ impl Store {
                         name: &p.name,
                         app_id: p.app_id.as_deref(),
                         executor_id: p.executor_id,
+                        uid: p.uid.as_deref(),
                     })
                     .collect();
                 self.mark_missing(present, resource_version, at);
@@ -530,6 +532,14 @@ impl Store {
                 if rec.first_deletion.is_none() {
                     rec.first_deletion = pod.deletion.clone();
                 }
+                // The same pod, updated after its DELETED: that deletion was false.
+                let withdrawn = (!deleted
+                    && matches!(rec.gone, Some(Gone::Deleted { .. }))
+                    && (pod.uid.is_none() || rec.pod.uid.is_none() || pod.uid == rec.pod.uid))
+                    .then_some(rv.zip(rec.last_rv))
+                    .flatten()
+                    .filter(|(new, old)| new > old)
+                    .map(|(new, _)| new);
                 rec.pod = pod;
                 rec.pod_state = state;
                 rec.last_seen = at;
@@ -542,6 +552,12 @@ impl Store {
                     .is_some_and(|g| matches!(g, Gone::Missing { .. } | Gone::DriverOnly { .. }))
                 {
                     rec.gone = None; // it was only late (or known from the driver first)
+                } else if let Some(rv) = withdrawn {
+                    evidence::withdraw_deletion(rec, at, rv);
+                    timeline.push((
+                        id,
+                        format!("executor {id}: its deletion was false: the pod was updated after it (resourceVersion {rv})"),
+                    ));
                 }
                 rec.spark_container = (&resolved.config.spark_container).into();
                 if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&resolved), at) {
@@ -749,7 +765,8 @@ impl Store {
     /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides
     /// which executors are missing.
     fn replace(&mut self, pods: Vec<Arc<ExecutorPod>>, list_rv: Option<u64>, at: Time) {
-        let keys: Vec<(String, String, Option<String>, Option<i64>)> = pods
+        type Key = (String, String, Option<String>, Option<i64>, Option<String>);
+        let keys: Vec<Key> = pods
             .iter()
             .map(|p| {
                 (
@@ -757,6 +774,7 @@ impl Store {
                     p.name.clone(),
                     p.app_id().map(str::to_owned),
                     p.executor_id(),
+                    p.uid.clone(),
                 )
             })
             .collect();
@@ -765,11 +783,12 @@ impl Store {
         }
         let present = keys
             .iter()
-            .map(|(namespace, name, app_id, executor_id)| Present {
+            .map(|(namespace, name, app_id, executor_id, uid)| Present {
                 namespace,
                 name,
                 app_id: app_id.as_deref(),
                 executor_id: *executor_id,
+                uid: uid.as_deref(),
             })
             .collect();
         self.mark_missing(present, list_rv, at);
@@ -790,6 +809,7 @@ impl Store {
                 present_ids.insert((p.namespace, app, id));
             }
         }
+        self.withdraw_false_deletions(&present, list_rv, at);
         let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
         for key in keys {
             let Some(app) = self.snap.apps.get(&key) else {
@@ -872,6 +892,62 @@ impl Store {
                 };
                 app.log(at, Some(id), note.unwrap_or(text));
             }
+        }
+    }
+
+    /// Executors seen deleted that a complete LIST newer than the deletion still has (the
+    /// same pod: its name, and its uid when both are known): the DELETED was false (a proxy's
+    /// or a broken watch's), so the executor is not gone. Spark's own full snapshot would
+    /// show the pod as listed too.
+    fn withdraw_false_deletions(
+        &mut self,
+        present: &[Present<'_>],
+        list_rv: Option<u64>,
+        at: Time,
+    ) {
+        let Some(list_rv) = list_rv else {
+            return; // no order between the list and the deletion: keep what was seen
+        };
+        for p in present {
+            let (Some(app_id), Some(id)) = (p.app_id, p.executor_id) else {
+                continue;
+            };
+            let key = (p.namespace.to_owned(), app_id.to_owned());
+            let deleted = self
+                .snap
+                .apps
+                .get(&key)
+                .and_then(|a| a.executors.get(&id))
+                .is_some_and(|e| {
+                    matches!(e.gone, Some(Gone::Deleted { .. }))
+                    && e.pod.name == p.name
+                    // A real deletion's version is newer than any list that has the pod.
+                    && e.last_rv.is_some_and(|seen| list_rv >= seen)
+                    && match (p.uid, e.pod.uid.as_deref()) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+                });
+            if !deleted {
+                continue;
+            }
+            let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
+            let ctx = AppCtx::of(app);
+            let Some(rec) = app.executors.get_mut(&id) else {
+                continue;
+            };
+            let rec = Arc::make_mut(rec);
+            evidence::withdraw_deletion(rec, at, list_rv);
+            let events = events_of(&self.events, &rec.pod);
+            refresh(rec, &events, &ctx, None, at);
+            app.log(
+                at,
+                Some(id),
+                format!(
+                    "executor {id}: its deletion was false: a full LIST at resourceVersion {list_rv} still has pod {}",
+                    p.name
+                ),
+            );
         }
     }
 

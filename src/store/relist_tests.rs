@@ -17,6 +17,7 @@ fn present(ids: &[i64], rv: u64, at: u32) -> SourceEvent {
                 app_id: Some("spark-1".into()),
                 executor_id: Some(*id),
                 resource_version: Some(10 + *id as u64),
+                uid: None,
             })
             .collect(),
         resource_version: Some(rv),
@@ -74,4 +75,61 @@ async fn a_relist_of_unchanged_pods_leaves_the_records_shared() {
     s.apply(up(exec(2, 13, super::tests::oom()), 31));
     assert_eq!(app(&s).executors[&2].pod_state, ExecutorState::Failed);
     assert!(!Arc::ptr_eq(&before.apps[&key], &s.view().apps[&key]));
+}
+
+/// A DELETED that a later complete LIST contradicts (a proxy's or a broken watch's): the
+/// pod is there, so the executor is not gone. A real deletion (newer than the list) stays.
+#[tokio::test]
+async fn a_false_deletion_is_withdrawn_by_the_next_list_that_has_the_pod() {
+    use super::tests::del;
+    // Forged with the live pod's own version; the metadata relist at 40 still has it.
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        del(exec(1, 11, running()), 2),
+        present(&[1], 40, 30),
+    ])
+    .await;
+    let e = &app(&s).executors[&1];
+    assert!(e.gone.is_none(), "{:?}", e.gone);
+    assert_eq!(e.pod_state, ExecutorState::Running);
+    assert_eq!(e.state(), ExecutorState::Running, "the verdict follows");
+    let last = e
+        .history
+        .back()
+        .and_then(|t| t.note.as_deref())
+        .unwrap_or_default();
+    assert!(last.starts_with("deletion withdrawn"), "{last}");
+    assert!(
+        app(&s)
+            .findings()
+            .iter()
+            .all(|f| f.code.as_str() != "deleted")
+    );
+    // The full LIST does the same.
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        del(exec(1, 11, running()), 2),
+        list(vec![exec(1, 11, running())], 40, 30),
+    ])
+    .await;
+    assert!(app(&s).executors[&1].gone.is_none());
+    // So does an update of the same pod after its DELETED.
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        del(exec(1, 11, running()), 2),
+        up(exec(1, 12, running()), 3),
+    ])
+    .await;
+    assert!(app(&s).executors[&1].gone.is_none());
+    // A list older than a real deletion (rv 50) had the pod: the deletion stands.
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        del(exec(1, 50, running()), 2),
+        present(&[1], 40, 30),
+    ])
+    .await;
+    assert!(matches!(
+        app(&s).executors[&1].gone,
+        Some(Gone::Deleted { .. })
+    ));
 }

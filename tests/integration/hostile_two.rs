@@ -534,16 +534,19 @@ fn chunk(body: &str) -> Vec<u8> {
     format!("{:x}\r\n{body}\r\n", body.len()).into_bytes()
 }
 
-/// A server whose pod watch sends one malformed line and then a good event; every other
-/// list is empty and every other watch stays open and quiet.
-async fn garbled_watch_server() -> u16 {
+/// A server whose pod watch sends these lines (then stays open and quiet); every pod list
+/// has executor 1 at resourceVersion 20, every other list is empty and every other watch
+/// quiet.
+async fn scripted_watch_server(lines: Vec<String>) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
+    let lines = Arc::new(lines);
     tokio::spawn(async move {
         loop {
             let Ok((mut s, _)) = l.accept().await else {
                 return;
             };
+            let lines = lines.clone();
             tokio::spawn(async move {
                 while let Some(head) = request(&mut s).await {
                     let line = head.lines().next().unwrap_or_default().to_owned();
@@ -554,11 +557,9 @@ async fn garbled_watch_server() -> u16 {
                             return;
                         }
                         if pods {
-                            let good = format!(r#"{{"type":"ADDED","object":{}}}"#, held_pod(2));
-                            let _ = s
-                                .write_all(&chunk("{\"type\":\"ADDED\",\"object\":{not json\n"))
-                                .await;
-                            let _ = s.write_all(&chunk(&format!("{good}\n"))).await;
+                            for l in lines.iter() {
+                                let _ = s.write_all(&chunk(&format!("{l}\n"))).await;
+                            }
                         }
                         tokio::time::sleep(Duration::from_secs(3600)).await;
                         return;
@@ -575,6 +576,16 @@ async fn garbled_watch_server() -> u16 {
         }
     });
     port
+}
+
+/// A server whose pod watch sends one malformed line and then a good event.
+async fn garbled_watch_server() -> u16 {
+    let good = format!(r#"{{"type":"ADDED","object":{}}}"#, held_pod(2));
+    scripted_watch_server(vec![
+        "{\"type\":\"ADDED\",\"object\":{not json".to_owned(),
+        good,
+    ])
+    .await
 }
 
 /// A malformed line in the pod watch is a warning: the pod watch's health never says
@@ -613,5 +624,51 @@ async fn a_malformed_watch_line_does_not_mark_the_watch_as_failing() {
             .any(|l| l.contains(r#""kind":"pod-upserted""#) && l.contains("etl-exec-2")),
         "the event after the bad line arrives:\n{text}"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A DELETED for a pod that is still there (a proxy's, a broken watch's) is withdrawn by
+/// the next complete LIST that has the pod: the executor is running, not deleted (it stayed
+/// deleted for good).
+#[tokio::test]
+async fn a_false_deletion_is_undone_by_the_next_list() {
+    let deleted = format!(r#"{{"type":"DELETED","object":{}}}"#, held_pod(1));
+    let port = scripted_watch_server(vec![deleted]).await;
+    let dir = temp_dir("false-delete");
+    let kc = kubeconfig(&dir, port, Auth::Token);
+    let rec = dir.join("r.ndjson");
+    let r = run(
+        &[
+            "record",
+            rec.to_str().unwrap(),
+            "--duration",
+            "4s",
+            "--poll-interval",
+            "1s",
+            "--no-driver-api",
+        ],
+        &kc,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let text = std::fs::read_to_string(&rec).unwrap();
+    assert!(
+        text.contains(r#""kind":"pod-deleted""#),
+        "the DELETED was recorded"
+    );
+    let (code, out, err) =
+        super::common::triage(&["status", "--recording", rec.to_str().unwrap(), "-o", "json"])
+            .await;
+    assert!(code == 0 || code == 2, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let app = super::common::app(&doc, "etl");
+    let e = app["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == 1)
+        .unwrap_or_else(|| panic!("{app}"));
+    assert_eq!(e["state"], "running", "{e}\n{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
