@@ -155,7 +155,7 @@ fn bench(c: &mut Criterion) {
                 let ctx = Context {
                     context: "b".into(),
                     scope: "s".into(),
-                    readonly: false,
+                    readonly: spark_triage::effect::ReadOnly::Off,
                     mode: Mode::Demo,
                 };
                 (App::new(ctx), upserts.clone())
@@ -170,7 +170,7 @@ fn bench(c: &mut Criterion) {
     let mut app = App::new(Context {
         context: "bench".into(),
         scope: "all namespaces".into(),
-        readonly: false,
+        readonly: spark_triage::effect::ReadOnly::Off,
         mode: Mode::Live,
     });
     for p in &pods {

@@ -112,10 +112,10 @@ async fn gate_all(
     runner: &Runner,
     namespaces: impl Iterator<Item = String>,
     verb: &str,
-    readonly: bool,
+    readonly: &effect::ReadOnly,
 ) -> Result<(), ActionError> {
-    if readonly {
-        return Err(WriteError::from(effect::Denied::ReadOnly).into());
+    if let Some(no) = readonly.refusal() {
+        return Err(WriteError::from(no).into());
     }
     let mut namespaces: Vec<String> = namespaces.collect();
     namespaces.sort();
@@ -217,7 +217,7 @@ pub async fn kill(
     conn: &Connection,
     targets: &[(ExecutorPod, Option<Via>)],
     grace: Option<u32>,
-    readonly: bool,
+    readonly: &effect::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -240,7 +240,7 @@ pub async fn hold_on(
     conn: &Connection,
     pods: &[ExecutorPod],
     ttl: Duration,
-    readonly: bool,
+    readonly: &effect::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -310,7 +310,7 @@ pub async fn release(
     conn: &Connection,
     pods: &[ExecutorPod],
     only_expired: bool,
-    readonly: bool,
+    readonly: &effect::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {

@@ -425,7 +425,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: false,
+            readonly: crate::effect::ReadOnly::Off,
             mode: Mode::Live,
         });
         let _ = drain(&mut app, &mut rx, DRAIN_MAX);

@@ -59,7 +59,7 @@ impl Theme {
 pub struct Context {
     pub context: String,
     pub scope: String,
-    pub readonly: bool,
+    pub readonly: crate::effect::ReadOnly,
     pub mode: Mode,
 }
 

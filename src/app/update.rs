@@ -523,7 +523,7 @@ pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), S
         return Err("a replay cannot act".to_owned());
     }
     app.perms
-        .gate(app.ctx.readonly, namespace, verb)
+        .gate(&app.ctx.readonly, namespace, verb)
         .map_err(|e| e.to_string())
 }
 

@@ -123,7 +123,8 @@ pub struct LiveArgs {
     pub poll_interval: std::time::Duration,
     pub driver_poll_interval: std::time::Duration,
     pub no_driver_api: bool,
-    pub readonly: bool,
+    /// Writes refused, and what said so.
+    pub readonly: crate::effect::ReadOnly,
     pub utc: bool,
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
@@ -152,7 +153,10 @@ impl LiveArgs {
             poll_interval: watch.poll_interval,
             driver_poll_interval: watch.driver_poll_interval,
             no_driver_api: watch.no_driver_api,
-            readonly: write.is_some_and(|w| w.readonly),
+            readonly: match write.is_some_and(|w| w.readonly) {
+                true => crate::effect::ReadOnly::flag(),
+                false => crate::effect::ReadOnly::Off,
+            },
             utc: view.utc,
             record: view.record,
             log_file: view.log_file,

@@ -50,6 +50,9 @@ pub struct Settings {
     /// wrapper with `flatten`: serde's flatten loses the position of an unknown key.
     #[serde(default)]
     pub context: BTreeMap<String, Settings>,
+    /// Where `readonly` was set (the file, or its context section), for the refusal.
+    #[serde(skip)]
+    pub readonly_from: Option<String>,
 }
 
 /// How times are shown.
@@ -83,6 +86,8 @@ impl ThemeName {
 #[derive(Debug, Default)]
 pub struct Config {
     pub top: Settings,
+    /// The file it was read from (none: no file).
+    pub path: Option<PathBuf>,
 }
 
 mod opt_duration {
@@ -128,7 +133,7 @@ fn tail_lines<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D
 impl Config {
     /// Parses a file's text; the error is one line with the line and column.
     pub(crate) fn parse(text: &str, path: &str) -> Result<Self, Failure> {
-        let top: Settings = toml::from_str(text).map_err(|e| {
+        let mut top: Settings = toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
             let what = e.message().lines().next().unwrap_or("invalid").trim();
             Failure::Usage(format!(
@@ -140,7 +145,15 @@ impl Config {
                 "{path}: [context.{name:?}] has context sections of its own; they go at the top level"
             )));
         }
-        let config = Self { top };
+        if top.readonly.is_some() {
+            top.readonly_from = Some(path.to_owned());
+        }
+        for (name, c) in &mut top.context {
+            if c.readonly.is_some() {
+                c.readonly_from = Some(format!("[context.{name:?}] of {path}"));
+            }
+        }
+        let config = Self { top, path: None };
         // Every keymap the file can produce is checked now, not when the TUI starts.
         for context in std::iter::once(None).chain(config.top.context.keys().map(Some)) {
             let s = config.for_context(context.map(String::as_str));
@@ -176,7 +189,9 @@ impl Config {
         }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| Failure::Usage(format!("cannot read the config file {shown}: {e}")))?;
-        Self::parse(&text, &shown)
+        let mut config = Self::parse(&text, &shown)?;
+        config.path = Some(path);
+        Ok(config)
     }
 
     /// The settings for this context: its section over the top level.
@@ -191,7 +206,10 @@ impl Config {
             s.driver_poll_interval = c.driver_poll_interval.or(s.driver_poll_interval);
             s.driver_api = c.driver_api.or(s.driver_api);
             s.request_timeout = c.request_timeout.or(s.request_timeout);
-            s.readonly = c.readonly.or(s.readonly);
+            if c.readonly.is_some() {
+                s.readonly = c.readonly;
+                s.readonly_from = c.readonly_from;
+            }
             s.time_zone = c.time_zone.or(s.time_zone);
             s.theme = c.theme.or(s.theme);
             s.hold_ttl = c.hold_ttl.or(s.hold_ttl);
@@ -246,11 +264,23 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
     }
     // `--readonly` only turns it on (no flag turns it off): a context the file makes
     // read-only stays read-only.
-    if let (false, Some(ro)) = (given("readonly"), s.readonly) {
-        live.readonly = ro;
+    if !given("readonly") {
+        match s.readonly {
+            Some(true) => live.readonly = crate::effect::ReadOnly::On(why_readonly(s)),
+            Some(false) => live.readonly = crate::effect::ReadOnly::Off,
+            None => {}
+        }
     }
     if let (false, Some(tz)) = (given("utc"), s.time_zone) {
         live.utc = tz == TimeZone::Utc;
+    }
+}
+
+/// What made these settings read-only, as a refusal says it.
+fn why_readonly(s: &Settings) -> String {
+    match &s.readonly_from {
+        Some(from) => format!("readonly = true in {from}"),
+        None => "readonly = true in the configuration file".to_owned(),
     }
 }
 

@@ -207,6 +207,21 @@ fn configured(
     let settings = file.for_context(context.as_deref());
     config::apply(&mut live, &settings, &|id| given.contains(id));
     config::configure_views(&settings);
+    // Read-only is only ever added: a context the default file makes read-only stays so
+    // whatever `--config` or `$SPARK_TRIAGE_CONFIG` names instead.
+    if !live.readonly.on()
+        && let Some(default) = config::default_path().filter(|d| file.path.as_ref() != Some(d))
+        && default.exists()
+        && let Ok(home) = config::Config::load(Some(&default))
+        && let s = home.for_context(context.as_deref())
+        && s.readonly == Some(true)
+    {
+        live.readonly = crate::effect::ReadOnly::On(format!(
+            "readonly = true in {}; another configuration file cannot lift it",
+            s.readonly_from
+                .unwrap_or_else(|| default.display().to_string())
+        ));
+    }
     Ok(live)
 }
 

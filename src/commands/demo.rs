@@ -44,7 +44,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
     opts.speed = args.speed;
     opts.seed = args.seed;
     let poll = live_args.poll_interval;
-    let readonly = live_args.readonly;
+    let readonly = live_args.readonly.clone();
     let record = live_args.record.clone();
     super::block_on(async move {
         let sim = crate::sim::start(opts).await?;

@@ -53,7 +53,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Fail
                 &conn,
                 &pods,
                 args.ttl,
-                live_args.readonly,
+                &live_args.readonly,
                 &super::action_log(),
                 &mut out,
             )
@@ -63,7 +63,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Fail
                 &conn,
                 &pods,
                 false,
-                live_args.readonly,
+                &live_args.readonly,
                 &super::action_log(),
                 &mut out,
             )
@@ -86,7 +86,7 @@ pub(crate) fn release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCod
             &conn,
             &pods,
             args.expired,
-            live_args.readonly,
+            &live_args.readonly,
             &super::action_log(),
             &mut out,
         )

@@ -162,10 +162,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         if args.dry_run {
             return Ok(ExitCode::SUCCESS);
         }
-        if live_args.readonly {
-            return Err(Failure::Runtime(
-                "refusing: read-only mode (--readonly)".into(),
-            ));
+        if let Some(no) = live_args.readonly.refusal() {
+            return Err(Failure::Runtime(format!("refusing: {no}")));
         }
         if !args.yes {
             if !std::io::stdin().is_terminal() {
@@ -187,7 +185,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             &conn,
             &targets,
             grace,
-            live_args.readonly,
+            &live_args.readonly,
             &super::action_log(),
             &mut out,
         )

@@ -12,7 +12,7 @@ pub(crate) async fn tui_on(
     conn: crate::source::live::Connection,
     poll: std::time::Duration,
     mode: crate::app::Mode,
-    readonly: bool,
+    readonly: crate::effect::ReadOnly,
     record: Option<&std::path::Path>,
     forget_after: std::time::Duration,
 ) -> Result<(), Failure> {
@@ -146,7 +146,7 @@ pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
     super::record::refuse_existing(live_args.record.as_deref(), false)?;
     super::diagnostics::init(live_args.log_file.as_deref());
-    let readonly = live_args.readonly;
+    let readonly = live_args.readonly.clone();
     super::block_on(async move {
         let Some(conn) = connect_watched(&opts).await? else {
             return Ok(ExitCode::SUCCESS);

@@ -24,7 +24,7 @@ pub use log::{ActionLog, ActionRecord};
 pub use ownership::{
     DriverId, FORCE_STATEFULSET, Via, any_statefulset, by_owner, owner_of, replacements,
 };
-pub use permissions::{Denied, Permissions};
+pub use permissions::{Denied, Permissions, ReadOnly};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
 use crate::{

@@ -11,13 +11,41 @@ use kube::{Api, Client, api::PostParams};
 /// Why a write is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Denied {
-    #[error("read-only mode (--readonly)")]
-    ReadOnly,
+    #[error("read-only mode ({0})")]
+    ReadOnly(String),
     #[error("missing permission: {verb} pods in namespace {namespace}")]
     Permission { verb: String, namespace: String },
     /// Every write is logged first: a log that cannot be written refuses the write.
     #[error("refusing: the actions log cannot be written ({0}); every write is logged")]
     Unlogged(String),
+}
+
+/// Whether writes are refused, and what said so (`--readonly`, a configuration file): a
+/// refusal names it, so nobody hunts for a flag they never gave.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ReadOnly {
+    #[default]
+    Off,
+    On(String),
+}
+
+impl ReadOnly {
+    /// Set by the `--readonly` flag.
+    pub fn flag() -> Self {
+        Self::On("--readonly".to_owned())
+    }
+
+    pub fn on(&self) -> bool {
+        matches!(self, Self::On(_))
+    }
+
+    /// The refusal a write meets, if any.
+    pub fn refusal(&self) -> Option<Denied> {
+        match self {
+            Self::Off => None,
+            Self::On(why) => Some(Denied::ReadOnly(why.clone())),
+        }
+    }
 }
 
 /// What the API said the current user may do, per namespace and verb.
@@ -67,9 +95,9 @@ impl Permissions {
 
     /// `Ok` when `verb` on pods in `namespace` may be done. Unknown namespaces are allowed
     /// (the API will say no if not, and that is recorded).
-    pub fn gate(&self, readonly: bool, namespace: &str, verb: &str) -> Result<(), Denied> {
-        if readonly {
-            return Err(Denied::ReadOnly);
+    pub fn gate(&self, readonly: &ReadOnly, namespace: &str, verb: &str) -> Result<(), Denied> {
+        if let Some(no) = readonly.refusal() {
+            return Err(no);
         }
         match self.allowed.get(&(namespace.to_owned(), verb.to_owned())) {
             Some(false) => Err(Denied::Permission {
@@ -109,15 +137,18 @@ mod tests {
     #[test]
     fn the_gate_says_why() {
         let mut p = Permissions::allow_all(&["spark-jobs".to_owned()]);
-        assert_eq!(p.gate(false, "spark-jobs", "delete"), Ok(()));
-        assert_eq!(p.gate(true, "spark-jobs", "delete"), Err(Denied::ReadOnly));
+        assert_eq!(p.gate(&ReadOnly::Off, "spark-jobs", "delete"), Ok(()));
+        assert_eq!(
+            p.gate(&ReadOnly::flag(), "spark-jobs", "delete"),
+            Err(Denied::ReadOnly("--readonly".into()))
+        );
         p.deny("spark-jobs", "patch");
         assert_eq!(
-            p.gate(false, "spark-jobs", "patch")
+            p.gate(&ReadOnly::Off, "spark-jobs", "patch")
                 .unwrap_err()
                 .to_string(),
             "missing permission: patch pods in namespace spark-jobs"
         );
-        assert_eq!(p.gate(false, "elsewhere", "patch"), Ok(()));
+        assert_eq!(p.gate(&ReadOnly::Off, "elsewhere", "patch"), Ok(()));
     }
 }

@@ -85,7 +85,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             theme::dim(),
         ));
     }
-    if app.ctx.readonly {
+    if app.ctx.readonly.on() {
         spans.push(Span::styled(
             " │ READ-ONLY",
             theme::severity(crate::diagnose::Severity::Warn),
@@ -152,10 +152,10 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                     return Some("replay".to_owned());
                 }
                 app.perms
-                    .gate(app.ctx.readonly, &ns, v)
+                    .gate(&app.ctx.readonly, &ns, v)
                     .err()
                     .map(|e| match e {
-                        crate::effect::Denied::ReadOnly => "read-only".to_owned(),
+                        crate::effect::Denied::ReadOnly(_) => "read-only".to_owned(),
                         crate::effect::Denied::Permission { verb, .. } => {
                             format!("no {verb} permission")
                         }

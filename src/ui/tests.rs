@@ -15,7 +15,7 @@ fn session() -> App {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: false,
+        readonly: crate::effect::ReadOnly::Off,
         mode: Mode::Replay,
     });
     for ev in rec.events {
@@ -115,7 +115,7 @@ fn empty_and_tiny_screens_do_not_panic() {
     let mut empty = App::new(Context {
         context: "c".into(),
         scope: "all namespaces".into(),
-        readonly: true,
+        readonly: crate::effect::ReadOnly::flag(),
         mode: Mode::Live,
     });
     insta::assert_snapshot!("empty_80x24", draw(&mut empty, 80, 24));
@@ -283,7 +283,7 @@ frames!(hold_confirm_popup, |app: &mut App| {
     );
 });
 frames!(disabled_actions, |app: &mut App| {
-    app.ctx.readonly = true;
+    app.ctx.readonly = crate::effect::ReadOnly::flag();
     app.ctx.mode = Mode::Live;
     etl_exec(app, 2);
     update(
@@ -512,7 +512,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: true,
+            readonly: crate::effect::ReadOnly::flag(),
             mode: Mode::Replay,
         });
         update(&mut app, crate::app::Msg::Sources(rec.events.clone()));

@@ -107,7 +107,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: true,
+            readonly: spark_triage::effect::ReadOnly::flag(),
             mode: Mode::Replay,
         });
         update(&mut app, Msg::Sources(rec.events.clone()));

@@ -672,3 +672,77 @@ async fn a_false_deletion_is_undone_by_the_next_list() {
     assert_eq!(e["state"], "running", "{e}\n{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A refusal names what made the run read-only (it said `--readonly` whatever set it), and
+/// another configuration file (`--config`, `$SPARK_TRIAGE_CONFIG`) cannot lift a read-only
+/// the default file sets.
+#[tokio::test]
+async fn read_only_says_what_set_it_and_another_config_cannot_lift_it() {
+    use super::common::start_sim;
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let dir = temp_dir("readonly");
+    let home = dir.join("xdg");
+    std::fs::create_dir_all(home.join("spark-triage")).unwrap();
+    let default = home.join("spark-triage").join("config.toml");
+    std::fs::write(&default, "readonly = true\n").unwrap();
+    let other = dir.join("other.toml");
+    std::fs::write(&other, "readonly = false\n").unwrap();
+    let kill = |extra: &[&str], env: Option<&std::path::Path>| {
+        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+        c.args([
+            "kill",
+            "-n",
+            "spark-jobs",
+            "--app",
+            "etl-nightly",
+            "1",
+            "--yes",
+        ])
+        .args(extra)
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("SPARK_TRIAGE_ACTIONS_LOG", dir.join("actions.log"))
+        .env_remove("SPARK_TRIAGE_CONFIG")
+        .stdin(std::process::Stdio::null());
+        if let Some(p) = env {
+            c.env("SPARK_TRIAGE_CONFIG", p);
+        }
+        async move { c.output().await.unwrap() }
+    };
+    let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).trim().to_owned();
+    // The default file's own read-only (once the simulator has made executor 1).
+    let mut o = kill(&[], None).await;
+    for _ in 0..100 {
+        if !said(&o).contains("no executor") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        o = kill(&[], None).await;
+    }
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        said(&o),
+        format!(
+            "spark-triage: refusing: read-only mode (readonly = true in {})",
+            default.display()
+        )
+    );
+    // Another file, by flag or by environment, does not lift it.
+    let lifted = format!(
+        "spark-triage: refusing: read-only mode (readonly = true in {}; another configuration file cannot lift it)",
+        default.display()
+    );
+    let o = kill(&["--config", other.to_str().unwrap()], None).await;
+    assert_eq!((o.status.code(), said(&o)), (Some(1), lifted.clone()));
+    let o = kill(&[], Some(&other)).await;
+    assert_eq!((o.status.code(), said(&o)), (Some(1), lifted));
+    // The flag says itself.
+    std::fs::remove_file(&default).unwrap();
+    let o = kill(&["--readonly"], None).await;
+    assert_eq!(
+        said(&o),
+        "spark-triage: refusing: read-only mode (--readonly)"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

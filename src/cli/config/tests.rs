@@ -60,7 +60,7 @@ fn built_in_defaults_without_a_file() {
     let l = status(&["--config", &empty, "--context", "dev"]).expect("ok");
     assert_eq!(l.poll_interval, Duration::from_secs(30));
     assert_eq!(l.namespace, None);
-    assert!(!l.readonly);
+    assert!(!l.readonly.on());
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn the_file_overrides_built_in_defaults() {
     let l = status(&["--config", &f, "--context", "dev"]).expect("ok");
     assert_eq!(l.poll_interval, Duration::from_secs(5));
     assert_eq!(l.namespace.as_deref(), Some("spark-jobs"));
-    assert!(!l.readonly);
+    assert!(!l.readonly.on());
 }
 
 #[test]
@@ -78,7 +78,13 @@ fn the_context_section_overrides_the_file_also_as_the_kubeconfig_s_current_conte
     let d = tmp("context");
     let f = write(&d, "c.toml", FILE);
     let l = status(&["--config", &f, "--context", "prod-eu"]).expect("ok");
-    assert!(l.readonly, "production is read-only by default");
+    assert!(l.readonly.on(), "production is read-only by default");
+    // The refusal says what made it read-only (it said `--readonly`, a flag never given).
+    let why = l.readonly.refusal().expect("refused").to_string();
+    assert_eq!(
+        why,
+        format!("read-only mode (readonly = true in [context.\"prod-eu\"] of {f})")
+    );
     assert_eq!(l.namespace.as_deref(), Some("spark-prod"));
     assert_eq!(l.poll_interval, Duration::from_secs(60));
     // Without --context: the kubeconfig's current context picks the section.
@@ -88,7 +94,7 @@ fn the_context_section_overrides_the_file_also_as_the_kubeconfig_s_current_conte
         "apiVersion: v1\nkind: Config\ncurrent-context: prod-eu\ncontexts: []\nclusters: []\nusers: []\n",
     );
     let l = status(&["--config", &f, "--kubeconfig", &kc]).expect("ok");
-    assert!(l.readonly);
+    assert!(l.readonly.on());
 }
 
 #[test]
@@ -108,7 +114,7 @@ fn flags_override_the_context_section() {
     .expect("ok");
     assert_eq!(l.namespace.as_deref(), Some("mine"));
     assert_eq!(l.poll_interval, Duration::from_secs(7));
-    assert!(l.readonly, "no flag turns read-only off");
+    assert!(l.readonly.on(), "no flag turns read-only off");
     let l = status(&["--config", &f, "--context", "prod-eu", "-A"]).expect("ok");
     assert!(
         l.all_namespaces && l.namespace.is_none(),
