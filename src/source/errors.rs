@@ -17,7 +17,50 @@ pub fn describe(e: &kube::Error) -> String {
             (None, None) => chain(other),
         },
     };
-    redact::one_line(&redact::credentials(&text))
+    redact::one_line(&redact::credentials(&readable_times(&text)))
+}
+
+/// rustls says a certificate's validity in UNIX seconds (`verification time 1764690000
+/// (UNIX), but certificate is not valid after 1700000000 (64690000 seconds ago)`): said as
+/// times and spans instead.
+fn readable_times(text: &str) -> String {
+    use std::sync::LazyLock;
+    static UNIX: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"verification time (\d+) \(UNIX\), but (certificate|CRL) is not valid (after|before) (\d+) \((\d+) seconds (ago|in future)\)",
+        )
+        .expect("a valid pattern")
+    });
+    let at = |secs: &str| {
+        secs.parse::<i64>()
+            .ok()
+            .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+            .map_or_else(
+                || secs.to_owned(),
+                |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            )
+    };
+    UNIX.replace_all(text, |c: &regex::Captures<'_>| {
+        let span = c[5]
+            .parse::<u64>()
+            .map(|s| match s / 86_400 {
+                days @ 2.. => format!("{days} days"),
+                _ => crate::diagnose::human_std_duration(std::time::Duration::from_secs(s)),
+            })
+            .unwrap_or_else(|_| format!("{}s", &c[5]));
+        let (what, edge, now) = (&c[2], &c[3], at(&c[1]));
+        match &c[6] {
+            "ago" => format!(
+                "the {what} is not valid after {} ({span} before this machine's clock, {now})",
+                at(&c[4])
+            ),
+            _ => format!(
+                "the {what} is not valid {edge} {} ({span} after this machine's clock, {now}: is the clock right?)",
+                at(&c[4])
+            ),
+        }
+    })
+    .into_owned()
 }
 
 /// `HTTP 500 InternalError: etcdserver: request timed out`.
@@ -158,6 +201,20 @@ mod tests {
         assert_eq!(
             line,
             "the kubeconfig's exec credential plugin failed (exit status: 1): login expired; run `login`"
+        );
+    }
+
+    #[test]
+    fn certificate_times_are_times_not_unix_seconds() {
+        let rustls = "invalid peer certificate: certificate expired: verification time 1764690000 (UNIX), but certificate is not valid after 1700000000 (64690000 seconds ago)";
+        assert_eq!(
+            readable_times(rustls),
+            "invalid peer certificate: certificate expired: the certificate is not valid after 2023-11-14T22:13:20Z (748 days before this machine's clock, 2025-12-02T15:40:00Z)"
+        );
+        let early = "certificate not valid yet: verification time 1700000000 (UNIX), but certificate is not valid before 1700003600 (3600 seconds in future)";
+        assert_eq!(
+            readable_times(early),
+            "certificate not valid yet: the certificate is not valid before 2023-11-14T23:13:20Z (1h00m after this machine's clock, 2023-11-14T22:13:20Z: is the clock right?)"
         );
     }
 
