@@ -168,8 +168,10 @@ pub async fn run(
             .ok()
             .as_deref()
             .or(theme.as_deref()),
-        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+            || crate::ui::glyphs::dumb_terminal(|k| std::env::var(k).ok()),
     );
+    let ascii = crate::ui::glyphs::ascii_wanted(|k| std::env::var(k).ok());
     if let Some(ttl) = hold_ttl {
         app.hold_ttl = ttl;
     }
@@ -196,7 +198,12 @@ pub async fn run(
     loop {
         if due.is_some_and(|d| d <= tokio::time::Instant::now()) {
             let started = std::time::Instant::now();
-            terminal.draw(|f| crate::ui::render(&app, f))?;
+            terminal.draw(|f| {
+                crate::ui::render(&app, f);
+                if ascii {
+                    crate::ui::glyphs::to_ascii(f.buffer_mut());
+                }
+            })?;
             Pace::smooth(&mut pace.draw, started.elapsed());
             last_draw = tokio::time::Instant::now();
             due = None;

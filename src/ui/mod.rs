@@ -9,6 +9,7 @@ mod apps;
 mod describe;
 mod detail;
 mod executors;
+pub mod glyphs;
 mod help;
 mod incident;
 mod replay_bar;

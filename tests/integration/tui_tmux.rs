@@ -347,3 +347,47 @@ fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
     t.assert_restored("after the timeout");
     let _ = std::fs::remove_file(kc);
 }
+
+/// A terminal that cannot show UTF-8 (`LC_ALL=C`) gets the view in ASCII; `TERM=dumb` gets
+/// it in ASCII without colour (both used to get box drawing and colour).
+#[test]
+fn a_c_locale_and_a_dumb_terminal_get_ascii() {
+    if !Tmux::available() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    for (env, colour) in [("LC_ALL=C", true), ("TERM=dumb", false)] {
+        let t = Tmux::start();
+        t.wait_for("$", 10);
+        t.keys(&[
+            &format!("env {env} {bin} demo --speed 2 --poll-interval 2s"),
+            "Enter",
+        ]);
+        let screen = t.wait_for_all(&["OOMKilled (137)", "Endings, newest first"], 40);
+        let view: String = screen
+            .lines()
+            .filter(|l| !l.starts_with('$'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(view.is_ascii(), "{env}: not ASCII:\n{view}");
+        assert!(view.contains("+-"), "{env}: borders in ASCII:\n{view}");
+        let out = tmux()
+            .args(["capture-pane", "-p", "-e", "-t", &t.session])
+            .output()
+            .expect("capture-pane -e");
+        let styled = String::from_utf8_lossy(&out.stdout);
+        // A foreground or background colour: 3x/4x/9x/10x, or 38;/48; in an SGR sequence.
+        let coloured = styled.split("\x1b[").skip(1).any(|seq| {
+            let params = seq.split('m').next().unwrap_or_default();
+            params.split(';').any(|p| {
+                matches!(
+                    p.parse::<u16>(),
+                    Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+                )
+            })
+        });
+        assert_eq!(coloured, colour, "{env}: colour {coloured}:\n{styled}");
+        t.keys(&["q"]);
+        t.wait_prompt(10);
+    }
+}

@@ -17,7 +17,7 @@ pub fn tmux() -> Command {
 }
 
 pub struct Tmux {
-    session: String,
+    pub session: String,
 }
 
 impl Tmux {
@@ -49,7 +49,7 @@ impl Tmux {
                 "200",
                 "-y",
                 "50",
-                "env TERM=xterm-256color PS1='$ ' bash --norc --noprofile",
+                "env TERM=xterm-256color LC_ALL=C.UTF-8 PS1='$ ' bash --norc --noprofile",
             ])
             .status()
             .expect("tmux runs");
