@@ -205,19 +205,9 @@ pub fn from_state(
     }
 }
 
+/// When it ended, by the cluster's clocks where known (the live view's and `status`'s times).
 fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
-    match &e.gone {
-        Some(Gone::Missing { at, .. }) => Some(*at),
-        _ => e
-            .history
-            .iter()
-            .find(|t| t.state.is_final())
-            .map(|t| t.at)
-            .or(match &e.gone {
-                Some(Gone::Deleted { at }) => Some(*at),
-                _ => None,
-            }),
-    }
+    crate::store::ended_at(e)
 }
 
 /// An app's part of the report; none when every executor of it ended before `from`.

@@ -99,6 +99,16 @@ pub struct ExecutorStatus {
     pub id: i64,
     pub pod: String,
     pub state: ExecutorState,
+    /// When the pod was created, by the cluster's clock (RFC 3339): its
+    /// `creationTimestamp`, else the driver's `addTime`; null when neither is known.
+    pub created_at: Option<String>,
+    /// When the executor ended (RFC 3339; null while it runs), by the clock `ended_at_clock`
+    /// names: `container` (`finishedAt`), `driver` (`removeTime`), `event` (the kubelet's),
+    /// `deletion` (when it was asked), or `seen` (when this tool saw it: a bound, it ended
+    /// before).
+    pub ended_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at_clock: Option<&'static str>,
     pub missing: bool,
     /// The pod is gone (deleted or missing); this is its tombstone.
     pub gone: bool,
@@ -210,6 +220,12 @@ fn app_status(a: &AppRecord) -> AppStatus {
                 id: e.id,
                 pod: e.pod.name.clone(),
                 state: e.state(),
+                created_at: match crate::store::times::created(e) {
+                    (_, crate::store::times::Clock::Seen) => None,
+                    (t, _) => Some(crate::model::fmt_time(&t)),
+                },
+                ended_at: crate::store::times::ended(e).map(|(t, _)| crate::model::fmt_time(&t)),
+                ended_at_clock: crate::store::times::ended(e).map(|(_, c)| c.as_str()),
                 missing: e.is_missing(),
                 gone: e.verdict.ending.is_gone(),
                 exit_code: e.exit_code(),

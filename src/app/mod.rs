@@ -419,7 +419,7 @@ impl App {
         match self.sort {
             Sort::Id => {}
             Sort::State => v.sort_by_key(|e| (e.is_missing(), e.state(), e.id)),
-            Sort::Age => v.sort_by_key(|e| (e.first_seen, e.id)),
+            Sort::Age => v.sort_by_key(|e| (crate::store::times::created(e).0, e.id)),
         }
         v
     }

@@ -68,22 +68,7 @@ impl AppRecord {
                     // The cluster's clocks first (a tool started after the failures saw them
                     // all at once): the container's end, the driver's removal, the
                     // kubelet's event; else when the tool saw it end.
-                    // Only the kubelet's events of the ending (a pod's newest event may be
-                    // its start).
-                    let event = e
-                        .events
-                        .iter()
-                        .filter(|ev| ev.host.is_some())
-                        .filter(|ev| {
-                            ["Evicted", "Killing", "NodeNotReady", "Shutdown"]
-                                .iter()
-                                .any(|r| ev.reason_is(r))
-                        })
-                        .filter_map(|ev| ev.last_seen)
-                        .max();
-                    let at = super::incident::cluster_end(e)
-                        .or(event)
-                        .or_else(|| super::ended_at(e))?;
+                    let at = super::ended_at(e)?;
                     Some(crate::diagnose::nodes::NodeFailure {
                         at,
                         node: e.pod.node_name.as_deref()?.to_owned(),

@@ -58,44 +58,9 @@ pub fn cause_label(code: Code, exit: Option<i32>) -> String {
     }
 }
 
-/// When an executor reached its final state: the container's `finishedAt` when it has one,
-/// else when the tool saw it reach that state (the first transition into the final run of
-/// states), else when its pod went away.
+/// When an executor ended, by the cluster's clock where it is known ([`super::times::ended`]).
 pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
-    if !e.state().is_final() && e.gone.is_none() {
-        return None;
-    }
-    let from_history = e
-        .history
-        .iter()
-        .rev()
-        .take_while(|t| t.state.is_final())
-        .last()
-        .map(|t| t.at);
-    let seen = from_history.or_else(|| e.gone.as_ref().map(super::Gone::at));
-    // The cluster's own time of the end: a tool started after the failure saw it only then.
-    // Never later than when it was seen (a skewed node clock).
-    match (cluster_end(e), seen) {
-        (Some(f), Some(s)) => Some(f.min(s)),
-        (f, s) => s.or(f),
-    }
-}
-
-/// When the cluster says the executor ended: its container's `finishedAt` (the kubelet's
-/// clock), else the driver's `removeTime` (the driver's clock).
-pub fn cluster_end(e: &ExecutorRecord) -> Option<Time> {
-    let finished = e
-        .pod
-        .container_status(&e.spark_container)
-        .and_then(|c| c.terminated())
-        .and_then(|t| t.finished_at);
-    finished.or_else(|| {
-        e.driver
-            .as_ref()
-            .and_then(|d| d.exec.as_ref())
-            .filter(|x| !x.active)
-            .and_then(|x| x.remove_time)
-    })
+    super::times::ended(e).map(|(t, _)| t)
 }
 
 /// The first `--conf key=value` a hint suggests.

@@ -48,6 +48,7 @@ mod health_and_driver;
 mod incident;
 mod records;
 mod restart;
+pub mod times;
 
 use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};

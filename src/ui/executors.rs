@@ -12,11 +12,8 @@ use ratatui::{
 
 use super::{CELL_WIDTH, Layout, theme};
 use crate::app::layout::{Density, scroll_offset};
-use crate::store::ExecutorRecord;
-use crate::{
-    app::{App, Focus, Sort, View},
-    diagnose::human_duration,
-};
+use crate::app::{App, Focus, Sort, View};
+use crate::store::{ExecutorRecord, times};
 
 pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     let area = l.main;
@@ -124,9 +121,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                         e.state().to_string()
                     };
                     // A gone executor's age is how long ago it ended ("died 3m ago").
-                    let age = match (now, crate::store::ended_at(e)) {
-                        (Some(n), Some(end)) => format!("{} ago", human_duration(n - end)),
-                        (Some(n), None) => human_duration(n - e.first_seen),
+                    // By the cluster's clocks (`≥` when only first sight is known).
+                    let age = match (now, times::ended(e)) {
+                        (Some(n), Some(end)) => format!("{} ago", times::span(n, end)),
+                        (Some(n), None) => times::span(n, times::created(e)),
                         (None, _) => "-".to_owned(),
                     };
                     let (_, cell_style) = theme::cell(e);
@@ -206,7 +204,7 @@ impl Col {
             Self::Mark => 1,
             Self::Id => 6,
             Self::State => 17,
-            Self::Age => 9,
+            Self::Age => 11,
             Self::Node => 14,
             Self::Exit => 5,
             Self::Reason => 17,
@@ -353,7 +351,7 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         return Vec::new();
     };
     let now = app.store.view().now;
-    let mut ended: Vec<(crate::model::Time, &crate::store::ExecutorRecord)> = a
+    let mut ended: Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> = a
         .executors
         .values()
         .filter(|e| {
@@ -362,9 +360,9 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
                 .is_some_and(|s| s != crate::diagnose::Severity::Info)
                 && (e.state().is_final() || e.is_missing())
         })
-        .filter_map(|e| Some((crate::store::ended_at(e)?, &**e)))
+        .filter_map(|e| Some((times::ended(e)?, &**e)))
         .collect();
-    ended.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.id.cmp(&x.1.id)));
+    ended.sort_by(|x, y| y.0.0.cmp(&x.0.0).then(y.1.id.cmp(&x.1.id)));
     if ended.is_empty() {
         return Vec::new();
     }
@@ -376,7 +374,7 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         let Some(f) = e.verdict.cause() else {
             continue;
         };
-        let ago = now.map_or_else(String::new, |n| format!("{} ago", human_duration(n - at)));
+        let ago = now.map_or_else(String::new, |n| format!("{} ago", times::span(n, at)));
         let label = crate::store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
         out.push(Line::styled(

@@ -273,3 +273,74 @@ async fn scope_mistakes_exit_1_and_say_what_is_there() {
     );
     assert!(!err.contains("run in: spark-jobs"), "{err}");
 }
+
+/// A `status` opened five minutes (scenario time) after the `mixed` scenario's failures:
+/// every present pod's `created_at` is its `creationTimestamp` as a real client reads it,
+/// and the executors that ended before are stamped by the cluster's clocks, minutes before
+/// this run's first read (they were stamped with the first read itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_status_dates_everything_by_the_cluster_s_clocks() {
+    use k8s_openapi::api::core::v1::Pod;
+    let t0 = chrono::Utc::now();
+    let sim = start_sim("mixed", 10.0, &[]).await;
+    // The scenario's clock: started nine hours back (so that it never runs ahead of the
+    // wall clock at 10x for an hour), ten times as fast.
+    let sim_now = || t0 - chrono::TimeDelta::hours(9) + (chrono::Utc::now() - t0) * 10;
+    // Six minutes of scenario time: its failures come in the first one.
+    tokio::time::sleep(std::time::Duration::from_secs(36)).await;
+    let pods: kube::Api<Pod> = kube::Api::all(super::common::client(&sim).await);
+    let listed = pods.list(&Default::default()).await.unwrap();
+    let created: std::collections::BTreeMap<String, String> = listed
+        .items
+        .iter()
+        .map(|p| {
+            let t = p.metadata.creation_timestamp.as_ref().unwrap().0;
+            (
+                p.metadata.name.clone().unwrap(),
+                chrono::DateTime::<chrono::Utc>::from_timestamp(t.as_second(), 0)
+                    .unwrap()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            )
+        })
+        .collect();
+    let (code, out, err) = status(&[
+        "--kubeconfig",
+        sim.kubeconfig.to_str().unwrap(),
+        "-A",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert!(code == 0 || code == 2, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let first_read =
+        chrono::DateTime::parse_from_rfc3339(doc["full_snapshot_at"].as_str().unwrap())
+            .unwrap()
+            .to_utc();
+    let mut present = 0;
+    let mut ended = 0;
+    for a in doc["apps"].as_array().unwrap() {
+        for e in a["executors"].as_array().unwrap() {
+            let pod = e["pod"].as_str().unwrap();
+            if let Some(c) = created.get(pod) {
+                present += 1;
+                assert_eq!(e["created_at"].as_str(), Some(c.as_str()), "{e}");
+            }
+            if let Some(end) = e["ended_at"].as_str() {
+                ended += 1;
+                let end = chrono::DateTime::parse_from_rfc3339(end).unwrap().to_utc();
+                assert_ne!(e["ended_at_clock"], "seen", "{e}");
+                assert!(
+                    first_read - end > chrono::TimeDelta::minutes(2)
+                        && sim_now() - end > chrono::TimeDelta::minutes(2),
+                    "ended {end}, first read {first_read}, scenario now {}: {e}",
+                    sim_now()
+                );
+            } else {
+                assert!(!e["state"].as_str().unwrap().starts_with("failed"), "{e}");
+            }
+        }
+    }
+    assert!(present >= 15, "{present} present pods compared");
+    assert!(ended >= 5, "{ended} ended executors");
+}

@@ -1,0 +1,142 @@
+//! An executor's times by the cluster's own clocks, not by when this process first saw it:
+//! a tool opened after the failures must say "ended 9m ago", not "0s ago". Each time says
+//! which clock it came from; when only this process's first sight is known it says so.
+
+use serde::Serialize;
+
+use super::{ExecutorRecord, Gone};
+use crate::model::Time;
+
+/// Whose clock a time is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clock {
+    /// The pod's `creationTimestamp` (the API server's).
+    Pod,
+    /// The container's `finishedAt` (the kubelet's).
+    Container,
+    /// The driver's `addTime` / `removeTime` (its REST API).
+    Driver,
+    /// The kubelet's event of the ending (`Evicted`, `Killing`, `NodeNotReady`,
+    /// `Shutdown`): its `lastTimestamp`.
+    Event,
+    /// When the pod's deletion was asked (`deletionTimestamp` less its grace period).
+    Deletion,
+    /// Only when this process saw it (first sight): the true time is earlier.
+    Seen,
+}
+
+impl Clock {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Container => "container",
+            Self::Driver => "driver",
+            Self::Event => "event",
+            Self::Deletion => "deletion",
+            Self::Seen => "seen",
+        }
+    }
+
+    /// Whether the time is a bound only (the process saw it then; it happened before).
+    pub fn is_bound(self) -> bool {
+        self == Self::Seen
+    }
+}
+
+/// When the executor's pod was created: its `creationTimestamp`, else the driver's
+/// `addTime`, else (a bound) when this process first saw it.
+pub fn created(e: &ExecutorRecord) -> (Time, Clock) {
+    if let Some(t) = e.pod.created_at {
+        return (t, Clock::Pod);
+    }
+    if let Some(t) = e
+        .driver
+        .as_ref()
+        .and_then(|d| d.exec.as_ref())
+        .and_then(|x| x.add_time)
+    {
+        return (t, Clock::Driver);
+    }
+    (e.first_seen, Clock::Seen)
+}
+
+/// When the executor ended (`None` while it runs): its container's `finishedAt`, else the
+/// driver's `removeTime`, else when its deletion was asked, else (a bound) when this
+/// process saw it end. A cluster time later than the sighting (a skewed node clock) gives
+/// way to the sighting.
+pub fn ended(e: &ExecutorRecord) -> Option<(Time, Clock)> {
+    if !e.state().is_final() && e.gone.is_none() {
+        return None;
+    }
+    let from_history = e
+        .history
+        .iter()
+        .rev()
+        .take_while(|t| t.state.is_final())
+        .last()
+        .map(|t| t.at);
+    let seen = from_history.or_else(|| e.gone.as_ref().map(Gone::at));
+    let cluster = finished(e)
+        .map(|t| (t, Clock::Container))
+        .or_else(|| removed(e).map(|t| (t, Clock::Driver)))
+        .or_else(|| kubelet_event(e).map(|t| (t, Clock::Event)))
+        .or_else(|| deletion_asked(e).map(|t| (t, Clock::Deletion)));
+    match (cluster, seen) {
+        (Some((c, clock)), Some(s)) if c <= s => Some((c, clock)),
+        (Some(_), Some(s)) | (None, Some(s)) => Some((s, Clock::Seen)),
+        (Some(c), None) => Some(c),
+        (None, None) => None,
+    }
+}
+
+fn finished(e: &ExecutorRecord) -> Option<Time> {
+    e.ended
+        .as_deref()
+        .unwrap_or(&e.pod)
+        .container_status(&e.spark_container)
+        .and_then(|c| c.terminated())
+        .and_then(|t| t.finished_at)
+}
+
+/// Only the kubelet's events of an ending (a pod's newest event may be its start).
+fn kubelet_event(e: &ExecutorRecord) -> Option<Time> {
+    e.events
+        .iter()
+        .filter(|ev| ev.host.is_some())
+        .filter(|ev| {
+            ["Evicted", "Killing", "NodeNotReady", "Shutdown"]
+                .iter()
+                .any(|r| ev.reason_is(r))
+        })
+        .filter_map(|ev| ev.last_seen)
+        .max()
+}
+
+fn removed(e: &ExecutorRecord) -> Option<Time> {
+    e.driver
+        .as_ref()
+        .and_then(|d| d.exec.as_ref())
+        .filter(|x| !x.active)
+        .and_then(|x| x.remove_time)
+}
+
+/// `deletionTimestamp` is when the grace period ends: the deletion was asked that much
+/// earlier. An unreadable timestamp (parsed as the epoch) says nothing.
+fn deletion_asked(e: &ExecutorRecord) -> Option<Time> {
+    let d = e.first_deletion.as_ref()?;
+    if d.at.timestamp() <= 0 {
+        return None;
+    }
+    let grace = chrono::TimeDelta::seconds(d.grace_period_seconds.unwrap_or(0).clamp(0, 86_400));
+    Some(d.at - grace)
+}
+
+/// `3m12s` from `at` to `now`, with `≥` when `at` is only when this process saw it.
+pub fn span(now: Time, (at, clock): (Time, Clock)) -> String {
+    let d = crate::diagnose::human_duration(now - at);
+    match clock.is_bound() {
+        true => format!("≥{d}"),
+        false => d,
+    }
+}
