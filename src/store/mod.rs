@@ -816,11 +816,27 @@ impl Store {
             let Some(app) = self.snap.apps.get(&key) else {
                 continue;
             };
+            // Executors this scope lists pods of (a selector may leave them all out).
+            let pods_in_scope = app
+                .executors
+                .values()
+                .any(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
+            // Known only from the driver, which still counts it active, and absent from a
+            // LIST taken after the driver named it: its pod is gone and Spark has not
+            // noticed yet (its next poll will). Never shown running meanwhile.
+            let unnoticed = |e: &ExecutorRecord| {
+                pods_in_scope
+                    && matches!(e.gone, Some(Gone::DriverOnly { at: named }) if named < at)
+                    && e.driver
+                        .as_ref()
+                        .and_then(|d| d.exec.as_ref())
+                        .is_some_and(|x| x.active)
+            };
             let vanished: Vec<i64> = app
                 .executors
                 .values()
                 .filter(|e| {
-                    e.gone.is_none()
+                    (e.gone.is_none() || unnoticed(e))
                         && !present_ids.contains(&(key.0.as_str(), key.1.as_str(), e.id))
                 })
                 // Precise: the list must be newer than the version at which we last saw it.

@@ -133,3 +133,70 @@ async fn a_false_deletion_is_withdrawn_by_the_next_list_that_has_the_pod() {
         Some(Gone::Deleted { .. })
     ));
 }
+
+fn driver_lists_active(ids: &[i64], at: u32) -> SourceEvent {
+    SourceEvent::DriverExecutors {
+        namespace: "spark-jobs".into(),
+        app_id: "spark-1".into(),
+        view: crate::source::DriverView::Ok {
+            executors: ids
+                .iter()
+                .map(|id| crate::model::DriverExecutor {
+                    id: *id,
+                    active: true,
+                    host_port: None,
+                    add_time: Some(t(0)),
+                    remove_time: None,
+                    remove_reason: None,
+                    active_tasks: 0,
+                    failed_tasks: 0,
+                    completed_tasks: 0,
+                    max_memory: None,
+                    peak: Default::default(),
+                })
+                .collect(),
+        },
+        at: t(at),
+    }
+}
+
+/// A tool opened in the minute after a pod vanished: the driver still lists the executor
+/// active, the cluster has no pod. It is missing (an error, for `--exit-code`), never shown
+/// running; only once a LIST after the driver's read lacks it, and only where this scope
+/// lists the app's executor pods at all.
+#[tokio::test]
+async fn an_executor_only_the_driver_still_lists_is_missing_after_the_next_list() {
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        driver_lists_active(&[1, 2], 5),
+        present(&[1], 40, 30),
+    ])
+    .await;
+    let e = &app(&s).executors[&2];
+    assert!(matches!(e.gone, Some(Gone::Missing { .. })), "{:?}", e.gone);
+    assert_ne!(e.state(), ExecutorState::Running);
+    assert_eq!(
+        e.verdict.severity(),
+        Some(crate::diagnose::Severity::Error),
+        "{:?}",
+        e.findings()
+    );
+    assert!(e.findings().iter().any(|f| f.code.as_str() == "missing"));
+    // A LIST from before the driver's read says nothing about it.
+    let s = run(vec![
+        up(exec(1, 11, running()), 1),
+        driver_lists_active(&[1, 2], 50),
+        present(&[1], 40, 30),
+    ])
+    .await;
+    assert!(matches!(
+        app(&s).executors[&2].gone,
+        Some(Gone::DriverOnly { .. })
+    ));
+    // A scope that lists none of the app's executor pods (a selector) says nothing either.
+    let s = run(vec![driver_lists_active(&[1, 2], 5), present(&[], 40, 30)]).await;
+    assert!(matches!(
+        app(&s).executors[&2].gone,
+        Some(Gone::DriverOnly { .. })
+    ));
+}
