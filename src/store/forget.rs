@@ -55,6 +55,25 @@ impl Store {
         for key in empty {
             self.snap.apps.remove(&key);
         }
+        // Events about pods the store does not hold (another workload's, a forgotten
+        // executor's that came late), none newer than the horizon: nothing will read them.
+        let known: std::collections::HashSet<(&str, &str)> = self
+            .snap
+            .apps
+            .values()
+            .flat_map(|a| {
+                let ns = a.namespace.as_str();
+                a.executors
+                    .values()
+                    .map(move |e| (ns, e.pod.name.as_str()))
+                    .chain(a.driver.as_ref().map(|d| (ns, d.pod.as_str())))
+            })
+            .collect();
+        self.events.retain(|(ns, name), q| {
+            known.contains(&(ns.as_str(), name.as_str()))
+                || q.iter()
+                    .any(|e| e.last_seen.or(e.first_seen).is_none_or(|t| t >= before))
+        });
         self.snap.forgotten += forgotten;
     }
 }
@@ -154,5 +173,36 @@ mod tests {
                 .all(|a| a.forgotten.contains(&1))
         );
         assert_eq!(counted(&keyframe), was, "and after a keyframe");
+    }
+
+    /// Events about pods the store does not hold are dropped once older than the horizon
+    /// (a busy namespace's other workloads grew the map for as long as the view ran).
+    #[test]
+    fn events_of_pods_nobody_holds_are_forgotten() {
+        use crate::model::testing::event;
+        let ev = |pod: &str, s: i64| SourceEvent::EventSeen {
+            event: Box::new(event(
+                json!({"metadata": {"name": format!("e-{pod}-{s}"), "namespace": "ns"},
+                "involvedObject": {"kind": "Pod", "name": pod, "namespace": "ns"},
+                "reason": "Pulled", "type": "Normal", "message": "pulled",
+                "lastTimestamp": t(s).to_rfc3339()}),
+            )),
+            at: t(s),
+        };
+        let mut store = Store::new();
+        store.apply(SourceEvent::PodUpserted {
+            pod: exec(1, "Running"),
+            at: t(1),
+        });
+        store.apply(ev("a-exec-1", 5));
+        store.apply(ev("web-0", 5));
+        store.apply(ev("web-1", 90));
+        store.apply(SourceEvent::Forget {
+            before: t(40),
+            at: t(100),
+        });
+        let kept: std::collections::BTreeSet<&str> =
+            store.events.keys().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(kept, ["a-exec-1", "web-1"].into_iter().collect());
     }
 }
