@@ -119,6 +119,11 @@ pub struct LogView {
     pub search: Option<String>,
     /// The search in effect (matching lines are marked; `n` goes to the next older one).
     pub term: Option<String>,
+    /// Long lines wrapped (`w` toggles); unwrapped, `←`/`→` scroll sideways by `hscroll`.
+    pub wrap: bool,
+    pub hscroll: u16,
+    /// The pod is gone: nothing more can be fetched (`p`, `f` refuse).
+    pub gone: bool,
 }
 
 impl Default for LogView {
@@ -133,6 +138,9 @@ impl Default for LogView {
             follow: false,
             search: None,
             term: None,
+            wrap: true,
+            hscroll: 0,
+            gone: false,
         }
     }
 }

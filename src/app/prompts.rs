@@ -115,6 +115,19 @@ pub(super) fn log_key(app: &mut App, code: crossterm::event::KeyCode) -> Option<
             app.scroll = u16::try_from(n).unwrap_or(u16::MAX);
         }
         KeyCode::Char('G') | KeyCode::End => app.scroll = 0,
+        KeyCode::Char('w') => {
+            view.wrap = !view.wrap;
+            view.hscroll = 0;
+        }
+        KeyCode::Left | KeyCode::Char('h') if !view.wrap => {
+            view.hscroll = view.hscroll.saturating_sub(8);
+        }
+        KeyCode::Right | KeyCode::Char('l') if !view.wrap => {
+            view.hscroll = view.hscroll.saturating_add(8);
+        }
+        KeyCode::Char('p' | 'f') if view.gone => {
+            app.notice = Some("the pod is gone: nothing more to fetch".into());
+        }
         KeyCode::Char('p' | 'f') if view.captured => {
             app.notice = Some(
                 "this is the tail captured when the executor ended: nothing more to fetch".into(),
@@ -176,11 +189,13 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
     let Some(e) = app.selected().cloned() else {
         return Vec::new();
     };
+    let gone = e.gone.is_some();
     if let Some(tail) = &e.log_tail {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),
             captured: true,
             lines: Ok(tail.to_vec()),
+            gone,
             ..LogView::default()
         });
         app.popup = Some(Popup::Log);
@@ -192,6 +207,19 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
             pod: e.pod.name.clone(),
             captured: false,
             lines: Err("no log was captured for this executor in the recording".to_owned()),
+            gone: true,
+            ..LogView::default()
+        });
+        app.popup = Some(Popup::Log);
+        return Vec::new();
+    }
+    // A gone pod's log cannot be fetched: say so instead of the API's 404.
+    if gone {
+        app.log_view = Some(LogView {
+            pod: e.pod.name.clone(),
+            captured: false,
+            lines: Err("the pod is gone and nothing of its log was captured".to_owned()),
+            gone: true,
             ..LogView::default()
         });
         app.popup = Some(Popup::Log);

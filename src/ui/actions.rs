@@ -4,7 +4,7 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph, Wrap},
+    widgets::{Block, Borders, Paragraph, Wrap},
 };
 
 use super::{centered, theme};
@@ -148,7 +148,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
         super::title_text(title, r.width),
         theme::title(),
     ));
-    f.render_widget(Clear, r);
+    super::clear_popup(f, r);
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -163,53 +163,105 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     };
     let term = log.term.as_deref().filter(|t| !t.is_empty());
-    let lines: Vec<Line<'_>> = match &log.lines {
-        Ok(l) if l.is_empty() => vec![Line::styled("(empty log)", theme::dim())],
-        Ok(l) => l
-            .iter()
-            .map(|x| match term {
-                Some(t) if x.contains(t) => Line::styled(x.clone(), theme::selected()),
-                _ => Line::raw(x.clone()),
-            })
-            .collect(),
-        Err(e) => vec![Line::styled(
-            e.clone(),
-            theme::severity(crate::diagnose::Severity::Warn),
-        )],
-    };
-    let mut how = if log.captured {
-        "captured when it ended".to_owned()
-    } else if log.previous {
-        "previous container".to_owned()
-    } else if log.follow {
-        "following".to_owned()
-    } else {
-        "fetched now".to_owned()
-    };
-    match (&log.search, term) {
-        (Some(s), _) => how.push_str(&format!(" · /{s}▏")),
-        (None, Some(t)) => how.push_str(&format!(" · /{t} (n older)")),
-        _ => {}
+    let inner_w = usize::from(r.width.saturating_sub(2)).max(1);
+    // One row per screen line: a log line wrapped is cut into rows of the popup's width (so
+    // scrolling counts rows exactly), each row knowing its log line.
+    let mut rows: Vec<(Line<'_>, usize)> = Vec::new();
+    match &log.lines {
+        Ok(l) if l.is_empty() => rows.push((Line::styled("(empty log)", theme::dim()), 0)),
+        Ok(l) => {
+            for (i, x) in l.iter().enumerate() {
+                let style = match term {
+                    Some(t) if x.contains(t) => theme::selected(),
+                    _ => ratatui::style::Style::default(),
+                };
+                // A tab is drawn as nothing by the terminal layer: four spaces.
+                let x = x.replace('\t', "    ");
+                if log.wrap {
+                    let chars: Vec<char> = x.chars().collect();
+                    for piece in chars.chunks(inner_w) {
+                        rows.push((Line::styled(piece.iter().collect::<String>(), style), i));
+                    }
+                    if chars.is_empty() {
+                        rows.push((Line::raw(""), i));
+                    }
+                } else {
+                    rows.push((Line::styled(x, style), i));
+                }
+            }
+        }
+        Err(e) => rows.push((
+            Line::styled(e.clone(), theme::severity(crate::diagnose::Severity::Warn)),
+            0,
+        )),
     }
+    let how = if log.captured && log.gone {
+        "the pod is gone; the tail captured when it ended"
+    } else if log.captured {
+        "captured when it ended"
+    } else if log.gone {
+        "the pod is gone"
+    } else if log.previous {
+        "previous container"
+    } else if log.follow {
+        "following"
+    } else {
+        "fetched now"
+    };
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        super::title_text(
-            &format!(
-                " Log of {} ({how}) · ↑↓ g/G · / search · p previous · f follow · Esc close ",
-                log.pod
-            ),
-            r.width,
-        ),
+        super::title_text(&format!(" Log of {} ({how}) ", log.pod), r.width),
         theme::title(),
     ));
-    // Newest at the bottom, shown first: the scroll counts lines up from the end.
-    let shown = usize::from(r.height.saturating_sub(2));
-    let top = lines.len().saturating_sub(shown);
-    let top = top.saturating_sub(usize::from(app.scroll));
-    f.render_widget(Clear, r);
+    // The last row holds the search prompt, or the search's count, or the keys: whole at
+    // every width (the title is cut first).
+    let count = |t: &str| {
+        log.lines
+            .as_ref()
+            .map_or(0, |l| l.iter().filter(|x| x.contains(t)).count())
+    };
+    let status = match (&log.search, term) {
+        (Some(s), _) => format!("/{s}▏ {} matching · Enter find · Esc cancel", count(s)),
+        (None, Some(t)) => format!("/{t}: {} matching · n older · / new search", count(t)),
+        _ => format!(
+            "↑↓ g/G · / search · w {} · p previous · f follow · Esc",
+            if log.wrap { "unwrap" } else { "wrap · ←→" }
+        ),
+    };
+    // Newest at the bottom, shown first: the scroll counts log lines up from the end.
+    let shown = usize::from(r.height.saturating_sub(3));
+    let lines_n = log.lines.as_ref().map_or(1, |l| l.len().max(1));
+    let bottom_line = lines_n.saturating_sub(1 + usize::from(app.scroll));
+    let end = rows
+        .iter()
+        .rposition(|(_, i)| *i <= bottom_line)
+        .map_or(rows.len(), |p| p + 1);
+    let top = end.saturating_sub(shown);
+    let visible: Vec<Line<'_>> = rows
+        .into_iter()
+        .skip(top)
+        .take(end - top)
+        .map(|(l, _)| l)
+        .collect();
+    super::clear_popup(f, r);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let body = Rect {
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
     f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0)),
-        r,
+        Paragraph::new(visible).scroll((0, if log.wrap { 0 } else { log.hscroll })),
+        body,
     );
+    if inner.height > 0 {
+        let last = Rect {
+            y: inner.y + inner.height - 1,
+            height: 1,
+            ..inner
+        };
+        f.render_widget(
+            Paragraph::new(Line::styled(super::fit(&status, inner_w), theme::dim())),
+            last,
+        );
+    }
 }

@@ -20,6 +20,18 @@ const REPLAY_KEYS: &[(&str, &str)] = &[
     (":", "go to a time (RFC 3339, HH:MM:SS, +30s, -2m)"),
 ];
 
+/// The log popup's own keys (handled before the keymap while it is open).
+const LOG_KEYS: &[(&str, &str)] = &[
+    ("↑↓ g G", "scroll, oldest, newest line"),
+    ("/ n", "search (Enter), next older match"),
+    (
+        "w",
+        "wrap long lines or not (unwrapped: ← → scroll sideways)",
+    ),
+    ("p", "the previous container's log"),
+    ("f", "follow (fetched again every second)"),
+];
+
 const LEGEND: &str = "Map letters: R running, P pending, F failed, S succeeded, D deleted, \
     T terminating, U unknown, M missing. Marks: * marked, ! pod and driver disagree, h held.";
 
@@ -51,6 +63,9 @@ fn lines(app: &App) -> Vec<Line<'static>> {
             })
             .map(|e| row(&e.label, e.binding.help)),
     );
+    out.push(Line::raw(""));
+    out.push(Line::styled(" In the log popup", theme::title()));
+    out.extend(LOG_KEYS.iter().map(|(k, h)| row(k, h)));
     out.push(Line::raw(""));
     out.push(Line::styled(format!(" {LEGEND}"), theme::dim()));
     out

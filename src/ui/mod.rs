@@ -98,7 +98,7 @@ fn scrolled_popup(
     lines: Vec<ratatui::text::Line<'_>>,
     app: &App,
 ) {
-    use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+    use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
     // Never scrolled past its last page (a blank one): the furthest it can go, in rows once
     // wrapped, is told back to the app, which keeps its scroll within it.
     let inner = usize::from(r.width.saturating_sub(2)).max(1);
@@ -113,7 +113,7 @@ fn scrolled_popup(
             title_text(title, r.width),
             theme::title(),
         ));
-    f.render_widget(Clear, r);
+    clear_popup(f, r);
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -131,6 +131,24 @@ fn popup_area(area: Rect) -> Option<Rect> {
         area.height.saturating_sub(2).max(1),
     );
     (r.width >= 3 && r.height >= 3).then_some(r)
+}
+
+/// Clears a popup's box and a margin around it (two columns, one row), so no fragment of
+/// the panes beneath shows at its edges; the header and footer lines stay.
+pub(crate) fn clear_popup(f: &mut Frame<'_>, r: Rect) {
+    let screen = f.area();
+    let (top, bottom) = (
+        screen.y + 1.min(screen.height),
+        (screen.y + screen.height).saturating_sub(1),
+    );
+    let x = r.x.saturating_sub(2).max(screen.x);
+    let y = r.y.saturating_sub(1).max(top).min(r.y);
+    let right = (r.x + r.width + 2).min(screen.x + screen.width);
+    let low = (r.y + r.height + 1).min(bottom).max(r.y + r.height);
+    f.render_widget(
+        ratatui::widgets::Clear,
+        Rect::new(x, y, right.saturating_sub(x), low.saturating_sub(y)),
+    );
 }
 
 /// A centred rectangle of at most `w`×`h` inside `area`.

@@ -5,7 +5,7 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph},
+    widgets::{Block, Borders, Paragraph},
 };
 
 use super::theme;
@@ -48,7 +48,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         ),
         theme::title(),
     ));
-    f.render_widget(Clear, r);
+    super::clear_popup(f, r);
     f.render_widget(
         Paragraph::new(lines).block(block).scroll((app.scroll, 0)),
         r,

@@ -212,3 +212,88 @@ fn log_search_previous_and_follow() {
     key(&mut app, KeyCode::Esc);
     assert_eq!(app.popup, None, "Esc still closes the log");
 }
+
+/// Long log lines wrap by default (`w` unwraps, then `→` scrolls sideways); the search
+/// prompt and its count have a line of their own, whole at 80 columns; a gone pod's log
+/// says so (no API error) and `f`/`p` refuse.
+#[test]
+fn a_log_wraps_searches_on_its_own_line_and_a_gone_pod_says_so() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = session();
+    app.ctx.mode = Mode::Live;
+    etl_exec(&mut app, 8);
+    let long = format!("START {} END", "x".repeat(150));
+    app.log_view = Some(crate::app::LogView {
+        pod: "etl-nightly-a83c0ccd92120d16-exec-8".into(),
+        lines: Ok(vec![
+            "first".into(),
+            long,
+            "java.lang.OutOfMemoryError".into(),
+        ]),
+        namespace: "spark-jobs".into(),
+        container: "spark-kubernetes-executor".into(),
+        ..Default::default()
+    });
+    app.popup = Some(Popup::Log);
+    let key = |app: &mut App, c: KeyCode| {
+        update(
+            app,
+            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
+        )
+    };
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("START") && frame.contains("END"),
+        "wrapped:\n{frame}"
+    );
+    key(&mut app, KeyCode::Char('w'));
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("START") && !frame.contains("END"),
+        "unwrapped:\n{frame}"
+    );
+    for _ in 0..15 {
+        key(&mut app, KeyCode::Right);
+    }
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("END") && !frame.contains("START"),
+        "scrolled:\n{frame}"
+    );
+    key(&mut app, KeyCode::Char('/'));
+    for c in "OutOfMemory".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    let frame = draw(&mut app, 80, 24);
+    assert!(frame.contains("/OutOfMemory▏ 1 matching"), "{frame}");
+    key(&mut app, KeyCode::Enter);
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("/OutOfMemory: 1 matching · n older"),
+        "{frame}"
+    );
+    key(&mut app, KeyCode::Esc);
+    // A gone pod with nothing captured: said, and nothing is fetched.
+    let e = app.selected().cloned().expect("selected");
+    assert!(e.gone.is_some(), "executor 8 is gone in this session");
+    assert!(
+        e.log_tail.is_none(),
+        "nothing captured for it in this session"
+    );
+    let fx = update(
+        &mut app,
+        crate::app::Msg::Key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::NONE)),
+    );
+    assert!(fx.is_empty(), "no fetch of a gone pod's log: {fx:?}");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("the pod is gone and nothing of its log was captured"),
+        "{frame}"
+    );
+    key(&mut app, KeyCode::Char('f'));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("the pod is gone: nothing more to fetch")
+    );
+    assert!(!app.log_view.as_ref().unwrap().follow);
+}
