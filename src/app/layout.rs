@@ -64,9 +64,10 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     } else {
         0
     };
-    // The incident: what ended, the change to make, the budget, the app's settings.
+    // The incident: what ended, the change to make, the budget, the app's settings, as
+    // many rows as they wrap to, up to a third of the body (at least 4).
     let incident_h = if body_h >= 14 {
-        4
+        crate::ui::incident::rows(app, right_w).clamp(1, (body_h / 3).max(4))
     } else if body_h >= 8 {
         1
     } else {

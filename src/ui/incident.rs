@@ -17,8 +17,25 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 || area.width < 3 {
         return;
     }
+    let mut lines = lines(app, area.height >= 2);
+    lines.truncate(usize::from(area.height));
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+}
+
+/// The rows the strip needs at this width, wrapped (the layout gives it as many as it can:
+/// the failure budget and the change to make are never the rows cut).
+pub fn rows(app: &App, width: u16) -> u16 {
+    let width = usize::from(width).max(1);
+    let n: usize = lines(app, true)
+        .iter()
+        .map(|l| super::wrapped_rows(l, width))
+        .sum();
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     let Some(a) = app.current_app() else {
-        return;
+        return Vec::new();
     };
     let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
     let inc = a.incident();
@@ -135,13 +152,12 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     let mut lines: Vec<Line> = head.into_iter().collect();
     lines.push(Line::from(first));
-    if area.height >= 2 {
+    if all {
         lines.extend(fix);
         if !second.is_empty() {
             lines.push(Line::from(second));
         }
         lines.push(Line::styled(third, theme::dim()));
     }
-    lines.truncate(usize::from(area.height));
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+    lines
 }

@@ -11,7 +11,7 @@ mod detail;
 mod executors;
 pub mod glyphs;
 mod help;
-mod incident;
+pub(crate) mod incident;
 mod replay_bar;
 mod status_bar;
 pub mod theme;
