@@ -233,7 +233,7 @@ pub async fn run(
                 Some(ev) => Some(Msg::Source(ev)),
                 None => { sources_open = false; None }
             },
-            _ = tick.tick() => live_clock.then(|| Msg::Tick(chrono::Utc::now())),
+            _ = tick.tick() => live_clock.then(|| Msg::Tick(crate::source::clock::now())),
             _ = replay_tick.tick(), if app.replay.as_ref().is_some_and(|r| r.playing) => Some(Msg::ReplayAdvance(100)),
             m = msgs.recv() => m,
             () = sigterm.recv() => break,

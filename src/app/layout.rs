@@ -44,6 +44,11 @@ pub struct Layout {
     pub ruler: u16,
 }
 
+/// The apps pane's width in a terminal `w` wide (the rest is the right-hand column).
+pub fn apps_width(w: u16) -> u16 {
+    if w >= 120 { 44 } else { (w / 3).clamp(1, 34) }
+}
+
 /// The layout for a terminal of `size`.
 pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let (w, h) = size;
@@ -53,7 +58,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let bar_h = u16::from(app.replay.is_some() && h >= 6);
     let replay = Rect::new(0, h.saturating_sub(1 + bar_h), w, bar_h);
     let body_h = h.saturating_sub(2 + bar_h);
-    let apps_w = if w >= 120 { 44 } else { (w / 3).clamp(1, 34) };
+    let apps_w = apps_width(w);
     let apps = Rect::new(0, 1.min(h), apps_w.min(w), body_h);
     let right_x = apps.width;
     let right_w = w.saturating_sub(apps.width);
@@ -67,7 +72,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     // The incident: what ended, the change to make, the budget, the app's settings, as
     // many rows as they wrap to, up to a third of the body (at least 4).
     let incident_h = if body_h >= 14 {
-        crate::ui::incident::rows(app, right_w).clamp(1, (body_h / 3).max(4))
+        app.incident_rows.get().clamp(1, (body_h / 3).max(4))
     } else if body_h >= 8 {
         1
     } else {

@@ -207,6 +207,9 @@ pub struct App {
     /// The first application shown in the apps pane and how many fit, as last drawn (the
     /// pane scrolls with its selection).
     pub apps_window: std::cell::Cell<(usize, usize)>,
+    /// The rows the incident strip's lines wrap to at the current width, as the last
+    /// frame measured them (the layout gives it that many, up to a third of the body).
+    pub incident_rows: std::cell::Cell<u16>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -301,6 +304,7 @@ impl App {
             kubeconfig: None,
             popup_max_scroll: std::cell::Cell::new(u16::MAX),
             apps_window: std::cell::Cell::new((0, usize::MAX)),
+            incident_rows: std::cell::Cell::new(4),
             view: View::Map,
             focus: Focus::Apps,
             popup: None,
@@ -389,6 +393,7 @@ impl App {
         if key.is_some() && key != self.selected_app {
             self.selected_app = key;
             self.selected_exec = None;
+            self.notice = None;
             self.fix_selection();
         }
     }
@@ -440,9 +445,14 @@ impl App {
 
     fn select_index(&mut self, i: usize) {
         let visible = self.visible();
-        self.selected_exec = visible
+        let id = visible
             .get(i.min(visible.len().saturating_sub(1)))
             .map(|e| e.id);
+        // A notice was about what was selected: moving on clears it.
+        if id != self.selected_exec {
+            self.notice = None;
+        }
+        self.selected_exec = id;
     }
 
     fn selected_index(&self) -> Option<usize> {

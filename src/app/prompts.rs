@@ -189,7 +189,12 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
     let Some(e) = app.selected().cloned() else {
         return Vec::new();
     };
-    let gone = e.gone.is_some();
+    // Deleted or vanished: its log cannot be fetched (a pod restarted as another executor,
+    // or one only the driver named, can still be asked).
+    let gone = matches!(
+        e.gone,
+        Some(crate::store::Gone::Deleted { .. } | crate::store::Gone::Missing { .. })
+    );
     if let Some(tail) = &e.log_tail {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),

@@ -212,15 +212,28 @@ fn configured(
     if !live.readonly.on()
         && let Some(default) = config::default_path().filter(|d| file.path.as_ref() != Some(d))
         && default.exists()
-        && let Ok(home) = config::Config::load(Some(&default))
-        && let s = home.for_context(context.as_deref())
-        && s.readonly == Some(true)
     {
-        live.readonly = crate::effect::ReadOnly::On(format!(
-            "readonly = true in {}; another configuration file cannot lift it",
-            s.readonly_from
-                .unwrap_or_else(|| default.display().to_string())
-        ));
+        // Its sections apply by the kubeconfig's context, whatever the other file has.
+        let context = live.context.clone().or_else(|| current_context(&live));
+        match config::Config::load(Some(&default)) {
+            Ok(home) => {
+                let s = home.for_context(context.as_deref());
+                if s.readonly == Some(true) {
+                    live.readonly = crate::effect::ReadOnly::On(format!(
+                        "readonly = true in {}; another configuration file cannot lift it",
+                        s.readonly_from
+                            .unwrap_or_else(|| default.display().to_string())
+                    ));
+                }
+            }
+            // It may make this context read-only: unreadable, it does.
+            Err(_) => {
+                live.readonly = crate::effect::ReadOnly::On(format!(
+                    "{} cannot be read, and it may make this context read-only",
+                    default.display()
+                ));
+            }
+        }
     }
     Ok(live)
 }

@@ -48,6 +48,9 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
     let record = live_args.record.clone();
     super::block_on(async move {
         let sim = crate::sim::start(opts).await?;
+        // The simulator's clock may run faster than real time: ages are read on it.
+        let clock = sim.clock();
+        crate::source::clock::install(move || clock.now());
         let live = crate::source::live::LiveOptions {
             kubeconfig: Some(sim.kubeconfig.clone()),
             all_namespaces: true,

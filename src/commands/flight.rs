@@ -259,9 +259,10 @@ impl Metrics {
                 .set(i64::from(up));
         }
         let now = chrono::Utc::now();
+        // The LIST's time is on the cluster's clock, like every source event.
         let age = view
             .full_snapshot_at
-            .map(|t| (now - t).num_milliseconds() as f64 / 1000.0);
+            .map(|t| (crate::source::clock::now() - t).num_milliseconds() as f64 / 1000.0);
         self.last_list_age.set(age.unwrap_or(f64::INFINITY));
         let not_ready = match age {
             None => Some("no complete LIST of the pods yet".to_owned()),

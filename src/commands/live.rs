@@ -83,7 +83,7 @@ async fn forget_every(
     tick.tick().await;
     loop {
         tick.tick().await;
-        let now = chrono::Utc::now();
+        let now = crate::source::clock::now();
         let ev = crate::source::SourceEvent::Forget {
             before: now - horizon,
             at: now,

@@ -60,7 +60,7 @@ impl RecordArgs {
 
 fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {
     crate::record::Header::new(
-        chrono::Utc::now(),
+        crate::source::clock::now(),
         conn.scope.describe(),
         conn.selector.clone(),
         conn.server.clone(),
@@ -152,7 +152,7 @@ impl Recorder {
         else {
             return Ok(());
         };
-        let now = chrono::Utc::now();
+        let now = crate::source::clock::now();
         let ev = crate::source::SourceEvent::Forget {
             before: now - after,
             at: now,

@@ -334,7 +334,7 @@ impl Runner {
             app_id: app_id.to_owned(),
             text,
             killed,
-            at: Utc::now(),
+            at: crate::source::clock::now(),
         })
         .await;
     }
@@ -462,7 +462,7 @@ impl Runner {
                         namespace,
                         pod,
                         lines,
-                        at: Utc::now(),
+                        at: crate::source::clock::now(),
                     })
                     .await;
                 }
@@ -482,7 +482,7 @@ impl Runner {
                     for event in events {
                         self.emit(SourceEvent::EventSeen {
                             event: Box::new(event),
-                            at: Utc::now(),
+                            at: crate::source::clock::now(),
                         })
                         .await;
                     }

@@ -116,6 +116,8 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let watch = is_watch(&req);
+        // A proxied service's `Date` is its own host's clock, not the API server's.
+        let proxied = req.uri().path().contains("/proxy/");
         let limits = self.limits;
         let deadline = Instant::now() + limits.timeout;
         let fut = self.inner.call(req);
@@ -124,6 +126,10 @@ where
                 Ok(r) => r.map_err(Into::into)?,
                 Err(_) => return Err(Box::new(Cut::Timeout(limits.timeout)) as BoxError),
             };
+            // The API server's clock, for ages on the cluster's time.
+            if let Some(date) = resp.headers().get(http::header::DATE).filter(|_| !proxied) {
+                super::clock::observe_date(date);
+            }
             Ok(resp.map(|inner| BoundedBody {
                 inner,
                 deadline: (!watch).then(|| Box::pin(tokio::time::sleep_until(deadline))),

@@ -276,10 +276,11 @@ impl Credentials {
             Origin::Exec(_) => "the exec credential plugin",
             Origin::File(_) => "the token file",
         };
-        if refused
-            && matches!(self.0.origin, Origin::Exec(_))
+        // A plugin runs at most once per MIN_REFETCH, whatever asks (an expiry that a failed
+        // run left due, refusals); only a refusal of the very first token runs it at once.
+        if matches!(self.0.origin, Origin::Exec(_))
             && fetched.elapsed() < MIN_REFETCH
-            && generation > 0
+            && (generation > 0 || !refused)
         {
             return format!(
                 "{what} was last run {} ago",
@@ -533,6 +534,9 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let creds = self.creds.clone();
+        // Through the API server's service proxy, a 401 is the proxied service's (a Spark UI
+        // behind its own login), not a refusal of the credentials.
+        let proxied = req.uri().path().contains("/proxy/");
         let (header, generation, due) = creds.header();
         if let Some(h) = header {
             req.headers_mut().insert(AUTHORIZATION, h);
@@ -547,6 +551,9 @@ where
         let fut = self.inner.call(req);
         Box::pin(async move {
             let resp = fut.await.map_err(Into::into)?;
+            if proxied {
+                return Ok(resp);
+            }
             if resp.status() != StatusCode::UNAUTHORIZED {
                 creds.0.refused_in_a_row.store(0, Ordering::Relaxed);
                 return Ok(resp);

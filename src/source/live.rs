@@ -275,6 +275,12 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     // server restarting, overloaded, a flaky proxy) is retried twice before giving up.
     let probe = ListParams::default().labels(&sel).limit(1);
     let mut first = api.list(&probe).await;
+    // Refused: the credential was fetched again by then; once more with it.
+    if let Err(e) = &first
+        && super::credentials::refused_of(e).is_some()
+    {
+        first = api.list(&probe).await;
+    }
     for wait_ms in [500, 1500] {
         match &first {
             Err(kube::Error::Api(s)) if s.code >= 500 || s.code == 429 => {
@@ -396,7 +402,7 @@ where
 }
 
 pub(super) fn now() -> crate::model::Time {
-    chrono::Utc::now()
+    super::clock::now()
 }
 
 /// Starts every source; events go to `tx` until it closes.

@@ -4,6 +4,7 @@
 
 pub mod backoff;
 pub mod bounds;
+pub mod clock;
 pub mod credentials;
 pub mod driver_view;
 pub mod errors;

@@ -69,6 +69,16 @@ pub fn ended(e: &ExecutorRecord) -> Option<(Time, Clock)> {
     if !e.state().is_final() && e.gone.is_none() {
         return None;
     }
+    // Known only from the driver, which still counts it active: it runs.
+    if matches!(e.gone, Some(Gone::DriverOnly { .. }))
+        && !e.state().is_final()
+        && e.driver
+            .as_ref()
+            .and_then(|d| d.exec.as_ref())
+            .is_some_and(|x| x.active)
+    {
+        return None;
+    }
     let from_history = e
         .history
         .iter()

@@ -393,14 +393,9 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(" Selected ", theme::title()));
-    // A notice (an action's result, why a key is off) comes first, whole: it wraps.
-    let notice = app
-        .notice
-        .as_ref()
-        .map(|n| Line::styled(n.clone(), theme::severity(crate::diagnose::Severity::Warn)));
+    // A notice (an action's result, why a key is off) is the footer's flash line.
     let Some(e) = app.selected() else {
-        let mut lines: Vec<Line<'_>> = notice.into_iter().collect();
-        lines.push(Line::styled("nothing selected", theme::dim()));
+        let lines = vec![Line::styled("nothing selected", theme::dim())];
         f.render_widget(
             Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
             area,
@@ -431,8 +426,7 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         head.push(Span::raw(format!(" · {r}")));
     }
     head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
-    let mut lines: Vec<Line<'_>> = notice.into_iter().collect();
-    lines.push(Line::from(head));
+    let mut lines: Vec<Line<'_>> = vec![Line::from(head)];
     match e.findings().first() {
         Some(fd) => {
             lines.push(Line::from(vec![

@@ -27,6 +27,11 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     theme::set(app.theme);
     CLOCK.with(|c| c.set(app.display_offset()));
     let area = f.area();
+    // The incident strip's height follows its wrapped lines at this width.
+    let right_w = area
+        .width
+        .saturating_sub(crate::app::layout::apps_width(area.width).min(area.width));
+    app.incident_rows.set(incident::rows(app, right_w));
     let l = layout((area.width, area.height), app);
     status_bar::render_top(app, f, l.top);
     apps::render(app, f, l.apps);

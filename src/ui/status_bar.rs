@@ -118,6 +118,12 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             Span::raw(app.filter.clone()),
             Span::raw("▏  Enter keep · Esc clear"),
         ])
+    } else if let Some(n) = &app.notice {
+        // The flash line: an action's result, why a key is off (until the next move).
+        Line::styled(
+            super::fit(&n.replace('\n', " "), usize::from(area.width)),
+            theme::severity(crate::diagnose::Severity::Warn),
+        )
     } else {
         let mut spans = Vec::new();
         let ns = app

@@ -131,6 +131,11 @@ impl SimHandle {
 
     /// Stops serving, waits for the server to close its listener, and stops the control
     /// plane (which kills every process the process kubelet started).
+    /// The simulated clock (what the API server's timestamps and `Date` headers say).
+    pub fn clock(&self) -> clock::SimClock {
+        self.state.store.clock.clone()
+    }
+
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
         let mut tasks = std::mem::take(&mut self.tasks).into_iter();
@@ -344,7 +349,7 @@ async fn serve(
     drop_tx: watch::Sender<u64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let app = Router::new().fallback(api::handle).with_state(state);
+    let app = Router::new().fallback(api::dated).with_state(state);
     let mut listener = Some(first);
     let mut restarted = false;
     loop {

@@ -312,6 +312,17 @@ fn is_discovery(path: &str) -> bool {
         || (path.starts_with("/apis/") && path.matches('/').count() <= 3)
 }
 
+/// [`handle`], with the `Date` header on the simulated clock (as a real API server sends
+/// its own): a client that reads the cluster's time from it agrees with the timestamps.
+pub async fn dated(state: State<Arc<ApiState>>, req: Request) -> Response {
+    let now = state.0.store.clock.now();
+    let mut resp = handle(state, req).await;
+    if let Ok(v) = HeaderValue::from_str(&now.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
+        resp.headers_mut().insert(header::DATE, v);
+    }
+    resp
+}
+
 /// The whole API: every request comes through here.
 pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
     let method = req.method().clone();
