@@ -210,9 +210,16 @@ where
 
 /// The bound that cut a request short, if one did (anywhere in the error's chain).
 pub fn cut_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Cut> {
+    in_chain(e)
+}
+
+/// The first error of type `T` in an error's chain of causes.
+pub fn in_chain<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
     let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if let Some(c) = err.downcast_ref::<Cut>() {
+        if let Some(c) = err.downcast_ref::<T>() {
             return Some(c);
         }
         cur = err.source();

@@ -112,14 +112,7 @@ impl std::error::Error for Refused {}
 
 /// The refusal in an error's chain, if the error is one.
 pub fn refused_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refused> {
-    let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(r) = err.downcast_ref::<Refused>() {
-            return Some(r);
-        }
-        cur = err.source();
-    }
-    None
+    super::bounds::in_chain(e)
 }
 
 /// Why credentials could not be had at all.
@@ -204,24 +197,6 @@ impl Credentials {
             refetches: AtomicU64::new(0),
             last_outcome: Mutex::new(String::new()),
         })))
-    }
-
-    /// Credentials kube keeps (for a client built some other way): refusals are counted.
-    pub fn kube_own(timeout: Duration) -> Self {
-        Self(Arc::new(Shared {
-            origin: Origin::Kube,
-            timeout,
-            current: RwLock::new(Current {
-                header: None,
-                expires: None,
-                fetched: Instant::now(),
-                generation: 0,
-            }),
-            fetching: tokio::sync::Mutex::new(()),
-            refused_in_a_row: AtomicU32::new(0),
-            refetches: AtomicU64::new(0),
-            last_outcome: Mutex::new(String::new()),
-        }))
     }
 
     /// Requests refused with a 401 since the last one that was not.
