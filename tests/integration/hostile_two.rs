@@ -10,6 +10,22 @@ use tokio::{io::AsyncWriteExt, net::TcpListener};
 
 use super::hostile::{Auth, TOKEN, json, kubeconfig, request, run, temp_dir};
 
+/// A server on a free loopback port that runs `conn` for each connection; its port.
+async fn serve_each<F, Fut>(conn: F) -> u16
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(conn(s));
+        }
+    });
+    port
+}
+
 /// A driver marked held (index 0) and ten held executors of app `etl`.
 fn held_pod(i: usize) -> String {
     let mut labels = serde_json::json!({
@@ -53,15 +69,9 @@ async fn status(s: &mut tokio::net::TcpStream, code: u16, reason: &str) -> bool 
 /// it was released), of `etl-exec-3` a 500; a DELETE a 404 (deleted meanwhile); every
 /// request line is kept.
 async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            let seen = seen.clone();
-            tokio::spawn(async move {
+    serve_each(move |mut s| {
+        let seen = seen.clone();
+        async move {
                 while let Some(head) = request(&mut s).await {
                     let line = head.lines().next().unwrap_or_default().to_owned();
                     seen.lock().unwrap().push(line.clone());
@@ -110,10 +120,9 @@ async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                         return;
                     }
                 }
-            });
         }
-    });
-    port
+    })
+    .await
 }
 
 /// `release --all` tries every pod: a 404 on the driver (the app ended meanwhile) is
@@ -296,42 +305,33 @@ async fn forbidden_events_back_off_and_stay_forbidden() {
 /// resolver knows: reaching the simulator at all proves the proxy was used), to the
 /// simulator's port; it keeps every CONNECT target.
 async fn connect_proxy(sim_port: u16, seen: Arc<Mutex<Vec<String>>>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
+    serve_each(move |mut s| {
+        let seen = seen.clone();
+        async move {
+            let Some(head) = request(&mut s).await else {
                 return;
             };
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let Some(head) = request(&mut s).await else {
-                    return;
-                };
-                let line = head.lines().next().unwrap_or_default().to_owned();
-                seen.lock().unwrap().push(line.clone());
-                let target = line.split(' ').nth(1).unwrap_or_default();
-                if !line.starts_with("CONNECT ") || !target.starts_with("kube.proxy-test.invalid:")
-                {
-                    let _ = s
-                        .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
-                        .await;
-                    return;
-                }
-                let Ok(mut up) = tokio::net::TcpStream::connect(("127.0.0.1", sim_port)).await
-                else {
-                    return;
-                };
-                if s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                    .await
-                    .is_ok()
-                {
-                    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
-                }
-            });
+            let line = head.lines().next().unwrap_or_default().to_owned();
+            seen.lock().unwrap().push(line.clone());
+            let target = line.split(' ').nth(1).unwrap_or_default();
+            if !line.starts_with("CONNECT ") || !target.starts_with("kube.proxy-test.invalid:") {
+                let _ = s
+                    .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+                return;
+            }
+            let Ok(mut up) = tokio::net::TcpStream::connect(("127.0.0.1", sim_port)).await else {
+                return;
+            };
+            if s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .is_ok()
+            {
+                let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+            }
         }
-    });
-    port
+    })
+    .await
 }
 
 /// Proxies as kubectl honours them: `HTTP_PROXY` (the server is plain http) and a
@@ -538,16 +538,10 @@ fn chunk(body: &str) -> Vec<u8> {
 /// has executor 1 at resourceVersion 20, every other list is empty and every other watch
 /// quiet.
 async fn scripted_watch_server(lines: Vec<String>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
     let lines = Arc::new(lines);
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            let lines = lines.clone();
-            tokio::spawn(async move {
+    serve_each(move |mut s| {
+        let lines = lines.clone();
+        async move {
                 while let Some(head) = request(&mut s).await {
                     let line = head.lines().next().unwrap_or_default().to_owned();
                     let pods = line.contains("/pods?") || line.contains("/pods ");
@@ -572,10 +566,9 @@ async fn scripted_watch_server(lines: Vec<String>) -> u16 {
                         return;
                     }
                 }
-            });
         }
-    });
-    port
+    })
+    .await
 }
 
 /// A server whose pod watch sends one malformed line and then a good event.
