@@ -598,6 +598,40 @@ async fn an_ending_seen_late_is_dated_by_the_container() {
     assert_eq!(ended_at(&app(&s).executors[&1]), Some(t(100)));
 }
 
+#[tokio::test]
+async fn a_finish_a_little_after_the_sighting_is_a_late_clock_and_far_after_a_skewed_node() {
+    let oom_at = |finished: &str| {
+        json!({"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor",
+            "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": finished}}}]})
+    };
+    // Seen at 100 by a clock read from the last `Date` header, 5 s behind: the kubelet's
+    // 105 stands (two processes that read the clock at other moments agree on it).
+    let s = run(vec![list(
+        vec![exec(1, 5, oom_at("2027-01-15T08:01:45Z"))],
+        5,
+        100,
+    )])
+    .await;
+    let e = &app(&s).executors[&1];
+    assert_eq!(
+        crate::store::times::ended(e),
+        Some((t(105), crate::store::times::Clock::Container))
+    );
+    // A node clock five minutes ahead: the sighting, said to be a bound.
+    let s = run(vec![list(
+        vec![exec(1, 5, oom_at("2027-01-15T08:06:40Z"))],
+        5,
+        100,
+    )])
+    .await;
+    let e = &app(&s).executors[&1];
+    assert_eq!(
+        crate::store::times::ended(e),
+        Some((t(100), crate::store::times::Clock::Seen))
+    );
+}
+
 /// Arriving late: three executors were evicted on one node over nine minutes before the
 /// tool started, and are known only from the driver's list. Their node comes from the
 /// kubelet's events and their times from the cluster's clocks, so the node pattern is seen

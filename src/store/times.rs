@@ -63,8 +63,10 @@ pub fn created(e: &ExecutorRecord) -> (Time, Clock) {
 
 /// When the executor ended (`None` while it runs): its container's `finishedAt`, else the
 /// driver's `removeTime`, else when its deletion was asked, else (a bound) when this
-/// process saw it end. A cluster time later than the sighting (a skewed node clock) gives
-/// way to the sighting.
+/// process saw it end. A cluster time more than [`SKEW_TOLERANCE`] later than the sighting
+/// (a node clock far ahead) gives way to the sighting; closer than that it is the sighting
+/// that is late (the cluster clock is read from one-second `Date` headers between requests,
+/// and a simulator's runs faster than real time), and the witness's time stands.
 pub fn ended(e: &ExecutorRecord) -> Option<(Time, Clock)> {
     if !e.state().is_final() && e.gone.is_none() {
         return None;
@@ -93,12 +95,15 @@ pub fn ended(e: &ExecutorRecord) -> Option<(Time, Clock)> {
         .or_else(|| kubelet_event(e).map(|t| (t, Clock::Event)))
         .or_else(|| deletion_asked(e).map(|t| (t, Clock::Deletion)));
     match (cluster, seen) {
-        (Some((c, clock)), Some(s)) if c <= s => Some((c, clock)),
+        (Some((c, clock)), Some(s)) if c <= s + SKEW_TOLERANCE => Some((c, clock)),
         (Some(_), Some(s)) | (None, Some(s)) => Some((s, Clock::Seen)),
         (Some(c), None) => Some(c),
         (None, None) => None,
     }
 }
+
+/// How much later than this process's sighting a cluster time may be and still be taken.
+pub const SKEW_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
 fn finished(e: &ExecutorRecord) -> Option<Time> {
     e.ended

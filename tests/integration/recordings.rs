@@ -30,6 +30,30 @@ fn sorted_apps(doc: &Value) -> Vec<Value> {
     apps
 }
 
+/// Where two JSON documents differ, as `path: left != right` lines (a failure that only
+/// said "not equal" over two 30 kB documents could not be read in CI's log).
+fn json_differences(path: &str, left: &Value, right: &Value, out: &mut Vec<String>) {
+    match (left, right) {
+        (Value::Object(l), Value::Object(r)) => {
+            let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
+            for k in keys {
+                let (a, b) = (
+                    l.get(k).unwrap_or(&Value::Null),
+                    r.get(k).unwrap_or(&Value::Null),
+                );
+                json_differences(&format!("{path}.{k}"), a, b, out);
+            }
+        }
+        (Value::Array(l), Value::Array(r)) if l.len() == r.len() => {
+            for (i, (a, b)) in l.iter().zip(r).enumerate() {
+                json_differences(&format!("{path}[{i}]"), a, b, out);
+            }
+        }
+        (a, b) if a != b => out.push(format!("{path}: {a} != {b}")),
+        _ => {}
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_of_a_recording_at_its_end_equals_live_status() {
     let sim = start_sim("mixed", 4.0, &[]).await;
@@ -78,7 +102,19 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
     assert_eq!(sc, 0, "{serr}");
     let live: Value = serde_json::from_str(&lout).unwrap();
     let replayed: Value = serde_json::from_str(&sout).unwrap();
-    assert_eq!(sorted_apps(&replayed), sorted_apps(&live));
+    let (replayed_apps, live_apps) = (sorted_apps(&replayed), sorted_apps(&live));
+    let mut differences = Vec::new();
+    json_differences(
+        "",
+        &Value::from(replayed_apps),
+        &Value::from(live_apps),
+        &mut differences,
+    );
+    assert!(
+        differences.is_empty(),
+        "the recording's status differs from live status at:\n{}",
+        differences.join("\n")
+    );
     // --at inside the recording: executor 7 not yet OOMKilled at 1 s.
     let (_, early, _) =
         triage(&["status", "--recording", &file_s, "--at", "1s", "-o", "json"]).await;
