@@ -14,14 +14,15 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::contexts))]
     pub context: Option<String>,
     /// The namespace (default: the context's).
     #[arg(
         short = 'n',
         long,
         value_name = "NS",
-        conflicts_with = "all_namespaces"
+        conflicts_with = "all_namespaces",
+        add = clap_complete::ArgValueCompleter::new(crate::commands::completers::namespaces)
     )]
     pub namespace: Option<String>,
     /// Every namespace.

@@ -92,10 +92,11 @@ pub enum Command {
     Export(commands::export::ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     #[command(after_help = "Examples:\n  \
-        source <(spark-triage completions bash)\n  \
-        spark-triage completions zsh > \"${fpath[1]}/_spark-triage\"\n  \
+        source <(spark-triage completions bash)   # or zsh; fish: spark-triage completions fish | source\n  \
         kubectl-spark_triage completions bash   # for the plugin binary's own name\n\
-        kubectl spark-triage <TAB> completes through kubectl_complete-spark_triage (kubectl 1.26+).")]
+        kubectl spark-triage <TAB> completes through kubectl_complete-spark_triage (kubectl 1.26+).\n\
+bash, zsh and fish ask this binary at each Tab: --context, -n, --app and --scenario values come\n\
+from the kubeconfig and the cluster (at most 2.5 s; nothing is offered when it does not answer).")]
     Completions(commands::shell::CompletionsArgs),
     /// Print the man page, or write one page per command with --out DIR.
     Man(commands::shell::ManArgs),
@@ -137,6 +138,7 @@ impl Failure {
 
 /// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
 pub fn main() -> ExitCode {
+    commands::shell::answer_the_shell();
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut cmd = Cli::command();
     if invoked_as_plugin(&args) {

@@ -10,7 +10,7 @@ use crate::cli::Failure;
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// A built-in scenario or a scenario file (docs/simulator.md).
-    #[arg(long, default_value = "mixed")]
+    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::scenarios))]
     pub scenario: String,
     /// Time scale of the simulation.
     #[arg(long, default_value_t = 1.0)]

@@ -10,7 +10,7 @@ use crate::cli::Failure;
 #[derive(Debug, Args)]
 pub struct HoldArgs {
     /// The application (id or name).
-    #[arg(long)]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
     pub app: String,
     /// on or off.
     #[arg(value_parser = ["on", "off"])]
@@ -28,7 +28,7 @@ pub struct HoldArgs {
 #[command(group(clap::ArgGroup::new("which").required(true).args(["app", "all", "expired"])))]
 pub struct ReleaseArgs {
     /// Release this application's pods.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
     pub app: Option<String>,
     /// Release every held pod in scope.
     #[arg(long)]

@@ -12,7 +12,7 @@ use crate::cli::Failure;
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The application (spark-app-selector id or spark-app-name).
-    #[arg(long)]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
     pub app: String,
     /// Executor ids to kill.
     #[arg(value_name = "EXEC_ID")]

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use crate::cli::Failure;
 
+pub mod completers;
 pub mod demo;
 mod diagnostics;
 pub mod explain;

@@ -60,36 +60,77 @@ fn invoked_name() -> String {
         .unwrap_or_else(|| "spark-triage".to_owned())
 }
 
+/// bash, zsh and fish get clap_complete's dynamic registration: the shell runs this binary
+/// (`COMPLETE=bash spark-triage -- WORDS`) at each Tab, so flag values are completed from
+/// the cluster and the kubeconfig ([`super::completers`]); PowerShell gets the static script.
 pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
+    use clap_complete::env::EnvCompleter;
     let name = args.name.unwrap_or_else(invoked_name);
-    let shell = match args.shell {
-        ShellName::Bash => Shell::Bash,
-        ShellName::Zsh => Shell::Zsh,
-        ShellName::Fish => Shell::Fish,
-        ShellName::Powershell => Shell::PowerShell,
-    };
+    let completer = completer_path();
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), name.clone(), &mut out);
-    let mut script = String::from_utf8_lossy(&out).into_owned();
-    if shell == Shell::Bash {
-        script = bash_hyphen_fix(&script, &name);
-    }
-    super::write_stdout(&script)?;
+    let written = match args.shell {
+        ShellName::Bash => clap_complete::env::Bash.write_registration(
+            COMPLETE_VAR,
+            &name,
+            &name,
+            &completer,
+            &mut out,
+        ),
+        ShellName::Zsh => clap_complete::env::Zsh.write_registration(
+            COMPLETE_VAR,
+            &name,
+            &name,
+            &completer,
+            &mut out,
+        ),
+        ShellName::Fish => clap_complete::env::Fish.write_registration(
+            COMPLETE_VAR,
+            &name,
+            &name,
+            &completer,
+            &mut out,
+        ),
+        ShellName::Powershell => {
+            clap_complete::generate(
+                Shell::PowerShell,
+                &mut Cli::command(),
+                name.clone(),
+                &mut out,
+            );
+            Ok(())
+        }
+    };
+    written.map_err(|e| Failure::Runtime(format!("cannot write the completion script: {e}")))?;
+    super::write_stdout(&String::from_utf8_lossy(&out))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// clap_complete's bash script spells a hyphenated command name two ways (clap issue
-/// #6421, open): the loop that finds the subcommand arrives at `spark__triage__subcmd__status`
-/// but the arm is labelled `spark__subcmd__triage__subcmd__status`, so nothing after a
-/// subcommand completes. The arms are relabelled the loop's way (a no-op once fixed
-/// upstream; `cli::bash_completion_…` checks the result).
-fn bash_hyphen_fix(script: &str, name: &str) -> String {
-    let loop_form = format!("{}__subcmd__", name.replace('-', "__"));
-    let arm_form = format!("{}__subcmd__", name.replace('-', "__subcmd__"));
-    if loop_form == arm_form {
-        return script.to_owned();
+/// The environment variable the registered scripts set when they ask for completions.
+pub(crate) const COMPLETE_VAR: &str = "COMPLETE";
+
+/// Answers the shell when it asks (`COMPLETE=bash spark-triage -- WORDS`) and exits; a
+/// normal run goes on. Called first thing in `main`.
+pub(crate) fn answer_the_shell() {
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(COMPLETE_VAR)
+        .bin(invoked_name())
+        .completer(completer_path())
+        .complete();
+}
+
+/// What the shell runs to complete: the name when this was run from PATH, else the
+/// binary's absolute path (`./target/release/spark-triage completions bash`).
+fn completer_path() -> String {
+    let arg0 = std::env::args_os().next().unwrap_or_default();
+    let path = std::path::Path::new(&arg0);
+    if path.components().count() <= 1 {
+        return invoked_name();
     }
-    script.replace(&arm_form, &loop_form)
+    std::env::current_dir()
+        .map(|d| d.join(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
 }
 
 pub(crate) fn man(args: ManArgs) -> Result<ExitCode, Failure> {

@@ -12,7 +12,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: std::net::SocketAddr,
     /// A built-in scenario name or a scenario file.
-    #[arg(long, default_value = "mixed")]
+    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::scenarios))]
     pub scenario: String,
     /// Where to write the kubeconfig (default: a file in the temp dir).
     #[arg(long, value_name = "FILE")]

@@ -17,7 +17,7 @@ pub struct StatusArgs {
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<std::time::Duration>,
     /// Only this application (id or name).
-    #[arg(long, value_name = "APP")]
+    #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
     pub app: Option<String>,
     /// Read a recording (a file, or a directory of segments) instead of a cluster.
     #[arg(long, value_name = "FILE|DIR")]

@@ -228,6 +228,84 @@ fn bash_completion_completes_commands_and_flags_for_both_names() {
     }
 }
 
+/// Tab after `--context`, `-n`, `--app` and `--scenario` offers the kubeconfig's contexts,
+/// the cluster's namespaces and Spark apps, and the built-in scenarios: through bash's
+/// registered function and through kubectl's plugin completion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_completes_contexts_namespaces_apps_and_scenarios_from_the_cluster() {
+    let sim = super::common::start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let script = format!(
+        r#"set -e
+        source <(spark-triage completions bash)
+        fn=$(complete -p spark-triage | sed -E 's/.*-F ([^ ]+).*/\1/')
+        ask() {{ COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_TYPE=9; "$fn" spark-triage "${{@: -1}}" "${{@: -2:1}}"; echo "${{COMPREPLY[*]}}"; }}
+        echo "contexts: $(ask spark-triage status --kubeconfig {kc} --context '')"
+        echo "namespaces: $(ask spark-triage status --kubeconfig {kc} -n '')"
+        echo "apps: $(ask spark-triage -n spark-jobs status --kubeconfig {kc} --app etl)"
+        echo "scenarios: $(ask spark-triage demo --scenario oom)"
+        echo "plugin: $(kubectl_complete-spark_triage kill --kubeconfig {kc} -n spark-jobs --app adh | head -1)""#
+    );
+    let (code, out, err) = tokio::task::spawn_blocking(move || bash(&script))
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "{out}{err}");
+    let line = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(line("contexts").trim(), "spark-triage-sim", "{out}");
+    let namespaces = line("namespaces");
+    for ns in ["default", "kube-system", "spark-jobs"] {
+        assert!(namespaces.split_whitespace().any(|n| n == ns), "{out}");
+    }
+    assert_eq!(line("apps").trim(), "etl-nightly", "{out}");
+    assert_eq!(line("scenarios").trim(), "oom-storm", "{out}");
+    assert!(
+        line("plugin").starts_with("adhoc-analysis\tspark-"),
+        "kubectl's completion gets the app with its id: {out}"
+    );
+}
+
+/// The registration scripts zsh and fish source name the binary and the variable it is
+/// asked with; each shell, where installed, reads its script without error.
+#[test]
+fn zsh_and_fish_register_dynamic_completion() {
+    for (shell, check) in [("zsh", "zsh -n"), ("fish", "fish --no-execute")] {
+        let (code, out, err) = triage(&["completions", shell]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("COMPLETE=") || out.contains("COMPLETE=\"") || out.contains("COMPLETE"),
+            "{out}"
+        );
+        assert!(out.contains("spark-triage"), "{out}");
+        if Command::new(shell).arg("--version").output().is_err() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{shell} is required in CI (.ci/run installs it)"
+            );
+            eprintln!("\n*** SKIPPED: {shell} not found; its script was not read by {shell} ***\n");
+        } else {
+            let file =
+                std::env::temp_dir().join(format!("st-complete-{}.{shell}", std::process::id()));
+            std::fs::write(&file, &out).unwrap();
+            let mut parts = check.split(' ');
+            let (code, o, e) = run(Command::new(parts.next().unwrap()).args(parts).arg(&file));
+            assert_eq!(code, 0, "{shell} reads its script: {o}{e}");
+            let _ = std::fs::remove_file(file);
+            if shell == "fish" {
+                // fish can be asked what it would offer, without a terminal.
+                let (_, o, e) = bash(
+                    r#"fish -c 'spark-triage completions fish | source; complete --do-complete "spark-triage demo --scenario oom"'"#,
+                );
+                assert_eq!(o.trim(), "oom-storm\tbuilt-in scenario", "{e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn kubectl_plugin_completion_answers_in_cobra_s_format() {
     let (code, out, err) = bash("kubectl_complete-spark_triage status -o ''");
