@@ -171,7 +171,13 @@ pub fn from_state(
     w: &Window,
 ) -> Report {
     let store = &state.store;
-    let start = w.from.unwrap_or(header.started_at);
+    // After a switch of scope (`:ns`, `:ctx` while recording) the store holds the last
+    // scope only, from the switch on: the report says so.
+    let switched = store.view().scope.as_ref();
+    let start = w
+        .from
+        .unwrap_or(header.started_at)
+        .max(switched.map_or(Time::MIN_UTC, |s| s.since));
     let end = store
         .view()
         .now
@@ -194,7 +200,16 @@ pub fn from_state(
         started_at: fmt_time(&start),
         ended_at: fmt_time(&end),
         duration_seconds: (end - start).num_seconds(),
-        scope: header.scope.clone(),
+        scope: match switched {
+            Some(s) => format!(
+                "{} of context {} (switched to at {}; `--to {}` reports what came before)",
+                s.scope,
+                s.context,
+                fmt_time(&s.since),
+                fmt_time(&s.since)
+            ),
+            None => header.scope.clone(),
+        },
         gaps: state
             .gaps
             .iter()

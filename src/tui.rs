@@ -31,6 +31,7 @@ fn message(o: Outcome) -> Option<Msg> {
         }),
         Outcome::Log { pod, lines } => Some(Msg::LogFetched { pod, lines }),
         Outcome::Permissions(p) => Some(Msg::Permissions(p)),
+        Outcome::Namespaces(n) => Some(Msg::Namespaces(n)),
     }
 }
 
@@ -153,9 +154,19 @@ pub async fn run(
     mut app: App,
     mut sources: mpsc::Receiver<SourceEvent>,
     runner: Option<Runner>,
+    switcher: Option<crate::source::switch::Switcher>,
     live_clock: bool,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
+    // A switch (`:ns`, `:ctx`) replaces the runner's cluster while effects may be under way:
+    // each effect runs on the runner it was given.
+    let runner = runner.map(|r| std::sync::Arc::new(std::sync::RwLock::new(r)));
+    let current = |r: &std::sync::Arc<std::sync::RwLock<Runner>>| {
+        r.read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    };
+    let switcher = switcher.map(|s| std::sync::Arc::new(tokio::sync::Mutex::new(s)));
     let ViewSettings {
         theme,
         hold_ttl,
@@ -259,6 +270,7 @@ pub async fn run(
             if effects.contains(&Effect::Quit) {
                 // Finish what quitting asked for (releasing holds) before leaving.
                 if let Some(r) = &runner {
+                    let r = current(r);
                     let pending = effects.into_iter().filter(|e| *e != Effect::Quit).map(|e| {
                         let r = r.clone();
                         async move { r.run(e).await }
@@ -283,7 +295,16 @@ pub async fn run(
                     let _ = out.flush();
                 }
             }
+            let (switches, effects): (Vec<Effect>, Vec<Effect>) = effects
+                .into_iter()
+                .partition(|e| matches!(e, Effect::Switch(_)));
+            for s in switches {
+                if let Effect::Switch(to) = s {
+                    switch(to, switcher.clone(), runner.clone(), msg_tx.clone());
+                }
+            }
             if let Some(r) = &runner {
+                let r = current(r);
                 for e in effects {
                     let (r, tx) = (r.clone(), msg_tx.clone());
                     tokio::spawn(async move {
@@ -296,6 +317,48 @@ pub async fn run(
         }
     }
     Ok(app)
+}
+
+/// Runs a switch of scope in the background (connecting to another context may take up to
+/// the request timeout; the view goes on meanwhile), then points the runner at the new
+/// scope's cluster and tells the app.
+fn switch(
+    to: crate::source::switch::SwitchTo,
+    switcher: Option<std::sync::Arc<tokio::sync::Mutex<crate::source::switch::Switcher>>>,
+    runner: Option<std::sync::Arc<std::sync::RwLock<Runner>>>,
+    tx: mpsc::Sender<Msg>,
+) {
+    tokio::spawn(async move {
+        let Some(switcher) = switcher else {
+            let _ = tx
+                .send(Msg::SwitchFailed(
+                    "this view cannot switch scope".to_owned(),
+                ))
+                .await;
+            return;
+        };
+        // One switch at a time, in the order asked.
+        let mut s = switcher.lock().await;
+        let msg = match s.switch(to).await {
+            Ok(done) => {
+                if let Some(r) = &runner {
+                    let mut r = r.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    r.client = done.conn.client.clone();
+                    r.context = done.conn.context.clone();
+                    r.server = done.conn.server.clone();
+                    r.user = done.conn.user.clone();
+                    r.focus = Some(done.conn.focus.clone());
+                }
+                Msg::Switched {
+                    context: done.conn.context.clone(),
+                    scope: done.conn.describe_scope(),
+                    readonly: done.readonly,
+                }
+            }
+            Err(why) => Msg::SwitchFailed(why),
+        };
+        let _ = tx.send(msg).await;
+    });
 }
 
 /// Applies everything already queued (up to `max`) so a burst costs one frame; returns

@@ -238,7 +238,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char(':')],
         label: ":",
         action: Action::Command,
-        help: "command: :app NAME, :ns NAME (or :ns all), :ctx NAME, :q",
+        help: "command: :app NAME, :ns NAME|all, :ctx NAME, :q (Tab completes, ↑↓ history)",
         hint: None,
     },
 ];

@@ -7,6 +7,7 @@ pub mod keymap;
 pub mod layout;
 pub mod replay;
 
+mod command_line;
 mod prompts;
 mod update;
 use std::{collections::BTreeSet, sync::Arc};
@@ -14,6 +15,7 @@ use std::{collections::BTreeSet, sync::Arc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 
 pub use crate::effect::{Effect, HoldTarget, Target};
+pub use crate::source::switch::SwitchTo;
 use crate::{
     effect::Permissions,
     model::{ExecutorState, Time},
@@ -262,8 +264,13 @@ pub struct App {
     pub keymap: keymap::Keymap,
     /// `:` typed: the command being written.
     pub command: Option<String>,
-    /// `:ns NAME`: only this namespace's applications are listed.
-    pub ns_filter: Option<String>,
+    /// The `:` prompt's history (oldest first) and where Up/Down is in it.
+    pub history: Vec<String>,
+    pub history_pos: Option<usize>,
+    /// Names the `:` prompt completes: the kubeconfig's contexts (set at start) and the
+    /// cluster's namespaces (asked for once per scope, when `:` is first typed).
+    pub contexts: Vec<String>,
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// Input to `update`.
@@ -292,6 +299,17 @@ pub enum Msg {
     },
     /// Real time passed while replaying (milliseconds).
     ReplayAdvance(u64),
+    /// A `:ns`/`:ctx` switch was made; after a context switch, that context's read-only
+    /// setting.
+    Switched {
+        context: String,
+        scope: String,
+        readonly: Option<crate::effect::ReadOnly>,
+    },
+    /// A switch was refused (the old scope runs on): why.
+    SwitchFailed(String),
+    /// The cluster's namespaces (for the `:` prompt's completion); empty when not allowed.
+    Namespaces(Vec<String>),
 }
 
 impl App {
@@ -335,20 +353,55 @@ impl App {
             hold_ttl: chrono::Duration::hours(HOLD_TTL_HOURS),
             keymap: keymap::Keymap::default(),
             command: None,
-            ns_filter: None,
+            history: Vec::new(),
+            history_pos: None,
+            contexts: Vec::new(),
+            namespaces: None,
         }
     }
 
     /// Applications in display order: the most trouble first (errors, then warnings), then
     /// namespace and name.
-    pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
-        let mut v: Vec<&Arc<AppRecord>> = self
-            .store
+    /// The scope was switched: nothing chosen, marked or asked for in the old one remains
+    /// (the store dropped its records already).
+    pub fn forget_scope(&mut self) {
+        self.selected_app = None;
+        self.auto_app = None;
+        self.selected_exec = None;
+        self.marked.clear();
+        self.in_flight.clear();
+        self.evidence = Default::default();
+        self.perms = Default::default();
+        self.permissions_asked.clear();
+        self.driver_focus = None;
+        self.confirm = None;
+        self.log_view = None;
+        self.popup = None;
+        self.namespaces = None;
+        self.scroll = 0;
+        self.fix_selection();
+    }
+
+    /// The kubeconfig context the view shows (the one switched to, else the first).
+    pub fn context_name(&self) -> &str {
+        self.store
             .view()
-            .apps
-            .values()
-            .filter(|a| self.ns_filter.as_ref().is_none_or(|n| &a.namespace == n))
-            .collect();
+            .scope
+            .as_ref()
+            .map_or(&self.ctx.context, |s| &s.context)
+    }
+
+    /// The scope the view shows (`namespace spark-jobs`, `all namespaces`).
+    pub fn scope_text(&self) -> &str {
+        self.store
+            .view()
+            .scope
+            .as_ref()
+            .map_or(&self.ctx.scope, |s| &s.scope)
+    }
+
+    pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
+        let mut v: Vec<&Arc<AppRecord>> = self.store.view().apps.values().collect();
         v.sort_by_cached_key(|a| {
             (
                 std::cmp::Reverse(a.trouble()),

@@ -484,7 +484,7 @@ fn y_copies_the_pod_name_and_capital_y_a_kubectl_command() {
 }
 
 #[test]
-fn colon_commands_select_apps_and_namespaces_and_say_what_they_cannot_do() {
+fn colon_commands_select_apps_and_switch_scope() {
     let mut app = app_with(3);
     let type_ = |app: &mut App, text: &str| {
         update(app, key(KeyCode::Char(':')));
@@ -507,19 +507,21 @@ fn colon_commands_select_apps_and_namespaces_and_say_what_they_cannot_do() {
         app.notice.as_deref(),
         Some("no application matches \"nosuch\"")
     );
-    type_(&mut app, "ns elsewhere");
-    assert!(app.ns_filter.is_none());
-    assert!(
-        app.notice
-            .as_deref()
-            .unwrap()
-            .contains("restart with -n elsewhere")
+    // A namespace or context switch is an effect the terminal loop runs.
+    assert_eq!(
+        type_(&mut app, "ns elsewhere"),
+        vec![Effect::Switch(SwitchTo::Namespace("elsewhere".into()))]
     );
-    type_(&mut app, "ns spark-jobs");
-    assert_eq!(app.ns_filter.as_deref(), Some("spark-jobs"));
-    assert_eq!(app.apps().len(), 2);
-    type_(&mut app, "ctx prod");
-    assert!(app.notice.as_deref().unwrap().contains("--context prod"));
+    assert_eq!(
+        type_(&mut app, "ns all"),
+        vec![Effect::Switch(SwitchTo::AllNamespaces)]
+    );
+    assert_eq!(
+        type_(&mut app, "ctx prod"),
+        vec![Effect::Switch(SwitchTo::Context("prod".into()))]
+    );
+    assert!(type_(&mut app, "ctx c").is_empty(), "already there");
+    assert_eq!(app.notice.as_deref(), Some("already context c"));
     assert_eq!(type_(&mut app, "q"), vec![Effect::Quit]);
 }
 

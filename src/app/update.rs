@@ -9,8 +9,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Source(ev) => return update(app, Msg::Sources(vec![ev])),
         Msg::Sources(events) => {
+            let mut switched = false;
             for ev in events {
+                switched |= matches!(ev, SourceEvent::ScopeChanged { .. });
                 app.store.apply(ev);
+            }
+            if switched {
+                app.forget_scope();
             }
             app.fix_selection();
             return automatic(app, false);
@@ -32,6 +37,24 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             mouse(app, m);
         }
         Msg::Permissions(p) => app.perms.merge(p),
+        Msg::Switched {
+            context,
+            scope,
+            readonly,
+        } => {
+            if let Some(ro) = readonly {
+                app.ctx.readonly = ro;
+            }
+            app.notice = Some(format!(
+                "now context {context}, {scope}{}",
+                match &app.ctx.readonly {
+                    crate::effect::ReadOnly::On(why) => format!(" (read-only: {why})"),
+                    crate::effect::ReadOnly::Off => String::new(),
+                }
+            ));
+        }
+        Msg::SwitchFailed(why) => app.notice = Some(format!("not switched: {why}")),
+        Msg::Namespaces(names) => app.namespaces = Some(names),
         Msg::ActionDone { text, pods, denied } => {
             for p in pods {
                 app.in_flight.remove(&p);
@@ -69,6 +92,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if app.popup == Some(Popup::Confirm) {
                 return confirm_key(app, k.code);
             }
+            // The `:` prompt takes every key (replay's controls too) until Enter or Esc.
+            if app.command.is_some() {
+                return super::command_line::key(app, k.code);
+            }
             if app.replay.is_some()
                 && app.popup.is_none()
                 && !app.editing_filter
@@ -82,22 +109,6 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 && let Some(effects) = super::prompts::log_key(app, k.code)
             {
                 return effects;
-            }
-            if let Some(mut buf) = app.command.take() {
-                match k.code {
-                    KeyCode::Enter => return command(app, buf.trim()),
-                    KeyCode::Esc => {}
-                    KeyCode::Backspace => {
-                        buf.pop();
-                        app.command = Some(buf);
-                    }
-                    KeyCode::Char(c) => {
-                        buf.push(c);
-                        app.command = Some(buf);
-                    }
-                    _ => app.command = Some(buf),
-                }
-                return Vec::new();
             }
             // Replay controls move the clock, not the choice of app; anything else pins it.
             app.pin_selection();
@@ -125,81 +136,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     Vec::new()
 }
 
-/// A `:` command.
-fn command(app: &mut App, text: &str) -> Vec<Effect> {
-    let (verb, arg) = text.split_once(' ').unwrap_or((text, ""));
-    let arg = arg.trim();
-    match verb {
-        "q" | "quit" => return act(app, Action::Quit),
-        "app" | "a" if !arg.is_empty() => {
-            let found: Vec<(String, String)> = {
-                let all = app.apps();
-                let exact: Vec<_> = all
-                    .iter()
-                    .filter(|a| a.app_id == arg || a.app_name.as_deref() == Some(arg))
-                    .collect();
-                let pick = if exact.is_empty() {
-                    all.iter()
-                        .filter(|a| a.app_name.as_deref().unwrap_or(&a.app_id).contains(arg))
-                        .collect()
-                } else {
-                    exact
-                };
-                pick.iter()
-                    .map(|a| (a.namespace.clone(), a.app_id.clone()))
-                    .collect()
-            };
-            match found.as_slice() {
-                [one] => {
-                    app.selected_app = Some(one.clone());
-                    app.selected_exec = None;
-                    app.fix_selection();
-                    app.notice = None;
-                }
-                [] => app.notice = Some(format!("no application matches {arg:?}")),
-                _ => {
-                    app.notice = Some(format!(
-                        "{} applications match {arg:?}: be more precise",
-                        found.len()
-                    ));
-                }
-            }
-        }
-        "ns" | "namespace" => {
-            if arg.is_empty() || arg == "all" || arg == "-" {
-                app.ns_filter = None;
-                app.notice = Some("all namespaces in scope".to_owned());
-            } else if app.store.view().apps.values().any(|a| a.namespace == arg) {
-                app.ns_filter = Some(arg.to_owned());
-                app.notice = Some(format!("namespace {arg} (:ns all for every one)"));
-            } else {
-                app.notice = Some(format!(
-                    "no Spark applications in namespace {arg} within this session's scope ({}): \
-                     restart with -n {arg}",
-                    app.ctx.scope
-                ));
-                return Vec::new();
-            }
-            app.selected_app = None;
-            app.selected_exec = None;
-            app.fix_selection();
-        }
-        "ctx" | "context" if !arg.is_empty() => {
-            app.notice = Some(format!(
-                "one context per session (this is {}): restart with --context {arg}",
-                app.ctx.context
-            ));
-        }
-        _ => {
-            app.notice = Some(format!(
-                "unknown command {text:?}: :app NAME, :ns NAME|all, :ctx NAME, :q"
-            ));
-        }
-    }
-    Vec::new()
-}
-
-fn act(app: &mut App, action: Action) -> Vec<Effect> {
+pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
     let vertical_step = |app: &App| match app.view {
         View::Map => app.map_columns().max(1) as isize,
         View::Table => 1,
@@ -269,7 +206,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
                             .as_deref()
                             .map(|k| format!("--kubeconfig {} ", shell_word(k)))
                             .unwrap_or_default(),
-                        shell_word(&app.ctx.context)
+                        shell_word(app.context_name())
                     ),
                     _ => String::new(),
                 };
@@ -284,7 +221,7 @@ fn act(app: &mut App, action: Action) -> Vec<Effect> {
             app.notice = Some(format!("copied: {text}"));
             return vec![Effect::Copy(text)];
         }
-        Action::Command => app.command = Some(String::new()),
+        Action::Command => return super::command_line::open(app),
         Action::Describe => {
             if app.selected().is_some() {
                 app.scroll = 0;

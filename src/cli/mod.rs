@@ -240,6 +240,27 @@ fn configured(
     Ok(live)
 }
 
+/// `:ctx NAME` in the live view: the flags and the configuration file worked out again for
+/// that context. `-n`/`-A` named a namespace of the first context, so the new one starts in
+/// its own (or its configuration section's); `--readonly` and the file's read-only hold.
+fn switch_context(
+    raw: LiveArgs,
+    given: &std::collections::BTreeSet<String>,
+) -> crate::source::switch::Reconfigure {
+    let mut given = given.clone();
+    for id in ["namespace", "all_namespaces", "context"] {
+        given.remove(id);
+    }
+    std::sync::Arc::new(move |name: &str| {
+        let mut args = raw.clone();
+        args.context = Some(name.to_owned());
+        args.namespace = None;
+        args.all_namespaces = false;
+        let l = configured(args, &given).map_err(|e| e.to_string())?;
+        Ok((l.options(), l.readonly.clone()))
+    })
+}
+
 /// The kubeconfig's current context (the section of the configuration file that applies
 /// when no `--context` is given); unreadable = none (connecting says why).
 fn current_context(live: &LiveArgs) -> Option<String> {
@@ -305,17 +326,15 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         Some(Command::Man(args)) => commands::shell::man(args),
         Some(Command::Complete(args)) => commands::shell::complete(args),
         None => {
-            let l = configured(
-                LiveArgs::of(
-                    &cli.cluster,
-                    Some(&cli.watch),
-                    Some(&cli.write),
-                    Some(&cli.view),
-                ),
-                given,
-            )?;
+            let raw = LiveArgs::of(
+                &cli.cluster,
+                Some(&cli.watch),
+                Some(&cli.write),
+                Some(&cli.view),
+            );
+            let l = configured(raw.clone(), given)?;
             crate::tui::show_utc(l.utc);
-            commands::live::run(&l)
+            commands::live::run(&l, switch_context(raw, given))
         }
     }
 }

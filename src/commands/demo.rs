@@ -67,6 +67,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
             readonly,
             record.as_deref(),
             live_args.forget_after,
+            None,
         )
         .await;
         let _ = std::fs::remove_file(&sim.kubeconfig);

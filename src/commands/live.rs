@@ -15,6 +15,7 @@ pub(crate) async fn tui_on(
     readonly: crate::effect::ReadOnly,
     record: Option<&std::path::Path>,
     forget_after: std::time::Duration,
+    reconfigure: Option<crate::source::switch::Reconfigure>,
 ) -> Result<(), Failure> {
     use crate::app::{App, Context};
     if !std::io::stdout().is_terminal() {
@@ -31,8 +32,9 @@ pub(crate) async fn tui_on(
         focus: Some(conn.focus.clone()),
         captures: crate::effect::Captures::of_lines(crate::tui::configured().log_tail_lines),
     };
-    let mut tasks = crate::source::live::spawn(&conn, poll, tx.clone());
-    tasks.push(tokio::spawn(forget_every(forget_after, tx)));
+    let switcher =
+        crate::source::switch::Switcher::start(conn.clone(), poll, tx.clone(), reconfigure);
+    let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
     let rx = match record {
         Some(path) => {
             let (tee, task) = super::record::tee_to_file(&conn, path, rx)?;
@@ -57,13 +59,24 @@ pub(crate) async fn tui_on(
             .display()
             .to_string()
     });
-    let result = crate::tui::run(app, rx, Some(runner), true).await;
+    app.contexts = kubeconfig_contexts(conn.kubeconfig.as_deref());
+    let result = crate::tui::run(app, rx, Some(runner), Some(switcher), true).await;
     for t in tasks {
         t.abort();
     }
     result
         .map(|_| ())
         .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
+}
+
+/// The kubeconfig's context names (the `:ctx` prompt completes them).
+fn kubeconfig_contexts(path: Option<&std::path::Path>) -> Vec<String> {
+    let kc = match path {
+        Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    kc.map(|kc| kc.contexts.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default()
 }
 
 /// The view's memory stays bounded: executors gone longer than `after` are forgotten (the
@@ -142,7 +155,10 @@ async fn connect_watched(
     }
 }
 
-pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn run(
+    live_args: &LiveArgs,
+    reconfigure: crate::source::switch::Reconfigure,
+) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
     super::record::refuse_existing(live_args.record.as_deref(), false)?;
     super::diagnostics::init(live_args.log_file.as_deref());
@@ -158,6 +174,7 @@ pub(crate) fn run(live_args: &LiveArgs) -> Result<ExitCode, Failure> {
             readonly,
             live_args.record.as_deref(),
             live_args.forget_after,
+            Some(reconfigure),
         )
         .await?;
         Ok(ExitCode::SUCCESS)

@@ -82,7 +82,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     let app = replay_app(opened.rec, at);
     super::block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
-        crate::tui::run(app, rx, None, false)
+        crate::tui::run(app, rx, None, None, false)
             .await
             .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)

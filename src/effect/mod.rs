@@ -117,6 +117,10 @@ pub enum Effect {
     /// Put this text on the clipboard through the terminal (OSC 52: works over SSH and in
     /// tmux); the TUI writes it, the runner has nothing to do.
     Copy(String),
+    /// Rebuild the sources in another namespace or context (the terminal loop runs it).
+    Switch(crate::source::switch::SwitchTo),
+    /// List the cluster's namespaces (the `:` prompt completes them).
+    ListNamespaces,
 }
 
 impl Effect {
@@ -182,6 +186,8 @@ pub enum Outcome {
         lines: Result<Vec<String>, String>,
     },
     Permissions(Permissions),
+    /// The cluster's namespaces (none when not allowed or not answered).
+    Namespaces(Vec<String>),
 }
 
 /// Runs effects against the cluster. Evidence and actions also go into the source stream
@@ -319,6 +325,22 @@ impl Runner {
         );
         if let Err(e) = self.log.append(&rec) {
             t.lines.push(format!("warning: {e}"));
+        }
+    }
+
+    /// The cluster's namespace names, within the request timeout; none when refused.
+    async fn namespaces(&self) -> Vec<String> {
+        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(self.client.clone());
+        let params = kube::api::ListParams::default().limit(1000);
+        let list = api.list_metadata(&params);
+        match tokio::time::timeout(std::time::Duration::from_secs(10), list).await {
+            Ok(Ok(l)) => l
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -498,7 +520,8 @@ impl Runner {
                 }
                 Outcome::Nothing
             }
-            Effect::Copy(_) => Outcome::Nothing,
+            Effect::Copy(_) | Effect::Switch(_) => Outcome::Nothing,
+            Effect::ListNamespaces => Outcome::Namespaces(self.namespaces().await),
         }
     }
 

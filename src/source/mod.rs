@@ -15,6 +15,7 @@ mod poll;
 pub mod proxy;
 mod quotas;
 pub mod scope;
+pub mod switch;
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -159,6 +160,15 @@ pub enum SourceEvent {
     /// The scope looks wrong (a namespace that does not exist, or no Spark there while
     /// other namespaces have drivers): shown where the apps would be.
     ScopeNote { text: String, at: Time },
+    /// The view was switched to another context or namespace (`:ctx`, `:ns`): what was
+    /// known of the previous scope is dropped, and what follows is of this one.
+    ScopeChanged {
+        /// The kubeconfig context.
+        context: String,
+        /// The scope as the header says it (`namespace spark-jobs`, `all namespaces`).
+        scope: String,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
     /// A long-running recorder forgets executors whose pods were gone before `before`, so
@@ -215,6 +225,7 @@ impl SourceEvent {
             | Self::QuotasListed { at, .. }
             | Self::GroupsListed { at, .. }
             | Self::ScopeNote { at, .. }
+            | Self::ScopeChanged { at, .. }
             | Self::Tick { at }
             | Self::Forget { at, .. } => *at,
         }

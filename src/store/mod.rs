@@ -54,7 +54,7 @@ use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
     AppConfig, AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord,
-    Finished, Gone, Snapshot, TimelineEntry, Transition,
+    Finished, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
 };
 
 /// A pod a complete LIST named.
@@ -190,6 +190,18 @@ impl Store {
                 at,
             } => self.driver_view(&namespace, &app_id, view, at),
             SourceEvent::ScopeNote { text, .. } => self.snap.scope_note = Some(text),
+            SourceEvent::ScopeChanged { context, scope, at } => {
+                // Nothing of the previous scope is kept; the clock and the count go on.
+                let (now, applied) = (self.snap.now, self.snap.applied);
+                *self = Self::default();
+                self.snap.now = now;
+                self.snap.applied = applied;
+                self.snap.scope = Some(ScopeLabel {
+                    context,
+                    scope,
+                    since: at,
+                });
+            }
             SourceEvent::QuotasListed {
                 namespace, quotas, ..
             } => self.quotas(namespace, quotas),

@@ -864,6 +864,15 @@ impl Counts {
 }
 
 /// What readers see.
+/// Which context and scope the store's contents are of, after a switch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeLabel {
+    pub context: String,
+    pub scope: String,
+    /// When the view switched to it.
+    pub since: Time,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     #[serde(with = "pairs")]
@@ -894,6 +903,9 @@ pub struct Snapshot {
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
+    /// The scope switched to (`:ctx`, `:ns`); `None`: the one the view started with.
+    #[serde(default)]
+    pub scope: Option<ScopeLabel>,
     /// Nodes where executor failures cluster, across apps (docs/diagnosis.md, node patterns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_patterns: Vec<crate::diagnose::nodes::NodePattern>,

@@ -28,9 +28,9 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     let mut spans = vec![
         Span::styled("spark-triage ", theme::title()),
         mode,
-        Span::raw(format!(" ctx {} │ ", app.ctx.context)),
+        Span::raw(format!(" ctx {} │ ", app.context_name())),
         // Index 3: the scope, the first thing to go when the bar is too wide.
-        Span::raw(format!("{} │ ", app.ctx.scope)),
+        Span::raw(format!("{} │ ", app.scope_text())),
     ];
     match (snap.full_snapshot_at, snap.now) {
         (Some(l), Some(now)) => {
@@ -110,7 +110,9 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         Line::from(vec![
             Span::styled(":", theme::title()),
             Span::raw(cmd.clone()),
-            Span::raw("▏  Enter run · Esc cancel · app NAME, ns NAME|all, ctx NAME, q"),
+            Span::raw(
+                "▏  Enter run · Esc cancel · Tab complete · ↑↓ history · app NAME, ns NAME|all, ctx NAME, q",
+            ),
         ])
     } else if app.editing_filter {
         Line::from(vec![

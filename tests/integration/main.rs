@@ -31,5 +31,6 @@ mod sim_api;
 mod status;
 #[path = "../support/tmux.rs"]
 mod tmux;
+mod tui_switch;
 mod tui_tmux;
 mod verdicts;
