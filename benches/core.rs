@@ -105,6 +105,7 @@ fn bench(c: &mut Criterion) {
                     id,
                     active: id % 10 != 0,
                     host_port: None,
+                    pod_name: None,
                     add_time: Some(at()),
                     remove_time: (id % 10 == 0).then(at),
                     remove_reason: (id % 10 == 0).then(|| {

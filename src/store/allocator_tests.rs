@@ -12,6 +12,7 @@ fn removed(id: i64) -> crate::model::DriverExecutor {
         id,
         active: false,
         host_port: None,
+        pod_name: None,
         add_time: Some(t(0)),
         remove_time: Some(t(60)),
         remove_reason: Some(format!(

@@ -101,7 +101,8 @@ impl Store {
         let key = (ns.to_owned(), app_id.to_owned());
         for d in fresh {
             let id = d.id;
-            let name = pod_name(id);
+            // The name the executor gave, else the one Spark's allocator would have given.
+            let name = d.pod_name.clone().unwrap_or_else(|| pod_name(id));
             let text = match &d.remove_reason {
                 Some(r) => format!(
                     "executor {id} known only from the driver: {}",

@@ -145,6 +145,7 @@ fn driver_lists_active(ids: &[i64], at: u32) -> SourceEvent {
                     id: *id,
                     active: true,
                     host_port: None,
+                    pod_name: None,
                     add_time: Some(t(0)),
                     remove_time: None,
                     remove_reason: None,

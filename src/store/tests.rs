@@ -643,6 +643,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
         id,
         active: false,
         host_port: Some(format!("app-exec-{id}:7079")),
+        pod_name: None,
         add_time: Some(t(0)),
         remove_time: Some(t(min * 60)),
         remove_reason: Some(format!(
@@ -703,6 +704,51 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
     );
 }
 
+/// The driver's list names an executor's pod (`attributes.POD_NAME`): that is its pod,
+/// whatever the other pods' names would suggest.
+#[tokio::test]
+async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
+    let gone = crate::model::DriverExecutor {
+        id: 2,
+        active: false,
+        host_port: None,
+        pod_name: Some("etl-0a1b2c-exec-2".into()),
+        add_time: Some(t(0)),
+        remove_time: Some(t(60)),
+        remove_reason: None,
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let s = run(vec![
+        up(exec(1, 10, running()), 100),
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![
+                    gone.clone(),
+                    crate::model::DriverExecutor {
+                        id: 3,
+                        pod_name: None,
+                        ..gone
+                    },
+                ],
+            },
+            at: t(100),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert_eq!(a.executors[&2].pod.name, "etl-0a1b2c-exec-2");
+    assert_eq!(
+        a.executors[&3].pod.name, "app-exec-3",
+        "else the allocator's name"
+    );
+}
+
 /// An executor preempted before the tool started, known only from the driver: its own
 /// priority is its app's (one pod template), read from the app's pods that are still there.
 #[tokio::test]
@@ -730,6 +776,7 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
                     id: 1,
                     active: false,
                     host_port: None,
+                    pod_name: None,
                     add_time: Some(t(0)),
                     remove_time: Some(t(60)),
                     remove_reason: Some("The executor with id 1 was deleted by a user or the framework.".into()),

@@ -420,6 +420,7 @@ fn driver_views(app: &mut App) {
         id,
         active,
         host_port: Some(format!("10.244.1.{id}:7079")),
+        pod_name: None,
         add_time: Some(now - chrono::Duration::seconds(300)),
         remove_time: (!active).then(|| now - chrono::Duration::seconds(200)),
         remove_reason: reason.map(str::to_owned),

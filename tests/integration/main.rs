@@ -31,6 +31,7 @@ mod sim_api;
 mod status;
 #[path = "../support/tmux.rs"]
 mod tmux;
+mod tui_late;
 mod tui_switch;
 mod tui_tmux;
 mod verdicts;

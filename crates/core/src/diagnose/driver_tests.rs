@@ -14,6 +14,7 @@ fn exec(active: bool, removed: Option<i64>, reason: Option<&str>) -> DriverExecu
         id: 7,
         active,
         host_port: None,
+        pod_name: None,
         add_time: Some(t(0)),
         remove_time: removed.map(t),
         remove_reason: reason.map(str::to_owned),

@@ -21,6 +21,10 @@ pub struct DriverExecutor {
     /// `host:port` it registered from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<String>,
+    /// Its pod's name, when the executor tells it (`attributes.POD_NAME`: Spark on
+    /// Kubernetes sets it from the pod's name through the downward API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
     /// When it was added.
     pub add_time: Option<Time>,
     /// When it was removed.
@@ -114,6 +118,10 @@ pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
                 id,
                 active: e["isActive"].as_bool().unwrap_or(false),
                 host_port: e["hostPort"].as_str().map(str::to_owned),
+                pod_name: e["attributes"]["POD_NAME"]
+                    .as_str()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned),
                 add_time: e["addTime"].as_str().and_then(parse_spark_time),
                 remove_time: e["removeTime"].as_str().and_then(parse_spark_time),
                 remove_reason: e["removeReason"]

@@ -72,6 +72,7 @@ fn removed(id: i64, reason: &str) -> DriverSeen {
             id,
             active: false,
             host_port: None,
+            pod_name: None,
             add_time: Some(t(0)),
             remove_time: Some(t(12)),
             remove_reason: Some(reason.to_owned()),

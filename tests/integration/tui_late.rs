@@ -1,0 +1,182 @@
+//! Arriving late: the live view opened five minutes (scenario time) after `mixed`'s
+//! failures shows every age and "ago" from the cluster's own clocks (the pods'
+//! `creationTimestamp`, the driver's `removeTime`), not from when it first saw them.
+
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::ListParams};
+
+use super::tmux::Tmux;
+
+type Utc = chrono::DateTime<chrono::Utc>;
+
+/// `6m36s`, `6m28s ago`, `45s`, `1h02m` → seconds; `None` for anything else (`≥3m`, `-`).
+fn seconds(age: &str) -> Option<i64> {
+    let age = age.trim_end_matches(" ago").trim();
+    let num = |s: &str| s.parse::<i64>().ok();
+    if let Some((h, m)) = age.split_once('h') {
+        return Some(num(h)? * 3600 + num(m.strip_suffix('m')?)? * 60);
+    }
+    if let Some((m, s)) = age.split_once('m') {
+        return Some(num(m)? * 60 + num(s.strip_suffix('s')?)?);
+    }
+    num(age.strip_suffix('s')?)
+}
+
+#[test]
+fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
+    if !Tmux::available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // mixed's failures are at 10-25 s (and Spark notices the vanished pod by 50 s): run fast
+    // to five minutes after, then in real time, as a cluster would be found.
+    let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
+    let clock = sim.clock();
+    while clock.elapsed_secs() < 330.0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    clock.set_speed(1.0);
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!(
+            "{bin} --kubeconfig {} -n spark-jobs --poll-interval 2s",
+            sim.kubeconfig.display()
+        ),
+        "Enter",
+    ]);
+    t.wait_for("Executors of etl-nightly", 30);
+    // The endings (from the driver's list) and the vanished one, newest first.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut map = t.screen();
+    while !(map.contains("7F") && map.contains("8F") && map.contains("10M")) {
+        assert!(Instant::now() < deadline, "{map}");
+        std::thread::sleep(Duration::from_millis(200));
+        map = t.screen();
+    }
+    t.keys(&["v"]);
+    let table = t.wait_for("table by id", 10);
+    let now = clock.now();
+
+    // The cluster's own times: the pods (as kubectl gets them) and the driver's list.
+    let (created, driver) = rt.block_on(async {
+        let client = super::common::client(&sim).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), "spark-jobs");
+        let list = pods.list(&ListParams::default().labels("spark-role")).await.unwrap();
+        let mut created = BTreeMap::new();
+        let mut driver_pod = None;
+        for p in list.items {
+            let labels = p.metadata.labels.clone().unwrap_or_default();
+            if labels.get("spark-app-name").map(String::as_str) != Some("etl-nightly") {
+                continue;
+            }
+            match labels.get("spark-exec-id") {
+                Some(id) => {
+                    let at = serde_json::to_value(p.metadata.creation_timestamp.unwrap()).unwrap();
+                    let at = chrono::DateTime::parse_from_rfc3339(at.as_str().unwrap()).unwrap();
+                    created.insert(id.parse::<i64>().unwrap(), at.with_timezone(&chrono::Utc));
+                }
+                None => driver_pod = Some((p.metadata.name.unwrap(), labels["spark-app-selector"].clone())),
+            }
+        }
+        let (name, app_id) = driver_pod.expect("etl-nightly's driver");
+        let path = format!(
+            "/api/v1/namespaces/spark-jobs/pods/{name}:4040/proxy/api/v1/applications/{app_id}/allexecutors"
+        );
+        let text = client
+            .request_text(http::Request::get(path).body(Vec::new()).unwrap())
+            .await
+            .unwrap();
+        let execs: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let time = |v: &serde_json::Value| {
+            chrono::DateTime::parse_from_str(
+                &v.as_str()?.replace("GMT", "+0000"),
+                "%Y-%m-%dT%H:%M:%S%.3f%z",
+            )
+            .ok()
+            .map(|t| t.with_timezone(&chrono::Utc))
+        };
+        let driver: BTreeMap<i64, (Option<Utc>, Option<Utc>)> = execs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                let id = e["id"].as_str()?.parse().ok()?;
+                // The ending: the container's finish when Spark's removal text has it
+                // (what the verdict reads), else when the driver removed it.
+                let finished = e["removeReason"].as_str().and_then(|r| {
+                    let at = r.split("container finished at: ").nth(1)?.split_whitespace().next()?;
+                    chrono::DateTime::parse_from_rfc3339(at).ok()
+                });
+                let ended = finished
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .or_else(|| time(&e["removeTime"]));
+                Some((id, (time(&e["addTime"]), ended)))
+            })
+            .collect();
+        (created, driver)
+    });
+
+    // Each row of the table: id, state, AGE (or "… ago" once it ended).
+    let mut checked = 0;
+    for line in table.lines() {
+        let cells: Vec<&str> = line.split('│').filter(|c| !c.trim().is_empty()).collect();
+        let Some(row) = cells.last() else { continue };
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let Some(id) = words.first().and_then(|w| w.parse::<i64>().ok()) else {
+            continue;
+        };
+        let age = &row[row.find(words[1]).unwrap()..];
+        // STATE is one or two words ("deleted (missing)"); AGE follows.
+        let after_state = if words[2].starts_with('(') { 3 } else { 2 };
+        let shown_text = if words.get(after_state + 1) == Some(&"ago") {
+            format!("{} ago", words[after_state])
+        } else {
+            words[after_state].to_owned()
+        };
+        let shown = seconds(&shown_text).unwrap_or_else(|| {
+            panic!("executor {id}: AGE {shown_text:?} is not a cluster time ({age})")
+        });
+        let truth = if shown_text.ends_with("ago") {
+            driver[&id]
+                .1
+                .unwrap_or_else(|| panic!("executor {id} ended but the driver has no time for it"))
+        } else {
+            created[&id]
+        };
+        let expected = (now - truth).num_seconds();
+        assert!(
+            (expected - 2..=expected + 1).contains(&shown),
+            "executor {id}: shown {shown_text} ({shown} s), the cluster says {expected} s\n{table}"
+        );
+        checked += 1;
+    }
+    assert_eq!(
+        checked, 13,
+        "every executor of etl-nightly was checked:\n{table}"
+    );
+
+    // The endings, newest first by the driver's removeTime.
+    let order: Vec<i64> = map
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(" ago  executor ")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .collect();
+    assert_eq!(order.len(), 3, "{map}");
+    let times: Vec<_> = order.iter().map(|id| driver[id].1.unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "endings {order:?} are not newest first by the driver's times {times:?}"
+    );
+    t.keys(&["q"]);
+    t.wait_prompt(10);
+    drop(sim);
+}
