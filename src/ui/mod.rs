@@ -174,18 +174,12 @@ mod tests;
 /// How many rows a line takes when word-wrapped at `width` (as the popup's `Wrap` does:
 /// greedy, by words; a word longer than the width is cut).
 pub(crate) fn wrapped_rows(line: &ratatui::text::Line<'_>, width: usize) -> usize {
-    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-    let mut rows = 1;
-    let mut used = 0;
-    for word in text.split(' ') {
-        let w = word.chars().count();
-        let need = if used == 0 { w } else { used + 1 + w };
-        if need <= width {
-            used = need;
-        } else {
-            rows += 1 + w.saturating_sub(1) / width;
-            used = w % width;
-        }
-    }
-    rows
+    // ratatui's own word wrapper counts (a hand count missed words moved whole to the
+    // next row, so a popup's End stopped short of its last lines).
+    use ratatui::widgets::{Paragraph, Wrap};
+    let width = u16::try_from(width.max(1)).unwrap_or(u16::MAX);
+    Paragraph::new(line.clone())
+        .wrap(Wrap { trim: false })
+        .line_count(width)
+        .max(1)
 }

@@ -604,5 +604,6 @@ mod app_findings;
 mod dense;
 mod guide;
 mod many_apps;
+mod popup_keys;
 mod reading;
 mod themes;
