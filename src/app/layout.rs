@@ -62,7 +62,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let apps = Rect::new(0, 1.min(h), apps_w.min(w), body_h);
     let right_x = apps.width;
     let right_w = w.saturating_sub(apps.width);
-    let strip_h = if body_h >= 16 {
+    let base_strip = if body_h >= 16 {
         8
     } else if body_h >= 10 {
         5
@@ -79,6 +79,16 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
         0
     };
     let incident = Rect::new(right_x, 1.min(h), right_w, incident_h);
+    // The Selected strip grows into rows the executors pane has no content for (its hint,
+    // the concrete change, the driver's word are not cut while 30 rows stand empty).
+    let avail = body_h.saturating_sub(incident_h);
+    let strip_h = if base_strip == 0 {
+        0
+    } else {
+        let want = app.strip_rows.get().saturating_add(2);
+        let main_need = app.main_rows.get().saturating_add(2).max(6);
+        want.min(avail.saturating_sub(main_need)).max(base_strip)
+    };
     let main = Rect::new(
         right_x,
         incident.y + incident_h,

@@ -212,6 +212,11 @@ pub struct App {
     /// The rows the incident strip's lines wrap to at the current width, as the last
     /// frame measured them (the layout gives it that many, up to a third of the body).
     pub incident_rows: std::cell::Cell<u16>,
+    /// Rows the Selected strip's lines wrap to, and rows the executors pane has content
+    /// for (map and endings, or table), as the last frame measured them: the layout gives
+    /// the strip what the pane does not need.
+    pub strip_rows: std::cell::Cell<u16>,
+    pub main_rows: std::cell::Cell<u16>,
     pub view: View,
     pub focus: Focus,
     pub popup: Option<Popup>,
@@ -323,6 +328,8 @@ impl App {
             popup_max_scroll: std::cell::Cell::new(u16::MAX),
             apps_window: std::cell::Cell::new((0, usize::MAX)),
             incident_rows: std::cell::Cell::new(4),
+            strip_rows: std::cell::Cell::new(0),
+            main_rows: std::cell::Cell::new(u16::MAX),
             view: View::Map,
             focus: Focus::Apps,
             popup: None,

@@ -347,22 +347,8 @@ fn map_lines(
 /// Lines for the room under the map: the app's ended executors with a warning or an error,
 /// newest first (when, id, cause, summary), cut to `width`.
 fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
-    let Some(a) = app.current_app() else {
-        return Vec::new();
-    };
     let now = app.store.view().now;
-    let mut ended: Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> = a
-        .executors
-        .values()
-        .filter(|e| {
-            e.verdict
-                .severity()
-                .is_some_and(|s| s != crate::diagnose::Severity::Info)
-                && (e.state().is_final() || e.is_missing())
-        })
-        .filter_map(|e| Some((times::ended(e)?, &**e)))
-        .collect();
-    ended.sort_by(|x, y| y.0.0.cmp(&x.0.0).then(y.1.id.cmp(&x.1.id)));
+    let ended = ended_badly(app);
     if ended.is_empty() {
         return Vec::new();
     }
@@ -377,12 +363,68 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         let ago = now.map_or_else(String::new, |n| format!("{} ago", times::span(n, at)));
         let label = crate::store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
+        // Cut where the column is full (not at a word: a row has no room to spare).
         out.push(Line::styled(
-            super::fit(&text, width),
+            cut(&text, width),
             theme::severity(f.severity),
         ));
     }
     out
+}
+
+/// The app's executors that ended with a warning or an error, newest first by the
+/// cluster's clocks.
+fn ended_badly(app: &App) -> Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> {
+    let Some(a) = app.current_app() else {
+        return Vec::new();
+    };
+    let mut ended: Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> = a
+        .executors
+        .values()
+        .filter(|e| {
+            e.verdict
+                .severity()
+                .is_some_and(|s| s != crate::diagnose::Severity::Info)
+                && (e.state().is_final() || e.is_missing())
+        })
+        .filter_map(|e| Some((times::ended(e)?, &**e)))
+        .collect();
+    ended.sort_by(|x, y| y.0.0.cmp(&x.0.0).then(y.1.id.cmp(&x.1.id)));
+    ended
+}
+
+/// `text` cut to `width` columns, with `…` in the last one when cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// The rows the executors pane has content for at this inner width: the map's rows and
+/// the endings under it (cells at their widest), or the table's.
+pub fn content_rows(app: &App, width: u16) -> u16 {
+    let n = app.visible().len();
+    let rows = match app.view {
+        View::Table => n + 1,
+        View::Map => {
+            let cols = usize::from((width / crate::app::layout::CELL_WIDTH).max(1));
+            let ended = ended_badly(app).len();
+            n.div_ceil(cols) + if ended > 0 { 2 + ended } else { 0 }
+        }
+    };
+    u16::try_from(rows).unwrap_or(u16::MAX)
+}
+
+/// The rows the Selected strip's lines wrap to at this inner width.
+pub fn strip_rows(app: &App, width: u16) -> u16 {
+    let lines = strip_lines(app);
+    let n = Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .line_count(width.max(1));
+    u16::try_from(n).unwrap_or(u16::MAX)
 }
 
 /// The selected executor in a few lines: state, pod, the first finding and its hint.
@@ -393,14 +435,18 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(" Selected ", theme::title()));
+    f.render_widget(
+        Paragraph::new(strip_lines(app))
+            .block(block)
+            .wrap(Wrap { trim: true }),
+        area,
+    );
+}
+
+fn strip_lines(app: &App) -> Vec<Line<'static>> {
     // A notice (an action's result, why a key is off) is the footer's flash line.
     let Some(e) = app.selected() else {
-        let lines = vec![Line::styled("nothing selected", theme::dim())];
-        f.render_widget(
-            Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
-            area,
-        );
-        return;
+        return vec![Line::styled("nothing selected", theme::dim())];
     };
     let (letter, style) = theme::cell(e);
     let mut head = vec![
@@ -426,7 +472,7 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         head.push(Span::raw(format!(" · {r}")));
     }
     head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
-    let mut lines: Vec<Line<'_>> = vec![Line::from(head)];
+    let mut lines: Vec<Line<'static>> = vec![Line::from(head)];
     match e.findings().first() {
         Some(fd) => {
             lines.push(Line::from(vec![
@@ -451,10 +497,7 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
         };
         lines.push(Line::styled(text, theme::dim()));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
-        area,
-    );
+    lines
 }
 
 /// Whether Spark counted it, in a few words (the strip and the detail say the same).

@@ -32,6 +32,9 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
         .width
         .saturating_sub(crate::app::layout::apps_width(area.width).min(area.width));
     app.incident_rows.set(incident::rows(app, right_w));
+    let inner_w = right_w.saturating_sub(2);
+    app.strip_rows.set(executors::strip_rows(app, inner_w));
+    app.main_rows.set(executors::content_rows(app, inner_w));
     let l = layout((area.width, area.height), app);
     status_bar::render_top(app, f, l.top);
     apps::render(app, f, l.apps);
