@@ -197,8 +197,8 @@ pub enum Sort {
 pub struct App {
     pub store: Store,
     pub ctx: Context,
-    /// How often the sources LIST every pod (live and demo): the header calls the view
-    /// stale when no LIST succeeded for two of them.
+    /// How often the sources LIST every pod (live and demo), on the cluster's clock: the
+    /// header calls the view stale when no LIST succeeded for two of them.
     pub poll_interval: Option<std::time::Duration>,
     /// Executors gone this long are forgotten (`--forget-after`; live and demo).
     pub forget_after: Option<std::time::Duration>,

@@ -50,7 +50,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         let sim = crate::sim::start(opts).await?;
         // The simulator's clock may run faster than real time: ages are read on it.
         let clock = sim.clock();
-        crate::source::clock::install(move || clock.now());
+        let rate = clock.speed();
+        crate::source::clock::install(move || clock.now(), rate);
         let live = crate::source::live::LiveOptions {
             kubeconfig: Some(sim.kubeconfig.clone()),
             all_namespaces: true,

@@ -50,7 +50,8 @@ pub(crate) async fn tui_on(
         mode,
     });
     let mut app = app;
-    app.poll_interval = Some(poll);
+    // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
+    app.poll_interval = Some(poll.mul_f64(crate::source::clock::rate()));
     app.forget_after = Some(forget_after);
     // Absolute, so the copied command works from any directory.
     app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {

@@ -34,9 +34,20 @@ pub fn now() -> Time {
     }
 }
 
-/// The cluster is in this process and keeps its own time (first call wins).
-pub fn install(clock: impl Fn() -> Time + Send + Sync + 'static) {
-    let _ = INSTALLED.set(Box::new(clock));
+/// The cluster is in this process and keeps its own time, running `rate` times as fast as
+/// real time (first call wins).
+pub fn install(clock: impl Fn() -> Time + Send + Sync + 'static, rate: f64) {
+    if INSTALLED.set(Box::new(clock)).is_ok() {
+        let _ = RATE.set(rate);
+    }
+}
+
+static RATE: OnceLock<f64> = OnceLock::new();
+
+/// How many of the cluster's seconds pass in one real second (a demo's simulator may run
+/// faster): a real interval (the poll) is this many times longer on the cluster's clock.
+pub fn rate() -> f64 {
+    RATE.get().copied().filter(|r| r.is_finite() && *r > 0.0).unwrap_or(1.0)
 }
 
 /// A response's `Date` header: the API server's clock when it answered.
