@@ -47,7 +47,10 @@ static RATE: OnceLock<f64> = OnceLock::new();
 /// How many of the cluster's seconds pass in one real second (a demo's simulator may run
 /// faster): a real interval (the poll) is this many times longer on the cluster's clock.
 pub fn rate() -> f64 {
-    RATE.get().copied().filter(|r| r.is_finite() && *r > 0.0).unwrap_or(1.0)
+    RATE.get()
+        .copied()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .unwrap_or(1.0)
 }
 
 /// A response's `Date` header: the API server's clock when it answered.

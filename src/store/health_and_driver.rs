@@ -99,7 +99,24 @@ impl Store {
             }
         }
         let key = (ns.to_owned(), app_id.to_owned());
+        // The complete LIST this store last had, if the app has pods in it: an executor the
+        // driver counts active, registered well before that LIST, whose pod the LIST did
+        // not have, is gone (Spark has not noticed yet; its next poll will). A fresh view
+        // read the LIST a moment before the driver: never shown running meanwhile.
+        let pods_in_scope = app
+            .executors
+            .values()
+            .any(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
+        let listed_at = self.snap.full_snapshot_at.filter(|_| pods_in_scope);
+        let list_rv = self.snap.list_rv;
+        let mut unnoticed = Vec::new();
         for d in fresh {
+            if d.active
+                && let (Some(list), Some(added)) = (listed_at, d.add_time)
+                && added + REGISTERED_BEFORE_LIST < list
+            {
+                unnoticed.push(d.id);
+            }
             let id = d.id;
             // The name the executor gave, else the one Spark's allocator would have given.
             let name = d.pod_name.clone().unwrap_or_else(|| pod_name(id));
@@ -119,6 +136,9 @@ impl Store {
             );
             app.log(at, Some(id), text);
         }
+        if let Some(list) = listed_at {
+            self.executors_missing(&key, unnoticed, list_rv, list);
+        }
         let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
         for rec in app.executors.values_mut() {
             if !listed.contains(&rec.id) {
@@ -133,6 +153,11 @@ impl Store {
         self.refresh_some(&key, &due, at);
     }
 }
+
+/// How long before a LIST an executor must have registered with the driver for its pod to
+/// have been in that LIST (a pod exists seconds before its executor registers; the margin
+/// covers the driver's and the API server's clocks disagreeing).
+const REGISTERED_BEFORE_LIST: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
 /// How to name the pod of an executor known only from the driver: Spark's own allocator
 /// names it `<podNamePrefix>-exec-<id>` (the prefix read off a pod seen); a StatefulSet or a

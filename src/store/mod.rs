@@ -889,38 +889,57 @@ impl Store {
             let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             app.unregistered
                 .retain(|name, _| present_names.contains(&(key.0.as_str(), name.as_str())));
-            let ctx = AppCtx::of(app);
-            for id in vanished {
-                let Some(rec) = app.executors.get_mut(&id) else {
-                    continue;
-                };
-                let rec = Arc::make_mut(rec);
-                let verdict = spark_missing_verdict(rec, at, &ctx.config);
-                rec.gone = Some(Gone::Missing {
+            self.executors_missing(&key, vanished, list_rv, at);
+        }
+    }
+
+    /// These executors' pods are absent from the complete LIST at `at` with no deletion
+    /// seen: missing (and what Spark will make of it).
+    pub(super) fn executors_missing(
+        &mut self,
+        key: &AppKey,
+        ids: Vec<i64>,
+        list_rv: Option<u64>,
+        at: Time,
+    ) {
+        if ids.is_empty() {
+            return;
+        }
+        let Some(app) = self.snap.apps.get_mut(key) else {
+            return;
+        };
+        let app = derived::edit(app);
+        let ctx = AppCtx::of(app);
+        for id in ids {
+            let Some(rec) = app.executors.get_mut(&id) else {
+                continue;
+            };
+            let rec = Arc::make_mut(rec);
+            let verdict = spark_missing_verdict(rec, at, &ctx.config);
+            rec.gone = Some(Gone::Missing {
+                at,
+                list_rv,
+                spark_verdict: verdict,
+            });
+            push_history(
+                rec,
+                Transition {
                     at,
-                    list_rv,
-                    spark_verdict: verdict,
-                });
-                push_history(
-                    rec,
-                    Transition {
-                        at,
-                        state: rec.pod_state,
-                        note: Some("missing".to_owned()),
-                    },
-                );
-                let events = events_of(&self.events, &rec.pod);
-                let note = refresh(rec, &events, &ctx, None, at);
-                let text = if rec.verdict.missing {
-                    format!("executor {id} missing: absent from a full LIST with no deletion seen")
-                } else {
-                    format!(
-                        "executor {id}: pod absent from a full LIST (its deletion was not seen); {}",
-                        explained_by(rec)
-                    )
-                };
-                app.log(at, Some(id), note.unwrap_or(text));
-            }
+                    state: rec.pod_state,
+                    note: Some("missing".to_owned()),
+                },
+            );
+            let events = events_of(&self.events, &rec.pod);
+            let note = refresh(rec, &events, &ctx, None, at);
+            let text = if rec.verdict.missing {
+                format!("executor {id} missing: absent from a full LIST with no deletion seen")
+            } else {
+                format!(
+                    "executor {id}: pod absent from a full LIST (its deletion was not seen); {}",
+                    explained_by(rec)
+                )
+            };
+            app.log(at, Some(id), note.unwrap_or(text));
         }
     }
 

@@ -749,6 +749,46 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
     );
 }
 
+/// A fresh view LISTs the pods a moment before it reads the driver: an executor the driver
+/// still counts active, registered well before that LIST, whose pod the LIST did not have,
+/// is missing at once (Spark notices at its next poll), never shown running.
+#[tokio::test]
+async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
+    let active = |id: i64, added: u32| crate::model::DriverExecutor {
+        id,
+        active: true,
+        host_port: None,
+        pod_name: None,
+        add_time: Some(t(added)),
+        remove_time: None,
+        remove_reason: None,
+        active_tasks: 1,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let s = run(vec![
+        list(vec![exec(1, 10, running())], 10, 100),
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![active(1, 5), active(3, 5), active(4, 95)],
+            },
+            at: t(101),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert!(a.executors[&3].is_missing(), "{:?}", a.executors[&3].gone);
+    assert!(a.executors[&3].verdict.missing);
+    assert!(
+        !a.executors[&4].is_missing(),
+        "registered just before the LIST: its pod may not have been in it yet"
+    );
+}
+
 /// An executor preempted before the tool started, known only from the driver: its own
 /// priority is its app's (one pod template), read from the app's pods that are still there.
 #[tokio::test]

@@ -364,10 +364,7 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         let label = crate::store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
         // Cut where the column is full (not at a word: a row has no room to spare).
-        out.push(Line::styled(
-            cut(&text, width),
-            theme::severity(f.severity),
-        ));
+        out.push(Line::styled(cut(&text, width), theme::severity(f.severity)));
     }
     out
 }
