@@ -1,7 +1,7 @@
 //! The `:` prompt: `:app NAME`, `:ns NAME|all`, `:ctx NAME`, `:q`, with Tab completion of
 //! the verb and of context, namespace and app names, and a history walked with Up/Down.
 
-use super::{App, Effect, SwitchTo, keymap::Action, update::act};
+use super::{App, Effect, Namespaces, SwitchTo, keymap::Action, update::act};
 use crossterm::event::KeyCode;
 
 /// Lines kept in the history.
@@ -11,11 +11,21 @@ const HISTORY: usize = 100;
 pub(super) fn open(app: &mut App) -> Vec<Effect> {
     app.command = Some(String::new());
     app.history_pos = None;
-    if app.namespaces.is_none() && app.ctx.mode != super::Mode::Replay {
-        app.namespaces = Some(Vec::new());
+    if app.namespaces == Namespaces::NotAsked && app.ctx.mode != super::Mode::Replay {
+        app.namespaces = Namespaces::Asked { tab_waiting: false };
         return vec![Effect::ListNamespaces];
     }
     Vec::new()
+}
+
+/// The cluster's answer: a Tab pressed while it was awaited is completed now.
+pub(super) fn told_namespaces(app: &mut App, names: Vec<String>) {
+    let waiting = matches!(app.namespaces, Namespaces::Asked { tab_waiting: true });
+    app.namespaces = Namespaces::Told(names);
+    if waiting && let Some(buf) = app.command.take() {
+        let done = complete(app, &buf);
+        app.command = Some(done);
+    }
 }
 
 /// A key while the prompt is open.
@@ -61,6 +71,10 @@ pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
             }
             None => {}
         },
+        KeyCode::Tab if awaits_namespaces(app, &buf) => {
+            app.namespaces = Namespaces::Asked { tab_waiting: true };
+            app.notice = Some("asking the cluster for its namespaces…".to_owned());
+        }
         KeyCode::Tab => buf = complete(app, &buf),
         _ => {}
     }
@@ -124,9 +138,23 @@ fn complete(app: &mut App, line: &str) -> String {
     }
 }
 
+/// A Tab on `ns …` while the cluster's namespaces are awaited and nothing known matches:
+/// the completion waits for the answer.
+fn awaits_namespaces(app: &App, line: &str) -> bool {
+    let Some(("ns" | "namespace", arg)) = line.split_once(' ') else {
+        return false;
+    };
+    let arg = arg.trim_start();
+    matches!(app.namespaces, Namespaces::Asked { .. })
+        && !namespaces(app).iter().any(|n| n.starts_with(arg))
+}
+
 /// The namespaces to offer: the cluster's (when it told), those with apps, and `all`.
 fn namespaces(app: &App) -> Vec<String> {
-    let mut out: Vec<String> = app.namespaces.clone().unwrap_or_default();
+    let mut out: Vec<String> = match &app.namespaces {
+        Namespaces::Told(names) => names.clone(),
+        _ => Vec::new(),
+    };
     out.extend(app.store.view().apps.keys().map(|(ns, _)| ns.clone()));
     out.push("all".to_owned());
     out
@@ -324,6 +352,37 @@ mod tests {
         assert_eq!(app.command.as_deref(), Some("ns default"));
         press(&mut app, KeyCode::Esc);
         assert!(app.command.is_none());
+    }
+
+    /// A Tab typed before the cluster said its namespaces (a slow cluster, or a quick
+    /// typist) is completed when the answer comes, not answered "nothing to complete".
+    #[test]
+    fn a_tab_before_the_namespaces_are_told_completes_when_they_are() {
+        let mut app = app();
+        assert_eq!(
+            press(&mut app, KeyCode::Char(':')),
+            vec![Effect::ListNamespaces]
+        );
+        type_(&mut app, "ns kube-s");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.command.as_deref(), Some("ns kube-s"), "waits");
+        assert_eq!(
+            app.notice.as_deref(),
+            Some("asking the cluster for its namespaces…")
+        );
+        update(
+            &mut app,
+            Msg::Namespaces(vec!["default".into(), "kube-system".into()]),
+        );
+        assert_eq!(app.command.as_deref(), Some("ns kube-system"));
+        assert_eq!(app.notice, None);
+        // Told: a Tab that matches nothing says so at once.
+        type_(&mut app, "x");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(
+            app.notice.as_deref(),
+            Some("nothing to complete for \"ns kube-systemx\"")
+        );
     }
 
     #[test]

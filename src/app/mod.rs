@@ -275,7 +275,20 @@ pub struct App {
     /// Names the `:` prompt completes: the kubeconfig's contexts (set at start) and the
     /// cluster's namespaces (asked for once per scope, when `:` is first typed).
     pub contexts: Vec<String>,
-    pub namespaces: Option<Vec<String>>,
+    pub namespaces: Namespaces,
+}
+
+/// The cluster's namespaces, for the `:` prompt's completion.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Namespaces {
+    /// Not asked in this scope yet.
+    #[default]
+    NotAsked,
+    /// Asked, no answer yet; `tab_waiting` when Tab was pressed meanwhile (the completion
+    /// is made when the answer comes: on a slow cluster a quick Tab found nothing).
+    Asked { tab_waiting: bool },
+    /// The answer (empty when not allowed or the cluster did not answer).
+    Told(Vec<String>),
 }
 
 /// Input to `update`.
@@ -363,7 +376,7 @@ impl App {
             history: Vec::new(),
             history_pos: None,
             contexts: Vec::new(),
-            namespaces: None,
+            namespaces: Namespaces::NotAsked,
         }
     }
 
@@ -384,7 +397,7 @@ impl App {
         self.confirm = None;
         self.log_view = None;
         self.popup = None;
-        self.namespaces = None;
+        self.namespaces = Namespaces::NotAsked;
         self.scroll = 0;
         self.fix_selection();
     }

@@ -54,7 +54,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             ));
         }
         Msg::SwitchFailed(why) => app.notice = Some(format!("not switched: {why}")),
-        Msg::Namespaces(names) => app.namespaces = Some(names),
+        Msg::Namespaces(names) => super::command_line::told_namespaces(app, names),
         Msg::ActionDone { text, pods, denied } => {
             for p in pods {
                 app.in_flight.remove(&p);
