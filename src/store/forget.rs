@@ -5,7 +5,8 @@ use super::{Store, derived};
 use crate::model::Time;
 
 impl Store {
-    /// Drops executors whose pods were gone before `before`, with their captured logs and
+    /// Drops executors whose pods were gone before `before` (their ending by the cluster's
+    /// clocks, else when they were seen gone), with their captured logs and
     /// events, and apps left with nothing that have ended: their driver gone or finished
     /// and nothing new since `before`. Forgotten ids are remembered (as ranges) so the
     /// driver's list naming them again brings nothing back.
@@ -18,7 +19,14 @@ impl Store {
             let old: Vec<(i64, String, Option<Option<crate::diagnose::Code>>)> = app
                 .executors
                 .values()
-                .filter(|e| e.gone.as_ref().is_some_and(|g| g.at() < before))
+                // Gone since before the horizon by the cluster's clocks (an executor that
+                // ended minutes before this process started is as old as its ending, not
+                // as its first sight here).
+                .filter(|e| {
+                    e.gone.as_ref().is_some_and(|g| {
+                        super::times::ended(e).map_or(g.at(), |(t, _)| t.min(g.at())) < before
+                    }) && !active_driver_only(e)
+                })
                 .map(|e| {
                     let counted = e
                         .verdict
@@ -76,6 +84,16 @@ impl Store {
         });
         self.snap.forgotten += forgotten;
     }
+}
+
+/// Known only from the driver, which counts it active (a selector leaves its pod out of
+/// the scope): it has not ended, whatever its age.
+fn active_driver_only(e: &super::ExecutorRecord) -> bool {
+    matches!(e.gone, Some(super::Gone::DriverOnly { .. }))
+        && e.driver
+            .as_ref()
+            .and_then(|d| d.exec.as_ref())
+            .is_some_and(|x| x.active)
 }
 
 #[cfg(test)]

@@ -847,3 +847,47 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
         "1 executor preempted by trainer-0 (its priority not known; this app's: spark-batch = 100)"
     );
 }
+
+/// Forgetting goes by the cluster's clocks: an executor the driver removed nine minutes
+/// before this process first saw it is forgotten at once by a five-minute horizon (it was
+/// forgotten only a horizon after its first sight here), and one the driver still counts
+/// active, known only from it, is kept.
+#[tokio::test]
+async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_only_executor() {
+    let driver_exec = |id: i64, active: bool| crate::model::DriverExecutor {
+        id,
+        active,
+        host_port: None,
+        pod_name: None,
+        add_time: Some(t(0)),
+        remove_time: (!active).then(|| t(60)),
+        remove_reason: None,
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let s = run(vec![
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![driver_exec(1, false), driver_exec(2, true)],
+            },
+            at: t(600),
+        },
+        SourceEvent::Forget {
+            before: t(600 - 300),
+            at: t(600),
+        },
+    ])
+    .await;
+    let a = app(&s);
+    assert!(
+        !a.executors.contains_key(&1),
+        "removed at 60 s: forgotten at 600 s"
+    );
+    assert!(a.executors.contains_key(&2), "still active: kept");
+    assert_eq!(s.view().forgotten, 1);
+}

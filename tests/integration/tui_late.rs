@@ -180,3 +180,53 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
     t.wait_prompt(10);
     drop(sim);
 }
+
+/// The live view forgets executors gone longer than `--forget-after` (its memory stays
+/// bounded over a long watch): opened minutes after `mixed`'s failures with a one-minute
+/// horizon, the header says so, the ended executors leave the map (the driver's list does
+/// not bring them back), and the failure budget still counts them.
+#[test]
+fn the_live_view_forgets_executors_gone_past_its_horizon() {
+    if !Tmux::available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
+    let clock = sim.clock();
+    while clock.elapsed_secs() < 200.0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    clock.set_speed(1.0);
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!(
+            "{bin} --kubeconfig {} -n spark-jobs --poll-interval 2s --forget-after 1m",
+            sim.kubeconfig.display()
+        ),
+        "Enter",
+    ]);
+    // The first forget comes a quarter of the horizon after the start.
+    let screen = t.wait_for("gone >1m forgotten", 40);
+    let map = screen
+        .lines()
+        .skip_while(|l| !l.contains("Executors of etl-nightly"))
+        .take_while(|l| !l.contains("Endings"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for gone in ["7F", "8F", "10M"] {
+        assert!(!map.contains(gone), "{gone} was forgotten:\n{screen}");
+    }
+    assert!(map.contains("1R") && map.contains("13R"), "{screen}");
+    // Still counted against the app: OOMKilled (7) and JVM OOM (8).
+    assert!(screen.contains("failures 2/20 allowed"), "{screen}");
+    // It stays forgotten across the driver's next reads (every 10 s).
+    std::thread::sleep(Duration::from_secs(12));
+    let later = t.screen();
+    assert!(later.contains("gone >1m forgotten"), "{later}");
+    assert!(!later.contains("7F") && !later.contains("10M"), "{later}");
+    t.keys(&["q"]);
+    t.wait_prompt(10);
+    drop(sim);
+}
