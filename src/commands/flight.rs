@@ -406,3 +406,33 @@ pub(crate) fn parse_listen_addr(s: &str) -> Result<std::net::SocketAddr, String>
         format!("{s:?} is not an address to listen on (e.g. 9090 for loopback, 0.0.0.0:9090)")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_listen_addr;
+
+    /// A port alone (or `:PORT`) is loopback: the metrics are served beyond this host only
+    /// when an address says so (the Deployment's manifest binds 0.0.0.0 on purpose).
+    #[test]
+    fn a_bare_port_listens_on_loopback_and_an_address_where_it_says() {
+        assert_eq!(
+            parse_listen_addr("9090").unwrap().to_string(),
+            "127.0.0.1:9090"
+        );
+        assert_eq!(
+            parse_listen_addr(":9090").unwrap().to_string(),
+            "127.0.0.1:9090"
+        );
+        assert_eq!(
+            parse_listen_addr("0.0.0.0:9090").unwrap().to_string(),
+            "0.0.0.0:9090"
+        );
+        assert_eq!(
+            parse_listen_addr("[::1]:9090").unwrap().to_string(),
+            "[::1]:9090"
+        );
+        let err = parse_listen_addr("localhost:9090").unwrap_err();
+        assert!(err.contains("is not an address to listen on"), "{err}");
+        assert!(parse_listen_addr("99999").is_err(), "not a port");
+    }
+}

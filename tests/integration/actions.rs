@@ -9,6 +9,7 @@ use tokio::process::Command;
 
 use super::common::{client, eventually, phase, start_sim, start_sim_with};
 
+#[derive(Debug)]
 pub(super) struct Run {
     pub(super) code: i32,
     pub(super) out: String,
@@ -500,4 +501,47 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         r.out
     );
     let _ = std::fs::remove_file(log);
+}
+
+/// `hold on` for an app whose driver pod is gone (the app ended): refused with exit 1 and
+/// nothing written; it used to say nothing was held and exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_of_an_ended_app_is_refused_and_exits_1() {
+    use super::common::{plain_pod, wait_running};
+    use kube::api::PostParams;
+    let sim = start_sim("empty", 1.0, &[]).await;
+    let log = temp_log("hold-ended");
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    let exec = plain_pod(
+        "orphan-exec-1",
+        &[
+            ("spark-role", "executor"),
+            ("spark-exec-id", "1"),
+            ("spark-app-selector", "spark-orphan"),
+            ("spark-app-name", "orphan"),
+        ],
+    );
+    pods.create(&PostParams::default(), &exec).await.unwrap();
+    wait_running(&pods, "orphan-exec-1").await;
+    let r = triage(
+        &sim,
+        &[
+            "hold", "-n", "default", "--app", "orphan", "on", "--ttl", "1h",
+        ],
+        &log,
+    )
+    .await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.err
+            .contains("the app has no driver pod (it has ended); nothing held"),
+        "{r:?}"
+    );
+    let writes = writes(&sim);
+    assert!(
+        !writes.iter().any(|w| w.starts_with("PATCH")),
+        "nothing written: {writes:?}"
+    );
+    let pod = pods.get("orphan-exec-1").await.unwrap();
+    assert!(pod.finalizers().is_empty(), "{:?}", pod.finalizers());
 }

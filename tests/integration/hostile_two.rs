@@ -103,6 +103,10 @@ async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                         status(&mut s, 404, "NotFound").await
                     } else if line.starts_with("PATCH ") && pod == "etl-exec-3" {
                         status(&mut s, 500, "InternalError").await
+                    } else if line.starts_with("PATCH ") && pod == "etl-exec-5" {
+                        status(&mut s, 409, "Conflict").await
+                    } else if line.starts_with("PATCH ") && pod == "etl-exec-7" {
+                        status(&mut s, 422, "Invalid").await
                     } else if let Some(i) = one {
                         json(&mut s, &held_pod(i)).await
                     } else {
@@ -126,8 +130,9 @@ async fn halfway_server(seen: Arc<Mutex<Vec<String>>>) -> u16 {
 }
 
 /// `release --all` tries every pod: a 404 on the driver (the app ended meanwhile) is
-/// nothing left to release, a 500 on one executor is that pod's failure line; the other
-/// nine are released and the exit status is 1.
+/// nothing left to release; a 500, a 409 and a 422 (retried, then given up) on three
+/// executors are their pods' failure lines; the other seven are released and the exit
+/// status is 1.
 #[tokio::test]
 async fn release_all_tries_every_pod_and_says_which_failed() {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -139,10 +144,15 @@ async fn release_all_tries_every_pod_and_says_which_failed() {
         let r = run(which, &kc, Duration::from_secs(60)).await;
         assert_eq!(r.code, Some(1), "{which:?}: {r:?}");
         assert!(r.out.contains("etl-driver: already gone"), "{r:?}");
-        assert!(r.out.contains("spark-jobs/etl-exec-3"), "{r:?}");
-        assert!(r.out.contains("released 9 pod(s)"), "{which:?}: {r:?}");
+        for failed in [3, 5, 7] {
+            assert!(
+                r.out.contains(&format!("spark-jobs/etl-exec-{failed}")),
+                "{r:?}"
+            );
+        }
+        assert!(r.out.contains("released 7 pod(s)"), "{which:?}: {r:?}");
         assert!(
-            r.err.contains("1 of 11 pod writes failed, the others were done; the first: patch spark-jobs/etl-exec-3"),
+            r.err.contains("3 of 11 pod writes failed, the others were done; the first: patch spark-jobs/etl-exec-"),
             "{which:?}: {r:?}"
         );
         assert!(!r.out.contains(TOKEN) && !r.err.contains(TOKEN));
@@ -243,6 +253,28 @@ async fn text_outputs_cannot_be_forged_by_cluster_data() {
         out.contains("boom\\u{202e}evil\\u{1b}[2J"),
         "explain: the override and the escape are shown:\n{out}"
     );
+    // The post-mortem of a recording of it, in each of its text formats.
+    let rec = file.parent().unwrap().join("forged.ndjson");
+    let rec_s = rec.to_str().unwrap();
+    let (code, _, err) = triage(&[
+        "record",
+        rec_s,
+        "--kubeconfig",
+        kc,
+        "-n",
+        "default",
+        "--duration",
+        "3s",
+        "--poll-interval",
+        "1s",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    for format in ["md"] {
+        let (code, out, err) = triage(&["report", rec_s, "-o", format]).await;
+        assert_eq!(code, 0, "{err}");
+        check(&format!("report -o {format}"), &out);
+    }
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 

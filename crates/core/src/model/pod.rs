@@ -797,3 +797,38 @@ pub fn time(ts: &k8s_openapi::jiff::Timestamp) -> Time {
 pub fn fmt_time(t: &Time) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(expires: Option<&str>, finalizer: bool) -> ExecutorPod {
+        let mut meta = serde_json::json!({"name": "p", "namespace": "n", "labels": {
+            "spark-role": "executor", "spark-app-selector": "spark-1", "spark-exec-id": "1"}});
+        if let Some(e) = expires {
+            meta["annotations"] = serde_json::json!({ HOLD_EXPIRES: e });
+        }
+        if finalizer {
+            meta["finalizers"] = serde_json::json!([HOLD_FINALIZER]);
+        }
+        ExecutorPod::from_value(
+            &serde_json::json!({"metadata": meta, "status": {"phase": "Failed"}}),
+        )
+        .expect("a pod")
+    }
+
+    /// `release --expired` takes a hold past its expiry, one whose expiry cannot be read (it
+    /// would never expire by itself) and the finalizer with no expiry; not one still running.
+    #[test]
+    fn a_hold_is_due_past_its_expiry_or_when_its_expiry_cannot_be_read() {
+        let now = DateTime::parse_from_rfc3339("2026-12-03T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        assert!(held(Some("2026-12-03T09:59:59Z"), true).hold_due(now));
+        assert!(!held(Some("2026-12-03T10:00:01Z"), true).hold_due(now));
+        assert!(held(Some("next tuesday"), true).hold_due(now));
+        assert!(held(Some("next tuesday"), false).hold_due(now));
+        assert!(held(None, true).hold_due(now));
+        assert!(!held(None, false).hold_due(now), "not held at all");
+    }
+}
