@@ -607,3 +607,26 @@ mod many_apps;
 mod popup_keys;
 mod reading;
 mod themes;
+
+/// The first screen as it opens (no key pressed), at every size: the failure budget line
+/// and the concrete `--conf` are each whole on one row (at 80x24 the budget was once not
+/// drawn at all, cut under the wrapped `--conf`).
+#[test]
+fn the_first_screen_shows_the_budget_and_the_conf_whole_at_every_size() {
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let mut app = session();
+        let frame = draw(&mut app, w, h);
+        assert!(
+            frame.contains("▶ etl-nightly"),
+            "{w}x{h}: the worst app first:\n{frame}"
+        );
+        assert!(
+            frame.contains("--conf spark.executor.memoryOverhead=1g"),
+            "{w}x{h}: the --conf whole:\n{frame}"
+        );
+        assert!(
+            frame.contains("failures 2/20 allowed (maxNumFailures)"),
+            "{w}x{h}: the budget whole:\n{frame}"
+        );
+    }
+}

@@ -15,7 +15,7 @@ use tokio::{io::AsyncReadExt, process::Command};
 
 use super::common::{client, eventually, phase, plain_pod, start_sim, wait_running};
 
-fn kubectl_available() -> bool {
+pub(super) fn kubectl_available() -> bool {
     let found = std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(Stdio::null())

@@ -344,3 +344,64 @@ async fn a_late_status_dates_everything_by_the_cluster_s_clocks() {
     assert!(present >= 15, "{present} present pods compared");
     assert!(ended >= 5, "{ended} ended executors");
 }
+
+/// kubectl's habit: the cluster flags before the command (`spark-triage -n NS status`), and
+/// the plugin as kubectl runs it (`kubectl spark-triage --kubeconfig F status -A`): both
+/// answer with the apps (they failed with "cannot be used with '--namespace'").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_flags_before_the_command_and_the_kubectl_plugin_work() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["-n", "spark-jobs", "--kubeconfig", &kc, "status"])
+        .args(["--no-driver-api", "--poll-interval", "1s", "-o", "json"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["apps"].as_array().unwrap().len(), 3, "{stdout}");
+    assert!(app(&doc, "etl-nightly")["executors"].as_array().is_some());
+    if !super::kubectl::kubectl_available() {
+        return;
+    }
+    // kubectl finds the plugin on PATH by its name, as a user's krew install leaves it.
+    let bin = std::env::temp_dir().join(format!(
+        "st-plugin-{}-{:x}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_kubectl-spark_triage"),
+        bin.join("kubectl-spark_triage"),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("kubectl")
+        .args(["spark-triage", "--kubeconfig", &kc, "status", "-A"])
+        .args(["--no-driver-api", "--poll-interval", "1s"])
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let _ = std::fs::remove_dir_all(&bin);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for name in ["etl-nightly", "adhoc-analysis", "streaming-sessions"] {
+        assert!(stdout.contains(name), "{name} in:\n{stdout}");
+    }
+}

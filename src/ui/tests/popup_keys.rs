@@ -97,3 +97,61 @@ fn end_in_a_detail_shows_its_last_page() {
     assert!(last.contains("deleted (pod deleted)"), "{last}");
     insta::assert_snapshot!("detail_popup_end_80x24", last);
 }
+
+/// A confirmation owns every key: only `y`/Enter (do it), `n`/Esc (cancel) and `f` (a kill's
+/// force) mean anything; every other key of the keymap leaves it open, asks for nothing, and
+/// after Esc the screen beneath is as it was.
+#[test]
+fn a_confirmation_takes_only_its_own_keys() {
+    use crate::app::Confirm;
+    let confirm_of = || {
+        let mut app = opened(Popup::Confirm);
+        let a = app.current_app().cloned().expect("an app is selected");
+        app.confirm = Some(Confirm::Hold {
+            namespace: a.namespace.clone(),
+            app_id: a.app_id.clone(),
+            on: true,
+        });
+        app
+    };
+    let mut app = confirm_of();
+    close(&mut app);
+    assert!(app.confirm.is_none(), "Esc cancels");
+    let beneath = panes(&draw(&mut app, 80, 24));
+    let own = [
+        KeyCode::Char('y'),
+        KeyCode::Enter,
+        KeyCode::Char('n'),
+        KeyCode::Esc,
+    ];
+    for b in KEYMAP {
+        if b.action == crate::app::keymap::Action::ToggleUtc {
+            continue;
+        }
+        for code in b.keys.iter().filter(|c| !own.contains(c)) {
+            let mut app = confirm_of();
+            draw(&mut app, 80, 24);
+            let effects = update(&mut app, Msg::Key(KeyEvent::new(*code, KeyModifiers::NONE)));
+            assert!(
+                effects.is_empty(),
+                "{} ({code:?}) asked for {effects:?}",
+                b.label
+            );
+            assert_eq!(
+                app.popup,
+                Some(Popup::Confirm),
+                "{} ({code:?}) closed it",
+                b.label
+            );
+            assert!(app.confirm.is_some(), "{} ({code:?})", b.label);
+            draw(&mut app, 80, 24);
+            close(&mut app);
+            assert_eq!(
+                panes(&draw(&mut app, 80, 24)),
+                beneath,
+                "Confirm: {} ({code:?}) then Esc changed the screen beneath",
+                b.label
+            );
+        }
+    }
+}
