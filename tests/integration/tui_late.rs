@@ -27,6 +27,138 @@ fn seconds(age: &str) -> Option<i64> {
     num(age.strip_suffix('s')?)
 }
 
+/// An app's executors by the cluster's own clocks: the pods' `creationTimestamp` (as a
+/// real client gets them) and, from the driver's REST list, `addTime` and the ending (the
+/// container's finish when Spark's removal text has it, what the verdict reads, else when
+/// the driver removed it).
+async fn cluster_times(
+    sim: &spark_triage::sim::SimHandle,
+    app: &str,
+) -> (
+    BTreeMap<i64, Utc>,
+    BTreeMap<i64, (Option<Utc>, Option<Utc>)>,
+) {
+    let client = super::common::client(sim).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "spark-jobs");
+    let list = pods
+        .list(&ListParams::default().labels("spark-role"))
+        .await
+        .unwrap();
+    let mut created = BTreeMap::new();
+    let mut driver_pod = None;
+    for p in list.items {
+        let labels = p.metadata.labels.clone().unwrap_or_default();
+        if labels.get("spark-app-name").map(String::as_str) != Some(app) {
+            continue;
+        }
+        match labels.get("spark-exec-id") {
+            Some(id) => {
+                let at = serde_json::to_value(p.metadata.creation_timestamp.unwrap()).unwrap();
+                let at = chrono::DateTime::parse_from_rfc3339(at.as_str().unwrap()).unwrap();
+                created.insert(id.parse::<i64>().unwrap(), at.with_timezone(&chrono::Utc));
+            }
+            None => {
+                driver_pod = Some((
+                    p.metadata.name.unwrap(),
+                    labels["spark-app-selector"].clone(),
+                ))
+            }
+        }
+    }
+    let (name, app_id) = driver_pod.unwrap_or_else(|| panic!("{app}'s driver"));
+    let path = format!(
+        "/api/v1/namespaces/spark-jobs/pods/{name}:4040/proxy/api/v1/applications/{app_id}/allexecutors"
+    );
+    let text = client
+        .request_text(http::Request::get(path).body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    let execs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let time = |v: &serde_json::Value| {
+        chrono::DateTime::parse_from_str(
+            &v.as_str()?.replace("GMT", "+0000"),
+            "%Y-%m-%dT%H:%M:%S%.3f%z",
+        )
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    let driver = execs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            let id = e["id"].as_str()?.parse().ok()?;
+            let finished = e["removeReason"].as_str().and_then(|r| {
+                let at = r
+                    .split("container finished at: ")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?;
+                chrono::DateTime::parse_from_rfc3339(at).ok()
+            });
+            let ended = finished
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .or_else(|| time(&e["removeTime"]));
+            Some((id, (time(&e["addTime"]), ended)))
+        })
+        .collect();
+    (created, driver)
+}
+
+/// Each row of the table (id, state, AGE or "… ago" once it ended) against the cluster's
+/// times, within 2 s; every executor of the app is checked.
+fn check_ages(
+    app: &str,
+    table: &str,
+    now: Utc,
+    created: &BTreeMap<i64, Utc>,
+    driver: &BTreeMap<i64, (Option<Utc>, Option<Utc>)>,
+    executors: usize,
+) {
+    let mut checked = 0;
+    for line in table.lines() {
+        let cells: Vec<&str> = line.split('│').filter(|c| !c.trim().is_empty()).collect();
+        let Some(row) = cells.last() else { continue };
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let Some(id) = words.first().and_then(|w| w.parse::<i64>().ok()) else {
+            continue;
+        };
+        if words.len() < 3 {
+            continue;
+        }
+        let age = &row[row.find(words[1]).unwrap()..];
+        // STATE is one or two words ("deleted (missing)"); AGE follows.
+        let after_state = if words[2].starts_with('(') { 3 } else { 2 };
+        let shown_text = if words.get(after_state + 1) == Some(&"ago") {
+            format!("{} ago", words[after_state])
+        } else {
+            words[after_state].to_owned()
+        };
+        let shown = seconds(&shown_text).unwrap_or_else(|| {
+            panic!("{app} executor {id}: AGE {shown_text:?} is not a cluster time ({age})")
+        });
+        let truth = if shown_text.ends_with("ago") {
+            driver.get(&id).and_then(|d| d.1).unwrap_or_else(|| {
+                panic!("{app} executor {id} ended but the driver has no time for it")
+            })
+        } else {
+            created.get(&id).copied().unwrap_or_else(|| {
+                panic!("{app} executor {id}: no pod and shown as running\n{table}")
+            })
+        };
+        let expected = (now - truth).num_seconds();
+        assert!(
+            (expected - 2..=expected + 1).contains(&shown),
+            "{app} executor {id}: shown {shown_text} ({shown} s), the cluster says {expected} s\n{table}"
+        );
+        checked += 1;
+    }
+    assert_eq!(
+        checked, executors,
+        "every executor of {app} was checked:\n{table}"
+    );
+}
+
 #[test]
 fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
     if !Tmux::available() {
@@ -52,130 +184,44 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
         "Enter",
     ]);
     t.wait_for("Executors of etl-nightly", 30);
-    // The endings (from the driver's list) and the vanished one, newest first.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut map = t.screen();
-    while !(map.contains("7F") && map.contains("8F") && map.contains("10M")) {
-        assert!(Instant::now() < deadline, "{map}");
-        std::thread::sleep(Duration::from_millis(200));
-        map = t.screen();
-    }
-    t.keys(&["v"]);
-    let table = t.wait_for("table by id", 10);
-    let now = clock.now();
-
-    // The cluster's own times: the pods (as kubectl gets them) and the driver's list.
-    let (created, driver) = rt.block_on(async {
-        let client = super::common::client(&sim).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), "spark-jobs");
-        let list = pods.list(&ListParams::default().labels("spark-role")).await.unwrap();
-        let mut created = BTreeMap::new();
-        let mut driver_pod = None;
-        for p in list.items {
-            let labels = p.metadata.labels.clone().unwrap_or_default();
-            if labels.get("spark-app-name").map(String::as_str) != Some("etl-nightly") {
-                continue;
-            }
-            match labels.get("spark-exec-id") {
-                Some(id) => {
-                    let at = serde_json::to_value(p.metadata.creation_timestamp.unwrap()).unwrap();
-                    let at = chrono::DateTime::parse_from_rfc3339(at.as_str().unwrap()).unwrap();
-                    created.insert(id.parse::<i64>().unwrap(), at.with_timezone(&chrono::Utc));
-                }
-                None => driver_pod = Some((p.metadata.name.unwrap(), labels["spark-app-selector"].clone())),
-            }
+    // Every app (with how many executors it has, and how many ended or vanished).
+    for (app, executors, endings, settled) in [
+        ("etl-nightly", 13, 3, &["7F", "8F", "10M"][..]),
+        ("adhoc-analysis", 6, 2, &["3F", "4D"][..]),
+        ("streaming-sessions", 4, 1, &["3F"][..]),
+    ] {
+        t.keys(&[":", &format!("app {app}"), "Enter"]);
+        t.wait_for(&format!("Executors of {app}"), 10);
+        // The endings (from the driver's list) and the vanished one, newest first.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut map = t.screen();
+        while !(map.contains("map by id") && settled.iter().all(|s| map.contains(s))) {
+            assert!(Instant::now() < deadline, "{app}: {settled:?} in\n{map}");
+            std::thread::sleep(Duration::from_millis(200));
+            map = t.screen();
         }
-        let (name, app_id) = driver_pod.expect("etl-nightly's driver");
-        let path = format!(
-            "/api/v1/namespaces/spark-jobs/pods/{name}:4040/proxy/api/v1/applications/{app_id}/allexecutors"
-        );
-        let text = client
-            .request_text(http::Request::get(path).body(Vec::new()).unwrap())
-            .await
-            .unwrap();
-        let execs: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let time = |v: &serde_json::Value| {
-            chrono::DateTime::parse_from_str(
-                &v.as_str()?.replace("GMT", "+0000"),
-                "%Y-%m-%dT%H:%M:%S%.3f%z",
-            )
-            .ok()
-            .map(|t| t.with_timezone(&chrono::Utc))
-        };
-        let driver: BTreeMap<i64, (Option<Utc>, Option<Utc>)> = execs
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| {
-                let id = e["id"].as_str()?.parse().ok()?;
-                // The ending: the container's finish when Spark's removal text has it
-                // (what the verdict reads), else when the driver removed it.
-                let finished = e["removeReason"].as_str().and_then(|r| {
-                    let at = r.split("container finished at: ").nth(1)?.split_whitespace().next()?;
-                    chrono::DateTime::parse_from_rfc3339(at).ok()
-                });
-                let ended = finished
-                    .map(|t| t.with_timezone(&chrono::Utc))
-                    .or_else(|| time(&e["removeTime"]));
-                Some((id, (time(&e["addTime"]), ended)))
+        t.keys(&["v"]);
+        let table = t.wait_for("table by id", 10);
+        let now = clock.now();
+        let (created, driver) = rt.block_on(cluster_times(&sim, app));
+        check_ages(app, &table, now, &created, &driver, executors);
+        // The endings, newest first by the cluster's times.
+        let order: Vec<i64> = map
+            .lines()
+            .filter_map(|l| {
+                let (_, rest) = l.split_once(" ago  executor ")?;
+                rest.split_whitespace().next()?.parse().ok()
             })
             .collect();
-        (created, driver)
-    });
-
-    // Each row of the table: id, state, AGE (or "… ago" once it ended).
-    let mut checked = 0;
-    for line in table.lines() {
-        let cells: Vec<&str> = line.split('│').filter(|c| !c.trim().is_empty()).collect();
-        let Some(row) = cells.last() else { continue };
-        let words: Vec<&str> = row.split_whitespace().collect();
-        let Some(id) = words.first().and_then(|w| w.parse::<i64>().ok()) else {
-            continue;
-        };
-        let age = &row[row.find(words[1]).unwrap()..];
-        // STATE is one or two words ("deleted (missing)"); AGE follows.
-        let after_state = if words[2].starts_with('(') { 3 } else { 2 };
-        let shown_text = if words.get(after_state + 1) == Some(&"ago") {
-            format!("{} ago", words[after_state])
-        } else {
-            words[after_state].to_owned()
-        };
-        let shown = seconds(&shown_text).unwrap_or_else(|| {
-            panic!("executor {id}: AGE {shown_text:?} is not a cluster time ({age})")
-        });
-        let truth = if shown_text.ends_with("ago") {
-            driver[&id]
-                .1
-                .unwrap_or_else(|| panic!("executor {id} ended but the driver has no time for it"))
-        } else {
-            created[&id]
-        };
-        let expected = (now - truth).num_seconds();
+        assert_eq!(order.len(), endings, "{app}:\n{map}");
+        let times: Vec<_> = order.iter().map(|id| driver[id].1.unwrap()).collect();
         assert!(
-            (expected - 2..=expected + 1).contains(&shown),
-            "executor {id}: shown {shown_text} ({shown} s), the cluster says {expected} s\n{table}"
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "{app}: endings {order:?} are not newest first by the driver's times {times:?}"
         );
-        checked += 1;
+        t.keys(&["v"]);
+        t.wait_for("map by id", 10);
     }
-    assert_eq!(
-        checked, 13,
-        "every executor of etl-nightly was checked:\n{table}"
-    );
-
-    // The endings, newest first by the driver's removeTime.
-    let order: Vec<i64> = map
-        .lines()
-        .filter_map(|l| {
-            let (_, rest) = l.split_once(" ago  executor ")?;
-            rest.split_whitespace().next()?.parse().ok()
-        })
-        .collect();
-    assert_eq!(order.len(), 3, "{map}");
-    let times: Vec<_> = order.iter().map(|id| driver[id].1.unwrap()).collect();
-    assert!(
-        times.windows(2).all(|w| w[0] >= w[1]),
-        "endings {order:?} are not newest first by the driver's times {times:?}"
-    );
     t.keys(&["q"]);
     t.wait_prompt(10);
     drop(sim);
