@@ -234,6 +234,10 @@ fn exec(doc: &Value, id: i64) -> &Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_go),
+    ignore = "needs go (the control plane is built from Go modules; .ci/run installs it)"
+)]
 fn spark_triage_on_a_real_control_plane() {
     let Some(c) = up() else { return };
 

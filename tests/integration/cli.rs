@@ -272,6 +272,10 @@ async fn tab_completes_contexts_namespaces_apps_and_scenarios_from_the_cluster()
 /// The registration scripts zsh and fish source name the binary and the variable it is
 /// asked with; each shell, where installed, reads its script without error.
 #[test]
+#[cfg_attr(
+    not(all(have_zsh, have_fish)),
+    ignore = "needs zsh and fish (each reads its completion script; .ci/run installs them)"
+)]
 fn zsh_and_fish_register_dynamic_completion() {
     for (shell, check) in [("zsh", "zsh -n"), ("fish", "fish --no-execute")] {
         let (code, out, err) = triage(&["completions", shell]);
@@ -326,6 +330,10 @@ fn kubectl_plugin_completion_answers_in_cobra_s_format() {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_man),
+    ignore = "needs man (man-db renders the pages; .ci/run installs it)"
+)]
 fn man_writes_one_page_per_command_that_man_renders() {
     let dir = std::env::temp_dir().join(format!("spark-triage-man-{}", std::process::id()));
     let (code, out, err) = triage(&["man", "--out", dir.to_str().unwrap()]);

@@ -149,6 +149,10 @@ fn manifests_parse_into_their_types_with_read_only_grants_and_a_non_root_recorde
 }
 
 #[test]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
+)]
 fn the_kustomizations_build_with_kubectl() {
     for (dir, scope) in [
         ("deploy", "--all-namespaces"),

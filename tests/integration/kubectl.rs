@@ -101,6 +101,10 @@ fn status_of(table: &str, name: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (a real third-party client; .ci/run installs it)"
+)]
 async fn kubectl_reads_the_mixed_scenario() {
     if !kubectl_available() {
         return;
@@ -188,6 +192,10 @@ async fn kubectl_reads_the_mixed_scenario() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (a real third-party client; .ci/run installs it)"
+)]
 async fn kubectl_status_column_watch_and_delete() {
     if !kubectl_available() {
         return;

@@ -345,11 +345,10 @@ async fn a_late_status_dates_everything_by_the_cluster_s_clocks() {
     assert!(ended >= 5, "{ended} ended executors");
 }
 
-/// kubectl's habit: the cluster flags before the command (`spark-triage -n NS status`), and
-/// the plugin as kubectl runs it (`kubectl spark-triage --kubeconfig F status -A`): both
-/// answer with the apps (they failed with "cannot be used with '--namespace'").
+/// kubectl's habit: the cluster flags before the command (`spark-triage -n NS status`)
+/// answer with the apps (it failed with "cannot be used with '--namespace'").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn global_flags_before_the_command_and_the_kubectl_plugin_work() {
+async fn global_flags_before_the_command_work() {
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.display().to_string();
     let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
@@ -367,9 +366,20 @@ async fn global_flags_before_the_command_and_the_kubectl_plugin_work() {
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["apps"].as_array().unwrap().len(), 3, "{stdout}");
     assert!(app(&doc, "etl-nightly")["executors"].as_array().is_some());
+}
+
+/// The plugin as kubectl runs it: `kubectl spark-triage --kubeconfig F status -A`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (it runs the plugin; .ci/run installs it)"
+)]
+async fn the_kubectl_plugin_takes_kubectl_s_flags() {
     if !super::kubectl::kubectl_available() {
         return;
     }
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
     // kubectl finds the plugin on PATH by its name, as a user's krew install leaves it.
     let bin = std::env::temp_dir().join(format!(
         "st-plugin-{}-{:x}",

@@ -160,6 +160,10 @@ fn check_ages(
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
     if !Tmux::available() {
         return;
@@ -232,6 +236,10 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
 /// horizon, the header says so, the ended executors leave the map (the driver's list does
 /// not bring them back), and the failure budget still counts them.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn the_live_view_forgets_executors_gone_past_its_horizon() {
     if !Tmux::available() {
         return;

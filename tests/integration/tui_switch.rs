@@ -22,6 +22,10 @@ fn wait_screen(t: &Tmux, all: &[&str], none: &[&str], secs: u64) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn ns_and_ctx_switch_the_running_view_and_the_recording_keeps_it() {
     if !Tmux::available() {
         return;

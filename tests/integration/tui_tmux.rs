@@ -9,6 +9,10 @@ use std::{
 use super::tmux::{Tmux, tmux};
 
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn demo_in_a_real_terminal() {
     if !Tmux::available() {
         return;
@@ -94,6 +98,10 @@ fn demo_in_a_real_terminal() {
 /// `demo` as a new user meets it, no key pressed: the first screen leads with the worst app
 /// and names its OOM deaths by cause, with the setting to change.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn the_demo_opens_on_the_incident() {
     if !Tmux::available() {
         return;
@@ -169,6 +177,10 @@ fn the_demo_opens_on_the_incident() {
 /// `replay` of a recording opens on its first failure, with the failing app selected: never
 /// an empty first instant.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn replay_opens_on_the_first_failure() {
     if !Tmux::available() {
         return;
@@ -194,6 +206,10 @@ fn replay_opens_on_the_first_failure() {
 /// (vanished) are long gone: the first screen already shows them, from the driver's
 /// executor list, on the app in the worst state, with no key pressed.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn the_first_screen_shows_the_dead_executors_of_every_app() {
     if !Tmux::available() {
         return;
@@ -231,6 +247,10 @@ fn the_first_screen_shows_the_dead_executors_of_every_app() {
 /// SIGHUP (a closed SSH session or tmux pane) ends the live view as `q` does: the
 /// terminal restored and the `--record` file closed as a complete zstd stream.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn sighup_restores_the_terminal_and_closes_the_recording() {
     if !Tmux::available() {
         return;
@@ -271,7 +291,13 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
         &mut text,
     )
     .expect("a complete zstd stream");
-    if let Ok(z) = Command::new("zstd").arg("-t").arg(&recording).output() {
+    // And the zstd tool agrees, where it is installed (always under CI=true: build.rs).
+    if cfg!(have_zstd) {
+        let z = Command::new("zstd")
+            .arg("-t")
+            .arg(&recording)
+            .output()
+            .expect("zstd runs (.ci/run installs it)");
         assert!(
             z.status.success(),
             "zstd -t: {}",
@@ -295,6 +321,10 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
 /// The live view against an API server that accepts and never answers: it says it is
 /// connecting, `q` quits at once, and without a key it gives up after the timeout.
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
     if !Tmux::available() {
         return;
@@ -351,6 +381,10 @@ fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
 /// A terminal that cannot show UTF-8 (`LC_ALL=C`) gets the view in ASCII; `TERM=dumb` gets
 /// it in ASCII without colour (both used to get box drawing and colour).
 #[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
 fn a_c_locale_and_a_dumb_terminal_get_ascii() {
     if !Tmux::available() {
         return;

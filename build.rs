@@ -1,0 +1,48 @@
+//! Which outside tools this machine has, for the tests that need them: each found tool sets
+//! `have_<tool>`, and a test that needs a missing one is marked
+//! `#[cfg_attr(not(have_tmux), ignore = "needs tmux …")]`, so cargo's own summary lists it as
+//! ignored with its reason (a test that returned early showed as `ok`). Under `CI=true` every
+//! cfg is set whatever is found: those tests are mandatory there and fail when a tool is
+//! missing. The product itself reads none of these.
+
+use std::path::Path;
+
+/// The tools, by the cfg they set.
+const TOOLS: [(&str, &str); 9] = [
+    ("have_kubectl", "kubectl"),
+    ("have_tmux", "tmux"),
+    ("have_zsh", "zsh"),
+    ("have_fish", "fish"),
+    ("have_man", "man"),
+    ("have_zstd", "zstd"),
+    ("have_go", "go"),
+    ("have_java", "java"),
+    ("have_python3", "python3"),
+];
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=PATH");
+    println!("cargo::rerun-if-env-changed=CI");
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<_> = std::env::split_paths(&path).collect();
+    // Looked for again when PATH or CI change, or a found tool does; a tool installed into
+    // a directory already on PATH is found after `touch build.rs` (watching whole PATH
+    // directories would scan them at every build).
+    for (cfg, tool) in TOOLS {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        let found = dirs.iter().map(|d| d.join(tool)).find(|p| executable(p));
+        if let Some(p) = &found {
+            println!("cargo::rerun-if-changed={}", p.display());
+        }
+        if ci || found.is_some() {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+}
+
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
