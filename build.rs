@@ -3,12 +3,14 @@
 //! `#[cfg_attr(not(have_tmux), ignore = "needs tmux …")]`, so cargo's own summary lists it as
 //! ignored with its reason (a test that returned early showed as `ok`). Under `CI=true` every
 //! cfg is set whatever is found: those tests are mandatory there and fail when a tool is
-//! missing. The product itself reads none of these.
+//! missing. The product itself reads none of these. PATH is part of the fingerprint: a build
+//! under another PATH (an editor's, `.ci/run`'s) compiles the package again.
 
 use std::path::Path;
 
 /// The tools, by the cfg they set.
-const TOOLS: [(&str, &str); 9] = [
+const TOOLS: [(&str, &str); 10] = [
+    ("have_openssl", "openssl"),
     ("have_kubectl", "kubectl"),
     ("have_tmux", "tmux"),
     ("have_zsh", "zsh"),

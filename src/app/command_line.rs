@@ -12,27 +12,41 @@ pub(super) fn open(app: &mut App) -> Vec<Effect> {
     app.command = Some(String::new());
     app.history_pos = None;
     if app.namespaces == Namespaces::NotAsked && app.ctx.mode != super::Mode::Replay {
-        app.namespaces = Namespaces::Asked { tab_waiting: false };
+        app.namespaces = Namespaces::Asked { tab_waiting: None };
         return vec![Effect::ListNamespaces];
     }
     Vec::new()
 }
 
-/// The cluster's answer: a Tab pressed while it was awaited is completed now.
+/// The cluster's answer: a Tab pressed while it was awaited is completed now, if the
+/// prompt still holds the line it was pressed on. An answer nobody awaits (the scope was
+/// switched since it was asked) is dropped: the new scope asks again.
 pub(super) fn told_namespaces(app: &mut App, names: Vec<String>) {
-    let waiting = matches!(app.namespaces, Namespaces::Asked { tab_waiting: true });
+    let Namespaces::Asked { tab_waiting } = std::mem::take(&mut app.namespaces) else {
+        return;
+    };
     app.namespaces = Namespaces::Told(names);
-    if waiting && let Some(buf) = app.command.take() {
-        let done = complete(app, &buf);
-        app.command = Some(done);
+    if let Some(line) = tab_waiting {
+        if app.notice.as_deref() == Some(ASKING) {
+            app.notice = None;
+        }
+        if app.command.as_deref() == Some(line.as_str()) {
+            app.command = Some(complete(app, &line));
+        }
     }
 }
+
+/// Said while a Tab waits for the cluster's namespaces.
+const ASKING: &str = "asking the cluster for its namespaces…";
 
 /// A key while the prompt is open.
 pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
     let Some(mut buf) = app.command.take() else {
         return Vec::new();
     };
+    if matches!(code, KeyCode::Enter | KeyCode::Esc) {
+        forget_waiting_tab(app);
+    }
     match code {
         KeyCode::Enter => {
             let line = buf.trim().to_owned();
@@ -72,14 +86,27 @@ pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
             None => {}
         },
         KeyCode::Tab if awaits_namespaces(app, &buf) => {
-            app.namespaces = Namespaces::Asked { tab_waiting: true };
-            app.notice = Some("asking the cluster for its namespaces…".to_owned());
+            app.namespaces = Namespaces::Asked {
+                tab_waiting: Some(buf.clone()),
+            };
+            app.notice = Some(ASKING.to_owned());
         }
         KeyCode::Tab => buf = complete(app, &buf),
         _ => {}
     }
     app.command = Some(buf);
     Vec::new()
+}
+
+/// The prompt closes: a Tab waiting for the namespaces completes nothing, and its notice
+/// goes.
+fn forget_waiting_tab(app: &mut App) {
+    if let Namespaces::Asked { tab_waiting } = &mut app.namespaces
+        && tab_waiting.take().is_some()
+        && app.notice.as_deref() == Some(ASKING)
+    {
+        app.notice = None;
+    }
 }
 
 const VERBS: [&str; 5] = ["app", "ctx", "ns", "q", "quit"];
@@ -376,6 +403,29 @@ mod tests {
         );
         assert_eq!(app.command.as_deref(), Some("ns kube-system"));
         assert_eq!(app.notice, None);
+        // Closed before the answer: the waiting Tab completes nothing in a later prompt, and
+        // an answer for a scope switched away from is dropped.
+        let mut late = self::app();
+        press(&mut late, KeyCode::Char(':'));
+        type_(&mut late, "ns kube-s");
+        press(&mut late, KeyCode::Tab);
+        press(&mut late, KeyCode::Esc);
+        assert_eq!(late.notice, None, "the waiting notice goes with the prompt");
+        press(&mut late, KeyCode::Char(':'));
+        type_(&mut late, "ns kube-s");
+        update(&mut late, Msg::Namespaces(vec!["kube-system".into()]));
+        assert_eq!(
+            late.command.as_deref(),
+            Some("ns kube-s"),
+            "no Tab pressed here"
+        );
+        let mut switched = self::app();
+        update(&mut switched, Msg::Namespaces(vec!["old-cluster".into()]));
+        assert_eq!(
+            switched.namespaces,
+            Namespaces::NotAsked,
+            "not asked: dropped"
+        );
         // Told: a Tab that matches nothing says so at once.
         type_(&mut app, "x");
         press(&mut app, KeyCode::Tab);

@@ -284,9 +284,10 @@ pub enum Namespaces {
     /// Not asked in this scope yet.
     #[default]
     NotAsked,
-    /// Asked, no answer yet; `tab_waiting` when Tab was pressed meanwhile (the completion
-    /// is made when the answer comes: on a slow cluster a quick Tab found nothing).
-    Asked { tab_waiting: bool },
+    /// Asked, no answer yet; `tab_waiting`, the line Tab was pressed on meanwhile: it is
+    /// completed when the answer comes if the prompt still holds it (on a slow cluster a
+    /// quick Tab found nothing).
+    Asked { tab_waiting: Option<String> },
     /// The answer (empty when not allowed or the cluster did not answer).
     Told(Vec<String>),
 }

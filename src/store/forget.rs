@@ -1,12 +1,12 @@
-//! Forgetting (`SourceEvent::Forget`): a recorder that runs for days keeps in memory only
-//! the executors whose pods went away recently; its segments keep the rest.
+//! Forgetting (`SourceEvent::Forget`): a recorder or a live view that runs for days keeps
+//! in memory only the executors that went away recently; a recorder's segments keep the
+//! rest.
 
 use super::{Store, derived};
 use crate::model::Time;
 
 impl Store {
-    /// Drops executors whose pods were gone before `before` (their ending by the cluster's
-    /// clocks, else when they were seen gone), with their captured logs and
+    /// Drops executors gone before `before` (see [`gone_at`]), with their captured logs and
     /// events, and apps left with nothing that have ended: their driver gone or finished
     /// and nothing new since `before`. Forgotten ids are remembered (as ranges) so the
     /// driver's list naming them again brings nothing back.
@@ -14,19 +14,18 @@ impl Store {
         let mut empty = Vec::new();
         let mut forgotten = 0;
         for (key, app) in &mut self.snap.apps {
+            let finished = app.driver.as_ref().is_none_or(|d| {
+                d.gone.is_some()
+                    || matches!(d.phase.as_deref(), Some("Succeeded" | "Failed" | "Deleted"))
+            });
             // Each with, when Spark counted it, its cause (if its verdict named one).
             #[allow(clippy::type_complexity)]
             let old: Vec<(i64, String, Option<Option<crate::diagnose::Code>>)> = app
                 .executors
                 .values()
-                // Gone since before the horizon by the cluster's clocks (an executor that
-                // ended minutes before this process started is as old as its ending, not
-                // as its first sight here).
-                .filter(|e| {
-                    e.gone.as_ref().is_some_and(|g| {
-                        super::times::ended(e).map_or(g.at(), |(t, _)| t.min(g.at())) < before
-                    }) && !active_driver_only(e)
-                })
+                .filter(|e| e.gone.as_ref().is_some_and(|g| gone_at(e, g) < before))
+                // The driver's last word while it runs: not ended, whatever its age.
+                .filter(|e| finished || !active_driver_only(e))
                 .map(|e| {
                     let counted = e
                         .verdict
@@ -51,10 +50,6 @@ impl Store {
                 self.logs
                     .retain(|(k, id)| k != key || !old.iter().any(|(o, ..)| o == id));
             }
-            let finished = app.driver.as_ref().is_none_or(|d| {
-                d.gone.is_some()
-                    || matches!(d.phase.as_deref(), Some("Succeeded" | "Failed" | "Deleted"))
-            });
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
             if app.executors.is_empty() && finished && quiet {
                 empty.push(key.clone());
@@ -86,8 +81,23 @@ impl Store {
     }
 }
 
+/// Since when the executor is gone, for the horizon. Known only from the driver (its pod
+/// never seen here): its ending by the cluster's clocks, so an executor that ended minutes
+/// before this process started is as old as its ending, not as its first sight here. A pod
+/// that was seen: when it went (a pod that sat failed for an hour and was deleted a moment
+/// ago is kept a horizon from now, and a vanish or deletion later withdrawn never meets a
+/// record already forgotten).
+fn gone_at(e: &super::ExecutorRecord, g: &super::Gone) -> Time {
+    match g {
+        super::Gone::DriverOnly { .. } => {
+            super::times::ended(e).map_or(g.at(), |(t, _)| t.min(g.at()))
+        }
+        _ => g.at(),
+    }
+}
+
 /// Known only from the driver, which counts it active (a selector leaves its pod out of
-/// the scope): it has not ended, whatever its age.
+/// the scope): it has not ended while the driver runs.
 fn active_driver_only(e: &super::ExecutorRecord) -> bool {
     matches!(e.gone, Some(super::Gone::DriverOnly { .. }))
         && e.driver

@@ -868,7 +868,14 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
         max_memory: None,
         peak: Default::default(),
     };
+    let driver = || {
+        pod(
+            json!({"metadata": {"name": "app-driver", "labels": {"spark-app-selector": "spark-1", "spark-role": "driver"}},
+            "spec": {"containers": [{"name": "spark-kubernetes-driver"}]}, "status": {"phase": "Running"}}),
+        )
+    };
     let s = run(vec![
+        up(driver(), 590),
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
@@ -890,4 +897,20 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
     );
     assert!(a.executors.contains_key(&2), "still active: kept");
     assert_eq!(s.view().forgotten, 1);
+    // Past its first sight by more than the horizon, still active: kept while the driver
+    // runs.
+    let mut s = s;
+    s.apply(SourceEvent::Forget {
+        before: t(1000),
+        at: t(1300),
+    });
+    assert!(app(&s).executors.contains_key(&2), "still active: kept");
+    assert_eq!(s.view().forgotten, 1);
+    // The driver gone, its last word is no longer news: forgotten.
+    s.apply(del(driver(), 1400));
+    s.apply(SourceEvent::Forget {
+        before: t(1500),
+        at: t(1800),
+    });
+    assert_eq!(s.view().forgotten, 2);
 }

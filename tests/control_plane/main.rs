@@ -235,8 +235,8 @@ fn exec(doc: &Value, id: i64) -> &Value {
 
 #[test]
 #[cfg_attr(
-    not(have_go),
-    ignore = "needs go (the control plane is built from Go modules; .ci/run installs it)"
+    not(all(have_go, have_kubectl, have_openssl)),
+    ignore = "needs go, kubectl and openssl (the control plane is built from Go modules; .ci/run installs them)"
 )]
 fn spark_triage_on_a_real_control_plane() {
     let Some(c) = up() else { return };

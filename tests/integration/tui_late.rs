@@ -106,11 +106,12 @@ async fn cluster_times(
 }
 
 /// Each row of the table (id, state, AGE or "… ago" once it ended) against the cluster's
-/// times, within 2 s; every executor of the app is checked.
+/// times, within 2 s of the moments it can have been drawn at (`drawn`: from, to); every
+/// executor of the app is checked.
 fn check_ages(
     app: &str,
     table: &str,
-    now: Utc,
+    drawn: (Utc, Utc),
     created: &BTreeMap<i64, Utc>,
     driver: &BTreeMap<i64, (Option<Utc>, Option<Utc>)>,
     executors: usize,
@@ -146,10 +147,13 @@ fn check_ages(
                 panic!("{app} executor {id}: no pod and shown as running\n{table}")
             })
         };
-        let expected = (now - truth).num_seconds();
+        let (from, to) = (
+            (drawn.0 - truth).num_seconds(),
+            (drawn.1 - truth).num_seconds(),
+        );
         assert!(
-            (expected - 2..=expected + 1).contains(&shown),
-            "{app} executor {id}: shown {shown_text} ({shown} s), the cluster says {expected} s\n{table}"
+            (from - 2..=to + 1).contains(&shown),
+            "{app} executor {id}: shown {shown_text} ({shown} s), the cluster says {from}-{to} s\n{table}"
         );
         checked += 1;
     }
@@ -204,11 +208,13 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
             std::thread::sleep(Duration::from_millis(200));
             map = t.screen();
         }
+        // The table was drawn between these two moments of the cluster's clock.
+        let drawn_after = clock.now();
         t.keys(&["v"]);
         let table = t.wait_for("table by id", 10);
-        let now = clock.now();
+        let drawn = (drawn_after, clock.now());
         let (created, driver) = rt.block_on(cluster_times(&sim, app));
-        check_ages(app, &table, now, &created, &driver, executors);
+        check_ages(app, &table, drawn, &created, &driver, executors);
         // The endings, newest first by the cluster's times.
         let order: Vec<i64> = map
             .lines()
