@@ -141,20 +141,7 @@ fn driver_lists_active(ids: &[i64], at: u32) -> SourceEvent {
         view: crate::source::DriverView::Ok {
             executors: ids
                 .iter()
-                .map(|id| crate::model::DriverExecutor {
-                    id: *id,
-                    active: true,
-                    host_port: None,
-                    pod_name: None,
-                    add_time: Some(t(0)),
-                    remove_time: None,
-                    remove_reason: None,
-                    active_tasks: 0,
-                    failed_tasks: 0,
-                    completed_tasks: 0,
-                    max_memory: None,
-                    peak: Default::default(),
-                })
+                .map(|id| super::tests::driver_exec(*id, true))
                 .collect(),
         },
         at: t(at),

@@ -75,6 +75,24 @@ pub(super) async fn run(events: Vec<SourceEvent>) -> Store {
         .await
 }
 
+/// One executor as the driver lists it: added at 0, and removed at 60 s unless active.
+pub(super) fn driver_exec(id: i64, active: bool) -> crate::model::DriverExecutor {
+    crate::model::DriverExecutor {
+        id,
+        active,
+        host_port: None,
+        pod_name: None,
+        add_time: Some(t(0)),
+        remove_time: (!active).then(|| t(60)),
+        remove_reason: None,
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    }
+}
+
 pub(super) fn app(s: &Store) -> &AppRecord {
     s.view()
         .apps
@@ -709,18 +727,8 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
 #[tokio::test]
 async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
     let gone = crate::model::DriverExecutor {
-        id: 2,
-        active: false,
-        host_port: None,
         pod_name: Some("etl-0a1b2c-exec-2".into()),
-        add_time: Some(t(0)),
-        remove_time: Some(t(60)),
-        remove_reason: None,
-        active_tasks: 0,
-        failed_tasks: 0,
-        completed_tasks: 0,
-        max_memory: None,
-        peak: Default::default(),
+        ..driver_exec(2, false)
     };
     let s = run(vec![
         up(exec(1, 10, running()), 100),
@@ -854,20 +862,6 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
 /// active, known only from it, is kept.
 #[tokio::test]
 async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_only_executor() {
-    let driver_exec = |id: i64, active: bool| crate::model::DriverExecutor {
-        id,
-        active,
-        host_port: None,
-        pod_name: None,
-        add_time: Some(t(0)),
-        remove_time: (!active).then(|| t(60)),
-        remove_reason: None,
-        active_tasks: 0,
-        failed_tasks: 0,
-        completed_tasks: 0,
-        max_memory: None,
-        peak: Default::default(),
-    };
     let driver = || {
         pod(
             json!({"metadata": {"name": "app-driver", "labels": {"spark-app-selector": "spark-1", "spark-role": "driver"}},

@@ -9,13 +9,21 @@ use tokio::process::Command;
 use super::common::{app, start_sim};
 
 async fn status(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .arg("status")
-        .args(args)
+    output(
+        Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .arg("status")
+            .args(args),
+    )
+    .await
+}
+
+/// A command run without standard input: its exit code, stdout and stderr.
+async fn output(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd
         .stdin(Stdio::null())
         .output()
         .await
-        .expect("run status");
+        .expect("the command runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -351,18 +359,13 @@ async fn a_late_status_dates_everything_by_the_cluster_s_clocks() {
 async fn global_flags_before_the_command_work() {
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.display().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["-n", "spark-jobs", "--kubeconfig", &kc, "status"])
-        .args(["--no-driver-api", "--poll-interval", "1s", "-o", "json"])
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let (code, stdout, stderr) = output(
+        Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .args(["-n", "spark-jobs", "--kubeconfig", &kc, "status"])
+            .args(["--no-driver-api", "--poll-interval", "1s", "-o", "json"]),
+    )
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["apps"].as_array().unwrap().len(), 3, "{stdout}");
     assert!(app(&doc, "etl-nightly")["executors"].as_array().is_some());
@@ -397,20 +400,15 @@ async fn the_kubectl_plugin_takes_kubectl_s_flags() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new("kubectl")
-        .args(["spark-triage", "--kubeconfig", &kc, "status", "-A"])
-        .args(["--no-driver-api", "--poll-interval", "1s"])
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (code, stdout, stderr) = output(
+        Command::new("kubectl")
+            .args(["spark-triage", "--kubeconfig", &kc, "status", "-A"])
+            .args(["--no-driver-api", "--poll-interval", "1s"])
+            .env("PATH", path),
+    )
+    .await;
     let _ = std::fs::remove_dir_all(&bin);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(code, 0, "{stdout}{stderr}");
     for name in ["etl-nightly", "adhoc-analysis", "streaming-sessions"] {
         assert!(stdout.contains(name), "{name} in:\n{stdout}");
     }

@@ -163,6 +163,36 @@ fn check_ages(
     );
 }
 
+/// The `mixed` simulator run fast (25x) to `secs` of its time, then in real time, as a
+/// cluster would be found; the live view (with `extra` flags) started on it in tmux.
+fn opened_late(
+    rt: &tokio::runtime::Runtime,
+    secs: f64,
+    extra: &str,
+) -> (
+    spark_triage::sim::SimHandle,
+    spark_triage::sim::clock::SimClock,
+    Tmux,
+) {
+    let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
+    let clock = sim.clock();
+    while clock.elapsed_secs() < secs {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    clock.set_speed(1.0);
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!(
+            "{bin} --kubeconfig {} -n spark-jobs --poll-interval 2s{extra}",
+            sim.kubeconfig.display()
+        ),
+        "Enter",
+    ]);
+    (sim, clock, t)
+}
+
 #[test]
 #[cfg_attr(
     not(have_tmux),
@@ -173,24 +203,9 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    // mixed's failures are at 10-25 s (and Spark notices the vanished pod by 50 s): run fast
-    // to five minutes after, then in real time, as a cluster would be found.
-    let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
-    let clock = sim.clock();
-    while clock.elapsed_secs() < 330.0 {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    clock.set_speed(1.0);
-    let t = Tmux::start();
-    t.wait_for("$", 10);
-    let bin = env!("CARGO_BIN_EXE_spark-triage");
-    t.keys(&[
-        &format!(
-            "{bin} --kubeconfig {} -n spark-jobs --poll-interval 2s",
-            sim.kubeconfig.display()
-        ),
-        "Enter",
-    ]);
+    // mixed's failures are at 10-25 s (and Spark notices the vanished pod by 50 s): five
+    // minutes after.
+    let (sim, clock, t) = opened_late(&rt, 330.0, "");
     t.wait_for("Executors of etl-nightly", 30);
     // Every app (with how many executors it has, and how many ended or vanished).
     for (app, executors, endings, settled) in [
@@ -251,22 +266,7 @@ fn the_live_view_forgets_executors_gone_past_its_horizon() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
-    let clock = sim.clock();
-    while clock.elapsed_secs() < 200.0 {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    clock.set_speed(1.0);
-    let t = Tmux::start();
-    t.wait_for("$", 10);
-    let bin = env!("CARGO_BIN_EXE_spark-triage");
-    t.keys(&[
-        &format!(
-            "{bin} --kubeconfig {} -n spark-jobs --poll-interval 2s --forget-after 1m",
-            sim.kubeconfig.display()
-        ),
-        "Enter",
-    ]);
+    let (sim, _clock, t) = opened_late(&rt, 200.0, " --forget-after 1m");
     // The first forget comes a quarter of the horizon after the start.
     let screen = t.wait_for("gone >1m forgotten", 40);
     let map = screen
