@@ -7,9 +7,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, api::ListParams};
-
 use super::tmux::Tmux;
 
 type Utc = chrono::DateTime<chrono::Utc>;
@@ -27,8 +24,8 @@ fn seconds(age: &str) -> Option<i64> {
     num(age.strip_suffix('s')?)
 }
 
-/// An app's executors by the cluster's own clocks: the pods' `creationTimestamp` (as a
-/// real client gets them) and, from the driver's REST list, `addTime` and the ending (the
+/// An app's executors by the cluster's own clocks: the pods' `creationTimestamp` (as
+/// kubectl gets them) and, from the driver's REST list, `addTime` and the ending (the
 /// container's finish when Spark's removal text has it, what the verdict reads, else when
 /// the driver removed it).
 async fn cluster_times(
@@ -38,33 +35,44 @@ async fn cluster_times(
     BTreeMap<i64, Utc>,
     BTreeMap<i64, (Option<Utc>, Option<Utc>)>,
 ) {
-    let client = super::common::client(sim).await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "spark-jobs");
-    let list = pods
-        .list(&ListParams::default().labels("spark-role"))
+    // The pods as kubectl gets them (`kubectl get pods -o json`).
+    let out = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .args(["get", "pods", "-n", "spark-jobs", "-o", "json"])
+        .arg(format!("--selector=spark-app-name={app}"))
+        .stdin(std::process::Stdio::null())
+        .output()
         .await
-        .unwrap();
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("kubectl's JSON");
     let mut created = BTreeMap::new();
     let mut driver_pod = None;
-    for p in list.items {
-        let labels = p.metadata.labels.clone().unwrap_or_default();
-        if labels.get("spark-app-name").map(String::as_str) != Some(app) {
-            continue;
-        }
-        match labels.get("spark-exec-id") {
+    for p in list["items"].as_array().expect("items") {
+        let labels = &p["metadata"]["labels"];
+        match labels["spark-exec-id"].as_str() {
             Some(id) => {
-                let at = serde_json::to_value(p.metadata.creation_timestamp.unwrap()).unwrap();
-                let at = chrono::DateTime::parse_from_rfc3339(at.as_str().unwrap()).unwrap();
+                let at = p["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .expect("creationTimestamp");
+                let at = chrono::DateTime::parse_from_rfc3339(at).unwrap();
                 created.insert(id.parse::<i64>().unwrap(), at.with_timezone(&chrono::Utc));
             }
-            None => {
+            None if labels["spark-role"] == "driver" => {
                 driver_pod = Some((
-                    p.metadata.name.unwrap(),
-                    labels["spark-app-selector"].clone(),
+                    p["metadata"]["name"].as_str().unwrap().to_owned(),
+                    labels["spark-app-selector"].as_str().unwrap().to_owned(),
                 ))
             }
+            None => {}
         }
     }
+    let client = super::common::client(sim).await;
     let (name, app_id) = driver_pod.unwrap_or_else(|| panic!("{app}'s driver"));
     let path = format!(
         "/api/v1/namespaces/spark-jobs/pods/{name}:4040/proxy/api/v1/applications/{app_id}/allexecutors"
@@ -195,11 +203,11 @@ fn opened_late(
 
 #[test]
 #[cfg_attr(
-    not(have_tmux),
-    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+    not(all(have_tmux, have_kubectl)),
+    ignore = "needs tmux and kubectl (a real terminal, a real client's times; .ci/run installs them)"
 )]
 fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
-    if !Tmux::available() {
+    if !Tmux::available() || !super::kubectl::kubectl_available() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
