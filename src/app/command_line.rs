@@ -22,17 +22,15 @@ pub(super) fn open(app: &mut App) -> Vec<Effect> {
 /// prompt still holds the line it was pressed on. An answer nobody awaits (the scope was
 /// switched since it was asked) is dropped: the new scope asks again.
 pub(super) fn told_namespaces(app: &mut App, names: Vec<String>) {
-    let Namespaces::Asked { tab_waiting } = std::mem::take(&mut app.namespaces) else {
+    if !matches!(app.namespaces, Namespaces::Asked { .. }) {
         return;
-    };
+    }
+    let waiting = take_waiting_tab(app);
     app.namespaces = Namespaces::Told(names);
-    if let Some(line) = tab_waiting {
-        if app.notice.as_deref() == Some(ASKING) {
-            app.notice = None;
-        }
-        if app.command.as_deref() == Some(line.as_str()) {
-            app.command = Some(complete(app, &line));
-        }
+    if let Some(line) = waiting
+        && app.command.as_deref() == Some(line.as_str())
+    {
+        app.command = Some(complete(app, &line));
     }
 }
 
@@ -45,7 +43,7 @@ pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
         return Vec::new();
     };
     if matches!(code, KeyCode::Enter | KeyCode::Esc) {
-        forget_waiting_tab(app);
+        take_waiting_tab(app); // the prompt closes: it completes nothing
     }
     match code {
         KeyCode::Enter => {
@@ -98,15 +96,16 @@ pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
     Vec::new()
 }
 
-/// The prompt closes: a Tab waiting for the namespaces completes nothing, and its notice
-/// goes.
-fn forget_waiting_tab(app: &mut App) {
-    if let Namespaces::Asked { tab_waiting } = &mut app.namespaces
-        && tab_waiting.take().is_some()
-        && app.notice.as_deref() == Some(ASKING)
-    {
+/// The line a Tab waits on for the namespaces, if any, taken with its notice.
+fn take_waiting_tab(app: &mut App) -> Option<String> {
+    let Namespaces::Asked { tab_waiting } = &mut app.namespaces else {
+        return None;
+    };
+    let line = tab_waiting.take()?;
+    if app.notice.as_deref() == Some(ASKING) {
         app.notice = None;
     }
+    Some(line)
 }
 
 const VERBS: [&str; 5] = ["app", "ctx", "ns", "q", "quit"];

@@ -331,11 +331,18 @@ async fn one_recorder_per_directory_and_per_file() {
         .stderr(Stdio::null())
         .spawn()
         .expect("record starts");
+    // Within 30 s: a recorder that never writes its header fails the test, not hangs it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let header = loop {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         if let Some(line) = text.lines().next() {
             break line.to_owned();
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no header in {} after 30 s",
+            file.display()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let out = triage()

@@ -152,7 +152,7 @@ async fn release_all_tries_every_pod_and_says_which_failed() {
         }
         assert!(r.out.contains("released 7 pod(s)"), "{which:?}: {r:?}");
         assert!(
-            r.err.contains("3 of 11 pod writes failed, the others were done; the first: patch spark-jobs/etl-exec-"),
+            r.err.contains("3 of 11 pod writes failed, the others were done; the first: patch spark-jobs/etl-exec-3"),
             "{which:?}: {r:?}"
         );
         assert!(!r.out.contains(TOKEN) && !r.err.contains(TOKEN));
@@ -253,7 +253,7 @@ async fn text_outputs_cannot_be_forged_by_cluster_data() {
         out.contains("boom\\u{202e}evil\\u{1b}[2J"),
         "explain: the override and the escape are shown:\n{out}"
     );
-    // The post-mortem of a recording of it, in each of its text formats.
+    // The post-mortem of a recording of it (markdown, its only text format).
     let rec = file.parent().unwrap().join("forged.ndjson");
     let rec_s = rec.to_str().unwrap();
     let (code, _, err) = triage(&[
