@@ -148,6 +148,16 @@ fn deletion_asked(e: &ExecutorRecord) -> Option<Time> {
 }
 
 /// `3m12s` from `at` to `now`, with `≥` when `at` is only when this process saw it.
+/// An executor's AGE (the live view's column, `status`'s table): how long it has run, or
+/// how long ago it ended ("3m05s ago"), by the cluster's clocks as of `now`.
+pub fn age(e: &ExecutorRecord, now: Option<Time>) -> String {
+    match (now, ended(e)) {
+        (Some(n), Some(end)) => format!("{} ago", span(n, end)),
+        (Some(n), None) => span(n, created(e)),
+        (None, _) => "-".to_owned(),
+    }
+}
+
 pub fn span(now: Time, (at, clock): (Time, Clock)) -> String {
     let d = crate::diagnose::human_duration(now - at);
     match clock.is_bound() {

@@ -122,11 +122,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                     };
                     // A gone executor's age is how long ago it ended ("died 3m ago").
                     // By the cluster's clocks (`≥` when only first sight is known).
-                    let age = match (now, times::ended(e)) {
-                        (Some(n), Some(end)) => format!("{} ago", times::span(n, end)),
-                        (Some(n), None) => times::span(n, times::created(e)),
-                        (None, _) => "-".to_owned(),
-                    };
+                    let age = times::age(e, now);
                     let (_, cell_style) = theme::cell(e);
                     let style = if Some(e.id) == selected {
                         cell_style.patch(theme::selected())

@@ -147,3 +147,16 @@ pub async fn status_json(kc: &str, args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("status JSON")
 }
+
+/// `6m36s`, `6m28s ago`, `45s`, `1h02m` → seconds; `None` for anything else (`≥3m`, `-`).
+pub fn age_seconds(age: &str) -> Option<i64> {
+    let age = age.trim_end_matches(" ago").trim();
+    let num = |s: &str| s.parse::<i64>().ok();
+    if let Some((h, m)) = age.split_once('h') {
+        return Some(num(h)? * 3600 + num(m.strip_suffix('m')?)? * 60);
+    }
+    if let Some((m, s)) = age.split_once('m') {
+        return Some(num(m)? * 60 + num(s.strip_suffix('s')?)?);
+    }
+    num(age.strip_suffix('s')?)
+}

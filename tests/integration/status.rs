@@ -413,3 +413,66 @@ async fn the_kubectl_plugin_takes_kubectl_s_flags() {
         assert!(stdout.contains(name), "{name} in:\n{stdout}");
     }
 }
+
+/// The table's AGE is the cluster's: an executor's creation (or, once it ended, its ending)
+/// plus its AGE is the same moment for every executor of a recording, the moment the status
+/// is of (it was absent: a shell user had no times at all without `-o json`).
+#[tokio::test]
+async fn the_table_s_age_is_the_cluster_s_time_of_each_executor() {
+    let session = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mixed-session.ndjson"
+    );
+    let (code, json, err) = status(&["--recording", session, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, table, err) = status(&["--recording", session]).await;
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let time = |v: &Value| {
+        v.as_str()
+            .map(|t| chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp())
+    };
+    let mut moments = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    for a in doc["apps"].as_array().unwrap() {
+        let name = a["app_name"].as_str().unwrap();
+        let block: Vec<&str> = table
+            .split("\n\n")
+            .find(|b| b.contains(&format!("/{name} (")))
+            .unwrap_or_else(|| panic!("{name} in\n{table}"))
+            .lines()
+            .collect();
+        for e in a["executors"].as_array().unwrap() {
+            let pod = e["pod"].as_str().unwrap();
+            let row = block
+                .iter()
+                .find(|l| l.trim_end().ends_with(pod))
+                .unwrap_or_else(|| panic!("{pod} in\n{table}"));
+            // AGE is the column after STATE, which is one or two words.
+            let words: Vec<&str> = row.split_whitespace().collect();
+            let at = if words[2].starts_with('(') { 3 } else { 2 };
+            let age = match words.get(at + 1) {
+                Some(&"ago") => format!("{} ago", words[at]),
+                _ => words[at].to_owned(),
+            };
+            let Some(shown) = super::common::age_seconds(&age) else {
+                assert!(age.starts_with('≥') || age == "-", "{pod}: AGE {age:?}");
+                continue;
+            };
+            let from = if age.ends_with("ago") {
+                time(&e["ended_at"]).unwrap_or_else(|| panic!("{pod}: ago without ended_at"))
+            } else {
+                assert!(e["ended_at"].is_null(), "{pod}: ended, AGE {age}");
+                time(&e["created_at"]).unwrap_or_else(|| panic!("{pod}: no created_at"))
+            };
+            moments.insert(from + shown);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} executors checked:\n{table}");
+    let (first, last) = (moments.first().unwrap(), moments.last().unwrap());
+    assert!(
+        last - first <= 1,
+        "every AGE counts to one moment: {moments:?}\n{table}"
+    );
+}

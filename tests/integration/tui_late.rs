@@ -11,19 +11,6 @@ use super::tmux::Tmux;
 
 type Utc = chrono::DateTime<chrono::Utc>;
 
-/// `6m36s`, `6m28s ago`, `45s`, `1h02m` → seconds; `None` for anything else (`≥3m`, `-`).
-fn seconds(age: &str) -> Option<i64> {
-    let age = age.trim_end_matches(" ago").trim();
-    let num = |s: &str| s.parse::<i64>().ok();
-    if let Some((h, m)) = age.split_once('h') {
-        return Some(num(h)? * 3600 + num(m.strip_suffix('m')?)? * 60);
-    }
-    if let Some((m, s)) = age.split_once('m') {
-        return Some(num(m)? * 60 + num(s.strip_suffix('s')?)?);
-    }
-    num(age.strip_suffix('s')?)
-}
-
 /// An app's executors by the cluster's own clocks: the pods' `creationTimestamp` (as
 /// kubectl gets them) and, from the driver's REST list, `addTime` and the ending (the
 /// container's finish when Spark's removal text has it, what the verdict reads, else when
@@ -143,7 +130,7 @@ fn check_ages(
         } else {
             words[after_state].to_owned()
         };
-        let shown = seconds(&shown_text).unwrap_or_else(|| {
+        let shown = super::common::age_seconds(&shown_text).unwrap_or_else(|| {
             panic!("{app} executor {id}: AGE {shown_text:?} is not a cluster time ({age})")
         });
         let truth = if shown_text.ends_with("ago") {
