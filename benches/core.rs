@@ -9,10 +9,12 @@ use ratatui::{Terminal, backend::TestBackend};
 use serde_json::json;
 use spark_triage::{
     app::{App, Context, Mode, Msg, View, update},
-    classify::{ClassifyConfig, classify},
-    model::ExecutorPod,
     source::SourceEvent,
     store::Store,
+};
+use spark_triage_core::{
+    classify::{ClassifyConfig, classify},
+    model::ExecutorPod,
 };
 
 const N: i64 = 10_000;
@@ -101,7 +103,7 @@ fn bench(c: &mut Criterion) {
         app_id: "spark-big".into(),
         view: spark_triage::source::DriverView::Ok {
             executors: (1..=N)
-                .map(|id| spark_triage::model::DriverExecutor {
+                .map(|id| spark_triage_core::model::DriverExecutor {
                     id,
                     active: id % 10 != 0,
                     host_port: None,

@@ -8,12 +8,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::ListParams};
 
 use crate::{
-    classify::{ClassifyOptions, classify},
     effect::{
         self, ActionLog, Effect, HoldTarget, Outcome, Runner, Target, Via, WriteError, by_owner,
     },
-    model::{ExecutorPod, ExecutorState, Role},
     source::live::{Connection, Scope},
+};
+use spark_triage_core::{
+    classify::{ClassifyOptions, classify},
+    model::{ExecutorPod, ExecutorState, Role},
 };
 
 /// A failure of an action command (one line).
@@ -299,8 +301,8 @@ pub async fn hold_on(
     let _ = writeln!(
         out,
         "held {held} executor pod(s) until {} (finalizer {})",
-        crate::model::fmt_time(&expires),
-        crate::model::HOLD_FINALIZER
+        spark_triage_core::model::fmt_time(&expires),
+        spark_triage_core::model::HOLD_FINALIZER
     );
     w.result()
 }
@@ -352,7 +354,8 @@ pub async fn release(
 
 /// The pod carries the tool's expiry annotation (readable or not).
 fn marked(p: &ExecutorPod) -> bool {
-    p.tool_annotations.contains_key(crate::model::HOLD_EXPIRES)
+    p.tool_annotations
+        .contains_key(spark_triage_core::model::HOLD_EXPIRES)
 }
 
 /// Every Spark pod in scope (for `release --all`).
@@ -373,7 +376,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::testing::pod;
+    use spark_triage_core::model::testing::pod;
 
     fn exec(id: i64, phase: &str, created: &str) -> ExecutorPod {
         pod(

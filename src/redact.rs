@@ -80,12 +80,12 @@ pub fn credentials(text: &str) -> String {
 /// `text` with control characters and bidirectional overrides from cluster data made
 /// visible (`\u{1b}`), so a pod's termination message cannot change a terminal's title,
 /// clear its screen, move its cursor or reverse a line. Newlines and tabs are kept.
-pub use crate::text::escape_controls;
+pub use spark_triage_core::text::escape_controls;
 
 /// One line for a message: controls escaped, line breaks joined with " / "
-/// ([`crate::text::field`], trimmed).
+/// ([`spark_triage_core::text::field`], trimmed).
 pub fn one_line(text: &str) -> String {
-    crate::text::field(text.trim()).into_owned()
+    spark_triage_core::text::field(text.trim()).into_owned()
 }
 
 #[cfg(test)]

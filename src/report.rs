@@ -8,10 +8,12 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use serde::Serialize;
 
 use crate::{
-    diagnose::{Code, Severity, human_duration},
-    model::{ExecutorState, Time, fmt_time},
     record::Recording,
     store::{AppRecord, Gone},
+};
+use spark_triage_core::{
+    diagnose::{Code, Severity, human_duration},
+    model::{ExecutorState, Time, fmt_time},
 };
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -35,7 +37,7 @@ pub struct AppReport {
     pub app_name: Option<String>,
     pub driver_phase: Option<String>,
     /// The application's verdict at the end of the window: the cause first.
-    pub verdict: crate::diagnose::app_verdict::VerdictView,
+    pub verdict: spark_triage_core::diagnose::app_verdict::VerdictView,
     pub executors_seen: usize,
     /// Executors that ended by a failure: Spark counted it, or Spark's state is failed
     /// and it blames the app. Endings that are normal (scale-down, the app's end, a
@@ -76,7 +78,7 @@ pub struct FailureEntry {
 
 /// An ending that is a failure: Spark counted it, or Spark calls it failed and blames the
 /// app (before 4.0 Spark counts nothing, so its state and blame decide).
-pub fn is_failure(v: &crate::diagnose::verdict::Verdict) -> bool {
+pub fn is_failure(v: &spark_triage_core::diagnose::verdict::Verdict) -> bool {
     v.counted()
         || (v.state == ExecutorState::Failed && v.spark.as_ref().is_some_and(|s| s.caused_by_app))
 }
@@ -420,7 +422,7 @@ fn churn(mut times: Vec<Time>) -> Vec<ChurnWindow> {
 /// Markdown that reads well pasted into a ticket.
 pub fn markdown(r: &Report) -> String {
     // Every value from the cluster: one line, no controls, no table cell breaks.
-    let md = |x: &str| crate::text::field(x).replace('|', "\\|");
+    let md = |x: &str| spark_triage_core::text::field(x).replace('|', "\\|");
     let mut s = String::new();
     let _ = writeln!(s, "# spark-triage report: {}", r.source);
     let _ = writeln!(
@@ -461,7 +463,7 @@ pub fn markdown(r: &Report) -> String {
             v.severity.as_str(),
             md(&v.summary)
         );
-        if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
+        if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
             let _ = writeln!(s, "> {}\n", md(&v.hint));
         }
         let normal = a.failures.len() - a.failures_counted;

@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::{
-    model::ExecutorState,
     source::{Health, SourceKind},
     store::{AppRecord, Counts, Snapshot},
 };
+use spark_triage_core::model::ExecutorState;
 
 /// The `status --output json` document (stable; fields may be added, never renamed).
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -30,7 +30,7 @@ pub struct AppStatus {
     pub driver: Option<DriverStatus>,
     /// The application's verdict: the cause first (the driver, or what above the
     /// executors ends or blocks them), with its witness and hint.
-    pub verdict: crate::diagnose::app_verdict::VerdictView,
+    pub verdict: spark_triage_core::diagnose::app_verdict::VerdictView,
     pub delete_on_termination: bool,
     /// The driver's configuration was read (else `delete_on_termination` and the other
     /// settings are Spark's defaults, not known).
@@ -70,7 +70,7 @@ pub struct ExecutorDriverStatus {
     /// Whether the driver lists this executor at all.
     pub known: bool,
     #[serde(flatten)]
-    pub executor: Option<crate::model::DriverExecutor>,
+    pub executor: Option<spark_triage_core::model::DriverExecutor>,
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -185,12 +185,15 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
         .collect();
     StatusReport {
         apps,
-        full_snapshot_at: snap.full_snapshot_at.as_ref().map(crate::model::fmt_time),
+        full_snapshot_at: snap
+            .full_snapshot_at
+            .as_ref()
+            .map(spark_triage_core::model::fmt_time),
         problems,
     }
 }
 
-fn app_status(a: &AppRecord, now: Option<crate::model::Time>) -> AppStatus {
+fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> AppStatus {
     AppStatus {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
@@ -228,9 +231,10 @@ fn app_status(a: &AppRecord, now: Option<crate::model::Time>) -> AppStatus {
                 state: e.state(),
                 created_at: match crate::store::times::created(e) {
                     (_, crate::store::times::Clock::Seen) => None,
-                    (t, _) => Some(crate::model::fmt_time(&t)),
+                    (t, _) => Some(spark_triage_core::model::fmt_time(&t)),
                 },
-                ended_at: crate::store::times::ended(e).map(|(t, _)| crate::model::fmt_time(&t)),
+                ended_at: crate::store::times::ended(e)
+                    .map(|(t, _)| spark_triage_core::model::fmt_time(&t)),
                 ended_at_clock: crate::store::times::ended(e).map(|(_, c)| c.as_str()),
                 age: crate::store::times::age(e, now),
                 missing: e.is_missing(),
@@ -256,7 +260,7 @@ fn app_status(a: &AppRecord, now: Option<crate::model::Time>) -> AppStatus {
                     note: s.note.clone(),
                 }),
                 driver: e.driver.as_ref().map(|d| ExecutorDriverStatus {
-                    at: crate::model::fmt_time(&d.at),
+                    at: spark_triage_core::model::fmt_time(&d.at),
                     known: d.exec.is_some(),
                     executor: d.exec.clone(),
                 }),
@@ -274,17 +278,17 @@ fn driver_api_status(a: &AppRecord) -> Option<DriverApiStatus> {
             "ok"
         },
         reason: d.unavailable.clone(),
-        at: crate::model::fmt_time(&d.at),
-        last_ok: d.last_ok.as_ref().map(crate::model::fmt_time),
+        at: spark_triage_core::model::fmt_time(&d.at),
+        last_ok: d.last_ok.as_ref().map(spark_triage_core::model::fmt_time),
         driver_active: d.active,
         pods_running: a.counts().running,
     })
 }
 
 /// The table output (`wide` adds node and the first finding's summary). Every value from
-/// the cluster goes through [`crate::text::field`]: none can forge a row or reverse a line.
+/// the cluster goes through [`spark_triage_core::text::field`]: none can forge a row or reverse a line.
 pub fn render_table(r: &StatusReport, wide: bool) -> String {
-    use crate::text::field as f;
+    use spark_triage_core::text::field as f;
     let mut out = String::new();
     if r.apps.is_empty() {
         out.push_str("No Spark applications found.\n");
@@ -328,14 +332,14 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             v.cause,
             f(&v.summary)
         );
-        if v.severity != crate::diagnose::Severity::Info && !v.hint.is_empty() {
+        if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
             let _ = writeln!(out, "    hint: {}", f(&v.hint));
         }
         for x in &v.supporting {
             let _ = writeln!(
                 out,
                 "{}",
-                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
+                spark_triage_core::text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
         }
         match &a.driver_api {
@@ -486,7 +490,7 @@ impl StatusReport {
     pub fn has_errors(&self) -> bool {
         self.apps
             .iter()
-            .any(|a| a.verdict.severity == crate::diagnose::Severity::Error)
+            .any(|a| a.verdict.severity == spark_triage_core::diagnose::Severity::Error)
             || self
                 .apps
                 .iter()

@@ -475,7 +475,7 @@ mod tests {
     async fn a_burst_of_watch_events_is_drained_before_one_draw() {
         let (tx, mut rx) = mpsc::channel(10_000);
         for id in 1..=5000i64 {
-            let mut pod = crate::model::ExecutorPod {
+            let mut pod = spark_triage_core::model::ExecutorPod {
                 namespace: "ns".into(),
                 name: format!("e-{id}"),
                 ..Default::default()

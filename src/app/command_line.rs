@@ -469,7 +469,7 @@ mod tests {
     fn a_switch_drops_the_old_scope_and_the_header_follows() {
         let mut app = app();
         let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-        let pod = crate::model::testing::pod(serde_json::json!({
+        let pod = spark_triage_core::model::testing::pod(serde_json::json!({
             "metadata": {"name": "etl-exec-1", "namespace": "spark-jobs", "uid": "u1",
                 "resourceVersion": "5", "labels": {"spark-app-selector": "spark-1",
                 "spark-role": "executor", "spark-exec-id": "1", "spark-app-name": "etl"}},

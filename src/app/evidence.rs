@@ -19,10 +19,8 @@ use std::{
 use chrono::TimeDelta;
 
 use super::{App, Effect};
-use crate::{
-    model::Time,
-    store::{AppRecord, Finished},
-};
+use crate::store::{AppRecord, Finished};
+use spark_triage_core::model::Time;
 
 /// Executors of one app ending the same way whose evidence is read per [`WINDOW`].
 pub const SAME_CAUSE: usize = 3;
@@ -181,7 +179,9 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
                 .view()
                 .apps
                 .get(&(f.namespace.clone(), f.app_id.clone()))
-                .is_some_and(|a| a.verdict().severity() != crate::diagnose::Severity::Info);
+                .is_some_and(|a| {
+                    a.verdict().severity() != spark_triage_core::diagnose::Severity::Info
+                });
             if bad {
                 effects.extend(evidence_reads(f));
             }
@@ -201,7 +201,7 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
         let Some(cause) = rec
             .verdict
             .cause()
-            .filter(|c| c.severity != crate::diagnose::Severity::Info)
+            .filter(|c| c.severity != spark_triage_core::diagnose::Severity::Info)
         else {
             continue;
         };
@@ -253,7 +253,9 @@ fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
             None,
         );
         for rec in a.executors.values() {
-            if rec.verdict.state != crate::model::ExecutorState::Pending || rec.gone.is_some() {
+            if rec.verdict.state != spark_triage_core::model::ExecutorState::Pending
+                || rec.gone.is_some()
+            {
                 continue;
             }
             let since = rec.pod.created_at.unwrap_or(rec.first_seen);

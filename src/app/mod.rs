@@ -18,11 +18,11 @@ pub use crate::effect::{Effect, HoldTarget, Target};
 pub use crate::source::switch::SwitchTo;
 use crate::{
     effect::Permissions,
-    model::{ExecutorState, Time},
     source::SourceEvent,
     store::{AppRecord, ExecutorRecord, Store},
 };
 use keymap::Action;
+use spark_triage_core::model::{ExecutorState, Time};
 
 /// Where the data comes from (shown in the status bar).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -487,7 +487,7 @@ impl App {
                     e.is_missing()
                         || e.findings()
                             .iter()
-                            .any(|f| f.severity != crate::diagnose::Severity::Info)
+                            .any(|f| f.severity != spark_triage_core::diagnose::Severity::Info)
                 }
                 StateFilter::Only(s) => e.state() == s && !e.is_missing(),
             })

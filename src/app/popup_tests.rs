@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::keymap::KEYMAP;
 use super::*;
-use crate::model::testing::pod;
+use spark_triage_core::model::testing::pod;
 
 fn session() -> App {
     let mut app = App::new(Context {

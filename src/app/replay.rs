@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use crate::{model::Time, record::Keyframe, source::SourceEvent, store::Store};
+use crate::{record::Keyframe, source::SourceEvent, store::Store};
+use spark_triage_core::model::Time;
 
 /// Speeds offered (×).
 pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -229,7 +230,7 @@ mod tests {
 
     #[test]
     fn an_executor_that_failed_is_one_stop_for_f() {
-        use crate::model::testing::pod;
+        use spark_triage_core::model::testing::pod;
         let t0: Time = "2026-11-29T10:00:00Z".parse().unwrap();
         let oom = pod(serde_json::json!({
             "metadata": {"name": "a-exec-1", "uid": "u1", "resourceVersion": "2",

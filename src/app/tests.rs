@@ -4,7 +4,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use serde_json::json;
 
 use super::*;
-use crate::model::testing::pod;
+use spark_triage_core::model::testing::pod;
 
 fn key(c: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))

@@ -8,7 +8,8 @@ use std::{ffi::OsString, path::Path, process::ExitCode};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::{commands, input::InputError};
+use crate::commands;
+use spark_triage_core::input::InputError;
 
 mod args;
 pub(crate) mod config;
@@ -118,7 +119,7 @@ pub(crate) enum Failure {
     #[error(transparent)]
     Recording(#[from] crate::record::ReadError),
     #[error(transparent)]
-    Sim(#[from] crate::sim::SimError),
+    Sim(#[from] spark_triage_sim::SimError),
     #[error("cannot write JSON: {0}")]
     Json(#[from] serde_json::Error),
     #[error("{0}")]

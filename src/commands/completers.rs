@@ -83,7 +83,7 @@ pub fn contexts(current: &OsStr) -> Vec<CompletionCandidate> {
 pub fn scenarios(current: &OsStr) -> Vec<CompletionCandidate> {
     let mut out = starting_with(
         current,
-        crate::sim::scenario::BUILT_IN
+        spark_triage_sim::scenario::BUILT_IN
             .iter()
             .map(|(n, _)| ((*n).to_owned(), Some("built-in scenario".to_owned())))
             .chain([(
@@ -163,8 +163,10 @@ pub fn apps(current: &OsStr) -> Vec<CompletionCandidate> {
         for d in drivers {
             let labels = d.metadata.labels.unwrap_or_default();
             let ns = d.metadata.namespace.unwrap_or_default();
-            let id = labels.get(crate::model::LABEL_APP_ID).cloned();
-            let name = labels.get(crate::model::LABEL_APP_NAME).cloned();
+            let id = labels.get(spark_triage_core::model::LABEL_APP_ID).cloned();
+            let name = labels
+                .get(spark_triage_core::model::LABEL_APP_NAME)
+                .cloned();
             if let Some(name) = &name {
                 out.push((
                     name.clone(),

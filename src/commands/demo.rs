@@ -39,15 +39,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
     }
     super::record::refuse_existing(live_args.record.as_deref(), false)?;
     super::diagnostics::init(live_args.log_file.as_deref());
-    let scenario = crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
-    let mut opts = crate::sim::SimOptions::new(scenario);
+    let scenario = spark_triage_sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
+    let mut opts = spark_triage_sim::SimOptions::new(scenario);
     opts.speed = args.speed;
     opts.seed = args.seed;
     let poll = live_args.poll_interval;
     let readonly = live_args.readonly.clone();
     let record = live_args.record.clone();
     super::block_on(async move {
-        let sim = crate::sim::start(opts).await?;
+        let sim = spark_triage_sim::start(opts).await?;
         // The simulator's clock may run faster than real time: ages are read on it.
         let clock = sim.clock();
         let rate = clock.speed();

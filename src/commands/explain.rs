@@ -4,9 +4,9 @@ use std::io::IsTerminal;
 
 use clap::{Args, ValueEnum};
 
-use crate::{
+use crate::cli::Failure;
+use spark_triage_core::{
     classify::ClassifyOptions,
-    cli::Failure,
     explain::{explain_with, render_text},
     input,
     model::Time,
@@ -35,14 +35,14 @@ pub struct ExplainArgs {
     /// The app's Spark version (e.g. 3.5.7): which Spark's semantics to follow. Default: each
     /// pod's spark-version label, else the newest the tool knows.
     #[arg(long, value_name = "X.Y[.Z]", value_parser = parse_spark_version)]
-    pub spark_version: Option<crate::version::SparkVersion>,
+    pub spark_version: Option<spark_triage_core::version::SparkVersion>,
     /// Evaluate time-based rules at this RFC 3339 time instead of now (for reproducible output).
     #[arg(long, value_name = "RFC3339", hide = true)]
     pub now: Option<String>,
 }
 
-fn parse_spark_version(s: &str) -> Result<crate::version::SparkVersion, String> {
-    crate::version::SparkVersion::parse(s)
+fn parse_spark_version(s: &str) -> Result<spark_triage_core::version::SparkVersion, String> {
+    spark_triage_core::version::SparkVersion::parse(s)
         .ok_or_else(|| format!("{s:?} is not a Spark version (e.g. 3.5.7, 4.0)"))
 }
 

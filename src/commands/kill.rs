@@ -19,7 +19,7 @@ pub struct KillArgs {
     pub ids: Vec<i64>,
     /// Only executors in this Spark state.
     #[arg(long, value_parser = parse_state)]
-    pub state: Option<crate::model::ExecutorState>,
+    pub state: Option<spark_triage_core::model::ExecutorState>,
     /// Only executors whose pod is older than this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub older_than: Option<std::time::Duration>,
@@ -44,8 +44,8 @@ pub struct KillArgs {
     pub write: crate::cli::WriteArgs,
 }
 
-fn parse_state(s: &str) -> Result<crate::model::ExecutorState, String> {
-    crate::model::ExecutorState::ALL
+fn parse_state(s: &str) -> Result<spark_triage_core::model::ExecutorState, String> {
+    spark_triage_core::model::ExecutorState::ALL
         .into_iter()
         .find(|st| st.as_str() == s)
         .ok_or_else(|| format!("{s:?} is not a state (pending, running, succeeded, failed, deleted, terminating, unknown)"))
@@ -130,8 +130,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             "will delete"
         };
         for (p, via) in &targets {
-            let resolved = crate::classify::ClassifyOptions::default().resolve(p);
-            let state = crate::classify::classify(p, &resolved.config);
+            let resolved = spark_triage_core::classify::ClassifyOptions::default().resolve(p);
+            let state = spark_triage_core::classify::classify(p, &resolved.config);
             out.push_str(&format!(
                 "{verb} {}/{} (executor {}, {state})\n",
                 p.namespace,
@@ -155,7 +155,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             out.push('\n');
         }
         if targets.iter().any(|(_, via)| via.is_none()) {
-            out.push_str(crate::spark::AFTER_KILL);
+            out.push_str(spark_triage_core::spark::AFTER_KILL);
             out.push('\n');
         }
         super::write_stdout(&out)?;

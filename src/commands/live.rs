@@ -128,7 +128,7 @@ async fn connect_watched(
     }
     eprint!(
         "connecting to the API server (gives up after {}; q to quit now)…\r\n",
-        crate::diagnose::human_std_duration(opts.timeout())
+        spark_triage_core::diagnose::human_std_duration(opts.timeout())
     );
     let _raw = crossterm::terminal::enable_raw_mode()
         .ok()

@@ -4,7 +4,8 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use crate::{cli::ReadLimits, model::Time};
+use crate::cli::ReadLimits;
+use spark_triage_core::model::Time;
 use std::process::ExitCode;
 
 use crate::cli::Failure;

@@ -25,7 +25,7 @@ pub struct SimArgs {
     pub seed: u64,
     /// Inject a fault (repeatable).
     #[arg(long = "fault", value_name = "FAULT")]
-    pub faults: Vec<crate::sim::Fault>,
+    pub faults: Vec<spark_triage_sim::Fault>,
     /// scale scenario: number of applications.
     #[arg(long, default_value_t = 1)]
     pub apps: u32,
@@ -55,7 +55,9 @@ pub enum KubeletKind {
 }
 
 /// The process kubelet's options, checked.
-fn process_options(args: &SimArgs) -> Result<Option<crate::sim::process::ProcessOptions>, Failure> {
+fn process_options(
+    args: &SimArgs,
+) -> Result<Option<spark_triage_sim::process::ProcessOptions>, Failure> {
     if args.kubelet == KubeletKind::Simulated {
         if args.spark_home.is_some() || args.work_dir.is_some() {
             return Err(Failure::Usage(
@@ -95,7 +97,7 @@ fn process_options(args: &SimArgs) -> Result<Option<crate::sim::process::Process
             work_dir.display()
         ))
     })?;
-    Ok(Some(crate::sim::process::ProcessOptions {
+    Ok(Some(spark_triage_sim::process::ProcessOptions {
         spark_home,
         work_dir,
         java: None,
@@ -103,15 +105,15 @@ fn process_options(args: &SimArgs) -> Result<Option<crate::sim::process::Process
 }
 
 /// The scenario named on the command line (`scale` is generated from its flags).
-fn scenario_of(args: &SimArgs) -> Result<crate::sim::Scenario, Failure> {
+fn scenario_of(args: &SimArgs) -> Result<spark_triage_sim::Scenario, Failure> {
     if args.scenario == "scale" {
-        return Ok(crate::sim::scenario::scale(
+        return Ok(spark_triage_sim::scenario::scale(
             args.apps,
             args.executors,
             args.churn,
         ));
     }
-    crate::sim::scenario::load(&args.scenario).map_err(Failure::Usage)
+    spark_triage_sim::scenario::load(&args.scenario).map_err(Failure::Usage)
 }
 
 pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
@@ -121,7 +123,7 @@ pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
             args.speed
         )));
     }
-    let mut opts = crate::sim::SimOptions::new(scenario_of(&args)?);
+    let mut opts = spark_triage_sim::SimOptions::new(scenario_of(&args)?);
     opts.listen = args.listen;
     opts.speed = args.speed;
     opts.seed = args.seed;
@@ -138,7 +140,7 @@ pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
     let work_dir = opts.process.as_ref().map(|p| p.work_dir.clone());
     let opts = opts.for_external_clients();
     super::block_on(async move {
-        let sim = crate::sim::start(opts).await?;
+        let sim = spark_triage_sim::start(opts).await?;
         super::write_stdout(&format!(
             "spark-triage simulator ({} scenario) listening on {}\nkubeconfig: {}\n  kubectl --kubeconfig {} get pods -A\nCtrl-C to stop.\n",
             args.scenario,

@@ -157,7 +157,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                         "watching {}: {} apps, {n} executors, {} to go",
                         conn.scope.describe(),
                         store.view().apps.len(),
-                        crate::diagnose::human_duration(
+                        spark_triage_core::diagnose::human_duration(
                             chrono::Duration::from_std(left).unwrap_or_default()
                         )
                     )

@@ -6,9 +6,9 @@ use chrono::{Local, NaiveDateTime, NaiveTime, TimeZone};
 
 use crate::{
     cli::{Failure, ReadLimits},
-    model::{Time, fmt_time},
     record::{Header, Item, Recording, State, segments},
 };
+use spark_triage_core::model::{Time, fmt_time};
 
 /// A recording opened over a window.
 pub(crate) struct Opened {

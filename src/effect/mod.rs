@@ -27,10 +27,8 @@ pub use ownership::{
 pub use permissions::{Denied, Permissions, ReadOnly};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
-use crate::{
-    model::{Time, fmt_time},
-    source::{SourceEvent, live::DriverFocus},
-};
+use crate::source::{SourceEvent, live::DriverFocus};
+use spark_triage_core::model::{Time, fmt_time};
 
 /// One pod an action targets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +56,7 @@ pub struct HoldTarget {
 
 impl HoldTarget {
     /// A hold on this pod as seen, with how it is the app's.
-    pub fn of(pod: &crate::model::ExecutorPod, via: Option<Via>) -> Self {
+    pub fn of(pod: &spark_triage_core::model::ExecutorPod, via: Option<Via>) -> Self {
         Self {
             pod: pod.name.clone(),
             uid: pod.uid.clone(),

@@ -13,7 +13,7 @@ use kube::{Api, Client};
 use spark_triage_core::allocator::Controller;
 
 use super::WriteError;
-use crate::model::{ExecutorPod, Role};
+use spark_triage_core::model::{ExecutorPod, Role};
 
 /// A driver pod, as far as ownership goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +260,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::testing::pod;
+    use spark_triage_core::model::testing::pod;
 
     fn exec(id: i64) -> ExecutorPod {
         pod(
@@ -277,7 +277,7 @@ mod tests {
 
     fn owned(mut p: ExecutorPod, ns: &str, owner: Option<(&str, &str)>) -> ExecutorPod {
         p.namespace = ns.into();
-        p.owner = owner.map(|(name, uid)| crate::model::OwnerRef {
+        p.owner = owner.map(|(name, uid)| spark_triage_core::model::OwnerRef {
             kind: "Pod".into(),
             name: name.into(),
             uid: uid.into(),

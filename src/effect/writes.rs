@@ -11,7 +11,7 @@ use kube::{
 use serde_json::json;
 
 use super::Denied;
-use crate::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
+use spark_triage_core::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
 
 /// A failed write, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

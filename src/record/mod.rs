@@ -17,7 +17,8 @@ use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{model::Time, source::SourceEvent};
+use crate::source::SourceEvent;
+use spark_triage_core::model::Time;
 
 pub mod lock;
 pub mod segments;

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Gap, Header, Item, Keyframe, ReadError, Recording, SegmentInfo, Sink};
-use crate::model::Time;
+use spark_triage_core::model::Time;
 
 /// Every segment's name ends so.
 pub const SUFFIX: &str = ".ndjson.zst";

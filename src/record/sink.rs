@@ -2,7 +2,8 @@
 //! to a store as they come ([`State`]: a report, a status, a recorder resuming).
 
 use super::{Gap, Header, Item, Keyframe, Recording, segments};
-use crate::{model::Time, source::SourceEvent};
+use crate::source::SourceEvent;
+use spark_triage_core::model::Time;
 
 /// Collects a streaming read into a [`Recording`].
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use std::sync::{
 
 use chrono::{DateTime, Utc};
 
-use crate::model::Time;
+use spark_triage_core::model::Time;
 
 /// Differences between the API server's `Date` and this machine under this are ignored.
 pub const DEADBAND_MS: i64 = 2_000;

@@ -13,7 +13,7 @@ use super::{
     DriverView, SourceEvent, errors,
     live::{Connection, Scope, now, one_line, pods_api, send},
 };
-use crate::model::ExecutorPod;
+use spark_triage_core::model::ExecutorPod;
 
 /// Which app is in view, for the driver poll: every driver is read at the first poll (so
 /// every app's dead executors are known from the first screen), the app in view every
@@ -200,7 +200,7 @@ async fn read_driver(
     };
     match tokio::time::timeout(Duration::from_secs(10), client.request_text(req)).await {
         Err(_) => unavailable("the driver did not answer within 10 s".to_owned()),
-        Ok(Ok(body)) => match crate::model::driver::parse_executors(&body) {
+        Ok(Ok(body)) => match spark_triage_core::model::driver::parse_executors(&body) {
             Ok(executors) => DriverView::Ok { executors },
             Err(e) => unavailable(e),
         },

@@ -20,7 +20,7 @@ use super::{
     Health, SourceEvent, SourceKind, errors,
     live::{Connection, Scope, now, send},
 };
-use crate::model::{ExecutorPod, GroupKind, SchedGroup};
+use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
 
 /// The kinds Spark pods named so far, shared by the pod watch (which notes them) and the
 /// poll (which lists them, at once for a new kind).

@@ -17,7 +17,7 @@ use kube::Resource;
 use serde::{Deserialize, Deserializer};
 
 use super::PresentPod;
-use crate::model::{ExecutorPod, PodEvent};
+use spark_triage_core::model::{ExecutorPod, PodEvent};
 
 /// A pod, projected as it is decoded.
 #[derive(Debug, Clone)]

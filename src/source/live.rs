@@ -29,10 +29,8 @@ use super::{
     parse_properties,
     poll::{Delivered, pod_poll},
 };
-use crate::{
-    model::{ExecutorPod, Role},
-    redact,
-};
+use crate::redact;
+use spark_triage_core::model::{ExecutorPod, Role};
 
 /// Where to look.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +258,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             server: server.clone(),
             reason: format!(
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                crate::diagnose::human_std_duration(timeout)
+                spark_triage_core::diagnose::human_std_duration(timeout)
             ),
         },
     })?;
@@ -401,7 +399,7 @@ where
     }
 }
 
-pub(super) fn now() -> crate::model::Time {
+pub(super) fn now() -> spark_triage_core::model::Time {
     super::clock::now()
 }
 

@@ -21,7 +21,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{DriverExecutor, ExecutorPod, PodEvent, Time};
+use spark_triage_core::model::{DriverExecutor, ExecutorPod, PodEvent, Time};
 
 /// Which source a health report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -140,16 +140,16 @@ pub enum SourceEvent {
     QuotasListed {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
-        quotas: Vec<crate::model::Quota>,
+        quotas: Vec<spark_triage_core::model::Quota>,
         at: Time,
     },
     /// The batch schedulers' objects of one kind, in a namespace or (`namespace` none) in
     /// every namespace; or (`unknown`) why that kind cannot be read (said once).
     GroupsListed {
-        group_kind: crate::model::GroupKind,
+        group_kind: spark_triage_core::model::GroupKind,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
-        objects: Vec<crate::model::SchedGroup>,
+        objects: Vec<spark_triage_core::model::SchedGroup>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unknown: Option<String>,
         /// False when the list was cut at its page limit (absence from it says nothing).

@@ -17,7 +17,7 @@ use super::{
     lean::{LeanPod, PodMeta},
     live::{Connection, now, pods_api, send},
 };
-use crate::model::ExecutorPod;
+use spark_triage_core::model::ExecutorPod;
 
 /// The resourceVersion of every pod the watch has delivered, by (namespace, name): the
 /// poll's metadata-only LIST is compared with it to find what the watch missed.

@@ -12,7 +12,7 @@ use super::{
     Health, SourceEvent, SourceKind, errors,
     live::{Connection, Scope, now, send},
 };
-use crate::model::Quota;
+use spark_triage_core::model::Quota;
 
 pub(super) async fn quota_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
     let (api, namespace): (Api<ResourceQuota>, Option<String>) = match &conn.scope {

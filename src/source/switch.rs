@@ -158,7 +158,7 @@ async fn probe(conn: &Connection) -> Result<(), String> {
         Err(_) => Err(format!(
             "{}: no answer within {}",
             conn.scope.describe(),
-            crate::diagnose::human_std_duration(conn.timeout)
+            spark_triage_core::diagnose::human_std_duration(conn.timeout)
         )),
     }
 }

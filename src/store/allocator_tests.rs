@@ -7,8 +7,8 @@ use serde_json::json;
 use super::tests::{app, exec_with, list, run, running, t, up};
 use super::*;
 
-fn removed(id: i64) -> crate::model::DriverExecutor {
-    crate::model::DriverExecutor {
+fn removed(id: i64) -> spark_triage_core::model::DriverExecutor {
+    spark_triage_core::model::DriverExecutor {
         id,
         active: false,
         host_port: None,
@@ -83,7 +83,7 @@ async fn a_driver_only_executor_is_named_by_its_apps_allocator() {
 /// missing, and Spark is not said to count it.
 #[tokio::test]
 async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as_the_next() {
-    use crate::diagnose::{Code, verdict::Ending};
+    use spark_triage_core::diagnose::{Code, verdict::Ending};
     let owner = json!({"name": "spark-s-spark-1-0-0", "uid": "u-pod", "ownerReferences": [{"apiVersion": "apps/v1",
         "kind": "StatefulSet", "name": "spark-s-spark-1-0", "uid": "u-s", "controller": true}]});
     let first = exec_with(2, 10, owner.clone(), running());
@@ -126,7 +126,11 @@ async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as
     assert!(five.gone.is_none());
     // The exit before the restart is evidence on the pod, said as its predecessor's.
     let f = five.verdict.cause().expect("the restart said");
-    assert_eq!(f.severity, crate::diagnose::Severity::Info, "{f:?}");
+    assert_eq!(
+        f.severity,
+        spark_triage_core::diagnose::Severity::Info,
+        "{f:?}"
+    );
     assert!(
         f.summary
             .starts_with("The executor before this one in the pod ended"),
@@ -158,7 +162,11 @@ async fn a_crash_before_a_new_id_is_the_executors_own() {
         .iter()
         .find(|f| f.evidence.iter().any(|e| e.contains("lastState")));
     let f = f.expect("its exit said");
-    assert_ne!(f.severity, crate::diagnose::Severity::Info, "{f:?}");
+    assert_ne!(
+        f.severity,
+        spark_triage_core::diagnose::Severity::Info,
+        "{f:?}"
+    );
     assert!(
         !f.summary.starts_with("The executor before this one"),
         "{f:?}"

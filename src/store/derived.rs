@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{AppRecord, Incident};
-use crate::diagnose::Finding;
+use spark_triage_core::diagnose::Finding;
 
 /// The memo. A clone starts empty (the clone is about to be changed, or is a copy whose
 /// values will be computed again on demand), and it is never serialized.
@@ -15,8 +15,8 @@ pub struct Derived {
     findings: OnceLock<Vec<Finding>>,
     incident: OnceLock<Incident>,
     trouble: OnceLock<(usize, usize)>,
-    verdict: OnceLock<crate::diagnose::app_verdict::AppVerdict>,
-    node_failures: OnceLock<Vec<crate::diagnose::nodes::NodeFailure>>,
+    verdict: OnceLock<spark_triage_core::diagnose::app_verdict::AppVerdict>,
+    node_failures: OnceLock<Vec<spark_triage_core::diagnose::nodes::NodeFailure>>,
 }
 
 impl Clone for Derived {
@@ -48,13 +48,13 @@ impl AppRecord {
     }
 
     /// The application's verdict (its driver, and everything above the executors).
-    pub fn verdict(&self) -> &crate::diagnose::app_verdict::AppVerdict {
+    pub fn verdict(&self) -> &spark_triage_core::diagnose::app_verdict::AppVerdict {
         self.derived.verdict.get_or_init(|| self.compute_verdict())
     }
 
     /// Its executors that failed by their node (evicted, node-level kill, node lost), for
     /// the store's node patterns across apps.
-    pub fn node_failures(&self) -> &[crate::diagnose::nodes::NodeFailure] {
+    pub fn node_failures(&self) -> &[spark_triage_core::diagnose::nodes::NodeFailure] {
         self.derived.node_failures.get_or_init(|| {
             let app = self.app_name.clone().unwrap_or_else(|| self.app_id.clone());
             self.executors
@@ -62,14 +62,14 @@ impl AppRecord {
                 .filter_map(|e| {
                     let code = e.verdict.cause()?.code;
                     let pod = e.ended.as_deref().unwrap_or(&e.pod);
-                    if !crate::diagnose::nodes::is_node_failure(code, pod) {
+                    if !spark_triage_core::diagnose::nodes::is_node_failure(code, pod) {
                         return None;
                     }
                     // The cluster's clocks first (a tool started after the failures saw them
                     // all at once): the container's end, the driver's removal, the
                     // kubelet's event; else when the tool saw it end.
                     let at = super::ended_at(e)?;
-                    Some(crate::diagnose::nodes::NodeFailure {
+                    Some(spark_triage_core::diagnose::nodes::NodeFailure {
                         at,
                         node: e.pod.node_name.as_deref()?.to_owned(),
                         namespace: self.namespace.clone(),

@@ -6,7 +6,7 @@ use std::{
 };
 
 use super::*;
-use crate::{
+use spark_triage_core::{
     classify::{Resolved, classify},
     diagnose::{
         self, Code,
@@ -120,8 +120,8 @@ pub(super) fn is_ending(state: ExecutorState) -> bool {
 /// batch schedulers' objects (taken once per batch of executors recomputed).
 pub(super) struct AppCtx {
     pub config: AppConfig,
-    pub driver_end: Option<crate::diagnose::app_verdict::DriverEnd>,
-    pub groups: Arc<crate::diagnose::GroupIndex>,
+    pub driver_end: Option<spark_triage_core::diagnose::app_verdict::DriverEnd>,
+    pub groups: Arc<spark_triage_core::diagnose::GroupIndex>,
 }
 
 impl AppCtx {
@@ -310,7 +310,7 @@ pub(super) fn spark_missing_verdict(
         .pod
         .container_status(&rec.spark_container)
         .and_then(|c| match &c.state {
-            crate::model::ContainerState::Running { started_at } => *started_at,
+            spark_triage_core::model::ContainerState::Running { started_at } => *started_at,
             _ => None,
         })
         .or_else(|| {
@@ -324,12 +324,12 @@ pub(super) fn spark_missing_verdict(
     if at > threshold {
         format!(
             "Spark declares it lost (exit -1, not counted against the app) at its first poll after {} (registration + missingPodDetectDelta); that moment has passed",
-            crate::model::fmt_time(&threshold)
+            spark_triage_core::model::fmt_time(&threshold)
         )
     } else {
         format!(
             "Spark declares it lost at its first poll after {} (registration + missingPodDetectDelta, polls every {}s)",
-            crate::model::fmt_time(&threshold),
+            spark_triage_core::model::fmt_time(&threshold),
             poll.num_seconds()
         )
     }

@@ -3,7 +3,7 @@
 //! rest.
 
 use super::{Store, derived};
-use crate::model::Time;
+use spark_triage_core::model::Time;
 
 impl Store {
     /// Drops executors gone before `before` (see [`gone_at`]), with their captured logs and
@@ -20,7 +20,11 @@ impl Store {
             });
             // Each with, when Spark counted it, its cause (if its verdict named one).
             #[allow(clippy::type_complexity)]
-            let old: Vec<(i64, String, Option<Option<crate::diagnose::Code>>)> = app
+            let old: Vec<(
+                i64,
+                String,
+                Option<Option<spark_triage_core::diagnose::Code>>,
+            )> = app
                 .executors
                 .values()
                 .filter(|e| e.gone.as_ref().is_some_and(|g| gone_at(e, g) < before))
@@ -113,13 +117,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{model::testing::pod, source::SourceEvent};
+    use crate::source::SourceEvent;
+    use spark_triage_core::model::testing::pod;
 
     fn t(s: i64) -> Time {
         chrono::DateTime::UNIX_EPOCH + chrono::Duration::seconds(s)
     }
 
-    fn exec(id: i64, phase: &str) -> Arc<crate::model::ExecutorPod> {
+    fn exec(id: i64, phase: &str) -> Arc<spark_triage_core::model::ExecutorPod> {
         Arc::new(pod(json!({
             "metadata": {"name": format!("a-exec-{id}"), "namespace": "ns", "resourceVersion": id.to_string(),
                 "labels": {"spark-app-selector": "spark-a", "spark-app-name": "a", "spark-role": "executor", "spark-exec-id": id.to_string()}},
@@ -207,7 +212,7 @@ mod tests {
     /// (a busy namespace's other workloads grew the map for as long as the view ran).
     #[test]
     fn events_of_pods_nobody_holds_are_forgotten() {
-        use crate::model::testing::event;
+        use spark_triage_core::model::testing::event;
         let ev = |pod: &str, s: i64| SourceEvent::EventSeen {
             event: Box::new(event(
                 json!({"metadata": {"name": format!("e-{pod}-{s}"), "namespace": "ns"},

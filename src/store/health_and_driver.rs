@@ -5,10 +5,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::{
-    model::Time,
-    source::{DriverView, Health, SourceKind},
-};
+use crate::source::{DriverView, Health, SourceKind};
+use spark_triage_core::model::Time;
 
 impl Store {
     /// An outage of a pod or event source leaves a line in every app's timeline when it

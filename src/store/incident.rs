@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{AppRecord, ExecutorRecord};
-use crate::{
+use spark_triage_core::{
     diagnose::{
         Code, Severity,
         app::{AppFacts, Budget, failure_budget},
@@ -139,7 +139,7 @@ impl AppRecord {
             spark_version: self
                 .executors
                 .values()
-                .find_map(|e| crate::version::SparkVersion::of(&e.pod)),
+                .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod)),
             max_failures: self.config.max_failures,
             executor_instances: self.config.executor_instances,
             dynamic_allocation: self.config.dynamic_allocation,

@@ -20,14 +20,14 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
+use crate::source::{SourceEvent, SourceKind};
+use spark_triage_core::{
     classify::classify,
     diagnose::verdict::Verdict,
     model::{
         ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time,
         driver::{DriverSeen, reason_headline},
     },
-    source::{SourceEvent, SourceKind},
 };
 
 /// Transitions kept per executor.
@@ -230,7 +230,7 @@ impl Store {
     /// Node patterns across apps: recomputed from each app's (memoized) node failures, and
     /// given to the apps they involve only when they change.
     fn settle_nodes(&mut self) {
-        use crate::diagnose::nodes::node_patterns;
+        use spark_triage_core::diagnose::nodes::node_patterns;
         let patterns = node_patterns(self.snap.apps.values().flat_map(|a| a.node_failures()));
         if patterns == self.snap.node_patterns {
             return;
@@ -244,7 +244,7 @@ impl Store {
             );
         }
         for key in touched {
-            let findings: Vec<crate::diagnose::Finding> = patterns
+            let findings: Vec<spark_triage_core::diagnose::Finding> = patterns
                 .iter()
                 .filter(|p| p.apps().contains(&(key.0.as_str(), key.1.as_str())))
                 .map(|p| p.finding(&key.0, &key.1))
@@ -329,7 +329,7 @@ impl Store {
     }
 
     /// A list of ResourceQuotas: in one namespace, or (`None`) in all of them.
-    fn quotas(&mut self, namespace: Option<String>, quotas: Vec<crate::model::Quota>) {
+    fn quotas(&mut self, namespace: Option<String>, quotas: Vec<spark_triage_core::model::Quota>) {
         match namespace {
             Some(ns) => {
                 self.snap.quotas.insert(ns, quotas);
@@ -359,9 +359,9 @@ impl Store {
     /// and those pods' verdicts are recomputed when the slice changed.
     fn groups_listed(
         &mut self,
-        kind: crate::model::GroupKind,
+        kind: spark_triage_core::model::GroupKind,
         namespace: Option<&str>,
-        objects: Vec<crate::model::SchedGroup>,
+        objects: Vec<spark_triage_core::model::SchedGroup>,
         (unknown, complete): (Option<String>, bool),
         at: Time,
     ) {
@@ -429,7 +429,7 @@ impl Store {
         if pod
             .groups
             .iter()
-            .any(|r| r.kind == crate::model::GroupKind::Workload)
+            .any(|r| r.kind == spark_triage_core::model::GroupKind::Workload)
         {
             let mut pods: Vec<ExecutorPod> = app
                 .pods_naming_groups()
@@ -464,7 +464,7 @@ impl Store {
             .map(|q| q.iter().filter(|e| e.is_about(&pod)).cloned().collect())
             .unwrap_or_default();
         let app = self.app_mut(&ns, &app_id);
-        if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
+        if let Some(n) = pod.label(spark_triage_core::model::LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
         }
         if pod.role() != Some(Role::Executor) {
@@ -650,7 +650,7 @@ impl Store {
         }
         let events: Vec<PodEvent> = events_of(&self.events, &pod);
         let app = self.app_mut(&pod.namespace, app_id);
-        if let Some(n) = pod.label(crate::model::LABEL_APP_NAME) {
+        if let Some(n) = pod.label(spark_triage_core::model::LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
         }
         app.as_of = Some(at);
@@ -671,7 +671,7 @@ impl Store {
             app.driver = Some(p.clone()); // a stale replay: keep ours
             return;
         }
-        let resolved = crate::classify::ClassifyOptions::default().resolve(&pod);
+        let resolved = spark_triage_core::classify::ClassifyOptions::default().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let (mut ended, mut ended_seen, log_tail, gone) = match &prev {
             Some(p) => (p.ended.clone(), p.ended_seen, p.log_tail.clone(), p.gone),
@@ -1001,8 +1001,8 @@ impl Store {
 
     /// A `Preempted` event's preemptor, completed with what the store knows of that pod (its
     /// app, priority class and priority) when it is a Spark pod in scope.
-    fn resolve_preemptor(&self, r: &mut crate::model::Related) {
-        use crate::diagnose::disruption::{complete_preemptor, names_pod};
+    fn resolve_preemptor(&self, r: &mut spark_triage_core::model::Related) {
+        use spark_triage_core::diagnose::disruption::{complete_preemptor, names_pod};
         for app in self.snap.apps.values() {
             let driver = app.driver.as_ref().and_then(|d| d.last.as_deref());
             let found = driver.filter(|p| names_pod(r, p)).or_else(|| {
@@ -1021,7 +1021,7 @@ impl Store {
 
     fn event(&mut self, mut event: PodEvent, at: Time) {
         if event.reason_is("Preempted")
-            && let Some(mut r) = crate::diagnose::disruption::preemptor_of([&event])
+            && let Some(mut r) = spark_triage_core::diagnose::disruption::preemptor_of([&event])
         {
             self.resolve_preemptor(&mut r);
             event.related = Some(r);

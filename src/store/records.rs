@@ -10,11 +10,11 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::*;
-use crate::{
+use crate::source::{Health, SourceKind};
+use spark_triage_core::{
     classify::ClassifyOptions,
     diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
     model::{ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
-    source::{Health, SourceKind},
     spark::{spark_bool, spark_time},
 };
 
@@ -89,7 +89,7 @@ pub struct AppConfig {
     pub allocator: Option<String>,
     /// The settings whose values predict failures (docs/diagnosis.md, configuration).
     #[serde(default)]
-    pub settings: crate::diagnose::config::Settings,
+    pub settings: spark_triage_core::diagnose::config::Settings,
 }
 
 fn yes() -> bool {
@@ -175,7 +175,7 @@ impl AppConfig {
                 .get("spark.kubernetes.allocation.pods.allocator")
                 .filter(|v| !v.is_empty())
                 .cloned(),
-            settings: crate::diagnose::config::Settings::from_properties(p),
+            settings: spark_triage_core::diagnose::config::Settings::from_properties(p),
         }
     }
 
@@ -251,11 +251,11 @@ pub struct ExecutorRecord {
     pub ended: Option<Arc<ExecutorPod>>,
     /// The pod's deletion as first seen: when it was requested (timestamp − grace).
     #[serde(default)]
-    pub first_deletion: Option<crate::model::Deletion>,
+    pub first_deletion: Option<spark_triage_core::model::Deletion>,
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
     /// Shared (interned): every executor of an app names the same container.
-    pub spark_container: crate::model::Text,
+    pub spark_container: spark_triage_core::model::Text,
     /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
     #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
@@ -343,7 +343,7 @@ impl ExecutorRecord {
                         .pod
                         .scheduling_gates
                         .iter()
-                        .any(|g| g == crate::model::KUEUE_GATE) =>
+                        .any(|g| g == spark_triage_core::model::KUEUE_GATE) =>
                 {
                     Some("not admitted by Kueue")
                 }
@@ -500,7 +500,7 @@ pub struct AppRecord {
     pub driver_api: Option<DriverApiState>,
     /// The ResourceQuotas of the app's namespace, as last listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub quotas: Vec<crate::model::Quota>,
+    pub quotas: Vec<spark_triage_core::model::Quota>,
     /// The batch schedulers' objects its pods name, and the kinds that cannot be read.
     #[serde(default, skip_serializing_if = "is_no_groups")]
     pub groups: Arc<diagnose::GroupIndex>,
@@ -511,7 +511,7 @@ pub struct AppRecord {
     /// The failures Spark counted among the forgotten executors, by cause: the failure
     /// budget and the loop findings still count them (Spark does, for the app's life).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub forgotten_counted: BTreeMap<crate::diagnose::Code, usize>,
+    pub forgotten_counted: BTreeMap<spark_triage_core::diagnose::Code, usize>,
     /// Of those, the ones whose verdict named no cause.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten_uncaused: usize,
@@ -524,7 +524,7 @@ pub struct AppRecord {
     pub as_of: Option<Time>,
     /// Node patterns this app's executors are part of (the store sets them across apps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_findings: Vec<crate::diagnose::Finding>,
+    pub node_findings: Vec<spark_triage_core::diagnose::Finding>,
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,
@@ -542,14 +542,14 @@ impl AppRecord {
                 .count()
     }
 
-    pub(super) fn compute_findings(&self) -> Vec<crate::diagnose::Finding> {
-        use crate::diagnose::app::{AppFacts, app_findings};
+    pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
+        use spark_triage_core::diagnose::app::{AppFacts, app_findings};
         let spark_version = self
             .executors
             .values()
-            .find_map(|e| crate::version::SparkVersion::of(&e.pod));
+            .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod));
         // The forgotten ones first: they are the oldest.
-        let counted: Vec<crate::diagnose::Code> = self
+        let counted: Vec<spark_triage_core::diagnose::Code> = self
             .forgotten_counted
             .iter()
             .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
@@ -596,7 +596,7 @@ impl AppRecord {
             .rev()
             .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
             .map(|e| (e.pod.priority_class.clone(), e.pod.priority));
-        let preempted: Vec<crate::diagnose::app::Preemption> = self
+        let preempted: Vec<spark_triage_core::diagnose::app::Preemption> = self
             .executors
             .values()
             .filter(|e| e.verdict.has(Code::Preempted))
@@ -605,7 +605,7 @@ impl AppRecord {
                     (Some(Gone::DriverOnly { .. }), Some((c, p))) => (c.clone(), *p),
                     _ => (e.pod.priority_class.clone(), e.pod.priority),
                 };
-                crate::diagnose::app::Preemption {
+                spark_triage_core::diagnose::app::Preemption {
                     by: e.verdict.preempted_by.as_deref().cloned(),
                     own_class: class.as_deref().map(str::to_owned),
                     own_priority: priority,
@@ -613,11 +613,11 @@ impl AppRecord {
             })
             .collect();
         // What the next executor pod would be charged: like the newest one.
-        let quota_refusals: Vec<(String, crate::model::Refusal)> = self
+        let quota_refusals: Vec<(String, spark_triage_core::model::Refusal)> = self
             .executors
             .values()
             .next_back()
-            .map(|e| crate::model::PodCharge::of(&e.pod))
+            .map(|e| spark_triage_core::model::PodCharge::of(&e.pod))
             .map(|charge| {
                 self.quotas
                     .iter()
@@ -625,12 +625,12 @@ impl AppRecord {
                     .collect()
             })
             .unwrap_or_default();
-        let held: Vec<crate::diagnose::Finding> = self
+        let held: Vec<spark_triage_core::diagnose::Finding> = self
             .executors
             .values()
             .filter(|e| e.pod_state == ExecutorState::Pending && e.gone.is_none())
             .filter_map(|e| e.verdict.cause())
-            .filter(|f| crate::diagnose::app::is_held(f))
+            .filter(|f| spark_triage_core::diagnose::app::is_held(f))
             .cloned()
             .collect();
         let mut out = app_findings(&AppFacts {
@@ -656,7 +656,7 @@ impl AppRecord {
             held: &held,
         });
         out.extend(self.node_findings.iter().cloned());
-        out.sort_by_key(crate::diagnose::app_verdict::order);
+        out.sort_by_key(spark_triage_core::diagnose::app_verdict::order);
         out
     }
 
@@ -763,7 +763,11 @@ impl AppRecord {
         self.pods_naming_groups().next().is_some()
     }
 
-    pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<crate::model::Quota>) -> Self {
+    pub(super) fn new(
+        namespace: &str,
+        app_id: &str,
+        quotas: Vec<spark_triage_core::model::Quota>,
+    ) -> Self {
         Self {
             namespace: namespace.to_owned(),
             app_id: app_id.to_owned(),
@@ -890,7 +894,7 @@ pub struct Snapshot {
     pub forgotten: u64,
     /// The ResourceQuotas by namespace, as last listed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub quotas: BTreeMap<String, Vec<crate::model::Quota>>,
+    pub quotas: BTreeMap<String, Vec<spark_triage_core::model::Quota>>,
     /// A quota list arrived (possibly empty).
     #[serde(default)]
     pub applied_quotas: bool,
@@ -899,7 +903,7 @@ pub struct Snapshot {
     pub groups: diagnose::GroupIndex,
     /// The kinds of group objects Spark pods named (`status` waits for their lists).
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
-    pub groups_wanted: std::collections::BTreeSet<crate::model::GroupKind>,
+    pub groups_wanted: std::collections::BTreeSet<spark_triage_core::model::GroupKind>,
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
@@ -908,7 +912,7 @@ pub struct Snapshot {
     pub scope: Option<ScopeLabel>,
     /// Nodes where executor failures cluster, across apps (docs/diagnosis.md, node patterns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_patterns: Vec<crate::diagnose::nodes::NodePattern>,
+    pub node_patterns: Vec<spark_triage_core::diagnose::nodes::NodePattern>,
 }
 
 fn is_no_groups(g: &Arc<diagnose::GroupIndex>) -> bool {

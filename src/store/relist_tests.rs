@@ -165,7 +165,7 @@ async fn an_executor_only_the_driver_still_lists_is_missing_after_the_next_list(
     assert_ne!(e.state(), ExecutorState::Running);
     assert_eq!(
         e.verdict.severity(),
-        Some(crate::diagnose::Severity::Error),
+        Some(spark_triage_core::diagnose::Severity::Error),
         "{:?}",
         e.findings()
     );

@@ -7,10 +7,8 @@ use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::{
-    model::testing::{event, pod},
-    source::Health,
-};
+use crate::source::Health;
+use spark_triage_core::model::testing::{event, pod};
 
 pub(super) fn t(s: u32) -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()
@@ -76,8 +74,8 @@ pub(super) async fn run(events: Vec<SourceEvent>) -> Store {
 }
 
 /// One executor as the driver lists it: added at 0, and removed at 60 s unless active.
-pub(super) fn driver_exec(id: i64, active: bool) -> crate::model::DriverExecutor {
-    crate::model::DriverExecutor {
+pub(super) fn driver_exec(id: i64, active: bool) -> spark_triage_core::model::DriverExecutor {
+    spark_triage_core::model::DriverExecutor {
         id,
         active,
         host_port: None,
@@ -131,7 +129,7 @@ async fn watch_upserts_and_deletion_leaves_a_tombstone() {
     assert!(two.verdict.counted());
     assert_eq!(
         two.verdict.ending,
-        crate::diagnose::verdict::Ending::DeletedBySpark
+        spark_triage_core::diagnose::verdict::Ending::DeletedBySpark
     );
     assert!(matches!(two.gone, Some(Gone::Deleted { .. })));
     assert_eq!(codes(two), vec!["container-oom-killed", "deleted"]);
@@ -393,7 +391,7 @@ fn a_bare_network_timeout_is_seconds_and_other_times_milliseconds() {
 
 #[tokio::test]
 async fn a_kill_by_spark_triage_and_a_late_witness_are_kept_in_the_verdict() {
-    use crate::diagnose::verdict::Ending;
+    use spark_triage_core::diagnose::verdict::Ending;
     let deleting =
         json!({"deletionTimestamp": "2027-01-15T08:01:00Z", "deletionGracePeriodSeconds": 30});
     let s = run(vec![
@@ -503,7 +501,7 @@ async fn app_findings_come_from_the_store() {
 async fn a_full_quota_in_the_apps_namespace_is_an_app_finding_until_it_frees() {
     let quotas = |used: &str, at: u32| SourceEvent::QuotasListed {
         namespace: Some("spark-jobs".to_owned()),
-        quotas: vec![crate::model::Quota {
+        quotas: vec![spark_triage_core::model::Quota {
             namespace: "spark-jobs".to_owned(),
             name: "spark-quota".to_owned(),
             hard: [("requests.cpu".to_owned(), "2".to_owned())].into(),
@@ -656,8 +654,8 @@ async fn a_finish_a_little_after_the_sighting_is_a_late_clock_and_far_after_a_sk
 /// and spans the nine minutes, not the one moment the tool saw it all.
 #[tokio::test]
 async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
-    use crate::diagnose::Code;
-    let removed = |id: i64, min: u32| crate::model::DriverExecutor {
+    use spark_triage_core::diagnose::Code;
+    let removed = |id: i64, min: u32| spark_triage_core::model::DriverExecutor {
         id,
         active: false,
         host_port: Some(format!("app-exec-{id}:7079")),
@@ -726,7 +724,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
 /// whatever the other pods' names would suggest.
 #[tokio::test]
 async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
-    let gone = crate::model::DriverExecutor {
+    let gone = spark_triage_core::model::DriverExecutor {
         pod_name: Some("etl-0a1b2c-exec-2".into()),
         ..driver_exec(2, false)
     };
@@ -738,7 +736,7 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
             view: crate::source::DriverView::Ok {
                 executors: vec![
                     gone.clone(),
-                    crate::model::DriverExecutor {
+                    spark_triage_core::model::DriverExecutor {
                         id: 3,
                         pod_name: None,
                         ..gone
@@ -762,7 +760,7 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
 /// is missing at once (Spark notices at its next poll), never shown running.
 #[tokio::test]
 async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
-    let active = |id: i64, added: u32| crate::model::DriverExecutor {
+    let active = |id: i64, added: u32| spark_triage_core::model::DriverExecutor {
         id,
         active: true,
         host_port: None,
@@ -801,7 +799,7 @@ async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
 /// priority is its app's (one pod template), read from the app's pods that are still there.
 #[tokio::test]
 async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
-    use crate::diagnose::Code;
+    use spark_triage_core::diagnose::Code;
     let mut live = exec(4, 10, running());
     live.priority_class = Some("spark-batch".into());
     live.priority = Some(100);
@@ -820,7 +818,7 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
             view: crate::source::DriverView::Ok {
-                executors: vec![crate::model::DriverExecutor {
+                executors: vec![spark_triage_core::model::DriverExecutor {
                     id: 1,
                     active: false,
                     host_port: None,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{ExecutorRecord, Gone};
-use crate::model::Time;
+use spark_triage_core::model::Time;
 
 /// Whose clock a time is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -159,7 +159,7 @@ pub fn age(e: &ExecutorRecord, now: Option<Time>) -> String {
 }
 
 pub fn span(now: Time, (at, clock): (Time, Clock)) -> String {
-    let d = crate::diagnose::human_duration(now - at);
+    let d = spark_triage_core::diagnose::human_duration(now - at);
     match clock.is_bound() {
         true => format!("≥{d}"),
         false => d,

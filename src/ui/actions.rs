@@ -8,10 +8,8 @@ use ratatui::{
 };
 
 use super::{centered, theme};
-use crate::{
-    app::{App, Confirm},
-    spark::AFTER_KILL,
-};
+use crate::app::{App, Confirm};
+use spark_triage_core::spark::AFTER_KILL;
 
 pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(c) = &app.confirm else { return };
@@ -46,7 +44,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             {
                 lines.push(Line::styled(
                     crate::effect::FORCE_STATEFULSET,
-                    theme::severity(crate::diagnose::Severity::Warn),
+                    theme::severity(spark_triage_core::diagnose::Severity::Warn),
                 ));
             }
             if targets.iter().any(|t| t.via.is_none()) {
@@ -89,13 +87,13 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                     "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
                      so when Spark deletes an executor its pod stays Terminating with its final status and log. \
                      Expires in {}; any instance releases it then.",
-                    crate::model::HOLD_FINALIZER,
-                    crate::diagnose::human_duration(app.hold_ttl)
+                    spark_triage_core::model::HOLD_FINALIZER,
+                    spark_triage_core::diagnose::human_duration(app.hold_ttl)
                 )));
                 if let Some(cost) = cost {
                     lines.push(Line::styled(
                         format!("Its executors belong to a StatefulSet: {cost}."),
-                        theme::severity(crate::diagnose::Severity::Warn),
+                        theme::severity(spark_triage_core::diagnose::Severity::Warn),
                     ));
                 }
             } else {
@@ -191,7 +189,10 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
         }
         Err(e) => rows.push((
-            Line::styled(e.clone(), theme::severity(crate::diagnose::Severity::Warn)),
+            Line::styled(
+                e.clone(),
+                theme::severity(spark_triage_core::diagnose::Severity::Warn),
+            ),
             0,
         )),
     }

@@ -10,10 +10,8 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{
-    app::{App, Focus},
-    model::ExecutorState,
-};
+use crate::app::{App, Focus};
+use spark_triage_core::model::ExecutorState;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.width < 3 || area.height < 3 {
@@ -53,7 +51,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         let (text, style) = match &app.store.view().scope_note {
             Some(note) => (
                 note.as_str(),
-                theme::severity(crate::diagnose::Severity::Warn),
+                theme::severity(spark_triage_core::diagnose::Severity::Warn),
             ),
             None => ("no Spark applications in scope yet", theme::dim()),
         };
@@ -89,7 +87,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         if alerts > 0 {
             head.push(Span::styled(
                 format!(" ⚠{alerts}"),
-                theme::severity(crate::diagnose::Severity::Error),
+                theme::severity(spark_triage_core::diagnose::Severity::Error),
             ));
         }
         lines.push(Line::from(head));
@@ -99,8 +97,9 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         let verdict = a.verdict();
         let healthy = matches!(
             verdict.cause().code,
-            crate::diagnose::Code::AppRunning | crate::diagnose::Code::DriverNotSeen
-        ) || verdict.severity() == crate::diagnose::Severity::Info
+            spark_triage_core::diagnose::Code::AppRunning
+                | spark_triage_core::diagnose::Code::DriverNotSeen
+        ) || verdict.severity() == spark_triage_core::diagnose::Severity::Info
             && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
         let driver = a
             .driver

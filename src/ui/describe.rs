@@ -9,7 +9,8 @@ use ratatui::{
 };
 
 use super::{theme, when};
-use crate::{app::App, model::ContainerState};
+use crate::app::App;
+use spark_triage_core::model::ContainerState;
 
 fn field(name: &str, value: impl Into<String>) -> Line<'static> {
     Line::from(vec![

@@ -8,7 +8,8 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, model::ContainerState, store::Gone};
+use crate::{app::App, store::Gone};
+use spark_triage_core::model::ContainerState;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(e) = app.selected() else {
@@ -80,7 +81,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         {
             lines.push(Line::styled(
                 format!("held while deleted: the pod {blocks}"),
-                theme::severity(crate::diagnose::Severity::Warn),
+                theme::severity(spark_triage_core::diagnose::Severity::Warn),
             ));
         }
     }
@@ -243,7 +244,7 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
             d.peak.container_estimate(),
             limit
                 .as_deref()
-                .and_then(crate::model::quantity::parse)
+                .and_then(spark_triage_core::model::quantity::parse)
                 .map(|b| b as u64),
         ) {
             (Some(p), Some(l)) if l > 0 => format!(

@@ -367,17 +367,25 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
 
 /// The app's executors that ended with a warning or an error, newest first by the
 /// cluster's clocks.
-fn ended_badly(app: &App) -> Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> {
+fn ended_badly(
+    app: &App,
+) -> Vec<(
+    (spark_triage_core::model::Time, times::Clock),
+    &ExecutorRecord,
+)> {
     let Some(a) = app.current_app() else {
         return Vec::new();
     };
-    let mut ended: Vec<((crate::model::Time, times::Clock), &ExecutorRecord)> = a
+    let mut ended: Vec<(
+        (spark_triage_core::model::Time, times::Clock),
+        &ExecutorRecord,
+    )> = a
         .executors
         .values()
         .filter(|e| {
             e.verdict
                 .severity()
-                .is_some_and(|s| s != crate::diagnose::Severity::Info)
+                .is_some_and(|s| s != spark_triage_core::diagnose::Severity::Info)
                 && (e.state().is_final() || e.is_missing())
         })
         .filter_map(|e| Some((times::ended(e)?, &**e)))
@@ -452,7 +460,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
     }
     if e.is_missing() {
         head.push(Span::styled(" · missing", style));
-    } else if e.verdict.ending != crate::diagnose::verdict::Ending::Present {
+    } else if e.verdict.ending != spark_triage_core::diagnose::verdict::Ending::Present {
         head.push(Span::styled(
             format!(" · {}", e.verdict.ending.describe()),
             theme::dim(),
@@ -485,7 +493,9 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
             ),
             Some(x) => format!(
                 "driver: removed · {}",
-                crate::model::driver::reason_headline(x.remove_reason.as_deref().unwrap_or("-"))
+                spark_triage_core::model::driver::reason_headline(
+                    x.remove_reason.as_deref().unwrap_or("-")
+                )
             ),
         };
         lines.push(Line::styled(text, theme::dim()));
@@ -494,7 +504,9 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
 }
 
 /// Whether Spark counted it, in a few words (the strip and the detail say the same).
-pub(super) fn counted_words(v: &crate::diagnose::verdict::SparkAccount) -> &'static str {
+pub(super) fn counted_words(
+    v: &spark_triage_core::diagnose::verdict::SparkAccount,
+) -> &'static str {
     if v.counted {
         "counted as a failure"
     } else if v.caused_by_app {
@@ -505,7 +517,7 @@ pub(super) fn counted_words(v: &crate::diagnose::verdict::SparkAccount) -> &'sta
 }
 
 /// `counted_words` with the setting it counts toward and any version note.
-pub(super) fn counted_text(v: &crate::diagnose::verdict::SparkAccount) -> String {
+pub(super) fn counted_text(v: &spark_triage_core::diagnose::verdict::SparkAccount) -> String {
     let mut s = counted_words(v).to_owned();
     if v.counted {
         s.push_str(" (spark.executor.maxNumFailures)");

@@ -11,7 +11,8 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, diagnose::Severity, diagnose::human_duration};
+use crate::app::App;
+use spark_triage_core::{diagnose::Severity, diagnose::human_duration};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 || area.width < 3 {

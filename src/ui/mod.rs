@@ -60,9 +60,9 @@ thread_local! {
 
 /// A time as the screen shows it: UTC as RFC 3339 (`…Z`), or in the local zone with its
 /// offset (`2026-11-30 23:10:05 +01:00`), as the app's `display_offset` says.
-pub(crate) fn when(t: &crate::model::Time) -> String {
+pub(crate) fn when(t: &spark_triage_core::model::Time) -> String {
     match CLOCK.with(std::cell::Cell::get) {
-        None => crate::model::fmt_time(t),
+        None => spark_triage_core::model::fmt_time(t),
         Some(off) => t
             .with_timezone(&off)
             .format("%Y-%m-%d %H:%M:%S %:z")

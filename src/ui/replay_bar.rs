@@ -10,7 +10,8 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, diagnose::human_duration};
+use crate::app::App;
+use spark_triage_core::diagnose::human_duration;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = &app.replay else { return };
@@ -50,7 +51,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .map(|i| if i < filled { '━' } else { '─' })
         .collect();
     // Gaps: nothing recorded there.
-    let cell = |t: crate::model::Time| {
+    let cell = |t: spark_triage_core::model::Time| {
         ((t - r.start).num_milliseconds().clamp(0, total) * (width as i64 - 1) / total) as usize
     };
     for g in &r.gaps {
@@ -70,7 +71,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Span::raw(" "),
         Span::styled(
             bar.into_iter().collect::<String>(),
-            theme::severity(crate::diagnose::Severity::Warn),
+            theme::severity(spark_triage_core::diagnose::Severity::Warn),
         ),
         Span::styled(tail, theme::dim()),
     ]);

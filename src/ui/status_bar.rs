@@ -43,14 +43,14 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
                 spans.push(Span::styled(
                     format!(
                         "STALE: no LIST for {}",
-                        crate::diagnose::human_duration(chrono::Duration::seconds(age))
+                        spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age))
                     ),
                     theme::alarm(),
                 ));
             } else {
                 spans.push(Span::raw(format!(
                     "last LIST {} ago",
-                    crate::diagnose::human_duration(chrono::Duration::seconds(age))
+                    spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age))
                 )));
             }
         }
@@ -73,7 +73,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     } else {
         spans.push(Span::styled(
             format!(" │ {}", bad.join("; ")),
-            theme::severity(crate::diagnose::Severity::Error),
+            theme::severity(spark_triage_core::diagnose::Severity::Error),
         ));
     }
     // Forgetting applies: executors gone longer than the horizon are no longer shown.
@@ -88,7 +88,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     if app.ctx.readonly.on() {
         spans.push(Span::styled(
             " │ READ-ONLY",
-            theme::severity(crate::diagnose::Severity::Warn),
+            theme::severity(spark_triage_core::diagnose::Severity::Warn),
         ));
     }
     let width: usize = spans.iter().map(Span::width).sum();
@@ -124,7 +124,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         // The flash line: an action's result, why a key is off (until the next move).
         Line::styled(
             super::fit(&n.replace('\n', " "), usize::from(area.width)),
-            theme::severity(crate::diagnose::Severity::Warn),
+            theme::severity(spark_triage_core::diagnose::Severity::Warn),
         )
     } else {
         let mut spans = Vec::new();
@@ -219,7 +219,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                 0,
                 Span::styled(
                     format!("[{} /{}] ", app.state_filter.label(), app.filter),
-                    theme::severity(crate::diagnose::Severity::Warn),
+                    theme::severity(spark_triage_core::diagnose::Severity::Warn),
                 ),
             );
         }

@@ -152,7 +152,7 @@ fn empty_and_tiny_screens_do_not_panic() {
 fn held(app: &mut App) {
     let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
     let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
-    let last = |pred: &dyn Fn(&crate::model::ExecutorPod) -> bool| {
+    let last = |pred: &dyn Fn(&spark_triage_core::model::ExecutorPod) -> bool| {
         rec.events
             .iter()
             .rev()
@@ -165,16 +165,18 @@ fn held(app: &mut App) {
             .expect("pod in fixture")
     };
     let mut driver = last(&|p| {
-        p.role() == Some(crate::model::Role::Driver)
+        p.role() == Some(spark_triage_core::model::Role::Driver)
             && p.label("spark-app-name") == Some("etl-nightly")
     });
     driver.tool_annotations.insert(
-        crate::model::HOLD_EXPIRES.into(),
+        spark_triage_core::model::HOLD_EXPIRES.into(),
         "2099-01-01T00:00:00Z".into(),
     );
     let mut eleven =
         last(&|p| p.label("spark-app-name") == Some("etl-nightly") && p.executor_id() == Some(11));
-    eleven.finalizers.push(crate::model::HOLD_FINALIZER.into());
+    eleven
+        .finalizers
+        .push(spark_triage_core::model::HOLD_FINALIZER.into());
     eleven.resource_version = Some("999999".into());
     let at = app.store.view().now.expect("now");
     for pod in [driver, eleven] {
@@ -233,7 +235,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     key(app, ' ');
     // A new application appears while etl-nightly is selected.
     let at = app.store.view().now.expect("clock");
-    let driver = crate::model::testing::pod(serde_json::json!({
+    let driver = spark_triage_core::model::testing::pod(serde_json::json!({
         "metadata": {"name": "aaa-new-driver", "namespace": "spark-jobs", "resourceVersion": "999999",
                      "labels": {"spark-app-selector": "spark-aaa", "spark-app-name": "aaa-new",
                                 "spark-role": "driver"}},
@@ -402,10 +404,8 @@ fn two_replays_render_identical_frames() {
 /// The driver's REST view of etl-nightly 90 s after the session's end (every kind of
 /// agreement and disagreement), and adhoc-analysis's driver out of reach.
 fn driver_views(app: &mut App) {
-    use crate::{
-        model::{DriverExecutor, driver::PeakMemory},
-        source::{DriverView, SourceEvent},
-    };
+    use crate::source::{DriverView, SourceEvent};
+    use spark_triage_core::model::{DriverExecutor, driver::PeakMemory};
     let now = app.store.view().now.expect("session has a clock") + chrono::Duration::seconds(90);
     let key = |name: &str| {
         app.apps()

@@ -11,7 +11,8 @@ use std::cell::Cell;
 use ratatui::style::{Color, Modifier, Style};
 
 pub use crate::app::Theme;
-use crate::{diagnose::Severity, model::ExecutorState, store::ExecutorRecord};
+use crate::store::ExecutorRecord;
+use spark_triage_core::{diagnose::Severity, model::ExecutorState};
 
 thread_local! {
     static CURRENT: Cell<Theme> = const { Cell::new(Theme::Dark) };

@@ -4,7 +4,7 @@ use std::process::Stdio;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt, api::ListParams};
-use spark_triage::sim::SimHandle;
+use spark_triage_sim::SimHandle;
 use tokio::process::Command;
 
 use super::common::{client, eventually, phase, start_sim, start_sim_with};

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use ratatui::{Terminal, backend::TestBackend};
 use spark_triage::{
     app::{App, Context, Mode, Msg, update},
+    store::AppRecord,
+};
+use spark_triage_core::{
     diagnose::{Code, Severity},
     model::{ExecutorPod, PodEvent},
-    store::AppRecord,
 };
 
 use super::common::{start_sim, triage};
@@ -60,7 +62,7 @@ fn still_there(a: &AppRecord) -> (Vec<ExecutorPod>, Vec<PodEvent>) {
 async fn every_output_says_the_same_app_verdict_in_every_scenario() {
     let dir = std::env::temp_dir().join(format!("st-agree-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let names: Vec<&str> = spark_triage::sim::scenario::BUILT_IN
+    let names: Vec<&str> = spark_triage_sim::scenario::BUILT_IN
         .iter()
         .map(|(n, _)| *n)
         .filter(|n| *n != "empty")
@@ -173,7 +175,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
             // explain, on the pods still there: the driver pod's own causes agree.
             let (pods, events) = still_there(a);
             if DRIVER_POD_CAUSES.contains(&cause.code) && !pods.is_empty() {
-                let x = spark_triage::explain::explain_with(
+                let x = spark_triage_core::explain::explain_with(
                     &pods,
                     &events,
                     &a.groups.objects,

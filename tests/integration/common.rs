@@ -8,7 +8,7 @@ use kube::{
     Api, Client, Config,
     config::{KubeConfigOptions, Kubeconfig},
 };
-use spark_triage::sim::{self, SimHandle, SimOptions};
+use spark_triage_sim::{self as sim, SimHandle, SimOptions};
 
 /// A simulator on a free port with this scenario, speed and faults.
 /// A finished command that must have succeeded: its stderr when it did not.

@@ -13,7 +13,7 @@ use super::{
 };
 
 /// Only these bearer tokens are accepted from now on.
-async fn accept(sim: &spark_triage::sim::SimHandle, tokens: &[&str]) {
+async fn accept(sim: &spark_triage_sim::SimHandle, tokens: &[&str]) {
     let body = serde_json::to_string(tokens).unwrap();
     let addr = sim.url.trim_start_matches("http://");
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use spark_triage::{classify::ClassifyOptions, explain, input};
+use spark_triage_core::{classify::ClassifyOptions, explain, input};
 
 /// Runs everything `explain` runs, in-process. Errors are fine; panics are not.
 fn pipeline(bytes: &[u8]) {

@@ -10,7 +10,7 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use spark_triage::sim::SimHandle;
+use spark_triage_sim::SimHandle;
 use tokio::{io::AsyncReadExt, process::Command};
 
 use super::common::{client, eventually, phase, plain_pod, start_sim, wait_running};

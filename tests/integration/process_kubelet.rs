@@ -11,7 +11,7 @@ use kube::{
     Api,
     api::{DeleteParams, LogParams, PostParams, WatchEvent, WatchParams},
 };
-use spark_triage::sim::{process::ProcessOptions, proctree::is_running as alive};
+use spark_triage_sim::{process::ProcessOptions, proctree::is_running as alive};
 
 use crate::common::{client, eventually, phase, start_sim_with};
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt, api::ListParams};
-use spark_triage::{
+use spark_triage_core::{
     classify::{ClassifyConfig, classify},
     model::{ExecutorPod, ExecutorState},
 };

@@ -79,7 +79,7 @@ fn status_json_matches_its_schema() {
 fn explain_json_matches_its_schema() {
     let schema = current(
         "explain",
-        &output_schema::<spark_triage::explain::Explanation>(),
+        &output_schema::<spark_triage_core::explain::Explanation>(),
     );
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut checked = 0;

@@ -204,7 +204,7 @@ async fn status_table_and_clear_failures() {
     let dead = dir.join("dead.kubeconfig");
     std::fs::write(
         &dead,
-        spark_triage::sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
+        spark_triage_sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
     )
     .unwrap();
     let (code, _, err) = status(&["--kubeconfig", dead.to_str().unwrap()]).await;

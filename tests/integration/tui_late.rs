@@ -16,7 +16,7 @@ type Utc = chrono::DateTime<chrono::Utc>;
 /// container's finish when Spark's removal text has it, what the verdict reads, else when
 /// the driver removed it).
 async fn cluster_times(
-    sim: &spark_triage::sim::SimHandle,
+    sim: &spark_triage_sim::SimHandle,
     app: &str,
 ) -> (
     BTreeMap<i64, Utc>,
@@ -165,8 +165,8 @@ fn opened_late(
     secs: f64,
     extra: &str,
 ) -> (
-    spark_triage::sim::SimHandle,
-    spark_triage::sim::clock::SimClock,
+    spark_triage_sim::SimHandle,
+    spark_triage_sim::clock::SimClock,
     Tmux,
 ) {
     let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));

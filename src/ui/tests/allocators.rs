@@ -3,7 +3,8 @@
 //! confirmations and the detail say so.
 
 use super::*;
-use crate::{app::Confirm, model::testing::pod, source::SourceEvent};
+use crate::{app::Confirm, source::SourceEvent};
+use spark_triage_core::model::testing::pod;
 
 /// Executors 1, 4 and 3 on ordinals 0, 1 and 2; with `held`, executor 3's pod was deleted
 /// and waits on the tool's hold.
@@ -40,7 +41,7 @@ fn statefulset_app(held: bool) -> App {
         // Executor 3 ended and is held: Spark's deletion waits on the tool's finalizer.
         if held && id == 3 {
             meta["deletionTimestamp"] = "2026-11-29T10:29:00Z".into();
-            meta["finalizers"] = serde_json::json!([crate::model::HOLD_FINALIZER]);
+            meta["finalizers"] = serde_json::json!([spark_triage_core::model::HOLD_FINALIZER]);
         }
         pods.push(pod(serde_json::json!({"metadata": meta,
             "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},

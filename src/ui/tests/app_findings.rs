@@ -6,7 +6,8 @@ use super::*;
 /// show on the executors pane's bottom border.
 #[test]
 fn crash_loop_shows_on_the_executors_pane() {
-    use crate::{model::testing::pod, source::SourceEvent};
+    use crate::source::SourceEvent;
+    use spark_triage_core::model::testing::pod;
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use crate::{
     app::{App, Context, Mode, layout::Density, update},
-    model::ExecutorPod,
     source::SourceEvent,
 };
+use spark_triage_core::model::ExecutorPod;
 
 /// An app of `n` executors: every tenth OOM-killed, every tenth + 1 waiting on its image,
 /// the rest running.

@@ -5,10 +5,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use ratatui::{Terminal, backend::TestBackend};
 use serde_json::json;
 
-use crate::{
-    app::{App, Context, Focus, Mode, Msg, update},
-    model::testing::pod,
-};
+use crate::app::{App, Context, Focus, Mode, Msg, update};
+use spark_triage_core::model::testing::pod;
 
 /// `n` apps (`app-01` …) of one running executor each, at `w`×`h`.
 fn apps(n: usize, w: u16, h: u16) -> App {
