@@ -423,3 +423,9 @@ mod tests {
         assert_eq!(ids(select(&pods, &pending, now)), vec![2, 3]);
     }
 }
+
+impl From<ActionError> for crate::failure::Failure {
+    fn from(e: ActionError) -> Self {
+        Self::Cause(Box::new(e))
+    }
+}

@@ -9,14 +9,13 @@ use std::{ffi::OsString, path::Path, process::ExitCode};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands;
-use spark_triage_core::input::InputError;
+use crate::failure::Failure;
 
-mod args;
-pub(crate) mod config;
 mod hoist;
 
-pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WriteArgs};
-pub(crate) use args::{parse_duration, parse_interval, parse_size, parse_timeout, parse_ttl};
+use crate::flags::{
+    ClusterArgs, LiveArgs, ViewArgs, WatchArgs, WriteArgs, config, configured, switch_context,
+};
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]
@@ -106,40 +105,9 @@ from the kubeconfig and the cluster (at most 2.5 s; nothing is offered when it d
     Complete(commands::shell::CompleteArgs),
 }
 
-/// A failure the user should read: one line, exit code attached. Conversions keep the
-/// source error (its own one-line text).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Failure {
-    #[error(transparent)]
-    Input(#[from] InputError),
-    #[error(transparent)]
-    Connect(#[from] crate::source::live::ConnectError),
-    #[error(transparent)]
-    Action(#[from] crate::actions::ActionError),
-    #[error(transparent)]
-    Recording(#[from] crate::record::ReadError),
-    #[error(transparent)]
-    Sim(#[from] spark_triage_sim::SimError),
-    #[error("cannot write JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Runtime(String),
-}
-
-impl Failure {
-    fn exit_code(&self) -> u8 {
-        match self {
-            Self::Usage(_) => 2,
-            _ => 1,
-        }
-    }
-}
-
 /// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
 pub fn main() -> ExitCode {
-    commands::shell::answer_the_shell();
+    commands::shell::answer_the_shell(Cli::command);
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut cmd = Cli::command();
     if invoked_as_plugin(&args) {
@@ -187,89 +155,12 @@ fn invoked_as_plugin(args: &[OsString]) -> bool {
 
 /// The flags given on the command line (clap's ids), of the command that runs: a
 /// configuration file sets only the others.
-fn given(m: &clap::ArgMatches) -> std::collections::BTreeSet<String> {
+pub(crate) fn given(m: &clap::ArgMatches) -> std::collections::BTreeSet<String> {
     let sub = m.subcommand().map_or(m, |(_, s)| s);
     sub.ids()
         .filter(|id| sub.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
         .map(|id| id.as_str().to_owned())
         .collect()
-}
-
-/// The flags, with the configuration file under them (for the context in use).
-fn configured(
-    mut live: LiveArgs,
-    given: &std::collections::BTreeSet<String>,
-) -> Result<LiveArgs, Failure> {
-    let file = config::Config::load(live.config.as_deref())?;
-    // The kubeconfig is read for its current context only when a section could apply.
-    let context = match &live.context {
-        Some(c) => Some(c.clone()),
-        None if !file.top.context.is_empty() => current_context(&live),
-        None => None,
-    };
-    let settings = file.for_context(context.as_deref());
-    config::apply(&mut live, &settings, &|id| given.contains(id));
-    config::configure_views(&settings);
-    // Read-only is only ever added: a context the default file makes read-only stays so
-    // whatever `--config` or `$SPARK_TRIAGE_CONFIG` names instead.
-    if !live.readonly.on()
-        && let Some(default) = config::default_path().filter(|d| file.path.as_ref() != Some(d))
-        && default.exists()
-    {
-        // Its sections apply by the kubeconfig's context, whatever the other file has.
-        let context = live.context.clone().or_else(|| current_context(&live));
-        match config::Config::load(Some(&default)) {
-            Ok(home) => {
-                let s = home.for_context(context.as_deref());
-                if s.readonly == Some(true) {
-                    live.readonly = crate::effect::ReadOnly::On(format!(
-                        "readonly = true in {}; another configuration file cannot lift it",
-                        s.readonly_from
-                            .unwrap_or_else(|| default.display().to_string())
-                    ));
-                }
-            }
-            // It may make this context read-only: unreadable, it does.
-            Err(_) => {
-                live.readonly = crate::effect::ReadOnly::On(format!(
-                    "{} cannot be read, and it may make this context read-only",
-                    default.display()
-                ));
-            }
-        }
-    }
-    Ok(live)
-}
-
-/// `:ctx NAME` in the live view: the flags and the configuration file worked out again for
-/// that context. `-n`/`-A` named a namespace of the first context, so the new one starts in
-/// its own (or its configuration section's); `--readonly` and the file's read-only hold.
-fn switch_context(
-    raw: LiveArgs,
-    given: &std::collections::BTreeSet<String>,
-) -> crate::source::switch::Reconfigure {
-    let mut given = given.clone();
-    for id in ["namespace", "all_namespaces", "context"] {
-        given.remove(id);
-    }
-    std::sync::Arc::new(move |name: &str| {
-        let mut args = raw.clone();
-        args.context = Some(name.to_owned());
-        args.namespace = None;
-        args.all_namespaces = false;
-        let l = configured(args, &given).map_err(|e| e.to_string())?;
-        Ok((l.options(), l.readonly.clone()))
-    })
-}
-
-/// The kubeconfig's current context (the section of the configuration file that applies
-/// when no `--context` is given); unreadable = none (connecting says why).
-fn current_context(live: &LiveArgs) -> Option<String> {
-    let kc = match &live.kubeconfig {
-        Some(p) => kube::config::Kubeconfig::read_from(p).ok()?,
-        None => kube::config::Kubeconfig::read().ok()?,
-    };
-    kc.current_context
 }
 
 fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode, Failure> {
@@ -323,9 +214,9 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         }
         Some(Command::Report(args)) => commands::report::run(args),
         Some(Command::Export(args)) => commands::export::run(args),
-        Some(Command::Completions(args)) => commands::shell::completions(args),
-        Some(Command::Man(args)) => commands::shell::man(args),
-        Some(Command::Complete(args)) => commands::shell::complete(args),
+        Some(Command::Completions(args)) => commands::shell::completions(args, Cli::command),
+        Some(Command::Man(args)) => commands::shell::man(args, Cli::command()),
+        Some(Command::Complete(args)) => commands::shell::complete(args, Cli::command()),
         None => {
             let raw = LiveArgs::of(
                 &cli.cluster,

@@ -2,15 +2,15 @@
 
 use clap::Args;
 
-use crate::cli::LiveArgs;
+use crate::flags::LiveArgs;
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// A built-in scenario or a scenario file (docs/simulator.md).
-    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::scenarios))]
+    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::scenarios))]
     pub scenario: String,
     /// Time scale of the simulation.
     #[arg(long, default_value_t = 1.0)]
@@ -19,11 +19,11 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
-    pub watch: crate::cli::WatchArgs,
+    pub watch: crate::flags::WatchArgs,
     #[command(flatten)]
-    pub write: crate::cli::WriteArgs,
+    pub write: crate::flags::WriteArgs,
     #[command(flatten)]
-    pub view: crate::cli::ViewArgs,
+    pub view: crate::flags::ViewArgs,
     /// The configuration file (default: $SPARK_TRIAGE_CONFIG, else
     /// $XDG_CONFIG_HOME/spark-triage/config.toml when it exists; docs/configuration.md).
     #[arg(long, value_name = "FILE")]
@@ -37,8 +37,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
             args.speed
         )));
     }
-    super::record::refuse_existing(live_args.record.as_deref(), false)?;
-    super::diagnostics::init(live_args.log_file.as_deref());
+    crate::record::recorder::refuse_existing(live_args.record.as_deref(), false)?;
+    crate::diagnostics::init(live_args.log_file.as_deref());
     let scenario = spark_triage_sim::scenario::load(&args.scenario).map_err(Failure::Usage)?;
     let mut opts = spark_triage_sim::SimOptions::new(scenario);
     opts.speed = args.speed;
@@ -61,7 +61,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         };
         let mut conn = super::connect(&live).await?;
         conn.context = format!("demo ({} scenario)", args.scenario);
-        let r = super::live::tui_on(
+        let r = crate::tui::tui_on(
             conn,
             poll,
             crate::app::Mode::Demo,

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 use spark_triage_core::{
     classify::ClassifyOptions,
     explain::{explain_with, render_text},
@@ -90,7 +90,7 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     let report = explain_with(&objects.pods, &objects.events, &objects.groups, &opts, now);
     match args.output {
         Output::Text => super::write_stdout(&render_text(&report))?,
-        Output::Json => super::json_out::write(&report)?,
+        Output::Json => crate::output::json::write(&report)?,
     }
     Ok(if objects.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -7,7 +7,7 @@ use std::{io::IsTerminal, process::ExitCode};
 
 use clap::Args;
 
-use crate::{cli::Failure, record::segments};
+use crate::{failure::Failure, record::segments};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -15,7 +15,7 @@ pub struct ExportArgs {
     #[arg(value_name = "DIR")]
     pub dir: std::path::PathBuf,
     #[command(flatten)]
-    pub window: super::timeline::WindowArgs,
+    pub window: crate::flags::WindowArgs,
     /// Write the tar here instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
@@ -32,9 +32,9 @@ pub(crate) fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
         }
         .into());
     };
-    let end = super::timeline::last_written(last);
+    let end = crate::record::timeline::last_written(last);
     let resolve = |s: Option<&str>| {
-        s.map(|a| super::timeline::moment(a, first.start, end))
+        s.map(|a| crate::record::timeline::moment(a, first.start, end))
             .transpose()
     };
     let from = resolve(args.window.from()?.as_deref())?;

@@ -2,33 +2,33 @@
 
 use clap::Args;
 
-use crate::cli::LiveArgs;
+use crate::flags::LiveArgs;
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct HoldArgs {
     /// The application (id or name).
-    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
     pub app: String,
     /// on or off.
     #[arg(value_parser = ["on", "off"])]
     pub switch: String,
     /// How long the hold lasts (1s to 30d); any instance releases it after that.
-    #[arg(long, default_value = "2h", value_parser = crate::cli::parse_ttl)]
+    #[arg(long, default_value = "2h", value_parser = crate::flags::parse_ttl)]
     pub ttl: std::time::Duration,
     #[command(flatten)]
-    pub cluster: crate::cli::ClusterArgs,
+    pub cluster: crate::flags::ClusterArgs,
     #[command(flatten)]
-    pub write: crate::cli::WriteArgs,
+    pub write: crate::flags::WriteArgs,
 }
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["app", "all", "expired"])))]
 pub struct ReleaseArgs {
     /// Release this application's pods.
-    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
     pub app: Option<String>,
     /// Release every held pod in scope.
     #[arg(long)]
@@ -37,9 +37,9 @@ pub struct ReleaseArgs {
     #[arg(long)]
     pub expired: bool,
     #[command(flatten)]
-    pub cluster: crate::cli::ClusterArgs,
+    pub cluster: crate::flags::ClusterArgs,
     #[command(flatten)]
-    pub write: crate::cli::WriteArgs,
+    pub write: crate::flags::WriteArgs,
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Failure> {
@@ -54,7 +54,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Fail
                 &pods,
                 args.ttl,
                 &live_args.readonly,
-                &super::action_log(),
+                &crate::effect::ActionLog::from_env(),
                 &mut out,
             )
             .await
@@ -64,7 +64,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: HoldArgs) -> Result<ExitCode, Fail
                 &pods,
                 false,
                 &live_args.readonly,
-                &super::action_log(),
+                &crate::effect::ActionLog::from_env(),
                 &mut out,
             )
             .await
@@ -87,7 +87,7 @@ pub(crate) fn release(live_args: &LiveArgs, args: ReleaseArgs) -> Result<ExitCod
             &pods,
             args.expired,
             &live_args.readonly,
-            &super::action_log(),
+            &crate::effect::ActionLog::from_env(),
             &mut out,
         )
         .await;

@@ -4,15 +4,15 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use crate::cli::{LiveArgs, parse_duration};
+use crate::flags::{LiveArgs, parse_duration};
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The application (spark-app-selector id or spark-app-name).
-    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
     pub app: String,
     /// Executor ids to kill.
     #[arg(value_name = "EXEC_ID")]
@@ -39,9 +39,9 @@ pub struct KillArgs {
     #[arg(long)]
     pub force_unowned: bool,
     #[command(flatten)]
-    pub cluster: crate::cli::ClusterArgs,
+    pub cluster: crate::flags::ClusterArgs,
     #[command(flatten)]
-    pub write: crate::cli::WriteArgs,
+    pub write: crate::flags::WriteArgs,
 }
 
 fn parse_state(s: &str) -> Result<spark_triage_core::model::ExecutorState, String> {
@@ -186,7 +186,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             &targets,
             grace,
             &live_args.readonly,
-            &super::action_log(),
+            &crate::effect::ActionLog::from_env(),
             &mut out,
         )
         .await;

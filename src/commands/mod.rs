@@ -3,28 +3,20 @@
 
 use std::io::Write;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
-pub mod completers;
 pub mod demo;
-mod diagnostics;
 pub mod explain;
 pub mod export;
-mod flight;
 pub mod hold;
-mod json_out;
 pub mod kill;
 pub mod live;
-mod progress;
 pub mod record;
 pub mod replay;
 pub mod report;
 pub mod shell;
 pub mod sim;
 pub mod status;
-pub(crate) mod timeline;
-
-pub(crate) use timeline::open_recording;
 
 /// Prints what an action wrote (what it did, one line each), then its outcome.
 pub(crate) fn action_done<T>(
@@ -79,14 +71,6 @@ pub(crate) fn block_on<T>(
 pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
     let mut signals = crate::tui::signal_stream();
     async move { signals.recv().await }
-}
-
-pub(crate) fn action_log() -> crate::effect::ActionLog {
-    crate::effect::ActionLog::new(
-        std::env::var_os("SPARK_TRIAGE_ACTIONS_LOG")
-            .map(std::path::PathBuf::from)
-            .or_else(crate::effect::ActionLog::default_path),
-    )
 }
 
 pub(crate) fn confirm(question: &str) -> bool {

@@ -4,11 +4,11 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use crate::cli::ReadLimits;
+use crate::flags::ReadLimits;
 use spark_triage_core::model::Time;
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -69,16 +69,16 @@ pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
     }
     // A directory is read from the segment holding --from (else --at) on.
-    let opened = super::open_recording(
+    let opened = crate::record::timeline::open_recording(
         &args.file,
-        args.limits,
+        args.limits.max_line,
         args.from.as_deref().or(args.at.as_deref()),
         None,
     )?;
     let at = args
         .at
         .as_deref()
-        .map(|a| super::timeline::moment(a, opened.rec.header.started_at, opened.end))
+        .map(|a| crate::record::timeline::moment(a, opened.rec.header.started_at, opened.end))
         .transpose()?;
     let app = replay_app(opened.rec, at);
     super::block_on(async move {

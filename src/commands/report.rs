@@ -2,10 +2,10 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::ReadLimits;
+use crate::flags::ReadLimits;
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -16,7 +16,7 @@ pub struct ReportArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
     #[command(flatten)]
-    pub window: super::timeline::WindowArgs,
+    pub window: crate::flags::WindowArgs,
     /// Only this application (name or id).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
@@ -32,15 +32,15 @@ pub enum ReportOutput {
 
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     let from = args.window.from()?;
-    let window = |from, to| crate::report::Window {
+    let window = |from, to| crate::output::report::Window {
         from,
         to,
         app: args.app.clone(),
     };
     // Streamed: a week of segments costs the memory of the state, not of the events.
-    let (header, state, from, to) = super::timeline::read_state(
+    let (header, state, from, to) = crate::record::timeline::read_state(
         &args.file,
-        args.limits,
+        args.limits.max_line,
         from.as_deref(),
         args.window.to.as_deref(),
         |f, t| window(f, t).state(),
@@ -49,7 +49,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let report = crate::report::from_state(&name, &header, &state, &window(from, to));
+    let report = crate::output::report::from_state(&name, &header, &state, &window(from, to));
     if let Some(app) = &args.app
         && report.apps.is_empty()
     {
@@ -59,8 +59,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         )));
     }
     match args.output {
-        ReportOutput::Md => super::write_stdout(&crate::report::markdown(&report))?,
-        ReportOutput::Json => super::json_out::write(&report)?,
+        ReportOutput::Md => super::write_stdout(&crate::output::report::markdown(&report))?,
+        ReportOutput::Json => crate::output::json::write(&report)?,
     }
     Ok(ExitCode::SUCCESS)
 }

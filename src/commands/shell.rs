@@ -8,10 +8,10 @@
 
 use std::{ffi::OsString, io::Write, path::PathBuf, process::ExitCode};
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::{Args, ValueEnum};
 use clap_complete::Shell;
 
-use crate::cli::{Cli, Failure};
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -62,8 +62,12 @@ fn invoked_name() -> String {
 
 /// bash, zsh and fish get clap_complete's dynamic registration: the shell runs this binary
 /// (`COMPLETE=bash spark-triage -- WORDS`) at each Tab, so flag values are completed from
-/// the cluster and the kubeconfig ([`super::completers`]); PowerShell gets the static script.
-pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
+/// the cluster and the kubeconfig ([`crate::flags::completers`]); PowerShell gets the static script.
+/// `cli` is the whole command line's definition (the dispatcher's).
+pub(crate) fn completions(
+    args: CompletionsArgs,
+    cli: fn() -> clap::Command,
+) -> Result<ExitCode, Failure> {
     use clap_complete::env::EnvCompleter;
     let name = args.name.unwrap_or_else(invoked_name);
     let completer = completer_path();
@@ -91,12 +95,7 @@ pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
             &mut out,
         ),
         ShellName::Powershell => {
-            clap_complete::generate(
-                Shell::PowerShell,
-                &mut Cli::command(),
-                name.clone(),
-                &mut out,
-            );
+            clap_complete::generate(Shell::PowerShell, &mut cli(), name.clone(), &mut out);
             Ok(())
         }
     };
@@ -110,8 +109,8 @@ pub(crate) const COMPLETE_VAR: &str = "COMPLETE";
 
 /// Answers the shell when it asks (`COMPLETE=bash spark-triage -- WORDS`) and exits; a
 /// normal run goes on. Called first thing in `main`.
-pub(crate) fn answer_the_shell() {
-    clap_complete::CompleteEnv::with_factory(Cli::command)
+pub(crate) fn answer_the_shell(cli: fn() -> clap::Command) {
+    clap_complete::CompleteEnv::with_factory(cli)
         .var(COMPLETE_VAR)
         .bin(invoked_name())
         .completer(completer_path())
@@ -133,8 +132,7 @@ fn completer_path() -> String {
         .to_string()
 }
 
-pub(crate) fn man(args: ManArgs) -> Result<ExitCode, Failure> {
-    let cmd = Cli::command();
+pub(crate) fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitCode, Failure> {
     let Some(dir) = args.out else {
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd)
@@ -170,7 +168,7 @@ const NO_FILE_COMP: u8 = 4;
 /// Cobra's directive: the shell's default (files) when there is nothing better.
 const DEFAULT_COMP: u8 = 0;
 
-pub(crate) fn complete(args: CompleteArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn complete(args: CompleteArgs, mut cli: clap::Command) -> Result<ExitCode, Failure> {
     let mut words = args.words;
     if words.is_empty() {
         words.push(OsString::new());
@@ -180,8 +178,7 @@ pub(crate) fn complete(args: CompleteArgs) -> Result<ExitCode, Failure> {
     let index = argv.len() - 1;
     let cwd = std::env::current_dir().ok();
     let candidates =
-        clap_complete::engine::complete(&mut Cli::command(), argv, index, cwd.as_deref())
-            .unwrap_or_default();
+        clap_complete::engine::complete(&mut cli, argv, index, cwd.as_deref()).unwrap_or_default();
     let mut out = String::new();
     for c in candidates.iter().filter(|c| !c.is_hide_set()) {
         out.push_str(&c.get_value().to_string_lossy());

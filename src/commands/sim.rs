@@ -4,7 +4,7 @@ use clap::Args;
 
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -12,7 +12,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: std::net::SocketAddr,
     /// A built-in scenario name or a scenario file.
-    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::scenarios))]
+    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::scenarios))]
     pub scenario: String,
     /// Where to write the kubeconfig (default: a file in the temp dir).
     #[arg(long, value_name = "FILE")]

@@ -3,10 +3,10 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::{LiveArgs, ReadLimits, parse_duration};
+use crate::flags::{LiveArgs, ReadLimits, parse_duration};
 use std::process::ExitCode;
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -17,7 +17,7 @@ pub struct StatusArgs {
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<std::time::Duration>,
     /// Only this application (id or name).
-    #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::apps))]
+    #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
     pub app: Option<String>,
     /// Read a recording (a file, or a directory of segments) instead of a cluster.
     #[arg(long, value_name = "FILE|DIR")]
@@ -38,9 +38,9 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub limits: ReadLimits,
     #[command(flatten)]
-    pub cluster: crate::cli::ClusterArgs,
+    pub cluster: crate::flags::ClusterArgs,
     #[command(flatten)]
-    pub watch: crate::cli::WatchArgs,
+    pub watch: crate::flags::WatchArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,17 +55,24 @@ pub enum StatusOutput {
 
 /// What the sources could not do, on stderr (once: the table and the JSON stay data; the
 /// JSON also carries them as `problems`).
-fn warn(report: &crate::status::StatusReport) {
+fn warn(report: &crate::output::status::StatusReport) {
     for p in &report.problems {
         eprintln!("warning: {}", crate::redact::escape_controls(p));
     }
 }
 
-fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> Result<(), Failure> {
+fn print_status(
+    report: &crate::output::status::StatusReport,
+    output: StatusOutput,
+) -> Result<(), Failure> {
     match output {
-        StatusOutput::Json => super::json_out::write(report),
-        StatusOutput::Table => super::write_stdout(&crate::status::render_table(report, false)),
-        StatusOutput::Wide => super::write_stdout(&crate::status::render_table(report, true)),
+        StatusOutput::Json => crate::output::json::write(report),
+        StatusOutput::Table => {
+            super::write_stdout(&crate::output::status::render_table(report, false))
+        }
+        StatusOutput::Wide => {
+            super::write_stdout(&crate::output::status::render_table(report, true))
+        }
         StatusOutput::Yaml => super::write_stdout(&yaml(report)?),
         StatusOutput::Name => super::write_stdout(&report.names()),
     }
@@ -73,14 +80,14 @@ fn print_status(report: &crate::status::StatusReport, output: StatusOutput) -> R
 
 /// The report as YAML, safe for a terminal: a control character from cluster data is
 /// written visibly (`\u{1b}`), never raw.
-fn yaml(report: &crate::status::StatusReport) -> Result<String, Failure> {
+fn yaml(report: &crate::output::status::StatusReport) -> Result<String, Failure> {
     let text = serde_saphyr::to_string(report)
         .map_err(|e| Failure::Runtime(format!("cannot write YAML: {e}")))?;
     Ok(crate::redact::escape_controls(&text).into_owned())
 }
 
 /// The exit status: 3 under `--exit-code` when an executor's verdict is an error.
-fn exit_status(report: &crate::status::StatusReport, args: &StatusArgs) -> ExitCode {
+fn exit_status(report: &crate::output::status::StatusReport, args: &StatusArgs) -> ExitCode {
     if args.exit_code && report.has_errors() {
         ExitCode::from(3)
     } else {
@@ -89,12 +96,12 @@ fn exit_status(report: &crate::status::StatusReport, args: &StatusArgs) -> ExitC
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
-    use crate::{source::live, status, store::Store};
+    use crate::{output::status, source::live, store::Store};
     if let Some(path) = &args.recording {
         let at = args.at.as_deref();
         // The segment holding the moment, streamed: its opening state, then its events.
         let (_, state, _, _) =
-            super::timeline::read_state(path, args.limits, at, at, |_, until| {
+            crate::record::timeline::read_state(path, args.limits.max_line, at, at, |_, until| {
                 crate::record::State {
                     until,
                     ..Default::default()
@@ -110,7 +117,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
     let opts = live_args.options();
     super::block_on(async move {
         // On a terminal, a spinner says what is awaited; off one, nothing (stdout is the answer).
-        let mut progress = super::progress::Progress::spinner("connecting to the API server");
+        let mut progress =
+            crate::output::progress::Progress::spinner("connecting to the API server");
         let conn = super::connect(&opts).await?;
         progress.set(format!(
             "waiting for the first full LIST from {}",
@@ -209,7 +217,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
 /// `--app NAME` that matches nothing is a mistake, not an empty answer: exit 1, naming the
 /// applications that are there.
 fn no_such_app(
-    report: &crate::status::StatusReport,
+    report: &crate::output::status::StatusReport,
     snap: &crate::store::Snapshot,
     app: Option<&str>,
     scope: &str,
@@ -289,7 +297,7 @@ mod tests {
 
     #[test]
     fn yaml_writes_no_terminal_control_from_cluster_data() {
-        let report = crate::status::StatusReport {
+        let report = crate::output::status::StatusReport {
             apps: Vec::new(),
             full_snapshot_at: None,
             problems: vec!["pod watch: \u{1b}]0;pwned\u{7} \u{9b}2J".to_owned()],

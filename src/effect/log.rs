@@ -30,6 +30,16 @@ pub struct ActionLog {
 }
 
 impl ActionLog {
+    /// The log every command and the TUI write to: `$SPARK_TRIAGE_ACTIONS_LOG`, or the
+    /// default path.
+    pub fn from_env() -> Self {
+        Self::new(
+            std::env::var_os("SPARK_TRIAGE_ACTIONS_LOG")
+                .map(PathBuf::from)
+                .or_else(Self::default_path),
+        )
+    }
+
     pub fn default_path() -> Option<PathBuf> {
         use etcetera::BaseStrategy;
         let base = etcetera::base_strategy::Xdg::new().ok()?.state_dir()?;

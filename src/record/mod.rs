@@ -21,8 +21,11 @@ use crate::source::SourceEvent;
 use spark_triage_core::model::Time;
 
 pub mod lock;
+pub(crate) mod metrics;
+pub(crate) mod recorder;
 pub mod segments;
 mod sink;
+pub(crate) mod timeline;
 
 pub use sink::{Collect, ForgetRule, Sink, State};
 
@@ -494,3 +497,9 @@ impl<W: Write> Writer<W> {
 
 #[cfg(test)]
 mod tests;
+
+impl From<ReadError> for crate::failure::Failure {
+    fn from(e: ReadError) -> Self {
+        Self::Cause(Box::new(e))
+    }
+}

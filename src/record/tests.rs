@@ -89,7 +89,7 @@ fn keyframes_seek_to_the_same_state_as_full_replay() {
         let mut store = crate::store::Store::new();
         replay.seek(&mut store, replay.end);
         replay.seek(&mut store, t); // backwards: from the keyframe, or from the start
-        serde_json::to_string(&crate::status::report(store.view(), None)).unwrap()
+        serde_json::to_string(&crate::output::status::report(store.view(), None)).unwrap()
     };
     for t in [
         full.events[mid].at(),

@@ -736,3 +736,9 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
         }
     }
 }
+
+impl From<ConnectError> for crate::failure::Failure {
+    fn from(e: ConnectError) -> Self {
+        Self::Cause(Box::new(e))
+    }
+}

@@ -195,8 +195,9 @@ mod tests {
         for ev in events {
             replayed.apply(ev);
         }
-        let report =
-            |s: &Store| serde_json::to_string(&crate::status::report(s.view(), None)).unwrap();
+        let report = |s: &Store| {
+            serde_json::to_string(&crate::output::status::report(s.view(), None)).unwrap()
+        };
         assert_eq!(report(&keyframe), report(&replayed));
         assert!(
             keyframe

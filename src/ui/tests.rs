@@ -509,7 +509,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         "real-spark-oom.ndjson.zst",
     ] {
         let rec = record::open(&root.join(name)).expect("recording reads");
-        let report = crate::report::build(name, &rec);
+        let report = crate::output::report::build(name, &rec);
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
@@ -517,8 +517,8 @@ fn counted_agrees_across_detail_strip_status_and_report() {
             mode: Mode::Replay,
         });
         update(&mut app, crate::app::Msg::Sources(rec.events.clone()));
-        let status = crate::status::report(app.store.view(), None);
-        let table = crate::status::render_table(&status, false);
+        let status = crate::output::status::report(app.store.view(), None);
+        let table = crate::output::status::render_table(&status, false);
         let mut checked = 0;
         for (ai, a) in app
             .apps()

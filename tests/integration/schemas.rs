@@ -58,7 +58,7 @@ fn valid(schema: &serde_json::Value, doc: &serde_json::Value, what: &str) {
 fn status_json_matches_its_schema() {
     let schema = current(
         "status",
-        &output_schema::<spark_triage::status::StatusReport>(),
+        &output_schema::<spark_triage::output::status::StatusReport>(),
     );
     valid(
         &schema,
@@ -105,7 +105,10 @@ fn explain_json_matches_its_schema() {
 
 #[test]
 fn report_json_matches_its_schema() {
-    let schema = current("report", &output_schema::<spark_triage::report::Report>());
+    let schema = current(
+        "report",
+        &output_schema::<spark_triage::output::report::Report>(),
+    );
     valid(
         &schema,
         &output(&["report", SESSION, "-o", "json"]),

@@ -137,7 +137,7 @@ fn write_split(dir: &Path, cuts: &[usize], restart_at: Option<usize>) -> Recordi
 
 fn status_at(rec: Recording, t: Time) -> String {
     let app = crate::commands::replay::replay_app(rec, Some(t));
-    serde_json::to_string(&crate::status::report(app.store.view(), None)).unwrap()
+    serde_json::to_string(&crate::output::status::report(app.store.view(), None)).unwrap()
 }
 
 #[test]
@@ -235,8 +235,9 @@ fn a_streamed_read_arrives_at_the_state_a_whole_read_does() {
             ..Default::default()
         };
         read_dir_each(&d.0, Some(t), Some(t), 1 << 26, &mut state).unwrap();
-        let report =
-            |s: &Store| serde_json::to_string(&crate::status::report(s.view(), None)).unwrap();
+        let report = |s: &Store| {
+            serde_json::to_string(&crate::output::status::report(s.view(), None)).unwrap()
+        };
         assert_eq!(
             report(&state.store),
             status_at(fixture(), t),

@@ -9,8 +9,9 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::Deserialize;
 
-use super::{Failure, LiveArgs};
+use super::LiveArgs;
 use crate::app::keymap::{Action, Keymap, Keys};
+use crate::failure::Failure;
 
 /// `SPARK_TRIAGE_CONFIG` names the file when `--config` does not.
 const ENV: &str = "SPARK_TRIAGE_CONFIG";
@@ -96,17 +97,17 @@ mod opt_duration {
     pub fn interval<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::cli::parse_interval)
+        with(d, crate::flags::parse_interval)
     }
 
     pub fn timeout<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::cli::parse_timeout)
+        with(d, crate::flags::parse_timeout)
     }
 
     pub fn ttl<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::cli::parse_ttl)
+        with(d, crate::flags::parse_ttl)
     }
 
     fn with<'de, D: Deserializer<'de>>(

@@ -1,6 +1,6 @@
-//! The flight recorder's parts beside the recorder loop: rotating and pruning a segment
-//! directory (`record DIR --rotate --retain --max-size`), and its `/healthz`, `/readyz` and
-//! `/metrics` (Prometheus text) on `--metrics-addr` (docs/flight-recorder.md).
+//! The flight recorder's `/healthz`, `/readyz` and `/metrics` (Prometheus text) on
+//! `--metrics-addr` (docs/flight-recorder.md), with the limits that keep idle and slow
+//! clients from stopping the recorder.
 
 use std::{
     path::Path,
@@ -8,7 +8,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicI64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use prometheus_client::{
@@ -17,100 +17,8 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{
-    cli::Failure,
-    record::{
-        FileOut, Writer,
-        segments::{self, Budget, SegmentWriter},
-    },
-    store::Store,
-};
-
-/// A directory being recorded: when to rotate, what to keep.
-pub(crate) struct Segmented {
-    pub writer: SegmentWriter,
-    rotate: Duration,
-    budget: Budget,
-    opened: Instant,
-}
-
-impl Segmented {
-    /// Starts a run in `dir`: resumes the state of the directory's last segment (a
-    /// recorder that was killed or restarted goes on where it was, with a gap between),
-    /// refuses a directory that records another cluster or scope, and opens a segment.
-    pub fn start(
-        dir: &Path,
-        header: crate::record::Header,
-        rotate: Duration,
-        budget: Budget,
-    ) -> Result<(Self, Writer<FileOut>, Store), Failure> {
-        let store = match segments::resume(dir) {
-            Some((h, store)) => {
-                let same = (&h.server, &h.scope, &h.selector)
-                    == (&header.server, &header.scope, &header.selector);
-                if !same {
-                    return Err(Failure::Usage(format!(
-                        "{} holds the recording of {} ({}, {}); record {} ({}, {}) in another directory",
-                        dir.display(),
-                        h.server,
-                        h.scope,
-                        h.selector,
-                        header.server,
-                        header.scope,
-                        header.selector
-                    )));
-                }
-                store
-            }
-            None => Store::new(),
-        };
-        let (writer, out) = SegmentWriter::start(dir, header, &store, chrono::Utc::now())
-            .map_err(|e| Failure::Runtime(format!("cannot record in {}: {e}", dir.display())))?;
-        let mut s = Self {
-            writer,
-            rotate: rotate.max(Duration::from_secs(1)),
-            budget,
-            opened: Instant::now(),
-        };
-        s.prune();
-        Ok((s, out, store))
-    }
-
-    /// Whether the current segment is old enough to close.
-    pub fn due(&self) -> bool {
-        self.opened.elapsed() >= self.rotate
-    }
-
-    /// The next segment (the caller swaps the writers; dropping the old one finishes its
-    /// compressed stream), then what the budget no longer keeps goes.
-    pub fn rotate(&mut self, store: &Store) -> std::io::Result<Writer<FileOut>> {
-        let out = self.writer.open(store, chrono::Utc::now())?;
-        self.opened = Instant::now();
-        self.prune();
-        Ok(out)
-    }
-
-    /// Deletes what the budget no longer keeps; a failure is logged, recording goes on.
-    fn prune(&mut self) -> Vec<std::path::PathBuf> {
-        match segments::prune(
-            self.writer.dir(),
-            self.budget,
-            chrono::Utc::now(),
-            &self.writer.current,
-        ) {
-            Ok(deleted) => {
-                for d in &deleted {
-                    tracing::info!("retention: deleted {}", d.display());
-                }
-                deleted
-            }
-            Err(e) => {
-                tracing::warn!("retention: {e}");
-                Vec::new()
-            }
-        }
-    }
-}
+use super::segments;
+use crate::{failure::Failure, store::Store};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {

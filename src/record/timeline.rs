@@ -4,10 +4,8 @@
 
 use chrono::{Local, NaiveDateTime, NaiveTime, TimeZone};
 
-use crate::{
-    cli::{Failure, ReadLimits},
-    record::{Header, Item, Recording, State, segments},
-};
+use super::{Header, Item, Recording, State, segments};
+use crate::failure::Failure;
 use spark_triage_core::model::{Time, fmt_time};
 
 /// A recording opened over a window.
@@ -127,42 +125,15 @@ pub(crate) fn last_written(segment: &segments::Segment) -> Time {
         .max(segment.start)
 }
 
-/// A window of a recording, as typed (`report`, `export`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct WindowArgs {
-    /// Only the last DURATION of the recording (e.g. 24h).
-    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
-    pub since: Option<String>,
-    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
-    /// (-2h) or after the start (90s).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub from: Option<String>,
-    /// To this moment (same forms).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub to: Option<String>,
-}
-
-impl WindowArgs {
-    /// Where the window starts, as a moment: `--since 24h` is `-24h` (before the end).
-    pub(crate) fn from(&self) -> Result<Option<String>, Failure> {
-        match &self.since {
-            Some(d) => crate::cli::parse_duration(d)
-                .map(|_| Some(format!("-{}", d.trim())))
-                .map_err(|e| Failure::Usage(format!("--since {e}"))),
-            None => Ok(self.from.clone()),
-        }
-    }
-}
-
 /// Opens a recording file or a directory of segments over `from..to` (moments as typed),
 /// whole (a replay seeks back and forth), reporting damage and gaps on stderr.
 pub(crate) fn open_recording(
     path: &std::path::Path,
-    limits: ReadLimits,
+    max_line: u64,
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
-    let plan = Plan::new(path, limits, from, to)?;
+    let plan = Plan::new(path, max_line, from, to)?;
     let mut all = crate::record::Collect::default();
     let header = plan.read_into(&mut all)?;
     let rec = all.into_recording(header);
@@ -175,12 +146,12 @@ pub(crate) fn open_recording(
 /// so a week of them costs the memory of the state, not of the events.
 pub(crate) fn read_state(
     path: &std::path::Path,
-    limits: ReadLimits,
+    max_line: u64,
     from: Option<&str>,
     to: Option<&str>,
     make: impl FnOnce(Option<Time>, Option<Time>) -> State,
 ) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
-    let plan = Plan::new(path, limits, from, to)?;
+    let plan = Plan::new(path, max_line, from, to)?;
     let mut state = make(plan.from, plan.to);
     let header = plan.read_into(&mut state)?;
     warn(path, &state.damaged, &state.gaps);
@@ -210,11 +181,11 @@ enum What {
 impl Plan {
     fn new(
         path: &std::path::Path,
-        limits: ReadLimits,
+        max_line: u64,
         from: Option<&str>,
         to: Option<&str>,
     ) -> Result<Self, Failure> {
-        let max_line = usize::try_from(limits.max_line).unwrap_or(usize::MAX);
+        let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
         // An `export` tar: its segments, unpacked into a directory of our own for the read.
         let unpacked = is_tar(path).then(|| Unpacked::new(path)).transpose()?;
         let dir = unpacked.as_ref().map_or(path, |u| u.0.as_path());

@@ -14,7 +14,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use.
-    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(crate::commands::completers::contexts))]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::contexts))]
     pub context: Option<String>,
     /// The namespace (default: the context's).
     #[arg(
@@ -22,7 +22,7 @@ pub struct ClusterArgs {
         long,
         value_name = "NS",
         conflicts_with = "all_namespaces",
-        add = clap_complete::ArgValueCompleter::new(crate::commands::completers::namespaces)
+        add = clap_complete::ArgValueCompleter::new(crate::flags::completers::namespaces)
     )]
     pub namespace: Option<String>,
     /// Every namespace.
@@ -192,6 +192,33 @@ impl LiveArgs {
             poll_interval: self.poll_interval,
             driver_poll: (!self.no_driver_api).then_some(self.driver_poll_interval),
             request_timeout: self.request_timeout,
+        }
+    }
+}
+
+/// A window of a recording, as typed (`report`, `export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WindowArgs {
+    /// Only the last DURATION of the recording (e.g. 24h).
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
+    pub since: Option<String>,
+    /// From this moment: RFC 3339, a local time (2026-12-01 03:00, 03:00), before the end
+    /// (-2h) or after the start (90s).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// To this moment (same forms).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+}
+
+impl WindowArgs {
+    /// Where the window starts, as a moment: `--since 24h` is `-24h` (before the end).
+    pub(crate) fn from(&self) -> Result<Option<String>, crate::failure::Failure> {
+        match &self.since {
+            Some(d) => parse_duration(d)
+                .map(|_| Some(format!("-{}", d.trim())))
+                .map_err(|e| crate::failure::Failure::Usage(format!("--since {e}"))),
+            None => Ok(self.from.clone()),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::ser::{Formatter, PrettyFormatter};
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 
 /// `value` as pretty JSON and a newline on stdout; a closed pipe is not an error.
 pub(crate) fn write<T: Serialize>(value: &T) -> Result<(), Failure> {

@@ -14,6 +14,10 @@ use futures::StreamExt;
 use ratatui::{Terminal, backend::CrosstermBackend};
 use tokio::sync::mpsc;
 
+mod start;
+
+pub(crate) use start::{connect_watched, tui_on};
+
 use crate::{
     app::{App, Effect, Msg, housekeeping, update},
     effect::{Outcome, Runner},

@@ -5,8 +5,9 @@ use std::{io::Write, time::Duration};
 
 use clap::{CommandFactory, FromArgMatches};
 
-use super::super::{Cli, Command, LiveArgs, configured, given};
+use super::super::{LiveArgs, configured};
 use super::*;
+use crate::cli::{Cli, Command, given};
 
 struct Tmp(PathBuf);
 impl Drop for Tmp {

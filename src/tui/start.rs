@@ -1,0 +1,156 @@
+//! The live view's start: connecting with a way out (q, Esc, Ctrl-C), then the TUI on a
+//! connection's sources with the recorder's tee and the view's forgetting (`spark-triage`
+//! and `demo`).
+
+use std::io::IsTerminal;
+
+use crate::failure::Failure;
+
+/// The TUI on a connection: sources feed the app until the user quits.
+pub(crate) async fn tui_on(
+    conn: crate::source::live::Connection,
+    poll: std::time::Duration,
+    mode: crate::app::Mode,
+    readonly: crate::effect::ReadOnly,
+    record: Option<&std::path::Path>,
+    forget_after: std::time::Duration,
+    reconfigure: Option<crate::source::switch::Reconfigure>,
+) -> Result<(), Failure> {
+    use crate::app::{App, Context};
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(65_536);
+    let runner = crate::effect::Runner {
+        client: conn.client.clone(),
+        user: conn.user.clone(),
+        context: conn.context.clone(),
+        server: conn.server.clone(),
+        log: crate::effect::ActionLog::from_env(),
+        events: Some(tx.clone()),
+        focus: Some(conn.focus.clone()),
+        captures: crate::effect::Captures::of_lines(super::configured().log_tail_lines),
+    };
+    let switcher =
+        crate::source::switch::Switcher::start(conn.clone(), poll, tx.clone(), reconfigure);
+    let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
+    let rx = match record {
+        Some(path) => {
+            let (tee, task) = crate::record::recorder::tee_to_file(&conn, path, rx)?;
+            tasks.push(task);
+            tee
+        }
+        None => rx,
+    };
+    let app = App::new(Context {
+        context: conn.context.clone(),
+        scope: conn.describe_scope(),
+        readonly,
+        mode,
+    });
+    let mut app = app;
+    // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
+    app.poll_interval = Some(poll.mul_f64(crate::source::clock::rate()));
+    app.forget_after = Some(forget_after);
+    // Absolute, so the copied command works from any directory.
+    app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string()
+    });
+    app.contexts = kubeconfig_contexts(conn.kubeconfig.as_deref());
+    let result = crate::tui::run(app, rx, Some(runner), Some(switcher), true).await;
+    for t in tasks {
+        t.abort();
+    }
+    result
+        .map(|_| ())
+        .map_err(|e| Failure::Runtime(format!("terminal: {e}")))
+}
+
+/// The kubeconfig's context names (the `:ctx` prompt completes them).
+fn kubeconfig_contexts(path: Option<&std::path::Path>) -> Vec<String> {
+    let kc = match path {
+        Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    kc.map(|kc| kc.contexts.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default()
+}
+
+/// The view's memory stays bounded: executors gone longer than `after` are forgotten (the
+/// recorder's mechanism: a `Forget` event, recorded too, so a replay forgets the same).
+async fn forget_every(
+    after: std::time::Duration,
+    tx: tokio::sync::mpsc::Sender<crate::source::SourceEvent>,
+) {
+    let Ok(horizon) = chrono::Duration::from_std(after) else {
+        return;
+    };
+    let every = (after / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    );
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let now = crate::source::clock::now();
+        let ev = crate::source::SourceEvent::Forget {
+            before: now - horizon,
+            at: now,
+        };
+        if tx.send(ev).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Raw mode while connecting (so `q` is read at once), undone on every path.
+struct RawMode;
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// Connects for the live view, saying so; q, Esc, Ctrl-C or a signal give up (`None`).
+pub(crate) async fn connect_watched(
+    opts: &crate::source::live::LiveOptions,
+) -> Result<Option<crate::source::live::Connection>, Failure> {
+    use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
+    use futures::StreamExt;
+    if !std::io::stdout().is_terminal() {
+        return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
+    }
+    eprint!(
+        "connecting to the API server (gives up after {}; q to quit now)…\r\n",
+        spark_triage_core::diagnose::human_std_duration(opts.timeout())
+    );
+    let _raw = crossterm::terminal::enable_raw_mode()
+        .ok()
+        .map(|()| RawMode);
+    let mut keys = EventStream::new();
+    let mut keys_open = true;
+    let mut signals = crate::tui::signal_stream();
+    let conn = crate::source::live::connect(opts);
+    tokio::pin!(conn);
+    loop {
+        tokio::select! {
+            c = &mut conn => return c.map(Some).map_err(Failure::from),
+            k = keys.next(), if keys_open => match k {
+                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press
+                    && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+                        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))) =>
+                {
+                    return Ok(None);
+                }
+                Some(Ok(_)) => {}
+                None | Some(Err(_)) => keys_open = false,
+            },
+            () = signals.recv() => return Ok(None),
+        }
+    }
+}
