@@ -158,7 +158,7 @@ fn bench(c: &mut Criterion) {
                 let ctx = Context {
                     context: "b".into(),
                     scope: "s".into(),
-                    readonly: spark_triage::effect::ReadOnly::Off,
+                    readonly: spark_triage::settings::ReadOnly::Off,
                     mode: Mode::Demo,
                 };
                 (App::new(ctx), upserts.clone())
@@ -173,7 +173,7 @@ fn bench(c: &mut Criterion) {
     let mut app = App::new(Context {
         context: "bench".into(),
         scope: "all namespaces".into(),
-        readonly: spark_triage::effect::ReadOnly::Off,
+        readonly: spark_triage::settings::ReadOnly::Off,
         mode: Mode::Live,
     });
     for p in &pods {

@@ -11,7 +11,7 @@ use crate::{
     effect::{
         self, ActionLog, Effect, HoldTarget, Outcome, Runner, Target, Via, WriteError, by_owner,
     },
-    source::live::{Connection, Scope},
+    source::{Scope, connection::Connection},
 };
 use spark_triage_core::{
     classify::{ClassifyOptions, classify},
@@ -114,9 +114,9 @@ async fn gate_all(
     runner: &Runner,
     namespaces: impl Iterator<Item = String>,
     verb: &str,
-    readonly: &effect::ReadOnly,
+    readonly: &crate::settings::ReadOnly,
 ) -> Result<(), ActionError> {
-    if let Some(no) = readonly.refusal() {
+    if let Some(no) = crate::effect::Denied::read_only(readonly) {
         return Err(WriteError::from(no).into());
     }
     let mut namespaces: Vec<String> = namespaces.collect();
@@ -219,7 +219,7 @@ pub async fn kill(
     conn: &Connection,
     targets: &[(ExecutorPod, Option<Via>)],
     grace: Option<u32>,
-    readonly: &effect::ReadOnly,
+    readonly: &crate::settings::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -242,7 +242,7 @@ pub async fn hold_on(
     conn: &Connection,
     pods: &[ExecutorPod],
     ttl: Duration,
-    readonly: &effect::ReadOnly,
+    readonly: &crate::settings::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -312,7 +312,7 @@ pub async fn release(
     conn: &Connection,
     pods: &[ExecutorPod],
     only_expired: bool,
-    readonly: &effect::ReadOnly,
+    readonly: &crate::settings::ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {

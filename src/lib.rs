@@ -18,6 +18,7 @@ pub mod flags;
 pub mod output;
 pub mod record;
 pub mod redact;
+pub mod settings;
 pub mod source;
 pub mod store;
 pub mod tui;

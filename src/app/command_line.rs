@@ -1,7 +1,7 @@
 //! The `:` prompt: `:app NAME`, `:ns NAME|all`, `:ctx NAME`, `:q`, with Tab completion of
 //! the verb and of context, namespace and app names, and a history walked with Up/Down.
 
-use super::{App, Effect, Namespaces, SwitchTo, keymap::Action, update::act};
+use super::{App, Effect, Namespaces, SwitchTo};
 use crossterm::event::KeyCode;
 
 /// Lines kept in the history.
@@ -269,7 +269,7 @@ pub(super) fn command(app: &mut App, text: &str) -> Vec<Effect> {
     let (verb, arg) = text.split_once(' ').unwrap_or((text, ""));
     let arg = arg.trim();
     match verb {
-        "q" | "quit" => return act(app, Action::Quit),
+        "q" | "quit" => return app.quit(),
         "app" | "a" if !arg.is_empty() => {
             let found: Vec<(String, String)> = {
                 let all = app.apps();
@@ -324,7 +324,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "kind-a".into(),
             scope: "namespace spark-jobs".into(),
-            readonly: crate::effect::ReadOnly::Off,
+            readonly: crate::settings::ReadOnly::Off,
             mode: Mode::Live,
         });
         app.contexts = vec!["kind-a".into(), "prod-eu".into(), "prod-us".into()];

@@ -61,7 +61,7 @@ impl Theme {
 pub struct Context {
     pub context: String,
     pub scope: String,
-    pub readonly: crate::effect::ReadOnly,
+    pub readonly: crate::settings::ReadOnly,
     pub mode: Mode,
 }
 
@@ -197,9 +197,9 @@ pub enum Sort {
 pub struct App {
     pub store: Store,
     pub ctx: Context,
-    /// How often the sources LIST every pod (live and demo), on the cluster's clock: the
-    /// header calls the view stale when no LIST succeeded for two of them.
-    pub poll_interval: Option<std::time::Duration>,
+    /// How long the view may go without a complete LIST before the header calls it stale
+    /// (live and demo: the connection's `stale_after`, on the cluster's clock).
+    pub stale_after: Option<std::time::Duration>,
     /// Executors gone this long are forgotten (`--forget-after`; live and demo).
     pub forget_after: Option<std::time::Duration>,
     /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
@@ -323,7 +323,9 @@ pub enum Msg {
     Switched {
         context: String,
         scope: String,
-        readonly: Option<crate::effect::ReadOnly>,
+        readonly: Option<crate::settings::ReadOnly>,
+        /// The new connection's staleness limit (its context may poll at another pace).
+        stale_after: std::time::Duration,
     },
     /// A switch was refused (the old scope runs on): why.
     SwitchFailed(String),
@@ -336,7 +338,7 @@ impl App {
         Self {
             store: Store::new(),
             ctx,
-            poll_interval: None,
+            stale_after: None,
             forget_after: None,
             kubeconfig: None,
             popup_max_scroll: std::cell::Cell::new(u16::MAX),
@@ -618,6 +620,43 @@ impl App {
 }
 
 pub use update::{housekeeping, update};
+
+
+impl App {
+    /// `q` or `:q`: quits, unless this view holds pods (then asks first).
+    pub(super) fn quit(&mut self) -> Vec<Effect> {
+        if !self.held_here.is_empty() && self.ctx.mode != Mode::Replay {
+            self.confirm = Some(Confirm::QuitWithHolds);
+            self.popup = Some(Popup::Confirm);
+            return Vec::new();
+        }
+        self.should_quit = true;
+        vec![Effect::Quit]
+    }
+}
+
+/// Why writes are off here, if they are.
+pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), String> {
+    if app.ctx.mode == Mode::Replay {
+        return Err("a replay cannot act".to_owned());
+    }
+    app.perms
+        .gate(&app.ctx.readonly, namespace, verb)
+        .map_err(|e| e.to_string())
+}
+
+/// The app's driver pod, for what a kill or hold may touch (`effect::owner_of`).
+pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
+    a.driver
+        .iter()
+        .filter(|d| d.phase.as_deref() != Some("Deleted"))
+        .map(|d| crate::effect::DriverId {
+            namespace: a.namespace.clone(),
+            name: d.pod.clone(),
+            uid: d.uid.clone(),
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod popup_tests;

@@ -12,7 +12,7 @@ fn session() -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "s".into(),
-        readonly: crate::effect::ReadOnly::flag(),
+        readonly: crate::settings::ReadOnly::flag(),
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(120, 40));

@@ -2,7 +2,7 @@
 //! turns into: the write gate (read-only, permissions, ownership) is checked here, before
 //! any effect leaves.
 
-use super::update::{drivers_of, write_gate};
+use super::{drivers_of, write_gate};
 use super::*;
 
 pub(super) fn kill_prompt(app: &mut App) {

@@ -27,7 +27,7 @@ fn fresh() -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "s".into(),
-        readonly: crate::effect::ReadOnly::Off,
+        readonly: crate::settings::ReadOnly::Off,
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(80, 24));
@@ -253,14 +253,14 @@ fn quitting_with_holds_asks_and_releases_by_default() {
 #[test]
 fn read_only_and_replays_cannot_act() {
     let mut app = live_app();
-    app.ctx.readonly = crate::effect::ReadOnly::flag();
+    app.ctx.readonly = crate::settings::ReadOnly::flag();
     assert!(update(&mut app, key(KeyCode::Char('K'))).is_empty());
     assert_eq!(app.popup, None);
     assert_eq!(
         app.notice.as_deref(),
         Some("kill disabled: read-only mode (--readonly)")
     );
-    app.ctx.readonly = crate::effect::ReadOnly::Off;
+    app.ctx.readonly = crate::settings::ReadOnly::Off;
     app.perms.deny("spark-jobs", "patch");
     update(&mut app, key(KeyCode::Char('H')));
     assert_eq!(
@@ -354,7 +354,7 @@ fn new_executors_of_a_held_app_are_held() {
     assert!(update(&mut app, Msg::Tick(chrono::DateTime::UNIX_EPOCH)).is_empty());
     // Read-only: nothing is held.
     let mut ro = live_app();
-    ro.ctx.readonly = crate::effect::ReadOnly::flag();
+    ro.ctx.readonly = crate::settings::ReadOnly::flag();
     let driver = pod(
         json!({"metadata": {"name": "etl-driver", "annotations": {"spark-triage.dev/hold-expires": "2099-01-01T00:00:00Z"},
             "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},

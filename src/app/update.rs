@@ -41,15 +41,17 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             context,
             scope,
             readonly,
+            stale_after,
         } => {
+            app.stale_after = Some(stale_after);
             if let Some(ro) = readonly {
                 app.ctx.readonly = ro;
             }
             app.notice = Some(format!(
                 "now context {context}, {scope}{}",
                 match &app.ctx.readonly {
-                    crate::effect::ReadOnly::On(why) => format!(" (read-only: {why})"),
-                    crate::effect::ReadOnly::Off => String::new(),
+                    crate::settings::ReadOnly::On(why) => format!(" (read-only: {why})"),
+                    crate::settings::ReadOnly::Off => String::new(),
                 }
             ));
         }
@@ -168,15 +170,7 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
         }
     }
     match action {
-        Action::Quit => {
-            if !app.held_here.is_empty() && app.ctx.mode != Mode::Replay {
-                app.confirm = Some(Confirm::QuitWithHolds);
-                app.popup = Some(Popup::Confirm);
-                return Vec::new();
-            }
-            app.should_quit = true;
-            return vec![Effect::Quit];
-        }
+        Action::Quit => return app.quit(),
         Action::Mark => {
             if let (Some(a), Some(id)) = (app.current_app(), app.selected_exec) {
                 let key = (a.namespace.clone(), a.app_id.clone(), id);
@@ -452,29 +446,6 @@ fn shell_word(s: &str) -> String {
         true => s.to_owned(),
         false => format!("'{}'", s.replace('\'', "'\\''")),
     }
-}
-
-/// Why writes are off here, if they are.
-pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), String> {
-    if app.ctx.mode == Mode::Replay {
-        return Err("a replay cannot act".to_owned());
-    }
-    app.perms
-        .gate(&app.ctx.readonly, namespace, verb)
-        .map_err(|e| e.to_string())
-}
-
-/// The app's driver pod, for what a kill or hold may touch (`effect::owner_of`).
-pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
-    a.driver
-        .iter()
-        .filter(|d| d.phase.as_deref() != Some("Deleted"))
-        .map(|d| crate::effect::DriverId {
-            namespace: a.namespace.clone(),
-            name: d.pod.clone(),
-            uid: d.uid.clone(),
-        })
-        .collect()
 }
 
 /// What the tool does by itself after new data: read the evidence of executors that ended

@@ -51,19 +51,21 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         // The simulator's clock may run faster than real time: ages are read on it.
         let clock = sim.clock();
         let rate = clock.speed();
+        let paced =
+            |d: std::time::Duration| d.div_f64(rate).max(std::time::Duration::from_millis(250));
         crate::source::clock::install(move || clock.now(), rate);
-        let live = crate::source::live::LiveOptions {
+        let live = crate::source::connection::LiveOptions {
             kubeconfig: Some(sim.kubeconfig.clone()),
             all_namespaces: true,
-            poll_interval: poll,
-            driver_poll: live_args.options().driver_poll,
+            // Spark's pace on the simulator's clock: at --speed 4 a 30 s poll is 7.5 s.
+            poll_interval: paced(poll),
+            driver_poll: live_args.options().driver_poll.map(paced),
             ..Default::default()
         };
         let mut conn = super::connect(&live).await?;
         conn.context = format!("demo ({} scenario)", args.scenario);
         let r = crate::tui::tui_on(
             conn,
-            poll,
             crate::app::Mode::Demo,
             readonly,
             record.as_deref(),

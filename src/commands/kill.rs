@@ -162,7 +162,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         if args.dry_run {
             return Ok(ExitCode::SUCCESS);
         }
-        if let Some(no) = live_args.readonly.refusal() {
+        if let Some(no) = crate::effect::Denied::read_only(&live_args.readonly) {
             return Err(Failure::Runtime(format!("refusing: {no}")));
         }
         if !args.yes {

@@ -19,7 +19,6 @@ pub(crate) fn run(
         };
         crate::tui::tui_on(
             conn,
-            opts.poll_interval,
             crate::app::Mode::Live,
             readonly,
             live_args.record.as_deref(),

@@ -30,9 +30,9 @@ pub(crate) fn action_done<T>(
 
 /// Connects to the cluster the flags name (the one way every command does).
 pub(crate) async fn connect(
-    opts: &crate::source::live::LiveOptions,
-) -> Result<crate::source::live::Connection, Failure> {
-    Ok(crate::source::live::connect(opts).await?)
+    opts: &crate::source::connection::LiveOptions,
+) -> Result<crate::source::connection::Connection, Failure> {
+    Ok(crate::source::connection::connect(opts).await?)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.

@@ -103,8 +103,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                     .unwrap_or(std::time::Duration::from_secs(300)),
             )
         };
-        // Not ready when the pods have not been listed for two relists and a timeout.
-        rec.stale_after = 2 * opts.poll_interval + opts.timeout();
+        rec.stale_after = conn.stale_after();
         if let Some(addr) = args.metrics_addr {
             let m = crate::record::metrics::Metrics::new();
             m.watch_credentials(conn.credentials.clone());
@@ -112,7 +111,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             rec.metrics = Some(m);
         }
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
-        let tasks = crate::source::live::spawn(&conn, opts.poll_interval, tx);
+        let tasks = crate::source::live::spawn(&conn, tx);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
         // plain line a minute and the last one, never a `\r` flood.

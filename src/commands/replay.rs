@@ -39,7 +39,7 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
     let mut app = App::new(Context {
         context: format!("recording of {}", rec.header.server),
         scope: rec.header.scope.clone(),
-        readonly: crate::effect::ReadOnly::On("a replay".to_owned()),
+        readonly: crate::settings::ReadOnly::On("a replay".to_owned()),
         mode: Mode::Replay,
     });
     let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);

@@ -125,7 +125,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             conn.server
         ));
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-        let tasks = live::spawn(&conn, opts.poll_interval, tx);
+        let tasks = live::spawn(&conn, tx);
         let mut store = Store::new();
         let start = tokio::time::Instant::now();
         let want = args.for_duration.unwrap_or_default();
@@ -247,8 +247,8 @@ fn no_such_app(
 
 /// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);
 /// either way, say where Spark applications do run when the API lets us list drivers.
-async fn scope_check(conn: &crate::source::live::Connection) -> Result<(), Failure> {
-    let (crate::source::live::Scope::Namespace(ns), Some(f)) =
+async fn scope_check(conn: &crate::source::connection::Connection) -> Result<(), Failure> {
+    let (crate::source::Scope::Namespace(ns), Some(f)) =
         (&conn.scope, crate::source::scope::facts(conn).await)
     else {
         return Ok(());

@@ -24,10 +24,10 @@ pub use log::{ActionLog, ActionRecord};
 pub use ownership::{
     DriverId, FORCE_STATEFULSET, Via, any_statefulset, by_owner, owner_of, replacements,
 };
-pub use permissions::{Denied, Permissions, ReadOnly};
+pub use permissions::{Denied, Permissions};
 pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
 
-use crate::source::{SourceEvent, live::DriverFocus};
+use crate::source::{SourceEvent, connection::DriverFocus};
 use spark_triage_core::model::{Time, fmt_time};
 
 /// One pod an action targets.

@@ -8,6 +8,8 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::{Api, Client, api::PostParams};
 
+use crate::settings::ReadOnly;
+
 /// Why a write is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Denied {
@@ -20,30 +22,12 @@ pub enum Denied {
     Unlogged(String),
 }
 
-/// Whether writes are refused, and what said so (`--readonly`, a configuration file): a
-/// refusal names it, so nobody hunts for a flag they never gave.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ReadOnly {
-    #[default]
-    Off,
-    On(String),
-}
-
-impl ReadOnly {
-    /// Set by the `--readonly` flag.
-    pub fn flag() -> Self {
-        Self::On("--readonly".to_owned())
-    }
-
-    pub fn on(&self) -> bool {
-        matches!(self, Self::On(_))
-    }
-
-    /// The refusal a write meets, if any.
-    pub fn refusal(&self) -> Option<Denied> {
-        match self {
-            Self::Off => None,
-            Self::On(why) => Some(Denied::ReadOnly(why.clone())),
+impl Denied {
+    /// The refusal every write meets in read-only mode, if on.
+    pub fn read_only(r: &ReadOnly) -> Option<Self> {
+        match r {
+            ReadOnly::Off => None,
+            ReadOnly::On(why) => Some(Self::ReadOnly(why.clone())),
         }
     }
 }
@@ -96,7 +80,7 @@ impl Permissions {
     /// `Ok` when `verb` on pods in `namespace` may be done. Unknown namespaces are allowed
     /// (the API will say no if not, and that is recorded).
     pub fn gate(&self, readonly: &ReadOnly, namespace: &str, verb: &str) -> Result<(), Denied> {
-        if let Some(no) = readonly.refusal() {
+        if let Some(no) = Denied::read_only(readonly) {
             return Err(no);
         }
         match self.allowed.get(&(namespace.to_owned(), verb.to_owned())) {

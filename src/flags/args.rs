@@ -125,7 +125,7 @@ pub struct LiveArgs {
     pub driver_poll_interval: std::time::Duration,
     pub no_driver_api: bool,
     /// Writes refused, and what said so.
-    pub readonly: crate::effect::ReadOnly,
+    pub readonly: crate::settings::ReadOnly,
     pub utc: bool,
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
@@ -155,8 +155,8 @@ impl LiveArgs {
             driver_poll_interval: watch.driver_poll_interval,
             no_driver_api: watch.no_driver_api,
             readonly: match write.is_some_and(|w| w.readonly) {
-                true => crate::effect::ReadOnly::flag(),
-                false => crate::effect::ReadOnly::Off,
+                true => crate::settings::ReadOnly::flag(),
+                false => crate::settings::ReadOnly::Off,
             },
             utc: view.utc,
             record: view.record,
@@ -182,8 +182,8 @@ impl LiveArgs {
 
 impl LiveArgs {
     /// The live sources' options.
-    pub fn options(&self) -> crate::source::live::LiveOptions {
-        crate::source::live::LiveOptions {
+    pub fn options(&self) -> crate::source::connection::LiveOptions {
+        crate::source::connection::LiveOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             namespace: self.namespace.clone(),

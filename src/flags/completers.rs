@@ -145,7 +145,7 @@ pub fn apps(current: &OsStr) -> Vec<CompletionCandidate> {
     let namespace = flag_value(&words, &["-n", "--namespace"]);
     let found = ask(&words, namespace.filter(|_| !all), move |conn| async move {
         let api: kube::Api<k8s_openapi::api::core::v1::Pod> = match (&conn.scope, all) {
-            (crate::source::live::Scope::Namespace(ns), false) => {
+            (crate::source::Scope::Namespace(ns), false) => {
                 kube::Api::namespaced(conn.client.clone(), ns)
             }
             _ => kube::Api::all(conn.client.clone()),
@@ -207,10 +207,10 @@ async fn spark_namespaces(client: &kube::Client) -> Result<Vec<String>, kube::Er
 fn ask<T, F, Fut>(words: &[String], namespace: Option<String>, f: F) -> Option<T>
 where
     T: Send + 'static,
-    F: FnOnce(crate::source::live::Connection) -> Fut + Send + 'static,
+    F: FnOnce(crate::source::connection::Connection) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = T>,
 {
-    let opts = crate::source::live::LiveOptions {
+    let opts = crate::source::connection::LiveOptions {
         kubeconfig: flag_value(words, &["--kubeconfig"]).map(Into::into),
         context: flag_value(words, &["--context"]),
         namespace,
@@ -224,7 +224,7 @@ where
             .ok()?;
         rt.block_on(async move {
             tokio::time::timeout(ASK_FOR, async move {
-                let conn = crate::source::live::connect(&opts).await.ok()?;
+                let conn = crate::source::connection::connect(&opts).await.ok()?;
                 Some(f(conn).await)
             })
             .await

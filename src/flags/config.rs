@@ -267,8 +267,8 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
     // read-only stays read-only.
     if !given("readonly") {
         match s.readonly {
-            Some(true) => live.readonly = crate::effect::ReadOnly::On(why_readonly(s)),
-            Some(false) => live.readonly = crate::effect::ReadOnly::Off,
+            Some(true) => live.readonly = crate::settings::ReadOnly::On(why_readonly(s)),
+            Some(false) => live.readonly = crate::settings::ReadOnly::Off,
             None => {}
         }
     }

@@ -38,7 +38,7 @@ pub(crate) fn configured(
             Ok(home) => {
                 let s = home.for_context(context.as_deref());
                 if s.readonly == Some(true) {
-                    live.readonly = crate::effect::ReadOnly::On(format!(
+                    live.readonly = crate::settings::ReadOnly::On(format!(
                         "readonly = true in {}; another configuration file cannot lift it",
                         s.readonly_from
                             .unwrap_or_else(|| default.display().to_string())
@@ -47,7 +47,7 @@ pub(crate) fn configured(
             }
             // It may make this context read-only: unreadable, it does.
             Err(_) => {
-                live.readonly = crate::effect::ReadOnly::On(format!(
+                live.readonly = crate::settings::ReadOnly::On(format!(
                     "{} cannot be read, and it may make this context read-only",
                     default.display()
                 ));

@@ -18,7 +18,10 @@ use prometheus_client::{
 };
 
 use super::segments;
-use crate::{failure::Failure, store::Store};
+use crate::{
+    failure::Failure,
+    store::{Freshness, Store},
+};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {
@@ -168,17 +171,22 @@ impl Metrics {
         }
         let now = chrono::Utc::now();
         // The LIST's time is on the cluster's clock, like every source event.
-        let age = view
-            .full_snapshot_at
-            .map(|t| (crate::source::clock::now() - t).num_milliseconds() as f64 / 1000.0);
-        self.last_list_age.set(age.unwrap_or(f64::INFINITY));
-        let not_ready = match age {
-            None => Some("no complete LIST of the pods yet".to_owned()),
-            Some(a) if a > stale_after.as_secs_f64() => {
-                Some(format!("the last complete LIST of the pods is {a:.0}s old"))
-            }
-            Some(_) => None,
+        let seconds = |d: chrono::Duration| d.num_milliseconds() as f64 / 1000.0;
+        let (age, not_ready) = match view.freshness(crate::source::clock::now(), stale_after) {
+            Freshness::Waiting => (
+                f64::INFINITY,
+                Some("no complete LIST of the pods yet".to_owned()),
+            ),
+            Freshness::Stale(a) => (
+                seconds(a),
+                Some(format!(
+                    "the last complete LIST of the pods is {:.0}s old",
+                    seconds(a)
+                )),
+            ),
+            Freshness::Fresh(a) => (seconds(a), None),
         };
+        self.last_list_age.set(age);
         if let Some(c) = self.credentials.get() {
             self.auth_refused.set(i64::from(c.refused_in_a_row()));
             self.credential_fetches

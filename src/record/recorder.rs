@@ -13,7 +13,9 @@ use super::{
 };
 use crate::{failure::Failure, store::Store};
 
-pub(crate) fn recording_header(conn: &crate::source::live::Connection) -> crate::record::Header {
+pub(crate) fn recording_header(
+    conn: &crate::source::connection::Connection,
+) -> crate::record::Header {
     crate::record::Header::new(
         crate::source::clock::now(),
         conn.scope.describe(),
@@ -24,7 +26,7 @@ pub(crate) fn recording_header(conn: &crate::source::live::Connection) -> crate:
 
 pub(crate) fn create_recording(
     path: &std::path::Path,
-    conn: &crate::source::live::Connection,
+    conn: &crate::source::connection::Connection,
     force: bool,
 ) -> Result<crate::record::Writer<crate::record::FileOut>, Failure> {
     crate::record::create(path, &recording_header(conn), force).map_err(|e| {
@@ -211,7 +213,7 @@ impl Recorder {
 
 /// Passes events through to the live view while recording them.
 pub(crate) fn tee_to_file(
-    conn: &crate::source::live::Connection,
+    conn: &crate::source::connection::Connection,
     path: &std::path::Path,
     mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
 ) -> Result<

@@ -10,50 +10,12 @@ use kube::{Api, Client, api::ListParams};
 use tokio::sync::mpsc;
 
 use super::{
-    DriverView, SourceEvent, errors,
-    live::{Connection, Scope, now, one_line, pods_api, send},
+    DriverView, Scope, SourceEvent,
+    connection::{Connection, now, pods_api, send},
+    errors,
+    errors::one_line,
 };
 use spark_triage_core::model::ExecutorPod;
-
-/// Which app is in view, for the driver poll: every driver is read at the first poll (so
-/// every app's dead executors are known from the first screen), the app in view every
-/// interval, the others every [`BACKGROUND_FACTOR`] intervals. `status` and `record` never
-/// set it: every app is read every interval.
-#[derive(Debug, Clone, Default)]
-pub struct DriverFocus(std::sync::Arc<std::sync::Mutex<Focus>>);
-
-/// `None`: every app is in view; `Some(None)`: none; `Some(Some(key))`: that one.
-type Focus = Option<Option<(String, String)>>;
-
-/// Apps not in view are read this many times less often (every 60 s at the 10 s default).
-pub const BACKGROUND_FACTOR: u32 = 6;
-
-impl DriverFocus {
-    /// The app in view (namespace, app id), or none.
-    pub fn prefer(&self, app: Option<(String, String)>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(app);
-    }
-
-    fn in_view(&self, ns: &str, app_id: &str) -> bool {
-        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
-            None => true,
-            Some(Some((n, a))) => n == ns && a == app_id,
-            Some(None) => false,
-        }
-    }
-
-    /// Whether this app's driver is due, `since` its last read (`None`: never read).
-    fn due(&self, ns: &str, app_id: &str, since: Option<Duration>, every: Duration) -> bool {
-        let Some(since) = since else { return true };
-        let period = if self.in_view(ns, app_id) {
-            every
-        } else {
-            every * BACKGROUND_FACTOR
-        };
-        // Half an interval of slack: a read that took a while is not pushed a tick later.
-        since + every / 2 >= period
-    }
-}
 
 /// Reads every driver's executor list in scope (those in focus) every `every`.
 pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
@@ -221,6 +183,7 @@ async fn read_driver(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::connection::{BACKGROUND_FACTOR, DriverFocus};
 
     fn pod(ports: serde_json::Value) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -255,7 +218,7 @@ mod tests {
         shared.prefer(None);
         assert!(!f.due("ns", "a", Some(every), every));
         assert_eq!(
-            super::super::live::narrowed("spark-role=driver", Some(" team=x ")),
+            super::super::connection::narrowed("spark-role=driver", Some(" team=x ")),
             "spark-role=driver,team=x"
         );
     }

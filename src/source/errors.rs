@@ -135,12 +135,12 @@ pub(super) fn health_of(err: &str, forbidden: Option<String>) -> Health {
     // Into the diagnostics log (the live view's status bar shows only the latest).
     match &forbidden {
         Some(p) => tracing::warn!("forbidden: needs {p}"),
-        None => tracing::warn!("retrying: {}", super::live::one_line(err)),
+        None => tracing::warn!("retrying: {}", one_line(err)),
     }
     match forbidden {
         Some(permission) => Health::Forbidden { permission },
         None => Health::Retrying {
-            error: super::live::one_line(err),
+            error: one_line(err),
         },
     }
 }
@@ -150,7 +150,7 @@ pub(super) fn forbidden_permission(
     e: &kube::Error,
     verb: &str,
     resource: &str,
-    scope: &super::live::Scope,
+    scope: &super::Scope,
 ) -> Option<String> {
     match e {
         kube::Error::Api(s) if s.code == 403 => {
@@ -158,6 +158,11 @@ pub(super) fn forbidden_permission(
         }
         _ => None,
     }
+}
+
+/// A cause in one line, credentials masked (what a header or log line may show).
+pub(super) fn one_line(s: &str) -> String {
+    crate::redact::one_line(&crate::redact::credentials(s))
 }
 
 #[cfg(test)]

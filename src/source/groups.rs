@@ -17,8 +17,9 @@ use kube::{
 use tokio::sync::{Notify, mpsc};
 
 use super::{
-    Health, SourceEvent, SourceKind, errors,
-    live::{Connection, Scope, now, send},
+    Health, Scope, SourceEvent, SourceKind,
+    connection::{Connection, now, send},
+    errors,
 };
 use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
 

@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod bounds;
 pub mod clock;
+pub mod connection;
 pub mod credentials;
 pub mod driver_view;
 pub mod errors;
@@ -22,6 +23,22 @@ use std::{collections::BTreeMap, sync::Arc};
 use serde::{Deserialize, Serialize};
 
 use spark_triage_core::model::{DriverExecutor, ExecutorPod, PodEvent, Time};
+
+/// Where to look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Namespace(String),
+    All,
+}
+
+impl Scope {
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Namespace(ns) => format!("namespace {ns}"),
+            Self::All => "all namespaces".to_owned(),
+        }
+    }
+}
 
 /// Which source a health report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

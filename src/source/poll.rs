@@ -13,9 +13,9 @@ use tokio::sync::mpsc;
 
 use super::{
     Health, PresentPod, SourceEvent, SourceKind,
+    connection::{Connection, now, pods_api, send},
     errors::{self, forbidden_permission, health_of},
     lean::{LeanPod, PodMeta},
-    live::{Connection, now, pods_api, send},
 };
 use spark_triage_core::model::ExecutorPod;
 

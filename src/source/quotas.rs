@@ -9,8 +9,9 @@ use kube::{Api, api::ListParams};
 use tokio::sync::mpsc;
 
 use super::{
-    Health, SourceEvent, SourceKind, errors,
-    live::{Connection, Scope, now, send},
+    Health, Scope, SourceEvent, SourceKind,
+    connection::{Connection, now, send},
+    errors,
 };
 use spark_triage_core::model::Quota;
 

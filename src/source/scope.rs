@@ -7,8 +7,8 @@ use kube::{Api, api::ListParams};
 use tokio::sync::mpsc;
 
 use super::{
-    SourceEvent,
-    live::{Connection, Scope, now},
+    Scope, SourceEvent,
+    connection::{Connection, now},
 };
 
 /// What the API says about the scope.

@@ -6,16 +6,16 @@
 //! [`SourceEvent::ScopeChanged`] goes down the same channel (the store drops the old
 //! scope, a recording keeps the switch), and the new scope's sources start.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use kube::api::ListParams;
 use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
-    SourceEvent,
-    live::{Connection, LiveOptions, Scope},
+    Scope, SourceEvent,
+    connection::{Connection, LiveOptions},
 };
-use crate::effect::ReadOnly;
+use crate::settings::ReadOnly;
 
 /// Where to switch to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,6 @@ pub struct Switched {
 /// Owns the running sources of one scope.
 pub struct Switcher {
     conn: Connection,
-    poll: Duration,
     tx: mpsc::Sender<SourceEvent>,
     tasks: Vec<JoinHandle<()>>,
     /// `None`: one cluster only (the demo's simulator).
@@ -52,14 +51,12 @@ impl Switcher {
     /// Starts the sources of `conn`.
     pub fn start(
         conn: Connection,
-        poll: Duration,
         tx: mpsc::Sender<SourceEvent>,
         reconfigure: Option<Reconfigure>,
     ) -> Self {
-        let tasks = super::live::spawn(&conn, poll, tx.clone());
+        let tasks = super::live::spawn(&conn, tx.clone());
         Self {
             conn,
-            poll,
             tx,
             tasks,
             reconfigure,
@@ -68,9 +65,9 @@ impl Switcher {
 
     /// Switches, or says why not (the old sources then run on).
     pub async fn switch(&mut self, to: SwitchTo) -> Result<Switched, String> {
-        let (conn, poll, readonly) = match to {
-            SwitchTo::Namespace(ns) => (self.rescoped(Scope::Namespace(ns)), self.poll, None),
-            SwitchTo::AllNamespaces => (self.rescoped(Scope::All), self.poll, None),
+        let (conn, readonly) = match to {
+            SwitchTo::Namespace(ns) => (self.rescoped(Scope::Namespace(ns)), None),
+            SwitchTo::AllNamespaces => (self.rescoped(Scope::All), None),
             SwitchTo::Context(name) => {
                 let Some(reconfigure) = &self.reconfigure else {
                     return Err(format!(
@@ -79,10 +76,10 @@ impl Switcher {
                     ));
                 };
                 let (opts, readonly) = reconfigure(&name)?;
-                let conn = super::live::connect(&opts)
+                let conn = super::connection::connect(&opts)
                     .await
                     .map_err(|e| e.to_string())?;
-                (conn, opts.poll_interval, Some(readonly))
+                (conn, Some(readonly))
             }
         };
         probe(&conn).await?;
@@ -98,9 +95,8 @@ impl Switcher {
                 at: super::clock::now(),
             })
             .await;
-        self.tasks = super::live::spawn(&conn, poll, self.tx.clone());
+        self.tasks = super::live::spawn(&conn, self.tx.clone());
         self.conn = conn.clone();
-        self.poll = poll;
         Ok(Switched { conn, readonly })
     }
 
@@ -140,7 +136,7 @@ impl Drop for Switcher {
 /// old scope is dropped.
 async fn probe(conn: &Connection) -> Result<(), String> {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        super::live::pods_api(&conn.client, &conn.scope);
+        super::connection::pods_api(&conn.client, &conn.scope);
     let params = ListParams::default().labels(&conn.selector).limit(1);
     let list = api.list_metadata(&params);
     match tokio::time::timeout(conn.timeout, list).await {

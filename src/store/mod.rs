@@ -54,7 +54,7 @@ use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
     AppConfig, AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord,
-    Finished, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
+    Finished, Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
 };
 
 /// A pod a complete LIST named.

@@ -877,6 +877,33 @@ pub struct ScopeLabel {
     pub since: Time,
 }
 
+/// How current the view is: the one rule for "stale" (the live view's header, the flight
+/// recorder's `/readyz`). Stale: no complete LIST of the pods within `after` (two relists
+/// and a request's timeout: `Connection::stale_after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// No complete LIST yet.
+    Waiting,
+    /// The last complete LIST is this old, within the limit.
+    Fresh(chrono::Duration),
+    /// The last complete LIST is this old, past the limit.
+    Stale(chrono::Duration),
+}
+
+impl Snapshot {
+    /// The view's freshness at `now` (the cluster's clock), stale past `after`.
+    pub fn freshness(&self, now: Time, after: std::time::Duration) -> Freshness {
+        let Some(at) = self.full_snapshot_at else {
+            return Freshness::Waiting;
+        };
+        let age = (now - at).max(chrono::Duration::zero());
+        match chrono::Duration::from_std(after) {
+            Ok(limit) if age > limit => Freshness::Stale(age),
+            _ => Freshness::Fresh(age),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     #[serde(with = "pairs")]

@@ -357,6 +357,10 @@ fn switch(
                     context: done.conn.context.clone(),
                     scope: done.conn.describe_scope(),
                     readonly: done.readonly,
+                    stale_after: done
+                        .conn
+                        .stale_after()
+                        .mul_f64(crate::source::clock::rate()),
                 }
             }
             Err(why) => Msg::SwitchFailed(why),
@@ -499,7 +503,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::effect::ReadOnly::Off,
+            readonly: crate::settings::ReadOnly::Off,
             mode: Mode::Live,
         });
         let _ = drain(&mut app, &mut rx, DRAIN_MAX);

@@ -8,10 +8,9 @@ use crate::failure::Failure;
 
 /// The TUI on a connection: sources feed the app until the user quits.
 pub(crate) async fn tui_on(
-    conn: crate::source::live::Connection,
-    poll: std::time::Duration,
+    conn: crate::source::connection::Connection,
     mode: crate::app::Mode,
-    readonly: crate::effect::ReadOnly,
+    readonly: crate::settings::ReadOnly,
     record: Option<&std::path::Path>,
     forget_after: std::time::Duration,
     reconfigure: Option<crate::source::switch::Reconfigure>,
@@ -31,8 +30,7 @@ pub(crate) async fn tui_on(
         focus: Some(conn.focus.clone()),
         captures: crate::effect::Captures::of_lines(super::configured().log_tail_lines),
     };
-    let switcher =
-        crate::source::switch::Switcher::start(conn.clone(), poll, tx.clone(), reconfigure);
+    let switcher = crate::source::switch::Switcher::start(conn.clone(), tx.clone(), reconfigure);
     let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
     let rx = match record {
         Some(path) => {
@@ -50,7 +48,7 @@ pub(crate) async fn tui_on(
     });
     let mut app = app;
     // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
-    app.poll_interval = Some(poll.mul_f64(crate::source::clock::rate()));
+    app.stale_after = Some(conn.stale_after().mul_f64(crate::source::clock::rate()));
     app.forget_after = Some(forget_after);
     // Absolute, so the copied command works from any directory.
     app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
@@ -118,8 +116,8 @@ impl Drop for RawMode {
 
 /// Connects for the live view, saying so; q, Esc, Ctrl-C or a signal give up (`None`).
 pub(crate) async fn connect_watched(
-    opts: &crate::source::live::LiveOptions,
-) -> Result<Option<crate::source::live::Connection>, Failure> {
+    opts: &crate::source::connection::LiveOptions,
+) -> Result<Option<crate::source::connection::Connection>, Failure> {
     use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
     use futures::StreamExt;
     if !std::io::stdout().is_terminal() {
@@ -135,7 +133,7 @@ pub(crate) async fn connect_watched(
     let mut keys = EventStream::new();
     let mut keys_open = true;
     let mut signals = crate::tui::signal_stream();
-    let conn = crate::source::live::connect(opts);
+    let conn = crate::source::connection::connect(opts);
     tokio::pin!(conn);
     loop {
         tokio::select! {

@@ -112,7 +112,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::effect::ReadOnly::Off,
+            readonly: crate::settings::ReadOnly::Off,
             mode: Mode::Live,
         });
         let overrides = [

@@ -13,6 +13,7 @@ use super::theme;
 use crate::{
     app::{App, Mode},
     source::Health,
+    store::Freshness,
 };
 
 pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -32,29 +33,21 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         // Index 3: the scope, the first thing to go when the bar is too wide.
         Span::raw(format!("{} │ ", app.scope_text())),
     ];
-    match (snap.full_snapshot_at, snap.now) {
-        (Some(l), Some(now)) => {
-            let age = (now - l).num_seconds().max(0);
-            // The watchdog: no LIST succeeded within two poll intervals.
-            let stale = app
-                .poll_interval
-                .is_some_and(|p| u64::try_from(age).unwrap_or(0) > 2 * p.as_secs().max(1));
-            if stale {
-                spans.push(Span::styled(
-                    format!(
-                        "STALE: no LIST for {}",
-                        spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age))
-                    ),
-                    theme::alarm(),
-                ));
-            } else {
-                spans.push(Span::raw(format!(
-                    "last LIST {} ago",
-                    spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age))
-                )));
-            }
+    // The watchdog (the store's one rule): no LIST succeeded within the limit. A replay
+    // has none: its LISTs are as old as they were.
+    let limit = app.stale_after.unwrap_or(std::time::Duration::MAX);
+    let human = |age: chrono::Duration| {
+        spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age.num_seconds()))
+    };
+    match snap.now.map(|now| snap.freshness(now, limit)) {
+        Some(Freshness::Stale(age)) => spans.push(Span::styled(
+            format!("STALE: no LIST for {}", human(age)),
+            theme::alarm(),
+        )),
+        Some(Freshness::Fresh(age)) => {
+            spans.push(Span::raw(format!("last LIST {} ago", human(age))))
         }
-        _ => spans.push(Span::raw("waiting for the first LIST")),
+        Some(Freshness::Waiting) | None => spans.push(Span::raw("waiting for the first LIST")),
     }
     let bad: Vec<String> = snap
         .health

@@ -15,7 +15,7 @@ fn session() -> App {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::effect::ReadOnly::Off,
+        readonly: crate::settings::ReadOnly::Off,
         mode: Mode::Replay,
     });
     for ev in rec.events {
@@ -87,7 +87,8 @@ frames!(help_popup, |app: &mut App| app.popup = Some(Popup::Help));
 // The watchdog: no LIST succeeded within two poll intervals, and the poll says why.
 frames!(stale_sources, |app: &mut App| {
     etl_exec(app, 7);
-    app.poll_interval = Some(std::time::Duration::from_secs(1));
+    // One second's polls and no timeout: stale after two seconds.
+    app.stale_after = Some(std::time::Duration::from_secs(2));
     let at = app.store.view().now.expect("a clock");
     update(
         app,
@@ -115,7 +116,7 @@ fn empty_and_tiny_screens_do_not_panic() {
     let mut empty = App::new(Context {
         context: "c".into(),
         scope: "all namespaces".into(),
-        readonly: crate::effect::ReadOnly::flag(),
+        readonly: crate::settings::ReadOnly::flag(),
         mode: Mode::Live,
     });
     insta::assert_snapshot!("empty_80x24", draw(&mut empty, 80, 24));
@@ -285,7 +286,7 @@ frames!(hold_confirm_popup, |app: &mut App| {
     );
 });
 frames!(disabled_actions, |app: &mut App| {
-    app.ctx.readonly = crate::effect::ReadOnly::flag();
+    app.ctx.readonly = crate::settings::ReadOnly::flag();
     app.ctx.mode = Mode::Live;
     etl_exec(app, 2);
     update(
@@ -513,7 +514,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::effect::ReadOnly::flag(),
+            readonly: crate::settings::ReadOnly::flag(),
             mode: Mode::Replay,
         });
         update(&mut app, crate::app::Msg::Sources(rec.events.clone()));

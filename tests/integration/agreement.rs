@@ -109,7 +109,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: spark_triage::effect::ReadOnly::flag(),
+            readonly: spark_triage::settings::ReadOnly::flag(),
             mode: Mode::Replay,
         });
         update(&mut app, Msg::Sources(rec.events.clone()));

@@ -81,7 +81,9 @@ fn the_context_section_overrides_the_file_also_as_the_kubeconfig_s_current_conte
     let l = status(&["--config", &f, "--context", "prod-eu"]).expect("ok");
     assert!(l.readonly.on(), "production is read-only by default");
     // The refusal says what made it read-only (it said `--readonly`, a flag never given).
-    let why = l.readonly.refusal().expect("refused").to_string();
+    let why = crate::effect::Denied::read_only(&l.readonly)
+        .expect("refused")
+        .to_string();
     assert_eq!(
         why,
         format!("read-only mode (readonly = true in [context.\"prod-eu\"] of {f})")

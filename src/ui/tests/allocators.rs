@@ -12,7 +12,7 @@ fn statefulset_app(held: bool) -> App {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::effect::ReadOnly::Off,
+        readonly: crate::settings::ReadOnly::Off,
         mode: Mode::Demo,
     });
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:30:00Z")

@@ -11,7 +11,7 @@ fn crash_loop_shows_on_the_executors_pane() {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::effect::ReadOnly::Off,
+        readonly: crate::settings::ReadOnly::Off,
         mode: Mode::Live,
     });
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:30:00Z")

@@ -17,7 +17,7 @@ fn big_app(n: i64) -> App {
     let mut app = App::new(Context {
         context: "prod-eu".into(),
         scope: "namespace spark-scale".into(),
-        readonly: crate::effect::ReadOnly::flag(),
+        readonly: crate::settings::ReadOnly::flag(),
         mode: Mode::Replay,
     });
     let at: chrono::DateTime<chrono::Utc> = "2026-11-29T10:05:00Z".parse().expect("time");

@@ -13,7 +13,7 @@ fn apps(n: usize, w: u16, h: u16) -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::effect::ReadOnly::flag(),
+        readonly: crate::settings::ReadOnly::flag(),
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(w, h));
