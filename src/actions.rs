@@ -371,6 +371,12 @@ pub async fn all_pods(conn: &Connection) -> Result<Vec<ExecutorPod>, ActionError
     Ok(pods.items.iter().map(ExecutorPod::from_pod).collect())
 }
 
+impl From<ActionError> for crate::failure::Failure {
+    fn from(e: ActionError) -> Self {
+        Self::Cause(Box::new(e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -421,11 +427,5 @@ mod tests {
             ..Selection::default()
         };
         assert_eq!(ids(select(&pods, &pending, now)), vec![2, 3]);
-    }
-}
-
-impl From<ActionError> for crate::failure::Failure {
-    fn from(e: ActionError) -> Self {
-        Self::Cause(Box::new(e))
     }
 }

@@ -621,7 +621,6 @@ impl App {
 
 pub use update::{housekeeping, update};
 
-
 impl App {
     /// `q` or `:q`: quits, unless this view holds pods (then asks first).
     pub(super) fn quit(&mut self) -> Vec<Effect> {

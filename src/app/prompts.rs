@@ -2,8 +2,8 @@
 //! turns into: the write gate (read-only, permissions, ownership) is checked here, before
 //! any effect leaves.
 
-use super::{drivers_of, write_gate};
 use super::*;
+use super::{drivers_of, write_gate};
 
 pub(super) fn kill_prompt(app: &mut App) {
     let Some(a) = app.current_app().cloned() else {

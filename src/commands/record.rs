@@ -77,7 +77,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
     super::block_on(async move {
         let conn = super::connect(&opts).await?;
         let mut rec = if segmented {
-            let budget = crate::record::segments::Budget {
+            let budget = crate::record::segments::Retention {
                 retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
                 max_bytes: args.max_size,
             };

@@ -495,11 +495,11 @@ impl<W: Write> Writer<W> {
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 impl From<ReadError> for crate::failure::Failure {
     fn from(e: ReadError) -> Self {
         Self::Cause(Box::new(e))
     }
 }
+
+#[cfg(test)]
+mod tests;

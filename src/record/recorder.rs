@@ -9,7 +9,7 @@ use std::{
 
 use super::{
     FileOut, Writer,
-    segments::{self, Budget, SegmentWriter},
+    segments::{self, Retention, SegmentWriter},
 };
 use crate::{failure::Failure, store::Store};
 
@@ -240,7 +240,7 @@ pub(crate) fn tee_to_file(
 pub(crate) struct Segmented {
     pub writer: SegmentWriter,
     rotate: Duration,
-    budget: Budget,
+    budget: Retention,
     opened: Instant,
 }
 
@@ -252,7 +252,7 @@ impl Segmented {
         dir: &Path,
         header: crate::record::Header,
         rotate: Duration,
-        budget: Budget,
+        budget: Retention,
     ) -> Result<(Self, Writer<FileOut>, Store), Failure> {
         let store = match segments::resume(dir) {
             Some((h, store)) => {

@@ -66,7 +66,7 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Segment>> {
 
 /// How much a directory keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Budget {
+pub struct Retention {
     /// Segments that ended longer ago than this are deleted.
     pub retain: Option<chrono::Duration>,
     /// The directory's segments together stay under this many bytes.
@@ -77,7 +77,7 @@ pub struct Budget {
 /// (the one being written) nor the newest. Returns what was deleted.
 pub fn prune(
     dir: &Path,
-    budget: Budget,
+    budget: Retention,
     now: Time,
     current: &Path,
 ) -> std::io::Result<Vec<PathBuf>> {

@@ -8,7 +8,8 @@ use super::{AppRecord, ExecutorRecord};
 use spark_triage_core::{
     diagnose::{
         Code, Severity,
-        app::{AppFacts, Budget, failure_budget},
+        app::{AppFacts, failure_budget},
+        budget::FailureBudget,
     },
     model::{ExecutorState, Time},
 };
@@ -148,12 +149,14 @@ impl AppRecord {
             ..AppFacts::default()
         };
         Some(match failure_budget(&facts) {
-            Budget::Limit(l) => format!("failures {used}/{l} allowed (maxNumFailures)"),
-            Budget::NoneBeforeSpark4 => {
+            FailureBudget::Limit(l) => format!("failures {used}/{l} allowed (maxNumFailures)"),
+            FailureBudget::NoneBeforeSpark4 => {
                 format!("failures {used} (no limit before Spark 4)")
             }
-            Budget::Unlimited => format!("failures {used} (no limit: dynamic allocation)"),
-            Budget::Unknown => format!("failures {used} (limit unknown: driver config not read)"),
+            FailureBudget::Unlimited => format!("failures {used} (no limit: dynamic allocation)"),
+            FailureBudget::Unknown => {
+                format!("failures {used} (limit unknown: driver config not read)")
+            }
         })
     }
 

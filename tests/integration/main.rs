@@ -20,7 +20,6 @@ mod hostile;
 mod hostile_two;
 mod krew;
 mod kubectl;
-mod layers;
 mod process_kubelet;
 mod recordings;
 #[path = "../support/reference.rs"]

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::store::Resource;
+use crate::resource::Resource;
 
 /// An error the API server answers with.
 #[derive(Debug, Clone, PartialEq)]

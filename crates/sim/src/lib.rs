@@ -19,6 +19,7 @@ pub mod logs;
 pub mod patch;
 pub mod process;
 pub mod proctree;
+pub mod resource;
 pub mod scenario;
 pub mod selector;
 pub mod spark_rest;

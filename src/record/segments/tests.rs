@@ -61,7 +61,7 @@ fn retention_deletes_old_segments_never_the_newest_or_the_current() {
     let d = tmp("retain");
     let paths = segments_at(&d.0, &[0, 60, 120, 180]);
     let now = t0() + chrono::Duration::minutes(200);
-    let budget = Budget {
+    let budget = Retention {
         retain: Some(chrono::Duration::minutes(100)),
         max_bytes: None,
     };
@@ -70,7 +70,7 @@ fn retention_deletes_old_segments_never_the_newest_or_the_current() {
     assert_eq!(deleted, vec![paths[0].clone()]);
     // Everything is past a 1-minute retention, but the one being written stays, and so
     // does the newest.
-    let budget = Budget {
+    let budget = Retention {
         retain: Some(chrono::Duration::minutes(1)),
         max_bytes: None,
     };
@@ -87,14 +87,14 @@ fn the_size_budget_deletes_oldest_first_down_to_the_budget() {
     let sizes: Vec<u64> = list(&d.0).unwrap().iter().map(|s| s.bytes).collect();
     let total: u64 = sizes.iter().sum();
     // Room for all but about two segments.
-    let budget = Budget {
+    let budget = Retention {
         retain: None,
         max_bytes: Some(total - sizes[0] - sizes[1] / 2),
     };
     let deleted = prune(&d.0, budget, t0(), &paths[4]).unwrap();
     assert_eq!(deleted, paths[..2].to_vec());
     // A budget nothing fits: all but the current and the newest go.
-    let budget = Budget {
+    let budget = Retention {
         retain: None,
         max_bytes: Some(1),
     };

@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod app_verdict;
+pub mod budget;
 pub mod config;
 mod containers;
 pub mod disruption;
@@ -19,7 +20,6 @@ mod exit;
 pub mod nodes;
 mod pending;
 pub mod queueing;
-mod quota;
 pub mod scheduling;
 pub mod verdict;
 

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use chrono::DateTime;
 use serde::{Deserialize, Deserializer};
 
-use super::{Text, pod::Time};
+use super::{Text, Time};
 
 /// `null` (or absent) as the type's default.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {

@@ -469,7 +469,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let refusal = config_findings(
         &props(&[("spark.dynamicAllocation.enabled", "true")]),
         v33,
-        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
         0,
     );
     let failed = driver(terminated(1, "Error", 0), json!({}));
@@ -505,7 +505,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let warn = config_findings(
         &props(&[("spark.executor.heartbeatInterval", "60s")]),
         v33,
-        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
         0,
     );
     let v = app_verdict(&AppEvidence {
@@ -532,7 +532,7 @@ fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
     let refusal = config_findings(
         &settings,
         crate::version::SparkVersion::parse("3.4.1"),
-        crate::diagnose::app::Budget::NoneBeforeSpark4,
+        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
         0,
     );
     assert_eq!(refusal[0].severity, Severity::Error);

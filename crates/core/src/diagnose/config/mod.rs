@@ -18,7 +18,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Code, Finding, Severity, Witness, app::Budget};
+use super::{Code, Finding, Severity, Witness, budget::FailureBudget};
 use crate::{
     spark::{spark_bool, spark_time},
     version::SparkVersion,
@@ -166,7 +166,7 @@ fn default_batch_size(v: Option<SparkVersion>) -> u32 {
 pub fn config_findings(
     s: &Settings,
     version: Option<SparkVersion>,
-    budget: Budget,
+    budget: FailureBudget,
     counted: usize,
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = [
@@ -448,7 +448,7 @@ fn allocation_rate(s: &Settings, version: Option<SparkVersion>) -> Option<Findin
 fn budgets(
     s: &Settings,
     version: Option<SparkVersion>,
-    budget: Budget,
+    budget: FailureBudget,
     counted: usize,
 ) -> Option<Finding> {
     // Said only when the app sets the task budget: the executor budget alone is the
@@ -456,19 +456,21 @@ fn budgets(
     let tasks = s.task_max_failures?;
     let no_retry = tasks <= 1;
     let executors = match budget {
-        Budget::Limit(n) => format!(
+        FailureBudget::Limit(n) => format!(
             "the app aborts (exit 11) after more than {n} executor failures \
              (spark.executor.maxNumFailures; {counted} counted)"
         ),
-        Budget::NoneBeforeSpark4 => format!(
+        FailureBudget::NoneBeforeSpark4 => format!(
             "{} has no executor-failure limit on Kubernetes ({counted} counted)",
             version.map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"))
         ),
-        Budget::Unlimited => format!(
+        FailureBudget::Unlimited => format!(
             "no executor-failure limit applies (dynamic allocation without maxExecutors; \
              {counted} counted)"
         ),
-        Budget::Unknown => format!("the executor-failure limit is unknown ({counted} counted)"),
+        FailureBudget::Unknown => {
+            format!("the executor-failure limit is unknown ({counted} counted)")
+        }
     };
     let task = format!(
         "a task's job aborts after {tasks} failed attempt{} (spark.task.maxFailures)",

@@ -30,7 +30,7 @@ fn findings(extra: &[(&str, &str)], version: &str) -> Vec<Finding> {
     config_findings(
         &Settings::from_properties(&props(extra)),
         v(version),
-        Budget::Limit(16),
+        FailureBudget::Limit(16),
         0,
     )
 }
@@ -81,7 +81,7 @@ fn dynamic_allocation_without_shuffle_tracking_refuses_to_start() {
     let f = config_findings(
         &Settings::from_properties(&props(&unset)),
         None,
-        Budget::Unknown,
+        FailureBudget::Unknown,
         0,
     );
     assert_eq!(f[0].severity, Severity::Info);
@@ -112,7 +112,7 @@ fn dynamic_allocation_without_shuffle_tracking_refuses_to_start() {
                     .collect::<Vec<_>>()
             )),
             None,
-            Budget::Unknown,
+            FailureBudget::Unknown,
             0
         )
         .is_empty()
@@ -246,7 +246,7 @@ fn batch_settings_that_flood_the_api_server_at_the_apps_size() {
 #[test]
 fn the_task_and_executor_budgets_are_told_apart() {
     let s = Settings::from_properties(&props(&[("spark.task.maxFailures", "1")]));
-    let f = config_findings(&s, v("4.3.0"), Budget::Limit(16), 3);
+    let f = config_findings(&s, v("4.3.0"), FailureBudget::Limit(16), 3);
     assert_eq!(f[0].code, Code::FailureBudgets);
     assert_eq!(f[0].severity, Severity::Warn);
     assert_eq!(
@@ -257,7 +257,7 @@ fn the_task_and_executor_budgets_are_told_apart() {
     );
     // A task budget set: both budgets, for the record.
     let s = Settings::from_properties(&props(&[("spark.task.maxFailures", "8")]));
-    let f = config_findings(&s, v("3.5.7"), Budget::NoneBeforeSpark4, 2);
+    let f = config_findings(&s, v("3.5.7"), FailureBudget::NoneBeforeSpark4, 2);
     assert_eq!(f[0].severity, Severity::Info);
     assert_eq!(
         f[0].summary,
@@ -266,7 +266,7 @@ fn the_task_and_executor_budgets_are_told_apart() {
     );
     // Unset: the executor budget is the crash-loop finding's to say.
     let s = Settings::from_properties(&props(&[]));
-    assert!(config_findings(&s, v("3.5.7"), Budget::NoneBeforeSpark4, 2).is_empty());
+    assert!(config_findings(&s, v("3.5.7"), FailureBudget::NoneBeforeSpark4, 2).is_empty());
 }
 
 #[test]

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Code, Finding, Severity};
+use super::{Code, Finding, Severity, budget::FailureBudget};
+
+mod quota;
 use crate::version::SparkVersion;
 
 /// What the tool knows about one application.
@@ -65,41 +67,28 @@ pub struct Preemption {
     pub own_priority: Option<i32>,
 }
 
-/// Spark's failure budget for an app.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Budget {
-    /// Spark aborts the app (exit 11) when more executors than this have failed.
-    Limit(u32),
-    /// Before 4.0 Spark has no executor-failure limit on Kubernetes.
-    NoneBeforeSpark4,
-    /// Dynamic allocation without `maxExecutors`: effectively unlimited.
-    Unlimited,
-    /// The driver's configuration was not read.
-    Unknown,
-}
-
 /// How many failed executors Spark tolerates before it aborts the app.
-pub fn failure_budget(f: &AppFacts<'_>) -> Budget {
+pub fn failure_budget(f: &AppFacts<'_>) -> FailureBudget {
     if f.spark_version
         .is_some_and(|v| !v.counts_executor_failures())
     {
-        return Budget::NoneBeforeSpark4;
+        return FailureBudget::NoneBeforeSpark4;
     }
     if let Some(m) = f.max_failures {
-        return Budget::Limit(m);
+        return FailureBudget::Limit(m);
     }
     if !f.config_known {
-        return Budget::Unknown;
+        return FailureBudget::Unknown;
     }
     let executors = if f.dynamic_allocation {
         match f.max_executors {
             Some(m) => m,
-            None => return Budget::Unlimited, // Int.MaxValue
+            None => return FailureBudget::Unlimited, // Int.MaxValue
         }
     } else {
         f.executor_instances.unwrap_or(2)
     };
-    Budget::Limit(executors.saturating_mul(2).max(3))
+    FailureBudget::Limit(executors.saturating_mul(2).max(3))
 }
 
 /// The application's findings, worst first.
@@ -114,7 +103,7 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = recovery_mode(f) {
         out.push(x);
     }
-    if let Some(x) = super::quota::quota_exhausted(f) {
+    if let Some(x) = quota::quota_exhausted(f) {
         out.push(x);
     }
     if let Some(x) = preemptions(f.preempted) {
@@ -254,7 +243,7 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
         .spark_version
         .map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"));
     let (severity, budget) = match failure_budget(f) {
-        Budget::Limit(limit) => {
+        FailureBudget::Limit(limit) => {
             // Spark stops the app when the count passes the limit (`numFailedExecutors >
             // maxNumExecutorFailures`, ExecutorPodsLifecycleManager 4.3.0 bytecode).
             let left = limit.saturating_add(1).saturating_sub(used);
@@ -272,16 +261,16 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
             };
             (severity, text)
         }
-        Budget::NoneBeforeSpark4 => (
+        FailureBudget::NoneBeforeSpark4 => (
             Severity::Warn,
             format!("{version} has no executor-failure limit on Kubernetes: it keeps replacing them"),
         ),
-        Budget::Unlimited => (
+        FailureBudget::Unlimited => (
             Severity::Warn,
             "no limit applies (dynamic allocation without maxExecutors): Spark keeps replacing them"
                 .to_owned(),
         ),
-        Budget::Unknown => (
+        FailureBudget::Unknown => (
             Severity::Warn,
             format!(
                 "{used} counted; Spark's limit is unknown (the driver's configuration was not \
@@ -428,21 +417,25 @@ mod tests {
     #[test]
     fn the_budget_follows_sparks_defaults() {
         let mut f = facts(&[], "4.0.1");
-        assert_eq!(failure_budget(&f), Budget::Limit(20));
+        assert_eq!(failure_budget(&f), FailureBudget::Limit(20));
         f.executor_instances = None;
-        assert_eq!(failure_budget(&f), Budget::Limit(4));
+        assert_eq!(failure_budget(&f), FailureBudget::Limit(4));
         f.max_failures = Some(7);
-        assert_eq!(failure_budget(&f), Budget::Limit(7));
+        assert_eq!(failure_budget(&f), FailureBudget::Limit(7));
         f.max_failures = None;
         f.dynamic_allocation = true;
-        assert_eq!(failure_budget(&f), Budget::Unlimited, "maxExecutors unset");
+        assert_eq!(
+            failure_budget(&f),
+            FailureBudget::Unlimited,
+            "maxExecutors unset"
+        );
         f.max_executors = Some(1);
-        assert_eq!(failure_budget(&f), Budget::Limit(3));
+        assert_eq!(failure_budget(&f), FailureBudget::Limit(3));
         f.config_known = false;
-        assert_eq!(failure_budget(&f), Budget::Unknown);
+        assert_eq!(failure_budget(&f), FailureBudget::Unknown);
         assert_eq!(
             failure_budget(&facts(&[], "3.5.7")),
-            Budget::NoneBeforeSpark4
+            FailureBudget::NoneBeforeSpark4
         );
     }
 

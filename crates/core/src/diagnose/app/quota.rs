@@ -8,10 +8,9 @@
 //! From 4.3 `registerPodCreationFailure` also counts each one toward
 //! `spark.executor.maxNumFailures` ("Failed to create executor pod N. Total failures: M").
 
-use super::{
-    Code, Finding, Severity, Witness,
-    app::{AppFacts, Budget, failure_budget},
-};
+use super::{AppFacts, failure_budget};
+use crate::diagnose::budget::FailureBudget;
+use crate::diagnose::{Code, Finding, Severity, Witness};
 use crate::model::Refusal;
 
 pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
@@ -57,7 +56,7 @@ pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
         .map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"));
     let counting = match f.spark_version {
         Some(v) if v.counts_creation_failures() => match failure_budget(f) {
-            Budget::Limit(limit) => {
+            FailureBudget::Limit(limit) => {
                 let left = limit
                     .saturating_add(1)
                     .saturating_sub(f.counted.len() as u32);
