@@ -48,7 +48,9 @@ pub struct AppReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_findings: Vec<String>,
     pub failures: Vec<FailureEntry>,
-    pub by_finding: BTreeMap<String, usize>,
+    /// Findings of the executors, by code (each key is a finding code).
+    #[schemars(extend("propertyNames" = {"$ref": "#/$defs/Code"}))]
+    pub by_finding: BTreeMap<Code, usize>,
     pub oom: OomBreakdown,
     pub pending: PendingSummary,
     pub missing: Vec<MissingEntry>,
@@ -63,7 +65,7 @@ pub struct FailureEntry {
     pub executor: i64,
     pub state: ExecutorState,
     pub exit_code: Option<i32>,
-    pub finding: Option<String>,
+    pub finding: Option<Code>,
     pub summary: Option<String>,
     /// Spark counted it toward `spark.executor.maxNumFailures` (the verdict's account).
     pub counted: bool,
@@ -115,7 +117,7 @@ pub struct ChurnWindow {
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Recommendation {
-    pub finding: String,
+    pub finding: Code,
     pub executors: usize,
     pub advice: String,
     pub evidence: Vec<String>,
@@ -230,7 +232,7 @@ fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
 /// An app's part of the report; none when every executor of it ended before `from`.
 fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport> {
     let mut failures = Vec::new();
-    let mut by_finding: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_finding: BTreeMap<Code, usize> = BTreeMap::new();
     let mut oom = OomBreakdown::default();
     let mut missing = Vec::new();
     let mut pending_secs = Vec::new();
@@ -248,7 +250,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     }
     for e in executors.iter().copied() {
         for f in e.findings() {
-            *by_finding.entry(f.code.as_str().to_owned()).or_default() += 1;
+            *by_finding.entry(f.code).or_default() += 1;
             if f.severity != Severity::Info {
                 let entry = examples
                     .entry(f.code)
@@ -293,7 +295,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
                     executor: e.id,
                     state: e.state(),
                     exit_code: e.exit_code(),
-                    finding: first.map(|f| f.code.as_str().to_owned()),
+                    finding: first.map(|f| f.code),
                     summary: first.map(|f| f.summary.clone()),
                     counted: e.verdict.counted(),
                     ending: e.verdict.ending.as_str(),
@@ -356,7 +358,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     let mut recommendations: Vec<Recommendation> = examples
         .into_iter()
         .map(|(code, (n, hint, evidence))| Recommendation {
-            finding: code.as_str().to_owned(),
+            finding: code,
             executors: n,
             advice: hint,
             evidence,
@@ -365,7 +367,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     recommendations.sort_by(|a, b| {
         b.executors
             .cmp(&a.executors)
-            .then(a.finding.cmp(&b.finding))
+            .then(a.finding.as_str().cmp(b.finding.as_str()))
     });
     Some(AppReport {
         namespace: a.namespace.clone(),
@@ -497,7 +499,7 @@ pub fn markdown(r: &Report) -> String {
                     f.state,
                     f.exit_code
                         .map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                    f.finding.as_deref().unwrap_or("-"),
+                    f.finding.map_or("-", Code::as_str),
                     if f.counted { "counted" } else { "not counted" },
                     md(f.summary.as_deref().unwrap_or("-"))
                 );
@@ -505,9 +507,10 @@ pub fn markdown(r: &Report) -> String {
             s.push('\n');
         }
         if !a.by_finding.is_empty() {
-            let list: Vec<String> = a
-                .by_finding
-                .iter()
+            let mut counts: Vec<(&Code, &usize)> = a.by_finding.iter().collect();
+            counts.sort_by_key(|(k, _)| k.as_str());
+            let list: Vec<String> = counts
+                .into_iter()
                 .map(|(k, v)| format!("`{k}` ×{v}"))
                 .collect();
             let _ = writeln!(s, "**Findings:** {}\n", list.join(", "));

@@ -9,7 +9,10 @@ use crate::{
     source::{Health, SourceKind},
     store::{AppRecord, Counts, Snapshot},
 };
-use spark_triage_core::model::ExecutorState;
+use spark_triage_core::{
+    diagnose::{Code, Severity},
+    model::ExecutorState,
+};
 
 /// The `status --output json` document (stable; fields may be added, never renamed).
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -82,8 +85,8 @@ pub struct DriverStatus {
 /// A finding about the whole application.
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct AppFindingStatus {
-    pub code: String,
-    pub severity: &'static str,
+    pub code: Code,
+    pub severity: Severity,
     pub summary: String,
     pub hint: String,
 }
@@ -122,12 +125,12 @@ pub struct ExecutorStatus {
     pub container_reason: Option<String>,
     pub node: Option<String>,
     /// The verdict's findings, primary (the cause) first.
-    pub findings: Vec<String>,
+    pub findings: Vec<Code>,
     /// The primary finding's summary, for people.
     pub summary: Option<String>,
     /// The verdict's severity (its cause's): `error`, `warn`, `info`; absent when healthy.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub severity: Option<&'static str>,
+    pub severity: Option<Severity>,
     /// The primary finding's witness (`pod`, `driver`, `log-tail`, `events`, `inference`),
     /// and whether it was rebuilt from another witness's words.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,8 +218,8 @@ fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> App
             .findings()
             .iter()
             .map(|f| AppFindingStatus {
-                code: f.code.as_str().to_owned(),
-                severity: f.severity.as_str(),
+                code: f.code,
+                severity: f.severity,
                 summary: f.summary.clone(),
                 hint: f.hint.clone(),
             })
@@ -242,13 +245,9 @@ fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> App
                 exit_code: e.exit_code(),
                 container_reason: e.container_reason().map(str::to_owned),
                 node: e.pod.node_name.as_deref().map(str::to_owned),
-                findings: e
-                    .findings()
-                    .iter()
-                    .map(|f| f.code.as_str().to_owned())
-                    .collect(),
+                findings: e.findings().iter().map(|f| f.code).collect(),
                 summary: e.verdict.cause().map(|f| f.summary.clone()),
-                severity: e.verdict.severity().map(|s| s.as_str()),
+                severity: e.verdict.severity(),
                 witness: e.verdict.cause().map(|f| f.witness.as_str()),
                 reconstructed: e.verdict.cause().is_some_and(|f| f.reconstructed),
                 ending: e.verdict.ending.as_str(),
@@ -415,7 +414,11 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
                 if e.findings.is_empty() {
                     "-".to_owned()
                 } else {
-                    e.findings.join(",")
+                    e.findings
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 },
                 e.pod.clone(),
             ];
@@ -495,7 +498,7 @@ impl StatusReport {
                 .apps
                 .iter()
                 .flat_map(|a| &a.executors)
-                .any(|e| e.severity == Some("error"))
+                .any(|e| e.severity == Some(Severity::Error))
     }
 
     /// `-o name`: `pod/NAME` for every executor whose pod still exists, as kubectl names

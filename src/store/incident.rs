@@ -43,19 +43,9 @@ impl Incident {
 
 /// A cause as on-call engineers say it: the container's words and the exit code.
 pub fn cause_label(code: Code, exit: Option<i32>) -> String {
-    let with_exit = |name: &str| match exit {
-        Some(c) => format!("{name} ({c})"),
-        None => name.to_owned(),
-    };
-    match code {
-        Code::ContainerOomKilled => with_exit("OOMKilled"),
-        Code::JvmOom => with_exit("JVM OOM"),
-        Code::NodeSigkill => with_exit("SIGKILL"),
-        Code::Sigterm => with_exit("SIGTERM"),
-        Code::UncaughtException => with_exit("uncaught exception"),
-        Code::HeartbeatFailure => with_exit("heartbeat failure"),
-        Code::GenericError => with_exit("error"),
-        other => other.as_str().replace('-', " "),
+    match (code.label(), exit) {
+        ((label, true), Some(c)) => format!("{label} ({c})"),
+        ((label, _), _) => label.to_owned(),
     }
 }
 

@@ -119,3 +119,108 @@ fn report_json_matches_its_schema() {
         valid(&schema, &output(&["report", &path, "-o", "json"]), &path);
     }
 }
+
+/// Every place in `doc` where a code (or a severity) stands, as a JSON pointer and whether
+/// it is a map's key: found by value, so a field added later is checked too.
+fn places(
+    doc: &serde_json::Value,
+    at: String,
+    is: &dyn Fn(&str) -> bool,
+    out: &mut Vec<(String, bool)>,
+) {
+    match doc {
+        serde_json::Value::String(s) if is(s) => out.push((at, false)),
+        serde_json::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                places(v, format!("{at}/{i}"), is, out);
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, v) in o {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if is(k) {
+                    out.push((here.clone(), true));
+                }
+                places(v, here, is, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `doc` with the code (or severity) at `place` replaced by `bogus`.
+fn tampered(doc: &serde_json::Value, place: &(String, bool), bogus: &str) -> serde_json::Value {
+    let mut doc = doc.clone();
+    let (at, key) = place;
+    if *key {
+        let (parent, k) = at.rsplit_once('/').unwrap();
+        let obj = doc.pointer_mut(parent).unwrap().as_object_mut().unwrap();
+        let v = obj
+            .remove(&k.replace("~1", "/").replace("~0", "~"))
+            .unwrap();
+        obj.insert(bogus.to_owned(), v);
+    } else {
+        *doc.pointer_mut(at).unwrap() = serde_json::json!(bogus);
+    }
+    doc
+}
+
+/// The schemas say which codes and severities exist: each of the three documents, with any
+/// one code or severity in it replaced by one that does not exist, is refused; and
+/// hand-written documents of the wrong shape are refused.
+#[test]
+fn schemas_refuse_unknown_codes_severities_and_wrong_shapes() {
+    use spark_triage_core::diagnose::Code;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oomkilled-executor.json"
+    );
+    let docs = [
+        (
+            "status",
+            output_schema::<spark_triage::output::status::StatusReport>(),
+            output(&["status", "--recording", SESSION, "-o", "json"]),
+        ),
+        (
+            "report",
+            output_schema::<spark_triage::output::report::Report>(),
+            output(&["report", SESSION, "-o", "json"]),
+        ),
+        (
+            "explain",
+            output_schema::<spark_triage_core::explain::Explanation>(),
+            output(&["explain", fixture, "-o", "json"]),
+        ),
+    ];
+    let is_code = |s: &str| Code::parse(s).is_some();
+    let is_severity = |s: &str| matches!(s, "error" | "warn" | "info");
+    for (name, schema, doc) in &docs {
+        let v = jsonschema::validator_for(&serde_json::to_value(schema).unwrap()).unwrap();
+        assert!(v.is_valid(doc), "{name}: the real document is valid");
+        for (what, is, bogus) in [
+            ("code", &is_code as &dyn Fn(&str) -> bool, "no-such-code"),
+            ("severity", &is_severity, "fatal"),
+        ] {
+            let mut found = Vec::new();
+            places(doc, String::new(), is, &mut found);
+            assert!(!found.is_empty(), "{name}: no {what} in the document");
+            let accepted: Vec<&String> = found
+                .iter()
+                .filter(|p| v.is_valid(&tampered(doc, p, bogus)))
+                .map(|p| &p.0)
+                .collect();
+            assert!(
+                accepted.is_empty(),
+                "{name}: a {what} the schema does not enumerate at {accepted:?}"
+            );
+        }
+        for wrong in [
+            serde_json::json!({}),
+            serde_json::json!([]),
+            serde_json::json!({"apps": "none"}),
+            serde_json::json!({"pods": [{"findings": [{"code": 7}]}]}),
+        ] {
+            assert!(!v.is_valid(&wrong), "{name} accepts {wrong}");
+        }
+    }
+}

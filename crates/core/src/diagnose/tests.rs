@@ -80,7 +80,40 @@ fn every_code_has_a_distinct_stable_name() {
     assert_eq!(names.len(), Code::ALL.len());
     for c in Code::ALL {
         assert_eq!(serde_json::to_value(c).unwrap(), json!(c.as_str()));
+        assert_eq!(Code::parse(c.as_str()), Some(c));
+        assert!(!c.label().0.is_empty(), "{c}: no label");
     }
+    assert_eq!(Code::parse("no-such-code"), None);
+}
+
+/// The code table and docs/diagnosis.md §3 list the same codes: a code added to one and
+/// not the other fails here.
+#[test]
+fn every_code_has_its_row_in_the_documentation() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/diagnosis.md"
+    ))
+    .expect("docs/diagnosis.md reads");
+    let start = doc.find("\n## 3. ").expect("§3 Findings");
+    let end = doc[start..]
+        .find("\n## 4. ")
+        .map_or(doc.len(), |e| start + e);
+    let rows: std::collections::BTreeSet<&str> = doc[start..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .collect();
+    let codes: std::collections::BTreeSet<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    let undocumented: Vec<_> = codes.difference(&rows).collect();
+    let unknown: Vec<_> = rows.difference(&codes).collect();
+    assert!(
+        undocumented.is_empty(),
+        "codes without a row in docs/diagnosis.md §3: {undocumented:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "rows of docs/diagnosis.md §3 that are no code: {unknown:?}"
+    );
 }
 
 #[test]

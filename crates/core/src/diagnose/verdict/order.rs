@@ -2,53 +2,15 @@
 
 use super::*;
 
-/// Codes read from the Spark container's exit.
+/// Codes read from the Spark container's exit (the code table's `Exit`).
 pub(super) fn is_exit_code(code: Code) -> bool {
-    matches!(
-        code,
-        Code::ContainerOomKilled
-            | Code::NodeSigkill
-            | Code::JvmOom
-            | Code::UncaughtException
-            | Code::LocalDirFailure
-            | Code::HeartbeatFailure
-            | Code::TaskReaper
-            | Code::Sigterm
-            | Code::Sigsegv
-            | Code::Sigabrt
-            | Code::NotExecutable
-            | Code::GenericError
-            | Code::Succeeded
-            | Code::ContainerStatusUnknown
-            | Code::BlockManagerReregistration
-            | Code::ClassNotFound
-    )
+    code.kind() == crate::diagnose::code::Kind::Exit
 }
 
 /// A finding about how the pod itself ended (an exit, or the kubelet ending it): what
 /// Spark's removal reason can carry, so what a pod rebuilt from it can show.
 pub(super) fn is_pod_ending(code: Code) -> bool {
-    is_exit_code(code)
-        || matches!(
-            code,
-            Code::Evicted
-                | Code::LocalStorageExceeded
-                | Code::NodeShutdown
-                | Code::AdmissionRejected
-        )
-}
-
-/// What a finding says about the executor, for ordering: 0 a cause, 1 a weak cause (a
-/// generic exit that a log line can name better), 2 a pod × driver disagreement (a
-/// consequence worth acting on), 3 how it ended rather than why (never primary while
-/// anything else is known).
-pub(super) fn class(code: Code) -> u8 {
-    match code {
-        Code::GenericError => 1,
-        Code::DriverLostPod | Code::Unregistered | Code::Zombie => 2,
-        Code::Deleted | Code::Sigterm | Code::DriverRemoved => 3,
-        _ => 0,
-    }
+    code.kind() != crate::diagnose::code::Kind::Other
 }
 
 /// Primary first: causes before disagreements before mechanisms, then by witness
@@ -59,7 +21,7 @@ pub(super) fn order(findings: &mut Vec<Finding>) {
     findings.dedup_by_key(|f| f.code);
     findings.sort_by_key(|f| {
         (
-            class(f.code),
+            f.code.standing(),
             f.witness,
             f.reconstructed,
             f.severity,

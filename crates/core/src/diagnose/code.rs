@@ -1,0 +1,241 @@
+//! The finding codes: one table, from which the enum, its order, its names and what the
+//! rules and views read of each code are made. A new code is one line here and one row
+//! in docs/diagnosis.md §3 (a test fails when either is missing).
+//!
+//! Codes are a stable contract: add new ones, never rename. The table's order is the
+//! rules' order (`Code::ALL`, the rank among findings of one standing and witness) and the
+//! documentation's.
+
+use serde::{Deserialize, Serialize};
+
+/// What a code says of how a pod ended, for the verdict's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Read from the Spark container's exit.
+    Exit,
+    /// How the kubelet ended the pod (not an exit, but what Spark's removal reason can carry).
+    PodEnding,
+    /// Anything else (scheduling, the driver's view, the app).
+    Other,
+}
+
+/// What a finding says about the executor, for ordering: primary first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    /// A cause.
+    Cause,
+    /// A weak cause: a generic exit that a log line can name better.
+    Weak,
+    /// A pod × driver disagreement: a consequence worth acting on.
+    Disagreement,
+    /// How it ended rather than why: never primary while anything else is known.
+    Mechanism,
+}
+
+macro_rules! codes {
+    (@exit exit) => { true };
+    (@exit) => { false };
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, $kind:ident, $standing:ident, $label:literal $(+ $exit:ident)?;
+    )*) => {
+        /// A stable finding code (kebab-case in every output).
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+            schemars::JsonSchema,
+        )]
+        pub enum Code {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
+        }
+
+        impl Code {
+            /// Every code, in the table's order (the rules' rank, the documentation's).
+            pub const ALL: [Self; [$($name),*].len()] = [$(Self::$variant),*];
+
+            /// The kebab-case code every output uses.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $name,)* }
+            }
+
+            /// What the code says of how a pod ended.
+            pub fn kind(self) -> Kind {
+                match self { $(Self::$variant => Kind::$kind,)* }
+            }
+
+            /// Primary first: causes, weak causes, disagreements, then mechanisms.
+            pub fn standing(self) -> Standing {
+                match self { $(Self::$variant => Standing::$standing,)* }
+            }
+
+            /// The cause as the incident strip counts it ("OOMKilled (137)", "evicted"):
+            /// the label, and whether the exit code goes with it.
+            pub fn label(self) -> (&'static str, bool) {
+                match self { $(Self::$variant => ($label, codes!(@exit $($exit)?)),)* }
+            }
+
+            /// The code of this name.
+            pub fn parse(name: &str) -> Option<Self> {
+                match name { $($name => Some(Self::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    /// The container was OOM-killed by the kernel (exit 137, `OOMKilled`): the pod's memory limit.
+    ContainerOomKilled = "container-oom-killed", Exit, Cause, "OOMKilled" + exit;
+    /// SIGKILL (137) without `OOMKilled`: killed by the node (memory pressure, a kill from outside).
+    NodeSigkill = "node-sigkill", Exit, Cause, "SIGKILL" + exit;
+    /// Terminated with `ContainerStatusUnknown` (usually 137): the container was lost with its
+    /// node, not OOM-killed.
+    ContainerStatusUnknown = "container-status-unknown", Exit, Cause, "container status unknown";
+    /// The JVM ran out of heap (exit 52, `OutOfMemoryError`).
+    JvmOom = "jvm-oom", Exit, Cause, "JVM OOM" + exit;
+    /// An uncaught exception ended the executor (exit 50, 51 or 10).
+    UncaughtException = "uncaught-exception", Exit, Cause, "uncaught exception" + exit;
+    /// Spark could not create its local directories (exit 53).
+    LocalDirFailure = "local-dir-failure", Exit, Cause, "local dir failure";
+    /// The executor could not reach the driver with heartbeats (exit 56).
+    HeartbeatFailure = "heartbeat-failure", Exit, Cause, "heartbeat failure" + exit;
+    /// The task reaper killed the JVM (exit 57).
+    TaskReaper = "task-reaper", Exit, Cause, "task reaper";
+    /// Exit 58: the block manager could not re-register with the driver.
+    BlockManagerReregistration = "block-manager-reregistration", Exit, Cause, "block manager reregistration";
+    /// Exit 101: a class was not found (Spark's `CLASS_NOT_FOUND`).
+    ClassNotFound = "class-not-found", Exit, Cause, "class not found";
+    /// Ended by SIGTERM (143): a kill, a deletion, a drain.
+    Sigterm = "sigterm", Exit, Mechanism, "SIGTERM" + exit;
+    /// Segmentation fault (139).
+    Sigsegv = "sigsegv", Exit, Cause, "sigsegv";
+    /// Aborted (134).
+    Sigabrt = "sigabrt", Exit, Cause, "sigabrt";
+    /// The entrypoint could not be run (126/127).
+    NotExecutable = "not-executable", Exit, Cause, "not executable";
+    /// Any other non-zero exit.
+    GenericError = "generic-error", Exit, Weak, "error" + exit;
+    /// The executor exited 0.
+    Succeeded = "succeeded", Exit, Cause, "succeeded";
+    /// Evicted by the kubelet or the eviction API.
+    Evicted = "evicted", PodEnding, Cause, "evicted";
+    /// Evicted for exceeding its own ephemeral-storage limit or an emptyDir `sizeLimit`.
+    LocalStorageExceeded = "local-storage-exceeded", PodEnding, Cause, "local storage exceeded";
+    /// Preempted by a higher-priority pod.
+    Preempted = "preempted", Other, Cause, "preempted";
+    /// Terminated by the kubelet for a graceful node shutdown (spot reclaim, maintenance).
+    NodeShutdown = "node-shutdown", PodEnding, Cause, "node shutdown";
+    /// Deletion requested (by Spark, a user or a controller).
+    Deleted = "deleted", Other, Mechanism, "deleted";
+    /// The scheduler cannot place it (FailedScheduling).
+    Unschedulable = "unschedulable", Other, Cause, "unschedulable";
+    /// Held by scheduling gates (Kueue's admission gate, or another controller's).
+    SchedulingGated = "scheduling-gated", Other, Cause, "scheduling gated";
+    /// Held for its gang: a Volcano PodGroup, YuniKorn task groups, a native Workload.
+    GangWaiting = "gang-waiting", Other, Cause, "gang waiting";
+    /// Held by a batch scheduler's queue (YuniKorn's queue or user quota).
+    QueueWaiting = "queue-waiting", Other, Cause, "queue waiting";
+    /// Failed by a batch scheduler before it ran (YuniKorn: application rejected, gang
+    /// reservation timed out).
+    SchedulerRejected = "scheduler-rejected", Other, Cause, "scheduler rejected";
+    /// Stopped by Kueue: its Workload was evicted or deactivated.
+    WorkloadEvicted = "workload-evicted", Other, Cause, "workload evicted";
+    /// A named scheduler has said nothing about the pod (not installed, not running).
+    SchedulerSilent = "scheduler-silent", Other, Cause, "scheduler silent";
+    /// The image cannot be pulled.
+    ImagePull = "image-pull", Other, Cause, "image pull";
+    /// The container cannot be created from its config (missing ConfigMap/Secret key, …).
+    ContainerConfigError = "container-config-error", Other, Cause, "container config error";
+    /// Stuck in ContainerCreating (volumes, network).
+    ContainerCreatingStuck = "container-creating-stuck", Other, Cause, "container creating stuck";
+    /// An init container failed.
+    InitContainerFailed = "init-container-failed", Other, Cause, "init container failed";
+    /// The kubelet refused the pod on admission (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
+    /// `UnexpectedAdmissionError`, `NodeAffinity`): it failed before any container ran.
+    AdmissionRejected = "admission-rejected", PodEnding, Cause, "admission rejected";
+    /// The pod's node was lost.
+    NodeLost = "node-lost", Other, Cause, "node lost";
+    /// A sidecar failed while the Spark container ran.
+    SidecarFailed = "sidecar-failed", Other, Cause, "sidecar failed";
+    /// The executor's process exited, but Spark looks at another container and still calls it running.
+    StuckRunning = "stuck-running", Other, Cause, "stuck running";
+    /// Vanished from a full LIST with no deletion seen.
+    Missing = "missing", Other, Cause, "missing";
+    /// The driver still counts the executor active while its pod is gone.
+    DriverLostPod = "driver-lost-pod", Other, Disagreement, "driver lost pod";
+    /// Running for over a minute, and the driver has no such executor.
+    Unregistered = "unregistered", Other, Disagreement, "unregistered";
+    /// Failed within seconds and never listed by the driver: it could not reach the driver.
+    DriverUnreachable = "driver-unreachable", Other, Cause, "driver unreachable";
+    /// Removed by the driver, its pod still running.
+    Zombie = "zombie", Other, Disagreement, "zombie";
+    /// The driver removed the executor after its heartbeats timed out.
+    HeartbeatTimeout = "heartbeat-timeout", Other, Cause, "heartbeat timeout";
+    /// The driver removed the executor when its RPC connection dropped.
+    RpcDisassociated = "rpc-disassociated", Other, Cause, "rpc disassociated";
+    /// The driver lists the executor as removed, with Spark's reason verbatim.
+    DriverRemoved = "driver-removed", Other, Mechanism, "driver removed";
+    /// (app) Repeated failures with one cause, against Spark's failure budget.
+    CrashLoop = "crash-loop", Other, Cause, "crash loop";
+    /// (app) A pod whose `spark-exec-id` is not a number breaks Spark's snapshot updates.
+    SnapshotUpdateFails = "snapshot-update-fails", Other, Cause, "snapshot update fails";
+    /// (app, Spark 4.2+) An OOM removal put the app in recovery mode.
+    OomRecoveryMode = "oom-recovery-mode", Other, Cause, "oom recovery mode";
+    /// (app) The namespace's ResourceQuota refuses new executor pods: Spark's creations fail
+    /// before any pod exists.
+    QuotaExhausted = "quota-exhausted", Other, Cause, "quota exhausted";
+    /// (app) Pending executors waiting on a gate, a gang, a queue or a silent scheduler.
+    ExecutorsWaiting = "executors-waiting", Other, Cause, "executors waiting";
+    /// (app) The driver's container was OOM-killed (137, `OOMKilled`).
+    DriverOomKilled = "driver-oom-killed", Other, Cause, "driver oom killed";
+    /// (app) The driver's JVM ran out of heap (exit 52, or an `OutOfMemoryError` in its log).
+    DriverJvmOom = "driver-jvm-oom", Other, Cause, "driver jvm oom";
+    /// (app) The driver gave up after too many executor failures (exit 11).
+    ExecutorFailuresExceeded = "executor-failures-exceeded", Other, Cause, "executor failures exceeded";
+    /// (app) The driver was evicted (node pressure, the Eviction API, a node shutdown).
+    DriverEvicted = "driver-evicted", Other, Cause, "driver evicted";
+    /// (app) The driver was preempted by a higher-priority pod.
+    DriverPreempted = "driver-preempted", Other, Cause, "driver preempted";
+    /// (app) The driver's node was lost.
+    DriverNodeLost = "driver-node-lost", Other, Cause, "driver node lost";
+    /// (app) The driver exited with an error (any other non-zero exit).
+    DriverFailed = "driver-failed", Other, Cause, "driver failed";
+    /// (app) The driver pod vanished: absent from a full LIST, no deletion seen.
+    DriverVanished = "driver-vanished", Other, Cause, "driver vanished";
+    /// (app) The driver pod was deleted before it finished (by its owner, a user or a controller).
+    DriverDeleted = "driver-deleted", Other, Cause, "driver deleted";
+    /// (app) The driver waits: unschedulable, image pull, config error, volumes, admission.
+    DriverPending = "driver-pending", Other, Cause, "driver pending";
+    /// (app) Executors still run while their driver is gone.
+    OrphanedExecutors = "orphaned-executors", Other, Cause, "orphaned executors";
+    /// (app) The driver's container restarted.
+    DriverRestarted = "driver-restarted", Other, Cause, "driver restarted";
+    /// (app) The driver was stopped from outside (SIGTERM, 143): not a failure of the app.
+    DriverStopped = "driver-stopped", Other, Cause, "driver stopped";
+    /// (app) The driver finished (exit 0).
+    AppSucceeded = "app-succeeded", Other, Cause, "app succeeded";
+    /// (app) The driver runs and nothing above the executors is wrong.
+    AppRunning = "app-running", Other, Cause, "app running";
+    /// (app) No driver pod was seen (outside the scope or the selector): judged from executors only.
+    DriverNotSeen = "driver-not-seen", Other, Cause, "driver not seen";
+    /// The executor ended because its driver ended (deleted by Spark's stop or the garbage collector).
+    EndedWithDriver = "ended-with-driver", Other, Cause, "ended with driver";
+    /// (config) Dynamic allocation without a safe home for shuffle data.
+    DynamicAllocationShuffle = "dynamic-allocation-shuffle", Other, Cause, "dynamic allocation shuffle";
+    /// (config) `spark.executor.heartbeatInterval` not well below `spark.network.timeout`.
+    HeartbeatSettings = "heartbeat-settings", Other, Cause, "heartbeat settings";
+    /// (config) Executor pods requested faster than an API server should take them.
+    AllocationFlood = "allocation-flood", Other, Cause, "allocation flood";
+    /// (config) The task and executor failure budgets, told apart.
+    FailureBudgets = "failure-budgets", Other, Cause, "failure budgets";
+    /// (config) A setting whose value Spark cannot read.
+    UnreadableSetting = "unreadable-setting", Other, Cause, "unreadable setting";
+    /// (app) Executors preempted, by whom (the preemptor's app and priority).
+    ExecutorsPreempted = "executors-preempted", Other, Cause, "executors preempted";
+    /// (app) Several executors failed on one node within a window.
+    NodeFailures = "node-failures", Other, Cause, "node failures";
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
