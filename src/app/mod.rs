@@ -193,6 +193,33 @@ pub enum Sort {
 }
 
 /// Everything the UI shows and remembers.
+/// What the command line and the configuration file say about the terminal views, handed
+/// down as a value from where a command starts to the TUI that reads it.
+#[derive(Debug, Clone)]
+pub struct ViewSettings {
+    /// The theme's name (the environment's `SPARK_TRIAGE_THEME` still wins, as a flag would).
+    pub theme: Option<String>,
+    /// How long `H` holds.
+    pub hold_ttl: Option<chrono::Duration>,
+    pub keymap: keymap::Keymap,
+    /// Lines of a log tail read (as evidence, or by `l`).
+    pub log_tail_lines: usize,
+    /// `--utc` (or `time_zone = "utc"`): times start in UTC instead of local time.
+    pub utc: bool,
+}
+
+impl Default for ViewSettings {
+    fn default() -> Self {
+        Self {
+            theme: None,
+            hold_ttl: None,
+            keymap: Default::default(),
+            log_tail_lines: crate::source::LOG_TAIL_LINES,
+            utc: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct App {
     pub store: Store,

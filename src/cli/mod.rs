@@ -185,8 +185,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
                 ..file.top
             };
             config::apply(&mut l, &top, &|id| given.contains(id));
-            config::configure_views(&top);
-            crate::tui::show_utc(l.utc);
+            l.view = config::view_settings(&top, l.utc);
             commands::demo::run(&l, args)
         }
         Some(Command::Record(args)) => {
@@ -203,14 +202,12 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         }
         Some(Command::Replay(args)) => {
             let file = config::Config::load(args.config.as_deref())?;
-            config::configure_views(&file.top);
             let utc = if given.contains("utc") {
                 args.utc
             } else {
                 file.top.time_zone == Some(config::TimeZone::Utc) || args.utc
             };
-            crate::tui::show_utc(utc);
-            commands::replay::run(args)
+            commands::replay::run(args, config::view_settings(&file.top, utc))
         }
         Some(Command::Report(args)) => commands::report::run(args),
         Some(Command::Export(args)) => commands::export::run(args),
@@ -225,7 +222,6 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
                 Some(&cli.view),
             );
             let l = configured(raw.clone(), given)?;
-            crate::tui::show_utc(l.utc);
             commands::live::run(&l, switch_context(raw, given))
         }
     }

@@ -24,6 +24,7 @@ pub(crate) fn run(
             live_args.record.as_deref(),
             live_args.forget_after,
             Some(reconfigure),
+            live_args.view.clone(),
         )
         .await?;
         Ok(ExitCode::SUCCESS)

@@ -64,7 +64,7 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
     app
 }
 
-pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn run(args: ReplayArgs, view: crate::app::ViewSettings) -> Result<ExitCode, Failure> {
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
     }
@@ -83,7 +83,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     let app = replay_app(opened.rec, at);
     super::block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
-        crate::tui::run(app, rx, None, None, false)
+        crate::tui::run(app, rx, None, None, false, view)
             .await
             .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)

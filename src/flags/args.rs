@@ -127,6 +127,8 @@ pub struct LiveArgs {
     /// Writes refused, and what said so.
     pub readonly: crate::settings::ReadOnly,
     pub utc: bool,
+    /// The terminal views' settings (the configuration file's, and `utc`).
+    pub view: crate::app::ViewSettings,
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
@@ -159,6 +161,10 @@ impl LiveArgs {
                 false => crate::settings::ReadOnly::Off,
             },
             utc: view.utc,
+            view: crate::app::ViewSettings {
+                utc: view.utc,
+                ..Default::default()
+            },
             record: view.record,
             log_file: view.log_file,
             forget_after: view.forget_after,

@@ -285,15 +285,16 @@ fn why_readonly(s: &Settings) -> String {
     }
 }
 
-/// The settings the terminal views read at start (no flags for them).
-pub fn configure_views(s: &Settings) {
-    crate::tui::configure(crate::tui::ViewSettings {
+/// The settings the terminal views read at start: the file's, and `utc` as decided.
+pub fn view_settings(s: &Settings, utc: bool) -> crate::app::ViewSettings {
+    crate::app::ViewSettings {
         theme: s.theme.map(|t| t.as_str().to_owned()),
         hold_ttl: s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
         // Checked when the file was read.
         keymap: Keymap::with(&s.keys).unwrap_or_default(),
         log_tail_lines: s.log_tail_lines.unwrap_or(crate::source::LOG_TAIL_LINES),
-    });
+        utc,
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ mod start;
 pub(crate) use start::{connect_watched, tui_on};
 
 use crate::{
-    app::{App, Effect, Msg, housekeeping, update},
+    app::{App, Effect, Msg, ViewSettings, housekeeping, update},
     effect::{Outcome, Runner},
     source::SourceEvent,
 };
@@ -52,48 +52,6 @@ pub fn osc52(text: &str) -> String {
         "\x1b]52;c;{}\x07",
         base64::engine::general_purpose::STANDARD.encode(text)
     )
-}
-
-static SHOW_UTC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// `--utc`: the TUI starts showing UTC instead of local time.
-pub fn show_utc(on: bool) {
-    SHOW_UTC.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// What the configuration file says about the terminal views (they have no flags).
-#[derive(Debug, Clone)]
-pub struct ViewSettings {
-    /// The theme's name (the environment's `SPARK_TRIAGE_THEME` still wins, as a flag would).
-    pub theme: Option<String>,
-    /// How long `H` holds.
-    pub hold_ttl: Option<chrono::Duration>,
-    pub keymap: crate::app::keymap::Keymap,
-    /// Lines of a log tail read (as evidence, or by `l`).
-    pub log_tail_lines: usize,
-}
-
-impl Default for ViewSettings {
-    fn default() -> Self {
-        Self {
-            theme: None,
-            hold_ttl: None,
-            keymap: Default::default(),
-            log_tail_lines: crate::source::LOG_TAIL_LINES,
-        }
-    }
-}
-
-static CONFIGURED: std::sync::OnceLock<ViewSettings> = std::sync::OnceLock::new();
-
-/// Set once, where a command starts, from the configuration file.
-pub fn configure(settings: ViewSettings) {
-    let _ = CONFIGURED.set(settings);
-}
-
-/// The views' settings: the file's, else the built-in ones.
-pub fn configured() -> ViewSettings {
-    CONFIGURED.get().cloned().unwrap_or_default()
 }
 
 pub fn restore() {
@@ -160,6 +118,7 @@ pub async fn run(
     runner: Option<Runner>,
     switcher: Option<crate::source::switch::Switcher>,
     live_clock: bool,
+    view: ViewSettings,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
     // A switch (`:ns`, `:ctx`) replaces the runner's cluster while effects may be under way:
@@ -175,8 +134,9 @@ pub async fn run(
         theme,
         hold_ttl,
         keymap,
+        utc,
         ..
-    } = configured();
+    } = view;
     app.keymap = keymap;
     app.theme = crate::app::Theme::choose(
         std::env::var("SPARK_TRIAGE_THEME")
@@ -193,7 +153,7 @@ pub async fn run(
     // Local time unless --utc (the offset is read once: the screen never changes zone
     // mid-session; `z` toggles).
     app.local_offset = Some(*chrono::Local::now().offset());
-    app.show_utc = SHOW_UTC.load(std::sync::atomic::Ordering::Relaxed);
+    app.show_utc = utc;
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let size = terminal.size()?;

@@ -14,6 +14,7 @@ pub(crate) async fn tui_on(
     record: Option<&std::path::Path>,
     forget_after: std::time::Duration,
     reconfigure: Option<crate::source::switch::Reconfigure>,
+    view: crate::app::ViewSettings,
 ) -> Result<(), Failure> {
     use crate::app::{App, Context};
     if !std::io::stdout().is_terminal() {
@@ -28,7 +29,7 @@ pub(crate) async fn tui_on(
         log: crate::effect::ActionLog::from_env(),
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),
-        captures: crate::effect::Captures::of_lines(super::configured().log_tail_lines),
+        captures: crate::effect::Captures::of_lines(view.log_tail_lines),
     };
     let switcher = crate::source::switch::Switcher::start(conn.clone(), tx.clone(), reconfigure);
     let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
@@ -58,7 +59,7 @@ pub(crate) async fn tui_on(
             .to_string()
     });
     app.contexts = kubeconfig_contexts(conn.kubeconfig.as_deref());
-    let result = crate::tui::run(app, rx, Some(runner), Some(switcher), true).await;
+    let result = crate::tui::run(app, rx, Some(runner), Some(switcher), true, view).await;
     for t in tasks {
         t.abort();
     }

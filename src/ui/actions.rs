@@ -44,7 +44,8 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             {
                 lines.push(Line::styled(
                     crate::effect::FORCE_STATEFULSET,
-                    theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                    app.theme
+                        .severity(spark_triage_core::diagnose::Severity::Warn),
                 ));
             }
             if targets.iter().any(|t| t.via.is_none()) {
@@ -52,7 +53,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled(" y/Enter ", theme::alarm()),
+                Span::styled(" y/Enter ", app.theme.alarm()),
                 Span::raw(" delete   "),
                 Span::styled(" f ", theme::title()),
                 Span::raw(if *force {
@@ -93,7 +94,8 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 if let Some(cost) = cost {
                     lines.push(Line::styled(
                         format!("Its executors belong to a StatefulSet: {cost}."),
-                        theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                        app.theme
+                            .severity(spark_triage_core::diagnose::Severity::Warn),
                     ));
                 }
             } else {
@@ -166,7 +168,7 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
     // scrolling counts rows exactly), each row knowing its log line.
     let mut rows: Vec<(Line<'_>, usize)> = Vec::new();
     match &log.lines {
-        Ok(l) if l.is_empty() => rows.push((Line::styled("(empty log)", theme::dim()), 0)),
+        Ok(l) if l.is_empty() => rows.push((Line::styled("(empty log)", app.theme.dim()), 0)),
         Ok(l) => {
             for (i, x) in l.iter().enumerate() {
                 let style = match term {
@@ -191,7 +193,8 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
         Err(e) => rows.push((
             Line::styled(
                 e.clone(),
-                theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Warn),
             ),
             0,
         )),
@@ -261,7 +264,7 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
             ..inner
         };
         f.render_widget(
-            Paragraph::new(Line::styled(super::fit(&status, inner_w), theme::dim())),
+            Paragraph::new(Line::styled(super::fit(&status, inner_w), app.theme.dim())),
             last,
         );
     }

@@ -18,7 +18,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     }
     let border = if app.focus == Focus::Apps {
-        theme::focused_border()
+        app.theme.focused_border()
     } else {
         Style::default()
     };
@@ -51,9 +51,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         let (text, style) = match &app.store.view().scope_note {
             Some(note) => (
                 note.as_str(),
-                theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Warn),
             ),
-            None => ("no Spark applications in scope yet", theme::dim()),
+            None => ("no Spark applications in scope yet", app.theme.dim()),
         };
         let mut line = String::new();
         for word in text.split(' ') {
@@ -87,7 +88,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         if alerts > 0 {
             head.push(Span::styled(
                 format!(" ⚠{alerts}"),
-                theme::severity(spark_triage_core::diagnose::Severity::Error),
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Error),
             ));
         }
         lines.push(Line::from(head));
@@ -120,19 +122,19 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             if n > 0 {
                 let t = format!("{n}{letter} ");
                 used += t.chars().count();
-                bar.push(Span::styled(t, theme::state_style(s)));
+                bar.push(Span::styled(t, app.theme.state_style(s)));
             }
         }
         if c.missing > 0 {
             let t = format!("{}M ", c.missing);
             used += t.chars().count();
-            bar.push(Span::styled(t, theme::missing()));
+            bar.push(Span::styled(t, app.theme.missing()));
         }
         if !healthy {
             let t = format!("{} ", verdict.label());
             let t = super::fit(&t, inner_w.saturating_sub(used)).to_string();
             used += t.chars().count();
-            bar.push(Span::styled(t, theme::severity(verdict.severity())));
+            bar.push(Span::styled(t, app.theme.severity(verdict.severity())));
         }
         let drv = healthy.then(|| format!("· drv {driver} "));
         for extra in drv.into_iter().chain([format!("· {}", a.namespace)]) {
@@ -141,7 +143,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 break;
             }
             used += w;
-            bar.push(Span::styled(extra, theme::dim()));
+            bar.push(Span::styled(extra, app.theme.dim()));
         }
         lines.push(Line::from(bar));
     }

@@ -8,7 +8,7 @@ use ratatui::{
     text::{Line, Span},
 };
 
-use super::{theme, when};
+use super::theme;
 use crate::app::App;
 use spark_triage_core::model::ContainerState;
 
@@ -37,13 +37,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             p.status
                 .as_ref()
                 .and_then(|s| s.start_time.as_ref())
-                .map_or_else(|| "<unknown>".into(), when),
+                .map_or_else(|| "<unknown>".into(), |t| app.when(t)),
         ),
         field(
             "Created:",
             p.created_at
                 .as_ref()
-                .map_or_else(|| "<unknown>".into(), when),
+                .map_or_else(|| "<unknown>".into(), |t| app.when(t)),
         ),
     ];
     if let Some(d) = &p.deletion {
@@ -51,7 +51,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             "Deletion:",
             format!(
                 "requested {} (grace {}s)",
-                when(&d.at),
+                app.when(&d.at),
                 d.grace_period_seconds
                     .map_or_else(|| "?".to_owned(), |g| g.to_string())
             ),
@@ -60,7 +60,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if let Some(g) = &e.gone {
         lines.push(field(
             "Gone:",
-            format!("since {} (the pod no longer exists)", when(&g.at())),
+            format!("since {} (the pod no longer exists)", app.when(&g.at())),
         ));
     }
     lines.push(Line::styled("Labels:", theme::title()));
@@ -102,11 +102,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             c.limits.memory.as_deref().unwrap_or("-")
         )));
         if let Some(s) = p.container_status(&c.name) {
-            lines.push(Line::raw(format!("    State:     {}", state(&s.state))));
+            lines.push(Line::raw(format!(
+                "    State:     {}",
+                state(app, &s.state)
+            )));
             if !matches!(s.last_state, ContainerState::None) {
                 lines.push(Line::raw(format!(
                     "    Last:      {}",
-                    state(&s.last_state)
+                    state(app, &s.last_state)
                 )));
             }
             lines.push(Line::raw(format!(
@@ -141,7 +144,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ev.last_seen
                 .as_ref()
                 .or(ev.first_seen.as_ref())
-                .map_or_else(|| "-".into(), when),
+                .map_or_else(|| "-".into(), |t| app.when(t)),
             if ev.count > 1 {
                 format!(" (×{})", ev.count)
             } else {
@@ -159,7 +162,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     );
 }
 
-fn state(s: &ContainerState) -> String {
+fn state(app: &App, s: &ContainerState) -> String {
     match s {
         ContainerState::None => "<none>".into(),
         ContainerState::Waiting { reason, message } => format!(
@@ -171,7 +174,9 @@ fn state(s: &ContainerState) -> String {
         ),
         ContainerState::Running { started_at } => format!(
             "Running since {}",
-            started_at.as_ref().map_or_else(|| "?".into(), when)
+            started_at
+                .as_ref()
+                .map_or_else(|| "?".into(), |t| app.when(t))
         ),
         ContainerState::Terminated(t) => format!(
             "Terminated: exit {}{}{}",
@@ -181,7 +186,7 @@ fn state(s: &ContainerState) -> String {
                 .map_or_else(String::new, |r| format!(" ({r})")),
             t.finished_at
                 .as_ref()
-                .map_or_else(String::new, |at| format!(" at {}", when(at)))
+                .map_or_else(String::new, |at| format!(" at {}", app.when(at)))
         ),
     }
 }

@@ -19,7 +19,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     };
     let mut lines: Vec<Line<'_>> = Vec::new();
-    let (letter, style) = super::theme::cell(e);
+    let (letter, style) = app.theme.cell(e);
     lines.push(Line::from(vec![
         Span::styled(format!("executor {} ", e.id), theme::title()),
         Span::styled(format!("[{letter}] {}", e.state()), style),
@@ -29,22 +29,22 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         format!(
             "node {} · first seen {} · last change {} · Spark container {}",
             e.pod.node_name.as_deref().unwrap_or("-"),
-            super::when(&e.first_seen),
-            super::when(&e.last_seen),
+            app.when(&e.first_seen),
+            app.when(&e.last_seen),
             e.spark_container
         ),
-        theme::dim(),
+        app.theme.dim(),
     ));
     match &e.gone {
         Some(Gone::Deleted { at }) => lines.push(Line::styled(
-            format!("pod deleted at {} (tombstone)", super::when(at)),
-            theme::dim(),
+            format!("pod deleted at {} (tombstone)", app.when(at)),
+            app.theme.dim(),
         )),
         Some(Gone::Missing {
             at, spark_verdict, ..
         }) => {
             lines.push(Line::styled(
-                format!("pod missing since the LIST at {}", super::when(at)),
+                format!("pod missing since the LIST at {}", app.when(at)),
                 style,
             ));
             lines.push(Line::raw(format!("  {spark_verdict}")));
@@ -52,16 +52,16 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Some(Gone::Restarted { at, as_id }) => lines.push(Line::styled(
             format!(
                 "its container restarted in place at {}: the pod went on as executor {as_id} (shown as this executor ended)",
-                super::when(at)
+                app.when(at)
             ),
-            theme::dim(),
+            app.theme.dim(),
         )),
         Some(Gone::DriverOnly { at }) => lines.push(Line::styled(
             format!(
                 "no pod seen: known only from the driver since {} (pod rebuilt from Spark's reason)",
-                super::when(at)
+                app.when(at)
             ),
-            theme::dim(),
+            app.theme.dim(),
         )),
         None => {}
     }
@@ -73,7 +73,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 c.describe(),
                 c.after_kill()
             ),
-            theme::dim(),
+            app.theme.dim(),
         ));
         if e.pod.is_held()
             && e.pod.deletion.is_some()
@@ -81,7 +81,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         {
             lines.push(Line::styled(
                 format!("held while deleted: the pod {blocks}"),
-                theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Warn),
             ));
         }
     }
@@ -108,7 +109,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     lines.push(Line::raw(""));
     lines.push(Line::styled("Findings", theme::title()));
     if e.findings().is_empty() {
-        lines.push(Line::styled("  none", theme::dim()));
+        lines.push(Line::styled("  none", app.theme.dim()));
     }
     for (i, fd) in e.findings().iter().enumerate() {
         lines.push(Line::from(vec![
@@ -119,7 +120,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                     fd.severity.as_str(),
                     fd.code
                 ),
-                theme::severity(fd.severity),
+                app.theme.severity(fd.severity),
             ),
             Span::raw(fd.summary.clone()),
             Span::styled(
@@ -132,15 +133,18 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                         ""
                     }
                 ),
-                theme::dim(),
+                app.theme.dim(),
             ),
         ]));
         for ev in &fd.evidence {
-            lines.push(Line::styled(format!("      evidence: {ev}"), theme::dim()));
+            lines.push(Line::styled(
+                format!("      evidence: {ev}"),
+                app.theme.dim(),
+            ));
         }
         lines.push(Line::raw(format!("      hint: {}", fd.hint)));
     }
-    driver_section(e, &mut lines);
+    driver_section(app, e, &mut lines);
     if let Some(v) = &e.verdict.spark {
         lines.push(Line::raw(""));
         lines.push(Line::styled("Spark's view", theme::title()));
@@ -163,19 +167,19 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 },
                 e.verdict.ending.describe()
             ),
-            theme::dim(),
+            app.theme.dim(),
         ));
         for l in v.message.trim().lines() {
             lines.push(Line::styled(
                 format!("  {}", l.replace('\t', "  ")),
-                theme::dim(),
+                app.theme.dim(),
             ));
         }
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Events (newest first)", theme::title()));
     if e.events.is_empty() {
-        lines.push(Line::styled("  none seen", theme::dim()));
+        lines.push(Line::styled("  none seen", app.theme.dim()));
     }
     for ev in e.events.iter().rev() {
         lines.push(Line::raw(format!("  {}", ev.describe())));
@@ -185,7 +189,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     for t in &e.history {
         lines.push(Line::raw(format!(
             "  {} {}{}",
-            super::when(&t.at),
+            app.when(&t.at),
             t.state,
             t.note
                 .as_deref()
@@ -203,11 +207,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
 }
 
 /// What the driver's REST API said about this executor.
-fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
+fn driver_section(app: &App, e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     let Some(seen) = &e.driver else { return };
     lines.push(Line::raw(""));
     lines.push(Line::styled(
-        format!("Driver's view (read {})", super::when(&seen.at)),
+        format!("Driver's view (read {})", app.when(&seen.at)),
         theme::title(),
     ));
     let Some(d) = &seen.exec else {
@@ -220,7 +224,7 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
         if d.active { "active" } else { "removed" },
         d.add_time
             .as_ref()
-            .map_or_else(|| "-".to_owned(), super::when),
+            .map_or_else(|| "-".to_owned(), |t| app.when(t)),
         d.completed_tasks,
         d.failed_tasks,
         d.active_tasks
@@ -264,12 +268,12 @@ fn driver_section(e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
             "  removed {}:",
             d.remove_time
                 .as_ref()
-                .map_or_else(|| "-".to_owned(), super::when)
+                .map_or_else(|| "-".to_owned(), |t| app.when(t))
         )));
         for l in r.trim().lines().filter(|l| !l.trim().is_empty()) {
             lines.push(Line::styled(
                 format!("    {}", l.replace('\t', "  ")),
-                theme::dim(),
+                app.theme.dim(),
             ));
         }
     }

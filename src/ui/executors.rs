@@ -23,7 +23,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     let visible = app.visible();
     let total = app.current_app().map_or(0, |a| a.executors.len());
     let border = if app.focus == Focus::Executors {
-        theme::focused_border()
+        app.theme.focused_border()
     } else {
         Style::default()
     };
@@ -70,7 +70,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     if let Some(worst) = app.current_app().and_then(|a| a.findings().iter().next()) {
         block = block.title_bottom(Span::styled(
             super::title_text(&format!(" {}: {} ", worst.code, worst.summary), area.width),
-            theme::severity(worst.severity),
+            app.theme.severity(worst.severity),
         ));
     }
     let offset = scroll_offset(app, l);
@@ -80,7 +80,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             let rows = usize::from(area.height.saturating_sub(2));
             let mut lines = Vec::new();
             if visible.is_empty() {
-                lines.push(Line::styled("no executors match", theme::dim()));
+                lines.push(Line::styled("no executors match", app.theme.dim()));
             }
             lines.extend(map_lines(app, l, &visible, offset, rows));
             // Room left under the map: the endings, newest first, so a small app's pane
@@ -123,7 +123,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                     // A gone executor's age is how long ago it ended ("died 3m ago").
                     // By the cluster's clocks (`≥` when only first sight is known).
                     let age = times::age(e, now);
-                    let (_, cell_style) = theme::cell(e);
+                    let (_, cell_style) = app.theme.cell(e);
                     let style = if Some(e.id) == selected {
                         cell_style.patch(theme::selected())
                     } else {
@@ -275,7 +275,7 @@ fn map_lines(
                 first.id,
                 w = usize::from(l.ruler.saturating_sub(1))
             ),
-            theme::dim(),
+            app.theme.dim(),
         )
     };
     let per = l.lines_per_row();
@@ -287,7 +287,7 @@ fn map_lines(
         match l.density {
             Density::Cells => {
                 for e in top {
-                    let (letter, style) = theme::cell(e);
+                    let (letter, style) = app.theme.cell(e);
                     let mark = if marked(e) {
                         '*'
                     } else if e.driver_disagrees() {
@@ -308,7 +308,7 @@ fn map_lines(
             Density::Letters => {
                 spans.push(ruler(top[0]));
                 for e in top {
-                    let (letter, style) = theme::cell(e);
+                    let (letter, style) = app.theme.cell(e);
                     spans.push(Span::styled(letter.to_string(), styled(e, style)));
                 }
             }
@@ -322,11 +322,12 @@ fn map_lines(
                         .flatten()
                         .find(|x| Some(x.id) == selected);
                     if let Some(sel) = chosen {
-                        let (letter, style) = theme::cell(sel);
+                        let (letter, style) = app.theme.cell(sel);
                         spans.push(Span::styled(letter.to_string(), styled(sel, style)));
                         continue;
                     }
-                    let colour = |x: &ExecutorRecord| theme::cell(x).1.fg.unwrap_or(Color::Reset);
+                    let colour =
+                        |x: &ExecutorRecord| app.theme.cell(x).1.fg.unwrap_or(Color::Reset);
                     let mut style = Style::default().fg(colour(e));
                     if let Some(u) = under {
                         style = style.bg(colour(u));
@@ -360,7 +361,10 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         let label = crate::store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
         // Cut where the column is full (not at a word: a row has no room to spare).
-        out.push(Line::styled(cut(&text, width), theme::severity(f.severity)));
+        out.push(Line::styled(
+            cut(&text, width),
+            app.theme.severity(f.severity),
+        ));
     }
     out
 }
@@ -447,9 +451,9 @@ pub fn render_strip(app: &App, f: &mut Frame<'_>, area: Rect) {
 fn strip_lines(app: &App) -> Vec<Line<'static>> {
     // A notice (an action's result, why a key is off) is the footer's flash line.
     let Some(e) = app.selected() else {
-        return vec![Line::styled("nothing selected", theme::dim())];
+        return vec![Line::styled("nothing selected", app.theme.dim())];
     };
-    let (letter, style) = theme::cell(e);
+    let (letter, style) = app.theme.cell(e);
     let mut head = vec![
         Span::styled(format!("executor {} ", e.id), theme::title()),
         Span::styled(format!("[{letter}] {}", e.state()), style),
@@ -463,7 +467,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
     } else if e.verdict.ending != spark_triage_core::diagnose::verdict::Ending::Present {
         head.push(Span::styled(
             format!(" · {}", e.verdict.ending.describe()),
-            theme::dim(),
+            app.theme.dim(),
         ));
     }
     if let Some(code) = e.exit_code() {
@@ -472,17 +476,17 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
     if let Some(r) = e.container_reason() {
         head.push(Span::raw(format!(" · {r}")));
     }
-    head.push(Span::styled(format!(" · {}", e.pod.name), theme::dim()));
+    head.push(Span::styled(format!(" · {}", e.pod.name), app.theme.dim()));
     let mut lines: Vec<Line<'static>> = vec![Line::from(head)];
     match e.findings().first() {
         Some(fd) => {
             lines.push(Line::from(vec![
-                Span::styled(format!("{} ", fd.code), theme::severity(fd.severity)),
+                Span::styled(format!("{} ", fd.code), app.theme.severity(fd.severity)),
                 Span::raw(fd.summary.clone()),
             ]));
-            lines.push(Line::styled(format!("hint: {}", fd.hint), theme::dim()));
+            lines.push(Line::styled(format!("hint: {}", fd.hint), app.theme.dim()));
         }
-        None => lines.push(Line::styled("no findings", theme::dim())),
+        None => lines.push(Line::styled("no findings", app.theme.dim())),
     }
     if let Some(d) = &e.driver {
         let text = match &d.exec {
@@ -498,7 +502,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
                 )
             ),
         };
-        lines.push(Line::styled(text, theme::dim()));
+        lines.push(Line::styled(text, app.theme.dim()));
     }
     lines
 }

@@ -67,7 +67,7 @@ fn lines(app: &App) -> Vec<Line<'static>> {
     out.push(Line::styled(" In the log popup", theme::title()));
     out.extend(LOG_KEYS.iter().map(|(k, h)| row(k, h)));
     out.push(Line::raw(""));
-    out.push(Line::styled(format!(" {LEGEND}"), theme::dim()));
+    out.push(Line::styled(format!(" {LEGEND}"), app.theme.dim()));
     out
 }
 

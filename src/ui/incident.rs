@@ -41,7 +41,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
     let inc = a.incident();
     let now = app.store.view().now;
-    let sep = || Span::styled(" · ", theme::dim());
+    let sep = || Span::styled(" · ", app.theme.dim());
     // The app's verdict first when it is more than a plain run: the cause, then the rest.
     let verdict = a.verdict();
     let cause = verdict.cause();
@@ -49,7 +49,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     let head = (!plain).then(|| {
         Line::from(vec![
             Span::styled(format!("{name}: "), theme::title()),
-            Span::styled(cause.summary.clone(), theme::severity(cause.severity)),
+            Span::styled(cause.summary.clone(), app.theme.severity(cause.severity)),
         ])
     });
     let mut first = vec![Span::styled(
@@ -64,7 +64,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         let c = a.counts();
         first.push(Span::styled(
             format!("no failures · {} running", c.running),
-            theme::ok(),
+            app.theme.ok(),
         ));
     }
     for (i, (label, n)) in inc.causes.iter().enumerate() {
@@ -73,7 +73,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         }
         first.push(Span::styled(
             format!("{n} {label}"),
-            theme::severity(Severity::Error),
+            app.theme.severity(Severity::Error),
         ));
     }
     if inc.missing > 0 {
@@ -82,7 +82,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         }
         first.push(Span::styled(
             format!("{} missing", inc.missing),
-            theme::missing(),
+            app.theme.missing(),
         ));
     }
     if !inc.pending.is_empty() {
@@ -97,7 +97,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
             .collect();
         first.push(Span::styled(
             format!("{total} pending: {}", why.join(", ")),
-            theme::severity(Severity::Warn),
+            app.theme.severity(Severity::Warn),
         ));
     }
     // The change to make on its own line, the setting first: it is what the reader acts on,
@@ -112,7 +112,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         .map(|(cause, conf)| {
             Line::from(vec![
                 Span::styled(conf.clone(), theme::title()),
-                Span::styled(format!(" (for {cause})"), theme::dim()),
+                Span::styled(format!(" (for {cause})"), app.theme.dim()),
             ])
         });
     let mut second = Vec::new();
@@ -158,7 +158,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         if !second.is_empty() {
             lines.push(Line::from(second));
         }
-        lines.push(Line::styled(third, theme::dim()));
+        lines.push(Line::styled(third, app.theme.dim()));
     }
     lines
 }

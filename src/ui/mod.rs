@@ -24,8 +24,6 @@ use crate::app::{App, Popup};
 
 /// Draws the whole screen.
 pub fn render(app: &App, f: &mut Frame<'_>) {
-    theme::set(app.theme);
-    CLOCK.with(|c| c.set(app.display_offset()));
     let area = f.area();
     // The incident strip's height follows its wrapped lines at this width.
     let right_w = area
@@ -54,19 +52,17 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     }
 }
 
-thread_local! {
-    static CLOCK: std::cell::Cell<Option<chrono::FixedOffset>> = const { std::cell::Cell::new(None) };
-}
-
-/// A time as the screen shows it: UTC as RFC 3339 (`…Z`), or in the local zone with its
-/// offset (`2026-11-30 23:10:05 +01:00`), as the app's `display_offset` says.
-pub(crate) fn when(t: &spark_triage_core::model::Time) -> String {
-    match CLOCK.with(std::cell::Cell::get) {
-        None => spark_triage_core::model::fmt_time(t),
-        Some(off) => t
-            .with_timezone(&off)
-            .format("%Y-%m-%d %H:%M:%S %:z")
-            .to_string(),
+impl App {
+    /// A time as the screen shows it: UTC as RFC 3339 (`…Z`), or in the local zone with its
+    /// offset (`2026-11-30 23:10:05 +01:00`), as the app's `display_offset` says.
+    pub(crate) fn when(&self, t: &spark_triage_core::model::Time) -> String {
+        match self.display_offset() {
+            None => spark_triage_core::model::fmt_time(t),
+            Some(off) => t
+                .with_timezone(&off)
+                .format("%Y-%m-%d %H:%M:%S %:z")
+                .to_string(),
+        }
     }
 }
 

@@ -9,7 +9,6 @@ use ratatui::{
     widgets::Paragraph,
 };
 
-use super::theme;
 use crate::app::App;
 use spark_triage_core::diagnose::human_duration;
 
@@ -24,7 +23,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         " {} {:>2}x  {}  ",
         if r.playing { "▶" } else { "⏸" },
         r.speed,
-        super::when(&r.position)
+        app.when(&r.position)
     );
     let in_gap = r
         .gaps
@@ -34,8 +33,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         (Some(buf), _) => format!("  seek to: {buf}▏ (1m30s, 10:43:00, RFC 3339; Enter)"),
         (None, Some(g)) => format!(
             "  ░ not recorded {} – {} (recorder down) · n/N · f",
-            super::when(&g.from),
-            super::when(&g.to)
+            app.when(&g.from),
+            app.when(&g.to)
         ),
         (None, None) => format!(
             "  +{} / {}  Space play · +/- speed · n/N change · f failure · : seek",
@@ -67,13 +66,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
     }
     let line = Line::from(vec![
-        Span::styled(head, theme::badge(Color::Yellow)),
+        Span::styled(head, app.theme.badge(Color::Yellow)),
         Span::raw(" "),
         Span::styled(
             bar.into_iter().collect::<String>(),
-            theme::severity(spark_triage_core::diagnose::Severity::Warn),
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Warn),
         ),
-        Span::styled(tail, theme::dim()),
+        Span::styled(tail, app.theme.dim()),
     ]);
     f.render_widget(Paragraph::new(line), area);
 }

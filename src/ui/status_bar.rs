@@ -22,9 +22,9 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     let snap = app.store.view();
     let mode = match app.ctx.mode {
-        Mode::Live => Span::styled(" LIVE ", theme::badge(Color::Green)),
-        Mode::Demo => Span::styled(" DEMO ", theme::badge(Color::Cyan)),
-        Mode::Replay => Span::styled(" REPLAY ", theme::badge(Color::Yellow)),
+        Mode::Live => Span::styled(" LIVE ", app.theme.badge(Color::Green)),
+        Mode::Demo => Span::styled(" DEMO ", app.theme.badge(Color::Cyan)),
+        Mode::Replay => Span::styled(" REPLAY ", app.theme.badge(Color::Yellow)),
     };
     let mut spans = vec![
         Span::styled("spark-triage ", theme::title()),
@@ -42,7 +42,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     match snap.now.map(|now| snap.freshness(now, limit)) {
         Some(Freshness::Stale(age)) => spans.push(Span::styled(
             format!("STALE: no LIST for {}", human(age)),
-            theme::alarm(),
+            app.theme.alarm(),
         )),
         Some(Freshness::Fresh(age)) => {
             spans.push(Span::raw(format!("last LIST {} ago", human(age))))
@@ -62,11 +62,12 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         })
         .collect();
     if bad.is_empty() {
-        spans.push(Span::styled(" │ sources ok", theme::ok()));
+        spans.push(Span::styled(" │ sources ok", app.theme.ok()));
     } else {
         spans.push(Span::styled(
             format!(" │ {}", bad.join("; ")),
-            theme::severity(spark_triage_core::diagnose::Severity::Error),
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Error),
         ));
     }
     // Forgetting applies: executors gone longer than the horizon are no longer shown.
@@ -75,13 +76,14 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     {
         spans.push(Span::styled(
             format!(" │ gone >{} forgotten", humantime::format_duration(after)),
-            theme::dim(),
+            app.theme.dim(),
         ));
     }
     if app.ctx.readonly.on() {
         spans.push(Span::styled(
             " │ READ-ONLY",
-            theme::severity(spark_triage_core::diagnose::Severity::Warn),
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Warn),
         ));
     }
     let width: usize = spans.iter().map(Span::width).sum();
@@ -117,7 +119,8 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         // The flash line: an action's result, why a key is off (until the next move).
         Line::styled(
             super::fit(&n.replace('\n', " "), usize::from(area.width)),
-            theme::severity(spark_triage_core::diagnose::Severity::Warn),
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Warn),
         )
     } else {
         let mut spans = Vec::new();
@@ -200,19 +203,20 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
             used += w;
             let style = if h.2.is_some() {
-                theme::dim()
+                app.theme.dim()
             } else {
                 theme::title()
             };
             spans.push(Span::styled(label, style));
-            spans.push(Span::styled(words, theme::dim()));
+            spans.push(Span::styled(words, app.theme.dim()));
         }
         if !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All {
             spans.insert(
                 0,
                 Span::styled(
                     format!("[{} /{}] ", app.state_filter.label(), app.filter),
-                    theme::severity(spark_triage_core::diagnose::Severity::Warn),
+                    app.theme
+                        .severity(spark_triage_core::diagnose::Severity::Warn),
                 ),
             );
         }

@@ -32,7 +32,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .into_iter()
         .map(|(_, e)| {
             Line::from(vec![
-                Span::styled(format!("{} ", super::when(&e.at)), theme::dim()),
+                Span::styled(format!("{} ", app.when(&e.at)), app.theme.dim()),
                 Span::raw(e.text.clone()),
             ])
         })
