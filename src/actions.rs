@@ -50,7 +50,7 @@ pub async fn app_pods(conn: &Connection, app: &str) -> Result<Vec<ExecutorPod>, 
         let pods = api
             .list(&lp)
             .await
-            .map_err(|e| ActionError::List(crate::source::errors::describe(&e)))?;
+            .map_err(|e| ActionError::List(crate::source::errors::error_line(&e)))?;
         if !pods.items.is_empty() {
             return Ok(pods.items.iter().map(ExecutorPod::from_pod).collect());
         }
@@ -367,7 +367,7 @@ pub async fn all_pods(conn: &Connection) -> Result<Vec<ExecutorPod>, ActionError
     let pods = api
         .list(&ListParams::default().labels(&conn.selector))
         .await
-        .map_err(|e| ActionError::List(crate::source::errors::describe(&e)))?;
+        .map_err(|e| ActionError::List(crate::source::errors::error_line(&e)))?;
     Ok(pods.items.iter().map(ExecutorPod::from_pod).collect())
 }
 

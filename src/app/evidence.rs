@@ -9,7 +9,7 @@
 //! minute overall, and executors that end well are not read. An executor left unread keeps
 //! a note saying why and which ones were read instead.
 //!
-//! `Evidence` is pure: the caller passes the time (the store's clock). A replay reads nothing.
+//! `EvidenceReads` is pure: the caller passes the time (the store's clock). A replay reads nothing.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
@@ -26,7 +26,7 @@ use spark_triage_core::model::Time;
 pub const SAME_CAUSE: usize = 3;
 /// The window of [`SAME_CAUSE`].
 pub const WINDOW: TimeDelta = TimeDelta::minutes(10);
-/// Evidence reads (of any cause) per minute.
+/// EvidenceReads reads (of any cause) per minute.
 pub const PER_MINUTE: usize = 30;
 /// Executors pending this long without any event get their events read once.
 pub const STUCK_PENDING: TimeDelta = TimeDelta::seconds(60);
@@ -40,7 +40,7 @@ pub type Signature = (String, String, String, Option<i32>);
 
 /// The policy's memory.
 #[derive(Debug, Default)]
-pub struct Evidence {
+pub struct EvidenceReads {
     /// Per signature: when evidence was read and of which executors.
     read: HashMap<Signature, VecDeque<(Time, i64)>>,
     /// Every read in the last minute.
@@ -54,9 +54,9 @@ pub struct Evidence {
     expired_at: Option<Time>,
 }
 
-impl Evidence {
+impl EvidenceReads {
     /// Whether to read the evidence of an executor that ended with `sig`; when not, the
-    /// note about it is kept (see [`Evidence::note`]).
+    /// note about it is kept (see [`EvidenceReads::note`]).
     pub fn ended(&mut self, sig: Signature, id: i64, pod: (&str, &str), now: Time) -> bool {
         self.expire(now);
         let done = self.read.entry(sig.clone()).or_default();
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_few_of_each_cause_per_window_then_a_note_naming_the_ones_read() {
-        let mut e = Evidence::default();
+        let mut e = EvidenceReads::default();
         for id in 1..=3 {
             assert!(e.ended(
                 sig("container-oom-killed"),
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn no_more_than_the_minute_budget_of_reads_in_a_storm_of_causes() {
-        let mut e = Evidence::default();
+        let mut e = EvidenceReads::default();
         let read = (0..100)
             .filter(|i| {
                 let cause = format!("cause-{i}");
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn stuck_pending_executors_are_read_once_after_a_minute() {
-        let mut e = Evidence::default();
+        let mut e = EvidenceReads::default();
         let stuck = || sig("stuck-pending");
         assert!(
             !e.stuck(stuck(), 1, ("ns", "p1"), t(0), t(30)),

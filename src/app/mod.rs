@@ -277,7 +277,7 @@ pub struct App {
     /// Pods with a hold/release/capture request under way (not asked for twice).
     pub in_flight: BTreeSet<(String, String)>,
     /// Which executors' evidence (log tail, events) is read, and why others were not.
-    pub evidence: evidence::Evidence,
+    pub evidence: evidence::EvidenceReads,
     /// Set when replaying a recording.
     pub replay: Option<replay::Replay>,
     /// The app the driver view was last pointed at (`None` before the first time).
@@ -393,7 +393,7 @@ impl App {
             notice: None,
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
-            evidence: evidence::Evidence::default(),
+            evidence: evidence::EvidenceReads::default(),
             replay: None,
             driver_focus: None,
             permissions_asked: BTreeSet::new(),
@@ -684,7 +684,5 @@ pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
         .collect()
 }
 
-#[cfg(test)]
-mod popup_tests;
 #[cfg(test)]
 mod tests;

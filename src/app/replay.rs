@@ -13,7 +13,7 @@ pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// One failure in a recording.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Failure {
+pub struct FailureMark {
     pub at: Time,
     pub app: crate::store::AppKey,
     pub executor: Option<i64>,
@@ -33,7 +33,7 @@ pub struct Replay {
     /// Moments where an executor's lifecycle changed.
     pub changes: Vec<Time>,
     /// Where something failed: when, which app, which executor (in time order).
-    pub failures: Vec<Failure>,
+    pub failures: Vec<FailureMark>,
     /// `:` typed, waiting for a time.
     pub seeking: Option<String>,
     pub keyframes: Arc<Vec<Keyframe>>,
@@ -65,7 +65,7 @@ impl Replay {
                     || t.text.contains("Evicted")
                     || t.text.contains("OOMKilled")
                 {
-                    failures.push(Failure {
+                    failures.push(FailureMark {
                         at: t.at,
                         app: (app.namespace.clone(), app.app_id.clone()),
                         executor: t.executor,
@@ -79,8 +79,9 @@ impl Replay {
         // again when its pod is deleted or its verdict is refined: `f` took two presses).
         failures.sort();
         let mut seen = std::collections::BTreeSet::new();
-        failures
-            .retain(|f: &Failure| f.executor.is_none() || seen.insert((f.app.clone(), f.executor)));
+        failures.retain(|f: &FailureMark| {
+            f.executor.is_none() || seen.insert((f.app.clone(), f.executor))
+        });
         Self {
             events: Arc::new(events),
             index: 0,
@@ -142,16 +143,16 @@ impl Replay {
             .find(|t| *t < self.position)
     }
 
-    pub fn next_failure(&self) -> Option<&Failure> {
+    pub fn next_failure(&self) -> Option<&FailureMark> {
         self.failures.iter().find(|f| f.at > self.position)
     }
 
-    pub fn previous_failure(&self) -> Option<&Failure> {
+    pub fn previous_failure(&self) -> Option<&FailureMark> {
         self.failures.iter().rev().find(|f| f.at < self.position)
     }
 
     /// Where a replay opens: the first failure, or the end when nothing failed.
-    pub fn opening(&self) -> (Time, Option<&Failure>) {
+    pub fn opening(&self) -> (Time, Option<&FailureMark>) {
         match self.failures.first() {
             Some(f) => (f.at, Some(f)),
             None => (self.end, None),

@@ -618,3 +618,5 @@ fn the_configured_hold_expiry_is_what_h_asks_for() {
         "{effects:?}"
     );
 }
+
+mod popups;

@@ -134,7 +134,7 @@ pub async fn verify(
         )),
         other => refuse(format!(
             "cannot read {what}: {}",
-            crate::source::errors::describe(&other)
+            crate::source::errors::error_line(&other)
         )),
     };
     let same = |what: &str, meta: &ObjectMeta, uid: &str| -> Result<(), WriteError> {

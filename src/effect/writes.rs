@@ -63,7 +63,7 @@ impl WriteError {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),
                 pod: pod.to_owned(),
-                message: crate::source::errors::describe(&other),
+                message: crate::source::errors::error_line(&other),
             },
         }
     }
@@ -245,6 +245,6 @@ pub async fn fetch_log(
     };
     api.logs(pod, &lp).await.map_err(|e| match e {
         kube::Error::Api(s) => crate::redact::one_line(&s.message),
-        other => crate::source::errors::describe(&other),
+        other => crate::source::errors::error_line(&other),
     })
 }

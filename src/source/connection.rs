@@ -315,7 +315,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             return Err(ConnectError::Forbidden(crate::redact::one_line(&s.message)));
         }
         Err(e) if super::credentials::refused_of(&e).is_some() => {
-            return Err(ConnectError::Unauthorized(errors::describe(&e)));
+            return Err(ConnectError::Unauthorized(errors::error_line(&e)));
         }
         Err(kube::Error::Api(s)) if s.code == 400 => {
             return Err(ConnectError::Config(format!(
@@ -328,7 +328,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
                 server,
                 reason: format!(
                     "{} (waiting for the first LIST of pods)",
-                    errors::describe(&e)
+                    errors::error_line(&e)
                 ),
             });
         }
@@ -390,7 +390,7 @@ async fn build_client(
             .with_layer(&super::credentials::AuthLayer(credentials))
             .with_layer(&BoundsLayer::new(timeout))
             .build()),
-        Ok(Ok(Err(e))) => Err(BuildError::Config(errors::describe(&e))),
+        Ok(Ok(Err(e))) => Err(BuildError::Config(errors::error_line(&e))),
         Ok(Err(_)) => Err(BuildError::Config("building the client failed".to_owned())),
         Err(_) => Err(BuildError::Timeout),
     }

@@ -13,7 +13,7 @@ use super::{
     DriverView, Scope, SourceEvent,
     connection::{Connection, now, pods_api, send},
     errors,
-    errors::one_line,
+    errors::masked_line,
 };
 use spark_triage_core::model::ExecutorPod;
 
@@ -170,13 +170,13 @@ async fn read_driver(
             403 => format!(
                 "forbidden: cannot get {proxied} in namespace {} ({})",
                 pod.namespace,
-                one_line(&s.message)
+                masked_line(&s.message)
             ),
-            503 => format!("driver not reachable: {}", one_line(&s.message)),
-            404 => format!("not found: {}", one_line(&s.message)),
-            c => format!("HTTP {c}: {}", one_line(&s.message)),
+            503 => format!("driver not reachable: {}", masked_line(&s.message)),
+            404 => format!("not found: {}", masked_line(&s.message)),
+            c => format!("HTTP {c}: {}", masked_line(&s.message)),
         }),
-        Ok(Err(e)) => unavailable(errors::describe(&e)),
+        Ok(Err(e)) => unavailable(errors::error_line(&e)),
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Health, bounds};
 use crate::redact;
 
 /// One line saying what went wrong with a request.
-pub fn describe(e: &kube::Error) -> String {
+pub fn error_line(e: &kube::Error) -> String {
     let text = match e {
         kube::Error::Api(s) => api_status(s.code, &s.reason, &s.message),
         kube::Error::Auth(a) => auth(a),
@@ -135,12 +135,12 @@ pub(super) fn health_of(err: &str, forbidden: Option<String>) -> Health {
     // Into the diagnostics log (the live view's status bar shows only the latest).
     match &forbidden {
         Some(p) => tracing::warn!("forbidden: needs {p}"),
-        None => tracing::warn!("retrying: {}", one_line(err)),
+        None => tracing::warn!("retrying: {}", masked_line(err)),
     }
     match forbidden {
         Some(permission) => Health::Forbidden { permission },
         None => Health::Retrying {
-            error: one_line(err),
+            error: masked_line(err),
         },
     }
 }
@@ -161,7 +161,7 @@ pub(super) fn forbidden_permission(
 }
 
 /// A cause in one line, credentials masked (what a header or log line may show).
-pub(super) fn one_line(s: &str) -> String {
+pub(super) fn masked_line(s: &str) -> String {
     crate::redact::one_line(&crate::redact::credentials(s))
 }
 
@@ -178,14 +178,14 @@ mod tests {
             ..Default::default()
         }));
         assert_eq!(
-            describe(&e),
+            error_line(&e),
             "HTTP 500 InternalError: etcdserver: request timed out / retry"
         );
         let bare = kube::Error::Api(Box::new(kube::core::Status {
             code: 503,
             ..Default::default()
         }));
-        assert_eq!(describe(&bare), "HTTP 503 Service Unavailable");
+        assert_eq!(error_line(&bare), "HTTP 503 Service Unavailable");
     }
 
     #[cfg(unix)]
@@ -201,7 +201,7 @@ mod tests {
             cmd: "\"/bin/plugin\" \"--token\" \"tok-SECRET\"".into(),
             out: Box::new(out),
         });
-        let line = describe(&e);
+        let line = error_line(&e);
         assert!(!line.contains("SECRET"), "{line}");
         assert_eq!(
             line,
@@ -226,6 +226,6 @@ mod tests {
     #[test]
     fn a_cut_request_says_which_bound() {
         let e = kube::Error::Service(Box::new(bounds::Cut::TooLarge(64 << 20)));
-        assert_eq!(describe(&e), "response larger than 64 MiB");
+        assert_eq!(error_line(&e), "response larger than 64 MiB");
     }
 }

@@ -178,7 +178,7 @@ pub(super) async fn group_poll(
                     SourceEvent::SourceHealth {
                         source: SourceKind::SchedulerObjects,
                         health: Health::Retrying {
-                            error: format!("{}: {}", kind.resource(), errors::describe(&e)),
+                            error: format!("{}: {}", kind.resource(), errors::error_line(&e)),
                         },
                         at: now(),
                     }

@@ -140,7 +140,7 @@ pub async fn pod_events(
     api.list(&lp)
         .await
         .map(|l| l.items.into_iter().map(|e| e.event).collect())
-        .map_err(|e| super::errors::describe(&e))
+        .map_err(|e| super::errors::error_line(&e))
 }
 
 #[cfg(test)]

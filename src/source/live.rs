@@ -18,7 +18,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use super::{
     Health, Scope, SourceEvent, SourceKind,
     connection::{Connection, now, pods_api, send},
-    errors::one_line,
+    errors::masked_line,
     errors::{self, forbidden_permission, health_of},
     lean::{LeanEvent, LeanPod},
     parse_properties,
@@ -32,8 +32,8 @@ fn describe_watch(e: &watcher::Error) -> String {
     match e {
         watcher::Error::InitialListFailed(k)
         | watcher::Error::WatchStartFailed(k)
-        | watcher::Error::WatchFailed(k) => errors::describe(k),
-        other => one_line(&other.to_string()),
+        | watcher::Error::WatchFailed(k) => errors::error_line(k),
+        other => masked_line(&other.to_string()),
     }
 }
 
@@ -273,7 +273,7 @@ fn maybe_read_config(
             Err(e) => SourceEvent::SourceHealth {
                 source: SourceKind::DriverConfig,
                 health: health_of(
-                    &format!("configmap {cm}: {}", errors::describe(&e)),
+                    &format!("configmap {cm}: {}", errors::error_line(&e)),
                     forbidden_permission(&e, "get", "configmaps", &scope),
                 ),
                 at: now(),

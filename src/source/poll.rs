@@ -100,7 +100,7 @@ pub(super) async fn pod_poll(
             Err(e) => SourceEvent::SourceHealth {
                 source: SourceKind::PodPoll,
                 health: health_of(
-                    &errors::describe(&e),
+                    &errors::error_line(&e),
                     forbidden_permission(&e, "list", "pods", &conn.scope),
                 ),
                 at: now(),

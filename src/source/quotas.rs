@@ -58,7 +58,7 @@ pub(super) async fn quota_poll(conn: Connection, every: Duration, tx: mpsc::Send
                 SourceEvent::SourceHealth {
                     source: SourceKind::Quotas,
                     health: Health::Retrying {
-                        error: errors::describe(&e),
+                        error: errors::error_line(&e),
                     },
                     at: now(),
                 }

@@ -149,7 +149,7 @@ async fn probe(conn: &Connection) -> Result<(), String> {
         Ok(Err(e)) => Err(format!(
             "{}: {}",
             conn.scope.describe(),
-            super::errors::describe(&e)
+            super::errors::error_line(&e)
         )),
         Err(_) => Err(format!(
             "{}: no answer within {}",

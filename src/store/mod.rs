@@ -1194,8 +1194,4 @@ mod pairs {
 }
 
 #[cfg(test)]
-mod allocator_tests;
-#[cfg(test)]
-mod relist_tests;
-#[cfg(test)]
 mod tests;

@@ -906,3 +906,6 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
     });
     assert_eq!(s.view().forgotten, 2);
 }
+
+mod allocators;
+mod relist;

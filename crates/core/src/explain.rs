@@ -370,7 +370,7 @@ pub fn render_text(report: &Explanation) -> String {
         let _ = writeln!(
             out,
             "  follows {}",
-            version::describe(p.spark_version, p.spark_version_source)
+            version::followed(p.spark_version, p.spark_version_source)
         );
         if let Some(n) = &p.note {
             let _ = writeln!(out, "  note: {}", f(n));

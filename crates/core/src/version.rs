@@ -158,7 +158,7 @@ pub fn resolve(
 }
 
 /// One line saying which version the output follows and why.
-pub fn describe(version: SparkVersion, source: VersionSource) -> String {
+pub fn followed(version: SparkVersion, source: VersionSource) -> String {
     match source {
         VersionSource::Label => format!("Spark {version} (the pod's spark-version label)"),
         VersionSource::Configured => format!("Spark {version} (--spark-version)"),

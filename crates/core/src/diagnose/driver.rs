@@ -382,5 +382,4 @@ pub fn pod_from_reason(
 }
 
 #[cfg(test)]
-#[path = "driver_tests.rs"]
 mod tests;

@@ -939,5 +939,4 @@ fn silent(s: &Subject<'_>) -> Option<Finding> {
 }
 
 #[cfg(test)]
-#[path = "queueing_tests.rs"]
 mod tests;

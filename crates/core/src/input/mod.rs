@@ -154,7 +154,7 @@ pub fn parse_documents(bytes: &[u8], origin: &str) -> Result<Vec<Value>, InputEr
     } else {
         serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options(text.len())).map_err(
             |e| {
-                let message = one_line(&yaml_message(&e));
+                let message = first_line(&yaml_message(&e));
                 // The parser's own text often names the place already; say it once.
                 let at = e
                     .location()
@@ -210,7 +210,7 @@ fn yaml_message(e: &serde_saphyr::Error) -> String {
     }
 }
 
-fn one_line(s: &str) -> String {
+fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().trim().to_owned()
 }
 

@@ -374,12 +374,12 @@ impl Control {
     /// What the kubelet and the control plane do to a pod with this fate.
     pub(super) fn pod_fate(&mut self, f: &Fate) -> PodFate {
         let action = f.action.and_then(|a| match a {
-            FateAction::Vanish => Some(Action::Vanish),
-            FateAction::Evict => Some(Action::Evict),
-            FateAction::EvictStorage => Some(Action::EvictStorage),
-            FateAction::Shutdown => Some(Action::Shutdown),
-            FateAction::Preempt => Some(Action::Preempt),
-            FateAction::Delete => Some(Action::Delete),
+            FateAction::Vanish => Some(Disruption::Vanish),
+            FateAction::Evict => Some(Disruption::Evict),
+            FateAction::EvictStorage => Some(Disruption::EvictStorage),
+            FateAction::Shutdown => Some(Disruption::Shutdown),
+            FateAction::Preempt => Some(Disruption::Preempt),
+            FateAction::Delete => Some(Disruption::Delete),
             // Happens at admission, before anything runs (see `admission`).
             FateAction::Reject => None,
         });

@@ -87,7 +87,7 @@ pub struct ExecView {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Action {
+enum Disruption {
     Vanish,
     Evict,
     /// Evicted for exceeding its own ephemeral-storage limit.
@@ -105,7 +105,7 @@ struct PodFate {
     at: Option<f64>,
     after: Option<f64>,
     exit: Option<(i32, String)>,
-    action: Option<Action>,
+    action: Option<Disruption>,
     image_pull_error: Option<String>,
     /// The kubelet rejects the pod on admission with this reason (`OutOfcpu`, …).
     admission: Option<String>,

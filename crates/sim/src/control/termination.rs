@@ -21,28 +21,28 @@ impl Control {
     /// The fate strikes a running pod.
     pub(super) fn strike(&mut self, p: &Obj, fate: &PodFate, _since: f64, t: f64) {
         match fate.action {
-            Some(Action::Vanish) => {
+            Some(Disruption::Vanish) => {
                 self.store.vanish(Resource::Pods, p.namespace(), p.name());
                 self.logs.remove_pod(p.namespace(), p.name());
                 return;
             }
-            Some(Action::Delete) => {
+            Some(Disruption::Delete) => {
                 self.delete_pod(p);
                 return;
             }
-            Some(Action::Evict) => {
+            Some(Disruption::Evict) => {
                 self.evict(p, &node_pressure(p), t);
                 return;
             }
-            Some(Action::EvictStorage) => {
+            Some(Disruption::EvictStorage) => {
                 self.evict(p, OVER_STORAGE_LIMIT, t);
                 return;
             }
-            Some(Action::Shutdown) => {
+            Some(Disruption::Shutdown) => {
                 self.shutdown(p, t);
                 return;
             }
-            Some(Action::Preempt) => {
+            Some(Disruption::Preempt) => {
                 let now = self.now();
                 let updated = self.store.modify(Resource::Pods, p.namespace(), p.name(), |v| {
                     set_condition(v, "DisruptionTarget", "True", "PreemptionByScheduler",

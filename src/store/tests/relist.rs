@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::tests::{app, exec, list, run, running, t, up};
 use super::*;
+use super::{app, exec, list, run, running, t, up};
 use crate::source::PresentPod;
 
 fn present(ids: &[i64], rv: u64, at: u32) -> SourceEvent {

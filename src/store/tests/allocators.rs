@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use super::tests::{app, exec_with, list, run, running, t, up};
 use super::*;
+use super::{app, exec_with, list, run, running, t, up};
 
 fn removed(id: i64) -> spark_triage_core::model::DriverExecutor {
     spark_triage_core::model::DriverExecutor {
