@@ -26,7 +26,6 @@ mod recordings;
 mod reference;
 mod scenarios;
 mod schemas;
-mod sim_api;
 mod status;
 #[path = "../support/tmux.rs"]
 mod tmux;

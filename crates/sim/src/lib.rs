@@ -22,9 +22,12 @@ pub mod proctree;
 pub mod resource;
 pub mod scenario;
 pub mod selector;
+pub mod spark_registry;
 pub mod spark_rest;
 pub mod store;
 pub mod table;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::{
     collections::VecDeque,

@@ -4,9 +4,9 @@
 use serde_json::{Value, json};
 
 use super::{
-    control::{AppView, SparkRegistry},
     error::ApiError,
     selector::LabelSelector,
+    spark_registry::{AppView, SparkRegistry},
     store::{Obj, ObjectStore, Query, Resource},
 };
 

@@ -62,7 +62,7 @@ pub struct ApiState {
     pub requests: Mutex<VecDeque<RequestRecord>>,
     pub server_addr: String,
     pub user: String,
-    pub spark: Arc<crate::control::SparkRegistry>,
+    pub spark: Arc<crate::spark_registry::SparkRegistry>,
     /// How often watches that allow bookmarks get one (the real cacher: about a minute).
     pub bookmark_every: Duration,
     /// The process kubelet is on: a service proxy with no simulated driver behind it

@@ -11,9 +11,10 @@
 //! Weak spots: no preemption victims are chosen for real (a `preempt` fate names its
 //! victim); CPU/memory accounting ignores init containers and overhead.
 
+use crate::spark_registry::{AppView, ExecView, SparkRegistry};
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
@@ -53,38 +54,6 @@ const POLL_SECS: f64 = 30.0;
 const MISSING_DELTA_SECS: f64 = 30.0;
 /// Repeated scheduler/kubelet warnings are counted on one event at most this often.
 const EVENT_REPEAT_SECS: f64 = 10.0;
-
-/// What the Spark-like drivers know, for their REST API behind the service proxy.
-#[derive(Debug, Default)]
-pub struct SparkRegistry {
-    pub apps: Mutex<BTreeMap<String, AppView>>,
-}
-
-/// One application as its driver's REST API shows it.
-#[derive(Debug, Clone, Default)]
-pub struct AppView {
-    pub app_id: String,
-    pub name: String,
-    pub namespace: String,
-    pub driver_pod: String,
-    pub service: String,
-    pub start: Option<DateTime<Utc>>,
-    pub executors: BTreeMap<i64, ExecView>,
-}
-
-/// One executor as Spark's `allexecutors` endpoint shows it.
-#[derive(Debug, Clone, Default)]
-pub struct ExecView {
-    pub pod: String,
-    pub host: String,
-    pub cores: u32,
-    pub max_memory: u64,
-    pub add_time: Option<DateTime<Utc>>,
-    pub remove_time: Option<DateTime<Utc>>,
-    pub remove_reason: Option<String>,
-    pub failed_tasks: u32,
-    pub completed_tasks: u32,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Disruption {

@@ -1,5 +1,6 @@
 //! The simulator through real HTTP with the real kube client: lists, watches, deletion,
 //! events, logs, proxy, access reviews, and each fault.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -18,7 +19,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::common::{
+use spark_triage_sim::testing::{
     client, eventually, phase, plain_pod, start_sim, start_sim_with, wait_running,
 };
 
