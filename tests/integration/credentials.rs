@@ -91,10 +91,11 @@ async fn revoke_then_refuse(user: &str, dir: &Path, rotate: impl Fn(&str)) {
         "{body}"
     );
     // The recorder's own last line says why its sources fail.
-    let pid = child.id().unwrap().to_string();
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status();
+    let pid = child.id().unwrap();
+    assert!(
+        spark_triage_sim::testing::terminate(pid),
+        "SIGTERM to the recorder"
+    );
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
     let lines = log.await.unwrap().join("\n");
     assert!(!lines.contains("tok-"), "a token in the output:\n{lines}");

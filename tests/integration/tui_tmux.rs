@@ -279,8 +279,10 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
         .expect("pgrep");
     let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(!pid.is_empty(), "the demo's pid under the shell {shell}");
-    let hup = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
-    assert!(hup.success());
+    assert!(
+        spark_triage_sim::testing::hang_up(pid.parse().expect("a pid")),
+        "SIGHUP to the demo"
+    );
     t.wait_prompt(10);
     t.assert_restored("after SIGHUP");
     // The recording is a complete zstd stream (what `zstd -t` checks) that reads back.

@@ -91,3 +91,20 @@ pub async fn wait_running(api: &Api<Pod>, name: &str) -> Pod {
     })
     .await
 }
+
+/// Sends SIGTERM to a process (a machine with only Rust may have no `kill` binary: it is
+/// procps's, not coreutils').
+pub fn terminate(pid: u32) -> bool {
+    signal(pid, nix::sys::signal::Signal::SIGTERM)
+}
+
+/// Sends SIGHUP to a process (its terminal closed).
+pub fn hang_up(pid: u32) -> bool {
+    signal(pid, nix::sys::signal::Signal::SIGHUP)
+}
+
+fn signal(pid: u32, sig: nix::sys::signal::Signal) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .is_some_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), sig).is_ok())
+}
