@@ -113,7 +113,7 @@ fn code_of(text: &str) -> String {
             // A char literal ('x', '│', '\n', '\''), or a lifetime (no closing quote).
             let rest = &text[i + 1..];
             let len = if let Some(escaped) = rest.strip_prefix('\\') {
-                escaped.find('\'').map(|k| k + 2)
+                escaped.find('\'').map(|k| k + 1)
             } else {
                 rest.chars()
                     .next()
@@ -179,6 +179,10 @@ fn expand(tree: &str, out: &mut Vec<String>) {
     let mut k = 0;
     while k < words.len() {
         if words[k] == "as" {
+            // The alias goes; what follows it (`,`, `}`) stays.
+            if let Some(alias) = words.get(k + 1) {
+                kept.push_str(alias.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_'));
+            }
             k += 2;
             continue;
         }
@@ -242,7 +246,8 @@ fn paths(code: &str) -> Vec<String> {
         while let Some(k) = rest[from..].find(start) {
             let at = from + k;
             from = at + start.len();
-            if !words(&rest, at) {
+            // Not the inner `super::` of `super::super::x` (the outer one reads it whole).
+            if !words(&rest, at) || rest[..at].ends_with("::") {
                 continue;
             }
             let path: String = rest[at..]
@@ -572,8 +577,13 @@ fn the_checker_finds_a_planted_circle() {
     )
     .unwrap();
     assert_eq!(all_circles(&dir), Vec::<String>::new());
-    // Siblings in a circle: a ↔ b through a nested use tree and an inline path.
-    std::fs::write(dir.join("b.rs"), "use crate::{a::{self, x::f}};\n").unwrap();
+    // Siblings in a circle: a ↔ b through a nested use tree (after a renaming) and an
+    // inline path.
+    std::fs::write(
+        dir.join("b.rs"),
+        "use crate::{a::S as T, a::{self, x::f}};\nfn c() -> char { '\\n' }\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("a/y.rs"), "fn g() { crate::b::h(); }\n").unwrap();
     assert_eq!(all_circles(&dir), vec!["src: a ↔ b".to_owned()]);
     // And inside a directory: x ↔ y.

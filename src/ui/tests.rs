@@ -84,7 +84,7 @@ frames!(missing_detail, |app: &mut App| {
     app.popup = Some(Popup::Detail);
 });
 frames!(help_popup, |app: &mut App| app.popup = Some(Popup::Help));
-// The watchdog: no LIST succeeded within two poll intervals, and the poll says why.
+// The watchdog: no LIST succeeded within two polls and a timeout, and the poll says why.
 frames!(stale_sources, |app: &mut App| {
     etl_exec(app, 7);
     // One second's polls and no timeout: stale after two seconds.

@@ -241,7 +241,7 @@ pub fn compare(sim: &Path, real: &Path) {
     // resourceVersion it started from, so it answers with an ERROR event holding a 410
     // Expired Status (a client relists); the simulator's history begins at its own start, so
     // it replays (docs/simulator.md; its 410 past the window is tested in
-    // sim_api::watch_resumes_from_history_and_expires_with_410_in_the_stream, in this same
+    // crates/sim/tests/http.rs: watch_resumes_from_history_and_expires_with_410_in_the_stream, in this same
     // shape).
     let path = format!("/api/v1/namespaces/{NS}/pods?watch=1&resourceVersion=1&timeoutSeconds=2");
     let (s, r) = both(sim, real, &["get", "--raw", &path], None);

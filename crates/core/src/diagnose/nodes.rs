@@ -86,6 +86,7 @@ impl NodePattern {
             *by_code.entry(f.code).or_default() += 1;
         }
         let mut kinds: Vec<(Code, usize)> = by_code.into_iter().collect();
+        // Most first; equal counts in the code table's order.
         kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let kinds = kinds
             .iter()

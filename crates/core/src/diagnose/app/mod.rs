@@ -234,7 +234,10 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
     for c in f.counted {
         *by_cause.entry(*c).or_default() += 1;
     }
-    let (cause, n) = by_cause.into_iter().max_by_key(|(_, n)| *n)?;
+    // On equal counts, the code ranked first (the code table's order) names the loop.
+    let (cause, n) = by_cause
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
     if n < LOOP_AFTER {
         return None;
     }
