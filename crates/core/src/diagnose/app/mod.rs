@@ -379,6 +379,38 @@ mod tests {
         }
     }
 
+    /// Two causes at equal counts: the one the code table ranks first names the loop (a
+    /// specific exit over the generic one), whichever order the failures came in.
+    #[test]
+    fn a_crash_loop_tie_is_named_by_the_code_ranked_first() {
+        use Code::{ClassNotFound, GenericError};
+        for counted in [
+            [
+                ClassNotFound,
+                ClassNotFound,
+                ClassNotFound,
+                GenericError,
+                GenericError,
+                GenericError,
+            ],
+            [
+                GenericError,
+                GenericError,
+                GenericError,
+                ClassNotFound,
+                ClassNotFound,
+                ClassNotFound,
+            ],
+        ] {
+            let f = app_findings(&facts(&counted, "4.0.1"));
+            assert!(
+                f[0].summary.starts_with("3 × class-not-found"),
+                "{}",
+                f[0].summary
+            );
+        }
+    }
+
     #[test]
     fn a_crash_loop_is_measured_against_sparks_budget() {
         let oom = [Code::ContainerOomKilled; 3];
