@@ -1,25 +1,48 @@
-//! Events (with kubectl-like repeat counting and expiry) and the scenario's cluster-wide timeline.
+//! Events, with kubectl-like repeat counting and expiry.
 
-use super::*;
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
-impl Control {
-    /// Records an event about a pod; a repeat within a while bumps `count` on the same one.
-    pub(super) fn event(
-        &mut self,
-        pod: &Value,
-        type_: &str,
-        reason: &str,
-        message: &str,
-        component: &str,
-        t: f64,
-    ) {
-        self.event_about(pod, type_, reason, message, component, t, Value::Null);
+use chrono::DateTime;
+use serde_json::{Value, json};
+
+use crate::{
+    clock::fmt_time,
+    store::{DeleteOptions, ObjectStore, Query, Resource},
+};
+
+/// Repeated scheduler/kubelet warnings are counted on one event at most this often.
+const EVENT_REPEAT_SECS: f64 = 10.0;
+
+/// The event recorder every part writes its events through: it counts a repeat on the
+/// event already there, and deletes events past their ttl.
+#[derive(Debug)]
+pub(super) struct EventRecorder {
+    store: Arc<ObjectStore>,
+    /// (namespace, pod, reason and message) → the event's name and when it last happened.
+    names: HashMap<(String, String, String), (String, f64)>,
+    /// How long an event outlives its last occurrence.
+    ttl: Duration,
+    /// Scenario second of the last expiry pass.
+    last_gc: f64,
+}
+
+impl EventRecorder {
+    pub(super) fn new(store: Arc<ObjectStore>, ttl: Duration) -> Self {
+        Self {
+            store,
+            names: HashMap::new(),
+            ttl,
+            last_gc: 0.0,
+        }
     }
 
-    /// An event with a secondary object (`related`: a preemptor).
+    /// An event about a pod, with a secondary object (`related`: a preemptor, else null); a
+    /// repeat within a while bumps `count` on the same one. A new event's name draws from
+    /// `rng`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn event_about(
         &mut self,
+        rng: &mut fastrand::Rng,
         pod: &Value,
         type_: &str,
         reason: &str,
@@ -38,7 +61,7 @@ impl Control {
             .to_owned();
         let key = (ns.clone(), name.clone(), format!("{reason}\u{0}{message}"));
         let now = self.now();
-        if let Some((ev_name, _)) = self.event_names.get(&key).cloned() {
+        if let Some((ev_name, _)) = self.names.get(&key).cloned() {
             let updated = self.store.modify(Resource::Events, &ns, &ev_name, |e| {
                 let c = e["count"].as_i64().unwrap_or(1);
                 e["count"] = json!(c + 1);
@@ -46,13 +69,13 @@ impl Control {
                 true
             });
             if updated.is_some() {
-                self.event_names.insert(key, (ev_name, t));
+                self.names.insert(key, (ev_name, t));
                 return;
             }
         }
         let ev_name = format!(
             "{name}.{:x}",
-            self.store.clock.now().timestamp_nanos_opt().unwrap_or(0) as u64 ^ self.rng.u64(..)
+            self.store.clock.now().timestamp_nanos_opt().unwrap_or(0) as u64 ^ rng.u64(..)
         );
         let host = pod["spec"]["nodeName"].as_str().unwrap_or_default();
         let source = if component == "kubelet" {
@@ -74,7 +97,7 @@ impl Control {
             ev["related"] = related;
         }
         if self.store.create(Resource::Events, &ns, ev).is_ok() {
-            self.event_names.insert(key, (ev_name, t));
+            self.names.insert(key, (ev_name, t));
         }
     }
 
@@ -90,14 +113,22 @@ impl Control {
                 .to_owned(),
             format!("{reason}\u{0}{message}"),
         );
-        self.event_names
+        self.names
             .get(&key)
             .is_none_or(|(_, last)| t - last >= EVENT_REPEAT_SECS)
     }
 
-    pub(super) fn expire_events(&mut self) {
+    /// Every 5 s: deletes the events past their ttl.
+    pub(super) fn expire(&mut self, t: f64) {
+        if t - self.last_gc > 5.0 {
+            self.last_gc = t;
+            self.expire_events();
+        }
+    }
+
+    fn expire_events(&mut self) {
         let now = self.store.clock.now();
-        let ttl = chrono::Duration::from_std(self.event_ttl).unwrap_or(chrono::Duration::hours(1));
+        let ttl = chrono::Duration::from_std(self.ttl).unwrap_or(chrono::Duration::hours(1));
         let (events, _) = self.store.list_all(Resource::Events, &Query::default());
         for e in events {
             let last = Some(e.field("/lastTimestamp"))
@@ -116,51 +147,11 @@ impl Control {
             }
         }
         let store = &self.store;
-        self.event_names
+        self.names
             .retain(|(ns, _, _), (name, _)| store.get(Resource::Events, ns, name).is_some());
     }
 
-    pub(super) fn cluster_timeline(&mut self, t: f64) {
-        for i in 0..self.scenario.timeline.len() {
-            if self.timeline_done[i] || self.scenario.timeline[i].at.as_secs_f64() > t {
-                continue;
-            }
-            self.timeline_done[i] = true;
-            let step = self.scenario.timeline[i].clone();
-            if let Some(spec) = &step.add_node {
-                let now = self.now();
-                for node in node_objects(spec, &now) {
-                    let _ = self.store.create(Resource::Nodes, "", node);
-                }
-            }
-            if let Some(node) = &step.lose_node {
-                let now = self.now();
-                self.store.modify(Resource::Nodes, "", node, |n| {
-                    n["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
-                        "message": "Kubelet stopped posting node status.", "lastTransitionTime": now}]);
-                    n["spec"]["taints"] = json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}]);
-                    true
-                });
-                let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
-                for p in pods.iter().filter(|p| p.node() == node.as_str()) {
-                    self.store
-                        .modify(Resource::Pods, p.namespace(), p.name(), |v| {
-                            set_condition(v, "Ready", "False", "NodeNotReady", "", &now);
-                            true
-                        });
-                    self.event(
-                        &p.value(),
-                        "Warning",
-                        "NodeNotReady",
-                        "Node is not ready",
-                        "node-controller",
-                        t,
-                    );
-                    if let Some(rt) = self.runtimes.get_mut(&PodRef::of(p)) {
-                        rt.stage = Stage::Done; // the kubelet is gone: nothing more happens on it
-                    }
-                }
-            }
-        }
+    fn now(&self) -> String {
+        fmt_time(self.store.clock.now())
     }
 }

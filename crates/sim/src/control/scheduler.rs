@@ -1,9 +1,21 @@
 //! The scheduler: binds pending pods to nodes, or says why none fits in the default
 //! scheduler's words. The filter is the pure [`fit`]; `schedule` only keeps the books.
 
-use std::fmt;
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt,
+    sync::Arc,
+};
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::context::Cx;
+use crate::{
+    clock::fmt_time,
+    kube_status::set_condition,
+    model::quantity,
+    store::{Obj, ObjectStore, Query, Resource},
+};
 
 /// What a node already carries: the requests of the non-terminal pods bound to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -207,11 +219,36 @@ fn gang_complete(
     gang_key(v).is_none_or(|k| gangs.get(&k).is_some_and(|(min, have)| have >= min))
 }
 
+/// Whether the default scheduler may consider this pod: not gated, asking for it, and not
+/// a member of a gang still short of pods.
+fn default_schedules(v: &Value) -> bool {
+    let gated = v["spec"]["schedulingGates"]
+        .as_array()
+        .is_some_and(|g| !g.is_empty());
+    let other = v["spec"]["schedulerName"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty() && s != "default-scheduler");
+    !gated && !other
+}
+
 /// Pods a scheduling pass considers at most.
 const SCHEDULE_BATCH: usize = 2_000;
 
-impl Control {
-    pub(super) fn schedule(&mut self, t: f64) {
+/// The default scheduler: binds pending pods to nodes, a bounded batch a pass.
+#[derive(Debug)]
+pub(super) struct Scheduler {
+    store: Arc<ObjectStore>,
+    /// Where the next pass's batch starts among the pending pods.
+    cursor: usize,
+}
+
+impl Scheduler {
+    pub(super) fn new(store: Arc<ObjectStore>) -> Self {
+        Self { store, cursor: 0 }
+    }
+
+    /// One pass: places a batch of the pending pods, or says why none fits.
+    pub(super) fn schedule(&mut self, cx: &mut Cx<'_>, t: f64) {
         let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
         let pending: Vec<_> = pods
             .iter()
@@ -221,7 +258,7 @@ impl Control {
             return;
         }
         // Only a scenario with a native gang pays for reading every pod's gang.
-        let gangs = if self.scenario.apps.iter().any(|a| {
+        let gangs = if cx.scenario.apps.iter().any(|a| {
             a.scheduling
                 .as_ref()
                 .is_some_and(|s| s.by == crate::scenario::SchedulerKind::Gang)
@@ -249,13 +286,13 @@ impl Control {
         // Like the real scheduler's queue, a pass takes a bounded batch, resuming where
         // the last one stopped, so a burst of 100k pods is placed over many passes and a
         // pod no node takes does not starve the ones behind it.
-        let start = self.schedule_cursor % pending.len();
+        let start = self.cursor % pending.len();
         let batch = pending.len().min(SCHEDULE_BATCH);
-        self.schedule_cursor = start + batch;
+        self.cursor = start + batch;
         for p in pending.iter().cycle().skip(start).take(batch) {
             let v = &p.value();
             // Gated, another scheduler's, or a gang short of pods: not this scheduler's.
-            if !super::batch::default_schedules(v) || !gang_complete(v, &gangs) {
+            if !default_schedules(v) || !gang_complete(v, &gangs) {
                 continue;
             }
             let mut reasons: BTreeMap<Reason, u32> = BTreeMap::new();
@@ -277,11 +314,11 @@ impl Control {
             match best {
                 Some((i, _)) => {
                     used[i].add(p.requests);
-                    self.bind(p, &nodes[i].name, t);
+                    self.bind(cx, p, &nodes[i].name, t);
                 }
                 None => {
                     let msg = unschedulable_message(nodes.len(), &reasons);
-                    self.unschedulable(p, &msg, t);
+                    self.unschedulable(cx, p, &msg, t);
                 }
             }
         }
@@ -320,7 +357,7 @@ impl Control {
         out
     }
 
-    fn bind(&mut self, p: &Obj, node: &str, t: f64) {
+    fn bind(&self, cx: &mut Cx<'_>, p: &Obj, node: &str, t: f64) {
         let now = self.now();
         let bound = self
             .store
@@ -335,7 +372,7 @@ impl Control {
                 p.namespace(),
                 p.name()
             );
-            self.event(
+            cx.event(
                 &b.value(),
                 "Normal",
                 "Scheduled",
@@ -346,7 +383,7 @@ impl Control {
         }
     }
 
-    fn unschedulable(&mut self, p: &Obj, msg: &str, t: f64) {
+    fn unschedulable(&self, cx: &mut Cx<'_>, p: &Obj, msg: &str, t: f64) {
         let v = &p.value();
         let changed = v["status"]["conditions"]
             .as_array()
@@ -362,8 +399,8 @@ impl Control {
                     true
                 });
         }
-        if self.should_repeat(v, "FailedScheduling", msg, t) {
-            self.event(
+        if cx.events.should_repeat(v, "FailedScheduling", msg, t) {
+            cx.event(
                 v,
                 "Warning",
                 "FailedScheduling",
@@ -372,6 +409,10 @@ impl Control {
                 t,
             );
         }
+    }
+
+    fn now(&self) -> String {
+        fmt_time(self.store.clock.now())
     }
 }
 

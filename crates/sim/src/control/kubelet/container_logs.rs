@@ -1,14 +1,15 @@
 //! Container logs the simulated containers write: Spark-like executor startup lines and a heartbeat.
 
-use super::*;
+use super::{Kubelet, PodRef};
+use crate::store::Obj;
 
-impl Control {
-    pub(super) fn log_line(&self, level: &str, class: &str, msg: &str) -> String {
+impl Kubelet {
+    pub(in crate::control) fn log_line(&self, level: &str, class: &str, msg: &str) -> String {
         let ts = self.store.clock.now().format("%y/%m/%d %H:%M:%S");
         format!("{ts} {level} {class}: {msg}")
     }
 
-    pub(super) fn log(&self, p: &Obj, line: String) {
+    pub(in crate::control) fn log(&self, p: &Obj, line: String) {
         let c = p.field("/spec/containers/0/name");
         self.logs.append(p.namespace(), p.name(), c, line);
     }

@@ -11,7 +11,10 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::scenario::{AppSpec, SchedulerKind};
+use crate::{
+    kube_status::set_condition,
+    scenario::{AppSpec, SchedulerKind},
+};
 
 /// Kueue's admission gate.
 const KUEUE_GATE: &str = "kueue.x-k8s.io/admission";
@@ -49,18 +52,6 @@ pub(super) fn with_scheduling(pod: &mut Value, spec: &AppSpec, app_id: &str, dri
     }
 }
 
-/// Whether the default scheduler may consider this pod: not gated, asking for it, and not
-/// a member of a gang still short of pods.
-pub(super) fn default_schedules(v: &Value) -> bool {
-    let gated = v["spec"]["schedulingGates"]
-        .as_array()
-        .is_some_and(|g| !g.is_empty());
-    let other = v["spec"]["schedulerName"]
-        .as_str()
-        .is_some_and(|s| !s.is_empty() && s != "default-scheduler");
-    !gated && !other
-}
-
 /// A 5-hex suffix as Kueue's workload names have (a hash there; any stable one here).
 fn suffix(s: &str) -> String {
     let h = s.bytes().fold(0x811c_9dc5_u32, |h, b| {
@@ -69,7 +60,7 @@ fn suffix(s: &str) -> String {
     format!("{:05x}", h & 0xf_ffff)
 }
 
-impl Control {
+impl Drivers {
     /// At the app's start, after its driver pod: the group objects its scheduler keeps.
     pub(super) fn batch_start(&mut self, i: usize) {
         let d = &self.drivers[i];
@@ -119,7 +110,7 @@ impl Control {
     }
 
     /// Every pass: what the app's scheduler says of its waiting driver.
-    pub(super) fn batch(&mut self, i: usize, t: f64) {
+    pub(super) fn batch(&mut self, cx: &mut Cx<'_>, i: usize, t: f64) {
         let d = &self.drivers[i];
         let Some(sc) = d.spec.scheduling.clone() else {
             return;
@@ -192,7 +183,7 @@ impl Control {
                         set_condition(pv, "PodScheduled", "False", "Unschedulable", &msg, &now);
                         true
                     });
-                    self.event(&v, "Warning", "FailedScheduling", &msg, "volcano", t);
+                    cx.event(&v, "Warning", "FailedScheduling", &msg, "volcano", t);
                 }
             }
             SchedulerKind::Yunikorn => {
@@ -210,7 +201,7 @@ impl Control {
                         true
                     });
                     let msg = format!("Application {app_id} scheduling failed, reason: {full}");
-                    self.event(&v, "Warning", "ApplicationFailed", &msg, "yunikorn", t);
+                    cx.event(&v, "Warning", "ApplicationFailed", &msg, "yunikorn", t);
                 } else {
                     let queue = sc.queue.as_deref().unwrap_or("default");
                     let msg = sc.waiting.clone().unwrap_or_else(|| {
@@ -219,8 +210,8 @@ impl Control {
                             pod.uid()
                         )
                     });
-                    if self.should_repeat(&v, "Informational", &msg, t) {
-                        self.event(&v, "Normal", "Informational", &msg, "yunikorn", t);
+                    if cx.events.should_repeat(&v, "Informational", &msg, t) {
+                        cx.event(&v, "Normal", "Informational", &msg, "yunikorn", t);
                     }
                 }
             }

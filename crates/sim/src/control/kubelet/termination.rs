@@ -1,6 +1,13 @@
 //! How pods end: scenario fates striking, containers exiting, evictions, graceful termination and the final delete.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::{Kubelet, PodRef, Stage};
+use crate::{
+    control::{Disruption, PodFate, context::Cx, hex},
+    kube_status::{container_status, set_condition},
+    store::{DeleteOptions, Obj, Resource},
+};
 
 /// The kubelet's node-pressure eviction message.
 /// The kubelet's eviction message for node memory pressure, naming the pod's first container.
@@ -17,9 +24,9 @@ fn node_pressure(p: &Obj) -> String {
 const OVER_STORAGE_LIMIT: &str =
     "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ";
 
-impl Control {
+impl Kubelet {
     /// The fate strikes a running pod.
-    pub(super) fn strike(&mut self, p: &Obj, fate: &PodFate, _since: f64, t: f64) {
+    pub(super) fn strike(&mut self, cx: &mut Cx<'_>, p: &Obj, fate: &PodFate, _since: f64, t: f64) {
         match fate.action {
             Some(Disruption::Vanish) => {
                 self.store.vanish(Resource::Pods, p.namespace(), p.name());
@@ -31,15 +38,15 @@ impl Control {
                 return;
             }
             Some(Disruption::Evict) => {
-                self.evict(p, &node_pressure(p), t);
+                self.evict(cx, p, &node_pressure(p), t);
                 return;
             }
             Some(Disruption::EvictStorage) => {
-                self.evict(p, OVER_STORAGE_LIMIT, t);
+                self.evict(cx, p, OVER_STORAGE_LIMIT, t);
                 return;
             }
             Some(Disruption::Shutdown) => {
-                self.shutdown(p, t);
+                self.shutdown(cx, p, t);
                 return;
             }
             Some(Disruption::Preempt) => {
@@ -56,15 +63,15 @@ impl Control {
                         .to_owned();
                     // The scenario's preemptor: that app's driver pod, named as the scheduler
                     // names it (uid in the message, the pod as the event's `related`).
-                    let preemptor = fate.preempted_by.as_ref().and_then(|app| {
-                        let d = self.drivers.iter().find(|d| &d.spec.name == app)?;
-                        let ns = d.spec.namespace.clone();
-                        self.store.get(Resource::Pods, &ns, &d.driver_pod)
-                    });
+                    let preemptor = fate
+                        .preempted_by
+                        .as_ref()
+                        .and_then(|(ns, pod)| self.store.get(Resource::Pods, ns, pod));
                     if let Some(by) = preemptor {
                         let related = json!({"apiVersion": "v1", "kind": "Pod", "namespace": by.namespace(),
                                              "name": by.name(), "uid": by.uid()});
-                        self.event_about(
+                        cx.events.event_about(
+                            cx.rng,
                             &u.value(),
                             "Normal",
                             "Preempted",
@@ -78,13 +85,13 @@ impl Control {
                     }
                     let by = format!(
                         "{}-{}-{}-{}-{}",
-                        hex(&mut self.rng, 8),
-                        hex(&mut self.rng, 4),
-                        hex(&mut self.rng, 4),
-                        hex(&mut self.rng, 4),
-                        hex(&mut self.rng, 12)
+                        hex(cx.rng, 8),
+                        hex(cx.rng, 4),
+                        hex(cx.rng, 4),
+                        hex(cx.rng, 4),
+                        hex(cx.rng, 12)
                     );
-                    self.event(
+                    cx.event(
                         &u.value(),
                         "Normal",
                         "Preempted",
@@ -160,7 +167,7 @@ impl Control {
         );
     }
 
-    pub(super) fn exit_containers(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {
+    pub(in crate::control) fn exit_containers(&mut self, p: &Obj, code: i32, reason: &str, t: f64) {
         let v = p.value();
         if v["spec"]["restartPolicy"] == "Always" && v["metadata"]["deletionTimestamp"].is_null() {
             self.restart_in_place(p, code, reason, t);
@@ -223,7 +230,7 @@ impl Control {
     }
 
     /// The kubelet's eviction, with its message (node pressure or the pod's own limit).
-    pub(super) fn evict(&mut self, p: &Obj, msg: &str, t: f64) {
+    fn evict(&mut self, cx: &mut Cx<'_>, p: &Obj, msg: &str, t: f64) {
         let now = self.now();
         // Kubelets up to 1.21 leave the container statuses as last seen (not ready), which is
         // what makes kubectl print `Evicted`.
@@ -250,8 +257,8 @@ impl Control {
                 true
             });
         if let Some(u) = updated {
-            self.event(&u.value(), "Warning", "Evicted", msg.trim(), "kubelet", t);
-            self.event(
+            cx.event(&u.value(), "Warning", "Evicted", msg.trim(), "kubelet", t);
+            cx.event(
                 &u.value(),
                 "Normal",
                 "Killing",
@@ -271,9 +278,9 @@ impl Control {
 
     /// Graceful node shutdown (kubelet 1.21+): the containers get SIGTERM and end with 143,
     /// the pod is Failed with reason `Terminated` and a `DisruptionTarget` condition.
-    pub(super) fn shutdown(&mut self, p: &Obj, t: f64) {
+    fn shutdown(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64) {
         const MSG: &str = "Pod was terminated in response to imminent node shutdown.";
-        self.event(
+        cx.event(
             &p.value(),
             "Normal",
             "Killing",
@@ -300,7 +307,7 @@ impl Control {
     }
 
     /// The kubelet refuses a bound pod on admission: Failed, no container ever created.
-    pub(super) fn reject(&mut self, p: &Obj, reason: &str, t: f64) {
+    pub(super) fn reject(&mut self, cx: &mut Cx<'_>, p: &Obj, reason: &str, t: f64) {
         let resource = reason.strip_prefix("OutOf").unwrap_or("cpu");
         let detail = format!(
             "Node didn't have enough resource: {resource}, requested: 1000, used: 3500, capacity: 4000"
@@ -317,12 +324,12 @@ impl Control {
                 true
             });
         if let Some(u) = updated {
-            self.event(&u.value(), "Warning", reason, &detail, "kubelet", t);
+            cx.event(&u.value(), "Warning", reason, &detail, "kubelet", t);
         }
     }
 
     /// Graceful termination: SIGTERM (143 after a moment), then the final DELETE.
-    pub(super) fn terminate(&mut self, p: &Obj, stage: Stage, t: f64) {
+    pub(super) fn terminate(&mut self, cx: &mut Cx<'_>, p: &Obj, stage: Stage, t: f64) {
         let key = (p.namespace().to_owned(), p.name().to_owned());
         if self.is_process_pod(p)
             && let Some(procs) = self.procs.as_mut()
@@ -332,7 +339,7 @@ impl Control {
                 // SIGTERM now, SIGKILL after the grace; the exit is reaped like any other.
                 if matches!(stage, Stage::Running { .. }) {
                     procs.stop(&ckey, Self::grace_of(&p.value()));
-                    self.event(
+                    cx.event(
                         &p.value(),
                         "Normal",
                         "Killing",
@@ -361,7 +368,7 @@ impl Control {
                         "RECEIVED SIGNAL TERM",
                     ),
                 );
-                self.event(
+                cx.event(
                     &p.value(),
                     "Normal",
                     "Killing",

@@ -1,14 +1,123 @@
 //! The kubelet: kwok-like pod stages (creating, image pulls, running) and the process runtime that runs Spark executor containers as local JVMs.
 
-use super::*;
+use std::{sync::Arc, time::Duration};
 
-impl Control {
+use serde_json::{Value, json};
+
+use super::{PodFate, context::Cx};
+use crate::{
+    clock::fmt_time,
+    kube_status::{set_all_containers, set_condition},
+    logs::Logs,
+    process::{self, ProcessRuntime},
+    store::{Obj, ObjectStore, Query, Resource},
+};
+
+mod container_logs;
+mod termination;
+
+/// Scenario seconds from bind to running containers.
+const START_SECS: f64 = 1.5;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    Creating {
+        since: f64,
+    },
+    PullFailing {
+        since: f64,
+        backoff: bool,
+        attempt: u32,
+    },
+    Running {
+        since: f64,
+    },
+    Terminating {
+        exit_at: f64,
+        code: i32,
+    },
+    Done,
+}
+
+#[derive(Debug)]
+struct Runtime {
+    uid: String,
+    stage: Stage,
+    last_log: f64,
+    log_seq: u64,
+    struck: bool,
+    /// The scenario gave this pod a fate (looked up only then, not on every pass).
+    fated: bool,
+}
+
+/// A pod's `(namespace, name)`, borrowed: finds an entry of a map keyed by owned strings
+/// without allocating a key (it hashes as the owned tuple does).
+#[derive(Hash)]
+struct PodRef<'a>(&'a str, &'a str);
+
+impl PodRef<'_> {
+    fn of(p: &Obj) -> PodRef<'_> {
+        PodRef(p.namespace(), p.name())
+    }
+}
+
+impl hashbrown::Equivalent<(String, String)> for PodRef<'_> {
+    fn equivalent(&self, key: &(String, String)) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
+/// The kubelet of every node: runs bound pods through their stages, carries out their
+/// fates, ends them, and writes their containers' logs.
+#[derive(Debug)]
+pub(super) struct Kubelet {
+    store: Arc<ObjectStore>,
+    logs: Arc<Logs>,
+    /// The pods it runs, by (namespace, name).
+    runtimes: hashbrown::HashMap<(String, String), Runtime>,
+    /// Scenario second runtimes of pods gone were last dropped.
+    last_runtime_gc: f64,
+    /// What the scenario does to each pod, as the drivers resolved it.
+    fates: hashbrown::HashMap<(String, String), PodFate>,
+    /// The process kubelet's runtime: Spark executor containers run as local JVMs.
+    procs: Option<ProcessRuntime>,
+}
+
+impl Kubelet {
+    pub(super) fn new(store: Arc<ObjectStore>, logs: Arc<Logs>) -> Self {
+        Self {
+            store,
+            logs,
+            runtimes: Default::default(),
+            last_runtime_gc: 0.0,
+            fates: Default::default(),
+            procs: None,
+        }
+    }
+
+    /// Runs Spark executor containers as local processes from now on.
+    pub(super) fn run_processes(&mut self, procs: ProcessRuntime) {
+        self.procs = Some(procs);
+    }
+
+    /// What the scenario does to this pod (its drivers resolve it at creation).
+    pub(super) fn set_fate(&mut self, key: (String, String), fate: PodFate) {
+        self.fates.insert(key, fate);
+    }
+
+    /// The pod's node is lost: its kubelet is gone, nothing more happens to the pod.
+    pub(super) fn node_lost(&mut self, p: &Obj) {
+        if let Some(rt) = self.runtimes.get_mut(&PodRef::of(p)) {
+            rt.stage = Stage::Done;
+        }
+    }
+
     /// Whether this pod's containers run as processes here.
-    pub(super) fn is_process_pod(&self, pod: &Obj) -> bool {
+    fn is_process_pod(&self, pod: &Obj) -> bool {
         self.procs.is_some() && process::executor_container(&pod.value()).is_some()
     }
 
-    pub(super) fn container_key(p: &Obj) -> process::Key {
+    fn container_key(p: &Obj) -> process::Key {
         let v = p.value();
         let c = process::executor_container(&v)
             .and_then(|c| c["name"].as_str())
@@ -17,7 +126,7 @@ impl Control {
     }
 
     /// Grace for a pod being deleted: what the deletion set, else the pod's own.
-    pub(super) fn grace_of(v: &Value) -> Duration {
+    fn grace_of(v: &Value) -> Duration {
         let secs = v["metadata"]["deletionGracePeriodSeconds"]
             .as_u64()
             .or_else(|| v["spec"]["terminationGracePeriodSeconds"].as_u64())
@@ -26,7 +135,7 @@ impl Control {
     }
 
     /// Starts the executor process of a pod whose containers are due to run.
-    pub(super) fn start_process(&mut self, p: &Obj, t: f64) {
+    fn start_process(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64) {
         let store = self.store.clone();
         let ns = p.namespace().to_owned();
         let config_map = move |name: &str| {
@@ -47,12 +156,12 @@ impl Control {
         match started {
             Ok(pid) => {
                 tracing::info!("process kubelet: {}/{} runs as pid {pid}", key.0, key.1);
-                self.run_containers(p, t, true);
+                self.run_containers(cx, p, t, true);
                 self.set_stage(&(key.0, key.1), Stage::Running { since: t });
             }
             Err(e) => {
                 self.logs.append(&key.0, &key.1, &key.2, e.clone());
-                self.event(
+                cx.event(
                     &p.value(),
                     "Warning",
                     "Failed",
@@ -66,7 +175,7 @@ impl Control {
     }
 
     /// Containers that ended since the last step become terminated container states.
-    pub(super) fn reap_processes(&mut self, t: f64) {
+    fn reap_processes(&mut self, cx: &mut Cx<'_>, t: f64) {
         let Some(procs) = self.procs.as_mut() else {
             return;
         };
@@ -81,7 +190,7 @@ impl Control {
                 exit.peak_memory >> 20
             );
             if exit.reason == "OOMKilled" {
-                self.event(
+                cx.event(
                     &p.value(),
                     "Warning",
                     "OOMKilling",
@@ -100,8 +209,9 @@ impl Control {
         }
     }
 
-    pub(super) fn kubelet(&mut self, t: f64) {
-        self.reap_processes(t);
+    /// One pass over the bound pods.
+    pub(super) fn step(&mut self, cx: &mut Cx<'_>, t: f64) {
+        self.reap_processes(cx, t);
         let (pods, _) = self.store.list_all(Resource::Pods, &Query::default());
         // The list is in (namespace, name) order: membership is a binary search.
         let live = |ns: &str, name: &str| {
@@ -140,10 +250,10 @@ impl Control {
                 let stage = if terminal {
                     Stage::Done
                 } else if let Some(reason) = admission {
-                    self.reject(p, &reason, t);
+                    self.reject(cx, p, &reason, t);
                     Stage::Done
                 } else {
-                    self.start_pod(p, t);
+                    self.start_pod(cx, p, t);
                     Stage::Creating { since: t }
                 };
                 self.runtimes.insert(
@@ -171,14 +281,14 @@ impl Control {
                 continue;
             };
             if deleting {
-                self.terminate(p, stage, t);
+                self.terminate(cx, p, stage, t);
                 continue;
             }
             match stage {
                 Stage::Creating { since } if t - since >= START_SECS => {
                     let fate = self.fates.get(&pref).cloned().unwrap_or_default();
                     if let Some(err) = fate.image_pull_error {
-                        self.pull_failing(p, &err, false, t);
+                        self.pull_failing(cx, p, &err, false, t);
                         self.set_stage(
                             &pref,
                             Stage::PullFailing {
@@ -188,9 +298,9 @@ impl Control {
                             },
                         );
                     } else if self.is_process_pod(p) {
-                        self.start_process(p, t);
+                        self.start_process(cx, p, t);
                     } else {
-                        self.run_containers(p, t, false);
+                        self.run_containers(cx, p, t, false);
                         self.set_stage(&pref, Stage::Running { since: t });
                     }
                 }
@@ -212,7 +322,7 @@ impl Control {
                             .get(&pref)
                             .and_then(|f| f.image_pull_error.clone())
                             .unwrap_or_default();
-                        self.pull_failing(p, &err, !backoff, t);
+                        self.pull_failing(cx, p, &err, !backoff, t);
                         let attempt = if backoff { attempt + 1 } else { attempt };
                         self.set_stage(
                             &pref,
@@ -240,16 +350,16 @@ impl Control {
                             r.struck = true;
                         }
                         let fate = self.fates.get(&pref).cloned().unwrap_or_default();
-                        self.strike(p, &fate, since, t);
+                        self.strike(cx, p, &fate, since, t);
                     }
                 }
-                Stage::Terminating { .. } => self.terminate(p, stage, t),
+                Stage::Terminating { .. } => self.terminate(cx, p, stage, t),
                 _ => {}
             }
         }
     }
 
-    pub(super) fn set_stage(
+    fn set_stage(
         &mut self,
         key: &(impl std::hash::Hash + hashbrown::Equivalent<(String, String)> + ?Sized),
         stage: Stage,
@@ -259,16 +369,16 @@ impl Control {
         }
     }
 
-    pub(super) fn image_of(v: &Value) -> String {
+    fn image_of(v: &Value) -> String {
         v["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap_or_default()
             .to_owned()
     }
 
-    pub(super) fn start_pod(&mut self, p: &Obj, t: f64) {
+    fn start_pod(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64) {
         let now = self.now();
-        let ip_tail = self.rng.u32(2..250);
+        let ip_tail = cx.rng.u32(2..250);
         let pod_ip = if self.is_process_pod(p) {
             process::POD_IP.to_owned()
         } else {
@@ -309,7 +419,7 @@ impl Control {
             });
         if let Some(u) = updated {
             let image = Self::image_of(&u.value());
-            self.event(
+            cx.event(
                 &u.value(),
                 "Normal",
                 "Pulling",
@@ -320,7 +430,7 @@ impl Control {
         }
     }
 
-    pub(super) fn pull_failing(&mut self, p: &Obj, err: &str, backoff: bool, t: f64) {
+    fn pull_failing(&mut self, cx: &mut Cx<'_>, p: &Obj, err: &str, backoff: bool, t: f64) {
         let image = Self::image_of(&p.value());
         let fail_msg = format!(
             "Failed to pull image \"{image}\": failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": unexpected status from HEAD request: {err}"
@@ -346,10 +456,10 @@ impl Control {
         if let Some(u) = updated {
             if backoff {
                 let m = format!("Back-off pulling image \"{image}\"");
-                self.event(&u.value(), "Normal", "BackOff", &m, "kubelet", t);
+                cx.event(&u.value(), "Normal", "BackOff", &m, "kubelet", t);
             } else {
-                self.event(&u.value(), "Warning", "Failed", &fail_msg, "kubelet", t);
-                self.event(
+                cx.event(&u.value(), "Warning", "Failed", &fail_msg, "kubelet", t);
+                cx.event(
                     &u.value(),
                     "Warning",
                     "Failed",
@@ -362,7 +472,7 @@ impl Control {
     }
 
     /// Containers running: status, events and (unless a process writes it) the log.
-    pub(super) fn run_containers(&mut self, p: &Obj, t: f64, process: bool) {
+    fn run_containers(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64, process: bool) {
         let now = self.now();
         let updated = self
             .store
@@ -379,7 +489,7 @@ impl Control {
             });
         let Some(u) = updated else { return };
         let image = Self::image_of(&u.value());
-        self.event(
+        cx.event(
             &u.value(),
             "Normal",
             "Pulled",
@@ -388,7 +498,7 @@ impl Control {
             t,
         );
         for c in crate::kube_status::container_names(&u.value()) {
-            self.event(
+            cx.event(
                 &u.value(),
                 "Normal",
                 "Created",
@@ -396,7 +506,7 @@ impl Control {
                 "kubelet",
                 t,
             );
-            self.event(
+            cx.event(
                 &u.value(),
                 "Normal",
                 "Started",
@@ -411,5 +521,9 @@ impl Control {
         if !process {
             self.log_start(&u);
         }
+    }
+
+    fn now(&self) -> String {
+        fmt_time(self.store.clock.now())
     }
 }

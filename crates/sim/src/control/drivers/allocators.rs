@@ -7,8 +7,10 @@
 //! so a deleted pod comes back under its old name; a ReplicaSet's gets a random suffix.
 //! `spec.replicas` follows the executor target.
 
+use serde_json::{Value, json};
+
 use super::*;
-use crate::scenario::Allocator;
+use crate::{scenario::Allocator, store::DeleteOptions};
 
 /// The controller an app's executor pods belong to.
 #[derive(Debug, Clone)]
@@ -23,10 +25,10 @@ fn owner(kind: &str, name: &str, uid: &str) -> Value {
             "controller": true, "blockOwnerDeletion": true}])
 }
 
-impl Control {
+impl Drivers {
     /// The app's controller, made once its driver runs (Spark's allocators wait for the
     /// driver to be ready); `None` for the direct allocator, or when the driver pod is gone.
-    fn set_of(&mut self, i: usize) -> Option<SetRef> {
+    fn set_of(&mut self, rng: &mut fastrand::Rng, i: usize) -> Option<SetRef> {
         let d = &self.drivers[i];
         if d.spec.allocator == Allocator::Direct {
             return None;
@@ -35,7 +37,7 @@ impl Control {
             return Some(s.clone());
         }
         // The ReplicaSet's pod-template-hash (a hash of the template there; random here).
-        let hash = hex(&mut self.rng, 10);
+        let hash = hex(rng, 10);
         let d = &self.drivers[i];
         let ns = d.spec.namespace.clone();
         let driver = self.store.get(Resource::Pods, &ns, &d.driver_pod)?;
@@ -97,11 +99,12 @@ impl Control {
     /// finalizer, keeps its ordinal: the StatefulSet waits for it to go).
     pub(super) fn executor_identity(
         &mut self,
+        rng: &mut fastrand::Rng,
         i: usize,
         id: i64,
         driver_uid: &str,
     ) -> Option<(String, Value, Option<Value>)> {
-        let Some(set) = self.set_of(i) else {
+        let Some(set) = self.set_of(rng, i) else {
             let d = &self.drivers[i];
             return Some((
                 format!("{}-exec-{id}", d.prefix),
@@ -123,7 +126,7 @@ impl Control {
             _ => {
                 let suffix: String = (0..5)
                     .map(|_| {
-                        let c = self.rng.u8(0..36);
+                        let c = rng.u8(0..36);
                         char::from(if c < 10 { b'0' + c } else { b'a' + c - 10 })
                     })
                     .collect();

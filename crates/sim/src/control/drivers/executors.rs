@@ -1,148 +1,20 @@
-//! The Spark-like drivers: executor allocation, Spark's snapshot (watch + 30 s poll), missing-pod detection, removal reasons and app failure.
+//! A driver's executors: allocation rounds and pod creation (with each pod's scenario fate),
+//! Spark's lifecycle manager (registration, removal reasons, missing pods, zombies) and
+//! dynamic allocation's target.
 
-use super::*;
+use serde_json::json;
 
-impl Control {
-    pub(super) fn drain_feed(&mut self, t: f64) {
-        loop {
-            match self.feed.try_recv() {
-                Ok(c) => {
-                    if c.resource != Resource::Pods {
-                        continue;
-                    }
-                    if c.new.label("spark-role") != Some("executor") {
-                        continue;
-                    }
-                    let Some(id) = c
-                        .new
-                        .label("spark-exec-id")
-                        .and_then(|s| s.parse::<i64>().ok())
-                    else {
-                        continue;
-                    };
-                    let app = c.new.label("spark-app-selector");
-                    for d in &mut self.drivers {
-                        if app == Some(d.app_id.as_str()) && c.new.namespace() == d.spec.namespace {
-                            // Spark's watch ignores the event type: every event upserts.
-                            d.snapshot.insert(id, c.new.clone());
-                            d.newly_created.remove(&id);
-                        }
-                    }
-                }
-                Err(broadcast::error::TryRecvError::Empty) => return,
-                Err(broadcast::error::TryRecvError::Lagged(_)) => self.relist_executors(t),
-                Err(broadcast::error::TryRecvError::Closed) => {
-                    self.feed = store_feed(&self.store);
-                    return;
-                }
-            }
-        }
-    }
+use super::{batch::with_scheduling, *};
+use crate::{
+    control::{Disruption, PodFate, last_chars},
+    scenario::{ExecutorSel, Fate, FateAction},
+    spark,
+    store::DeleteOptions,
+};
 
-    pub(super) fn drive(&mut self, i: usize, t: f64) {
-        let start = self.drivers[i].spec.start.map_or(0.0, |d| d.as_secs_f64());
-        if t < start {
-            return;
-        }
-        if !self.drivers[i].started {
-            self.start_app(i);
-            return;
-        }
-        let (ns, driver_pod) = (
-            self.drivers[i].spec.namespace.clone(),
-            self.drivers[i].driver_pod.clone(),
-        );
-        self.batch(i, t);
-        let driver = self.store.get(Resource::Pods, &ns, &driver_pod);
-        let driver_running = driver.as_ref().is_some_and(|d| d.phase() == "Running");
-        self.driver_over(i, driver.as_deref(), t);
-        if !driver_running || self.drivers[i].finished {
-            return;
-        }
-        self.scale(i, t);
-        // The poll, every 30 s: Spark's full list replaces the snapshot. The feed missed
-        // nothing since the last full list (a lag relists at once, below), so the list
-        // would only drop what is gone (or inactive) and refresh the rest: read those by
-        // key (100 drivers listing 100k pods every 30 s would cost a core).
-        if t - self.drivers[i].last_poll >= POLL_SECS {
-            self.drivers[i].last_poll = t;
-            let d = &self.drivers[i];
-            let snapshot: BTreeMap<i64, Arc<Obj>> = d
-                .snapshot
-                .iter()
-                .filter_map(|(id, p)| {
-                    // The same pod (a StatefulSet reuses its name for the next executor).
-                    let now = self
-                        .store
-                        .get(Resource::Pods, &ns, p.name())
-                        .filter(|now| now.uid() == p.uid())?;
-                    (now.label("spark-exec-inactive") != Some("true")).then_some((*id, now))
-                })
-                .collect();
-            self.drivers[i].snapshot = snapshot;
-            self.detect_missing(i, t);
-        }
-        self.zombies(i, t);
-        self.relabel_restarted(i, t);
-        self.lifecycle(i, t);
-        self.allocate(i, t);
-    }
-
-    /// The driver pod ended or went: with its JVM gone, running executors lose their driver
-    /// and exit (1, "Driver … disassociated! Shutting down."); with its pod gone, the
-    /// garbage collector deletes the executor pods it owned.
-    fn driver_over(&mut self, i: usize, driver: Option<&Obj>, t: f64) {
-        let d = &self.drivers[i];
-        let ns = d.spec.namespace.clone();
-        let q = Query {
-            namespace: Some(ns.clone()),
-            labels: LabelSelector::parse(&format!(
-                "spark-app-selector={},spark-role=executor",
-                d.app_id
-            ))
-            .unwrap_or_default(),
-            ..Query::default()
-        };
-        match driver {
-            None if !d.collected => {
-                self.drivers[i].collected = true;
-                self.drivers[i].finished = true;
-                self.delete_sets(i);
-                let (pods, _) = self.store.list_all(Resource::Pods, &q);
-                for p in pods {
-                    let _ =
-                        self.store
-                            .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
-                }
-            }
-            Some(p) if matches!(p.phase(), "Failed" | "Succeeded") && !d.finished => {
-                self.drivers[i].finished = true;
-                let succeeded = p.phase() == "Succeeded";
-                if succeeded {
-                    // Spark's allocator `stop` deletes its controller.
-                    self.delete_sets(i);
-                }
-                let (pods, _) = self.store.list_all(Resource::Pods, &q);
-                for p in pods.iter().filter(|p| p.phase() == "Running") {
-                    if succeeded {
-                        // SparkContext.stop(): the executor pods are deleted.
-                        let _ = self.store.delete(
-                            Resource::Pods,
-                            &ns,
-                            p.name(),
-                            &DeleteOptions::default(),
-                        );
-                    } else {
-                        self.exit_containers(p, 1, "Error", t);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
+impl Drivers {
     /// Dynamic allocation's target: the newest executors above it are removed.
-    fn scale(&mut self, i: usize, t: f64) {
+    pub(super) fn scale(&mut self, i: usize, t: f64) {
         let start = self.drivers[i].spec.start.map_or(0.0, |d| d.as_secs_f64());
         let Some(target) = self.drivers[i]
             .spec
@@ -188,40 +60,9 @@ impl Control {
         }
     }
 
-    /// The feed lost changes: every driver's snapshot becomes a full list of its executor
-    /// pods, from one pass over the store for all of them.
-    fn relist_executors(&mut self, t: f64) {
-        let q = Query {
-            labels: LabelSelector::parse("spark-role=executor,spark-exec-inactive!=true")
-                .unwrap_or_default(),
-            ..Query::default()
-        };
-        let (pods, _) = self.store.list_all(Resource::Pods, &q);
-        for d in &mut self.drivers {
-            d.snapshot.clear();
-        }
-        for p in pods {
-            let Some(id) = p.label("spark-exec-id").and_then(|s| s.parse::<i64>().ok()) else {
-                continue;
-            };
-            let app = p.label("spark-app-selector");
-            for d in &mut self.drivers {
-                if app == Some(d.app_id.as_str()) && p.namespace() == d.spec.namespace {
-                    d.snapshot.insert(id, p.clone());
-                    d.newly_created.remove(&id);
-                }
-            }
-        }
-        // Each driver's next pass polls at once: its missing-pod check runs there, under
-        // the same conditions as every poll (a running driver).
-        for d in &mut self.drivers {
-            d.last_poll = t - POLL_SECS;
-        }
-    }
-
     /// `zombie` fates: the driver removes the executor (a heartbeat timeout) but its pod is
     /// never deleted.
-    pub(super) fn zombies(&mut self, i: usize, t: f64) {
+    pub(super) fn zombies(&mut self, kubelet: &Kubelet, i: usize, t: f64) {
         let due: Vec<i64> = self.drivers[i]
             .driver_fates
             .iter()
@@ -245,119 +86,17 @@ impl Control {
                 self.drivers[i].driver_pod.clone(),
             );
             if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
-                let line = self.log_line(
+                let line = kubelet.log_line(
                     "WARN",
                     "HeartbeatReceiver",
                     &format!("Removing executor {id} with no recent heartbeats: 120000 ms exceeds timeout 120000 ms"),
                 );
-                self.log(&dp, line);
+                kubelet.log(&dp, line);
             }
         }
     }
 
-    pub(super) fn start_app(&mut self, i: usize) {
-        let d = &self.drivers[i];
-        let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
-        let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version});
-        let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
-        let props = format!(
-            "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\
-             spark.executor.memoryOverhead={}m\nspark.kubernetes.namespace={ns}\nspark.kubernetes.driver.pod.name={}\n\
-             spark.kubernetes.executor.podNamePrefix={prefix}\nspark.kubernetes.container.image={}\n\
-             spark.kubernetes.executor.deleteOnTermination={}\nspark.kubernetes.executor.apiPollingInterval=30s\n",
-            d.spec.name,
-            d.spec.executors,
-            d.spec.cores,
-            d.spec.memory_mib,
-            d.spec.overhead_mib,
-            d.driver_pod,
-            d.spec.image,
-            d.spec.delete_on_termination
-        );
-        // What Spark's driver would have in its conf for the budget the scenario gives it.
-        let props = match d.spec.max_failures {
-            Some(m) => format!("{props}spark.executor.maxNumFailures={m}\n"),
-            None => props,
-        };
-        let props = match d.spec.allocator {
-            crate::scenario::Allocator::Direct => props,
-            a => format!(
-                "{props}spark.kubernetes.allocation.pods.allocator={}\n",
-                a.as_str()
-            ),
-        };
-        let props = d
-            .spec
-            .conf
-            .iter()
-            .fold(props, |acc, (k, v)| format!("{acc}{k}={v}\n"));
-        let _ = self.store.create(
-            Resource::ConfigMaps,
-            &ns,
-            json!({"metadata": {"name": cm_name}, "data": {"spark.properties": props}}),
-        );
-        let driver_mem = d
-            .spec
-            .driver_memory
-            .clone()
-            .unwrap_or_else(|| "1408Mi".into());
-        let driver_fate = d.spec.driver_fate.as_ref().map(|f| f.as_fate());
-        let driver_image = if driver_fate
-            .as_ref()
-            .is_some_and(|f| f.image_pull_error.is_some())
-        {
-            format!(
-                "registry.example.com/data/spark:{}-etl",
-                d.spec.spark_version
-            )
-        } else {
-            d.spec.image.clone()
-        };
-        let driver = json!({
-            "metadata": {"name": d.driver_pod, "labels": labels},
-            "spec": {"restartPolicy": "Never", "serviceAccountName": "spark",
-                     "containers": [{"name": "spark-kubernetes-driver", "image": driver_image, "args": ["driver", "--properties-file", "/opt/spark/conf/spark.properties"],
-                                     "ports": [{"name": "driver-rpc-port", "containerPort": 7078}, {"name": "blockmanager", "containerPort": 7079}, {"name": "spark-ui", "containerPort": 4040}],
-                                     "resources": {"requests": {"cpu": "1", "memory": driver_mem}, "limits": {"memory": driver_mem}},
-                                     "volumeMounts": [{"name": "spark-conf-volume-driver", "mountPath": "/opt/spark/conf"}]}],
-                     "volumes": [{"name": "spark-conf-volume-driver", "configMap": {"name": cm_name, "items": [{"key": "spark.properties", "path": "spark.properties"}]}}]}
-        });
-        let mut driver = driver;
-        with_priority(&mut driver, &d.spec);
-        super::batch::with_scheduling(&mut driver, &d.spec, &app_id, true);
-        let driver_name = d.driver_pod.clone();
-        let _ = self.store.create(Resource::Pods, &ns, driver);
-        self.batch_start(i);
-        if let Some(f) = driver_fate {
-            let fate = self.pod_fate(&f);
-            self.fates.insert((ns.clone(), driver_name), fate);
-        }
-        let d = &self.drivers[i];
-        let svc = json!({"metadata": {"name": d.service, "labels": {"spark-app-selector": app_id}},
-            "spec": {"clusterIP": "None", "selector": {"spark-app-selector": app_id, "spark-role": "driver"},
-                     "ports": [{"name": "driver-rpc-port", "port": 7078, "targetPort": 7078, "protocol": "TCP"},
-                               {"name": "blockmanager", "port": 7079, "targetPort": 7079, "protocol": "TCP"},
-                               {"name": "spark-ui", "port": 4040, "targetPort": 4040, "protocol": "TCP"}]}});
-        let _ = self.store.create(Resource::Services, &ns, svc);
-        let view = AppView {
-            app_id: app_id.clone(),
-            name: d.spec.name.clone(),
-            namespace: ns,
-            driver_pod: d.driver_pod.clone(),
-            service: d.service.clone(),
-            start: Some(self.store.clock.now()),
-            executors: BTreeMap::new(),
-        };
-        self.registry
-            .apps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(app_id, view);
-        self.drivers[i].started = true;
-        self.drivers[i].last_poll = self.store.clock.elapsed_secs();
-    }
-
-    pub(super) fn resolve_fate(&mut self, i: usize, id: i64) -> (PodFate, Option<Fate>) {
+    fn resolve_fate(&self, rng: &mut fastrand::Rng, i: usize, id: i64) -> (PodFate, Option<Fate>) {
         let spec = &self.drivers[i].spec;
         let fate = spec
             .fates
@@ -368,11 +107,11 @@ impl Control {
         let Some(f) = fate.clone() else {
             return (PodFate::default(), None);
         };
-        (self.pod_fate(&f), fate)
+        (self.pod_fate(rng, &f), fate)
     }
 
     /// What the kubelet and the control plane do to a pod with this fate.
-    pub(super) fn pod_fate(&mut self, f: &Fate) -> PodFate {
+    pub(super) fn pod_fate(&self, rng: &mut fastrand::Rng, f: &Fate) -> PodFate {
         let action = f.action.and_then(|a| match a {
             FateAction::Vanish => Some(Disruption::Vanish),
             FateAction::Evict => Some(Disruption::Evict),
@@ -383,7 +122,7 @@ impl Control {
             // Happens at admission, before anything runs (see `admission`).
             FateAction::Reject => None,
         });
-        let after = f.after_running(&mut self.rng).map(|d| d.as_secs_f64());
+        let after = f.after_running(rng).map(|d| d.as_secs_f64());
         {
             PodFate {
                 at: f.at.map(|d| d.as_secs_f64()),
@@ -404,7 +143,10 @@ impl Control {
                 image_pull_error: f.image_pull_error.clone(),
                 admission: (f.action == Some(FateAction::Reject))
                     .then(|| f.reason.clone().unwrap_or_else(|| "OutOfcpu".into())),
-                preempted_by: f.by.clone(),
+                preempted_by: f.by.as_ref().and_then(|app| {
+                    let d = self.drivers.iter().find(|d| &d.spec.name == app)?;
+                    Some((d.spec.namespace.clone(), d.driver_pod.clone()))
+                }),
                 resized_to: f.resized_to.clone(),
             }
         }
@@ -413,7 +155,13 @@ impl Control {
     /// Creates executor `next_id` (the id is used up either way, as Spark's counter is); false
     /// when the API server refused the pod, or when the app's StatefulSet has no free
     /// ordinal (a held pod keeps its place; no id is used up then).
-    pub(super) fn create_executor(&mut self, i: usize, t: f64) -> bool {
+    fn create_executor(
+        &mut self,
+        rng: &mut fastrand::Rng,
+        kubelet: &mut Kubelet,
+        i: usize,
+        t: f64,
+    ) -> bool {
         let id = self.drivers[i].next_id;
         let ns = self.drivers[i].spec.namespace.clone();
         let driver_uid = self
@@ -421,11 +169,12 @@ impl Control {
             .get(Resource::Pods, &ns, &self.drivers[i].driver_pod)
             .map(|p| p.uid().to_owned())
             .unwrap_or_default();
-        let Some((name, owners, annotations)) = self.executor_identity(i, id, &driver_uid) else {
+        let Some((name, owners, annotations)) = self.executor_identity(rng, i, id, &driver_uid)
+        else {
             return false;
         };
         self.drivers[i].next_id += 1;
-        let (fate, raw) = self.resolve_fate(i, id);
+        let (fate, raw) = self.resolve_fate(rng, i, id);
         // The statefulset and deployment allocators' template: the id comes later.
         let id_label = match self.drivers[i].controller {
             Some(_) => "EXECID".to_owned(),
@@ -480,7 +229,7 @@ impl Control {
             pod["spec"]["nodeSelector"] = json!(f.node_selector);
         }
         with_priority(&mut pod, &self.drivers[i].spec);
-        super::batch::with_scheduling(
+        with_scheduling(
             &mut pod,
             &self.drivers[i].spec,
             &self.drivers[i].app_id,
@@ -489,7 +238,7 @@ impl Control {
         match self.store.create(Resource::Pods, &ns, pod) {
             Ok(_) => {
                 self.assign_exec_id(i, &name, id);
-                self.fates.insert((ns, name), fate);
+                kubelet.set_fate((ns, name), fate);
                 self.drivers[i].newly_created.insert(id, t);
                 if let Some(f) = raw.as_ref()
                     && let Some(df) = f.driver
@@ -500,7 +249,7 @@ impl Control {
                 true
             }
             Err(e) => {
-                self.creation_failed(i, id, &e.message);
+                self.creation_failed(kubelet, i, id, &e.message);
                 false
             }
         }
@@ -508,7 +257,7 @@ impl Control {
 
     /// A refused creation, as the driver logs it; Spark 4.3 counts it toward
     /// `spark.executor.maxNumFailures` (`registerPodCreationFailure`).
-    fn creation_failed(&mut self, i: usize, id: i64, why: &str) {
+    fn creation_failed(&mut self, kubelet: &Kubelet, i: usize, id: i64, why: &str) {
         let d = &mut self.drivers[i];
         let v: Vec<u32> = d
             .spec
@@ -538,18 +287,24 @@ impl Control {
         let (ns, driver_pod) = (d.spec.namespace.clone(), d.driver_pod.clone());
         if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
             for (level, class, msg) in lines {
-                let line = self.log_line(level, class, &msg);
-                self.log(&dp, line);
+                let line = kubelet.log_line(level, class, &msg);
+                kubelet.log(&dp, line);
             }
             // The exception's first line, as a stack trace starts.
-            self.log(
+            kubelet.log(
                 &dp,
                 format!("io.fabric8.kubernetes.client.KubernetesClientException: Failure executing: POST at: https://kubernetes.default.svc/api/v1/namespaces/{ns}/pods. Message: {why}."),
             );
         }
     }
 
-    pub(super) fn allocate(&mut self, i: usize, t: f64) {
+    pub(super) fn allocate(
+        &mut self,
+        rng: &mut fastrand::Rng,
+        kubelet: &mut Kubelet,
+        i: usize,
+        t: f64,
+    ) {
         let d = &mut self.drivers[i];
         if d.finished || t < d.allocate_after {
             return;
@@ -583,14 +338,14 @@ impl Control {
             .min(d.spec.allocation_batch);
         // A refused creation throws out of the round, as in Spark; the next round retries.
         for _ in 0..want {
-            if !self.create_executor(i, t) {
+            if !self.create_executor(rng, kubelet, i, t) {
                 self.drivers[i].allocate_after = t + 1.0;
                 break;
             }
         }
     }
 
-    pub(super) fn lifecycle(&mut self, i: usize, t: f64) {
+    pub(super) fn lifecycle(&mut self, kubelet: &mut Kubelet, i: usize, t: f64) {
         let config = ClassifyConfig::default();
         for (id, pod) in self.drivers[i].unsettled() {
             if pod.label("spark-exec-inactive") == Some("true") {
@@ -636,9 +391,9 @@ impl Control {
                 {
                     let line = match state {
                         ExecutorState::Deleted => {
-                            self.log_line("INFO", "ExecutorPodsLifecycleManager", msg.trim())
+                            kubelet.log_line("INFO", "ExecutorPodsLifecycleManager", msg.trim())
                         }
-                        _ => self.log_line(
+                        _ => kubelet.log_line(
                             "ERROR",
                             "TaskSchedulerImpl",
                             &format!(
@@ -650,7 +405,7 @@ impl Control {
                             ),
                         ),
                     };
-                    self.log(&dp, line);
+                    kubelet.log(&dp, line);
                 }
             }
             if state == ExecutorState::Deleted {
@@ -682,7 +437,7 @@ impl Control {
         // spark.executor.maxNumFailures: the driver gives up with exit code 11.
         let d = &self.drivers[i];
         if d.failed_ids.len() as u32 + d.creation_failures > d.max_failures && !d.finished {
-            self.fail_app(i, t);
+            self.fail_app(kubelet, i, t);
         }
     }
 
@@ -714,76 +469,4 @@ impl Control {
             });
         }
     }
-
-    pub(super) fn fail_app(&mut self, i: usize, t: f64) {
-        self.drivers[i].finished = true;
-        let d = &self.drivers[i];
-        let (ns, app_id, driver_pod, max) = (
-            d.spec.namespace.clone(),
-            d.app_id.clone(),
-            d.driver_pod.clone(),
-            d.max_failures,
-        );
-        if let Some(dp) = self.store.get(Resource::Pods, &ns, &driver_pod) {
-            let line = self.log_line(
-                "ERROR",
-                "ExecutorPodsAllocator",
-                &format!("Max number of executor failures ({max}) reached"),
-            );
-            self.log(&dp, line);
-            self.exit_containers(&dp, 11, "Error", t);
-        }
-        // SparkContext.stop(): executor pods deleted by label.
-        let q = Query {
-            namespace: Some(ns.clone()),
-            labels: LabelSelector::parse(&format!(
-                "spark-app-selector={app_id},spark-role=executor"
-            ))
-            .unwrap_or_default(),
-            ..Query::default()
-        };
-        let (pods, _) = self.store.list_all(Resource::Pods, &q);
-        for p in pods {
-            let _ = self
-                .store
-                .delete(Resource::Pods, &ns, p.name(), &DeleteOptions::default());
-        }
-    }
-
-    pub(super) fn registry_update(
-        &self,
-        i: usize,
-        id: i64,
-        f: impl FnOnce(&mut ExecView, DateTime<Utc>),
-    ) {
-        let d = &self.drivers[i];
-        let now = self.store.clock.now();
-        let mut apps = self.registry.apps.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(app) = apps.get_mut(&d.app_id) {
-            let e = app.executors.entry(id).or_insert_with(|| ExecView {
-                // The pod Spark's snapshot has for the id (a controller names it), else the
-                // name Spark's own allocator gives it.
-                pod: d
-                    .snapshot
-                    .get(&id)
-                    .map(|p| p.name().to_owned())
-                    .unwrap_or_else(|| format!("{}-exec-{id}", d.prefix)),
-                host: String::new(),
-                cores: d.spec.cores,
-                max_memory: d.spec.memory_mib * 1024 * 1024 * 6 / 10,
-                ..ExecView::default()
-            });
-            f(e, now);
-        }
-    }
-}
-
-/// The app's priority on one of its pods, as admission leaves it (`priorityClassName` and
-/// the `priority` the class resolves to, 0 without one).
-fn with_priority(pod: &mut Value, spec: &crate::scenario::AppSpec) {
-    if let Some(c) = &spec.priority_class {
-        pod["spec"]["priorityClassName"] = json!(c);
-    }
-    // Admission always resolves a priority: 0 without a class (no global default here).
-    pod["spec"]["priority"] = json!(spec.priority.unwrap_or(0));
 }
