@@ -133,6 +133,10 @@ sleep 6
 kill -TERM "$STATUS" "$RECORD" 2>/dev/null
 wait "$STATUS" "$RECORD" 2>/dev/null
 "$BIN" status --recording "$RUN/session.ndjson.zst" -o json >"$RUN/status-recording.json" 2>&1
+# The run as nobody recorded it: only Spark's event log (spark.eventLog.dir) is left.
+"$BIN" status --recording "$RUN/eventlog" -o json >"$RUN/status-eventlog.json" 2>"$RUN/status-eventlog.err"
+"$BIN" report "$RUN/eventlog" -o json >"$RUN/report-eventlog.json" 2>&1
+"$BIN" report "$RUN/session.ndjson.zst" -o json >"$RUN/report-recording.json" 2>&1
 save_requests "$RUN/requests.json"
 kill -TERM "$SIM" 2>/dev/null
 wait "$SIM" 2>/dev/null

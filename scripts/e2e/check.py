@@ -143,6 +143,36 @@ for label, report in (("live status", live), ("status --recording", replayed)):
     check(f"{label}: executor ids 1..4 as Spark numbered them", ids == [1, 2, 3, 4], ids)
 
 
+# The same run as nobody recorded it: Spark's event log alone (status --recording DIR).
+logged = load_json("status-eventlog.json")
+app = app_of(logged)
+check("event log: the application is there, named", app and app.get("app_name"),
+      logged.get("error") or read("status-eventlog.err")[:300])
+v = executor(app, victim)
+check("event log: OOM-killed executor is container-oom-killed with exit 137, witness event-log",
+      v and "container-oom-killed" in v["findings"] and v["exit_code"] == 137 and v.get("witness") == "event-log", v)
+spark = (v or {}).get("spark") or {}
+check("event log: the OOM kill " + ("counts" if COUNTS_FAILURES else "does not count")
+      + " toward maxNumFailures, as from the pod", spark.get("counted") == COUNTS_FAILURES, spark)
+t = executor(app, target)
+check("event log: the vanished executor is missing (Spark's own detection)",
+      t and "missing" in t["findings"], t)
+# An event log knows the executors that registered with the driver: a pod made but never
+# registered (the recording's driver list never had it) is not in it.
+ids = sorted(e["id"] for e in (app or {}).get("executors", []))
+registered = sorted(e["id"] for e in (app_of(replayed) or {}).get("executors", [])
+                    if (e.get("driver") or {}).get("known"))
+check("event log: exactly the executors that registered with the driver", ids and ids == registered,
+      f"{ids} vs {registered}")
+rep_log, rep_rec = load_json("report-eventlog.json"), load_json("report-recording.json")
+a_log, a_rec = app_of(rep_log), app_of(rep_rec)
+check("report of the event log counts the failures by cause as the recording's",
+      a_log and a_rec and a_log.get("by_finding", {}).get("container-oom-killed")
+      == a_rec.get("by_finding", {}).get("container-oom-killed")
+      and a_log.get("failures_counted") == a_rec.get("failures_counted"),
+      ((a_log or {}).get("by_finding"), (a_rec or {}).get("by_finding"),
+       (a_log or {}).get("failures_counted"), (a_rec or {}).get("failures_counted")))
+
 
 def processes_of(app_id):
     """Live processes (not zombies) whose environment names this application: the executor

@@ -29,6 +29,7 @@ NS = sys.argv[2]
 WORK = sys.argv[3]
 TRIAGE = sys.argv[4]  # the spark-triage binary
 KUBECONFIG = sys.argv[5]
+EVENT_LOG_DIR = os.path.join(WORK, "eventlog")
 SPARK_VERSION = os.environ.get("E2E_SPARK_VERSION", "4.3.0")
 APP_ID = "spark-e2e" + os.urandom(8).hex()
 APP_NAME = "real-spark-oom"
@@ -158,6 +159,7 @@ def main():
     mon = Monitor()
     mon.start()
 
+    os.makedirs(EVENT_LOG_DIR, exist_ok=True)
     from pyspark import TaskContext
     from pyspark.sql import SparkSession
 
@@ -179,6 +181,10 @@ def main():
         .config("spark.kubernetes.executor.apiPollingInterval", "5s")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.showConsoleProgress", "false")
+        # The event log a post-mortem reads when nobody recorded (report EVENTLOG): Spark 4's
+        # defaults (rolling, zstd) on 4.x; one file on 3.5.
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", "file://" + EVENT_LOG_DIR)
         .getOrCreate()
     )
     sc = spark.sparkContext

@@ -12,7 +12,8 @@ use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The recording (plain or .zst), or a directory of segments (`record DIR --rotate`).
+    /// The recording (plain or .zst), a directory of segments (`record DIR --rotate`), or
+    /// a Spark event log (a file, an `eventlog_v2_*` directory, or a directory of them).
     #[arg(value_name = "FILE|DIR")]
     pub file: std::path::PathBuf,
     /// Open at this moment instead of the first failure: RFC 3339, a local time

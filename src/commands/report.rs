@@ -1,4 +1,5 @@
-//! `report`: the post-mortem of a recording (a file, or a directory of segments).
+//! `report`: the post-mortem of a recording (a file, or a directory of segments) or of
+//! Spark's event logs (for runs nobody recorded).
 
 use clap::{Args, ValueEnum};
 
@@ -9,7 +10,9 @@ use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The recording (plain or .zst), or a directory of segments (`record DIR --rotate`).
+    /// The recording (plain or .zst), a directory of segments (`record DIR --rotate`), or
+    /// a Spark event log (a file, an `eventlog_v2_*` directory, or a directory of them:
+    /// `spark.eventLog.dir`), in any codec Spark writes.
     #[arg(value_name = "FILE|DIR")]
     pub file: std::path::PathBuf,
     /// Output format.

@@ -19,7 +19,8 @@ pub struct StatusArgs {
     /// Only this application (id or name).
     #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
     pub app: Option<String>,
-    /// Read a recording (a file, or a directory of segments) instead of a cluster.
+    /// Read a recording (a file, or a directory of segments) or a Spark event log (a file,
+    /// an `eventlog_v2_*` directory, or a directory of them) instead of a cluster.
     #[arg(long, value_name = "FILE|DIR")]
     pub recording: Option<std::path::PathBuf>,
     /// With --recording: the moment, RFC 3339, a local time (2026-12-01 03:00, 03:00),

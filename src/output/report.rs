@@ -23,6 +23,10 @@ pub struct Report {
     pub ended_at: String,
     pub duration_seconds: i64,
     pub scope: String,
+    /// Read from Spark's event logs, not a recording: no pods, nodes, Kubernetes events,
+    /// pending reasons or log tails, so what they would say is absent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub event_log: bool,
     /// Where nothing was recorded (a directory whose recorder was down): executors that
     /// ended then may be missing from the report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -204,6 +208,7 @@ pub fn from_state(
         started_at: fmt_time(&start),
         ended_at: fmt_time(&end),
         duration_seconds: (end - start).num_seconds(),
+        event_log: crate::record::eventlog::is_converted(header),
         scope: match switched {
             Some(s) => format!(
                 "{} of context {} (switched to at {}; `--to {}` reports what came before)",
@@ -429,7 +434,13 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(s, "# spark-triage report: {}", r.source);
     let _ = writeln!(
         s,
-        "\nRecorded {} to {} ({}), {}.\n",
+        "\n{} {} to {} ({}), {}.\n",
+        if r.event_log {
+            "From Spark's event log (no pods, nodes, Kubernetes events, pending reasons or log \
+             tails: what they would say is absent, not guessed),"
+        } else {
+            "Recorded"
+        },
         r.started_at,
         r.ended_at,
         human_duration(chrono::Duration::seconds(r.duration_seconds)),

@@ -131,7 +131,8 @@ pub struct ExecutorStatus {
     /// The verdict's severity (its cause's): `error`, `warn`, `info`; absent when healthy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
-    /// The primary finding's witness (`pod`, `driver`, `log-tail`, `events`, `inference`),
+    /// The primary finding's witness (`pod`, `driver`, `event-log`, `log-tail`, `events`,
+    /// `inference`, `config`, `scheduler-object`),
     /// and whether it was rebuilt from another witness's words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<&'static str>,

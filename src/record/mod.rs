@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::source::SourceEvent;
 use spark_triage_core::model::Time;
 
+pub mod eventlog;
 pub mod lock;
 pub(crate) mod metrics;
 pub(crate) mod recorder;
@@ -92,7 +93,7 @@ pub enum ReadError {
     #[error("{path} is not a spark-triage recording (its first line is not a recording header)")]
     Foreign { path: String },
     #[error(
-        "{path} holds no recording segments (files named by their start time, *{}; `record DIR --rotate` writes them)",
+        "{path} holds no recording segments (files named by their start time, *{}; `record DIR --rotate` writes them) and no Spark event log",
         segments::SUFFIX
     )]
     NoSegments { path: String },
@@ -170,7 +171,7 @@ const READ_ERROR: &str = "cannot read further: ";
 const MAX_HEADER: usize = 64 * 1024;
 
 /// One line as read by [`next_line`].
-enum Line {
+pub(crate) enum Line {
     /// The line is in the buffer (without its newline).
     Text,
     /// The line was longer than the limit: this many bytes, skipped without being held.
@@ -180,7 +181,7 @@ enum Line {
 /// Reads the next line into `buf` (cleared first), holding at most `max` bytes of it.
 /// A longer line is read to its end (to go on after it), unless `stop_over`: then reading
 /// stops at the limit.
-fn next_line(
+pub(crate) fn next_line(
     r: &mut impl BufRead,
     max: usize,
     stop_over: bool,

@@ -158,6 +158,11 @@ pub(crate) fn read_state(
     Ok((header, state, plan.from, plan.to))
 }
 
+/// Spark's event logs at `path`, read as a recording (their damage said as its own).
+fn event_log(path: &std::path::Path, max_line: usize) -> Result<Recording, Failure> {
+    super::eventlog::open(path, max_line)
+}
+
 /// A recording to read, with the window resolved against it.
 struct Plan {
     what: What,
@@ -195,6 +200,10 @@ impl Plan {
                 source,
             })?;
             let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
+                // No segments: Spark's event logs (a rolling log, or a directory of them)?
+                if unpacked.is_none() && super::eventlog::holds_logs(path) {
+                    return Self::over(event_log(path, max_line)?, max_line, from, to);
+                }
                 return Err(crate::record::ReadError::NoSegments {
                     path: path.display().to_string(),
                 }
@@ -207,16 +216,50 @@ impl Plan {
             };
             (what, start, end)
         } else {
-            let rec = crate::record::open_with(path, max_line)?;
-            let start = rec.header.started_at;
-            let end = rec
-                .events
-                .iter()
-                .map(crate::source::SourceEvent::at)
-                .max()
-                .unwrap_or(start);
-            (What::File(rec), start, end)
+            let rec = match crate::record::open_with(path, max_line) {
+                Ok(rec) => rec,
+                // Not a recording: a Spark event log, told by its content?
+                Err(
+                    e @ (crate::record::ReadError::Foreign { .. }
+                    | crate::record::ReadError::Empty { .. }),
+                ) => {
+                    if !super::eventlog::holds_logs(path) {
+                        return Err(e.into());
+                    }
+                    event_log(path, max_line)?
+                }
+                Err(e) => return Err(e.into()),
+            };
+            return Self::over(rec, max_line, from, to);
         };
+        Self::window(what, start, end, max_line, from, to)
+    }
+
+    /// A whole recording in memory (a file, or event logs converted) over the window.
+    fn over(
+        rec: Recording,
+        max_line: usize,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<Self, Failure> {
+        let start = rec.header.started_at;
+        let end = rec
+            .events
+            .iter()
+            .map(crate::source::SourceEvent::at)
+            .max()
+            .unwrap_or(start);
+        Self::window(What::File(rec), start, end, max_line, from, to)
+    }
+
+    fn window(
+        what: What,
+        start: Time,
+        end: Time,
+        max_line: usize,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<Self, Failure> {
         let resolve = |s: Option<&str>| s.map(|a| moment(a, start, end)).transpose();
         let (from, to) = (resolve(from)?, resolve(to)?);
         if let (Some(f), Some(t)) = (from, to)

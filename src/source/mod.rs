@@ -186,6 +186,19 @@ pub enum SourceEvent {
         scope: String,
         at: Time,
     },
+    /// What an application's Spark event log says of the application itself (its start,
+    /// its end and exit code, a log cut short): a line in its timeline, and its name.
+    AppNoted {
+        namespace: String,
+        app_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        app_name: Option<String>,
+        text: String,
+        /// The note is the app's end (or the log's end without it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        end: bool,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
     /// A long-running recorder forgets executors whose pods were gone before `before`, so
@@ -220,6 +233,11 @@ pub enum DriverView {
     Ok {
         executors: Vec<DriverExecutor>,
     },
+    /// The driver's list as its event log tells it, up to a moment of the run (what
+    /// `allexecutors` would have said then).
+    Logged {
+        executors: Vec<DriverExecutor>,
+    },
     /// "driver view unavailable: <reason>" (forbidden, no endpoints, driver gone…).
     Unavailable {
         reason: String,
@@ -243,6 +261,7 @@ impl SourceEvent {
             | Self::GroupsListed { at, .. }
             | Self::ScopeNote { at, .. }
             | Self::ScopeChanged { at, .. }
+            | Self::AppNoted { at, .. }
             | Self::Tick { at }
             | Self::Forget { at, .. } => *at,
         }

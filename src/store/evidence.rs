@@ -12,7 +12,10 @@ use spark_triage_core::{
         self, Code,
         verdict::{Evidence, PodGone, Verdict, verdict},
     },
-    model::{DriverExecutor, ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
+    model::{
+        DriverExecutor, ExecutorPod, ExecutorState, PodEvent, Time,
+        driver::{DriverSeen, ExecutorList},
+    },
 };
 
 /// What of the driver's entry can change a verdict (not task counts or memory figures).
@@ -45,11 +48,19 @@ pub(super) fn may_come_due(rec: &ExecutorRecord) -> bool {
 
 /// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
 /// message, so the same rules read its exit.
+/// Who said it, in a timeline line.
+pub(super) fn from_words(from: ExecutorList) -> &'static str {
+    match from {
+        ExecutorList::DriverApi => "driver",
+        ExecutorList::EventLog => "event log",
+    }
+}
+
 pub(super) fn driver_only(
     ns: &str,
     app_id: &str,
     name: &str,
-    d: DriverExecutor,
+    (d, from): (DriverExecutor, ExecutorList),
     events: &[PodEvent],
     config: &AppConfig,
     at: Time,
@@ -68,14 +79,18 @@ pub(super) fn driver_only(
         history: VecDeque::from([Transition {
             at,
             state,
-            note: Some("known only from the driver".to_owned()),
+            note: Some(format!("known only from the {}", from_words(from))),
         }]),
         events: VecDeque::new(),
         ended: None,
         first_deletion: None,
         gone: Some(Gone::DriverOnly { at }),
         log_tail: None,
-        driver: Some(Box::new(DriverSeen { at, exec: Some(d) })),
+        driver: Some(Box::new(DriverSeen {
+            at,
+            exec: Some(d),
+            from,
+        })),
         killed_by_tool: false,
         verdict: Verdict::default(),
     };

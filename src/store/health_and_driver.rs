@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::source::{DriverView, Health, SourceKind};
-use spark_triage_core::model::Time;
+use spark_triage_core::model::{Time, driver::ExecutorList};
 
 impl Store {
     /// An outage of a pod or event source leaves a line in every app's timeline when it
@@ -59,11 +59,14 @@ impl Store {
                     unavailable: Some(reason),
                     last_ok: previous.as_ref().and_then(|p| p.last_ok),
                     active: previous.as_ref().map_or(0, |p| p.active),
+                    from: previous.as_ref().map_or_else(Default::default, |p| p.from),
                 });
                 return;
             }
-            DriverView::Ok { executors } => executors,
+            DriverView::Ok { executors } => (executors, ExecutorList::DriverApi),
+            DriverView::Logged { executors } => (executors, ExecutorList::EventLog),
         };
+        let (executors, from) = executors;
         if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
             app.log(at, None, "driver view available again".to_owned());
         }
@@ -72,6 +75,7 @@ impl Store {
             unavailable: None,
             last_ok: Some(at),
             active: executors.iter().filter(|e| e.active).count(),
+            from,
         });
         let pod_name = driver_only_pod_name(app, app_id);
         let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
@@ -79,6 +83,7 @@ impl Store {
         // disagreement may have come due with time.
         let mut due = Vec::new();
         let mut fresh = Vec::new();
+        let mut rebuilt = Vec::new();
         for d in executors {
             match app.executors.get_mut(&d.id) {
                 Some(rec) => {
@@ -87,7 +92,17 @@ impl Store {
                         .driver
                         .as_ref()
                         .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
-                    rec.driver = Some(Box::new(DriverSeen { at, exec: Some(d) }));
+                    // Known only from the driver, now removed (or back): its pod is rebuilt
+                    // from the driver's words, as a fresh one would be.
+                    if changed && matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
+                        rebuilt.push((rec.pod.name.clone(), d));
+                        continue;
+                    }
+                    rec.driver = Some(Box::new(DriverSeen {
+                        at,
+                        exec: Some(d),
+                        from,
+                    }));
                     if changed || may_come_due(rec) {
                         due.push(rec.id);
                     }
@@ -120,19 +135,67 @@ impl Store {
             let name = d.pod_name.clone().unwrap_or_else(|| pod_name(id));
             let text = match &d.remove_reason {
                 Some(r) => format!(
-                    "executor {id} known only from the driver: {}",
+                    "executor {id} known only from the {}: {}",
+                    from_words(from),
                     reason_headline(r)
                 ),
-                None => format!("executor {id} known only from the driver (active there)"),
+                None => format!(
+                    "executor {id} known only from the {} (active there)",
+                    from_words(from)
+                ),
             };
             let events = events_named(&self.events, ns, &name);
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
             app.executors.insert(
                 id,
-                Arc::new(driver_only(ns, app_id, &name, d, &events, &config, at)),
+                Arc::new(driver_only(
+                    ns,
+                    app_id,
+                    &name,
+                    (d, from),
+                    &events,
+                    &config,
+                    at,
+                )),
             );
             app.log(at, Some(id), text);
+        }
+        for (name, d) in rebuilt {
+            let events = events_named(&self.events, ns, &name);
+            let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
+            let config = app.config.clone();
+            let id = d.id;
+            let text = d.remove_reason.as_deref().map(|r| {
+                format!(
+                    "executor {id} removed ({}): {}",
+                    from_words(from),
+                    reason_headline(r)
+                )
+            });
+            let new = driver_only(ns, app_id, &name, (d, from), &events, &config, at);
+            if let Some(rec) = app.executors.get_mut(&id) {
+                let rec = Arc::make_mut(rec);
+                if new.pod_state != rec.pod_state {
+                    super::evidence::push_history(
+                        rec,
+                        Transition {
+                            at,
+                            state: new.pod_state,
+                            note: None,
+                        },
+                    );
+                }
+                rec.pod = new.pod;
+                rec.pod_state = new.pod_state;
+                rec.spark_container = new.spark_container;
+                rec.driver = new.driver;
+                rec.verdict = new.verdict;
+                rec.last_seen = at;
+            }
+            if let Some(text) = text {
+                app.log(at, Some(id), text);
+            }
         }
         if let Some(list) = listed_at {
             self.executors_missing(&key, unnoticed, list_rv, list);
@@ -142,7 +205,11 @@ impl Store {
             if !listed.contains(&rec.id) {
                 let rec = Arc::make_mut(rec);
                 let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
-                rec.driver = Some(Box::new(DriverSeen { at, exec: None }));
+                rec.driver = Some(Box::new(DriverSeen {
+                    at,
+                    exec: None,
+                    from,
+                }));
                 if changed || may_come_due(rec) {
                     due.push(rec.id);
                 }

@@ -214,6 +214,26 @@ impl Store {
                 (unknown, complete),
                 at,
             ),
+            SourceEvent::AppNoted {
+                namespace,
+                app_id,
+                app_name,
+                text,
+                end,
+                at,
+            } => {
+                let app = self.app_mut(&namespace, &app_id);
+                if app_name.is_some() && app.app_name.is_none() {
+                    app.app_name = app_name;
+                }
+                if end {
+                    app.logged_end = Some(format!(
+                        "{text} ({})",
+                        spark_triage_core::model::fmt_time(&at)
+                    ));
+                }
+                app.log(at, None, text);
+            }
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }

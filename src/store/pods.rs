@@ -168,8 +168,14 @@ impl Store {
                     driver: app
                         .driver_api
                         .as_ref()
-                        .and_then(|d| d.last_ok)
-                        .map(|at| Box::new(DriverSeen { at, exec: None })),
+                        .and_then(|d| Some((d.last_ok?, d.from)))
+                        .map(|(at, from)| {
+                            Box::new(DriverSeen {
+                                at,
+                                exec: None,
+                                from,
+                            })
+                        }),
                     killed_by_tool: false,
                     verdict: Verdict::default(),
                 };

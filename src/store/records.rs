@@ -14,7 +14,10 @@ use crate::source::{Health, SourceKind};
 use spark_triage_core::{
     classify::ClassifyOptions,
     diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
-    model::{ExecutorPod, ExecutorState, PodEvent, Time, driver::DriverSeen},
+    model::{
+        ExecutorPod, ExecutorState, PodEvent, Time,
+        driver::{DriverSeen, ExecutorList},
+    },
     spark::{spark_bool, spark_time},
 };
 
@@ -473,6 +476,9 @@ pub struct DriverApiState {
     pub last_ok: Option<Time>,
     /// At the last good read: executors the driver counts as active.
     pub active: usize,
+    /// Where the list was read: the driver's REST API, or (a post-mortem) its event log.
+    #[serde(default, skip_serializing_if = "ExecutorList::is_driver_api")]
+    pub from: ExecutorList,
 }
 
 /// One line of an app's timeline.
@@ -515,6 +521,9 @@ pub struct AppRecord {
     /// Of those, the ones whose verdict named no cause.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten_uncaused: usize,
+    /// What the app's Spark event log says of its end (an app read from its event log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_end: Option<String>,
     /// When the driver ended (what the executors' verdicts are told), kept up to date with
     /// the driver's evidence.
     #[serde(default)]
@@ -688,6 +697,7 @@ impl AppRecord {
         let mut v = app_verdict(&AppEvidence {
             driver,
             driver_phase,
+            logged_end: self.logged_end.as_deref(),
             app_findings: self.findings(),
             executors: ExecutorTally {
                 running: counts.running,
@@ -783,6 +793,7 @@ impl AppRecord {
             forgotten: Default::default(),
             forgotten_counted: BTreeMap::new(),
             forgotten_uncaused: 0,
+            logged_end: None,
             driver_end: None,
             as_of: None,
             node_findings: Vec::new(),

@@ -13,6 +13,7 @@ mod common;
 mod credentials;
 mod deploy;
 mod driver_view;
+mod event_logs;
 mod explain;
 mod flight;
 mod fuzz;

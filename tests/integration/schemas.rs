@@ -118,6 +118,12 @@ fn report_json_matches_its_schema() {
         let path = format!("{}/snapshots/{rec}.ndjson.zst", env!("CARGO_MANIFEST_DIR"));
         valid(&schema, &output(&["report", &path, "-o", "json"]), &path);
     }
+    // A real Spark's event log, read as a recording.
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/eventlog/real-spark-k8s"
+    );
+    valid(&schema, &output(&["report", log, "-o", "json"]), log);
 }
 
 /// Every place in `doc` where a code (or a severity) stands, as a JSON pointer and whether

@@ -236,6 +236,7 @@ fn explain_apps(
         let v = app_verdict(&AppEvidence {
             driver: evidence,
             driver_phase: None,
+            logged_end: None,
             app_findings: &app_findings,
             executors: ExecutorTally {
                 running,

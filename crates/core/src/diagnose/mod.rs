@@ -134,6 +134,9 @@ pub enum Witness {
     Inference,
     /// The application's configuration (its driver's `spark.properties`).
     Config,
+    /// The application's Spark event log (`SparkListenerExecutorRemoved`'s reason, the
+    /// executor's add and remove times): the driver's words, read after the run.
+    EventLog,
 }
 
 impl Witness {
@@ -147,6 +150,7 @@ impl Witness {
             Self::Inference => "inference",
             Self::Config => "config",
             Self::SchedulerObject => "scheduler-object",
+            Self::EventLog => "event-log",
         }
     }
 }

@@ -54,6 +54,28 @@ pub struct DriverSeen {
     pub at: Time,
     /// `None`: the driver's list did not have this id at all.
     pub exec: Option<DriverExecutor>,
+    /// Where the list came from: the driver's REST API, or its event log.
+    #[serde(default, skip_serializing_if = "ExecutorList::is_driver_api")]
+    pub from: ExecutorList,
+}
+
+/// Where a driver's executor list was read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecutorList {
+    /// The running driver's REST API (`allexecutors`), through the API server's proxy.
+    #[default]
+    DriverApi,
+    /// The app's event log (`SparkListenerExecutorAdded`/`Removed`): what the driver wrote
+    /// down, read after the fact.
+    EventLog,
+}
+
+impl ExecutorList {
+    /// Whether it is the default (recordings leave it out).
+    pub fn is_driver_api(&self) -> bool {
+        *self == Self::DriverApi
+    }
 }
 
 /// `peakMemoryMetrics` (bytes); the process-tree figures need

@@ -95,6 +95,9 @@ pub struct AppEvidence<'a> {
     pub driver: Option<DriverEvidence<'a>>,
     /// The driver's phase when only that is known (a recording made before its pod was kept).
     pub driver_phase: Option<&'a str>,
+    /// What the app's Spark event log says of its end (`application ended, exit code 1`),
+    /// when the app is known from its event log: there is no driver pod then.
+    pub logged_end: Option<&'a str>,
     /// The findings over its executors (crash loop, quota, snapshot, recovery mode).
     pub app_findings: &'a [Finding],
     /// What its executors' verdicts say.
@@ -591,6 +594,22 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
             )
             .witness(Witness::Inference)
             .hint("Record again with this version to judge the driver."),
+        );
+    } else if ev.driver.is_none()
+        && let Some(end) = ev.logged_end
+    {
+        findings.push(
+            Finding::new(
+                Code::DriverNotSeen,
+                Severity::Info,
+                format!(
+                    "Driver known from its event log only (an event log holds no pods): {end}"
+                ),
+            )
+            .witness(Witness::EventLog)
+            .hint(
+                "The event log says when the application started and ended and, from Spark 4.0,                  its exit code; how its driver pod ended (OOMKilled, evicted, deleted) is not in                  it: read the driver pod's status and events while they last, or keep a flight                  recorder running (spark-triage record DIR --rotate 1h).",
+            ),
         );
     } else if ev.driver.is_none() {
         findings.push(

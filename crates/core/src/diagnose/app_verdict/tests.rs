@@ -63,6 +63,7 @@ fn verdict_of(d: DriverEvidence<'_>, app_findings: &[Finding]) -> AppVerdict {
     app_verdict(&AppEvidence {
         driver: Some(d),
         driver_phase: None,
+        logged_end: None,
         app_findings,
         executors: ExecutorTally::default(),
         now: now(),
@@ -272,6 +273,7 @@ fn a_running_driver_and_no_driver_at_all() {
     let v = app_verdict(&AppEvidence {
         driver: Some(evidence(&p, &[])),
         driver_phase: None,
+        logged_end: None,
         app_findings: &[],
         executors: ExecutorTally {
             running: 3,
@@ -285,6 +287,7 @@ fn a_running_driver_and_no_driver_at_all() {
     let v = app_verdict(&AppEvidence {
         driver: None,
         driver_phase: None,
+        logged_end: None,
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
@@ -306,6 +309,7 @@ fn a_running_driver_and_no_driver_at_all() {
     let v = app_verdict(&AppEvidence {
         driver: None,
         driver_phase: Some("Failed"),
+        logged_end: None,
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
@@ -432,6 +436,7 @@ fn orphans_are_named() {
     let v = app_verdict(&AppEvidence {
         driver: Some(d),
         driver_phase: None,
+        logged_end: None,
         app_findings: &[],
         executors: ExecutorTally {
             running: 2,
@@ -486,6 +491,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let v = app_verdict(&AppEvidence {
         driver: Some(evidence(&up, &[])),
         driver_phase: None,
+        logged_end: None,
         app_findings: &refusal,
         executors: ExecutorTally {
             running: 2,
@@ -511,6 +517,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let v = app_verdict(&AppEvidence {
         driver: Some(evidence(&up, &[])),
         driver_phase: None,
+        logged_end: None,
         app_findings: &warn,
         executors: ExecutorTally::default(),
         now: now(),

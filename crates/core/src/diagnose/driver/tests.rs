@@ -45,7 +45,11 @@ fn codes(f: &[Finding]) -> Vec<&str> {
 }
 
 fn seen(at: i64, e: Option<DriverExecutor>) -> DriverSeen {
-    DriverSeen { at: t(at), exec: e }
+    DriverSeen {
+        at: t(at),
+        exec: e,
+        from: Default::default(),
+    }
 }
 
 #[test]
@@ -191,6 +195,7 @@ fn driver_removal_reasons_that_are_normal_are_info() {
 fn a_quick_failure_the_driver_never_listed_could_not_reach_it() {
     let seen = DriverSeen {
         at: t(300),
+        from: Default::default(),
         exec: None,
     };
     let mut pod = side(ExecutorState::Failed, None, None);
@@ -212,6 +217,7 @@ fn a_quick_failure_the_driver_never_listed_could_not_reach_it() {
     // Listed by the driver (it registered): not this.
     let listed = DriverSeen {
         at: t(300),
+        from: Default::default(),
         exec: Some(exec(
             false,
             Some(10),

@@ -17,8 +17,17 @@ pub(super) fn account(v: SparkView, witness: Witness, reconstructed: bool) -> Sp
     }
 }
 
+/// Who gives the driver's words: its REST API, or its event log after the run.
+pub(super) fn driver_witness_of(ev: &Evidence<'_>) -> Witness {
+    match ev.driver.map(|d| d.from) {
+        Some(crate::model::driver::ExecutorList::EventLog) => Witness::EventLog,
+        _ => Witness::Driver,
+    }
+}
+
 /// The exit Spark logged, rebuilt from its `removeReason` into a pod the same rules read.
 pub(super) fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -> Rebuilt {
+    let witness = driver_witness_of(ev);
     let pod = pod_from_reason(
         &ev.pod.namespace,
         ev.pod.app_id().unwrap_or_default(),
@@ -31,14 +40,14 @@ pub(super) fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -
         .into_iter()
         .filter(|f| is_pod_ending(f.code))
         .map(|mut f| {
-            f.witness = Witness::Driver;
+            f.witness = witness;
             f.reconstructed = true;
             f
         })
         .collect();
     let account = spark_view(&pod, state, &resolved.config).map(|v| SparkAccount {
         message: d.remove_reason.clone().unwrap_or(v.message.clone()),
-        ..account(v, Witness::Driver, true)
+        ..account(v, witness, true)
     });
     let exit = exit_of(&pod, &resolved.config.spark_container);
     Rebuilt {

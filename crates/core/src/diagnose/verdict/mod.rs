@@ -19,7 +19,7 @@
 mod account;
 mod order;
 
-use account::{account, apply_version, from_driver, missing_account};
+use account::{account, apply_version, driver_witness_of, from_driver, missing_account};
 use order::{is_exit_code, is_pod_ending, order};
 
 use serde::{Deserialize, Serialize};
@@ -319,9 +319,11 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         }
         _ => findings.extend(last),
     }
+    // The driver's words come from its REST API, or from its event log after the run.
+    let driver_witness = driver_witness_of(ev);
     for f in &mut findings {
         if ev.gone == PodGone::DriverOnly && f.witness == Witness::Pod {
-            f.witness = Witness::Driver;
+            f.witness = driver_witness;
             f.reconstructed = true;
         }
     }
@@ -394,7 +396,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         spark_version: resolved.spark_version,
     };
     for mut f in reconcile(&side, ev.driver) {
-        f.witness = Witness::Driver;
+        f.witness = driver_witness;
         findings.push(f);
     }
 
@@ -427,7 +429,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
                 Severity::Error,
                 "The pod vanished: Spark's driver found it missing from the cluster with no deletion seen",
             )
-            .witness(Witness::Driver)
+            .witness(driver_witness)
             .evidence("driver: removeReason says the executor was not found in the cluster at Spark's poll")
             .hint(
                 "Something removed the pod without a deletion event reaching the driver (a force \
@@ -530,7 +532,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     if ev.gone == PodGone::DriverOnly
         && let Some(s) = &mut spark
     {
-        s.witness = Witness::Driver;
+        s.witness = driver_witness;
         s.reconstructed = true;
         if let Some(reason) = ev
             .driver

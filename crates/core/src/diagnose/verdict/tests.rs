@@ -68,6 +68,7 @@ fn oom(id: i64, deleted: bool) -> ExecutorPod {
 fn removed(id: i64, reason: &str) -> DriverSeen {
     DriverSeen {
         at: t(100),
+        from: Default::default(),
         exec: Some(DriverExecutor {
             id,
             active: false,

@@ -1,0 +1,445 @@
+//! An event log's events into the [`SourceEvent`]s a live view would have recorded of the
+//! same run: the app's start (its name, Spark version, user), its configuration (the
+//! environment's Spark properties, redacted by the ConfigMap's rules), the driver's
+//! executor list as it changed ([`DriverView::Logged`]: added with host, cores and pod
+//! name; removed with Spark's reason; task failures), and the app's end with its exit code.
+//!
+//! The executor list is given as `allexecutors` would have been read: whole, at the moment
+//! of a change, at most once a second of the run, and less often for an app so large that
+//! its views would hold more than [`MAX_VIEW_ENTRIES`] entries in all.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::events::Event;
+use crate::record::{Header, Recording};
+use crate::source::{DriverView, SourceEvent};
+use spark_triage_core::model::{DriverExecutor, Time, fmt_time};
+
+/// A converted log's header names its source so (where a recording names its API server).
+pub(crate) const SERVER: &str = "event log ";
+
+/// The most executor entries all of one log's views hold together.
+const MAX_VIEW_ENTRIES: usize = 2_000_000;
+
+/// One log, converted.
+#[derive(Debug)]
+pub(crate) struct Converted {
+    pub started_at: Option<Time>,
+    pub namespace: String,
+    pub events: Vec<SourceEvent>,
+    pub damaged: Vec<String>,
+}
+
+/// Builds one log's events as its lines come.
+#[derive(Debug)]
+pub(crate) struct Converter {
+    /// The log's name, for what is said about it.
+    name: String,
+    version: Option<String>,
+    app_id: Option<String>,
+    app_name: Option<String>,
+    attempt: Option<String>,
+    user: Option<String>,
+    start: Option<Time>,
+    end: Option<(Time, Option<i32>)>,
+    properties: Option<BTreeMap<String, String>>,
+    /// The app's identity is settled and its start said.
+    begun: Option<(String, String)>,
+    executors: BTreeMap<i64, DriverExecutor>,
+    excluded: BTreeSet<(i64, Time)>,
+    /// The newest change not yet in a view, and the last view's time.
+    pending: Option<Time>,
+    last_view: Option<Time>,
+    interval: chrono::TimeDelta,
+    entries: usize,
+    first_at: Option<Time>,
+    last_at: Option<Time>,
+    out: Vec<SourceEvent>,
+    damaged: Vec<String>,
+}
+
+impl Converter {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            version: None,
+            app_id: None,
+            app_name: None,
+            attempt: None,
+            user: None,
+            start: None,
+            end: None,
+            properties: None,
+            begun: None,
+            executors: BTreeMap::new(),
+            excluded: BTreeSet::new(),
+            pending: None,
+            last_view: None,
+            interval: chrono::TimeDelta::seconds(1),
+            entries: 0,
+            first_at: None,
+            last_at: None,
+            out: Vec::new(),
+            damaged: Vec::new(),
+        }
+    }
+
+    /// Something about the log itself (damage, a cut, compaction), said as the recording's
+    /// damage is.
+    pub fn damage(&mut self, what: String) {
+        self.damaged.push(format!("{}: {what}", self.name));
+    }
+
+    fn seen(&mut self, at: Time) {
+        self.first_at = Some(self.first_at.map_or(at, |f| f.min(at)));
+        self.last_at = Some(self.last_at.map_or(at, |l| l.max(at)));
+    }
+
+    fn property(&self, key: &str) -> Option<&str> {
+        self.properties
+            .as_ref()
+            .and_then(|p| p.get(key))
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The app's namespace and id, settled at its first use: its start and configuration
+    /// come first in every log Spark writes.
+    fn key(&mut self, at: Time) -> (String, String) {
+        if let Some(k) = &self.begun {
+            return k.clone();
+        }
+        // Spark's own default namespace when the app named none.
+        let ns = self
+            .property("spark.kubernetes.namespace")
+            .unwrap_or("default")
+            .to_owned();
+        let id = self
+            .app_id
+            .clone()
+            .or_else(|| self.property("spark.app.id").map(str::to_owned))
+            .unwrap_or_else(|| self.name.clone());
+        let key = (ns, id);
+        self.begun = Some(key.clone());
+        if self.app_name.is_none() {
+            self.app_name = self.property("spark.app.name").map(str::to_owned);
+        }
+        let mut text = match &self.start {
+            Some(_) => "application started".to_owned(),
+            None => "the event log has no application start".to_owned(),
+        };
+        let about: Vec<String> = [
+            self.version.as_ref().map(|v| format!("Spark {v}")),
+            self.user.as_ref().map(|u| format!("user {u}")),
+            self.attempt.as_ref().map(|a| format!("attempt {a}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !about.is_empty() {
+            text.push_str(&format!(" ({})", about.join(", ")));
+        }
+        text.push_str(&format!("; read from its event log {}", self.name));
+        self.out.push(SourceEvent::AppNoted {
+            namespace: key.0.clone(),
+            app_id: key.1.clone(),
+            app_name: self.app_name.clone(),
+            text,
+            end: false,
+            at: self.start.unwrap_or(at),
+        });
+        self.configure(at);
+        key
+    }
+
+    /// The driver's configuration, once both the identity and the properties are known.
+    fn configure(&mut self, at: Time) {
+        let (Some((ns, id)), Some(props)) = (&self.begun, &self.properties) else {
+            return;
+        };
+        let mut properties = props.clone();
+        crate::redact::properties(&mut properties);
+        self.out.push(SourceEvent::DriverConfig {
+            namespace: ns.clone(),
+            app_id: id.clone(),
+            properties,
+            at: self.start.unwrap_or(at),
+        });
+    }
+
+    /// The executor list as it stands, stamped `at`.
+    fn view(&mut self, at: Time) {
+        let Some((ns, id)) = self.begun.clone() else {
+            return;
+        };
+        let executors: Vec<DriverExecutor> = self.executors.values().cloned().collect();
+        self.entries += executors.len();
+        self.out.push(SourceEvent::DriverExecutors {
+            namespace: ns,
+            app_id: id,
+            view: DriverView::Logged { executors },
+            at,
+        });
+        self.last_view = Some(at);
+        self.pending = None;
+        // Past the budget's half, views come half as often: the budget is never spent.
+        if self.entries > MAX_VIEW_ENTRIES / 2 {
+            self.interval = self.interval * 2;
+            self.entries = 0;
+        }
+    }
+
+    /// Before a change at `at`: the changes pending go out as a view when a pace's worth
+    /// of the run has passed since the last one.
+    fn pace(&mut self, at: Time) {
+        if let Some(p) = self.pending
+            && self.last_view.is_none_or(|l| at - l >= self.interval)
+        {
+            self.view(p);
+        }
+    }
+
+    /// The pod name Spark's allocator gave executor `id`: `<podNamePrefix>-exec-<id>`.
+    fn pod_name(&self, id: i64) -> Option<String> {
+        self.property("spark.kubernetes.executor.podNamePrefix")
+            .map(|p| format!("{p}-exec-{id}"))
+    }
+
+    fn numeric(&mut self, id: &str, what: &str) -> Option<i64> {
+        match id.parse() {
+            Ok(n) => Some(n),
+            Err(_) if id == "driver" => None,
+            Err(_) => {
+                self.damage(format!("{what} of executor {id:?}: not a number; skipped"));
+                None
+            }
+        }
+    }
+
+    pub fn take(&mut self, ev: Event) {
+        match ev {
+            Event::LogStart { spark_version } => self.version = Some(spark_version),
+            Event::Environment { properties } => {
+                self.properties = Some(properties);
+                if let Some(at) = self.begun.as_ref().and(self.start.or(self.first_at)) {
+                    self.configure(at);
+                }
+            }
+            Event::AppStart {
+                app_id,
+                app_name,
+                attempt,
+                user,
+                at,
+            } => {
+                self.seen(at);
+                self.app_id = app_id;
+                self.app_name = Some(app_name);
+                self.attempt = attempt;
+                self.user = user;
+                self.start = Some(at);
+                self.key(at);
+            }
+            Event::AppEnd { at, exit_code } => {
+                self.seen(at);
+                self.key(at);
+                self.end = Some((at, exit_code));
+            }
+            Event::ExecutorAdded {
+                id,
+                at,
+                host,
+                cores: _,
+                pod_name,
+            } => {
+                let Some(id) = self.numeric(&id, "the addition") else {
+                    return;
+                };
+                self.seen(at);
+                self.key(at);
+                self.pace(at);
+                let pod_name = pod_name.or_else(|| self.pod_name(id));
+                self.executors.insert(
+                    id,
+                    DriverExecutor {
+                        id,
+                        active: true,
+                        host_port: host,
+                        pod_name,
+                        add_time: Some(at),
+                        remove_time: None,
+                        remove_reason: None,
+                        active_tasks: 0,
+                        failed_tasks: 0,
+                        completed_tasks: 0,
+                        max_memory: None,
+                        peak: Default::default(),
+                    },
+                );
+                self.pending = Some(at);
+            }
+            Event::ExecutorRemoved { id, at, reason } => {
+                let Some(id) = self.numeric(&id, "the removal") else {
+                    return;
+                };
+                self.seen(at);
+                self.key(at);
+                self.pace(at);
+                let pod_name = self.pod_name(id);
+                let e = self.executors.entry(id).or_insert_with(|| DriverExecutor {
+                    id,
+                    active: true,
+                    host_port: None,
+                    pod_name,
+                    add_time: None,
+                    remove_time: None,
+                    remove_reason: None,
+                    active_tasks: 0,
+                    failed_tasks: 0,
+                    completed_tasks: 0,
+                    max_memory: None,
+                    peak: Default::default(),
+                });
+                e.active = false;
+                e.remove_time = Some(at);
+                e.remove_reason = Some(reason).filter(|r| !r.trim().is_empty());
+                self.pending = Some(at);
+            }
+            Event::TaskEnd {
+                executor,
+                failed,
+                at,
+            } => {
+                if let Some(at) = at {
+                    self.seen(at);
+                }
+                if let Ok(id) = executor.parse::<i64>()
+                    && let Some(e) = self.executors.get_mut(&id)
+                {
+                    if failed {
+                        e.failed_tasks += 1;
+                    } else {
+                        e.completed_tasks += 1;
+                    }
+                }
+            }
+            Event::ExecutorExcluded {
+                id,
+                at,
+                task_failures,
+            } => {
+                let Some(id) = self.numeric(&id, "the exclusion") else {
+                    return;
+                };
+                self.seen(at);
+                // Spark posts `…Blacklisted` beside `…Excluded`: one line for both.
+                if !self.excluded.insert((id, at)) {
+                    return;
+                }
+                let (namespace, app_id) = self.key(at);
+                self.out.push(SourceEvent::AppNoted {
+                    namespace,
+                    app_id,
+                    app_name: None,
+                    text: format!(
+                        "executor {id} excluded from scheduling after {task_failures} task failures"
+                    ),
+                    end: false,
+                    at,
+                });
+            }
+        }
+    }
+
+    /// The log is read: the last view, the app's end (or why there is none), and a tick
+    /// at the log's last moment so that ages and verdicts stand as of then.
+    pub fn finish(mut self, in_progress: bool) -> Converted {
+        let Some(last) = self.last_at else {
+            self.damage("no event with a time: nothing to read".into());
+            return Converted {
+                started_at: None,
+                namespace: String::new(),
+                events: Vec::new(),
+                damaged: self.damaged,
+            };
+        };
+        let (namespace, app_id) = self.key(last);
+        if let Some(p) = self.pending {
+            self.view(p);
+        } else if self.last_view.is_none() {
+            self.view(self.start.unwrap_or(last));
+        }
+        let end_text = match self.end {
+            Some((_, Some(code))) => format!("application ended, exit code {code}"),
+            Some((_, None)) => {
+                "application ended (the log has no exit code: Spark before 4.0 does not write it)"
+                    .to_owned()
+            }
+            None if in_progress => format!(
+                "the event log ends at {} without the application's end: it is still being \
+                 written, or its driver died (the log is marked in progress)",
+                fmt_time(&last)
+            ),
+            None => format!(
+                "the event log ends at {} without the application's end",
+                fmt_time(&last)
+            ),
+        };
+        let end_at = self.end.map_or(last, |(at, _)| at.max(last));
+        self.out.push(SourceEvent::AppNoted {
+            namespace: namespace.clone(),
+            app_id,
+            app_name: None,
+            text: end_text,
+            end: true,
+            at: end_at,
+        });
+        self.out.push(SourceEvent::Tick { at: end_at });
+        Converted {
+            started_at: self.start.or(self.first_at),
+            namespace,
+            events: self.out,
+            damaged: self.damaged,
+        }
+    }
+}
+
+/// Logs converted into one recording, their events in time order (a directory of many
+/// apps reads as one timeline).
+pub(crate) fn merge(path: &Path, logs: Vec<Converted>) -> Recording {
+    let started_at = logs
+        .iter()
+        .filter_map(|l| l.started_at)
+        .min()
+        .unwrap_or_else(chrono::Utc::now);
+    let namespaces: BTreeSet<&str> = logs
+        .iter()
+        .map(|l| l.namespace.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let scope = match namespaces.len() {
+        1 => format!("namespace {}", namespaces.iter().next().unwrap_or(&"")),
+        _ => "all namespaces".to_owned(),
+    };
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let header = Header::new(started_at, scope, String::new(), format!("{SERVER}{name}"));
+    let mut events = Vec::new();
+    let mut damaged = Vec::new();
+    for l in logs {
+        events.extend(l.events);
+        damaged.extend(l.damaged);
+    }
+    // Stable: each log's own order is kept among events at the same moment.
+    events.sort_by_key(SourceEvent::at);
+    Recording {
+        header,
+        events,
+        keyframes: Vec::new(),
+        damaged,
+        gaps: Vec::new(),
+    }
+}

@@ -1,0 +1,381 @@
+//! The lines of a Spark event log that say something about executors and the application,
+//! read as `JsonProtocol` writes them (`"Event"` first; Spark's own events with spaced
+//! field names, the rest by Jackson with class names and camelCase). Every other event
+//! (tasks starting, stages, SQL, block updates: most of a log) is skipped on its name,
+//! without being parsed.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use spark_triage_core::model::Time;
+
+/// What a line says, of what spark-triage reads.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Event {
+    /// `SparkListenerLogStart`: the first line.
+    LogStart { spark_version: String },
+    AppStart {
+        app_id: Option<String>,
+        app_name: String,
+        attempt: Option<String>,
+        user: Option<String>,
+        at: Time,
+    },
+    /// `ExitCode` since Spark 4.0 (absent before, and when the driver did not say).
+    AppEnd { at: Time, exit_code: Option<i32> },
+    /// The Spark properties as the driver had them (secrets already `*********(redacted)`
+    /// by Spark; redacted again by ours).
+    Environment {
+        properties: BTreeMap<String, String>,
+    },
+    ExecutorAdded {
+        id: String,
+        at: Time,
+        host: Option<String>,
+        cores: Option<u32>,
+        /// `Attributes.POD_NAME`, where a platform sets it.
+        pod_name: Option<String>,
+    },
+    ExecutorRemoved {
+        id: String,
+        at: Time,
+        reason: String,
+    },
+    /// A task ended on an executor: `failed` unless its reason is `Success`.
+    TaskEnd {
+        executor: String,
+        failed: bool,
+        at: Option<Time>,
+    },
+    /// `SparkListenerExecutorExcluded` (or the `…Blacklisted` Spark posts beside it).
+    ExecutorExcluded {
+        id: String,
+        at: Time,
+        task_failures: u32,
+    },
+}
+
+/// Events whose lines are parsed; any other is skipped by name.
+const READ: [&str; 9] = [
+    "SparkListenerLogStart",
+    "SparkListenerApplicationStart",
+    "SparkListenerApplicationEnd",
+    "SparkListenerEnvironmentUpdate",
+    "SparkListenerExecutorAdded",
+    "SparkListenerExecutorRemoved",
+    "SparkListenerTaskEnd",
+    "org.apache.spark.scheduler.SparkListenerExecutorExcluded",
+    "org.apache.spark.scheduler.SparkListenerExecutorBlacklisted",
+];
+
+/// The event's name, from the line's start (`{"Event":"…"`) or, if the writer put another
+/// field first, from a parse.
+pub(crate) fn name_of(line: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if let Some(rest) = line.trim_start().strip_prefix("{\"Event\":\"") {
+        return rest.split('"').next().map(std::borrow::Cow::Borrowed);
+    }
+    #[derive(Deserialize)]
+    struct Named {
+        #[serde(rename = "Event")]
+        event: String,
+    }
+    serde_json::from_str::<Named>(line)
+        .ok()
+        .map(|n| std::borrow::Cow::Owned(n.event))
+}
+
+/// Whether a line is an event-log line at all (the first line of a file tells whether it
+/// is an event log).
+pub(crate) fn is_event_line(line: &str) -> bool {
+    name_of(line).is_some_and(|n| {
+        n.starts_with("SparkListener")
+            || n.starts_with("org.apache.spark.")
+            || n.starts_with("com.databricks.")
+    })
+}
+
+fn millis(ms: i64) -> Option<Time> {
+    chrono::DateTime::from_timestamp_millis(ms)
+}
+
+/// An executor id as the log writes it: a string (`"3"`), or a number in hand-made logs.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Id {
+    S(String),
+    N(i64),
+}
+
+impl Id {
+    fn text(self) -> String {
+        match self {
+            Self::S(s) => s,
+            Self::N(n) => n.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct LogStart {
+    #[serde(rename = "Spark Version")]
+    version: String,
+}
+
+#[derive(Deserialize)]
+struct AppStart {
+    #[serde(rename = "App Name")]
+    name: String,
+    #[serde(rename = "App ID")]
+    id: Option<String>,
+    #[serde(rename = "App Attempt ID")]
+    attempt: Option<String>,
+    #[serde(rename = "User")]
+    user: Option<String>,
+    #[serde(rename = "Timestamp")]
+    at: i64,
+}
+
+#[derive(Deserialize)]
+struct AppEnd {
+    #[serde(rename = "Timestamp")]
+    at: i64,
+    #[serde(rename = "ExitCode")]
+    exit_code: Option<i32>,
+}
+
+#[derive(Deserialize)]
+struct Environment {
+    #[serde(rename = "Spark Properties")]
+    properties: Properties,
+}
+
+/// `{k: v}` as the event log has them; `[[k, v], …]` as older writers and the History
+/// Server's REST API have them.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Properties {
+    Map(BTreeMap<String, String>),
+    Pairs(Vec<(String, String)>),
+}
+
+#[derive(Deserialize)]
+struct ExecutorAdded {
+    #[serde(rename = "Executor ID")]
+    id: Id,
+    #[serde(rename = "Timestamp")]
+    at: i64,
+    #[serde(rename = "Executor Info")]
+    info: Option<ExecutorInfo>,
+}
+
+#[derive(Deserialize)]
+struct ExecutorInfo {
+    #[serde(rename = "Host")]
+    host: Option<String>,
+    #[serde(rename = "Total Cores")]
+    cores: Option<u32>,
+    #[serde(rename = "Attributes", default)]
+    attributes: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ExecutorRemoved {
+    #[serde(rename = "Executor ID")]
+    id: Id,
+    #[serde(rename = "Timestamp")]
+    at: i64,
+    #[serde(rename = "Removed Reason", default)]
+    reason: String,
+}
+
+#[derive(Deserialize)]
+struct TaskEnd {
+    #[serde(rename = "Task End Reason")]
+    reason: Option<TaskEndReason>,
+    #[serde(rename = "Task Info")]
+    info: TaskInfo,
+}
+
+#[derive(Deserialize)]
+struct TaskEndReason {
+    #[serde(rename = "Reason")]
+    reason: String,
+}
+
+#[derive(Deserialize)]
+struct TaskInfo {
+    #[serde(rename = "Executor ID")]
+    executor: Id,
+    #[serde(rename = "Finish Time")]
+    finish: Option<i64>,
+    #[serde(rename = "Failed", default)]
+    failed: bool,
+}
+
+#[derive(Deserialize)]
+struct Excluded {
+    time: i64,
+    #[serde(rename = "executorId")]
+    id: Id,
+    #[serde(rename = "taskFailures", default)]
+    task_failures: u32,
+}
+
+/// Why a line was not read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// An event spark-triage has no use for.
+    Unread,
+    /// An event it reads, in a shape it cannot (a damaged or cut line): the reason.
+    Bad(String),
+}
+
+/// Reads one line.
+pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
+    let Some(name) = name_of(line) else {
+        return Err(Skip::Bad("not a JSON event".into()));
+    };
+    if !READ.contains(&name.as_ref()) {
+        return Err(Skip::Unread);
+    }
+    let bad = |e: serde_json::Error| Skip::Bad(format!("{name}: {e}"));
+    let time =
+        |ms: i64| millis(ms).ok_or_else(|| Skip::Bad(format!("{name}: time {ms} out of range")));
+    Ok(match name.as_ref() {
+        "SparkListenerLogStart" => {
+            let e: LogStart = serde_json::from_str(line).map_err(bad)?;
+            Event::LogStart {
+                spark_version: e.version,
+            }
+        }
+        "SparkListenerApplicationStart" => {
+            let e: AppStart = serde_json::from_str(line).map_err(bad)?;
+            Event::AppStart {
+                app_id: e.id,
+                app_name: e.name,
+                attempt: e.attempt,
+                user: e.user,
+                at: time(e.at)?,
+            }
+        }
+        "SparkListenerApplicationEnd" => {
+            let e: AppEnd = serde_json::from_str(line).map_err(bad)?;
+            Event::AppEnd {
+                at: time(e.at)?,
+                exit_code: e.exit_code,
+            }
+        }
+        "SparkListenerEnvironmentUpdate" => {
+            let e: Environment = serde_json::from_str(line).map_err(bad)?;
+            Event::Environment {
+                properties: match e.properties {
+                    Properties::Map(m) => m,
+                    Properties::Pairs(p) => p.into_iter().collect(),
+                },
+            }
+        }
+        "SparkListenerExecutorAdded" => {
+            let e: ExecutorAdded = serde_json::from_str(line).map_err(bad)?;
+            let info = e.info;
+            Event::ExecutorAdded {
+                id: e.id.text(),
+                at: time(e.at)?,
+                host: info.as_ref().and_then(|i| i.host.clone()),
+                cores: info.as_ref().and_then(|i| i.cores),
+                pod_name: info
+                    .and_then(|mut i| i.attributes.remove("POD_NAME"))
+                    .filter(|n| !n.is_empty()),
+            }
+        }
+        "SparkListenerExecutorRemoved" => {
+            let e: ExecutorRemoved = serde_json::from_str(line).map_err(bad)?;
+            Event::ExecutorRemoved {
+                id: e.id.text(),
+                at: time(e.at)?,
+                reason: e.reason,
+            }
+        }
+        "SparkListenerTaskEnd" => {
+            let e: TaskEnd = serde_json::from_str(line).map_err(bad)?;
+            let failed = e.info.failed || e.reason.as_ref().is_some_and(|r| r.reason != "Success");
+            Event::TaskEnd {
+                executor: e.info.executor.text(),
+                failed,
+                at: e.info.finish.filter(|ms| *ms > 0).and_then(millis),
+            }
+        }
+        _ => {
+            let e: Excluded = serde_json::from_str(line).map_err(bad)?;
+            Event::ExecutorExcluded {
+                id: e.id.text(),
+                at: time(e.time)?,
+                task_failures: e.task_failures,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_events_read_and_the_ones_skipped() {
+        let added = r#"{"Event":"SparkListenerExecutorAdded","Timestamp":1700000001000,"Executor ID":"1","Executor Info":{"Host":"10.1.2.3","Total Cores":2,"Log Urls":{},"Attributes":{},"Resources":{},"Resource Profile Id":0}}"#;
+        assert_eq!(
+            parse(added),
+            Ok(Event::ExecutorAdded {
+                id: "1".into(),
+                at: millis(1_700_000_001_000).expect("time"),
+                host: Some("10.1.2.3".into()),
+                cores: Some(2),
+                pod_name: None,
+            })
+        );
+        let end =
+            r#"{"Event":"SparkListenerApplicationEnd","Timestamp":1700000999000,"ExitCode":1}"#;
+        assert!(matches!(
+            parse(end),
+            Ok(Event::AppEnd {
+                exit_code: Some(1),
+                ..
+            })
+        ));
+        let lost = r#"{"Event":"SparkListenerTaskEnd","Stage ID":3,"Task End Reason":{"Reason":"ExecutorLostFailure","Executor ID":"1","Exit Caused By App":true},"Task Info":{"Task ID":42,"Executor ID":"1","Finish Time":1700000500000,"Failed":true,"Accumulables":[]}}"#;
+        assert_eq!(
+            parse(lost),
+            Ok(Event::TaskEnd {
+                executor: "1".into(),
+                failed: true,
+                at: millis(1_700_000_500_000),
+            })
+        );
+        let pairs = r#"{"Event":"SparkListenerEnvironmentUpdate","Spark Properties":[["spark.app.name","x"]]}"#;
+        assert!(
+            matches!(parse(pairs), Ok(Event::Environment { properties }) if properties["spark.app.name"] == "x")
+        );
+        let excluded = r#"{"Event":"org.apache.spark.scheduler.SparkListenerExecutorExcluded","time":1700000002000,"executorId":"3","taskFailures":2}"#;
+        assert!(matches!(
+            parse(excluded),
+            Ok(Event::ExecutorExcluded {
+                task_failures: 2,
+                ..
+            })
+        ));
+        assert_eq!(
+            parse(r#"{"Event":"SparkListenerTaskStart","Stage ID":1}"#),
+            Err(Skip::Unread)
+        );
+        // A line cut short in a log still being written.
+        assert!(matches!(
+            parse(r#"{"Event":"SparkListenerExecutorRemoved","Timestamp":17000"#),
+            Err(Skip::Bad(_))
+        ));
+        assert!(matches!(parse("not json"), Err(Skip::Bad(_))));
+        assert!(is_event_line(
+            r#"{"Event":"SparkListenerLogStart","Spark Version":"4.3.0"}"#
+        ));
+        assert!(!is_event_line(r#"{"format":"spark-triage-recording"}"#));
+    }
+}

@@ -1,0 +1,269 @@
+//! Spark's event logs as a source, for the runs nobody recorded: a single log file, a
+//! rolling log directory (`eventlog_v2_<app>`, its `events_<n>_…` files and `appstatus_…`),
+//! or a directory of many (as `spark.eventLog.dir` has them), each told by its content,
+//! never by its name, in any codec Spark writes ([`codec`]).
+//!
+//! A log becomes a [`Recording`](super::Recording) of the same [`SourceEvent`]s a
+//! live view records ([`convert`]): the driver's configuration, its executor list as
+//! it changed (with Spark's removal reasons), the app's start and end. So `report`,
+//! `replay` and `status --recording` read it with the same store and verdicts, whose
+//! witness is `event-log`. What a log cannot know (pods, nodes, events, pending reasons,
+//! log tails) is absent, never guessed.
+//!
+//! [`SourceEvent`]: crate::source::SourceEvent
+
+pub mod codec;
+mod convert;
+mod events;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use super::Recording;
+use crate::failure::Failure;
+use codec::Codec;
+
+pub(crate) use convert::Converted;
+
+/// One application's event log, as found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventLog {
+    /// The file's or the rolling directory's path.
+    pub path: PathBuf,
+    /// Its files in the order Spark wrote them (one for a single-file log).
+    pub files: Vec<PathBuf>,
+    /// Still being written (`.inprogress`), or its driver died before it finished.
+    pub in_progress: bool,
+    /// Compacted by the History Server (`.compact`): dead executors were dropped from it.
+    pub compacted: bool,
+}
+
+impl EventLog {
+    /// The log's own name (the file or directory name).
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// How much of a file is read to tell what it is.
+const SNIFF: usize = 64 * 1024;
+
+/// Opens a file's decompressed content.
+fn open_file(path: &Path) -> std::io::Result<(Codec, Box<dyn Read>)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut head = [0u8; 8];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let codec = Codec::sniff(&head[..n]);
+    let whole = std::io::Cursor::new(head[..n].to_vec()).chain(file);
+    Ok((codec, codec.decoder(whole)?))
+}
+
+/// Whether a file is a Spark event log: its first line, decompressed, is a listener event.
+fn is_log_file(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    let Ok((_, r)) = open_file(path) else {
+        return false;
+    };
+    let mut line = Vec::new();
+    let mut r = BufReader::new(r.take(SNIFF as u64));
+    if r.read_until(b'\n', &mut line).is_err() {
+        return false;
+    }
+    std::str::from_utf8(&line).is_ok_and(|l| events::is_event_line(l.trim_end()))
+}
+
+/// The index of a rolling log's event file (`events_<n>_…`), and whether it is compacted.
+fn event_file_index(name: &str) -> Option<(u64, bool)> {
+    let rest = name.strip_prefix("events_")?;
+    let n = rest.split('_').next()?.parse().ok()?;
+    Some((n, name.ends_with(".compact")))
+}
+
+/// A rolling event-log directory's files, as Spark's reader takes them: by index, from the
+/// last compacted file on.
+fn rolling(dir: &Path) -> std::io::Result<Option<EventLog>> {
+    let mut files: Vec<(u64, bool, PathBuf)> = Vec::new();
+    let mut status = None;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("appstatus_") {
+            status = Some(name.ends_with(".inprogress"));
+        } else if let Some((n, compact)) = event_file_index(&name)
+            && entry.file_type()?.is_file()
+        {
+            files.push((n, compact, entry.path()));
+        }
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    // A compacted file comes after the plain file of its index; everything before the last
+    // compacted file is in it.
+    files.sort_by_key(|(n, compact, _)| (*n, *compact));
+    let last_compact = files.iter().rposition(|(_, c, _)| *c);
+    let compacted = last_compact.is_some();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .skip(last_compact.unwrap_or(0))
+        .map(|(_, _, p)| p)
+        .collect();
+    if !files.first().is_some_and(|f| is_log_file(f)) {
+        return Ok(None);
+    }
+    Ok(Some(EventLog {
+        path: dir.to_owned(),
+        files,
+        // No status file: Spark writes one first, so the writer never got far.
+        in_progress: status.unwrap_or(true),
+        compacted,
+    }))
+}
+
+fn single(path: &Path) -> EventLog {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let name = name.as_deref().unwrap_or_default();
+    EventLog {
+        path: path.to_owned(),
+        files: vec![path.to_owned()],
+        in_progress: name.ends_with(".inprogress"),
+        compacted: name.ends_with(".compact"),
+    }
+}
+
+/// The event logs at `path`: one (a log file or a rolling directory), many (a directory of
+/// them, by name), or none (`path` holds no event log: it may be a recording).
+pub fn find(path: &Path) -> std::io::Result<Vec<EventLog>> {
+    if path.is_file() {
+        return Ok(if is_log_file(path) {
+            vec![single(path)]
+        } else {
+            Vec::new()
+        });
+    }
+    if !path.is_dir() {
+        return Ok(Vec::new());
+    }
+    if let Some(log) = rolling(path)? {
+        return Ok(vec![log]);
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    let mut out = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(rolling(&p)?);
+        } else if is_log_file(&p) {
+            out.push(single(&p));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `path` holds event logs (and no recording).
+pub fn holds_logs(path: &Path) -> bool {
+    find(path).is_ok_and(|l| !l.is_empty())
+}
+
+/// Reads one log's lines (bounded by `max_line`) into a converted recording.
+pub(crate) fn read(log: &EventLog, max_line: usize) -> Result<Converted, Failure> {
+    let mut conv = convert::Converter::new(&log.name());
+    if log.compacted {
+        conv.damage(
+            "compacted by the History Server: the executors that were dead when it compacted \
+             are no longer in it (their removals and reasons are lost)"
+                .into(),
+        );
+    }
+    let mut buf = Vec::new();
+    for (i, file) in log.files.iter().enumerate() {
+        let shown = file.display().to_string();
+        let last = i + 1 == log.files.len();
+        let (codec, input) = open_file(file).map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot read {shown}: {}",
+                crate::redact::one_line(&e.to_string())
+            ))
+        })?;
+        let mut input = BufReader::with_capacity(256 * 1024, input);
+        for n in 1.. {
+            match super::next_line(&mut input, max_line, false, &mut buf) {
+                Ok(None) => break,
+                Ok(Some(super::Line::TooLong(len))) => {
+                    conv.damage(format!(
+                        "{shown}: line {n}: {len} bytes, over the line limit (--max-line); skipped"
+                    ));
+                    continue;
+                }
+                Ok(Some(super::Line::Text)) => {}
+                Err(e) => {
+                    conv.damage(format!(
+                        "{shown} ({}): {}; read up to there",
+                        codec.as_str(),
+                        crate::redact::one_line(&e.to_string())
+                    ));
+                    if !last {
+                        conv.damage(format!(
+                            "{shown} is not the log's last file: what followed it in that file is lost"
+                        ));
+                    }
+                    break;
+                }
+            }
+            let Ok(line) = std::str::from_utf8(&buf) else {
+                conv.damage(format!("{shown}: line {n}: not UTF-8; skipped"));
+                continue;
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match events::parse(line) {
+                Ok(ev) => conv.take(ev),
+                Err(events::Skip::Unread) => {}
+                Err(events::Skip::Bad(why)) => {
+                    conv.damage(format!("{shown}: line {n}: {why}; skipped"));
+                }
+            }
+        }
+    }
+    Ok(conv.finish(log.in_progress))
+}
+
+/// Whether a recording was converted from event logs (and so has no pods).
+pub fn is_converted(header: &super::Header) -> bool {
+    header.server.starts_with(convert::SERVER)
+}
+
+/// Opens the event logs at `path` as one recording: a directory of many holds every app
+/// in it, each as its own (`--app` then picks, as in any recording).
+pub(crate) fn open(path: &Path, max_line: usize) -> Result<Recording, Failure> {
+    let logs =
+        find(path).map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", path.display())))?;
+    if logs.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "{} holds no Spark event log",
+            path.display()
+        )));
+    }
+    let mut all: Vec<Converted> = Vec::with_capacity(logs.len());
+    for log in &logs {
+        all.push(read(log, max_line)?);
+    }
+    Ok(convert::merge(path, all))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! Post-mortems of runs nobody recorded: `report`, `status --recording` and `replay`'s
+//! reader on the event log a real Spark 4.3.0 driver wrote on the simulator (rolling,
+//! zstd; tests/fixtures/eventlog/README.md), through the binary.
+
+use super::common::{app, triage};
+
+const LOG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/eventlog/real-spark-k8s"
+);
+
+fn executor(app: &serde_json::Value, id: i64) -> &serde_json::Value {
+    app["executors"]
+        .as_array()
+        .expect("executors")
+        .iter()
+        .find(|e| e["id"] == id)
+        .unwrap_or_else(|| panic!("no executor {id} in {app}"))
+}
+
+#[tokio::test]
+async fn a_real_sparks_event_log_gives_the_verdicts_its_pods_gave() {
+    let (code, out, err) = triage(&["status", "--recording", LOG, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "no warning for a whole log: {err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let app = app(&doc, "real-spark-oom");
+    // What the recording of the same run says of executor 2 (scripts/e2e/check.py checks
+    // the two agree on every run): OOM-killed, 137, counted.
+    let oom = executor(app, 2);
+    assert_eq!(oom["findings"][0], "container-oom-killed", "{oom}");
+    assert_eq!(oom["exit_code"], 137);
+    assert_eq!(oom["container_reason"], "OOMKilled");
+    assert_eq!(oom["witness"], "event-log");
+    assert_eq!(oom["spark"]["counted"], true);
+    // Spark's own missing-pod detection: the pod vanished.
+    let vanished = executor(app, 1);
+    assert_eq!(vanished["findings"][0], "missing", "{vanished}");
+    assert_eq!(vanished["spark"]["counted"], false);
+    // Named as Spark's allocator named the pods (spark.kubernetes.executor.podNamePrefix).
+    assert!(
+        oom["pod"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("real-spark-oom-") && p.ends_with("-exec-2")),
+        "{oom}"
+    );
+    assert_eq!(app["verdict"]["witness"], "event-log");
+    assert!(
+        app["verdict"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("application ended, exit code 0")),
+        "{}",
+        app["verdict"]
+    );
+}
+
+#[tokio::test]
+async fn report_says_it_read_an_event_log_and_what_that_cannot_know() {
+    let (code, md, err) = triage(&["report", LOG]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        md.contains("From Spark's event log (no pods, nodes"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 2 | yes | failed | 137 | container-oom-killed | counted |"),
+        "{md}"
+    );
+    let (code, json, _) = triage(&["report", LOG, "--app", "real-spark-oom", "-o", "json"]).await;
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(doc["event_log"], true);
+    assert_eq!(app(&doc, "real-spark-oom")["failures_counted"], 1);
+    let (code, _, err) = triage(&["report", LOG, "--app", "no-such-app"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no application named \"no-such-app\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_log_cut_short_is_read_up_to_the_cut_and_a_directory_without_logs_is_refused() {
+    let dir = std::env::temp_dir().join(format!("st-it-eventlog-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rolling = dir.join("eventlog_v2_spark-cut");
+    std::fs::create_dir_all(&rolling).unwrap();
+    let src = std::fs::read_dir(LOG)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("eventlog_v2_"))
+        .expect("the fixture's log")
+        .path();
+    let events = std::fs::read_dir(&src)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("events_1_"))
+        .expect("its events file")
+        .path();
+    let bytes = std::fs::read(&events).unwrap();
+    // The driver died mid-write: two thirds of the zstd stream, and the status file still
+    // in progress.
+    std::fs::write(
+        rolling.join("events_1_spark-cut.zstd"),
+        &bytes[..bytes.len() * 2 / 3],
+    )
+    .unwrap();
+    std::fs::write(rolling.join("appstatus_spark-cut.inprogress"), "").unwrap();
+    let path = rolling.to_str().unwrap();
+    let (code, md, err) = triage(&["report", path]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("read up to there"), "the cut is said: {err}");
+    assert!(md.contains("real-spark-oom"), "{md}");
+    let (code, out, _) = triage(&["status", "--recording", path, "-o", "json"]).await;
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let summary = app(&doc, "real-spark-oom")["verdict"]["summary"].clone();
+    assert!(
+        summary
+            .as_str()
+            .is_some_and(|s| s.contains("without the application's end")),
+        "{summary}"
+    );
+    // Neither a recording nor an event log.
+    let empty = dir.join("nothing");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "hello\n").unwrap();
+    let (code, _, err) = triage(&["report", empty.to_str().unwrap()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("holds no recording segments"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
