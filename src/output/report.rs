@@ -444,7 +444,7 @@ pub fn markdown(r: &Report) -> String {
         r.started_at,
         r.ended_at,
         human_duration(chrono::Duration::seconds(r.duration_seconds)),
-        r.scope
+        md(&r.scope)
     );
     for g in &r.gaps {
         let _ = writeln!(

@@ -63,6 +63,9 @@ pub struct DriverApiStatus {
     /// At the last good read: executors the driver counts as active, and pods running.
     pub driver_active: usize,
     pub pods_running: usize,
+    /// Where the list was read: `driver-api` (the running driver), or `event-log` (its
+    /// Spark event log, after the run: no pods).
+    pub from: &'static str,
 }
 
 /// The driver's view of one executor.
@@ -282,6 +285,10 @@ fn driver_api_status(a: &AppRecord) -> Option<DriverApiStatus> {
         last_ok: d.last_ok.as_ref().map(spark_triage_core::model::fmt_time),
         driver_active: d.active,
         pods_running: a.counts().running,
+        from: match d.from {
+            spark_triage_core::model::driver::ExecutorList::DriverApi => "driver-api",
+            spark_triage_core::model::driver::ExecutorList::EventLog => "event-log",
+        },
     })
 }
 
@@ -343,6 +350,13 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
             );
         }
         match &a.driver_api {
+            Some(d) if d.state == "ok" && d.from == "event-log" => {
+                let _ = writeln!(
+                    out,
+                    "  event log: {} executors registered with the driver (as of {})",
+                    d.driver_active, d.at
+                );
+            }
             Some(d) if d.state == "ok" => {
                 let _ = writeln!(
                     out,

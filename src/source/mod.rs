@@ -197,6 +197,9 @@ pub enum SourceEvent {
         /// The note is the app's end (or the log's end without it).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         end: bool,
+        /// The Spark version the log names (`SparkListenerLogStart`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spark_version: Option<String>,
         at: Time,
     },
     /// Time passes (for rules that depend on `now`).

@@ -46,8 +46,6 @@ pub(super) fn may_come_due(rec: &ExecutorRecord) -> bool {
     }
 }
 
-/// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
-/// message, so the same rules read its exit.
 /// Who said it, in a timeline line.
 pub(super) fn from_words(from: ExecutorList) -> &'static str {
     match from {
@@ -56,16 +54,25 @@ pub(super) fn from_words(from: ExecutorList) -> &'static str {
     }
 }
 
+/// A tombstone for an executor only the driver knows: its pod rebuilt from Spark's removal
+/// message, so the same rules read its exit (and, from an event log, labelled with the
+/// Spark version the log names, whose rules then apply).
 pub(super) fn driver_only(
     ns: &str,
     app_id: &str,
     name: &str,
-    (d, from): (DriverExecutor, ExecutorList),
+    (d, from, version): (DriverExecutor, ExecutorList, Option<&str>),
     events: &[PodEvent],
     config: &AppConfig,
     at: Time,
 ) -> ExecutorRecord {
-    let pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
+    let mut pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
+    if let Some(v) = version {
+        pod.labels.insert(
+            spark_triage_core::model::LABEL_SPARK_VERSION.into(),
+            v.into(),
+        );
+    }
     let resolved = config.classify_options().resolve(&pod);
     let state = classify(&pod, &resolved.config);
     let mut rec = ExecutorRecord {

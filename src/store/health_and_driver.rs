@@ -147,13 +147,14 @@ impl Store {
             let events = events_named(&self.events, ns, &name);
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
+            let version = app.logged_version.clone();
             app.executors.insert(
                 id,
                 Arc::new(driver_only(
                     ns,
                     app_id,
                     &name,
-                    (d, from),
+                    (d, from, version.as_deref()),
                     &events,
                     &config,
                     at,
@@ -173,7 +174,16 @@ impl Store {
                     reason_headline(r)
                 )
             });
-            let new = driver_only(ns, app_id, &name, (d, from), &events, &config, at);
+            let version = app.logged_version.clone();
+            let new = driver_only(
+                ns,
+                app_id,
+                &name,
+                (d, from, version.as_deref()),
+                &events,
+                &config,
+                at,
+            );
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
                 if new.pod_state != rec.pod_state {
@@ -196,6 +206,8 @@ impl Store {
             if let Some(text) = text {
                 app.log(at, Some(id), text);
             }
+            // Judged again below with the app's whole context (its driver's end, groups).
+            due.push(id);
         }
         if let Some(list) = listed_at {
             self.executors_missing(&key, unnoticed, list_rv, list);

@@ -220,17 +220,24 @@ impl Store {
                 app_name,
                 text,
                 end,
+                spark_version,
                 at,
             } => {
                 let app = self.app_mut(&namespace, &app_id);
                 if app_name.is_some() && app.app_name.is_none() {
                     app.app_name = app_name;
                 }
+                if spark_version.is_some() {
+                    app.logged_version = spark_version;
+                }
                 if end {
                     app.logged_end = Some(format!(
                         "{text} ({})",
                         spark_triage_core::model::fmt_time(&at)
                     ));
+                } else if app.logged_end.is_none() {
+                    app.logged_end =
+                        Some("the application has not ended by this point of its log".into());
                 }
                 app.log(at, None, text);
             }

@@ -524,6 +524,9 @@ pub struct AppRecord {
     /// What the app's Spark event log says of its end (an app read from its event log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end: Option<String>,
+    /// The Spark version its event log names (its executors' rebuilt pods carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_version: Option<String>,
     /// When the driver ended (what the executors' verdicts are told), kept up to date with
     /// the driver's evidence.
     #[serde(default)]
@@ -794,6 +797,7 @@ impl AppRecord {
             forgotten_counted: BTreeMap::new(),
             forgotten_uncaused: 0,
             logged_end: None,
+            logged_version: None,
             driver_end: None,
             as_of: None,
             node_findings: Vec::new(),

@@ -1,12 +1,13 @@
 //! An event log's events into the [`SourceEvent`]s a live view would have recorded of the
 //! same run: the app's start (its name, Spark version, user), its configuration (the
 //! environment's Spark properties, redacted by the ConfigMap's rules), the driver's
-//! executor list as it changed ([`DriverView::Logged`]: added with host, cores and pod
-//! name; removed with Spark's reason; task failures), and the app's end with its exit code.
+//! executor list as it changed ([`DriverView::Logged`]: added with its host and pod name;
+//! removed with Spark's reason; its tasks' ends), and the app's end with its exit code.
 //!
 //! The executor list is given as `allexecutors` would have been read: whole, at the moment
-//! of a change, at most once a second of the run, and less often for an app so large that
-//! its views would hold more than [`MAX_VIEW_ENTRIES`] entries in all.
+//! of a change, at most once a second of the run, less often as the views grow, and for an
+//! app so large that they would hold more than [`MAX_VIEW_ENTRIES`] entries in all, once
+//! more at its end only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -14,10 +15,14 @@ use std::path::Path;
 use super::events::Event;
 use crate::record::{Header, Recording};
 use crate::source::{DriverView, SourceEvent};
-use spark_triage_core::model::{DriverExecutor, Time, fmt_time};
+use spark_triage_core::model::{DriverExecutor, Time, driver::STOPPED_WITH_APP, fmt_time};
 
 /// A converted log's header names its source so (where a recording names its API server).
 pub(crate) const SERVER: &str = "event log ";
+
+/// The most executors one log's conversion keeps (a few hundred bytes each): past it, the
+/// rest are skipped and said so (a hostile log cannot grow the memory without bound).
+const MAX_EXECUTORS: usize = 250_000;
 
 /// The most executor entries all of one log's views hold together.
 const MAX_VIEW_ENTRIES: usize = 2_000_000;
@@ -29,6 +34,21 @@ pub(crate) struct Converted {
     pub namespace: String,
     pub events: Vec<SourceEvent>,
     pub damaged: Vec<String>,
+}
+
+/// The most of a removal reason kept: Spark's own are under 2 KiB; every view holds a copy.
+const MAX_REASON: usize = 16 * 1024;
+
+fn capped(mut reason: String) -> String {
+    if reason.len() > MAX_REASON {
+        let mut cut = MAX_REASON;
+        while !reason.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reason.truncate(cut);
+        reason.push('…');
+    }
+    reason
 }
 
 /// Builds one log's events as its lines come.
@@ -48,11 +68,15 @@ pub(crate) struct Converter {
     begun: Option<(String, String)>,
     executors: BTreeMap<i64, DriverExecutor>,
     excluded: BTreeSet<(i64, Time)>,
+    /// Executors past [`MAX_EXECUTORS`] were skipped.
+    overflowed: bool,
     /// The newest change not yet in a view, and the last view's time.
     pending: Option<Time>,
     last_view: Option<Time>,
     interval: chrono::TimeDelta,
+    /// Entries in all views so far, and where the views slow down next.
     entries: usize,
+    next_slowdown: usize,
     first_at: Option<Time>,
     last_at: Option<Time>,
     out: Vec<SourceEvent>,
@@ -74,10 +98,12 @@ impl Converter {
             begun: None,
             executors: BTreeMap::new(),
             excluded: BTreeSet::new(),
+            overflowed: false,
             pending: None,
             last_view: None,
             interval: chrono::TimeDelta::seconds(1),
             entries: 0,
+            next_slowdown: MAX_VIEW_ENTRIES / 4,
             first_at: None,
             last_at: None,
             out: Vec::new(),
@@ -147,6 +173,7 @@ impl Converter {
             app_name: self.app_name.clone(),
             text,
             end: false,
+            spark_version: self.version.clone(),
             at: self.start.unwrap_or(at),
         });
         self.configure(at);
@@ -183,10 +210,11 @@ impl Converter {
         });
         self.last_view = Some(at);
         self.pending = None;
-        // Past the budget's half, views come half as often: the budget is never spent.
-        if self.entries > MAX_VIEW_ENTRIES / 2 {
+        // Past a quarter of the budget, and each time as much again, views come half as
+        // often; past the whole of it, only the last one is given.
+        if self.entries > self.next_slowdown {
             self.interval = self.interval * 2;
-            self.entries = 0;
+            self.next_slowdown += MAX_VIEW_ENTRIES / 4;
         }
     }
 
@@ -194,6 +222,7 @@ impl Converter {
     /// of the run has passed since the last one.
     fn pace(&mut self, at: Time) {
         if let Some(p) = self.pending
+            && self.entries < MAX_VIEW_ENTRIES
             && self.last_view.is_none_or(|l| at - l >= self.interval)
         {
             self.view(p);
@@ -215,6 +244,20 @@ impl Converter {
                 None
             }
         }
+    }
+
+    /// Whether executor `id` is one too many to keep (said once).
+    fn full(&mut self, id: i64) -> bool {
+        if self.executors.len() < MAX_EXECUTORS || self.executors.contains_key(&id) {
+            return false;
+        }
+        if !self.overflowed {
+            self.overflowed = true;
+            self.damage(format!(
+                "more than {MAX_EXECUTORS} executors: executor {id} and the later ones are skipped"
+            ));
+        }
+        true
     }
 
     pub fn take(&mut self, ev: Event) {
@@ -258,6 +301,9 @@ impl Converter {
                 };
                 self.seen(at);
                 self.key(at);
+                if self.full(id) {
+                    return;
+                }
                 self.pace(at);
                 let pod_name = pod_name.or_else(|| self.pod_name(id));
                 self.executors.insert(
@@ -285,6 +331,9 @@ impl Converter {
                 };
                 self.seen(at);
                 self.key(at);
+                if self.full(id) {
+                    return;
+                }
                 self.pace(at);
                 let pod_name = self.pod_name(id);
                 let e = self.executors.entry(id).or_insert_with(|| DriverExecutor {
@@ -303,12 +352,13 @@ impl Converter {
                 });
                 e.active = false;
                 e.remove_time = Some(at);
-                e.remove_reason = Some(reason).filter(|r| !r.trim().is_empty());
+                e.remove_reason = Some(capped(reason)).filter(|r| !r.trim().is_empty());
                 self.pending = Some(at);
             }
             Event::TaskEnd {
                 executor,
                 failed,
+                killed,
                 at,
             } => {
                 if let Some(at) = at {
@@ -319,7 +369,7 @@ impl Converter {
                 {
                     if failed {
                         e.failed_tasks += 1;
-                    } else {
+                    } else if !killed {
                         e.completed_tasks += 1;
                     }
                 }
@@ -346,6 +396,7 @@ impl Converter {
                         "executor {id} excluded from scheduling after {task_failures} task failures"
                     ),
                     end: false,
+                    spark_version: None,
                     at,
                 });
             }
@@ -370,6 +421,20 @@ impl Converter {
         } else if self.last_view.is_none() {
             self.view(self.start.unwrap_or(last));
         }
+        // The app ended: Spark stopped the executors still registered and logged no removal
+        // for them; the last view says they went with it.
+        if let Some((at, _)) = self.end {
+            let mut stopped = false;
+            for e in self.executors.values_mut().filter(|e| e.active) {
+                e.active = false;
+                e.remove_time = Some(at);
+                e.remove_reason = Some(STOPPED_WITH_APP.to_owned());
+                stopped = true;
+            }
+            if stopped {
+                self.view(at.max(last));
+            }
+        }
         let end_text = match self.end {
             Some((_, Some(code))) => format!("application ended, exit code {code}"),
             Some((_, None)) => {
@@ -393,6 +458,7 @@ impl Converter {
             app_name: None,
             text: end_text,
             end: true,
+            spark_version: None,
             at: end_at,
         });
         self.out.push(SourceEvent::Tick { at: end_at });

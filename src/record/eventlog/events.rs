@@ -42,10 +42,12 @@ pub(crate) enum Event {
         at: Time,
         reason: String,
     },
-    /// A task ended on an executor: `failed` unless its reason is `Success`.
+    /// A task ended on an executor: `failed` unless its reason is `Success` or it was
+    /// `killed` (`TaskKilled`, `TaskCommitDenied`).
     TaskEnd {
         executor: String,
         failed: bool,
+        killed: bool,
         at: Option<Time>,
     },
     /// `SparkListenerExecutorExcluded` (or the `…Blacklisted` Spark posts beside it).
@@ -298,10 +300,15 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
         }
         "SparkListenerTaskEnd" => {
             let e: TaskEnd = serde_json::from_str(line).map_err(bad)?;
-            let failed = e.info.failed || e.reason.as_ref().is_some_and(|r| r.reason != "Success");
+            // As Spark's own status listener counts them: a killed task (or one whose
+            // commit was denied) is neither completed nor failed.
+            let reason = e.reason.as_ref().map(|r| r.reason.as_str());
+            let killed = matches!(reason, Some("TaskKilled" | "TaskCommitDenied"));
+            let failed = !killed && (e.info.failed || reason.is_some_and(|r| r != "Success"));
             Event::TaskEnd {
                 executor: e.info.executor.text(),
                 failed,
+                killed,
                 at: e.info.finish.filter(|ms| *ms > 0).and_then(millis),
             }
         }
@@ -348,6 +355,7 @@ mod tests {
             Ok(Event::TaskEnd {
                 executor: "1".into(),
                 failed: true,
+                killed: false,
                 at: millis(1_700_000_500_000),
             })
         );

@@ -95,13 +95,13 @@ fn event_file_index(name: &str) -> Option<(u64, bool)> {
 fn rolling(dir: &Path) -> std::io::Result<Option<EventLog>> {
     let mut files: Vec<(u64, bool, PathBuf)> = Vec::new();
     let mut status = None;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
+    // An entry that cannot be read is passed over (a shared directory of many users' logs).
+    for entry in std::fs::read_dir(dir)?.filter_map(Result::ok) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with("appstatus_") {
             status = Some(name.ends_with(".inprogress"));
         } else if let Some((n, compact)) = event_file_index(&name)
-            && entry.file_type()?.is_file()
+            && entry.path().is_file()
         {
             files.push((n, compact, entry.path()));
         }
@@ -165,7 +165,8 @@ pub fn find(path: &Path) -> std::io::Result<Vec<EventLog>> {
     let mut out = Vec::new();
     for p in entries {
         if p.is_dir() {
-            out.extend(rolling(&p)?);
+            // One unreadable directory does not hide the others.
+            out.extend(rolling(&p).ok().flatten());
         } else if is_log_file(&p) {
             out.push(single(&p));
         }

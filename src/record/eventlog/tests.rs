@@ -19,11 +19,16 @@ const T0: i64 = 1_796_300_000_000;
 const OOM: &str = "\nThe executor with id 2 exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\n\t container name: spark-kubernetes-executor\n\t container image: apache/spark:4.3.0\n\t container state: terminated\n\t container started at: 2026-12-01T10:00:10Z\n\t container finished at: 2026-12-01T10:01:00Z\n\t exit code: 137\n\t termination reason: OOMKilled\n      ";
 
 /// A Kubernetes app's log: executors 1 and 2 start, 2 is OOM-killed and replaced by 3,
-/// dynamic allocation releases 1, the app ends with exit code 0.
+/// dynamic allocation releases 1, 4 starts much later, the app ends with exit code 0 with
+/// 3 and 4 still registered.
 fn k8s_log() -> String {
+    k8s_log_of("4.3.0")
+}
+
+fn k8s_log_of(version: &str) -> String {
     let at = |s: i64| T0 + s * 1000;
     let lines = [
-        serde_json::json!({"Event": "SparkListenerLogStart", "Spark Version": "4.3.0"}),
+        serde_json::json!({"Event": "SparkListenerLogStart", "Spark Version": version}),
         serde_json::json!({"Event": "SparkListenerEnvironmentUpdate", "JVM Information": {},
             "Spark Properties": {"spark.app.name": "etl-nightly", "spark.kubernetes.namespace": "spark-jobs",
                 "spark.kubernetes.executor.podNamePrefix": "etl-nightly-0a1b",
@@ -44,7 +49,12 @@ fn k8s_log() -> String {
         serde_json::json!({"Event": "SparkListenerExecutorAdded", "Timestamp": at(65), "Executor ID": "3",
             "Executor Info": {"Host": "10.1.0.7", "Total Cores": 2, "Log Urls": {}, "Attributes": {}, "Resources": {}, "Resource Profile Id": 0}}),
         serde_json::json!({"Event": "SparkListenerExecutorRemoved", "Timestamp": at(100), "Executor ID": "1", "Removed Reason": "Executor killed by driver."}),
-        serde_json::json!({"Event": "SparkListenerApplicationEnd", "Timestamp": at(200), "ExitCode": 0}),
+        serde_json::json!({"Event": "SparkListenerTaskEnd", "Stage ID": 1,
+            "Task End Reason": {"Reason": "TaskKilled", "Kill Reason": "another attempt succeeded"},
+            "Task Info": {"Task ID": 2, "Executor ID": "3", "Finish Time": at(150), "Failed": false, "Killed": true}}),
+        serde_json::json!({"Event": "SparkListenerExecutorAdded", "Timestamp": at(300), "Executor ID": "4",
+            "Executor Info": {"Host": "10.1.0.8", "Total Cores": 2, "Log Urls": {}, "Attributes": {}, "Resources": {}, "Resource Profile Id": 0}}),
+        serde_json::json!({"Event": "SparkListenerApplicationEnd", "Timestamp": at(400), "ExitCode": 0}),
     ];
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
@@ -91,8 +101,30 @@ fn a_kubernetes_apps_log_gives_the_same_verdicts_as_its_pods_would_with_the_even
         "{:#?}",
         released.verdict.findings
     );
-    // Still active at the end of the log (the app then ended).
-    assert!(app.executors.contains_key(&3));
+    // Registered for minutes with no pod (an event log has none): never "Spark still counts
+    // it active with no pod"; registered when the app ended: ended with it, not counted.
+    for id in [3, 4] {
+        let v = &app.executors[&id].verdict;
+        assert!(
+            !v.has(Code::DriverLostPod),
+            "executor {id}: {:#?}",
+            v.findings
+        );
+        assert_eq!(
+            v.cause().map(|f| f.code),
+            Some(Code::EndedWithDriver),
+            "executor {id}: {:#?}",
+            v.findings
+        );
+        assert!(!v.counted(), "executor {id}");
+    }
+    // A killed task is neither failed nor completed (as Spark's status listener counts).
+    let d3 = app.executors[&3]
+        .driver
+        .as_ref()
+        .and_then(|d| d.exec.as_ref())
+        .expect("listed");
+    assert_eq!((d3.failed_tasks, d3.completed_tasks), (0, 0));
     let lines: Vec<&str> = app.timeline.iter().map(|t| t.text.as_str()).collect();
     assert!(
         lines
@@ -105,6 +137,22 @@ fn a_kubernetes_apps_log_gives_the_same_verdicts_as_its_pods_would_with_the_even
         "{lines:?}"
     );
     assert_eq!(app.counted_failures(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_logs_spark_version_rules_its_executors_verdicts() {
+    let dir = temp_dir("version");
+    let path = dir.join("spark-0a1b2c");
+    // Before 4.0 Spark counted no executor failures toward a limit.
+    std::fs::write(&path, k8s_log_of("3.5.1")).expect("write");
+    let store = store_of(&open(&path, 1 << 20).expect("an event log"));
+    let app = &store.view().apps[&("spark-jobs".to_owned(), "spark-0a1b2c".to_owned())];
+    let oom = &app.executors[&2];
+    assert!(oom.verdict.has(Code::ContainerOomKilled));
+    let spark = oom.verdict.spark.as_ref().expect("Spark's account");
+    assert!(!spark.counted, "{spark:#?}");
+    assert_eq!(app.counted_failures(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -157,8 +205,9 @@ fn rolling_dir(parent: &Path, text: &str, parts: usize, done: bool) -> PathBuf {
 #[test]
 fn a_rolling_directory_is_read_in_its_files_order_and_a_directory_of_logs_holds_each() {
     let parent = temp_dir("rolling");
-    // 11 parts: events_10 sorts after events_9 by number, not by name.
-    let dir = rolling_dir(&parent, &k8s_log(), 11, true);
+    // A line a file: events_10 sorts after events_9 by number, not by name.
+    let log = k8s_log();
+    let dir = rolling_dir(&parent, &log, log.lines().count(), true);
     let logs = find(&dir).expect("find");
     assert_eq!(logs.len(), 1);
     assert!(!logs[0].in_progress && !logs[0].compacted);

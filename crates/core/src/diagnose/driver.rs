@@ -73,8 +73,11 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
     };
     let mut out = Vec::new();
     match &seen.exec {
+        // Active in an event log's list means registered at that moment of the run, and
+        // the log has no pods: absence of a pod says nothing there.
         Some(d) if d.active => {
             if let Some(gone) = pod.gone_at
+                && seen.from == crate::model::driver::ExecutorList::DriverApi
                 && seen.at - gone > pod.lost_grace
             {
                 out.push(lost_pod(pod, d, seen.at, gone));
@@ -190,6 +193,12 @@ fn removed(id: i64, d: &DriverExecutor) -> Finding {
             },
             "Spark's reason is the container's exit: the exit finding (from the pod, or from \
              this text when the pod is gone) says what to change.",
+        ),
+        RemovalKind::StoppedWithApp => (
+            Code::EndedWithDriver,
+            Severity::Info,
+            "Normal: the application ended and Spark stopped its executors with it (the event \
+             log has no removal of its own for an executor still registered at the end).",
         ),
         RemovalKind::Deleted => (
             Code::DriverRemoved,

@@ -185,9 +185,19 @@ pub enum RemovalKind {
     HeartbeatTimeout,
     /// "Remote RPC client disassociated. …": the connection to the executor dropped.
     Disassociated,
+    /// [`STOPPED_WITH_APP`]: an executor still registered when the application's event log
+    /// ends with the application: Spark deletes executor pods when it stops and logs no
+    /// removal for them. spark-triage's words, never Spark's.
+    StoppedWithApp,
     /// Anything else.
     Other,
 }
+
+/// What an event log's reader gives as the removal of an executor still registered when
+/// the application ended (Spark's own log has none for it).
+pub const STOPPED_WITH_APP: &str = "Stopped with the application (spark-triage: the event log ends with the \
+     application's end and has no removal for this executor; Spark deletes its executors' pods \
+     when it stops)";
 
 impl RemovalKind {
     /// Whether Spark itself decided to remove the executor (and so deleted its pod), as
@@ -247,6 +257,8 @@ pub fn parse_removal(text: &str) -> RemovalReason {
         RemovalKind::HeartbeatTimeout
     } else if text.starts_with("Remote RPC client disassociated") {
         RemovalKind::Disassociated
+    } else if text == STOPPED_WITH_APP {
+        RemovalKind::StoppedWithApp
     } else {
         RemovalKind::Other
     };

@@ -602,13 +602,14 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
             Finding::new(
                 Code::DriverNotSeen,
                 Severity::Info,
-                format!(
-                    "Driver known from its event log only (an event log holds no pods): {end}"
-                ),
+                format!("Driver known from its event log only (an event log holds no pods): {end}"),
             )
             .witness(Witness::EventLog)
             .hint(
-                "The event log says when the application started and ended and, from Spark 4.0,                  its exit code; how its driver pod ended (OOMKilled, evicted, deleted) is not in                  it: read the driver pod's status and events while they last, or keep a flight                  recorder running (spark-triage record DIR --rotate 1h).",
+                "The event log says when the application started and ended and, from Spark 4.0, \
+                 its exit code; how its driver pod ended (OOMKilled, evicted, deleted) is not in \
+                 it: read the driver pod's status and events while they last, or keep a flight \
+                 recorder running (spark-triage record DIR --rotate 1h).",
             ),
         );
     } else if ev.driver.is_none() {
