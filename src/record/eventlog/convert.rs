@@ -51,6 +51,24 @@ fn capped(mut reason: String) -> String {
     reason
 }
 
+/// An executor as registered, before the log says more of it.
+fn registered(id: i64, pod_name: Option<String>) -> DriverExecutor {
+    DriverExecutor {
+        id,
+        active: true,
+        host_port: None,
+        pod_name,
+        add_time: None,
+        remove_time: None,
+        remove_reason: None,
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 0,
+        max_memory: None,
+        peak: Default::default(),
+    }
+}
+
 /// Builds one log's events as its lines come.
 #[derive(Debug)]
 pub(crate) struct Converter {
@@ -309,18 +327,9 @@ impl Converter {
                 self.executors.insert(
                     id,
                     DriverExecutor {
-                        id,
-                        active: true,
                         host_port: host,
-                        pod_name,
                         add_time: Some(at),
-                        remove_time: None,
-                        remove_reason: None,
-                        active_tasks: 0,
-                        failed_tasks: 0,
-                        completed_tasks: 0,
-                        max_memory: None,
-                        peak: Default::default(),
+                        ..registered(id, pod_name)
                     },
                 );
                 self.pending = Some(at);
@@ -336,20 +345,10 @@ impl Converter {
                 }
                 self.pace(at);
                 let pod_name = self.pod_name(id);
-                let e = self.executors.entry(id).or_insert_with(|| DriverExecutor {
-                    id,
-                    active: true,
-                    host_port: None,
-                    pod_name,
-                    add_time: None,
-                    remove_time: None,
-                    remove_reason: None,
-                    active_tasks: 0,
-                    failed_tasks: 0,
-                    completed_tasks: 0,
-                    max_memory: None,
-                    peak: Default::default(),
-                });
+                let e = self
+                    .executors
+                    .entry(id)
+                    .or_insert_with(|| registered(id, pod_name));
                 e.active = false;
                 e.remove_time = Some(at);
                 e.remove_reason = Some(capped(reason)).filter(|r| !r.trim().is_empty());
