@@ -41,6 +41,8 @@ pub const MAX_LOGS: usize = 500;
 /// Log lines kept per executor (as many as are fetched).
 pub use crate::source::MAX_LOG_TAIL_LINES as LOG_LINES;
 
+mod app_config;
+mod app_record;
 mod cluster;
 mod derived;
 mod evidence;
@@ -53,11 +55,12 @@ mod relist;
 mod restart;
 pub mod times;
 
+pub use app_config::AppConfig;
 use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
-    AppConfig, AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord,
-    Finished, Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
+    AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
+    Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
 };
 use relist::Present;
 

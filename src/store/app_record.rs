@@ -1,0 +1,318 @@
+//! What an application's record concludes from its evidence: the failures Spark counted,
+//! its findings (memoized), its verdict, its driver's end and the executors that outlived
+//! it, its counts. The record's types are in `records.rs`.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use super::records::invalid_id_value;
+use super::*;
+use spark_triage_core::{
+    diagnose::{self, Code},
+    model::{ExecutorState, Time},
+};
+
+impl AppRecord {
+    /// Failures Spark counted, forgotten executors included.
+    pub fn counted_failures(&self) -> usize {
+        self.forgotten_counted.values().sum::<usize>()
+            + self.forgotten_uncaused
+            + self
+                .executors
+                .values()
+                .filter(|e| e.verdict.counted())
+                .count()
+    }
+
+    pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
+        use spark_triage_core::diagnose::app::{AppFacts, app_findings};
+        let spark_version = self
+            .executors
+            .values()
+            .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod));
+        // The forgotten ones first: they are the oldest.
+        let counted: Vec<spark_triage_core::diagnose::Code> = self
+            .forgotten_counted
+            .iter()
+            .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
+            .chain(
+                self.executors
+                    .values()
+                    .filter(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted))
+                    .filter_map(|e| e.verdict.cause().map(|f| f.code)),
+            )
+            .collect();
+        let invalid_ids: Vec<(String, String)> = self
+            .unregistered
+            .iter()
+            .filter_map(|(name, why)| Some((name.clone(), invalid_id_value(why)?)))
+            .collect();
+        let no_phase: Vec<String> = self
+            .executors
+            .values()
+            .filter(|e| e.gone.is_none() && e.pod.deletion.is_none() && e.pod.phase().is_none())
+            .map(|e| e.pod.name.clone())
+            .collect();
+        let oom_removals = self
+            .executors
+            .values()
+            // Spark 4.2+ turns recovery mode on when a loss reason contains "OOM"
+            // (`KubernetesClusterSchedulerBackend.doRemoveExecutor`, 4.3.0 bytecode): the
+            // driver's own reason when it was read, else the one Spark logs for the pod
+            // ("137(SIGKILL, possible container OOM)", "termination reason: OOMKilled").
+            .filter(|e| {
+                e.driver
+                    .as_ref()
+                    .and_then(|d| d.exec.as_ref())
+                    .and_then(|d| d.remove_reason.as_deref())
+                    .or_else(|| e.verdict.spark.as_ref().map(|s| s.message.as_str()))
+                    .is_some_and(|r| r.contains("OOM"))
+            })
+            .count();
+        let counts = self.counts();
+        // An executor known only from the driver has no spec: its app's other pods (one
+        // template) say its priority.
+        let seen_priority = self
+            .executors
+            .values()
+            .rev()
+            .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
+            .map(|e| (e.pod.priority_class.clone(), e.pod.priority));
+        let preempted: Vec<spark_triage_core::diagnose::app::Preemption> = self
+            .executors
+            .values()
+            .filter(|e| e.verdict.has(Code::Preempted))
+            .map(|e| {
+                let (class, priority) = match (&e.gone, &seen_priority) {
+                    (Some(Gone::DriverOnly { .. }), Some((c, p))) => (c.clone(), *p),
+                    _ => (e.pod.priority_class.clone(), e.pod.priority),
+                };
+                spark_triage_core::diagnose::app::Preemption {
+                    by: e.verdict.preempted_by.as_deref().cloned(),
+                    own_class: class.as_deref().map(str::to_owned),
+                    own_priority: priority,
+                }
+            })
+            .collect();
+        // What the next executor pod would be charged: like the newest one.
+        let quota_refusals: Vec<(String, spark_triage_core::model::Refusal)> = self
+            .executors
+            .values()
+            .next_back()
+            .map(|e| spark_triage_core::model::PodCharge::of(&e.pod))
+            .map(|charge| {
+                self.quotas
+                    .iter()
+                    .flat_map(|q| q.refusals(&charge).into_iter().map(|r| (q.name.clone(), r)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let held: Vec<spark_triage_core::diagnose::Finding> = self
+            .executors
+            .values()
+            .filter(|e| e.pod_state == ExecutorState::Pending && e.gone.is_none())
+            .filter_map(|e| e.verdict.cause())
+            .filter(|f| spark_triage_core::diagnose::app::is_held(f))
+            .cloned()
+            .collect();
+        let mut out = app_findings(&AppFacts {
+            spark_version,
+            counted: &counted,
+            max_failures: self.config.max_failures,
+            executor_instances: self.config.executor_instances,
+            dynamic_allocation: self.config.dynamic_allocation,
+            max_executors: self.config.max_executors,
+            invalid_ids: &invalid_ids,
+            no_phase: &no_phase,
+            oom_removals,
+            recovery_mode: self.config.recovery_mode,
+            config_known: self.config.from_driver,
+            driver_running: self
+                .driver
+                .as_ref()
+                .is_some_and(|d| d.phase.as_deref() == Some("Running")),
+            live_executors: (counts.pending + counts.running) as u32,
+            quota_refusals: &quota_refusals,
+            settings: Some(&self.config.settings),
+            preempted: &preempted,
+            held: &held,
+        });
+        out.extend(self.node_findings.iter().cloned());
+        out.sort_by_key(spark_triage_core::diagnose::app_verdict::order);
+        out
+    }
+
+    pub(super) fn compute_verdict(&self) -> diagnose::app_verdict::AppVerdict {
+        use diagnose::app_verdict::{AppEvidence, ExecutorTally, app_verdict};
+        let counts = self.counts();
+        let ended_with_driver = self
+            .executors
+            .values()
+            .filter(|e| {
+                e.verdict
+                    .cause()
+                    .is_some_and(|f| f.code == Code::EndedWithDriver)
+            })
+            .count();
+        let driver = self.driver.as_ref().and_then(|d| d.evidence(&self.groups));
+        // A keyframe from before the driver's pod was kept knows its phase only.
+        let driver_phase = driver
+            .is_none()
+            .then(|| self.driver.as_ref().and_then(|d| d.phase.as_deref()))
+            .flatten();
+        let now = self
+            .as_of
+            .or_else(|| driver.as_ref().and_then(|d| d.pod.created_at))
+            .unwrap_or_default();
+        // Executors that outlived the driver, as of the app's clock (ticks move it while
+        // any executor of an ended driver is left).
+        let orphans = self.find_orphans(now);
+        let mut v = app_verdict(&AppEvidence {
+            driver,
+            driver_phase,
+            logged_end: self.logged_end.as_deref(),
+            app_findings: self.findings(),
+            executors: ExecutorTally {
+                running: counts.running,
+                pending: counts.pending,
+                errors: self.alerts(),
+                ended_with_driver,
+                orphans: &orphans,
+                known: self.executors.len(),
+            },
+            now,
+        });
+        // One end: the one the executors' verdicts were told (first seen, kept stable).
+        v.end.clone_from(&self.driver_end);
+        v
+    }
+
+    /// Executor pods that outlived the driver, as of `now`.
+    pub(super) fn find_orphans(&self, now: Time) -> Vec<String> {
+        let Some(end) = &self.driver_end else {
+            return Vec::new();
+        };
+        self.executors
+            .values()
+            .filter(|e| {
+                diagnose::app_verdict::is_orphan(
+                    end,
+                    e.pod_state,
+                    e.pod.deletion.is_some(),
+                    e.gone.is_some(),
+                    now,
+                )
+            })
+            .map(|e| e.pod.name.clone())
+            .collect()
+    }
+
+    /// Recomputes the driver's end from its evidence; true when it changed.
+    pub(super) fn update_driver_end(&mut self, now: Time) -> bool {
+        let mut end = self
+            .driver
+            .as_ref()
+            .and_then(|d| d.evidence(&self.groups))
+            .and_then(|d| diagnose::app_verdict::driver_end(&d, now));
+        // The tool saw this driver's end once: later sights (a terminating pod's updates)
+        // do not move it.
+        if let (Some(new), Some(old)) = (&mut end, &self.driver_end)
+            && new.pod == old.pod
+            && new.uid == old.uid
+        {
+            new.seen_at = new.seen_at.min(old.seen_at);
+            if new.cluster_at.is_none() {
+                new.at = new.seen_at;
+            }
+        }
+        if end == self.driver_end {
+            return false;
+        }
+        self.driver_end = end;
+        true
+    }
+
+    /// The app's pods (driver, executors) that name a batch scheduler's group.
+    pub(super) fn pods_naming_groups(&self) -> impl Iterator<Item = &ExecutorPod> + Clone {
+        self.driver
+            .iter()
+            .filter_map(|d| d.last.as_deref())
+            .chain(self.executors.values().map(|e| &*e.pod))
+            .filter(|p| !p.groups.is_empty())
+    }
+
+    /// Whether any of its pods names a batch scheduler's group.
+    pub(super) fn names_groups(&self) -> bool {
+        self.pods_naming_groups().next().is_some()
+    }
+
+    pub(super) fn new(
+        namespace: &str,
+        app_id: &str,
+        quotas: Vec<spark_triage_core::model::Quota>,
+    ) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            app_id: app_id.to_owned(),
+            app_name: None,
+            driver: None,
+            config: AppConfig::default(),
+            executors: BTreeMap::new(),
+            unregistered: BTreeMap::new(),
+            timeline: VecDeque::new(),
+            driver_api: None,
+            quotas,
+            groups: Arc::default(),
+            forgotten: Default::default(),
+            forgotten_counted: BTreeMap::new(),
+            forgotten_uncaused: 0,
+            logged_end: None,
+            logged_version: None,
+            driver_end: None,
+            as_of: None,
+            node_findings: Vec::new(),
+            derived: Default::default(),
+        }
+    }
+
+    pub(super) fn log(&mut self, at: Time, executor: Option<i64>, text: String) {
+        self.timeline
+            .push_back(TimelineEntry { at, executor, text });
+        while self.timeline.len() > MAX_TIMELINE {
+            self.timeline.pop_front();
+        }
+    }
+
+    /// Executors per state (missing ones only under `missing`).
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for e in self.executors.values() {
+            if e.is_missing() {
+                c.missing += 1;
+                continue;
+            }
+            *c.get_mut(e.state()) += 1;
+        }
+        c
+    }
+
+    /// Pending executors by reason, most common first.
+    pub fn pending_reasons(&self) -> Vec<(String, usize)> {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for e in self.executors.values() {
+            if let Some(r) = e.pending_reason() {
+                *m.entry(r).or_default() += 1;
+            }
+        }
+        let mut v: Vec<_> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Executors whose verdict is an error.
+    pub fn alerts(&self) -> usize {
+        self.executors
+            .values()
+            .filter(|e| e.verdict.severity() == Some(diagnose::Severity::Error))
+            .count()
+    }
+}
