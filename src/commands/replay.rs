@@ -38,7 +38,11 @@ pub struct ReplayArgs {
 pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app::App {
     use crate::app::{App, Context, Mode, replay::Replay};
     let mut app = App::new(Context {
-        context: format!("recording of {}", rec.header.server),
+        context: if crate::record::eventlog::is_converted(&rec.header) {
+            format!("{} (Spark's words, no pods)", rec.header.server)
+        } else {
+            format!("recording of {}", rec.header.server)
+        },
         scope: rec.header.scope.clone(),
         readonly: crate::settings::ReadOnly::On("a replay".to_owned()),
         mode: Mode::Replay,

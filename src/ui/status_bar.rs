@@ -47,6 +47,11 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         Some(Freshness::Fresh(age)) => {
             spans.push(Span::raw(format!("last LIST {} ago", human(age))))
         }
+        // A replay waits for nothing: its recording has no LIST up to here (an event log
+        // has none at all).
+        Some(Freshness::Waiting) | None if app.ctx.mode == Mode::Replay => {
+            spans.push(Span::raw("no LIST recorded"))
+        }
         Some(Freshness::Waiting) | None => spans.push(Span::raw("waiting for the first LIST")),
     }
     let bad: Vec<String> = snap
