@@ -7,6 +7,9 @@
 #   scripts/e2e-spark.sh [--spark-version 4.3.0|4.0.x|3.5.x] [--update-snapshot]
 #
 # --update-snapshot copies the run's recording to snapshots/real-spark-oom.ndjson.zst (4.3.0 only).
+# The driver writes its event log to target/e2e/run/eventlog/ (E2E_EVENTLOG_CODEC: zstd, Spark
+# 4's default, or lz4, snappy, lzf, none), and check.py compares spark-triage's verdicts from
+# it with those from the recording of the same run.
 # Needs Java 17+ and python3; pyspark==VERSION is installed once into target/e2e/venv (4.3.0)
 # or target/e2e/venv-VERSION (E2E_VENV overrides).
 # Where Java or PyPI is missing it says so and exits 0, or 1 when CI=true.

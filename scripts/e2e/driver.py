@@ -30,6 +30,8 @@ WORK = sys.argv[3]
 TRIAGE = sys.argv[4]  # the spark-triage binary
 KUBECONFIG = sys.argv[5]
 EVENT_LOG_DIR = os.path.join(WORK, "eventlog")
+# The event log's codec (E2E_EVENTLOG_CODEC: zstd, Spark 4's default, lz4, snappy, lzf, none).
+CODEC = os.environ.get("E2E_EVENTLOG_CODEC", "zstd")
 SPARK_VERSION = os.environ.get("E2E_SPARK_VERSION", "4.3.0")
 APP_ID = "spark-e2e" + os.urandom(8).hex()
 APP_NAME = "real-spark-oom"
@@ -185,6 +187,8 @@ def main():
         # defaults (rolling, zstd) on 4.x; one file on 3.5.
         .config("spark.eventLog.enabled", "true")
         .config("spark.eventLog.dir", "file://" + EVENT_LOG_DIR)
+        .config("spark.eventLog.compress", "false" if CODEC == "none" else "true")
+        .config("spark.eventLog.compression.codec", CODEC if CODEC != "none" else "zstd")
         .getOrCreate()
     )
     sc = spark.sparkContext

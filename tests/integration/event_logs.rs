@@ -9,6 +9,10 @@ const LOG: &str = concat!(
     "/tests/fixtures/eventlog/real-spark-k8s"
 );
 
+/// The same test driver's logs in Spark's other codecs (each its own run on the simulator:
+/// which executor the OOM kill and the vanish hit depends on the run).
+const CODECS: [&str; 3] = ["lz4", "snappy", "none"];
+
 fn executor(app: &serde_json::Value, id: i64) -> &serde_json::Value {
     app["executors"]
         .as_array()
@@ -129,4 +133,46 @@ async fn a_log_cut_short_is_read_up_to_the_cut_and_a_directory_without_logs_is_r
     assert_eq!(code, 1);
     assert!(err.contains("holds no recording segments"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_same_runs_logs_in_every_codec_say_the_same() {
+    for codec in CODECS {
+        let path = format!("{LOG}-{codec}");
+        let (code, out, err) = triage(&["status", "--recording", &path, "-o", "json"]).await;
+        assert_eq!(code, 0, "{codec}: {err}");
+        assert!(err.is_empty(), "{codec}: {err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let app = app(&doc, "real-spark-oom");
+        let causes: Vec<(String, bool)> = app["executors"]
+            .as_array()
+            .expect("executors")
+            .iter()
+            .map(|e| {
+                (
+                    e["findings"][0].as_str().unwrap_or("-").to_owned(),
+                    e["spark"]["counted"] == true,
+                )
+            })
+            .collect();
+        let oom: Vec<_> = causes
+            .iter()
+            .filter(|(c, _)| c == "container-oom-killed")
+            .collect();
+        assert_eq!(
+            oom,
+            [&("container-oom-killed".to_owned(), true)],
+            "{codec}: {causes:?}"
+        );
+        assert!(
+            causes.contains(&("missing".to_owned(), false)),
+            "{codec}: {causes:?}"
+        );
+        assert!(
+            causes
+                .iter()
+                .all(|(c, counted)| c == "container-oom-killed" || !counted),
+            "{codec}: only the OOM kill counts: {causes:?}"
+        );
+    }
 }
