@@ -7,7 +7,7 @@
 //! The executor list is given as `allexecutors` would have been read: whole, at the moment
 //! of a change, at most once a second of the run, less often as the views grow, and for an
 //! app so large that they would hold more than [`MAX_VIEW_ENTRIES`] entries in all, once
-//! more at its end only.
+//! more at its end only (so at most that budget, the view that crossed it and the last).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -26,6 +26,13 @@ const MAX_EXECUTORS: usize = 250_000;
 
 /// The most executor entries all of one log's views hold together.
 const MAX_VIEW_ENTRIES: usize = 2_000_000;
+
+/// What one log's conversion keeps at most.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    executors: usize,
+    view_entries: usize,
+}
 
 /// One log, converted.
 #[derive(Debug)]
@@ -86,6 +93,8 @@ pub(crate) struct Converter {
     begun: Option<(String, String)>,
     executors: BTreeMap<i64, DriverExecutor>,
     excluded: BTreeSet<(i64, Time)>,
+    /// The bounds on what is kept ([`MAX_EXECUTORS`], [`MAX_VIEW_ENTRIES`]).
+    caps: Caps,
     /// Executors past [`MAX_EXECUTORS`] were skipped.
     overflowed: bool,
     /// The newest change not yet in a view, and the last view's time.
@@ -122,6 +131,10 @@ impl Converter {
             interval: chrono::TimeDelta::seconds(1),
             entries: 0,
             next_slowdown: MAX_VIEW_ENTRIES / 4,
+            caps: Caps {
+                executors: MAX_EXECUTORS,
+                view_entries: MAX_VIEW_ENTRIES,
+            },
             first_at: None,
             last_at: None,
             out: Vec::new(),
@@ -232,7 +245,7 @@ impl Converter {
         // often; past the whole of it, only the last one is given.
         if self.entries > self.next_slowdown {
             self.interval = self.interval * 2;
-            self.next_slowdown += MAX_VIEW_ENTRIES / 4;
+            self.next_slowdown += self.caps.view_entries / 4;
         }
     }
 
@@ -240,7 +253,7 @@ impl Converter {
     /// of the run has passed since the last one.
     fn pace(&mut self, at: Time) {
         if let Some(p) = self.pending
-            && self.entries < MAX_VIEW_ENTRIES
+            && self.entries < self.caps.view_entries
             && self.last_view.is_none_or(|l| at - l >= self.interval)
         {
             self.view(p);
@@ -264,15 +277,29 @@ impl Converter {
         }
     }
 
+    /// Before a change to executor `id` (as the log writes it) at `at`: its number, unless
+    /// it is not one or is one too many to keep; the pending changes paced into a view.
+    fn change(&mut self, id: &str, what: &str, at: Time) -> Option<i64> {
+        let id = self.numeric(id, what)?;
+        self.seen(at);
+        self.key(at);
+        if self.full(id) {
+            return None;
+        }
+        self.pace(at);
+        Some(id)
+    }
+
     /// Whether executor `id` is one too many to keep (said once).
     fn full(&mut self, id: i64) -> bool {
-        if self.executors.len() < MAX_EXECUTORS || self.executors.contains_key(&id) {
+        if self.executors.len() < self.caps.executors || self.executors.contains_key(&id) {
             return false;
         }
         if !self.overflowed {
             self.overflowed = true;
             self.damage(format!(
-                "more than {MAX_EXECUTORS} executors: executor {id} and the later ones are skipped"
+                "more than {} executors: executor {id} and the later ones are skipped",
+                self.caps.executors
             ));
         }
         true
@@ -314,15 +341,9 @@ impl Converter {
                 cores: _,
                 pod_name,
             } => {
-                let Some(id) = self.numeric(&id, "the addition") else {
+                let Some(id) = self.change(&id, "the addition", at) else {
                     return;
                 };
-                self.seen(at);
-                self.key(at);
-                if self.full(id) {
-                    return;
-                }
-                self.pace(at);
                 let pod_name = pod_name.or_else(|| self.pod_name(id));
                 self.executors.insert(
                     id,
@@ -335,15 +356,9 @@ impl Converter {
                 self.pending = Some(at);
             }
             Event::ExecutorRemoved { id, at, reason } => {
-                let Some(id) = self.numeric(&id, "the removal") else {
+                let Some(id) = self.change(&id, "the removal", at) else {
                     return;
                 };
-                self.seen(at);
-                self.key(at);
-                if self.full(id) {
-                    return;
-                }
-                self.pace(at);
                 let pod_name = self.pod_name(id);
                 let e = self
                     .executors
@@ -506,5 +521,102 @@ pub(crate) fn merge(path: &Path, logs: Vec<Converted>) -> Recording {
         keyframes: Vec::new(),
         damaged,
         gaps: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Time {
+        chrono::DateTime::from_timestamp(1_796_300_000 + s, 0).expect("time")
+    }
+
+    fn added(id: i64, s: i64) -> Event {
+        Event::ExecutorAdded {
+            id: id.to_string(),
+            at: at(s),
+            host: None,
+            cores: None,
+            pod_name: None,
+        }
+    }
+
+    fn entries(c: &Converted) -> Vec<usize> {
+        c.events
+            .iter()
+            .filter_map(|e| match e {
+                SourceEvent::DriverExecutors {
+                    view: DriverView::Logged { executors },
+                    ..
+                } => Some(executors.len()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_hostile_log_cannot_grow_the_executors_or_the_views_without_bound() {
+        let mut c = Converter::new("huge");
+        c.caps = Caps {
+            executors: 50,
+            view_entries: 400,
+        };
+        // 200 executors, one a second: past 50 they are skipped (said once), and the views
+        // slow down as they grow, then stop until the last one.
+        for id in 1..=200 {
+            c.take(added(id, id));
+        }
+        let out = c.finish(true);
+        let skipped: Vec<_> = out
+            .damaged
+            .iter()
+            .filter(|d| d.contains("more than 50"))
+            .collect();
+        assert_eq!(skipped.len(), 1, "{:?}", out.damaged);
+        let sizes = entries(&out);
+        assert_eq!(
+            sizes.last(),
+            Some(&50),
+            "the last view has every executor kept"
+        );
+        let total: usize = sizes.iter().sum();
+        // The budget, the view that crossed it, and the last one.
+        assert!(
+            total <= 400 + 2 * 50,
+            "{total} entries in {} views",
+            sizes.len()
+        );
+        assert!(sizes.len() < 50, "{} views: paced", sizes.len());
+    }
+
+    #[test]
+    fn a_removal_reason_is_kept_to_16_kib() {
+        let mut c = Converter::new("long");
+        c.take(added(1, 1));
+        c.take(Event::ExecutorRemoved {
+            id: "1".into(),
+            at: at(2),
+            reason: "é".repeat(MAX_REASON),
+        });
+        let out = c.finish(true);
+        let reason = out
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                SourceEvent::DriverExecutors {
+                    view: DriverView::Logged { executors },
+                    ..
+                } => executors[0].remove_reason.clone(),
+                _ => None,
+            })
+            .expect("a reason");
+        assert!(
+            reason.len() <= MAX_REASON + '…'.len_utf8(),
+            "{}",
+            reason.len()
+        );
+        assert!(reason.ends_with('…'));
     }
 }
