@@ -50,3 +50,41 @@ for f in "$dir/spark-bench" "$dir/spark-bench.zstd"; do
   counted=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(a["failures_counted"] for a in d["apps"]))' "$dir/out.json")
   echo "report $(basename "$f") ($(du -h "$f" | cut -f1)): $(tail -1 "$dir/time.txt"), $counted failures counted"
 done
+
+# Spark's own History Server loading the same (plain) log, when a pyspark venv is there
+# (scripts/e2e-spark.sh makes target/e2e/venv): from its start to the app's executors
+# answered, and `report --history-server` then.
+venv=${E2E_VENV:-target/e2e/venv}
+if [ -x "$venv/bin/python" ] && spark_home=$("$venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null); then
+  mkdir "$dir/shs" && mv "$dir/spark-bench" "$dir/shs/"
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  printf 'spark.history.fs.logDirectory file:%s\nspark.history.ui.port %s\nspark.history.fs.update.interval 1s\n' "$dir/shs" "$port" >"$dir/shs.conf"
+  id=$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["Event"] == "SparkListenerApplicationStart":
+        print(e["App ID"]); break' "$dir/shs/spark-bench")
+  t0=$(date +%s%N)
+  SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=${SHS_MEMORY:-4g} /usr/bin/time -f "%M" -o "$dir/shs.rss" \
+    "$spark_home/bin/spark-class" org.apache.spark.deploy.history.HistoryServer \
+    --properties-file "$dir/shs.conf" >"$dir/shs.log" 2>&1 &
+  shs=$!
+  url="http://127.0.0.1:$port"
+  for _ in $(seq 1 1200); do
+    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=600)' \
+      "$url/api/v1/applications/$id/allexecutors" >/dev/null 2>&1; then
+      echo "History Server (SPARK_DAEMON_MEMORY=${SHS_MEMORY:-4g}): the app's executors answered $((($(date +%s%N) - t0) / 1000000)) ms after its start"
+      /usr/bin/time -f "%e s, peak RSS %M KiB" target/release/spark-triage report --history-server "$url" --app "$id" -o json \
+        >"$dir/out.json" 2>"$dir/time.txt" || { cat "$dir/time.txt"; break; }
+      echo "report --history-server: $(tail -1 "$dir/time.txt")"
+      break
+    fi
+    kill -0 $shs 2>/dev/null || { echo "History Server died: $(tail -3 "$dir/shs.log")"; break; }
+    sleep 0.5
+  done
+  kill -TERM $shs 2>/dev/null; wait $shs 2>/dev/null || true
+  [ -s "$dir/shs.rss" ] && echo "History Server peak RSS $(tail -1 "$dir/shs.rss") KiB"
+else
+  echo "(no pyspark venv at $venv: the History Server's load time is not measured)"
+fi

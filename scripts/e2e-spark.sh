@@ -140,6 +140,32 @@ wait "$STATUS" "$RECORD" 2>/dev/null
 "$BIN" status --recording "$RUN/eventlog" -o json >"$RUN/status-eventlog.json" 2>"$RUN/status-eventlog.err"
 "$BIN" report "$RUN/eventlog" -o json >"$RUN/report-eventlog.json" 2>&1
 "$BIN" report "$RUN/session.ndjson.zst" -o json >"$RUN/report-recording.json" 2>&1
+# The same log as a team whose logs only the History Server reads would see it: Spark's own
+# History Server over it, on loopback, and `report --history-server`.
+history_server() {
+    local port conf t0 id
+    port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    conf="$RUN/history.conf"
+    printf 'spark.history.fs.logDirectory file:%s\nspark.history.ui.port %s\nspark.history.fs.update.interval 1s\nspark.ui.bindAddress 127.0.0.1\n' \
+        "$RUN/eventlog" "$port" >"$conf"
+    SPARK_HOME=$SPARK_HOME_DIR SPARK_LOCAL_IP=127.0.0.1 "$SPARK_HOME_DIR/bin/spark-class" \
+        org.apache.spark.deploy.history.HistoryServer --properties-file "$conf" >"$RUN/history.log" 2>&1 &
+    HISTORY=$!
+    t0=$(date +%s%N)
+    id=$("$VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["apps"][0]["app_id"])' "$RUN/report-eventlog.json" 2>/dev/null)
+    for _ in $(seq 1 120); do
+        if "$VENV/bin/python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+            "http://127.0.0.1:$port/api/v1/applications/$id/allexecutors" >/dev/null 2>&1; then
+            echo "e2e-spark: the History Server listed and loaded the log in $((($(date +%s%N) - t0) / 1000000)) ms (from its start)"
+            "$BIN" report --history-server "http://127.0.0.1:$port" --app "$id" -o json >"$RUN/report-history.json" 2>"$RUN/report-history.err"
+            break
+        fi
+        sleep 0.5
+    done
+    kill -TERM "$HISTORY" 2>/dev/null
+    wait "$HISTORY" 2>/dev/null
+}
+history_server
 save_requests "$RUN/requests.json"
 kill -TERM "$SIM" 2>/dev/null
 wait "$SIM" 2>/dev/null

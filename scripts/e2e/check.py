@@ -175,6 +175,14 @@ check("report of the event log counts the failures by cause as the recording's",
       ((a_log or {}).get("by_finding"), (a_rec or {}).get("by_finding"),
        (a_log or {}).get("failures_counted"), (a_rec or {}).get("failures_counted")))
 
+# Spark's own History Server over the same log: `report --history-server` says the same.
+rep_hist = load_json("report-history.json")
+a_hist = app_of(rep_hist)
+check("report --history-server (Spark's History Server over the log) equals the log's report",
+      a_hist is not None and a_hist == a_log,
+      read("report-history.err")[:300] or read("history.log")[-300:]
+      or {k: (v, (a_log or {}).get(k)) for k, v in (a_hist or {}).items() if v != (a_log or {}).get(k)})
+
 
 def processes_of(app_id):
     """Live processes (not zombies) whose environment names this application: the executor

@@ -76,7 +76,7 @@ pub(crate) fn run(args: ReplayArgs, view: crate::app::ViewSettings) -> Result<Ex
     // A directory is read from the segment holding --from (else --at) on.
     let opened = crate::record::timeline::open_recording(
         &args.file,
-        args.limits.max_line,
+        &args.limits.reading(),
         args.from.as_deref().or(args.at.as_deref()),
         None,
     )?;

@@ -13,8 +13,16 @@ pub struct ReportArgs {
     /// The recording (plain or .zst), a directory of segments (`record DIR --rotate`), or
     /// a Spark event log (a file, an `eventlog_v2_*` directory, or a directory of them:
     /// `spark.eventLog.dir`), in any codec Spark writes.
-    #[arg(value_name = "FILE|DIR")]
-    pub file: std::path::PathBuf,
+    #[arg(value_name = "FILE|DIR", required_unless_present = "history_server")]
+    pub file: Option<std::path::PathBuf>,
+    /// Read the applications from a Spark History Server's REST API instead
+    /// (`http://history:18080`; credentials in the URL are used, never shown): `--app`,
+    /// or the newest 20.
+    #[arg(long, value_name = "URL", conflicts_with = "file")]
+    pub history_server: Option<String>,
+    /// How long one request to the History Server may take.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::flags::parse_timeout, requires = "history_server")]
+    pub request_timeout: std::time::Duration,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
@@ -40,25 +48,59 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         to,
         app: args.app.clone(),
     };
-    // Streamed: a week of segments costs the memory of the state, not of the events.
-    let (header, state, from, to) = crate::record::timeline::read_state(
-        &args.file,
-        args.limits.max_line,
-        from.as_deref(),
-        args.window.to.as_deref(),
-        |f, t| window(f, t).state(),
-    )?;
-    let name = args.file.file_name().map_or_else(
-        || args.file.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let (name, (header, state, from, to)) = match (&args.file, &args.history_server) {
+        (_, Some(url)) => {
+            let rec = crate::record::eventlog::from_history_server(
+                url,
+                args.app.as_deref(),
+                args.request_timeout,
+            )?;
+            for d in &rec.damaged {
+                eprintln!("warning: {}", crate::redact::escape_controls(d));
+            }
+            let name = crate::record::eventlog::converted_from(&rec.header)
+                .unwrap_or(url)
+                .to_owned();
+            let read = crate::record::timeline::read_state_of(
+                rec,
+                args.limits.max_line,
+                from.as_deref(),
+                args.window.to.as_deref(),
+                |f, t| window(f, t).state(),
+            )?;
+            (name, read)
+        }
+        (Some(file), None) => {
+            // Streamed: a week of segments costs the memory of the state, not of the events.
+            let read = crate::record::timeline::read_state(
+                file,
+                &args.limits.reading(),
+                from.as_deref(),
+                args.window.to.as_deref(),
+                |f, t| window(f, t).state(),
+            )?;
+            let name = if crate::record::eventlog::remote::is_url(&file.to_string_lossy()) {
+                file.display().to_string()
+            } else {
+                file.file_name().map_or_else(
+                    || file.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
+            };
+            (name, read)
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "report wants a FILE|DIR or --history-server URL".into(),
+            ));
+        }
+    };
     let report = crate::output::report::from_state(&name, &header, &state, &window(from, to));
     if let Some(app) = &args.app
         && report.apps.is_empty()
     {
         return Err(Failure::Runtime(format!(
-            "no application named {app:?} in {} in that window",
-            args.file.display()
+            "no application named {app:?} in {name} in that window"
         )));
     }
     match args.output {

@@ -101,13 +101,16 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
     if let Some(path) = &args.recording {
         let at = args.at.as_deref();
         // The segment holding the moment, streamed: its opening state, then its events.
-        let (_, state, _, _) =
-            crate::record::timeline::read_state(path, args.limits.max_line, at, at, |_, until| {
-                crate::record::State {
-                    until,
-                    ..Default::default()
-                }
-            })?;
+        let (_, state, _, _) = crate::record::timeline::read_state(
+            path,
+            &args.limits.reading(),
+            at,
+            at,
+            |_, until| crate::record::State {
+                until,
+                ..Default::default()
+            },
+        )?;
         let store = state.store;
         let report = status::report(store.view(), args.app.as_deref());
         warn(&report);

@@ -230,11 +230,33 @@ impl WindowArgs {
 }
 
 /// Bounds on reading a recording.
-#[derive(Debug, Args, Clone, Copy)]
+#[derive(Debug, Args, Clone)]
 pub struct ReadLimits {
     /// Skip (with a warning) recording lines longer than this (e.g. 64MiB, 512KiB).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub max_line: u64,
+    /// An object store's setting, for event logs at a URL (s3://, s3a://, gs://, abfss://):
+    /// KEY=VALUE, repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1,
+    /// virtual_hosted_style_request=true, access_key_id=…). The clouds' usual environment
+    /// (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::record::eventlog::remote::StoreOptions::parse_option)]
+    pub store_options: Vec<(String, String)>,
+    /// How long an object store may take to connect or to send the next part of an answer.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_TIMEOUT, value_parser = parse_timeout)]
+    pub store_timeout: std::time::Duration,
+}
+
+impl ReadLimits {
+    /// How the post-mortem commands read what they are given.
+    pub(crate) fn reading(&self) -> crate::record::timeline::Reading {
+        crate::record::timeline::Reading {
+            max_line: self.max_line,
+            store: crate::record::eventlog::remote::StoreOptions {
+                options: self.store_options.clone(),
+                timeout: Some(self.store_timeout),
+            },
+        }
+    }
 }
 
 /// `64MiB`, `512KiB`, `5GiB`, `500MB` (SI: 10^6) or a number of bytes; more than zero.

@@ -8,6 +8,14 @@ use super::{Header, Item, Recording, State, segments};
 use crate::failure::Failure;
 use spark_triage_core::model::{Time, fmt_time};
 
+/// How a recording is read: its line limit (`--max-line`), and how an object store holding
+/// event logs is reached (`--store-option`, its timeout).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reading {
+    pub max_line: u64,
+    pub store: super::eventlog::remote::StoreOptions,
+}
+
 /// A recording opened over a window.
 pub(crate) struct Opened {
     pub rec: Recording,
@@ -129,11 +137,11 @@ pub(crate) fn last_written(segment: &segments::Segment) -> Time {
 /// whole (a replay seeks back and forth), reporting damage and gaps on stderr.
 pub(crate) fn open_recording(
     path: &std::path::Path,
-    max_line: u64,
+    read: &Reading,
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
-    let plan = Plan::new(path, max_line, from, to)?;
+    let plan = Plan::new(path, read, from, to)?;
     let mut all = crate::record::Collect::default();
     let header = plan.read_into(&mut all)?;
     let rec = all.into_recording(header);
@@ -146,15 +154,30 @@ pub(crate) fn open_recording(
 /// so a week of them costs the memory of the state, not of the events.
 pub(crate) fn read_state(
     path: &std::path::Path,
+    read: &Reading,
+    from: Option<&str>,
+    to: Option<&str>,
+    make: impl FnOnce(Option<Time>, Option<Time>) -> State,
+) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
+    let plan = Plan::new(path, read, from, to)?;
+    let mut state = make(plan.from, plan.to);
+    let header = plan.read_into(&mut state)?;
+    warn(path, &state.damaged, &state.gaps);
+    Ok((header, state, plan.from, plan.to))
+}
+
+/// [`read_state`] of a recording already in memory (a History Server's applications).
+pub(crate) fn read_state_of(
+    rec: Recording,
     max_line: u64,
     from: Option<&str>,
     to: Option<&str>,
     make: impl FnOnce(Option<Time>, Option<Time>) -> State,
 ) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
-    let plan = Plan::new(path, max_line, from, to)?;
+    let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
+    let plan = Plan::over(rec, max_line, from, to)?;
     let mut state = make(plan.from, plan.to);
     let header = plan.read_into(&mut state)?;
-    warn(path, &state.damaged, &state.gaps);
     Ok((header, state, plan.from, plan.to))
 }
 
@@ -186,11 +209,16 @@ enum What {
 impl Plan {
     fn new(
         path: &std::path::Path,
-        max_line: u64,
+        read: &Reading,
         from: Option<&str>,
         to: Option<&str>,
     ) -> Result<Self, Failure> {
-        let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
+        let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
+        // Event logs in an object store (s3://, gs://, abfss://, file://).
+        if let Some(url) = path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
+            let rec = super::eventlog::open_url(url, &read.store, max_line)?;
+            return Self::over(rec, max_line, from, to);
+        }
         // An `export` tar: its segments, unpacked into a directory of our own for the read.
         let unpacked = is_tar(path).then(|| Unpacked::new(path)).transpose()?;
         let dir = unpacked.as_ref().map_or(path, |u| u.0.as_path());

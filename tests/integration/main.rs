@@ -17,10 +17,12 @@ mod event_logs;
 mod explain;
 mod flight;
 mod fuzz;
+mod history_server;
 mod hostile;
 mod hostile_two;
 mod krew;
 mod kubectl;
+mod object_store;
 mod process_kubelet;
 mod recordings;
 #[path = "../support/reference.rs"]

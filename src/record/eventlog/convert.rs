@@ -10,7 +10,6 @@
 //! more at its end only (so at most that budget, the view that crossed it and the last).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use super::events::Event;
 use crate::record::{Header, Recording};
@@ -305,6 +304,20 @@ impl Converter {
         true
     }
 
+    /// Something happened at `at` (the log was last written then), with no event to say.
+    pub fn seen_at(&mut self, at: Time) {
+        self.seen(at);
+    }
+
+    /// Executor `id`'s task counts, as a summary gives them (the History Server's), in
+    /// place of its tasks' ends.
+    pub fn tasks(&mut self, id: i64, completed: u64, failed: u64) {
+        if let Some(e) = self.executors.get_mut(&id) {
+            e.completed_tasks = completed;
+            e.failed_tasks = failed;
+        }
+    }
+
     pub fn take(&mut self, ev: Event) {
         match ev {
             Event::LogStart { spark_version } => self.version = Some(spark_version),
@@ -487,7 +500,7 @@ impl Converter {
 
 /// Logs converted into one recording, their events in time order (a directory of many
 /// apps reads as one timeline).
-pub(crate) fn merge(path: &Path, logs: Vec<Converted>) -> Recording {
+pub(crate) fn merge(name: &str, logs: Vec<Converted>) -> Recording {
     let started_at = logs
         .iter()
         .filter_map(|l| l.started_at)
@@ -502,10 +515,6 @@ pub(crate) fn merge(path: &Path, logs: Vec<Converted>) -> Recording {
         1 => format!("namespace {}", namespaces.iter().next().unwrap_or(&"")),
         _ => "all namespaces".to_owned(),
     };
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
     let header = Header::new(started_at, scope, String::new(), format!("{SERVER}{name}"));
     let mut events = Vec::new();
     let mut damaged = Vec::new();

@@ -15,6 +15,9 @@
 pub mod codec;
 mod convert;
 mod events;
+mod files;
+pub(crate) mod history;
+pub(crate) mod remote;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ use std::path::{Path, PathBuf};
 use super::Recording;
 use crate::failure::Failure;
 use codec::Codec;
+use files::{Files, Local};
 
 pub(crate) use convert::Converted;
 
@@ -48,12 +52,18 @@ impl EventLog {
     }
 }
 
+/// rustls's crypto provider for the HTTP clients of remote logs (ring, the one kube builds
+/// with), installed for the process once; one already installed is kept.
+pub(crate) fn tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// How much of a file is read to tell what it is.
 const SNIFF: usize = 64 * 1024;
 
 /// Opens a file's decompressed content.
-fn open_file(path: &Path) -> std::io::Result<(Codec, Box<dyn Read>)> {
-    let mut file = std::fs::File::open(path)?;
+fn open_file<'a>(fs: &'a dyn Files, path: &Path) -> std::io::Result<(Codec, Box<dyn Read + 'a>)> {
+    let mut file = fs.open(path)?;
     let mut head = [0u8; 8];
     let mut n = 0;
     while n < head.len() {
@@ -68,11 +78,8 @@ fn open_file(path: &Path) -> std::io::Result<(Codec, Box<dyn Read>)> {
 }
 
 /// Whether a file is a Spark event log: its first line, decompressed, is a listener event.
-fn is_log_file(path: &Path) -> bool {
-    if !path.is_file() {
-        return false;
-    }
-    let Ok((_, r)) = open_file(path) else {
+fn is_log_file(fs: &dyn Files, path: &Path) -> bool {
+    let Ok((_, r)) = open_file(fs, path) else {
         return false;
     };
     let mut line = Vec::new();
@@ -92,18 +99,32 @@ fn event_file_index(name: &str) -> Option<(u64, bool)> {
 
 /// A rolling event-log directory's files, as Spark's reader takes them: by index, from the
 /// last compacted file on.
-fn rolling(dir: &Path) -> std::io::Result<Option<EventLog>> {
+fn rolling(fs: &dyn Files, dir: &Path) -> std::io::Result<Option<EventLog>> {
+    rolling_of(fs, dir, fs.list(dir)?)
+}
+
+/// [`rolling`] of a directory already listed.
+fn rolling_of(
+    fs: &dyn Files,
+    dir: &Path,
+    entries: Vec<files::Entry>,
+) -> std::io::Result<Option<EventLog>> {
     let mut files: Vec<(u64, bool, PathBuf)> = Vec::new();
     let mut status = None;
-    // An entry that cannot be read is passed over (a shared directory of many users' logs).
-    for entry in std::fs::read_dir(dir)?.filter_map(Result::ok) {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for entry in entries {
+        let Some(name) = entry
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+        else {
+            continue;
+        };
         if name.starts_with("appstatus_") {
             status = Some(name.ends_with(".inprogress"));
         } else if let Some((n, compact)) = event_file_index(&name)
-            && entry.path().is_file()
+            && !entry.dir
         {
-            files.push((n, compact, entry.path()));
+            files.push((n, compact, entry.path));
         }
     }
     if files.is_empty() {
@@ -119,7 +140,7 @@ fn rolling(dir: &Path) -> std::io::Result<Option<EventLog>> {
         .skip(last_compact.unwrap_or(0))
         .map(|(_, _, p)| p)
         .collect();
-    if !files.first().is_some_and(|f| is_log_file(f)) {
+    if !files.first().is_some_and(|f| is_log_file(fs, f)) {
         return Ok(None);
     }
     Ok(Some(EventLog {
@@ -145,29 +166,31 @@ fn single(path: &Path) -> EventLog {
 /// The event logs at `path`: one (a log file or a rolling directory), many (a directory of
 /// them, by name), or none (`path` holds no event log: it may be a recording).
 pub fn find(path: &Path) -> std::io::Result<Vec<EventLog>> {
-    if path.is_file() {
-        return Ok(if is_log_file(path) {
+    find_in(&Local, path)
+}
+
+fn find_in(fs: &dyn Files, path: &Path) -> std::io::Result<Vec<EventLog>> {
+    if fs.is_file(path) {
+        return Ok(if is_log_file(fs, path) {
             vec![single(path)]
         } else {
             Vec::new()
         });
     }
-    if !path.is_dir() {
+    let Some(mut entries) = fs.entries(path)? else {
         return Ok(Vec::new());
-    }
-    if let Some(log) = rolling(path)? {
+    };
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    let dirs: Vec<(PathBuf, bool)> = entries.iter().map(|e| (e.path.clone(), e.dir)).collect();
+    if let Some(log) = rolling_of(fs, path, entries)? {
         return Ok(vec![log]);
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
     let mut out = Vec::new();
-    for p in entries {
-        if p.is_dir() {
+    for (p, dir) in dirs {
+        if dir {
             // One unreadable directory does not hide the others.
-            out.extend(rolling(&p).ok().flatten());
-        } else if is_log_file(&p) {
+            out.extend(rolling(fs, &p).ok().flatten());
+        } else if is_log_file(fs, &p) {
             out.push(single(&p));
         }
     }
@@ -180,7 +203,12 @@ pub fn holds_logs(path: &Path) -> bool {
 }
 
 /// Reads one log's lines (bounded by `max_line`) into a converted recording.
+#[cfg(test)]
 pub(crate) fn read(log: &EventLog, max_line: usize) -> Result<Converted, Failure> {
+    read_in(&Local, log, max_line)
+}
+
+fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted, Failure> {
     let mut conv = convert::Converter::new(&log.name());
     if log.compacted {
         conv.damage(
@@ -191,9 +219,9 @@ pub(crate) fn read(log: &EventLog, max_line: usize) -> Result<Converted, Failure
     }
     let mut buf = Vec::new();
     for (i, file) in log.files.iter().enumerate() {
-        let shown = file.display().to_string();
+        let shown = fs.shown(file);
         let last = i + 1 == log.files.len();
-        let (codec, input) = open_file(file).map_err(|e| {
+        let (codec, input) = open_file(fs, file).map_err(|e| {
             Failure::Runtime(format!(
                 "cannot read {shown}: {}",
                 crate::redact::one_line(&e.to_string())
@@ -248,22 +276,70 @@ pub fn is_converted(header: &super::Header) -> bool {
     header.server.starts_with(convert::SERVER)
 }
 
+/// What a converted recording was read from (a log's name, a History Server's address).
+pub fn converted_from(header: &super::Header) -> Option<&str> {
+    header.server.strip_prefix(convert::SERVER)
+}
+
 /// Opens the event logs at `path` as one recording: a directory of many holds every app
 /// in it, each as its own (`--app` then picks, as in any recording).
 pub(crate) fn open(path: &Path, max_line: usize) -> Result<Recording, Failure> {
-    let logs =
-        find(path).map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", path.display())))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    open_in(&Local, path, &name, max_line)
+}
+
+/// Opens the event logs at a URL (`s3://bucket/spark-events/`, `gs://…`, `abfss://…`,
+/// `file:///…`) as one recording, as [`open`] does a path.
+pub(crate) fn open_url(
+    url: &str,
+    store: &remote::StoreOptions,
+    max_line: usize,
+) -> Result<Recording, Failure> {
+    if let Some(path) = url.strip_prefix("file://") {
+        let path = Path::new(path);
+        return open_in(&Local, path, &path.display().to_string(), max_line);
+    }
+    let o = remote::Remote::open(url, store)?;
+    open_in(&o.remote, &o.key, &o.shown, max_line)
+}
+
+/// [`open`] in a file system, the recording named `name`.
+fn open_in(fs: &dyn Files, path: &Path, name: &str, max_line: usize) -> Result<Recording, Failure> {
+    let shown = fs.shown(path);
+    let logs = find_in(fs, path).map_err(|e| {
+        Failure::Runtime(format!(
+            "cannot read {shown}: {}",
+            crate::redact::one_line(&e.to_string())
+        ))
+    })?;
     if logs.is_empty() {
         return Err(Failure::Runtime(format!(
-            "{} holds no Spark event log",
-            path.display()
+            "{shown} holds no Spark event log"
         )));
     }
     let mut all: Vec<Converted> = Vec::with_capacity(logs.len());
     for log in &logs {
-        all.push(read(log, max_line)?);
+        all.push(read_in(fs, log, max_line)?);
     }
-    Ok(convert::merge(path, all))
+    Ok(convert::merge(name, all))
+}
+
+/// The applications a History Server at `url` has (`app`, or the newest), as one recording;
+/// what it could not give is said as the recording's damage.
+pub(crate) fn from_history_server(
+    url: &str,
+    app: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<Recording, Failure> {
+    let server = history::HistoryServer::new(url, timeout)?;
+    let mut warnings = Vec::new();
+    let logs = server.read(app, &mut warnings)?;
+    let mut rec = convert::merge(&format!("{} (History Server)", server.name()), logs);
+    rec.damaged.splice(0..0, warnings);
+    Ok(rec)
 }
 
 #[cfg(test)]

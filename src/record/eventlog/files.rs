@@ -1,0 +1,64 @@
+//! Where event logs are read from: this machine's files, or an object store's
+//! ([`super::remote`]). The reader lists directories and opens files through [`Files`], so
+//! a rolling log in a bucket is found and read as one on disk is.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// A directory's entry: its path and whether it is a directory.
+pub(crate) struct Entry {
+    pub path: PathBuf,
+    pub dir: bool,
+}
+
+/// A file system the reader can list and read.
+pub(crate) trait Files {
+    fn is_file(&self, path: &Path) -> bool;
+    fn is_dir(&self, path: &Path) -> bool;
+    /// The entries of a directory (one that cannot be read is an error; an entry that
+    /// cannot is passed over: a shared directory of many users' logs).
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<Entry>>;
+    /// The entries of `dir` if it is a directory (with entries, for an object store, where
+    /// a prefix with nothing under it is not one); what makes it unreadable is an error.
+    fn entries(&self, dir: &Path) -> std::io::Result<Option<Vec<Entry>>> {
+        if !self.is_dir(dir) {
+            return Ok(None);
+        }
+        self.list(dir).map(Some)
+    }
+    /// A file's content, streamed.
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn Read + '_>>;
+    /// A path as it is shown (a URL for an object store's).
+    fn shown(&self, path: &Path) -> String;
+}
+
+/// This machine's files.
+pub(crate) struct Local;
+
+impl Files for Local {
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<Entry>> {
+        Ok(std::fs::read_dir(dir)?
+            .filter_map(Result::ok)
+            .map(|e| Entry {
+                dir: e.path().is_dir(),
+                path: e.path(),
+            })
+            .collect())
+    }
+
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn Read + '_>> {
+        Ok(Box::new(std::fs::File::open(path)?))
+    }
+
+    fn shown(&self, path: &Path) -> String {
+        path.display().to_string()
+    }
+}
