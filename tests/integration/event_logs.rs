@@ -176,3 +176,91 @@ async fn the_same_runs_logs_in_every_codec_say_the_same() {
         );
     }
 }
+
+/// Runs the binary, sampling its peak memory (`VmHWM`, KiB) every 20 ms until it exits.
+fn run_measured(args: &[&str]) -> (i32, String, String, u64) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().expect("stdout read"),
+        err.join().expect("stderr read"),
+        peak,
+    )
+}
+
+#[test]
+fn a_log_that_expands_to_gigabytes_costs_time_not_memory() {
+    use std::io::Write;
+    // A zstd log of 3 KiB that expands to 1 GiB: a start, one line of a gigabyte of zeros,
+    // an end (scripts/bench-eventlog.sh's figures hold a 10 GiB one).
+    let dir = std::env::temp_dir().join(format!("st-el-bomb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("events.zstd");
+    {
+        let file = std::fs::File::create(&path).expect("create");
+        let mut z = zstd::stream::write::Encoder::new(file, 1).expect("zstd");
+        z.write_all(b"{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"4.3.0\"}\n{\"Event\":\"SparkListenerApplicationStart\",\"App Name\":\"bomb\",\"App ID\":\"spark-bomb\",\"Timestamp\":1796323141974,\"User\":\"root\"}\n")
+            .expect("write");
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..1024 {
+            z.write_all(&zeros).expect("write");
+        }
+        z.write_all(b"\n{\"Event\":\"SparkListenerApplicationEnd\",\"Timestamp\":1796323241974,\"ExitCode\":3}\n")
+            .expect("write");
+        z.finish().expect("finish");
+    }
+    let small = std::fs::metadata(&path).expect("meta").len();
+    assert!(small < 1 << 20, "{small} bytes compressed");
+    let shown = path.to_string_lossy().into_owned();
+    let (code, out, err, peak_kib) = run_measured(&["report", &shown, "-o", "json"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 0, "{err}");
+    // The gigabyte line is skipped and said so; the end after it is read.
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.ends_with(": line 3: 1073741824 bytes, over the line limit (--max-line); skipped\n"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(
+        doc["apps"][0]["verdict"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("exit code 3")),
+        "{doc}"
+    );
+    // Bounded by the line limit (64 MiB) and the decoder's window, not by the gigabyte.
+    assert!(peak_kib > 0, "the peak was sampled");
+    assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+}

@@ -220,6 +220,12 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
     let mut buf = Vec::new();
     for (i, file) in log.files.iter().enumerate() {
         let shown = fs.shown(file);
+        // What is said of a file goes under the log's name: a rolling log's file by its own
+        // name, a single-file log's by none.
+        let part = match file.file_name() {
+            Some(n) if *file != log.path => format!("{}: ", n.to_string_lossy()),
+            _ => String::new(),
+        };
         let last = i + 1 == log.files.len();
         let (codec, input) = open_file(fs, file).map_err(|e| {
             Failure::Runtime(format!(
@@ -233,27 +239,27 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
                 Ok(None) => break,
                 Ok(Some(super::Line::TooLong(len))) => {
                     conv.damage(format!(
-                        "{shown}: line {n}: {len} bytes, over the line limit (--max-line); skipped"
+                        "{part}line {n}: {len} bytes, over the line limit (--max-line); skipped"
                     ));
                     continue;
                 }
                 Ok(Some(super::Line::Text)) => {}
                 Err(e) => {
                     conv.damage(format!(
-                        "{shown} ({}): {}; read up to there",
+                        "{part}{} stream: {}; read up to there",
                         codec.as_str(),
                         crate::redact::one_line(&e.to_string())
                     ));
                     if !last {
                         conv.damage(format!(
-                            "{shown} is not the log's last file: what followed it in that file is lost"
+                            "{part}not the log's last file: what followed it in that file is lost"
                         ));
                     }
                     break;
                 }
             }
             let Ok(line) = std::str::from_utf8(&buf) else {
-                conv.damage(format!("{shown}: line {n}: not UTF-8; skipped"));
+                conv.damage(format!("{part}line {n}: not UTF-8; skipped"));
                 continue;
             };
             if line.trim().is_empty() {
@@ -263,7 +269,7 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
                 Ok(ev) => conv.take(ev),
                 Err(events::Skip::Unread) => {}
                 Err(events::Skip::Bad(why)) => {
-                    conv.damage(format!("{shown}: line {n}: {why}; skipped"));
+                    conv.damage(format!("{part}line {n}: {why}; skipped"));
                 }
             }
         }
@@ -322,7 +328,17 @@ fn open_in(fs: &dyn Files, path: &Path, name: &str, max_line: usize) -> Result<R
     }
     let mut all: Vec<Converted> = Vec::with_capacity(logs.len());
     for log in &logs {
-        all.push(read_in(fs, log, max_line)?);
+        let mut conv = read_in(fs, log, max_line)?;
+        // One log at the path given: its name is the path's, which the warnings already say.
+        if log.path == path {
+            let prefix = format!("{}: ", log.name());
+            for d in &mut conv.damaged {
+                if let Some(rest) = d.strip_prefix(&prefix) {
+                    *d = rest.to_owned();
+                }
+            }
+        }
+        all.push(conv);
     }
     Ok(convert::merge(name, all))
 }
