@@ -20,6 +20,12 @@ pub struct ReportArgs {
     /// or the newest 20.
     #[arg(long, value_name = "URL", conflicts_with = "file")]
     pub history_server: Option<String>,
+    /// Spark's event log of the same run, read beside the recording (a file, an
+    /// `eventlog_v2_*` directory, `spark.eventLog.dir`, or its URL: s3a://…): it fills the
+    /// executors the recording missed (those that ended before it started); the recording
+    /// adds pods, nodes and events. Only the apps that ran during the recording are taken.
+    #[arg(long, value_name = "PATH|URL", requires = "file")]
+    pub event_log: Option<std::path::PathBuf>,
     /// How long one request to the History Server may take.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::flags::parse_timeout, requires = "history_server")]
     pub request_timeout: std::time::Duration,
@@ -71,10 +77,17 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             (name, read)
         }
         (Some(file), None) => {
+            let reading = args.limits.reading();
+            let logs = args
+                .event_log
+                .as_deref()
+                .map(|l| crate::record::timeline::event_logs(l, &reading))
+                .transpose()?;
             // Streamed: a week of segments costs the memory of the state, not of the events.
-            let read = crate::record::timeline::read_state(
+            let read = crate::record::timeline::read_state_beside(
                 file,
-                &args.limits.reading(),
+                &reading,
+                logs,
                 from.as_deref(),
                 args.window.to.as_deref(),
                 |f, t| window(f, t).state(),
@@ -86,6 +99,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                     || file.display().to_string(),
                     |n| n.to_string_lossy().into_owned(),
                 )
+            };
+            let name = match &args.event_log {
+                Some(l) => format!("{name}, with the event log {}", l.display()),
+                None => name,
             };
             (name, read)
         }

@@ -159,11 +159,147 @@ pub(crate) fn read_state(
     to: Option<&str>,
     make: impl FnOnce(Option<Time>, Option<Time>) -> State,
 ) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
+    read_state_beside(path, read, None, from, to, make)
+}
+
+/// [`read_state`] with Spark's event logs of the same run read beside the recording
+/// (`report --event-log`): their events go in among the recording's, in time order, so the
+/// logs fill the executors the recording missed and the recording adds what a log cannot
+/// know (pods, nodes, events). Only the apps whose logs overlap the recording's span are
+/// taken; how many others were left out is said.
+pub(crate) fn read_state_beside(
+    path: &std::path::Path,
+    read: &Reading,
+    logs: Option<Recording>,
+    from: Option<&str>,
+    to: Option<&str>,
+    make: impl FnOnce(Option<Time>, Option<Time>) -> State,
+) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
     let plan = Plan::new(path, read, from, to)?;
     let mut state = make(plan.from, plan.to);
-    let header = plan.read_into(&mut state)?;
+    let header = match logs {
+        None => plan.read_into(&mut state)?,
+        Some(logs) => {
+            let start = plan.start;
+            let (events, mut said) = overlapping(logs, start, plan.end);
+            let mut fused = Fused {
+                inner: &mut state,
+                logs: events.into_iter().peekable(),
+            };
+            let header = plan.read_into(&mut fused)?;
+            fused.finish();
+            state.damaged.append(&mut said);
+            header
+        }
+    };
     warn(path, &state.damaged, &state.gaps);
     Ok((header, state, plan.from, plan.to))
+}
+
+/// Spark's event logs at a path or a URL (an object store's), read whole.
+pub(crate) fn event_logs(path: &std::path::Path, read: &Reading) -> Result<Recording, Failure> {
+    let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
+    match path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
+        Some(url) => super::eventlog::open_url(url, &read.store, max_line),
+        None => super::eventlog::open(path, max_line),
+    }
+}
+
+/// The app a converted log's event is of.
+fn app_of(ev: &crate::source::SourceEvent) -> Option<(&str, &str)> {
+    use crate::source::SourceEvent as E;
+    match ev {
+        E::AppNoted {
+            namespace, app_id, ..
+        }
+        | E::DriverConfig {
+            namespace, app_id, ..
+        }
+        | E::DriverExecutors {
+            namespace, app_id, ..
+        } => Some((namespace, app_id)),
+        _ => None,
+    }
+}
+
+/// The logs' events of the apps whose logs overlap `start..=end` (the recording's span),
+/// without their ticks (the recording keeps the time), and what is to be said of the rest.
+fn overlapping(
+    logs: Recording,
+    start: Time,
+    end: Time,
+) -> (Vec<crate::source::SourceEvent>, Vec<String>) {
+    use std::collections::BTreeMap;
+    let mut span: BTreeMap<(String, String), (Time, Time)> = BTreeMap::new();
+    for ev in &logs.events {
+        if let Some((ns, id)) = app_of(ev) {
+            let at = ev.at();
+            let s = span
+                .entry((ns.to_owned(), id.to_owned()))
+                .or_insert((at, at));
+            s.0 = s.0.min(at);
+            s.1 = s.1.max(at);
+        }
+    }
+    let taken: std::collections::BTreeSet<(String, String)> = span
+        .iter()
+        .filter(|(_, (f, l))| *f <= end && *l >= start)
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut said: Vec<String> = logs.damaged;
+    let left = span.len() - taken.len();
+    if left > 0 {
+        said.push(format!(
+            "--event-log: {left} of its {} applications ran outside the recording ({} to {}): \
+             left out",
+            span.len(),
+            fmt_time(&start),
+            fmt_time(&end)
+        ));
+    }
+    let events = logs
+        .events
+        .into_iter()
+        .filter(|ev| {
+            app_of(ev).is_some_and(|(ns, id)| taken.contains(&(ns.to_owned(), id.to_owned())))
+        })
+        .collect();
+    (events, said)
+}
+
+/// A sink that puts a log's events among a recording's, in time order: each before the
+/// first of the recording's events that comes after it (never before the recording's first
+/// keyframe, which sets the state a window starts from).
+struct Fused<'a, I: Iterator<Item = crate::source::SourceEvent>> {
+    inner: &'a mut State,
+    logs: std::iter::Peekable<I>,
+}
+
+impl<I: Iterator<Item = crate::source::SourceEvent>> Fused<'_, I> {
+    /// The log's events after the recording's last.
+    fn finish(mut self) {
+        for ev in self.logs.by_ref() {
+            super::Sink::take(self.inner, Item::Event(ev));
+        }
+    }
+}
+
+impl<I: Iterator<Item = crate::source::SourceEvent>> super::Sink for Fused<'_, I> {
+    fn take(&mut self, item: Item) {
+        if let Item::Event(ev) = &item {
+            let at = ev.at();
+            while let Some(ev) = self.logs.next_if(|l| l.at() <= at) {
+                super::Sink::take(self.inner, Item::Event(ev));
+            }
+        }
+        super::Sink::take(self.inner, item);
+    }
+}
+
+impl<I: Iterator<Item = crate::source::SourceEvent>> segments::DirSink for Fused<'_, I> {
+    fn gap(&mut self, gap: crate::record::Gap) {
+        segments::DirSink::gap(self.inner, gap);
+    }
 }
 
 /// [`read_state`] of a recording already in memory (a History Server's applications).
@@ -192,6 +328,8 @@ struct Plan {
     max_line: usize,
     from: Option<Time>,
     to: Option<Time>,
+    /// The first moment recorded.
+    start: Time,
     /// The last moment recorded.
     end: Time,
 }
@@ -304,6 +442,7 @@ impl Plan {
             max_line,
             from,
             to,
+            start,
             end,
         })
     }

@@ -264,3 +264,152 @@ fn a_log_that_expands_to_gigabytes_costs_time_not_memory() {
     assert!(peak_kib > 0, "the peak was sampled");
     assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
 }
+
+/// A run recorded from its start, and its event log (tests/fixtures/eventlog/README.md).
+const RECORDED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/eventlog/recorded"
+);
+
+/// The fixture's recording as a tool opened at `from` would have made it: its first LIST
+/// holds the pods then present (as last seen before then), then what came after; and no
+/// driver reads at all (a driver whose REST API cannot be reached).
+fn recorded_late(from: &str, to: &std::path::Path) {
+    use std::io::{BufRead, Write};
+    let raw = std::fs::File::open(format!("{RECORDED}/session.ndjson.zst")).expect("fixture");
+    let lines: Vec<serde_json::Value> =
+        std::io::BufReader::new(zstd::stream::read::Decoder::new(raw).expect("zstd"))
+            .lines()
+            .map(|l| serde_json::from_str(&l.expect("a line")).expect("JSON"))
+            .collect();
+    let mut header = lines[0].clone();
+    let mut last_seen: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    let mut out = Vec::new();
+    let mut started = false;
+    for ev in &lines[1..] {
+        let at = ev["at"].as_str().expect("at");
+        if ev["kind"] == "driver-executors" {
+            continue;
+        }
+        if !started {
+            if ev["kind"] == "pod-upserted" {
+                last_seen.insert(
+                    ev["pod"]["name"].as_str().expect("name").to_owned(),
+                    ev["pod"].clone(),
+                );
+            }
+            if at < from || ev["kind"] != "pods-present" {
+                continue;
+            }
+            started = true;
+            let pods: Vec<serde_json::Value> = ev["pods"]
+                .as_array()
+                .expect("pods")
+                .iter()
+                .filter_map(|p| last_seen.get(p["name"].as_str()?).cloned())
+                .collect();
+            header["started_at"] = at.into();
+            out.push(serde_json::json!({
+                "kind": "pods-listed",
+                "pods": pods,
+                "resource_version": ev["resource_version"],
+                "at": at,
+            }));
+            continue;
+        }
+        out.push(ev.clone());
+    }
+    assert!(started, "a LIST after {from}");
+    let mut f = std::fs::File::create(to).expect("create");
+    for v in std::iter::once(&header).chain(&out) {
+        writeln!(f, "{v}").expect("write");
+    }
+}
+
+#[tokio::test]
+async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
+    let dir = std::env::temp_dir().join(format!("st-it-fused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let late = dir.join("late.ndjson");
+    // After executor 2's OOM kill (18:58:50) and executor 1's vanishing: the first LIST then.
+    recorded_late("2026-12-03T18:58:57", &late);
+    let late = late.to_str().unwrap();
+    let executor_of = |doc: &serde_json::Value, id: i64| {
+        doc["apps"][0]["failures"]
+            .as_array()
+            .expect("failures")
+            .iter()
+            .find(|f| f["executor"] == id)
+            .cloned()
+    };
+    let (code, out, err) = triage(&["report", late, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let alone: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        executor_of(&alone, 2),
+        None,
+        "the late recording never saw executor 2"
+    );
+    assert_eq!(alone["apps"][0]["failures_counted"], 0, "{alone}");
+
+    let (code, out, err) = triage(&["report", late, "--event-log", RECORDED, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    let fused: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        fused["source"]
+            .as_str()
+            .is_some_and(|s| s.contains("with the event log")),
+        "{}",
+        fused["source"]
+    );
+    let app = &fused["apps"][0];
+    // The OOM kill the recording missed, from Spark's own removal text: counted.
+    let oom = executor_of(&fused, 2).expect("executor 2 from the log");
+    assert_eq!(oom["finding"], "container-oom-killed", "{oom}");
+    assert_eq!(oom["exit_code"], 137);
+    assert_eq!(oom["counted"], true);
+    assert_eq!(app["failures_counted"], 1, "{app}");
+    // The vanished one: Spark's missing-pod detection, not a failure.
+    let vanished = executor_of(&fused, 1).expect("executor 1 from the log");
+    assert_eq!(vanished["finding"], "missing", "{vanished}");
+    assert_eq!(vanished["counted"], false);
+    // What the recording saw stays the pods' word: executor 4's SIGTERM at the end (it never
+    // registered, so the log does not know it) and executor 3's clean exit.
+    assert_eq!(
+        executor_of(&fused, 4).expect("executor 4")["finding"],
+        "sigterm"
+    );
+    assert_eq!(
+        executor_of(&fused, 3).expect("executor 3")["finding"],
+        "succeeded"
+    );
+    // The same verdicts as the recording of the whole run with the same log beside it.
+    let whole = format!("{RECORDED}/session.ndjson.zst");
+    let (code, out, err) = triage(&["report", &whole, "--event-log", RECORDED, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let full: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for id in [1, 2] {
+        let (a, b) = (
+            executor_of(&fused, id).unwrap(),
+            executor_of(&full, id).unwrap(),
+        );
+        for k in ["finding", "exit_code", "counted", "failure"] {
+            assert_eq!(a[k], b[k], "executor {id}: {k}: {a} vs {b}");
+        }
+    }
+    // A log of another run (outside the recording's span) is left out, and said so.
+    let other = format!(
+        "{}/tests/fixtures/eventlog/real-spark-k8s",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (code, out, err) = triage(&["report", late, "--event-log", &other, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("ran outside the recording") && err.contains("left out"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["apps"].as_array().map(Vec::len), Some(1), "{doc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
