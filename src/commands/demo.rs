@@ -64,6 +64,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         };
         let mut conn = super::connect(&live).await?;
         conn.context = format!("demo ({} scenario)", args.scenario);
+        conn.extra = live_args.event_logs(&Default::default());
         let r = crate::tui::tui_on(
             conn,
             crate::app::Mode::Demo,

@@ -14,9 +14,10 @@ pub(crate) fn run(
     crate::diagnostics::init(live_args.log_file.as_deref());
     let readonly = live_args.readonly.clone();
     super::block_on(async move {
-        let Some(conn) = crate::tui::connect_watched(&opts).await? else {
+        let Some(mut conn) = crate::tui::connect_watched(&opts).await? else {
             return Ok(ExitCode::SUCCESS);
         };
+        conn.extra = live_args.event_logs(&Default::default());
         crate::tui::tui_on(
             conn,
             crate::app::Mode::Live,

@@ -75,7 +75,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         refuse_existing(Some(&args.file), args.force)?;
     }
     super::block_on(async move {
-        let conn = super::connect(&opts).await?;
+        let mut conn = super::connect(&opts).await?;
+        conn.extra = live_args.event_logs(&Default::default());
         let mut rec = if segmented {
             let budget = crate::record::segments::Retention {
                 retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),

@@ -64,9 +64,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             for d in &rec.damaged {
                 eprintln!("warning: {}", crate::redact::escape_controls(d));
             }
-            let name = crate::record::eventlog::converted_from(&rec.header)
-                .unwrap_or(url)
-                .to_owned();
+            let name = crate::record::eventlog::converted_from(&rec.header).map_or_else(
+                || crate::record::eventlog::remote::shown_location(url),
+                str::to_owned,
+            );
             let read = crate::record::timeline::read_state_of(
                 rec,
                 args.limits.max_line,
@@ -77,12 +78,24 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             (name, read)
         }
         (Some(file), None) => {
-            let reading = args.limits.reading();
-            let logs = args
-                .event_log
-                .as_deref()
-                .map(|l| crate::record::timeline::event_logs(l, &reading))
-                .transpose()?;
+            let mut reading = args.limits.reading();
+            reading.app = args.app.clone();
+            let logs = match args.event_log.as_deref() {
+                Some(l) => {
+                    let mut logs = crate::record::timeline::event_logs(l, &reading)?;
+                    // The logs' own damage, said as theirs.
+                    let shown =
+                        crate::record::eventlog::remote::shown_location(&l.to_string_lossy());
+                    for d in logs.damaged.drain(..) {
+                        eprintln!(
+                            "warning: --event-log {shown}: {}",
+                            crate::redact::escape_controls(&d)
+                        );
+                    }
+                    Some(logs)
+                }
+                None => None,
+            };
             // Streamed: a week of segments costs the memory of the state, not of the events.
             let read = crate::record::timeline::read_state_beside(
                 file,
@@ -93,7 +106,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 |f, t| window(f, t).state(),
             )?;
             let name = if crate::record::eventlog::remote::is_url(&file.to_string_lossy()) {
-                file.display().to_string()
+                crate::record::eventlog::remote::shown_location(&file.to_string_lossy())
             } else {
                 file.file_name().map_or_else(
                     || file.display().to_string(),
@@ -101,7 +114,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 )
             };
             let name = match &args.event_log {
-                Some(l) => format!("{name}, with the event log {}", l.display()),
+                Some(l) => format!(
+                    "{name}, with the event log {}",
+                    crate::record::eventlog::remote::shown_location(&l.to_string_lossy())
+                ),
                 None => name,
             };
             (name, read)

@@ -103,7 +103,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         // The segment holding the moment, streamed: its opening state, then its events.
         let (_, state, _, _) = crate::record::timeline::read_state(
             path,
-            &args.limits.reading(),
+            &crate::record::timeline::Reading {
+                app: args.app.clone(),
+                ..args.limits.reading()
+            },
             at,
             at,
             |_, until| crate::record::State {
@@ -123,7 +126,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         // On a terminal, a spinner says what is awaited; off one, nothing (stdout is the answer).
         let mut progress =
             crate::output::progress::Progress::spinner("connecting to the API server");
-        let conn = super::connect(&opts).await?;
+        let mut conn = super::connect(&opts).await?;
+        conn.extra = live_args.event_logs(&args.limits.reading().store);
+        let logs = conn.extra.is_some();
+        // Ready: the cluster's sources answered, and each app's event log was looked for.
+        let ready = |v: &crate::store::Snapshot| {
+            status::ready(v, opts.driver_poll.is_some()) && (!logs || status::event_logs_read(v))
+        };
         progress.set(format!(
             "waiting for the first full LIST from {}",
             conn.server
@@ -140,7 +149,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         tokio::pin!(stop);
         loop {
             let now = tokio::time::Instant::now();
-            if status::ready(store.view(), opts.driver_poll.is_some()) && now >= start + want {
+            if ready(store.view()) && now >= start + want {
                 break;
             }
             if now >= give_up {
@@ -156,12 +165,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                     }
                 )));
             }
-            let wake = if status::ready(store.view(), opts.driver_poll.is_some()) {
+            let wake = if ready(store.view()) {
                 start + want
             } else {
                 give_up
             };
-            if progress.shown() && status::ready(store.view(), opts.driver_poll.is_some()) {
+            if progress.shown() && ready(store.view()) {
                 let left = (start + want).saturating_duration_since(now);
                 progress.update(|| {
                     let n: usize = store.view().apps.values().map(|a| a.executors.len()).sum();
@@ -184,7 +193,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                 () = tokio::time::sleep(std::time::Duration::from_secs(1)), if progress.shown() => {}
                 () = tokio::time::sleep_until(wake) => {}
                 // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
-                () = &mut stop, if status::ready(store.view(), opts.driver_poll.is_some()) => break,
+                () = &mut stop, if ready(store.view()) => break,
             }
         }
         while let Ok(ev) = rx.try_recv() {

@@ -50,6 +50,12 @@ pub struct WatchArgs {
     /// Never read the drivers' REST API.
     #[arg(long)]
     pub no_driver_api: bool,
+    /// Spark's event-log directory (`spark.eventLog.dir`: a path, or s3a://, gs://,
+    /// abfss://): each app's log is read once, to explain the executors that ended before
+    /// this started. An object store's settings come from its usual environment (AWS_*,
+    /// AWS_PROFILE, GOOGLE_*, AZURE_*).
+    #[arg(long, value_name = "DIR|URL")]
+    pub event_log_dir: Option<String>,
 }
 
 /// `--readonly`, for the commands that can write (the live view, `demo`, `kill`, `hold`,
@@ -107,6 +113,7 @@ impl Default for WatchArgs {
             poll_interval: d(DEFAULT_POLL),
             driver_poll_interval: d(DEFAULT_DRIVER_POLL),
             no_driver_api: false,
+            event_log_dir: None,
         }
     }
 }
@@ -124,6 +131,8 @@ pub struct LiveArgs {
     pub poll_interval: std::time::Duration,
     pub driver_poll_interval: std::time::Duration,
     pub no_driver_api: bool,
+    /// `--event-log-dir`.
+    pub event_log_dir: Option<String>,
     /// Writes refused, and what said so.
     pub readonly: crate::settings::ReadOnly,
     pub utc: bool,
@@ -156,6 +165,7 @@ impl LiveArgs {
             poll_interval: watch.poll_interval,
             driver_poll_interval: watch.driver_poll_interval,
             no_driver_api: watch.no_driver_api,
+            event_log_dir: watch.event_log_dir,
             readonly: match write.is_some_and(|w| w.readonly) {
                 true => crate::settings::ReadOnly::flag(),
                 false => crate::settings::ReadOnly::Off,
@@ -187,6 +197,24 @@ impl LiveArgs {
 }
 
 impl LiveArgs {
+    /// The event-log source (`--event-log-dir`), with an object store's settings.
+    pub fn event_logs(
+        &self,
+        store: &crate::record::eventlog::remote::StoreOptions,
+    ) -> Option<std::sync::Arc<dyn crate::source::extra::Extra>> {
+        let location = self.event_log_dir.clone()?;
+        Some(std::sync::Arc::new(
+            crate::record::eventlog::live::EventLogDir {
+                location,
+                store: crate::record::eventlog::remote::StoreOptions {
+                    options: store.options.clone(),
+                    timeout: store.timeout.or(Some(self.request_timeout)),
+                },
+                max_line: crate::record::DEFAULT_MAX_LINE,
+            },
+        ))
+    }
+
     /// The live sources' options.
     pub fn options(&self) -> crate::source::connection::LiveOptions {
         crate::source::connection::LiveOptions {
@@ -255,6 +283,7 @@ impl ReadLimits {
                 options: self.store_options.clone(),
                 timeout: Some(self.store_timeout),
             },
+            app: None,
         }
     }
 }

@@ -468,6 +468,14 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
 /// Whether every source needed for a first answer has reported in (the event watch may
 /// also have failed: then the answer comes without events, and says why; with the driver
 /// API on, every driver pod seen has been read once, or failed to be).
+/// Whether the event logs (`--event-log-dir`) were looked for once: their reader said how
+/// it went.
+pub fn event_logs_read(snap: &Snapshot) -> bool {
+    snap.health
+        .get(&SourceKind::EventLogs)
+        .is_some_and(|h| !matches!(h, Health::Connecting))
+}
+
 pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
     let config_failed = snap
         .health

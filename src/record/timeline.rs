@@ -14,6 +14,9 @@ use spark_triage_core::model::{Time, fmt_time};
 pub(crate) struct Reading {
     pub max_line: u64,
     pub store: super::eventlog::remote::StoreOptions,
+    /// The app asked for (`--app`): of a directory of event logs, only a log named by its
+    /// id is read when there is one.
+    pub app: Option<String>,
 }
 
 /// A recording opened over a window.
@@ -166,7 +169,8 @@ pub(crate) fn read_state(
 /// (`report --event-log`): their events go in among the recording's, in time order, so the
 /// logs fill the executors the recording missed and the recording adds what a log cannot
 /// know (pods, nodes, events). Only the apps whose logs overlap the recording's span are
-/// taken; how many others were left out is said.
+/// taken, up to its end; how many others were left out is said. The logs' own damage is
+/// the caller's to say.
 pub(crate) fn read_state_beside(
     path: &std::path::Path,
     read: &Reading,
@@ -180,8 +184,7 @@ pub(crate) fn read_state_beside(
     let header = match logs {
         None => plan.read_into(&mut state)?,
         Some(logs) => {
-            let start = plan.start;
-            let (events, mut said) = overlapping(logs, start, plan.end);
+            let (events, mut said) = overlapping(logs, plan.start, plan.end);
             let mut fused = Fused {
                 inner: &mut state,
                 logs: events.into_iter().peekable(),
@@ -200,8 +203,8 @@ pub(crate) fn read_state_beside(
 pub(crate) fn event_logs(path: &std::path::Path, read: &Reading) -> Result<Recording, Failure> {
     let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
     match path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
-        Some(url) => super::eventlog::open_url(url, &read.store, max_line),
-        None => super::eventlog::open(path, max_line),
+        Some(url) => super::eventlog::open_url(url, &read.store, max_line, read.app.as_deref()),
+        None => super::eventlog::open(path, max_line, read.app.as_deref()),
     }
 }
 
@@ -246,7 +249,7 @@ fn overlapping(
         .filter(|(_, (f, l))| *f <= end && *l >= start)
         .map(|(k, _)| k.clone())
         .collect();
-    let mut said: Vec<String> = logs.damaged;
+    let mut said = Vec::new();
     let left = span.len() - taken.len();
     if left > 0 {
         said.push(format!(
@@ -260,8 +263,12 @@ fn overlapping(
     let events = logs
         .events
         .into_iter()
+        // What the logs say after the recording's end is not judged against pods last seen
+        // before it.
         .filter(|ev| {
-            app_of(ev).is_some_and(|(ns, id)| taken.contains(&(ns.to_owned(), id.to_owned())))
+            ev.at() <= end
+                && app_of(ev)
+                    .is_some_and(|(ns, id)| taken.contains(&(ns.to_owned(), id.to_owned())))
         })
         .collect();
     (events, said)
@@ -318,8 +325,12 @@ pub(crate) fn read_state_of(
 }
 
 /// Spark's event logs at `path`, read as a recording (their damage said as its own).
-fn event_log(path: &std::path::Path, max_line: usize) -> Result<Recording, Failure> {
-    super::eventlog::open(path, max_line)
+fn event_log(
+    path: &std::path::Path,
+    max_line: usize,
+    app: Option<&str>,
+) -> Result<Recording, Failure> {
+    super::eventlog::open(path, max_line, app)
 }
 
 /// A recording to read, with the window resolved against it.
@@ -354,7 +365,7 @@ impl Plan {
         let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
         // Event logs in an object store (s3://, gs://, abfss://, file://).
         if let Some(url) = path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
-            let rec = super::eventlog::open_url(url, &read.store, max_line)?;
+            let rec = super::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())?;
             return Self::over(rec, max_line, from, to);
         }
         // An `export` tar: its segments, unpacked into a directory of our own for the read.
@@ -368,7 +379,8 @@ impl Plan {
             let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
                 // No segments: Spark's event logs (a rolling log, or a directory of them)?
                 if unpacked.is_none() && super::eventlog::holds_logs(path) {
-                    return Self::over(event_log(path, max_line)?, max_line, from, to);
+                    let rec = event_log(path, max_line, read.app.as_deref())?;
+                    return Self::over(rec, max_line, from, to);
                 }
                 return Err(crate::record::ReadError::NoSegments {
                     path: path.display().to_string(),
@@ -392,7 +404,7 @@ impl Plan {
                     if !super::eventlog::holds_logs(path) {
                         return Err(e.into());
                     }
-                    event_log(path, max_line)?
+                    event_log(path, max_line, read.app.as_deref())?
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -479,7 +491,7 @@ impl Plan {
 }
 
 fn warn(path: &std::path::Path, damaged: &[String], gaps: &[crate::record::Gap]) {
-    let shown = path.display();
+    let shown = super::eventlog::remote::shown_location(&path.to_string_lossy());
     for d in damaged {
         eprintln!("warning: {shown}: {}", crate::redact::escape_controls(d));
     }

@@ -121,6 +121,8 @@ pub struct Connection {
     pub user_selector: Option<String>,
     /// The credentials every request carries (refusals counted, fetched again after a 401).
     pub credentials: super::credentials::Credentials,
+    /// A source the layers above start with this connection's (`--event-log-dir`).
+    pub extra: Option<std::sync::Arc<dyn super::extra::Extra>>,
 }
 
 impl Connection {
@@ -348,6 +350,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         kubeconfig: opts.kubeconfig.clone(),
         user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
         credentials,
+        extra: None,
     })
 }
 

@@ -71,6 +71,9 @@ pub fn spawn(conn: &Connection, tx: mpsc::Sender<SourceEvent>) -> Vec<JoinHandle
             tx.clone(),
         )));
     }
+    if let Some(extra) = &conn.extra {
+        tasks.push(super::extra::spawn(extra.as_ref(), conn, tx.clone()));
+    }
     tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
     tasks
 }

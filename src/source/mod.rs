@@ -9,6 +9,7 @@ pub mod connection;
 pub mod credentials;
 pub mod driver_view;
 pub mod errors;
+pub mod extra;
 pub mod groups;
 pub mod lean;
 pub mod live;
@@ -53,6 +54,8 @@ pub enum SourceKind {
     Quotas,
     /// The batch schedulers' group objects (PodGroups, Workloads).
     SchedulerObjects,
+    /// Spark's event logs (`--event-log-dir`).
+    EventLogs,
 }
 
 impl SourceKind {
@@ -65,6 +68,7 @@ impl SourceKind {
             Self::DriverApi => "driver API",
             Self::Quotas => "quotas",
             Self::SchedulerObjects => "scheduler objects",
+            Self::EventLogs => "event logs",
         }
     }
 }

@@ -76,9 +76,11 @@ impl Switcher {
                     ));
                 };
                 let (opts, readonly) = reconfigure(&name)?;
-                let conn = super::connection::connect(&opts)
+                let mut conn = super::connection::connect(&opts)
                     .await
                     .map_err(|e| e.to_string())?;
+                // The event logs of the new context's apps are read from the same place.
+                conn.extra = self.conn.extra.clone();
                 (conn, Some(readonly))
             }
         };

@@ -124,7 +124,10 @@ impl Store {
         let list_rv = self.snap.list_rv;
         let mut unnoticed = Vec::new();
         for d in fresh {
+            // An event log is no live read (Spark buffers what it writes): an executor it
+            // still has active may have gone since; only the driver's own answer says so.
             if d.active
+                && from != ExecutorList::EventLog
                 && let (Some(list), Some(added)) = (listed_at, d.add_time)
                 && added + REGISTERED_BEFORE_LIST < list
             {

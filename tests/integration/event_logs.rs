@@ -413,3 +413,92 @@ async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
     assert_eq!(doc["apps"].as_array().map(Vec::len), Some(1), "{doc}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_with_the_event_log_dir_explains_executors_that_ended_before_it_started() {
+    let sim = super::common::start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let before = super::common::status_json(&kc, &["--poll-interval", "1s"]).await;
+    let first = &before["apps"][0];
+    let (app_id, name) = (
+        first["app_id"].as_str().expect("an app id").to_owned(),
+        first["app_name"].as_str().expect("a name").to_owned(),
+    );
+    let known = |doc: &serde_json::Value, id: i64| {
+        app(doc, &name)["executors"]
+            .as_array()
+            .expect("executors")
+            .iter()
+            .find(|e| e["id"] == id)
+            .cloned()
+    };
+    assert_eq!(
+        known(&before, 900),
+        None,
+        "the cluster never had executor 900"
+    );
+    // The app's log, as Spark writes it while it runs (`<app id>.inprogress`): executor 900
+    // registered and OOM-killed an hour ago, long before this status.
+    let dir = std::env::temp_dir().join(format!("st-it-eldir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ms = |ago: i64| (chrono::Utc::now() - chrono::Duration::seconds(ago)).timestamp_millis();
+    let reason = "The executor with id 900 exited with exit code 137(SIGKILL, possible container OOM).\n\nThe API gave the following container statuses:\n\n\t container name: spark-kubernetes-executor\n\t container state: terminated\n\t exit code: 137\n\t termination reason: OOMKilled\n";
+    let lines = [
+        serde_json::json!({"Event": "SparkListenerLogStart", "Spark Version": "4.3.0"}),
+        serde_json::json!({"Event": "SparkListenerApplicationStart", "App Name": name, "App ID": app_id, "Timestamp": ms(4000), "User": "spark"}),
+        serde_json::json!({"Event": "SparkListenerExecutorAdded", "Timestamp": ms(3700), "Executor ID": "900", "Executor Info": {"Host": "10.0.0.9", "Total Cores": 2, "Log Urls": {}, "Attributes": {}, "Resources": {}, "Resource Profile Id": 0}}),
+        serde_json::json!({"Event": "SparkListenerExecutorRemoved", "Timestamp": ms(3600), "Executor ID": "900", "Removed Reason": reason}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join(format!("{app_id}.inprogress")), text).unwrap();
+    // Another app's log beside it is not this app's.
+    std::fs::write(
+        dir.join("spark-someone-else"),
+        "{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"4.3.0\"}\n",
+    )
+    .unwrap();
+    let logs = dir.to_str().unwrap();
+    let after =
+        super::common::status_json(&kc, &["--poll-interval", "1s", "--event-log-dir", logs]).await;
+    let oom = known(&after, 900).expect("executor 900, from the event log");
+    assert_eq!(oom["findings"][0], "container-oom-killed", "{oom}");
+    assert_eq!(oom["exit_code"], 137);
+    assert_eq!(oom["witness"], "event-log");
+    // The executors the cluster has keep their pods' word: none is called unregistered or
+    // lost because the log (an hour old) does not list it.
+    for e in app(&after, &name)["executors"]
+        .as_array()
+        .expect("executors")
+    {
+        let findings = e["findings"].to_string();
+        assert!(
+            !findings.contains("unregistered") && !findings.contains("lost-pod"),
+            "executor {}: {findings}",
+            e["id"]
+        );
+    }
+    // A directory that is not there: the status still answers, and says why the logs were
+    // not read.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args([
+            "status",
+            "--kubeconfig",
+            &kc,
+            "-n",
+            "spark-jobs",
+            "--poll-interval",
+            "1s",
+        ])
+        .args(["--event-log-dir", "/nonexistent/spark-events"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("event logs") && err.contains("/nonexistent/spark-events"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

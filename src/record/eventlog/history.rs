@@ -22,9 +22,18 @@ use super::events::Event;
 use crate::failure::Failure;
 use spark_triage_core::model::{Time, driver::parse_executors, driver::parse_spark_time};
 
-/// The most of one answer read (an app's `allexecutors` with 250 000 dead executors is
-/// about 500 MiB; the listing of 100 000 apps about 60 MiB).
-const MAX_BODY: u64 = 512 << 20;
+/// The most of a listing or an environment read (100 000 apps are about 60 MiB).
+const MAX_BODY: u64 = 64 << 20;
+
+/// The most of an `allexecutors` read: 10 000 executors of about 3 KiB (the History Server
+/// keeps at most `spark.ui.retainedDeadExecutors` dead ones). Parsed whole, it may take
+/// some 16 times that.
+const MAX_EXECUTORS_BODY: u64 = 32 << 20;
+
+/// The most applications, and attempts of one, taken from a listing (the rest are
+/// skipped unread, and said).
+const MAX_APPS: usize = 100_000;
+const MAX_ATTEMPTS: usize = 50;
 
 /// The apps read when none is named: the newest.
 pub(crate) const NEWEST: usize = 20;
@@ -40,13 +49,59 @@ pub(crate) fn shown(url: &url::Url) -> String {
     u.to_string()
 }
 
+/// A JSON list of which at most `N` items are kept: the rest are skipped unread (no
+/// memory for them), and counted.
+#[derive(Debug)]
+struct Capped<T, const N: usize> {
+    items: Vec<T>,
+    skipped: usize,
+}
+
+impl<T, const N: usize> Default for Capped<T, N> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            skipped: 0,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T, const N: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for Visit<T, N> {
+            type Value = Capped<T, N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Capped::<T, N>::default();
+                while out.items.len() < N {
+                    match seq.next_element()? {
+                        Some(x) => out.items.push(x),
+                        None => return Ok(out),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    out.skipped += 1;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Visit::<T, N>(std::marker::PhantomData))
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct Application {
     id: String,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    attempts: Vec<Attempt>,
+    attempts: Capped<Attempt, MAX_ATTEMPTS>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,11 +188,14 @@ impl HistoryServer {
         &self.shown
     }
 
-    /// GETs `rel` (under `/api/v1/`), its body bounded by [`MAX_BODY`]; `Ok(None)` for a 404.
-    fn get(&self, rel: &str) -> Result<Option<String>, Failure> {
-        let url = self.api.join(rel).map_err(|e| {
-            Failure::Runtime(format!("{}: cannot address {rel:?}: {e}", self.shown))
-        })?;
+    /// GETs the path `segments` under `/api/v1/`, its body bounded by `max` bytes;
+    /// `Ok(None)` for a 404.
+    fn get(&self, segments: &[&str], max: u64) -> Result<Option<String>, Failure> {
+        let mut url = self.api.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        let rel = segments.join("/");
         let what = format!("the History Server at {}", self.shown);
         let fail = |e: reqwest::Error| {
             // reqwest's errors name the URL: ours, without credentials, is said instead.
@@ -179,10 +237,10 @@ impl HistoryServer {
             let mut stream = resp.bytes_stream();
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(fail)?;
-                if (body.len() + chunk.len()) as u64 > MAX_BODY {
+                if (body.len() + chunk.len()) as u64 > max {
                     return Err(Failure::Runtime(format!(
                         "{what}: /api/v1/{rel}: the answer is over {} MiB; not read",
-                        MAX_BODY >> 20
+                        max >> 20
                     )));
                 }
                 body.extend_from_slice(&chunk);
@@ -193,8 +251,8 @@ impl HistoryServer {
         })
     }
 
-    fn applications(&self) -> Result<Vec<Application>, Failure> {
-        let body = self.get("applications")?.ok_or_else(|| {
+    fn applications(&self) -> Result<Capped<Application, MAX_APPS>, Failure> {
+        let body = self.get(&["applications"], MAX_BODY)?.ok_or_else(|| {
             Failure::Runtime(format!(
                 "{} has no /api/v1/applications: is it a Spark History Server?",
                 self.shown
@@ -216,7 +274,14 @@ impl HistoryServer {
         app: Option<&str>,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Converted>, Failure> {
-        let mut apps = self.applications()?;
+        let listing = self.applications()?;
+        if listing.skipped > 0 {
+            warnings.push(format!(
+                "the History Server at {} lists {} more applications than the {MAX_APPS} read",
+                self.shown, listing.skipped
+            ));
+        }
+        let mut apps = listing.items;
         let listed = apps.len();
         if let Some(want) = app {
             apps.retain(|a| a.id == want || a.name.as_deref() == Some(want));
@@ -226,57 +291,87 @@ impl HistoryServer {
                     self.shown
                 )));
             }
-        } else {
-            let newest = |a: &Application| {
-                a.attempts
-                    .iter()
-                    .filter_map(|t| t.start_time.as_deref().and_then(parse_spark_time))
-                    .max()
-            };
-            apps.sort_by_key(|a| std::cmp::Reverse(newest(a)));
-            if apps.len() > NEWEST {
-                warnings.push(format!(
-                    "the History Server at {} lists {listed} applications: the newest {NEWEST} \
-                     are read (name one with --app)",
-                    self.shown
-                ));
-                apps.truncate(NEWEST);
-            }
+        }
+        let newest = |a: &Application| {
+            a.attempts
+                .items
+                .iter()
+                .filter_map(|t| t.start_time.as_deref().and_then(parse_spark_time))
+                .max()
+        };
+        apps.sort_by_key(|a| std::cmp::Reverse(newest(a)));
+        if apps.len() > NEWEST {
+            warnings.push(format!(
+                "the History Server at {} has {} applications{}: the newest {NEWEST} are read{}",
+                self.shown,
+                apps.len(),
+                app.map(|w| format!(" named {w:?}")).unwrap_or_default(),
+                if app.is_some() {
+                    " (name one by its id)"
+                } else {
+                    " (name one with --app)"
+                },
+            ));
+            apps.truncate(NEWEST);
         }
         let mut out = Vec::new();
+        let mut first_error = None;
         for a in &apps {
-            if a.attempts.is_empty() {
-                out.push(self.attempt(a, None)?);
+            if a.attempts.skipped > 0 {
+                warnings.push(format!(
+                    "{}: {} has {} more attempts than the {MAX_ATTEMPTS} read",
+                    self.shown, a.id, a.attempts.skipped
+                ));
             }
-            for t in &a.attempts {
-                out.push(self.attempt(a, Some(t))?);
+            let attempts: Vec<Option<&Attempt>> = if a.attempts.items.is_empty() {
+                vec![None]
+            } else {
+                a.attempts.items.iter().map(Some).collect()
+            };
+            // One app the server cannot give (still loading, a log it failed to parse) does
+            // not hide the others.
+            for t in attempts {
+                match self.attempt(a, t) {
+                    Ok(c) => out.push(c),
+                    Err(e) => {
+                        warnings.push(format!("{e}; the other applications are read"));
+                        first_error.get_or_insert(e);
+                    }
+                }
             }
         }
-        Ok(out)
+        match (out.is_empty(), first_error) {
+            (true, Some(e)) => Err(e),
+            _ => Ok(out),
+        }
     }
 
     /// One attempt of an app, as its event log's reader would have made it.
     fn attempt(&self, app: &Application, attempt: Option<&Attempt>) -> Result<Converted, Failure> {
         let id = &app.id;
-        let seg = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        let base = match attempt.and_then(|t| t.attempt_id.as_deref()) {
-            Some(n) => format!("applications/{}/{}", seg(id), seg(n)),
-            None => format!("applications/{}", seg(id)),
+        let mut base = vec!["applications", id.as_str()];
+        base.extend(attempt.and_then(|t| t.attempt_id.as_deref()));
+        let under = |last: &'static str| {
+            let mut p = base.clone();
+            p.push(last);
+            p
         };
         let shown_app = match attempt.and_then(|t| t.attempt_id.as_deref()) {
             Some(n) => format!("{id} attempt {n}"),
             None => id.clone(),
         };
         let mut conv = Converter::new(&format!("{} ({shown_app})", self.shown));
-        let body = self.get(&format!("{base}/allexecutors"))?.ok_or_else(|| {
-            Failure::Runtime(format!(
-                "the History Server at {} has no executors for {shown_app}",
-                self.shown
-            ))
-        })?;
+        let body = self
+            .get(&under("allexecutors"), MAX_EXECUTORS_BODY)?
+            .ok_or_else(|| {
+                Failure::Runtime(format!(
+                    "the History Server at {} has no executors for {shown_app}",
+                    self.shown
+                ))
+            })?;
         let executors = parse_executors(&body)
             .map_err(|e| Failure::Runtime(format!("{}: {shown_app}: {e}", self.shown)))?;
-        let properties = match self.get(&format!("{base}/environment")) {
+        let properties = match self.get(&under("environment"), MAX_BODY) {
             Ok(Some(body)) => match serde_json::from_str::<Environment>(&body) {
                 Ok(env) => Some(env.spark_properties.into_iter().collect::<BTreeMap<_, _>>()),
                 Err(e) => {
@@ -370,6 +465,18 @@ impl HistoryServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_keeps_at_most_its_cap_and_skips_the_rest_unread() {
+        let c: Capped<Attempt, 2> =
+            serde_json::from_str(r#"[{}, {"attemptId": "2"}, {}, {"x": [1, 2, 3]}, {}]"#)
+                .expect("a list");
+        assert_eq!((c.items.len(), c.skipped), (2, 3));
+        assert_eq!(c.items[1].attempt_id.as_deref(), Some("2"));
+        let none: Capped<Attempt, 2> = serde_json::from_str("[]").expect("a list");
+        assert_eq!((none.items.len(), none.skipped), (0, 0));
+        assert!(serde_json::from_str::<Capped<Attempt, 2>>("{}").is_err());
+    }
 
     #[test]
     fn a_url_is_shown_without_its_credentials() {

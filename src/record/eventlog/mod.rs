@@ -17,6 +17,7 @@ mod convert;
 mod events;
 mod files;
 pub(crate) mod history;
+pub mod live;
 pub(crate) mod remote;
 
 use std::io::{BufRead, BufReader, Read};
@@ -289,12 +290,20 @@ pub fn converted_from(header: &super::Header) -> Option<&str> {
 
 /// Opens the event logs at `path` as one recording: a directory of many holds every app
 /// in it, each as its own (`--app` then picks, as in any recording).
-pub(crate) fn open(path: &Path, max_line: usize) -> Result<Recording, Failure> {
+pub(crate) fn open(path: &Path, max_line: usize, app: Option<&str>) -> Result<Recording, Failure> {
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    open_in(&Local, path, &name, max_line)
+    open_in(&Local, path, &name, max_line, app)
+}
+
+/// Whether `name` (a log's file or directory name) is app `id`'s log, as Spark names them:
+/// `eventlog_v2_<id>[_<attempt>]` (rolling), `<id>[_<attempt>][.<codec>][.inprogress]`.
+pub(crate) fn is_log_of(name: &str, id: &str) -> bool {
+    let rest = name.strip_prefix("eventlog_v2_").unwrap_or(name);
+    rest.strip_prefix(id)
+        .is_some_and(|after| after.is_empty() || after.starts_with(['_', '.']))
 }
 
 /// Opens the event logs at a URL (`s3://bucket/spark-events/`, `gs://…`, `abfss://…`,
@@ -303,17 +312,26 @@ pub(crate) fn open_url(
     url: &str,
     store: &remote::StoreOptions,
     max_line: usize,
+    app: Option<&str>,
 ) -> Result<Recording, Failure> {
-    if let Some(path) = url.strip_prefix("file://") {
-        let path = Path::new(path);
-        return open_in(&Local, path, &path.display().to_string(), max_line);
+    if url.starts_with("file://") {
+        let path = remote::file_path(url)?;
+        return open_in(&Local, &path, &path.display().to_string(), max_line, app);
     }
     let o = remote::Remote::open(url, store)?;
-    open_in(&o.remote, &o.key, &o.shown, max_line)
+    open_in(&o.remote, &o.key, &o.shown, max_line, app)
 }
 
 /// [`open`] in a file system, the recording named `name`.
-fn open_in(fs: &dyn Files, path: &Path, name: &str, max_line: usize) -> Result<Recording, Failure> {
+/// Of a directory of many, with `app` (an id), only the logs Spark named for it are read,
+/// when there are any (an app named by its name is found by reading them all).
+fn open_in(
+    fs: &dyn Files,
+    path: &Path,
+    name: &str,
+    max_line: usize,
+    app: Option<&str>,
+) -> Result<Recording, Failure> {
     let shown = fs.shown(path);
     let logs = find_in(fs, path).map_err(|e| {
         Failure::Runtime(format!(
@@ -325,6 +343,13 @@ fn open_in(fs: &dyn Files, path: &Path, name: &str, max_line: usize) -> Result<R
         return Err(Failure::Runtime(format!(
             "{shown} holds no Spark event log"
         )));
+    }
+    let mut logs = logs;
+    if let Some(id) = app
+        && logs.len() > 1
+        && logs.iter().any(|l| is_log_of(&l.name(), id))
+    {
+        logs.retain(|l| is_log_of(&l.name(), id));
     }
     let mut all: Vec<Converted> = Vec::with_capacity(logs.len());
     for log in &logs {

@@ -3,8 +3,9 @@
 //! `object_store`. Each cloud's own settings come from its usual environment (`AWS_*`, with
 //! `AWS_PROFILE`'s keys from `~/.aws`; `GOOGLE_*`; `AZURE_*`) and from `--store-option
 //! KEY=VALUE` (the crate's keys: `endpoint`, `region`, `virtual_hosted_style_request`,
-//! `allow_http`, …). Listing and reading are streamed; every request has the timeout, and a
-//! failing one is retried twice at most. No setting's value is ever shown: the errors said
+//! `allow_http`, …). Reading is streamed; connecting and each wait for more of an answer
+//! are bounded by the timeout, a listing (all its pages) by ten of them, and a failing
+//! request is retried twice at most. No setting's value is ever shown: the errors said
 //! are the store's code and message, with any value given cut out.
 
 use std::io::Read;
@@ -35,6 +36,37 @@ impl StoreOptions {
     }
 }
 
+/// A `file://` URL's path on this machine (`file:///var/log/spark`; a host other than
+/// `localhost` is refused).
+pub fn file_path(url: &str) -> Result<PathBuf, Failure> {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .ok_or_else(|| usage(url, "not a path on this machine (file:///path)"))
+}
+
+/// A path or URL as it may be shown: a URL without a user, password, query or fragment
+/// (an abfs URL's container, before its `@`, is kept: it is no secret).
+pub fn shown_location(s: &str) -> String {
+    if !is_url(s) {
+        return s.to_owned();
+    }
+    let Ok(mut u) = url::Url::parse(s) else {
+        // Not parsed: cut anything between `://` and an `@`.
+        return match (s.split_once("://"), s.rfind('@')) {
+            (Some((scheme, _)), Some(at)) => format!("{scheme}://…{}", &s[at..]),
+            _ => s.to_owned(),
+        };
+    };
+    if !matches!(u.scheme(), "abfs" | "abfss") {
+        let _ = u.set_username("");
+    }
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
 /// Whether `s` is a URL of a store this reads (a scheme, then `://`).
 pub fn is_url(s: &str) -> bool {
     s.split_once("://").is_some_and(|(scheme, _)| {
@@ -53,6 +85,8 @@ pub(crate) struct Remote {
     base: String,
     /// The values given (`--store-option`, the credentials found): cut from what is said.
     secrets: Vec<String>,
+    /// The longest a listing (all its pages) may take.
+    list_deadline: Duration,
 }
 
 /// Where in a store a URL points: the store and the key.
@@ -164,6 +198,23 @@ impl Remote {
                 format!("--store-option {k}: {}", short(&e.to_string())),
             )
         };
+        // The clouds' secrets in the environment (a variable that is not Unicode is not one
+        // the crate reads either).
+        secrets.extend(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, v)| {
+                    ["AWS_", "AZURE_", "GOOGLE_"]
+                        .iter()
+                        .any(|p| k.starts_with(p))
+                        && is_secret(k)
+                        && v.len() >= 4
+                })
+                .map(|(_, v)| v),
+        );
+        let built = |e: object_store::Error, secrets: &[String]| {
+            usage(&shown, cut(&short(&e.to_string()), secrets))
+        };
         let store: Arc<dyn ObjectStore> = match scheme.as_str() {
             "s3" | "s3a" => {
                 let mut b = AmazonS3Builder::from_env()
@@ -173,7 +224,13 @@ impl Remote {
                 let mut given: Vec<(String, String)> = Vec::new();
                 // The profile's keys when the environment names none.
                 if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-                    given.extend(aws_profile());
+                    given.extend(aws_profile().into_iter().filter(|(k, _)| k != "region"));
+                }
+                // The profile's region unless the environment names one, as AWS's tools do.
+                if std::env::var_os("AWS_REGION").is_none()
+                    && std::env::var_os("AWS_DEFAULT_REGION").is_none()
+                {
+                    given.extend(aws_profile().into_iter().filter(|(k, _)| k == "region"));
                 }
                 // The endpoint of AWS's own SDKs, when the crate's is not set.
                 if let Ok(e) = std::env::var("AWS_ENDPOINT_URL")
@@ -196,10 +253,7 @@ impl Remote {
                     b = b.with_config(key, v);
                 }
                 secrets.extend(secret_values(&given));
-                Arc::new(
-                    b.build()
-                        .map_err(|e| usage(&shown, short(&e.to_string())))?,
-                )
+                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
             }
             "gs" => {
                 let mut b = GoogleCloudStorageBuilder::from_env()
@@ -209,10 +263,7 @@ impl Remote {
                 for (k, v) in &opts.options {
                     b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
                 }
-                Arc::new(
-                    b.build()
-                        .map_err(|e| usage(&shown, short(&e.to_string())))?,
-                )
+                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
             }
             "abfs" | "abfss" | "az" | "azure" | "adl" => {
                 let mut b = MicrosoftAzureBuilder::from_env()
@@ -222,10 +273,7 @@ impl Remote {
                 for (k, v) in &opts.options {
                     b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
                 }
-                Arc::new(
-                    b.build()
-                        .map_err(|e| usage(&shown, short(&e.to_string())))?,
-                )
+                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
             }
             "hdfs" | "viewfs" => {
                 return Err(usage(
@@ -244,17 +292,6 @@ impl Remote {
                 ));
             }
         };
-        secrets.extend(
-            std::env::vars()
-                .filter(|(k, _)| {
-                    ["AWS_", "AZURE_", "GOOGLE_"]
-                        .iter()
-                        .any(|p| k.starts_with(p))
-                        && is_secret(k)
-                })
-                .map(|(_, v)| v)
-                .filter(|v| v.len() >= 4),
-        );
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -265,6 +302,7 @@ impl Remote {
                 rt,
                 base,
                 secrets,
+                list_deadline: timeout * 10,
             },
             key: PathBuf::from(key),
             shown,
@@ -288,16 +326,13 @@ impl Remote {
         if !line.contains(&cause) {
             line = format!("{line}: {cause}");
         }
-        let mut line = short(&line);
+        let mut line = cut(&short(&line), &self.secrets);
         if line.contains("169.254.169.254") {
             line.push_str(
                 " (no credentials found: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE's \
                  keys in ~/.aws, a web identity token, or --store-option access_key_id=… \
                  --store-option secret_access_key=…; the instance's metadata refused)",
             );
-        }
-        for s in &self.secrets {
-            line = line.replace(s.as_str(), "***");
         }
         let kind = match e {
             object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
@@ -307,6 +342,15 @@ impl Remote {
         };
         std::io::Error::new(kind, line)
     }
+}
+
+/// `line` with every secret value in it cut out.
+fn cut(line: &str, secrets: &[String]) -> String {
+    let mut line = line.to_owned();
+    for s in secrets {
+        line = line.replace(s.as_str(), "***");
+    }
+    line
 }
 
 /// Whether a setting's name says its value is a secret (a key, a token, a password).
@@ -397,7 +441,20 @@ impl Files for Remote {
         let prefix = (!dir.as_os_str().is_empty()).then_some(&prefix);
         let listed = self
             .rt
-            .block_on(self.store.list_with_delimiter(prefix))
+            // The timer is made inside the runtime (it needs its clock).
+            .block_on(async {
+                tokio::time::timeout(self.list_deadline, self.store.list_with_delimiter(prefix))
+                    .await
+            })
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the listing took over {}",
+                        humantime::format_duration(self.list_deadline)
+                    ),
+                )
+            })?
             .map_err(|e| self.error(&e))?;
         let to_path = |k: &Key| PathBuf::from(k.as_ref());
         Ok(listed

@@ -72,7 +72,7 @@ fn a_kubernetes_apps_log_gives_the_same_verdicts_as_its_pods_would_with_the_even
     let dir = temp_dir("k8s");
     let path = dir.join("spark-0a1b2c");
     std::fs::write(&path, k8s_log()).expect("write");
-    let rec = open(&path, 1 << 20).expect("an event log");
+    let rec = open(&path, 1 << 20, None).expect("an event log");
     assert!(rec.damaged.is_empty(), "{:?}", rec.damaged);
     assert_eq!(rec.header.scope, "namespace spark-jobs");
     let text = serde_json::to_string(&rec.events).expect("json");
@@ -146,7 +146,7 @@ fn the_logs_spark_version_rules_its_executors_verdicts() {
     let path = dir.join("spark-0a1b2c");
     // Before 4.0 Spark counted no executor failures toward a limit.
     std::fs::write(&path, k8s_log_of("3.5.1")).expect("write");
-    let store = store_of(&open(&path, 1 << 20).expect("an event log"));
+    let store = store_of(&open(&path, 1 << 20, None).expect("an event log"));
     let app = &store.view().apps[&("spark-jobs".to_owned(), "spark-0a1b2c".to_owned())];
     let oom = &app.executors[&2];
     assert!(oom.verdict.has(Code::ContainerOomKilled));
@@ -164,7 +164,7 @@ fn an_in_progress_log_is_read_to_its_last_whole_line_and_says_it_has_no_end() {
     let cut = whole.find("Executor killed by driver").expect("line");
     let path = dir.join("spark-0a1b2c.inprogress");
     std::fs::write(&path, &whole[..cut]).expect("write");
-    let rec = open(&path, 1 << 20).expect("an event log");
+    let rec = open(&path, 1 << 20, None).expect("an event log");
     assert_eq!(rec.damaged.len(), 1, "{:?}", rec.damaged);
     assert!(
         rec.damaged[0].contains("SparkListenerExecutorRemoved"),
@@ -217,7 +217,7 @@ fn a_rolling_directory_is_read_in_its_files_order_and_a_directory_of_logs_holds_
         .map(|f| f.file_name().expect("name").to_string_lossy().into_owned())
         .collect();
     assert_eq!(names[9], "events_10_spark-0a1b2c", "{names:?}");
-    let rec = open(&dir, 1 << 20).expect("read");
+    let rec = open(&dir, 1 << 20, None).expect("read");
     let store = store_of(&rec);
     assert_eq!(store.view().apps.len(), 1);
     // A directory of logs: this rolling one, and a single-file log of another app.
@@ -232,7 +232,7 @@ fn a_rolling_directory_is_read_in_its_files_order_and_a_directory_of_logs_holds_
     std::fs::write(parent.join("notes.txt"), "not a log\n").expect("write");
     let logs = find(&parent).expect("find");
     assert_eq!(logs.len(), 2, "{logs:?}");
-    let store = store_of(&open(&parent, 1 << 20).expect("read"));
+    let store = store_of(&open(&parent, 1 << 20, None).expect("read"));
     let names: Vec<_> = store
         .view()
         .apps
@@ -253,7 +253,7 @@ fn a_rolling_directory_is_read_in_its_files_order_and_a_directory_of_logs_holds_
     let logs = find(&dir).expect("find");
     assert!(logs[0].compacted);
     assert!(logs[0].files[0].to_string_lossy().ends_with(".compact"));
-    let rec = open(&dir, 1 << 20).expect("read");
+    let rec = open(&dir, 1 << 20, None).expect("read");
     assert!(
         rec.damaged.iter().any(|d| d.contains("compacted")),
         "{:?}",
@@ -276,7 +276,7 @@ fn what_is_not_an_event_log_is_told_apart() {
         assert!(find(&dir.join(f)).expect("find").is_empty(), "{f}");
     }
     assert!(find(&dir).expect("find").is_empty());
-    let e = open(&dir, 1 << 20).expect_err("no log");
+    let e = open(&dir, 1 << 20, None).expect_err("no log");
     assert!(e.to_string().contains("holds no Spark event log"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -101,7 +101,11 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
             {
                 out.push(unregistered(pod.id, seen.at, since));
             }
-            if let Some((code, ran)) = pod.quick_failure {
+            // An event log knows of a pod's end only once it was written past it.
+            if let Some((code, ran)) = pod.quick_failure
+                && (seen.from == crate::model::driver::ExecutorList::DriverApi
+                    || pod.gone_at.is_some_and(|g| g < seen.at))
+            {
                 out.push(driver_unreachable(pod, code, ran, seen.at));
             }
         }
