@@ -479,23 +479,18 @@ async fn status_with_the_event_log_dir_explains_executors_that_ended_before_it_s
     }
     // A directory that is not there: the status still answers, and says why the logs were
     // not read.
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args([
-            "status",
-            "--kubeconfig",
-            &kc,
-            "-n",
-            "spark-jobs",
-            "--poll-interval",
-            "1s",
-        ])
-        .args(["--event-log-dir", "/nonexistent/spark-events"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let missing = "/nonexistent/spark-events";
+    let (code, _, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--event-log-dir",
+        missing,
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("event logs") && err.contains("/nonexistent/spark-events"),
         "{err}"
