@@ -129,9 +129,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         let mut conn = super::connect(&opts).await?;
         conn.extra = live_args.event_logs(&args.limits.reading().store);
         let logs = conn.extra.is_some();
+        // The event logs are waited for a request's timeout at most (a slow store does not
+        // hold the cluster's answer; it is said after).
+        let logs_by = tokio::time::Instant::now() + opts.timeout();
         // Ready: the cluster's sources answered, and each app's event log was looked for.
         let ready = |v: &crate::store::Snapshot| {
-            status::ready(v, opts.driver_poll.is_some()) && (!logs || status::event_logs_read(v))
+            status::ready(v, opts.driver_poll.is_some())
+                && (!logs || status::event_logs_read(v) || tokio::time::Instant::now() >= logs_by)
         };
         progress.set(format!(
             "waiting for the first full LIST from {}",
@@ -167,6 +171,9 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             }
             let wake = if ready(store.view()) {
                 start + want
+            } else if logs && now < logs_by {
+                // The logs' wait ends before the cluster's.
+                give_up.min(logs_by)
             } else {
                 give_up
             };
@@ -211,6 +218,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             t.abort();
         }
         progress.clear();
+        if logs && !status::event_logs_read(store.view()) {
+            eprintln!(
+                "warning: the event logs (--event-log-dir) were not read within {}: the \
+                 executors that ended before now are from the cluster and the drivers only",
+                spark_triage_core::diagnose::human_std_duration(opts.timeout())
+            );
+        }
         let report = status::report(store.view(), args.app.as_deref());
         warn(&report);
         no_such_app(

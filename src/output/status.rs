@@ -499,7 +499,13 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
             || snap
                 .apps
                 .values()
-                .all(|a| a.driver_api.is_some() || a.driver.is_none()))
+                // The driver's own answer (or its absence said), not an event log's.
+                .all(|a| {
+                    a.driver_api.as_ref().is_some_and(|d| {
+                        d.from == spark_triage_core::model::driver::ExecutorList::DriverApi
+                            || d.unavailable.is_some()
+                    }) || a.driver.is_none()
+                }))
         // Every driver's configuration read (deleteOnTermination, checkAllContainers, the
         // container name change verdicts), or its reading failed and says so.
         && (config_failed

@@ -4,63 +4,40 @@
 //! pods name them, at every poll; it runs on a thread of its own (its reads block) and ends
 //! when the connection's sources are stopped (its list of apps closes).
 
-use std::sync::mpsc::{Receiver, SyncSender};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, api::ListParams};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
-use super::{SourceEvent, connection::Connection};
-use spark_triage_core::model::ExecutorPod;
+use super::SourceEvent;
 
 /// The apps in scope: (namespace, app id) of each driver pod.
 pub type Apps = Vec<(String, String)>;
 
+/// Set when the connection's sources were stopped (a context switch, the end): a source
+/// on a thread of its own sends nothing after it, even what it was reading then.
+#[derive(Debug, Clone, Default)]
+pub struct Stopped(Arc<AtomicBool>);
+
+impl Stopped {
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Sets [`Stopped`] when dropped: the drivers' task holds it, so aborting the task sets it.
+pub(super) struct SetOnDrop(pub(super) Stopped);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        (self.0).0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// A source started with a connection's own.
 pub trait Extra: Send + Sync + std::fmt::Debug {
     /// Starts it: `apps` gets the apps in scope at every poll and closes when the
-    /// connection's sources stop; what it learns goes to `tx`.
-    fn start(&self, apps: Receiver<Apps>, tx: mpsc::Sender<SourceEvent>);
-}
-
-/// Starts `extra` on `conn`: the task that lists the drivers for it.
-pub(super) fn spawn(
-    extra: &dyn Extra,
-    conn: &Connection,
-    tx: mpsc::Sender<SourceEvent>,
-) -> JoinHandle<()> {
-    // One list waiting at most: a source still busy with the last one skips a poll.
-    let (apps_tx, apps_rx) = std::sync::mpsc::sync_channel(1);
-    extra.start(apps_rx, tx);
-    tokio::spawn(drivers(conn.clone(), conn.poll_interval, apps_tx))
-}
-
-async fn drivers(conn: Connection, every: Duration, apps: SyncSender<Apps>) {
-    let pods: Api<Pod> = super::connection::pods_api(&conn.client, &conn.scope);
-    let params = ListParams::default().labels(&conn.driver_selector);
-    let mut tick = tokio::time::interval(every.max(Duration::from_secs(1)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        // The pod sources report API trouble; this one waits for the next poll.
-        let Ok(list) = pods.list(&params).await else {
-            continue;
-        };
-        let mut found: Apps = list
-            .items
-            .iter()
-            .filter_map(|d| {
-                let pod = ExecutorPod::from_pod(d);
-                Some((pod.namespace.to_string(), pod.app_id()?.to_owned()))
-            })
-            .collect();
-        found.sort();
-        found.dedup();
-        match apps.try_send(found) {
-            Ok(()) | Err(std::sync::mpsc::TrySendError::Full(_)) => {}
-            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return,
-        }
-    }
+    /// connection's sources stop (and `stop` is set then); what it learns goes to `tx`.
+    fn start(&self, apps: Receiver<Apps>, tx: mpsc::Sender<SourceEvent>, stop: Stopped);
 }

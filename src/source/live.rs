@@ -72,7 +72,7 @@ pub fn spawn(conn: &Connection, tx: mpsc::Sender<SourceEvent>) -> Vec<JoinHandle
         )));
     }
     if let Some(extra) = &conn.extra {
-        tasks.push(super::extra::spawn(extra.as_ref(), conn, tx.clone()));
+        tasks.push(spawn_extra(extra.as_ref(), conn, tx.clone()));
     }
     tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
     tasks
@@ -364,6 +364,58 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
         };
         if !send(&tx, ev).await {
             return;
+        }
+    }
+}
+
+/// Starts `extra` on `conn`: the task that lists the drivers for it.
+fn spawn_extra(
+    extra: &dyn super::extra::Extra,
+    conn: &Connection,
+    tx: mpsc::Sender<SourceEvent>,
+) -> JoinHandle<()> {
+    // One list waiting at most: a source still busy with the last one skips a poll.
+    let (apps_tx, apps_rx) = std::sync::mpsc::sync_channel(1);
+    let stop = super::extra::Stopped::default();
+    extra.start(apps_rx, tx, stop.clone());
+    tokio::spawn(extra_drivers(
+        conn.clone(),
+        conn.poll_interval,
+        apps_tx,
+        super::extra::SetOnDrop(stop),
+    ))
+}
+
+async fn extra_drivers(
+    conn: Connection,
+    every: Duration,
+    apps: std::sync::mpsc::SyncSender<super::extra::Apps>,
+    _stop: super::extra::SetOnDrop,
+) {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        super::connection::pods_api(&conn.client, &conn.scope);
+    let params = kube::api::ListParams::default().labels(&conn.driver_selector);
+    let mut tick = tokio::time::interval(every.max(Duration::from_secs(1)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        // The pod sources report API trouble; this one waits for the next poll.
+        let Ok(list) = pods.list(&params).await else {
+            continue;
+        };
+        let mut found: super::extra::Apps = list
+            .items
+            .iter()
+            .filter_map(|d| {
+                let pod = ExecutorPod::from_pod(d);
+                Some((pod.namespace.to_string(), pod.app_id()?.to_owned()))
+            })
+            .collect();
+        found.sort();
+        found.dedup();
+        match apps.try_send(found) {
+            Ok(()) | Err(std::sync::mpsc::TrySendError::Full(_)) => {}
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return,
         }
     }
 }

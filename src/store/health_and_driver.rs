@@ -67,16 +67,24 @@ impl Store {
             DriverView::Logged { executors } => (executors, ExecutorList::EventLog),
         };
         let (executors, from) = executors;
-        if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
-            app.log(at, None, "driver view available again".to_owned());
+        // The driver's own reads are there: an event log (older, buffered) only adds what
+        // they lack, never replaces what they said.
+        let beside = from == ExecutorList::EventLog
+            && previous
+                .as_ref()
+                .is_some_and(|p| p.from == ExecutorList::DriverApi);
+        if !beside {
+            if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
+                app.log(at, None, "driver view available again".to_owned());
+            }
+            app.driver_api = Some(DriverApiState {
+                at,
+                unavailable: None,
+                last_ok: Some(at),
+                active: executors.iter().filter(|e| e.active).count(),
+                from,
+            });
         }
-        app.driver_api = Some(DriverApiState {
-            at,
-            unavailable: None,
-            last_ok: Some(at),
-            active: executors.iter().filter(|e| e.active).count(),
-            from,
-        });
         let pod_name = driver_only_pod_name(app, app_id);
         let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
         // Executors whose verdict may change: what the driver says of them changed, or a
@@ -86,6 +94,12 @@ impl Store {
         let mut rebuilt = Vec::new();
         for d in executors {
             match app.executors.get_mut(&d.id) {
+                Some(rec)
+                    if from == ExecutorList::EventLog
+                        && rec
+                            .driver
+                            .as_ref()
+                            .is_some_and(|d| d.from == ExecutorList::DriverApi) => {}
                 Some(rec) => {
                     let rec = Arc::make_mut(rec);
                     let changed = rec
@@ -217,7 +231,14 @@ impl Store {
         }
         let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
         for rec in app.executors.values_mut() {
-            if !listed.contains(&rec.id) {
+            // Not listed: by the driver, it does not know it; by an event log beside the
+            // driver's reads, nothing (the log lags). An executor an event log says was
+            // removed keeps that when the driver no longer lists it (it keeps at most
+            // spark.ui.retainedDeadExecutors).
+            let logged_removal = rec.driver.as_ref().is_some_and(|d| {
+                d.from == ExecutorList::EventLog && d.exec.as_ref().is_some_and(|e| !e.active)
+            });
+            if !listed.contains(&rec.id) && !beside && !logged_removal {
                 let rec = Arc::make_mut(rec);
                 let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
                 rec.driver = Some(Box::new(DriverSeen {

@@ -755,6 +755,76 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
     );
 }
 
+/// An event log read beside the driver's own reads (`--event-log-dir`) adds only what
+/// they lack: its older view never replaces what the driver said of an executor, nor the
+/// driver view's state; and an executor only the log says was removed keeps that when the
+/// driver (which keeps few dead executors) does not list it.
+#[tokio::test]
+async fn an_event_log_beside_the_driver_adds_what_it_lacks_and_replaces_nothing() {
+    use crate::source::DriverView;
+    use spark_triage_core::model::driver::ExecutorList;
+    let view = |view, at| SourceEvent::DriverExecutors {
+        namespace: "spark-jobs".into(),
+        app_id: "spark-1".into(),
+        view,
+        at: t(at),
+    };
+    let removed = |id| spark_triage_core::model::DriverExecutor {
+        remove_reason: Some(
+            "The executor with id 7 exited with exit code 137(SIGKILL, possible container OOM)."
+                .into(),
+        ),
+        ..driver_exec(id, false)
+    };
+    let events = vec![
+        up(exec(1, 10, running()), 100),
+        // The driver: executor 1 removed (its pod still Running: a zombie in the making).
+        view(
+            DriverView::Ok {
+                executors: vec![driver_exec(1, false)],
+            },
+            200,
+        ),
+        // An hour-old log: executor 1 active then, executor 7 long gone.
+        view(
+            DriverView::Logged {
+                executors: vec![driver_exec(1, true), removed(7)],
+            },
+            150,
+        ),
+        // The driver again, which no longer lists 7.
+        view(
+            DriverView::Ok {
+                executors: vec![driver_exec(1, false)],
+            },
+            210,
+        ),
+    ];
+    // Just after the log's view.
+    let s = run(events[..3].to_vec()).await;
+    let a = app(&s);
+    let one = a.executors[&1].driver.as_ref().expect("the driver's word");
+    assert_eq!(one.from, ExecutorList::DriverApi);
+    assert!(
+        one.exec.as_ref().is_some_and(|e| !e.active),
+        "still removed, as the driver said"
+    );
+    let api = a.driver_api.as_ref().expect("driver view");
+    assert_eq!((api.from, api.at), (ExecutorList::DriverApi, t(200)));
+    // After the driver's next read.
+    let s = run(events).await;
+    let a = app(&s);
+    let seven = a.executors[&7].driver.as_ref().expect("the log's word");
+    assert_eq!(seven.from, ExecutorList::EventLog);
+    assert!(
+        seven
+            .exec
+            .as_ref()
+            .is_some_and(|e| e.remove_reason.is_some()),
+        "Spark's reason kept: {seven:?}"
+    );
+}
+
 /// A fresh view LISTs the pods a moment before it reads the driver: an executor the driver
 /// still counts active, registered well before that LIST, whose pod the LIST did not have,
 /// is missing at once (Spark notices at its next poll), never shown running.

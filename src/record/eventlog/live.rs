@@ -8,15 +8,16 @@
 //! own reads speak. A log not
 //! there yet (the app just started) is looked for again at the next poll.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
 use super::files::{Entry, Files, Local};
 use super::remote::{Remote, StoreOptions};
-use crate::source::extra::{Apps, Extra};
+use crate::source::extra::{Apps, Extra, Stopped};
 use crate::source::{DriverView, Health, SourceEvent, SourceKind, clock::now};
 
 /// Spark's event-log directory, read for the apps in scope.
@@ -29,25 +30,33 @@ pub struct EventLogDir {
 }
 
 impl Extra for EventLogDir {
-    fn start(&self, apps: Receiver<Apps>, tx: Sender<SourceEvent>) {
+    fn start(&self, apps: Receiver<Apps>, tx: Sender<SourceEvent>, stop: Stopped) {
         let me = self.clone();
         // Its reads block (files, or an object store's own runtime): a thread of its own.
         let started = std::thread::Builder::new()
             .name("event-logs".into())
-            .spawn(move || me.run(&apps, &tx));
+            .spawn(move || me.run(&apps, &tx, &stop));
         if let Err(e) = started {
             tracing::warn!("cannot start the event-log reader: {e}");
         }
     }
 }
 
-fn health(tx: &Sender<SourceEvent>, health: Health) -> bool {
-    tx.blocking_send(SourceEvent::SourceHealth {
-        source: SourceKind::EventLogs,
-        health,
-        at: now(),
-    })
-    .is_ok()
+/// How long before an app whose log was not there, or could not be read, is looked for
+/// again (each look lists the whole directory).
+const LOOK_AGAIN: Duration = Duration::from_secs(300);
+
+/// The order of an app's logs, the one to read last: by attempt (as a number), a finished
+/// log after one still in progress (a crashed attempt's leftover).
+fn rank(name: &str, id: &str) -> (u64, bool) {
+    let rest = name.strip_prefix("eventlog_v2_").unwrap_or(name);
+    let after = rest.strip_prefix(id).unwrap_or_default();
+    let attempt = after
+        .strip_prefix('_')
+        .and_then(|a| a.split('.').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    (attempt, !name.ends_with(".inprogress"))
 }
 
 impl EventLogDir {
@@ -65,24 +74,38 @@ impl EventLogDir {
         Ok((Box::new(Local), PathBuf::from(loc)))
     }
 
-    fn run(&self, apps: &Receiver<Apps>, tx: &Sender<SourceEvent>) {
-        if !health(tx, Health::Connecting) {
+    fn run(&self, apps: &Receiver<Apps>, tx: &Sender<SourceEvent>, stop: &Stopped) {
+        // Nothing is sent once the connection's sources were stopped (a context switch):
+        // the old scope's news never follows the new scope's.
+        let send = |ev: SourceEvent| !stop.is_set() && tx.blocking_send(ev).is_ok();
+        let health_of = |health| SourceEvent::SourceHealth {
+            source: SourceKind::EventLogs,
+            health,
+            at: now(),
+        };
+        if !send(health_of(Health::Connecting)) {
             return;
         }
         let (fs, root) = match self.open() {
             Ok(o) => o,
             Err(e) => {
-                let _ = health(tx, Health::Retrying { error: e });
+                let _ = send(health_of(Health::Retrying { error: e }));
                 return;
             }
         };
         let mut read: BTreeSet<(String, String)> = BTreeSet::new();
+        // Apps whose log was not there (or failed), and when they are looked for again.
+        let mut later: BTreeMap<(String, String), Instant> = BTreeMap::new();
+        let mut said: Option<Health> = None;
         // Each poll's apps; the list closes when the connection's sources stop.
         while let Ok(apps) = apps.recv() {
-            let wanted: Vec<(String, String)> =
-                apps.into_iter().filter(|k| !read.contains(k)).collect();
+            let now_i = Instant::now();
+            let wanted: Vec<(String, String)> = apps
+                .into_iter()
+                .filter(|k| !read.contains(k) && later.get(k).is_none_or(|t| *t <= now_i))
+                .collect();
             let state = if wanted.is_empty() {
-                Health::Connected
+                said.clone().unwrap_or(Health::Connected)
             } else {
                 match fs.list(&root) {
                     Err(e) => Health::Retrying {
@@ -94,25 +117,35 @@ impl EventLogDir {
                     },
                     Ok(entries) => {
                         let mut failed = None;
-                        for (ns, id) in wanted {
-                            match self.read_one(fs.as_ref(), &entries, &ns, &id) {
+                        for key in wanted {
+                            match self.read_one(fs.as_ref(), &entries, &key.0, &key.1) {
                                 Ok(Some(ev)) => {
-                                    if tx.blocking_send(ev).is_err() {
+                                    if !send(ev) {
                                         return;
                                     }
-                                    read.insert((ns, id));
+                                    later.remove(&key);
+                                    read.insert(key);
                                 }
-                                // Not there yet: looked for at the next poll.
-                                Ok(None) => {}
-                                Err(e) => failed = Some(e),
+                                // Not there (yet), or unreadable: looked for again later.
+                                Ok(None) => {
+                                    later.insert(key, Instant::now() + LOOK_AGAIN);
+                                }
+                                Err(e) => {
+                                    later.insert(key, Instant::now() + LOOK_AGAIN);
+                                    failed = Some(e);
+                                }
                             }
                         }
                         failed.map_or(Health::Connected, |error| Health::Retrying { error })
                     }
                 }
             };
-            if !health(tx, state) {
-                return;
+            // Said when it changes.
+            if said.as_ref() != Some(&state) {
+                if !send(health_of(state.clone())) {
+                    return;
+                }
+                said = Some(state);
             }
         }
     }
@@ -134,7 +167,7 @@ impl EventLogDir {
         let Some(entry) = entries
             .iter()
             .filter(|e| super::is_log_of(&name_of(&e.path), id))
-            .max_by_key(|e| name_of(&e.path))
+            .max_by_key(|e| rank(&name_of(&e.path), id))
         else {
             return Ok(None);
         };
@@ -171,6 +204,20 @@ impl EventLogDir {
 #[cfg(test)]
 mod tests {
     use super::super::is_log_of;
+
+    #[test]
+    fn the_last_attempts_finished_log_is_read() {
+        let id = "spark-8f2c";
+        let mut names = [
+            "spark-8f2c_9.inprogress",
+            "spark-8f2c_10.inprogress",
+            "spark-8f2c_10",
+            "spark-8f2c_2.zstd",
+        ];
+        names.sort_by_key(|n| super::rank(n, id));
+        assert_eq!(names.last(), Some(&"spark-8f2c_10"));
+        assert!(super::rank("eventlog_v2_spark-8f2c_3", id) > super::rank("spark-8f2c.zstd", id));
+    }
 
     #[test]
     fn an_apps_log_is_found_by_the_names_spark_gives() {

@@ -97,8 +97,9 @@ pub(crate) struct Opened {
     pub shown: String,
 }
 
+/// A usage error about `url`, shown without its credentials.
 fn usage(url: &str, why: impl std::fmt::Display) -> Failure {
-    Failure::Usage(format!("{url}: {why}"))
+    Failure::Usage(format!("{}: {why}", shown_location(url)))
 }
 
 /// The keys of a named AWS profile (`AWS_PROFILE`) in `~/.aws/credentials` and its region in
@@ -213,7 +214,9 @@ impl Remote {
                 .map(|(_, v)| v),
         );
         let built = |e: object_store::Error, secrets: &[String]| {
-            usage(&shown, cut(&short(&e.to_string()), secrets))
+            // The crate may quote the URL given (an Azure SAS in its query): shown instead.
+            let text = e.to_string().replace(url, &shown);
+            usage(&shown, cut(&short(&text), secrets))
         };
         let store: Arc<dyn ObjectStore> = match scheme.as_str() {
             "s3" | "s3a" => {
@@ -498,6 +501,28 @@ impl Files for Remote {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_location_is_shown_without_credentials() {
+        assert_eq!(
+            shown_location("s3a://AKIA:sec/ret@bucket/spark-events"),
+            "s3a://…@bucket/spark-events"
+        );
+        assert_eq!(
+            shown_location("s3a://AKIA:secret@bucket/x?token=t"),
+            "s3a://bucket/x"
+        );
+        assert_eq!(
+            shown_location("abfss://logs@acct.dfs.core.windows.net/x?sig=abc"),
+            "abfss://logs@acct.dfs.core.windows.net/x"
+        );
+        assert_eq!(shown_location("/var/log/spark"), "/var/log/spark");
+        let e = Remote::open("s3a://AKIA:sec/ret@bucket/x", &StoreOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!e.contains("sec/ret") && !e.contains("AKIA"), "{e}");
+    }
 
     #[test]
     fn urls_are_told_from_paths() {
