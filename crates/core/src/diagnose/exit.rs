@@ -5,7 +5,7 @@
 //! (reason `OOMKilled` is set by the kubelet from the cgroup OOM event).
 
 use super::{Code, Finding, Severity, Subject};
-use crate::model::{ExecutorPod, Terminated, fmt_time};
+use crate::model::{Deletion, ExecutorPod, Terminated, fmt_time};
 
 const REF_SPARK_EXIT: &str = "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/executor/ExecutorExitCode.scala";
 const REF_LIFECYCLE: &str = "https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala";
@@ -313,6 +313,18 @@ fn sigterm(s: &Subject<'_>, summary: String) -> Finding {
     f.evidence_all(s.events_with("Killing").map(|e| e.describe()))
 }
 
+/// The grace period a deletion gave the containers. The kubelet's last update of a deleted
+/// pod (its containers gone) sets `deletionGracePeriodSeconds` to 0, so a 0 beside a
+/// container the kubelet reported ended is that update, not the deletion's own grace: the pod's
+/// `terminationGracePeriodSeconds` is then the best reading (a deletion asking another grace
+/// is seen only while it lasts).
+fn deletion_grace(pod: &ExecutorPod, d: &Deletion) -> i64 {
+    match d.grace_period_seconds {
+        Some(0) | None => pod.termination_grace_period_seconds.unwrap_or(30),
+        Some(g) => g,
+    }
+}
+
 /// The pod was evicted, preempted or taken down with its node: a kill is part of that.
 fn disrupted(s: &Subject<'_>) -> bool {
     s.pod.status.as_ref().and_then(|st| st.reason.as_deref()) == Some("Evicted")
@@ -335,7 +347,7 @@ fn node_sigkill(s: &Subject<'_>, summary: String) -> Finding {
         Some(d) => (
             format!(
                 "; the pod was being deleted, so most likely the kill after the {}s grace period",
-                d.grace_period_seconds.unwrap_or(30)
+                deletion_grace(s.pod, d)
             ),
             if s.resolved.spark_version.has_executor_termination_grace() {
                 "The executor did not stop within terminationGracePeriodSeconds after SIGTERM, so \

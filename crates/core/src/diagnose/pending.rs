@@ -242,22 +242,31 @@ pub(super) fn image_pull(s: &Subject<'_>, out: &mut Vec<Finding>) {
         .and_then(|c| c.waiting_reason())
         .unwrap_or("ImagePullBackOff");
     let (cause, hint) = pull_cause(reason, &texts);
-    let f = Finding::new(
-        Code::ImagePull,
-        Severity::Error,
-        format!("Cannot pull {image}: {cause} ({reason})"),
-    )
-    .hint(hint)
-    .reference(REF_IMAGES)
-    .evidence_all(waiting.iter().map(|c| describe_waiting(c)))
-    .evidence_all(failed_events.iter().map(|e| e.describe()));
+    // With imagePullPolicy Never nothing is pulled: the image is simply not on the node.
+    let summary = if reason == "ErrImageNeverPull" {
+        format!("{image} is not on the node and its imagePullPolicy is Never ({reason})")
+    } else {
+        format!("Cannot pull {image}: {cause} ({reason})")
+    };
+    let f = Finding::new(Code::ImagePull, Severity::Error, summary)
+        .hint(hint)
+        .reference(REF_IMAGES)
+        .evidence_all(waiting.iter().map(|c| describe_waiting(c)))
+        .evidence_all(failed_events.iter().map(|e| e.describe()));
     out.push(f);
 }
 
 fn pull_cause(reason: &str, texts: &[&str]) -> (&'static str, &'static str) {
     let all = texts.join(" ").to_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| all.contains(n));
-    if reason == "InvalidImageName" {
+    if reason == "ErrImageNeverPull" {
+        (
+            "the image is not on the node and its imagePullPolicy is Never",
+            "The kubelet never pulls with imagePullPolicy Never: load the image on every node \
+             the executors can run on (or use IfNotPresent, \
+             spark.kubernetes.container.image.pullPolicy), and check the tag.",
+        )
+    } else if reason == "InvalidImageName" {
         (
             "the image name is invalid",
             "Fix spark.kubernetes.container.image / spark.kubernetes.executor.container.image.",
@@ -316,11 +325,18 @@ pub(super) fn container_config_error(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let reason = first
         .waiting_reason()
         .unwrap_or("CreateContainerConfigError");
-    let f = Finding::new(
-        Code::ContainerConfigError,
-        Severity::Error,
-        format!("Container {} cannot be created: {reason}", first.name),
-    )
+    // The kubelet's message names what is missing (`configmap "x" not found`).
+    let summary = match &first.state {
+        crate::model::ContainerState::Waiting {
+            message: Some(m), ..
+        } if !m.is_empty() => format!(
+            "Container {} cannot be created: {} ({reason})",
+            first.name,
+            m.chars().take(200).collect::<String>()
+        ),
+        _ => format!("Container {} cannot be created: {reason}", first.name),
+    };
+    let f = Finding::new(Code::ContainerConfigError, Severity::Error, summary)
     .hint(
         "The kubelet cannot build the container: usually a Secret or ConfigMap (or a key of one) \
          it references is missing (spark.kubernetes.executor.secrets.*, \

@@ -219,6 +219,15 @@ fn sigkill_after_grace_during_deletion() {
         "{}",
         f[0].summary
     );
+    // The kubelet's last update of the deleted pod (a real kubelet's, tests/real_node/) says
+    // deletionGracePeriodSeconds 0: the grace it gave is the pod's own.
+    let mut p = executor_with(
+        json!({"deletionTimestamp": "2026-11-29T10:20:00Z", "deletionGracePeriodSeconds": 0}),
+        json!({"phase": "Failed", "containerStatuses": [cs("spark-kubernetes-executor", term(137, "Error"))]}),
+    );
+    p.termination_grace_period_seconds = Some(3);
+    let f = run(&p, &[]);
+    assert!(f[0].summary.contains("3s grace period"), "{}", f[0].summary);
 }
 
 #[test]
@@ -452,6 +461,19 @@ fn image_pull_causes() {
             .summary
             .contains("invalid")
     );
+    // A real kubelet's words (tests/fixtures/real-kubelet/image-never-pull.json): no pull was
+    // tried, so the summary does not say one failed.
+    let p = pending(
+        json!({"containerStatuses": [cs("spark-kubernetes-executor", json!({"waiting": {"reason": "ErrImageNeverPull",
+        "message": "Container image \"localhost/x:1\" is not present with pull policy of Never"}}))]}),
+    );
+    let f = run(&p, &[]);
+    let s = &find(&f, Code::ImagePull).summary;
+    assert!(s.contains("not on the node") && s.contains("Never"), "{s}");
+    assert!(
+        !s.contains("pull failed") && !s.contains("Cannot pull"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -463,6 +485,12 @@ fn container_config_error() {
     let f = run(&p, &[]);
     assert_eq!(codes(&f), vec![Code::ContainerConfigError]);
     assert!(f[0].evidence[0].contains("s3-credentials"));
+    // The summary names what is missing, as the kubelet said it.
+    assert!(
+        f[0].summary.contains("secret \"s3-credentials\" not found"),
+        "{}",
+        f[0].summary
+    );
 }
 
 #[test]

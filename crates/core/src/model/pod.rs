@@ -92,6 +92,10 @@ pub struct ExecutorPod {
     pub node_name: Option<Text>,
     /// `spec.restartPolicy`, verbatim (Spark compares it to the exact string `Never`).
     pub restart_policy: Option<Text>,
+    /// `spec.terminationGracePeriodSeconds`: the grace a deletion gets unless it asks another
+    /// (the kubelet's last update of a deleted pod sets `deletionGracePeriodSeconds` to 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
     /// `spec.priority`: the value the admission resolved from its priority class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
@@ -404,6 +408,7 @@ impl From<WirePod> for ExecutorPod {
             finalizers: meta.finalizers,
             node_name: spec.node_name,
             restart_policy: spec.restart_policy,
+            termination_grace_period_seconds: spec.termination_grace_period_seconds,
             priority: spec.priority,
             priority_class: spec.priority_class_name.filter(|c| !c.is_empty()),
             scheduler_name: spec

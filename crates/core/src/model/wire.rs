@@ -82,6 +82,7 @@ pub struct WireOwner {
 pub struct WireSpec {
     pub node_name: Option<Text>,
     pub restart_policy: Option<Text>,
+    pub termination_grace_period_seconds: Option<i64>,
     pub priority: Option<i32>,
     pub priority_class_name: Option<Text>,
     pub scheduler_name: Option<Text>,
