@@ -39,22 +39,32 @@ impl Tmux {
             std::process::id(),
             fastrand::u32(..)
         );
-        let status = tmux()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &session,
-                "-x",
-                "200",
-                "-y",
-                "50",
-                "env TERM=xterm-256color LC_ALL=C.UTF-8 PS1='$ ' bash --norc --noprofile",
-            ])
-            .status()
-            .expect("tmux runs");
-        assert!(status.success());
-        Self { session }
+        // Tests start sessions in parallel on one server, which exits when its last session
+        // ends: a new-session racing that exit fails ("server exited unexpectedly"), and is
+        // tried again.
+        let mut last = None;
+        for _ in 0..5 {
+            let out = tmux()
+                .args([
+                    "new-session",
+                    "-d",
+                    "-s",
+                    &session,
+                    "-x",
+                    "200",
+                    "-y",
+                    "50",
+                    "env TERM=xterm-256color LC_ALL=C.UTF-8 PS1='$ ' bash --norc --noprofile",
+                ])
+                .output()
+                .expect("tmux runs");
+            if out.status.success() {
+                return Self { session };
+            }
+            last = Some(String::from_utf8_lossy(&out.stderr).into_owned());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("tmux new-session failed five times: {last:?}")
     }
 
     pub fn keys(&self, keys: &[&str]) {
