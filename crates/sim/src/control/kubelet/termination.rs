@@ -42,7 +42,7 @@ impl Kubelet {
                 return;
             }
             Some(Disruption::EvictStorage) => {
-                self.evict(cx, p, OVER_STORAGE_LIMIT, t);
+                self.evict_storage(cx, p, t);
                 return;
             }
             Some(Disruption::Shutdown) => {
@@ -230,6 +230,58 @@ impl Kubelet {
     }
 
     /// The kubelet's eviction, with its message (node pressure or the pod's own limit).
+    /// An eviction for passing a local-storage limit, as a 1.37 kubelet does it (checked
+    /// against one, tests/real_node/): no `DisruptionTarget` condition (the eviction manager
+    /// passes none for storage limits, only for node pressure), and the containers killed at
+    /// once (grace 0), so they end terminated 137.
+    fn evict_storage(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64) {
+        let now = self.now();
+        let updated = self
+            .store
+            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
+                v["status"]["phase"] = json!("Failed");
+                v["status"]["reason"] = json!("Evicted");
+                v["status"]["message"] = json!(OVER_STORAGE_LIMIT);
+                set_condition(v, "Ready", "False", "PodFailed", "", &now);
+                set_condition(v, "ContainersReady", "False", "PodFailed", "", &now);
+                if let Some(list) = v["status"]["containerStatuses"].as_array_mut() {
+                    for c in list {
+                        let started = c["state"]["running"]["startedAt"].clone();
+                        c["ready"] = json!(false);
+                        c["started"] = json!(false);
+                        c["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error",
+                            "startedAt": started, "finishedAt": now}});
+                    }
+                }
+                true
+            });
+        if let Some(u) = updated {
+            cx.event(
+                &u.value(),
+                "Warning",
+                "Evicted",
+                OVER_STORAGE_LIMIT.trim(),
+                "kubelet",
+                t,
+            );
+            cx.event(
+                &u.value(),
+                "Normal",
+                "Killing",
+                "Stopping container spark-kubernetes-executor",
+                "kubelet",
+                t,
+            );
+        }
+        for c in crate::kube_status::container_names(&p.value()) {
+            self.logs.finish(p.namespace(), p.name(), &c);
+        }
+        self.set_stage(
+            &(p.namespace().to_owned(), p.name().to_owned()),
+            Stage::Done,
+        );
+    }
+
     fn evict(&mut self, cx: &mut Cx<'_>, p: &Obj, msg: &str, t: f64) {
         let now = self.now();
         // Kubelets up to 1.21 leave the container statuses as last seen (not ready), which is
@@ -381,13 +433,19 @@ impl Kubelet {
                     "kubelet",
                     t,
                 );
-                self.set_stage(
-                    &key,
-                    Stage::Terminating {
-                        exit_at: t + 0.5,
-                        code: 143,
-                    },
-                );
+                // A fate `{action: delete, exit: 137}`: the executor ignores SIGTERM (stuck in
+                // native code, a shutdown hook that hangs) and the kubelet kills it when the
+                // grace period ends, as a real kubelet does (tests/real_node/).
+                let stuck = self.fates.get(&key).is_some_and(|f| {
+                    f.action == Some(Disruption::Delete)
+                        && f.exit.as_ref().is_some_and(|(c, _)| *c == 137)
+                });
+                let (exit_at, code) = if stuck {
+                    (t + Self::grace_of(&p.value()).as_secs_f64(), 137)
+                } else {
+                    (t + 0.5, 143)
+                };
+                self.set_stage(&key, Stage::Terminating { exit_at, code });
             }
             Stage::Terminating { exit_at, code } if t >= exit_at => {
                 self.exit_containers(p, code, "Error", t);
