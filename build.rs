@@ -9,7 +9,7 @@
 use std::path::Path;
 
 /// The tools, by the cfg they set.
-const TOOLS: [(&str, &str); 10] = [
+const TOOLS: [(&str, &str); 12] = [
     ("have_openssl", "openssl"),
     ("have_kubectl", "kubectl"),
     ("have_tmux", "tmux"),
@@ -20,6 +20,8 @@ const TOOLS: [(&str, &str); 10] = [
     ("have_go", "go"),
     ("have_java", "java"),
     ("have_python3", "python3"),
+    ("have_containerd", "containerd"),
+    ("have_runc", "runc"),
 ];
 
 fn main() {
@@ -42,6 +44,21 @@ fn main() {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
+    // Not a tool: the real node (cgroups, mounts, network devices) needs root.
+    println!("cargo::rustc-check-cfg=cfg(have_root)");
+    if ci || is_root() {
+        println!("cargo::rustc-cfg=have_root");
+    }
+}
+
+/// Whether the build runs as root (the effective uid in /proc/self/status).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            == Some("0")
+    })
 }
 
 fn executable(p: &Path) -> bool {

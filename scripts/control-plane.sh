@@ -8,10 +8,17 @@
 #   scripts/control-plane.sh up      build if needed, start everything, wait until ready, create
 #                                    the kwok nodes and the RBAC of the least-privileged user;
 #                                    prints the admin kubeconfig's path as its last line
-#   scripts/control-plane.sh down    stop what `up` started (by PID) and remove its state
+#   scripts/control-plane.sh up --real-node   the same and a real node beside the kwok nodes:
+#                                    the kubelet, containerd, runc, a CNI bridge (root only;
+#                                    scripts/control-plane/node/node.sh)
+#   scripts/control-plane.sh down    stop what `up` started (by PID) and remove its state (the
+#                                    real node's processes, mounts, cgroups and devices too)
 #   scripts/control-plane.sh restart-apiserver   stop the API server and start it again
 #   scripts/control-plane.sh vanish NS POD       delete a pod behind the API server's back (a
 #                                    deletion every watcher misses; see vanish() below)
+#   scripts/control-plane.sh kubelet stop|start  the real node's kubelet only (NotReady and back)
+#   scripts/control-plane.sh spark-image DIR     build the Spark image from pyspark's package
+#                                    DIR and import it into the real node
 #
 # The Kubernetes version is pinned in scripts/control-plane/go.mod (kwok's in kwok/go.mod).
 # Files: target/control-plane/run/ (certificates, admin.kubeconfig, viewer.kubeconfig, logs,
@@ -28,8 +35,8 @@ PORT=${CP_PORT:-16443}
 ETCD_CLIENT=$((PORT + 1))
 ETCD_PEER=$((PORT + 2))
 COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler kwok"
-# Built beside them, not run as daemons.
-TOOLS="etcdctl"
+# Built beside them: etcdctl is a tool, the kubelet runs only with `up --real-node`.
+TOOLS="etcdctl kubelet"
 
 say() { echo "control-plane: $*" >&2; }
 skip() {
@@ -64,10 +71,10 @@ build() {
     command -v go >/dev/null 2>&1 || skip "no go on PATH (the control plane is built from Go modules)"
     mkdir -p "$BIN"
     local t0=$SECONDS
-    say "building kube-apiserver, kube-controller-manager, kube-scheduler, etcd, etcdctl ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
+    say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd, etcdctl ($(awk '$1=="k8s.io/kubernetes"{print $2}' "$SRC/go.mod"))"
     (cd "$SRC" && go build -trimpath -ldflags="-s -w $(version_flags)" -o "$BIN/" \
         k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-        k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd go.etcd.io/etcd/etcdctl/v3)
+        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet ./cmd/etcd go.etcd.io/etcd/etcdctl/v3)
     say "building kwok ($(awk '$1=="sigs.k8s.io/kwok"{print $2}' "$SRC/kwok/go.mod"))"
     (cd "$SRC/kwok" && go build -trimpath -ldflags='-s -w' -o "$BIN/" sigs.k8s.io/kwok/cmd/kwok)
     echo "$want" >"$BIN/.stamp"
@@ -78,6 +85,7 @@ alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
 down() {
     local c pid n
+    node_down
     for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
         [ -f "$RUN/$c.pid" ] || continue
         pid=$(cat "$RUN/$c.pid")
@@ -164,15 +172,21 @@ wait_for() { # $1 what, $2 seconds, then a command
 }
 
 start_apiserver() {
+    # With the real node its pods (a Spark driver in cluster mode) reach it on the node's
+    # bridge, so it listens there too; else on loopback only.
+    local bind=127.0.0.1
+    if [ "$REAL_NODE" = 1 ] || [ -d "$RUN/node" ]; then bind=0.0.0.0; fi
     start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_CLIENT" \
-        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" \
+        --bind-address "$bind" --advertise-address 127.0.0.1 --secure-port "$PORT" \
         --endpoint-reconciler-type none \
         --cert-dir "$RUN/apiserver-certs" \
         --tls-cert-file "$RUN/apiserver.crt" --tls-private-key-file "$RUN/apiserver.key" \
         --client-ca-file "$RUN/ca.crt" --authorization-mode Node,RBAC \
         --service-account-issuer https://kubernetes.default.svc \
         --service-account-key-file "$RUN/sa.pub" --service-account-signing-key-file "$RUN/sa.key" \
-        --service-cluster-ip-range 10.96.0.0/16 --profiling=false
+        --service-cluster-ip-range 10.96.0.0/16 --profiling=false \
+        --kubelet-client-certificate "$RUN/admin.crt" --kubelet-client-key "$RUN/admin.key" \
+        --kubelet-preferred-address-types InternalIP,Hostname
     wait_for kube-apiserver 120 kubectl --kubeconfig "$RUN/admin.kubeconfig" --request-timeout=10s get --raw /readyz
 }
 
@@ -223,7 +237,8 @@ up() {
     # least-privileged user (its RBAC below), the service-account signing key.
     openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$RUN/ca.key" -subj "/CN=spark-triage-test-ca" \
         -days 30 -out "$RUN/ca.crt" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1\nextendedKeyUsage=serverAuth\n' >"$RUN/serving.ext"
+    # 10.89.0.1: the real node's bridge, where its pods reach the API server (up --real-node).
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1,IP:10.89.0.1\nextendedKeyUsage=serverAuth\n' >"$RUN/serving.ext"
     printf 'extendedKeyUsage=clientAuth\n' >"$RUN/client.ext"
     cert apiserver "/CN=kube-apiserver" "$RUN/serving.ext"
     cert admin "/O=system:masters/CN=spark-triage-admin" "$RUN/client.ext"
@@ -253,18 +268,39 @@ up() {
     wait_for "kwok nodes" 60 bash -c "$K get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True | grep -qx 4"
     # The namespace's default ServiceAccount (the controller-manager makes it): pods need it.
     wait_for "default service account" 60 $K -n spark-jobs get serviceaccount default
-    say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 4 kwok nodes; viewer: $RUN/viewer.kubeconfig"
+    if [ "$REAL_NODE" = 1 ]; then node_up; fi
+    say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 4 kwok nodes$([ "$REAL_NODE" = 1 ] && echo " and the real node $NODE_NAME"); viewer: $RUN/viewer.kubeconfig"
     echo "$RUN/admin.kubeconfig"
 }
 
+# The real node (kubelet, containerd, runc, CNI): scripts/control-plane/node/node.sh.
+# shellcheck source=control-plane/node/node.sh
+. "$SRC/node/node.sh"
+REAL_NODE=0
+
 case ${1:-} in
     build) build ;;
-    up) up ;;
+    up)
+        case ${2:-} in
+            "") ;;
+            --real-node) REAL_NODE=1 ;;
+            *) echo "usage: scripts/control-plane.sh up [--real-node]" >&2; exit 2 ;;
+        esac
+        up
+        ;;
     down) down ;;
     restart-apiserver) restart_apiserver ;;
     vanish) vanish "${2:-}" "${3:-}" ;;
+    spark-image) node_spark_image "${2:-}" ;;
+    kubelet)
+        case ${2:-} in
+            stop) node_kubelet_stop ;;
+            start) node_kubelet_start ;;
+            *) echo "usage: scripts/control-plane.sh kubelet stop|start" >&2; exit 2 ;;
+        esac
+        ;;
     *)
-        echo "usage: scripts/control-plane.sh build|up|down|restart-apiserver|vanish NS POD" >&2
+        echo "usage: scripts/control-plane.sh build|up [--real-node]|down|restart-apiserver|vanish NS POD|kubelet stop|start|spark-image PYSPARK_DIR" >&2
         exit 2
         ;;
 esac

@@ -61,17 +61,9 @@ JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head
 [ "${JAVA_MAJOR:-0}" -ge 17 ] 2>/dev/null || skip "java ${JAVA_MAJOR:-?} found; the run needs 17+"
 command -v python3 >/dev/null 2>&1 || skip "no python3"
 
-DEFAULT_VENV=$ROOT/target/e2e/venv
-[ "$SPARK_VERSION" = 4.3.0 ] || DEFAULT_VENV=$ROOT/target/e2e/venv-$SPARK_VERSION
-VENV=${E2E_VENV:-$DEFAULT_VENV}
-if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != sys.argv[1])' "$SPARK_VERSION" 2>/dev/null; then
-    echo "e2e-spark: installing pyspark==$SPARK_VERSION into $VENV (once)"
-    rm -rf "$VENV"
-    python3 -m venv "$VENV" || skip "python3 cannot create a venv"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "pyspark==$SPARK_VERSION" \
-        || skip "cannot install pyspark==$SPARK_VERSION from PyPI"
-fi
-SPARK_HOME_DIR=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+SPARK_HOME_DIR=$("$ROOT/scripts/e2e/pyspark-venv.sh" "$SPARK_VERSION" 2>"$ROOT/target/e2e-pyspark-venv.err" | tail -1) ||
+    skip "$(tail -1 "$ROOT/target/e2e-pyspark-venv.err")"
+VENV=$(dirname "$(dirname "$(dirname "$(dirname "$SPARK_HOME_DIR")")")")
 
 BIN=${SPARK_TRIAGE_BIN:-}
 if [ -z "$BIN" ]; then

@@ -14,11 +14,13 @@
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::Value;
 
+#[path = "../support/cmd.rs"]
+mod cmd;
 mod compare;
 mod mixed;
 mod preemption;
@@ -26,6 +28,7 @@ mod preemption;
 mod reference;
 #[path = "../support/tmux.rs"]
 mod tmux;
+use cmd::{cmd, wait_until};
 use tmux::Tmux;
 
 const NS: &str = "spark-jobs";
@@ -83,33 +86,6 @@ fn up() -> Option<Cluster> {
     })
 }
 
-/// (exit code, stdout, stderr)
-fn cmd(program: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
-    use std::io::Write;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("wait");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 impl Cluster {
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
         let kc = self.admin.display().to_string();
@@ -145,17 +121,6 @@ impl Cluster {
         );
         assert_eq!(code, 0, "{err}");
         serde_json::from_str(&out).expect("status json")
-    }
-}
-
-fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "{what}: not within {secs}s"
-        );
-        std::thread::sleep(Duration::from_millis(300));
     }
 }
 

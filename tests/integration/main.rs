@@ -24,6 +24,7 @@ mod krew;
 mod kubectl;
 mod object_store;
 mod process_kubelet;
+mod real_kubelet;
 mod recordings;
 #[path = "../support/reference.rs"]
 mod reference;
