@@ -83,18 +83,28 @@ build() {
 
 alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
+# Stops the process whose PID file is $1 ($2 names it): SIGTERM, 10 s, then SIGKILL; removes
+# the file.
+stop_pidfile() {
+    local pid n
+    [ -f "$1" ] || return 0
+    pid=$(cat "$1")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "$2 ($pid) ignored SIGTERM for 10 s: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -f "$1"
+}
+
 down() {
-    local c pid n
+    local c
     node_down
     for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-        [ -f "$RUN/$c.pid" ] || continue
-        pid=$(cat "$RUN/$c.pid")
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -0 "$pid" 2>/dev/null && { say "$c ($pid) ignored SIGTERM for 10 s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
-        fi
-        rm -f "$RUN/$c.pid"
+        stop_pidfile "$RUN/$c.pid" "$c"
     done
     rm -rf "$RUN"
 }

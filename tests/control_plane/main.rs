@@ -26,6 +26,8 @@ mod mixed;
 mod preemption;
 #[path = "../support/reference.rs"]
 mod reference;
+#[path = "../support/spark_pod.rs"]
+mod spark_pod;
 #[path = "../support/tmux.rs"]
 mod tmux;
 use cmd::{cmd, wait_until};
@@ -131,58 +133,32 @@ fn executor(
     spec_extra: &str,
     memory: &str,
 ) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: cp-etl-exec-{id}
-  namespace: {NS}
-  labels:
-    spark-app-selector: {APP}
-    spark-app-name: cp-etl
-    spark-role: executor
-    spark-exec-id: "{id}"
-    spark-exec-resourceprofile-id: "0"
-  annotations: {{{annotations}}}
-  ownerReferences:
-  - apiVersion: v1
-    kind: Pod
-    name: cp-etl-driver
-    uid: {driver_uid}
-    controller: true
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 30
-  {spec_extra}
-  containers:
-  - name: spark-kubernetes-executor
-    image: apache/spark:4.0.1
-    args: [executor]
-    resources:
-      requests: {{cpu: "1", memory: {memory}}}
-      limits: {{memory: {memory}}}
-"#
-    )
+    let container = format!(
+        "image: apache/spark:4.0.1\n    args: [executor]\n    resources:\n      requests: {{cpu: \"1\", memory: {memory}}}\n      limits: {{memory: {memory}}}"
+    );
+    spark_pod::Executor {
+        app: "cp-etl",
+        app_id: APP,
+        namespace: NS,
+        driver_uid,
+        id,
+        annotations,
+        grace: 30,
+        spec: spec_extra,
+        container: &container,
+    }
+    .manifest()
 }
 
-const DRIVER: &str = r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: cp-etl-driver
-  namespace: spark-jobs
-  labels:
-    spark-app-selector: spark-cp-0001
-    spark-app-name: cp-etl
-    spark-role: driver
-spec:
-  restartPolicy: Never
-  containers:
-  - name: spark-kubernetes-driver
-    image: apache/spark:4.0.1
-    args: [driver]
-    resources:
-      requests: {cpu: "1", memory: 2Gi}
-"#;
+fn driver() -> String {
+    spark_pod::driver(
+        "cp-etl",
+        APP,
+        NS,
+        "",
+        "image: apache/spark:4.0.1\n    args: [driver]\n    resources:\n      requests: {cpu: \"1\", memory: 2Gi}",
+    )
+}
 
 fn app(doc: &Value) -> &Value {
     doc["apps"]
@@ -229,7 +205,7 @@ fn spark_triage_on_a_real_control_plane() {
 
     // An app: a driver and executors that kwok ends (137 OOMKilled, 52, 0), one that runs,
     // one too big for any node, one bound for the tainted node.
-    c.kubectl(&["apply", "-f", "-"], Some(DRIVER));
+    c.kubectl(&["apply", "-f", "-"], Some(&driver()));
     let uid = c.kubectl(
         &[
             "-n",
@@ -362,14 +338,8 @@ fn spark_triage_on_a_real_control_plane() {
     // The live view in a real terminal (tmux, 200×50) on the real cluster: the first screen
     // names the app, its OOM kills and why executors wait; q quits and restores the terminal.
     if Tmux::available() {
-        let t = Tmux::start();
-        t.wait_for("$", 10);
-        let line = format!(
-            "{} -n {NS} --no-driver-api --kubeconfig {kc}",
-            env!("CARGO_BIN_EXE_spark-triage")
-        );
-        t.keys(&[&line, "Enter"]);
-        let screen = t.wait_for_all(
+        let screen = tmux::live_view(
+            &format!("-n {NS} --no-driver-api --kubeconfig {kc}"),
             &[
                 "cp-etl",
                 "OOMKilled (137)",
@@ -379,9 +349,6 @@ fn spark_triage_on_a_real_control_plane() {
             30,
         );
         eprintln!("the live view on the real control plane:\n{screen}");
-        t.keys(&["q"]);
-        t.wait_prompt(15);
-        t.assert_restored("after q");
     }
 
     // The least-privileged user (get/list/watch pods in spark-jobs, nothing else): all
@@ -478,4 +445,43 @@ fn spark_triage_on_a_real_control_plane() {
         );
     }
     assert!(!c.run.exists(), "down removes its state");
+}
+
+/// The executors' manifests are the pods they mean (checked without a cluster).
+#[test]
+fn executor_manifests_parse() {
+    let text = executor(
+        "uid-1",
+        5,
+        r#""spark-triage.test/exit-code": "137""#,
+        "nodeSelector: {pool: gpu}",
+        "1Gi",
+    );
+    let pod: Value = serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(pod["metadata"]["name"], "cp-etl-exec-5");
+    assert_eq!(pod["metadata"]["labels"]["spark-app-selector"], APP);
+    assert_eq!(
+        pod["metadata"]["annotations"]["spark-triage.test/exit-code"],
+        "137"
+    );
+    assert_eq!(
+        pod["metadata"]["ownerReferences"][0]["name"],
+        "cp-etl-driver"
+    );
+    assert_eq!(pod["spec"]["nodeSelector"]["pool"], "gpu");
+    assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 30);
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(
+        (c["image"].as_str(), c["args"][0].as_str()),
+        (Some("apache/spark:4.0.1"), Some("executor"))
+    );
+    assert_eq!(c["resources"]["requests"]["memory"], "1Gi");
+    assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
+    let d: Value = serde_saphyr::from_str(&driver()).expect("driver yaml");
+    assert_eq!(d["metadata"]["name"], "cp-etl-driver");
+    assert_eq!(d["metadata"]["labels"]["spark-role"], "driver");
+    assert_eq!(
+        d["spec"]["containers"][0]["resources"]["requests"]["memory"],
+        "2Gi"
+    );
 }

@@ -30,6 +30,8 @@ mod fixtures;
 #[path = "../support/reference.rs"]
 mod reference;
 mod spark;
+#[path = "../support/spark_pod.rs"]
+mod spark_pod;
 #[path = "../support/tmux.rs"]
 mod tmux;
 use cmd::{cmd, wait_until};
@@ -39,6 +41,8 @@ const NS: &str = "spark-jobs";
 const APP: &str = "spark-rn-0001";
 const NODE: &str = "spark-triage-node";
 const BUSYBOX: &str = "localhost/spark-triage-busybox:1";
+/// `status` as the tests ask it (the drivers here are not Spark: no REST API to read).
+const STATUS: &[&str] = &["status", "-n", NS, "-o", "json", "--no-driver-api"];
 /// The API server's port (not the script's default: a cluster started by hand keeps running).
 const PORT: &str = "16643";
 
@@ -179,7 +183,6 @@ fn executor(driver_uid: &str, id: u32, run: &str, extra: &str) -> String {
     let mut resources = String::new();
     let mut volumes = String::new();
     let mut env = String::new();
-    let grace = 3;
     if let Some(img) = extra.strip_prefix("image: ") {
         let (img, never) = img.split_once(", ").unwrap_or((img, ""));
         image = img.to_owned();
@@ -213,59 +216,39 @@ fn executor(driver_uid: &str, id: u32, run: &str, extra: &str) -> String {
             serde_json::to_string(run).expect("json")
         )
     };
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: rn-etl-exec-{id}
-  namespace: {NS}
-  labels:
-    spark-app-selector: {APP}
-    spark-app-name: rn-etl
-    spark-role: executor
-    spark-exec-id: "{id}"
-    spark-exec-resourceprofile-id: "0"
-  ownerReferences:
-  - apiVersion: v1
-    kind: Pod
-    name: rn-etl-driver
-    uid: {driver_uid}
-    controller: true
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: {grace}
-  nodeSelector: {{kubernetes.io/hostname: {NODE}}}
-  {volumes}
-  containers:
-  - name: spark-kubernetes-executor
-    image: {image}
-    imagePullPolicy: {policy}
-    {command}
-    {env}
-    {mounts}
-    resources: {{{resources}}}
-"#
-    )
+    let spec = format!("nodeSelector: {{kubernetes.io/hostname: {NODE}}}\n  {volumes}");
+    let container = [
+        format!("image: {image}"),
+        format!("imagePullPolicy: {policy}"),
+        command,
+        env,
+        mounts,
+        format!("resources: {{{resources}}}"),
+    ]
+    .join("\n    ");
+    spark_pod::Executor {
+        app: "rn-etl",
+        app_id: APP,
+        namespace: NS,
+        driver_uid,
+        id,
+        annotations: "",
+        grace: 3,
+        spec: &spec,
+        container: &container,
+    }
+    .manifest()
 }
 
-const DRIVER: &str = r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: rn-etl-driver
-  namespace: spark-jobs
-  labels:
-    spark-app-selector: spark-rn-0001
-    spark-app-name: rn-etl
-    spark-role: driver
-spec:
-  restartPolicy: Never
-  nodeSelector: {kubernetes.io/hostname: spark-triage-node}
-  containers:
-  - name: spark-kubernetes-driver
-    image: localhost/spark-triage-busybox:1
-    imagePullPolicy: Never
-    command: [sleep, "3600"]
-"#;
+fn driver() -> String {
+    spark_pod::driver(
+        "rn-etl",
+        APP,
+        NS,
+        &format!("nodeSelector: {{kubernetes.io/hostname: {NODE}}}"),
+        &format!("image: {BUSYBOX}\n    imagePullPolicy: Never\n    command: [sleep, \"3600\"]"),
+    )
+}
 
 /// What `down` must leave as it found: network devices, mounts, the kubelet's cgroups, the
 /// node's processes.
@@ -384,18 +367,9 @@ fn verdicts_of_a_real_kubelet() {
         .spawn()
         .expect("kubectl watch");
     // The tool watches throughout (the deleted executors are known only to a watch).
-    let watcher = c.triage(&[
-        "status",
-        "-n",
-        NS,
-        "-o",
-        "json",
-        "--no-driver-api",
-        "--for",
-        "100s",
-    ]);
+    let watcher = c.triage(&[STATUS, &["--for", "100s"]].concat());
 
-    c.kubectl(&["apply", "-f", "-"], Some(DRIVER));
+    c.kubectl(&["apply", "-f", "-"], Some(&driver()));
     let uid = c.kubectl(
         &[
             "-n",
@@ -490,18 +464,12 @@ spec:
     // The live view in a real terminal (200×50) names the app, the kernel's OOM kill and why
     // executors wait.
     if Tmux::available() {
-        let t = Tmux::start();
-        t.wait_for("$", 10);
-        let line = format!(
-            "{} -n {NS} --no-driver-api --kubeconfig {kc}",
-            env!("CARGO_BIN_EXE_spark-triage")
+        let screen = tmux::live_view(
+            &format!("-n {NS} --no-driver-api --kubeconfig {kc}"),
+            &["rn-etl", "OOMKilled (137)", "JVM OOM (52)"],
+            30,
         );
-        t.keys(&[&line, "Enter"]);
-        let screen = t.wait_for_all(&["rn-etl", "OOMKilled (137)", "JVM OOM (52)"], 30);
         eprintln!("the live view on the real node:\n{screen}");
-        t.keys(&["q"]);
-        t.wait_prompt(15);
-        t.assert_restored("after q");
     }
 
     // 10: the kubelet stops; the node controller marks the node NotReady; the kubelet comes
@@ -521,16 +489,7 @@ spec:
     wait_until("the tool says executor 10's node is lost", 60, || {
         let (code, out, err) = cmd(
             env!("CARGO_BIN_EXE_spark-triage"),
-            &[
-                "status",
-                "-n",
-                NS,
-                "-o",
-                "json",
-                "--no-driver-api",
-                "--kubeconfig",
-                &kc,
-            ],
+            &[STATUS, &["--kubeconfig", &kc]].concat(),
             None,
         );
         assert_eq!(code, 0, "{err}");
@@ -586,4 +545,57 @@ spec:
         assert!(extra.is_empty(), "down left {what}: {extra:?}");
     }
     assert!(!run_dir().exists(), "down removes its state");
+}
+
+/// The cases' manifests are the pods they mean (checked without a cluster).
+#[test]
+fn the_cases_manifests_parse() {
+    for (id, case, run, extra) in CASES {
+        let text = executor("uid-1", *id, run, extra);
+        let pod: Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{case}: {e}\n{text}"));
+        let labels = &pod["metadata"]["labels"];
+        assert_eq!(labels["spark-exec-id"], id.to_string(), "{case}");
+        assert_eq!(labels["spark-role"], "executor", "{case}");
+        assert_eq!(
+            pod["metadata"]["ownerReferences"][0]["uid"], "uid-1",
+            "{case}"
+        );
+        assert_eq!(
+            pod["spec"]["nodeSelector"]["kubernetes.io/hostname"], NODE,
+            "{case}"
+        );
+        assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 3, "{case}");
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(c["name"], "spark-kubernetes-executor", "{case}");
+        if !run.is_empty() {
+            assert_eq!(c["command"][2], *run, "{case}");
+        }
+        match *extra {
+            "memory: 64Mi" => assert_eq!(c["resources"]["limits"]["memory"], "64Mi"),
+            "cpu: 1500m" => assert_eq!(c["resources"]["requests"]["cpu"], "1500m"),
+            "scratch" => {
+                assert_eq!(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "10Mi");
+                assert_eq!(c["volumeMounts"][0]["mountPath"], "/scratch");
+            }
+            "configmap" => assert_eq!(
+                c["env"][0]["valueFrom"]["configMapKeyRef"]["name"],
+                "rn-missing-conf"
+            ),
+            e if e.starts_with("image: ") => {
+                assert_eq!(c["image"], "localhost/spark-triage-missing:1", "{case}");
+                let want = if e.ends_with("never") {
+                    "Never"
+                } else {
+                    "IfNotPresent"
+                };
+                assert_eq!(c["imagePullPolicy"], want, "{case}");
+            }
+            _ => assert_eq!(c["image"], BUSYBOX, "{case}"),
+        }
+    }
+    let d: Value = serde_saphyr::from_str(&driver()).expect("driver yaml");
+    assert_eq!(d["metadata"]["name"], "rn-etl-driver");
+    assert_eq!(d["spec"]["nodeSelector"]["kubernetes.io/hostname"], NODE);
+    assert_eq!(d["spec"]["containers"][0]["command"][1], "3600");
 }

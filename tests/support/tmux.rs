@@ -172,3 +172,18 @@ impl Drop for Tmux {
         let _ = tmux().args(["kill-session", "-t", &self.session]).status();
     }
 }
+
+/// The live view, `spark-triage ARGS`, in a real terminal (200×50): waits until its screen
+/// shows every one of `wants`, quits with q and checks the terminal is restored; returns that
+/// screen.
+pub fn live_view(args: &str, wants: &[&str], secs: u64) -> String {
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let line = format!("{} {args}", env!("CARGO_BIN_EXE_spark-triage"));
+    t.keys(&[&line, "Enter"]);
+    let screen = t.wait_for_all(wants, secs);
+    t.keys(&["q"]);
+    t.wait_prompt(15);
+    t.assert_restored("after q");
+    screen
+}

@@ -196,17 +196,7 @@ node_wait() { # $1 what, $2 seconds, then a command
     exit 1
 }
 
-node_stop_pid() { # $1 name: SIGTERM, 10 s, SIGKILL
-    local pid n
-    [ -f "$NODE/$1.pid" ] || return 0
-    pid=$(cat "$NODE/$1.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$pid" 2>/dev/null && { say "$1 ($pid) ignored SIGTERM for 10 s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
-    fi
-    rm -f "$NODE/$1.pid"
-}
+node_stop_pid() { stop_pidfile "$NODE/$1.pid" "$1"; }
 
 # Stops the node and removes what it made. Safe to run twice, and after a failed up.
 node_down() {

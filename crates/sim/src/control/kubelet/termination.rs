@@ -38,11 +38,11 @@ impl Kubelet {
                 return;
             }
             Some(Disruption::Evict) => {
-                self.evict(cx, p, &node_pressure(p), t);
+                self.evict(cx, p, &node_pressure(p), false, t);
                 return;
             }
             Some(Disruption::EvictStorage) => {
-                self.evict_storage(cx, p, t);
+                self.evict(cx, p, OVER_STORAGE_LIMIT, true, t);
                 return;
             }
             Some(Disruption::Shutdown) => {
@@ -230,80 +230,43 @@ impl Kubelet {
     }
 
     /// The kubelet's eviction, with its message (node pressure or the pod's own limit).
-    /// An eviction for passing a local-storage limit, as a 1.37 kubelet does it (checked
-    /// against one, tests/real_node/): no `DisruptionTarget` condition (the eviction manager
-    /// passes none for storage limits, only for node pressure), and the containers killed at
-    /// once (grace 0), so they end terminated 137.
-    fn evict_storage(&mut self, cx: &mut Cx<'_>, p: &Obj, t: f64) {
+    /// An eviction by the kubelet. For node pressure (`storage` false): a `DisruptionTarget`
+    /// condition, and the container statuses left as last seen (not ready), as kubelets up to
+    /// 1.21 did, which is what makes kubectl print `Evicted`. For a local-storage limit, as a
+    /// 1.37 kubelet does it (checked against one, tests/real_node/): no condition (the eviction
+    /// manager passes one only for node pressure) and the containers killed at once (grace 0),
+    /// so they end terminated 137.
+    fn evict(&mut self, cx: &mut Cx<'_>, p: &Obj, msg: &str, storage: bool, t: f64) {
         let now = self.now();
-        let updated = self
-            .store
-            .modify(Resource::Pods, p.namespace(), p.name(), |v| {
-                v["status"]["phase"] = json!("Failed");
-                v["status"]["reason"] = json!("Evicted");
-                v["status"]["message"] = json!(OVER_STORAGE_LIMIT);
-                set_condition(v, "Ready", "False", "PodFailed", "", &now);
-                set_condition(v, "ContainersReady", "False", "PodFailed", "", &now);
-                if let Some(list) = v["status"]["containerStatuses"].as_array_mut() {
-                    for c in list {
-                        let started = c["state"]["running"]["startedAt"].clone();
-                        c["ready"] = json!(false);
-                        c["started"] = json!(false);
-                        c["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error",
-                            "startedAt": started, "finishedAt": now}});
-                    }
-                }
-                true
-            });
-        if let Some(u) = updated {
-            cx.event(
-                &u.value(),
-                "Warning",
-                "Evicted",
-                OVER_STORAGE_LIMIT.trim(),
-                "kubelet",
-                t,
-            );
-            cx.event(
-                &u.value(),
-                "Normal",
-                "Killing",
-                "Stopping container spark-kubernetes-executor",
-                "kubelet",
-                t,
-            );
-        }
-        for c in crate::kube_status::container_names(&p.value()) {
-            self.logs.finish(p.namespace(), p.name(), &c);
-        }
-        self.set_stage(
-            &(p.namespace().to_owned(), p.name().to_owned()),
-            Stage::Done,
-        );
-    }
-
-    fn evict(&mut self, cx: &mut Cx<'_>, p: &Obj, msg: &str, t: f64) {
-        let now = self.now();
-        // Kubelets up to 1.21 leave the container statuses as last seen (not ready), which is
-        // what makes kubectl print `Evicted`.
         let updated = self
             .store
             .modify(Resource::Pods, p.namespace(), p.name(), |v| {
                 v["status"]["phase"] = json!("Failed");
                 v["status"]["reason"] = json!("Evicted");
                 v["status"]["message"] = json!(msg);
-                set_condition(
-                    v,
-                    "DisruptionTarget",
-                    "True",
-                    "TerminationByKubelet",
-                    msg.trim(),
-                    &now,
-                );
+                if !storage {
+                    set_condition(
+                        v,
+                        "DisruptionTarget",
+                        "True",
+                        "TerminationByKubelet",
+                        msg.trim(),
+                        &now,
+                    );
+                }
                 set_condition(v, "Ready", "False", "PodFailed", "", &now);
+                if storage {
+                    set_condition(v, "ContainersReady", "False", "PodFailed", "", &now);
+                }
                 if let Some(list) = v["status"]["containerStatuses"].as_array_mut() {
                     for c in list {
                         c["ready"] = json!(false);
+                        if storage {
+                            let started = c["state"]["running"]["startedAt"].clone();
+                            c["started"] = json!(false);
+                            c["state"] = json!({"terminated": {"exitCode": 137, "reason": "Error",
+                                "startedAt": started, "finishedAt": now}});
+                        }
                     }
                 }
                 true
