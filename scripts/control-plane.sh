@@ -2,7 +2,8 @@
 # A real Kubernetes control plane on loopback, for spark-triage's tests: etcd (embedded from
 # go.etcd.io/etcd/server/v3), kube-apiserver (RBAC on, real TLS, client certificates),
 # kube-scheduler, kube-controller-manager and kwok (fake nodes; pod lifecycles from
-# scripts/control-plane/stages.yaml). No container runtime, no root.
+# scripts/control-plane/stages.yaml). No container runtime, no root, unless `up --real-node`
+# (a real kubelet with containerd and runc: root; scripts/control-plane/node/node.sh).
 #
 #   scripts/control-plane.sh build   build the binaries into target/control-plane/bin (reused)
 #   scripts/control-plane.sh up      build if needed, start everything, wait until ready, create
@@ -89,7 +90,8 @@ stop_pidfile() {
     local pid n
     [ -f "$1" ] || return 0
     pid=$(cat "$1")
-    if kill -0 "$pid" 2>/dev/null; then
+    # Only the process it names (a PID may have been reused since).
+    if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"; then
         kill -TERM "$pid" 2>/dev/null || true
         for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         if kill -0 "$pid" 2>/dev/null; then
@@ -241,6 +243,11 @@ up() {
     command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
     command -v openssl >/dev/null 2>&1 || skip "no openssl on PATH (certificates)"
     [ -d "$RUN" ] && { say "a previous run's state in $RUN: stopping it first"; down; }
+    # The real node's checks and images before anything starts: a skip leaves nothing running.
+    if [ "$REAL_NODE" = 1 ]; then
+        node_check
+        node_images
+    fi
     mkdir -p "$RUN"
     local t0=$SECONDS
     # Certificates: a CA, the API server's serving certificate, an admin (system:masters) and a
@@ -278,7 +285,14 @@ up() {
     wait_for "kwok nodes" 60 bash -c "$K get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True | grep -qx 4"
     # The namespace's default ServiceAccount (the controller-manager makes it): pods need it.
     wait_for "default service account" 60 $K -n spark-jobs get serviceaccount default
-    if [ "$REAL_NODE" = 1 ]; then node_up; fi
+    if [ "$REAL_NODE" = 1 ]; then
+        # Any failure in it stops everything (fail_up shows the logs and runs down).
+        set -E
+        trap 'say "up --real-node failed"; trap - ERR; fail_up' ERR
+        node_up
+        trap - ERR
+        set +E
+    fi
     say "up in $((SECONDS - t0)) s: $($K version -o json 2>/dev/null | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p' | tail -1), 4 kwok nodes$([ "$REAL_NODE" = 1 ] && echo " and the real node $NODE_NAME"); viewer: $RUN/viewer.kubeconfig"
     echo "$RUN/admin.kubeconfig"
 }

@@ -106,7 +106,12 @@ async fn the_simulator_against_a_real_kubelet() {
     };
 
     // 9: evicted through the Eviction API, as kubectl drain does, once it runs.
+    let start = tokio::time::Instant::now();
     let nine = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "executor 9 never ran"
+        );
         let list = pods
             .list(&ListParams::default().labels("spark-exec-id=9"))
             .await
@@ -185,6 +190,14 @@ async fn the_simulator_against_a_real_kubelet() {
         }
     }
     eprintln!("simulator vs real kubelet:\n{}", report.join("\n"));
+    // Every kept case the simulator can make was made.
+    for case in kept.keys() {
+        let made = last.keys().any(|id| case_of(id) == Some(case.as_str()));
+        assert!(
+            made || NOT_SIMULATED.contains(&case.as_str()),
+            "the simulator did not make {case}"
+        );
+    }
     let listed: Vec<(String, String)> = DIFFERENCES
         .iter()
         .map(|(c, k, _)| ((*c).to_owned(), (*k).to_owned()))

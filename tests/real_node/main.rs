@@ -86,7 +86,7 @@ const CASES: &[(u32, &str, &str, &str)] = &[
     (7, "config-error", "sleep 3600", "configmap"),
     // Preempted by a pod of a higher PriorityClass that needs its CPU. It stops on SIGTERM
     // (143) as an executor's JVM does.
-    (8, "preemption", JVM_LIKE, "cpu: 1500m"),
+    (8, "preemption", JVM_LIKE, "cpu: most"),
     // Evicted through the Eviction API (kubectl drain).
     (9, "drain", JVM_LIKE, ""),
     // Runs while the kubelet is stopped: the node goes NotReady, then comes back.
@@ -177,6 +177,15 @@ impl Cluster {
     }
 }
 
+/// Three quarters of the node's allocatable CPU (set once the node is up; 1500m before): the
+/// preemption case's executor asks it, then a pod of higher priority asks it again, which
+/// fits only if the executor goes, whatever the machine's core count.
+static MOST_CPU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn most_cpu() -> &'static str {
+    MOST_CPU.get().map_or("1500m", String::as_str)
+}
+
 fn executor(driver_uid: &str, id: u32, run: &str, extra: &str) -> String {
     let mut image = BUSYBOX.to_owned();
     let mut policy = "Never";
@@ -194,7 +203,7 @@ fn executor(driver_uid: &str, id: u32, run: &str, extra: &str) -> String {
     }
     match extra {
         "memory: 64Mi" => resources = "limits: {memory: 64Mi}".into(),
-        "cpu: 1500m" => resources = "requests: {cpu: 1500m}".into(),
+        "cpu: most" => resources = format!("requests: {{cpu: {}}}", most_cpu()),
         "scratch" => {
             volumes = "volumes: [{name: scratch, emptyDir: {sizeLimit: 10Mi}}]".into();
         }
@@ -316,6 +325,10 @@ fn status_doc(child: Child) -> Value {
 )]
 fn verdicts_of_a_real_kubelet() {
     let before = machine_state();
+    // down at the end whatever happens, a failed or skipped up included.
+    let guard = Cluster {
+        admin: PathBuf::new(),
+    };
     let out = script(&["up", "--real-node"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
@@ -329,7 +342,26 @@ fn verdicts_of_a_real_kubelet() {
         "control-plane.sh up --real-node failed: {stdout}"
     );
     let admin = PathBuf::from(stdout.lines().last().expect("a last line").trim());
+    std::mem::forget(guard);
     let c = Cluster { admin };
+    let millis = |q: &str| {
+        q.strip_suffix('m')
+            .map_or_else(|| q.parse::<u64>().map(|c| c * 1000), str::parse)
+            .expect("a CPU quantity")
+    };
+    let allocatable = millis(&c.kubectl(
+        &[
+            "get",
+            "node",
+            NODE,
+            "-o",
+            "jsonpath={.status.allocatable.cpu}",
+        ],
+        None,
+    ));
+    MOST_CPU
+        .set(format!("{}m", allocatable * 3 / 4))
+        .expect("set once");
 
     // The contract: the real node is Ready and carries no kwok annotation.
     let node: Value =
@@ -431,8 +463,9 @@ spec:
   nodeSelector: {{kubernetes.io/hostname: {NODE}}}
   terminationGracePeriodSeconds: 1
   containers:
-  - {{name: c, image: {BUSYBOX}, imagePullPolicy: Never, command: [sleep, "3600"], resources: {{requests: {{cpu: 1500m}}}}}}
-"#
+  - {{name: c, image: {BUSYBOX}, imagePullPolicy: Never, command: [sleep, "3600"], resources: {{requests: {{cpu: {cpu}}}}}}}
+"#,
+            cpu = most_cpu()
         )),
     );
     wait_until("4, 8 and 9 are gone, 5 evicted", 120, || {
@@ -472,6 +505,10 @@ spec:
         eprintln!("the live view on the real node:\n{screen}");
     }
 
+    // The kubelet's API through the API server (logs): the kubelet asks the API server whether
+    // its client may (authorization: Webhook), and it may.
+    c.kubectl(&["-n", NS, "logs", "rn-etl-exec-3"], None);
+
     // 10: the kubelet stops; the node controller marks the node NotReady; the kubelet comes
     // back and the node is Ready again, executor 10 still running.
     let stopped = script(&["kubelet", "stop"]);
@@ -494,7 +531,11 @@ spec:
         );
         assert_eq!(code, 0, "{err}");
         let doc: Value = serde_json::from_str(&out).expect("status json");
-        e10 = doc["apps"][0]["executors"]
+        e10 = doc["apps"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["app_id"] == APP))
+            .map(|a| a["executors"].clone())
+            .unwrap_or_default()
             .as_array()
             .and_then(|e| e.iter().find(|e| e["id"] == 10))
             .cloned()
@@ -573,7 +614,7 @@ fn the_cases_manifests_parse() {
         }
         match *extra {
             "memory: 64Mi" => assert_eq!(c["resources"]["limits"]["memory"], "64Mi"),
-            "cpu: 1500m" => assert_eq!(c["resources"]["requests"]["cpu"], "1500m"),
+            "cpu: most" => assert_eq!(c["resources"]["requests"]["cpu"], most_cpu()),
             "scratch" => {
                 assert_eq!(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "10Mi");
                 assert_eq!(c["volumeMounts"][0]["mountPath"], "/scratch");

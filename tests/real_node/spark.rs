@@ -115,7 +115,7 @@ pub fn cluster_mode(c: &Cluster) {
 
     // 1. The executor OOM-killed by the kernel, replaced; the job ends.
     let kc = c.admin.display().to_string();
-    let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "75s"]);
+    let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "100s"]);
     let event_log = [
         "spark.eventLog.enabled=true".to_owned(),
         "spark.eventLog.dir=file:///eventlogs".to_owned(),

@@ -7,13 +7,17 @@
 #   processes    containerd, kubelet (PIDs in $NODE/*.pid) and the shims containerd starts
 #                (their command lines name $NODE's socket)
 #   mounts       every mount under $NODE (overlay root filesystems, tmpfs volumes, shm) and the
-#                network namespaces' bind mounts under /run/netns that its sandboxes made
-#   cgroups      /sys/fs/cgroup/*/kubepods (the kubelet's, cgroupfs driver)
+#                network namespaces' bind mounts under /run/netns (cni-*) made since up
+#   cgroups      /sys/fs/cgroup/*/kubepods (the kubelet's, cgroupfs driver; up refuses to run
+#                when they exist already)
 #   devices      the bridge st-cni0 and the veths of its pods
 #   sysctls      the kernel settings the kubelet changes (restored from $NODE/sysctls)
 #   directories  /run/containerd (shim sockets: containerd 1.6 puts them there whatever its
 #                state directory), /var/log/containers (the kubelet's links to its pods'
-#                logs) and /run/netns (the sandboxes' namespaces) when they did not exist before
+#                logs), /run/netns (the sandboxes' namespaces) and /var/lib/cni (libcni's
+#                cache) when they did not exist before
+#   cluster      the ClusterRoleBinding that lets the kubelet ask who may use its API (gone
+#                with the control plane)
 NODE_NAME=spark-triage-node
 NODE_BRIDGE=st-cni0
 NODE_SUBNET=10.89.0
@@ -21,7 +25,8 @@ NODE_IP=$NODE_SUBNET.1
 NODE_SRC=$SRC/node
 # The kernel settings the kubelet sets when protectKernelDefaults is false
 # (pkg/kubelet/cm/container_manager_linux.go setupKernelTunables).
-NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+# net.ipv4.ip_forward: the CNI bridge plugin turns it on (isGateway).
+NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
 
 node_check() {
     [ "$(id -u)" = 0 ] || skip "the real node needs root (cgroups, mounts, network devices)"
@@ -36,6 +41,17 @@ node_check() {
     [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' ||
         skip "no static /bin/busybox (Debian's busybox-static)"
     [ -x "$BIN/kubelet" ] || skip "no kubelet in $BIN (scripts/control-plane.sh build)"
+    # down removes the kubelet's kubepods cgroups and the bridge: they must be ours. Another
+    # kubelet on this machine (or a real node of another run dir) is not touched.
+    local d
+    for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+        [ -e "$d" ] && skip "$d exists: another kubelet runs here (down would remove its cgroups)"
+    done
+    ip link show "$NODE_BRIDGE" >/dev/null 2>&1 && skip "the bridge $NODE_BRIDGE exists: another real node runs here"
+    # Swap would let the memory limits' OOM kills swap instead (the kubelet is told to run
+    # with it, failSwapOn: false, as these machines have none).
+    [ -z "$(swapon --show --noheadings 2>/dev/null)" ] || skip "swap is on: the OOM-kill cases would swap"
+    return 0
 }
 
 # The local images, built once into $IMAGES (reused while their inputs are unchanged): pause
@@ -45,9 +61,9 @@ IMAGES=$ROOT/target/control-plane/images
 node_images() {
     mkdir -p "$IMAGES"
     local want pause_c
-    pause_c=$(cd "$SRC" && go list -m -f '{{.Dir}}' k8s.io/kubernetes 2>/dev/null)/build/pause/linux/pause.c
+    pause_c=$(cd "$SRC" && go list -m -f '{{.Dir}}' k8s.io/kubernetes 2>/dev/null || true)/build/pause/linux/pause.c
     [ -f "$pause_c" ] || pause_c=$IMAGES/pause.c
-    want=$({ sha256sum /bin/busybox "$NODE_SRC/oci-image.py"; cat "$pause_c" 2>/dev/null; } | sha256sum | cut -c1-16)
+    want=$({ sha256sum /bin/busybox "$NODE_SRC/oci-image.py"; cat "$pause_c" 2>/dev/null || true; } | sha256sum | cut -c1-16)
     if [ -f "$IMAGES/.stamp" ] && [ "$(cat "$IMAGES/.stamp")" = "$want" ] && [ -f "$IMAGES/busybox.tar" ] && [ -f "$IMAGES/pause.tar" ]; then
         return 0
     fi
@@ -113,11 +129,10 @@ node_spark_image() {
     say "localhost/spark-triage-spark:4.3.0 imported in $((SECONDS - t0)) s ($(du -m "$IMAGES/spark.tar" | cut -f1) MB)"
 }
 
-node_ctr() { ctr --address "$NODE/containerd.sock" --namespace k8s.io "$@"; }
+node_ctr() { timeout 60 ctr --address "$NODE/containerd.sock" --namespace k8s.io "$@"; }
 
+# After node_check and node_images (up runs them before the control plane starts).
 node_up() {
-    node_check
-    node_images
     NODE=$RUN/node
     mkdir -p "$NODE"/{cni,cni-ipam,kubelet,pod-logs,containerd}
     local t0=$SECONDS s
@@ -126,6 +141,7 @@ node_up() {
     [ -d /run/containerd ] || touch "$NODE/made-run-containerd"
     [ -d /var/log/containers ] || touch "$NODE/made-var-log-containers"
     [ -d /run/netns ] || touch "$NODE/made-run-netns"
+    [ -d /var/lib/cni ] || touch "$NODE/made-var-lib-cni"
     ls /run/netns 2>/dev/null | sort >"$NODE/netns-before" || true
 
     # The bridge first, with the node's address: the kubelet's --node-ip must exist.
@@ -146,6 +162,10 @@ node_up() {
     kubeconfig kubelet
     sed -e "s|@NODE@|$NODE|g" -e "s|@RUN@|$RUN|g" -e "s|@NODE_IP@|$NODE_IP|g" \
         "$NODE_SRC/kubelet.yaml" >"$NODE/kubelet.yaml"
+    # The kubelet asks the API server who may use its API (authorization: Webhook).
+    kubectl --kubeconfig "$RUN/admin.kubeconfig" --request-timeout=10s create clusterrolebinding \
+        spark-triage-node-auth-delegator --clusterrole system:auth-delegator \
+        --user "system:node:$NODE_NAME" >/dev/null
     node_kubelet_start
     say "real node $NODE_NAME Ready in $((SECONDS - t0)) s (kubelet $("$BIN/kubelet" --version 2>/dev/null | cut -d' ' -f2), $(containerd --version | cut -d' ' -f3), runc $(runc --version | sed -n 's/^runc version //p'))"
 }
@@ -207,9 +227,13 @@ node_down() {
     # containerd: tasks killed, so the shims exit and unmount the root filesystems.
     node_stop_pid kubelet
     if node_alive containerd; then
-        for d in $(node_ctr tasks ls -q 2>/dev/null); do node_ctr tasks kill -s SIGKILL "$d" >/dev/null 2>&1 || true; done
+        for d in $(timeout 10 ctr --address "$NODE/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+            timeout 10 ctr --address "$NODE/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$d" >/dev/null 2>&1 || true
+        done
         sleep 1
-        for d in $(node_ctr tasks ls -q 2>/dev/null); do node_ctr tasks delete -f "$d" >/dev/null 2>&1 || true; done
+        for d in $(timeout 10 ctr --address "$NODE/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+            timeout 10 ctr --address "$NODE/containerd.sock" -n k8s.io tasks delete -f "$d" >/dev/null 2>&1 || true
+        done
     fi
     node_stop_pid containerd
     # Shims that outlived containerd (they are daemons of their own), by their socket's path.
@@ -226,7 +250,9 @@ node_down() {
         umount -l "$m" 2>/dev/null || true
     done
     if [ -f "$NODE/netns-before" ]; then
-        for s in $(ls /run/netns 2>/dev/null | sort | comm -13 "$NODE/netns-before" -); do
+        # containerd names its sandboxes' namespaces cni-<uuid>; others (ip netns add, podman)
+        # are left alone.
+        for s in $(ls /run/netns 2>/dev/null | grep '^cni-' | sort | comm -13 "$NODE/netns-before" -); do
             umount -l "/run/netns/$s" 2>/dev/null || true
             rm -f "/run/netns/$s"
         done
@@ -243,7 +269,17 @@ node_down() {
     if [ -f "$NODE/sysctls" ]; then
         while IFS= read -r s; do sysctl -q -w "$s" >/dev/null 2>&1 || true; done <"$NODE/sysctls"
     fi
-    if [ -f "$NODE/made-run-containerd" ]; then rm -rf /run/containerd; fi
+    # The shims' sockets (containerd 1.6 puts them in /run/containerd/s whatever its state
+    # directory; runc's own state is under the node's directory): only when up made the directory.
+    if [ -f "$NODE/made-run-containerd" ]; then
+        rm -rf /run/containerd/s
+        rmdir /run/containerd 2>/dev/null || true
+    fi
+    # libcni's cache of the bridge's results, by network name.
+    rm -f /var/lib/cni/results/spark-triage-* 2>/dev/null || true
+    if [ -f "$NODE/made-var-lib-cni" ]; then
+        rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
+    fi
     # The kubelet's links to its pods' logs (a fixed directory, /var/log/containers).
     find /var/log/containers -maxdepth 1 -type l -lname "$NODE/*" -delete 2>/dev/null || true
     if [ -f "$NODE/made-var-log-containers" ]; then rmdir /var/log/containers 2>/dev/null || true; fi

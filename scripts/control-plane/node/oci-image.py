@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An OCI image archive (an image layout in a tar) from a root filesystem directory, for
 `ctr images import`: no registry can be reached here, so the real node's images are built
-locally. One uncompressed layer, reproducible (owners 0, times 0, sorted names).
+locally. One uncompressed layer, reproducible (times 0, sorted names, numeric owners).
 
     oci-image.py REF ROOTFS OUT.tar [--entrypoint ARG ...] [--env K=V ...] [--workdir DIR]
 
@@ -31,8 +31,9 @@ def layer(rootfs: str, out) -> None:
                 info = tar.gettarinfo(path, arcname=arc)
                 if not (info.isfile() or info.isdir() or info.issym() or info.islnk()):
                     continue
-                info.uid = info.gid = 0
-                info.uname = info.gname = "root"
+                # Owners as on disk (the root filesystem is built as root: setgid binaries
+                # keep their group), names dropped: the ids are what the runtime reads.
+                info.uname = info.gname = ""
                 info.mtime = 0
                 if info.isfile():
                     with open(path, "rb") as f:

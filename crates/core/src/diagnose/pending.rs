@@ -329,11 +329,16 @@ pub(super) fn container_config_error(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let summary = match &first.state {
         crate::model::ContainerState::Waiting {
             message: Some(m), ..
-        } if !m.is_empty() => format!(
-            "Container {} cannot be created: {} ({reason})",
-            first.name,
-            m.chars().take(200).collect::<String>()
-        ),
+        } if !m.is_empty() => {
+            // Long runtime errors (CreateContainerError) say what failed at their end.
+            let n = m.chars().count();
+            let m = if n > 200 {
+                format!("…{}", m.chars().skip(n - 199).collect::<String>())
+            } else {
+                m.to_string()
+            };
+            format!("Container {} cannot be created: {m} ({reason})", first.name)
+        }
         _ => format!("Container {} cannot be created: {reason}", first.name),
     };
     let f = Finding::new(Code::ContainerConfigError, Severity::Error, summary)
