@@ -18,6 +18,9 @@
 #   scripts/control-plane.sh vanish NS POD       delete a pod behind the API server's back (a
 #                                    deletion every watcher misses; see vanish() below)
 #   scripts/control-plane.sh kubelet stop|start  the real node's kubelet only (NotReady and back)
+#   scripts/control-plane.sh images    build the real node's images that need no node (busybox,
+#                                    pause, the Spark image's Debian base) into
+#                                    target/control-plane/images (reused)
 #   scripts/control-plane.sh spark-image DIR     build the Spark image from pyspark's package
 #                                    DIR and import it into the real node
 #
@@ -316,6 +319,11 @@ case ${1:-} in
     restart-apiserver) restart_apiserver ;;
     vanish) vanish "${2:-}" "${3:-}" ;;
     spark-image) node_spark_image "${2:-}" ;;
+    images)
+        # The real node's images that need no node: busybox, pause, the Spark image's base.
+        node_images
+        node_spark_base
+        ;;
     kubelet)
         case ${2:-} in
             stop) node_kubelet_stop ;;
@@ -324,7 +332,7 @@ case ${1:-} in
         esac
         ;;
     *)
-        echo "usage: scripts/control-plane.sh build|up [--real-node]|down|restart-apiserver|vanish NS POD|kubelet stop|start|spark-image PYSPARK_DIR" >&2
+        echo "usage: scripts/control-plane.sh build|up [--real-node]|down|restart-apiserver|vanish NS POD|kubelet stop|start|images|spark-image PYSPARK_DIR" >&2
         exit 2
         ;;
 esac

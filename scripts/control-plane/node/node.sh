@@ -61,7 +61,9 @@ IMAGES=$ROOT/target/control-plane/images
 node_images() {
     mkdir -p "$IMAGES"
     local want pause_c
-    pause_c=$(cd "$SRC" && go list -m -f '{{.Dir}}' k8s.io/kubernetes 2>/dev/null || true)/build/pause/linux/pause.c
+    # The module's directory (downloaded if it is not yet: `go list -m` would not).
+    pause_c=$(cd "$SRC" && go mod download -json k8s.io/kubernetes 2>/dev/null |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' || true)/build/pause/linux/pause.c
     [ -f "$pause_c" ] || pause_c=$IMAGES/pause.c
     want=$({ sha256sum /bin/busybox "$NODE_SRC/oci-image.py"; cat "$pause_c" 2>/dev/null || true; } | sha256sum | cut -c1-16)
     if [ -f "$IMAGES/.stamp" ] && [ "$(cat "$IMAGES/.stamp")" = "$want" ] && [ -f "$IMAGES/busybox.tar" ] && [ -f "$IMAGES/pause.tar" ]; then
@@ -101,18 +103,9 @@ node_spark_image() {
     local want fs=$IMAGES/spark-rootfs t0=$SECONDS
     want=$({ sha256sum "$NODE_SRC/oci-image.py" "$NODE_SRC/spark/entrypoint.sh" "$NODE_SRC"/spark/jobs/*.py; ls -l "$pyspark/jars"; } | sha256sum | cut -c1-16)
     if ! [ -f "$IMAGES/spark.tar" ] || [ "$(cat "$IMAGES/spark.stamp" 2>/dev/null)" != "$want" ]; then
+        node_spark_base
         rm -rf "$fs" && mkdir -p "$fs"
-        if [ ! -f "$IMAGES/spark-base.tar" ]; then
-            command -v debootstrap >/dev/null 2>&1 || skip "no debootstrap (Debian's debootstrap builds the Spark image's base)"
-            say "debootstrap: Debian bookworm with Java 17 and Python 3 into $fs (once)"
-            debootstrap --variant=minbase --include=openjdk-17-jre-headless,python3,procps,tini \
-                bookworm "$fs" http://deb.debian.org/debian >"$IMAGES/debootstrap.log" 2>&1 ||
-                { tail -5 "$IMAGES/debootstrap.log" >&2; rm -rf "$fs"; exit 1; }
-            rm -rf "$fs"/var/cache/apt/archives/*.deb "$fs"/var/lib/apt/lists/*
-            tar -C "$fs" -cf "$IMAGES/spark-base.tar.part" . && mv "$IMAGES/spark-base.tar.part" "$IMAGES/spark-base.tar"
-        else
-            tar -C "$fs" -xf "$IMAGES/spark-base.tar"
-        fi
+        tar -C "$fs" -xf "$IMAGES/spark-base.tar"
         mkdir -p "$fs/opt/pyspark-site"
         cp -a "$pyspark" "$fs/opt/pyspark-site/pyspark"
         cp -a "$(dirname "$pyspark")/py4j" "$fs/opt/pyspark-site/py4j"
@@ -129,6 +122,26 @@ node_spark_image() {
     say "localhost/spark-triage-spark:4.3.0 imported in $((SECONDS - t0)) s ($(du -m "$IMAGES/spark.tar" | cut -f1) MB)"
 }
 
+# The Spark image's base, once: Debian bookworm by debootstrap (minbase with Java 17, Python 3,
+# procps and tini), apt's caches dropped, as $IMAGES/spark-base.tar. Needs no node
+# (`scripts/control-plane.sh images` builds it beside the Go build in .ci/run).
+node_spark_base() {
+    [ -f "$IMAGES/spark-base.tar" ] && return 0
+    [ "$(id -u)" = 0 ] || skip "the Spark image's base is built as root (debootstrap)"
+    command -v debootstrap >/dev/null 2>&1 || skip "no debootstrap (Debian's debootstrap builds the Spark image's base)"
+    mkdir -p "$IMAGES"
+    local fs=$IMAGES/spark-base-rootfs t0=$SECONDS
+    rm -rf "$fs"
+    say "debootstrap: Debian bookworm with Java 17 and Python 3 (once)"
+    debootstrap --variant=minbase --include=openjdk-17-jre-headless,python3,procps,tini \
+        bookworm "$fs" http://deb.debian.org/debian >"$IMAGES/debootstrap.log" 2>&1 ||
+        { tail -5 "$IMAGES/debootstrap.log" >&2; rm -rf "$fs"; exit 1; }
+    rm -rf "$fs"/var/cache/apt/archives/*.deb "$fs"/var/lib/apt/lists/*
+    tar -C "$fs" -cf "$IMAGES/spark-base.tar.part" . && mv "$IMAGES/spark-base.tar.part" "$IMAGES/spark-base.tar"
+    rm -rf "$fs"
+    say "the Spark image's base in $((SECONDS - t0)) s"
+}
+
 node_ctr() { timeout 60 ctr --address "$NODE/containerd.sock" --namespace k8s.io "$@"; }
 
 # After node_check and node_images (up runs them before the control plane starts).
@@ -142,6 +155,7 @@ node_up() {
     [ -d /var/log/containers ] || touch "$NODE/made-var-log-containers"
     [ -d /run/netns ] || touch "$NODE/made-run-netns"
     [ -d /var/lib/cni ] || touch "$NODE/made-var-lib-cni"
+    ls /var/lib/cni/results 2>/dev/null | sort >"$NODE/cni-results-before" || true
     ls /run/netns 2>/dev/null | sort >"$NODE/netns-before" || true
 
     # The bridge first, with the node's address: the kubelet's --node-ip must exist.
@@ -275,8 +289,14 @@ node_down() {
         rm -rf /run/containerd/s
         rmdir /run/containerd 2>/dev/null || true
     fi
-    # libcni's cache of the bridge's results, by network name.
-    rm -f /var/lib/cni/results/spark-triage-* 2>/dev/null || true
+    # libcni's cache of the results of its sandboxes' networks (ours, spark-triage-*, and
+    # containerd's loopback, cni-loopback-*) made since up.
+    if [ -f "$NODE/cni-results-before" ]; then
+        for s in $(ls /var/lib/cni/results 2>/dev/null | grep -E '^(spark-triage|cni-loopback)-' | sort |
+            comm -13 "$NODE/cni-results-before" -); do
+            rm -f "/var/lib/cni/results/$s"
+        done
+    fi
     if [ -f "$NODE/made-var-lib-cni" ]; then
         rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
     fi
