@@ -177,7 +177,7 @@ async fn the_simulator_against_a_real_kubelet() {
             continue;
         }
         let name = p["metadata"]["name"].as_str().unwrap_or_default();
-        let sim_case = json!({"pod": pod(p), "events": events(&all_events, name)});
+        let sim_case = json!({"case": case, "pod": pod(p), "events": events(&all_events, name)});
         let (want, got) = (essentials(real), essentials(&sim_case));
         for key in want.as_object().expect("object").keys() {
             if want[key] != got[key] {
