@@ -4,8 +4,9 @@
 //! task grows its Python worker until the kernel OOM-kills the executor's JVM (137,
 //! OOMKilled); the driver replaces the executor and the job ends. The tool watches throughout
 //! and must show the driver, the OOM as Spark counted it, the replacement and the end; the
-//! driver's event log gives the same verdict, with Spark's own removal text. A second job's driver is OOM-killed:
-//! the app's verdict is the driver's end.
+//! driver's event log gives the same verdict, with Spark's own removal text. Then a driver
+//! OOM-killed by the kernel (the app's verdict is the driver's end) and executors whose JVM
+//! runs out of heap for real (exit 52).
 
 use std::{
     path::{Path, PathBuf},
@@ -114,7 +115,6 @@ pub fn cluster_mode(c: &Cluster) {
     std::fs::create_dir_all(&logs).expect("event log dir");
 
     // 1. The executor OOM-killed by the kernel, replaced; the job ends.
-    let kc = c.admin.display().to_string();
     let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "100s"]);
     let event_log = [
         "spark.eventLog.enabled=true".to_owned(),
@@ -199,7 +199,10 @@ pub fn cluster_mode(c: &Cluster) {
         }
     }
 
-    // 2. A driver OOM-killed by the kernel: the app's verdict is its driver's end.
+    // 2. Beside each other (a CPU each: the node's two): a driver OOM-killed by the kernel,
+    // whose app's verdict is its driver's end; and executors whose JVM runs out of heap for
+    // real, exit 52 (spark.task.maxFailures=2: the driver outlives the first one's exit).
+    let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "100s"]);
     submit(
         c,
         &spark_home,
@@ -211,16 +214,23 @@ pub fn cluster_mode(c: &Cluster) {
             "spark.driver.extraJavaOptions=-XX:+AlwaysPreTouch",
         ],
     );
-    wait_until("the rn-driver-oom driver Failed", 180, || {
-        driver_phase(c, "rn-driver-oom").as_deref() == Some("Failed")
-    });
-    let (code, out, err) = cmd(
-        env!("CARGO_BIN_EXE_spark-triage"),
-        &["status", "-n", NS, "-o", "json", "--kubeconfig", &kc],
-        None,
+    submit(
+        c,
+        &spark_home,
+        "rn-jvm-oom",
+        "jvm_oom.py",
+        &["spark.executor.memory=512m", "spark.task.maxFailures=2"],
     );
-    assert_eq!(code, 0, "{err}");
-    let doc: Value = serde_json::from_str(&out).expect("status json");
+    wait_until(
+        "the rn-driver-oom and rn-jvm-oom drivers Failed",
+        180,
+        || {
+            ["rn-driver-oom", "rn-jvm-oom"]
+                .iter()
+                .all(|a| driver_phase(c, a).as_deref() == Some("Failed"))
+        },
+    );
+    let doc = super::status_doc(watcher);
     let a = app(&doc, "rn-driver-oom");
     assert_eq!(
         a["verdict"]["cause"], "driver-oom-killed",
@@ -228,4 +238,13 @@ pub fn cluster_mode(c: &Cluster) {
         a["verdict"]
     );
     eprintln!("the driver OOM-killed by the kernel: {}", a["verdict"]);
+    let a = app(&doc, "rn-jvm-oom");
+    let e1 = a["executors"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["id"] == 1))
+        .unwrap_or_else(|| panic!("executor 1 of rn-jvm-oom: {a}"));
+    eprintln!("a real JVM heap OOM: {e1}");
+    assert_eq!(e1["findings"][0], "jvm-oom", "{e1}");
+    assert_eq!(e1["exit_code"], 52, "{e1}");
+    assert_eq!(e1["state"], "failed", "{e1}");
 }
