@@ -352,9 +352,11 @@ fn status_doc(child: Child) -> Value {
         have_openssl,
         have_containerd,
         have_runc,
-        have_root
+        have_root,
+        have_java,
+        have_python3
     )),
-    ignore = "needs root, go, kubectl, openssl, containerd and runc (.ci/run installs Debian's containerd, runc, containernetworking-plugins and busybox-static)"
+    ignore = "needs root, go, kubectl, openssl, containerd, runc, java and python3 (Spark in cluster mode; .ci/run installs Debian's containerd, runc, containernetworking-plugins, busybox-static and debootstrap)"
 )]
 fn verdicts_of_a_real_kubelet() {
     let before = machine_state();
