@@ -9,7 +9,7 @@
 use std::path::Path;
 
 /// The tools, by the cfg they set.
-const TOOLS: [(&str, &str); 12] = [
+const TOOLS: [(&str, &str); 13] = [
     ("have_openssl", "openssl"),
     ("have_kubectl", "kubectl"),
     ("have_tmux", "tmux"),
@@ -22,6 +22,7 @@ const TOOLS: [(&str, &str); 12] = [
     ("have_python3", "python3"),
     ("have_containerd", "containerd"),
     ("have_runc", "runc"),
+    ("have_promtool", "promtool"),
 ];
 
 fn main() {

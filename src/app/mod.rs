@@ -206,6 +206,8 @@ pub struct ViewSettings {
     pub log_tail_lines: usize,
     /// `--utc` (or `time_zone = "utc"`): times start in UTC instead of local time.
     pub utc: bool,
+    /// `--metrics-addr`: the verdicts served as Prometheus metrics while the view is open.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for ViewSettings {
@@ -216,6 +218,7 @@ impl Default for ViewSettings {
             keymap: Default::default(),
             log_tail_lines: crate::source::LOG_TAIL_LINES,
             utc: false,
+            metrics_addr: None,
         }
     }
 }
@@ -223,6 +226,8 @@ impl Default for ViewSettings {
 #[derive(Debug)]
 pub struct App {
     pub store: Store,
+    /// `--metrics-addr`: what the view publishes each second (the verdicts).
+    pub(crate) metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
     pub ctx: Context,
     /// How long the view may go without a complete LIST before the header calls it stale
     /// (live and demo: the connection's `stale_after`, on the cluster's clock).
@@ -364,6 +369,7 @@ impl App {
     pub fn new(ctx: Context) -> Self {
         Self {
             store: Store::new(),
+            metrics: None,
             ctx,
             stale_after: None,
             forget_after: None,

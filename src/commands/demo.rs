@@ -72,7 +72,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
             record.as_deref(),
             live_args.forget_after,
             None,
-            live_args.view.clone(),
+            crate::app::ViewSettings {
+                metrics_addr: live_args.metrics_addr,
+                ..live_args.view.clone()
+            },
         )
         .await;
         let _ = std::fs::remove_file(&sim.kubeconfig);

@@ -25,7 +25,10 @@ pub(crate) fn run(
             live_args.record.as_deref(),
             live_args.forget_after,
             Some(reconfigure),
-            live_args.view.clone(),
+            crate::app::ViewSettings {
+                metrics_addr: live_args.metrics_addr,
+                ..live_args.view.clone()
+            },
         )
         .await?;
         Ok(ExitCode::SUCCESS)

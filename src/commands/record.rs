@@ -108,6 +108,9 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         if let Some(addr) = args.metrics_addr {
             let m = crate::record::metrics::Metrics::new();
             m.watch_credentials(conn.credentials.clone());
+            // Endings in the state resumed from the directory were counted by the run that
+            // recorded them.
+            m.verdicts.resumed(rec.store.view());
             crate::record::metrics::serve(addr, m.clone()).await?;
             rec.metrics = Some(m);
         }

@@ -84,6 +84,10 @@ pub struct ViewArgs {
     /// count), so a view left open stays in bounded memory; the header says when it has.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_forget)]
     pub forget_after: std::time::Duration,
+    /// Serve the verdicts as Prometheus metrics (/metrics, docs/metrics.md) on this
+    /// address while the view is open: a bare port (9090) is loopback only.
+    #[arg(long, value_name = "ADDR", value_parser = crate::record::metrics::parse_listen_addr)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for ViewArgs {
@@ -93,6 +97,7 @@ impl Default for ViewArgs {
             record: None,
             log_file: None,
             forget_after: std::time::Duration::from_secs(3600),
+            metrics_addr: None,
         }
     }
 }
@@ -142,6 +147,8 @@ pub struct LiveArgs {
     pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
     pub forget_after: std::time::Duration,
+    /// `--metrics-addr` of the terminal views.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl LiveArgs {
@@ -178,6 +185,7 @@ impl LiveArgs {
             record: view.record,
             log_file: view.log_file,
             forget_after: view.forget_after,
+            metrics_addr: view.metrics_addr,
         }
     }
 

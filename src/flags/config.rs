@@ -294,6 +294,7 @@ pub fn view_settings(s: &Settings, utc: bool) -> crate::app::ViewSettings {
         keymap: Keymap::with(&s.keys).unwrap_or_default(),
         log_tail_lines: s.log_tail_lines.unwrap_or(crate::source::LOG_TAIL_LINES),
         utc,
+        metrics_addr: None,
     }
 }
 

@@ -49,6 +49,14 @@ pub(crate) struct Metrics {
     credentials: std::sync::OnceLock<crate::source::credentials::Credentials>,
     auth_refused: Gauge,
     credential_fetches: Counter,
+    /// The verdicts (docs/metrics.md).
+    pub verdicts: super::verdicts::Verdicts,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
 }
 
 /// `/healthz` fails after this many requests in a row were refused (HTTP 401) although the
@@ -57,8 +65,23 @@ pub(crate) struct Metrics {
 pub(crate) const UNHEALTHY_AFTER_REFUSALS: u32 = 10;
 
 impl Metrics {
+    /// The recorder's: its own figures and the verdicts.
     pub fn new() -> Arc<Self> {
         let mut m = Self::default();
+        m.register_recorder();
+        m.verdicts.register(&mut m.registry);
+        Arc::new(m)
+    }
+
+    /// The live view's (`--metrics-addr`): the verdicts only.
+    pub fn for_view() -> Arc<Self> {
+        let mut m = Self::default();
+        m.verdicts.register(&mut m.registry);
+        Arc::new(m)
+    }
+
+    fn register_recorder(&mut self) {
+        let m = self;
         let r = &mut m.registry;
         let p = "spark_triage_recorder";
         r.register(
@@ -117,7 +140,6 @@ impl Metrics {
             m.credential_fetches.clone(),
         );
         m.last_list_age.set(f64::INFINITY);
-        Arc::new(m)
     }
 
     /// The credentials whose refusals `/healthz` reports.
@@ -145,6 +167,8 @@ impl Metrics {
         stale_after: Duration,
     ) {
         let view = store.view();
+        self.verdicts.publish(view, std::time::Instant::now());
+        self.publish_health(store, stale_after);
         let gauge = |g: &Gauge, v: usize| g.set(i64::try_from(v).unwrap_or(i64::MAX));
         gauge(&self.apps, view.apps.len());
         gauge(
@@ -161,6 +185,23 @@ impl Metrics {
                 segs.iter().map(|s| s.bytes as usize).sum(),
             );
         }
+        if let Some(c) = self.credentials.get() {
+            self.auth_refused.set(i64::from(c.refused_in_a_row()));
+            self.credential_fetches
+                .inc_by(c.refetches().saturating_sub(self.credential_fetches.get()));
+        }
+    }
+
+    /// Every second in the live view: the verdicts and the view's health.
+    pub fn publish_view(&self, store: &Store, stale_after: Duration) {
+        self.verdicts
+            .publish(store.view(), std::time::Instant::now());
+        self.publish_health(store, stale_after);
+    }
+
+    /// The sources' health, the last LIST's age and the heartbeat (`/healthz`, `/readyz`).
+    fn publish_health(&self, store: &Store, stale_after: Duration) {
+        let view = store.view();
         for (kind, health) in &view.health {
             let up = matches!(health, crate::source::Health::Connected);
             self.source_up
@@ -187,11 +228,6 @@ impl Metrics {
             Freshness::Fresh(a) => (seconds(a), None),
         };
         self.last_list_age.set(age);
-        if let Some(c) = self.credentials.get() {
-            self.auth_refused.set(i64::from(c.refused_in_a_row()));
-            self.credential_fetches
-                .inc_by(c.refetches().saturating_sub(self.credential_fetches.get()));
-        }
         *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = not_ready;
         self.beat.store(now.timestamp_millis(), Ordering::Relaxed);
     }
@@ -200,11 +236,56 @@ impl Metrics {
         self.segments_opened.inc();
     }
 
+    /// The Prometheus text format (0.0.4), what the endpoint's content type says.
     fn text(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        openmetrics_to_text(&out)
     }
+}
+
+/// The client's OpenMetrics text as the Prometheus text format 0.0.4: a counter's family is
+/// named with its `_total` there (its HELP and TYPE lines too; promtool's linter and older
+/// parsers read them so), and there is no `# EOF`.
+fn openmetrics_to_text(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    let mut help: Option<&str> = None;
+    for line in om.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            if let Some(h) = help.replace(line) {
+                out.push_str(h);
+                out.push('\n');
+            }
+            continue;
+        }
+        if let Some(name) = line
+            .strip_prefix("# TYPE ")
+            .and_then(|t| t.strip_suffix(" counter"))
+            .filter(|n| !n.ends_with("_total"))
+        {
+            if let Some(h) = help.take() {
+                let text = h.strip_prefix("# HELP ").unwrap_or(h);
+                let text = text.strip_prefix(name).unwrap_or(text);
+                out.push_str(&format!("# HELP {name}_total{text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name}_total counter\n"));
+            continue;
+        }
+        if let Some(h) = help.take() {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(h) = help {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
 }
 
 /// Serves `/healthz` (the recorder loop is alive), `/readyz` (and the pods were listed
@@ -325,7 +406,18 @@ pub(crate) fn parse_listen_addr(s: &str) -> Result<std::net::SocketAddr, String>
 
 #[cfg(test)]
 mod tests {
-    use super::parse_listen_addr;
+    use super::{openmetrics_to_text, parse_listen_addr};
+
+    #[test]
+    fn counters_are_named_with_their_total_and_there_is_no_eof() {
+        let om = "# HELP a_events Events.\n# TYPE a_events counter\na_events_total 3\n\
+                  # HELP b Bytes.\n# TYPE b gauge\n# UNIT b bytes\nb 1\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP a_events_total Events.\n# TYPE a_events_total counter\na_events_total 3\n\
+             # HELP b Bytes.\n# TYPE b gauge\n# UNIT b bytes\nb 1\n"
+        );
+    }
 
     /// A port alone (or `:PORT`) is loopback: the metrics are served beyond this host only
     /// when an address says so (the Deployment's manifest binds 0.0.0.0 on purpose).

@@ -23,6 +23,7 @@ use spark_triage_core::model::Time;
 pub mod eventlog;
 pub mod lock;
 pub(crate) mod metrics;
+pub(crate) mod verdicts;
 pub(crate) mod recorder;
 pub mod segments;
 mod sink;

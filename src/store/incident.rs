@@ -122,10 +122,24 @@ impl AppRecord {
 
     /// The failure budget in a few words, when Spark counted anything.
     pub fn budget_text(&self) -> Option<String> {
-        let used = self.counted_failures();
+        let (used, budget) = self.failure_budget();
         if used == 0 {
             return None;
         }
+        Some(match budget {
+            FailureBudget::Limit(l) => format!("failures {used}/{l} allowed (maxNumFailures)"),
+            FailureBudget::NoneBeforeSpark4 => {
+                format!("failures {used} (no limit before Spark 4)")
+            }
+            FailureBudget::Unlimited => format!("failures {used} (no limit: dynamic allocation)"),
+            FailureBudget::Unknown => {
+                format!("failures {used} (limit unknown: driver config not read)")
+            }
+        })
+    }
+
+    /// The failures Spark counted (forgotten executors' included) and Spark's budget.
+    pub fn failure_budget(&self) -> (usize, FailureBudget) {
         let facts = AppFacts {
             spark_version: self
                 .executors
@@ -138,16 +152,7 @@ impl AppRecord {
             config_known: self.config.from_driver,
             ..AppFacts::default()
         };
-        Some(match failure_budget(&facts) {
-            FailureBudget::Limit(l) => format!("failures {used}/{l} allowed (maxNumFailures)"),
-            FailureBudget::NoneBeforeSpark4 => {
-                format!("failures {used} (no limit before Spark 4)")
-            }
-            FailureBudget::Unlimited => format!("failures {used} (no limit: dynamic allocation)"),
-            FailureBudget::Unknown => {
-                format!("failures {used} (limit unknown: driver config not read)")
-            }
-        })
+        (self.counted_failures(), failure_budget(&facts))
     }
 
     pub(super) fn compute_trouble(&self) -> (usize, usize) {

@@ -223,7 +223,11 @@ pub async fn run(
             let next = last_draw + frame;
             due = Some(due.map_or(next, |d| d.min(next)));
             let started = std::time::Instant::now();
+            let tick = matches!(msg, Msg::Tick(_));
             let mut effects = update(&mut app, msg);
+            if let (true, Some(m)) = (tick, &app.metrics) {
+                m.publish_view(&app.store, app.stale_after.unwrap_or(Duration::from_secs(90)));
+            }
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
             if data {
                 Pace::smooth(&mut pace.apply, started.elapsed());

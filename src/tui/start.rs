@@ -48,6 +48,12 @@ pub(crate) async fn tui_on(
         mode,
     });
     let mut app = app;
+    if let Some(addr) = view.metrics_addr {
+        let m = crate::record::metrics::Metrics::for_view();
+        m.watch_credentials(conn.credentials.clone());
+        tasks.push(crate::record::metrics::serve(addr, m.clone()).await?);
+        app.metrics = Some(m);
+    }
     // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
     app.stale_after = Some(conn.stale_after().mul_f64(crate::source::clock::rate()));
     app.forget_after = Some(forget_after);

@@ -22,6 +22,7 @@ mod hostile;
 mod hostile_two;
 mod krew;
 mod kubectl;
+mod metrics;
 mod object_store;
 mod process_kubelet;
 mod real_kubelet;

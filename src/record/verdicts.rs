@@ -1,0 +1,466 @@
+//! The verdicts as Prometheus metrics: executor endings by cause, the failure budget, missing
+//! and pending executors, the app's verdict and its driver (docs/metrics.md). Served on the
+//! recorder's `/metrics` and on the live view's `--metrics-addr`.
+//!
+//! Cardinality is bounded: the labels are the namespace, the app's name (its id when it has
+//! none), a cause or pending reason (a finding's code: a closed set), a severity or a state;
+//! never an executor id, a pod or a node. At most [`MAX_APPS`] app names have series of
+//! their own; the others share `app="other"` (and `spark_triage_metrics_apps_folded` says
+//! how many do). A name that left the store gives its place up to a new one only when the
+//! places are all taken, so a nightly job keeps its series from run to run.
+
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{Hash, Hasher},
+    sync::{Mutex, atomic::AtomicU64},
+    time::{Duration, Instant},
+};
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+use crate::store::{AppRecord, ExecutorRecord, Snapshot};
+use spark_triage_core::{
+    diagnose::{Severity, budget::FailureBudget},
+    model::ExecutorState,
+};
+
+/// App names with series of their own; the rest are `app="other"`.
+pub(crate) const MAX_APPS: usize = 200;
+/// The label of the apps beyond [`MAX_APPS`].
+pub(crate) const OTHER: &str = "other";
+/// An ending is counted once it has been over this long: a verdict can still change in the
+/// first seconds (the kubelet's OOM reason after the exit, the driver's removal reason), and
+/// a counter cannot take a count back.
+pub(crate) const SETTLE: Duration = Duration::from_secs(15);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AppLabels {
+    namespace: String,
+    app: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndingLabels {
+    namespace: String,
+    app: String,
+    cause: String,
+    severity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    namespace: String,
+    app: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    namespace: String,
+    app: String,
+    state: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// The verdict metrics; [`Verdicts::publish`] brings them up to a snapshot.
+#[derive(Default)]
+pub(crate) struct Verdicts {
+    endings: Family<EndingLabels, Counter>,
+    counted: Family<AppLabels, Gauge>,
+    allowed: Family<AppLabels, Gauge>,
+    missing: Family<AppLabels, Gauge>,
+    pending: Family<ReasonLabels, Gauge>,
+    pending_oldest: Family<AppLabels, FloatGauge>,
+    severity: Family<AppLabels, Gauge>,
+    runs: Family<StateLabels, Gauge>,
+    executors: Family<StateLabels, Gauge>,
+    folded: Gauge,
+    memo: Mutex<Memo>,
+}
+
+impl std::fmt::Debug for Verdicts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Verdicts")
+    }
+}
+
+/// What publishing remembers between rounds.
+#[derive(Default)]
+struct Memo {
+    /// Endings counted (or over before these metrics began, when the store was resumed):
+    /// hashes of namespace, app id and executor id.
+    counted: HashSet<u64>,
+    /// Ended executors not counted yet, and when they were first seen ended.
+    settling: HashMap<u64, Instant>,
+    /// The app names with series of their own, and the round they were last in the store.
+    named: HashMap<(String, String), u64>,
+    /// The ending series of each named app (removed with its place).
+    ending_series: HashMap<(String, String), HashSet<EndingLabels>>,
+    round: u64,
+    /// The gauges' label sets last published: those no longer true are removed.
+    last: Last,
+}
+
+#[derive(Default)]
+struct Last {
+    counted: HashSet<AppLabels>,
+    allowed: HashSet<AppLabels>,
+    missing: HashSet<AppLabels>,
+    pending: HashSet<ReasonLabels>,
+    pending_oldest: HashSet<AppLabels>,
+    severity: HashSet<AppLabels>,
+    runs: HashSet<StateLabels>,
+    executors: HashSet<StateLabels>,
+}
+
+/// What one label's runs add up to in a round.
+#[derive(Default)]
+struct AppSums {
+    /// The run with the most counted failures: (counted, its budget when Spark has one).
+    budget: Option<(usize, Option<u32>)>,
+    missing: i64,
+    pending: HashMap<String, i64>,
+    pending_oldest: Option<f64>,
+    severity: i64,
+    runs: HashMap<&'static str, i64>,
+    executors: HashMap<&'static str, i64>,
+}
+
+impl Verdicts {
+    /// Registers the metrics (names, help texts, units: docs/metrics.md).
+    pub fn register(&self, r: &mut Registry) {
+        let p = "spark_triage";
+        r.register(
+            format!("{p}_executor_endings"),
+            "Executors seen ending, by the cause of their verdict (a finding's code) and its severity",
+            self.endings.clone(),
+        );
+        r.register(
+            format!("{p}_app_failures_counted"),
+            "Executor failures Spark counted toward spark.executor.maxNumFailures",
+            self.counted.clone(),
+        );
+        r.register(
+            format!("{p}_app_failures_allowed"),
+            "Spark's executor failure budget (spark.executor.maxNumFailures or its default); absent when Spark has none or it is not known",
+            self.allowed.clone(),
+        );
+        r.register(
+            format!("{p}_app_executors_missing"),
+            "Executors whose pods vanished from a full LIST with no deletion seen",
+            self.missing.clone(),
+        );
+        r.register(
+            format!("{p}_app_executors_pending"),
+            "Pending executors by what holds them (a finding's code, or container-creating, pending)",
+            self.pending.clone(),
+        );
+        r.register(
+            format!("{p}_app_pending_oldest_seconds"),
+            "How long the oldest pending executor has waited, by the cluster's clock",
+            self.pending_oldest.clone(),
+        );
+        r.register(
+            format!("{p}_app_verdict_severity"),
+            "The app verdict's severity: 0 info, 1 warn, 2 error",
+            self.severity.clone(),
+        );
+        r.register(
+            format!("{p}_app_runs"),
+            "Runs of the app in view, by their driver's state (not-seen when no driver pod was seen)",
+            self.runs.clone(),
+        );
+        r.register(
+            format!("{p}_app_executors"),
+            "Executors in view by Spark's state",
+            self.executors.clone(),
+        );
+        r.register(
+            format!("{p}_metrics_apps_folded"),
+            "Apps whose series are under app=\"other\" (more names than the metrics keep)",
+            self.folded.clone(),
+        );
+    }
+
+    /// The store was resumed from a recording: the endings it holds were counted by the run
+    /// that recorded them, and are not counted again (their series start at 0, so Prometheus
+    /// sees the next one as an increase).
+    pub fn resumed(&self, snap: &Snapshot) {
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let memo = &mut *memo;
+        memo.round += 1;
+        for a in snap.apps.values() {
+            let label = memo.label(a, &self.endings);
+            for e in a.executors.values() {
+                if crate::store::times::ended(e).is_some() {
+                    memo.counted.insert(key(a, e));
+                    let l = ending_labels(&label, e);
+                    let _ = self.endings.get_or_create(&l);
+                    memo.remember(&label, l);
+                }
+            }
+        }
+    }
+
+    /// Brings every metric up to `snap`; `now` is the wall clock (for [`SETTLE`]).
+    pub fn publish(&self, snap: &Snapshot, now: Instant) {
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let memo = &mut *memo;
+        memo.round += 1;
+        let mut sums: HashMap<AppLabels, AppSums> = HashMap::new();
+        let mut present = HashSet::new();
+        let mut folded = 0;
+        for a in snap.apps.values() {
+            let label = memo.label(a, &self.endings);
+            if label.app == OTHER {
+                folded += 1;
+            }
+            for e in a.executors.values() {
+                let k = key(a, e);
+                present.insert(k);
+                if memo.counted.contains(&k) || crate::store::times::ended(e).is_none() {
+                    continue;
+                }
+                let since = *memo.settling.entry(k).or_insert(now);
+                if now.saturating_duration_since(since) >= SETTLE {
+                    memo.settling.remove(&k);
+                    memo.counted.insert(k);
+                    let l = ending_labels(&label, e);
+                    self.endings.get_or_create(&l).inc();
+                    memo.remember(&label, l);
+                }
+            }
+            sums.entry(label).or_default().add(a, snap.now);
+        }
+        // Forgotten executors leave the memo (they are never seen again).
+        memo.counted.retain(|k| present.contains(k));
+        memo.settling.retain(|k, _| present.contains(k));
+        self.folded.set(folded);
+        let last = &mut memo.last;
+        let of = |l: &AppLabels| l.clone();
+        sync(
+            &self.counted,
+            &mut last.counted,
+            sums.iter()
+                .filter_map(|(l, s)| Some((of(l), as_i64(s.budget?.0)))),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.allowed,
+            &mut last.allowed,
+            sums.iter()
+                .filter_map(|(l, s)| Some((of(l), i64::from(s.budget?.1?)))),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.missing,
+            &mut last.missing,
+            sums.iter().map(|(l, s)| (of(l), s.missing)),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.pending,
+            &mut last.pending,
+            sums.iter().flat_map(|(l, s)| {
+                s.pending.iter().map(|(reason, n)| {
+                    (
+                        ReasonLabels {
+                            namespace: l.namespace.clone(),
+                            app: l.app.clone(),
+                            reason: reason.clone(),
+                        },
+                        *n,
+                    )
+                })
+            }),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.pending_oldest,
+            &mut last.pending_oldest,
+            sums.iter()
+                .filter_map(|(l, s)| Some((of(l), s.pending_oldest?))),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.severity,
+            &mut last.severity,
+            sums.iter().map(|(l, s)| (of(l), s.severity)),
+            |g, v| g.set(v),
+        );
+        let states = |pick: fn(&AppSums) -> &HashMap<&'static str, i64>| {
+            sums.iter()
+                .flat_map(move |(l, s)| {
+                    pick(s).iter().map(|(state, n)| {
+                        (
+                            StateLabels {
+                                namespace: l.namespace.clone(),
+                                app: l.app.clone(),
+                                state: (*state).to_owned(),
+                            },
+                            *n,
+                        )
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        sync(
+            &self.runs,
+            &mut last.runs,
+            states(|s| &s.runs),
+            |g, v| g.set(v),
+        );
+        sync(
+            &self.executors,
+            &mut last.executors,
+            states(|s| &s.executors),
+            |g, v| g.set(v),
+        );
+    }
+}
+
+impl Memo {
+    /// The app's labels: its name's own place, or `other` when the places are all taken by
+    /// names in the store.
+    fn label(&mut self, a: &AppRecord, endings: &Family<EndingLabels, Counter>) -> AppLabels {
+        let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+        let k = (a.namespace.clone(), name);
+        let round = self.round;
+        if let Some(r) = self.named.get_mut(&k) {
+            *r = round;
+        } else if self.named.len() < MAX_APPS {
+            self.named.insert(k.clone(), round);
+        } else if let Some(gone) = self
+            .named
+            .iter()
+            .filter(|(_, r)| **r < round)
+            .min_by_key(|(n, r)| (**r, (*n).clone()))
+            .map(|(n, _)| n.clone())
+        {
+            // The name longest gone gives its place (and its series) up.
+            self.named.remove(&gone);
+            for l in self.ending_series.remove(&gone).unwrap_or_default() {
+                endings.remove(&l);
+            }
+            self.named.insert(k.clone(), round);
+        } else {
+            return AppLabels {
+                namespace: a.namespace.clone(),
+                app: OTHER.to_owned(),
+            };
+        }
+        AppLabels {
+            namespace: k.0,
+            app: k.1,
+        }
+    }
+
+    fn remember(&mut self, app: &AppLabels, l: EndingLabels) {
+        if app.app != OTHER {
+            self.ending_series
+                .entry((app.namespace.clone(), app.app.clone()))
+                .or_default()
+                .insert(l);
+        }
+    }
+}
+
+impl AppSums {
+    fn add(&mut self, a: &AppRecord, now: Option<spark_triage_core::model::Time>) {
+        let (used, budget) = a.failure_budget();
+        let limit = match budget {
+            FailureBudget::Limit(l) => Some(l),
+            _ => None,
+        };
+        if self.budget.is_none_or(|(u, _)| used > u) {
+            self.budget = Some((used, limit));
+        }
+        let v = a.verdict();
+        self.severity = self.severity.max(severity_value(v.severity()));
+        let driver = v.driver.as_ref().map_or("not-seen", |d| d.state.as_str());
+        *self.runs.entry(driver).or_default() += 1;
+        for e in a.executors.values() {
+            if e.is_missing() {
+                self.missing += 1;
+                continue;
+            }
+            let state = e.state();
+            *self.executors.entry(state.as_str()).or_default() += 1;
+            if state != ExecutorState::Pending || e.verdict.ending.is_gone() {
+                continue;
+            }
+            *self.pending.entry(pending_reason(e)).or_default() += 1;
+            if let Some(now) = now {
+                let (created, _) = crate::store::times::created(e);
+                let waited = (now - created).num_milliseconds().max(0) as f64 / 1000.0;
+                self.pending_oldest = Some(self.pending_oldest.unwrap_or(0.0).max(waited));
+            }
+        }
+    }
+}
+
+/// What holds a pending executor, as a closed set: its verdict's code when it has one that
+/// says (unschedulable, image-pull, quota…), else where it is.
+fn pending_reason(e: &ExecutorRecord) -> String {
+    match e.verdict.cause() {
+        Some(f) if f.severity != Severity::Info => f.code.as_str().to_owned(),
+        _ if e.pod.node_name.is_some() => "container-creating".to_owned(),
+        _ => "pending".to_owned(),
+    }
+}
+
+fn severity_value(s: Severity) -> i64 {
+    match s {
+        Severity::Info => 0,
+        Severity::Warn => 1,
+        Severity::Error => 2,
+    }
+}
+
+fn ending_labels(app: &AppLabels, e: &ExecutorRecord) -> EndingLabels {
+    let cause = e.verdict.cause();
+    EndingLabels {
+        namespace: app.namespace.clone(),
+        app: app.app.clone(),
+        cause: cause.map_or("none", |f| f.code.as_str()).to_owned(),
+        severity: cause.map_or(Severity::Info, |f| f.severity).as_str().to_owned(),
+    }
+}
+
+/// One executor of one run, as a number (the memo holds tens of thousands of them).
+fn key(a: &AppRecord, e: &ExecutorRecord) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&a.namespace, &a.app_id, e.id).hash(&mut h);
+    h.finish()
+}
+
+fn as_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Sets a family's series to `now`'s values and removes those `last` had that are gone, so
+/// a scrape never sees a family emptied half-way.
+fn sync<L, M, V, R>(
+    family: &Family<L, M>,
+    last: &mut HashSet<L>,
+    now: impl IntoIterator<Item = (L, V)>,
+    set: impl Fn(&M, V) -> R,
+) where
+    L: Clone + Hash + Eq,
+    M: Default,
+{
+    let mut seen = HashSet::new();
+    for (l, v) in now {
+        set(&family.get_or_create(&l), v);
+        seen.insert(l);
+    }
+    for gone in last.difference(&seen) {
+        family.remove(gone);
+    }
+    *last = seen;
+}

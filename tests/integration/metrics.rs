@@ -1,0 +1,167 @@
+//! The verdicts as Prometheus metrics (docs/metrics.md): a real scrape of the recorder on
+//! the `mixed` scenario gives the reference verdicts' endings per app and cause, and passes
+//! `promtool check metrics` (Prometheus' own linter).
+
+use std::{
+    collections::BTreeMap,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use super::{
+    common::start_sim,
+    flight::{get, recorder_logged},
+};
+
+/// The samples of one metric: its labels (sorted, `k=v`) and value.
+pub(super) fn samples(text: &str, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = match rest.strip_prefix('{') {
+                Some(r) => r.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            let labels = labels
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let (k, v) = p.split_once('=').expect("k=v");
+                    (k.to_owned(), v.trim_matches('"').to_owned())
+                })
+                .collect();
+            Some((labels, value.trim().parse().expect("a number")))
+        })
+        .collect()
+}
+
+/// The reference verdicts' ended executors, as (app, cause) → count.
+fn expected_endings() -> BTreeMap<(String, String), f64> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mixed-verdicts.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut m = BTreeMap::new();
+    for (app, a) in v["apps"].as_object().unwrap() {
+        for e in a["executors"].as_object().unwrap().values() {
+            if e["state"] != "pending" {
+                let cause = e["cause"].as_str().unwrap().to_owned();
+                *m.entry((app.clone(), cause)).or_default() += 1.0;
+            }
+        }
+    }
+    m
+}
+
+fn endings(text: &str) -> BTreeMap<(String, String), f64> {
+    let mut m = BTreeMap::new();
+    for (l, v) in samples(text, "spark_triage_executor_endings_total") {
+        assert_eq!(l["namespace"], "spark-jobs", "{l:?}");
+        assert!(
+            ["info", "warn", "error"].contains(&l["severity"].as_str()),
+            "{l:?}"
+        );
+        *m.entry((l["app"].clone(), l["cause"].clone())).or_default() += v;
+    }
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_promtool),
+    ignore = "needs promtool (Debian's prometheus package)"
+)]
+async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_cause() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let dir = std::env::temp_dir().join(format!("st-verdict-metrics-{}", std::process::id()));
+    let (mut child, addr, _log) = recorder_logged(&kc, &dir, &[]).await;
+    let want = expected_endings();
+    assert!(
+        want.contains_key(&("etl-nightly".into(), "container-oom-killed".into()))
+            && want.contains_key(&("etl-nightly".into(), "jvm-oom".into())),
+        "{want:?}"
+    );
+    // At rest from 60 scenario seconds (plus Spark's 30 s poll for the vanished pod), and
+    // each ending is counted 15 s after it is seen.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let text = loop {
+        let (status, text) = get(&addr, "/metrics").await;
+        assert!(status.contains("200"), "{status}");
+        if endings(&text) == want || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    assert_eq!(endings(&text), want, "endings by app and cause:\n{text}");
+    // Nothing about an executor or a pod in any label.
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(
+            !l.contains("exec-") && !l.contains("executor_id") && !l.contains("pod="),
+            "{l}"
+        );
+    }
+    let gauge = |name: &str, app: &str| {
+        samples(&text, name)
+            .into_iter()
+            .find(|(l, _)| l["app"] == app)
+            .map(|(_, v)| v)
+    };
+    // The budget: etl-nightly's OOM and JVM OOM are counted (its verdicts say so).
+    assert_eq!(
+        gauge("spark_triage_app_failures_counted", "etl-nightly"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        gauge("spark_triage_app_executors_missing", "etl-nightly"),
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge("spark_triage_app_verdict_severity", "adhoc-analysis"),
+        Some(1.0),
+        "executors-preempted is a warning"
+    );
+    let pending: BTreeMap<String, f64> = samples(&text, "spark_triage_app_executors_pending")
+        .into_iter()
+        .filter(|(l, _)| l["app"] == "etl-nightly")
+        .map(|(l, v)| (l["reason"].clone(), v))
+        .collect();
+    assert_eq!(
+        pending,
+        BTreeMap::from([("image-pull".into(), 1.0), ("unschedulable".into(), 1.0)]),
+        "{text}"
+    );
+    let running: f64 = samples(&text, "spark_triage_app_runs")
+        .into_iter()
+        .filter(|(l, _)| l["state"] == "running")
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(running, 3.0, "three drivers run");
+    promtool_check(&text).await;
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `promtool check metrics` on a scrape: Prometheus' own rules for names, units, help.
+pub(super) async fn promtool_check(text: &str) {
+    use tokio::io::AsyncWriteExt;
+    let mut p = tokio::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs (Debian's prometheus package)");
+    let mut stdin = p.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).await.expect("writes");
+    drop(stdin);
+    let out = p.wait_with_output().await.expect("promtool ends");
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}{}\non:\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
