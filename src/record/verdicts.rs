@@ -65,6 +65,13 @@ struct StateLabels {
     state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    namespace: String,
+    app: String,
+    cause: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// The verdict metrics; [`Verdicts::publish`] brings them up to a snapshot.
@@ -78,6 +85,7 @@ pub(crate) struct Verdicts {
     pending_oldest: Family<AppLabels, FloatGauge>,
     severity: Family<AppLabels, Gauge>,
     runs: Family<StateLabels, Gauge>,
+    verdicts: Family<CauseLabels, Gauge>,
     executors: Family<StateLabels, Gauge>,
     folded: Gauge,
     memo: Mutex<Memo>,
@@ -115,6 +123,7 @@ struct Last {
     pending_oldest: HashSet<AppLabels>,
     severity: HashSet<AppLabels>,
     runs: HashSet<StateLabels>,
+    verdicts: HashSet<CauseLabels>,
     executors: HashSet<StateLabels>,
 }
 
@@ -128,6 +137,7 @@ struct AppSums {
     pending_oldest: Option<f64>,
     severity: i64,
     runs: HashMap<&'static str, i64>,
+    causes: HashMap<&'static str, i64>,
     executors: HashMap<&'static str, i64>,
 }
 
@@ -174,6 +184,11 @@ impl Verdicts {
             format!("{p}_app_runs"),
             "Runs of the app in view, by their driver's state (not-seen when no driver pod was seen)",
             self.runs.clone(),
+        );
+        r.register(
+            format!("{p}_app_verdict"),
+            "Runs of the app in view by their verdict's cause (a finding's code: driver-oom-killed, app-running…)",
+            self.verdicts.clone(),
         );
         r.register(
             format!("{p}_app_executors"),
@@ -321,6 +336,21 @@ impl Verdicts {
             states(|s| &s.executors),
             |g, v| g.set(v),
         );
+        sync(
+            &self.verdicts,
+            &mut last.verdicts,
+            states(|s| &s.causes).into_iter().map(|(l, n)| {
+                (
+                    CauseLabels {
+                        namespace: l.namespace,
+                        app: l.app,
+                        cause: l.state,
+                    },
+                    n,
+                )
+            }),
+            |g, v| g.set(v),
+        );
     }
 }
 
@@ -384,6 +414,7 @@ impl AppSums {
         self.severity = self.severity.max(severity_value(v.severity()));
         let driver = v.driver.as_ref().map_or("not-seen", |d| d.state.as_str());
         *self.runs.entry(driver).or_default() += 1;
+        *self.causes.entry(v.cause().code.as_str()).or_default() += 1;
         for e in a.executors.values() {
             if e.is_missing() {
                 self.missing += 1;
@@ -463,4 +494,130 @@ fn sync<L, M, V, R>(
         family.remove(gone);
     }
     *last = seen;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{source::SourceEvent, store::Store};
+    use serde_json::json;
+    use spark_triage_core::model::testing::pod;
+
+    fn t(s: i64) -> spark_triage_core::model::Time {
+        chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).expect("time")
+    }
+
+    /// Executor `id` of app `n` (named `app-n`), OOM-killed or running.
+    fn exec(n: usize, id: i64, oom: bool) -> SourceEvent {
+        let state = if oom {
+            json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2027-01-15T08:00:05Z"}})
+        } else {
+            json!({"running": {"startedAt": "2027-01-15T08:00:05Z"}})
+        };
+        let p = pod(json!({
+            "metadata": {"name": format!("app-{n}-exec-{id}"), "namespace": "spark-jobs", "uid": format!("u-{n}-{id}"),
+                "resourceVersion": "1",
+                "labels": {"spark-app-selector": format!("spark-{n}"), "spark-role": "executor",
+                    "spark-exec-id": id.to_string(), "spark-app-name": format!("app-{n}")}},
+            "spec": {"restartPolicy": "Never", "nodeName": "n1", "containers": [{"name": "spark-kubernetes-executor"}]},
+            "status": {"phase": if oom { "Failed" } else { "Running" }, "containerStatuses": [{
+                "name": "spark-kubernetes-executor", "image": "spark", "imageID": "", "ready": !oom,
+                "restartCount": 0, "state": state}]}
+        }));
+        SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(p),
+            at: t(0),
+        }
+    }
+
+    fn text(v: &Verdicts) -> String {
+        let mut r = Registry::default();
+        v.register(&mut r);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &r).expect("encodes");
+        out
+    }
+
+    fn endings(v: &Verdicts, app: &str) -> Option<f64> {
+        let prefix = format!(
+            "spark_triage_executor_endings_total{{namespace=\"spark-jobs\",app=\"{app}\",cause=\"container-oom-killed\""
+        );
+        text(v)
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn an_ending_is_counted_once_settled_and_never_twice() {
+        let mut s = Store::new();
+        s.apply(exec(1, 1, true));
+        let v = Verdicts::default();
+        let t0 = Instant::now();
+        v.publish(s.view(), t0);
+        assert_eq!(endings(&v, "app-1"), None, "not settled yet");
+        v.publish(s.view(), t0 + SETTLE);
+        assert_eq!(endings(&v, "app-1"), Some(1.0));
+        s.apply(exec(1, 2, true));
+        v.publish(s.view(), t0 + SETTLE * 2);
+        v.publish(s.view(), t0 + SETTLE * 3);
+        v.publish(s.view(), t0 + SETTLE * 4);
+        assert_eq!(endings(&v, "app-1"), Some(2.0), "each ending once");
+    }
+
+    #[test]
+    fn a_resumed_recorder_does_not_count_the_endings_it_resumed_but_counts_new_ones() {
+        let mut s = Store::new();
+        s.apply(exec(1, 1, true));
+        s.apply(exec(1, 2, false));
+        let v = Verdicts::default();
+        v.resumed(s.view());
+        assert_eq!(
+            endings(&v, "app-1"),
+            Some(0.0),
+            "the series exists at 0, so the next ending is an increase"
+        );
+        let t0 = Instant::now();
+        v.publish(s.view(), t0);
+        v.publish(s.view(), t0 + SETTLE);
+        assert_eq!(endings(&v, "app-1"), Some(0.0));
+        s.apply(exec(1, 2, true));
+        v.publish(s.view(), t0 + SETTLE * 2);
+        v.publish(s.view(), t0 + SETTLE * 3);
+        assert_eq!(endings(&v, "app-1"), Some(1.0));
+    }
+
+    #[test]
+    fn names_beyond_the_cap_are_other_until_a_name_gone_gives_its_place_up() {
+        let mut s = Store::new();
+        for n in 0..=MAX_APPS {
+            s.apply(exec(n, 1, true));
+        }
+        let v = Verdicts::default();
+        let t0 = Instant::now();
+        v.publish(s.view(), t0);
+        v.publish(s.view(), t0 + SETTLE);
+        let out = text(&v);
+        assert!(
+            out.contains("spark_triage_metrics_apps_folded 1"),
+            "{out}"
+        );
+        let named = out
+            .lines()
+            .filter(|l| l.starts_with("spark_triage_executor_endings_total{"))
+            .count();
+        assert_eq!(named, MAX_APPS + 1, "200 names and other");
+        let other = endings(&v, OTHER).expect("other");
+        assert_eq!(other, 1.0);
+        // Every app but app-0 goes; a new one takes a place (the oldest gone, app-0's is not
+        // gone: app-0 stays).
+        let mut s2 = Store::new();
+        s2.apply(exec(0, 1, true));
+        s2.apply(exec(999, 1, true));
+        v.publish(s2.view(), t0 + SETTLE * 2);
+        v.publish(s2.view(), t0 + SETTLE * 3);
+        assert_eq!(endings(&v, "app-999"), Some(1.0), "{}", text(&v));
+        assert_eq!(endings(&v, "app-0"), Some(1.0));
+        assert!(text(&v).contains("spark_triage_metrics_apps_folded 0"));
+    }
 }

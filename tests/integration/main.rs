@@ -6,6 +6,7 @@
 
 mod actions;
 mod agreement;
+mod alerts;
 mod allocators;
 mod app_verdicts;
 mod cli;

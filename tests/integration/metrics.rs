@@ -139,6 +139,14 @@ async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_
         .sum();
     assert_eq!(running, 3.0, "three drivers run");
     promtool_check(&text).await;
+    // What the alerts and the dashboard (deploy/components/) query is served.
+    let served: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
+        .collect();
+    for name in super::alerts::names_used() {
+        assert!(served.contains(name.as_str()), "{name} is not served:\n{text}");
+    }
     child.start_kill().expect("kill");
     let _ = child.wait().await;
     let _ = std::fs::remove_dir_all(dir);
