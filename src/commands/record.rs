@@ -35,6 +35,11 @@ pub struct RecordArgs {
     /// (9090) is loopback only; 0.0.0.0:9090 in a pod.
     #[arg(long, value_name = "ADDR", value_parser = crate::record::metrics::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Write each executor or app verdict of warning or error severity as a Kubernetes
+    /// Event on the app's driver pod (one per driver and reason, with a count; needs create,
+    /// get and update on events: deploy/components/events).
+    #[arg(long)]
+    pub emit_events: bool,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
@@ -115,7 +120,20 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             rec.metrics = Some(m);
         }
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
-        let tasks = crate::source::live::spawn(&conn, tx);
+        let mut tasks = crate::source::live::spawn(&conn, tx);
+        // --emit-events: planned every 5 s from the store, written by their own task.
+        let mut events = args.emit_events.then(|| {
+            let (etx, erx) = tokio::sync::mpsc::channel(16);
+            tasks.push(crate::record::events::spawn_writer(
+                conn.client.clone(),
+                erx,
+            ));
+            (
+                crate::record::events::Planner::default(),
+                etx,
+                std::time::Instant::now(),
+            )
+        });
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
         // plain line a minute and the last one, never a `\r` flood.
@@ -165,6 +183,16 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 None,
                 |r| {
                     progress(r, false);
+                    if let Some((planner, etx, last)) = &mut events
+                        && last.elapsed() >= std::time::Duration::from_secs(5)
+                    {
+                        *last = std::time::Instant::now();
+                        let due = planner.plan(r.store.view(), *last);
+                        // A full channel: the writer is behind; the next round plans again.
+                        if !due.is_empty() && etx.try_send(due).is_err() {
+                            planner.forget_sent();
+                        }
+                    }
                     until.is_none_or(|u| tokio::time::Instant::now() < u)
                 },
                 super::wait_for_signal(),

@@ -21,13 +21,14 @@ use crate::source::SourceEvent;
 use spark_triage_core::model::Time;
 
 pub mod eventlog;
+pub(crate) mod events;
 pub mod lock;
 pub(crate) mod metrics;
-pub(crate) mod verdicts;
 pub(crate) mod recorder;
 pub mod segments;
 mod sink;
 pub(crate) mod timeline;
+pub(crate) mod verdicts;
 
 pub use sink::{Collect, ForgetRule, Sink, State};
 

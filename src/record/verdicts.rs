@@ -324,12 +324,9 @@ impl Verdicts {
                 })
                 .collect::<Vec<_>>()
         };
-        sync(
-            &self.runs,
-            &mut last.runs,
-            states(|s| &s.runs),
-            |g, v| g.set(v),
-        );
+        sync(&self.runs, &mut last.runs, states(|s| &s.runs), |g, v| {
+            g.set(v)
+        });
         sync(
             &self.executors,
             &mut last.executors,
@@ -459,7 +456,10 @@ fn ending_labels(app: &AppLabels, e: &ExecutorRecord) -> EndingLabels {
         namespace: app.namespace.clone(),
         app: app.app.clone(),
         cause: cause.map_or("none", |f| f.code.as_str()).to_owned(),
-        severity: cause.map_or(Severity::Info, |f| f.severity).as_str().to_owned(),
+        severity: cause
+            .map_or(Severity::Info, |f| f.severity)
+            .as_str()
+            .to_owned(),
     }
 }
 
@@ -497,18 +497,18 @@ fn sync<L, M, V, R>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{source::SourceEvent, store::Store};
     use serde_json::json;
     use spark_triage_core::model::testing::pod;
 
-    fn t(s: i64) -> spark_triage_core::model::Time {
+    pub(crate) fn t(s: i64) -> spark_triage_core::model::Time {
         chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).expect("time")
     }
 
     /// Executor `id` of app `n` (named `app-n`), OOM-killed or running.
-    fn exec(n: usize, id: i64, oom: bool) -> SourceEvent {
+    pub(crate) fn exec(n: usize, id: i64, oom: bool) -> SourceEvent {
         let state = if oom {
             json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2027-01-15T08:00:05Z"}})
         } else {
@@ -598,10 +598,7 @@ mod tests {
         v.publish(s.view(), t0);
         v.publish(s.view(), t0 + SETTLE);
         let out = text(&v);
-        assert!(
-            out.contains("spark_triage_metrics_apps_folded 1"),
-            "{out}"
-        );
+        assert!(out.contains("spark_triage_metrics_apps_folded 1"), "{out}");
         let named = out
             .lines()
             .filter(|l| l.starts_with("spark_triage_executor_endings_total{"))

@@ -226,7 +226,10 @@ pub async fn run(
             let tick = matches!(msg, Msg::Tick(_));
             let mut effects = update(&mut app, msg);
             if let (true, Some(m)) = (tick, &app.metrics) {
-                m.publish_view(&app.store, app.stale_after.unwrap_or(Duration::from_secs(90)));
+                m.publish_view(
+                    &app.store,
+                    app.stale_after.unwrap_or(Duration::from_secs(90)),
+                );
             }
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
             if data {

@@ -1,4 +1,4 @@
-//! deploy/components/: the alert rules pass their unit tests under promtool, the dashboard's
+//! deploy/components/: the events component adds only its grant; the alert rules pass their unit tests under promtool, the dashboard's
 //! queries are PromQL and the dashboard follows Grafana's own schema (Grafana's Foundation
 //! SDK decodes it strictly), and every metric they name is one the tool serves.
 
@@ -136,8 +136,9 @@ fn the_dashboard_follows_grafanas_schema() {
 
 /// The `spark_triage_*` metric names the rules and the dashboard use.
 pub(super) fn names_used() -> BTreeSet<String> {
-    let rules = std::fs::read_to_string(root().join("deploy/components/alerts/prometheusrule.yaml"))
-        .expect("reads");
+    let rules =
+        std::fs::read_to_string(root().join("deploy/components/alerts/prometheusrule.yaml"))
+            .expect("reads");
     let queries: Vec<String> = dashboard_queries().into_iter().map(|(_, e)| e).collect();
     let re = regex::Regex::new(r"spark_triage_[a-z_]+").expect("regex");
     std::iter::once(rules)
@@ -173,4 +174,57 @@ fn the_monitoring_overlay_builds_with_its_components() {
     }
     assert!(text.contains("grafana_dashboard: \"1\""), "{text}");
     assert!(text.contains("name: spark-triage-dashboard\n"), "{text}");
+}
+
+#[test]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
+)]
+fn the_events_component_adds_the_flag_and_only_the_events_grant() {
+    // An overlay as a user writes one: the cluster variant and the component.
+    let dir = root().join("target/kustomize-events");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+         resources:\n  - ../../deploy/cluster\ncomponents:\n  - ../../deploy/components/events\n",
+    )
+    .expect("writes");
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .expect("kubectl runs");
+    super::common::succeeded(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("- --emit-events"), "{text}");
+    let docs: Vec<Value> = text
+        .split("\n---\n")
+        .map(|d| serde_saphyr::from_str(d).expect("YAML"))
+        .collect();
+    let role = docs
+        .iter()
+        .find(|d| {
+            d["metadata"]["name"] == "spark-triage-recorder-events" && d["kind"] == "ClusterRole"
+        })
+        .expect("the events ClusterRole");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "update"]}])
+    );
+    // Every other grant is still read-only.
+    for d in docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" && *d != role)
+    {
+        for r in d["rules"].as_array().expect("rules") {
+            for v in r["verbs"].as_array().expect("verbs") {
+                assert!(
+                    ["get", "list", "watch"].contains(&v.as_str().unwrap_or("")),
+                    "{d}"
+                );
+            }
+        }
+    }
 }

@@ -15,6 +15,7 @@ mod credentials;
 mod deploy;
 mod driver_view;
 mod event_logs;
+mod events;
 mod explain;
 mod flight;
 mod fuzz;

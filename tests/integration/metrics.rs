@@ -39,7 +39,10 @@ pub(super) fn samples(text: &str, name: &str) -> Vec<(BTreeMap<String, String>, 
 
 /// The reference verdicts' ended executors, as (app, cause) → count.
 fn expected_endings() -> BTreeMap<(String, String), f64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mixed-verdicts.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mixed-verdicts.json"
+    );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut m = BTreeMap::new();
     for (app, a) in v["apps"].as_object().unwrap() {
@@ -145,7 +148,10 @@ async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_
         .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
         .collect();
     for name in super::alerts::names_used() {
-        assert!(served.contains(name.as_str()), "{name} is not served:\n{text}");
+        assert!(
+            served.contains(name.as_str()),
+            "{name} is not served:\n{text}"
+        );
     }
     child.start_kill().expect("kill");
     let _ = child.wait().await;
