@@ -71,6 +71,8 @@ pub enum Command {
     Demo(commands::demo::DemoArgs),
     /// Record what the cluster shows (headless) to FILE, until --duration or Ctrl-C.
     Record(commands::record::RecordArgs),
+    /// Serve the verdicts to AI agents over the Model Context Protocol (stdio, or --http on loopback): read-only tools over the cluster, a recording or an event log.
+    Mcp(commands::mcp::McpArgs),
     /// Delete executor pods of an application (Spark replaces them under new ids).
     #[command(
         after_help = "Examples:\n  spark-triage kill --app etl-nightly 7 8 --yes\n  spark-triage kill --app etl-nightly --state pending --older-than 10m --dry-run"
@@ -190,6 +192,9 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         }
         Some(Command::Record(args)) => {
             commands::record::run(&live(&args.cluster, Some(&args.watch), None)?, args)
+        }
+        Some(Command::Mcp(args)) => {
+            commands::mcp::run(&live(&args.cluster, Some(&args.watch), None)?, args)
         }
         Some(Command::Kill(args)) => {
             commands::kill::run(&live(&args.cluster, None, Some(&args.write))?, args)

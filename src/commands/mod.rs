@@ -11,6 +11,7 @@ pub mod export;
 pub mod hold;
 pub mod kill;
 pub mod live;
+pub mod mcp;
 pub mod record;
 pub mod replay;
 pub mod report;

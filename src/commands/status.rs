@@ -299,7 +299,7 @@ async fn scope_check(conn: &crate::source::connection::Connection) -> Result<(),
 /// it waits for it, so executors known only from the driver are named and matched to
 /// their events the same way whichever source answered first (status prints the same
 /// bytes for the same cluster).
-fn apply_after_first_list(
+pub(super) fn apply_after_first_list(
     store: &mut crate::store::Store,
     held: &mut Vec<crate::source::SourceEvent>,
     ev: crate::source::SourceEvent,

@@ -86,6 +86,14 @@ impl Store {
         Self::default()
     }
 
+    /// A store holding a snapshot (to report on it; it has no pending pod events).
+    pub(crate) fn from_snapshot(snap: Snapshot) -> Self {
+        Self {
+            snap,
+            ..Self::default()
+        }
+    }
+
     /// A cheap copy for readers.
     pub fn snapshot(&self) -> Snapshot {
         self.snap.clone()

@@ -24,6 +24,7 @@ mod hostile;
 mod hostile_two;
 mod krew;
 mod kubectl;
+mod mcp;
 mod metrics;
 mod object_store;
 mod process_kubelet;

@@ -1,0 +1,573 @@
+//! `mcp`: the verdicts to AI agents over the Model Context Protocol (docs/mcp.md), on stdio
+//! (newline-delimited JSON-RPC) or streamable HTTP on loopback, over the live cluster, a
+//! recording or an event log. Read-only: the tools read the store the other commands read,
+//! with the same redaction (what the store holds was redacted on the way in).
+
+use std::{process::ExitCode, sync::Arc, time::Duration};
+
+use clap::Args;
+use rmcp::{
+    ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{ServerCapabilities, ServerConfig},
+    schemars, tool, tool_handler, tool_router,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{
+    failure::Failure,
+    flags::{LiveArgs, ReadLimits},
+    store::{AppRecord, Snapshot},
+};
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Read a recording (a file or a directory of segments) or a Spark event log (a file,
+    /// an `eventlog_v2_*` directory, or a directory of them) instead of a cluster.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub recording: Option<std::path::PathBuf>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: a loopback address only
+    /// (the tools answer anyone who can connect).
+    #[arg(long, value_name = "ADDR", value_parser = parse_loopback)]
+    pub http: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub limits: ReadLimits,
+    #[command(flatten)]
+    pub cluster: crate::flags::ClusterArgs,
+    #[command(flatten)]
+    pub watch: crate::flags::WatchArgs,
+}
+
+/// `--http`: a loopback address, or a bare port on 127.0.0.1.
+fn parse_loopback(s: &str) -> Result<std::net::SocketAddr, String> {
+    let addr = crate::record::metrics::parse_listen_addr(s)?;
+    if addr.ip().is_loopback() {
+        Ok(addr)
+    } else {
+        Err(format!(
+            "{s}: the MCP server has no authentication, so it listens on loopback only (127.0.0.1:PORT, [::1]:PORT)"
+        ))
+    }
+}
+
+/// Where the tools read from.
+#[derive(Clone)]
+enum Source {
+    /// The cluster: a task keeps the store; the tools read its latest snapshot.
+    Live {
+        snap: tokio::sync::watch::Receiver<Arc<Snapshot>>,
+        header: Arc<crate::record::Header>,
+        driver_poll: bool,
+        /// How long a tool waits for the first complete answer.
+        patience: Duration,
+        scope: String,
+    },
+    /// A recording or an event log, read once.
+    Read {
+        name: String,
+        header: Arc<crate::record::Header>,
+        snap: Arc<Snapshot>,
+    },
+}
+
+/// The MCP server: six read-only tools.
+#[derive(Clone)]
+pub(crate) struct Triage {
+    source: Source,
+    #[allow(dead_code, reason = "the tool_handler macro reads it")]
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct AppParam {
+    /// The application's name (spark-app-name) or id (spark-app-selector).
+    pub app: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct ExecutorParam {
+    /// The application's name or id.
+    pub app: String,
+    /// The executor id (spark-exec-id).
+    pub executor: i64,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct PodParam {
+    /// The pod's name (an executor's or a driver's).
+    pub pod: String,
+    /// Its namespace, when the name is in several.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct TimelineParam {
+    /// The application's name or id.
+    pub app: String,
+    /// At most this many lines, the newest (default 200).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct ReportParam {
+    /// Only this application (name or id); every app when absent.
+    #[serde(default)]
+    pub app: Option<String>,
+    /// `markdown` (default) or `json`.
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+/// A tool's answer: JSON text, or an error said in words.
+type Answer = Result<String, String>;
+
+fn to_json<T: serde::Serialize>(v: &T) -> Answer {
+    serde_json::to_string_pretty(v).map_err(|e| format!("cannot write JSON: {e}"))
+}
+
+#[tool_router]
+impl Triage {
+    #[tool(
+        description = "Every Spark application in scope: its verdict (cause, severity, summary), driver state, executors by Spark's state, executor endings by cause, and Spark's failure budget. No arguments.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_apps(&self) -> Answer {
+        let snap = self.snapshot().await?;
+        let apps: Vec<Value> = snap.apps.values().map(|a| app_summary(a)).collect();
+        to_json(&json!({"source": self.describe(), "apps": apps}))
+    }
+
+    #[tool(
+        description = "One application's verdict: its cause with evidence and hint, supporting findings, the driver, counts, pending reasons, failure budget, and each executor whose verdict is a warning or an error.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn app_verdict(&self, Parameters(p): Parameters<AppParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        let mut report = crate::output::status::report(&snap, Some(&p.app));
+        if report.apps.is_empty() {
+            return Err(no_app(&snap, &p.app));
+        }
+        let mut out = Vec::new();
+        for mut a in report.apps.drain(..) {
+            let total = a.executors.len();
+            a.executors.retain(|e| {
+                e.severity
+                    .is_some_and(|s| s != spark_triage_core::diagnose::Severity::Info)
+            });
+            let record = find_app(&snap, &a.namespace, &a.app_id);
+            let mut v = serde_json::to_value(&a).map_err(|e| e.to_string())?;
+            v["executors_total"] = json!(total);
+            v["executors_shown"] = json!(
+                "those whose verdict is a warning or an error; executor_verdict gives any one"
+            );
+            if let Some(r) = record {
+                v["endings_by_cause"] = json!(endings_by_cause(r));
+                v["budget"] = json!(r.budget_text());
+            }
+            out.push(v);
+        }
+        to_json(&out)
+    }
+
+    #[tool(
+        description = "One executor's verdict: Spark's state, why it ended or waits (each finding with its evidence, witness and hint), what Spark counted, its pod's exit code and reason, node, times.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn executor_verdict(&self, Parameters(p): Parameters<ExecutorParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        let apps = apps_named(&snap, &p.app);
+        if apps.is_empty() {
+            return Err(no_app(&snap, &p.app));
+        }
+        let found: Vec<Value> = apps
+            .iter()
+            .filter_map(|a| Some(executor_view(&snap, a, a.executors.get(&p.executor)?)))
+            .collect();
+        match found.len() {
+            0 => Err(format!(
+                "application {:?} has no executor {} (ids there: {})",
+                p.app,
+                p.executor,
+                crate::record::events::ranges(
+                    &apps
+                        .iter()
+                        .flat_map(|a| a.executors.keys().copied())
+                        .collect()
+                )
+            )),
+            1 => to_json(&found[0]),
+            _ => to_json(&found),
+        }
+    }
+
+    #[tool(
+        description = "Explain a Spark pod by name: an executor's verdict (as executor_verdict), or for a driver pod its application's verdict.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn explain_pod(&self, Parameters(p): Parameters<PodParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        let in_ns = |a: &AppRecord| p.namespace.as_deref().is_none_or(|n| n == a.namespace);
+        for a in snap.apps.values().filter(|a| in_ns(a)) {
+            if let Some(e) = a.executors.values().find(|e| e.pod.name == p.pod) {
+                return to_json(&executor_view(&snap, a, e));
+            }
+            if a.driver.as_ref().is_some_and(|d| d.pod == p.pod) {
+                let v: spark_triage_core::diagnose::app_verdict::VerdictView = a.verdict().into();
+                return to_json(&json!({
+                    "pod": p.pod,
+                    "role": "driver",
+                    "namespace": a.namespace,
+                    "app_id": a.app_id,
+                    "app_name": a.app_name,
+                    "verdict": v,
+                }));
+            }
+        }
+        Err(format!(
+            "no Spark pod named {:?}{} in {}",
+            p.pod,
+            p.namespace
+                .as_deref()
+                .map(|n| format!(" in namespace {n}"))
+                .unwrap_or_default(),
+            self.describe()
+        ))
+    }
+
+    #[tool(
+        description = "One application's timeline: its executors' transitions and the driver's and sources' events, oldest first, by the cluster's clock.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn timeline(&self, Parameters(p): Parameters<TimelineParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        let apps = apps_named(&snap, &p.app);
+        if apps.is_empty() {
+            return Err(no_app(&snap, &p.app));
+        }
+        let limit = p.limit.unwrap_or(200).clamp(1, 10_000);
+        let out: Vec<Value> = apps
+            .iter()
+            .map(|a| {
+                let skip = a.timeline.len().saturating_sub(limit);
+                json!({
+                    "namespace": a.namespace,
+                    "app_id": a.app_id,
+                    "app_name": a.app_name,
+                    "lines_left_out": skip,
+                    "timeline": a.timeline.iter().skip(skip).map(|t| json!({
+                        "at": spark_triage_core::model::fmt_time(&t.at),
+                        "executor": t.executor,
+                        "text": t.text,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        to_json(&out)
+    }
+
+    #[tool(
+        description = "The post-mortem report (what `spark-triage report` writes): failures, findings, the OOM breakdown, pending, missing executors, churn and recommendations; markdown, or json with format=json.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn report(&self, Parameters(p): Parameters<ReportParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        if let Some(app) = &p.app
+            && apps_named(&snap, app).is_empty()
+        {
+            return Err(no_app(&snap, app));
+        }
+        let state = crate::record::State {
+            store: crate::store::Store::from_snapshot((*snap).clone()),
+            ..Default::default()
+        };
+        let window = crate::output::report::Window {
+            app: p.app.clone(),
+            ..Default::default()
+        };
+        let r = crate::output::report::from_state(&self.describe(), self.header(), &state, &window);
+        match p.format.as_deref() {
+            None | Some("markdown" | "md") => Ok(crate::output::report::markdown(&r)),
+            Some("json") => to_json(&r),
+            Some(f) => Err(format!("format {f:?}: markdown or json")),
+        }
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Triage {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "spark-triage explains the executor pods of Apache Spark applications on Kubernetes: \
+             why each ended (container OOMKilled 137, JVM OOM 52, eviction, preemption, node kill…) \
+             or waits, and each application's verdict. Start with list_apps; app_verdict and \
+             executor_verdict give the evidence and the hint (the setting to change). Read-only.",
+        )
+    }
+}
+
+impl Triage {
+    fn describe(&self) -> String {
+        match &self.source {
+            Source::Live { scope, header, .. } => format!("{scope} on {}", header.server),
+            Source::Read { name, .. } => name.clone(),
+        }
+    }
+
+    fn header(&self) -> &crate::record::Header {
+        match &self.source {
+            Source::Live { header, .. } | Source::Read { header, .. } => header,
+        }
+    }
+
+    /// The store as of now; live, once the cluster answered completely (or the tool says
+    /// why it has not).
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, String> {
+        match &self.source {
+            Source::Read { snap, .. } => Ok(snap.clone()),
+            Source::Live {
+                snap,
+                driver_poll,
+                patience,
+                ..
+            } => {
+                let mut rx = snap.clone();
+                let ready = |s: &Snapshot| crate::output::status::ready(s, *driver_poll);
+                let waited = tokio::time::timeout(*patience, rx.wait_for(|s| ready(s)))
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+                let now = rx.borrow().clone();
+                match waited {
+                    true => Ok(now),
+                    _ => {
+                        let why = crate::output::status::report(&now, None)
+                            .problems
+                            .join("; ");
+                        Err(format!(
+                            "no complete answer from the API server within {}s{}",
+                            patience.as_secs(),
+                            if why.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {why}")
+                            }
+                        ))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn find_app<'a>(snap: &'a Snapshot, ns: &str, id: &str) -> Option<&'a AppRecord> {
+    snap.apps.get(&(ns.to_owned(), id.to_owned())).map(|a| &**a)
+}
+
+fn apps_named<'a>(snap: &'a Snapshot, app: &str) -> Vec<&'a AppRecord> {
+    snap.apps
+        .values()
+        .filter(|a| a.app_id == app || a.app_name.as_deref() == Some(app))
+        .map(|a| &**a)
+        .collect()
+}
+
+fn no_app(snap: &Snapshot, app: &str) -> String {
+    let mut names: Vec<String> = snap
+        .apps
+        .values()
+        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        format!("no application {app:?}: no Spark applications in scope")
+    } else {
+        format!(
+            "no application {app:?} (by name or id); there: {}",
+            names.join(", ")
+        )
+    }
+}
+
+/// Ended executors by their verdict's cause.
+fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for e in a.executors.values() {
+        if crate::store::ended_at(e).is_some() {
+            let cause = e.verdict.cause().map_or("none", |f| f.code.as_str());
+            *m.entry(cause).or_default() += 1;
+        }
+    }
+    m
+}
+
+fn app_summary(a: &AppRecord) -> Value {
+    let v = a.verdict();
+    let c = v.cause();
+    let (used, _) = a.failure_budget();
+    json!({
+        "namespace": a.namespace,
+        "app_id": a.app_id,
+        "app_name": a.app_name,
+        "verdict": {"cause": c.code, "severity": c.severity, "summary": c.summary},
+        "driver": v.driver.as_ref().map(|d| json!({"pod": d.pod, "state": d.state.as_str(), "phase": d.phase})),
+        "counts": a.counts(),
+        "endings_by_cause": endings_by_cause(a),
+        "failures_counted": used,
+        "budget": a.budget_text(),
+    })
+}
+
+fn executor_view(snap: &Snapshot, a: &AppRecord, e: &crate::store::ExecutorRecord) -> Value {
+    // The status document's line for it (times, ending, what Spark did), and every finding
+    // whole: evidence and hint.
+    let status = crate::output::status::report(snap, Some(&a.app_id));
+    let line = status
+        .apps
+        .iter()
+        .find(|s| s.namespace == a.namespace)
+        .and_then(|s| s.executors.iter().find(|x| x.id == e.id));
+    let mut v = line
+        .and_then(|l| serde_json::to_value(l).ok())
+        .unwrap_or_else(|| json!({"id": e.id, "pod": e.pod.name}));
+    v["namespace"] = json!(a.namespace);
+    v["app_id"] = json!(a.app_id);
+    v["app_name"] = json!(a.app_name);
+    v["findings"] = serde_json::to_value(e.findings()).unwrap_or_default();
+    v
+}
+
+pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failure> {
+    let opts = live_args.options();
+    super::block_on(async move {
+        let mut tasks = Vec::new();
+        let source = match &args.recording {
+            Some(path) => {
+                let (header, state, _, _) = crate::record::timeline::read_state(
+                    path,
+                    &args.limits.reading(),
+                    None,
+                    None,
+                    |from, to| {
+                        crate::output::report::Window {
+                            from,
+                            to,
+                            app: None,
+                        }
+                        .state()
+                    },
+                )?;
+                for d in &state.damaged {
+                    eprintln!("warning: {}", crate::redact::escape_controls(d));
+                }
+                Source::Read {
+                    name: path.file_name().map_or_else(
+                        || path.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    ),
+                    header: Arc::new(header),
+                    snap: Arc::new(state.store.snapshot()),
+                }
+            }
+            None => {
+                let mut conn = super::connect(&opts).await?;
+                conn.extra = live_args.event_logs(&args.limits.reading().store);
+                let (tx, rx) = tokio::sync::mpsc::channel(4096);
+                tasks = crate::source::live::spawn(&conn, tx);
+                let (stx, srx) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
+                tasks.push(tokio::spawn(keep_store(rx, stx)));
+                Source::Live {
+                    snap: srx,
+                    header: Arc::new(crate::record::recorder::recording_header(&conn)),
+                    driver_poll: opts.driver_poll.is_some(),
+                    patience: 2 * opts.timeout(),
+                    scope: conn.scope.describe(),
+                }
+            }
+        };
+        let server = Triage {
+            source,
+            tool_router: Triage::tool_router(),
+        };
+        let served = match args.http {
+            Some(addr) => serve_http(server, addr).await,
+            None => serve_stdio(server).await,
+        };
+        for t in tasks {
+            t.abort();
+        }
+        served?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The live store: every source event applied (a driver's executor list after the first
+/// LIST, as `status` does), the snapshot published at most every 250 ms.
+async fn keep_store(
+    mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+    tx: tokio::sync::watch::Sender<Arc<Snapshot>>,
+) {
+    let mut store = crate::store::Store::new();
+    let mut held = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut changed = false;
+    loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Some(ev) => {
+                    super::status::apply_after_first_list(&mut store, &mut held, ev);
+                    changed = true;
+                }
+                None => return,
+            },
+            _ = tick.tick() => {
+                if changed {
+                    // As of now on the cluster's clock (a wait is as long as it is now).
+                    store.apply(crate::source::SourceEvent::Tick { at: crate::source::clock::now() });
+                    changed = false;
+                    if tx.send(Arc::new(store.snapshot())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn serve_stdio(server: Triage) -> Result<(), Failure> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Failure::Runtime(format!("MCP on stdio: {e}")))?;
+    tokio::select! {
+        r = running.waiting() => {
+            r.map_err(|e| Failure::Runtime(format!("MCP on stdio: {e}")))?;
+        }
+        () = super::wait_for_signal() => {}
+    }
+    Ok(())
+}
+
+async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Failure> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let config = StreamableHttpServerConfig::default();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::Runtime(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!("serving MCP (streamable HTTP) on http://{bound}/mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(super::wait_for_signal())
+        .await
+        .map_err(|e| Failure::Runtime(format!("MCP on {bound}: {e}")))
+}

@@ -1,0 +1,265 @@
+//! `spark-triage mcp`: a real MCP client (PyPI's `mcp`, the protocol's Python SDK, in a venv
+//! made by scripts/e2e/mcp-venv.sh) lists the tools and calls each, over stdio against the
+//! simulator's `mixed` scenario and over streamable HTTP against a recording; and stdio is
+//! newline-delimited JSON-RPC with nothing else on stdout.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+use super::common::start_sim;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's python (installed once).
+fn python() -> PathBuf {
+    let out = Command::new(root().join("scripts/e2e/mcp-venv.sh"))
+        .output()
+        .expect("mcp-venv.sh runs");
+    assert!(
+        out.status.success(),
+        "scripts/e2e/mcp-venv.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .expect("a path")
+            .trim(),
+    )
+}
+
+/// Runs the client; its JSON document.
+fn client(python: &Path, args: &[&str]) -> Value {
+    let out = Command::new(python)
+        .arg(root().join("scripts/e2e/mcp_client.py"))
+        .args(args)
+        .output()
+        .expect("the client runs");
+    assert!(
+        out.status.success(),
+        "mcp_client.py {args:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn call<'a>(doc: &'a Value, key: &str) -> (&'a str, bool) {
+    let c = &doc["calls"][key];
+    (
+        c["text"].as_str().unwrap_or_else(|| panic!("{key}: {doc}")),
+        c["error"].as_bool().expect("error"),
+    )
+}
+
+fn json_of(doc: &Value, key: &str) -> Value {
+    let (text, error) = call(doc, key);
+    assert!(!error, "{key} failed: {text}");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{key}: {e}: {text}"))
+}
+
+/// What every run must show: the six tools, and the `mixed` scenario's verdicts from each.
+fn check(doc: &Value) {
+    assert_eq!(
+        doc["tools"],
+        serde_json::json!([
+            "app_verdict",
+            "executor_verdict",
+            "explain_pod",
+            "list_apps",
+            "report",
+            "timeline"
+        ])
+    );
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/fixtures/mixed-verdicts.json")).unwrap(),
+    )
+    .unwrap();
+    // list_apps: every app with the reference's verdict, and its endings by cause.
+    let listed = json_of(doc, "list_apps");
+    let apps = listed["apps"].as_array().expect("apps");
+    assert_eq!(apps.len(), 3, "{listed}");
+    for (name, want) in reference["apps"].as_object().unwrap() {
+        let a = apps
+            .iter()
+            .find(|a| a["app_name"] == *name)
+            .unwrap_or_else(|| panic!("{name} in {listed}"));
+        assert_eq!(a["verdict"]["cause"], want["verdict"], "{name}: {a}");
+    }
+    let etl = apps
+        .iter()
+        .find(|a| a["app_name"] == "etl-nightly")
+        .unwrap();
+    assert_eq!(etl["endings_by_cause"]["container-oom-killed"], 1, "{etl}");
+    assert_eq!(etl["endings_by_cause"]["jvm-oom"], 1, "{etl}");
+    // app_verdict: the executors in trouble, with the reference's causes.
+    let v = json_of(doc, "app_verdict");
+    let shown = v[0]["executors"].as_array().expect("executors");
+    for (id, e) in reference["apps"]["etl-nightly"]["executors"]
+        .as_object()
+        .unwrap()
+    {
+        let id: i64 = id.parse().unwrap();
+        let line = shown
+            .iter()
+            .find(|x| x["id"] == id)
+            .unwrap_or_else(|| panic!("executor {id} in {v}"));
+        assert_eq!(line["findings"][0], e["cause"], "executor {id}");
+    }
+    // executor_verdict and explain_pod (by its pod): executor 7's OOM kill, evidence, hint.
+    for key in ["executor_verdict", "explain_pod"] {
+        let x = json_of(doc, key);
+        assert_eq!(x["id"], 7, "{key}: {x}");
+        assert_eq!(x["exit_code"], 137, "{key}");
+        assert_eq!(x["findings"][0]["code"], "container-oom-killed", "{key}");
+        assert!(
+            x["findings"][0]["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("memoryOverhead")),
+            "{key}: {x}"
+        );
+        assert!(
+            x["findings"][0]["evidence"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty()),
+            "{key}: {x}"
+        );
+    }
+    let t = json_of(doc, "timeline");
+    let lines = t[0]["timeline"].as_array().expect("timeline");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["executor"] == 7 && l["text"].as_str().is_some_and(|s| s.contains("7"))),
+        "{t}"
+    );
+    let (report, error) = call(doc, "report");
+    assert!(!error, "{report}");
+    assert!(
+        report.contains("## etl-nightly") && report.contains("OOM"),
+        "{report}"
+    );
+    let (text, error) = call(doc, "no_such_app");
+    assert!(error, "an unknown app is a tool error: {text}");
+    assert!(text.contains("etl-nightly"), "it names those there: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_python3),
+    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
+)]
+async fn a_real_mcp_client_gets_the_mixed_scenarios_verdicts_over_stdio_from_the_cluster() {
+    let py = python();
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8").to_owned();
+    // At rest (tests/integration/verdicts.rs): 25 s at speed 4.
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    let doc = tokio::task::spawn_blocking(move || {
+        client(
+            &py,
+            &[
+                "stdio",
+                "etl-nightly",
+                "7",
+                "--",
+                bin,
+                "mcp",
+                "--kubeconfig",
+                &kc,
+                "-n",
+                "spark-jobs",
+            ],
+        )
+    })
+    .await
+    .expect("joins");
+    check(&doc);
+}
+
+#[test]
+#[cfg_attr(
+    not(have_python3),
+    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
+)]
+fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
+    let py = python();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--recording"])
+        .arg(root().join("tests/fixtures/mixed-session.ndjson"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp starts");
+    let mut err = BufReader::new(server.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("reads");
+    let url = line
+        .split("on ")
+        .nth(1)
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("where it serves: {line}"))
+        .to_owned();
+    let doc = client(&py, &["http", "etl-nightly", "7", &url]);
+    let _ = server.kill();
+    let _ = server.wait();
+    check(&doc);
+}
+
+/// stdio is newline-delimited JSON-RPC: an `initialize` line in, one JSON line out, and
+/// nothing else on stdout (a log line there would break every client).
+#[test]
+fn stdio_speaks_newline_delimited_json_rpc_and_nothing_else() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["mcp", "--recording"])
+        .arg(root().join("tests/fixtures/mixed-session.ndjson"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp starts");
+    let mut stdin = server.stdin.take().expect("stdin");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"test","version":"1"}}}}}}"#
+    )
+    .expect("writes");
+    let mut out = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("reads");
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert_eq!(v["id"], 1, "{v}");
+    assert!(v["result"]["capabilities"]["tools"].is_object(), "{v}");
+    assert_eq!(v["result"]["protocolVersion"], "2025-06-18", "{v}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("writes");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"list_apps","arguments":{{}}}}}}"#
+    )
+    .expect("writes");
+    line.clear();
+    out.read_line(&mut line).expect("reads");
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert_eq!(v["id"], 2, "{v}");
+    let text = v["result"]["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("etl-nightly"), "{text}");
+    // Closing stdin ends the server.
+    drop(stdin);
+    let status = server.wait().expect("ends");
+    assert!(status.success(), "{status}");
+}
