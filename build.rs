@@ -9,7 +9,7 @@
 use std::path::Path;
 
 /// The tools, by the cfg they set.
-const TOOLS: [(&str, &str); 13] = [
+const TOOLS: [(&str, &str); 14] = [
     ("have_openssl", "openssl"),
     ("have_kubectl", "kubectl"),
     ("have_tmux", "tmux"),
@@ -23,6 +23,7 @@ const TOOLS: [(&str, &str); 13] = [
     ("have_containerd", "containerd"),
     ("have_runc", "runc"),
     ("have_promtool", "promtool"),
+    ("have_git", "git"),
 ];
 
 fn main() {

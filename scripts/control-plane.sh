@@ -23,6 +23,7 @@
 #                                    target/control-plane/images (reused)
 #   scripts/control-plane.sh spark-image DIR     build the Spark image from pyspark's package
 #                                    DIR and import it into the real node
+#   scripts/control-plane.sh import-image TAR  an OCI image archive (scripts/image.sh) into the real node
 #
 # The Kubernetes version is pinned in scripts/control-plane/go.mod (kwok's in kwok/go.mod).
 # Files: target/control-plane/run/ (certificates, admin.kubeconfig, viewer.kubeconfig, logs,
@@ -319,6 +320,7 @@ case ${1:-} in
     restart-apiserver) restart_apiserver ;;
     vanish) vanish "${2:-}" "${3:-}" ;;
     spark-image) node_spark_image "${2:-}" ;;
+    import-image) node_import_image "${2:-}" ;;
     images)
         # The real node's images that need no node: busybox, pause, the Spark image's base.
         node_images
@@ -332,7 +334,7 @@ case ${1:-} in
         esac
         ;;
     *)
-        echo "usage: scripts/control-plane.sh build|up [--real-node]|down|restart-apiserver|vanish NS POD|kubelet stop|start|images|spark-image PYSPARK_DIR" >&2
+        echo "usage: scripts/control-plane.sh build|up [--real-node]|down|restart-apiserver|vanish NS POD|kubelet stop|start|images|spark-image PYSPARK_DIR|import-image OCI.tar" >&2
         exit 2
         ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release archive of one target (default: this machine's) and writes its uri and
-# sha256 into the krew manifest. The archive, spark-triage-vVERSION-TARGET.tar.gz, holds one
+# sha256 into the krew manifest: OUT/spark-triage.yaml (made from assets/krew/spark-triage.yaml
+# when absent, so a release runs this once per target into one OUT), or --manifest FILE. The archive, spark-triage-vVERSION-TARGET.tar.gz, holds one
 # directory of that name with both binaries (spark-triage, kubectl-spark_triage), kubectl's
 # completion helper (kubectl_complete-spark_triage), LICENSE and README.md.
 # Usage: scripts/package.sh [--target TRIPLE] [--out DIR] [--manifest FILE] [--base-url URL]
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$(rustc -vV | sed -n 's/^host: //p')
 out=dist
-manifest=assets/krew/spark-triage.yaml
+manifest=
 base=
 bin_dir=
 while [ $# -gt 0 ]; do
@@ -22,6 +23,11 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--target TRIPLE] [--out DIR] [--manifest FILE] [--base-url URL] [--bin-dir DIR]" >&2; exit 2 ;;
     esac
 done
+if [ -z "$manifest" ]; then
+    mkdir -p "$out"
+    manifest=$out/spark-triage.yaml
+    [ -f "$manifest" ] || cp assets/krew/spark-triage.yaml "$manifest"
+fi
 version=v$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 if [ -z "$bin_dir" ]; then
     cargo build --release --locked --target "$target" --bins
@@ -33,7 +39,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name" "$out"
 cp "$bin_dir/spark-triage" "$bin_dir/kubectl-spark_triage" "$stage/$name/"
 cp assets/kubectl/kubectl_complete-spark_triage LICENSE README.md "$stage/$name/"
-# The release profile keeps debug info (for profiling); the archive does not.
+# The release profile strips symbols already (Cargo.toml); strip again for a binary built otherwise.
 if command -v strip >/dev/null && [ "$target" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then
     strip "$stage/$name/spark-triage" "$stage/$name/kubectl-spark_triage"
 fi
@@ -61,3 +67,4 @@ text = re.sub(r"(?m)^  version: .*$", f"  version: {version}", text)
 open(path, "w").write(text)
 PY
 echo "$out/$name.tar.gz  sha256 $sha  (written into $manifest)"
+echo "install: kubectl krew install --manifest=$manifest --archive=$out/$name.tar.gz"

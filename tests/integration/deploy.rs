@@ -199,3 +199,35 @@ fn the_image_is_built_in_stages_and_runs_as_non_root() {
         .expect("a USER");
     assert!(!user.contains(" 0") && !user.contains("root"), "{user}");
 }
+
+/// scripts/image.sh (the image assembled without a daemon, as CI and the real node build it)
+/// and the Dockerfile give the image the same entrypoint and default command.
+#[test]
+fn the_assembled_image_and_the_dockerfile_agree_on_the_command() {
+    let docker = std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile");
+    let json_of = |line: &str| -> Value {
+        serde_json::from_str(line.split_once(' ').expect("an instruction").1).expect("JSON form")
+    };
+    let cmd = json_of(docker.lines().find(|l| l.starts_with("CMD ")).expect("CMD"));
+    let entry = json_of(
+        docker
+            .lines()
+            .find(|l| l.starts_with("ENTRYPOINT "))
+            .expect("ENTRYPOINT"),
+    );
+    let script = std::fs::read_to_string(root().join("scripts/image.sh")).expect("image.sh");
+    let assembled: Value = serde_json::from_str(
+        script
+            .split("--cmd-json '")
+            .nth(1)
+            .and_then(|s| s.split('\'').next())
+            .expect("--cmd-json in image.sh"),
+    )
+    .expect("JSON");
+    assert_eq!(assembled, cmd);
+    assert!(
+        script.contains(&format!("--entrypoint {}", entry[0].as_str().unwrap())),
+        "{entry}"
+    );
+    assert!(script.contains("--user 65532:65532"));
+}

@@ -172,3 +172,102 @@ fn package_sh_builds_an_archive_the_manifest_describes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The install a user runs, with a real krew (sigs.k8s.io/krew built from Go modules by
+/// scripts/krew.sh): scripts/package.sh's archive and manifest, `kubectl krew install
+/// --manifest --archive` into a fresh KREW_ROOT, then `kubectl spark-triage --help`.
+#[test]
+#[cfg_attr(
+    not(all(have_go, have_kubectl, have_python3, have_git)),
+    ignore = "needs go (krew is built from Go modules), kubectl, python3 (scripts/package.sh) and git (krew's index)"
+)]
+fn a_real_krew_installs_the_plugin_from_the_local_manifest_and_archive() {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return; // the archive is this host's; the manifest names linux/amd64's
+    }
+    let out = Command::new(repo().join("scripts/krew.sh"))
+        .output()
+        .expect("krew.sh runs");
+    super::common::succeeded(&out);
+    let krew = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let dir = std::env::temp_dir().join(format!("spark-triage-krew-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("spark-triage.yaml");
+    std::fs::copy(repo().join("assets/krew/spark-triage.yaml"), &copy).unwrap();
+    let bins = Path::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .parent()
+        .unwrap();
+    let out = Command::new(repo().join("scripts/package.sh"))
+        .arg("--bin-dir")
+        .arg(bins)
+        .arg("--out")
+        .arg(&dir)
+        .arg("--manifest")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    super::common::succeeded(&out);
+    let archive = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .expect("the archive");
+    // kubectl finds krew as `kubectl-krew` on PATH, and krew puts the plugin in
+    // KREW_ROOT/bin.
+    let root = dir.join("krew-root");
+    let path = format!(
+        "{}:{}:{}",
+        root.join("bin").display(),
+        krew.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // krew wants its plugin index cloned (a user's `kubectl krew update` did it, from
+    // GitHub, which this machine cannot reach); an install from a manifest never reads it,
+    // so an empty local repository stands for it.
+    let index = root.join("index/default");
+    std::fs::create_dir_all(&index).unwrap();
+    let out = Command::new("git")
+        .args(["init", "-q"])
+        .arg(&index)
+        .output()
+        .expect("git runs");
+    super::common::succeeded(&out);
+    let run = |args: &[&str]| {
+        Command::new("kubectl")
+            .args(args)
+            .env("PATH", &path)
+            .env("KREW_ROOT", &root)
+            .env("KREW_NO_UPGRADE_CHECK", "1")
+            .env("HOME", &home)
+            .env("KUBECONFIG", dir.join("no-kubeconfig"))
+            .output()
+            .expect("kubectl runs")
+    };
+    let out = run(&[
+        "krew",
+        "install",
+        &format!("--manifest={}", copy.display()),
+        &format!("--archive={}", archive.display()),
+    ]);
+    super::common::succeeded(&out);
+    let installed = root.join("bin/kubectl-spark_triage");
+    assert!(installed.exists(), "krew linked {}", installed.display());
+    let out = run(&["spark-triage", "--help"]);
+    super::common::succeeded(&out);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("kubectl spark-triage") && help.contains("status"),
+        "{help}"
+    );
+    let out = run(&["krew", "list"]);
+    super::common::succeeded(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("spark-triage"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

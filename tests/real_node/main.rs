@@ -26,6 +26,7 @@ use serde_json::Value;
 #[path = "../support/cmd.rs"]
 mod cmd;
 mod fixtures;
+mod recorder;
 #[allow(dead_code)] // its REFERENCE is the mixed scenario's
 #[path = "../support/reference.rs"]
 mod reference;
@@ -621,8 +622,11 @@ spec:
         "executor 10 survived the kubelet's restart"
     );
 
+    // The flight recorder's image as a real pod, watching what follows.
+    recorder::start(&c);
     // Real Spark in cluster mode on the node: a kernel OOM kill of an executor, of a driver.
     spark::cluster_mode(&c);
+    recorder::check(&c);
 
     // The kubelet's own words, kept as fixtures (or compared with them).
     let _ = watch.kill();

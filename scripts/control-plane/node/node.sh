@@ -142,6 +142,16 @@ node_spark_base() {
     say "the Spark image's base in $((SECONDS - t0)) s"
 }
 
+# An OCI image archive (scripts/image.sh's, the flight recorder's) into the running node.
+node_import_image() {
+    local tar=${1:?usage: import-image OCI.tar}
+    NODE=$RUN/node
+    node_alive containerd || { say "no real node running in $RUN (up --real-node)"; exit 1; }
+    [ -f "$tar" ] || { say "$tar: no such image archive"; exit 1; }
+    node_ctr images import "$tar" >/dev/null
+    say "$tar imported"
+}
+
 node_ctr() { timeout 60 ctr --address "$NODE/containerd.sock" --namespace k8s.io "$@"; }
 
 # After node_check and node_images (up runs them before the control plane starts).

@@ -3,7 +3,8 @@
 `ctr images import`: no registry can be reached here, so the real node's images are built
 locally. One uncompressed layer, reproducible (times 0, sorted names, numeric owners).
 
-    oci-image.py REF ROOTFS OUT.tar [--entrypoint ARG ...] [--env K=V ...] [--workdir DIR]
+    oci-image.py REF ROOTFS OUT.tar [--entrypoint ARG ...] [--cmd-json '["ARG", ...]'] [--env K=V ...]
+                 [--workdir DIR] [--user UID:GID] [--expose PORT/tcp ...] [--volume DIR ...]
 
 REF is the image's name as pods ask for it (e.g. localhost/spark-triage-busybox:1); it goes
 in index.json as containerd's `io.containerd.image.name` and the OCI `ref.name`.
@@ -58,6 +59,11 @@ def main() -> None:
     p.add_argument("--entrypoint", nargs="*", default=[])
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--workdir", default="/")
+    # JSON: its arguments may start with "--".
+    p.add_argument("--cmd-json", default="[]")
+    p.add_argument("--user", default="")
+    p.add_argument("--expose", action="append", default=[])
+    p.add_argument("--volume", action="append", default=[])
     a = p.parse_args()
     if not os.path.isdir(a.rootfs):
         sys.exit(f"oci-image: {a.rootfs}: not a directory")
@@ -71,6 +77,16 @@ def main() -> None:
             h.update(chunk)
         layer_digest = "sha256:" + h.hexdigest()
 
+        extra = {}
+        cmd = json.loads(a.cmd_json)
+        if cmd:
+            extra["Cmd"] = cmd
+        if a.user:
+            extra["User"] = a.user
+        if a.expose:
+            extra["ExposedPorts"] = {port: {} for port in a.expose}
+        if a.volume:
+            extra["Volumes"] = {v: {} for v in a.volume}
         config = {
             "architecture": "amd64",
             "os": "linux",
@@ -81,6 +97,7 @@ def main() -> None:
             },
             "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
         }
+        config["config"].update(extra)
         tmp = a.out + ".part"
         with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
             layout = json.dumps({"imageLayoutVersion": "1.0.0"}).encode()
