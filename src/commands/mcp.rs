@@ -148,7 +148,7 @@ impl Triage {
         let snap = self.snapshot().await?;
         let mut report = crate::output::status::report(&snap, Some(&p.app));
         if report.apps.is_empty() {
-            return Err(no_app(&snap, &p.app));
+            return Err(self.no_app(&snap, &p.app));
         }
         let mut out = Vec::new();
         for mut a in report.apps.drain(..) {
@@ -180,7 +180,7 @@ impl Triage {
         let snap = self.snapshot().await?;
         let apps = apps_named(&snap, &p.app);
         if apps.is_empty() {
-            return Err(no_app(&snap, &p.app));
+            return Err(self.no_app(&snap, &p.app));
         }
         let found: Vec<Value> = apps
             .iter()
@@ -245,7 +245,7 @@ impl Triage {
         let snap = self.snapshot().await?;
         let apps = apps_named(&snap, &p.app);
         if apps.is_empty() {
-            return Err(no_app(&snap, &p.app));
+            return Err(self.no_app(&snap, &p.app));
         }
         let limit = p.limit.unwrap_or(200).clamp(1, 10_000);
         let out: Vec<Value> = apps
@@ -277,7 +277,7 @@ impl Triage {
         if let Some(app) = &p.app
             && apps_named(&snap, app).is_empty()
         {
-            return Err(no_app(&snap, app));
+            return Err(self.no_app(&snap, app));
         }
         let state = crate::record::State {
             store: crate::store::Store::from_snapshot((*snap).clone()),
@@ -309,6 +309,10 @@ impl ServerHandler for Triage {
 }
 
 impl Triage {
+    fn no_app(&self, snap: &Snapshot, app: &str) -> String {
+        super::status::unknown_app(snap, app, &self.describe())
+    }
+
     fn describe(&self) -> String {
         match &self.source {
             Source::Live { scope, header, .. } => format!("{scope} on {}", header.server),
@@ -373,23 +377,6 @@ fn apps_named<'a>(snap: &'a Snapshot, app: &str) -> Vec<&'a AppRecord> {
         .collect()
 }
 
-fn no_app(snap: &Snapshot, app: &str) -> String {
-    let mut names: Vec<String> = snap
-        .apps
-        .values()
-        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
-        .collect();
-    names.sort();
-    names.dedup();
-    if names.is_empty() {
-        format!("no application {app:?}: no Spark applications in scope")
-    } else {
-        format!(
-            "no application {app:?} (by name or id); there: {}",
-            names.join(", ")
-        )
-    }
-}
 
 /// Ended executors by their verdict's cause.
 fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, usize> {

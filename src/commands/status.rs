@@ -255,6 +255,11 @@ fn no_such_app(
     if !report.apps.is_empty() {
         return Ok(());
     }
+    Err(Failure::Runtime(unknown_app(snap, want, scope)))
+}
+
+/// "no application X … there: A, B": what an unknown app is told (`status`, the MCP tools).
+pub(super) fn unknown_app(snap: &crate::store::Snapshot, want: &str, scope: &str) -> String {
     let mut names: Vec<String> = snap
         .apps
         .values()
@@ -262,14 +267,14 @@ fn no_such_app(
         .collect();
     names.sort();
     names.dedup();
-    Err(Failure::Runtime(if names.is_empty() {
+    if names.is_empty() {
         format!("no application {want:?}: no Spark applications in {scope}")
     } else {
         format!(
             "no application {want:?} (by id or name) in {scope}; there: {}",
             names.join(", ")
         )
-    }))
+    }
 }
 
 /// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);

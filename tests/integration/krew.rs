@@ -84,6 +84,26 @@ fn platforms(m: &Value) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+/// scripts/package.sh with this build's binaries: its archive in `dir`, its manifest
+/// written to `manifest` (a copy of assets/krew/'s).
+fn package(dir: &Path, manifest: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(repo().join("assets/krew/spark-triage.yaml"), manifest).unwrap();
+    let bins = Path::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .parent()
+        .unwrap();
+    let out = Command::new(repo().join("scripts/package.sh"))
+        .arg("--bin-dir")
+        .arg(bins)
+        .arg("--out")
+        .arg(dir)
+        .arg("--manifest")
+        .arg(manifest)
+        .output()
+        .unwrap();
+    super::common::succeeded(&out);
+}
+
 #[test]
 fn the_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
     let m = manifest(&repo().join("assets/krew/spark-triage.yaml"));
@@ -109,22 +129,8 @@ fn package_sh_builds_an_archive_the_manifest_describes() {
         return; // the manifest test above still runs; this one needs a linux/amd64 host
     }
     let dir = std::env::temp_dir().join(format!("spark-triage-package-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("manifest.yaml");
-    std::fs::copy(repo().join("assets/krew/spark-triage.yaml"), &copy).unwrap();
-    let bins = Path::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .parent()
-        .unwrap();
-    let out = Command::new(repo().join("scripts/package.sh"))
-        .arg("--bin-dir")
-        .arg(bins)
-        .arg("--out")
-        .arg(&dir)
-        .arg("--manifest")
-        .arg(&copy)
-        .output()
-        .unwrap();
-    super::common::succeeded(&out);
+    package(&dir, &copy);
     let m = manifest(&copy);
     let (_, _, p) = platforms(&m)
         .into_iter()
@@ -192,22 +198,8 @@ fn a_real_krew_installs_the_plugin_from_the_local_manifest_and_archive() {
     let krew = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let dir = std::env::temp_dir().join(format!("spark-triage-krew-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("spark-triage.yaml");
-    std::fs::copy(repo().join("assets/krew/spark-triage.yaml"), &copy).unwrap();
-    let bins = Path::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .parent()
-        .unwrap();
-    let out = Command::new(repo().join("scripts/package.sh"))
-        .arg("--bin-dir")
-        .arg(bins)
-        .arg("--out")
-        .arg(&dir)
-        .arg("--manifest")
-        .arg(&copy)
-        .output()
-        .unwrap();
-    super::common::succeeded(&out);
+    package(&dir, &copy);
     let archive = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -179,3 +179,54 @@ pub(super) async fn promtool_check(text: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The live view's `--metrics-addr` (here `demo`'s, in a real terminal): the same verdict
+/// metrics while the view is open, and the terminal as it was after.
+#[test]
+#[cfg_attr(
+    not(all(have_tmux, have_promtool)),
+    ignore = "needs tmux (the live view wants a terminal) and promtool (Debian's prometheus)"
+)]
+fn the_live_views_metrics_addr_serves_the_verdicts() {
+    use super::tmux::Tmux;
+    if !Tmux::available() {
+        return;
+    }
+    // A free port: bound then released (the view binds it again at once).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!("{bin} demo --speed 4 --poll-interval 2s --metrics-addr {port}"),
+        "Enter",
+    ]);
+    t.wait_for("sources ok", 30);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let addr = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let text = loop {
+        let (_, text) = rt.block_on(get(&addr, "/metrics"));
+        let oom = samples(&text, "spark_triage_executor_endings_total")
+            .iter()
+            .any(|(l, v)| l["app"] == "etl-nightly" && l["cause"] == "container-oom-killed" && *v >= 1.0);
+        if oom || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    assert!(
+        text.contains(r#"app="etl-nightly",cause="container-oom-killed""#),
+        "{text}"
+    );
+    assert!(
+        !text.contains("spark_triage_recorder_segments"),
+        "the view serves the verdicts, not a recorder's figures:\n{text}"
+    );
+    rt.block_on(promtool_check(&text));
+    t.keys(&["q"]);
+    t.assert_restored("after the view with --metrics-addr");
+}

@@ -88,25 +88,17 @@ patches:
     .expect("overlay");
     c.kubectl(&["apply", "-k", &dir.display().to_string()], None);
     wait_until("the recorder pod Ready", 120, || {
-        let (code, out, _) = c.kubectl_try(
-            &[
-                "-n",
-                "spark-triage",
-                "get",
-                "pods",
-                "-l",
-                "app.kubernetes.io/component=flight-recorder",
-                "-o",
-                "jsonpath={.items[*].status.conditions[?(@.type==\"Ready\")].status}",
-            ],
-            None,
+        let (code, out, _) = recorder_pods(
+            c,
+            "{.items[*].status.conditions[?(@.type==\"Ready\")].status}",
         );
         code == 0 && out.trim() == "True"
     });
 }
 
-fn pod(c: &Cluster) -> String {
-    c.kubectl(
+/// A jsonpath of the recorder's pods.
+fn recorder_pods(c: &Cluster, jsonpath: &str) -> (i32, String, String) {
+    c.kubectl_try(
         &[
             "-n",
             "spark-triage",
@@ -115,10 +107,16 @@ fn pod(c: &Cluster) -> String {
             "-l",
             "app.kubernetes.io/component=flight-recorder",
             "-o",
-            "jsonpath={.items[0].metadata.name}",
+            &format!("jsonpath={jsonpath}"),
         ],
         None,
     )
+}
+
+fn pod(c: &Cluster) -> String {
+    let (code, out, err) = recorder_pods(c, "{.items[0].metadata.name}");
+    assert_eq!(code, 0, "{err}");
+    out
 }
 
 /// Its /metrics, through the API server's proxy to the pod.
