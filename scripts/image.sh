@@ -22,14 +22,20 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$bin" ] || { echo "image: $bin: no such binary (cargo build --release first)" >&2; exit 1; }
+# The layer keeps owners as on disk: /data and the home must be the nonroot user's.
+[ "$(id -u)" = 0 ] || { echo "image: run as root (the image's files are owned as they are on disk)" >&2; exit 1; }
+[ "$(uname -m)" = x86_64 ] || { echo "image: amd64 only (oci-image.py writes an amd64 image)" >&2; exit 1; }
 rootfs=$(mktemp -d)
 trap 'rm -rf "$rootfs"' EXIT
 install -D -m 755 "$bin" "$rootfs/usr/local/bin/spark-triage"
 strip "$rootfs/usr/local/bin/spark-triage" 2>/dev/null || true
 # The libraries the dynamic linker loads, at the paths it looks in (ldd names them).
-ldd "$bin" | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}' | while read -r lib; do
-    install -D -m 755 "$(readlink -f "$lib")" "$rootfs$lib"
-done
+# (none for a static binary: ldd says "not a dynamic executable").
+if ldd "$bin" >/dev/null 2>&1; then
+    ldd "$bin" | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}' | while read -r lib; do
+        install -D -m 755 "$(readlink -f "$lib")" "$rootfs$lib"
+    done
+fi
 install -D -m 644 /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"

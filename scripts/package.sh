@@ -26,12 +26,17 @@ done
 if [ -z "$manifest" ]; then
     mkdir -p "$out"
     manifest=$out/spark-triage.yaml
-    [ -f "$manifest" ] || cp assets/krew/spark-triage.yaml "$manifest"
 fi
 version=v$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 if [ -z "$bin_dir" ]; then
     cargo build --release --locked --target "$target" --bins
     bin_dir=target/$target/release
+fi
+# OUT's manifest is made again from the template when it is another version's (its other
+# platforms' archives are not this release's).
+if [ "$manifest" = "$out/spark-triage.yaml" ] &&
+    ! grep -q "^  version: $version\$" "$manifest" 2>/dev/null; then
+    cp assets/krew/spark-triage.yaml "$manifest"
 fi
 name=spark-triage-$version-$target
 stage=$(mktemp -d)

@@ -42,7 +42,10 @@ pub struct McpArgs {
 /// `--http`: a loopback address, or a bare port on 127.0.0.1.
 fn parse_loopback(s: &str) -> Result<std::net::SocketAddr, String> {
     let addr = crate::record::metrics::parse_listen_addr(s)?;
-    if addr.ip().is_loopback() {
+    // The addresses the SDK's Host check accepts (localhost, 127.0.0.1, ::1).
+    let accepted =
+        addr.ip() == std::net::Ipv4Addr::LOCALHOST || addr.ip() == std::net::Ipv6Addr::LOCALHOST;
+    if accepted {
         Ok(addr)
     } else {
         Err(format!(
@@ -210,6 +213,24 @@ impl Triage {
     async fn explain_pod(&self, Parameters(p): Parameters<PodParam>) -> Answer {
         let snap = self.snapshot().await?;
         let in_ns = |a: &AppRecord| p.namespace.as_deref().is_none_or(|n| n == a.namespace);
+        let holds = |a: &AppRecord| {
+            a.executors.values().any(|e| e.pod.name == p.pod)
+                || a.driver.as_ref().is_some_and(|d| d.pod == p.pod)
+        };
+        let mut namespaces: Vec<&str> = snap
+            .apps
+            .values()
+            .filter(|a| in_ns(a) && holds(a))
+            .map(|a| a.namespace.as_str())
+            .collect();
+        namespaces.dedup();
+        if namespaces.len() > 1 {
+            return Err(format!(
+                "pods named {:?} are in several namespaces ({}): give namespace",
+                p.pod,
+                namespaces.join(", ")
+            ));
+        }
         for a in snap.apps.values().filter(|a| in_ns(a)) {
             if let Some(e) = a.executors.values().find(|e| e.pod.name == p.pod) {
                 return to_json(&executor_view(&snap, a, e));
@@ -377,7 +398,6 @@ fn apps_named<'a>(snap: &'a Snapshot, app: &str) -> Vec<&'a AppRecord> {
         .collect()
 }
 
-
 /// Ended executors by their verdict's cause.
 fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, usize> {
     let mut m = std::collections::BTreeMap::new();
@@ -500,6 +520,7 @@ async fn keep_store(
     let mut held = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut changed = false;
+    let mut last = tokio::time::Instant::now();
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
@@ -510,10 +531,13 @@ async fn keep_store(
                 None => return,
             },
             _ = tick.tick() => {
-                if changed {
+                // What changed, at most every 250 ms; and every second anyway, so that waits
+                // and ages grow on a quiet cluster.
+                if changed || last.elapsed() >= Duration::from_secs(1) {
                     // As of now on the cluster's clock (a wait is as long as it is now).
                     store.apply(crate::source::SourceEvent::Tick { at: crate::source::clock::now() });
                     changed = false;
+                    last = tokio::time::Instant::now();
                     if tx.send(Arc::new(store.snapshot())).is_err() {
                         return;
                     }
@@ -542,6 +566,8 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
     let config = StreamableHttpServerConfig::default();
+    // Ended on a signal: the open event streams too (else a graceful shutdown waits on them).
+    let cancel = config.cancellation_token.clone();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         LocalSessionManager::default().into(),
@@ -554,7 +580,10 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     let bound = listener.local_addr().unwrap_or(addr);
     eprintln!("serving MCP (streamable HTTP) on http://{bound}/mcp");
     axum::serve(listener, router)
-        .with_graceful_shutdown(super::wait_for_signal())
+        .with_graceful_shutdown(async move {
+            super::wait_for_signal().await;
+            cancel.cancel();
+        })
         .await
         .map_err(|e| Failure::Runtime(format!("MCP on {bound}: {e}")))
 }

@@ -10,11 +10,10 @@
 
 use std::{
     collections::{BTreeSet, HashMap},
-    hash::{Hash, Hasher},
     time::{Duration, Instant},
 };
 
-use crate::store::{AppRecord, Snapshot};
+use crate::store::Snapshot;
 use spark_triage_core::diagnose::{Code, Severity};
 
 /// The annotation that lists the executors an Event counts (`1-30,45`).
@@ -34,7 +33,11 @@ pub(crate) struct Planned {
     pub reason: String,
     /// `Warning` for warn and error verdicts (Events have no third type).
     pub kind: &'static str,
+    /// An app Event's whole message; an executor Event's tail (the latest one's words),
+    /// after its headline ([`Planned::text`]).
     pub message: String,
+    /// An executor Event's app and cause label: its headline says how many and which.
+    pub headline: Option<(String, &'static str)>,
     /// The executors it counts (empty for an app verdict, whose count is 1).
     pub executors: BTreeSet<i64>,
 }
@@ -42,6 +45,23 @@ pub(crate) struct Planned {
 impl Planned {
     pub fn count(&self) -> usize {
         self.executors.len().max(1)
+    }
+
+    /// The message for these executors (the Event's own list, which after a restart is the
+    /// union of the old Event's and ours): how many, which, and the latest one's words.
+    pub fn text(&self, ids: &BTreeSet<i64>) -> String {
+        match &self.headline {
+            None => self.message.clone(),
+            Some((app, label)) => {
+                let n = ids.len();
+                bounded(format!(
+                    "{n} executor{} of {app}: {label} (executors {}).{}",
+                    if n == 1 { "" } else { "s" },
+                    ranges(ids),
+                    self.message
+                ))
+            }
+        }
     }
 }
 
@@ -105,7 +125,6 @@ impl Planner {
                     .iter()
                     .max_by_key(|e| (crate::store::ended_at(e), e.id))
                     .copied();
-                let message = executor_message(a, code, ids, latest);
                 out.push(Planned {
                     namespace: a.namespace.clone(),
                     name,
@@ -113,7 +132,11 @@ impl Planner {
                     driver_uid: uid.clone(),
                     reason,
                     kind: "Warning",
-                    message,
+                    message: latest_words(latest),
+                    headline: Some((
+                        a.app_name.clone().unwrap_or_else(|| a.app_id.clone()),
+                        code.label().0,
+                    )),
                     executors: ids.clone(),
                 });
             }
@@ -141,6 +164,7 @@ impl Planner {
                     reason,
                     kind: "Warning",
                     message: bounded(format!("{} {}", sentence(&c.summary), c.hint)),
+                    headline: None,
                     executors: BTreeSet::new(),
                 });
             }
@@ -213,39 +237,32 @@ pub(crate) fn reason(code: Code, app: bool) -> String {
 /// `<driver pod>.st-<16 hex>`: the same for the same driver (uid) and reason, so a restarted
 /// recorder finds the Event it made.
 fn event_name(driver: &str, uid: &str, reason: &str) -> String {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    // DefaultHasher's keys are fixed (SipHash with zero keys): stable across runs.
-    (uid, reason).hash(&mut h);
-    let suffix = format!(".st-{:016x}", h.finish());
+    // FNV-1a, 64 bits: specified, so every build and release names an Event alike (std's
+    // hasher may change between Rust releases).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in uid.bytes().chain([0]).chain(reason.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let suffix = format!(".st-{h:016x}");
     // A name is at most 253 characters: a long pod name is cut (its uid's hash still tells).
     let room = 253 - suffix.len();
     let base: String = driver.chars().take(room).collect();
     format!("{base}{suffix}")
 }
 
-fn executor_message(
-    a: &AppRecord,
-    code: Code,
-    ids: &BTreeSet<i64>,
-    latest: Option<&crate::store::ExecutorRecord>,
-) -> String {
-    let app = a.app_name.as_deref().unwrap_or(&a.app_id);
-    let (label, _) = code.label();
-    let n = ids.len();
-    let mut m = format!(
-        "{n} executor{} of {app}: {label} (executors {}).",
-        if n == 1 { "" } else { "s" },
-        ranges(ids)
-    );
-    if let Some(f) = latest.and_then(|e| Some((e.id, e.verdict.cause()?))) {
-        m.push_str(&format!(
-            " Latest, executor {}: {} {}",
-            f.0,
-            sentence(&f.1.summary),
-            f.1.hint
-        ));
-    }
-    bounded(m)
+/// " Latest, executor 7: <summary>. <hint>": the newest ending's words.
+fn latest_words(latest: Option<&crate::store::ExecutorRecord>) -> String {
+    latest
+        .and_then(|e| Some((e.id, e.verdict.cause()?)))
+        .map(|(id, f)| {
+            format!(
+                " Latest, executor {id}: {} {}",
+                sentence(&f.summary),
+                f.hint
+            )
+        })
+        .unwrap_or_default()
 }
 
 fn sentence(s: &str) -> String {
@@ -277,8 +294,10 @@ pub(crate) fn ranges(ids: &BTreeSet<i64>) -> String {
     let mut it = ids.iter().copied().peekable();
     while let Some(start) = it.next() {
         let mut end = start;
-        while it.peek() == Some(&(end + 1)) {
-            end += 1;
+        while let Some(next) = end.checked_add(1)
+            && it.peek() == Some(&next)
+        {
+            end = next;
             it.next();
         }
         out.push(if start == end {
@@ -290,17 +309,24 @@ pub(crate) fn ranges(ids: &BTreeSet<i64>) -> String {
     out.join(",")
 }
 
-/// The ids of `1-3,7`; what does not parse is left out (another writer's annotation).
+/// At most this many executor ids are read from an Event's annotation (a planted one cannot
+/// make the recorder hold more).
+const IDS_MAX: usize = 100_000;
+
+/// The ids of `1-3,7`, at most [`IDS_MAX`]; what does not parse is left out.
 pub(crate) fn parse_ranges(s: &str) -> BTreeSet<i64> {
     let mut out = BTreeSet::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if out.len() >= IDS_MAX {
+            break;
+        }
         match part.split_once('-') {
             Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.parse::<i64>(), b.parse::<i64>()) {
-                    // A bound on what one annotation can make us hold.
-                    if b >= a && b - a < 1_000_000 {
-                        out.extend(a..=b);
-                    }
+                if let (Ok(a), Ok(b)) = (a.parse::<i64>(), b.parse::<i64>())
+                    && b >= a
+                {
+                    let room = i64::try_from(IDS_MAX - out.len()).unwrap_or(0);
+                    out.extend(a..=b.min(a.saturating_add(room - 1)));
                 }
             }
             None => {
@@ -321,8 +347,13 @@ const WRITE_EVERY: Duration = Duration::from_secs(5);
 /// At most this many writes a round (the rest wait for the next one).
 const WRITES_PER_ROUND: usize = 50;
 
+/// A namespace that refused Events (403) is tried again after this long (its grant may come,
+/// a terminating namespace may be made again).
+const FORBIDDEN_FOR: Duration = Duration::from_secs(600);
+
 /// The writer: takes what the planner says, and creates or updates the Events (each write
-/// under the client's request timeout; a failed one is tried again next round).
+/// under the client's request timeout). A failed write is tried again in a later round
+/// (after those not tried yet); one the API server calls invalid is dropped with a warning.
 pub(crate) fn spawn_writer(
     client: kube::Client,
     mut rx: tokio::sync::mpsc::Receiver<Vec<Planned>>,
@@ -330,27 +361,35 @@ pub(crate) fn spawn_writer(
     tokio::spawn(async move {
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| COMPONENT.to_owned());
         let mut due: HashMap<String, Planned> = HashMap::new();
-        let mut forbidden: std::collections::HashSet<String> = Default::default();
+        // The order they are tried in: a failing one goes to the back.
+        let mut queue: std::collections::VecDeque<String> = Default::default();
+        let mut forbidden: HashMap<String, Instant> = HashMap::new();
         let mut tick = tokio::time::interval(WRITE_EVERY);
+        let mut open = true;
         loop {
             tokio::select! {
-                got = rx.recv() => match got {
+                got = rx.recv(), if open => match got {
                     Some(list) => {
                         for p in list {
-                            due.insert(p.name.clone(), p);
+                            if due.insert(p.name.clone(), p.clone()).is_none() {
+                                queue.push_back(p.name);
+                            }
                         }
                         continue;
                     }
-                    None if due.is_empty() => return,
-                    None => {}
+                    None => open = false,
                 },
                 _ = tick.tick() => {}
             }
-            let names: Vec<String> = due.keys().take(WRITES_PER_ROUND).cloned().collect();
-            for name in names {
+            if !open && due.is_empty() {
+                return;
+            }
+            forbidden.retain(|_, since| since.elapsed() < FORBIDDEN_FOR);
+            for _ in 0..WRITES_PER_ROUND.min(queue.len()) {
+                let Some(name) = queue.pop_front() else { break };
                 let Some(p) = due.get(&name) else { continue };
-                if forbidden.contains(&p.namespace) {
-                    due.remove(&name);
+                if forbidden.contains_key(&p.namespace) {
+                    queue.push_back(name);
                     continue;
                 }
                 match write(&client, p, &instance).await {
@@ -359,13 +398,24 @@ pub(crate) fn spawn_writer(
                     }
                     Err(kube::Error::Api(e)) if e.code == 403 => {
                         eprintln!(
-                            "--emit-events: cannot write Events in {}: forbidden (needs create, get and update on events; deploy/components/events)",
-                            p.namespace
+                            "--emit-events: cannot write Events in {}: forbidden (needs create, get and update on events: deploy/components/events); tried again in {} min",
+                            p.namespace,
+                            FORBIDDEN_FOR.as_secs() / 60
                         );
-                        forbidden.insert(p.namespace.clone());
+                        forbidden.insert(p.namespace.clone(), Instant::now());
+                        queue.push_back(name);
+                    }
+                    Err(kube::Error::Api(e)) if matches!(e.code, 400 | 404 | 422) => {
+                        eprintln!(
+                            "--emit-events: {}: refused ({}): {}",
+                            p.name, e.code, e.message
+                        );
                         due.remove(&name);
                     }
-                    Err(e) => tracing::warn!("--emit-events: {}: {e}", p.name),
+                    Err(e) => {
+                        tracing::warn!("--emit-events: {}: {e}", p.name);
+                        queue.push_back(name);
+                    }
                 }
             }
         }
@@ -387,6 +437,22 @@ async fn write(client: &kube::Client, p: &Planned, instance: &str) -> Result<(),
         Err(e) => return Err(e),
     }
     let old = api.get(&p.name).await?;
+    // Only an Event this tool made about this driver is merged into: one planted under the
+    // name (it can be guessed) is left alone.
+    let ours = old
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("app.kubernetes.io/managed-by"))
+        .is_some_and(|v| v == COMPONENT)
+        && old.involved_object.uid.as_deref() == Some(p.driver_uid.as_str());
+    if !ours {
+        eprintln!(
+            "--emit-events: {}/{} exists and is not this tool's Event about {}: left alone",
+            p.namespace, p.name, p.driver_pod
+        );
+        return Ok(());
+    }
     let mut ids = old
         .metadata
         .annotations
@@ -397,7 +463,7 @@ async fn write(client: &kube::Client, p: &Planned, instance: &str) -> Result<(),
     let before = ids.len();
     ids.extend(p.executors.iter().copied());
     let unchanged = if p.executors.is_empty() {
-        old.message.as_deref() == Some(p.message.as_str())
+        old.message.as_deref() == Some(p.text(&ids).as_str())
     } else {
         ids.len() == before
     };
@@ -446,7 +512,7 @@ fn event(
             ..Default::default()
         },
         reason: Some(p.reason.clone()),
-        message: Some(p.message.clone()),
+        message: Some(p.text(ids)),
         type_: Some(p.kind.to_owned()),
         count: Some(i32::try_from(ids.len().max(1)).unwrap_or(i32::MAX)),
         first_timestamp: Some(now.clone()),
@@ -508,7 +574,30 @@ mod tests {
         let ids: BTreeSet<i64> = [1, 2, 3, 7, 9, 10].into();
         assert_eq!(ranges(&ids), "1-3,7,9-10");
         assert_eq!(parse_ranges("1-3,7,9-10"), ids);
-        assert_eq!(parse_ranges("x, 4 ,5-3,1-99999999999"), [4].into());
+        assert_eq!(parse_ranges("x, 4 ,5-3"), [4].into());
+        // However many ranges, however wide: at most IDS_MAX ids.
+        let planted = (0..20_000_i64)
+            .map(|i| format!("{}-{}", i * 10_000_000, i * 10_000_000 + 999_999))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(parse_ranges(&planted).len(), IDS_MAX);
+        let top: BTreeSet<i64> = [i64::MAX - 1, i64::MAX].into();
+        assert_eq!(ranges(&top), format!("{}-{}", i64::MAX - 1, i64::MAX));
+    }
+
+    #[test]
+    fn an_events_name_is_the_same_in_every_build() {
+        // Pinned: a restarted recorder of another build must find the Event it made.
+        assert_eq!(
+            event_name(
+                "etl-driver",
+                "0b4c3d1e-uid",
+                "SparkExecutorContainerOOMKilled"
+            ),
+            "etl-driver.st-00316112ed8cca59"
+        );
+        let long = "d".repeat(300);
+        assert_eq!(event_name(&long, "u", "r").len(), 253);
     }
 
     #[test]
@@ -542,12 +631,18 @@ mod tests {
         assert_eq!(ev.driver_uid, "driver-uid-1");
         assert_eq!(ev.count(), 3);
         assert!(ev.name.starts_with("app-1-driver.st-"), "{}", ev.name);
+        let text = ev.text(&ev.executors);
         assert!(
-            ev.message.starts_with(
+            text.starts_with(
                 "3 executors of app-1: OOMKilled (executors 1-3). Latest, executor 3:"
             ),
-            "{}",
-            ev.message
+            "{text}"
+        );
+        // After a restart the Event's own list (the union) makes the headline.
+        let union: BTreeSet<i64> = (1..=35).collect();
+        assert!(
+            ev.text(&union)
+                .starts_with("35 executors of app-1: OOMKilled (executors 1-35).")
         );
         assert!(p.plan(s.view(), t0 + SETTLE * 2).is_empty(), "nothing new");
         s.apply(exec(1, 4, true));

@@ -97,12 +97,17 @@ impl std::fmt::Debug for Verdicts {
     }
 }
 
+/// Endings remembered as counted, at most (the oldest are forgotten first): 8 bytes each and
+/// the set's overhead, a few MiB.
+const COUNTED_MAX: usize = 200_000;
+
 /// What publishing remembers between rounds.
 #[derive(Default)]
 struct Memo {
     /// Endings counted (or over before these metrics began, when the store was resumed):
-    /// hashes of namespace, app id and executor id.
+    /// hashes of namespace, app id and executor id, and their order (oldest first).
     counted: HashSet<u64>,
+    counted_order: std::collections::VecDeque<u64>,
     /// Ended executors not counted yet, and when they were first seen ended.
     settling: HashMap<u64, Instant>,
     /// The app names with series of their own, and the round they were last in the store.
@@ -197,7 +202,7 @@ impl Verdicts {
         );
         r.register(
             format!("{p}_metrics_apps_folded"),
-            "Apps whose series are under app=\"other\" (more names than the metrics keep)",
+            "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
             self.folded.clone(),
         );
     }
@@ -209,11 +214,12 @@ impl Verdicts {
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let memo = &mut *memo;
         memo.round += 1;
+        memo.mark_present(snap);
         for a in snap.apps.values() {
             let label = memo.label(a, &self.endings);
             for e in a.executors.values() {
                 if crate::store::times::ended(e).is_some() {
-                    memo.counted.insert(key(a, e));
+                    memo.count(key(a, e));
                     let l = ending_labels(&label, e);
                     let _ = self.endings.get_or_create(&l);
                     memo.remember(&label, l);
@@ -227,6 +233,8 @@ impl Verdicts {
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let memo = &mut *memo;
         memo.round += 1;
+        // Every name in the store keeps its place before any new name looks for one.
+        memo.mark_present(snap);
         let mut sums: HashMap<AppLabels, AppSums> = HashMap::new();
         let mut present = HashSet::new();
         let mut folded = 0;
@@ -237,23 +245,34 @@ impl Verdicts {
             }
             for e in a.executors.values() {
                 let k = key(a, e);
-                present.insert(k);
                 if memo.counted.contains(&k) || crate::store::times::ended(e).is_none() {
                     continue;
                 }
-                let since = *memo.settling.entry(k).or_insert(now);
+                present.insert(k);
+                let l = ending_labels(&label, e);
+                let since = match memo.settling.get(&k) {
+                    Some(t) => *t,
+                    None => {
+                        // The series exists (at 0) before its first ending is counted, so
+                        // Prometheus sees that ending as an increase.
+                        let _ = self.endings.get_or_create(&l);
+                        memo.remember(&label, l.clone());
+                        memo.settling.insert(k, now);
+                        now
+                    }
+                };
                 if now.saturating_duration_since(since) >= SETTLE {
                     memo.settling.remove(&k);
-                    memo.counted.insert(k);
-                    let l = ending_labels(&label, e);
+                    memo.count(k);
                     self.endings.get_or_create(&l).inc();
                     memo.remember(&label, l);
                 }
             }
             sums.entry(label).or_default().add(a, snap.now);
         }
-        // Forgotten executors leave the memo (they are never seen again).
-        memo.counted.retain(|k| present.contains(k));
+        // Endings that left the store before they settled are not counted. Counted ones are
+        // remembered (up to COUNTED_MAX) even when the store drops them: a scope switched
+        // away and back (`:ns`) must not count them again.
         memo.settling.retain(|k, _| present.contains(k));
         self.folded.set(folded);
         let last = &mut memo.last;
@@ -352,11 +371,31 @@ impl Verdicts {
 }
 
 impl Memo {
+    fn count(&mut self, k: u64) {
+        if self.counted.insert(k) {
+            self.counted_order.push_back(k);
+            while self.counted_order.len() > COUNTED_MAX {
+                if let Some(old) = self.counted_order.pop_front() {
+                    self.counted.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The names in the store keep their places this round.
+    fn mark_present(&mut self, snap: &Snapshot) {
+        let round = self.round;
+        for a in snap.apps.values() {
+            if let Some(r) = self.named.get_mut(&name_of(a)) {
+                *r = round;
+            }
+        }
+    }
+
     /// The app's labels: its name's own place, or `other` when the places are all taken by
-    /// names in the store.
+    /// names in the store ([`Memo::mark_present`] first).
     fn label(&mut self, a: &AppRecord, endings: &Family<EndingLabels, Counter>) -> AppLabels {
-        let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
-        let k = (a.namespace.clone(), name);
+        let k = name_of(a);
         let round = self.round;
         if let Some(r) = self.named.get_mut(&k) {
             *r = round;
@@ -440,6 +479,14 @@ fn pending_reason(e: &ExecutorRecord) -> String {
         _ if e.pod.node_name.is_some() => "container-creating".to_owned(),
         _ => "pending".to_owned(),
     }
+}
+
+/// An app's (namespace, name) key: its name, its id when it has none.
+fn name_of(a: &AppRecord) -> (String, String) {
+    (
+        a.namespace.clone(),
+        a.app_name.clone().unwrap_or_else(|| a.app_id.clone()),
+    )
 }
 
 fn severity_value(s: Severity) -> i64 {
@@ -555,7 +602,11 @@ pub(crate) mod tests {
         let v = Verdicts::default();
         let t0 = Instant::now();
         v.publish(s.view(), t0);
-        assert_eq!(endings(&v, "app-1"), None, "not settled yet");
+        assert_eq!(
+            endings(&v, "app-1"),
+            Some(0.0),
+            "not settled yet: the series at 0, so the first count is an increase"
+        );
         v.publish(s.view(), t0 + SETTLE);
         assert_eq!(endings(&v, "app-1"), Some(1.0));
         s.apply(exec(1, 2, true));
@@ -616,5 +667,45 @@ pub(crate) mod tests {
         assert_eq!(endings(&v, "app-999"), Some(1.0), "{}", text(&v));
         assert_eq!(endings(&v, "app-0"), Some(1.0));
         assert!(text(&v).contains("spark_triage_metrics_apps_folded 0"));
+    }
+
+    #[test]
+    fn a_new_name_never_takes_the_place_of_a_name_still_in_the_store() {
+        let mut s = Store::new();
+        // App ids sort spark-1, spark-10, spark-100, …: the new app (spark-0) sorts first.
+        for n in 1..=MAX_APPS {
+            s.apply(exec(n, 1, true));
+        }
+        let v = Verdicts::default();
+        let t0 = Instant::now();
+        v.publish(s.view(), t0);
+        v.publish(s.view(), t0 + SETTLE);
+        s.apply(exec(0, 1, true));
+        v.publish(s.view(), t0 + SETTLE * 2);
+        v.publish(s.view(), t0 + SETTLE * 3);
+        for n in 1..=MAX_APPS {
+            assert_eq!(
+                endings(&v, &format!("app-{n}")),
+                Some(1.0),
+                "app-{n} kept its series"
+            );
+        }
+        assert_eq!(endings(&v, "app-0"), None, "no place for it");
+        assert_eq!(endings(&v, OTHER), Some(1.0));
+    }
+
+    #[test]
+    fn an_ending_forgotten_by_the_store_and_seen_again_is_not_counted_twice() {
+        let mut s = Store::new();
+        s.apply(exec(1, 1, true));
+        let v = Verdicts::default();
+        let t0 = Instant::now();
+        v.publish(s.view(), t0);
+        v.publish(s.view(), t0 + SETTLE);
+        // A scope switched away (an empty store) and back.
+        v.publish(Store::new().view(), t0 + SETTLE * 2);
+        v.publish(s.view(), t0 + SETTLE * 3);
+        v.publish(s.view(), t0 + SETTLE * 4);
+        assert_eq!(endings(&v, "app-1"), Some(1.0));
     }
 }

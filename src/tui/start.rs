@@ -20,6 +20,16 @@ pub(crate) async fn tui_on(
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
     }
+    // Bound before anything starts: a port in use is said at once, nothing left running.
+    let (metrics, metrics_task) = match view.metrics_addr {
+        Some(addr) => {
+            let m = crate::record::metrics::Metrics::for_view();
+            m.watch_credentials(conn.credentials.clone());
+            let task = crate::record::metrics::serve(addr, m.clone()).await?;
+            (Some(m), Some(task))
+        }
+        None => (None, None),
+    };
     let (tx, rx) = tokio::sync::mpsc::channel(65_536);
     let runner = crate::effect::Runner {
         client: conn.client.clone(),
@@ -33,6 +43,7 @@ pub(crate) async fn tui_on(
     };
     let switcher = crate::source::switch::Switcher::start(conn.clone(), tx.clone(), reconfigure);
     let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
+    tasks.extend(metrics_task);
     let rx = match record {
         Some(path) => {
             let (tee, task) = crate::record::recorder::tee_to_file(&conn, path, rx)?;
@@ -48,10 +59,7 @@ pub(crate) async fn tui_on(
         mode,
     });
     let mut app = app;
-    if let Some(addr) = view.metrics_addr {
-        let m = crate::record::metrics::Metrics::for_view();
-        m.watch_credentials(conn.credentials.clone());
-        tasks.push(crate::record::metrics::serve(addr, m.clone()).await?);
+    if let Some(m) = metrics {
         app.metrics = Some(m);
     }
     // On the cluster's clock, which the header's ages are read on (a demo's may run fast).

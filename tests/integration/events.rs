@@ -15,7 +15,7 @@ use super::{common::start_sim, flight::recorder_logged};
 
 /// 30 executors, each OOM-killed by its cgroup at 5 s; Spark allows 100 failures, so it
 /// replaces them and the app goes on; their pods are kept (a recorder started later sees
-/// them all).
+/// them all). The first replacement (31) is OOM-killed at 120 s.
 fn storm_scenario(dir: &Path) -> PathBuf {
     let mut fates = String::new();
     for id in 1..=30 {
@@ -23,6 +23,8 @@ fn storm_scenario(dir: &Path) -> PathBuf {
             "      - {{executor: {id}, at: 5s, exit: 137, reason: OOMKilled}}\n"
         ));
     }
+    // The first replacement, long after: only the second recorder sees it end.
+    fates.push_str("      - {executor: 31, at: 120s, exit: 137, reason: OOMKilled}\n");
     let text = format!(
         "name: storm\ndescription: thirty OOM kills at once\nnamespaces: [spark-jobs]\n\
          nodes:\n  - {{name: spark-node, count: 4, cpu: \"64\", memory: 256Gi}}\n\
@@ -67,12 +69,12 @@ fn storm_events(kc: &Path, cache: &Path) -> Vec<Value> {
     v["items"].as_array().cloned().unwrap_or_default()
 }
 
-/// Waits until the storm is one Event with count 30, and returns it.
-async fn one_event_of_30(kc: &Path, cache: &Path, within: Duration) -> Value {
+/// Waits until the storm is one Event with count `n`, and returns it.
+async fn one_event_of(n: u32, kc: &Path, cache: &Path, within: Duration) -> Value {
     let deadline = Instant::now() + within;
     loop {
         let events = storm_events(kc, cache);
-        if events.len() == 1 && events[0]["count"] == 30 {
+        if events.len() == 1 && events[0]["count"] == n {
             return events[0].clone();
         }
         assert!(
@@ -81,7 +83,7 @@ async fn one_event_of_30(kc: &Path, cache: &Path, within: Duration) -> Value {
         );
         assert!(
             Instant::now() < deadline,
-            "no Event with count 30 in {within:?}: {events:#?}"
+            "no Event with count {n} in {within:?}: {events:#?}"
         );
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
@@ -102,7 +104,7 @@ async fn a_storm_of_30_ooms_is_one_event_on_the_driver_and_a_restart_counts_nobo
     let kc = sim.kubeconfig.clone();
     let kcs = kc.to_str().expect("utf-8").to_owned();
     let (mut first, _, _log) = recorder_logged(&kcs, &base.join("one"), &["--emit-events"]).await;
-    let ev = one_event_of_30(&kc, &cache, Duration::from_secs(90)).await;
+    let ev = one_event_of(30, &kc, &cache, Duration::from_secs(90)).await;
     assert_eq!(ev["type"], "Warning");
     assert_eq!(ev["source"]["component"], "spark-triage");
     assert_eq!(ev["involvedObject"]["kind"], "Pod");
@@ -137,17 +139,20 @@ async fn a_storm_of_30_ooms_is_one_event_on_the_driver_and_a_restart_counts_nobo
         "{line}"
     );
     // Another recorder, with none of the first one's state: it finds the Event by its name
-    // and the executors it lists, and counts nobody again.
+    // and the executors it lists, counts nobody again, and adds executor 31 when it ends.
     first.start_kill().expect("SIGKILL");
     let _ = first.wait().await;
     let (mut second, _, _log) = recorder_logged(&kcs, &base.join("two"), &["--emit-events"]).await;
-    // Its own planning round (5 s), the verdicts' settling (15 s), its writer's round (5 s).
-    tokio::time::sleep(Duration::from_secs(30)).await;
-    let again = one_event_of_30(&kc, &cache, Duration::from_secs(1)).await;
+    let again = one_event_of(31, &kc, &cache, Duration::from_secs(120)).await;
     assert_eq!(again["metadata"]["name"], ev["metadata"]["name"]);
     assert_eq!(
-        again["metadata"]["resourceVersion"], ev["metadata"]["resourceVersion"],
-        "nothing new to count: the Event is left as it was"
+        again["metadata"]["annotations"]["spark-triage.dev/executors"],
+        "1-31"
+    );
+    let message = again["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("31 executors of storm-app: OOMKilled (executors 1-31)."),
+        "{message}"
     );
     second.start_kill().expect("SIGKILL");
     let _ = second.wait().await;

@@ -37,9 +37,12 @@ fn python() -> PathBuf {
     )
 }
 
-/// Runs the client; its JSON document.
+/// Runs the client (killed after 3 minutes: a hung server fails the test, never CI); its
+/// JSON document.
 fn client(python: &Path, args: &[&str]) -> Value {
-    let out = Command::new(python)
+    let out = Command::new("timeout")
+        .arg("180")
+        .arg(python)
         .arg(root().join("scripts/e2e/mcp_client.py"))
         .args(args)
         .output()
@@ -229,6 +232,12 @@ fn stdio_speaks_newline_delimited_json_rpc_and_nothing_else() {
         .stderr(Stdio::null())
         .spawn()
         .expect("mcp starts");
+    // A watchdog: a server that never answers fails the test instead of hanging it.
+    let pid = server.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+    });
     let mut stdin = server.stdin.take().expect("stdin");
     writeln!(
         stdin,
@@ -262,4 +271,19 @@ fn stdio_speaks_newline_delimited_json_rpc_and_nothing_else() {
     drop(stdin);
     let status = server.wait().expect("ends");
     assert!(status.success(), "{status}");
+}
+
+/// The HTTP transport has no authentication: only the loopback addresses its Host check
+/// accepts are taken.
+#[test]
+fn http_listens_on_loopback_only() {
+    for addr in ["0.0.0.0:8765", "10.0.0.5:8765", "127.0.0.2:8765"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .args(["mcp", "--http", addr])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{addr}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("loopback only"), "{addr}: {err}");
+    }
 }

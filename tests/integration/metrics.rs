@@ -212,7 +212,9 @@ fn the_live_views_metrics_addr_serves_the_verdicts() {
         let (_, text) = rt.block_on(get(&addr, "/metrics"));
         let oom = samples(&text, "spark_triage_executor_endings_total")
             .iter()
-            .any(|(l, v)| l["app"] == "etl-nightly" && l["cause"] == "container-oom-killed" && *v >= 1.0);
+            .any(|(l, v)| {
+                l["app"] == "etl-nightly" && l["cause"] == "container-oom-killed" && *v >= 1.0
+            });
         if oom || Instant::now() > deadline {
             break text;
         }

@@ -113,19 +113,52 @@ fn recorder_pods(c: &Cluster, jsonpath: &str) -> (i32, String, String) {
     )
 }
 
-fn pod(c: &Cluster) -> String {
-    let (code, out, err) = recorder_pods(c, "{.items[0].metadata.name}");
-    assert_eq!(code, 0, "{err}");
-    out
-}
-
-/// Its /metrics, through the API server's proxy to the pod.
+/// Its /metrics, through `kubectl port-forward` (the API server, the kubelet's stream into
+/// the pod's network): on this machine the node's pod addresses are not reachable from a
+/// test's process directly (a sandbox proxy answers), nor through the API server's pod proxy
+/// ("resolve_deny: denied destination").
 fn metrics(c: &Cluster) -> String {
-    let path = format!(
-        "/api/v1/namespaces/spark-triage/pods/{}:9090/proxy/metrics",
-        pod(c)
-    );
-    c.kubectl(&["get", "--raw", &path], None)
+    use std::io::{BufRead, Read, Write};
+    let (code, name, err) = recorder_pods(c, "{.items[0].metadata.name}");
+    assert_eq!(code, 0, "{err}");
+    let mut pf = std::process::Command::new("kubectl")
+        .args(["--kubeconfig", &c.admin.display().to_string()])
+        .args(["-n", "spark-triage", "port-forward"])
+        .arg(format!("pod/{}", name.trim()))
+        .arg(":9090")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kubectl port-forward");
+    let mut first = String::new();
+    std::io::BufReader::new(pf.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("reads");
+    // "Forwarding from 127.0.0.1:43127 -> 9090"
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("port-forward said {first:?}"))
+        .to_owned();
+    let addr = format!("127.0.0.1:{port}");
+    let got = (|| -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect(&addr)?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))?;
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        Ok(text)
+    })();
+    let _ = pf.kill();
+    let _ = pf.wait();
+    let text = got.unwrap_or_else(|e| panic!("{addr}: {e}"));
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_owned()
 }
 
 fn endings(text: &str, app: &str, cause: &str) -> f64 {
