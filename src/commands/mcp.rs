@@ -565,7 +565,8 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    let config = StreamableHttpServerConfig::default();
+    // No browser page may call it: any request with an Origin is refused (agents send none).
+    let config = StreamableHttpServerConfig::default().enforce_origin_validation();
     // Ended on a signal: the open event streams too (else a graceful shutdown waits on them).
     let cancel = config.cancellation_token.clone();
     let service = StreamableHttpService::new(

@@ -215,6 +215,26 @@ fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
         .unwrap_or_else(|| panic!("where it serves: {line}"))
         .to_owned();
     let doc = client(&py, &["http", "etl-nightly", "7", &url]);
+    // A browser page's request (it carries an Origin) is refused.
+    let hostport = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(&hostport).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}"#;
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {hostport}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sends");
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     let _ = server.kill();
     let _ = server.wait();
     check(&doc);
