@@ -268,7 +268,11 @@ impl Verdicts {
                     memo.remember(&label, l);
                 }
             }
-            sums.entry(label).or_default().add(a, snap.now);
+            // Waits are as long as they are now on the cluster's clock (the store's own `now`
+            // is its newest event's time, which can be unset or behind).
+            sums.entry(label)
+                .or_default()
+                .add(a, Some(crate::source::clock::now()));
         }
         // Endings that left the store before they settled are not counted. Counted ones are
         // remembered (up to COUNTED_MAX) even when the store drops them: a scope switched

@@ -135,6 +135,11 @@ async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_
         BTreeMap::from([("image-pull".into(), 1.0), ("unschedulable".into(), 1.0)]),
         "{text}"
     );
+    let oldest = gauge("spark_triage_app_pending_oldest_seconds", "etl-nightly");
+    assert!(
+        oldest.is_some_and(|s| s > 0.0),
+        "etl-nightly's pending executors have waited: {oldest:?}\n{text}"
+    );
     let running: f64 = samples(&text, "spark_triage_app_runs")
         .into_iter()
         .filter(|(l, _)| l["state"] == "running")
@@ -223,6 +228,12 @@ fn the_live_views_metrics_addr_serves_the_verdicts() {
     assert!(
         text.contains(r#"app="etl-nightly",cause="container-oom-killed""#),
         "{text}"
+    );
+    assert!(
+        samples(&text, "spark_triage_app_pending_oldest_seconds")
+            .iter()
+            .any(|(l, v)| l["app"] == "etl-nightly" && *v > 0.0),
+        "the oldest wait (the live view's store has no clock of its own to read it by):\n{text}"
     );
     assert!(
         !text.contains("spark_triage_recorder_segments"),
