@@ -331,7 +331,7 @@ impl ServerHandler for Triage {
 
 impl Triage {
     fn no_app(&self, snap: &Snapshot, app: &str) -> String {
-        super::status::unknown_app(snap, app, &self.describe())
+        crate::output::status::unknown_app(snap, app, &self.describe())
     }
 
     fn describe(&self) -> String {
@@ -525,7 +525,7 @@ async fn keep_store(
         tokio::select! {
             ev = rx.recv() => match ev {
                 Some(ev) => {
-                    super::status::apply_after_first_list(&mut store, &mut held, ev);
+                    super::apply_after_first_list(&mut store, &mut held, ev);
                     changed = true;
                 }
                 None => return,

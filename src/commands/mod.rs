@@ -80,3 +80,26 @@ pub(crate) fn confirm(question: &str) -> bool {
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
+
+/// Applies a source event, except a driver view that arrives before the first full LIST:
+/// it waits for it, so executors known only from the driver are named and matched to
+/// their events the same way whichever source answered first (status prints the same
+/// bytes for the same cluster).
+fn apply_after_first_list(
+    store: &mut crate::store::Store,
+    held: &mut Vec<crate::source::SourceEvent>,
+    ev: crate::source::SourceEvent,
+) {
+    if store.view().full_snapshot_at.is_none()
+        && matches!(ev, crate::source::SourceEvent::DriverExecutors { .. })
+    {
+        held.push(ev);
+        return;
+    }
+    store.apply(ev);
+    if store.view().full_snapshot_at.is_some() {
+        for ev in held.drain(..) {
+            store.apply(ev);
+        }
+    }
+}

@@ -193,7 +193,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             }
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Some(ev) => apply_after_first_list(&mut store, &mut held, ev),
+                    Some(ev) => super::apply_after_first_list(&mut store, &mut held, ev),
                     None => break,
                 },
                 // The spinner's line changes at least once a second.
@@ -204,7 +204,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             }
         }
         while let Ok(ev) = rx.try_recv() {
-            apply_after_first_list(&mut store, &mut held, ev);
+            super::apply_after_first_list(&mut store, &mut held, ev);
         }
         for ev in held {
             store.apply(ev);
@@ -255,26 +255,9 @@ fn no_such_app(
     if !report.apps.is_empty() {
         return Ok(());
     }
-    Err(Failure::Runtime(unknown_app(snap, want, scope)))
-}
-
-/// "no application X … there: A, B": what an unknown app is told (`status`, the MCP tools).
-pub(super) fn unknown_app(snap: &crate::store::Snapshot, want: &str, scope: &str) -> String {
-    let mut names: Vec<String> = snap
-        .apps
-        .values()
-        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
-        .collect();
-    names.sort();
-    names.dedup();
-    if names.is_empty() {
-        format!("no application {want:?}: no Spark applications in {scope}")
-    } else {
-        format!(
-            "no application {want:?} (by id or name) in {scope}; there: {}",
-            names.join(", ")
-        )
-    }
+    Err(Failure::Runtime(crate::output::status::unknown_app(
+        snap, want, scope,
+    )))
 }
 
 /// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);
@@ -298,29 +281,6 @@ async fn scope_check(conn: &crate::source::connection::Connection) -> Result<(),
         eprintln!("note: no Spark applications in namespace {ns}{hint}");
     }
     Ok(())
-}
-
-/// Applies a source event, except a driver view that arrives before the first full LIST:
-/// it waits for it, so executors known only from the driver are named and matched to
-/// their events the same way whichever source answered first (status prints the same
-/// bytes for the same cluster).
-pub(super) fn apply_after_first_list(
-    store: &mut crate::store::Store,
-    held: &mut Vec<crate::source::SourceEvent>,
-    ev: crate::source::SourceEvent,
-) {
-    if store.view().full_snapshot_at.is_none()
-        && matches!(ev, crate::source::SourceEvent::DriverExecutors { .. })
-    {
-        held.push(ev);
-        return;
-    }
-    store.apply(ev);
-    if store.view().full_snapshot_at.is_some() {
-        for ev in held.drain(..) {
-            store.apply(ev);
-        }
-    }
 }
 
 #[cfg(test)]

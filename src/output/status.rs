@@ -465,6 +465,25 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
     out
 }
 
+/// "no application X … there: A, B": what an unknown app is told (`status`, the MCP tools).
+pub fn unknown_app(snap: &Snapshot, want: &str, scope: &str) -> String {
+    let mut names: Vec<String> = snap
+        .apps
+        .values()
+        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        format!("no application {want:?}: no Spark applications in {scope}")
+    } else {
+        format!(
+            "no application {want:?} (by id or name) in {scope}; there: {}",
+            names.join(", ")
+        )
+    }
+}
+
 /// Whether every source needed for a first answer has reported in (the event watch may
 /// also have failed: then the answer comes without events, and says why; with the driver
 /// API on, every driver pod seen has been read once, or failed to be).
