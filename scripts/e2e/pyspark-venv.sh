@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# PyPI's pyspark==VERSION (default 4.3.0) in a venv under target/e2e (target/e2e/venv for
+# PyPI's pyspark==VERSION (default 4.3.0), and duckdb (the fleet tables' second reader:
+# tests/integration/fleet.rs), in a venv under target/e2e (target/e2e/venv for
 # 4.3.0, else target/e2e/venv-VERSION; E2E_VENV overrides), installed once. Prints the pyspark
 # package directory (a SPARK_HOME: bin/spark-submit, jars/) as its last line. Used by
 # scripts/e2e-spark.sh and the real node's Spark image (tests/real_node/). Exits 1 with one line
@@ -16,5 +17,10 @@ if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ !=
     python3 -m venv "$VENV" >&2 || { echo "python3 cannot create a venv" >&2; exit 1; }
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "pyspark==$VERSION" >&2 ||
         { echo "cannot install pyspark==$VERSION from PyPI" >&2; exit 1; }
+fi
+DUCKDB=1.5.2
+if ! "$VENV/bin/python" -c 'import duckdb, sys; sys.exit(duckdb.__version__ != sys.argv[1])' "$DUCKDB" 2>/dev/null; then
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "duckdb==$DUCKDB" >&2 ||
+        { echo "cannot install duckdb==$DUCKDB from PyPI" >&2; exit 1; }
 fi
 "$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))'

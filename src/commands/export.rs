@@ -11,17 +11,68 @@ use crate::{failure::Failure, record::segments};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The directory of segments (`record DIR --rotate`).
+    /// The directory of segments (`record DIR --rotate`); with --tables, any recording (a
+    /// file or directory) or a Spark event log (a file, directory or URL).
     #[arg(value_name = "DIR")]
     pub dir: std::path::PathBuf,
     #[command(flatten)]
     pub window: crate::flags::WindowArgs,
     /// Write the tar here instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE", conflicts_with = "tables")]
     pub out: Option<std::path::PathBuf>,
+    /// Write the fleet tables (Parquet, docs/fleet.md) of the window under this directory or
+    /// object-store URL instead of a tar.
+    #[arg(long, value_name = "DIR|URL", requires = "cluster_name")]
+    pub tables: Option<String>,
+    /// The cluster's name in the tables' partitions: the name its recorder writes with, so
+    /// rows it already wrote are not written twice.
+    #[arg(long, value_name = "NAME", requires = "tables")]
+    pub cluster_name: Option<String>,
+    #[command(flatten)]
+    pub limits: crate::flags::ReadLimits,
+}
+
+/// `export --tables`: the window's rows, each once.
+fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
+    let cluster = args.cluster_name.clone().unwrap_or_default();
+    crate::record::tables::check_cluster(&cluster)
+        .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
+    let reading = args.limits.reading();
+    let place = crate::record::tables::Place::open(url, &reading.store)?;
+    let (_, state, _, _) = crate::record::timeline::read_state_beside(
+        &args.dir,
+        &reading,
+        None,
+        args.window.from()?.as_deref(),
+        args.window.to.as_deref(),
+        |from, to| {
+            crate::output::report::Window {
+                from,
+                to,
+                app: None,
+            }
+            .state()
+        },
+    )?;
+    let rows = crate::record::tables::rows::of(state.store.view(), |_, _| true);
+    let shown = place.shown.clone();
+    let done = super::block_on(async move {
+        crate::record::tables::Writer::new(place, cluster)
+            .write(&rows, chrono::Utc::now())
+            .await
+            .map_err(|e| Failure::Runtime(format!("tables: {e}")))
+    })?;
+    eprintln!(
+        "exported {} rows in {} files ({} bytes) to {shown}; {} were there already",
+        done.rows, done.files, done.bytes, done.skipped
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
+    if let Some(url) = &args.tables {
+        return tables(&args, url);
+    }
     let all = segments::list(&args.dir).map_err(|source| crate::record::ReadError::Io {
         path: args.dir.display().to_string(),
         source,

@@ -40,6 +40,22 @@ pub struct RecordArgs {
     /// get and update on events: deploy/components/events).
     #[arg(long)]
     pub emit_events: bool,
+    /// Write the fleet tables (executor_endings, app_runs, pending_waits: Parquet,
+    /// docs/fleet.md) under this directory or object-store URL (s3://bucket/spark-triage,
+    /// gs://…, abfss://…), partitioned by cluster and date, every --tables-every.
+    #[arg(long, value_name = "DIR|URL")]
+    pub tables: Option<String>,
+    /// How often the tables get their new rows (one file per table and date each time).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, requires = "tables")]
+    pub tables_every: std::time::Duration,
+    /// The cluster's name in the tables' partitions (default: the kube context's name).
+    #[arg(long, value_name = "NAME", requires = "tables")]
+    pub cluster_name: Option<String>,
+    /// An object store's setting, for --tables and --event-log-dir at a URL: KEY=VALUE,
+    /// repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1, …). The clouds' usual
+    /// environment (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::record::eventlog::remote::StoreOptions::parse_option)]
+    pub store_options: Vec<(String, String)>,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
@@ -79,9 +95,22 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
     if !segmented {
         refuse_existing(Some(&args.file), args.force)?;
     }
+    if let Some(name) = &args.cluster_name {
+        crate::record::tables::check_cluster(name)
+            .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
+    }
+    let store = crate::record::eventlog::remote::StoreOptions {
+        options: args.store_options.clone(),
+        timeout: None,
+    };
+    let place = args
+        .tables
+        .as_deref()
+        .map(|t| crate::record::tables::Place::open(t, &store))
+        .transpose()?;
     super::block_on(async move {
         let mut conn = super::connect(&opts).await?;
-        conn.extra = live_args.event_logs(&Default::default());
+        conn.extra = live_args.event_logs(&store);
         let mut rec = if segmented {
             let budget = crate::record::segments::Retention {
                 retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
@@ -133,6 +162,14 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 etx,
                 std::time::Instant::now(),
             )
+        });
+        // --tables: rows planned every --tables-every from the store, written by their task.
+        let mut tables = place.map(|place| {
+            let cluster = args
+                .cluster_name
+                .clone()
+                .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
+            crate::record::tables::Recording::start(place, cluster, args.tables_every)
         });
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
@@ -193,6 +230,9 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                             planner.forget_sent();
                         }
                     }
+                    if let Some(t) = &mut tables {
+                        t.each_second(r.store.view());
+                    }
                     until.is_none_or(|u| tokio::time::Instant::now() < u)
                 },
                 super::wait_for_signal(),
@@ -208,6 +248,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             .and_then(|()| rec.writer.flush())
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
         progress(&rec, true);
+        // The rows not written yet, settled or not: the recording is closed.
+        if let Some(t) = tables {
+            t.finish(rec.store.view()).await;
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -13,13 +13,21 @@ pub struct ReportArgs {
     /// The recording (plain or .zst), a directory of segments (`record DIR --rotate`), or
     /// a Spark event log (a file, an `eventlog_v2_*` directory, or a directory of them:
     /// `spark.eventLog.dir`), in any codec Spark writes.
-    #[arg(value_name = "FILE|DIR", required_unless_present = "history_server")]
+    #[arg(value_name = "FILE|DIR", required_unless_present_any = ["history_server", "tables"])]
     pub file: Option<std::path::PathBuf>,
     /// Read the applications from a Spark History Server's REST API instead
     /// (`http://history:18080`; credentials in the URL are used, never shown): `--app`,
     /// or the newest 20.
     #[arg(long, value_name = "URL", conflicts_with = "file")]
     pub history_server: Option<String>,
+    /// Report on the fleet tables under this directory or object-store URL instead
+    /// (`record --tables`, `export --tables`; docs/fleet.md): every cluster's applications
+    /// over the window (default --since 30d), read a partition at a time.
+    #[arg(long, value_name = "DIR|URL", conflicts_with_all = ["file", "history_server", "event_log"])]
+    pub tables: Option<String>,
+    /// With --tables: only this cluster's partitions.
+    #[arg(long, value_name = "NAME", requires = "tables")]
+    pub cluster: Option<String>,
     /// Spark's event log of the same run, read beside the recording (a file, an
     /// `eventlog_v2_*` directory, `spark.eventLog.dir`, or its URL: s3a://…): it fills the
     /// executors the recording missed (those that ended before it started); the recording
@@ -47,7 +55,55 @@ pub enum ReportOutput {
     Json,
 }
 
+/// `report --tables`: the fleet report over the window, now back (default 30 days).
+fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
+    if let Some(c) = &args.cluster {
+        crate::record::tables::check_cluster(c)
+            .map_err(|e| Failure::Usage(format!("--cluster {e}")))?;
+    }
+    let now = crate::source::clock::now();
+    let long_ago = now - chrono::Duration::days(3660);
+    let at = |s: &str| crate::record::timeline::moment(s, long_ago, now);
+    let since = at(args.window.from()?.as_deref().unwrap_or("-30d"))?;
+    let until = args
+        .window
+        .to
+        .as_deref()
+        .map(at)
+        .transpose()?
+        .unwrap_or(now);
+    let reading = args.limits.reading();
+    let place = crate::record::tables::Place::open(url, &reading.store)?;
+    let filter = crate::output::fleet::Filter {
+        since,
+        until,
+        cluster: args.cluster.clone(),
+        app: args.app.clone(),
+    };
+    let report = super::block_on(async move {
+        crate::output::fleet::build(&place, &filter)
+            .await
+            .map_err(|e| Failure::Runtime(crate::redact::escape_controls(&e).into_owned()))
+    })?;
+    if let Some(app) = &args.app
+        && report.apps.is_empty()
+    {
+        return Err(Failure::Runtime(format!(
+            "no application named {app:?} in the tables at {} in that window",
+            report.source
+        )));
+    }
+    match args.output {
+        ReportOutput::Md => super::write_stdout(&crate::output::fleet::markdown(&report))?,
+        ReportOutput::Json => crate::output::json::write(&report)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
+    if let Some(url) = &args.tables {
+        return fleet(&args, url);
+    }
     let from = args.window.from()?;
     let window = |from, to| crate::output::report::Window {
         from,

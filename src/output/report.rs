@@ -55,6 +55,10 @@ pub struct AppReport {
     /// Findings of the executors, by code (each key is a finding code).
     #[schemars(extend("propertyNames" = {"$ref": "#/$defs/Code"}))]
     pub by_finding: BTreeMap<Code, usize>,
+    /// Ended executors by their verdict's cause (a finding code, `none` when it names
+    /// none): one per executor, as the fleet tables' `executor_endings.cause` counts them.
+    #[schemars(extend("propertyNames" = {"anyOf": [{"$ref": "#/$defs/Code"}, {"const": "none"}]}))]
+    pub by_cause: BTreeMap<String, usize>,
     pub oom: OomBreakdown,
     pub pending: PendingSummary,
     pub missing: Vec<MissingEntry>,
@@ -253,7 +257,12 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     if executors.is_empty() && from.is_some() && a.verdict().severity() == Severity::Info {
         return None;
     }
+    let mut by_cause: BTreeMap<String, usize> = BTreeMap::new();
     for e in executors.iter().copied() {
+        if ended_at(e).is_some() {
+            let cause = e.verdict.cause().map_or("none", |f| f.code.as_str());
+            *by_cause.entry(cause.to_owned()).or_default() += 1;
+        }
         for f in e.findings() {
             *by_finding.entry(f.code).or_default() += 1;
             if f.severity != Severity::Info {
@@ -390,6 +399,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             .collect(),
         failures: failures.into_iter().map(|(_, f)| f).collect(),
         by_finding,
+        by_cause,
         oom,
         pending,
         missing,

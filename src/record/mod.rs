@@ -27,6 +27,7 @@ pub(crate) mod metrics;
 pub(crate) mod recorder;
 pub mod segments;
 mod sink;
+pub mod tables;
 pub(crate) mod timeline;
 pub(crate) mod verdicts;
 

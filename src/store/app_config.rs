@@ -49,6 +49,29 @@ pub struct AppConfig {
     /// The settings whose values predict failures (docs/diagnosis.md, configuration).
     #[serde(default)]
     pub settings: spark_triage_core::diagnose::config::Settings,
+    /// The executors' sizing as written (`spark.executor.memory`, `…memoryOverhead`,
+    /// `…memoryOverheadFactor`, `…cores`): what the fleet tables group endings by.
+    #[serde(default, skip_serializing_if = "Sizing::is_empty")]
+    pub sizing: Sizing,
+}
+
+/// The executors' sizing settings as the driver's configuration writes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sizing {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_overhead: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_overhead_factor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<String>,
+}
+
+impl Sizing {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 fn yes() -> bool {
@@ -77,6 +100,7 @@ impl Default for AppConfig {
             recovery_mode: None,
             allocator: None,
             settings: Default::default(),
+            sizing: Sizing::default(),
         }
     }
 }
@@ -135,6 +159,20 @@ impl AppConfig {
                 .filter(|v| !v.is_empty())
                 .cloned(),
             settings: spark_triage_core::diagnose::config::Settings::from_properties(p),
+            sizing: {
+                // A value is kept as written, cut short: it is a size, never a secret.
+                let text = |k: &str| {
+                    p.get(k)
+                        .map(|v| v.trim().chars().take(32).collect::<String>())
+                        .filter(|v| !v.is_empty())
+                };
+                Sizing {
+                    memory: text("spark.executor.memory"),
+                    memory_overhead: text("spark.executor.memoryOverhead"),
+                    memory_overhead_factor: text("spark.executor.memoryOverheadFactor"),
+                    cores: text("spark.executor.cores"),
+                }
+            },
         }
     }
 

@@ -268,6 +268,7 @@ impl AppRecord {
             logged_end: None,
             logged_version: None,
             driver_end: None,
+            logged_end_at: None,
             as_of: None,
             node_findings: Vec::new(),
             derived: Default::default(),

@@ -55,7 +55,7 @@ mod relist;
 mod restart;
 pub mod times;
 
-pub use app_config::AppConfig;
+pub use app_config::{AppConfig, Sizing};
 use evidence::*;
 pub use incident::{Incident, cause_label, ended_at, suggestion};
 pub use records::{
@@ -242,6 +242,7 @@ impl Store {
                     app.logged_version = spark_version;
                 }
                 if end {
+                    app.logged_end_at = Some(at);
                     app.logged_end = Some(format!(
                         "{text} ({})",
                         spark_triage_core::model::fmt_time(&at)

@@ -384,6 +384,9 @@ pub struct AppRecord {
     /// What the app's Spark event log says of its end (an app read from its event log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end: Option<String>,
+    /// When the app ended by its event log (`SparkListenerApplicationEnd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_end_at: Option<Time>,
     /// The Spark version its event log names (its executors' rebuilt pods carry it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_version: Option<String>,

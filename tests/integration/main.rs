@@ -17,6 +17,7 @@ mod driver_view;
 mod event_logs;
 mod events;
 mod explain;
+mod fleet;
 mod flight;
 mod fuzz;
 mod history_server;

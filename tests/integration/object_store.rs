@@ -10,7 +10,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/even
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// moto's S3 on a free loopback port, stopped when dropped.
-struct Moto(std::process::Child);
+pub(super) struct Moto(std::process::Child);
 
 impl Drop for Moto {
     fn drop(&mut self) {
@@ -39,6 +39,35 @@ fn moto_bin() -> Option<String> {
     String::from_utf8(out.stdout)
         .ok()
         .and_then(|s| s.lines().last().map(str::to_owned))
+}
+
+/// moto's S3 on a free loopback port (stopped when the first value is dropped), its
+/// endpoint and its venv's bin directory; `None` (said) where PyPI cannot be reached outside CI.
+pub(super) fn moto() -> Option<(Moto, String, String)> {
+    let bin = moto_bin()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let moto = Moto(
+        std::process::Command::new(format!("{bin}/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts"),
+    );
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "moto_server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Some((moto, endpoint, bin))
 }
 
 fn triage(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
@@ -91,29 +120,9 @@ fn apps_by_id(out: &str) -> Vec<(String, serde_json::Value)> {
     ignore = "needs python3 (moto's S3 server from PyPI: scripts/s3/moto.sh; .ci/run installs it)"
 )]
 fn event_logs_in_s3_give_the_report_the_files_give() {
-    let Some(bin) = moto_bin() else { return };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let _moto = Moto(
-        std::process::Command::new(format!("{bin}/moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server starts"),
-    );
-    let endpoint = format!("http://127.0.0.1:{port}");
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "moto_server did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let Some((_moto, endpoint, bin)) = moto() else {
+        return;
+    };
     let fill = std::process::Command::new(format!("{bin}/python"))
         .arg(format!("{ROOT}/scripts/s3/fill.py"))
         .args([endpoint.as_str(), FIXTURES])

@@ -230,3 +230,41 @@ fn schemas_refuse_unknown_codes_severities_and_wrong_shapes() {
         }
     }
 }
+
+#[test]
+fn fleet_report_json_matches_its_schema() {
+    let schema = current(
+        "fleet-report",
+        &output_schema::<spark_triage::output::fleet::FleetReport>(),
+    );
+    let dir = std::env::temp_dir().join(format!("st-fleet-schema-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tables = dir.display().to_string();
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/eventlog/real-spark-k8s"
+    );
+    for (source, cluster) in [(SESSION, "recorded"), (log, "event-log")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .args([
+                "export",
+                source,
+                "--tables",
+                &tables,
+                "--cluster-name",
+                cluster,
+            ])
+            .output()
+            .unwrap();
+        super::common::succeeded(&out);
+    }
+    let doc = output(&[
+        "report", "--tables", &tables, "--since", "3650d", "-o", "json",
+    ]);
+    assert_eq!(
+        doc["clusters"],
+        serde_json::json!(["event-log", "recorded"])
+    );
+    valid(&schema, &doc, "report --tables");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -158,185 +158,210 @@ fn aws_profile() -> Vec<(String, String)> {
     out
 }
 
+/// A store a URL names, built (no request made yet): what `Remote` reads through and the
+/// fleet tables are written to.
+pub(crate) struct StoreAt {
+    pub store: Arc<dyn ObjectStore>,
+    /// `s3://bucket`.
+    pub base: String,
+    /// The key the URL names in it (no leading or trailing `/`).
+    pub key: String,
+    /// The URL as it may be shown.
+    pub shown: String,
+    /// The values given: cut from what is said.
+    pub secrets: Vec<String>,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for StoreAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreAt")
+            .field("shown", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreAt {
+    /// An error of the store's, as one line with no value given in it.
+    pub fn say(&self, e: &object_store::Error) -> String {
+        said(e, &self.secrets)
+    }
+}
+
 impl Remote {
     /// Opens the store a URL names, with `opts`.
     pub fn open(url: &str, opts: &StoreOptions) -> Result<Opened, Failure> {
-        use object_store::{
-            BackoffConfig, ClientOptions, RetryConfig, aws::AmazonS3Builder,
-            azure::MicrosoftAzureBuilder, gcp::GoogleCloudStorageBuilder,
-        };
-        // Before any client is built (the store's is built with it).
-        super::tls_provider();
-        let parsed = url::Url::parse(url).map_err(|e| usage(url, format!("not a URL ({e})")))?;
-        let scheme = parsed.scheme().to_owned();
-        let key = parsed.path().trim_matches('/').to_owned();
-        let host = parsed.host_str().unwrap_or_default().to_owned();
-        let user = parsed.username().to_owned();
-        let base = match scheme.as_str() {
-            // abfss://container@account.dfs.core.windows.net: the container is no secret.
-            "abfs" | "abfss" if !user.is_empty() => format!("{scheme}://{user}@{host}"),
-            _ => format!("{scheme}://{host}"),
-        };
-        let shown = if key.is_empty() {
-            base.clone()
-        } else {
-            format!("{base}/{key}")
-        };
-        let timeout = opts.timeout.unwrap_or(Duration::from_secs(30));
-        let client = ClientOptions::new()
-            .with_timeout_disabled()
-            .with_connect_timeout(timeout)
-            .with_read_timeout(timeout);
-        let retry = RetryConfig {
-            backoff: BackoffConfig::default(),
-            max_retries: 2,
-            retry_timeout: timeout * 3,
-        };
-        let mut secrets: Vec<String> = secret_values(&opts.options);
-        let bad_key = |k: &str, e: object_store::Error| {
-            usage(
-                &shown,
-                format!("--store-option {k}: {}", short(&e.to_string())),
-            )
-        };
-        // The clouds' secrets in the environment (a variable that is not Unicode is not one
-        // the crate reads either).
-        secrets.extend(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .filter(|(k, v)| {
-                    ["AWS_", "AZURE_", "GOOGLE_"]
-                        .iter()
-                        .any(|p| k.starts_with(p))
-                        && is_secret(k)
-                        && v.len() >= 4
-                })
-                .map(|(_, v)| v),
-        );
-        let built = |e: object_store::Error, secrets: &[String]| {
-            // The crate may quote the URL given (an Azure SAS in its query): shown instead.
-            let text = e.to_string().replace(url, &shown);
-            usage(&shown, cut(&short(&text), secrets))
-        };
-        let store: Arc<dyn ObjectStore> = match scheme.as_str() {
-            "s3" | "s3a" => {
-                let mut b = AmazonS3Builder::from_env()
-                    .with_url(format!("s3://{host}"))
-                    .with_client_options(client)
-                    .with_retry(retry);
-                let mut given: Vec<(String, String)> = Vec::new();
-                // The profile's keys when the environment names none.
-                if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-                    given.extend(aws_profile().into_iter().filter(|(k, _)| k != "region"));
-                }
-                // The profile's region unless the environment names one, as AWS's tools do.
-                if std::env::var_os("AWS_REGION").is_none()
-                    && std::env::var_os("AWS_DEFAULT_REGION").is_none()
-                {
-                    given.extend(aws_profile().into_iter().filter(|(k, _)| k == "region"));
-                }
-                // The endpoint of AWS's own SDKs, when the crate's is not set.
-                if let Ok(e) = std::env::var("AWS_ENDPOINT_URL")
-                    && std::env::var_os("AWS_ENDPOINT").is_none()
-                {
-                    given.push(("endpoint".into(), e));
-                }
-                if let Ok(e) = std::env::var("AWS_ENDPOINT") {
-                    given.push(("endpoint".into(), e));
-                }
-                given.extend(opts.options.iter().cloned());
-                for (k, v) in &given {
-                    let key = k.parse().map_err(|e| bad_key(k, e))?;
-                    // An http endpoint given is one to reach over http.
-                    if matches!(key, object_store::aws::AmazonS3ConfigKey::Endpoint)
-                        && v.starts_with("http://")
-                    {
-                        b = b.with_allow_http(true);
-                    }
-                    b = b.with_config(key, v);
-                }
-                secrets.extend(secret_values(&given));
-                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
-            }
-            "gs" => {
-                let mut b = GoogleCloudStorageBuilder::from_env()
-                    .with_url(format!("gs://{host}"))
-                    .with_client_options(client)
-                    .with_retry(retry);
-                for (k, v) in &opts.options {
-                    b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
-                }
-                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
-            }
-            "abfs" | "abfss" | "az" | "azure" | "adl" => {
-                let mut b = MicrosoftAzureBuilder::from_env()
-                    .with_url(url)
-                    .with_client_options(client)
-                    .with_retry(retry);
-                for (k, v) in &opts.options {
-                    b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
-                }
-                Arc::new(b.build().map_err(|e| built(e, &secrets))?)
-            }
-            "hdfs" | "viewfs" => {
-                return Err(usage(
-                    &shown,
-                    "HDFS is not read (no maintained Rust client is fit to ship): copy the logs \
-                     out (hdfs dfs -get) or read them through the History Server \
-                     (report --history-server URL)",
-                ));
-            }
-            other => {
-                return Err(usage(
-                    &shown,
-                    format!(
-                        "{other}:// is not a store this reads (s3, s3a, gs, abfs, abfss, file)"
-                    ),
-                ));
-            }
-        };
+        let at = open_store(url, opts)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Failure::Runtime(format!("cannot start the I/O runtime: {e}")))?;
         Ok(Opened {
             remote: Remote {
-                store,
+                store: at.store,
                 rt,
-                base,
-                secrets,
-                list_deadline: timeout * 10,
+                base: at.base,
+                secrets: at.secrets,
+                list_deadline: at.timeout * 10,
             },
-            key: PathBuf::from(key),
-            shown,
+            key: PathBuf::from(at.key),
+            shown: at.shown,
         })
     }
+}
 
+/// Builds the store a URL names, with `opts` (its settings, the environment's credentials).
+pub(crate) fn open_store(url: &str, opts: &StoreOptions) -> Result<StoreAt, Failure> {
+    use object_store::{
+        BackoffConfig, ClientOptions, RetryConfig, aws::AmazonS3Builder,
+        azure::MicrosoftAzureBuilder, gcp::GoogleCloudStorageBuilder,
+    };
+    // Before any client is built (the store's is built with it).
+    super::tls_provider();
+    let parsed = url::Url::parse(url).map_err(|e| usage(url, format!("not a URL ({e})")))?;
+    let scheme = parsed.scheme().to_owned();
+    let key = parsed.path().trim_matches('/').to_owned();
+    let host = parsed.host_str().unwrap_or_default().to_owned();
+    let user = parsed.username().to_owned();
+    let base = match scheme.as_str() {
+        // abfss://container@account.dfs.core.windows.net: the container is no secret.
+        "abfs" | "abfss" if !user.is_empty() => format!("{scheme}://{user}@{host}"),
+        _ => format!("{scheme}://{host}"),
+    };
+    let shown = if key.is_empty() {
+        base.clone()
+    } else {
+        format!("{base}/{key}")
+    };
+    let timeout = opts.timeout.unwrap_or(Duration::from_secs(30));
+    let client = ClientOptions::new()
+        .with_timeout_disabled()
+        .with_connect_timeout(timeout)
+        .with_read_timeout(timeout);
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: 2,
+        retry_timeout: timeout * 3,
+    };
+    let mut secrets: Vec<String> = secret_values(&opts.options);
+    let bad_key = |k: &str, e: object_store::Error| {
+        usage(
+            &shown,
+            format!("--store-option {k}: {}", short(&e.to_string())),
+        )
+    };
+    // The clouds' secrets in the environment (a variable that is not Unicode is not one
+    // the crate reads either).
+    secrets.extend(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, v)| {
+                ["AWS_", "AZURE_", "GOOGLE_"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
+                    && is_secret(k)
+                    && v.len() >= 4
+            })
+            .map(|(_, v)| v),
+    );
+    let built = |e: object_store::Error, secrets: &[String]| {
+        // The crate may quote the URL given (an Azure SAS in its query): shown instead.
+        let text = e.to_string().replace(url, &shown);
+        usage(&shown, cut(&short(&text), secrets))
+    };
+    let store: Arc<dyn ObjectStore> = match scheme.as_str() {
+        "s3" | "s3a" => {
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(format!("s3://{host}"))
+                .with_client_options(client)
+                .with_retry(retry);
+            let mut given: Vec<(String, String)> = Vec::new();
+            // The profile's keys when the environment names none.
+            if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+                given.extend(aws_profile().into_iter().filter(|(k, _)| k != "region"));
+            }
+            // The profile's region unless the environment names one, as AWS's tools do.
+            if std::env::var_os("AWS_REGION").is_none()
+                && std::env::var_os("AWS_DEFAULT_REGION").is_none()
+            {
+                given.extend(aws_profile().into_iter().filter(|(k, _)| k == "region"));
+            }
+            // The endpoint of AWS's own SDKs, when the crate's is not set.
+            if let Ok(e) = std::env::var("AWS_ENDPOINT_URL")
+                && std::env::var_os("AWS_ENDPOINT").is_none()
+            {
+                given.push(("endpoint".into(), e));
+            }
+            if let Ok(e) = std::env::var("AWS_ENDPOINT") {
+                given.push(("endpoint".into(), e));
+            }
+            given.extend(opts.options.iter().cloned());
+            for (k, v) in &given {
+                let key = k.parse().map_err(|e| bad_key(k, e))?;
+                // An http endpoint given is one to reach over http.
+                if matches!(key, object_store::aws::AmazonS3ConfigKey::Endpoint)
+                    && v.starts_with("http://")
+                {
+                    b = b.with_allow_http(true);
+                }
+                b = b.with_config(key, v);
+            }
+            secrets.extend(secret_values(&given));
+            Arc::new(b.build().map_err(|e| built(e, &secrets))?)
+        }
+        "gs" => {
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_url(format!("gs://{host}"))
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in &opts.options {
+                b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
+            }
+            Arc::new(b.build().map_err(|e| built(e, &secrets))?)
+        }
+        "abfs" | "abfss" | "az" | "azure" | "adl" => {
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in &opts.options {
+                b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, v);
+            }
+            Arc::new(b.build().map_err(|e| built(e, &secrets))?)
+        }
+        "hdfs" | "viewfs" => {
+            return Err(usage(
+                &shown,
+                "HDFS is not read (no maintained Rust client is fit to ship): copy the logs \
+                 out (hdfs dfs -get) or read them through the History Server \
+                 (report --history-server URL)",
+            ));
+        }
+        other => {
+            return Err(usage(
+                &shown,
+                format!("{other}:// is not a store this reads (s3, s3a, gs, abfs, abfss, file)"),
+            ));
+        }
+    };
+    Ok(StoreAt {
+        store,
+        base,
+        key,
+        shown,
+        secrets,
+        timeout,
+    })
+}
+
+impl Remote {
     fn key(path: &Path) -> Key {
         Key::from(path.to_string_lossy().as_ref())
     }
 
     /// An error of the store's, as one line with no value given in it.
     fn error(&self, e: &object_store::Error) -> std::io::Error {
-        let mut line = e.to_string();
-        // The innermost cause says the most ("Connection refused"); the store's own text
-        // often stops at "error sending request".
-        let mut inner: &dyn std::error::Error = e;
-        while let Some(next) = inner.source() {
-            inner = next;
-        }
-        let cause = inner.to_string();
-        if !line.contains(&cause) {
-            line = format!("{line}: {cause}");
-        }
-        let mut line = cut(&short(&line), &self.secrets);
-        if line.contains("169.254.169.254") {
-            line.push_str(
-                " (no credentials found: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE's \
-                 keys in ~/.aws, a web identity token, or --store-option access_key_id=… \
-                 --store-option secret_access_key=…; the instance's metadata refused)",
-            );
-        }
+        let line = said(e, &self.secrets);
         let kind = match e {
             object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
             object_store::Error::PermissionDenied { .. }
@@ -345,6 +370,30 @@ impl Remote {
         };
         std::io::Error::new(kind, line)
     }
+}
+
+/// A store's error as one line, its innermost cause said, no value given in it.
+fn said(e: &object_store::Error, secrets: &[String]) -> String {
+    let mut line = e.to_string();
+    // The innermost cause says the most ("Connection refused"); the store's own text
+    // often stops at "error sending request".
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    let cause = inner.to_string();
+    if !line.contains(&cause) {
+        line = format!("{line}: {cause}");
+    }
+    let mut line = cut(&short(&line), secrets);
+    if line.contains("169.254.169.254") {
+        line.push_str(
+            " (no credentials found: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE's \
+             keys in ~/.aws, a web identity token, or --store-option access_key_id=… \
+             --store-option secret_access_key=…; the instance's metadata refused)",
+        );
+    }
+    line
 }
 
 /// `line` with every secret value in it cut out.

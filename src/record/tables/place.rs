@@ -1,0 +1,275 @@
+//! Where the tables live: a local directory, or a bucket (the event logs' object-store
+//! layer: s3://, gs://, abfss://). A file is visible complete or not at all: in a directory
+//! it is written under a hidden name (`.part-….parquet.tmp`, which Spark, DuckDB and
+//! Trino skip) and renamed; in a bucket it is one PUT, which a store shows only once whole.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use object_store::{ObjectStoreExt, PutPayload, path::Path as StoreKey};
+
+use crate::failure::Failure;
+use crate::record::eventlog::remote::{self, StoreAt, StoreOptions};
+
+/// The largest table file read back (a day's partition of a 10k-executor cluster is a few
+/// MiB; anything far bigger is not one of ours).
+pub const MAX_FILE: u64 = 512 << 20;
+
+/// A table file as listed: its key under the tables' root and its size.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub key: String,
+    pub size: u64,
+}
+
+#[derive(Debug)]
+enum Root {
+    Dir(PathBuf),
+    Store(StoreAt),
+}
+
+/// The tables' root.
+#[derive(Debug)]
+pub struct Place {
+    root: Root,
+    /// As it may be shown (no credentials).
+    pub shown: String,
+}
+
+impl Place {
+    /// A directory path, a `file://` URL, or an object store's URL.
+    pub fn open(at: &str, opts: &StoreOptions) -> Result<Self, Failure> {
+        let shown = remote::shown_location(at);
+        if !remote::is_url(at) {
+            return Ok(Self {
+                root: Root::Dir(PathBuf::from(at)),
+                shown,
+            });
+        }
+        if at.starts_with("file://") {
+            return Ok(Self {
+                root: Root::Dir(remote::file_path(at)?),
+                shown,
+            });
+        }
+        Ok(Self {
+            root: Root::Store(remote::open_store(at, opts)?),
+            shown,
+        })
+    }
+
+    /// Whether it is a directory on this machine.
+    pub fn is_local(&self) -> bool {
+        matches!(self.root, Root::Dir(_))
+    }
+
+    fn store_key(at: &StoreAt, key: &str) -> StoreKey {
+        if at.key.is_empty() {
+            StoreKey::from(key)
+        } else {
+            StoreKey::from(format!("{}/{key}", at.key))
+        }
+    }
+
+    fn timeout(at: &StoreAt) -> Duration {
+        // The store retries twice within this itself; a hung one is cut here.
+        at.timeout * 4
+    }
+
+    /// Writes `data` at `key`, whole or not at all.
+    pub async fn put(&self, key: &str, data: Vec<u8>) -> Result<(), String> {
+        match &self.root {
+            Root::Dir(dir) => {
+                let path = dir.join(key);
+                let data = data.clone();
+                tokio::task::spawn_blocking(move || put_file(&path, &data))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("{}: {e}", dir.join(key).display()))
+            }
+            Root::Store(at) => {
+                let k = Self::store_key(at, key);
+                tokio::time::timeout(Self::timeout(at), at.store.put(&k, PutPayload::from(data)))
+                    .await
+                    .map_err(|_| format!("{}/{key}: no answer in time", self.shown))?
+                    .map(|_| ())
+                    .map_err(|e| format!("{}/{key}: {}", self.shown, at.say(&e)))
+            }
+        }
+    }
+
+    /// The `.parquet` files under `prefix` (all of its levels), by key.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<Listed>, String> {
+        match &self.root {
+            Root::Dir(dir) => {
+                let (dir, prefix) = (dir.clone(), prefix.to_owned());
+                tokio::task::spawn_blocking(move || list_dir(&dir, &prefix))
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+            Root::Store(at) => {
+                let k = Self::store_key(at, prefix.trim_end_matches('/'));
+                let base = if at.key.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}/", at.key)
+                };
+                let listing = async {
+                    let mut out = Vec::new();
+                    let mut s = at.store.list(Some(&k));
+                    while let Some(m) = s.next().await {
+                        let m =
+                            m.map_err(|e| format!("{}/{prefix}: {}", self.shown, at.say(&e)))?;
+                        let key = m.location.as_ref();
+                        let rel = key.strip_prefix(base.as_str()).unwrap_or(key);
+                        if is_table_file(rel) {
+                            out.push(Listed {
+                                key: rel.to_owned(),
+                                size: m.size,
+                            });
+                        }
+                    }
+                    Ok(out)
+                };
+                tokio::time::timeout(Self::timeout(at) * 10, listing)
+                    .await
+                    .map_err(|_| format!("{}/{prefix}: the listing took too long", self.shown))?
+            }
+        }
+    }
+
+    /// A file's bytes (at most [`MAX_FILE`]).
+    pub async fn get(&self, file: &Listed) -> Result<bytes::Bytes, String> {
+        if file.size > MAX_FILE {
+            return Err(format!(
+                "{}/{}: {} bytes, over the {} a table file may have",
+                self.shown, file.key, file.size, MAX_FILE
+            ));
+        }
+        match &self.root {
+            Root::Dir(dir) => {
+                let path = dir.join(&file.key);
+                tokio::task::spawn_blocking(move || {
+                    use std::io::Read;
+                    let mut out = Vec::new();
+                    std::fs::File::open(&path)
+                        .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut out))
+                        .map(|_| bytes::Bytes::from(out))
+                        .map_err(|e| format!("{}: {e}", path.display()))
+                })
+                .await
+                .map_err(|e| e.to_string())?
+            }
+            Root::Store(at) => {
+                let k = Self::store_key(at, &file.key);
+                let got = async {
+                    let g = at.store.get(&k).await?;
+                    g.bytes().await
+                };
+                tokio::time::timeout(Self::timeout(at), got)
+                    .await
+                    .map_err(|_| format!("{}/{}: no answer in time", self.shown, file.key))?
+                    .map_err(|e| format!("{}/{}: {}", self.shown, file.key, at.say(&e)))
+            }
+        }
+    }
+}
+
+/// A table's file, not a hidden one half-written.
+fn is_table_file(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    name.ends_with(".parquet") && !name.starts_with('.') && !name.starts_with('_')
+}
+
+/// Writes under a hidden name, syncs, renames: a reader sees the whole file or none.
+fn put_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(data)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    // The rename itself survives a crash once the directory is synced.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The table files under `dir/prefix`; a killed write's hidden file (ten minutes old) is
+/// removed on the way.
+fn list_dir(dir: &Path, prefix: &str) -> Result<Vec<Listed>, String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.join(prefix.trim_end_matches('/'))];
+    while let Some(d) = todo.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", d.display())),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", d.display()))?;
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if ft.is_dir() {
+                todo.push(path);
+            } else if ft.is_file() {
+                if name.starts_with('.') && name.ends_with(".parquet.tmp") {
+                    // Another writer's may be in flight: only one older than ten minutes.
+                    let stale = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > Duration::from_secs(600));
+                    if stale {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                    continue;
+                }
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .to_string_lossy()
+                    .into_owned();
+                if is_table_file(&rel) {
+                    let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                    out.push(Listed { key: rel, size });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_half_written_file_is_never_listed() {
+        let dir = std::env::temp_dir().join(format!("st-place-{}", std::process::id()));
+        let part = dir.join("t/cluster=c/date=2026-12-04");
+        std::fs::create_dir_all(&part).expect("dir");
+        // What a write killed before its rename leaves.
+        std::fs::write(part.join(".part-1.parquet.tmp"), b"PAR1 half").expect("tmp");
+        put_file(&part.join("part-2.parquet"), b"whole").expect("put");
+        let listed = list_dir(&dir, "t").expect("list");
+        assert_eq!(
+            listed.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+            ["t/cluster=c/date=2026-12-04/part-2.parquet"]
+        );
+        assert!(
+            part.join(".part-1.parquet.tmp").exists(),
+            "a recent one may be another writer's"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

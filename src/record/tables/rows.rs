@@ -1,0 +1,383 @@
+//! The rows of the fleet tables, from the store: pure. One row per ended executor
+//! (`executor_endings`), per ended application (`app_runs`), per executor whose wait for a
+//! node or a container is over (`pending_waits`). Each row has a key (app id + executor id,
+//! or the app id) and a date (its partition, UTC): the same row always lands in the same
+//! partition, so a writer that restarts finds what it wrote there.
+
+use std::collections::BTreeMap;
+
+use crate::store::{AppRecord, ExecutorRecord, Snapshot};
+use spark_triage_core::{
+    diagnose::{Severity, budget::FailureBudget},
+    model::{ExecutorState, Time},
+};
+
+/// The three tables, by their stable names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    Endings,
+    Runs,
+    Waits,
+}
+
+impl Table {
+    pub const ALL: [Self; 3] = [Self::Endings, Self::Runs, Self::Waits];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Endings => "executor_endings",
+            Self::Runs => "app_runs",
+            Self::Waits => "pending_waits",
+        }
+    }
+}
+
+/// One ended executor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub spark_version: Option<String>,
+    pub executor_id: i64,
+    /// The verdict's cause (a finding code), `none` when it names none.
+    pub cause: String,
+    pub severity: String,
+    pub state: String,
+    pub pod: String,
+    pub node: Option<String>,
+    pub started_at: Option<Time>,
+    pub ended_at: Time,
+    /// Whose clock `ended_at` is (`container`, `driver`, `event`, `deletion`, `seen`).
+    pub ended_clock: String,
+    pub exit_code: Option<i32>,
+    pub container_reason: Option<String>,
+    /// Spark counted it toward `spark.executor.maxNumFailures`.
+    pub counted: bool,
+    /// A failure, as `report` counts them (counted, or failed and blamed on the app).
+    pub failure: bool,
+    pub missing: bool,
+    pub ending: String,
+    pub witness: Option<String>,
+    pub summary: Option<String>,
+    pub memory_limit_bytes: Option<i64>,
+    pub memory_request_bytes: Option<i64>,
+    pub executor_memory: Option<String>,
+    pub executor_memory_overhead: Option<String>,
+    pub executor_cores: Option<String>,
+    pub max_failures: Option<i32>,
+    pub dynamic_allocation: bool,
+}
+
+/// One ended application.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub spark_version: Option<String>,
+    pub driver_pod: Option<String>,
+    pub driver_node: Option<String>,
+    pub driver_phase: Option<String>,
+    pub started_at: Option<Time>,
+    pub ended_at: Time,
+    /// The app verdict's cause and severity.
+    pub verdict: String,
+    pub severity: String,
+    pub summary: String,
+    pub executors: i64,
+    pub failures: i64,
+    pub failures_counted: i64,
+    /// Spark's limit on counted failures, when it has one.
+    pub failures_allowed: Option<i64>,
+    pub missing: i64,
+    /// Ended executors by cause, as JSON (`{"container-oom-killed":3,…}`).
+    pub by_cause: String,
+    pub executor_memory: Option<String>,
+    pub executor_memory_overhead: Option<String>,
+    pub executor_cores: Option<String>,
+    pub max_failures: Option<i32>,
+    pub dynamic_allocation: bool,
+}
+
+/// One executor's wait, over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub namespace: String,
+    pub app_id: String,
+    pub app_name: Option<String>,
+    pub executor_id: i64,
+    pub pod: String,
+    pub node: Option<String>,
+    /// What held it, as a closed set (`unschedulable`, `image-pull`, `volume`,
+    /// `admission-rejected`, `pending`).
+    pub reason: String,
+    /// The newest scheduler or kubelet message of it (one line, at most 300 characters).
+    pub message: Option<String>,
+    pub waited_from: Time,
+    pub waited_until: Time,
+    pub seconds: f64,
+    /// The state it went to (`running`, or how it ended while waiting).
+    pub then: String,
+}
+
+/// What one round writes: the rows, each with its key.
+#[derive(Debug, Default, Clone)]
+pub struct Rows {
+    pub endings: Vec<Ending>,
+    pub runs: Vec<Run>,
+    pub waits: Vec<Wait>,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.endings.len() + self.runs.len() + self.waits.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A row's key: app id + executor id (`app_runs`: the app id, executor -1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub app_id: String,
+    pub executor_id: i64,
+}
+
+impl Ending {
+    pub fn key(&self) -> Key {
+        Key {
+            app_id: self.app_id.clone(),
+            executor_id: self.executor_id,
+        }
+    }
+}
+
+impl Run {
+    pub fn key(&self) -> Key {
+        Key {
+            app_id: self.app_id.clone(),
+            executor_id: -1,
+        }
+    }
+}
+
+impl Wait {
+    pub fn key(&self) -> Key {
+        Key {
+            app_id: self.app_id.clone(),
+            executor_id: self.executor_id,
+        }
+    }
+}
+
+/// A time's partition: its UTC date.
+pub fn date(t: &Time) -> String {
+    t.format("%Y-%m-%d").to_string()
+}
+
+/// Every row the snapshot has: ended executors, ended apps, waits that are over.
+/// `ready` says whether an executor's ending may be written yet (it settled).
+pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) -> bool) -> Rows {
+    let mut rows = Rows::default();
+    for a in snap.apps.values() {
+        let version = spark_version(a);
+        let sizing = &a.config.sizing;
+        let max_failures = a.config.max_failures.and_then(|n| i32::try_from(n).ok());
+        let mut by_cause: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut ended = 0;
+        let mut failures = 0;
+        let mut all_settled = true;
+        for e in a.executors.values() {
+            if let Some(w) = wait(a, e) {
+                rows.waits.push(w);
+            }
+            let Some((at, clock)) = crate::store::times::ended(e) else {
+                continue;
+            };
+            let cause = e.verdict.cause();
+            *by_cause
+                .entry(cause.map_or("none", |f| f.code.as_str()))
+                .or_default() += 1;
+            ended += 1;
+            let failure = crate::output::report::is_failure(&e.verdict);
+            failures += i64::from(failure);
+            if !ready(a, e) {
+                all_settled = false;
+                continue;
+            }
+            let spec = e.pod.container_spec(&e.spark_container);
+            rows.endings.push(Ending {
+                namespace: a.namespace.clone(),
+                app_id: a.app_id.clone(),
+                app_name: a.app_name.clone(),
+                spark_version: version.clone(),
+                executor_id: e.id,
+                cause: cause.map_or("none", |f| f.code.as_str()).to_owned(),
+                severity: cause
+                    .map_or(Severity::Info, |f| f.severity)
+                    .as_str()
+                    .to_owned(),
+                state: e.state().as_str().to_owned(),
+                pod: e.pod.name.clone(),
+                node: e.pod.node_name.as_deref().map(str::to_owned),
+                started_at: match crate::store::times::created(e) {
+                    (_, crate::store::times::Clock::Seen) => None,
+                    (t, _) => Some(t),
+                },
+                ended_at: at,
+                ended_clock: clock.as_str().to_owned(),
+                exit_code: e.exit_code(),
+                container_reason: e.container_reason().map(str::to_owned),
+                counted: e.verdict.counted(),
+                failure,
+                missing: e.is_missing(),
+                ending: e.verdict.ending.as_str().to_owned(),
+                witness: cause.map(|f| f.witness.as_str().to_owned()),
+                summary: cause.map(|f| crate::redact::one_line(&f.summary)),
+                memory_limit_bytes: e
+                    .pod
+                    .memory_limit(&e.spark_container)
+                    .and_then(|m| bytes(&m.had)),
+                memory_request_bytes: spec
+                    .and_then(|c| c.requests.memory.as_deref())
+                    .and_then(bytes),
+                executor_memory: sizing.memory.clone(),
+                executor_memory_overhead: sizing.memory_overhead.clone(),
+                executor_cores: sizing.cores.clone(),
+                max_failures,
+                dynamic_allocation: a.config.dynamic_allocation,
+            });
+        }
+        // An app's row once it is over and every ending of it settled.
+        let end = a
+            .driver_end
+            .as_ref()
+            .map(|d| (Some(d.pod.clone()), d.cluster_at.unwrap_or(d.at)))
+            .or_else(|| a.logged_end_at.map(|t| (None, t)));
+        if let Some((driver_pod, ended_at)) = end.filter(|_| all_settled) {
+            let v = a.verdict();
+            let (used, budget) = a.failure_budget();
+            let driver = a.driver.as_ref();
+            rows.runs.push(Run {
+                namespace: a.namespace.clone(),
+                app_id: a.app_id.clone(),
+                app_name: a.app_name.clone(),
+                spark_version: version,
+                driver_pod: driver_pod.or_else(|| driver.map(|d| d.pod.clone())),
+                driver_node: driver.and_then(|d| d.node.clone()),
+                driver_phase: driver.and_then(|d| d.phase.clone()),
+                started_at: driver
+                    .and_then(|d| d.last.as_ref().or(d.ended.as_ref()))
+                    .and_then(|p| p.created_at),
+                ended_at,
+                verdict: v.cause().code.as_str().to_owned(),
+                severity: v.severity().as_str().to_owned(),
+                summary: crate::redact::one_line(&v.cause().summary),
+                executors: ended,
+                failures,
+                failures_counted: i64::try_from(used).unwrap_or(i64::MAX),
+                failures_allowed: match budget {
+                    FailureBudget::Limit(l) => Some(i64::from(l)),
+                    _ => None,
+                },
+                missing: a.executors.values().filter(|e| e.is_missing()).count() as i64,
+                by_cause: serde_json::to_string(&by_cause).unwrap_or_default(),
+                executor_memory: sizing.memory.clone(),
+                executor_memory_overhead: sizing.memory_overhead.clone(),
+                executor_cores: sizing.cores.clone(),
+                max_failures,
+                dynamic_allocation: a.config.dynamic_allocation,
+            });
+        }
+    }
+    rows
+}
+
+fn spark_version(a: &AppRecord) -> Option<String> {
+    a.executors
+        .values()
+        .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod))
+        .map(|v| v.to_string())
+        .or_else(|| a.logged_version.clone())
+}
+
+/// A Kubernetes quantity in bytes.
+fn bytes(q: &str) -> Option<i64> {
+    spark_triage_core::model::quantity::parse(q)
+        .filter(|b| b.is_finite() && *b >= 0.0)
+        .map(|b| b as i64)
+}
+
+/// The executor's wait, once it is over: from its first pending transition to the next.
+fn wait(a: &AppRecord, e: &ExecutorRecord) -> Option<Wait> {
+    let p = e
+        .history
+        .iter()
+        .position(|t| t.state == ExecutorState::Pending)?;
+    let from = e.history[p].at;
+    let next = e
+        .history
+        .iter()
+        .skip(p + 1)
+        .find(|t| t.state != ExecutorState::Pending)?;
+    let (reason, message) = wait_reason(e);
+    Some(Wait {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        app_name: a.app_name.clone(),
+        executor_id: e.id,
+        pod: e.pod.name.clone(),
+        node: e.pod.node_name.as_deref().map(str::to_owned),
+        reason: reason.to_owned(),
+        message,
+        waited_from: from,
+        waited_until: next.at,
+        seconds: (next.at - from).num_milliseconds().max(0) as f64 / 1000.0,
+        then: next.state.as_str().to_owned(),
+    })
+}
+
+/// What held a wait, from the pod's events (they outlive the wait; the verdict does not).
+fn wait_reason(e: &ExecutorRecord) -> (&'static str, Option<String>) {
+    let mut found: Option<(&'static str, Option<String>)> = None;
+    for ev in &e.events {
+        let reason = ev.reason.as_deref().unwrap_or_default();
+        let message = ev.message.as_deref().unwrap_or_default();
+        let what = match reason {
+            "FailedScheduling" => "unschedulable",
+            "FailedMount" | "FailedAttachVolume" => "volume",
+            "FailedCreate" | "FailedAdmission" => "admission-rejected",
+            "Failed" | "BackOff" | "ErrImagePull" | "ImagePullBackOff"
+                if message.to_ascii_lowercase().contains("image") =>
+            {
+                "image-pull"
+            }
+            _ => continue,
+        };
+        let line = crate::redact::one_line(message);
+        let line: String = line.chars().take(300).collect();
+        found = Some((what, (!line.is_empty()).then_some(line)));
+    }
+    found.unwrap_or(("pending", None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quantity_is_bytes() {
+        assert_eq!(bytes("4505Mi"), Some(4505 * 1024 * 1024));
+        assert_eq!(bytes("1G"), Some(1_000_000_000));
+        assert_eq!(bytes("nonsense"), None);
+    }
+
+    #[test]
+    fn a_partition_is_the_utc_date() {
+        let t: Time = "2026-12-03T23:59:59Z".parse().expect("time");
+        assert_eq!(date(&t), "2026-12-03");
+    }
+}
