@@ -74,6 +74,15 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
         .unwrap_or(now);
     let reading = args.limits.reading();
     let place = crate::record::tables::Place::open(url, &reading.store)?;
+    // A mistyped path is said, not reported on as an empty fleet.
+    if let Some(dir) = place.local_dir()
+        && !dir.is_dir()
+    {
+        return Err(Failure::Runtime(format!(
+            "--tables {}: no such directory",
+            place.shown
+        )));
+    }
     let filter = crate::output::fleet::Filter {
         since,
         until,

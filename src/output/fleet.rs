@@ -64,6 +64,7 @@ pub struct FleetApp {
     #[serde(flatten)]
     pub totals: Totals,
     pub pending_waits: usize,
+    /// The median wait, to within 5 % (waits are summed in 5 %-wide buckets).
     pub pending_median_seconds: Option<f64>,
 }
 
@@ -79,23 +80,86 @@ pub struct FleetNode {
 pub struct FleetWait {
     pub reason: String,
     pub waits: usize,
+    /// To within 5 % (waits are summed in 5 %-wide buckets).
     pub median_seconds: f64,
     pub max_seconds: f64,
 }
 
 impl Totals {
-    fn add(&mut self, e: &rows::Ending) {
+    fn add(&mut self, e: &parquet::EndingRef<'_>) {
         self.endings += 1;
         self.failures += usize::from(e.failure);
         self.counted += usize::from(e.counted);
         self.missing += usize::from(e.missing);
-        *self.by_cause.entry(e.cause.clone()).or_default() += 1;
-        match (e.cause.as_str(), e.severity.as_str()) {
+        bump(&mut self.by_cause, e.cause);
+        match (e.cause, e.severity) {
             ("container-oom-killed", _) => self.oom.container += 1,
             ("jvm-oom", _) => self.oom.jvm += 1,
             ("node-sigkill", "error") => self.oom.node += 1,
             _ => {}
         }
+    }
+
+    fn merge(&mut self, o: &Totals) {
+        self.endings += o.endings;
+        self.failures += o.failures;
+        self.counted += o.counted;
+        self.missing += o.missing;
+        self.oom.container += o.oom.container;
+        self.oom.jvm += o.oom.jvm;
+        self.oom.node += o.oom.node;
+        for (c, n) in &o.by_cause {
+            *self.by_cause.entry(c.clone()).or_default() += n;
+        }
+    }
+}
+
+/// One more under `key` (allocating the key only the first time).
+fn bump(m: &mut BTreeMap<String, usize>, key: &str) {
+    match m.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            m.insert(key.to_owned(), 1);
+        }
+    }
+}
+
+/// Durations in logarithmic buckets (5 % wide): a median and a maximum in constant memory,
+/// whatever the number of waits.
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    buckets: BTreeMap<u32, usize>,
+    n: usize,
+    max: f64,
+}
+
+impl Histogram {
+    fn bucket(s: f64) -> u32 {
+        // ln(1 + s) in steps of ln(1.05): 0 s is bucket 0; a year is about 350.
+        ((1.0 + s.max(0.0)).ln() / 1.05f64.ln()) as u32
+    }
+
+    fn add(&mut self, s: f64) {
+        if !s.is_finite() {
+            return;
+        }
+        *self.buckets.entry(Self::bucket(s)).or_default() += 1;
+        self.n += 1;
+        self.max = self.max.max(s);
+    }
+
+    /// The median, to within its bucket (the bucket's middle).
+    fn median(&self) -> Option<f64> {
+        let half = self.n.checked_sub(1)? / 2;
+        let mut seen = 0;
+        for (b, n) in &self.buckets {
+            seen += n;
+            if seen > half {
+                let mid = 1.05f64.powf(f64::from(*b) + 0.5) - 1.0;
+                return Some((mid * 10.0).round() / 10.0);
+            }
+        }
+        None
     }
 }
 
@@ -118,7 +182,79 @@ struct App {
     ids: std::collections::BTreeSet<String>,
     run_verdicts: BTreeMap<String, usize>,
     totals: Totals,
-    waits: Vec<f64>,
+    waits: Histogram,
+}
+
+/// A node's failures, and by cause.
+type NodeSums = (usize, BTreeMap<String, usize>);
+
+/// The sums, keyed by application; a row finds its app without allocating.
+#[derive(Default)]
+struct Sums {
+    apps: Vec<((String, String, String), App)>,
+    index: std::collections::HashMap<(String, String, String), usize>,
+    /// cluster → node → (failures, by cause).
+    nodes: BTreeMap<String, BTreeMap<String, NodeSums>>,
+    waits: BTreeMap<String, Histogram>,
+}
+
+impl Sums {
+    /// The app of a row of `cluster` (its name, else its id), with the run's id noted.
+    fn app(&mut self, cluster: &str, ns: &str, id: &str, name: Option<&str>) -> &mut App {
+        let key = (
+            cluster.to_owned(),
+            ns.to_owned(),
+            name.unwrap_or(id).to_owned(),
+        );
+        let i = match self.index.get(&key) {
+            Some(i) => *i,
+            None => {
+                self.apps.push((key.clone(), App::default()));
+                self.index.insert(key, self.apps.len() - 1);
+                self.apps.len() - 1
+            }
+        };
+        let a = &mut self.apps[i].1;
+        if !a.ids.contains(id) {
+            a.ids.insert(id.to_owned());
+        }
+        a
+    }
+}
+
+/// A file's rows of one app come together: the last app's index is reused.
+struct Last {
+    key: (String, String, Option<String>),
+    index: usize,
+}
+
+fn app_index(
+    sums: &mut Sums,
+    last: &mut Option<Last>,
+    cluster: &str,
+    ns: &str,
+    id: &str,
+    name: Option<&str>,
+) -> usize {
+    if let Some(l) = last
+        && l.key.0 == ns
+        && l.key.1 == id
+        && l.key.2.as_deref() == name
+    {
+        return l.index;
+    }
+    sums.app(cluster, ns, id, name);
+    let key = (
+        cluster.to_owned(),
+        ns.to_owned(),
+        name.unwrap_or(id).to_owned(),
+    );
+    let index = sums.index[&key];
+    *last = Some(Last {
+        key: (ns.to_owned(), id.to_owned(), name.map(str::to_owned)),
+        index,
+    });
+    index
 }
 
 /// Reads the tables and folds them into the report.
@@ -127,10 +263,8 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let mut files_read = 0;
     let mut bytes_read = 0;
     let mut clusters = std::collections::BTreeSet::new();
-    let mut apps: BTreeMap<(String, String, String), App> = BTreeMap::new();
-    let mut nodes: BTreeMap<(String, String), (usize, BTreeMap<String, usize>)> = BTreeMap::new();
-    let mut waits: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let in_window = |t: &Time| *t >= f.since && *t <= f.until;
+    let mut sums = Sums::default();
+    let in_window = |t: Option<Time>| t.is_some_and(|t| t >= f.since && t <= f.until);
     let app_matches =
         |id: &str, name: Option<&str>| f.app.as_deref().is_none_or(|a| a == id || name == Some(a));
     for table in Table::ALL {
@@ -154,95 +288,99 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
             let Some((cluster, _)) = partition(&l.key) else {
                 continue;
             };
-            let cluster = cluster.to_owned();
             let data = place.get(&l).await?;
             files_read += 1;
             bytes_read += data.len() as u64;
             let bad = |e: String| format!("{}/{}: {e}", place.shown, l.key);
-            let app_key = |ns: &str, id: &str, name: Option<&str>| {
-                (
-                    cluster.clone(),
-                    ns.to_owned(),
-                    name.unwrap_or(id).to_owned(),
-                )
-            };
+            let mut seen = false;
+            let mut last = None;
             match table {
-                Table::Endings => {
-                    for e in parquet::endings(data).map_err(bad)? {
-                        if !in_window(&e.ended_at) || !app_matches(&e.app_id, e.app_name.as_deref())
-                        {
-                            continue;
-                        }
-                        clusters.insert(cluster.clone());
-                        let a = apps
-                            .entry(app_key(&e.namespace, &e.app_id, e.app_name.as_deref()))
-                            .or_default();
-                        a.ids.insert(e.app_id.clone());
-                        a.totals.add(&e);
-                        if e.failure
-                            && let Some(node) = &e.node
-                        {
-                            let n = nodes.entry((cluster.clone(), node.clone())).or_default();
-                            n.0 += 1;
-                            *n.1.entry(e.cause.clone()).or_default() += 1;
-                        }
+                Table::Endings => parquet::each_ending(data, |e| {
+                    if !in_window(e.ended_at) || !app_matches(e.app_id, e.app_name) {
+                        return;
                     }
-                }
+                    seen = true;
+                    let i = app_index(
+                        &mut sums,
+                        &mut last,
+                        cluster,
+                        e.namespace,
+                        e.app_id,
+                        e.app_name,
+                    );
+                    sums.apps[i].1.totals.add(&e);
+                    if e.failure
+                        && let Some(node) = e.node
+                    {
+                        let nodes = match sums.nodes.get_mut(cluster) {
+                            Some(n) => n,
+                            None => sums.nodes.entry(cluster.to_owned()).or_default(),
+                        };
+                        let n = match nodes.get_mut(node) {
+                            Some(n) => n,
+                            None => nodes.entry(node.to_owned()).or_default(),
+                        };
+                        n.0 += 1;
+                        bump(&mut n.1, e.cause);
+                    }
+                })
+                .map_err(bad)?,
                 Table::Runs => {
                     for r in parquet::runs(data).map_err(bad)? {
-                        if !in_window(&r.ended_at) || !app_matches(&r.app_id, r.app_name.as_deref())
+                        if !in_window(Some(r.ended_at))
+                            || !app_matches(&r.app_id, r.app_name.as_deref())
                         {
                             continue;
                         }
-                        clusters.insert(cluster.clone());
-                        let a = apps
-                            .entry(app_key(&r.namespace, &r.app_id, r.app_name.as_deref()))
-                            .or_default();
-                        a.ids.insert(r.app_id.clone());
-                        *a.run_verdicts.entry(r.verdict.clone()).or_default() += 1;
+                        seen = true;
+                        let a = sums.app(cluster, &r.namespace, &r.app_id, r.app_name.as_deref());
+                        bump(&mut a.run_verdicts, &r.verdict);
                     }
                 }
-                Table::Waits => {
-                    for w in parquet::waits(data).map_err(bad)? {
-                        if !in_window(&w.waited_from)
-                            || !app_matches(&w.app_id, w.app_name.as_deref())
-                        {
-                            continue;
-                        }
-                        clusters.insert(cluster.clone());
-                        let a = apps
-                            .entry(app_key(&w.namespace, &w.app_id, w.app_name.as_deref()))
-                            .or_default();
-                        a.ids.insert(w.app_id.clone());
-                        a.waits.push(w.seconds);
-                        waits.entry(w.reason.clone()).or_default().push(w.seconds);
+                Table::Waits => parquet::each_wait(data, |w| {
+                    if !in_window(w.waited_from) || !app_matches(w.app_id, w.app_name) {
+                        return;
                     }
-                }
+                    seen = true;
+                    let i = app_index(
+                        &mut sums,
+                        &mut last,
+                        cluster,
+                        w.namespace,
+                        w.app_id,
+                        w.app_name,
+                    );
+                    sums.apps[i].1.waits.add(w.seconds);
+                    match sums.waits.get_mut(w.reason) {
+                        Some(h) => h.add(w.seconds),
+                        None => sums
+                            .waits
+                            .entry(w.reason.to_owned())
+                            .or_default()
+                            .add(w.seconds),
+                    }
+                })
+                .map_err(bad)?,
+            }
+            if seen {
+                clusters.insert(cluster.to_owned());
             }
         }
     }
     let mut totals = Totals::default();
-    let mut out_apps: Vec<FleetApp> = apps
+    let mut out_apps: Vec<FleetApp> = sums
+        .apps
         .into_iter()
-        .map(|((cluster, namespace, app), mut a)| {
-            totals.endings += a.totals.endings;
-            totals.failures += a.totals.failures;
-            totals.counted += a.totals.counted;
-            totals.missing += a.totals.missing;
-            totals.oom.container += a.totals.oom.container;
-            totals.oom.jvm += a.totals.oom.jvm;
-            totals.oom.node += a.totals.oom.node;
-            for (c, n) in &a.totals.by_cause {
-                *totals.by_cause.entry(c.clone()).or_default() += n;
-            }
+        .map(|((cluster, namespace, app), a)| {
+            totals.merge(&a.totals);
             FleetApp {
                 cluster,
                 namespace,
                 app,
                 runs: a.ids.len(),
                 run_verdicts: a.run_verdicts,
-                pending_waits: a.waits.len(),
-                pending_median_seconds: median(&mut a.waits),
+                pending_waits: a.waits.n,
+                pending_median_seconds: a.waits.median(),
                 totals: a.totals,
             }
         })
@@ -254,24 +392,30 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
             .then(b.totals.endings.cmp(&a.totals.endings))
             .then((&a.cluster, &a.namespace, &a.app).cmp(&(&b.cluster, &b.namespace, &b.app)))
     });
-    let mut out_nodes: Vec<FleetNode> = nodes
+    let mut out_nodes: Vec<FleetNode> = sums
+        .nodes
         .into_iter()
-        .map(|((cluster, node), (failures, by_cause))| FleetNode {
-            cluster,
-            node,
-            failures,
-            by_cause,
+        .flat_map(|(cluster, nodes)| {
+            nodes
+                .into_iter()
+                .map(move |(node, (failures, by_cause))| FleetNode {
+                    cluster: cluster.clone(),
+                    node,
+                    failures,
+                    by_cause,
+                })
         })
         .collect();
     out_nodes.sort_by(|a, b| b.failures.cmp(&a.failures).then(a.node.cmp(&b.node)));
     out_nodes.truncate(20);
-    let mut out_waits: Vec<FleetWait> = waits
+    let mut out_waits: Vec<FleetWait> = sums
+        .waits
         .into_iter()
-        .map(|(reason, mut s)| FleetWait {
+        .map(|(reason, h)| FleetWait {
             reason,
-            waits: s.len(),
-            median_seconds: median(&mut s).unwrap_or(0.0),
-            max_seconds: s.iter().copied().fold(0.0, f64::max),
+            waits: h.n,
+            median_seconds: h.median().unwrap_or(0.0),
+            max_seconds: h.max,
         })
         .collect();
     out_waits.sort_by(|a, b| b.waits.cmp(&a.waits).then(a.reason.cmp(&b.reason)));
@@ -287,14 +431,6 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
         nodes: out_nodes,
         waits: out_waits,
     })
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
 }
 
 fn causes(m: &BTreeMap<String, usize>) -> String {
@@ -403,6 +539,22 @@ pub fn markdown(r: &FleetReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_of_a_histogram_is_within_its_bucket() {
+        let mut h = Histogram::default();
+        assert_eq!(h.median(), None);
+        for s in [1.0, 2.0, 3.0, 100.0, 1000.0, f64::NAN] {
+            h.add(s);
+        }
+        assert_eq!(h.n, 5, "a NaN is not a wait");
+        let m = h.median().expect("median");
+        assert!((m - 3.0).abs() <= 3.0 * 0.05 + 0.1, "{m}");
+        assert_eq!(h.max, 1000.0);
+        let mut one = Histogram::default();
+        one.add(0.0);
+        assert!(one.median().expect("median") < 0.1);
+    }
 
     #[test]
     fn a_key_names_its_partition() {

@@ -70,8 +70,9 @@ pub struct Written {
 pub struct Writer {
     pub place: Place,
     cluster: String,
-    /// The keys in each partition read or written so far.
-    known: HashMap<(Table, String), HashSet<Key>>,
+    /// The keys (hashed: 8 bytes each) in each partition read or written so far; only the
+    /// partitions the last round touched are kept (an older one is read again if needed).
+    known: HashMap<(Table, String), HashSet<u64>>,
 }
 
 impl Writer {
@@ -88,7 +89,7 @@ impl Writer {
     }
 
     /// The keys already in a partition (read once, then kept).
-    async fn known(&mut self, table: Table, date: &str) -> Result<&mut HashSet<Key>, String> {
+    async fn known(&mut self, table: Table, date: &str) -> Result<&mut HashSet<u64>, String> {
         let k = (table, date.to_owned());
         if !self.known.contains_key(&k) {
             let mut keys = HashSet::new();
@@ -96,7 +97,7 @@ impl Writer {
                 let data = self.place.get(&f).await?;
                 let got = parquet::keys(table, data)
                     .map_err(|e| format!("{}/{}: {e}", self.place.shown, f.key))?;
-                keys.extend(got);
+                keys.extend(got.iter().map(Key::hash64));
             }
             self.known.insert(k.clone(), keys);
         }
@@ -119,6 +120,13 @@ impl Writer {
         );
         let runs = group(&rows.runs, |r| rows::date(&r.ended_at), rows::Run::key);
         let waits = group(&rows.waits, |r| rows::date(&r.waited_from), rows::Wait::key);
+        // Memory stays that of the partitions in use (a recorder runs for months).
+        let touched: HashSet<(Table, String)> = endings
+            .keys()
+            .map(|d| (Table::Endings, d.clone()))
+            .chain(runs.keys().map(|d| (Table::Runs, d.clone())))
+            .chain(waits.keys().map(|d| (Table::Waits, d.clone())))
+            .collect();
         let mut jobs: Vec<(Table, String, Vec<Key>, Vec<u8>)> = Vec::new();
         macro_rules! plan {
             ($groups:expr, $table:expr, $of:path) => {
@@ -132,7 +140,7 @@ impl Writer {
                     };
                     let fresh: Vec<_> = group
                         .into_iter()
-                        .filter(|(k, _)| !known.contains(k))
+                        .filter(|(k, _)| !known.contains(&k.hash64()))
                         .collect();
                     if fresh.is_empty() {
                         continue;
@@ -167,13 +175,17 @@ impl Writer {
                     out.files += 1;
                     out.rows += keys.len();
                     out.bytes += size;
-                    self.known.entry((table, date)).or_default().extend(keys);
+                    self.known
+                        .entry((table, date))
+                        .or_default()
+                        .extend(keys.iter().map(Key::hash64));
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
             }
         }
+        self.known.retain(|k, _| touched.contains(k));
         match first_error {
             Some(e) if out.files == 0 => Err(e),
             Some(e) => Err(format!("{e} (other files were written: {} rows)", out.rows)),
@@ -202,20 +214,9 @@ fn group<R>(
 /// FNV-1a of the keys: a file's name differs with its rows (two rounds in one second do
 /// not overwrite each other), and is the same for the same rows.
 fn fnv(keys: &[Key]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for k in keys {
-        for b in k
-            .app_id
-            .as_bytes()
-            .iter()
-            .chain(&[0])
-            .chain(&k.executor_id.to_le_bytes())
-        {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
+    keys.iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, k| {
+        (h ^ k.hash64()).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The recorder's side (`record --tables`): plans rows from the store every `every` and
@@ -245,11 +246,15 @@ impl Recording {
                 }
             }
         });
+        // The first round within a minute: what a killed run left unwritten goes out even
+        // when runs are shorter than `every`.
+        let now = std::time::Instant::now();
+        let first = every.min(std::time::Duration::from_secs(60));
         Self {
             tx,
             task,
             every,
-            last: std::time::Instant::now(),
+            last: now.checked_sub(every - first).unwrap_or(now),
         }
     }
 

@@ -529,3 +529,113 @@ pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
     }
     Ok(out)
 }
+
+/// What the fleet report reads of an `executor_endings` row, borrowed from the file's
+/// columns (no allocation per row).
+#[derive(Debug, Clone, Copy)]
+pub struct EndingRef<'a> {
+    pub namespace: &'a str,
+    pub app_id: &'a str,
+    pub app_name: Option<&'a str>,
+    pub cause: &'a str,
+    pub severity: &'a str,
+    pub node: Option<&'a str>,
+    pub ended_at: Option<Time>,
+    pub failure: bool,
+    pub counted: bool,
+    pub missing: bool,
+}
+
+/// What the fleet report reads of a `pending_waits` row.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitRef<'a> {
+    pub namespace: &'a str,
+    pub app_id: &'a str,
+    pub app_name: Option<&'a str>,
+    pub reason: &'a str,
+    pub seconds: f64,
+    pub waited_from: Option<Time>,
+}
+
+fn opt(a: &StringArray, r: usize) -> Option<&str> {
+    (!a.is_null(r)).then(|| a.value(r))
+}
+
+/// Each `executor_endings` row, reading only the columns the fleet report needs.
+pub fn each_ending(file: bytes::Bytes, mut f: impl FnMut(EndingRef<'_>)) -> Result<(), String> {
+    const COLS: &[&str] = &[
+        "namespace",
+        "app_id",
+        "app_name",
+        "cause",
+        "severity",
+        "node",
+        "ended_at",
+        "failure",
+        "counted",
+        "missing",
+    ];
+    for b in batches(file, Some(COLS))? {
+        let st = |n| col::<StringArray>(&b, n);
+        let (ns, app, name, cause, sev, node) = (
+            st("namespace")?,
+            st("app_id")?,
+            st("app_name")?,
+            st("cause")?,
+            st("severity")?,
+            st("node")?,
+        );
+        let ended = col::<TimestampMicrosecondArray>(&b, "ended_at")?;
+        let flag = |n| col::<BooleanArray>(&b, n);
+        let (failure, counted, missing) = (flag("failure")?, flag("counted")?, flag("missing")?);
+        for r in 0..b.num_rows() {
+            f(EndingRef {
+                namespace: ns.value(r),
+                app_id: app.value(r),
+                app_name: opt(name, r),
+                cause: cause.value(r),
+                severity: sev.value(r),
+                node: opt(node, r),
+                ended_at: get_t(ended, r),
+                failure: failure.value(r),
+                counted: counted.value(r),
+                missing: missing.value(r),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Each `pending_waits` row, reading only the columns the fleet report needs.
+pub fn each_wait(file: bytes::Bytes, mut f: impl FnMut(WaitRef<'_>)) -> Result<(), String> {
+    const COLS: &[&str] = &[
+        "namespace",
+        "app_id",
+        "app_name",
+        "reason",
+        "seconds",
+        "waited_from",
+    ];
+    for b in batches(file, Some(COLS))? {
+        let st = |n| col::<StringArray>(&b, n);
+        let (ns, app, name, reason) = (
+            st("namespace")?,
+            st("app_id")?,
+            st("app_name")?,
+            st("reason")?,
+        );
+        let secs = col::<Float64Array>(&b, "seconds")?;
+        let from = col::<TimestampMicrosecondArray>(&b, "waited_from")?;
+        for r in 0..b.num_rows() {
+            f(WaitRef {
+                namespace: ns.value(r),
+                app_id: app.value(r),
+                app_name: opt(name, r),
+                reason: reason.value(r),
+                seconds: secs.value(r),
+                waited_from: get_t(from, r),
+            });
+        }
+    }
+    Ok(())
+}

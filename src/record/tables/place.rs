@@ -59,9 +59,12 @@ impl Place {
         })
     }
 
-    /// Whether it is a directory on this machine.
-    pub fn is_local(&self) -> bool {
-        matches!(self.root, Root::Dir(_))
+    /// The directory on this machine, when it is one.
+    pub fn local_dir(&self) -> Option<&Path> {
+        match &self.root {
+            Root::Dir(d) => Some(d),
+            Root::Store(_) => None,
+        }
     }
 
     fn store_key(at: &StoreAt, key: &str) -> StoreKey {
@@ -132,7 +135,7 @@ impl Place {
                     }
                     Ok(out)
                 };
-                tokio::time::timeout(Self::timeout(at) * 10, listing)
+                tokio::time::timeout(at.timeout * 10, listing)
                     .await
                     .map_err(|_| format!("{}/{prefix}: the listing took too long", self.shown))?
             }

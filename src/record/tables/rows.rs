@@ -146,6 +146,24 @@ pub struct Key {
     pub executor_id: i64,
 }
 
+impl Key {
+    /// FNV-1a of the key: what a writer remembers of it.
+    pub fn hash64(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self
+            .app_id
+            .as_bytes()
+            .iter()
+            .chain(&[0])
+            .chain(&self.executor_id.to_le_bytes())
+        {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+}
+
 impl Ending {
     pub fn key(&self) -> Key {
         Key {
