@@ -54,7 +54,9 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
             .state()
         },
     )?;
-    let rows = crate::record::tables::rows::of(state.store.view(), |_, _| true);
+    let rows = crate::record::tables::rows::of(state.store.view(), |_, _| {
+        crate::record::tables::rows::Ready::Yes
+    });
     let shown = place.shown.clone();
     let done = super::block_on(async move {
         crate::record::tables::Writer::new(place, cluster)

@@ -403,7 +403,7 @@ fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, u
     let mut m = std::collections::BTreeMap::new();
     for e in a.executors.values() {
         if crate::store::ended_at(e).is_some() {
-            let cause = e.verdict.cause().map_or("none", |f| f.code.as_str());
+            let cause = e.verdict.cause_code();
             *m.entry(cause).or_default() += 1;
         }
     }

@@ -48,7 +48,8 @@ pub struct RecordArgs {
     /// How often the tables get their new rows (one file per table and date each time).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, requires = "tables")]
     pub tables_every: std::time::Duration,
-    /// The cluster's name in the tables' partitions (default: the kube context's name).
+    /// The cluster's name in the tables' partitions (default: the kube context's name;
+    /// needed in a pod, where the context is "in-cluster" in every cluster).
     #[arg(long, value_name = "NAME", requires = "tables")]
     pub cluster_name: Option<String>,
     /// An object store's setting, for --tables and --event-log-dir at a URL: KEY=VALUE,
@@ -164,6 +165,14 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             )
         });
         // --tables: rows planned every --tables-every from the store, written by their task.
+        // In a pod every cluster's context is "in-cluster": its tables need a name.
+        if place.is_some() && args.cluster_name.is_none() && conn.context == "in-cluster" {
+            return Err(Failure::Usage(
+                "--tables in a pod needs --cluster-name NAME (the context is \"in-cluster\" \
+                 in every cluster: their rows would mix)"
+                    .into(),
+            ));
+        }
         let mut tables = place.map(|place| {
             let cluster = args
                 .cluster_name
@@ -171,6 +180,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
             crate::record::tables::Recording::start(place, cluster, args.tables_every)
         });
+        rec.hold = tables.as_ref().map(crate::record::tables::Recording::hold);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
         // plain line a minute and the last one, never a `\r` flood.

@@ -92,11 +92,13 @@ impl Totals {
         self.counted += usize::from(e.counted);
         self.missing += usize::from(e.missing);
         bump(&mut self.by_cause, e.cause);
-        match (e.cause, e.severity) {
-            ("container-oom-killed", _) => self.oom.container += 1,
-            ("jvm-oom", _) => self.oom.jvm += 1,
-            ("node-sigkill", "error") => self.oom.node += 1,
-            _ => {}
+        if let Some(code) = spark_triage_core::diagnose::Code::parse(e.cause) {
+            let severity = match e.severity {
+                "error" => spark_triage_core::diagnose::Severity::Error,
+                "warn" => spark_triage_core::diagnose::Severity::Warn,
+                _ => spark_triage_core::diagnose::Severity::Info,
+            };
+            self.oom.add(code, severity);
         }
     }
 
@@ -257,6 +259,51 @@ fn app_index(
     index
 }
 
+/// A table's files in the window: listed a cluster and a date at a time (a year of
+/// history is not listed to read a month), or whole for a window over 400 days.
+async fn files_in_window(
+    place: &Place,
+    table: Table,
+    f: &Filter,
+    from_date: &str,
+    to_date: &str,
+) -> Result<Vec<Listed>, String> {
+    let clusters: Vec<String> = match &f.cluster {
+        Some(c) => vec![c.clone()],
+        None => place
+            .folders(table.name())
+            .await?
+            .into_iter()
+            .filter_map(|p| p.strip_prefix("cluster=").map(str::to_owned))
+            .collect(),
+    };
+    let days = (f.until.date_naive() - f.since.date_naive()).num_days();
+    let mut out = Vec::new();
+    for c in clusters {
+        let base = format!("{}/cluster={c}", table.name());
+        if days > 400 {
+            out.extend(place.list(&base).await?);
+            continue;
+        }
+        let mut d = f.since.date_naive();
+        while d <= f.until.date_naive() {
+            out.extend(
+                place
+                    .list(&format!("{base}/date={}", d.format("%Y-%m-%d")))
+                    .await?,
+            );
+            let Some(next) = d.succ_opt() else { break };
+            d = next;
+        }
+    }
+    out.retain(|l| {
+        partition(&l.key).is_some_and(|(c, d)| {
+            f.cluster.as_deref().is_none_or(|w| w == c) && d >= from_date && d <= to_date
+        })
+    });
+    Ok(out)
+}
+
 /// Reads the tables and folds them into the report.
 pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let (from_date, to_date) = (rows::date(&f.since), rows::date(&f.until));
@@ -268,22 +315,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let app_matches =
         |id: &str, name: Option<&str>| f.app.as_deref().is_none_or(|a| a == id || name == Some(a));
     for table in Table::ALL {
-        let prefix = match &f.cluster {
-            Some(c) => format!("{}/cluster={c}", table.name()),
-            None => table.name().to_owned(),
-        };
-        let listed: Vec<Listed> = place
-            .list(&prefix)
-            .await?
-            .into_iter()
-            .filter(|l| {
-                partition(&l.key).is_some_and(|(c, d)| {
-                    f.cluster.as_deref().is_none_or(|w| w == c)
-                        && d >= from_date.as_str()
-                        && d <= to_date.as_str()
-                })
-            })
-            .collect();
+        let listed = files_in_window(place, table, f, &from_date, &to_date).await?;
         for l in listed {
             let Some((cluster, _)) = partition(&l.key) else {
                 continue;

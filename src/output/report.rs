@@ -100,6 +100,19 @@ pub struct OomBreakdown {
     pub node: usize,
 }
 
+impl OomBreakdown {
+    /// One ending of this cause: the container's OOM kill, the JVM's heap, or a node-level
+    /// SIGKILL that is an error (the node's OOM killer).
+    pub fn add(&mut self, cause: Code, severity: Severity) {
+        match (cause, severity) {
+            (Code::ContainerOomKilled, _) => self.container += 1,
+            (Code::JvmOom, _) => self.jvm += 1,
+            (Code::NodeSigkill, Severity::Error) => self.node += 1,
+            _ => {}
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Default, schemars::JsonSchema)]
 pub struct PendingSummary {
     pub executors: usize,
@@ -260,7 +273,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     let mut by_cause: BTreeMap<String, usize> = BTreeMap::new();
     for e in executors.iter().copied() {
         if ended_at(e).is_some() {
-            let cause = e.verdict.cause().map_or("none", |f| f.code.as_str());
+            let cause = e.verdict.cause_code();
             *by_cause.entry(cause.to_owned()).or_default() += 1;
         }
         for f in e.findings() {
@@ -275,11 +288,8 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
                 }
             }
         }
-        match e.verdict.cause().map(|f| (f.code, f.severity)) {
-            Some((Code::ContainerOomKilled, _)) => oom.container += 1,
-            Some((Code::JvmOom, _)) => oom.jvm += 1,
-            Some((Code::NodeSigkill, Severity::Error)) => oom.node += 1,
-            _ => {}
+        if let Some(f) = e.verdict.cause() {
+            oom.add(f.code, f.severity);
         }
         if e.is_missing()
             && let Some(Gone::Missing {

@@ -80,6 +80,9 @@ pub(crate) struct Recorder {
     pub forget_after: Option<std::time::Duration>,
     /// When the directory was last listed for `/metrics` (every 15 s, and at rotation).
     listed: Option<std::time::Instant>,
+    /// No executor gone at or after this (µs since the epoch) is forgotten: `--tables` has
+    /// not written its row yet.
+    pub hold: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
 }
 
 impl Recorder {
@@ -97,6 +100,7 @@ impl Recorder {
             stale_after: std::time::Duration::from_secs(120),
             forget_after: None,
             listed: None,
+            hold: None,
         }
     }
 
@@ -110,10 +114,15 @@ impl Recorder {
             return Ok(());
         };
         let now = crate::source::clock::now();
-        let ev = crate::source::SourceEvent::Forget {
-            before: now - after,
-            at: now,
-        };
+        let mut before = now - after;
+        if let Some(hold) = &self.hold
+            && let Some(t) = chrono::DateTime::from_timestamp_micros(
+                hold.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        {
+            before = before.min(t);
+        }
+        let ev = crate::source::SourceEvent::Forget { before, at: now };
         self.writer.write(&ev)?;
         self.store.apply(ev);
         Ok(())

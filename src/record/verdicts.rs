@@ -506,7 +506,7 @@ fn ending_labels(app: &AppLabels, e: &ExecutorRecord) -> EndingLabels {
     EndingLabels {
         namespace: app.namespace.clone(),
         app: app.app.clone(),
-        cause: cause.map_or("none", |f| f.code.as_str()).to_owned(),
+        cause: e.verdict.cause_code().to_owned(),
         severity: cause
             .map_or(Severity::Info, |f| f.severity)
             .as_str()

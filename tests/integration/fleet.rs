@@ -164,7 +164,10 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
         let mut c = triage();
         c.args(["record", "--kubeconfig", &kc, "-A"])
             .arg(&dir)
-            .args(["--rotate", "30s", "--tables", url, "--tables-every", "10s"])
+            // Executors are forgotten (at each rotation) long before a tables round: their
+            // rows must outlive the store's memory of them.
+            .args(["--rotate", "20s", "--forget-after", "20s"])
+            .args(["--tables", url, "--tables-every", "45s"])
             .args(["--cluster-name", "sim-eu"])
             .args(extra)
             .envs(env)
@@ -315,8 +318,19 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
         .await
         .expect("export --tables");
     succeeded(&out);
-    let said = String::from_utf8_lossy(&out.stderr);
+    let all = String::from_utf8_lossy(&out.stderr);
+    let said = all
+        .lines()
+        .find(|l| l.starts_with("exported "))
+        .unwrap_or_else(|| panic!("what it exported: {all}"));
+    let there: u64 = said
+        .split("; ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("how many were there: {said}"));
     assert!(said.contains("exported 0 rows"), "{said}");
+    assert!(there >= endings, "every ending was found there: {said}");
     let _ = std::fs::remove_dir_all(&base);
 }
 

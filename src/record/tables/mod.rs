@@ -56,13 +56,30 @@ pub fn cluster_of_context(context: &str) -> String {
 }
 
 /// What a round wrote.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Written {
     pub files: usize,
     pub rows: usize,
     pub bytes: u64,
-    /// Rows already in the tables (written before a restart, or by an earlier export).
+    /// Rows already in the tables (written before a restart, by another writer, or by an
+    /// earlier export).
     pub skipped: usize,
+    /// The rows now in the tables (written or found there), by [`tagged`] key.
+    pub done: Vec<u64>,
+    /// Files that could not be read (their keys are not known: said, then passed over).
+    pub unreadable: Vec<String>,
+}
+
+/// A key with its table, as one number (what the recorder remembers of a row it handed on).
+pub fn tagged(table: Table, key: &Key) -> u64 {
+    key.hash64() ^ (table as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// What a writer knows of a partition: the files it read and the keys in them.
+#[derive(Debug, Default)]
+struct Seen {
+    files: HashSet<String>,
+    keys: HashSet<u64>,
 }
 
 /// Writes rows into the tables, each once.
@@ -70,13 +87,27 @@ pub struct Written {
 pub struct Writer {
     pub place: Place,
     cluster: String,
-    /// The keys (hashed: 8 bytes each) in each partition read or written so far; only the
-    /// partitions the last round touched are kept (an older one is read again if needed).
-    known: HashMap<(Table, String), HashSet<u64>>,
+    /// The partitions read or written so far (keys hashed: 8 bytes each); only those the
+    /// last round touched are kept.
+    known: HashMap<(Table, String), Seen>,
+}
+
+/// The dates either side of `date` (`YYYY-MM-DD`): a row's end can be dated by another
+/// clock by another writer (the container's, the driver's), a day apart around midnight.
+fn neighbours(date: &str) -> Vec<String> {
+    match chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d") {
+        Ok(d) => [d.pred_opt(), Some(d), d.succ_opt()]
+            .into_iter()
+            .flatten()
+            .map(|d| d.format("%Y-%m-%d").to_string())
+            .collect(),
+        Err(_) => vec![date.to_owned()],
+    }
 }
 
 impl Writer {
-    pub fn new(place: Place, cluster: String) -> Self {
+    pub fn new(mut place: Place, cluster: String) -> Self {
+        place.clean = true;
         Self {
             place,
             cluster,
@@ -88,24 +119,44 @@ impl Writer {
         format!("{}/cluster={}/date={date}", table.name(), self.cluster)
     }
 
-    /// The keys already in a partition (read once, then kept).
-    async fn known(&mut self, table: Table, date: &str) -> Result<&mut HashSet<u64>, String> {
-        let k = (table, date.to_owned());
-        if !self.known.contains_key(&k) {
-            let mut keys = HashSet::new();
-            for f in self.place.list(&self.partition(table, date)).await? {
-                let data = self.place.get(&f).await?;
-                let got = parquet::keys(table, data)
-                    .map_err(|e| format!("{}/{}: {e}", self.place.shown, f.key))?;
-                keys.extend(got.iter().map(Key::hash64));
+    /// Brings a partition's keys up to date: lists it and reads the files not read yet
+    /// (another writer's, an export's). A file that cannot be read is said and passed over.
+    async fn refresh(
+        &mut self,
+        table: Table,
+        date: &str,
+        unreadable: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let listed = self.place.list(&self.partition(table, date)).await?;
+        let seen = self.known.entry((table, date.to_owned())).or_default();
+        for f in listed {
+            if seen.files.contains(&f.key) {
+                continue;
             }
-            self.known.insert(k.clone(), keys);
+            let read = match self.place.get(&f).await {
+                Ok(data) => parquet::keys(table, data),
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(keys) => seen.keys.extend(keys.iter().map(Key::hash64)),
+                Err(e) => unreadable.push(format!("{}/{}: {e}", self.place.shown, f.key)),
+            }
+            seen.files.insert(f.key);
         }
-        Ok(self.known.entry(k).or_default())
+        Ok(())
+    }
+
+    /// Whether a partition or one a day either side has the key.
+    fn has(&self, table: Table, date: &str, key: u64) -> bool {
+        neighbours(date).iter().any(|d| {
+            self.known
+                .get(&(table, d.clone()))
+                .is_some_and(|s| s.keys.contains(&key))
+        })
     }
 
     /// Writes the rows not in the tables yet: one file per table and date. A failed file
-    /// leaves its rows unwritten (the next round tries them again).
+    /// leaves its rows unwritten (and out of `done`: the caller tries them again).
     pub async fn write(
         &mut self,
         rows: &Rows,
@@ -120,28 +171,38 @@ impl Writer {
         );
         let runs = group(&rows.runs, |r| rows::date(&r.ended_at), rows::Run::key);
         let waits = group(&rows.waits, |r| rows::date(&r.waited_from), rows::Wait::key);
-        // Memory stays that of the partitions in use (a recorder runs for months).
-        let touched: HashSet<(Table, String)> = endings
+        // The partitions to read: each row's date and the days either side.
+        let touched: std::collections::BTreeSet<(Table, String)> = endings
             .keys()
-            .map(|d| (Table::Endings, d.clone()))
-            .chain(runs.keys().map(|d| (Table::Runs, d.clone())))
-            .chain(waits.keys().map(|d| (Table::Waits, d.clone())))
+            .map(|d| (Table::Endings, d))
+            .chain(runs.keys().map(|d| (Table::Runs, d)))
+            .chain(waits.keys().map(|d| (Table::Waits, d)))
+            .flat_map(|(t, d)| neighbours(d).into_iter().map(move |n| (t, n)))
             .collect();
+        let mut failed = HashSet::new();
+        for (table, date) in &touched {
+            if let Err(e) = self.refresh(*table, date, &mut out.unreadable).await {
+                first_error.get_or_insert(e);
+                failed.insert((*table, date.clone()));
+            }
+        }
         let mut jobs: Vec<(Table, String, Vec<Key>, Vec<u8>)> = Vec::new();
         macro_rules! plan {
             ($groups:expr, $table:expr, $of:path) => {
                 for (date, group) in $groups {
-                    let known = match self.known($table, &date).await {
-                        Ok(k) => k,
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                            continue;
-                        }
-                    };
-                    let fresh: Vec<_> = group
+                    // A partition not read: its rows wait for a round that reads it.
+                    if neighbours(&date)
                         .into_iter()
-                        .filter(|(k, _)| !known.contains(&k.hash64()))
-                        .collect();
+                        .any(|d| failed.contains(&($table, d)))
+                    {
+                        continue;
+                    }
+                    let (there, fresh): (Vec<_>, Vec<_>) = group
+                        .into_iter()
+                        .partition(|(k, _)| self.has($table, &date, k.hash64()));
+                    out.skipped += there.len();
+                    out.done
+                        .extend(there.iter().map(|(k, _)| tagged($table, k)));
                     if fresh.is_empty() {
                         continue;
                     }
@@ -156,12 +217,9 @@ impl Writer {
                 }
             };
         }
-        let total = rows.len();
         plan!(endings, Table::Endings, parquet::Of::Endings);
         plan!(runs, Table::Runs, parquet::Of::Runs);
         plan!(waits, Table::Waits, parquet::Of::Waits);
-        let planned: usize = jobs.iter().map(|j| j.2.len()).sum();
-        out.skipped = total.saturating_sub(planned);
         for (table, date, keys, bytes) in jobs {
             let name = format!(
                 "{}/part-{}-{:016x}.parquet",
@@ -175,16 +233,17 @@ impl Writer {
                     out.files += 1;
                     out.rows += keys.len();
                     out.bytes += size;
-                    self.known
-                        .entry((table, date))
-                        .or_default()
-                        .extend(keys.iter().map(Key::hash64));
+                    out.done.extend(keys.iter().map(|k| tagged(table, k)));
+                    let seen = self.known.entry((table, date)).or_default();
+                    seen.files.insert(name);
+                    seen.keys.extend(keys.iter().map(Key::hash64));
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
             }
         }
+        // Memory stays that of the partitions in use (a recorder runs for months).
         self.known.retain(|k, _| touched.contains(k));
         match first_error {
             Some(e) if out.files == 0 => Err(e),
@@ -219,71 +278,250 @@ fn fnv(keys: &[Key]) -> u64 {
     })
 }
 
-/// The recorder's side (`record --tables`): plans rows from the store every `every` and
-/// hands them to a task that writes them.
+/// Rows handed on at most (a writer that cannot write for long: the newest wait).
+const PENDING_MAX: usize = 1_000_000;
+/// Keys remembered as written (the oldest forgotten first): 8 bytes each.
+const DONE_MAX: usize = 2_000_000;
+/// How often the store's settled rows are taken (well within any `--forget-after`).
+const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The recorder's side (`record --tables`): every 10 s takes the rows that settled from the
+/// store into its own queue (so a row outlives the store forgetting its executor), and
+/// every `every` hands the queue to a task that writes it; a row leaves the queue once it is
+/// in the tables.
 #[derive(Debug)]
 pub struct Recording {
     tx: tokio::sync::mpsc::Sender<Rows>,
+    done_rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u64>>,
     task: tokio::task::JoinHandle<()>,
     every: std::time::Duration,
-    last: std::time::Instant,
+    last_write: std::time::Instant,
+    last_collect: Option<std::time::Instant>,
+    endings: HashMap<u64, rows::Ending>,
+    runs: HashMap<u64, rows::Run>,
+    waits: HashMap<u64, rows::Wait>,
+    /// When each ending (and each app's end) was first seen: rows settle from then.
+    first_seen: HashMap<u64, std::time::Instant>,
+    done: HashSet<u64>,
+    done_order: std::collections::VecDeque<u64>,
+    said_full: bool,
+    said_dead: bool,
+    /// The oldest end not in the tables yet (µs since the epoch; 0: all held, `i64::MAX`:
+    /// none):
+    /// the recorder forgets no executor gone since (see [`Recording::hold`]).
+    hold: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Recording {
     pub fn start(place: Place, cluster: String, every: std::time::Duration) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(2);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(1);
+        let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(async move {
             let mut w = Writer::new(place, cluster);
             while let Some(rows) = rx.recv().await {
-                match w.write(&rows, chrono::Utc::now()).await {
-                    Ok(done) if done.files > 0 => eprintln!(
-                        "tables: {} rows in {} files ({} bytes) to {}",
-                        done.rows, done.files, done.bytes, w.place.shown
-                    ),
-                    Ok(_) => {}
-                    // The rows stay in the store: the next round writes them.
-                    Err(e) => eprintln!("warning: tables: {}", crate::redact::escape_controls(&e)),
+                let result = w.write(&rows, chrono::Utc::now()).await;
+                let said = |e: &str| crate::redact::escape_controls(e).into_owned();
+                match result {
+                    Ok(done) => {
+                        for f in &done.unreadable {
+                            eprintln!("warning: tables: cannot read {}", said(f));
+                        }
+                        if done.files > 0 {
+                            eprintln!(
+                                "tables: {} rows in {} files ({} bytes) to {}",
+                                done.rows, done.files, done.bytes, w.place.shown
+                            );
+                        }
+                        let _ = done_tx.send(done.done);
+                    }
+                    // Its rows stay queued: the next round writes them.
+                    Err(e) => eprintln!("warning: tables: {}", said(&e)),
                 }
             }
         });
-        // The first round within a minute: what a killed run left unwritten goes out even
+        // The first write within a minute: what a killed run left unwritten goes out even
         // when runs are shorter than `every`.
         let now = std::time::Instant::now();
         let first = every.min(std::time::Duration::from_secs(60));
         Self {
             tx,
+            done_rx,
             task,
             every,
-            last: now.checked_sub(every - first).unwrap_or(now),
+            last_write: now.checked_sub(every - first).unwrap_or(now),
+            last_collect: None,
+            endings: HashMap::new(),
+            runs: HashMap::new(),
+            waits: HashMap::new(),
+            first_seen: HashMap::new(),
+            done: HashSet::new(),
+            done_order: std::collections::VecDeque::new(),
+            said_full: false,
+            said_dead: false,
+            // Until the first look at the store: hold everything.
+            hold: std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0)),
         }
     }
 
-    /// Each second: every `every`, the settled rows to the writer (a writer still busy with
-    /// the last round is not queued more: the next round has them all).
-    pub fn each_second(&mut self, snap: &crate::store::Snapshot) {
-        if self.last.elapsed() < self.every {
-            return;
+    /// The time before which the recorder may forget executors: none whose row is not in
+    /// the tables yet (a SIGKILLed recorder's queue is lost; the resumed run finds them in
+    /// its directory's state and writes them).
+    pub fn hold(&self) -> std::sync::Arc<std::sync::atomic::AtomicI64> {
+        self.hold.clone()
+    }
+
+    fn pending(&self) -> usize {
+        self.endings.len() + self.runs.len() + self.waits.len()
+    }
+
+    /// Rows the writer put in the tables leave the queue and are remembered.
+    fn take_done(&mut self) {
+        while let Ok(keys) = self.done_rx.try_recv() {
+            for k in keys {
+                self.endings.remove(&k);
+                self.runs.remove(&k);
+                self.waits.remove(&k);
+                if self.done.insert(k) {
+                    self.done_order.push_back(k);
+                }
+            }
         }
-        self.last = std::time::Instant::now();
-        let settled = crate::source::clock::now()
-            - chrono::Duration::from_std(crate::record::verdicts::SETTLE).unwrap_or_default();
-        let rows = rows::of(snap, |_, e| {
-            crate::store::times::ended(e).is_some_and(|(at, _)| at <= settled)
+        while self.done_order.len() > DONE_MAX {
+            if let Some(old) = self.done_order.pop_front() {
+                self.done.remove(&old);
+            }
+        }
+    }
+
+    /// Takes the store's rows into the queue: those settled (`all`: every one).
+    fn collect(&mut self, snap: &crate::store::Snapshot, all: bool) {
+        let now = std::time::Instant::now();
+        let settle = crate::record::verdicts::SETTLE;
+        let mut present = HashSet::new();
+        let (done, queued, first_seen) = (&self.done, &self.endings, &mut self.first_seen);
+        let mut oldest: Option<chrono::DateTime<chrono::Utc>> = None;
+        let got = rows::of(snap, |a, e| {
+            let k = tagged(
+                Table::Endings,
+                &Key {
+                    app_id: a.app_id.clone(),
+                    executor_id: e.id,
+                },
+            );
+            present.insert(k);
+            if done.contains(&k) {
+                return rows::Ready::Taken;
+            }
+            if let Some((at, _)) = crate::store::times::ended(e) {
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+            }
+            if queued.contains_key(&k) {
+                return rows::Ready::Taken;
+            }
+            let since = *first_seen.entry(k).or_insert(now);
+            if all || now.duration_since(since) >= settle {
+                rows::Ready::Yes
+            } else {
+                rows::Ready::No
+            }
         });
-        if !rows.is_empty() {
-            let _ = self.tx.try_send(rows);
+        for r in got.endings {
+            let k = tagged(Table::Endings, &r.key());
+            self.first_seen.remove(&k);
+            self.endings.insert(k, r);
+        }
+        for r in got.runs {
+            let k = tagged(Table::Runs, &r.key());
+            present.insert(k);
+            if self.done.contains(&k) || self.runs.contains_key(&k) {
+                continue;
+            }
+            let since = *self.first_seen.entry(k).or_insert(now);
+            if all || now.duration_since(since) >= settle {
+                self.first_seen.remove(&k);
+                self.runs.insert(k, r);
+            }
+        }
+        for r in got.waits {
+            let k = tagged(Table::Waits, &r.key());
+            if !self.done.contains(&k) {
+                self.waits.entry(k).or_insert(r);
+            }
+        }
+        // Endings no longer in the store before they settled: nothing to wait for.
+        self.first_seen.retain(|k, _| present.contains(k));
+        // Executors ended since the oldest unwritten end, or in the last minute (seen after
+        // this look), are not forgotten; a writer far behind holds nothing back.
+        let recent = crate::source::clock::now() - chrono::Duration::seconds(60);
+        let hold = if self.pending() > PENDING_MAX {
+            i64::MAX
+        } else {
+            oldest.map_or(recent, |o| o.min(recent)).timestamp_micros()
+        };
+        self.hold.store(hold, std::sync::atomic::Ordering::Relaxed);
+        if self.pending() > PENDING_MAX {
+            if !self.said_full {
+                self.said_full = true;
+                eprintln!(
+                    "warning: tables: over {PENDING_MAX} rows wait to be written; the newest \
+                     waits are dropped until the writer catches up"
+                );
+            }
+            let over = self.pending() - PENDING_MAX;
+            let drop: Vec<u64> = self.waits.keys().take(over).copied().collect();
+            for k in drop {
+                self.waits.remove(&k);
+            }
         }
     }
 
-    /// At the end: every row, settled or not, and the writer's last files (a minute at most).
-    pub async fn finish(self, snap: &crate::store::Snapshot) {
-        let rows = rows::of(snap, |_, _| true);
-        let Self { tx, task, .. } = self;
-        if !rows.is_empty() && tx.send(rows).await.is_err() {
+    fn queued(&self) -> Rows {
+        Rows {
+            endings: self.endings.values().cloned().collect(),
+            runs: self.runs.values().cloned().collect(),
+            waits: self.waits.values().cloned().collect(),
+        }
+    }
+
+    /// Each second: every 10 s the settled rows into the queue; every `every` the queue to
+    /// the writer (unless it is still busy with the last one).
+    pub fn each_second(&mut self, snap: &crate::store::Snapshot) {
+        self.take_done();
+        if self
+            .last_collect
+            .is_none_or(|t| t.elapsed() >= COLLECT_EVERY)
+        {
+            self.last_collect = Some(std::time::Instant::now());
+            self.collect(snap, false);
+        }
+        if self.last_write.elapsed() < self.every || self.pending() == 0 {
             return;
         }
-        drop(tx);
-        if tokio::time::timeout(std::time::Duration::from_secs(60), task)
+        if self.tx.is_closed() && !self.said_dead {
+            self.said_dead = true;
+            eprintln!("error: tables: the writer stopped; no more rows are written to the tables");
+        }
+        if let Ok(permit) = self.tx.try_reserve() {
+            self.last_write = std::time::Instant::now();
+            permit.send(self.queued());
+        }
+    }
+
+    /// At the end: every row (settled or not: a recorder that stops writes what it knows)
+    /// and the writer's last files, a minute at most.
+    pub async fn finish(mut self, snap: &crate::store::Snapshot) {
+        self.take_done();
+        self.collect(snap, true);
+        let rows = self.queued();
+        let Self { tx, task, .. } = self;
+        let last = async move {
+            if !rows.is_empty() && tx.send(rows).await.is_err() {
+                return;
+            }
+            drop(tx);
+            let _ = task.await;
+        };
+        if tokio::time::timeout(std::time::Duration::from_secs(60), last)
             .await
             .is_err()
         {
@@ -295,6 +533,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn ending(app: &str, id: i64, at: &str) -> rows::Ending {
         rows::Ending {
@@ -360,6 +599,52 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_other_types_or_nulls_is_an_error_or_read_as_absent() {
+        use arrow_array::{Int32Array, RecordBatch, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+        // app_id as a number: the table's type is a string.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("app_id", DataType::Int32, true),
+            Field::new("executor_id", DataType::Int32, true),
+        ]));
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int32Array::from(vec![Some(1), None])),
+                Arc::new(Int32Array::from(vec![Some(1), None])),
+            ],
+        )
+        .expect("batch");
+        let mut file = Vec::new();
+        let mut w = ::parquet::arrow::ArrowWriter::try_new(&mut file, schema, None).expect("w");
+        w.write(&b).expect("write");
+        w.close().expect("close");
+        let file = bytes::Bytes::from(file);
+        let e = parquet::keys(Table::Endings, file.clone()).expect_err("wrong types");
+        assert!(e.contains("app_id"), "{e}");
+        assert!(parquet::each_ending(file.clone(), |_| {}).is_err());
+        assert!(parquet::each_wait(file.clone(), |_| {}).is_err());
+        assert!(parquet::runs(file).is_err());
+        // Nulls where the table has none: read as empty, no panic.
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "app_id",
+            DataType::Utf8,
+            true,
+        )]));
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec![None::<&str>]))],
+        )
+        .expect("batch");
+        let mut file = Vec::new();
+        let mut w = ::parquet::arrow::ArrowWriter::try_new(&mut file, schema, None).expect("w");
+        w.write(&b).expect("write");
+        w.close().expect("close");
+        let keys = parquet::keys(Table::Runs, bytes::Bytes::from(file)).expect("keys");
+        assert_eq!(keys[0].app_id, "");
+    }
+
+    #[test]
     fn the_schemas_doc_names_every_column_in_order() {
         let doc = include_str!("../../../docs/schemas/tables.md");
         for table in Table::ALL {
@@ -396,8 +681,31 @@ mod tests {
         let now = chrono::Utc::now();
         let mut w = Writer::new(open(), "c1".into());
         let first = w.write(&rows, now).await.expect("write");
-        assert_eq!((first.files, first.rows, first.skipped), (2, 2, 1));
-        assert_eq!(w.write(&rows, now).await.expect("again").rows, 0);
+        assert_eq!((first.files, first.rows, first.skipped), (2, 2, 0));
+        let again = w.write(&rows, now).await.expect("again");
+        assert_eq!((again.rows, again.skipped), (0, 2));
+        // Another writer at work beside this one (an export while the recorder runs): this
+        // one reads its new file before writing.
+        let mut beside = Writer::new(open(), "c1".into());
+        let theirs = Rows {
+            endings: vec![ending("spark-b", 1, "2026-12-04T12:00:00Z")],
+            ..Rows::default()
+        };
+        assert_eq!(beside.write(&theirs, now).await.expect("beside").rows, 1);
+        assert_eq!(w.write(&theirs, now).await.expect("mine").rows, 0);
+        // The same ending dated a day later by another clock (around midnight): there.
+        let late = Rows {
+            endings: vec![ending("spark-a", 1, "2026-12-05T00:00:02Z")],
+            ..Rows::default()
+        };
+        assert_eq!(
+            Writer::new(open(), "c1".into())
+                .write(&late, now)
+                .await
+                .expect("late")
+                .rows,
+            0
+        );
         // A restarted writer reads the keys back from the files.
         let mut more = rows.clone();
         more.endings
@@ -408,7 +716,7 @@ mod tests {
             .expect("resumed");
         assert_eq!((again.files, again.rows), (1, 1));
         let listed = open().list("executor_endings").await.expect("list");
-        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(listed.len(), 4, "{listed:?}");
         assert!(listed.iter().all(|l| {
             l.key
                 .starts_with("executor_endings/cluster=c1/date=2026-12-0")

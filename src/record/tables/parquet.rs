@@ -270,27 +270,55 @@ pub fn encode(rows: Of<'_>) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// A file's batches, reading only the columns named (all when `None`).
-fn batches(file: bytes::Bytes, only: Option<&[&str]>) -> Result<Vec<RecordBatch>, String> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
-    let builder = match only {
-        Some(names) => {
-            let schema = builder.parquet_schema();
-            let idx: Vec<usize> = (0..schema.num_columns())
-                .filter(|&i| names.contains(&schema.column(i).name()))
-                .collect();
-            let mask = parquet::arrow::ProjectionMask::roots(schema, idx);
-            builder.with_projection(mask)
-        }
-        None => builder,
+/// The largest batch a file is read in (rows): a file is read a batch at a time.
+const BATCH_ROWS: usize = 8192;
+
+/// Each batch of a file in turn, reading only the columns named (all when `None`). A file
+/// the Parquet reader cannot take (corrupt, hostile: even one that makes it panic) is an
+/// error.
+fn each_batch(
+    file: bytes::Bytes,
+    only: Option<&[&str]>,
+    mut f: impl FnMut(&RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    let guarded = |what: &str, e: Box<dyn std::any::Any + Send>| {
+        let why = e
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| e.downcast_ref::<&str>().copied())
+            .unwrap_or("no reason");
+        format!("the Parquet reader failed {what}: {why}")
     };
-    let reader = builder
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| e.to_string())?;
-    reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())
+    let reader = catch_unwind(AssertUnwindSafe(|| {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+        let builder = match only {
+            Some(names) => {
+                let schema = builder.parquet_schema();
+                let idx: Vec<usize> = (0..schema.num_columns())
+                    .filter(|&i| names.contains(&schema.column(i).name()))
+                    .collect();
+                let mask = parquet::arrow::ProjectionMask::roots(schema, idx);
+                builder.with_projection(mask)
+            }
+            None => builder,
+        };
+        builder
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| e.to_string())
+    }))
+    .map_err(|e| guarded("opening the file", e))??;
+    let mut reader = reader;
+    loop {
+        let next = catch_unwind(AssertUnwindSafe(|| reader.next()))
+            .map_err(|e| guarded("reading the file", e))?;
+        match next {
+            None => return Ok(()),
+            Some(Err(e)) => return Err(e.to_string()),
+            Some(Ok(b)) => f(&b)?,
+        }
+    }
 }
 
 /// A column of a batch, of the type asked, or an error naming it.
@@ -309,11 +337,11 @@ pub fn keys(table: Table, file: bytes::Bytes) -> Result<Vec<Key>, String> {
         _ => &["app_id", "executor_id"],
     };
     let mut out = Vec::new();
-    for b in batches(file, Some(names))? {
-        let apps = col::<StringArray>(&b, "app_id")?;
+    each_batch(file, Some(names), |b| {
+        let apps = col::<StringArray>(b, "app_id")?;
         let ids = match table {
             Table::Runs => None,
-            _ => Some(col::<Int64Array>(&b, "executor_id")?),
+            _ => Some(col::<Int64Array>(b, "executor_id")?),
         };
         for r in 0..b.num_rows() {
             out.push(Key {
@@ -321,7 +349,8 @@ pub fn keys(table: Table, file: bytes::Bytes) -> Result<Vec<Key>, String> {
                 executor_id: ids.map_or(-1, |c| c.value(r)),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -343,8 +372,8 @@ fn get_i32(a: &Int32Array, r: usize) -> Option<i32> {
 /// An `executor_endings` file's rows (the fleet report reads them back).
 pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
     let mut out = Vec::new();
-    for b in batches(file, None)? {
-        let st = |n| col::<StringArray>(&b, n);
+    each_batch(file, None, |b| {
+        let st = |n| col::<StringArray>(b, n);
         let (ns, app, name, ver, cause, sev, state, pod, node) = (
             st("namespace")?,
             st("app_id")?,
@@ -366,20 +395,20 @@ pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
             st("executor_memory_overhead")?,
             st("executor_cores")?,
         );
-        let id = col::<Int64Array>(&b, "executor_id")?;
-        let started = col::<TimestampMicrosecondArray>(&b, "started_at")?;
-        let ended = col::<TimestampMicrosecondArray>(&b, "ended_at")?;
-        let exit = col::<Int32Array>(&b, "exit_code")?;
-        let flag = |n| col::<BooleanArray>(&b, n);
+        let id = col::<Int64Array>(b, "executor_id")?;
+        let started = col::<TimestampMicrosecondArray>(b, "started_at")?;
+        let ended = col::<TimestampMicrosecondArray>(b, "ended_at")?;
+        let exit = col::<Int32Array>(b, "exit_code")?;
+        let flag = |n| col::<BooleanArray>(b, n);
         let (counted, failure, missing, dynamic) = (
             flag("counted")?,
             flag("failure")?,
             flag("missing")?,
             flag("dynamic_allocation")?,
         );
-        let limit = col::<Int64Array>(&b, "memory_limit_bytes")?;
-        let request = col::<Int64Array>(&b, "memory_request_bytes")?;
-        let maxf = col::<Int32Array>(&b, "max_failures")?;
+        let limit = col::<Int64Array>(b, "memory_limit_bytes")?;
+        let request = col::<Int64Array>(b, "memory_request_bytes")?;
+        let maxf = col::<Int32Array>(b, "max_failures")?;
         for r in 0..b.num_rows() {
             let Some(ended_at) = get_t(ended, r) else {
                 return Err("a row with no ended_at".into());
@@ -415,15 +444,16 @@ pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
                 dynamic_allocation: dynamic.value(r),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
 /// A `pending_waits` file's rows.
 pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
     let mut out = Vec::new();
-    for b in batches(file, None)? {
-        let st = |n| col::<StringArray>(&b, n);
+    each_batch(file, None, |b| {
+        let st = |n| col::<StringArray>(b, n);
         let (ns, app, name, pod, node, reason, message, then) = (
             st("namespace")?,
             st("app_id")?,
@@ -434,10 +464,10 @@ pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
             st("message")?,
             st("then")?,
         );
-        let id = col::<Int64Array>(&b, "executor_id")?;
-        let from = col::<TimestampMicrosecondArray>(&b, "waited_from")?;
-        let until = col::<TimestampMicrosecondArray>(&b, "waited_until")?;
-        let secs = col::<Float64Array>(&b, "seconds")?;
+        let id = col::<Int64Array>(b, "executor_id")?;
+        let from = col::<TimestampMicrosecondArray>(b, "waited_from")?;
+        let until = col::<TimestampMicrosecondArray>(b, "waited_until")?;
+        let secs = col::<Float64Array>(b, "seconds")?;
         for r in 0..b.num_rows() {
             let (Some(waited_from), Some(waited_until)) = (get_t(from, r), get_t(until, r)) else {
                 return Err("a row with no waited_from or waited_until".into());
@@ -457,15 +487,16 @@ pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
                 then: then.value(r).to_owned(),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
 /// An `app_runs` file's rows.
 pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
     let mut out = Vec::new();
-    for b in batches(file, None)? {
-        let st = |n| col::<StringArray>(&b, n);
+    each_batch(file, None, |b| {
+        let st = |n| col::<StringArray>(b, n);
         let (ns, app, name, ver, dpod, dnode, dphase, verdict, sev, summary, by_cause) = (
             st("namespace")?,
             st("app_id")?,
@@ -484,9 +515,9 @@ pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
             st("executor_memory_overhead")?,
             st("executor_cores")?,
         );
-        let started = col::<TimestampMicrosecondArray>(&b, "started_at")?;
-        let ended = col::<TimestampMicrosecondArray>(&b, "ended_at")?;
-        let n = |c| col::<Int64Array>(&b, c);
+        let started = col::<TimestampMicrosecondArray>(b, "started_at")?;
+        let ended = col::<TimestampMicrosecondArray>(b, "ended_at")?;
+        let n = |c| col::<Int64Array>(b, c);
         let (execs, fails, counted, allowed, missing) = (
             n("executors")?,
             n("failures")?,
@@ -494,8 +525,8 @@ pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
             n("failures_allowed")?,
             n("missing")?,
         );
-        let maxf = col::<Int32Array>(&b, "max_failures")?;
-        let dynamic = col::<BooleanArray>(&b, "dynamic_allocation")?;
+        let maxf = col::<Int32Array>(b, "max_failures")?;
+        let dynamic = col::<BooleanArray>(b, "dynamic_allocation")?;
         for r in 0..b.num_rows() {
             let Some(ended_at) = get_t(ended, r) else {
                 return Err("a row with no ended_at".into());
@@ -526,7 +557,8 @@ pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
                 dynamic_allocation: dynamic.value(r),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -575,8 +607,8 @@ pub fn each_ending(file: bytes::Bytes, mut f: impl FnMut(EndingRef<'_>)) -> Resu
         "counted",
         "missing",
     ];
-    for b in batches(file, Some(COLS))? {
-        let st = |n| col::<StringArray>(&b, n);
+    each_batch(file, Some(COLS), |b| {
+        let st = |n| col::<StringArray>(b, n);
         let (ns, app, name, cause, sev, node) = (
             st("namespace")?,
             st("app_id")?,
@@ -585,8 +617,8 @@ pub fn each_ending(file: bytes::Bytes, mut f: impl FnMut(EndingRef<'_>)) -> Resu
             st("severity")?,
             st("node")?,
         );
-        let ended = col::<TimestampMicrosecondArray>(&b, "ended_at")?;
-        let flag = |n| col::<BooleanArray>(&b, n);
+        let ended = col::<TimestampMicrosecondArray>(b, "ended_at")?;
+        let flag = |n| col::<BooleanArray>(b, n);
         let (failure, counted, missing) = (flag("failure")?, flag("counted")?, flag("missing")?);
         for r in 0..b.num_rows() {
             f(EndingRef {
@@ -602,8 +634,8 @@ pub fn each_ending(file: bytes::Bytes, mut f: impl FnMut(EndingRef<'_>)) -> Resu
                 missing: missing.value(r),
             });
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Each `pending_waits` row, reading only the columns the fleet report needs.
@@ -616,16 +648,16 @@ pub fn each_wait(file: bytes::Bytes, mut f: impl FnMut(WaitRef<'_>)) -> Result<(
         "seconds",
         "waited_from",
     ];
-    for b in batches(file, Some(COLS))? {
-        let st = |n| col::<StringArray>(&b, n);
+    each_batch(file, Some(COLS), |b| {
+        let st = |n| col::<StringArray>(b, n);
         let (ns, app, name, reason) = (
             st("namespace")?,
             st("app_id")?,
             st("app_name")?,
             st("reason")?,
         );
-        let secs = col::<Float64Array>(&b, "seconds")?;
-        let from = col::<TimestampMicrosecondArray>(&b, "waited_from")?;
+        let secs = col::<Float64Array>(b, "seconds")?;
+        let from = col::<TimestampMicrosecondArray>(b, "waited_from")?;
         for r in 0..b.num_rows() {
             f(WaitRef {
                 namespace: ns.value(r),
@@ -636,6 +668,6 @@ pub fn each_wait(file: bytes::Bytes, mut f: impl FnMut(WaitRef<'_>)) -> Result<(
                 waited_from: get_t(from, r),
             });
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

@@ -12,9 +12,10 @@ use object_store::{ObjectStoreExt, PutPayload, path::Path as StoreKey};
 use crate::failure::Failure;
 use crate::record::eventlog::remote::{self, StoreAt, StoreOptions};
 
-/// The largest table file read back (a day's partition of a 10k-executor cluster is a few
-/// MiB; anything far bigger is not one of ours).
-pub const MAX_FILE: u64 = 512 << 20;
+/// The largest table file read back (an hour of a 10,000-executor cluster at churn 5/s is
+/// about 270 KiB; anything far bigger is not one of ours). Files are read whole, then
+/// decoded a batch at a time.
+pub const MAX_FILE: u64 = 256 << 20;
 
 /// A table file as listed: its key under the tables' root and its size.
 #[derive(Debug, Clone)]
@@ -35,6 +36,8 @@ pub struct Place {
     root: Root,
     /// As it may be shown (no credentials).
     pub shown: String,
+    /// A writer's listing removes a killed write's hidden file; a reader's changes nothing.
+    pub clean: bool,
 }
 
 impl Place {
@@ -45,17 +48,20 @@ impl Place {
             return Ok(Self {
                 root: Root::Dir(PathBuf::from(at)),
                 shown,
+                clean: false,
             });
         }
         if at.starts_with("file://") {
             return Ok(Self {
                 root: Root::Dir(remote::file_path(at)?),
                 shown,
+                clean: false,
             });
         }
         Ok(Self {
             root: Root::Store(remote::open_store(at, opts)?),
             shown,
+            clean: false,
         })
     }
 
@@ -85,7 +91,6 @@ impl Place {
         match &self.root {
             Root::Dir(dir) => {
                 let path = dir.join(key);
-                let data = data.clone();
                 tokio::task::spawn_blocking(move || put_file(&path, &data))
                     .await
                     .map_err(|e| e.to_string())?
@@ -106,8 +111,8 @@ impl Place {
     pub async fn list(&self, prefix: &str) -> Result<Vec<Listed>, String> {
         match &self.root {
             Root::Dir(dir) => {
-                let (dir, prefix) = (dir.clone(), prefix.to_owned());
-                tokio::task::spawn_blocking(move || list_dir(&dir, &prefix))
+                let (dir, prefix, clean) = (dir.clone(), prefix.to_owned(), self.clean);
+                tokio::task::spawn_blocking(move || list_dir(&dir, &prefix, clean))
                     .await
                     .map_err(|e| e.to_string())?
             }
@@ -142,6 +147,42 @@ impl Place {
         }
     }
 
+    /// The names of the folders right under `prefix` (`cluster=prod-eu`, …).
+    pub async fn folders(&self, prefix: &str) -> Result<Vec<String>, String> {
+        match &self.root {
+            Root::Dir(dir) => {
+                let d = dir.join(prefix);
+                let entries = match std::fs::read_dir(&d) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(format!("{}: {e}", d.display())),
+                };
+                let mut out: Vec<String> = entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                out.sort();
+                Ok(out)
+            }
+            Root::Store(at) => {
+                let k = Self::store_key(at, prefix.trim_end_matches('/'));
+                let listed =
+                    tokio::time::timeout(at.timeout * 10, at.store.list_with_delimiter(Some(&k)))
+                        .await
+                        .map_err(|_| format!("{}/{prefix}: the listing took too long", self.shown))?
+                        .map_err(|e| format!("{}/{prefix}: {}", self.shown, at.say(&e)))?;
+                let mut out: Vec<String> = listed
+                    .common_prefixes
+                    .iter()
+                    .filter_map(|p| p.as_ref().rsplit('/').next().map(str::to_owned))
+                    .collect();
+                out.sort();
+                Ok(out)
+            }
+        }
+    }
+
     /// A file's bytes (at most [`MAX_FILE`]).
     pub async fn get(&self, file: &Listed) -> Result<bytes::Bytes, String> {
         if file.size > MAX_FILE {
@@ -156,10 +197,16 @@ impl Place {
                 tokio::task::spawn_blocking(move || {
                     use std::io::Read;
                     let mut out = Vec::new();
-                    std::fs::File::open(&path)
+                    let n = std::fs::File::open(&path)
                         .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut out))
-                        .map(|_| bytes::Bytes::from(out))
-                        .map_err(|e| format!("{}: {e}", path.display()))
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    if n as u64 > MAX_FILE {
+                        return Err(format!(
+                            "{}: over the {MAX_FILE} bytes a table file may have",
+                            path.display()
+                        ));
+                    }
+                    Ok(bytes::Bytes::from(out))
                 })
                 .await
                 .map_err(|e| e.to_string())?
@@ -168,12 +215,22 @@ impl Place {
                 let k = Self::store_key(at, &file.key);
                 let got = async {
                     let g = at.store.get(&k).await?;
-                    g.bytes().await
+                    // The size listed may have changed since: the object's own is checked.
+                    if g.meta.size > MAX_FILE {
+                        return Ok(None);
+                    }
+                    g.bytes().await.map(Some)
                 };
                 tokio::time::timeout(Self::timeout(at), got)
                     .await
                     .map_err(|_| format!("{}/{}: no answer in time", self.shown, file.key))?
-                    .map_err(|e| format!("{}/{}: {}", self.shown, file.key, at.say(&e)))
+                    .map_err(|e| format!("{}/{}: {}", self.shown, file.key, at.say(&e)))?
+                    .ok_or_else(|| {
+                        format!(
+                            "{}/{}: over the {MAX_FILE} bytes a table file may have",
+                            self.shown, file.key
+                        )
+                    })
             }
         }
     }
@@ -206,7 +263,7 @@ fn put_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
 
 /// The table files under `dir/prefix`; a killed write's hidden file (ten minutes old) is
 /// removed on the way.
-fn list_dir(dir: &Path, prefix: &str) -> Result<Vec<Listed>, String> {
+fn list_dir(dir: &Path, prefix: &str, clean: bool) -> Result<Vec<Listed>, String> {
     let mut out = Vec::new();
     let mut todo = vec![dir.join(prefix.trim_end_matches('/'))];
     while let Some(d) = todo.pop() {
@@ -231,7 +288,7 @@ fn list_dir(dir: &Path, prefix: &str) -> Result<Vec<Listed>, String> {
                         .ok()
                         .and_then(|t| t.elapsed().ok())
                         .is_some_and(|age| age > Duration::from_secs(600));
-                    if stale {
+                    if clean && stale {
                         let _ = std::fs::remove_file(&path);
                     }
                     continue;
@@ -264,7 +321,7 @@ mod tests {
         // What a write killed before its rename leaves.
         std::fs::write(part.join(".part-1.parquet.tmp"), b"PAR1 half").expect("tmp");
         put_file(&part.join("part-2.parquet"), b"whole").expect("put");
-        let listed = list_dir(&dir, "t").expect("list");
+        let listed = list_dir(&dir, "t", true).expect("list");
         assert_eq!(
             listed.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
             ["t/cluster=c/date=2026-12-04/part-2.parquet"]

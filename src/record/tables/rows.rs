@@ -196,9 +196,21 @@ pub fn date(t: &Time) -> String {
     t.format("%Y-%m-%d").to_string()
 }
 
-/// Every row the snapshot has: ended executors, ended apps, waits that are over.
-/// `ready` says whether an executor's ending may be written yet (it settled).
-pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) -> bool) -> Rows {
+/// Whether an executor's ending is to be a row now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// Not settled yet (its app's row waits too).
+    No,
+    /// Settled: its row.
+    Yes,
+    /// Settled, and its row was taken before (not made again).
+    Taken,
+}
+
+/// Every row the snapshot has: ended executors, ended apps (once none of their executors
+/// runs and every ending settled), waits that are over. `ready` says whether an executor's
+/// ending is a row now.
+pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) -> Ready) -> Rows {
     let mut rows = Rows::default();
     for a in snap.apps.values() {
         let version = spark_version(a);
@@ -213,18 +225,22 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 rows.waits.push(w);
             }
             let Some((at, clock)) = crate::store::times::ended(e) else {
+                // Still running: the app's row waits for it.
+                all_settled = false;
                 continue;
             };
             let cause = e.verdict.cause();
-            *by_cause
-                .entry(cause.map_or("none", |f| f.code.as_str()))
-                .or_default() += 1;
+            *by_cause.entry(e.verdict.cause_code()).or_default() += 1;
             ended += 1;
             let failure = crate::output::report::is_failure(&e.verdict);
             failures += i64::from(failure);
-            if !ready(a, e) {
-                all_settled = false;
-                continue;
+            match ready(a, e) {
+                Ready::Yes => {}
+                Ready::Taken => continue,
+                Ready::No => {
+                    all_settled = false;
+                    continue;
+                }
             }
             let spec = e.pod.container_spec(&e.spark_container);
             rows.endings.push(Ending {
@@ -233,7 +249,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 app_name: a.app_name.clone(),
                 spark_version: version.clone(),
                 executor_id: e.id,
-                cause: cause.map_or("none", |f| f.code.as_str()).to_owned(),
+                cause: e.verdict.cause_code().to_owned(),
                 severity: cause
                     .map_or(Severity::Info, |f| f.severity)
                     .as_str()

@@ -172,6 +172,11 @@ impl Verdict {
         self.findings.first()
     }
 
+    /// The cause's code as every count names it: `none` when the verdict names none.
+    pub fn cause_code(&self) -> &'static str {
+        self.cause().map_or("none", |f| f.code.as_str())
+    }
+
     /// The verdict's severity: its primary finding's (none when healthy).
     pub fn severity(&self) -> Option<Severity> {
         self.cause().map(|f| f.severity)
