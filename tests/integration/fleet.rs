@@ -100,6 +100,20 @@ print(json.dumps(out))
 spark.stop()
 "#;
 
+/// The bucket's `fleet/` objects copied to `copy` (scripts/s3/get.py): their keys.
+fn copy_bucket(bin: &str, endpoint: &str, env: &[(&str, &str)], copy: &std::path::Path) -> String {
+    let got = std::process::Command::new(format!("{bin}/python"))
+        .arg(format!("{ROOT}/scripts/s3/get.py"))
+        .args([endpoint, "spark-logs", "fleet/"])
+        .arg(copy)
+        .envs(env.iter().copied())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("get.py runs");
+    assert!(got.status.success(), "scripts/s3/get.py failed");
+    String::from_utf8_lossy(&got.stdout).into_owned()
+}
+
 /// `report -o json`'s per-cause counts, summed over its apps.
 fn by_cause(report: &Value) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
@@ -239,16 +253,7 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
 
     // The bucket's objects as the engines read them (each one whole: every object parses).
     let copy = base.join("copy");
-    let got = std::process::Command::new(format!("{bin}/python"))
-        .arg(format!("{ROOT}/scripts/s3/get.py"))
-        .args([endpoint.as_str(), "spark-logs", "fleet/"])
-        .arg(&copy)
-        .envs(env)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("get.py runs");
-    assert!(got.status.success(), "scripts/s3/get.py failed");
-    let keys = String::from_utf8_lossy(&got.stdout).into_owned();
+    let keys = copy_bucket(&bin, &endpoint, &env, &copy);
     assert!(
         keys.lines().all(|k| k.ends_with(".parquet")
             && k.contains("/cluster=sim-eu/date=")
@@ -292,17 +297,8 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
         .expect("export --tables from an event log");
     succeeded(&out);
     let _ = std::fs::remove_dir_all(&copy);
-    let got = std::process::Command::new(format!("{bin}/python"))
-        .arg(format!("{ROOT}/scripts/s3/get.py"))
-        .args([endpoint.as_str(), "spark-logs", "fleet/"])
-        .arg(&copy)
-        .envs(env)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("get.py runs");
-    assert!(got.status.success(), "scripts/s3/get.py failed");
     assert!(
-        String::from_utf8_lossy(&got.stdout).contains("fleet/app_runs/cluster=backfill/"),
+        copy_bucket(&bin, &endpoint, &env, &copy).contains("fleet/app_runs/cluster=backfill/"),
         "the backfilled run"
     );
     // docs/fleet.md's queries, each as written there, run by DuckDB over the tables.
