@@ -178,7 +178,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 .cluster_name
                 .clone()
                 .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
-            crate::record::tables::Recording::start(place, cluster, args.tables_every)
+            crate::record::tables::Recording::start(
+                place,
+                cluster,
+                args.tables_every,
+                rec.metrics.clone(),
+            )
         });
         rec.hold = tables.as_ref().map(crate::record::tables::Recording::hold);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);

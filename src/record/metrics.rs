@@ -49,6 +49,9 @@ pub(crate) struct Metrics {
     credentials: std::sync::OnceLock<crate::source::credentials::Credentials>,
     auth_refused: Gauge,
     credential_fetches: Counter,
+    tables_rows: Counter,
+    tables_failures: Counter,
+    tables_queued: Gauge,
     /// The verdicts (docs/metrics.md).
     pub verdicts: super::verdicts::Verdicts,
 }
@@ -108,6 +111,21 @@ impl Metrics {
             format!("{p}_segments_opened"),
             "Segments opened by this run",
             m.segments_opened.clone(),
+        );
+        r.register(
+            format!("{p}_tables_rows_written"),
+            "Rows written to the fleet tables (--tables)",
+            m.tables_rows.clone(),
+        );
+        r.register(
+            format!("{p}_tables_write_failures"),
+            "Rounds of the fleet tables that failed (their rows stay queued)",
+            m.tables_failures.clone(),
+        );
+        r.register(
+            format!("{p}_tables_rows_queued"),
+            "Rows waiting to be written to the fleet tables",
+            m.tables_queued.clone(),
         );
         r.register(
             format!("{p}_apps"),
@@ -234,6 +252,22 @@ impl Metrics {
 
     pub fn segment_opened(&self) {
         self.segments_opened.inc();
+    }
+
+    /// A round of the fleet tables: the rows it wrote, or a failure.
+    pub fn tables_round(&self, written: Option<usize>) {
+        match written {
+            Some(n) => {
+                self.tables_rows.inc_by(n as u64);
+            }
+            None => {
+                self.tables_failures.inc();
+            }
+        }
+    }
+
+    pub fn tables_queued(&self, n: usize) {
+        self.tables_queued.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// The Prometheus text format (0.0.4), what the endpoint's content type says.
@@ -421,6 +455,23 @@ mod tests {
 
     /// A port alone (or `:PORT`) is loopback: the metrics are served beyond this host only
     /// when an address says so (the Deployment's manifest binds 0.0.0.0 on purpose).
+    #[test]
+    fn the_tables_rounds_are_counted() {
+        let m = super::Metrics::new();
+        m.tables_round(Some(7));
+        m.tables_round(Some(3));
+        m.tables_round(None);
+        m.tables_queued(4);
+        let text = m.text();
+        for line in [
+            "spark_triage_recorder_tables_rows_written_total 10",
+            "spark_triage_recorder_tables_write_failures_total 1",
+            "spark_triage_recorder_tables_rows_queued 4",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
+    }
+
     #[test]
     fn a_bare_port_listens_on_loopback_and_an_address_where_it_says() {
         assert_eq!(

@@ -310,10 +310,17 @@ pub struct Recording {
     /// none):
     /// the recorder forgets no executor gone since (see [`Recording::hold`]).
     hold: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
 }
 
 impl Recording {
-    pub fn start(place: Place, cluster: String, every: std::time::Duration) -> Self {
+    pub(crate) fn start(
+        place: Place,
+        cluster: String,
+        every: std::time::Duration,
+        metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
+    ) -> Self {
+        let queued_metrics = metrics.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(1);
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(async move {
@@ -323,6 +330,9 @@ impl Recording {
                 let said = |e: &str| crate::redact::escape_controls(e).into_owned();
                 match result {
                     Ok(done) => {
+                        if let Some(m) = &metrics {
+                            m.tables_round(Some(done.rows));
+                        }
                         for f in &done.unreadable {
                             eprintln!("warning: tables: cannot read {}", said(f));
                         }
@@ -335,7 +345,12 @@ impl Recording {
                         let _ = done_tx.send(done.done);
                     }
                     // Its rows stay queued: the next round writes them.
-                    Err(e) => eprintln!("warning: tables: {}", said(&e)),
+                    Err(e) => {
+                        if let Some(m) = &metrics {
+                            m.tables_round(None);
+                        }
+                        eprintln!("warning: tables: {}", said(&e));
+                    }
                 }
             }
         });
@@ -360,6 +375,7 @@ impl Recording {
             said_dead: false,
             // Until the first look at the store: hold everything.
             hold: std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0)),
+            metrics: queued_metrics,
         }
     }
 
@@ -487,6 +503,9 @@ impl Recording {
     /// the writer (unless it is still busy with the last one).
     pub fn each_second(&mut self, snap: &crate::store::Snapshot) {
         self.take_done();
+        if let Some(m) = &self.metrics {
+            m.tables_queued(self.pending());
+        }
         if self
             .last_collect
             .is_none_or(|t| t.elapsed() >= COLLECT_EVERY)
