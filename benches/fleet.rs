@@ -154,13 +154,13 @@ fn main() {
                 ..Rows::default()
             };
             let now = hour_start + chrono::Duration::hours(1);
-            let w = rt
-                .block_on(writer.write(&only_endings, now))
-                .expect("write endings");
+            let w = rt.block_on(writer.write(&only_endings, now));
+            assert!(w.error.is_none(), "{:?}", w.error);
             rows_written += w.rows;
             ending_bytes += w.bytes;
             files += w.files;
-            let w = rt.block_on(writer.write(&batch, now)).expect("write waits");
+            let w = rt.block_on(writer.write(&batch, now));
+            assert!(w.error.is_none(), "{:?}", w.error);
             files += w.files;
         }
     }

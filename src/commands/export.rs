@@ -59,11 +59,22 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
     });
     let shown = place.shown.clone();
     let done = super::block_on(async move {
-        crate::record::tables::Writer::new(place, cluster)
+        Ok(crate::record::tables::Writer::new(place, cluster)
             .write(&rows, chrono::Utc::now())
-            .await
-            .map_err(|e| Failure::Runtime(format!("tables: {e}")))
+            .await)
     })?;
+    for f in &done.unreadable {
+        eprintln!(
+            "warning: tables: cannot read {}",
+            crate::redact::escape_controls(f)
+        );
+    }
+    if let Some(e) = &done.error {
+        return Err(Failure::Runtime(format!(
+            "tables: {e} ({} rows were written; running the export again writes the rest)",
+            done.rows
+        )));
+    }
     eprintln!(
         "exported {} rows in {} files ({} bytes) to {shown}; {} were there already",
         done.rows, done.files, done.bytes, done.skipped

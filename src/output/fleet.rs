@@ -37,6 +37,10 @@ pub struct FleetReport {
     pub nodes: Vec<FleetNode>,
     /// Waits for a node or a container, by what held them.
     pub waits: Vec<FleetWait>,
+    /// Files that are not readable table files (what each said): the report is without
+    /// them (or their rows after the fault).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Default, schemars::JsonSchema)]
@@ -311,6 +315,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let mut bytes_read = 0;
     let mut clusters = std::collections::BTreeSet::new();
     let mut sums = Sums::default();
+    let mut unreadable = Vec::new();
     let in_window = |t: Option<Time>| t.is_some_and(|t| t >= f.since && t <= f.until);
     let app_matches =
         |id: &str, name: Option<&str>| f.app.as_deref().is_none_or(|a| a == id || name == Some(a));
@@ -323,10 +328,9 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
             let data = place.get(&l).await?;
             files_read += 1;
             bytes_read += data.len() as u64;
-            let bad = |e: String| format!("{}/{}: {e}", place.shown, l.key);
             let mut seen = false;
             let mut last = None;
-            match table {
+            let read = match table {
                 Table::Endings => parquet::each_ending(data, |e| {
                     if !in_window(e.ended_at) || !app_matches(e.app_id, e.app_name) {
                         return;
@@ -355,10 +359,9 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
                         n.0 += 1;
                         bump(&mut n.1, e.cause);
                     }
-                })
-                .map_err(bad)?,
-                Table::Runs => {
-                    for r in parquet::runs(data).map_err(bad)? {
+                }),
+                Table::Runs => parquet::runs(data).map(|runs| {
+                    for r in runs {
                         if !in_window(Some(r.ended_at))
                             || !app_matches(&r.app_id, r.app_name.as_deref())
                         {
@@ -368,7 +371,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
                         let a = sums.app(cluster, &r.namespace, &r.app_id, r.app_name.as_deref());
                         bump(&mut a.run_verdicts, &r.verdict);
                     }
-                }
+                }),
                 Table::Waits => parquet::each_wait(data, |w| {
                     if !in_window(w.waited_from) || !app_matches(w.app_id, w.app_name) {
                         return;
@@ -391,8 +394,12 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
                             .or_default()
                             .add(w.seconds),
                     }
-                })
-                .map_err(bad)?,
+                }),
+            };
+            // Not a table file of ours (corrupt, another writer's types): said, and the rest
+            // of the fleet reported (what it held before the fault is counted).
+            if let Err(e) = read {
+                unreadable.push(format!("{}/{}: {e}", place.shown, l.key));
             }
             if seen {
                 clusters.insert(cluster.to_owned());
@@ -462,6 +469,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
         apps: out_apps,
         nodes: out_nodes,
         waits: out_waits,
+        unreadable,
     })
 }
 
@@ -496,6 +504,9 @@ pub fn markdown(r: &FleetReport) -> String {
         r.files_read,
         r.bytes_read
     );
+    for u in &r.unreadable {
+        let _ = writeln!(s, "**Not read:** {}\n", md(u));
+    }
     let t = &r.totals;
     if t.endings == 0 && r.apps.is_empty() {
         s.push_str("No executor ended in the window.\n");

@@ -68,6 +68,9 @@ pub struct Written {
     pub done: Vec<u64>,
     /// Files that could not be read (their keys are not known: said, then passed over).
     pub unreadable: Vec<String>,
+    /// The first thing that failed (a partition not listed, a file not written): those
+    /// rows are not in `done`; the rest of the round stands.
+    pub error: Option<String>,
 }
 
 /// A key with its table, as one number (what the recorder remembers of a row it handed on).
@@ -133,12 +136,11 @@ impl Writer {
             if seen.files.contains(&f.key) {
                 continue;
             }
-            let read = match self.place.get(&f).await {
-                Ok(data) => parquet::keys(table, data),
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(keys) => seen.keys.extend(keys.iter().map(Key::hash64)),
+            // Not reached (a timeout, a 5xx): the partition is not known; its rows wait.
+            let data = self.place.get(&f).await?;
+            // Not Parquet of ours: said and passed over (its rows cannot be read by anyone).
+            match parquet::keys(table, data) {
+                Ok(keys) => seen.keys.extend(keys),
                 Err(e) => unreadable.push(format!("{}/{}: {e}", self.place.shown, f.key)),
             }
             seen.files.insert(f.key);
@@ -156,12 +158,9 @@ impl Writer {
     }
 
     /// Writes the rows not in the tables yet: one file per table and date. A failed file
-    /// leaves its rows unwritten (and out of `done`: the caller tries them again).
-    pub async fn write(
-        &mut self,
-        rows: &Rows,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Written, String> {
+    /// leaves its rows unwritten (out of `done`, said in `error`: the caller tries them
+    /// again); what did get written stands.
+    pub async fn write(&mut self, rows: &Rows, now: chrono::DateTime<chrono::Utc>) -> Written {
         let mut out = Written::default();
         let mut first_error = None;
         let endings = group(
@@ -245,11 +244,8 @@ impl Writer {
         }
         // Memory stays that of the partitions in use (a recorder runs for months).
         self.known.retain(|k, _| touched.contains(k));
-        match first_error {
-            Some(e) if out.files == 0 => Err(e),
-            Some(e) => Err(format!("{e} (other files were written: {} rows)", out.rows)),
-            None => Ok(out),
-        }
+        out.error = first_error;
+        out
     }
 }
 
@@ -326,32 +322,28 @@ impl Recording {
         let task = tokio::spawn(async move {
             let mut w = Writer::new(place, cluster);
             while let Some(rows) = rx.recv().await {
-                let result = w.write(&rows, chrono::Utc::now()).await;
+                let done = w.write(&rows, chrono::Utc::now()).await;
                 let said = |e: &str| crate::redact::escape_controls(e).into_owned();
-                match result {
-                    Ok(done) => {
-                        if let Some(m) = &metrics {
-                            m.tables_round(Some(done.rows));
-                        }
-                        for f in &done.unreadable {
-                            eprintln!("warning: tables: cannot read {}", said(f));
-                        }
-                        if done.files > 0 {
-                            eprintln!(
-                                "tables: {} rows in {} files ({} bytes) to {}",
-                                done.rows, done.files, done.bytes, w.place.shown
-                            );
-                        }
-                        let _ = done_tx.send(done.done);
-                    }
-                    // Its rows stay queued: the next round writes them.
-                    Err(e) => {
-                        if let Some(m) = &metrics {
-                            m.tables_round(None);
-                        }
-                        eprintln!("warning: tables: {}", said(&e));
-                    }
+                for f in &done.unreadable {
+                    eprintln!("warning: tables: cannot read {}", said(f));
                 }
+                if done.files > 0 {
+                    eprintln!(
+                        "tables: {} rows in {} files ({} bytes) to {}",
+                        done.rows, done.files, done.bytes, w.place.shown
+                    );
+                }
+                if let Some(m) = &metrics {
+                    m.tables_round(Some(done.rows));
+                }
+                // Its other rows stay queued: the next round writes them.
+                if let Some(e) = &done.error {
+                    if let Some(m) = &metrics {
+                        m.tables_round(None);
+                    }
+                    eprintln!("warning: tables: {}", said(e));
+                }
+                let _ = done_tx.send(done.done);
             }
         });
         // The first write within a minute: what a killed run left unwritten goes out even
@@ -466,21 +458,39 @@ impl Recording {
         }
         // Endings no longer in the store before they settled: nothing to wait for.
         self.first_seen.retain(|k, _| present.contains(k));
-        // Executors ended since the oldest unwritten end, or in the last minute (seen after
-        // this look), are not forgotten; a writer far behind holds nothing back.
-        let recent = crate::source::clock::now() - chrono::Duration::seconds(60);
-        let hold = if self.pending() > PENDING_MAX {
+        // Executors gone since the oldest end not in the tables (queued waits and runs
+        // too), or in the last minute (seen after this look), are not forgotten: a minute
+        // earlier still, for the clocks' skew (an end's clock against the sighting's). A
+        // writer that stopped, or far behind (a full queue, six hours), holds nothing back:
+        // the queue keeps its rows.
+        let now = crate::source::clock::now();
+        let queued = self
+            .waits
+            .values()
+            .map(|w| w.waited_until)
+            .chain(self.runs.values().map(|r| r.ended_at))
+            .min();
+        let oldest = [oldest, queued, Some(now - chrono::Duration::seconds(60))]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now)
+            - chrono::Duration::seconds(60);
+        let hold = if self.pending() > PENDING_MAX
+            || self.tx.is_closed()
+            || oldest < now - chrono::Duration::hours(6)
+        {
             i64::MAX
         } else {
-            oldest.map_or(recent, |o| o.min(recent)).timestamp_micros()
+            oldest.timestamp_micros()
         };
         self.hold.store(hold, std::sync::atomic::Ordering::Relaxed);
         if self.pending() > PENDING_MAX {
             if !self.said_full {
                 self.said_full = true;
                 eprintln!(
-                    "warning: tables: over {PENDING_MAX} rows wait to be written; the newest \
-                     waits are dropped until the writer catches up"
+                    "warning: tables: over {PENDING_MAX} rows wait to be written; waits are \
+                     dropped until the writer catches up"
                 );
             }
             let over = self.pending() - PENDING_MAX;
@@ -600,7 +610,7 @@ mod tests {
         );
         assert_eq!(
             parquet::keys(Table::Endings, bytes.into()).expect("keys"),
-            rows.iter().map(rows::Ending::key).collect::<Vec<_>>()
+            rows.iter().map(|r| r.key().hash64()).collect::<Vec<_>>()
         );
     }
 
@@ -660,7 +670,7 @@ mod tests {
         w.write(&b).expect("write");
         w.close().expect("close");
         let keys = parquet::keys(Table::Runs, bytes::Bytes::from(file)).expect("keys");
-        assert_eq!(keys[0].app_id, "");
+        assert_eq!(keys, [Key::hash_of("", -1)]);
     }
 
     #[test]
@@ -699,9 +709,10 @@ mod tests {
         };
         let now = chrono::Utc::now();
         let mut w = Writer::new(open(), "c1".into());
-        let first = w.write(&rows, now).await.expect("write");
+        let first = w.write(&rows, now).await;
+        assert_eq!(first.error, None);
         assert_eq!((first.files, first.rows, first.skipped), (2, 2, 0));
-        let again = w.write(&rows, now).await.expect("again");
+        let again = w.write(&rows, now).await;
         assert_eq!((again.rows, again.skipped), (0, 2));
         // Another writer at work beside this one (an export while the recorder runs): this
         // one reads its new file before writing.
@@ -710,8 +721,8 @@ mod tests {
             endings: vec![ending("spark-b", 1, "2026-12-04T12:00:00Z")],
             ..Rows::default()
         };
-        assert_eq!(beside.write(&theirs, now).await.expect("beside").rows, 1);
-        assert_eq!(w.write(&theirs, now).await.expect("mine").rows, 0);
+        assert_eq!(beside.write(&theirs, now).await.rows, 1);
+        assert_eq!(w.write(&theirs, now).await.rows, 0);
         // The same ending dated a day later by another clock (around midnight): there.
         let late = Rows {
             endings: vec![ending("spark-a", 1, "2026-12-05T00:00:02Z")],
@@ -721,7 +732,6 @@ mod tests {
             Writer::new(open(), "c1".into())
                 .write(&late, now)
                 .await
-                .expect("late")
                 .rows,
             0
         );
@@ -729,10 +739,7 @@ mod tests {
         let mut more = rows.clone();
         more.endings
             .push(ending("spark-a", 3, "2026-12-04T11:00:00Z"));
-        let again = Writer::new(open(), "c1".into())
-            .write(&more, now)
-            .await
-            .expect("resumed");
+        let again = Writer::new(open(), "c1".into()).write(&more, now).await;
         assert_eq!((again.files, again.rows), (1, 1));
         let listed = open().list("executor_endings").await.expect("list");
         assert_eq!(listed.len(), 4, "{listed:?}");
@@ -741,10 +748,7 @@ mod tests {
                 .starts_with("executor_endings/cluster=c1/date=2026-12-0")
         }));
         // Another cluster's partition is its own.
-        let other = Writer::new(open(), "c2".into())
-            .write(&rows, now)
-            .await
-            .expect("c2");
+        let other = Writer::new(open(), "c2".into()).write(&rows, now).await;
         assert_eq!(other.rows, 2);
         let _ = std::fs::remove_dir_all(&dir);
     }

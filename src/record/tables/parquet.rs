@@ -272,6 +272,9 @@ pub fn encode(rows: Of<'_>) -> Result<Vec<u8>, String> {
 
 /// The largest batch a file is read in (rows): a file is read a batch at a time.
 const BATCH_ROWS: usize = 8192;
+/// The most rows a table file may have (an hour of a 10,000-executor cluster at churn 5/s
+/// is 18,000): a file that says more is not one of ours, and is not decoded.
+const MAX_ROWS: i64 = 20_000_000;
 
 /// Each batch of a file in turn, reading only the columns named (all when `None`). A file
 /// the Parquet reader cannot take (corrupt, hostile: even one that makes it panic) is an
@@ -292,13 +295,18 @@ fn each_batch(
     };
     let reader = catch_unwind(AssertUnwindSafe(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+        let rows = builder.metadata().file_metadata().num_rows();
+        if rows > MAX_ROWS {
+            return Err(format!(
+                "{rows} rows, over the {MAX_ROWS} a table file may have"
+            ));
+        }
         let builder = match only {
             Some(names) => {
-                let schema = builder.parquet_schema();
-                let idx: Vec<usize> = (0..schema.num_columns())
-                    .filter(|&i| names.contains(&schema.column(i).name()))
-                    .collect();
-                let mask = parquet::arrow::ProjectionMask::roots(schema, idx);
+                let mask = parquet::arrow::ProjectionMask::columns(
+                    builder.parquet_schema(),
+                    names.iter().copied(),
+                );
                 builder.with_projection(mask)
             }
             None => builder,
@@ -330,8 +338,9 @@ fn col<'a, A: Array + 'static>(b: &'a RecordBatch, name: &str) -> Result<&'a A, 
         .ok_or_else(|| format!("column {name} is not of the table's type"))
 }
 
-/// The keys of a file's rows (app id + executor id; `app_runs`: executor -1).
-pub fn keys(table: Table, file: bytes::Bytes) -> Result<Vec<Key>, String> {
+/// The keys of a file's rows (app id + executor id; `app_runs`: executor -1), hashed
+/// ([`Key::hash64`]) a batch at a time.
+pub fn keys(table: Table, file: bytes::Bytes) -> Result<Vec<u64>, String> {
     let names: &[&str] = match table {
         Table::Runs => &["app_id"],
         _ => &["app_id", "executor_id"],
@@ -344,10 +353,7 @@ pub fn keys(table: Table, file: bytes::Bytes) -> Result<Vec<Key>, String> {
             _ => Some(col::<Int64Array>(b, "executor_id")?),
         };
         for r in 0..b.num_rows() {
-            out.push(Key {
-                app_id: apps.value(r).to_owned(),
-                executor_id: ids.map_or(-1, |c| c.value(r)),
-            });
+            out.push(Key::hash_of(apps.value(r), ids.map_or(-1, |c| c.value(r))));
         }
         Ok(())
     })?;

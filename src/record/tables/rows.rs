@@ -149,13 +149,17 @@ pub struct Key {
 impl Key {
     /// FNV-1a of the key: what a writer remembers of it.
     pub fn hash64(&self) -> u64 {
+        Self::hash_of(&self.app_id, self.executor_id)
+    }
+
+    /// [`Key::hash64`] of an app id and executor id, without making the key.
+    pub fn hash_of(app_id: &str, executor_id: i64) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self
-            .app_id
+        for b in app_id
             .as_bytes()
             .iter()
             .chain(&[0])
-            .chain(&self.executor_id.to_le_bytes())
+            .chain(&executor_id.to_le_bytes())
         {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
