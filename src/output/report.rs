@@ -86,13 +86,6 @@ pub struct FailureEntry {
     pub failure: bool,
 }
 
-/// An ending that is a failure: Spark counted it, or Spark calls it failed and blames the
-/// app (before 4.0 Spark counts nothing, so its state and blame decide).
-pub fn is_failure(v: &spark_triage_core::diagnose::verdict::Verdict) -> bool {
-    v.counted()
-        || (v.state == ExecutorState::Failed && v.spark.as_ref().is_some_and(|s| s.caused_by_app))
-}
-
 #[derive(Debug, Serialize, Default, schemars::JsonSchema)]
 pub struct OomBreakdown {
     pub container: usize,
@@ -311,7 +304,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             || e.verdict.severity() == Some(Severity::Error);
         if let (true, Some(at)) = (interesting && e.state() != ExecutorState::Pending, ended) {
             let first = e.verdict.cause();
-            let failure = is_failure(&e.verdict);
+            let failure = e.verdict.is_failure();
             failures.push((
                 at,
                 FailureEntry {

@@ -236,7 +236,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
             let cause = e.verdict.cause();
             *by_cause.entry(e.verdict.cause_code()).or_default() += 1;
             ended += 1;
-            let failure = crate::output::report::is_failure(&e.verdict);
+            let failure = e.verdict.is_failure();
             failures += i64::from(failure);
             match ready(a, e) {
                 Ready::Yes => {}

@@ -172,6 +172,15 @@ impl Verdict {
         self.findings.first()
     }
 
+    /// An ending that is a failure: Spark counted it, or Spark calls it failed and blames
+    /// the app (before 4.0 Spark counts nothing, so its state and blame decide). What
+    /// `report` and the fleet tables count as failures.
+    pub fn is_failure(&self) -> bool {
+        self.counted()
+            || (self.state == ExecutorState::Failed
+                && self.spark.as_ref().is_some_and(|s| s.caused_by_app))
+    }
+
     /// The cause's code as every count names it: `none` when the verdict names none.
     pub fn cause_code(&self) -> &'static str {
         self.cause().map_or("none", |f| f.code.as_str())
