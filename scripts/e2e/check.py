@@ -141,6 +141,12 @@ for label, report in (("live status", live), ("status --recording", replayed)):
           [(e["id"], e["state"], e["gone"]) for e in (app or {}).get("executors", [])])
     ids = sorted(e["id"] for e in (app or {}).get("executors", []))
     check(f"{label}: executor ids 1..4 as Spark numbered them", ids == [1, 2, 3, 4], ids)
+    verdict = (app or {}).get("verdict") or {}
+    check(f"{label}: the app's headline is the OOM kill with a value (not the driver's absence "
+          "in client mode, not a configuration risk)",
+          verdict.get("cause") in ("executors-failed", "crash-loop")
+          and "OOMKilled (137)" in verdict.get("summary", "")
+          and "--conf spark.executor.memoryOverhead=" in verdict.get("hint", ""), verdict)
 
 
 # The same run as nobody recorded it: Spark's event log alone (status --recording DIR).
@@ -157,6 +163,12 @@ check("event log: the OOM kill " + ("counts" if COUNTS_FAILURES else "does not c
 t = executor(app, target)
 check("event log: the vanished executor is missing (Spark's own detection)",
       t and "missing" in t["findings"], t)
+verdict = (app or {}).get("verdict") or {}
+check("event log: the app's headline is the OOM kill, with a value from the log's environment",
+      verdict.get("cause") in ("executors-failed", "crash-loop")
+      and "OOMKilled (137)" in verdict.get("summary", "")
+      and "From the event log's environment" in verdict.get("hint", "")
+      and "--conf spark.executor.memoryOverhead=" in verdict.get("hint", ""), verdict)
 # An event log knows the executors that registered with the driver: every one the
 # recording's driver reads knew, and none whose pod the recording never saw (one that
 # registered after the last driver read is in the log and not in that read).
@@ -178,6 +190,10 @@ check("report of the event log counts the failures by cause as the recording's",
 # Spark's own History Server over the same log: `report --history-server` says the same.
 rep_hist = load_json("report-history.json")
 a_hist = app_of(rep_hist)
+# The witness a value was read from is named apart (the settings are the same).
+if a_hist is not None:
+    a_hist = json.loads(json.dumps(a_hist).replace("From the History Server's environment",
+                                                   "From the event log's environment"))
 check("report --history-server (Spark's History Server over the log) equals the log's report",
       a_hist is not None and a_hist == a_log,
       read("report-history.err")[:300] or read("history.log")[-300:]

@@ -38,9 +38,27 @@ const MAX_READ: usize = 10_000;
 /// How an executor ended, for grouping: (namespace, app id, cause, exit code).
 pub type Signature = (String, String, String, Option<i32>);
 
+/// Where the reading of a pod's events from the cluster stands (the describe and detail
+/// popups tell "not read" from "none").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventsRead {
+    /// Asked; no answer yet.
+    Reading,
+    /// Read: this many events about it were in the cluster.
+    Read(usize),
+    /// The read failed: why.
+    Failed(String),
+}
+
+/// Pods whose events were asked for, remembered (oldest dropped).
+const MAX_ASKED: usize = 10_000;
+
 /// The policy's memory.
 #[derive(Debug, Default)]
 pub struct EvidenceReads {
+    /// Pods whose events were read from the cluster (or are being read): once each.
+    asked: BTreeMap<(String, String), EventsRead>,
+    asked_order: VecDeque<(String, String)>,
     /// Per signature: when evidence was read and of which executors.
     read: HashMap<Signature, VecDeque<(Time, i64)>>,
     /// Every read in the last minute.
@@ -55,6 +73,47 @@ pub struct EvidenceReads {
 }
 
 impl EvidenceReads {
+    /// Whether to read this pod's events now: the first time it is asked (once per pod).
+    pub fn ask(&mut self, namespace: &str, pod: &str) -> bool {
+        let key = (namespace.to_owned(), pod.to_owned());
+        match self.asked.get_mut(&key) {
+            // A read that failed may be asked again.
+            Some(state @ EventsRead::Failed(_)) => {
+                *state = EventsRead::Reading;
+                return true;
+            }
+            Some(_) => return false,
+            None => {}
+        }
+        self.asked.insert(key.clone(), EventsRead::Reading);
+        self.asked_order.push_back(key);
+        while self.asked_order.len() > MAX_ASKED {
+            if let Some(old) = self.asked_order.pop_front() {
+                self.asked.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// The answer to a read of this pod's events.
+    pub fn answered(&mut self, namespace: &str, pod: &str, result: Result<usize, String>) {
+        let key = (namespace.to_owned(), pod.to_owned());
+        if !self.asked.contains_key(&key) {
+            self.ask(namespace, pod);
+        }
+        if let Some(state) = self.asked.get_mut(&key) {
+            *state = match result {
+                Ok(n) => EventsRead::Read(n),
+                Err(e) => EventsRead::Failed(e),
+            };
+        }
+    }
+
+    /// Where the reading of this pod's events stands; `None`: never asked.
+    pub fn events(&self, namespace: &str, pod: &str) -> Option<&EventsRead> {
+        self.asked.get(&(namespace.to_owned(), pod.to_owned()))
+    }
+
     /// Whether to read the evidence of an executor that ended with `sig`; when not, the
     /// note about it is kept (see [`EvidenceReads::note`]).
     pub fn ended(&mut self, sig: Signature, id: i64, pod: (&str, &str), now: Time) -> bool {
@@ -183,6 +242,7 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
                     a.verdict().severity() != spark_triage_core::diagnose::Severity::Info
                 });
             if bad {
+                app.evidence.ask(&f.namespace, &f.pod);
                 effects.extend(evidence_reads(f));
             }
             continue;
@@ -214,12 +274,33 @@ pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: boo
         if !app.evidence.ended(sig, f.id, (&f.namespace, &f.pod), now) {
             continue;
         }
+        app.evidence.ask(&f.namespace, &f.pod);
         effects.extend(evidence_reads(f));
     }
     if tick {
         effects.extend(stuck_pending(app, now));
     }
     effects
+}
+
+/// The selected executor's events, read once from the cluster when its pod is gone (a pod
+/// deleted before this view started: its events outlive it for an hour), so describe and
+/// detail show them, and its node. Live only: a recording has what it has.
+pub(super) fn gone_events(app: &mut App) -> Vec<Effect> {
+    if app.ctx.mode != super::Mode::Live {
+        return Vec::new();
+    }
+    let Some(e) = app.selected() else {
+        return Vec::new();
+    };
+    if e.gone.is_none() && !e.verdict.ending.is_gone() {
+        return Vec::new();
+    }
+    let (namespace, pod) = (e.pod.namespace.to_string(), e.pod.name.clone());
+    if !app.evidence.ask(&namespace, &pod) {
+        return Vec::new();
+    }
+    vec![Effect::ReadEvents { namespace, pod }]
 }
 
 /// An ended pod's evidence: its events, and its log tail captured.
@@ -264,6 +345,7 @@ fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
             }
             let pod = (a.namespace.as_str(), rec.pod.name.as_str());
             if app.evidence.stuck(sig.clone(), rec.id, pod, since, now) {
+                app.evidence.ask(&a.namespace, &rec.pod.name);
                 effects.push(Effect::ReadEvents {
                     namespace: a.namespace.clone(),
                     pod: rec.pod.name.clone(),

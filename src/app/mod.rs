@@ -21,6 +21,7 @@ use crate::{
     source::SourceEvent,
     store::{AppRecord, ExecutorRecord, Store},
 };
+pub use evidence::EventsRead;
 use keymap::Action;
 use spark_triage_core::model::{ExecutorState, Time};
 
@@ -363,6 +364,12 @@ pub enum Msg {
     SwitchFailed(String),
     /// The cluster's namespaces (for the `:` prompt's completion); empty when not allowed.
     Namespaces(Vec<String>),
+    /// A pod's events were read from the cluster (the events themselves went to the store).
+    EventsRead {
+        namespace: String,
+        pod: String,
+        result: Result<usize, String>,
+    },
 }
 
 impl App {
@@ -458,14 +465,7 @@ impl App {
 
     pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
         let mut v: Vec<&Arc<AppRecord>> = self.store.view().apps.values().collect();
-        v.sort_by_cached_key(|a| {
-            (
-                std::cmp::Reverse(a.trouble()),
-                a.namespace.clone(),
-                a.app_name.clone(),
-                a.app_id.clone(),
-            )
-        });
+        crate::store::by_trouble(&mut v);
         v
     }
 

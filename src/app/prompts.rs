@@ -185,16 +185,59 @@ fn jump_to_match(app: &mut App, first: bool) {
     }
 }
 
+/// What is left of a gone pod's log: when it went, that none was captured, and Spark's
+/// own words about the executor (its removal reason), when known.
+pub(super) fn gone_words(e: &crate::store::ExecutorRecord) -> String {
+    use crate::store::times::{Clock, gone, shown};
+    let when = gone(e).map(|(t, clock)| {
+        let how = match clock {
+            Clock::Deletion => "deleted",
+            Clock::Driver => "removed by the driver",
+            _ => "gone",
+        };
+        format!(
+            "{how} at {}",
+            shown(&spark_triage_core::model::fmt_time(&t), clock)
+        )
+    });
+    let reason = e
+        .driver
+        .as_ref()
+        .and_then(|d| d.exec.as_ref())
+        .and_then(|x| x.remove_reason.as_deref())
+        .map(spark_triage_core::model::driver::reason_headline)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .or_else(|| e.verdict.spark.as_ref().map(|s| s.message.clone()));
+    let mut text = format!(
+        "The pod is {}; no log was captured (the view did not see it end, or its capture was \
+         not allowed).",
+        when.unwrap_or_else(|| "gone".to_owned())
+    );
+    if let Some(r) = reason {
+        text.push_str(&format!(" Spark's reason: {r}"));
+    }
+    text
+}
+
 pub(super) fn logs(app: &mut App) -> Vec<Effect> {
     let Some(e) = app.selected().cloned() else {
         return Vec::new();
     };
-    // Deleted or vanished: its log cannot be fetched (a pod restarted as another executor,
-    // or one only the driver named, can still be asked).
-    let gone = matches!(
-        e.gone,
-        Some(crate::store::Gone::Deleted { .. } | crate::store::Gone::Missing { .. })
-    );
+    // Deleted or vanished, or removed by the driver before any pod was seen: its log cannot
+    // be fetched (a pod restarted as another executor, or one the driver still counts
+    // active, can still be asked).
+    let removed_unseen = matches!(e.gone, Some(crate::store::Gone::DriverOnly { .. }))
+        && !e
+            .driver
+            .as_ref()
+            .and_then(|d| d.exec.as_ref())
+            .is_some_and(|x| x.active);
+    let gone = removed_unseen
+        || matches!(
+            e.gone,
+            Some(crate::store::Gone::Deleted { .. } | crate::store::Gone::Missing { .. })
+        );
     if let Some(tail) = &e.log_tail {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),
@@ -218,17 +261,19 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
         app.popup = Some(Popup::Log);
         return Vec::new();
     }
-    // A gone pod's log cannot be fetched: say so instead of the API's 404.
+    // A gone pod's log cannot be fetched: say when it went and what Spark said of it,
+    // instead of the API's 404; its events are read once meanwhile.
     if gone {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),
             captured: false,
-            lines: Err("the pod is gone and nothing of its log was captured".to_owned()),
+            lines: Err(gone_words(&e)),
+            namespace: e.pod.namespace.to_string(),
             gone: true,
             ..LogView::default()
         });
         app.popup = Some(Popup::Log);
-        return Vec::new();
+        return super::evidence::gone_events(app);
     }
     let previous = e
         .pod

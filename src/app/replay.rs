@@ -59,14 +59,17 @@ impl Replay {
         let mut failures = Vec::new();
         for app in probe.view().apps.values() {
             for t in &app.timeline {
-                changes.push(t.at);
+                // Where the recording knew it (a line dated by the cluster's clock may be
+                // older than the event that told it).
+                let known = t.seen.unwrap_or(t.at).max(t.at);
+                changes.push(known);
                 if t.text.contains(" failed")
                     || t.text.contains(" missing")
                     || t.text.contains("Evicted")
                     || t.text.contains("OOMKilled")
                 {
                     failures.push(FailureMark {
-                        at: t.at,
+                        at: known,
                         app: (app.namespace.clone(), app.app_id.clone()),
                         executor: t.executor,
                     });

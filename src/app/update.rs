@@ -78,7 +78,21 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.fix_selection();
             }
         }
+        Msg::EventsRead {
+            namespace,
+            pod,
+            result,
+        } => app.evidence.answered(&namespace, &pod, result),
         Msg::LogFetched { pod, lines } => {
+            // Gone meanwhile (the API's 404): what is left of it, in words.
+            let gone = app
+                .selected()
+                .filter(|e| e.pod.name == pod)
+                .map(|e| super::prompts::gone_words(e));
+            let lines = match (lines, gone) {
+                (Err(e), Some(words)) if e.contains("not found") => Err(words),
+                (l, _) => l,
+            };
             if let Some(view) = app.log_view.as_mut().filter(|l| l.pod == pod) {
                 // The pod is gone and its log was not kept: say why it was not.
                 view.lines = lines.map_err(|e| match app.evidence.note(&view.namespace, &pod) {
@@ -220,6 +234,7 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
             if app.selected().is_some() {
                 app.scroll = 0;
                 app.popup = Some(Popup::Describe);
+                return super::evidence::gone_events(app);
             }
         }
         Action::ToggleUtc => {
@@ -331,6 +346,7 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
             } else if app.selected().is_some() {
                 app.popup = Some(Popup::Detail);
                 app.scroll = 0;
+                return super::evidence::gone_events(app);
             }
         }
         Action::Timeline => {

@@ -88,6 +88,14 @@ pub(crate) struct AppParam {
     pub app: String,
 }
 
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub(crate) struct ListParam {
+    /// `trouble` (default: the most trouble first, as the live view and `status` list them)
+    /// or `name`.
+    #[serde(default)]
+    pub sort: Option<String>,
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ExecutorParam {
     /// The application's name or id.
@@ -134,12 +142,26 @@ fn to_json<T: serde::Serialize>(v: &T) -> Answer {
 #[tool_router]
 impl Triage {
     #[tool(
-        description = "Every Spark application in scope: its verdict (cause, severity, summary), driver state, executors by Spark's state, executor endings by cause, and Spark's failure budget. No arguments.",
+        description = "Every Spark application in scope, the most trouble first (the app verdict's severity, then failures, missing and waiting executors; sort=name for by name): its verdict (cause, severity, summary), driver state, executors by Spark's state, executor endings by cause, and Spark's failure budget as numbers.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_apps(&self) -> Answer {
+    async fn list_apps(&self, Parameters(p): Parameters<ListParam>) -> Answer {
+        let order = match p.sort.as_deref() {
+            None | Some("trouble") => crate::output::AppOrder::Trouble,
+            Some("name") => crate::output::AppOrder::Name,
+            Some(s) => return Err(format!("sort {s:?}: trouble or name")),
+        };
         let snap = self.snapshot().await?;
-        let apps: Vec<Value> = snap.apps.values().map(|a| app_summary(a)).collect();
+        let mut records: Vec<&std::sync::Arc<AppRecord>> = snap.apps.values().collect();
+        crate::store::by_trouble(&mut records);
+        order.apply(&mut records, |a| {
+            (
+                a.namespace.as_str(),
+                a.app_name.as_deref(),
+                a.app_id.as_str(),
+            )
+        });
+        let apps: Vec<Value> = records.into_iter().map(|a| app_summary(a)).collect();
         to_json(&json!({"source": self.describe(), "apps": apps}))
     }
 
@@ -259,7 +281,7 @@ impl Triage {
     }
 
     #[tool(
-        description = "One application's timeline: its executors' transitions and the driver's and sources' events, oldest first, by the cluster's clock.",
+        description = "One application's timeline: its executors' transitions and the driver's and sources' events, oldest first, by the cluster's clocks (clock says whose: pod, container, driver, deletion, event; seen when only this tool's first sight of it is known).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn timeline(&self, Parameters(p): Parameters<TimelineParam>) -> Answer {
@@ -280,6 +302,7 @@ impl Triage {
                     "lines_left_out": skip,
                     "timeline": a.timeline.iter().skip(skip).map(|t| json!({
                         "at": spark_triage_core::model::fmt_time(&t.at),
+                        "clock": t.clock,
                         "executor": t.executor,
                         "text": t.text,
                     })).collect::<Vec<_>>(),
@@ -413,7 +436,6 @@ fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, u
 fn app_summary(a: &AppRecord) -> Value {
     let v = a.verdict();
     let c = v.cause();
-    let (used, _) = a.failure_budget();
     json!({
         "namespace": a.namespace,
         "app_id": a.app_id,
@@ -422,7 +444,7 @@ fn app_summary(a: &AppRecord) -> Value {
         "driver": v.driver.as_ref().map(|d| json!({"pod": d.pod, "state": d.state.as_str(), "phase": d.phase})),
         "counts": a.counts(),
         "endings_by_cause": endings_by_cause(a),
-        "failures_counted": used,
+        "failure_budget": a.budget_view(),
         "budget": a.budget_text(),
     })
 }

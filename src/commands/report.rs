@@ -45,6 +45,9 @@ pub struct ReportArgs {
     /// Only this application (name or id).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
+    /// The order of the applications: the most trouble first (the live view's), or by name.
+    #[arg(long, value_enum, default_value_t = crate::output::AppOrder::Trouble)]
+    pub sort: crate::output::AppOrder,
     #[command(flatten)]
     pub limits: ReadLimits,
 }
@@ -193,7 +196,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             ));
         }
     };
-    let report = crate::output::report::from_state(&name, &header, &state, &window(from, to));
+    let report = crate::output::report::from_state(&name, &header, &state, &window(from, to))
+        .sorted(args.sort);
     if let Some(app) = &args.app
         && report.apps.is_empty()
     {

@@ -32,6 +32,9 @@ pub struct StatusArgs {
         allow_hyphen_values = true
     )]
     pub at: Option<String>,
+    /// The order of the applications: the most trouble first (the live view's), or by name.
+    #[arg(long, value_enum, default_value_t = crate::output::AppOrder::Trouble)]
+    pub sort: crate::output::AppOrder,
     /// Exit 3 when any executor in scope has an error-severity verdict (for cron and
     /// alerting); the output is printed as usual.
     #[arg(long)]
@@ -115,7 +118,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             },
         )?;
         let store = state.store;
-        let report = status::report(store.view(), args.app.as_deref());
+        let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);
         warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
         print_status(&report, args.output)?;
@@ -225,7 +228,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                 spark_triage_core::diagnose::human_std_duration(opts.timeout())
             );
         }
-        let report = status::report(store.view(), args.app.as_deref());
+        let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);
         warn(&report);
         no_such_app(
             &report,

@@ -27,7 +27,9 @@ pub use ownership::{
 };
 pub use permissions::{Denied, Permissions};
 pub use runner::{Captures, Runner};
-pub use writes::{WriteError, fetch_log, hold_pod, kill, mark_app_hold, release_pod};
+pub use writes::{
+    WriteError, fetch_log, hold_pod, kill, mark_app_hold, mark_killed, release_pod, unmark_killed,
+};
 
 use crate::source::{SourceEvent, connection::DriverFocus};
 use spark_triage_core::model::{Time, fmt_time};
@@ -188,4 +190,10 @@ pub enum Outcome {
     Permissions(Permissions),
     /// The cluster's namespaces (none when not allowed or not answered).
     Namespaces(Vec<String>),
+    /// A pod's events read from the cluster (they went to the store): how many, or why not.
+    EventsRead {
+        namespace: String,
+        pod: String,
+        result: Result<usize, String>,
+    },
 }

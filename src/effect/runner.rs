@@ -314,16 +314,25 @@ impl Runner {
                     Ok(e) => tracing::info!("evidence: {} events of {namespace}/{pod}", e.len()),
                     Err(e) => tracing::warn!("evidence: events of {namespace}/{pod}: {e}"),
                 }
-                if let Ok(events) = read {
-                    for event in events {
-                        self.emit(SourceEvent::EventSeen {
-                            event: Box::new(event),
-                            at: crate::source::clock::now(),
-                        })
-                        .await;
+                let result = match read {
+                    Ok(events) => {
+                        let n = events.len();
+                        for event in events {
+                            self.emit(SourceEvent::EventSeen {
+                                event: Box::new(event),
+                                at: crate::source::clock::now(),
+                            })
+                            .await;
+                        }
+                        Ok(n)
                     }
+                    Err(e) => Err(e),
+                };
+                Outcome::EventsRead {
+                    namespace,
+                    pod,
+                    result,
                 }
-                Outcome::Nothing
             }
             Effect::CheckPermissions { namespaces } => {
                 Outcome::Permissions(Permissions::check(&self.client, &namespaces).await)
@@ -442,7 +451,36 @@ impl Runner {
                 None => Ok(()),
             };
             let deleted = match verified {
-                Ok(()) => kill(&self.client, &k.namespace, &k.pod, k.uid.as_deref(), grace).await,
+                Ok(()) => {
+                    // Said on the pod first (every other view then names the kill as the
+                    // tool's); a pod that cannot be marked is still killed as asked.
+                    let marked = match mark_killed(
+                        &self.client,
+                        &k.namespace,
+                        &k.pod,
+                        k.uid.as_deref(),
+                        &self.user,
+                        crate::source::clock::now(),
+                    )
+                    .await
+                    {
+                        Ok(()) => true,
+                        Err(e) => {
+                            tracing::warn!("kill: marking {target} as the tool's: {e}");
+                            false
+                        }
+                    };
+                    let deleted =
+                        kill(&self.client, &k.namespace, &k.pod, k.uid.as_deref(), grace).await;
+                    // Refused: the mark must not outlive a kill that did not happen.
+                    if marked
+                        && deleted.as_ref().is_err_and(|e| !e.is_not_found())
+                        && let Err(e) = unmark_killed(&self.client, &k.namespace, &k.pod).await
+                    {
+                        tracing::warn!("kill: unmarking {target}: {e}");
+                    }
+                    deleted
+                }
                 Err(e) => Err(e),
             };
             match deleted {

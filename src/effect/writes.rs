@@ -94,6 +94,64 @@ pub async fn kill(
         .map_err(|e| WriteError::from_kube("delete", namespace, pod, e))
 }
 
+/// Marks a pod as killed by spark-triage (who, when) just before its deletion, so every
+/// other view of the cluster (a recorder, another terminal, a later `status`) says the kill
+/// was the tool's and not an incident. With `uid`, only on that pod; a JSON patch whose
+/// `test` pins the version read, so nothing else the pod carries is touched.
+pub async fn mark_killed(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    uid: Option<&str>,
+    by: &str,
+    at: DateTime<Utc>,
+) -> Result<(), WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let current = api
+        .get(pod)
+        .await
+        .map_err(|e| WriteError::from_kube("get", namespace, pod, e))?;
+    if uid.is_some_and(|u| current.metadata.uid.as_deref() != Some(u)) {
+        return Err(WriteError::Api {
+            verb: "patch".to_owned(),
+            namespace: namespace.to_owned(),
+            pod: pod.to_owned(),
+            message: "the pod was replaced by another of the same name since it was seen; nothing written".to_owned(),
+        });
+    }
+    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": current.metadata.resource_version})];
+    if current.metadata.annotations.is_none() {
+        ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+    }
+    ops.push(
+        json!({"op": "add", "path": "/metadata/annotations/spark-triage.dev~1killed-at",
+        "value": fmt_time(&at)}),
+    );
+    ops.push(
+        json!({"op": "add", "path": "/metadata/annotations/spark-triage.dev~1killed-by",
+        "value": by}),
+    );
+    json_patch_pod(&api, namespace, pod, ops)
+        .await
+        .map(|_| ())
+        .map_err(|e| WriteError::from_kube("patch", namespace, pod, e))
+}
+
+/// Takes [`mark_killed`]'s mark off again (the deletion it announced was refused): best
+/// effort, a pod left marked says a kill that did not happen.
+pub async fn unmark_killed(client: &Client, namespace: &str, pod: &str) -> Result<(), WriteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let ops = vec![
+        json!({"op": "remove", "path": "/metadata/annotations/spark-triage.dev~1killed-at"}),
+        json!({"op": "remove", "path": "/metadata/annotations/spark-triage.dev~1killed-by"}),
+    ];
+    json_patch_pod(&api, namespace, pod, ops)
+        .await
+        .map(|_| ())
+        .map_err(|e| WriteError::from_kube("patch", namespace, pod, e))
+}
+
 /// Adds the hold finalizer (if absent) and sets the expiry annotation, without touching
 /// other finalizers (the patch tests the list it read). Retries once if the pod changed.
 /// With `uid`, only on that pod: one recreated under its name is refused.

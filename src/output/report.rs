@@ -47,6 +47,9 @@ pub struct AppReport {
     /// and it blames the app. Endings that are normal (scale-down, the app's end, a
     /// replaced executor) and vanishings are not failures.
     pub failures_counted: usize,
+    /// Spark's failure budget at the end of the window, as numbers (its `failures_counted`
+    /// is Spark's own count; the one above is the report's failures).
+    pub failure_budget: crate::store::BudgetView,
     pub counts: crate::store::Counts,
     /// Findings about the whole app at the end (`crash-loop`, …): `code: summary`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -129,16 +132,43 @@ pub struct ChurnWindow {
     pub failures: usize,
 }
 
+/// One piece of advice: the executors whose cause it is (only they), in the one order
+/// (failures first, then severity, then how many: `spark_triage_core::diagnose::advice`).
+/// Findings beside a cause (`driver-removed`, `deleted`) are its evidence, never advice.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Recommendation {
+    /// The cause.
     pub finding: Code,
+    /// The cause as on-call engineers say it: `OOMKilled (137)`.
+    pub label: String,
+    pub severity: Severity,
+    /// Any of them a failure (counted by Spark, or failed and blamed on the app).
+    pub failure: bool,
+    /// How many executors it applies to.
     pub executors: usize,
+    /// Which, newest first.
+    pub executor_ids: Vec<i64>,
+    /// The cause's hint, with its concrete value when a witness held one.
     pub advice: String,
     pub evidence: Vec<String>,
 }
 
 /// Failures in one minute that make a churn window.
 const CHURN_PER_MINUTE: usize = 3;
+
+impl Report {
+    /// In the order asked for (`--sort`): trouble is how it is built.
+    pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
+        order.apply(&mut self.apps, |a| {
+            (
+                a.namespace.as_str(),
+                a.app_name.as_deref(),
+                a.app_id.as_str(),
+            )
+        });
+        self
+    }
+}
 
 /// Builds the report of a whole recording.
 pub fn build(source: &str, rec: &Recording) -> Report {
@@ -201,7 +231,7 @@ pub fn from_state(
         .now
         .unwrap_or(start)
         .min(w.to.unwrap_or(Time::MAX_UTC));
-    let mut apps: Vec<AppReport> = store
+    let mut records: Vec<&std::sync::Arc<AppRecord>> = store
         .view()
         .apps
         .values()
@@ -210,9 +240,13 @@ pub fn from_state(
                 .as_deref()
                 .is_none_or(|n| a.app_id.as_str() == n || a.app_name.as_deref() == Some(n))
         })
+        .collect();
+    // The most trouble first (the live view's order); `--sort name` re-sorts.
+    crate::store::by_trouble(&mut records);
+    let apps: Vec<AppReport> = records
+        .into_iter()
         .filter_map(|a| app_report(a, w.from, end))
         .collect();
-    apps.sort_by(|a, b| (&a.namespace, &a.app_name).cmp(&(&b.namespace, &b.app_name)));
     Report {
         source: source.to_owned(),
         started_at: fmt_time(&start),
@@ -252,7 +286,6 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
     let mut missing = Vec::new();
     let mut pending_secs = Vec::new();
     let mut still_pending = 0;
-    let mut examples: BTreeMap<Code, (usize, String, Vec<String>)> = BTreeMap::new();
     let executors: Vec<&crate::store::ExecutorRecord> = a
         .executors
         .values()
@@ -271,15 +304,6 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         }
         for f in e.findings() {
             *by_finding.entry(f.code).or_default() += 1;
-            if f.severity != Severity::Info {
-                let entry = examples
-                    .entry(f.code)
-                    .or_insert_with(|| (0, f.hint.clone(), Vec::new()));
-                entry.0 += 1;
-                if entry.2.len() < 3 {
-                    entry.2.push(format!("executor {}: {}", e.id, f.summary));
-                }
-            }
         }
         if let Some(f) = e.verdict.cause() {
             oom.add(f.code, f.severity);
@@ -372,20 +396,24 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         .filter(|t| t.text.starts_with("action by"))
         .map(|t| format!("{} {}", fmt_time(&t.at), t.text))
         .collect();
-    let mut recommendations: Vec<Recommendation> = examples
-        .into_iter()
-        .map(|(code, (n, hint, evidence))| Recommendation {
-            finding: code,
-            executors: n,
-            advice: hint,
-            evidence,
-        })
-        .collect();
-    recommendations.sort_by(|a, b| {
-        b.executors
-            .cmp(&a.executors)
-            .then(a.finding.as_str().cmp(b.finding.as_str()))
-    });
+    // One per cause, naming only its executors: the app's advice, over the window's.
+    let recommendations: Vec<Recommendation> = spark_triage_core::diagnose::advice::groups(
+        executors
+            .iter()
+            .filter_map(|e| crate::store::advice_case(e)),
+    )
+    .into_iter()
+    .map(|g| Recommendation {
+        finding: g.code,
+        label: g.label,
+        severity: g.severity,
+        failure: g.failure,
+        executors: g.executors.len(),
+        executor_ids: g.executors,
+        advice: g.hint,
+        evidence: g.examples,
+    })
+    .collect();
     Some(AppReport {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
@@ -394,6 +422,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         verdict: a.verdict().into(),
         executors_seen: executors.len(),
         failures_counted,
+        failure_budget: a.budget_view(),
         counts: a.counts(),
         app_findings: a
             .findings()
@@ -607,12 +636,24 @@ pub fn markdown(r: &Report) -> String {
         if !a.recommendations.is_empty() {
             s.push_str("### Recommendations\n\n");
             for r in &a.recommendations {
+                let mut ids: Vec<String> =
+                    r.executor_ids.iter().take(10).map(i64::to_string).collect();
+                if r.executor_ids.len() > 10 {
+                    ids.push(format!("and {} more", r.executor_ids.len() - 10));
+                }
                 let _ = writeln!(
                     s,
-                    "- **`{}`** ({} executor{}): {}",
+                    "- **{}** (`{}`, {}, {} executor{}: {}): {}",
+                    md(&r.label),
                     r.finding,
+                    if r.failure {
+                        "failure"
+                    } else {
+                        r.severity.as_str()
+                    },
                     r.executors,
                     if r.executors == 1 { "" } else { "s" },
+                    ids.join(", "),
                     md(&r.advice)
                 );
                 for e in &r.evidence {

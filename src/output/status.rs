@@ -34,6 +34,9 @@ pub struct AppStatus {
     /// The application's verdict: the cause first (the driver, or what above the
     /// executors ends or blocks them), with its witness and hint.
     pub verdict: spark_triage_core::diagnose::app_verdict::VerdictView,
+    /// Spark's failure budget as numbers: failures counted, allowed, where the limit comes
+    /// from, the Spark version whose rules apply.
+    pub failure_budget: crate::store::BudgetView,
     pub delete_on_termination: bool,
     /// The driver's configuration was read (else `delete_on_termination` and the other
     /// settings are Spark's defaults, not known).
@@ -167,17 +170,16 @@ pub struct SparkStatus {
     pub note: Option<String>,
 }
 
-/// Builds the report; `app` filters by application id or name.
+/// Builds the report, the most trouble first (`crate::store::Trouble`); `app` filters by
+/// application id or name.
 pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
-    let mut apps: Vec<AppStatus> = snap
+    let mut records: Vec<&std::sync::Arc<AppRecord>> = snap
         .apps
         .values()
         .filter(|a| app.is_none_or(|f| a.app_id == f || a.app_name.as_deref() == Some(f)))
-        .map(|a| app_status(a, snap.now))
         .collect();
-    apps.sort_by(|a, b| {
-        (&a.namespace, &a.app_name, &a.app_id).cmp(&(&b.namespace, &b.app_name, &b.app_id))
-    });
+    crate::store::by_trouble(&mut records);
+    let apps: Vec<AppStatus> = records.iter().map(|a| app_status(a, snap.now)).collect();
     let problems = snap
         .health
         .iter()
@@ -210,6 +212,7 @@ fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> App
             phase: d.phase.clone(),
         }),
         verdict: a.verdict().into(),
+        failure_budget: a.budget_view(),
         delete_on_termination: a.config.delete_on_termination,
         config_read: a.config.from_driver,
         counts: a.counts(),
@@ -342,6 +345,7 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
         if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
             let _ = writeln!(out, "    hint: {}", f(&v.hint));
         }
+        let _ = writeln!(out, "  {}", budget_line(&a.failure_budget));
         for x in &v.supporting {
             let _ = writeln!(
                 out,
@@ -465,6 +469,38 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
     out
 }
 
+/// `failures 2/20 allowed (spark.executor.maxNumFailures, Spark 4.0.1)`: the budget in the
+/// table, as numbers with where they come from.
+pub fn budget_line(b: &crate::store::BudgetView) -> String {
+    use spark_triage_core::diagnose::budget::BudgetFrom as F;
+    let version = b
+        .spark_version
+        .as_deref()
+        .map(|v| format!(", Spark {v}"))
+        .unwrap_or_default();
+    let used = b.failures_counted;
+    match (b.failures_allowed, b.limit_from) {
+        (Some(l), F::MaxNumFailures) => {
+            format!("failures {used}/{l} allowed (spark.executor.maxNumFailures{version})")
+        }
+        (Some(l), F::DefaultMaxExecutors) => format!(
+            "failures {used}/{l} allowed (default: max(2 × spark.dynamicAllocation.maxExecutors, 3){version})"
+        ),
+        (Some(l), _) => format!(
+            "failures {used}/{l} allowed (default: max(2 × spark.executor.instances, 3){version})"
+        ),
+        (None, F::Unlimited) => {
+            format!("failures {used} (no limit: dynamic allocation without maxExecutors{version})")
+        }
+        (None, F::NoneBeforeSpark4) => {
+            format!("failures {used} (no limit before Spark 4{version})")
+        }
+        (None, _) => format!(
+            "failures {used} (limit unknown: the driver's configuration was not read{version})"
+        ),
+    }
+}
+
 /// "no application X … there: A, B": what an unknown app is told (`status`, the MCP tools).
 pub fn unknown_app(snap: &Snapshot, want: &str, scope: &str) -> String {
     let mut names: Vec<String> = snap
@@ -537,6 +573,18 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
 }
 
 impl StatusReport {
+    /// In the order asked for (`--sort`): trouble is how it is built.
+    pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
+        order.apply(&mut self.apps, |a| {
+            (
+                a.namespace.as_str(),
+                a.app_name.as_deref(),
+                a.app_id.as_str(),
+            )
+        });
+        self
+    }
+
     /// Any app or executor in the report with an error-severity verdict (`status --exit-code`).
     pub fn has_errors(&self) -> bool {
         self.apps

@@ -240,15 +240,23 @@ fn maybe_read_config(
         return;
     }
     let api: Api<ConfigMap> = Api::namespaced(conn.client.clone(), &pod.namespace);
+    // A driver made in the last two minutes may not have its ConfigMap yet.
+    let young = pod
+        .created_at
+        .is_none_or(|c| now() - c < chrono::Duration::minutes(2));
     let tx = tx.clone();
     let namespace = pod.namespace.to_string();
     let scope = Scope::Namespace(namespace.clone());
     tokio::spawn(async move {
-        // A few tries: one failed request must not leave the app on Spark's defaults.
+        // A few tries: one failed request must not leave the app on Spark's defaults. A 404
+        // is tried again too: spark-submit creates the driver pod first and its ConfigMap
+        // right after (owned by the pod), so a driver seen at once has none yet (seen on a
+        // real cluster: every configuration finding then rested on Spark's defaults).
         let mut got = api.get(&cm).await;
-        for wait in [1, 2, 4] {
-            if got.is_ok()
-                || matches!(&got, Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404)
+        for wait in [1, 2, 4, 8, 15] {
+            // An old driver's ConfigMap that is not there will not come.
+            let final_404 = !young && matches!(&got, Err(kube::Error::Api(s)) if s.code == 404);
+            if got.is_ok() || final_404 || matches!(&got, Err(kube::Error::Api(s)) if s.code == 403)
             {
                 break;
             }
@@ -270,6 +278,7 @@ fn maybe_read_config(
                     namespace,
                     app_id,
                     properties,
+                    from: Some(spark_triage_core::diagnose::memory::SettingsFrom::ConfigMap),
                     at: now(),
                 }
             }

@@ -120,11 +120,15 @@ pub enum SourceEvent {
     },
     /// A Kubernetes event about a pod.
     EventSeen { event: Box<PodEvent>, at: Time },
-    /// A driver's `spark.properties`, read from its ConfigMap.
+    /// A driver's `spark.properties`, read from its ConfigMap (or an event log's or the
+    /// History Server's environment: `from` says which).
     DriverConfig {
         namespace: String,
         app_id: String,
         properties: BTreeMap<String, String>,
+        /// Where they were read (absent in recordings made before it was kept: a ConfigMap).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<spark_triage_core::diagnose::memory::SettingsFrom>,
         at: Time,
     },
     SourceHealth {
@@ -201,6 +205,9 @@ pub enum SourceEvent {
         /// The note is the app's end (or the log's end without it).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         end: bool,
+        /// The log ended without the application's end (`SparkListenerApplicationEnd`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unfinished: bool,
         /// The Spark version the log names (`SparkListenerLogStart`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spark_version: Option<String>,

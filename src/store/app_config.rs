@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
+pub use spark_triage_core::diagnose::memory::{SettingsFrom, Sizing};
 use spark_triage_core::{
     classify::ClassifyOptions,
     spark::{spark_bool, spark_time},
@@ -50,28 +51,10 @@ pub struct AppConfig {
     #[serde(default)]
     pub settings: spark_triage_core::diagnose::config::Settings,
     /// The executors' sizing as written (`spark.executor.memory`, `…memoryOverhead`,
-    /// `…memoryOverheadFactor`, `…cores`): what the fleet tables group endings by.
+    /// `…memoryOverheadFactor`, `…cores`) and where it was read: what the fleet tables group
+    /// endings by, and the value a memory finding's hint gives when the pod was not seen.
     #[serde(default, skip_serializing_if = "Sizing::is_empty")]
     pub sizing: Sizing,
-}
-
-/// The executors' sizing settings as the driver's configuration writes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sizing {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_overhead: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_overhead_factor: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cores: Option<String>,
-}
-
-impl Sizing {
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
 }
 
 fn yes() -> bool {
@@ -106,7 +89,10 @@ impl Default for AppConfig {
 }
 
 impl AppConfig {
-    pub(super) fn from_properties(p: &BTreeMap<String, String>) -> Self {
+    pub(super) fn from_properties(
+        p: &BTreeMap<String, String>,
+        from: Option<SettingsFrom>,
+    ) -> Self {
         let d = Self::default();
         // A bare number is the setting's own unit: milliseconds, but seconds for the
         // network timeout.
@@ -171,6 +157,9 @@ impl AppConfig {
                     memory_overhead: text("spark.executor.memoryOverhead"),
                     memory_overhead_factor: text("spark.executor.memoryOverheadFactor"),
                     cores: text("spark.executor.cores"),
+                    // Recordings from before it was kept: a driver's ConfigMap (event logs
+                    // are read anew each time).
+                    from: Some(from.unwrap_or(SettingsFrom::ConfigMap)),
                 }
             },
         }

@@ -11,6 +11,18 @@ use spark_triage_core::{
     model::{ExecutorState, Time},
 };
 
+/// An executor's cause as advice groups it (none while it has no cause).
+pub fn advice_case(e: &ExecutorRecord) -> Option<diagnose::advice::Case<'_>> {
+    Some(diagnose::advice::Case {
+        id: e.id,
+        cause: e.verdict.cause()?,
+        exit: e.exit_code(),
+        failure: e.verdict.is_failure(),
+        pending: e.state() == ExecutorState::Pending && e.gone.is_none(),
+        at: super::ended_at(e),
+    })
+}
+
 impl AppRecord {
     /// Failures Spark counted, forgotten executors included.
     pub fn counted_failures(&self) -> usize {
@@ -25,10 +37,7 @@ impl AppRecord {
 
     pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
         use spark_triage_core::diagnose::app::{AppFacts, app_findings};
-        let spark_version = self
-            .executors
-            .values()
-            .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod));
+        let spark_version = self.spark_version();
         // The forgotten ones first: they are the oldest.
         let counted: Vec<spark_triage_core::diagnose::Code> = self
             .forgotten_counted
@@ -114,6 +123,37 @@ impl AppRecord {
             .filter(|f| spark_triage_core::diagnose::app::is_held(f))
             .cloned()
             .collect();
+        // Every failure's cause, the forgotten ones' first (they are the oldest).
+        let failed: Vec<Code> = self
+            .forgotten_counted
+            .iter()
+            .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
+            .chain(
+                self.executors
+                    .values()
+                    .filter(|e| e.verdict.is_failure())
+                    .filter_map(|e| e.verdict.cause().map(|f| f.code)),
+            )
+            .collect();
+        // Pending executors the nodes do not take (not held by a gate, a gang, a queue).
+        let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
+        let mut waiting_since: Option<Time> = None;
+        for e in self.executors.values() {
+            let Some(f) = e.verdict.cause() else { continue };
+            if f.severity == diagnose::Severity::Info
+                || spark_triage_core::diagnose::app::is_held_code(f.code)
+            {
+                continue;
+            }
+            let Some(reason) = e.pending_reason() else {
+                continue;
+            };
+            *waiting.entry(reason).or_default() += 1;
+            let since = super::times::created(e).0;
+            waiting_since = Some(waiting_since.map_or(since, |w: Time| w.min(since)));
+        }
+        let mut waiting: Vec<(String, usize)> = waiting.into_iter().collect();
+        waiting.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let mut out = app_findings(&AppFacts {
             spark_version,
             counted: &counted,
@@ -135,10 +175,20 @@ impl AppRecord {
             settings: Some(&self.config.settings),
             preempted: &preempted,
             held: &held,
+            failed: &failed,
+            advice: self.advice(),
+            missing: counts.missing,
+            waiting: &waiting,
+            waiting_since,
         });
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(spark_triage_core::diagnose::app_verdict::order);
         out
+    }
+
+    /// Its executors grouped by cause, in the one order of advice.
+    pub(super) fn compute_advice(&self) -> Vec<diagnose::advice::Group> {
+        diagnose::advice::groups(self.executors.values().filter_map(|e| advice_case(e)))
     }
 
     pub(super) fn compute_verdict(&self) -> diagnose::app_verdict::AppVerdict {
@@ -170,6 +220,7 @@ impl AppRecord {
             driver,
             driver_phase,
             logged_end: self.logged_end.as_deref(),
+            unfinished: self.logged_unfinished,
             app_findings: self.findings(),
             executors: ExecutorTally {
                 running: counts.running,
@@ -269,15 +320,43 @@ impl AppRecord {
             logged_version: None,
             driver_end: None,
             logged_end_at: None,
+            logged_unfinished: false,
             as_of: None,
             node_findings: Vec::new(),
             derived: Default::default(),
         }
     }
 
+    /// A timeline line about something this process saw or did at `at`.
     pub(super) fn log(&mut self, at: Time, executor: Option<i64>, text: String) {
-        self.timeline
-            .push_back(TimelineEntry { at, executor, text });
+        self.log_when((at, super::times::Clock::Seen), at, executor, text);
+    }
+
+    /// A timeline line at a time from the cluster's clocks (a pod's creation, a container's
+    /// end): kept in time order, so a view opened late lists what happened when it happened.
+    pub(super) fn log_when(
+        &mut self,
+        (at, clock): (Time, super::times::Clock),
+        seen: Time,
+        executor: Option<i64>,
+        text: String,
+    ) {
+        // Most lines come in order: from the back, after the last one not later.
+        let i = self
+            .timeline
+            .iter()
+            .rposition(|t| t.at <= at)
+            .map_or(0, |i| i + 1);
+        self.timeline.insert(
+            i,
+            TimelineEntry {
+                at,
+                executor,
+                text,
+                clock,
+                seen: (seen != at).then_some(seen),
+            },
+        );
         while self.timeline.len() > MAX_TIMELINE {
             self.timeline.pop_front();
         }

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::{AppRecord, Incident};
+use super::{AppRecord, Incident, Trouble};
 use spark_triage_core::diagnose::Finding;
 
 /// The memo. A clone starts empty (the clone is about to be changed, or is a copy whose
@@ -13,8 +13,9 @@ use spark_triage_core::diagnose::Finding;
 #[derive(Default)]
 pub struct Derived {
     findings: OnceLock<Vec<Finding>>,
+    advice: OnceLock<Vec<spark_triage_core::diagnose::advice::Group>>,
     incident: OnceLock<Incident>,
-    trouble: OnceLock<(usize, usize)>,
+    trouble: OnceLock<Trouble>,
     verdict: OnceLock<spark_triage_core::diagnose::app_verdict::AppVerdict>,
     node_failures: OnceLock<Vec<spark_triage_core::diagnose::nodes::NodeFailure>>,
 }
@@ -45,6 +46,12 @@ impl AppRecord {
         self.derived
             .findings
             .get_or_init(|| self.compute_findings())
+    }
+
+    /// Its executors grouped by cause, each with its advice, in the one order every place
+    /// that gives advice follows (the failures finding, the strip's change, `report`).
+    pub fn advice(&self) -> &[spark_triage_core::diagnose::advice::Group] {
+        self.derived.advice.get_or_init(|| self.compute_advice())
     }
 
     /// The application's verdict (its driver, and everything above the executors).
@@ -90,9 +97,8 @@ impl AppRecord {
             .get_or_init(|| self.compute_incident())
     }
 
-    /// How much trouble the app is in, for ordering (greater is worse): errors (failed
-    /// executors, missing ones, app-level errors), then warnings and long waits.
-    pub fn trouble(&self) -> (usize, usize) {
+    /// How much trouble the app is in: every list's order (worst first, [`Trouble`]).
+    pub fn trouble(&self) -> Trouble {
         *self.derived.trouble.get_or_init(|| self.compute_trouble())
     }
 }

@@ -75,6 +75,13 @@ pub(super) fn driver_only(
     }
     let resolved = config.classify_options().resolve(&pod);
     let state = classify(&pod, &resolved.config);
+    // Its container's end as Spark's reason quotes it ("container finished at"), else the
+    // driver's own removal or addition: the times every screen gives this executor.
+    let (when, clock) =
+        match super::times::transition(&pod, &resolved.config.spark_container, state, false, at) {
+            (t, c) if !c.is_bound() && state.is_final() => (t, c),
+            _ => super::times::from_driver(&d, at),
+        };
     let mut rec = ExecutorRecord {
         id: d.id,
         spark_container: (&resolved.config.spark_container).into(),
@@ -83,11 +90,12 @@ pub(super) fn driver_only(
         first_seen: at,
         last_seen: at,
         last_rv: None,
-        history: VecDeque::from([Transition {
+        history: VecDeque::from([Transition::new(
+            (when, clock),
             at,
             state,
-            note: Some(format!("known only from the {}", from_words(from))),
-        }]),
+            Some(format!("known only from the {}", from_words(from))),
+        )]),
         events: VecDeque::new(),
         ended: None,
         first_deletion: None,
@@ -98,13 +106,14 @@ pub(super) fn driver_only(
             exec: Some(d),
             from,
         })),
-        killed_by_tool: false,
+        killed_by_tool: None,
         verdict: Verdict::default(),
     };
     let ctx = AppCtx {
         config: config.clone(),
         driver_end: None,
         groups: Arc::default(),
+        heartbeat_removals: Arc::default(),
     };
     refresh(&mut rec, events, &ctx, Some(&resolved), at);
     rec
@@ -130,6 +139,8 @@ pub(super) fn withdraw_deletion(rec: &mut ExecutorRecord, at: Time, rv: u64) {
             note: Some(format!(
                 "deletion withdrawn: the pod is still there at resourceVersion {rv}"
             )),
+            clock: super::times::Clock::Seen,
+            seen: None,
         },
     );
 }
@@ -144,6 +155,9 @@ pub(super) struct AppCtx {
     pub config: AppConfig,
     pub driver_end: Option<spark_triage_core::diagnose::app_verdict::DriverEnd>,
     pub groups: Arc<spark_triage_core::diagnose::GroupIndex>,
+    /// The executors the driver's captured log says it removed for want of heartbeats
+    /// (what "Executor killed by driver." hides), read once per app.
+    pub heartbeat_removals: Arc<std::collections::BTreeSet<i64>>,
 }
 
 impl AppCtx {
@@ -152,6 +166,11 @@ impl AppCtx {
             config: app.config.clone(),
             driver_end: app.driver_end.clone(),
             groups: app.groups.clone(),
+            heartbeat_removals: app
+                .driver
+                .as_ref()
+                .map(|d| d.heartbeat_removals.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -211,6 +230,12 @@ pub(super) fn refresh(
         }
     };
     let before = std::mem::take(&mut rec.verdict);
+    // A kill through spark-triage: this process's own act, else the pod's mark of it (made
+    // by another terminal, or before this view started).
+    // Only once its deletion is under way: a mark on a pod still running is a kill being
+    // made (or one refused whose mark could not be taken off).
+    let marked = spark_triage_core::diagnose::verdict::ToolKill::of(&rec.pod)
+        .filter(|_| rec.gone.is_some() || rec.pod.deletion.is_some());
     let v = verdict(&Evidence {
         id: rec.id,
         first_seen: Some(rec.first_seen),
@@ -231,7 +256,10 @@ pub(super) fn refresh(
         missing: missing.as_ref(),
         driver: rec.driver.as_deref(),
         log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
-        killed_by_tool: rec.killed_by_tool,
+        killed_by_tool: rec.killed_by_tool.as_ref().or(marked.as_ref()),
+        sizing: config.from_driver.then_some(&config.sizing),
+        dynamic_allocation: config.from_driver.then_some(config.dynamic_allocation),
+        heartbeat_logged: ctx.heartbeat_removals.contains(&rec.id),
         running_since,
         gone_at: rec.gone.as_ref().map(Gone::at),
         lost_grace,

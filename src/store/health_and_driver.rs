@@ -165,19 +165,22 @@ impl Store {
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
             let config = app.config.clone();
             let version = app.logged_version.clone();
-            app.executors.insert(
-                id,
-                Arc::new(driver_only(
-                    ns,
-                    app_id,
-                    &name,
-                    (d, from, version.as_deref()),
-                    &events,
-                    &config,
-                    at,
-                )),
+            let rec = driver_only(
+                ns,
+                app_id,
+                &name,
+                (d, from, version.as_deref()),
+                &events,
+                &config,
+                at,
             );
-            app.log(at, Some(id), text);
+            // At the driver's time of it (its removal, else its addition).
+            let when = rec
+                .history
+                .back()
+                .map_or((at, super::times::Clock::Seen), |t| (t.at, t.clock));
+            app.executors.insert(id, Arc::new(rec));
+            app.log_when(when, at, Some(id), text);
         }
         for (name, d) in rebuilt {
             let events = events_named(&self.events, ns, &name);
@@ -201,16 +204,16 @@ impl Store {
                 &config,
                 at,
             );
+            let when = new
+                .history
+                .back()
+                .map_or((at, super::times::Clock::Seen), |t| (t.at, t.clock));
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
                 if new.pod_state != rec.pod_state {
                     super::evidence::push_history(
                         rec,
-                        Transition {
-                            at,
-                            state: new.pod_state,
-                            note: None,
-                        },
+                        Transition::new(when, at, new.pod_state, None),
                     );
                 }
                 rec.pod = new.pod;
@@ -221,7 +224,7 @@ impl Store {
                 rec.last_seen = at;
             }
             if let Some(text) = text {
-                app.log(at, Some(id), text);
+                app.log_when(when, at, Some(id), text);
             }
             // Judged again below with the app's whole context (its driver's end, groups).
             due.push(id);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{AppRecord, ExecutorRecord};
 use spark_triage_core::{
     diagnose::{
-        Code, Severity,
+        Severity,
         app::{AppFacts, failure_budget},
         budget::FailureBudget,
     },
@@ -34,6 +34,66 @@ pub struct Incident {
     pub kept: usize,
 }
 
+/// Spark's failure budget as numbers (`status`, `report`, MCP): what it counted, what it
+/// allows, where the limit comes from and the Spark version whose rules apply.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct BudgetView {
+    /// Executor failures Spark counted (distinct ids first seen failed, Spark 4.0+;
+    /// forgotten executors' included).
+    pub failures_counted: usize,
+    /// How many failures Spark allows before it aborts the app with exit 11 (it aborts when
+    /// the count passes this); null when no limit applies or it is not known.
+    pub failures_allowed: Option<u32>,
+    /// Where the limit comes from: `max-num-failures` (the setting), `default-instances`
+    /// (max(2 × spark.executor.instances, 3)), `default-max-executors` (the same with dynamic
+    /// allocation's maxExecutors), `unlimited` (dynamic allocation without maxExecutors),
+    /// `none-before-spark4`, `unknown` (the driver's configuration was not read).
+    pub limit_from: spark_triage_core::diagnose::budget::BudgetFrom,
+    /// The Spark version whose rules were applied (the pods' label, else the event log's).
+    pub spark_version: Option<String>,
+}
+
+/// How much trouble an app is in: the one order of every list of apps (the apps pane,
+/// `status`, `report`, MCP's `list_apps`, and `/metrics`' worst app). Ordered worst first:
+/// the app verdict's severity, then failures (counted by Spark or blamed on the app), then
+/// executors missing, then executors waiting with a warning or an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trouble {
+    pub severity: Severity,
+    pub failures: usize,
+    pub missing: usize,
+    pub waiting: usize,
+}
+
+impl Ord for Trouble {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.severity
+            .cmp(&o.severity)
+            .then(o.failures.cmp(&self.failures))
+            .then(o.missing.cmp(&self.missing))
+            .then(o.waiting.cmp(&self.waiting))
+    }
+}
+
+impl PartialOrd for Trouble {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Apps in the one order: most trouble first ([`Trouble`]), then namespace, name and id.
+pub fn by_trouble<A: AsRef<AppRecord>>(apps: &mut [A]) {
+    apps.sort_by_cached_key(|a| {
+        let a = a.as_ref();
+        (
+            a.trouble(),
+            a.namespace.clone(),
+            a.app_name.clone(),
+            a.app_id.clone(),
+        )
+    });
+}
+
 impl Incident {
     /// Nothing to report.
     pub fn is_quiet(&self) -> bool {
@@ -41,29 +101,11 @@ impl Incident {
     }
 }
 
-/// A cause as on-call engineers say it: the container's words and the exit code.
-pub fn cause_label(code: Code, exit: Option<i32>) -> String {
-    match (code.label(), exit) {
-        ((label, true), Some(c)) => format!("{label} ({c})"),
-        ((label, _), _) => label.to_owned(),
-    }
-}
+pub use spark_triage_core::diagnose::advice::{cause_label, suggestion};
 
 /// When an executor ended, by the cluster's clock where it is known ([`super::times::ended`]).
 pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
     super::times::ended(e).map(|(t, _)| t)
-}
-
-/// The first `--conf key=value` a hint suggests.
-pub fn suggestion(hint: &str) -> Option<String> {
-    let at = hint.find("--conf ")?;
-    let rest = &hint[at + "--conf ".len()..];
-    let token: String = rest
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',' && *c != ')')
-        .collect();
-    let token = token.trim_end_matches('.');
-    token.contains('=').then(|| format!("--conf {token}"))
 }
 
 impl AppRecord {
@@ -89,8 +131,22 @@ impl AppRecord {
                 ended.push((at, e));
             }
         }
+        // In the advice's order (failures first, then severity and count): the strip's
+        // first cause is the one the app's headline and first recommendation name.
+        let advice = self.advice();
+        let rank = |label: &str| {
+            advice
+                .iter()
+                .position(|g| g.label == label)
+                .unwrap_or(usize::MAX)
+        };
         let mut causes: Vec<(String, usize)> = causes.into_iter().collect();
-        causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        causes.sort_by(|a, b| {
+            rank(&a.0)
+                .cmp(&rank(&b.0))
+                .then(b.1.cmp(&a.1))
+                .then_with(|| a.0.cmp(&b.0))
+        });
         let mut pending = self.pending_reasons();
         pending.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         // Newest first (a later id first within one instant).
@@ -99,11 +155,12 @@ impl AppRecord {
             let f = e.verdict.cause()?;
             Some((e.id, cause_label(f.code, e.exit_code()), *at))
         });
-        // The newest failure whose hint has a concrete value to copy.
-        let suggestion = ended.iter().find_map(|(_, e)| {
-            let f = e.verdict.cause()?;
-            Some((cause_label(f.code, e.exit_code()), suggestion(&f.hint)?))
-        });
+        // The first advice (the one order: failures first, then severity and count) with a
+        // concrete value to copy: what the app verdict's headline and `report` lead with.
+        let suggestion = self
+            .advice()
+            .iter()
+            .find_map(|g| Some((g.label.clone(), g.setting()?)));
         Incident {
             causes,
             missing,
@@ -138,64 +195,73 @@ impl AppRecord {
         })
     }
 
-    /// The failures Spark counted (forgotten executors' included) and Spark's budget.
-    pub fn failure_budget(&self) -> (usize, FailureBudget) {
-        let facts = AppFacts {
-            spark_version: self
-                .executors
-                .values()
-                .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod)),
+    /// What Spark's budget is read from: the app's version and settings.
+    fn budget_facts(&self) -> AppFacts<'static> {
+        AppFacts {
+            spark_version: self.spark_version(),
             max_failures: self.config.max_failures,
             executor_instances: self.config.executor_instances,
             dynamic_allocation: self.config.dynamic_allocation,
             max_executors: self.config.max_executors,
             config_known: self.config.from_driver,
             ..AppFacts::default()
-        };
-        (self.counted_failures(), failure_budget(&facts))
+        }
     }
 
-    pub(super) fn compute_trouble(&self) -> (usize, usize) {
-        // The app verdict holds the app findings and the driver's.
-        let app_findings = &self.verdict().findings;
-        let errors = self.alerts()
-            + app_findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
+    /// The app's Spark version: its pods' label, else its event log's.
+    pub fn spark_version(&self) -> Option<spark_triage_core::version::SparkVersion> {
+        self.executors
+            .values()
+            .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod))
+            .or_else(|| {
+                self.logged_version
+                    .as_deref()
+                    .and_then(spark_triage_core::version::SparkVersion::parse)
+            })
+    }
+
+    /// The failures Spark counted (forgotten executors' included) and Spark's budget.
+    pub fn failure_budget(&self) -> (usize, FailureBudget) {
+        (
+            self.counted_failures(),
+            failure_budget(&self.budget_facts()),
+        )
+    }
+
+    /// The failure budget as numbers, for every machine output.
+    pub fn budget_view(&self) -> BudgetView {
+        let facts = self.budget_facts();
+        let (used, budget) = self.failure_budget();
+        BudgetView {
+            failures_counted: used,
+            failures_allowed: match budget {
+                FailureBudget::Limit(l) => Some(l),
+                _ => None,
+            },
+            limit_from: spark_triage_core::diagnose::app::budget_from(&facts),
+            spark_version: facts.spark_version.map(|v| v.to_string()),
+        }
+    }
+
+    pub(super) fn compute_trouble(&self) -> Trouble {
+        let failures = self.forgotten_counted.values().sum::<usize>()
+            + self
+                .executors
+                .values()
+                .filter(|e| e.verdict.is_failure())
                 .count();
-        let warnings = self
+        let c = self.counts();
+        let waiting = self
             .executors
             .values()
-            .filter(|e| {
-                e.verdict.severity() == Some(Severity::Warn)
-                    || (e.state() == ExecutorState::Pending && e.verdict.severity().is_some())
-            })
-            .count()
-            + app_findings
-                .iter()
-                .filter(|f| f.severity == Severity::Warn)
-                .count();
-        (errors, warnings)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_and_suggestions() {
-        assert_eq!(
-            cause_label(Code::ContainerOomKilled, Some(137)),
-            "OOMKilled (137)"
-        );
-        assert_eq!(cause_label(Code::JvmOom, Some(52)), "JVM OOM (52)");
-        assert_eq!(cause_label(Code::Evicted, None), "evicted");
-        assert_eq!(
-            suggestion("overhead: try --conf spark.executor.memoryOverhead=1g. More"),
-            Some("--conf spark.executor.memoryOverhead=1g".to_owned())
-        );
-        assert_eq!(suggestion("set --conf without a value"), None);
-        assert_eq!(suggestion("nothing"), None);
+            .filter(|e| e.state() == ExecutorState::Pending && e.gone.is_none())
+            .filter(|e| e.verdict.severity().is_some_and(|s| s != Severity::Info))
+            .count();
+        Trouble {
+            severity: self.verdict().severity(),
+            failures,
+            missing: c.missing,
+            waiting,
+        }
     }
 }

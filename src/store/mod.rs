@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::source::{SourceEvent, SourceKind};
 use spark_triage_core::{
     classify::classify,
-    diagnose::verdict::Verdict,
+    diagnose::verdict::{ToolKill, Verdict},
     model::{
         ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time,
         driver::{DriverSeen, reason_headline},
@@ -55,9 +55,10 @@ mod relist;
 mod restart;
 pub mod times;
 
-pub use app_config::{AppConfig, Sizing};
+pub use app_config::{AppConfig, SettingsFrom, Sizing};
+pub use app_record::advice_case;
 use evidence::*;
-pub use incident::{Incident, cause_label, ended_at, suggestion};
+pub use incident::{BudgetView, Incident, Trouble, by_trouble, cause_label, ended_at, suggestion};
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
@@ -157,10 +158,11 @@ impl Store {
                 namespace,
                 app_id,
                 properties,
+                from,
                 ..
             } => {
                 let app = self.app_mut(&namespace, &app_id);
-                app.config = AppConfig::from_properties(&properties);
+                app.config = AppConfig::from_properties(&properties, from);
                 self.rediagnose_app(&(namespace, app_id), at);
             }
             SourceEvent::SourceHealth { source, health, at } => {
@@ -181,11 +183,12 @@ impl Store {
                 at,
             } => {
                 let app = self.app_mut(&namespace, &app_id);
+                let by = records::actor(&text);
                 app.log(at, killed, text);
                 if let Some(id) = killed
                     && let Some(rec) = app.executors.get_mut(&id)
                 {
-                    Arc::make_mut(rec).killed_by_tool = true;
+                    Arc::make_mut(rec).killed_by_tool = Some(ToolKill { at: Some(at), by });
                     self.refresh_some(&(namespace, app_id), &[id], at);
                 }
             }
@@ -231,10 +234,14 @@ impl Store {
                 app_name,
                 text,
                 end,
+                unfinished,
                 spark_version,
                 at,
             } => {
                 let app = self.app_mut(&namespace, &app_id);
+                if end {
+                    app.logged_unfinished = unfinished;
+                }
                 if app_name.is_some() && app.app_name.is_none() {
                     app.app_name = app_name;
                 }
@@ -321,9 +328,15 @@ impl Store {
                 let at = self.snap.now.unwrap_or_default();
                 let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
                 if let Some(d) = &mut app.driver {
+                    d.heartbeat_removals = Arc::new(
+                        spark_triage_core::diagnose::verdict::heartbeat_removals(&lines),
+                    );
                     d.log_tail = Some(Arc::new(lines));
                 }
                 self.driver_changed(&k, at);
+                // Its words judge its executors too ("Removing executor N with no recent
+                // heartbeats" settles a "killed by driver").
+                self.rediagnose_app(&k, at);
             }
             return;
         }
@@ -396,6 +409,9 @@ impl Store {
                     at,
                     state: rec.pod_state,
                     note: Some("missing".to_owned()),
+                    // Absent from this LIST: when it went is not known, only that it had.
+                    clock: times::Clock::Seen,
+                    seen: None,
                 },
             );
             let events = events_of(&self.events, &rec.pod);

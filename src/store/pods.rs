@@ -57,14 +57,16 @@ impl Store {
         let state = classify(&pod, &resolved.config);
         let rv = pod.rv();
         let gone = deleted.then_some(Gone::Deleted { at });
+        // Timeline lines, each at its time: the cluster's where it says, else this sight.
         let mut timeline = Vec::new();
+        let seen = (at, super::times::Clock::Seen);
         let mut finished = None;
         // The pod of another executor, now labelled with this id: that executor ended there.
         if !deleted
             && let Some((notes, done)) =
                 restart::end_predecessor(app, &pod, id, &resolved, &ctx, &pod_events, at)
         {
-            timeline.extend(notes);
+            timeline.extend(notes.into_iter().map(|(id, text)| (id, text, seen)));
             finished = Some(done);
         }
         match app.executors.get_mut(&id) {
@@ -96,11 +98,19 @@ impl Store {
                     } else {
                         None
                     };
+                    let (when, clock) = super::times::transition(
+                        &pod,
+                        &resolved.config.spark_container,
+                        state,
+                        deleted,
+                        at,
+                    );
                     timeline.push((
                         id,
                         transition_text(id, state, &pod, &resolved, note.as_deref()),
+                        (when, clock),
                     ));
-                    push_history(rec, Transition { at, state, note });
+                    push_history(rec, Transition::new((when, clock), at, state, note));
                 }
                 if rec.ended.is_none() && is_ending(state) {
                     rec.ended = Some(pod.clone());
@@ -133,17 +143,38 @@ impl Store {
                     timeline.push((
                         id,
                         format!("executor {id}: its deletion was false: the pod was updated after it (resourceVersion {rv})"),
+                        seen,
                     ));
                 }
                 rec.spark_container = (&resolved.config.spark_container).into();
                 if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&resolved), at) {
-                    timeline.push((id, note));
+                    timeline.push((id, note, seen));
                 }
             }
             None => {
-                timeline.push((id, format!("executor {id} added ({})", state)));
+                // Its creation, and the state it is in, when they happened (a view opened
+                // late lists them at the cluster's times, not at its own start).
+                let created = super::times::transition(
+                    &pod,
+                    &resolved.config.spark_container,
+                    ExecutorState::Pending,
+                    false,
+                    at,
+                );
+                let now_in = super::times::transition(
+                    &pod,
+                    &resolved.config.spark_container,
+                    state,
+                    deleted,
+                    at,
+                );
+                timeline.push((id, format!("executor {id} added ({})", state), created));
                 if state != ExecutorState::Pending {
-                    timeline.push((id, transition_text(id, state, &pod, &resolved, None)));
+                    timeline.push((
+                        id,
+                        transition_text(id, state, &pod, &resolved, None),
+                        now_in,
+                    ));
                 }
                 let mut rec = ExecutorRecord {
                     id,
@@ -155,11 +186,12 @@ impl Store {
                     first_seen: at,
                     last_seen: at,
                     last_rv: rv,
-                    history: VecDeque::from([Transition {
+                    history: VecDeque::from([Transition::new(
+                        now_in,
                         at,
                         state,
-                        note: deleted.then(|| "pod deleted".to_owned()),
-                    }]),
+                        deleted.then(|| "pod deleted".to_owned()),
+                    )]),
                     events: VecDeque::new(),
                     gone,
                     log_tail: None,
@@ -176,7 +208,7 @@ impl Store {
                                 from,
                             })
                         }),
-                    killed_by_tool: false,
+                    killed_by_tool: None,
                     verdict: Verdict::default(),
                 };
                 if is_ending(state) {
@@ -186,8 +218,8 @@ impl Store {
                 app.executors.insert(id, Arc::new(rec));
             }
         }
-        for (id, text) in timeline {
-            app.log(at, Some(id), text);
+        for (id, text, when) in timeline {
+            app.log_when(when, at, Some(id), text);
         }
         self.finished.extend(finished);
     }
@@ -252,6 +284,10 @@ impl Store {
             Some(p) => (p.ended.clone(), p.ended_seen, p.log_tail.clone(), p.gone),
             None => (None, None, None, None),
         };
+        let heartbeat_removals = prev
+            .as_ref()
+            .map(|p| p.heartbeat_removals.clone())
+            .unwrap_or_default();
         let was_over = ended.is_some() || gone.is_some();
         if ended.is_none() && state.is_final() {
             ended = Some(pod.clone());
@@ -296,6 +332,7 @@ impl Store {
             },
             events,
             log_tail,
+            heartbeat_removals,
         });
         if phase_changed || deleted {
             let text = format!(
@@ -307,7 +344,14 @@ impl Store {
                     state.as_str().to_owned()
                 }
             );
-            app.log(at, None, text);
+            let when = super::times::transition(
+                &pod,
+                &resolved.config.spark_container,
+                state,
+                deleted,
+                at,
+            );
+            app.log_when(when, at, None, text);
         }
         self.finished.extend(finished);
         self.driver_changed(&key, at);
@@ -324,7 +368,13 @@ impl Store {
             return;
         }
         if let Some(end) = app.driver_end.clone() {
-            app.log(
+            // At its end by the cluster's clocks when they say it.
+            let when = match end.cluster_at {
+                Some(t) => (t, super::times::Clock::Container),
+                None => (end.seen_at, super::times::Clock::Seen),
+            };
+            app.log_when(
+                when,
                 at,
                 None,
                 format!("driver ended ({}): the application is over", end.label),

@@ -2,7 +2,7 @@
 //! the snapshot readers get.
 
 use std::{
-    collections::{BTreeMap, VecDeque},
+    collections::{BTreeMap, BTreeSet, VecDeque},
     sync::Arc,
 };
 
@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::*;
 use crate::source::{Health, SourceKind};
 use spark_triage_core::{
-    diagnose::{self, Code, Finding, SchedulingKind, verdict::Verdict},
+    diagnose::{
+        self, Code, Finding, SchedulingKind,
+        verdict::{ToolKill, Verdict},
+    },
     model::{
         ExecutorPod, ExecutorState, PodEvent, Time,
         driver::{DriverSeen, ExecutorList},
@@ -85,10 +88,42 @@ impl Gone {
 /// One state change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transition {
+    /// When it happened: by the pod's own clocks where they say (`clock`), else when this
+    /// process saw it.
     pub at: Time,
     pub state: ExecutorState,
     /// Extra: `missing`, `deleted`, the container reason.
     pub note: Option<String>,
+    /// Whose clock `at` is (recordings from before it was kept: this process's sight).
+    #[serde(default, skip_serializing_if = "super::times::Clock::is_seen")]
+    pub clock: super::times::Clock,
+    /// When this process saw it, when that is not `at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Time>,
+}
+
+impl Transition {
+    /// A state change at `when` (the cluster's time where known), seen by this process at
+    /// `seen`.
+    pub fn new(
+        (at, clock): (Time, super::times::Clock),
+        seen: Time,
+        state: ExecutorState,
+        note: Option<String>,
+    ) -> Self {
+        Self {
+            at,
+            state,
+            note,
+            clock,
+            seen: (seen != at).then_some(seen),
+        }
+    }
+
+    /// When this process saw it.
+    pub fn seen_at(&self) -> Time {
+        self.seen.unwrap_or(self.at)
+    }
 }
 
 /// Everything known about one executor.
@@ -125,9 +160,10 @@ pub struct ExecutorRecord {
     /// The driver's own view of this executor (its REST API), when read.
     #[serde(default)]
     pub driver: Option<Box<DriverSeen>>,
-    /// spark-triage's own kill deleted this pod.
-    #[serde(default)]
-    pub killed_by_tool: bool,
+    /// spark-triage's own kill deleted this pod: when, by whom (recordings from before
+    /// these were kept say `true`).
+    #[serde(default, deserialize_with = "tool_kill")]
+    pub killed_by_tool: Option<ToolKill>,
     /// The one answer every output shows, computed from all of the above whenever any of
     /// it changes (never per frame).
     #[serde(default)]
@@ -282,6 +318,9 @@ pub struct DriverInfo {
     /// The captured tail of the driver's log (read when it ends badly).
     #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
+    /// The executors that log says `HeartbeatReceiver` removed (read once, when it came).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub heartbeat_removals: Arc<std::collections::BTreeSet<i64>>,
 }
 
 /// How the driver pod went away.
@@ -341,12 +380,43 @@ pub struct DriverApiState {
     pub from: ExecutorList,
 }
 
+/// `killed_by_tool` as recorded: `true`/`false` before its time and author were kept.
+fn tool_kill<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ToolKill>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Flag(bool),
+        Kill(ToolKill),
+    }
+    Ok(match Option::<Either>::deserialize(d)? {
+        None | Some(Either::Flag(false)) => None,
+        Some(Either::Flag(true)) => Some(ToolKill::default()),
+        Some(Either::Kill(k)) => Some(k),
+    })
+}
+
+/// Who made an action, from its timeline text (`action by USER: …`).
+pub(super) fn actor(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("action by ")?;
+    let (user, _) = rest.split_once(": ")?;
+    (!user.is_empty()).then(|| user.to_owned())
+}
+
 /// One line of an app's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineEntry {
+    /// When it happened: by the cluster's clocks where they say (`clock`), else when this
+    /// process saw it.
     pub at: Time,
     pub executor: Option<i64>,
     pub text: String,
+    /// Whose clock `at` is (recordings from before it was kept: this process's sight).
+    #[serde(default, skip_serializing_if = "super::times::Clock::is_seen")]
+    pub clock: super::times::Clock,
+    /// When this process learned it, when that is not `at` (a view opened late learns at
+    /// once what happened minutes before): a replay goes where it was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Time>,
 }
 
 /// Everything known about one application.
@@ -387,6 +457,9 @@ pub struct AppRecord {
     /// When the app ended by its event log (`SparkListenerApplicationEnd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end_at: Option<Time>,
+    /// Its event log ended without the application's end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logged_unfinished: bool,
     /// The Spark version its event log names (its executors' rebuilt pods carry it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_version: Option<String>,

@@ -47,14 +47,8 @@ pub(super) fn end_predecessor(
     let state = classify(&ended, &r.config);
     let note = format!("container restarted in place; the pod is now executor {id}");
     let mut notes = vec![(old, transition_text(old, state, &ended, &r, Some(&note)))];
-    push_history(
-        rec,
-        Transition {
-            at,
-            state,
-            note: Some(note),
-        },
-    );
+    let when = super::times::transition(&ended, &r.config.spark_container, state, false, at);
+    push_history(rec, Transition::new(when, at, state, Some(note)));
     rec.pod = ended;
     rec.pod_state = state;
     rec.last_seen = at;

@@ -299,6 +299,7 @@ async fn driver_config_sets_delete_on_termination_and_the_container_name() {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
             properties: props,
+            from: None,
             at: t(2),
         },
     ])
@@ -366,22 +367,22 @@ async fn snapshots_are_independent_of_later_writes() {
 #[test]
 fn a_bare_network_timeout_is_seconds_and_other_times_milliseconds() {
     let props = |k: &str, v: &str| [(k.to_owned(), v.to_owned())].into_iter().collect();
-    let c = AppConfig::from_properties(&props("spark.network.timeout", "300"));
+    let c = AppConfig::from_properties(&props("spark.network.timeout", "300"), None);
     assert_eq!(c.network_timeout, Duration::from_secs(300));
-    let c = AppConfig::from_properties(&props(
-        "spark.kubernetes.executor.missingPodDetectDelta",
-        "1500",
-    ));
+    let c = AppConfig::from_properties(
+        &props("spark.kubernetes.executor.missingPodDetectDelta", "1500"),
+        None,
+    );
     assert_eq!(c.missing_pod_detect_delta, Duration::from_millis(1500));
-    let c = AppConfig::from_properties(&props(
-        "spark.kubernetes.executor.apiPollingInterval",
-        "2min",
-    ));
+    let c = AppConfig::from_properties(
+        &props("spark.kubernetes.executor.apiPollingInterval", "2min"),
+        None,
+    );
     assert_eq!(c.api_polling_interval, Duration::from_secs(120));
-    let c = AppConfig::from_properties(&props(
-        "spark.kubernetes.executor.apiPollingInterval",
-        "soon",
-    ));
+    let c = AppConfig::from_properties(
+        &props("spark.kubernetes.executor.apiPollingInterval", "soon"),
+        None,
+    );
     assert_eq!(
         c.api_polling_interval,
         Duration::from_secs(30),
@@ -546,6 +547,7 @@ async fn without_api_polling_spark_never_declares_a_vanished_executor_lost() {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
             properties: props,
+            from: None,
             at: t(0),
         },
         up(exec(1, 10, running()), 1),

@@ -2,13 +2,15 @@
 //! a tool opened after the failures must say "ended 9m ago", not "0s ago". Each time says
 //! which clock it came from; when only this process's first sight is known it says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ExecutorRecord, Gone};
-use spark_triage_core::model::Time;
+use spark_triage_core::model::{ContainerState, ExecutorPod, ExecutorState, Time};
 
 /// Whose clock a time is from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Clock {
     /// The pod's `creationTimestamp` (the API server's).
@@ -23,6 +25,7 @@ pub enum Clock {
     /// When the pod's deletion was asked (`deletionTimestamp` less its grace period).
     Deletion,
     /// Only when this process saw it (first sight): the true time is earlier.
+    #[default]
     Seen,
 }
 
@@ -41,6 +44,11 @@ impl Clock {
     /// Whether the time is a bound only (the process saw it then; it happened before).
     pub fn is_bound(self) -> bool {
         self == Self::Seen
+    }
+
+    /// [`Self::is_bound`] by reference (serde's `skip_serializing_if`).
+    pub fn is_seen(&self) -> bool {
+        self.is_bound()
     }
 }
 
@@ -81,13 +89,14 @@ pub fn ended(e: &ExecutorRecord) -> Option<(Time, Clock)> {
     {
         return None;
     }
+    // When this process saw it end (a transition's own time may be the cluster's).
     let from_history = e
         .history
         .iter()
         .rev()
         .take_while(|t| t.state.is_final())
         .last()
-        .map(|t| t.at);
+        .map(super::Transition::seen_at);
     let seen = from_history.or_else(|| e.gone.as_ref().map(Gone::at));
     let cluster = finished(e)
         .map(|t| (t, Clock::Container))
@@ -145,6 +154,85 @@ fn deletion_asked(e: &ExecutorRecord) -> Option<Time> {
     }
     let grace = chrono::TimeDelta::seconds(d.grace_period_seconds.unwrap_or(0).clamp(0, 86_400));
     Some(d.at - grace)
+}
+
+/// When a pod reached `state`, by its own clocks: a deletion when it was asked
+/// (`deletionTimestamp` less its grace), an end at its container's `finishedAt`, a start at
+/// its `startedAt`, a pending pod at its `creationTimestamp`; else (a bound) `seen`, when this
+/// process saw it. A cluster time later than the sighting by more than [`SKEW_TOLERANCE`]
+/// gives way to the sighting, as in [`ended`].
+pub fn transition(
+    pod: &ExecutorPod,
+    container: &str,
+    state: ExecutorState,
+    deleted: bool,
+    seen: Time,
+) -> (Time, Clock) {
+    let status = pod.container_status(container).map(|c| &c.state);
+    let cluster = if deleted || state == ExecutorState::Deleted {
+        pod.deletion
+            .as_ref()
+            .filter(|d| d.at.timestamp() > 0)
+            .map(|d| {
+                let grace = chrono::TimeDelta::seconds(
+                    d.grace_period_seconds.unwrap_or(0).clamp(0, 86_400),
+                );
+                (d.at - grace, Clock::Deletion)
+            })
+    } else {
+        match (state, status) {
+            (
+                ExecutorState::Failed | ExecutorState::Succeeded,
+                Some(ContainerState::Terminated(t)),
+            ) => t.finished_at.map(|f| (f, Clock::Container)),
+            (ExecutorState::Running, Some(ContainerState::Running { started_at })) => {
+                started_at.map(|s| (s, Clock::Container))
+            }
+            (ExecutorState::Pending, _) => pod.created_at.map(|c| (c, Clock::Pod)),
+            _ => None,
+        }
+    };
+    match cluster {
+        Some((c, clock)) if c <= seen + SKEW_TOLERANCE => (c, clock),
+        _ => (seen, Clock::Seen),
+    }
+}
+
+/// When an executor known only from the driver reached its state: its removal, else its
+/// addition, by the driver's clock (else, a bound, when this process read it).
+pub fn from_driver(d: &spark_triage_core::model::DriverExecutor, seen: Time) -> (Time, Clock) {
+    // Removed: when the driver removed it, whatever its rebuilt pod's state; else added.
+    let t = if d.active {
+        d.add_time
+    } else {
+        d.remove_time.or(d.add_time)
+    };
+    match t {
+        Some(c) if c <= seen + SKEW_TOLERANCE => (c, Clock::Driver),
+        _ => (seen, Clock::Seen),
+    }
+}
+
+/// When the executor's pod went away: its deletion as asked, else the driver's removal,
+/// else (a bound) when this process saw it gone.
+pub fn gone(e: &ExecutorRecord) -> Option<(Time, Clock)> {
+    let seen = e.gone.as_ref()?.at();
+    let cluster = deletion_asked(e)
+        .map(|t| (t, Clock::Deletion))
+        .or_else(|| removed(e).map(|t| (t, Clock::Driver)));
+    Some(match cluster {
+        Some((c, clock)) if c <= seen + SKEW_TOLERANCE => (c, clock),
+        _ => (seen, Clock::Seen),
+    })
+}
+
+/// A time as the screens show it: the clock's own, or marked as this view's first sight.
+pub fn shown(when: &str, clock: Clock) -> String {
+    if clock.is_bound() {
+        format!("{when} (first seen by this view)")
+    } else {
+        when.to_owned()
+    }
 }
 
 /// `3m12s` from `at` to `now`, with `≥` when `at` is only when this process saw it.

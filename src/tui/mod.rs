@@ -36,6 +36,15 @@ fn message(o: Outcome) -> Option<Msg> {
         Outcome::Log { pod, lines } => Some(Msg::LogFetched { pod, lines }),
         Outcome::Permissions(p) => Some(Msg::Permissions(p)),
         Outcome::Namespaces(n) => Some(Msg::Namespaces(n)),
+        Outcome::EventsRead {
+            namespace,
+            pod,
+            result,
+        } => Some(Msg::EventsRead {
+            namespace,
+            pod,
+            result,
+        }),
     }
 }
 

@@ -30,7 +30,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         field("Namespace:", p.namespace.clone()),
         field(
             "Node:",
-            p.node_name.clone().unwrap_or_else(|| "<none>".into()),
+            p.node_name
+                .clone()
+                .or_else(|| e.pod.node_name.clone())
+                .map_or_else(
+                    || format!("<{}>", super::detail::no_node(app, e)),
+                    |n| n.to_string(),
+                ),
         ),
         field(
             "Start Time:",
@@ -57,10 +63,18 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ),
         ));
     }
-    if let Some(g) = &e.gone {
+    if let Some((at, clock)) = crate::store::times::gone(e) {
+        let how = match clock {
+            crate::store::times::Clock::Deletion => "deleted",
+            crate::store::times::Clock::Driver => "removed by the driver",
+            _ => "gone",
+        };
         lines.push(field(
             "Gone:",
-            format!("since {} (the pod no longer exists)", app.when(&g.at())),
+            format!(
+                "{how} {} (the pod no longer exists)",
+                crate::store::times::shown(&app.when(&at), clock)
+            ),
         ));
     }
     lines.push(Line::styled("Labels:", theme::title()));
@@ -134,7 +148,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     lines.push(Line::styled("Events (newest first):", theme::title()));
     if e.events.is_empty() {
-        lines.push(Line::raw("  <none>"));
+        lines.push(Line::raw(format!(
+            "  <{}>",
+            super::detail::no_events(app, e)
+        )));
     }
     for ev in e.events.iter().rev() {
         lines.push(Line::raw(format!(

@@ -25,19 +25,30 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Span::styled(format!("[{letter}] {}", e.state()), style),
         Span::raw(format!("  pod {}/{}", e.pod.namespace, e.pod.name)),
     ]));
-    lines.push(Line::styled(
-        format!(
-            "node {} · first seen {} · last change {} · Spark container {}",
-            e.pod.node_name.as_deref().unwrap_or("-"),
-            app.when(&e.first_seen),
-            app.when(&e.last_seen),
-            e.spark_container
-        ),
-        app.theme.dim(),
-    ));
+    // The cluster's times (creation, the end, the deletion); this view's own sight only
+    // where nothing else says, and labelled so.
+    let (created, clock) = crate::store::times::created(e);
+    let mut times = format!(
+        "node {} · created {}",
+        e.pod.node_name.as_deref().unwrap_or("-"),
+        crate::store::times::shown(&app.when(&created), clock)
+    );
+    if let Some((ended, clock)) = crate::store::times::ended(e) {
+        times.push_str(&format!(
+            " · ended {}",
+            crate::store::times::shown(&app.when(&ended), clock)
+        ));
+    }
+    times.push_str(&format!(" · Spark container {}", e.spark_container));
+    lines.push(Line::styled(times, app.theme.dim()));
+    let gone_at = crate::store::times::gone(e)
+        .map(|(t, clock)| crate::store::times::shown(&app.when(&t), clock));
     match &e.gone {
-        Some(Gone::Deleted { at }) => lines.push(Line::styled(
-            format!("pod deleted at {} (tombstone)", app.when(at)),
+        Some(Gone::Deleted { .. }) => lines.push(Line::styled(
+            format!(
+                "pod deleted at {} (tombstone)",
+                gone_at.unwrap_or_default()
+            ),
             app.theme.dim(),
         )),
         Some(Gone::Missing {
@@ -179,7 +190,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     lines.push(Line::raw(""));
     lines.push(Line::styled("Events (newest first)", theme::title()));
     if e.events.is_empty() {
-        lines.push(Line::styled("  none seen", app.theme.dim()));
+        lines.push(Line::styled(
+            format!("  {}", no_events(app, e)),
+            app.theme.dim(),
+        ));
     }
     for ev in e.events.iter().rev() {
         lines.push(Line::raw(format!("  {}", ev.describe())));
@@ -189,7 +203,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     for t in &e.history {
         lines.push(Line::raw(format!(
             "  {} {}{}",
-            app.when(&t.at),
+            crate::store::times::shown(&app.when(&t.at), t.clock),
             t.state,
             t.note
                 .as_deref()
@@ -276,5 +290,41 @@ fn driver_section(app: &App, e: &crate::store::ExecutorRecord, lines: &mut Vec<L
                 app.theme.dim(),
             ));
         }
+    }
+}
+
+/// Why an executor shows no events: none in the cluster (read), being read, not read (and
+/// why), or none seen by the event watch (which reads warnings and a few reasons). "Not
+/// read" and "none" never look the same.
+pub(super) fn no_events(app: &App, e: &crate::store::ExecutorRecord) -> String {
+    use crate::app::EventsRead;
+    if app.ctx.mode == crate::app::Mode::Replay {
+        return "none recorded".to_owned();
+    }
+    match app.evidence.events(&e.pod.namespace, &e.pod.name) {
+        Some(EventsRead::Reading) => "reading its events from the cluster…".to_owned(),
+        Some(EventsRead::Read(0)) => {
+            "none in the cluster (read: events expire an hour after their last time)".to_owned()
+        }
+        Some(EventsRead::Read(n)) => format!("none matched this pod yet ({n} read)"),
+        Some(EventsRead::Failed(why)) => format!("not read: {why}"),
+        None if e.gone.is_some() => {
+            "not read yet (its pod is gone; they are read when you open this)".to_owned()
+        }
+        None => "none seen (the event watch reads warnings and a few reasons)".to_owned(),
+    }
+}
+
+/// Why a pod's node is not known: its events (the kubelet's name it) are not read yet, or
+/// it was never scheduled.
+pub(super) fn no_node(app: &App, e: &crate::store::ExecutorRecord) -> String {
+    use crate::app::EventsRead;
+    match app.evidence.events(&e.pod.namespace, &e.pod.name) {
+        _ if app.ctx.mode == crate::app::Mode::Replay => "none recorded".to_owned(),
+        Some(EventsRead::Reading) => "not known yet: reading its events".to_owned(),
+        Some(EventsRead::Read(_)) => "none (no kubelet event names one)".to_owned(),
+        Some(EventsRead::Failed(why)) => format!("not known: its events were not read ({why})"),
+        None if e.gone.is_some() => "not known: the pod was gone before it was seen".to_owned(),
+        None => "none (not scheduled)".to_owned(),
     }
 }

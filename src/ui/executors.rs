@@ -67,7 +67,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         ));
     // The app's own worst finding (a crash loop, a broken snapshot) on the bottom border:
     // seen without taking a row from the executors.
-    if let Some(worst) = app.current_app().and_then(|a| a.findings().iter().next()) {
+    // Not the one the strip above already leads with (the app verdict's cause).
+    if let Some(worst) = app.current_app().and_then(|a| {
+        let cause = a.verdict().cause().code;
+        a.findings().iter().find(|f| f.code != cause)
+    }) {
         block = block.title_bottom(Span::styled(
             super::title_text(&format!(" {}: {} ", worst.code, worst.summary), area.width),
             app.theme.severity(worst.severity),
@@ -370,7 +374,8 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
 }
 
 /// The app's executors that ended with a warning or an error, newest first by the
-/// cluster's clocks.
+/// cluster's clocks; then the ones killed through spark-triage (the operator's own acts,
+/// never before an incident).
 fn ended_badly(
     app: &App,
 ) -> Vec<(
@@ -387,15 +392,28 @@ fn ended_badly(
         .executors
         .values()
         .filter(|e| {
-            e.verdict
+            (e.verdict
                 .severity()
                 .is_some_and(|s| s != spark_triage_core::diagnose::Severity::Info)
-                && (e.state().is_final() || e.is_missing())
+                || killed(e))
+                && (e.state().is_final() || e.is_missing() || e.verdict.ending.is_gone())
         })
         .filter_map(|e| Some((times::ended(e)?, &**e)))
         .collect();
-    ended.sort_by(|x, y| y.0.0.cmp(&x.0.0).then(y.1.id.cmp(&x.1.id)));
+    ended.sort_by(|x, y| {
+        killed(x.1)
+            .cmp(&killed(y.1))
+            .then(y.0.0.cmp(&x.0.0))
+            .then(y.1.id.cmp(&x.1.id))
+    });
     ended
+}
+
+/// Killed through spark-triage (its verdict says so first).
+fn killed(e: &ExecutorRecord) -> bool {
+    e.verdict
+        .cause()
+        .is_some_and(|f| f.code == spark_triage_core::diagnose::Code::KilledByTool)
 }
 
 /// `text` cut to `width` columns, with `…` in the last one when cut.

@@ -604,6 +604,7 @@ mod allocators;
 mod app_findings;
 mod dense;
 mod guide;
+mod kills;
 mod many_apps;
 mod popup_keys;
 mod reading;

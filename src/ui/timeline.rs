@@ -18,8 +18,9 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = super::popup_area(area) else {
         return;
     };
-    // Newest first; within one second (what the screen shows) by executor id (1, 2, 10),
-    // then as they came.
+    // Newest first by the cluster's clocks (the store keeps them in time order); within one
+    // second (what the screen shows) by executor id (1, 2, 10), then as they came. A time
+    // only this view knows (when it first saw a thing) is marked `*`.
     let mut entries: Vec<(usize, &crate::store::TimelineEntry)> =
         a.timeline.iter().enumerate().collect();
     entries.sort_by(|(i, x), (j, y)| {
@@ -31,8 +32,9 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let lines: Vec<Line<'_>> = entries
         .into_iter()
         .map(|(_, e)| {
+            let mark = if e.clock.is_bound() { "*" } else { " " };
             Line::from(vec![
-                Span::styled(format!("{} ", app.when(&e.at)), app.theme.dim()),
+                Span::styled(format!("{}{mark} ", app.when(&e.at)), app.theme.dim()),
                 Span::raw(e.text.clone()),
             ])
         })
@@ -41,7 +43,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
         super::title_text(
             &format!(
-                " Timeline of {name} ({} entries, newest first) · ↑↓ scroll · Esc close ",
+                " Timeline of {name} ({} entries, newest first; * first seen by this view) · ↑↓ scroll · Esc close ",
                 a.timeline.len()
             ),
             r.width,

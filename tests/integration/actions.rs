@@ -175,6 +175,19 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     );
     assert_eq!(writes(&sim).len(), before, "{:?}", writes(&sim));
 
+    // Another view of the cluster watching while the kill is made (a recorder, a colleague's
+    // terminal): it must say the kill was the tool's, not an incident.
+    let watcher = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["status", "-n", "spark-jobs", "-o", "json", "--for", "12s"])
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("status starts");
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     // The real thing: executor 1 goes, the Spark-like driver replaces it with id 14.
     let r = triage(
         &sim,
@@ -203,6 +216,44 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
         .then_some(())
     })
     .await;
+    // The watcher labels it: killed by spark-triage, by whom; not counted, not a failure,
+    // not the app's headline (which stays its two OOMs).
+    let watched = watcher.wait_with_output().await.expect("status ends");
+    assert!(
+        watched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&watched.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&watched.stdout).expect("JSON");
+    let etl = super::common::app(&doc, "etl-nightly");
+    let one = etl["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == 1)
+        .unwrap_or_else(|| panic!("executor 1 in {etl}"));
+    assert_eq!(one["findings"][0], "killed-by-spark-triage", "{one}");
+    assert_eq!(one["severity"], "info", "{one}");
+    assert!(
+        ["deleted-by-spark-triage", "terminating"].contains(&one["ending"].as_str().unwrap()),
+        "{one}"
+    );
+    assert_ne!(one["spark"]["counted"], true, "{one}");
+    assert!(
+        one["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("by spark-triage-sim")),
+        "{one}"
+    );
+    assert_eq!(etl["failure_budget"]["failures_counted"], 2, "{etl}");
+    assert_eq!(etl["verdict"]["cause"], "executors-failed", "{etl}");
+    assert!(
+        !etl["verdict"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("killed"),
+        "{etl}"
+    );
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
         logged.contains("\"user\":\"spark-triage-sim\"")

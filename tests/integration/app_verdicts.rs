@@ -212,6 +212,70 @@ async fn a_dynamic_allocation_scale_down_is_not_a_failure() {
     assert_eq!(running, 5, "{a}");
 }
 
+/// "Executor killed by driver." with dynamic allocation off is not a scale-down (Spark 3.5 to
+/// 4.3 write it for some heartbeat timeouts: apache/spark#57494): the same driver's removals
+/// as in `scale-down`, its configuration saying dynamic allocation is off, read as kills that
+/// need a look, not counted, and the app's headline says so (never healthy churn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_by_the_driver_without_dynamic_allocation_is_not_a_scale_down() {
+    let sim = super::common::start_sim_with("scale-down", 4.0, &[], |o| {
+        for app in &mut o.scenario.apps {
+            app.conf
+                .insert("spark.dynamicAllocation.enabled".into(), "false".into());
+        }
+    })
+    .await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (_, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "16s",
+        "--poll-interval",
+        "2s",
+        "-o",
+        "json",
+    ])
+    .await;
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let a = app(&doc, "elastic-etl");
+    assert_eq!(a["config_read"], true, "{a}");
+    let killed: Vec<&Value> = a["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["driver"]["remove_reason"] == "Executor killed by driver.")
+        .collect();
+    assert_eq!(killed.len(), 4, "{a}");
+    for e in &killed {
+        assert_eq!(e["findings"][0], "killed-by-driver", "{e}");
+        assert_eq!(e["severity"], "warn", "{e}");
+        assert!(
+            e["summary"]
+                .as_str()
+                .is_some_and(|s| s.contains("not a scale-down: dynamic allocation is off")),
+            "{e}"
+        );
+        assert_ne!(e["spark"]["counted"], true, "{e}");
+    }
+    assert_eq!(a["failure_budget"]["failures_counted"], 0, "{a}");
+    assert_eq!(
+        a["verdict"]["cause"], "executors-failed",
+        "{}",
+        a["verdict"]
+    );
+    assert!(
+        a["verdict"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("4 executors ended badly, not counted by Spark")),
+        "{}",
+        a["verdict"]
+    );
+}
+
 /// Above the executors (#31 items 4–6): a node that keeps evicting names itself in both apps
 /// it hurts; a preemption names the preemptor's app and both priorities; settings that
 /// predict failure follow a running app's verdict without changing it.

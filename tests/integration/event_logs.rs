@@ -48,13 +48,40 @@ async fn a_real_sparks_event_log_gives_the_verdicts_its_pods_gave() {
             .is_some_and(|p| p.starts_with("real-spark-oom-") && p.ends_with("-exec-2")),
         "{oom}"
     );
-    assert_eq!(app["verdict"]["witness"], "event-log");
+    // The app's headline is the OOM kill, with a value from the log's own environment (no
+    // pod was seen); the app's end and the driver's absence are notes under it.
+    let v = &app["verdict"];
+    assert_eq!(v["cause"], "executors-failed", "{v}");
+    assert_eq!(v["severity"], "warn", "{v}");
+    assert_eq!(v["witness"], "event-log");
     assert!(
-        app["verdict"]["summary"]
+        v["summary"]
             .as_str()
-            .is_some_and(|s| s.contains("application ended, exit code 0")),
-        "{}",
-        app["verdict"]
+            .is_some_and(|s| s.starts_with("1 executor failed: OOMKilled (137)")),
+        "{v}"
+    );
+    assert!(
+        v["hint"].as_str().is_some_and(|h| h.contains(
+            "From the event log's environment (spark.executor.memory=512m), the overhead is \
+             about 384Mi (a factor of 0.1 when not set; PySpark and R apps in cluster mode use \
+             0.4): try --conf spark.executor.memoryOverhead=768m."
+        )),
+        "{v}"
+    );
+    let notes: Vec<&serde_json::Value> = v["supporting"].as_array().unwrap().iter().collect();
+    assert!(
+        notes.iter().any(|f| f["code"] == "driver-not-seen"
+            && f["summary"]
+                .as_str()
+                .is_some_and(|s| s.contains("application ended, exit code 0"))),
+        "{v}"
+    );
+    assert_ne!(v["cause"], "dynamic-allocation-shuffle");
+    // The budget as numbers, from the log's settings and version.
+    assert_eq!(
+        app["failure_budget"],
+        serde_json::json!({"failures_counted": 1, "failures_allowed": 4,
+            "limit_from": "default-instances", "spark_version": "4.3.0"})
     );
 }
 

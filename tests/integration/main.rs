@@ -20,6 +20,7 @@ mod explain;
 mod fleet;
 mod flight;
 mod fuzz;
+mod headline;
 mod history_server;
 mod hostile;
 mod hostile_two;

@@ -190,7 +190,13 @@ async fn only_failures_make_churn_in_the_real_spark_report() {
         .map(|f| f["executor"].as_i64().unwrap())
         .collect();
     assert_eq!(failures, vec![1]);
-    assert_eq!(app["verdict"]["cause"], "app-running");
+    // That failure is the app's headline (not a plain run), and the first recommendation.
+    assert_eq!(app["verdict"]["cause"], "executors-failed");
+    assert_eq!(
+        app["recommendations"][0]["executor_ids"],
+        serde_json::json!([1]),
+        "{app}"
+    );
 }
 
 #[tokio::test]

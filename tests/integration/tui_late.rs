@@ -15,7 +15,7 @@ type Utc = chrono::DateTime<chrono::Utc>;
 /// kubectl gets them) and, from the driver's REST list, `addTime` and the ending (the
 /// container's finish when Spark's removal text has it, what the verdict reads, else when
 /// the driver removed it).
-async fn cluster_times(
+pub(super) async fn cluster_times(
     sim: &spark_triage_sim::SimHandle,
     app: &str,
 ) -> (
@@ -242,6 +242,41 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
         t.keys(&["v"]);
         t.wait_for("map by id", 10);
     }
+    // Executor 7's pod was deleted minutes before the view started: describe reads its events
+    // still in the cluster (once), so its node and its kubelet's words are there, and says
+    // when it went by the cluster's clock.
+    t.keys(&[":", "app etl-nightly", "Enter"]);
+    t.wait_for("Executors of etl-nightly", 10);
+    // To the executors (from the apps pane `d` moves there; there it opens a detail).
+    t.keys(&["d"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["Escape"]);
+    let mut found = false;
+    for _ in 0..14 {
+        t.keys(&["d"]);
+        let popup = t.wait_for("Spark container", 10);
+        t.keys(&["Escape"]);
+        if popup.contains("executor 7 [") {
+            found = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        t.keys(&["Right"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(found, "executor 7 selected:\n{}", t.screen());
+    t.keys(&["D"]);
+    let described = t.wait_for_all(&["Events (newest first):", "Normal"], 20);
+    assert!(
+        !described.contains("Node:           <"),
+        "its node from its kubelet's events:\n{described}"
+    );
+    assert!(
+        described.contains("Gone:           removed by the driver")
+            || described.contains("Gone:           deleted"),
+        "when it went, by the cluster's clock:\n{described}"
+    );
+    t.keys(&["Escape"]);
     t.keys(&["q"]);
     t.wait_prompt(10);
     drop(sim);

@@ -143,12 +143,42 @@ pub fn cluster_mode(c: &Cluster) {
         "real Spark in cluster mode, as the tool saw it:\n{}",
         serde_json::to_string_pretty(a).unwrap_or_default()
     );
-    assert_eq!(a["verdict"]["cause"], "app-succeeded", "{}", a["verdict"]);
+    // The app's headline is what happened to it: the OOM kill, with a value; the driver's
+    // success is a note under it.
+    assert_eq!(
+        a["verdict"]["cause"], "executors-failed",
+        "{}",
+        a["verdict"]
+    );
+    assert!(
+        a["verdict"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("OOMKilled (137)")),
+        "{}",
+        a["verdict"]
+    );
+    assert!(
+        a["verdict"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("--conf spark.executor.memoryOverhead=")),
+        "{}",
+        a["verdict"]
+    );
+    assert!(
+        a["verdict"]["supporting"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["code"] == "app-succeeded")),
+        "{}",
+        a["verdict"]
+    );
     assert!(
         a["driver"].to_string().contains("Succeeded"),
         "the driver pod: {}",
         a["driver"]
     );
+    // Its driver's configuration was read from the real ConfigMap (spark-submit makes it
+    // right after the driver pod).
+    assert_eq!(a["config_read"], true, "the driver's ConfigMap: {a}");
     let execs = a["executors"].as_array().expect("executors");
     let e1 = execs.iter().find(|e| e["id"] == 1).expect("executor 1");
     assert_eq!(e1["findings"][0], "container-oom-killed", "{e1}");
@@ -244,6 +274,16 @@ pub fn cluster_mode(c: &Cluster) {
         .and_then(|e| e.iter().find(|e| e["id"] == 1))
         .unwrap_or_else(|| panic!("executor 1 of rn-jvm-oom: {a}"));
     eprintln!("a real JVM heap OOM: {e1}");
+    // A configuration finding made from the real ConfigMap: spark.task.maxFailures=2 set.
+    assert_eq!(a["config_read"], true, "the driver's ConfigMap: {a}");
+    assert!(
+        a["findings"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["code"] == "failure-budgets"
+                && f["summary"].as_str().is_some_and(|s| s.contains("2")))),
+        "failure-budgets from the ConfigMap's spark.task.maxFailures=2: {}",
+        a["findings"]
+    );
     assert_eq!(e1["findings"][0], "jvm-oom", "{e1}");
     assert_eq!(e1["exit_code"], 52, "{e1}");
     assert_eq!(e1["state"], "failed", "{e1}");

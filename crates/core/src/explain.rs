@@ -237,6 +237,7 @@ fn explain_apps(
             driver: evidence,
             driver_phase: None,
             logged_end: None,
+            unfinished: false,
             app_findings: &app_findings,
             executors: ExecutorTally {
                 running,

@@ -195,12 +195,44 @@ pub fn spark_time(v: &str, unit: std::time::Duration) -> Option<std::time::Durat
     one.checked_mul(u32::try_from(n).ok()?)
 }
 
+/// Spark's size strings as MiB (`JavaUtils.byteStringAs`, the unit of
+/// `spark.executor.memory` and `…memoryOverhead`): `512m`, `4g`, `1536mb`, `2t`, or a bare
+/// number of MiB. `None` for anything Spark would refuse.
+pub fn spark_size_mib(v: &str) -> Option<u64> {
+    let v = v.trim().to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, suffix) = v.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    match suffix.trim() {
+        "b" => Some(n / (1024 * 1024)),
+        "k" | "kb" => Some(n / 1024),
+        "" | "m" | "mb" => Some(n),
+        "g" | "gb" => n.checked_mul(1024),
+        "t" | "tb" => n.checked_mul(1024 * 1024),
+        "p" | "pb" => n.checked_mul(1024 * 1024 * 1024),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::model::testing::pod;
+
+    #[test]
+    fn spark_sizes_are_read_as_spark_reads_them() {
+        assert_eq!(spark_size_mib("512m"), Some(512));
+        assert_eq!(spark_size_mib(" 4G "), Some(4096));
+        assert_eq!(spark_size_mib("1536mb"), Some(1536));
+        assert_eq!(spark_size_mib("2048"), Some(2048));
+        assert_eq!(spark_size_mib("1t"), Some(1024 * 1024));
+        assert_eq!(spark_size_mib("4096k"), Some(4));
+        assert_eq!(spark_size_mib("1.5g"), None);
+        assert_eq!(spark_size_mib("lots"), None);
+        assert_eq!(spark_size_mib("99999999999999999999p"), None);
+    }
 
     #[test]
     fn describe_exit_code_table() {

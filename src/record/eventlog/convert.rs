@@ -88,6 +88,8 @@ pub(crate) struct Converter {
     start: Option<Time>,
     end: Option<(Time, Option<i32>)>,
     properties: Option<BTreeMap<String, String>>,
+    /// Where the properties come from (an event log, or the History Server's environment).
+    pub(crate) settings_from: spark_triage_core::diagnose::memory::SettingsFrom,
     /// The app's identity is settled and its start said.
     begun: Option<(String, String)>,
     executors: BTreeMap<i64, DriverExecutor>,
@@ -121,6 +123,7 @@ impl Converter {
             start: None,
             end: None,
             properties: None,
+            settings_from: spark_triage_core::diagnose::memory::SettingsFrom::EventLog,
             begun: None,
             executors: BTreeMap::new(),
             excluded: BTreeSet::new(),
@@ -203,6 +206,7 @@ impl Converter {
             app_name: self.app_name.clone(),
             text,
             end: false,
+            unfinished: false,
             spark_version: self.version.clone(),
             at: self.start.unwrap_or(at),
         });
@@ -221,6 +225,7 @@ impl Converter {
             namespace: ns.clone(),
             app_id: id.clone(),
             properties,
+            from: Some(self.settings_from),
             at: self.start.unwrap_or(at),
         });
     }
@@ -423,6 +428,7 @@ impl Converter {
                         "executor {id} excluded from scheduling after {task_failures} task failures"
                     ),
                     end: false,
+                    unfinished: false,
                     spark_version: None,
                     at,
                 });
@@ -485,6 +491,7 @@ impl Converter {
             app_name: None,
             text: end_text,
             end: true,
+            unfinished: self.end.is_none(),
             spark_version: None,
             at: end_at,
         });

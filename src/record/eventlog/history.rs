@@ -361,6 +361,7 @@ impl HistoryServer {
             None => id.clone(),
         };
         let mut conv = Converter::new(&format!("{} ({shown_app})", self.shown));
+        conv.settings_from = spark_triage_core::diagnose::memory::SettingsFrom::HistoryServer;
         let body = self
             .get(&under("allexecutors"), MAX_EXECUTORS_BODY)?
             .ok_or_else(|| {

@@ -68,6 +68,7 @@ async fn a_driver_only_executor_is_named_by_its_apps_allocator() {
                 "deployment".to_owned(),
             )]
             .into(),
+            from: None,
             at: t(80),
         },
         driver_view(&[2]),

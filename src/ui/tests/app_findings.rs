@@ -5,7 +5,7 @@ use super::*;
 /// An app whose executors keep dying the same way: the crash loop and Spark's failure budget
 /// show on the executors pane's bottom border.
 #[test]
-fn crash_loop_shows_on_the_executors_pane() {
+fn a_crash_loop_is_the_apps_headline() {
     use crate::source::SourceEvent;
     use spark_triage_core::model::testing::pod;
     let mut app = App::new(Context {
@@ -44,10 +44,16 @@ fn crash_loop_shows_on_the_executors_pane() {
     }
     update(&mut app, crate::app::Msg::Tick(at));
     let screen = draw(&mut app, 200, 30);
+    // The crash loop is the app's headline: its label under the app's name, its budget on
+    // the strip (the executors pane's border is for a finding the strip does not lead with).
+    assert!(screen.contains("1R 3F 3× OOMKilled"), "{screen}");
     assert!(
-        screen
-            .contains("crash-loop: 3 × container-oom-killed: 3 counted; Spark's limit is unknown"),
+        screen.contains("failures 3 (limit unknown: driver config not read)"),
         "{screen}"
+    );
+    assert_eq!(
+        app.current_app().map(|a| a.verdict().cause().code),
+        Some(spark_triage_core::diagnose::Code::CrashLoop)
     );
     insta::assert_snapshot!("crash_loop_80x24", draw(&mut app, 80, 24));
 }

@@ -13,3 +13,21 @@ pub enum FailureBudget {
     /// The driver's configuration was not read.
     Unknown,
 }
+
+/// Where an app's failure budget comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetFrom {
+    /// `spark.executor.maxNumFailures` as set.
+    MaxNumFailures,
+    /// Spark's default: max(2 × `spark.executor.instances` (default 2), 3).
+    DefaultInstances,
+    /// Spark's default with dynamic allocation: max(2 × `spark.dynamicAllocation.maxExecutors`, 3).
+    DefaultMaxExecutors,
+    /// Dynamic allocation without `maxExecutors`: no limit in practice.
+    Unlimited,
+    /// Before Spark 4.0: no executor-failure limit on Kubernetes.
+    NoneBeforeSpark4,
+    /// The driver's configuration was not read.
+    Unknown,
+}

@@ -35,9 +35,16 @@ pub enum Standing {
 macro_rules! codes {
     (@exit exit) => { true };
     (@exit) => { false };
+    (@rank $rank:literal) => { Some($rank) };
+    (@rank) => { None };
+    (@ends ends) => { true };
+    (@ends) => { false };
+    (@driver $driver:ident) => { Some(Self::$driver) };
+    (@driver) => { None };
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, $kind:ident, $standing:ident, $label:literal $(+ $exit:ident)?;
+        $variant:ident = $name:literal, $kind:ident, $standing:ident, $label:literal $(+ $exit:ident)?
+            $(, driver $driver:ident)? $(, app $rank:literal $($ends:ident)?)?;
     )*) => {
         /// A stable finding code (kebab-case in every output).
         #[derive(
@@ -77,86 +84,104 @@ macro_rules! codes {
             pub fn parse(name: &str) -> Option<Self> {
                 match name { $($name => Some(Self::$variant),)* _ => None }
             }
+
+            /// Its rank among an application's findings of one severity (lower leads the
+            /// app's verdict); `None` for a code that is never an app's finding (it ranks
+            /// after every app code).
+            pub fn app_rank(self) -> Option<u8> {
+                match self { $(Self::$variant => codes!(@rank $($rank)?),)* }
+            }
+
+            /// The app code says how the driver ended (its run is over).
+            pub fn ends_driver(self) -> bool {
+                match self { $(Self::$variant => codes!(@ends $($($ends)?)?),)* }
+            }
+
+            /// The app code this executor code becomes when the driver pod is read by the
+            /// executor rules (before the exceptions `driver_pod.rs` makes).
+            pub fn as_driver(self) -> Option<Self> {
+                match self { $(Self::$variant => codes!(@driver $($driver)?),)* }
+            }
         }
     };
 }
 
 codes! {
     /// The container was OOM-killed by the kernel (exit 137, `OOMKilled`): the pod's memory limit.
-    ContainerOomKilled = "container-oom-killed", Exit, Cause, "OOMKilled" + exit;
+    ContainerOomKilled = "container-oom-killed", Exit, Cause, "OOMKilled" + exit, driver DriverOomKilled;
     /// SIGKILL (137) without `OOMKilled`: killed by the node (memory pressure, a kill from outside).
-    NodeSigkill = "node-sigkill", Exit, Cause, "SIGKILL" + exit;
+    NodeSigkill = "node-sigkill", Exit, Cause, "SIGKILL" + exit, driver DriverFailed;
     /// Terminated with `ContainerStatusUnknown` (usually 137): the container was lost with its
     /// node, not OOM-killed.
-    ContainerStatusUnknown = "container-status-unknown", Exit, Cause, "container status unknown";
+    ContainerStatusUnknown = "container-status-unknown", Exit, Cause, "container status unknown", driver DriverNodeLost;
     /// The JVM ran out of heap (exit 52, `OutOfMemoryError`).
-    JvmOom = "jvm-oom", Exit, Cause, "JVM OOM" + exit;
+    JvmOom = "jvm-oom", Exit, Cause, "JVM OOM" + exit, driver DriverJvmOom;
     /// An uncaught exception ended the executor (exit 50, 51 or 10).
-    UncaughtException = "uncaught-exception", Exit, Cause, "uncaught exception" + exit;
+    UncaughtException = "uncaught-exception", Exit, Cause, "uncaught exception" + exit, driver DriverFailed;
     /// Spark could not create its local directories (exit 53).
-    LocalDirFailure = "local-dir-failure", Exit, Cause, "local dir failure";
+    LocalDirFailure = "local-dir-failure", Exit, Cause, "local dir failure", driver DriverFailed;
     /// The executor could not reach the driver with heartbeats (exit 56).
-    HeartbeatFailure = "heartbeat-failure", Exit, Cause, "heartbeat failure" + exit;
+    HeartbeatFailure = "heartbeat-failure", Exit, Cause, "heartbeat failure" + exit, driver DriverFailed;
     /// The task reaper killed the JVM (exit 57).
-    TaskReaper = "task-reaper", Exit, Cause, "task reaper";
+    TaskReaper = "task-reaper", Exit, Cause, "task reaper", driver DriverFailed;
     /// Exit 58: the block manager could not re-register with the driver.
-    BlockManagerReregistration = "block-manager-reregistration", Exit, Cause, "block manager reregistration";
+    BlockManagerReregistration = "block-manager-reregistration", Exit, Cause, "block manager reregistration", driver DriverFailed;
     /// Exit 101: a class was not found (Spark's `CLASS_NOT_FOUND`).
-    ClassNotFound = "class-not-found", Exit, Cause, "class not found";
+    ClassNotFound = "class-not-found", Exit, Cause, "class not found", driver DriverFailed;
     /// Ended by SIGTERM (143): a kill, a deletion, a drain.
-    Sigterm = "sigterm", Exit, Mechanism, "SIGTERM" + exit;
+    Sigterm = "sigterm", Exit, Mechanism, "SIGTERM" + exit, driver DriverStopped;
     /// Segmentation fault (139).
-    Sigsegv = "sigsegv", Exit, Cause, "sigsegv";
+    Sigsegv = "sigsegv", Exit, Cause, "sigsegv", driver DriverFailed;
     /// Aborted (134).
-    Sigabrt = "sigabrt", Exit, Cause, "sigabrt";
+    Sigabrt = "sigabrt", Exit, Cause, "sigabrt", driver DriverFailed;
     /// The entrypoint could not be run (126/127).
-    NotExecutable = "not-executable", Exit, Cause, "not executable";
+    NotExecutable = "not-executable", Exit, Cause, "not executable", driver DriverFailed;
     /// Any other non-zero exit.
-    GenericError = "generic-error", Exit, Weak, "error" + exit;
+    GenericError = "generic-error", Exit, Weak, "error" + exit, driver DriverFailed;
     /// The executor exited 0.
-    Succeeded = "succeeded", Exit, Cause, "succeeded";
+    Succeeded = "succeeded", Exit, Cause, "succeeded", driver AppSucceeded;
     /// Evicted by the kubelet or the eviction API.
-    Evicted = "evicted", PodEnding, Cause, "evicted";
+    Evicted = "evicted", PodEnding, Cause, "evicted", driver DriverEvicted;
     /// Evicted for exceeding its own ephemeral-storage limit or an emptyDir `sizeLimit`.
-    LocalStorageExceeded = "local-storage-exceeded", PodEnding, Cause, "local storage exceeded";
+    LocalStorageExceeded = "local-storage-exceeded", PodEnding, Cause, "local storage exceeded", driver DriverEvicted;
     /// Preempted by a higher-priority pod.
-    Preempted = "preempted", Other, Cause, "preempted";
+    Preempted = "preempted", Other, Cause, "preempted", driver DriverPreempted;
     /// Terminated by the kubelet for a graceful node shutdown (spot reclaim, maintenance).
-    NodeShutdown = "node-shutdown", PodEnding, Cause, "node shutdown";
+    NodeShutdown = "node-shutdown", PodEnding, Cause, "node shutdown", driver DriverEvicted;
     /// Deletion requested (by Spark, a user or a controller).
-    Deleted = "deleted", Other, Mechanism, "deleted";
+    Deleted = "deleted", Other, Mechanism, "deleted", driver DriverDeleted;
     /// The scheduler cannot place it (FailedScheduling).
-    Unschedulable = "unschedulable", Other, Cause, "unschedulable";
+    Unschedulable = "unschedulable", Other, Cause, "unschedulable", driver DriverPending;
     /// Held by scheduling gates (Kueue's admission gate, or another controller's).
-    SchedulingGated = "scheduling-gated", Other, Cause, "scheduling gated";
+    SchedulingGated = "scheduling-gated", Other, Cause, "scheduling gated", driver DriverPending;
     /// Held for its gang: a Volcano PodGroup, YuniKorn task groups, a native Workload.
-    GangWaiting = "gang-waiting", Other, Cause, "gang waiting";
+    GangWaiting = "gang-waiting", Other, Cause, "gang waiting", driver DriverPending;
     /// Held by a batch scheduler's queue (YuniKorn's queue or user quota).
-    QueueWaiting = "queue-waiting", Other, Cause, "queue waiting";
+    QueueWaiting = "queue-waiting", Other, Cause, "queue waiting", driver DriverPending;
     /// Failed by a batch scheduler before it ran (YuniKorn: application rejected, gang
     /// reservation timed out).
-    SchedulerRejected = "scheduler-rejected", Other, Cause, "scheduler rejected";
+    SchedulerRejected = "scheduler-rejected", Other, Cause, "scheduler rejected", driver DriverFailed;
     /// Stopped by Kueue: its Workload was evicted or deactivated.
-    WorkloadEvicted = "workload-evicted", Other, Cause, "workload evicted";
+    WorkloadEvicted = "workload-evicted", Other, Cause, "workload evicted", driver DriverFailed;
     /// A named scheduler has said nothing about the pod (not installed, not running).
-    SchedulerSilent = "scheduler-silent", Other, Cause, "scheduler silent";
+    SchedulerSilent = "scheduler-silent", Other, Cause, "scheduler silent", driver DriverPending;
     /// The image cannot be pulled.
-    ImagePull = "image-pull", Other, Cause, "image pull";
+    ImagePull = "image-pull", Other, Cause, "image pull", driver DriverPending;
     /// The container cannot be created from its config (missing ConfigMap/Secret key, …).
-    ContainerConfigError = "container-config-error", Other, Cause, "container config error";
+    ContainerConfigError = "container-config-error", Other, Cause, "container config error", driver DriverPending;
     /// Stuck in ContainerCreating (volumes, network).
-    ContainerCreatingStuck = "container-creating-stuck", Other, Cause, "container creating stuck";
+    ContainerCreatingStuck = "container-creating-stuck", Other, Cause, "container creating stuck", driver DriverPending;
     /// An init container failed.
-    InitContainerFailed = "init-container-failed", Other, Cause, "init container failed";
+    InitContainerFailed = "init-container-failed", Other, Cause, "init container failed", driver DriverPending;
     /// The kubelet refused the pod on admission (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
     /// `UnexpectedAdmissionError`, `NodeAffinity`): it failed before any container ran.
-    AdmissionRejected = "admission-rejected", PodEnding, Cause, "admission rejected";
+    AdmissionRejected = "admission-rejected", PodEnding, Cause, "admission rejected", driver DriverFailed;
     /// The pod's node was lost.
-    NodeLost = "node-lost", Other, Cause, "node lost";
+    NodeLost = "node-lost", Other, Cause, "node lost", driver DriverNodeLost;
     /// A sidecar failed while the Spark container ran.
-    SidecarFailed = "sidecar-failed", Other, Cause, "sidecar failed";
+    SidecarFailed = "sidecar-failed", Other, Cause, "sidecar failed", driver SidecarFailed, app 22;
     /// The executor's process exited, but Spark looks at another container and still calls it running.
-    StuckRunning = "stuck-running", Other, Cause, "stuck running";
+    StuckRunning = "stuck-running", Other, Cause, "stuck running", driver StuckRunning;
     /// Vanished from a full LIST with no deletion seen.
     Missing = "missing", Other, Cause, "missing";
     /// The driver still counts the executor active while its pod is gone.
@@ -171,67 +196,85 @@ codes! {
     HeartbeatTimeout = "heartbeat-timeout", Other, Cause, "heartbeat timeout";
     /// The driver removed the executor when its RPC connection dropped.
     RpcDisassociated = "rpc-disassociated", Other, Cause, "rpc disassociated";
+    /// "Executor killed by driver." where that is not a scale-down: dynamic allocation off or
+    /// not known, tasks lost on it, or a JVM that needed SIGKILL after its grace. Spark 3.5 to
+    /// 4.3 write this text for some heartbeat timeouts (apache/spark#57494).
+    KilledByDriver = "killed-by-driver", Other, Cause, "killed by driver";
     /// The driver lists the executor as removed, with Spark's reason verbatim.
     DriverRemoved = "driver-removed", Other, Mechanism, "driver removed";
     /// (app) Repeated failures with one cause, against Spark's failure budget.
-    CrashLoop = "crash-loop", Other, Cause, "crash loop";
+    CrashLoop = "crash-loop", Other, Cause, "crash loop", app 12;
     /// (app) A pod whose `spark-exec-id` is not a number breaks Spark's snapshot updates.
-    SnapshotUpdateFails = "snapshot-update-fails", Other, Cause, "snapshot update fails";
+    SnapshotUpdateFails = "snapshot-update-fails", Other, Cause, "snapshot update fails", app 19;
     /// (app, Spark 4.2+) An OOM removal put the app in recovery mode.
-    OomRecoveryMode = "oom-recovery-mode", Other, Cause, "oom recovery mode";
+    OomRecoveryMode = "oom-recovery-mode", Other, Cause, "oom recovery mode", app 27;
     /// (app) The namespace's ResourceQuota refuses new executor pods: Spark's creations fail
     /// before any pod exists.
-    QuotaExhausted = "quota-exhausted", Other, Cause, "quota exhausted";
+    QuotaExhausted = "quota-exhausted", Other, Cause, "quota exhausted", app 15;
     /// (app) Pending executors waiting on a gate, a gang, a queue or a silent scheduler.
-    ExecutorsWaiting = "executors-waiting", Other, Cause, "executors waiting";
+    ExecutorsWaiting = "executors-waiting", Other, Cause, "executors waiting", app 17;
     /// (app) The driver's container was OOM-killed (137, `OOMKilled`).
-    DriverOomKilled = "driver-oom-killed", Other, Cause, "driver oom killed";
+    DriverOomKilled = "driver-oom-killed", Other, Cause, "driver oom killed", app 0 ends;
     /// (app) The driver's JVM ran out of heap (exit 52, or an `OutOfMemoryError` in its log).
-    DriverJvmOom = "driver-jvm-oom", Other, Cause, "driver jvm oom";
+    DriverJvmOom = "driver-jvm-oom", Other, Cause, "driver jvm oom", app 1 ends;
     /// (app) The driver gave up after too many executor failures (exit 11).
-    ExecutorFailuresExceeded = "executor-failures-exceeded", Other, Cause, "executor failures exceeded";
+    ExecutorFailuresExceeded = "executor-failures-exceeded", Other, Cause, "executor failures exceeded", app 2 ends;
     /// (app) The driver was evicted (node pressure, the Eviction API, a node shutdown).
-    DriverEvicted = "driver-evicted", Other, Cause, "driver evicted";
+    DriverEvicted = "driver-evicted", Other, Cause, "driver evicted", app 3 ends;
     /// (app) The driver was preempted by a higher-priority pod.
-    DriverPreempted = "driver-preempted", Other, Cause, "driver preempted";
+    DriverPreempted = "driver-preempted", Other, Cause, "driver preempted", app 4 ends;
     /// (app) The driver's node was lost.
-    DriverNodeLost = "driver-node-lost", Other, Cause, "driver node lost";
+    DriverNodeLost = "driver-node-lost", Other, Cause, "driver node lost", app 5 ends;
     /// (app) The driver exited with an error (any other non-zero exit).
-    DriverFailed = "driver-failed", Other, Cause, "driver failed";
+    DriverFailed = "driver-failed", Other, Cause, "driver failed", app 6 ends;
     /// (app) The driver pod vanished: absent from a full LIST, no deletion seen.
-    DriverVanished = "driver-vanished", Other, Cause, "driver vanished";
+    DriverVanished = "driver-vanished", Other, Cause, "driver vanished", app 7 ends;
     /// (app) The driver pod was deleted before it finished (by its owner, a user or a controller).
-    DriverDeleted = "driver-deleted", Other, Cause, "driver deleted";
+    DriverDeleted = "driver-deleted", Other, Cause, "driver deleted", app 8 ends;
     /// (app) The driver waits: unschedulable, image pull, config error, volumes, admission.
-    DriverPending = "driver-pending", Other, Cause, "driver pending";
+    DriverPending = "driver-pending", Other, Cause, "driver pending", app 10;
     /// (app) Executors still run while their driver is gone.
-    OrphanedExecutors = "orphaned-executors", Other, Cause, "orphaned executors";
+    OrphanedExecutors = "orphaned-executors", Other, Cause, "orphaned executors", app 20;
     /// (app) The driver's container restarted.
-    DriverRestarted = "driver-restarted", Other, Cause, "driver restarted";
+    DriverRestarted = "driver-restarted", Other, Cause, "driver restarted", app 21;
     /// (app) The driver was stopped from outside (SIGTERM, 143): not a failure of the app.
-    DriverStopped = "driver-stopped", Other, Cause, "driver stopped";
+    DriverStopped = "driver-stopped", Other, Cause, "driver stopped", app 23 ends;
     /// (app) The driver finished (exit 0).
-    AppSucceeded = "app-succeeded", Other, Cause, "app succeeded";
+    AppSucceeded = "app-succeeded", Other, Cause, "app succeeded", app 24 ends;
     /// (app) The driver runs and nothing above the executors is wrong.
-    AppRunning = "app-running", Other, Cause, "app running";
+    AppRunning = "app-running", Other, Cause, "app running", app 25;
     /// (app) No driver pod was seen (outside the scope or the selector): judged from executors only.
-    DriverNotSeen = "driver-not-seen", Other, Cause, "driver not seen";
+    DriverNotSeen = "driver-not-seen", Other, Cause, "driver not seen", app 26;
     /// The executor ended because its driver ended (deleted by Spark's stop or the garbage collector).
     EndedWithDriver = "ended-with-driver", Other, Cause, "ended with driver";
+    /// The executor's pod was deleted by spark-triage's own kill (`K`, `spark-triage kill`):
+    /// not a failure, not counted.
+    KilledByTool = "killed-by-spark-triage", Other, Cause, "killed by spark-triage";
     /// (config) Dynamic allocation without a safe home for shuffle data.
-    DynamicAllocationShuffle = "dynamic-allocation-shuffle", Other, Cause, "dynamic allocation shuffle";
+    DynamicAllocationShuffle = "dynamic-allocation-shuffle", Other, Cause, "dynamic allocation shuffle", app 28;
     /// (config) `spark.executor.heartbeatInterval` not well below `spark.network.timeout`.
-    HeartbeatSettings = "heartbeat-settings", Other, Cause, "heartbeat settings";
+    HeartbeatSettings = "heartbeat-settings", Other, Cause, "heartbeat settings", app 29;
     /// (config) Executor pods requested faster than an API server should take them.
-    AllocationFlood = "allocation-flood", Other, Cause, "allocation flood";
+    AllocationFlood = "allocation-flood", Other, Cause, "allocation flood", app 30;
     /// (config) The task and executor failure budgets, told apart.
-    FailureBudgets = "failure-budgets", Other, Cause, "failure budgets";
+    FailureBudgets = "failure-budgets", Other, Cause, "failure budgets", app 31;
     /// (config) A setting whose value Spark cannot read.
-    UnreadableSetting = "unreadable-setting", Other, Cause, "unreadable setting";
+    UnreadableSetting = "unreadable-setting", Other, Cause, "unreadable setting", app 32;
+    /// (app) Executors failed (Spark counted them, or failed them and blamed the app), fewer
+    /// than a crash loop's of one cause: by cause, against Spark's failure budget.
+    ExecutorsFailed = "executors-failed", Other, Cause, "executors failed", app 13;
+    /// (app) Executors vanished from a full LIST with no deletion seen.
+    ExecutorsMissing = "executors-missing", Other, Cause, "executors missing", app 16;
+    /// (app) Pending executors the nodes do not take (unschedulable, image pulls, config
+    /// errors, volumes): by reason, the longest wait.
+    ExecutorsPending = "executors-pending", Other, Cause, "executors pending", app 18;
+    /// (app) The event log ends without the application's end: the driver is still running,
+    /// or it died without stopping.
+    AppUnfinished = "app-unfinished", Other, Cause, "app unfinished", app 9;
     /// (app) Executors preempted, by whom (the preemptor's app and priority).
-    ExecutorsPreempted = "executors-preempted", Other, Cause, "executors preempted";
+    ExecutorsPreempted = "executors-preempted", Other, Cause, "executors preempted", app 14;
     /// (app) Several executors failed on one node within a window.
-    NodeFailures = "node-failures", Other, Cause, "node failures";
+    NodeFailures = "node-failures", Other, Cause, "node failures", app 11;
 }
 
 impl std::fmt::Display for Code {

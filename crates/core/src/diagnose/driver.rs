@@ -58,6 +58,13 @@ pub struct PodSide {
     pub quick_failure: Option<(i32, Duration)>,
     /// The app's Spark version (how executors find the driver depends on it).
     pub spark_version: SparkVersion,
+    /// `spark.dynamicAllocation.enabled`, when the app's configuration was read.
+    pub dynamic_allocation: Option<bool>,
+    /// The Spark container was killed (137, not `OOMKilled`) after its deletion asked it to
+    /// stop: its JVM did not stop on SIGTERM within the grace period.
+    pub killed_after_grace: bool,
+    /// The driver's log says `Removing executor N with no recent heartbeats`.
+    pub heartbeat_logged: bool,
 }
 
 /// How Spark notices a removed pod: without polling, then with it.
@@ -84,7 +91,7 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
             }
         }
         Some(d) => {
-            out.push(removed(pod.id, d));
+            out.push(removed(pod, d));
             if let Some(removed_at) = d.remove_time
                 && pod.gone_at.is_none()
                 && pod.state == ExecutorState::Running
@@ -183,10 +190,75 @@ fn lost_pod(pod: &PodSide, d: &DriverExecutor, at: Time, gone: Time) -> Finding 
     .reference(REF_LIFECYCLE)
 }
 
-fn removed(id: i64, d: &DriverExecutor) -> Finding {
+/// "Executor killed by driver." said as what the evidence allows: a scale-down only when
+/// dynamic allocation is on and nothing says otherwise; a heartbeat timeout when the driver's
+/// log says so; else a kill that is not a scale-down, with why (Spark 3.5 to 4.3 write this
+/// text for some heartbeat timeouts: the backend's `ExecutorKilled` arrives before
+/// `HeartbeatReceiver`'s `ExecutorProcessLost`, apache/spark#57494, SPARK-56952, SPARK-58908).
+fn killed_by_driver(pod: &PodSide) -> Option<(Code, Severity, String, String)> {
+    const AMBIGUOUS: &str = "Spark 3.5 to 4.3 record some heartbeat timeouts as \"Executor \
+         killed by driver.\" (apache/spark#57494, SPARK-56952, SPARK-58908): the executor may \
+         have stopped heartbeating (GC, a frozen node, the network). Read the driver's log for \
+         \"Removing executor N with no recent heartbeats\"";
+    if pod.heartbeat_logged {
+        return Some((
+            Code::HeartbeatTimeout,
+            Severity::Error,
+            "a heartbeat timeout (the driver's log)".to_owned(),
+            "The driver's log says \"Removing executor N with no recent heartbeats\" of it: a \
+             heartbeat timeout that Spark recorded as a kill (Spark 3.5 to 4.3, \
+             apache/spark#57494). The executor stopped heartbeating for spark.network.timeout: a \
+             long GC pause, a frozen or overloaded node, the network. Look at its GC log and its \
+             node."
+                .to_owned(),
+        ));
+    }
+    let mut why = Vec::new();
+    if pod.dynamic_allocation == Some(false) {
+        why.push("dynamic allocation is off".to_owned());
+    }
+    if pod.killed_after_grace {
+        why.push(
+            "its JVM did not stop on SIGTERM and was killed at the end of its grace period (a hung JVM)"
+                .to_owned(),
+        );
+    }
+    if why.is_empty() {
+        // Dynamic allocation on: a scale-down, as the text says. Not known (the driver's
+        // configuration was not read): said so, for the record, not as a warning.
+        return pod.dynamic_allocation.is_none().then(|| {
+            (
+                Code::KilledByDriver,
+                Severity::Info,
+                "a scale-down or not: dynamic allocation is not known (the driver's configuration was not read)"
+                    .to_owned(),
+                format!(
+                    "A scale-down when dynamic allocation is on; the driver's configuration was not \
+                     read, so it is not known. {AMBIGUOUS}."
+                ),
+            )
+        });
+    }
+    Some((
+        Code::KilledByDriver,
+        Severity::Warn,
+        format!("not a scale-down: {}", why.join("; ")),
+        format!(
+            "Not a scale-down: {}. {AMBIGUOUS}; with dynamic allocation off only a kill request \
+             (sc.killExecutors, spark-triage kill) releases an executor.",
+            why.join("; ")
+        ),
+    ))
+}
+
+fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
+    let id = pod.id;
     let reason = d.remove_reason.as_deref().unwrap_or("");
     let parsed = parse_removal(reason);
     let headline = reason_headline(reason);
+    let killed = (parsed.kind == RemovalKind::KilledByDriver)
+        .then(|| killed_by_driver(pod))
+        .flatten();
     let (code, severity, hint) = match parsed.kind {
         RemovalKind::Exited => (
             Code::DriverRemoved,
@@ -251,19 +323,27 @@ fn removed(id: i64, d: &DriverExecutor) -> Finding {
              removal time.",
         ),
     };
+    // A kill that the evidence does not let be a scale-down says what it may be.
+    let (code, severity) = killed
+        .as_ref()
+        .map_or((code, severity), |(c, s, _, _)| (*c, *s));
     let mut f = Finding::new(
         code,
         severity,
         format!(
-            "Spark removed executor {id}: {}",
+            "Spark removed executor {id}: {}{}",
             if headline.is_empty() {
                 "no reason given"
             } else {
                 headline
-            }
+            },
+            killed
+                .as_ref()
+                .map(|(_, _, why, _)| format!(" ({why})"))
+                .unwrap_or_default()
         ),
     )
-    .hint(hint)
+    .hint(killed.map_or_else(|| hint.to_owned(), |(_, _, _, h)| h))
     .reference(REF_REST)
     .evidence(format!(
         "driver: isActive=false, removeTime={}, failedTasks={}",

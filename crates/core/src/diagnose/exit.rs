@@ -135,41 +135,12 @@ fn status_unknown(name: &str, t: &Terminated, when: &str) -> Finding {
     .reference("https://github.com/kubeflow/spark-operator/issues/781")
 }
 
-/// Spark's memory request for an executor is heap plus overhead (plus
-/// `spark.memory.offHeap.size` and `spark.executor.pyspark.memory`), with overhead =
-/// max(factor × heap, `spark.executor.minMemoryOverhead` = 384 MiB), factor 0.1 (0.4 for
-/// PySpark/R in cluster mode); Spark sets the limit to the request. From the limit alone,
-/// assuming the defaults, this gives the overhead in use and a concrete new value: twice it,
-/// rounded up to 256 MiB.
-pub(super) fn overhead_suggestion(limit: &str) -> Option<(u64, u64, String)> {
-    const MIB: f64 = 1024.0 * 1024.0;
-    let limit_mib = crate::model::quantity::parse(limit)? / MIB;
-    if limit_mib <= 384.0 {
-        return None;
-    }
-    let heap = if limit_mib >= 384.0 * 11.0 {
-        limit_mib / 1.1
-    } else {
-        limit_mib - 384.0
-    };
-    let overhead = (limit_mib - heap).round() as u64;
-    let suggested = (overhead * 2).div_ceil(256) * 256;
-    let text = if suggested.is_multiple_of(1024) {
-        format!("{}g", suggested / 1024)
-    } else {
-        format!("{suggested}m")
-    };
-    Some((heap.round() as u64, overhead, text))
-}
-
 fn oom_hint(limit: Option<&str>) -> String {
-    let concrete = limit.and_then(overhead_suggestion).map(|(heap, overhead, next)| {
-        format!(
-            " With Spark's defaults this {} limit is about {heap}Mi of heap plus {overhead}Mi of \
-             overhead: try --conf spark.executor.memoryOverhead={next}.",
-            limit.unwrap_or_default()
-        )
-    });
+    let concrete = super::memory::MemoryWitnesses {
+        limit,
+        sizing: None,
+    }
+    .sentence(Code::ContainerOomKilled);
     format!(
         "The container's total memory (JVM heap + off-heap + native + Python workers) passed its \
          limit; the heap itself did not overflow (that would be exit 52). Raise \

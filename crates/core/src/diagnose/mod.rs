@@ -9,6 +9,7 @@
 //!
 //! Finding codes are a stable contract: add new ones, never rename.
 
+pub mod advice;
 pub mod app;
 pub mod app_verdict;
 pub mod budget;
@@ -18,6 +19,7 @@ mod containers;
 pub mod disruption;
 pub mod driver;
 mod exit;
+pub mod memory;
 pub mod nodes;
 mod pending;
 pub mod queueing;

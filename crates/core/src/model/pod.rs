@@ -43,6 +43,11 @@ pub const TOOL_DOMAIN: &str = "spark-triage.dev/";
 pub const HOLD_FINALIZER: &str = "spark-triage.dev/hold";
 /// On executor pods: when the hold expires (RFC 3339). On driver pods: the app is held until then.
 pub const HOLD_EXPIRES: &str = "spark-triage.dev/hold-expires";
+/// On an executor pod spark-triage killed: when (RFC 3339), set just before its deletion, so
+/// every view of the cluster (another terminal, the recorder) says the kill was the tool's.
+pub const KILLED_AT: &str = "spark-triage.dev/killed-at";
+/// With [`KILLED_AT`]: the kubeconfig user who made the kill.
+pub const KILLED_BY: &str = "spark-triage.dev/killed-by";
 /// The driver container name Spark uses.
 pub const DEFAULT_DRIVER_CONTAINER: &str = "spark-kubernetes-driver";
 /// The pod annotation naming its Volcano PodGroup (Spark's `VolcanoFeatureStep`).

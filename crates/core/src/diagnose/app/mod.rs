@@ -54,6 +54,19 @@ pub struct AppFacts<'a> {
     /// The cause of each pending executor that waits on a gate, a gang, a queue or a
     /// silent scheduler (not the nodes).
     pub held: &'a [Finding],
+    /// The cause of every failure (Spark counted it, or failed it and blamed the app),
+    /// forgotten executors' included, oldest first.
+    pub failed: &'a [Code],
+    /// The app's executors grouped by cause, in the one order ([`super::advice::groups`]).
+    pub advice: &'a [super::advice::Group],
+    /// Executors that vanished with no deletion seen.
+    pub missing: usize,
+    /// Pending executors the nodes do not take, by why they wait (`Insufficient memory`,
+    /// `ImagePullBackOff`), most first; held ones (a gate, a gang, a queue) are not here.
+    pub waiting: &'a [(String, usize)],
+    /// Since when the oldest of them waits (a time, not an age: a finding is not redone as
+    /// the clock moves).
+    pub waiting_since: Option<crate::model::Time>,
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -91,13 +104,32 @@ pub fn failure_budget(f: &AppFacts<'_>) -> FailureBudget {
     FailureBudget::Limit(executors.saturating_mul(2).max(3))
 }
 
+/// Where [`failure_budget`]'s answer comes from.
+pub fn budget_from(f: &AppFacts<'_>) -> super::budget::BudgetFrom {
+    use super::budget::BudgetFrom as B;
+    match failure_budget(f) {
+        FailureBudget::NoneBeforeSpark4 => B::NoneBeforeSpark4,
+        FailureBudget::Unknown => B::Unknown,
+        FailureBudget::Unlimited => B::Unlimited,
+        FailureBudget::Limit(_) if f.max_failures.is_some() => B::MaxNumFailures,
+        FailureBudget::Limit(_) if f.dynamic_allocation => B::DefaultMaxExecutors,
+        FailureBudget::Limit(_) => B::DefaultInstances,
+    }
+}
+
 /// The application's findings, worst first.
 pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(x) = snapshot_broken(f) {
         out.push(x);
     }
-    if let Some(x) = crash_loop(f) {
+    if let Some(x) = failures(f) {
+        out.push(x);
+    }
+    if let Some(x) = missing(f) {
+        out.push(x);
+    }
+    if let Some(x) = waiting(f) {
         out.push(x);
     }
     if let Some(x) = recovery_mode(f) {
@@ -128,11 +160,15 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
 /// Whether an executor's cause is a wait on something other than the nodes (a gate, a
 /// gang, a queue, a silent scheduler), not merely for the record.
 pub fn is_held(f: &Finding) -> bool {
-    f.severity != Severity::Info
-        && matches!(
-            f.code,
-            Code::SchedulingGated | Code::GangWaiting | Code::QueueWaiting | Code::SchedulerSilent
-        )
+    f.severity != Severity::Info && is_held_code(f.code)
+}
+
+/// A wait on something other than the nodes: a gate, a gang, a queue, a silent scheduler.
+pub fn is_held_code(code: Code) -> bool {
+    matches!(
+        code,
+        Code::SchedulingGated | Code::GangWaiting | Code::QueueWaiting | Code::SchedulerSilent
+    )
 }
 
 /// "3 executors pending: Waiting for its gang: …": the largest group of one cause.
@@ -229,23 +265,14 @@ fn preemptions(all: &[Preemption]) -> Option<Finding> {
 /// Repeated failures with one cause: this many make a loop.
 const LOOP_AFTER: usize = 3;
 
-fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
-    let mut by_cause: BTreeMap<Code, usize> = BTreeMap::new();
-    for c in f.counted {
-        *by_cause.entry(*c).or_default() += 1;
-    }
-    // On equal counts, the code ranked first (the code table's order) names the loop.
-    let (cause, n) = by_cause
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
-    if n < LOOP_AFTER {
-        return None;
-    }
+/// The failures against Spark's budget: what Spark counted and how much is left, its
+/// severity (an error once a quarter of the budget or less is left, else a warning).
+fn budget_words(f: &AppFacts<'_>) -> (Severity, String) {
     let used = f.counted.len() as u32;
     let version = f
         .spark_version
         .map_or_else(|| "Spark".to_owned(), |v| format!("Spark {v}"));
-    let (severity, budget) = match failure_budget(f) {
+    match failure_budget(f) {
         FailureBudget::Limit(limit) => {
             // Spark stops the app when the count passes the limit (`numFailedExecutors >
             // maxNumExecutorFailures`, ExecutorPodsLifecycleManager 4.3.0 bytecode).
@@ -280,24 +307,223 @@ fn crash_loop(f: &AppFacts<'_>) -> Option<Finding> {
                  read; spark.executor.maxNumFailures defaults to max(2 × executors, 3))"
             ),
         ),
+    }
+}
+
+/// The executors' failures in one finding: a crash loop when one cause repeats
+/// ([`LOOP_AFTER`] or more), else `executors-failed` by cause; the advice of the cause that
+/// leads ([`super::advice`]'s order) is its hint, so the app's first recommendation is the
+/// one its headline names.
+fn failures(f: &AppFacts<'_>) -> Option<Finding> {
+    // Endings with a warning that Spark neither counted nor blamed on the app (a kill by the
+    // driver with dynamic allocation off, a stop from outside, a drain): not failures, but
+    // not healthy churn either. Missing and preempted executors have findings of their own.
+    let uncounted: Vec<&super::advice::Group> = f
+        .advice
+        .iter()
+        .filter(|g| {
+            !g.failure
+                && !g.pending
+                && g.ended
+                && !matches!(g.code, Code::Missing | Code::Preempted)
+        })
+        .collect();
+    if f.failed.is_empty() {
+        return ended_badly(&uncounted);
+    }
+    let mut by_cause: BTreeMap<Code, usize> = BTreeMap::new();
+    for c in f.failed {
+        *by_cause.entry(*c).or_default() += 1;
+    }
+    // On equal counts, the code ranked first (the code table's order) names the loop.
+    let (top, n) = by_cause
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(c, n)| (*c, *n))?;
+    let (severity, budget) = budget_words(f);
+    let failed: Vec<&super::advice::Group> = f.advice.iter().filter(|g| g.failure).collect();
+    // The loop's cause leads a loop; else the first failure group in the one order.
+    // A loop is led by its own cause's advice (none when only forgotten executors had it).
+    let lead = if n >= LOOP_AFTER {
+        failed.iter().find(|g| g.code == top)
+    } else {
+        failed.first()
     };
-    Some(
+    let total = f.failed.len();
+    // By cause, as the executors' labels say it (exit codes included), most first; the
+    // failures of executors no longer held (forgotten) are counted by their code.
+    let mut labels: Vec<(String, usize)> = failed
+        .iter()
+        .map(|g| (g.label.clone(), g.executors.len()))
+        .collect();
+    let held: usize = labels.iter().map(|(_, n)| n).sum();
+    if total > held {
+        let mut rest = by_cause.clone();
+        for g in &failed {
+            if let Some(n) = rest.get_mut(&g.code) {
+                *n = n.saturating_sub(g.executors.len());
+            }
+        }
+        for (c, n) in rest.into_iter().filter(|(_, n)| *n > 0) {
+            labels.push((c.label().0.to_owned(), n));
+        }
+    }
+    // In the advice's order (the lead first), the forgotten ones' after.
+    // At most a few causes by name (one per advice group: hints can split one cause).
+    let shown = labels.len().min(6);
+    let mut causes: Vec<String> = labels[..shown]
+        .iter()
+        .map(|(l, n)| format!("{l} ×{n}"))
+        .collect();
+    if labels.len() > shown {
+        let rest: usize = labels[shown..].iter().map(|(_, n)| n).sum();
+        causes.push(format!("{rest} more of other causes"));
+    }
+    let lead_hint = lead.map(|g| g.hint.as_str()).unwrap_or_default();
+    let mut x = if n >= LOOP_AFTER {
         Finding::new(
             Code::CrashLoop,
             severity,
             // The cause and the budget first: on a narrow screen the rest is cut.
-            format!("{n} × {cause}: {budget}"),
+            format!("{n} × {top}: {budget}"),
         )
-        .evidence(format!(
-            "counted failures by cause: {n} × {cause} of {used}"
-        ))
         .hint(format!(
-            "The replacements die the same way: fix the cause ({cause}'s hint on any of them) \
-             rather than waiting. spark.executor.maxNumFailures sets the budget \
-             (spark.executor.failuresValidityInterval makes old failures expire)."
+            "The replacements die the same way: fix the cause rather than waiting. {lead_hint} \
+             spark.executor.maxNumFailures sets the budget (spark.executor.failuresValidityInterval \
+             makes old failures expire)."
         ))
-        .reference("https://github.com/kubeflow/spark-operator/issues/1803"),
+        .reference("https://github.com/kubeflow/spark-operator/issues/1803")
+    } else {
+        Finding::new(
+            Code::ExecutorsFailed,
+            severity,
+            format!(
+                "{total} executor{} failed: {}; {budget}",
+                if total == 1 { "" } else { "s" },
+                causes.join(", ")
+            ),
+        )
+        .hint(lead_hint)
+        .reference("https://spark.apache.org/docs/latest/running-on-kubernetes.html")
+    };
+    x = x.evidence(format!(
+        "failures by cause: {} (of {total}; {} counted by Spark)",
+        causes.join(", "),
+        f.counted.len()
+    ));
+    let also: usize = uncounted.iter().map(|g| g.executors.len()).sum();
+    if also > 0 {
+        x.evidence.push(format!(
+            "{also} more ended badly, not counted by Spark: {}",
+            uncounted
+                .iter()
+                .take(6)
+                .map(|g| format!("{} ×{}", g.label, g.executors.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for g in failed.iter().take(5) {
+        x.evidence.extend(g.examples.iter().cloned());
+    }
+    if let Some(g) = lead {
+        x.witness = g.witness;
+    }
+    Some(x)
+}
+
+/// Only endings Spark did not count, with warnings: said as such, the first one's advice.
+fn ended_badly(uncounted: &[&super::advice::Group]) -> Option<Finding> {
+    let lead = uncounted.first()?;
+    let n: usize = uncounted.iter().map(|g| g.executors.len()).sum();
+    let causes: Vec<String> = uncounted
+        .iter()
+        .take(6)
+        .map(|g| format!("{} ×{}", g.label, g.executors.len()))
+        .collect();
+    let mut x = Finding::new(
+        Code::ExecutorsFailed,
+        Severity::Warn,
+        format!(
+            "{n} executor{} ended badly, not counted by Spark: {}",
+            if n == 1 { "" } else { "s" },
+            causes.join(", ")
+        ),
     )
+    .hint(lead.hint.clone())
+    .reference("https://spark.apache.org/docs/latest/running-on-kubernetes.html");
+    x.witness = lead.witness;
+    for g in uncounted.iter().take(5) {
+        x.evidence.extend(g.examples.iter().cloned());
+    }
+    Some(x)
+}
+
+/// Executors that vanished with no deletion seen.
+fn missing(f: &AppFacts<'_>) -> Option<Finding> {
+    if f.missing == 0 {
+        return None;
+    }
+    let n = f.missing;
+    let group = f.advice.iter().find(|g| g.code == Code::Missing);
+    let ids = group
+        .map(|g| {
+            let mut ids: Vec<String> = g.executors.iter().take(5).map(i64::to_string).collect();
+            if g.executors.len() > 5 {
+                ids.push(format!("and {} more", g.executors.len() - 5));
+            }
+            format!(" (executor {})", ids.join(", "))
+        })
+        .unwrap_or_default();
+    let mut x = Finding::new(
+        Code::ExecutorsMissing,
+        Severity::Warn,
+        format!(
+            "{n} executor{} vanished with no deletion seen{ids}: Spark does not count {} and replaces {}",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" },
+            if n == 1 { "it" } else { "them" },
+        ),
+    )
+    .witness(super::Witness::Inference)
+    .hint(group.map(|g| g.hint.clone()).unwrap_or_else(|| {
+        "Something removed the pods without a deletion event (a force delete during a watch \
+         gap, a node or namespace cleanup)."
+            .to_owned()
+    }));
+    if let Some(g) = group {
+        x.evidence.extend(g.examples.iter().cloned());
+    }
+    Some(x)
+}
+
+/// Pending executors the nodes do not take: why, and for how long.
+fn waiting(f: &AppFacts<'_>) -> Option<Finding> {
+    let n: usize = f.waiting.iter().map(|(_, n)| n).sum();
+    if n == 0 {
+        return None;
+    }
+    let why: Vec<String> = f.waiting.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
+    let longest = f
+        .waiting_since
+        .map(|t| format!(" (the oldest since {})", crate::model::fmt_time(&t)))
+        .unwrap_or_default();
+    let lead = f.advice.iter().find(|g| g.pending && !is_held_code(g.code));
+    let mut x = Finding::new(
+        Code::ExecutorsPending,
+        Severity::Warn,
+        format!(
+            "{n} executor{} pending: {}{longest}",
+            if n == 1 { "" } else { "s" },
+            why.join(", ")
+        ),
+    )
+    .hint(lead.map(|g| g.hint.clone()).unwrap_or_default());
+    if let Some(g) = lead {
+        x.witness = g.witness;
+        x.evidence.extend(g.examples.iter().cloned());
+    }
+    Some(x)
 }
 
 fn snapshot_broken(f: &AppFacts<'_>) -> Option<Finding> {
@@ -373,6 +599,7 @@ mod tests {
         AppFacts {
             spark_version: SparkVersion::parse(version),
             counted,
+            failed: counted,
             executor_instances: Some(10),
             config_known: true,
             ..AppFacts::default()
@@ -435,9 +662,18 @@ mod tests {
             "{}",
             f[0].summary
         );
-        // Mixed causes under the threshold: no loop.
+        // Mixed causes under the threshold: no loop, the failures by cause.
         let mixed = [Code::JvmOom, Code::JvmOom, Code::Evicted];
-        assert!(app_findings(&facts(&mixed, "4.0.1")).is_empty()); // The largest limit a driver's configuration can say is no overflow (a panic in the
+        let f = app_findings(&facts(&mixed, "4.0.1"));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, Code::ExecutorsFailed);
+        assert_eq!(
+            f[0].summary,
+            "3 executors failed: JVM OOM ×2, evicted ×1; 3 of 20 allowed \
+             failures used; Spark 4.0.1 aborts the app with exit 11 after 18 more"
+        );
+        assert_eq!(f[0].severity, Severity::Warn);
+        // The largest limit a driver's configuration can say is no overflow (a panic in the
         // live view once, with the `scale` scenario's maxNumFailures of 4294967295).
         let mut huge = facts(&oom, "4.0.1");
         huge.max_failures = Some(u32::MAX);

@@ -12,7 +12,8 @@
 
 use super::super::{
     Code, Finding, Severity, Witness, diagnose_in,
-    exit::{describe_terminated, first_line, overhead_suggestion},
+    exit::{describe_terminated, first_line},
+    memory::overhead_from_limit,
 };
 use crate::{
     classify::{ClassifyOptions, classify},
@@ -161,25 +162,7 @@ pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
 
 /// The driver ended (a final exit, a disruption, a deletion or a vanish) per these findings.
 fn has_end(out: &[Finding]) -> bool {
-    out.iter().any(|f| is_end(f.code))
-}
-
-/// Codes that say the driver is over.
-pub(super) fn is_end(code: Code) -> bool {
-    matches!(
-        code,
-        Code::DriverOomKilled
-            | Code::DriverJvmOom
-            | Code::ExecutorFailuresExceeded
-            | Code::DriverEvicted
-            | Code::DriverPreempted
-            | Code::DriverNodeLost
-            | Code::DriverFailed
-            | Code::DriverVanished
-            | Code::DriverDeleted
-            | Code::DriverStopped
-            | Code::AppSucceeded
-    )
+    out.iter().any(|f| f.code.ends_driver())
 }
 
 /// One executor-rule finding about the driver pod, said as the driver's.
@@ -192,6 +175,9 @@ fn driverize(
     d: &DriverEvidence<'_>,
 ) -> Option<Finding> {
     let restarted_only = driver_exit(pod).is_some_and(|(_, before_restart)| before_restart);
+    // The driver code this one becomes (the code table's column); the arms below make the
+    // exceptions (exit 11, a SIGTERM after a deletion) and the driver's words.
+    let target = f.code.as_driver()?;
     let g = match f.code {
         // An exit before a restart is the restart finding's, not the app's end.
         Code::ContainerOomKilled
@@ -222,7 +208,7 @@ fn driverize(
                 .unwrap_or_default();
             retitle(
                 f,
-                Code::DriverOomKilled,
+                target,
                 Severity::Error,
                 format!(
                     "The driver's container was OOMKilled{at} (exit {}): the kernel's cgroup OOM killer ended the application",
@@ -243,7 +229,7 @@ fn driverize(
         }
         Code::Succeeded => retitle(
             f,
-            Code::AppSucceeded,
+            target,
             Severity::Info,
             "The driver finished (exit 0): the application completed".to_owned(),
             "Nothing to fix. Executors Spark deleted at the end are normal endings, not failures."
@@ -263,7 +249,7 @@ fn driverize(
             let asked = false;
             retitle(
                 f,
-                Code::DriverStopped,
+                target,
                 if asked || disrupted {
                     Severity::Info
                 } else {
@@ -285,7 +271,7 @@ fn driverize(
         Code::NodeSigkill | Code::ContainerStatusUnknown if disrupted => return None,
         Code::ContainerStatusUnknown => retitle(
             f,
-            Code::DriverNodeLost,
+            target,
             Severity::Error,
             format!(
                 "The driver's container was lost with its node or runtime ({})",
@@ -338,7 +324,7 @@ fn driverize(
                 };
                 let mut g = retitle(
                     f,
-                    Code::DriverFailed,
+                    target,
                     Severity::Error,
                     format!("The driver failed ({words})"),
                     hint,
@@ -352,7 +338,7 @@ fn driverize(
         }
         Code::Evicted | Code::LocalStorageExceeded | Code::NodeShutdown => retitle(
             f.clone(),
-            Code::DriverEvicted,
+            target,
             Severity::Error,
             format!("The driver was evicted: {}", f.summary),
             "An evicted driver ends the application (nothing replaces it): keep drivers on \
@@ -364,7 +350,7 @@ fn driverize(
         .reference(REF_DISRUPTION),
         Code::Preempted => retitle(
             f.clone(),
-            Code::DriverPreempted,
+            target,
             Severity::Error,
             format!("The driver was preempted: {}", f.summary),
             "A preempted driver ends the application: give drivers a higher PriorityClass \
@@ -375,7 +361,7 @@ fn driverize(
         .reference(REF_DISRUPTION),
         Code::NodeLost => retitle(
             f.clone(),
-            Code::DriverNodeLost,
+            target,
             Severity::Error,
             format!("The driver's node was lost: {}", f.summary),
             "The driver's node stopped reporting; the application is lost with it. Run drivers \
@@ -400,7 +386,7 @@ fn driverize(
             };
             let hint = for_driver(&f.hint);
             let severity = f.severity;
-            retitle(f, Code::DriverFailed, severity, summary, hint)
+            retitle(f, target, severity, summary, hint)
         }
         Code::Unschedulable
         | Code::SchedulingGated
@@ -412,7 +398,8 @@ fn driverize(
         | Code::ContainerCreatingStuck
         | Code::InitContainerFailed
         | Code::AdmissionRejected => {
-            let failed = f.code == Code::AdmissionRejected;
+            // A refusal by the node ended it (the table's column); the others wait.
+            let failed = target != Code::DriverPending;
             let summary = if failed {
                 format!("The driver was refused by its node: {}", f.summary)
             } else {
@@ -420,17 +407,7 @@ fn driverize(
             };
             let hint = for_driver(&f.hint);
             let severity = if failed { Severity::Error } else { f.severity };
-            retitle(
-                f,
-                if failed {
-                    Code::DriverFailed
-                } else {
-                    Code::DriverPending
-                },
-                severity,
-                summary,
-                hint,
-            )
+            retitle(f, target, severity, summary, hint)
         }
         Code::SidecarFailed | Code::StuckRunning => {
             let mut g = f;
@@ -483,7 +460,7 @@ fn jvm_oom(summary: String) -> Finding {
 /// Spark's driver memory request is `spark.driver.memory` + overhead (max(factor × memory,
 /// 384m)); the limit equals it. From the limit alone, as for executors, a concrete value.
 fn oom_killed_hint(limit: Option<&str>) -> String {
-    let concrete = limit.and_then(overhead_suggestion).map(|(heap, overhead, next)| {
+    let concrete = limit.and_then(overhead_from_limit).map(|(heap, overhead, next)| {
         format!(
             " With Spark's defaults this {} limit is about {heap}Mi of heap plus {overhead}Mi of \
              overhead: try --conf spark.driver.memoryOverhead={next}.",

@@ -98,6 +98,9 @@ pub struct AppEvidence<'a> {
     /// What the app's Spark event log says of its end (`application ended, exit code 1`),
     /// when the app is known from its event log: there is no driver pod then.
     pub logged_end: Option<&'a str>,
+    /// Its event log ends without the application's end (still written, or the driver died
+    /// without stopping).
+    pub unfinished: bool,
     /// The findings over its executors (crash loop, quota, snapshot, recovery mode).
     pub app_findings: &'a [Finding],
     /// What its executors' verdicts say.
@@ -153,7 +156,7 @@ impl AppVerdict {
     /// the executors that their own lines already show.
     pub fn about_driver(&self) -> bool {
         let code = self.cause().code;
-        driver_pod::is_end(code)
+        code.ends_driver()
             || matches!(
                 code,
                 Code::DriverPending | Code::DriverRestarted | Code::OrphanedExecutors
@@ -190,9 +193,47 @@ impl AppVerdict {
                 Some(why) => format!("driver pending: {why}"),
                 None => "driver pending".to_owned(),
             },
+            // "2 executors failed: OOMKilled (137) ×1, JVM OOM (52) ×1; …" → the causes (and
+            // "… ended badly, not counted by Spark: killed by driver ×4" → the same).
+            Code::ExecutorsFailed => c
+                .summary
+                .split_once("failed: ")
+                .or_else(|| c.summary.split_once("by Spark: "))
+                .and_then(|(_, rest)| rest.split(';').next())
+                .map(once_each)
+                .unwrap_or_else(|| "executors failed".to_owned()),
+            // "3 × container-oom-killed: …" → "3× OOMKilled".
+            Code::CrashLoop => c
+                .summary
+                .split_once(" × ")
+                .and_then(|(n, rest)| {
+                    let code = Code::parse(rest.split(':').next()?)?;
+                    Some(format!("{n}× {}", code.label().0))
+                })
+                .unwrap_or_else(|| "crash loop".to_owned()),
+            // "2 executors pending: ImagePullBackOff ×1, … (the longest …)" → the reasons.
+            Code::ExecutorsPending => c
+                .summary
+                .split_once("pending: ")
+                .and_then(|(_, rest)| rest.split(" (the oldest").next())
+                .map(|why| format!("pending: {}", once_each(why)))
+                .unwrap_or_else(|| "executors pending".to_owned()),
+            // "1 executor vanished …" → "1 missing".
+            Code::ExecutorsMissing => c
+                .summary
+                .split_once(' ')
+                .map_or_else(|| "missing".to_owned(), |(n, _)| format!("{n} missing")),
             other => other.as_str().replace('-', " "),
         }
     }
+}
+
+/// "A ×1, B ×12" → "A, B ×12": a count of one said by its absence.
+fn once_each(list: &str) -> String {
+    list.split(", ")
+        .map(|p| p.strip_suffix(" ×1").unwrap_or(p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An app's verdict as every output prints it (`status`, `report`, `explain` JSON).
@@ -271,7 +312,7 @@ pub fn driver_end(d: &DriverEvidence<'_>, now: Time) -> Option<DriverEnd> {
     let findings = driver_pod::findings(d, now);
     let end = findings
         .iter()
-        .filter(|f| driver_pod::is_end(f.code))
+        .filter(|f| f.code.ends_driver())
         .min_by_key(|f| (rank(f.code), f.severity))?;
     let (cluster_at, seen) = driver_pod::end_times(d);
     // The tool's own sight of the end; a file (explain) has none: the cluster's time then.
@@ -444,46 +485,24 @@ pub fn attribute_to_driver(findings: &mut Vec<Finding>, end: &DriverEnd) {
     findings.insert(0, f);
 }
 
-/// The order of an app's findings within a severity: the driver's end first, then what
-/// blocks it, then the executors' patterns, then the rest.
-const APP_RANK: [Code; 24] = [
-    Code::DriverOomKilled,
-    Code::DriverJvmOom,
-    Code::ExecutorFailuresExceeded,
-    Code::DriverEvicted,
-    Code::DriverPreempted,
-    Code::DriverNodeLost,
-    Code::DriverFailed,
-    Code::DriverVanished,
-    Code::DriverDeleted,
-    Code::DriverPending,
-    // A node that keeps failing executors is the cause of the crash loop it makes.
-    Code::NodeFailures,
-    Code::CrashLoop,
-    Code::ExecutorsPreempted,
-    Code::QuotaExhausted,
-    Code::ExecutorsWaiting,
-    Code::SnapshotUpdateFails,
-    Code::OrphanedExecutors,
-    Code::DriverRestarted,
-    Code::SidecarFailed,
-    Code::DriverStopped,
-    Code::AppSucceeded,
-    Code::AppRunning,
-    Code::DriverNotSeen,
-    Code::OomRecoveryMode,
-];
-
-/// The order the app verdict lists findings in: worst first, then by [`APP_RANK`].
-pub fn order(f: &Finding) -> (Severity, usize) {
-    (f.severity, rank(f.code))
+/// The order the app verdict lists findings in: what happened before what the
+/// configuration predicts (a prediction never leads over an event), and both before a note
+/// that the driver was not seen; then worst first, then by
+/// the code table's app rank (the driver's end, what blocks it, the executors' patterns —
+/// failures, missing, waits —, the rest).
+pub fn order(f: &Finding) -> (u8, Severity, u8) {
+    // What happened, then what the configuration predicts, then notes on what is not known
+    // (the driver not seen): a prediction never leads an event, a note never leads either.
+    let class = match (f.witness, f.code) {
+        (Witness::Config, _) => 1,
+        (_, Code::DriverNotSeen) => 2,
+        _ => 0,
+    };
+    (class, f.severity, rank(f.code))
 }
 
-fn rank(code: Code) -> usize {
-    APP_RANK
-        .iter()
-        .position(|c| *c == code)
-        .unwrap_or(APP_RANK.len())
+fn rank(code: Code) -> u8 {
+    code.app_rank().unwrap_or(u8::MAX)
 }
 
 /// The application's verdict.
@@ -537,7 +556,7 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
     let tally = &ev.executors;
     findings.sort_by_key(order);
     if tally.ended_with_driver > 0
-        && let Some(f) = findings.iter_mut().find(|f| driver_pod::is_end(f.code))
+        && let Some(f) = findings.iter_mut().find(|f| f.code.ends_driver())
     {
         f.evidence.push(format!(
             "{} executor{} ended with the driver (not failures of their own)",
@@ -598,6 +617,26 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
     } else if ev.driver.is_none()
         && let Some(end) = ev.logged_end
     {
+        if ev.unfinished {
+            findings.push(
+                Finding::new(
+                    Code::AppUnfinished,
+                    Severity::Warn,
+                    format!("The application never ended by its event log: {end}"),
+                )
+                .witness(Witness::EventLog)
+                .hint(
+                    "No SparkListenerApplicationEnd: the driver is still running, or it died \
+                     without stopping (OOM-killed, evicted, deleted: no listener ran to write the \
+                     end). Read the driver pod's status and events while they last (kubectl get \
+                     pod -l spark-role=driver,spark-app-selector=APP_ID -o yaml), and keep a \
+                     flight recorder running (spark-triage record DIR --rotate 1h) to keep them.",
+                )
+                .reference(
+                    "https://spark.apache.org/docs/latest/monitoring.html#viewing-after-the-fact",
+                ),
+            );
+        }
         findings.push(
             Finding::new(
                 Code::DriverNotSeen,

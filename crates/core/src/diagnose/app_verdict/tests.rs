@@ -64,6 +64,7 @@ fn verdict_of(d: DriverEvidence<'_>, app_findings: &[Finding]) -> AppVerdict {
         driver: Some(d),
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings,
         executors: ExecutorTally::default(),
         now: now(),
@@ -274,6 +275,7 @@ fn a_running_driver_and_no_driver_at_all() {
         driver: Some(evidence(&p, &[])),
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings: &[],
         executors: ExecutorTally {
             running: 3,
@@ -288,6 +290,7 @@ fn a_running_driver_and_no_driver_at_all() {
         driver: None,
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
@@ -310,6 +313,7 @@ fn a_running_driver_and_no_driver_at_all() {
         driver: None,
         driver_phase: Some("Failed"),
         logged_end: None,
+        unfinished: false,
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
@@ -437,6 +441,7 @@ fn orphans_are_named() {
         driver: Some(d),
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings: &[],
         executors: ExecutorTally {
             running: 2,
@@ -492,6 +497,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
         driver: Some(evidence(&up, &[])),
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings: &refusal,
         executors: ExecutorTally {
             running: 2,
@@ -518,6 +524,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
         driver: Some(evidence(&up, &[])),
         driver_phase: None,
         logged_end: None,
+        unfinished: false,
         app_findings: &warn,
         executors: ExecutorTally::default(),
         now: now(),
@@ -559,5 +566,170 @@ fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
         f.summary.contains("refuses the configuration at start"),
         "{}",
         f.summary
+    );
+}
+
+/// The headline is the worst thing that happened: failures lead over what the
+/// configuration predicts (even a warning over an info-level event), and "driver not seen"
+/// or "known from the event log only" is a note under them, never the headline.
+#[test]
+fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
+    use crate::diagnose::advice::{Case, groups};
+    let oom = Finding::new(Code::ContainerOomKilled, Severity::Error, "OOMKilled")
+        .hint("try --conf spark.executor.memoryOverhead=1g.");
+    let advice = groups([Case {
+        id: 3,
+        cause: &oom,
+        exit: Some(137),
+        failure: true,
+        pending: false,
+        at: None,
+    }]);
+    let failed = [Code::ContainerOomKilled];
+    let risk = Finding::new(
+        Code::DynamicAllocationShuffle,
+        Severity::Warn,
+        "dynamic allocation without shuffle tracking",
+    )
+    .witness(Witness::Config);
+    let mut app = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+        failed: &failed,
+        counted: &failed,
+        advice: &advice,
+        config_known: true,
+        executor_instances: Some(2),
+        ..Default::default()
+    });
+    app.push(risk);
+    app.sort_by_key(order);
+    for (logged_end, unfinished) in [
+        (None, false),
+        (Some("application ended, exit code 0"), false),
+    ] {
+        let v = app_verdict(&AppEvidence {
+            driver: None,
+            driver_phase: None,
+            logged_end,
+            unfinished,
+            app_findings: &app,
+            executors: ExecutorTally::default(),
+            now: now(),
+        });
+        let codes: Vec<Code> = v.findings.iter().map(|f| f.code).collect();
+        assert_eq!(
+            codes,
+            [
+                Code::ExecutorsFailed,
+                Code::DynamicAllocationShuffle,
+                Code::DriverNotSeen
+            ],
+            "{v:#?}"
+        );
+        assert_eq!(v.severity(), Severity::Warn);
+        assert!(
+            v.cause()
+                .summary
+                .starts_with("1 executor failed: OOMKilled (137) ×1; 1 of 4")
+        );
+        assert!(
+            v.cause().hint.contains("memoryOverhead=1g"),
+            "{}",
+            v.cause().hint
+        );
+        assert_eq!(v.label(), "OOMKilled (137)");
+    }
+    // A log without its end says so first.
+    let v = app_verdict(&AppEvidence {
+        driver: None,
+        driver_phase: None,
+        logged_end: Some(
+            "the event log ends at 2026-11-29T10:20:00Z without the application's end",
+        ),
+        unfinished: true,
+        app_findings: &app,
+        executors: ExecutorTally::default(),
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::AppUnfinished);
+    assert_eq!(v.findings[1].code, Code::ExecutorsFailed);
+    // No driver seen and nothing happened yet: a refusal the configuration predicts leads
+    // the note that the driver was not seen.
+    let refused = [Finding::new(
+        Code::HeartbeatSettings,
+        Severity::Error,
+        "spark.executor.heartbeatInterval ≥ spark.network.timeout",
+    )
+    .witness(Witness::Config)];
+    let v = app_verdict(&AppEvidence {
+        driver: None,
+        driver_phase: None,
+        logged_end: None,
+        unfinished: false,
+        app_findings: &refused,
+        executors: ExecutorTally::default(),
+        now: now(),
+    });
+    assert_eq!(v.cause().code, Code::HeartbeatSettings, "{v:#?}");
+    assert_eq!(v.severity(), Severity::Warn);
+}
+
+/// A running driver whose executors failed is not "running, info": the failures are its
+/// headline (a warning within the budget).
+#[test]
+fn a_running_app_with_failures_is_not_a_plain_run() {
+    let p = driver(running(), json!({}));
+    let oom = Finding::new(Code::JvmOom, Severity::Error, "JVM OOM").hint("raise the heap");
+    let advice = crate::diagnose::advice::groups([crate::diagnose::advice::Case {
+        id: 8,
+        cause: &oom,
+        exit: Some(52),
+        failure: true,
+        pending: false,
+        at: None,
+    }]);
+    let failed = [Code::JvmOom];
+    let app = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+        failed: &failed,
+        counted: &failed,
+        advice: &advice,
+        config_known: true,
+        executor_instances: Some(10),
+        ..Default::default()
+    });
+    let v = verdict_of(evidence(&p, &[]), &app);
+    assert_eq!(v.cause().code, Code::ExecutorsFailed);
+    assert_eq!(v.severity(), Severity::Warn);
+    assert!(!v.findings.iter().any(|f| f.code == Code::AppRunning));
+    // Without failures it is a plain run.
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::AppRunning);
+}
+
+#[test]
+fn every_app_code_has_a_rank_and_the_driver_s_ends_are_first() {
+    let app: Vec<Code> = Code::ALL
+        .iter()
+        .copied()
+        .filter(|c| c.app_rank().is_some())
+        .collect();
+    let mut ranks: Vec<u8> = app.iter().filter_map(|c| c.app_rank()).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    assert_eq!(ranks.len(), app.len(), "two app codes share a rank");
+    for c in Code::ALL {
+        if c.ends_driver() {
+            assert!(c.app_rank().is_some(), "{c}: an end without a rank");
+        }
+        if let Some(d) = c.as_driver() {
+            assert!(
+                d.app_rank().is_some() || d == Code::StuckRunning,
+                "{c} becomes {d}, which is no app code"
+            );
+        }
+    }
+    assert!(
+        Code::ExecutorsFailed.app_rank() < Code::DynamicAllocationShuffle.app_rank()
+            && Code::ExecutorsFailed.app_rank() < Code::DriverNotSeen.app_rank()
+            && Code::DriverOomKilled.app_rank() < Code::ExecutorsFailed.app_rank()
     );
 }

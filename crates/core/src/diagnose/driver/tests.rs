@@ -37,6 +37,9 @@ fn side(state: ExecutorState, gone: Option<i64>, running: Option<i64>) -> PodSid
         api_polling: true,
         quick_failure: None,
         spark_version: SparkVersion::NEWEST_KNOWN,
+        dynamic_allocation: Some(true),
+        killed_after_grace: false,
+        heartbeat_logged: false,
     }
 }
 
@@ -186,7 +189,10 @@ fn driver_removal_reasons_that_are_normal_are_info() {
             Severity::Warn,
         ),
     ] {
-        let f = removed(7, &exec(false, Some(1), Some(text)));
+        let f = removed(
+            &side(ExecutorState::Deleted, Some(1), None),
+            &exec(false, Some(1), Some(text)),
+        );
         assert_eq!((f.code, f.severity), (code, severity), "{text}");
     }
 }
@@ -225,4 +231,57 @@ fn a_quick_failure_the_driver_never_listed_could_not_reach_it() {
         )),
     };
     assert!(!codes(&reconcile(&pod, Some(&listed))).contains(&"driver-unreachable"));
+}
+
+/// "Executor killed by driver." is a scale-down only when dynamic allocation is on and the
+/// evidence agrees; otherwise the kill says what it may be (Spark 3.5–4.3 write this text
+/// for some heartbeat timeouts), and the driver's log line settles it.
+#[test]
+fn a_kill_by_the_driver_is_a_scale_down_only_when_the_evidence_agrees() {
+    let killed = |_: u64| exec(false, Some(90), Some("Executor killed by driver."));
+    let gone = side(ExecutorState::Deleted, Some(100), None);
+    let f = reconcile(&gone, Some(&seen(500, Some(killed(0)))));
+    assert_eq!(codes(&f), ["driver-removed"]);
+    assert_eq!(f[0].severity, Severity::Info);
+    for (why, pod, tasks) in [
+        (
+            "dynamic allocation is off",
+            PodSide {
+                dynamic_allocation: Some(false),
+                ..gone
+            },
+            0,
+        ),
+        (
+            "a hung JVM",
+            PodSide {
+                killed_after_grace: true,
+                ..gone
+            },
+            0,
+        ),
+    ] {
+        let f = reconcile(&pod, Some(&seen(500, Some(killed(tasks)))));
+        assert_eq!(codes(&f), ["killed-by-driver"], "{why}");
+        assert_eq!(f[0].severity, Severity::Warn);
+        assert!(f[0].summary.contains(why), "{why}: {}", f[0].summary);
+        assert!(f[0].hint.contains("apache/spark#57494"), "{}", f[0].hint);
+    }
+    // Not known (the configuration not read): said, for the record only.
+    let unknown = PodSide {
+        dynamic_allocation: None,
+        ..gone
+    };
+    let f = reconcile(&unknown, Some(&seen(500, Some(killed(0)))));
+    assert_eq!(codes(&f), ["killed-by-driver"]);
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(f[0].summary.contains("not known"), "{}", f[0].summary);
+    let logged = PodSide {
+        dynamic_allocation: Some(false),
+        heartbeat_logged: true,
+        ..gone
+    };
+    let f = reconcile(&logged, Some(&seen(500, Some(killed(0)))));
+    assert_eq!(codes(&f), ["heartbeat-timeout"]);
+    assert_eq!(f[0].severity, Severity::Error);
 }

@@ -111,7 +111,7 @@ fn the_grace_period_hint_follows_the_spark_version() {
 
 #[test]
 fn the_oom_hint_gives_a_value_to_copy() {
-    use super::exit::overhead_suggestion;
+    use super::memory::overhead_from_limit as overhead_suggestion;
     // 4g heap + 10 % overhead, as Spark sizes it: 4505Mi.
     assert_eq!(
         overhead_suggestion("4505Mi"),

@@ -269,8 +269,8 @@ pub struct Evidence<'a> {
     pub driver: Option<&'a DriverSeen>,
     /// The captured tail of the Spark container's log.
     pub log_tail: Option<&'a [String]>,
-    /// spark-triage's own kill deleted this pod.
-    pub killed_by_tool: bool,
+    /// spark-triage's own kill deleted this pod: when, by whom.
+    pub killed_by_tool: Option<&'a ToolKill>,
     /// Since when the pod is Running (for `unregistered`).
     pub running_since: Option<Time>,
     /// When the pod went away.
@@ -286,8 +286,60 @@ pub struct Evidence<'a> {
     pub driver_end: Option<&'a DriverEnd>,
     /// The batch schedulers' group objects read.
     pub groups: &'a super::GroupIndex,
+    /// The app's executor sizing settings, when read: the value in a memory finding's hint
+    /// when the pod's own limit is not known (a pod gone before it was seen).
+    pub sizing: Option<&'a super::memory::Sizing>,
+    /// `spark.dynamicAllocation.enabled`, when the app's configuration was read.
+    pub dynamic_allocation: Option<bool>,
+    /// The driver's captured log says `Removing executor N with no recent heartbeats` of
+    /// this one (`HeartbeatReceiver`'s words settle what "Executor killed by driver." hides;
+    /// see [`heartbeat_removals`]).
+    pub heartbeat_logged: bool,
     /// The time the verdict is made at.
     pub now: Time,
+}
+
+/// A kill made through spark-triage (`K` in the live view, `spark-triage kill`), as its
+/// actions log says it: the tool's own act, never an incident.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolKill {
+    /// When the deletion was made (the tool's clock), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Time>,
+    /// The kubeconfig user who made it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+impl ToolKill {
+    /// The kill the pod's own annotations say spark-triage made (any process, any user).
+    pub fn of(pod: &ExecutorPod) -> Option<Self> {
+        let at = pod.tool_annotations.get(crate::model::KILLED_AT)?;
+        Some(Self {
+            at: chrono::DateTime::parse_from_rfc3339(at)
+                .ok()
+                .map(|t| t.to_utc()),
+            by: pod
+                .tool_annotations
+                .get(crate::model::KILLED_BY)
+                .filter(|u| !u.is_empty())
+                .cloned(),
+        })
+    }
+}
+
+/// The executors a driver's log says `HeartbeatReceiver` removed: "Removing executor N
+/// with no recent heartbeats" (read once per log, not once per executor).
+pub fn heartbeat_removals(lines: &[String]) -> std::collections::BTreeSet<i64> {
+    const SAYS: &str = "Removing executor ";
+    lines
+        .iter()
+        .filter(|l| l.contains("with no recent heartbeats"))
+        .filter_map(|l| {
+            let rest = &l[l.find(SAYS)? + SAYS.len()..];
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .collect()
 }
 
 /// A cause finding found by reading a witness other than the pod.
@@ -408,6 +460,9 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         api_polling: ev.api_polling,
         quick_failure,
         spark_version: resolved.spark_version,
+        dynamic_allocation: ev.dynamic_allocation,
+        killed_after_grace: killed_after_grace(ended, &resolved.config.spark_container),
+        heartbeat_logged: ev.heartbeat_logged,
     };
     for mut f in reconcile(&side, ev.driver) {
         f.witness = driver_witness;
@@ -485,14 +540,37 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         attribute_to_driver(&mut findings, end);
         missing = false;
     }
+    // Killed through spark-triage before it ended its own way: the tool's act, said as such.
+    let own_end_first = acted_on
+        .as_ref()
+        .is_some_and(|(p, _, _)| p.deletion.is_none());
+    let killed = ev
+        .killed_by_tool
+        .filter(|_| with_driver.is_none() && !own_end_first);
+    if let Some(k) = killed {
+        attribute_to_tool(&mut findings, k);
+        missing = false;
+    }
 
     predecessors_exit(ev, &mut findings);
+    // A memory finding's hint ends with a value to set, from the best witness of the memory.
+    let limit = ended
+        .memory_limit(&resolved.config.spark_container)
+        .map(|l| l.had.to_string());
+    super::memory::MemoryWitnesses {
+        limit: limit.as_deref(),
+        sizing: ev.sizing,
+    }
+    .complete(&mut findings);
     order(&mut findings);
-    if with_driver.is_some()
-        && let Some(i) = findings
-            .iter()
-            .position(|f| f.code == Code::EndedWithDriver)
-    {
+    // The driver's end, or the tool's kill, says how it ended first (an executor's own
+    // "stopped with the app" in a log's list is only a finding among its others).
+    let first = if with_driver.is_some() {
+        Some(Code::EndedWithDriver)
+    } else {
+        killed.map(|_| Code::KilledByTool)
+    };
+    if let Some(i) = first.and_then(|c| findings.iter().position(|f| f.code == c)) {
         let f = findings.remove(i);
         findings.insert(0, f);
     }
@@ -558,6 +636,14 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     }
     if let Some(s) = &mut spark {
         apply_version(s, ev.pod.label(crate::model::LABEL_SPARK_VERSION));
+        if killed.is_some() {
+            // Spark reads a deleted pod as "deleted by a user or the framework": not counted.
+            s.counted = false;
+            s.caused_by_app = false;
+            s.note = Some(
+                "killed through spark-triage: Spark does not count a deleted executor".to_owned(),
+            );
+        }
         if let Some(end) = with_driver {
             s.counted = false;
             s.caused_by_app = false;
@@ -596,6 +682,73 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         container_reason: exit.and_then(|e| e.1),
         preempted_by,
     }
+}
+
+/// Findings the tool's own kill makes mechanics: the SIGTERM it caused, the deletion, the
+/// SIGKILL after the grace, Spark's removal of a deleted executor.
+fn kill_mechanics(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Sigterm
+            | Code::NodeSigkill
+            | Code::Deleted
+            | Code::DriverRemoved
+            | Code::DriverLostPod
+            | Code::Zombie
+            | Code::Missing
+            | Code::RpcDisassociated
+            | Code::HeartbeatTimeout
+    )
+}
+
+/// Says an executor's end as the tool's kill: `killed-by-spark-triage` first, its
+/// mechanics kept as evidence.
+fn attribute_to_tool(findings: &mut Vec<Finding>, k: &ToolKill) {
+    let when =
+        k.at.map(|t| format!(" at {}", crate::model::fmt_time(&t)))
+            .unwrap_or_default();
+    let who =
+        k.by.as_deref()
+            .map(|u| format!(" by {u}"))
+            .unwrap_or_default();
+    let mut evidence = vec![format!(
+        "the actions log: kill{when}{who} (spark-triage's own deletion)"
+    )];
+    for f in findings.iter().filter(|f| kill_mechanics(f.code)) {
+        evidence.extend(f.evidence.iter().take(2).cloned());
+    }
+    findings.retain(|f| !kill_mechanics(f.code));
+    let mut f = Finding::new(
+        Code::KilledByTool,
+        Severity::Info,
+        format!("Killed by spark-triage{when}{who}: the operator's act, not a failure"),
+    )
+    .hint(
+        "Deleted through spark-triage (K in the live view, or spark-triage kill); its actions \
+         log says who and when. Spark does not count a deleted executor and replaces it while \
+         the app is below its target.",
+    )
+    .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala");
+    f.evidence = evidence;
+    f.witness = Witness::Inference;
+    findings.insert(0, f);
+}
+
+/// Killed (137 without `OOMKilled`) when its deletion's grace ended: the JVM outlived
+/// SIGTERM's grace and the kubelet sent SIGKILL.
+fn killed_after_grace(pod: &ExecutorPod, container: &str) -> bool {
+    let Some(t) = pod.container_status(container).and_then(|c| c.terminated()) else {
+        return false;
+    };
+    let (Some(d), Some(finished)) = (&pod.deletion, t.finished_at) else {
+        return false;
+    };
+    // SIGKILL comes when the grace ends (`deletionTimestamp`); a deletion with no grace (a
+    // force delete) kills at once and says nothing of the JVM.
+    t.exit_code == 137
+        && t.reason.as_deref() != Some("OOMKilled")
+        && d.grace_period_seconds.is_some_and(|g| g > 0)
+        && finished >= d.at - chrono::Duration::seconds(2)
 }
 
 /// The Spark container's terminated exit code, how long it ran, and when it ended.
@@ -720,7 +873,7 @@ fn ending(
         PodGone::Deleted | PodGone::Missing => {
             let spark_acted = matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
                 && ev.delete_on_termination;
-            if ev.killed_by_tool {
+            if ev.killed_by_tool.is_some() {
                 Ending::DeletedByTool
             } else if disrupted && !spark_acted {
                 Ending::DeletedByDisruption

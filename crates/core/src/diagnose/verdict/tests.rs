@@ -96,7 +96,7 @@ struct Case<'a> {
     missing: Option<&'a Finding>,
     driver: Option<&'a DriverSeen>,
     log: Option<&'a [String]>,
-    killed: bool,
+    killed: Option<&'a ToolKill>,
     driver_end: Option<&'a crate::diagnose::app_verdict::DriverEnd>,
 }
 
@@ -110,7 +110,7 @@ impl<'a> Case<'a> {
             missing: None,
             driver: None,
             log: None,
-            killed: false,
+            killed: None,
             driver_end: None,
         }
     }
@@ -133,6 +133,9 @@ impl<'a> Case<'a> {
             driver: self.driver,
             log_tail: self.log,
             killed_by_tool: self.killed,
+            sizing: None,
+            dynamic_allocation: Some(true),
+            heartbeat_logged: false,
             running_since: Some(t(0)),
             gone_at: (self.gone != PodGone::No).then(|| t(20)),
             lost_grace: chrono::Duration::seconds(60),
@@ -305,15 +308,55 @@ fn the_tools_own_kill_says_so() {
         json!({"deletionTimestamp": ts(50), "deletionGracePeriodSeconds": 30}),
         "4.0.1",
     );
+    let kill = ToolKill {
+        at: Some(t(20)),
+        by: Some("oncall".to_owned()),
+    };
     let v = Case {
         gone: PodGone::Deleted,
-        killed: true,
+        killed: Some(&kill),
         ..Case::new(&last)
     }
     .run();
     assert_eq!(v.ending, Ending::DeletedByTool);
     assert_eq!(v.state, ExecutorState::Deleted);
     assert!(!v.counted());
+    // Said as the tool's act, first, with who and when; the deletion is its evidence.
+    assert_eq!(codes(&v), vec!["killed-by-spark-triage"], "{v:?}");
+    let f = &v.findings[0];
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.summary.contains("by oncall"), "{}", f.summary);
+    assert!(
+        f.evidence.iter().any(|e| e.contains("deletionTimestamp")),
+        "{f:?}"
+    );
+    assert!(!v.is_failure());
+    // Killed after the JVM ignored SIGTERM (137 once the grace ran out): still the kill.
+    let hung = executor(
+        4,
+        "Failed",
+        json!({"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": ts(80)}}),
+        json!({"deletionTimestamp": ts(80), "deletionGracePeriodSeconds": 30}),
+        "4.0.1",
+    );
+    let v = Case {
+        gone: PodGone::Deleted,
+        killed: Some(&kill),
+        ..Case::new(&hung)
+    }
+    .run();
+    assert_eq!(codes(&v), vec!["killed-by-spark-triage"], "{v:?}");
+    assert!(!v.counted());
+    // An executor that had failed on its own before the kill keeps its own cause.
+    let failed = oom(7, false);
+    let v = Case {
+        gone: PodGone::Deleted,
+        killed: Some(&kill),
+        ended: Some(&failed),
+        ..Case::new(&failed)
+    }
+    .run();
+    assert_eq!(codes(&v)[0], "container-oom-killed", "{v:?}");
 }
 
 #[test]
@@ -483,4 +526,21 @@ fn executors_deleted_after_their_driver_ended_ended_with_it() {
     .run();
     assert_eq!(codes(&v)[0], "container-oom-killed", "{:?}", codes(&v));
     assert!(v.counted());
+}
+
+#[test]
+fn the_driver_s_log_names_the_executors_it_removed_for_heartbeats() {
+    let lines: Vec<String> = [
+        "26/12/05 10:00:00 WARN HeartbeatReceiver: Removing executor 7 with no recent heartbeats: 125000 ms exceeds timeout 120000 ms",
+        "26/12/05 10:00:01 INFO KubernetesClusterSchedulerBackend: Requesting to kill executor(s) 7",
+        "26/12/05 10:00:02 WARN HeartbeatReceiver: Removing executor 12 with no recent heartbeats: 130000 ms exceeds timeout 120000 ms",
+        "Removing executor x with no recent heartbeats",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    assert_eq!(
+        heartbeat_removals(&lines).into_iter().collect::<Vec<_>>(),
+        [7, 12]
+    );
 }
