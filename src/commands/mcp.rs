@@ -154,13 +154,7 @@ impl Triage {
         let snap = self.snapshot().await?;
         let mut records: Vec<&std::sync::Arc<AppRecord>> = snap.apps.values().collect();
         crate::store::by_trouble(&mut records);
-        order.apply(&mut records, |a| {
-            (
-                a.namespace.as_str(),
-                a.app_name.as_deref(),
-                a.app_id.as_str(),
-            )
-        });
+        order.apply(&mut records);
         let apps: Vec<Value> = records.into_iter().map(|a| app_summary(a)).collect();
         to_json(&json!({"source": self.describe(), "apps": apps}))
     }

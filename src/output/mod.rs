@@ -18,11 +18,46 @@ pub enum AppOrder {
     Name,
 }
 
+/// An application in a listing, by name: (namespace, name, id).
+pub trait AppName {
+    fn app_key(&self) -> (&str, Option<&str>, &str);
+}
+
+impl AppName for crate::store::AppRecord {
+    fn app_key(&self) -> (&str, Option<&str>, &str) {
+        (&self.namespace, self.app_name.as_deref(), &self.app_id)
+    }
+}
+
+impl AppName for status::AppStatus {
+    fn app_key(&self) -> (&str, Option<&str>, &str) {
+        (&self.namespace, self.app_name.as_deref(), &self.app_id)
+    }
+}
+
+impl AppName for report::AppReport {
+    fn app_key(&self) -> (&str, Option<&str>, &str) {
+        (&self.namespace, self.app_name.as_deref(), &self.app_id)
+    }
+}
+
+impl<T: AppName> AppName for std::sync::Arc<T> {
+    fn app_key(&self) -> (&str, Option<&str>, &str) {
+        (**self).app_key()
+    }
+}
+
+impl<T: AppName> AppName for &T {
+    fn app_key(&self) -> (&str, Option<&str>, &str) {
+        (**self).app_key()
+    }
+}
+
 impl AppOrder {
     /// Re-sorts a listing made in trouble order when the name order was asked for.
-    pub fn apply<T>(self, apps: &mut [T], key: impl Fn(&T) -> (&str, Option<&str>, &str)) {
+    pub fn apply<T: AppName>(self, apps: &mut [T]) {
         if self == Self::Name {
-            apps.sort_by(|a, b| key(a).cmp(&key(b)));
+            apps.sort_by(|a, b| a.app_key().cmp(&b.app_key()));
         }
     }
 }

@@ -159,13 +159,7 @@ const CHURN_PER_MINUTE: usize = 3;
 impl Report {
     /// In the order asked for (`--sort`): trouble is how it is built.
     pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
-        order.apply(&mut self.apps, |a| {
-            (
-                a.namespace.as_str(),
-                a.app_name.as_deref(),
-                a.app_id.as_str(),
-            )
-        });
+        order.apply(&mut self.apps);
         self
     }
 }

@@ -575,13 +575,7 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
 impl StatusReport {
     /// In the order asked for (`--sort`): trouble is how it is built.
     pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
-        order.apply(&mut self.apps, |a| {
-            (
-                a.namespace.as_str(),
-                a.app_name.as_deref(),
-                a.app_id.as_str(),
-            )
-        });
+        order.apply(&mut self.apps);
         self
     }
 

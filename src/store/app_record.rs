@@ -35,21 +35,26 @@ impl AppRecord {
                 .count()
     }
 
-    pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
-        use spark_triage_core::diagnose::app::{AppFacts, app_findings};
-        let spark_version = self.spark_version();
-        // The forgotten ones first: they are the oldest.
-        let counted: Vec<spark_triage_core::diagnose::Code> = self
-            .forgotten_counted
+    /// The causes of the executors `pick` takes, after those of the forgotten executors Spark
+    /// counted (they are the oldest).
+    fn causes_of(&self, pick: impl Fn(&ExecutorRecord) -> bool) -> Vec<Code> {
+        self.forgotten_counted
             .iter()
             .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
             .chain(
                 self.executors
                     .values()
-                    .filter(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted))
+                    .filter(|e| pick(e))
                     .filter_map(|e| e.verdict.cause().map(|f| f.code)),
             )
-            .collect();
+            .collect()
+    }
+
+    pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
+        use spark_triage_core::diagnose::app::{AppFacts, app_findings};
+        let spark_version = self.spark_version();
+        // The forgotten ones first: they are the oldest.
+        let counted = self.causes_of(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted));
         let invalid_ids: Vec<(String, String)> = self
             .unregistered
             .iter()
@@ -124,17 +129,7 @@ impl AppRecord {
             .cloned()
             .collect();
         // Every failure's cause, the forgotten ones' first (they are the oldest).
-        let failed: Vec<Code> = self
-            .forgotten_counted
-            .iter()
-            .flat_map(|(c, n)| std::iter::repeat_n(*c, *n))
-            .chain(
-                self.executors
-                    .values()
-                    .filter(|e| e.verdict.is_failure())
-                    .filter_map(|e| e.verdict.cause().map(|f| f.code)),
-            )
-            .collect();
+        let failed = self.causes_of(|e| e.verdict.is_failure());
         // Pending executors the nodes do not take (not held by a gate, a gang, a queue).
         let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
         let mut waiting_since: Option<Time> = None;

@@ -45,12 +45,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .and_then(|s| s.start_time.as_ref())
                 .map_or_else(|| "<unknown>".into(), |t| app.when(t)),
         ),
-        field(
-            "Created:",
-            p.created_at
-                .as_ref()
-                .map_or_else(|| "<unknown>".into(), |t| app.when(t)),
-        ),
+        // The pod's creationTimestamp, else the driver's addTime (a pod never seen).
+        field("Created:", {
+            let (at, clock) = crate::store::times::created(e);
+            match clock {
+                crate::store::times::Clock::Seen => "<unknown>".to_owned(),
+                crate::store::times::Clock::Pod => app.when(&at),
+                c => format!("{} (the {}'s time)", app.when(&at), c.as_str()),
+            }
+        }),
     ];
     if let Some(d) = &p.deletion {
         lines.push(field(
