@@ -712,7 +712,7 @@ fn attribute_to_tool(findings: &mut Vec<Finding>, k: &ToolKill) {
             .map(|u| format!(" by {u}"))
             .unwrap_or_default();
     let mut evidence = vec![format!(
-        "the actions log: kill{when}{who} (spark-triage's own deletion)"
+        "spark-triage's own deletion{when}{who} (its actions log; the pod's spark-triage.dev/killed-at mark)"
     )];
     for f in findings.iter().filter(|f| kill_mechanics(f.code)) {
         evidence.extend(f.evidence.iter().take(2).cloned());
