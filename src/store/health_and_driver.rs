@@ -175,10 +175,7 @@ impl Store {
                 at,
             );
             // At the driver's time of it (its removal, else its addition).
-            let when = rec
-                .history
-                .back()
-                .map_or((at, super::times::Clock::Seen), |t| (t.at, t.clock));
+            let when = rec.last_change(at);
             app.executors.insert(id, Arc::new(rec));
             app.log_when(when, at, Some(id), text);
         }
@@ -204,10 +201,7 @@ impl Store {
                 &config,
                 at,
             );
-            let when = new
-                .history
-                .back()
-                .map_or((at, super::times::Clock::Seen), |t| (t.at, t.clock));
+            let when = new.last_change(at);
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
                 if new.pod_state != rec.pod_state {

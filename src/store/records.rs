@@ -171,6 +171,13 @@ pub struct ExecutorRecord {
 }
 
 impl ExecutorRecord {
+    /// When its last state change happened and by whose clock (`seen` when it has none).
+    pub fn last_change(&self, seen: Time) -> (Time, super::times::Clock) {
+        self.history
+            .back()
+            .map_or((seen, super::times::Clock::Seen), |t| (t.at, t.clock))
+    }
+
     /// Vanished with nothing to explain it (the verdict's `missing`).
     pub fn is_missing(&self) -> bool {
         self.verdict.missing
