@@ -53,7 +53,6 @@ impl AppRecord {
     pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
         use spark_triage_core::diagnose::app::{AppFacts, app_findings};
         let spark_version = self.spark_version();
-        // The forgotten ones first: they are the oldest.
         let counted = self.causes_of(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted));
         let invalid_ids: Vec<(String, String)> = self
             .unregistered
@@ -128,7 +127,6 @@ impl AppRecord {
             .filter(|f| spark_triage_core::diagnose::app::is_held(f))
             .cloned()
             .collect();
-        // Every failure's cause, the forgotten ones' first (they are the oldest).
         let failed = self.causes_of(|e| e.verdict.is_failure());
         // Pending executors the nodes do not take (not held by a gate, a gang, a queue).
         let mut waiting: BTreeMap<String, usize> = BTreeMap::new();

@@ -54,7 +54,7 @@ pub struct BudgetView {
 }
 
 /// How much trouble an app is in: the one order of every list of apps (the apps pane,
-/// `status`, `report`, MCP's `list_apps`, and `/metrics`' worst app). Ordered worst first:
+/// `status`, `report`, MCP's `list_apps`; `/metrics` has the same severity). Worst first:
 /// the app verdict's severity, then failures (counted by Spark or blamed on the app), then
 /// executors missing, then executors waiting with a warning or an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

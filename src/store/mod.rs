@@ -327,16 +327,18 @@ impl Store {
             if let Some(k) = driver_of {
                 let at = self.snap.now.unwrap_or_default();
                 let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
+                let removals = spark_triage_core::diagnose::verdict::heartbeat_removals(&lines);
+                let judges = !removals.is_empty();
                 if let Some(d) = &mut app.driver {
-                    d.heartbeat_removals = Arc::new(
-                        spark_triage_core::diagnose::verdict::heartbeat_removals(&lines),
-                    );
+                    d.heartbeat_removals = Arc::new(removals);
                     d.log_tail = Some(Arc::new(lines));
                 }
                 self.driver_changed(&k, at);
                 // Its words judge its executors too ("Removing executor N with no recent
                 // heartbeats" settles a "killed by driver").
-                self.rediagnose_app(&k, at);
+                if judges {
+                    self.rediagnose_app(&k, at);
+                }
             }
             return;
         }

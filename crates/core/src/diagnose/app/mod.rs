@@ -315,9 +315,11 @@ fn budget_words(f: &AppFacts<'_>) -> (Severity, String) {
 /// leads ([`super::advice`]'s order) is its hint, so the app's first recommendation is the
 /// one its headline names.
 fn failures(f: &AppFacts<'_>) -> Option<Finding> {
-    // Endings with a warning that Spark neither counted nor blamed on the app (a kill by the
-    // driver with dynamic allocation off, a stop from outside, a drain): not failures, but
-    // not healthy churn either. Missing and preempted executors have findings of their own.
+    // Endings whose cause is a warning Spark neither counted nor blamed on the app (a kill
+    // by the driver with dynamic allocation off, a drain): not failures, but not healthy
+    // churn either. Not a mechanism (a deletion kept by a finalizer — the tool's own hold —,
+    // a SIGTERM): how a pod went is no cause. Missing and preempted executors have findings
+    // of their own.
     let uncounted: Vec<&super::advice::Group> = f
         .advice
         .iter()
@@ -325,6 +327,7 @@ fn failures(f: &AppFacts<'_>) -> Option<Finding> {
             !g.failure
                 && !g.pending
                 && g.ended
+                && g.code.standing() != super::code::Standing::Mechanism
                 && !matches!(g.code, Code::Missing | Code::Preempted)
         })
         .collect();
@@ -342,20 +345,18 @@ fn failures(f: &AppFacts<'_>) -> Option<Finding> {
         .map(|(c, n)| (*c, *n))?;
     let (severity, budget) = budget_words(f);
     let failed: Vec<&super::advice::Group> = f.advice.iter().filter(|g| g.failure).collect();
-    // The loop's cause leads a loop; else the first failure group in the one order.
-    // A loop is led by its own cause's advice (none when only forgotten executors had it).
+    // A loop is led by its own cause's advice (none when only forgotten executors had it);
+    // else the first failure group in the one order.
     let lead = if n >= LOOP_AFTER {
         failed.iter().find(|g| g.code == top)
     } else {
         failed.first()
     };
     let total = f.failed.len();
-    // By cause, as the executors' labels say it (exit codes included), most first; the
-    // failures of executors no longer held (forgotten) are counted by their code.
-    let mut labels: Vec<(String, usize)> = failed
-        .iter()
-        .map(|g| (g.label.clone(), g.executors.len()))
-        .collect();
+    // By cause, as the executors' labels say it (exit codes included), in the advice's
+    // order (the lead first); the failures of executors no longer held (forgotten) after,
+    // by their code.
+    let mut labels = group_counts(&failed);
     let held: usize = labels.iter().map(|(_, n)| n).sum();
     if total > held {
         let mut rest = by_cause.clone();
@@ -368,17 +369,7 @@ fn failures(f: &AppFacts<'_>) -> Option<Finding> {
             labels.push((c.label().0.to_owned(), n));
         }
     }
-    // In the advice's order (the lead first), the forgotten ones' after.
-    // At most a few causes by name (one per advice group: hints can split one cause).
-    let shown = labels.len().min(6);
-    let mut causes: Vec<String> = labels[..shown]
-        .iter()
-        .map(|(l, n)| format!("{l} ×{n}"))
-        .collect();
-    if labels.len() > shown {
-        let rest: usize = labels[shown..].iter().map(|(_, n)| n).sum();
-        causes.push(format!("{rest} more of other causes"));
-    }
+    let causes = by_name(&labels);
     let lead_hint = lead.map(|g| g.hint.as_str()).unwrap_or_default();
     let mut x = if n >= LOOP_AFTER {
         Finding::new(
@@ -415,12 +406,7 @@ fn failures(f: &AppFacts<'_>) -> Option<Finding> {
     if also > 0 {
         x.evidence.push(format!(
             "{also} more ended badly, not counted by Spark: {}",
-            uncounted
-                .iter()
-                .take(6)
-                .map(|g| format!("{} ×{}", g.label, g.executors.len()))
-                .collect::<Vec<_>>()
-                .join(", ")
+            by_name(&group_counts(&uncounted)).join(", ")
         ));
     }
     for g in failed.iter().take(5) {
@@ -432,15 +418,34 @@ fn failures(f: &AppFacts<'_>) -> Option<Finding> {
     Some(x)
 }
 
+/// Advice groups as (label, executors).
+fn group_counts(groups: &[&super::advice::Group]) -> Vec<(String, usize)> {
+    groups
+        .iter()
+        .map(|g| (g.label.clone(), g.executors.len()))
+        .collect()
+}
+
+/// `OOMKilled (137) ×2`, …: at most six causes by name (hints can split one cause into
+/// groups), the rest counted.
+fn by_name(labels: &[(String, usize)]) -> Vec<String> {
+    let shown = labels.len().min(6);
+    let mut out: Vec<String> = labels[..shown]
+        .iter()
+        .map(|(l, n)| format!("{l} ×{n}"))
+        .collect();
+    if labels.len() > shown {
+        let rest: usize = labels[shown..].iter().map(|(_, n)| n).sum();
+        out.push(format!("{rest} more of other causes"));
+    }
+    out
+}
+
 /// Only endings Spark did not count, with warnings: said as such, the first one's advice.
 fn ended_badly(uncounted: &[&super::advice::Group]) -> Option<Finding> {
     let lead = uncounted.first()?;
     let n: usize = uncounted.iter().map(|g| g.executors.len()).sum();
-    let causes: Vec<String> = uncounted
-        .iter()
-        .take(6)
-        .map(|g| format!("{} ×{}", g.label, g.executors.len()))
-        .collect();
+    let causes = by_name(&group_counts(uncounted));
     let mut x = Finding::new(
         Code::ExecutorsFailed,
         Severity::Warn,
@@ -683,6 +688,44 @@ mod tests {
             "{}",
             f[0].summary
         );
+    }
+
+    /// A warning Spark did not count is said when its cause is one (a kill by the driver with
+    /// dynamic allocation off), never when it is how the pod went (a deletion a finalizer —
+    /// the tool's own hold — keeps past its grace).
+    #[test]
+    fn endings_spark_did_not_count_are_said_by_their_cause_not_their_mechanism() {
+        use crate::diagnose::advice::{Case, groups};
+        let kill = Finding::new(Code::KilledByDriver, Severity::Warn, "not a scale-down")
+            .hint("read the driver's log");
+        let held = Finding::new(Code::Deleted, Severity::Warn, "kept by finalizers");
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0);
+        let case = |id, cause| Case {
+            id,
+            cause,
+            exit: None,
+            failure: false,
+            pending: false,
+            at,
+        };
+        let only_held = groups([case(1, &held), case(2, &held)]);
+        let f = AppFacts {
+            advice: &only_held,
+            ..AppFacts::default()
+        };
+        assert!(app_findings(&f).is_empty(), "{:?}", app_findings(&f));
+        let killed = groups([case(1, &held), case(3, &kill), case(4, &kill)]);
+        let f = AppFacts {
+            advice: &killed,
+            ..AppFacts::default()
+        };
+        let got = app_findings(&f);
+        assert_eq!(got[0].code, Code::ExecutorsFailed);
+        assert_eq!(
+            got[0].summary,
+            "2 executors ended badly, not counted by Spark: killed by driver ×2"
+        );
+        assert_eq!(got[0].hint, "read the driver's log");
     }
 
     #[test]
