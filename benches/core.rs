@@ -113,6 +113,7 @@ fn bench(c: &mut Criterion) {
                     remove_reason: (id % 10 == 0).then(|| {
                         format!("The executor with id {id} exited with exit code 137(SIGKILL, possible container OOM).")
                     }),
+                    removed_again: Vec::new(),
                     active_tasks: 1,
                     failed_tasks: 0,
                     completed_tasks: 10,

@@ -10,6 +10,8 @@ as JVMs:
      retried task completes;
   c. an executor pod removed behind Spark's back with no watch event (the simulator's
      `vanish` endpoint): Spark replaces it after its next poll;
+  d. an executor JVM frozen (SIGSTOP): its heartbeats stop, the driver kills it, replaces
+     it, and its pod is SIGKILLed at the end of its grace;
 
 then stops. Every fact the checker needs is printed as one `E2E {json}` line; a pod
 monitor thread timestamps what the API server shows, for the latencies.
@@ -17,6 +19,7 @@ monitor thread timestamps what the API server shows, for the latencies.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -126,6 +129,23 @@ def exec_id(name):
     return int(name.rsplit("-", 1)[1])
 
 
+def processes_of(pod):
+    """The pids of an executor pod's processes (its JVM and Python workers): the process
+    kubelet gives each the pod's name in SPARK_EXECUTOR_POD_NAME."""
+    needle = b"SPARK_EXECUTOR_POD_NAME=" + pod.encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
 def create_driver_pod():
     labels = {"spark-app-selector": APP_ID, "spark-role": "driver", "spark-app-name": APP_NAME,
               "spark-version": SPARK_VERSION}
@@ -182,6 +202,9 @@ def main():
         .config("spark.port.maxRetries", "0")
         .config("spark.kubernetes.executor.apiPollingInterval", "5s")
         .config("spark.sql.shuffle.partitions", "4")
+        # A frozen executor expires after 20 s without heartbeats (not 120), checked every 5 s.
+        .config("spark.storage.blockManagerHeartbeatTimeoutMs", "20000")
+        .config("spark.network.timeoutInterval", "5s")
         .config("spark.ui.showConsoleProgress", "false")
         # The event log a post-mortem reads when nobody recorded (report EVENTLOG): Spark 4's
         # defaults (rolling, zstd) on 4.x; one file on 3.5.
@@ -251,6 +274,32 @@ def main():
     fact("vanish", target=target, at=round(t_vanish, 2), replacement=new,
          replacement_created=mon.get(new, "created"), replacement_running=mon.get(new, "running"),
          job_ok=n == 100_000, job_secs=round(time.monotonic() - t, 2))
+
+    # d. A frozen executor JVM (SIGSTOP, as a GC storm or a frozen node would leave it):
+    # HeartbeatReceiver expires it and the driver kills and replaces it. Spark 3.5 to 4.3
+    # record that as "Executor killed by driver." or as the heartbeat timeout, whichever of
+    # the two removals arrives first (apache/spark#57494); the pod, deleted while its JVM
+    # cannot stop, is SIGKILLed at the end of its grace.
+    victim_d = max(running_executors(mon), key=exec_id)
+
+    def registered():
+        active = json.loads(urllib.request.urlopen(
+            f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}/executors", timeout=10).read())
+        return any(e["id"] == str(exec_id(victim_d)) for e in active)
+
+    # A pod running is not yet an executor Spark knows.
+    wait_for("the executor to freeze registered", registered, 60)
+    before = set(mon.names())
+    frozen = processes_of(victim_d)
+    t_freeze = time.monotonic() - T0
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    wait_for("the frozen executor's pod gone", lambda: mon.get(victim_d, "gone"), 150)
+    new_d = wait_for("a replacement for the frozen executor",
+                     lambda: sorted(set(mon.names()) - before, key=exec_id), 60)[0]
+    wait_for("the frozen executor's replacement running", lambda: mon.get(new_d, "running"), 60)
+    fact("freeze", target=victim_d, pids=frozen, at=round(t_freeze, 2),
+         gone=mon.get(victim_d, "gone"), replacement=new_d)
 
     # The driver's REST API read directly, and spark-triage's view of it right after (it
     # reads the same API through the API server's service proxy).

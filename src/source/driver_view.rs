@@ -15,7 +15,7 @@ use super::{
     errors,
     errors::masked_line,
 };
-use spark_triage_core::model::ExecutorPod;
+use spark_triage_core::{diagnose::memory::SettingsFrom, model::ExecutorPod};
 
 /// Reads every driver's executor list in scope (those in focus) every `every`.
 pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
@@ -29,6 +29,9 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_read: std::collections::HashMap<(String, String), std::time::Instant> =
         std::collections::HashMap::new();
+    // The drivers whose settings were read from their REST API (once each).
+    let mut configured: std::collections::HashSet<(String, String)> =
+        std::collections::HashSet::new();
     loop {
         tick.tick().await;
         let drivers = match pods.list(&ListParams::default().labels(sel)).await {
@@ -58,22 +61,55 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
                     })
             })
             .collect();
-        let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id)| {
-            let (client, svcs) = (conn.client.clone(), svcs.clone());
-            async move {
-                let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
-                SourceEvent::DriverExecutors {
-                    namespace: pod.namespace.to_string(),
-                    app_id,
-                    view,
-                    at: now(),
+        // A client-mode driver has no ConfigMap: its settings (dynamic allocation, the
+        // executors' memory) are read once from its own REST API.
+        let wanted: Vec<_> = wanted
+            .into_iter()
+            .map(|(d, pod, app_id)| {
+                let settings = pod.conf_config_map.is_none()
+                    && !configured.contains(&(pod.namespace.to_string(), app_id.clone()));
+                (d, pod, app_id, settings)
+            })
+            .collect();
+        let mut reads =
+            futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, settings)| {
+                let (client, svcs) = (conn.client.clone(), svcs.clone());
+                async move {
+                    let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
+                    let config = match (&view, settings) {
+                        (DriverView::Ok { .. }, true) => read_settings(&client, &d, &app_id, &svcs)
+                            .await
+                            .map(|properties| SourceEvent::DriverConfig {
+                                namespace: pod.namespace.to_string(),
+                                app_id: app_id.clone(),
+                                properties,
+                                from: Some(SettingsFrom::DriverRest),
+                                at: now(),
+                            }),
+                        _ => None,
+                    };
+                    let executors = SourceEvent::DriverExecutors {
+                        namespace: pod.namespace.to_string(),
+                        app_id,
+                        view,
+                        at: now(),
+                    };
+                    // The settings first: the executors' verdicts are then made with them.
+                    config.into_iter().chain([executors]).collect::<Vec<_>>()
                 }
-            }
-        }))
-        .buffer_unordered(8);
-        while let Some(ev) = reads.next().await {
-            if !send(&tx, ev).await {
-                return;
+            }))
+            .buffer_unordered(8);
+        while let Some(events) = reads.next().await {
+            for ev in events {
+                if let SourceEvent::DriverConfig {
+                    namespace, app_id, ..
+                } = &ev
+                {
+                    configured.insert((namespace.clone(), app_id.clone()));
+                }
+                if !send(&tx, ev).await {
+                    return;
+                }
             }
         }
     }
@@ -119,6 +155,31 @@ pub fn ui_path(pod: &Pod, app_id: &str, services: &[Service]) -> Option<String> 
     Some(format!(
         "/api/v1/namespaces/{ns}/{target}/proxy/api/v1/applications/{app_id}/allexecutors"
     ))
+}
+
+/// A driver's Spark properties from its REST API's `environment`, masked; `None` when it
+/// could not be read (the executors' read says why a driver is unreachable; a driver that
+/// answers that but not this is left on what else is known, and tried again next round).
+async fn read_settings(
+    client: &Client,
+    raw: &Pod,
+    app_id: &str,
+    services: &[Service],
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let path = ui_path(raw, app_id, services)?;
+    let path = format!("{}environment", path.strip_suffix("allexecutors")?);
+    let req = http::Request::get(&path).body(Vec::new()).ok()?;
+    let body = tokio::time::timeout(Duration::from_secs(10), client.request_text(req))
+        .await
+        .ok()?
+        .map_err(|e| tracing::debug!("driver environment {path}: {}", errors::error_line(&e)))
+        .ok()?;
+    let mut properties = spark_triage_core::model::driver::parse_environment(&body)
+        .map_err(|e| tracing::debug!("driver environment {path}: {e}"))
+        .ok()?;
+    // Secrets never enter the process's state (recordings are shared).
+    crate::redact::properties(&mut properties);
+    Some(properties)
 }
 
 async fn read_driver(

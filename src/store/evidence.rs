@@ -21,8 +21,15 @@ use spark_triage_core::{
 /// What of the driver's entry can change a verdict (not task counts or memory figures).
 pub(super) fn driver_gist(
     d: Option<&DriverExecutor>,
-) -> Option<(bool, Option<&str>, Option<Time>)> {
-    d.map(|d| (d.active, d.remove_reason.as_deref(), d.remove_time))
+) -> Option<(bool, Option<&str>, Option<Time>, bool)> {
+    d.map(|d| {
+        (
+            d.active,
+            d.remove_reason.as_deref(),
+            d.remove_time,
+            d.heartbeat_expired_later(),
+        )
+    })
 }
 
 /// A pod × driver disagreement that depends on elapsed time may appear now.
@@ -259,7 +266,12 @@ pub(super) fn refresh(
         killed_by_tool: rec.killed_by_tool.as_ref().or(marked.as_ref()),
         sizing: config.from_driver.then_some(&config.sizing),
         dynamic_allocation: config.from_driver.then_some(config.dynamic_allocation),
-        heartbeat_logged: ctx.heartbeat_removals.contains(&rec.id),
+        heartbeat_logged: ctx.heartbeat_removals.contains(&rec.id)
+            || rec
+                .driver
+                .as_deref()
+                .and_then(|d| d.exec.as_ref())
+                .is_some_and(|d| d.heartbeat_expired_later()),
         running_since,
         gone_at: rec.gone.as_ref().map(Gone::at),
         lost_grace,

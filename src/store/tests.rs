@@ -83,6 +83,7 @@ pub(super) fn driver_exec(id: i64, active: bool) -> spark_triage_core::model::Dr
         add_time: Some(t(0)),
         remove_time: (!active).then(|| t(60)),
         remove_reason: None,
+        removed_again: Vec::new(),
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
@@ -669,6 +670,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
              The API gave the following brief reason: Evicted\n\
              The API gave the following message: The node was low on resource: memory. \n"
         )),
+        removed_again: Vec::new(),
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
@@ -840,6 +842,7 @@ async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
         add_time: Some(t(added)),
         remove_time: None,
         remove_reason: None,
+        removed_again: Vec::new(),
         active_tasks: 1,
         failed_tasks: 0,
         completed_tasks: 0,
@@ -898,6 +901,7 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
                     add_time: Some(t(0)),
                     remove_time: Some(t(60)),
                     remove_reason: Some("The executor with id 1 was deleted by a user or the framework.".into()),
+                    removed_again: Vec::new(),
                     active_tasks: 0,
                     failed_tasks: 0,
                     completed_tasks: 0,

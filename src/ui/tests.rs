@@ -425,6 +425,7 @@ fn driver_views(app: &mut App) {
         add_time: Some(now - chrono::Duration::seconds(300)),
         remove_time: (!active).then(|| now - chrono::Duration::seconds(200)),
         remove_reason: reason.map(str::to_owned),
+        removed_again: Vec::new(),
         active_tasks: u64::from(active),
         failed_tasks: if active { 0 } else { 1 },
         completed_tasks: 12,

@@ -85,6 +85,81 @@ async fn a_real_sparks_event_log_gives_the_verdicts_its_pods_gave() {
     );
 }
 
+/// A frozen executor (SIGSTOP) on real Spark 4.3.0: the log removes it three times, "Executor
+/// killed by driver." first. The heartbeat timeout written second settles what the first
+/// text cannot (apache/spark#57494), and the pod's deletion written last does not make it a
+/// routine deletion.
+#[tokio::test]
+async fn a_frozen_executor_in_a_real_log_is_a_heartbeat_timeout_not_a_kill_or_a_deletion() {
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/eventlog/real-spark-k8s-heartbeat"
+    );
+    let (code, out, err) = triage(&["status", "--recording", log, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let app = app(&doc, "real-spark-oom");
+    let frozen = executor(app, 4);
+    assert_eq!(frozen["findings"][0], "heartbeat-timeout", "{frozen}");
+    assert_eq!(frozen["severity"], "error", "{frozen}");
+    // Spark's own record is the first removal, as its REST API and History Server keep it;
+    // the later ones are beside it.
+    let d = &frozen["driver"];
+    assert_eq!(d["remove_reason"], "Executor killed by driver.", "{d}");
+    assert_eq!(
+        d["removed_again"][0], "Executor heartbeat timed out after 23671 ms",
+        "{d}"
+    );
+    // The OOM kill still leads the app; the clean replacements stay clean.
+    assert_eq!(executor(app, 1)["findings"][0], "container-oom-killed");
+    assert_eq!(app["verdict"]["cause"], "executors-failed", "{app}");
+    // With only the first text (what the History Server has), it is a kill by the driver
+    // that was not a scale-down: dynamic allocation is off in the log's environment.
+    let first_only = std::env::temp_dir().join(format!("st-it-hb-{}", std::process::id()));
+    std::fs::create_dir_all(&first_only).unwrap();
+    let whole = std::fs::read(
+        std::fs::read_dir(log)
+            .unwrap()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .find(|f| f.file_name().to_string_lossy().starts_with("events_"))
+            .expect("the log's events file")
+            .path(),
+    )
+    .unwrap();
+    let text = String::from_utf8(zstd::decode_all(&whole[..]).expect("zstd")).expect("UTF-8");
+    let kept: String = text
+        .lines()
+        .filter(|l| {
+            !(l.contains("SparkListenerExecutorRemoved")
+                && l.contains("\"Executor ID\":\"4\"")
+                && !l.contains("Executor killed by driver."))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(first_only.join("app-heartbeat"), kept).unwrap();
+    let (code, out, err) = triage(&[
+        "status",
+        "--recording",
+        first_only.to_str().unwrap(),
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let killed = executor(super::common::app(&doc, "real-spark-oom"), 4);
+    assert_eq!(killed["findings"][0], "killed-by-driver", "{killed}");
+    assert_eq!(killed["severity"], "warn", "{killed}");
+    assert!(
+        killed["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("dynamic allocation is off")),
+        "{killed}"
+    );
+    let _ = std::fs::remove_dir_all(&first_only);
+}
+
 #[tokio::test]
 async fn report_says_it_read_an_event_log_and_what_that_cannot_know() {
     let (code, md, err) = triage(&["report", LOG]).await;

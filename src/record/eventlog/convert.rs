@@ -67,6 +67,7 @@ fn registered(id: i64, pod_name: Option<String>) -> DriverExecutor {
         add_time: None,
         remove_time: None,
         remove_reason: None,
+        removed_again: Vec::new(),
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
@@ -382,9 +383,19 @@ impl Converter {
                     .executors
                     .entry(id)
                     .or_insert_with(|| registered(id, pod_name));
-                e.active = false;
-                e.remove_time = Some(at);
-                e.remove_reason = Some(capped(reason)).filter(|r| !r.trim().is_empty());
+                let reason = Some(capped(reason)).filter(|r| !r.trim().is_empty());
+                if e.remove_time.is_some() && e.remove_reason.is_some() {
+                    // Removed again: Spark's record is the first removal (its REST API and
+                    // History Server keep that one); the later texts are kept beside it, a
+                    // few (a heartbeat timeout racing a kill is the second).
+                    if e.removed_again.len() < 4 {
+                        e.removed_again.extend(reason);
+                    }
+                } else {
+                    e.active = false;
+                    e.remove_time = Some(at);
+                    e.remove_reason = reason;
+                }
                 self.pending = Some(at);
             }
             Event::TaskEnd {

@@ -10,7 +10,6 @@
 //! executors past `spark.ui.retainedDeadExecutors` (100 by default), which it drops; the
 //! report says so when an app is at that bound.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -123,13 +122,6 @@ struct Attempt {
     app_spark_version: Option<String>,
     #[serde(default)]
     exit_code: Option<i32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Environment {
-    #[serde(default)]
-    spark_properties: Vec<(String, String)>,
 }
 
 /// A History Server to read from.
@@ -373,12 +365,10 @@ impl HistoryServer {
         let executors = parse_executors(&body)
             .map_err(|e| Failure::Runtime(format!("{}: {shown_app}: {e}", self.shown)))?;
         let properties = match self.get(&under("environment"), MAX_BODY) {
-            Ok(Some(body)) => match serde_json::from_str::<Environment>(&body) {
-                Ok(env) => Some(env.spark_properties.into_iter().collect::<BTreeMap<_, _>>()),
+            Ok(Some(body)) => match spark_triage_core::model::driver::parse_environment(&body) {
+                Ok(properties) => Some(properties),
                 Err(e) => {
-                    conv.damage(format!(
-                        "its environment is not Spark's ({e}); read without it"
-                    ));
+                    conv.damage(format!("{e}; read without it"));
                     None
                 }
             },

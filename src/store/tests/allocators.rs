@@ -18,6 +18,7 @@ fn removed(id: i64) -> spark_triage_core::model::DriverExecutor {
         remove_reason: Some(format!(
             "The executor with id {id} exited with exit code 137(SIGKILL, possible container OOM)."
         )),
+        removed_again: Vec::new(),
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,

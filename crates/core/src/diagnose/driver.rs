@@ -204,12 +204,13 @@ fn killed_by_driver(pod: &PodSide) -> Option<(Code, Severity, String, String)> {
         return Some((
             Code::HeartbeatTimeout,
             Severity::Error,
-            "a heartbeat timeout (the driver's log)".to_owned(),
-            "The driver's log says \"Removing executor N with no recent heartbeats\" of it: a \
-             heartbeat timeout that Spark recorded as a kill (Spark 3.5 to 4.3, \
-             apache/spark#57494). The executor stopped heartbeating for spark.network.timeout: a \
-             long GC pause, a frozen or overloaded node, the network. Look at its GC log and its \
-             node."
+            "a heartbeat timeout, by the driver's own record".to_owned(),
+            "The driver recorded its heartbeat's expiry (\"Removing executor N with no recent \
+             heartbeats\" in its log, or \"Executor heartbeat timed out\" as a second removal \
+             in its event log): a heartbeat timeout that Spark recorded as a kill first (Spark \
+             3.5 to 4.3, apache/spark#57494). The executor stopped heartbeating for \
+             spark.network.timeout: a long GC pause, a frozen or overloaded node, the network. \
+             Look at its GC log and its node."
                 .to_owned(),
         ));
     }

@@ -28,6 +28,9 @@ pub enum SettingsFrom {
     EventLog,
     /// The History Server's `environment` of the app.
     HistoryServer,
+    /// The running driver's own REST API (`environment`, through the API server's proxy):
+    /// the witness of a client-mode driver, which has no ConfigMap.
+    DriverRest,
 }
 
 impl SettingsFrom {
@@ -37,6 +40,7 @@ impl SettingsFrom {
             Self::ConfigMap => "the driver's ConfigMap",
             Self::EventLog => "the event log's environment",
             Self::HistoryServer => "the History Server's environment",
+            Self::DriverRest => "the driver's REST API (environment)",
         }
     }
 }

@@ -30,9 +30,16 @@ pub struct DriverExecutor {
     /// When it was removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove_time: Option<Time>,
-    /// The driver's removal reason, verbatim.
+    /// The driver's removal reason, verbatim: the first one, as Spark's REST API and History
+    /// Server keep it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove_reason: Option<String>,
+    /// Later removals of the same executor that only an event log keeps, verbatim. Spark 3.5
+    /// to 4.3 remove an executor whose heartbeat expired twice at the same millisecond,
+    /// "Executor killed by driver." first and "Executor heartbeat timed out after N ms"
+    /// second (apache/spark#57494), and a third time when its pod is deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_again: Vec<String>,
     /// Tasks running.
     pub active_tasks: u64,
     /// Tasks failed.
@@ -104,6 +111,34 @@ impl PeakMemory {
     }
 }
 
+impl DriverExecutor {
+    /// Whether the driver recorded the expiry of its heartbeat in a later removal (the first
+    /// one's text is read by the diagnosis itself).
+    pub fn heartbeat_expired_later(&self) -> bool {
+        self.removed_again
+            .iter()
+            .any(|r| r.contains("heartbeat timed out"))
+    }
+}
+
+/// Parses an `environment` answer (the driver's REST API or the History Server's): its Spark
+/// properties, `[[key, value], …]`. Spark has already masked the ones its redaction regex
+/// names; the caller masks again by its own rules.
+pub fn parse_environment(body: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Environment {
+        #[serde(default)]
+        spark_properties: Vec<(String, String)>,
+    }
+    serde_json::from_str::<Environment>(body)
+        .map(|e| e.spark_properties.into_iter().collect())
+        .map_err(|e| {
+            let head: String = body.chars().take(80).collect();
+            format!("not Spark's environment ({e}): {head:?}")
+        })
+}
+
 /// Spark's UI times: `2026-11-30T01:37:50.123GMT`.
 pub fn parse_spark_time(s: &str) -> Option<Time> {
     let s = s.trim().strip_suffix("GMT").unwrap_or(s.trim());
@@ -150,6 +185,7 @@ pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
                     .as_str()
                     .filter(|r| !r.is_empty())
                     .map(str::to_owned),
+                removed_again: Vec::new(),
                 active_tasks: u(e, "activeTasks").unwrap_or(0),
                 failed_tasks: u(e, "failedTasks").unwrap_or(0),
                 completed_tasks: u(e, "completedTasks").unwrap_or(0),

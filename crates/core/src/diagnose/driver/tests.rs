@@ -18,6 +18,7 @@ fn exec(active: bool, removed: Option<i64>, reason: Option<&str>) -> DriverExecu
         add_time: Some(t(0)),
         remove_time: removed.map(t),
         remove_reason: reason.map(str::to_owned),
+        removed_again: Vec::new(),
         active_tasks: 0,
         failed_tasks: 2,
         completed_tasks: 5,

@@ -77,6 +77,7 @@ fn removed(id: i64, reason: &str) -> DriverSeen {
             add_time: Some(t(0)),
             remove_time: Some(t(12)),
             remove_reason: Some(reason.to_owned()),
+            removed_again: Vec::new(),
             active_tasks: 0,
             failed_tasks: 1,
             completed_tasks: 3,
