@@ -28,9 +28,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     // The cluster's times (creation, the end, the deletion); this view's own sight only
     // where nothing else says, and labelled so.
     let (created, clock) = crate::store::times::created(e);
+    // The node as describe says it: the pod's, else why it is not known (its events being
+    // read, none naming one, never scheduled).
     let mut times = format!(
         "node {} · created {}",
-        e.pod.node_name.as_deref().unwrap_or("-"),
+        e.pod
+            .node_name
+            .as_deref()
+            .map_or_else(|| format!("<{}>", no_node(app, e)), str::to_owned),
         crate::store::times::shown(&app.when(&created), clock)
     );
     if let Some((ended, clock)) = crate::store::times::ended(e) {

@@ -100,6 +100,32 @@ pub(super) async fn cluster_times(
     (created, driver)
 }
 
+/// The times a line shows (`2026-12-05T20:45:10Z`, or `2026-12-05 20:45:10 +00:00` in a
+/// local zone), in order.
+fn times_in(line: &str) -> Vec<Utc> {
+    let re = regex::Regex::new(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(Z| [+-]\d{2}:\d{2})")
+        .unwrap();
+    re.captures_iter(line)
+        .map(|c| {
+            let zone = if &c[3] == "Z" { "+00:00" } else { c[3].trim() };
+            chrono::DateTime::parse_from_str(
+                &format!("{} {} {zone}", &c[1], &c[2]),
+                "%Y-%m-%d %H:%M:%S %:z",
+            )
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+        })
+        .collect()
+}
+
+/// A time shown equals the cluster's within a second (the screen shows whole seconds).
+fn near(id: i64, what: &str, shown: Utc, truth: Utc, line: &str) {
+    assert!(
+        (shown - truth).num_milliseconds().abs() < 1000,
+        "executor {id}: {what} shown {shown}, the cluster says {truth}: {line}"
+    );
+}
+
 /// Each row of the table (id, state, AGE or "… ago" once it ended) against the cluster's
 /// times, within 2 s of the moments it can have been drawn at (`drawn`: from, to); every
 /// executor of the app is checked.
@@ -251,31 +277,81 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
     t.keys(&["d"]);
     std::thread::sleep(Duration::from_millis(300));
     t.keys(&["Escape"]);
-    let mut found = false;
+    // Executors 7 and 8 (OOM-killed, deleted) and 10 (vanished), every one gone before the
+    // view started: their detail and describe give the cluster's times, to the second.
+    let (_, driver) = rt.block_on(cluster_times(&sim, "etl-nightly"));
+    let mut shown: BTreeMap<i64, (String, String)> = BTreeMap::new();
     for _ in 0..14 {
         t.keys(&["d"]);
         let popup = t.wait_for("Spark container", 10);
         t.keys(&["Escape"]);
-        if popup.contains("executor 7 [") {
-            found = true;
+        let id = [7, 8, 10]
+            .into_iter()
+            .find(|id| popup.contains(&format!("executor {id} [")));
+        if let Some(id) = id {
+            std::thread::sleep(Duration::from_millis(200));
+            t.keys(&["D"]);
+            let described = t.wait_for_all(&["Events (newest first):", "Created:"], 20);
+            t.keys(&["Escape"]);
+            shown.insert(id, (popup, described));
+        }
+        if shown.len() == 3 {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
         t.keys(&["Right"]);
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(found, "executor 7 selected:\n{}", t.screen());
-    t.keys(&["D"]);
-    let described = t.wait_for_all(&["Events (newest first):", "Normal"], 20);
-    assert!(
-        !described.contains("Node:           <"),
-        "its node from its kubelet's events:\n{described}"
+    assert_eq!(
+        shown.keys().copied().collect::<Vec<_>>(),
+        [7, 8, 10],
+        "executors 7, 8 and 10 selected:\n{}",
+        t.screen()
     );
-    assert!(
-        described.contains("Gone:           removed by the driver")
-            || described.contains("Gone:           deleted"),
-        "when it went, by the cluster's clock:\n{described}"
-    );
+    for (id, (detail, described)) in &shown {
+        let (added, ended) = driver[id];
+        let (added, ended) = (added.expect("addTime"), ended.expect("an end"));
+        let line = |text: &str, key: &str| -> String {
+            text.lines()
+                .find(|l| l.contains(key))
+                .unwrap_or_else(|| panic!("executor {id}: no {key:?} in\n{text}"))
+                .to_owned()
+        };
+        // The detail's second line: "node … · created T (the driver's time) · ended T …".
+        let times = line(detail, " · created ");
+        let created_at = times_in(&times[times.find(" · created ").unwrap()..]);
+        let ended_at = times_in(&times[times.find(" · ended ").expect("ended")..]);
+        near(*id, "detail: created", created_at[0], added, &times);
+        near(*id, "detail: ended", ended_at[0], ended, &times);
+        // Describe: Created (the driver's addTime: no pod was seen) and Gone.
+        let created = line(described, "Created:");
+        near(
+            *id,
+            "describe: Created",
+            times_in(&created)[0],
+            added,
+            &created,
+        );
+        let gone = line(described, "Gone:");
+        let gone_at = times_in(&gone)[0];
+        assert!(!gone.contains('*'), "executor {id}: a cluster time: {gone}");
+        assert!(
+            gone_at >= ended - chrono::Duration::seconds(1),
+            "executor {id}: gone before it ended? {gone} (ended {ended})"
+        );
+        // Its node and its kubelet's words, read from the cluster's events (once).
+        if *id != 10 {
+            assert!(
+                !described.contains("Node:           <"),
+                "executor {id}: its node from its kubelet's events:\n{described}"
+            );
+            assert!(
+                described.contains("Gone:           removed by the driver")
+                    || described.contains("Gone:           deleted"),
+                "executor {id}: when it went, by the cluster's clock:\n{described}"
+            );
+        }
+    }
     t.keys(&["Escape"]);
     t.keys(&["q"]);
     t.wait_prompt(10);
