@@ -187,7 +187,7 @@ fn jump_to_match(app: &mut App, first: bool) {
 
 /// What is left of a gone pod's log: when it went, that none was captured, and Spark's
 /// own words about the executor (its removal reason), when known.
-pub(super) fn gone_words(e: &crate::store::ExecutorRecord) -> String {
+pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String {
     use crate::store::times::{Clock, gone, shown};
     let when = gone(e).map(|(t, clock)| {
         let how = match clock {
@@ -195,15 +195,10 @@ pub(super) fn gone_words(e: &crate::store::ExecutorRecord) -> String {
             Clock::Driver => "removed by the driver",
             _ => "gone",
         };
-        format!(
-            "{how} at {}",
-            shown(&spark_triage_core::model::fmt_time(&t), clock)
-        )
+        format!("{how} at {}", shown(&app.when(&t), clock))
     });
-    let reason = e
-        .driver
-        .as_ref()
-        .and_then(|d| d.exec.as_ref())
+    let exec = e.driver.as_ref().and_then(|d| d.exec.as_ref());
+    let reason = exec
         .and_then(|x| x.remove_reason.as_deref())
         .map(spark_triage_core::model::driver::reason_headline)
         .filter(|r| !r.is_empty())
@@ -216,6 +211,19 @@ pub(super) fn gone_words(e: &crate::store::ExecutorRecord) -> String {
     );
     if let Some(r) = reason {
         text.push_str(&format!(" Spark's reason: {r}"));
+    }
+    // The event log's later removals of it (a heartbeat timeout racing a kill).
+    let again: Vec<&str> = exec
+        .map(|x| {
+            x.removed_again
+                .iter()
+                .map(|r| spark_triage_core::model::driver::reason_headline(r))
+                .filter(|r| !r.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !again.is_empty() {
+        text.push_str(&format!(" Then: {}", again.join("; ")));
     }
     text
 }
@@ -267,7 +275,7 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),
             captured: false,
-            lines: Err(gone_words(&e)),
+            lines: Err(gone_words(app, &e)),
             namespace: e.pod.namespace.to_string(),
             gone: true,
             ..LogView::default()

@@ -88,7 +88,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             let gone = app
                 .selected()
                 .filter(|e| e.pod.name == pod)
-                .map(|e| super::prompts::gone_words(e));
+                .map(|e| super::prompts::gone_words(app, e));
             let lines = match (lines, gone) {
                 (Err(e), Some(words)) if e.contains("not found") => Err(words),
                 (l, _) => l,

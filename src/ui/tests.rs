@@ -604,6 +604,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
 mod allocators;
 mod app_findings;
 mod dense;
+mod gone_from_log;
 mod guide;
 mod kills;
 mod many_apps;
