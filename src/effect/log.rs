@@ -5,10 +5,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One line of the actions log.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ActionRecord {
     pub at: String,
     /// The kubeconfig user name (never a credential).
@@ -22,6 +22,9 @@ pub struct ActionRecord {
     pub target: String,
     pub result: String,
 }
+
+/// The result of a kill whose DELETE the API server took.
+pub const KILLED: &str = "deleted";
 
 /// Appends actions to a JSON-lines file (default `$XDG_STATE_HOME/spark-triage/actions.log`).
 #[derive(Debug, Clone)]
@@ -72,6 +75,46 @@ impl ActionLog {
             .map_err(|e| format!("actions log {}: {e}", path.display()))
     }
 
+    /// The kills of pods this log holds that were made against `server` since `since`,
+    /// newest last (read from the last `MAX_TAIL` bytes: a log is never read whole). A log
+    /// that is not there, or a line that is not a record, is nothing.
+    pub fn kills(
+        &self,
+        server: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<crate::source::LoggedKill> {
+        use std::io::{Read, Seek, SeekFrom};
+        const MAX_TAIL: u64 = 1 << 20;
+        let Some(mut f) = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok()) else {
+            return Vec::new();
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = len.saturating_sub(MAX_TAIL);
+        let mut tail = Vec::new();
+        if f.seek(SeekFrom::Start(start)).is_err()
+            || f.take(MAX_TAIL).read_to_end(&mut tail).is_err()
+        {
+            return Vec::new();
+        }
+        let text = String::from_utf8_lossy(&tail);
+        // A cut first line is not a record.
+        let lines = text.lines().skip(usize::from(start > 0));
+        lines
+            .filter_map(|l| serde_json::from_str::<ActionRecord>(l).ok())
+            .filter(|r| r.action == "kill" && r.result == KILLED && r.server == server)
+            .filter_map(|r| {
+                let at = chrono::DateTime::parse_from_rfc3339(&r.at).ok()?.to_utc();
+                let (namespace, pod) = r.target.split_once('/')?;
+                (at >= since).then(|| crate::source::LoggedKill {
+                    namespace: namespace.to_owned(),
+                    pod: pod.to_owned(),
+                    at,
+                    by: r.user,
+                })
+            })
+            .collect()
+    }
+
     /// Writes one record; a log that cannot be written is reported, never fatal.
     pub fn append(&self, rec: &ActionRecord) -> Result<(), String> {
         let Some(path) = &self.path else {
@@ -118,6 +161,85 @@ mod tests {
         assert!(text.starts_with(
             "{\"at\":\"t\",\"user\":\"u\",\"context\":\"prod\",\"server\":\"api.example:6443\",\"namespace\":\"ns\",\"action\":\"kill\""
         ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_kills_read_back_are_this_servers_deletions_since_a_time() {
+        let dir = std::env::temp_dir().join(format!("st-kills-{}", std::process::id()));
+        let log = ActionLog::new(Some(dir.join("a.log")));
+        let rec = |at: &str, server: &str, action: &str, result: &str, target: &str| ActionRecord {
+            at: at.into(),
+            user: "oncall".into(),
+            context: "prod".into(),
+            server: server.into(),
+            namespace: "ns".into(),
+            action: action.into(),
+            target: target.into(),
+            result: result.into(),
+        };
+        for r in [
+            rec(
+                "2026-12-05T10:00:00Z",
+                "api:6443",
+                "kill",
+                KILLED,
+                "ns/old-exec-1",
+            ),
+            rec(
+                "2026-12-05T12:00:00Z",
+                "api:6443",
+                "kill",
+                KILLED,
+                "ns/app-exec-2",
+            ),
+            rec(
+                "2026-12-05T12:00:01Z",
+                "other:6443",
+                "kill",
+                KILLED,
+                "ns/app-exec-3",
+            ),
+            rec(
+                "2026-12-05T12:00:02Z",
+                "api:6443",
+                "kill",
+                "already gone",
+                "ns/app-exec-4",
+            ),
+            rec(
+                "2026-12-05T12:00:03Z",
+                "api:6443",
+                "hold",
+                "held until x",
+                "ns/app-exec-5",
+            ),
+        ] {
+            log.append(&r).unwrap();
+        }
+        std::fs::write(
+            dir.join("a.log"),
+            std::fs::read_to_string(dir.join("a.log")).unwrap() + "not a record\n",
+        )
+        .unwrap();
+        let since = chrono::DateTime::parse_from_rfc3339("2026-12-05T11:00:00Z")
+            .unwrap()
+            .to_utc();
+        let kills = log.kills("api:6443", since);
+        assert_eq!(
+            kills.iter().map(|k| k.pod.as_str()).collect::<Vec<_>>(),
+            ["app-exec-2"]
+        );
+        assert_eq!(
+            (kills[0].namespace.as_str(), kills[0].by.as_str()),
+            ("ns", "oncall")
+        );
+        // No log at all: nothing.
+        assert!(
+            ActionLog::new(Some(dir.join("none.log")))
+                .kills("api:6443", since)
+                .is_empty()
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

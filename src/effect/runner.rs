@@ -490,7 +490,7 @@ impl Runner {
                         None => format!("deleted {target}"),
                     };
                     t.ok(true, Some(line));
-                    self.log_action("kill", &target, "deleted", &mut t);
+                    self.log_action("kill", &target, super::log::KILLED, &mut t);
                     let text = format!(
                         "action by {}: killed executor {} ({})",
                         self.user, k.executor, k.pod

@@ -74,8 +74,27 @@ pub fn spawn(conn: &Connection, tx: mpsc::Sender<SourceEvent>) -> Vec<JoinHandle
     if let Some(extra) = &conn.extra {
         tasks.push(spawn_extra(extra.as_ref(), conn, tx.clone()));
     }
+    tasks.push(tokio::spawn(logged_kills(conn.server.clone(), tx.clone())));
     tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
     tasks
+}
+
+/// How far back the actions log's kills are taken (a streaming app's driver lists its
+/// executors for as long as it runs).
+const KILLS_LOGGED_SINCE: chrono::Duration = chrono::Duration::days(7);
+
+/// The kills this user made through spark-triage against this API server, from the local
+/// actions log, once: a pod deleted before this view started has no mark left to say it
+/// was the tool's.
+async fn logged_kills(server: String, tx: mpsc::Sender<SourceEvent>) {
+    let since = now() - KILLS_LOGGED_SINCE;
+    let log = crate::effect::ActionLog::from_env();
+    let kills = tokio::task::spawn_blocking(move || log.kills(&server, since))
+        .await
+        .unwrap_or_default();
+    if !kills.is_empty() {
+        let _ = send(&tx, SourceEvent::KillsLogged { kills, at: now() }).await;
+    }
 }
 
 async fn pod_watch(

@@ -153,6 +153,9 @@ pub enum SourceEvent {
         killed: Option<i64>,
         at: Time,
     },
+    /// The kills through spark-triage that the local actions log holds for this API server
+    /// (read once at the start): a pod deleted before the view started has no mark left.
+    KillsLogged { kills: Vec<LoggedKill>, at: Time },
     /// The driver's own executor list (its REST API through the API server's proxy), or
     /// why it could not be read.
     DriverExecutors {
@@ -258,6 +261,17 @@ pub enum DriverView {
     },
 }
 
+/// One kill of an executor pod through spark-triage, as the actions log has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedKill {
+    pub namespace: String,
+    pub pod: String,
+    /// When it was made (the log's time).
+    pub at: Time,
+    /// The kubeconfig user who made it.
+    pub by: String,
+}
+
 impl SourceEvent {
     pub fn at(&self) -> Time {
         match self {
@@ -270,6 +284,7 @@ impl SourceEvent {
             | Self::SourceHealth { at, .. }
             | Self::LogCaptured { at, .. }
             | Self::ActionTaken { at, .. }
+            | Self::KillsLogged { at, .. }
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
             | Self::GroupsListed { at, .. }

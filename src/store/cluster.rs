@@ -204,7 +204,7 @@ impl Store {
                 .map(|q| q.iter().cloned().collect())
                 .unwrap_or_default();
             let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
-            let ctx = AppCtx::of(app);
+            let ctx = AppCtx::of(app, &self.logged_kills);
             if let Some(rec) = app.executors.get_mut(&id) {
                 let rec = Arc::make_mut(rec);
                 if let Some(note) = refresh(rec, &events, &ctx, None, at) {

@@ -70,7 +70,7 @@ pub(super) fn driver_only(
     name: &str,
     (d, from, version): (DriverExecutor, ExecutorList, Option<&str>),
     events: &[PodEvent],
-    config: &AppConfig,
+    (config, logged_kills): (&AppConfig, &super::LoggedKills),
     at: Time,
 ) -> ExecutorRecord {
     let mut pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
@@ -121,6 +121,7 @@ pub(super) fn driver_only(
         driver_end: None,
         groups: Arc::default(),
         heartbeat_removals: Arc::default(),
+        logged_kills: logged_kills.clone(),
     };
     refresh(&mut rec, events, &ctx, Some(&resolved), at);
     rec
@@ -165,11 +166,15 @@ pub(super) struct AppCtx {
     /// The executors the driver's captured log says it removed for want of heartbeats
     /// (what "Executor killed by driver." hides), read once per app.
     pub heartbeat_removals: Arc<std::collections::BTreeSet<i64>>,
+    /// Kills this user made through spark-triage that the local actions log holds, by
+    /// (namespace, pod): a pod gone before this view started has no mark left to say so.
+    pub logged_kills: super::LoggedKills,
 }
 
 impl AppCtx {
-    pub(super) fn of(app: &super::records::AppRecord) -> Self {
+    pub(super) fn of(app: &super::records::AppRecord, logged_kills: &super::LoggedKills) -> Self {
         Self {
+            logged_kills: logged_kills.clone(),
             config: app.config.clone(),
             driver_end: app.driver_end.clone(),
             groups: app.groups.clone(),
@@ -263,7 +268,10 @@ pub(super) fn refresh(
         missing: missing.as_ref(),
         driver: rec.driver.as_deref(),
         log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
-        killed_by_tool: rec.killed_by_tool.as_ref().or(marked.as_ref()),
+        killed_by_tool: rec.killed_by_tool.as_ref().or(marked.as_ref()).or_else(|| {
+            ctx.logged_kills
+                .get(&(rec.pod.namespace.to_string(), rec.pod.name.clone()))
+        }),
         sizing: config.from_driver.then_some(&config.sizing),
         dynamic_allocation: config.from_driver.then_some(config.dynamic_allocation),
         heartbeat_logged: ctx.heartbeat_removals.contains(&rec.id)

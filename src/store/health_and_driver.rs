@@ -47,6 +47,7 @@ impl Store {
     /// The driver's executor list: attached per id, executors only the driver knows become
     /// tombstones with Spark's reason, and every executor of the app is reconciled.
     pub(super) fn driver_view(&mut self, ns: &str, app_id: &str, view: DriverView, at: Time) {
+        let kills = self.logged_kills.clone();
         let app = self.app_mut(ns, app_id);
         let previous = app.driver_api.clone();
         let executors = match view {
@@ -171,7 +172,7 @@ impl Store {
                 &name,
                 (d, from, version.as_deref()),
                 &events,
-                &config,
+                (&config, &kills),
                 at,
             );
             // At the driver's time of it (its removal, else its addition).
@@ -198,7 +199,7 @@ impl Store {
                 &name,
                 (d, from, version.as_deref()),
                 &events,
-                &config,
+                (&config, &kills),
                 at,
             );
             let when = new.last_change(at);

@@ -80,7 +80,14 @@ pub struct Store {
     /// Sources that failed after working, since when (for the outage's timeline lines).
     #[serde(default)]
     outages: BTreeMap<SourceKind, Time>,
+    /// Kills through spark-triage the local actions log holds (`SourceEvent::KillsLogged`).
+    #[serde(default)]
+    logged_kills: LoggedKills,
 }
+
+/// Kills through spark-triage by (namespace, pod), as the local actions log has them.
+pub type LoggedKills =
+    Arc<BTreeMap<(String, String), spark_triage_core::diagnose::verdict::ToolKill>>;
 
 impl Store {
     pub fn new() -> Self {
@@ -190,6 +197,31 @@ impl Store {
                 {
                     Arc::make_mut(rec).killed_by_tool = Some(ToolKill { at: Some(at), by });
                     self.refresh_some(&(namespace, app_id), &[id], at);
+                }
+            }
+            SourceEvent::KillsLogged { kills, .. } => {
+                let kills: BTreeMap<_, _> = kills
+                    .into_iter()
+                    .map(|k| {
+                        let kill = ToolKill {
+                            at: Some(k.at),
+                            by: Some(k.by).filter(|b| !b.is_empty()),
+                        };
+                        ((k.namespace, k.pod), kill)
+                    })
+                    .collect();
+                let namespaces: std::collections::BTreeSet<&String> =
+                    kills.keys().map(|(ns, _)| ns).collect();
+                let apps: Vec<AppKey> = self
+                    .snap
+                    .apps
+                    .keys()
+                    .filter(|(ns, _)| namespaces.contains(ns))
+                    .cloned()
+                    .collect();
+                self.logged_kills = Arc::new(kills);
+                for key in apps {
+                    self.rediagnose_app(&key, at);
                 }
             }
             SourceEvent::DriverExecutors {
@@ -393,7 +425,7 @@ impl Store {
             return;
         };
         let app = derived::edit(app);
-        let ctx = AppCtx::of(app);
+        let ctx = AppCtx::of(app, &self.logged_kills);
         for id in ids {
             let Some(rec) = app.executors.get_mut(&id) else {
                 continue;
@@ -472,7 +504,7 @@ impl Store {
             return;
         };
         let app = derived::edit(app);
-        let ctx = AppCtx::of(app);
+        let ctx = AppCtx::of(app, &self.logged_kills);
         let mut notes = Vec::new();
         for id in ids {
             let Some(rec) = app.executors.get_mut(id) else {
@@ -492,7 +524,7 @@ impl Store {
             return;
         };
         let app = derived::edit(app);
-        let ctx = AppCtx::of(app);
+        let ctx = AppCtx::of(app, &self.logged_kills);
         let mut notes = Vec::new();
         for rec in app.executors.values_mut() {
             let events = events_of(&self.events, &rec.pod);

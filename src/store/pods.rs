@@ -26,6 +26,7 @@ impl Store {
             .get(&(ns.to_string(), pod.name.clone()))
             .map(|q| q.iter().filter(|e| e.is_about(&pod)).cloned().collect())
             .unwrap_or_default();
+        let kills = self.logged_kills.clone();
         let app = self.app_mut(&ns, &app_id);
         if let Some(n) = pod.label(spark_triage_core::model::LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
@@ -52,7 +53,7 @@ impl Store {
                 return;
             }
         };
-        let ctx = AppCtx::of(app);
+        let ctx = AppCtx::of(app, &kills);
         let resolved = ctx.config.classify_options().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let rv = pod.rv();

@@ -174,7 +174,7 @@ impl Store {
                 continue;
             }
             let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-            let ctx = AppCtx::of(app);
+            let ctx = AppCtx::of(app, &self.logged_kills);
             let Some(rec) = app.executors.get_mut(&id) else {
                 continue;
             };

@@ -254,6 +254,38 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
             .contains("killed"),
         "{etl}"
     );
+    // A status started after the pod is gone (no mark left on it): the actions log of this
+    // machine says the kill was the tool's; one with another log says what Spark says.
+    let later = |log: std::path::PathBuf| {
+        let sim = &sim;
+        async move {
+            let r = triage(sim, &["status", "-n", "spark-jobs", "-o", "json"], &log).await;
+            assert_eq!(r.code, 0, "{}", r.err);
+            let doc: serde_json::Value = serde_json::from_str(&r.out).expect("JSON");
+            let etl = super::common::app(&doc, "etl-nightly").clone();
+            etl["executors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == 1)
+                .cloned()
+                .unwrap_or_else(|| panic!("executor 1 in {etl}"))
+        }
+    };
+    let one = later(log.clone()).await;
+    assert_eq!(one["findings"][0], "killed-by-spark-triage", "{one}");
+    assert!(
+        one["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("by spark-triage-sim")),
+        "{one}"
+    );
+    assert_ne!(one["spark"]["counted"], true, "{one}");
+    let elsewhere = later(temp_log("elsewhere")).await;
+    assert_ne!(
+        elsewhere["findings"][0], "killed-by-spark-triage",
+        "{elsewhere}"
+    );
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
         logged.contains("\"user\":\"spark-triage-sim\"")
