@@ -156,6 +156,7 @@ impl AppConfig {
                     memory: text("spark.executor.memory"),
                     memory_overhead: text("spark.executor.memoryOverhead"),
                     memory_overhead_factor: text("spark.executor.memoryOverheadFactor"),
+                    kubernetes_overhead_factor: text("spark.kubernetes.memoryOverheadFactor"),
                     cores: text("spark.executor.cores"),
                     // Recordings from before it was kept: a driver's ConfigMap (event logs
                     // are read anew each time).

@@ -63,8 +63,8 @@ async fn a_real_sparks_event_log_gives_the_verdicts_its_pods_gave() {
     assert!(
         v["hint"].as_str().is_some_and(|h| h.contains(
             "From the event log's environment (spark.executor.memory=512m), the overhead is \
-             about 384Mi (a factor of 0.1 when not set; PySpark and R apps in cluster mode use \
-             0.4): try --conf spark.executor.memoryOverhead=768m."
+             about 384Mi (no overhead factor written: Spark's 0.1): try --conf \
+             spark.executor.memoryOverhead=768m."
         )),
         "{v}"
     );

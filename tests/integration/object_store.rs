@@ -136,14 +136,15 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
         key["secret_access_key"].as_str().expect("a secret"),
     );
     assert_eq!(
-        key["objects"], 8,
-        "four logs, each an events file and its appstatus"
+        key["objects"], 10,
+        "five logs, each an events file and its appstatus"
     );
 
-    // The same four logs from disk, one report each.
+    // The same five logs from disk, one report each.
     let mut on_disk = Vec::new();
     for dir in [
         "real-spark-k8s",
+        "real-spark-k8s-heartbeat",
         "real-spark-k8s-lz4",
         "real-spark-k8s-none",
         "real-spark-k8s-snappy",

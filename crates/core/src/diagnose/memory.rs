@@ -57,6 +57,11 @@ pub struct Sizing {
     /// `spark.executor.memoryOverheadFactor` as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_overhead_factor: Option<String>,
+    /// `spark.kubernetes.memoryOverheadFactor` as written: the executors' factor when the
+    /// one above is not set. Spark's driver feature step writes 0.4 there for a PySpark or R
+    /// app in cluster mode (client mode keeps 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_overhead_factor: Option<String>,
     /// `spark.executor.cores` as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<String>,
@@ -80,21 +85,34 @@ impl Sizing {
         };
         let overhead = match &self.memory_overhead {
             Some(o) => spark_size_mib(o)?,
-            None => {
-                let factor = match &self.memory_overhead_factor {
-                    Some(f) => f
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|f| f.is_finite() && (0.0..=100.0).contains(f))?,
-                    None => 0.1,
-                };
-                ((heap as f64 * factor) as u64).max(384)
-            }
+            None => ((heap as f64 * self.factor()?) as u64).max(384),
         };
         // Sizes past a petabyte are not a container's: no value rather than an overflow.
         const MAX: u64 = 1 << 30;
         (heap <= MAX && overhead <= MAX).then_some((heap, overhead))
+    }
+
+    /// The executors' overhead factor as Spark takes it: `spark.executor.memoryOverheadFactor`,
+    /// else `spark.kubernetes.memoryOverheadFactor`, else 0.1; `None` when the one written
+    /// is not a factor.
+    pub fn factor(&self) -> Option<f64> {
+        match self
+            .memory_overhead_factor
+            .as_ref()
+            .or(self.kubernetes_overhead_factor.as_ref())
+        {
+            Some(f) => f
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && (0.0..=100.0).contains(f)),
+            None => Some(0.1),
+        }
+    }
+
+    /// Whether a factor is written (else Spark's 0.1).
+    fn factor_written(&self) -> bool {
+        self.memory_overhead_factor.is_some() || self.kubernetes_overhead_factor.is_some()
     }
 
     /// The settings as written, for the hint: `spark.executor.memory=512m, …`.
@@ -106,6 +124,10 @@ impl Sizing {
             (
                 "spark.executor.memoryOverheadFactor",
                 &self.memory_overhead_factor,
+            ),
+            (
+                "spark.kubernetes.memoryOverheadFactor",
+                &self.kubernetes_overhead_factor,
             ),
         ] {
             if let Some(v) = v {
@@ -122,14 +144,15 @@ impl Sizing {
 
 /// Heap and overhead from a container's memory limit, assuming Spark's defaults (the limit
 /// alone cannot say how it was split).
-fn from_limit(limit: &str) -> Option<(u64, u64)> {
+fn from_limit(limit: &str, factor: f64) -> Option<(u64, u64)> {
     const MIB: f64 = 1024.0 * 1024.0;
     let limit_mib = crate::model::quantity::parse(limit)? / MIB;
-    if limit_mib <= 384.0 {
+    if limit_mib <= 384.0 || factor <= 0.0 {
         return None;
     }
-    let heap = if limit_mib >= 384.0 * 11.0 {
-        limit_mib / 1.1
+    // overhead = max(factor × heap, 384): the factor wins from heap = 384 / factor on.
+    let heap = if limit_mib >= 384.0 * (1.0 + factor) / factor {
+        limit_mib / (1.0 + factor)
     } else {
         limit_mib - 384.0
     };
@@ -157,7 +180,7 @@ fn next_heap(heap: u64) -> u64 {
 
 /// The overhead suggestion from a pod's limit: (heap, overhead, next value) in MiB and text.
 pub(super) fn overhead_from_limit(limit: &str) -> Option<(u64, u64, String)> {
-    let (heap, overhead) = from_limit(limit)?;
+    let (heap, overhead) = from_limit(limit, 0.1)?;
     Some((heap, overhead, size_text(next_overhead(overhead))))
 }
 
@@ -174,23 +197,40 @@ impl MemoryWitnesses<'_> {
     /// The sentence that ends a memory finding's hint with a value to set, for this code;
     /// `None` when no witness holds the memory or the code is not about it.
     pub fn sentence(&self, code: Code) -> Option<String> {
-        let from_pod = self.limit.and_then(|l| Some((l, from_limit(l)?)));
+        // The split of the pod's limit by the app's factor when its settings say one (a
+        // PySpark app in cluster mode: 0.4), else by Spark's default.
+        let written = self
+            .sizing
+            .filter(|s| s.from.is_some() && s.factor_written())
+            .and_then(|s| Some((s.factor()?, s.from?)));
+        let factor = written.map_or(0.1, |(f, _)| f);
+        let defaults = match written {
+            Some((f, from)) => format!("With the overhead factor {f} ({}), this", from.describe()),
+            None => "With Spark's defaults this".to_owned(),
+        };
+        let from_pod = self.limit.and_then(|l| Some((l, from_limit(l, factor)?)));
         let from_settings = self
             .sizing
             .and_then(|s| Some((s, s.heap_and_overhead()?, s.from?)));
         match code {
             Code::ContainerOomKilled => match (from_pod, from_settings) {
                 (Some((limit, (heap, overhead))), _) => Some(format!(
-                    " With Spark's defaults this {limit} limit is about {heap}Mi of heap plus \
-                     {overhead}Mi of overhead: try --conf spark.executor.memoryOverhead={}.",
+                    " {defaults} {limit} limit is about {heap}Mi of heap plus {overhead}Mi of \
+                     overhead: try --conf spark.executor.memoryOverhead={}.",
                     size_text(next_overhead(overhead))
                 )),
                 (None, Some((s, (_, overhead), from))) => Some(format!(
-                    " From {} ({}), the overhead is about {overhead}Mi (a factor of 0.1 when \
-                     not set; PySpark and R apps in cluster mode use 0.4): try --conf \
+                    " From {} ({}), the overhead is about {overhead}Mi{}: try --conf \
                      spark.executor.memoryOverhead={}.",
                     from.describe(),
                     s.written(),
+                    if s.memory_overhead.is_some() || s.factor_written() {
+                        ""
+                    } else {
+                        // Spark's driver writes 0.4 into the settings of a PySpark or R app in
+                        // cluster mode; none is written here, so it is 0.1.
+                        " (no overhead factor written: Spark's 0.1)"
+                    },
                     size_text(next_overhead(overhead))
                 )),
                 (None, None) => None,
@@ -204,7 +244,7 @@ impl MemoryWitnesses<'_> {
                     size_text(next_heap(heap))
                 )),
                 (None, Some((limit, (heap, _)))) => Some(format!(
-                    " With Spark's defaults this {limit} limit is about {heap}Mi of heap: try \
+                    " {defaults} {limit} limit is about {heap}Mi of heap: try \
                      --conf spark.executor.memory={}.",
                     size_text(next_heap(heap))
                 )),
@@ -250,6 +290,50 @@ mod tests {
         let text = w.sentence(Code::ContainerOomKilled).expect("a value");
         assert!(text.contains("this 1408Mi limit"), "{text}");
         assert!(text.contains("memoryOverhead=768m"), "{text}");
+    }
+
+    /// A PySpark app in cluster mode: Spark's driver writes spark.kubernetes.memoryOverheadFactor
+    /// = 0.4 into its settings, and its executors take it (no executor factor set).
+    #[test]
+    fn a_pyspark_cluster_apps_factor_of_0_4_is_read_from_its_settings() {
+        let s = Sizing {
+            memory: Some("2g".into()),
+            kubernetes_overhead_factor: Some("0.4".into()),
+            from: Some(SettingsFrom::ConfigMap),
+            ..Sizing::default()
+        };
+        assert_eq!(s.heap_and_overhead(), Some((2048, 819)));
+        let alone = MemoryWitnesses {
+            limit: None,
+            sizing: Some(&s),
+        }
+        .sentence(Code::ContainerOomKilled)
+        .expect("a value");
+        assert!(
+            alone.contains("spark.kubernetes.memoryOverheadFactor=0.4")
+                && alone.contains("about 819Mi")
+                && alone.contains("memoryOverhead=1792m")
+                && !alone.contains("Spark's 0.1"),
+            "{alone}"
+        );
+        // The pod's 2867Mi limit split by that factor: 2048Mi of heap, 819Mi of overhead.
+        let pod = MemoryWitnesses {
+            limit: Some("2867Mi"),
+            sizing: Some(&s),
+        }
+        .sentence(Code::ContainerOomKilled)
+        .expect("a value");
+        assert!(
+            pod.contains("With the overhead factor 0.4 (the driver's ConfigMap), this 2867Mi limit is about 2048Mi of heap plus 819Mi of overhead")
+                && pod.contains("memoryOverhead=1792m"),
+            "{pod}"
+        );
+        // The executor's own factor wins over the Kubernetes one, as in Spark.
+        let own = Sizing {
+            memory_overhead_factor: Some("0.2".into()),
+            ..s.clone()
+        };
+        assert_eq!(own.heap_and_overhead(), Some((2048, 409)));
     }
 
     #[test]
