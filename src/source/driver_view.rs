@@ -32,6 +32,13 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
     // The drivers whose settings were read from their REST API (once each).
     let mut configured: std::collections::HashSet<(String, String)> =
         std::collections::HashSet::new();
+    // The "killed by driver" removals whose driver's log was read for a heartbeat, by app.
+    let mut heard: std::collections::HashMap<(String, String), std::collections::BTreeSet<i64>> =
+        std::collections::HashMap::new();
+    // When each driver's log was last read for them: at most once a minute per driver (a
+    // scale-down storm under dynamic allocation must not read a log every round).
+    let mut log_read: std::collections::HashMap<(String, String), std::time::Instant> =
+        std::collections::HashMap::new();
     loop {
         tick.tick().await;
         let drivers = match pods.list(&ListParams::default().labels(sel)).await {
@@ -61,57 +68,183 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
                     })
             })
             .collect();
-        // A client-mode driver has no ConfigMap: its settings (dynamic allocation, the
-        // executors' memory) are read once from its own REST API.
+        // What is known of each beside its list, taken before the reads (they run at once).
         let wanted: Vec<_> = wanted
             .into_iter()
             .map(|(d, pod, app_id)| {
-                let settings = pod.conf_config_map.is_none()
-                    && !configured.contains(&(pod.namespace.to_string(), app_id.clone()));
-                (d, pod, app_id, settings)
+                let key = (pod.namespace.to_string(), app_id.clone());
+                let known = Known {
+                    settings: configured.contains(&key),
+                    heard: heard.get(&key).cloned().unwrap_or_default(),
+                    may_read_log: log_read
+                        .get(&key)
+                        .is_none_or(|t| t.elapsed() >= DRIVER_LOG_EVERY),
+                };
+                (d, pod, app_id, known)
             })
             .collect();
-        let mut reads =
-            futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, settings)| {
-                let (client, svcs) = (conn.client.clone(), svcs.clone());
-                async move {
-                    let view = read_driver(&client, &d, &pod, &app_id, &svcs).await;
-                    let config = match (&view, settings) {
-                        (DriverView::Ok { .. }, true) => read_settings(&client, &d, &app_id, &svcs)
-                            .await
-                            .map(|properties| SourceEvent::DriverConfig {
-                                namespace: pod.namespace.to_string(),
-                                app_id: app_id.clone(),
-                                properties,
-                                from: Some(SettingsFrom::DriverRest),
-                                at: now(),
-                            }),
-                        _ => None,
-                    };
-                    let executors = SourceEvent::DriverExecutors {
-                        namespace: pod.namespace.to_string(),
-                        app_id,
-                        view,
-                        at: now(),
-                    };
-                    // The settings first: the executors' verdicts are then made with them.
-                    config.into_iter().chain([executors]).collect::<Vec<_>>()
-                }
-            }))
-            .buffer_unordered(8);
-        while let Some(events) = reads.next().await {
+        let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, known)| {
+            let (client, svcs) = (conn.client.clone(), svcs.clone());
+            async move { read_one(&client, &svcs, (&d, &pod, app_id), known).await }
+        }))
+        .buffer_unordered(8);
+        while let Some(Read { events, looked_up }) = reads.next().await {
             for ev in events {
-                if let SourceEvent::DriverConfig {
-                    namespace, app_id, ..
-                } = &ev
-                {
-                    configured.insert((namespace.clone(), app_id.clone()));
+                match &ev {
+                    SourceEvent::DriverConfig {
+                        namespace, app_id, ..
+                    } => {
+                        configured.insert((namespace.clone(), app_id.clone()));
+                    }
+                    SourceEvent::DriverExecutors {
+                        namespace, app_id, ..
+                    } if !looked_up.is_empty() => {
+                        let key = (namespace.clone(), app_id.clone());
+                        log_read.insert(key.clone(), std::time::Instant::now());
+                        heard
+                            .entry(key)
+                            .or_default()
+                            .extend(looked_up.iter().copied());
+                    }
+                    _ => {}
                 }
                 if !send(&tx, ev).await {
                     return;
                 }
             }
         }
+    }
+}
+
+/// What was already read of one driver beside its executor list.
+struct Known {
+    /// Its settings (a client-mode driver's, from its REST API).
+    settings: bool,
+    /// The "killed by driver" removals whose heartbeat its log was read for.
+    heard: std::collections::BTreeSet<i64>,
+    /// Whether its log may be read this round.
+    may_read_log: bool,
+}
+
+/// One round's reads of one driver: the events to send, in order, and the removals its log
+/// was read for.
+struct Read {
+    events: Vec<SourceEvent>,
+    looked_up: Vec<i64>,
+}
+
+/// Reads one driver: its executor list; once, a client-mode driver's settings (it has no
+/// ConfigMap); and, when it records new removals as "Executor killed by driver." (a
+/// heartbeat timeout on Spark 3.5 to 4.3 as often as a scale-down), its log's
+/// `HeartbeatReceiver` lines. The settings and the log's words go first: the executors'
+/// verdicts are then made with them.
+async fn read_one(
+    client: &Client,
+    svcs: &[Service],
+    (d, pod, app_id): (&Pod, &ExecutorPod, String),
+    known: Known,
+) -> Read {
+    let namespace = pod.namespace.to_string();
+    let view = read_driver(client, d, pod, &app_id, svcs).await;
+    let mut events = Vec::new();
+    let mut looked_up = Vec::new();
+    if let DriverView::Ok { executors } = &view {
+        if pod.conf_config_map.is_none()
+            && !known.settings
+            && let Some(properties) = read_settings(client, d, &app_id, svcs).await
+        {
+            events.push(SourceEvent::DriverConfig {
+                namespace: namespace.clone(),
+                app_id: app_id.clone(),
+                properties,
+                from: Some(SettingsFrom::DriverRest),
+                at: now(),
+            });
+        }
+        if known.may_read_log {
+            looked_up = executors
+                .iter()
+                .filter(|e| {
+                    e.remove_reason.as_deref().map(str::trim) == Some(KILLED_BY_DRIVER)
+                        && !known.heard.contains(&e.id)
+                })
+                .map(|e| e.id)
+                .collect();
+        }
+        if !looked_up.is_empty() {
+            let removed = heartbeat_removals(client, d).await;
+            let said: Vec<i64> = looked_up
+                .iter()
+                .copied()
+                .filter(|id| removed.contains(id))
+                .collect();
+            if !said.is_empty() {
+                events.push(SourceEvent::DriverHeartbeats {
+                    namespace: namespace.clone(),
+                    app_id: app_id.clone(),
+                    executors: said,
+                    at: now(),
+                });
+            }
+        }
+    }
+    events.push(SourceEvent::DriverExecutors {
+        namespace,
+        app_id,
+        view,
+        at: now(),
+    });
+    Read { events, looked_up }
+}
+
+/// Spark's removal text for a kill by the driver: a scale-down, a kill request, or (Spark
+/// 3.5 to 4.3) a heartbeat timeout (apache/spark#57494).
+const KILLED_BY_DRIVER: &str = "Executor killed by driver.";
+
+/// How often one driver's log may be read for its heartbeat removals.
+const DRIVER_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The most of a driver's log read for its heartbeat removals (its tail).
+const DRIVER_LOG_TAIL_LINES: i64 = 5_000;
+const DRIVER_LOG_MAX_BYTES: i64 = 4 << 20;
+
+/// The executors a running driver's log says `HeartbeatReceiver` removed, from its tail
+/// (bounded, with a timeout); none when the log cannot be read (no `pods/log` right, a
+/// driver whose log is elsewhere).
+async fn heartbeat_removals(client: &Client, driver: &Pod) -> std::collections::BTreeSet<i64> {
+    let (Some(ns), Some(name)) = (
+        driver.metadata.namespace.as_deref(),
+        driver.metadata.name.as_deref(),
+    ) else {
+        return Default::default();
+    };
+    let containers = driver
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let container = containers
+        .iter()
+        .find(|c| c.name == "spark-kubernetes-driver")
+        .or(containers.first())
+        .map(|c| c.name.clone());
+    let params = kube::api::LogParams {
+        container,
+        tail_lines: Some(DRIVER_LOG_TAIL_LINES),
+        limit_bytes: Some(DRIVER_LOG_MAX_BYTES),
+        ..Default::default()
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    match tokio::time::timeout(Duration::from_secs(10), api.logs(name, &params)).await {
+        Ok(Ok(text)) => {
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            spark_triage_core::diagnose::verdict::heartbeat_removals(&lines)
+        }
+        Ok(Err(e)) => {
+            tracing::debug!("driver log {ns}/{name}: {}", errors::error_line(&e));
+            Default::default()
+        }
+        Err(_) => Default::default(),
     }
 }
 

@@ -156,6 +156,15 @@ pub enum SourceEvent {
     /// The kills through spark-triage that the local actions log holds for this API server
     /// (read once at the start): a pod deleted before the view started has no mark left.
     KillsLogged { kills: Vec<LoggedKill>, at: Time },
+    /// The executors a running driver's log says `HeartbeatReceiver` removed ("Removing
+    /// executor N with no recent heartbeats"): read when the driver records removals as
+    /// "Executor killed by driver.", which hides a heartbeat timeout on Spark 3.5 to 4.3.
+    DriverHeartbeats {
+        namespace: String,
+        app_id: String,
+        executors: Vec<i64>,
+        at: Time,
+    },
     /// The driver's own executor list (its REST API through the API server's proxy), or
     /// why it could not be read.
     DriverExecutors {
@@ -285,6 +294,7 @@ impl SourceEvent {
             | Self::LogCaptured { at, .. }
             | Self::ActionTaken { at, .. }
             | Self::KillsLogged { at, .. }
+            | Self::DriverHeartbeats { at, .. }
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
             | Self::GroupsListed { at, .. }

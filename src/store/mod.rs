@@ -224,6 +224,30 @@ impl Store {
                     self.rediagnose_app(&key, at);
                 }
             }
+            SourceEvent::DriverHeartbeats {
+                namespace,
+                app_id,
+                executors,
+                at,
+            } => {
+                let key = (namespace, app_id);
+                let new = self.snap.apps.get(&key).is_some_and(|a| {
+                    a.driver.as_ref().is_some_and(|d| {
+                        executors
+                            .iter()
+                            .any(|id| !d.heartbeat_removals.contains(id))
+                    })
+                });
+                if new {
+                    let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
+                    if let Some(d) = &mut app.driver {
+                        let mut all = (*d.heartbeat_removals).clone();
+                        all.extend(executors);
+                        d.heartbeat_removals = Arc::new(all);
+                    }
+                    self.rediagnose_app(&key, at);
+                }
+            }
             SourceEvent::DriverExecutors {
                 namespace,
                 app_id,

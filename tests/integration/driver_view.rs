@@ -59,11 +59,12 @@ async fn drivers_running(pods: &Api<Pod>) {
     .await;
 }
 
-const RECONCILE: [&str; 5] = [
+const RECONCILE: [&str; 6] = [
     "driver-lost-pod",
     "unregistered",
     "zombie",
     "heartbeat-timeout",
+    "killed-by-driver",
     "driver-removed",
 ];
 
@@ -92,8 +93,11 @@ async fn each_disagreement_yields_exactly_its_finding() {
         // Spark's reason has its own code since #15; the zombie is its consequence.
         (3, vec!["heartbeat-timeout", "zombie"]),
         (4, vec!["driver-removed"]),
-        (5, vec![]),
+        // Recorded as "Executor killed by driver.": the running driver's log says it was a
+        // heartbeat timeout (Spark 3.5 to 4.3, apache/spark#57494).
+        (5, vec!["heartbeat-timeout"]),
         (6, vec![]),
+        (7, vec![]),
     ]
     .into_iter()
     .map(|(id, v)| (id, v.into_iter().map(str::to_owned).collect()))
@@ -117,6 +121,8 @@ async fn each_disagreement_yields_exactly_its_finding() {
         ex(3)["driver"]["remove_reason"],
         "Executor heartbeat timed out after 120000 ms"
     );
+    assert_eq!(ex(5)["driver"]["remove_reason"], "Executor killed by driver.");
+    assert_eq!(ex(5)["severity"], "error", "{}", ex(5));
     assert!(
         ex(4)["driver"]["remove_reason"]
             .as_str()

@@ -363,7 +363,9 @@ pub struct Fate {
     pub node_selector: BTreeMap<String, String>,
     /// The driver disagrees with the pod: `lost-pod` (it ignores the pod's removal and keeps
     /// the executor active), `unregistered` (the executor never registers), `zombie` (at
-    /// `at`, it removes the executor for a heartbeat timeout but leaves the pod running).
+    /// `at`, it removes the executor for a heartbeat timeout but leaves the pod running),
+    /// `heartbeat-kill` (at `at`, a heartbeat timeout recorded as "Executor killed by
+    /// driver.", the pod deleted).
     #[serde(default)]
     pub driver: Option<DriverFate>,
     /// `preempt`: the app whose driver pod takes the executor's place (the `Preempted`
@@ -404,6 +406,10 @@ pub enum DriverFate {
     LostPod,
     Unregistered,
     Zombie,
+    /// At `at` the executor stops heartbeating: the driver's `HeartbeatReceiver` logs
+    /// "Removing executor N with no recent heartbeats", and Spark 3.5 to 4.3 record the
+    /// removal as "Executor killed by driver." (apache/spark#57494); the pod is deleted.
+    HeartbeatKill,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -61,21 +61,26 @@ impl Drivers {
     }
 
     /// `zombie` fates: the driver removes the executor (a heartbeat timeout) but its pod is
-    /// never deleted.
+    /// never deleted. `heartbeat-kill`: the same timeout, recorded as Spark 3.5 to 4.3 often
+    /// record it ("Executor killed by driver."), and the pod deleted.
     pub(super) fn zombies(&mut self, kubelet: &Kubelet, i: usize, t: f64) {
-        let due: Vec<i64> = self.drivers[i]
+        let due: Vec<(i64, DriverFate)> = self.drivers[i]
             .driver_fates
             .iter()
             .filter(|(id, (f, at))| {
-                *f == DriverFate::Zombie
+                matches!(f, DriverFate::Zombie | DriverFate::HeartbeatKill)
                     && at.is_some_and(|a| t >= a)
                     && self.drivers[i].registered.contains_key(id)
                     && !self.drivers[i].removed.contains_key(id)
             })
-            .map(|(id, _)| *id)
+            .map(|(id, (f, _))| (*id, *f))
             .collect();
-        for id in due {
-            let msg = "Executor heartbeat timed out after 120000 ms".to_owned();
+        for (id, fate) in due {
+            let msg = match fate {
+                DriverFate::HeartbeatKill => "Executor killed by driver.",
+                _ => "Executor heartbeat timed out after 120000 ms",
+            }
+            .to_owned();
             self.drivers[i].removed.insert(id, msg.clone());
             self.registry_update(i, id, |e, now| {
                 e.remove_time = Some(now);
@@ -92,6 +97,16 @@ impl Drivers {
                     &format!("Removing executor {id} with no recent heartbeats: 120000 ms exceeds timeout 120000 ms"),
                 );
                 kubelet.log(&dp, line);
+            }
+            if fate == DriverFate::HeartbeatKill
+                && let Some(name) = self.drivers[i]
+                    .snapshot
+                    .get(&id)
+                    .map(|p| p.name().to_owned())
+            {
+                let _ = self
+                    .store
+                    .delete(Resource::Pods, &ns, &name, &DeleteOptions::default());
             }
         }
     }
