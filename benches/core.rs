@@ -117,6 +117,7 @@ fn bench(c: &mut Criterion) {
                     active_tasks: 1,
                     failed_tasks: 0,
                     completed_tasks: 10,
+                    tasks_lost: 0,
                     max_memory: Some(1 << 30),
                     peak: Default::default(),
                 })

@@ -19,16 +19,22 @@ use spark_triage_core::{
 };
 
 /// What of the driver's entry can change a verdict (not task counts or memory figures).
-pub(super) fn driver_gist(
-    d: Option<&DriverExecutor>,
-) -> Option<(bool, Option<&str>, Option<Time>, bool)> {
-    d.map(|d| {
-        (
-            d.active,
-            d.remove_reason.as_deref(),
-            d.remove_time,
-            d.heartbeat_expired_later(),
-        )
+#[derive(PartialEq)]
+pub(super) struct DriverGist<'a> {
+    active: bool,
+    remove_reason: Option<&'a str>,
+    remove_time: Option<Time>,
+    heartbeat_expired_later: bool,
+    tasks_lost: bool,
+}
+
+pub(super) fn driver_gist(d: Option<&DriverExecutor>) -> Option<DriverGist<'_>> {
+    d.map(|d| DriverGist {
+        active: d.active,
+        remove_reason: d.remove_reason.as_deref(),
+        remove_time: d.remove_time,
+        heartbeat_expired_later: d.heartbeat_expired_later(),
+        tasks_lost: d.tasks_lost > 0,
     })
 }
 

@@ -87,6 +87,7 @@ pub(super) fn driver_exec(id: i64, active: bool) -> spark_triage_core::model::Dr
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
+        tasks_lost: 0,
         max_memory: None,
         peak: Default::default(),
     }
@@ -674,6 +675,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
+        tasks_lost: 0,
         max_memory: None,
         peak: Default::default(),
     };
@@ -846,6 +848,7 @@ async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
         active_tasks: 1,
         failed_tasks: 0,
         completed_tasks: 0,
+        tasks_lost: 0,
         max_memory: None,
         peak: Default::default(),
     };
@@ -905,6 +908,7 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
                     active_tasks: 0,
                     failed_tasks: 0,
                     completed_tasks: 0,
+                    tasks_lost: 0,
                     max_memory: None,
                     peak: Default::default(),
                 }],

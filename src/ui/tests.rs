@@ -429,6 +429,7 @@ fn driver_views(app: &mut App) {
         active_tasks: u64::from(active),
         failed_tasks: if active { 0 } else { 1 },
         completed_tasks: 12,
+        tasks_lost: 0,
         max_memory: Some(2_388_236_697),
         peak: PeakMemory {
             jvm_heap: Some(3_100_000_000),

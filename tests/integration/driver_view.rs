@@ -121,7 +121,10 @@ async fn each_disagreement_yields_exactly_its_finding() {
         ex(3)["driver"]["remove_reason"],
         "Executor heartbeat timed out after 120000 ms"
     );
-    assert_eq!(ex(5)["driver"]["remove_reason"], "Executor killed by driver.");
+    assert_eq!(
+        ex(5)["driver"]["remove_reason"],
+        "Executor killed by driver."
+    );
     assert_eq!(ex(5)["severity"], "error", "{}", ex(5));
     assert!(
         ex(4)["driver"]["remove_reason"]

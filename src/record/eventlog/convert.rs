@@ -71,6 +71,7 @@ fn registered(id: i64, pod_name: Option<String>) -> DriverExecutor {
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
+        tasks_lost: 0,
         max_memory: None,
         peak: Default::default(),
     }
@@ -402,6 +403,7 @@ impl Converter {
                 executor,
                 failed,
                 killed,
+                lost,
                 at,
             } => {
                 if let Some(at) = at {
@@ -410,6 +412,7 @@ impl Converter {
                 if let Ok(id) = executor.parse::<i64>()
                     && let Some(e) = self.executors.get_mut(&id)
                 {
+                    e.tasks_lost += u64::from(lost);
                     if failed {
                         e.failed_tasks += 1;
                     } else if !killed {

@@ -48,6 +48,8 @@ pub(crate) enum Event {
         executor: String,
         failed: bool,
         killed: bool,
+        /// Failed because its executor was lost (`ExecutorLostFailure`).
+        lost: bool,
         at: Option<Time>,
     },
     /// `SparkListenerExecutorExcluded` (or the `…Blacklisted` Spark posts beside it).
@@ -309,6 +311,7 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
                 executor: e.info.executor.text(),
                 failed,
                 killed,
+                lost: reason == Some("ExecutorLostFailure"),
                 at: e.info.finish.filter(|ms| *ms > 0).and_then(millis),
             }
         }
@@ -356,6 +359,7 @@ mod tests {
                 executor: "1".into(),
                 failed: true,
                 killed: false,
+                lost: true,
                 at: millis(1_700_000_500_000),
             })
         );

@@ -22,6 +22,7 @@ fn removed(id: i64) -> spark_triage_core::model::DriverExecutor {
         active_tasks: 0,
         failed_tasks: 0,
         completed_tasks: 0,
+        tasks_lost: 0,
         max_memory: None,
         peak: Default::default(),
     }

@@ -195,7 +195,7 @@ fn lost_pod(pod: &PodSide, d: &DriverExecutor, at: Time, gone: Time) -> Finding 
 /// log says so; else a kill that is not a scale-down, with why (Spark 3.5 to 4.3 write this
 /// text for some heartbeat timeouts: the backend's `ExecutorKilled` arrives before
 /// `HeartbeatReceiver`'s `ExecutorProcessLost`, apache/spark#57494, SPARK-56952, SPARK-58908).
-fn killed_by_driver(pod: &PodSide) -> Option<(Code, Severity, String, String)> {
+fn killed_by_driver(pod: &PodSide, d: &DriverExecutor) -> Option<(Code, Severity, String, String)> {
     const AMBIGUOUS: &str = "Spark 3.5 to 4.3 record some heartbeat timeouts as \"Executor \
          killed by driver.\" (apache/spark#57494, SPARK-56952, SPARK-58908): the executor may \
          have stopped heartbeating (GC, a frozen node, the network). Read the driver's log for \
@@ -217,6 +217,14 @@ fn killed_by_driver(pod: &PodSide) -> Option<(Code, Severity, String, String)> {
     let mut why = Vec::new();
     if pod.dynamic_allocation == Some(false) {
         why.push("dynamic allocation is off".to_owned());
+    }
+    if d.tasks_lost > 0 {
+        why.push(format!(
+            "{} task{} failed with it as lost (ExecutorLostFailure, the event log): dynamic \
+             allocation releases only idle executors",
+            d.tasks_lost,
+            if d.tasks_lost == 1 { "" } else { "s" }
+        ));
     }
     if pod.killed_after_grace {
         why.push(
@@ -258,7 +266,7 @@ fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
     let parsed = parse_removal(reason);
     let headline = reason_headline(reason);
     let killed = (parsed.kind == RemovalKind::KilledByDriver)
-        .then(|| killed_by_driver(pod))
+        .then(|| killed_by_driver(pod, d))
         .flatten();
     let (code, severity, hint) = match parsed.kind {
         RemovalKind::Exited => (

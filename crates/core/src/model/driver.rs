@@ -46,6 +46,10 @@ pub struct DriverExecutor {
     pub failed_tasks: u64,
     /// Tasks completed.
     pub completed_tasks: u64,
+    /// Tasks that failed because this executor was lost (`ExecutorLostFailure` naming it),
+    /// as an event log counts them (the REST API does not tell them from other failures).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tasks_lost: u64,
     /// Storage memory available to the executor (bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_memory: Option<u64>,
@@ -109,6 +113,10 @@ impl PeakMemory {
                 (h, o) => h.or(o),
             })
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl DriverExecutor {
@@ -189,6 +197,7 @@ pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
                 active_tasks: u(e, "activeTasks").unwrap_or(0),
                 failed_tasks: u(e, "failedTasks").unwrap_or(0),
                 completed_tasks: u(e, "completedTasks").unwrap_or(0),
+                tasks_lost: 0,
                 max_memory: u(e, "maxMemory"),
                 peak: PeakMemory {
                     jvm_heap: peak["JVMHeapMemory"].as_u64(),

@@ -22,6 +22,7 @@ fn exec(active: bool, removed: Option<i64>, reason: Option<&str>) -> DriverExecu
         active_tasks: 0,
         failed_tasks: 2,
         completed_tasks: 5,
+        tasks_lost: 0,
         max_memory: None,
         peak: PeakMemory::default(),
     }
@@ -239,7 +240,10 @@ fn a_quick_failure_the_driver_never_listed_could_not_reach_it() {
 /// for some heartbeat timeouts), and the driver's log line settles it.
 #[test]
 fn a_kill_by_the_driver_is_a_scale_down_only_when_the_evidence_agrees() {
-    let killed = |_: u64| exec(false, Some(90), Some("Executor killed by driver."));
+    let killed = |lost: u64| DriverExecutor {
+        tasks_lost: lost,
+        ..exec(false, Some(90), Some("Executor killed by driver."))
+    };
     let gone = side(ExecutorState::Deleted, Some(100), None);
     let f = reconcile(&gone, Some(&seen(500, Some(killed(0)))));
     assert_eq!(codes(&f), ["driver-removed"]);
@@ -261,6 +265,8 @@ fn a_kill_by_the_driver_is_a_scale_down_only_when_the_evidence_agrees() {
             },
             0,
         ),
+        // Dynamic allocation on, but tasks were lost with it: it was not idle.
+        ("2 tasks failed with it as lost", gone, 2),
     ] {
         let f = reconcile(&pod, Some(&seen(500, Some(killed(tasks)))));
         assert_eq!(codes(&f), ["killed-by-driver"], "{why}");

@@ -81,6 +81,7 @@ fn removed(id: i64, reason: &str) -> DriverSeen {
             active_tasks: 0,
             failed_tasks: 1,
             completed_tasks: 3,
+            tasks_lost: 0,
             max_memory: None,
             peak: PeakMemory::default(),
         }),
