@@ -320,10 +320,17 @@ pub(super) fn confirm_key(app: &mut App, code: KeyCode) -> Vec<Effect> {
             });
             Vec::new()
         }
-        (KeyCode::Char('y') | KeyCode::Enter, _) => {
+        (KeyCode::Char('y'), _) => {
             app.popup = None;
             app.confirm = None;
             confirmed(app, c)
+        }
+        // A write is never confirmed by habit: Enter moves focus and opens details
+        // elsewhere, so `K, Enter` must not delete pods.
+        (KeyCode::Enter, _) => {
+            app.notice =
+                Some("Enter does not confirm: press y to go ahead, n or Esc to cancel".to_owned());
+            Vec::new()
         }
         (KeyCode::Char('n'), Confirm::QuitWithHolds) => {
             app.should_quit = true;

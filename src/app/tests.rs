@@ -242,7 +242,10 @@ fn quitting_with_holds_asks_and_releases_by_default() {
         "asks first"
     );
     assert_eq!(app.confirm, Some(Confirm::QuitWithHolds));
-    let effects = update(&mut app, key(KeyCode::Enter));
+    // Enter answers nothing (a write is never confirmed by habit): y does.
+    assert!(update(&mut app, key(KeyCode::Enter)).is_empty());
+    assert_eq!(app.confirm, Some(Confirm::QuitWithHolds));
+    let effects = update(&mut app, key(KeyCode::Char('y')));
     assert!(
         matches!(effects.first(), Some(Effect::SetHold { until: None, .. })),
         "{effects:?}"
@@ -425,8 +428,25 @@ fn the_kill_prompt_leaves_out_what_the_apps_driver_does_not_own() {
             Some(Confirm::Kill { targets, .. }) => assert_eq!(targets[0].via.is_some(), via),
             other => panic!("{other:?} {:?}", app.notice),
         }
+        // `K, Enter` from habit deletes nothing: only y confirms.
+        assert!(update(&mut app, key(KeyCode::Enter)).is_empty());
+        assert!(matches!(app.confirm, Some(Confirm::Kill { .. })));
+        assert!(
+            app.notice
+                .as_deref()
+                .is_some_and(|n| n.starts_with("Enter does not confirm: press y")),
+            "{:?}",
+            app.notice
+        );
         update(&mut app, key(KeyCode::Esc));
     }
+    app.selected_exec = Some(1);
+    update(&mut app, key(KeyCode::Char('K')));
+    let effects = update(&mut app, key(KeyCode::Char('y')));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Kill { targets, .. }] if targets[0].executor == 1),
+        "{effects:?}"
+    );
 }
 
 #[test]

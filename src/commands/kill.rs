@@ -58,6 +58,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             "say which executors: EXEC_ID…, or --state and/or --older-than".into(),
         ));
     }
+    // Read-only refuses before anything is read or planned (a plan printed and then
+    // refused reads as if it had been carried out); a dry run writes nothing and is let be.
+    if !args.dry_run
+        && let Some(no) = crate::effect::Denied::read_only(&live_args.readonly)
+    {
+        return Err(Failure::Runtime(format!("refusing: {no}")));
+    }
     let opts = live_args.options();
     super::block_on(async move {
         let conn = super::connect(&opts).await?;
@@ -162,16 +169,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
         if args.dry_run {
             return Ok(ExitCode::SUCCESS);
         }
-        if let Some(no) = crate::effect::Denied::read_only(&live_args.readonly) {
-            return Err(Failure::Runtime(format!("refusing: {no}")));
-        }
         if !args.yes {
             if !std::io::stdin().is_terminal() {
                 return Err(Failure::Runtime(
                     "refusing to delete without --yes when not on a terminal".into(),
                 ));
             }
-            if !super::confirm(&format!("Delete {} pod(s)?", targets.len())) {
+            if !super::confirm(&format!(
+                "Delete {} pod(s) in context {}?",
+                targets.len(),
+                conn.context
+            )) {
                 return Err(Failure::Runtime("not confirmed; nothing deleted".into()));
             }
         }

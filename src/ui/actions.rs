@@ -17,7 +17,11 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     let title = match c {
         Confirm::Kill { targets, force } => {
             lines.push(Line::styled(
-                format!("Delete {} executor pod(s):", targets.len()),
+                format!(
+                    "Delete {} executor pod(s) {}:",
+                    targets.len(),
+                    where_(app, targets.iter().map(|t| t.namespace.as_str()))
+                ),
                 theme::title(),
             ));
             for t in targets.iter().take(12) {
@@ -53,7 +57,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled(" y/Enter ", app.theme.alarm()),
+                Span::styled(" y ", app.theme.alarm()),
                 Span::raw(" delete   "),
                 Span::styled(" f ", theme::title()),
                 Span::raw(if *force {
@@ -66,7 +70,12 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             ]));
             " Kill executors? "
         }
-        Confirm::Hold { on, app_id, .. } => {
+        Confirm::Hold {
+            on,
+            app_id,
+            namespace,
+        } => {
+            let at = where_(app, [namespace.as_str()]);
             let record = app.store.view().apps.values().find(|a| &a.app_id == app_id);
             let name = record
                 .and_then(|a| a.app_name.clone())
@@ -81,7 +90,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             });
             if *on {
                 lines.push(Line::styled(
-                    format!("Hold the executor pods of {name}?"),
+                    format!("Hold the executor pods of {name} {at}?"),
                     theme::title(),
                 ));
                 lines.push(Line::raw(format!(
@@ -100,7 +109,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                 }
             } else {
                 lines.push(Line::styled(
-                    format!("Release the hold on {name}?"),
+                    format!("Release the hold on {name} {at}?"),
                     theme::title(),
                 ));
                 lines.push(Line::raw(
@@ -109,7 +118,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled(" y/Enter ", theme::selected()),
+                Span::styled(" y ", theme::selected()),
                 Span::raw(" yes   "),
                 Span::styled(" n/Esc ", theme::title()),
                 Span::raw(" cancel"),
@@ -126,7 +135,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             ));
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled(" y/Enter ", theme::selected()),
+                Span::styled(" y ", theme::selected()),
                 Span::raw(" release and quit   "),
                 Span::styled(" n ", theme::title()),
                 Span::raw(" keep them and quit   "),
@@ -155,6 +164,20 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             .wrap(Wrap { trim: false }),
         r,
     );
+}
+
+/// Where a write goes, for its confirm: the context and the namespaces ("in context prod-eu,
+/// namespace spark-jobs"): with several contexts a `:ctx` away, the dialog says which.
+fn where_<'a>(app: &App, namespaces: impl IntoIterator<Item = &'a str>) -> String {
+    let mut ns: Vec<&str> = namespaces.into_iter().collect();
+    ns.sort_unstable();
+    ns.dedup();
+    format!(
+        "in context {}, namespace{} {}",
+        app.ctx.context,
+        if ns.len() == 1 { "" } else { "s" },
+        ns.join(", ")
+    )
 }
 
 pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {

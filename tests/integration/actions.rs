@@ -173,6 +173,8 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
         r.err.trim(),
         "spark-triage: refusing: read-only mode (--readonly)"
     );
+    // Refused before any plan is printed (a "will delete" line reads as done).
+    assert!(r.out.is_empty(), "{}", r.out);
     assert_eq!(writes(&sim).len(), before, "{:?}", writes(&sim));
 
     // Another view of the cluster watching while the kill is made (a recorder, a colleague's

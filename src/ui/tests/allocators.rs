@@ -86,7 +86,7 @@ fn a_statefulsets_executors_say_who_replaces_them_and_what_a_hold_blocks() {
         "{small}"
     );
     assert!(
-        small.contains("y/Enter"),
+        small.contains(" y  delete"),
         "the key line is not cut: {small}"
     );
     insta::assert_snapshot!("statefulset_kill_confirm_80x24", small);
@@ -96,7 +96,9 @@ fn a_statefulsets_executors_say_who_replaces_them_and_what_a_hold_blocks() {
     press(&mut app, 'H');
     let hold = draw(&mut app, 200, 50);
     assert!(
-        hold.contains("Hold the executor pods of sts-etl?"),
+        hold.contains(
+            "Hold the executor pods of sts-etl in context kind-spark, namespace spark-jobs?"
+        ),
         "{hold}"
     );
     assert!(
