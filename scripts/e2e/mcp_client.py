@@ -4,8 +4,9 @@
     python mcp_client.py http APP EXECUTOR URL
 
 Lists the tools, calls each (list_apps; app_verdict, executor_verdict, timeline and report for
-APP; explain_pod for the executor's pod, as executor_verdict named it; one call of an unknown
-app), and prints one JSON document: {"tools": [names], "calls": {tool: {"error": bool, "text": str}}}.
+APP, executor_verdict again with the id as a string; explain_pod for the executor's pod, as
+executor_verdict named it; one call of an unknown app), and prints one JSON document:
+{"server_info": {"name", "version"}, "tools": [names], "calls": {key: {"error": bool, "text": str}}}.
 """
 
 import asyncio
@@ -24,7 +25,8 @@ def text_of(result):
 async def exercise(read, write, app, executor):
     out = {"tools": [], "calls": {}}
     async with ClientSession(read, write) as session:
-        await session.initialize()
+        init = await session.initialize()
+        out["server_info"] = {"name": init.server_info.name, "version": init.server_info.version}
         tools = await session.list_tools()
         out["tools"] = sorted(t.name for t in tools.tools)
 
@@ -36,6 +38,8 @@ async def exercise(read, write, app, executor):
         await call("list_apps", "list_apps", {})
         await call("app_verdict", "app_verdict", {"app": app})
         ex = await call("executor_verdict", "executor_verdict", {"app": app, "executor": executor})
+        # Agents send ids as strings as often as numbers.
+        await call("executor_verdict_str", "executor_verdict", {"app": app, "executor": str(executor)})
         pod = json.loads(ex["text"])["pod"] if not ex["error"] else "none"
         await call("explain_pod", "explain_pod", {"pod": pod})
         await call("timeline", "timeline", {"app": app, "limit": 50})

@@ -100,8 +100,25 @@ pub(crate) struct ListParam {
 pub(crate) struct ExecutorParam {
     /// The application's name or id.
     pub app: String,
-    /// The executor id (spark-exec-id).
+    /// The executor id (spark-exec-id): a number, or its digits as a string.
+    #[serde(deserialize_with = "number_or_digits")]
     pub executor: i64,
+}
+
+/// An id as a number or a string of digits: agents send ids both ways ("7" as often as 7).
+fn number_or_digits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        N(i64),
+        S(String),
+    }
+    match Id::deserialize(d)? {
+        Id::N(n) => Ok(n),
+        Id::S(s) => s.trim().parse().map_err(|_| {
+            serde::de::Error::custom(format!("executor {s:?} is not an executor id (digits)"))
+        }),
+    }
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -337,7 +354,13 @@ impl Triage {
 #[tool_handler]
 impl ServerHandler for Triage {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            // Its own name and version, not the SDK's (an agent's client shows and logs it).
+            .with_server_info(
+                rmcp::model::Implementation::new("spark-triage", env!("CARGO_PKG_VERSION"))
+                    .with_title("spark-triage: why Spark executors on Kubernetes ended"),
+            )
+            .with_instructions(
             "spark-triage explains the executor pods of Apache Spark applications on Kubernetes: \
              why each ended (container OOMKilled 137, JVM OOM 52, eviction, preemption, node kill…) \
              or waits, and each application's verdict. Start with list_apps; app_verdict and \

@@ -72,6 +72,21 @@ fn json_of(doc: &Value, key: &str) -> Value {
 
 /// What every run must show: the six tools, and the `mixed` scenario's verdicts from each.
 fn check(doc: &Value) {
+    // Its own name and version in `serverInfo`, not the SDK's.
+    assert_eq!(
+        doc["server_info"],
+        serde_json::json!({"name": "spark-triage", "version": env!("CARGO_PKG_VERSION")})
+    );
+    // The executor id as a string answers as the number does.
+    assert_eq!(
+        doc["calls"]["executor_verdict_str"], doc["calls"]["executor_verdict"],
+        "executor \"7\" as 7"
+    );
+    assert_eq!(
+        doc["calls"]["executor_verdict_str"]["error"], false,
+        "{}",
+        doc["calls"]["executor_verdict_str"]
+    );
     assert_eq!(
         doc["tools"],
         serde_json::json!([
