@@ -38,7 +38,8 @@ pub(super) fn told_namespaces(app: &mut App, names: Vec<String>) {
 const ASKING: &str = "asking the cluster for its namespaces…";
 
 /// A key while the prompt is open.
-pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+pub(super) fn key(app: &mut App, k: crossterm::event::KeyEvent) -> Vec<Effect> {
+    let code = k.code;
     let Some(mut buf) = app.command.take() else {
         return Vec::new();
     };
@@ -61,10 +62,9 @@ pub(super) fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
             app.history_pos = None;
             return Vec::new();
         }
-        KeyCode::Backspace => {
-            buf.pop();
+        KeyCode::Backspace | KeyCode::Char(_) => {
+            super::prompts::edit_line(&mut buf, &k);
         }
-        KeyCode::Char(c) => buf.push(c),
         KeyCode::Up if !app.history.is_empty() => {
             let pos = app
                 .history_pos

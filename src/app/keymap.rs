@@ -161,7 +161,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('/')],
         label: "/",
         action: Action::Filter,
-        help: "filter executors (id, pod, finding, reason)",
+        help: "filter executors (an id whole, or words: pod, cause, reason, state)",
         hint: Some("filter"),
     },
     Binding {

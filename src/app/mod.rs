@@ -526,17 +526,7 @@ impl App {
                 }
                 StateFilter::Only(s) => e.state() == s && !e.is_missing(),
             })
-            .filter(|e| {
-                needle.is_empty()
-                    || e.id.to_string() == needle
-                    || e.pod.name.to_lowercase().contains(&needle)
-                    || e.findings()
-                        .iter()
-                        .any(|f| f.code.as_str().contains(&needle))
-                    || e.container_reason()
-                        .is_some_and(|r| r.to_lowercase().contains(&needle))
-                    || e.state().as_str() == needle
-            })
+            .filter(|e| needle.is_empty() || filter_matches(e, &needle))
             .collect();
         match self.sort {
             Sort::Id => {}
@@ -688,6 +678,24 @@ pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
             uid: d.uid.clone(),
         })
         .collect()
+}
+
+/// Whether an executor matches the `/` filter (`needle` lowercased): digits alone are an id,
+/// whole (`/12` is executor 12, not every pod whose hash holds "12"); other text is looked
+/// for in the words the screen shows of it: its pod's name, its findings' codes and
+/// summaries (the pending reasons among them: `/insufficient`, `/memory`), its container's
+/// reason and its state.
+fn filter_matches(e: &ExecutorRecord, needle: &str) -> bool {
+    if needle.chars().all(|c| c.is_ascii_digit()) {
+        return e.id.to_string() == needle;
+    }
+    let has = |text: &str| text.to_lowercase().contains(needle);
+    has(&e.pod.name)
+        || e.findings()
+            .iter()
+            .any(|f| f.code.as_str().contains(needle) || has(&f.summary))
+        || e.container_reason().is_some_and(has)
+        || e.state().as_str() == needle
 }
 
 #[cfg(test)]

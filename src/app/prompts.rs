@@ -435,3 +435,31 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
         }
     }
 }
+
+/// The editing every one-line prompt (`/`, `:`, replay's `g`) shares, as readline has it at
+/// the line's end: Backspace and Ctrl-H delete a character, Ctrl-W the word before, Ctrl-U
+/// the whole line; a character typed with Ctrl or Alt is never inserted. `true` when the key
+/// edited (or was swallowed as a control key).
+pub(super) fn edit_line(buf: &mut String, k: &crossterm::event::KeyEvent) -> bool {
+    use crossterm::event::KeyModifiers;
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = k.modifiers.contains(KeyModifiers::ALT);
+    match k.code {
+        KeyCode::Backspace => {
+            buf.pop();
+        }
+        KeyCode::Char('h') if ctrl => {
+            buf.pop();
+        }
+        KeyCode::Char('u') if ctrl => buf.clear(),
+        KeyCode::Char('w') if ctrl => {
+            let kept = buf.trim_end().len();
+            let word = buf[..kept].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            buf.truncate(word);
+        }
+        KeyCode::Char(_) if ctrl || alt => {}
+        KeyCode::Char(c) => buf.push(c),
+        _ => return false,
+    }
+    true
+}

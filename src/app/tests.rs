@@ -640,3 +640,34 @@ fn the_configured_hold_expiry_is_what_h_asks_for() {
 }
 
 mod popups;
+
+/// `/` and `:` edit like readline at the line's end: Ctrl-W deletes the word before, Ctrl-U
+/// the line; Ctrl and Alt letters are never typed in.
+#[test]
+fn prompts_take_ctrl_w_and_ctrl_u_as_readline_does() {
+    let ctrl = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    let mut app = app_with(3);
+    update(&mut app, key(KeyCode::Char('/')));
+    for c in "oom exec-1".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, ctrl('w'));
+    assert_eq!(app.filter, "oom ");
+    update(
+        &mut app,
+        Msg::Key(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::ALT)),
+    );
+    assert_eq!(app.filter, "oom ", "Alt-B is not typed in");
+    update(&mut app, ctrl('u'));
+    assert_eq!(app.filter, "");
+    assert!(app.editing_filter, "still editing");
+    update(&mut app, key(KeyCode::Esc));
+    update(&mut app, key(KeyCode::Char(':')));
+    for c in "ns spark-jobs".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, ctrl('w'));
+    assert_eq!(app.command.as_deref(), Some("ns "));
+    update(&mut app, ctrl('u'));
+    assert_eq!(app.command.as_deref(), Some(""));
+}

@@ -110,12 +110,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             // The `:` prompt takes every key (replay's controls too) until Enter or Esc.
             if app.command.is_some() {
-                return super::command_line::key(app, k.code);
+                return super::command_line::key(app, k);
             }
             if app.replay.is_some()
                 && app.popup.is_none()
                 && !app.editing_filter
-                && replay_key(app, k.code)
+                && replay_key(app, k)
             {
                 return Vec::new();
             }
@@ -135,11 +135,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                         app.editing_filter = false;
                         app.filter.clear();
                     }
-                    KeyCode::Backspace => {
-                        app.filter.pop();
+                    _ => {
+                        super::prompts::edit_line(&mut app.filter, &k);
                     }
-                    KeyCode::Char(c) => app.filter.push(c),
-                    _ => {}
                 }
                 app.fix_selection();
                 return Vec::new();
@@ -370,7 +368,8 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
 }
 
 /// Replay controls; `true` when the key was one of them.
-fn replay_key(app: &mut App, code: KeyCode) -> bool {
+fn replay_key(app: &mut App, k: KeyEvent) -> bool {
+    let code = k.code;
     let Some(mut r) = app.replay.take() else {
         return false;
     };
@@ -390,11 +389,9 @@ fn replay_key(app: &mut App, code: KeyCode) -> bool {
                 }
             }
             KeyCode::Esc => r.seeking = None,
-            KeyCode::Backspace => {
-                buf.pop();
+            _ => {
+                super::prompts::edit_line(buf, &k);
             }
-            KeyCode::Char(c) => buf.push(c),
-            _ => {}
         }
     } else {
         match code {

@@ -1,6 +1,7 @@
 //! Switching the live view to another namespace or context while it runs (`:ns`, `:ctx`).
 //!
-//! The new scope is checked first (a context is connected to; a namespace is LISTed once),
+//! The new scope is checked first (a context is connected to; a namespace is looked up and
+//! LISTed once),
 //! so a refusal leaves the old sources running and says why. Then the old sources are
 //! stopped and awaited (nothing of the old scope can follow), a
 //! [`SourceEvent::ScopeChanged`] goes down the same channel (the store drops the old
@@ -137,6 +138,22 @@ impl Drop for Switcher {
 /// One LIST in the new scope: a namespace the user may not read is refused before the
 /// old scope is dropped.
 async fn probe(conn: &Connection) -> Result<(), String> {
+    // A namespace that is not there: a LIST in it answers empty, as if it had no Spark
+    // apps, and the view would be dropped for nothing (`:ns nope` is refused like `:ctx
+    // nope`). A user who may not read namespace objects is let through to the LIST.
+    if let Scope::Namespace(ns) = &conn.scope {
+        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(conn.client.clone());
+        if let Ok(Err(kube::Error::Api(s))) =
+            tokio::time::timeout(conn.timeout, api.get_metadata(ns)).await
+            && s.code == 404
+        {
+            return Err(format!(
+                "no namespace {ns:?} in context {} (:ns all, or Tab for its namespaces)",
+                conn.context
+            ));
+        }
+    }
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         super::connection::pods_api(&conn.client, &conn.scope);
     let params = ListParams::default().labels(&conn.selector).limit(1);

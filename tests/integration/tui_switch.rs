@@ -95,6 +95,15 @@ fn ns_and_ctx_switch_the_running_view_and_the_recording_keeps_it() {
         screen.contains("now context first, namespace default"),
         "{screen}"
     );
+    // A namespace that is not there is refused like a context; the view stays.
+    t.keys(&[":", "ns nope", "Enter"]);
+    let screen = wait_screen(
+        &t,
+        &["not switched: no namespace \"nope\" in context first"],
+        &[],
+        10,
+    );
+    assert!(screen.contains("ctx first │ namespace default"), "{screen}");
     // Back, with Tab completing the name from the cluster's namespaces.
     t.keys(&[":", "ns spark-j", "Tab"]);
     wait_screen(&t, &[":ns spark-jobs"], &[], 5);

@@ -303,3 +303,43 @@ fn a_log_wraps_searches_on_its_own_line_and_a_gone_pod_says_so() {
     );
     assert!(!app.log_view.as_ref().unwrap().follow);
 }
+
+/// The `/` filter finds what the screen shows: an id whole, and the words of the pending
+/// reasons (the strip says "Insufficient memory").
+#[test]
+fn the_filter_takes_ids_whole_and_the_words_on_screen() {
+    let mut app = super::session();
+    super::select_app(&mut app, "etl-nightly");
+    app.filter = "12".into();
+    assert_eq!(
+        app.visible().iter().map(|e| e.id).collect::<Vec<_>>(),
+        [12],
+        "an id, not every pod whose hash holds 12"
+    );
+    for word in ["Insufficient", "memory"] {
+        app.filter = word.into();
+        let shown: Vec<i64> = app.visible().iter().map(|e| e.id).collect();
+        assert!(!shown.is_empty(), "{word} matches the pending executors");
+        assert!(
+            app.visible()
+                .iter()
+                .any(|e| e.state() == spark_triage_core::model::ExecutorState::Pending),
+            "{word}: the pending ones among {shown:?}"
+        );
+        for e in app.visible() {
+            let w = word.to_lowercase();
+            assert!(
+                e.findings()
+                    .iter()
+                    .any(|f| f.summary.to_lowercase().contains(&w) || f.code.as_str().contains(&w)),
+                "executor {} has {word:?}",
+                e.id
+            );
+        }
+    }
+    app.filter = "exec-1".into();
+    assert!(
+        app.visible().iter().any(|e| e.id == 1),
+        "pod names still match"
+    );
+}
