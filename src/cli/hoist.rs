@@ -18,11 +18,24 @@ pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, 
         if a == "--" || !a.starts_with('-') || a == "-" {
             match cmd.find_subcommand(a) {
                 Some(s) => break s,
+                // A misspelt command after flags (`-n ns staus`): the word first, so clap
+                // says it is no command and suggests the one meant.
+                None if !before.is_empty() && a != "--" && a != "-" => {
+                    let mut out = vec![args[0].clone(), args[i].clone()];
+                    out.extend(args[1..i].iter().cloned());
+                    out.extend(args[i + 1..].iter().cloned());
+                    return Ok(out);
+                }
                 None => return Ok(args),
             }
         }
-        let Some((arg, inline)) = top_flag(cmd, a) else {
-            return Ok(args); // not the live view's: clap says what it is
+        // The live view's flag, else a command's (`-o json status`, as kubectl takes `-o`
+        // anywhere): the command found after says whether it takes it.
+        let Some((arg, inline)) = top_flag(cmd, a).or_else(|| {
+            cmd.get_subcommands()
+                .find_map(|s| top_flag(s, a).filter(|(arg, _)| !arg.is_global_set()))
+        }) else {
+            return Ok(args); // no command's either: clap says what it is
         };
         let takes = arg.get_action().takes_values();
         let end = if takes && !inline { i + 2 } else { i + 1 };
@@ -36,6 +49,7 @@ pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, 
     if let Some((_, _, id)) = before.iter().find(|(_, _, id)| !takes(id)) {
         let flag = cmd
             .get_arguments()
+            .chain(cmd.get_subcommands().flat_map(|s| s.get_arguments()))
             .find(|a| a.get_id() == id)
             .map(|a| match (a.get_long(), a.get_short()) {
                 (Some(l), _) => format!("--{l}"),
@@ -49,9 +63,11 @@ pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, 
             .map(|s| s.get_name())
             .collect();
         with.sort_unstable();
+        let live = cmd.get_arguments().any(|a| a.get_id() == id);
         return Err(format!(
-            "{flag} is not a flag of `{}`; it applies to the live view (no command) and to: {}",
+            "{flag} is not a flag of `{}`; it applies to {}{}",
             sub.get_name(),
+            if live { "the live view (no command) and to: " } else { "" },
             with.join(", ")
         ));
     }
@@ -139,6 +155,31 @@ mod tests {
             ["spark-triage", "status", "-n", "a"]
         );
         assert_eq!(hoisted(&["-n", "a"]).unwrap(), ["spark-triage", "-n", "a"]);
+    }
+
+    /// kubectl takes `-o` anywhere: before the command it is the command's.
+    #[test]
+    fn a_commands_own_flag_before_it_moves_after_its_name() {
+        assert_eq!(
+            hoisted(&["-o", "json", "status", "-n", "a"]).unwrap(),
+            ["spark-triage", "status", "-o", "json", "-n", "a"]
+        );
+        assert_eq!(
+            hoisted(&["-n", "a", "-ojson", "status"]).unwrap(),
+            ["spark-triage", "status", "-n", "a", "-ojson"]
+        );
+        let e = hoisted(&["-o", "json", "demo"]).unwrap_err();
+        assert!(e.starts_with("--output is not a flag of `demo`; it applies to "), "{e}");
+        assert!(!e.contains("live view"), "{e}");
+    }
+
+    /// A misspelt command after flags is put first, for clap to name it and suggest.
+    #[test]
+    fn a_misspelt_command_after_flags_comes_first() {
+        assert_eq!(
+            hoisted(&["-n", "spark-jobs", "staus"]).unwrap(),
+            ["spark-triage", "staus", "-n", "spark-jobs"]
+        );
     }
 
     #[test]
