@@ -67,7 +67,11 @@ pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, 
         return Err(format!(
             "{flag} is not a flag of `{}`; it applies to {}{}",
             sub.get_name(),
-            if live { "the live view (no command) and to: " } else { "" },
+            if live {
+                "the live view (no command) and to: "
+            } else {
+                ""
+            },
             with.join(", ")
         ));
     }
@@ -169,7 +173,10 @@ mod tests {
             ["spark-triage", "status", "-n", "a", "-ojson"]
         );
         let e = hoisted(&["-o", "json", "demo"]).unwrap_err();
-        assert!(e.starts_with("--output is not a flag of `demo`; it applies to "), "{e}");
+        assert!(
+            e.starts_with("--output is not a flag of `demo`; it applies to "),
+            "{e}"
+        );
         assert!(!e.contains("live view"), "{e}");
     }
 

@@ -56,11 +56,8 @@ pub enum Command {
     ///
     /// Prints its URL and a kubeconfig path, then serves until Ctrl-C. kubectl and
     /// spark-triage work against it unmodified: `kubectl --kubeconfig F get pods -A`.
-    #[command(
-        after_help = "Scenarios: mixed (default), oom-storm, pending-capacity, churn, empty, scale \
-        (with --apps/--executors/--churn), or a YAML file (docs/simulator.md).\n\
-        Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, deny=VERBS, restart-after=D, event-ttl=D"
-    )]
+    ///
+    /// (Its help's list of scenarios is made from the built-in ones: `command()`.)
     Sim(commands::sim::SimArgs),
     /// Print every Spark application's executors once (or after watching for a while), then exit.
     ///
@@ -107,11 +104,29 @@ from the kubeconfig and the cluster (at most 2.5 s; nothing is offered when it d
     Complete(commands::shell::CompleteArgs),
 }
 
+/// The command line's definition, with `sim --help` listing every built-in scenario (the
+/// same list its error for an unknown one gives).
+fn command() -> clap::Command {
+    let scenarios: Vec<&str> = spark_triage_sim::scenario::BUILT_IN
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    Cli::command().mut_subcommand("sim", |s| {
+        s.after_help(format!(
+            "Scenarios: {} (the default is mixed), scale (with --apps/--executors/--churn), or a \
+             YAML file (docs/simulator.md).\n\
+             Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, \
+             deny=VERBS, restart-after=D, event-ttl=D",
+            scenarios.join(", ")
+        ))
+    })
+}
+
 /// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
 pub fn main() -> ExitCode {
-    commands::shell::answer_the_shell(Cli::command);
+    commands::shell::answer_the_shell(command);
     let args: Vec<OsString> = std::env::args_os().collect();
-    let mut cmd = Cli::command();
+    let mut cmd = command();
     if invoked_as_plugin(&args) {
         cmd = cmd
             .name("kubectl spark-triage")
@@ -217,8 +232,8 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
         Some(Command::Report(args)) => commands::report::run(args),
         Some(Command::Export(args)) => commands::export::run(args),
         Some(Command::Completions(args)) => commands::shell::completions(args, Cli::command),
-        Some(Command::Man(args)) => commands::shell::man(args, Cli::command()),
-        Some(Command::Complete(args)) => commands::shell::complete(args, Cli::command()),
+        Some(Command::Man(args)) => commands::shell::man(args, command()),
+        Some(Command::Complete(args)) => commands::shell::complete(args, command()),
         None => {
             let raw = LiveArgs::of(
                 &cli.cluster,
@@ -228,6 +243,23 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
             );
             let l = configured(raw.clone(), given)?;
             commands::live::run(&l, switch_context(raw, given))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `sim --help` names every built-in scenario, as its error for an unknown one does.
+    #[test]
+    fn sim_help_lists_every_built_in_scenario() {
+        let mut cmd = super::command();
+        let help = cmd
+            .find_subcommand_mut("sim")
+            .expect("sim")
+            .render_long_help()
+            .to_string();
+        for (name, _) in spark_triage_sim::scenario::BUILT_IN {
+            assert!(help.contains(name), "{name} in\n{help}");
         }
     }
 }

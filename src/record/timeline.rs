@@ -439,7 +439,21 @@ impl Plan {
         to: Option<&str>,
     ) -> Result<Self, Failure> {
         let resolve = |s: Option<&str>| s.map(|a| moment(a, start, end)).transpose();
-        let (from, to) = (resolve(from)?, resolve(to)?);
+        let (from_at, to_at) = (resolve(from)?, resolve(to)?);
+        // A moment outside what was recorded is read at the nearest edge: said, so that the
+        // state shown is not taken for the moment asked (`--at 10m` on a 3-minute recording).
+        let once = (from != to).then_some((from, from_at));
+        for (typed, at) in once.into_iter().chain([(to, to_at)]) {
+            if let (Some(typed), Some(at)) = (typed, at)
+                && let Some(edge) = outside(at, start, end)
+            {
+                eprintln!(
+                    "warning: {typed:?} ({}) is {edge}: what is shown is the state there",
+                    fmt_time(&at)
+                );
+            }
+        }
+        let (from, to) = (from_at, to_at);
         if let (Some(f), Some(t)) = (from, to)
             && f > t
         {
@@ -487,6 +501,20 @@ impl Plan {
                 Ok(rec.header.clone())
             }
         }
+    }
+}
+
+/// Where a moment is outside `start..=end`, said ("after the recording's end (…)").
+fn outside(at: Time, start: Time, end: Time) -> Option<String> {
+    if at > end {
+        Some(format!("after the recording's end ({})", fmt_time(&end)))
+    } else if at < start {
+        Some(format!(
+            "before the recording's start ({})",
+            fmt_time(&start)
+        ))
+    } else {
+        None
     }
 }
 

@@ -116,8 +116,26 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         differences.join("\n")
     );
     // --at inside the recording: executor 7 not yet OOMKilled at 1 s.
-    let (_, early, _) =
+    let (_, early, early_err) =
         triage(&["status", "--recording", &file_s, "--at", "1s", "-o", "json"]).await;
+    assert!(!early_err.contains("warning"), "{early_err}");
+    // Past the end: the end's state, and a warning that says so.
+    let (code, _, late_err) = triage(&[
+        "status",
+        "--recording",
+        &file_s,
+        "--at",
+        "10h",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 0, "{late_err}");
+    assert!(
+        late_err.starts_with("warning: \"10h\" (")
+            && late_err.contains("is after the recording's end ("),
+        "{late_err}"
+    );
     let early: Value = serde_json::from_str(&early).unwrap();
     let seven_gone = early["apps"]
         .as_array()
