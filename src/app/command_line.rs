@@ -110,6 +110,11 @@ fn take_waiting_tab(app: &mut App) -> Option<String> {
 
 const VERBS: [&str; 5] = ["app", "ctx", "ns", "q", "quit"];
 
+/// Whether a word is one of `:`'s commands (replay's `:` takes them beside a time).
+pub(super) fn is_command(word: &str) -> bool {
+    VERBS.contains(&word) || matches!(word, "namespace" | "context")
+}
+
 /// The line completed as far as it is unambiguous; when several names remain, they are
 /// listed in the flash line.
 fn complete(app: &mut App, line: &str) -> String {

@@ -180,32 +180,10 @@ impl Replay {
     }
 
     /// `1m30s` from the start, an RFC 3339 time, or `HH:MM:SS` on the recording's first day.
+    /// A moment typed at `:`, read as `--at` reads it (one meaning everywhere): RFC 3339, a
+    /// local time, a time after the start (`90s`, `+90s`) or before the end (`-2m`).
     pub fn parse_moment(&self, s: &str) -> Option<Time> {
-        let s = s.trim();
-        if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-            return Some(t.to_utc());
-        }
-        // `+30s` / `-2m`: from where the replay is (as its help says).
-        if let Some((sign, rest)) = s
-            .strip_prefix('+')
-            .map(|r| (1, r))
-            .or_else(|| s.strip_prefix('-').map(|r| (-1, r)))
-        {
-            let d =
-                chrono::Duration::from_std(humantime::parse_duration(rest.trim()).ok()?).ok()?;
-            return Some(if sign > 0 {
-                self.position + d
-            } else {
-                self.position - d
-            });
-        }
-        if let Ok(d) = humantime::parse_duration(s) {
-            return Some(self.start + chrono::Duration::from_std(d).ok()?);
-        }
-        let t = chrono::NaiveTime::parse_from_str(s, "%H:%M:%S")
-            .or_else(|_| chrono::NaiveTime::parse_from_str(s, "%H:%M"))
-            .ok()?;
-        Some(self.start.date_naive().and_time(t).and_utc())
+        crate::record::timeline::moment(s, self.start, self.end).ok()
     }
 }
 
@@ -213,21 +191,23 @@ impl Replay {
 mod tests {
     use super::*;
 
+    /// The prompt reads a moment as `--at` does: after the start, or before the end.
     #[test]
-    fn a_moment_is_absolute_from_the_start_or_relative_to_the_position() {
+    fn a_moment_is_read_as_the_at_flag_reads_it() {
         let start: Time = "2026-11-29T10:00:00Z".parse().unwrap();
         let mut r = Replay::new(Vec::new(), Vec::new(), start);
+        r.end = start + chrono::Duration::minutes(10);
         r.position = start + chrono::Duration::minutes(5);
         let at = |r: &Replay, s: &str| r.parse_moment(s).map(|t| t.to_rfc3339());
-        assert_eq!(at(&r, "+30s").as_deref(), Some("2026-11-29T10:05:30+00:00"));
-        assert_eq!(at(&r, "-2m").as_deref(), Some("2026-11-29T10:03:00+00:00"));
+        assert_eq!(at(&r, "+30s").as_deref(), Some("2026-11-29T10:00:30+00:00"));
+        assert_eq!(at(&r, "-2m").as_deref(), Some("2026-11-29T10:08:00+00:00"));
         assert_eq!(
             at(&r, "1m30s").as_deref(),
             Some("2026-11-29T10:01:30+00:00")
         );
         assert_eq!(
-            at(&r, "10:43:00").as_deref(),
-            Some("2026-11-29T10:43:00+00:00")
+            at(&r, "2026-11-29T10:07:00Z").as_deref(),
+            Some("2026-11-29T10:07:00+00:00")
         );
         assert_eq!(at(&r, "+soon"), None);
     }

@@ -379,11 +379,24 @@ fn replay_key(app: &mut App, k: KeyEvent) -> bool {
             KeyCode::Enter => {
                 let typed = std::mem::take(buf);
                 r.seeking = None;
+                let verb = typed.split_whitespace().next().unwrap_or_default();
+                if super::command_line::is_command(verb) {
+                    // `:app NAME` (and the others) as in the live view's `:`.
+                    app.store.take_finished();
+                    app.replay = Some(r);
+                    super::command_line::command(app, typed.trim());
+                    app.fix_selection();
+                    return true;
+                }
                 match r.parse_moment(&typed) {
-                    Some(t) => r.seek(&mut app.store, t),
+                    Some(t) => {
+                        r.seek(&mut app.store, t);
+                        app.notice = None;
+                    }
                     None => {
                         app.notice = Some(format!(
-                            "cannot read {typed:?} as a time (1m30s, 10:43:00, or RFC 3339)"
+                            "cannot read {typed:?} as a time (as --at: 10:43:00, RFC 3339, 90s \
+                             after the start, -2m before the end) or a command (app NAME)"
                         ))
                     }
                 }
@@ -398,14 +411,17 @@ fn replay_key(app: &mut App, k: KeyEvent) -> bool {
             KeyCode::Char(' ') => r.playing = !r.playing,
             KeyCode::Char('+' | '=') => r.faster(),
             KeyCode::Char('-') => r.slower(),
+            // A notice about the moment left ("no failure after this moment") goes with it.
             KeyCode::Char('n') => {
                 if let Some(t) = r.next_change() {
                     r.seek(&mut app.store, t);
+                    app.notice = None;
                 }
             }
             KeyCode::Char('N') => {
                 if let Some(t) = r.previous_change() {
                     r.seek(&mut app.store, t);
+                    app.notice = None;
                 }
             }
             KeyCode::Char(c @ ('f' | 'F')) => {
@@ -418,6 +434,7 @@ fn replay_key(app: &mut App, k: KeyEvent) -> bool {
                 match found {
                     Some(failure) => {
                         r.seek(&mut app.store, failure.at);
+                        app.notice = None;
                         // The selection goes to what failed.
                         app.selected_app = Some(failure.app);
                         app.selected_exec = failure.executor;

@@ -17,7 +17,10 @@ const REPLAY_KEYS: &[(&str, &str)] = &[
     ("+ -", "faster / slower"),
     ("n N", "next / previous executor change"),
     ("f F", "next / previous failure (selects what failed)"),
-    (":", "go to a time (RFC 3339, HH:MM:SS, +30s, -2m)"),
+    (
+        ":",
+        "go to a time (as --at: HH:MM:SS, RFC 3339, 90s after the start, -2m before the end), or :app NAME",
+    ),
 ];
 
 /// The log popup's own keys (handled before the keymap while it is open).

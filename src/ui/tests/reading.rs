@@ -343,3 +343,45 @@ fn the_filter_takes_ids_whole_and_the_words_on_screen() {
         "pod names still match"
     );
 }
+
+/// Replay's `:` takes `app NAME` as the live view's does, and a time as `--at` reads it; a
+/// notice about the moment left does not stay across a seek.
+#[test]
+fn replays_prompt_takes_an_app_and_a_moment_as_at_does() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = super::replay_at(Some(30));
+    let press = |app: &mut crate::app::App, c: KeyCode| {
+        crate::app::update(
+            app,
+            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
+        )
+    };
+    let typed = |app: &mut crate::app::App, text: &str| {
+        press(app, KeyCode::Char(':'));
+        for c in text.chars() {
+            press(app, KeyCode::Char(c));
+        }
+        press(app, KeyCode::Enter);
+    };
+    typed(&mut app, "app adhoc-analysis");
+    assert_eq!(
+        app.current_app().and_then(|a| a.app_name.as_deref()),
+        Some("adhoc-analysis"),
+        "{:?}",
+        app.notice
+    );
+    // "-10s": ten seconds before the recording's end, as `--at -10s`.
+    typed(&mut app, "-10s");
+    let r = app.replay.as_ref().expect("a replay");
+    assert_eq!(
+        r.position,
+        r.end - chrono::Duration::seconds(10),
+        "{:?}",
+        app.notice
+    );
+    // Past the last failure: said; a seek back clears it.
+    press(&mut app, KeyCode::Char('f'));
+    assert_eq!(app.notice.as_deref(), Some("no failure after this moment"));
+    press(&mut app, KeyCode::Char('N'));
+    assert_eq!(app.notice, None);
+}
