@@ -28,6 +28,11 @@ struct SourceLabel {
     source: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabel {
+    version: String,
+}
+
 /// What `/metrics` shows; the recorder loop updates it every second.
 #[derive(Default)]
 pub(crate) struct Metrics {
@@ -41,6 +46,7 @@ pub(crate) struct Metrics {
     executors: Gauge,
     source_up: Family<SourceLabel, Gauge>,
     last_list_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    build: Family<BuildLabel, Gauge>,
     /// Unix milliseconds of the loop's last second (for `/healthz`).
     beat: AtomicI64,
     /// Why the recorder is not ready (`/readyz`), or none.
@@ -71,16 +77,51 @@ impl Metrics {
     /// The recorder's: its own figures and the verdicts.
     pub fn new() -> Arc<Self> {
         let mut m = Self::default();
+        m.register_build();
         m.register_recorder();
+        m.register_health("spark_triage_recorder");
         m.verdicts.register(&mut m.registry);
         Arc::new(m)
     }
 
-    /// The live view's (`--metrics-addr`): the verdicts only.
+    /// The live view's (`--metrics-addr`): the verdicts, and its sources' health and
+    /// freshness (a view left running for weeks says when it last saw the pods whole).
     pub fn for_view() -> Arc<Self> {
         let mut m = Self::default();
+        m.register_build();
+        m.register_health("spark_triage_view");
         m.verdicts.register(&mut m.registry);
         Arc::new(m)
+    }
+
+    /// `spark_triage_build_info{version}` 1: which build answers.
+    fn register_build(&mut self) {
+        self.build
+            .get_or_create(&BuildLabel {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
+        self.registry.register(
+            "spark_triage_build_info",
+            "The build of spark-triage serving these metrics (always 1)",
+            self.build.clone(),
+        );
+    }
+
+    /// The sources' health and the last complete LIST's age, under `prefix`.
+    fn register_health(&mut self, p: &str) {
+        let r = &mut self.registry;
+        r.register(
+            format!("{p}_source_up"),
+            "1 when the source is connected, 0 when it retries or is forbidden",
+            self.source_up.clone(),
+        );
+        r.register(
+            format!("{p}_last_full_list_age_seconds"),
+            "Seconds since the last complete LIST of the pods (+Inf before the first)",
+            self.last_list_age.clone(),
+        );
+        self.last_list_age.set(f64::INFINITY);
     }
 
     fn register_recorder(&mut self) {
@@ -138,16 +179,6 @@ impl Metrics {
             m.executors.clone(),
         );
         r.register(
-            format!("{p}_source_up"),
-            "1 when the source is connected, 0 when it retries or is forbidden",
-            m.source_up.clone(),
-        );
-        r.register(
-            format!("{p}_last_full_list_age_seconds"),
-            "Seconds since the last complete LIST of the pods (+Inf before the first)",
-            m.last_list_age.clone(),
-        );
-        r.register(
             format!("{p}_auth_refused_in_a_row"),
             "Requests refused by the API server (HTTP 401) since the last one it accepted",
             m.auth_refused.clone(),
@@ -157,7 +188,6 @@ impl Metrics {
             "Times the credentials were fetched again (exec plugin run, token file read)",
             m.credential_fetches.clone(),
         );
-        m.last_list_age.set(f64::INFINITY);
     }
 
     /// The credentials whose refusals `/healthz` reports.

@@ -455,6 +455,10 @@ impl AppSums {
         let driver = v.driver.as_ref().map_or("not-seen", |d| d.state.as_str());
         *self.runs.entry(driver).or_default() += 1;
         *self.causes.entry(v.cause().code.as_str()).or_default() += 1;
+        // Every state present, 0 when none is in it (a panel's series does not vanish).
+        for state in ExecutorState::ALL {
+            self.executors.entry(state.as_str()).or_insert(0);
+        }
         for e in a.executors.values() {
             if e.is_missing() {
                 self.missing += 1;

@@ -239,6 +239,37 @@ fn the_live_views_metrics_addr_serves_the_verdicts() {
         !text.contains("spark_triage_recorder_segments"),
         "the view serves the verdicts, not a recorder's figures:\n{text}"
     );
+    // Which build answers; how fresh the view is (a view left running for weeks).
+    assert_eq!(
+        samples(&text, "spark_triage_build_info"),
+        [(
+            BTreeMap::from([("version".to_owned(), env!("CARGO_PKG_VERSION").to_owned())]),
+            1.0
+        )],
+        "{text}"
+    );
+    let age = samples(&text, "spark_triage_view_last_full_list_age_seconds");
+    assert!(
+        age.len() == 1 && age[0].1.is_finite() && age[0].1 >= 0.0,
+        "{age:?}\n{text}"
+    );
+    // Every executor state of every app, 0 when none is in it.
+    let states: Vec<String> = samples(&text, "spark_triage_app_executors")
+        .into_iter()
+        .filter(|(l, _)| l["app"] == "etl-nightly")
+        .map(|(l, _)| l["state"].clone())
+        .collect();
+    for state in [
+        "pending",
+        "running",
+        "succeeded",
+        "failed",
+        "deleted",
+        "terminating",
+        "unknown",
+    ] {
+        assert!(states.iter().any(|s| s == state), "{state} in {states:?}");
+    }
     rt.block_on(promtool_check(&text));
     t.keys(&["q"]);
     t.assert_restored("after the view with --metrics-addr");
