@@ -112,7 +112,7 @@ const VERBS: [&str; 5] = ["app", "ctx", "ns", "q", "quit"];
 
 /// Whether a word is one of `:`'s commands (replay's `:` takes them beside a time).
 pub(super) fn is_command(word: &str) -> bool {
-    VERBS.contains(&word) || matches!(word, "namespace" | "context")
+    VERBS.contains(&word) || matches!(word, "a" | "namespace" | "context")
 }
 
 /// The line completed as far as it is unambiguous; when several names remain, they are

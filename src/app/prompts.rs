@@ -454,7 +454,11 @@ pub(super) fn edit_line(buf: &mut String, k: &crossterm::event::KeyEvent) -> boo
         KeyCode::Char('u') if ctrl => buf.clear(),
         KeyCode::Char('w') if ctrl => {
             let kept = buf.trim_end().len();
-            let word = buf[..kept].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            // After the last whitespace character (a multi-byte one too: U+00A0, U+3000).
+            let word = buf[..kept]
+                .char_indices()
+                .rfind(|(_, c)| c.is_whitespace())
+                .map_or(0, |(i, c)| i + c.len_utf8());
             buf.truncate(word);
         }
         KeyCode::Char(_) if ctrl || alt => {}

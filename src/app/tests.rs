@@ -670,4 +670,10 @@ fn prompts_take_ctrl_w_and_ctrl_u_as_readline_does() {
     assert_eq!(app.command.as_deref(), Some("ns "));
     update(&mut app, ctrl('u'));
     assert_eq!(app.command.as_deref(), Some(""));
+    // A multi-byte space (macOS's Option-Space, U+00A0) ends a word too, whole.
+    for c in "app\u{a0}etl".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, ctrl('w'));
+    assert_eq!(app.command.as_deref(), Some("app\u{a0}"));
 }

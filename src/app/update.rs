@@ -115,9 +115,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if app.replay.is_some()
                 && app.popup.is_none()
                 && !app.editing_filter
-                && replay_key(app, k)
+                && let Some(effects) = replay_key(app, k)
             {
-                return Vec::new();
+                return effects;
             }
             if app.popup == Some(Popup::Log)
                 && (k.code != KeyCode::Esc
@@ -367,12 +367,11 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
     Vec::new()
 }
 
-/// Replay controls; `true` when the key was one of them.
-fn replay_key(app: &mut App, k: KeyEvent) -> bool {
+/// Replay controls: the effects when the key was one of them (a command typed at `:`
+/// may quit), `None` when it was not.
+fn replay_key(app: &mut App, k: KeyEvent) -> Option<Vec<Effect>> {
     let code = k.code;
-    let Some(mut r) = app.replay.take() else {
-        return false;
-    };
+    let mut r = app.replay.take()?;
     let mut used = true;
     if let Some(buf) = r.seeking.as_mut() {
         match code {
@@ -381,12 +380,12 @@ fn replay_key(app: &mut App, k: KeyEvent) -> bool {
                 r.seeking = None;
                 let verb = typed.split_whitespace().next().unwrap_or_default();
                 if super::command_line::is_command(verb) {
-                    // `:app NAME` (and the others) as in the live view's `:`.
+                    // `:app NAME` (and the others, `:q` among them) as in the live view's.
                     app.store.take_finished();
                     app.replay = Some(r);
-                    super::command_line::command(app, typed.trim());
+                    let effects = super::command_line::command(app, typed.trim());
                     app.fix_selection();
-                    return true;
+                    return Some(effects);
                 }
                 match r.parse_moment(&typed) {
                     Some(t) => {
@@ -452,7 +451,7 @@ fn replay_key(app: &mut App, k: KeyEvent) -> bool {
     app.store.take_finished();
     app.replay = Some(r);
     app.fix_selection();
-    used
+    used.then(Vec::new)
 }
 
 /// A scrolling popup (detail, help, describe) stays within its last page as last drawn.

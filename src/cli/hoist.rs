@@ -10,7 +10,9 @@ use std::ffi::OsString;
 /// with nothing before it, the arguments are returned as they are.
 pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, String> {
     let mut i = 1;
-    let mut before: Vec<(usize, usize, clap::Id)> = Vec::new(); // (start, end, flag)
+    // (start, end, flag, whether the live view's): a command's own flag is looked up again
+    // in the command found after it (`-o` is a value of `status`'s, a file of `export`'s).
+    let mut before: Vec<(usize, usize, clap::Id, bool)> = Vec::new();
     let sub = loop {
         let Some(a) = args.get(i).and_then(|a| a.to_str()) else {
             return Ok(args);
@@ -31,39 +33,54 @@ pub fn hoist(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>, 
         }
         // The live view's flag, else a command's (`-o json status`, as kubectl takes `-o`
         // anywhere): the command found after says whether it takes it.
-        let Some((arg, inline)) = top_flag(cmd, a).or_else(|| {
+        let live = top_flag(cmd, a);
+        let Some((arg, inline)) = live.or_else(|| {
             cmd.get_subcommands()
                 .find_map(|s| top_flag(s, a).filter(|(arg, _)| !arg.is_global_set()))
         }) else {
             return Ok(args); // no command's either: clap says what it is
         };
         let takes = arg.get_action().takes_values();
+        if inline && !takes && !a.starts_with("--") {
+            return Ok(args); // bundled short flags (`-Al sel`): clap reads them
+        }
         let end = if takes && !inline { i + 2 } else { i + 1 };
-        before.push((i, end.min(args.len()), arg.get_id().clone()));
+        before.push((i, end.min(args.len()), arg.get_id().clone(), live.is_some()));
         i = end;
     };
     if before.is_empty() {
         return Ok(args);
     }
-    let takes = |id: &clap::Id| sub.get_arguments().any(|a| a.get_id() == id);
-    if let Some((_, _, id)) = before.iter().find(|(_, _, id)| !takes(id)) {
-        let flag = cmd
-            .get_arguments()
-            .chain(cmd.get_subcommands().flat_map(|s| s.get_arguments()))
-            .find(|a| a.get_id() == id)
-            .map(|a| match (a.get_long(), a.get_short()) {
-                (Some(l), _) => format!("--{l}"),
-                (None, Some(s)) => format!("-{s}"),
-                _ => id.to_string(),
-            })
-            .unwrap_or_else(|| id.to_string());
+    let token = |start: usize| args[start].to_str().unwrap_or_default();
+    let takes = |(start, _, id, live): &(usize, usize, clap::Id, bool)| match live {
+        true => sub.get_arguments().any(|a| a.get_id() == id),
+        false => top_flag(sub, token(*start)).is_some(),
+    };
+    if let Some((start, _, id, live)) = before.iter().find(|b| !takes(b)) {
+        let named = |a: &clap::Arg| match (a.get_long(), a.get_short()) {
+            (Some(l), _) => format!("--{l}"),
+            (None, Some(s)) => format!("-{s}"),
+            _ => id.to_string(),
+        };
+        let flag = match live {
+            true => cmd.get_arguments().find(|a| a.get_id() == id).map(named),
+            false => cmd
+                .get_subcommands()
+                .find_map(|s| top_flag(s, token(*start)))
+                .map(|(a, _)| named(a)),
+        }
+        .unwrap_or_else(|| id.to_string());
         let mut with: Vec<&str> = cmd
             .get_subcommands()
-            .filter(|s| !s.is_hide_set() && s.get_arguments().any(|a| a.get_id() == id))
+            .filter(|s| !s.is_hide_set())
+            .filter(|s| match live {
+                true => s.get_arguments().any(|a| a.get_id() == id),
+                false => top_flag(s, token(*start)).is_some(),
+            })
             .map(|s| s.get_name())
             .collect();
         with.sort_unstable();
-        let live = cmd.get_arguments().any(|a| a.get_id() == id);
+        let live = *live;
         return Err(format!(
             "{flag} is not a flag of `{}`; it applies to {}{}",
             sub.get_name(),
@@ -186,6 +203,20 @@ mod tests {
         assert_eq!(
             hoisted(&["-n", "spark-jobs", "staus"]).unwrap(),
             ["spark-triage", "staus", "-n", "spark-jobs"]
+        );
+        // Bundled short flags are clap's to read, as before.
+        assert_eq!(
+            hoisted(&["-Al", "sel", "status"]).unwrap(),
+            ["spark-triage", "-Al", "sel", "status"]
+        );
+    }
+
+    /// `-o` is each command's own: a file for `export`, a format for `status`.
+    #[test]
+    fn a_commands_flag_is_looked_up_in_the_command_found() {
+        assert_eq!(
+            hoisted(&["-o", "out.parquet", "export", "DIR"]).unwrap(),
+            ["spark-triage", "export", "-o", "out.parquet", "DIR"]
         );
     }
 

@@ -56,8 +56,7 @@ pub enum Command {
     ///
     /// Prints its URL and a kubeconfig path, then serves until Ctrl-C. kubectl and
     /// spark-triage work against it unmodified: `kubectl --kubeconfig F get pods -A`.
-    ///
-    /// (Its help's list of scenarios is made from the built-in ones: `command()`.)
+    // Its help's list of scenarios is made from the built-in ones: `command()`.
     Sim(commands::sim::SimArgs),
     /// Print every Spark application's executors once (or after watching for a while), then exit.
     ///

@@ -24,7 +24,7 @@ pub struct ActionRecord {
 }
 
 /// The result of a kill whose DELETE the API server took.
-pub const KILLED: &str = "deleted";
+pub use crate::source::actions_log::KILLED;
 
 /// Appends actions to a JSON-lines file (default `$XDG_STATE_HOME/spark-triage/actions.log`).
 #[derive(Debug, Clone)]
@@ -36,17 +36,7 @@ impl ActionLog {
     /// The log every command and the TUI write to: `$SPARK_TRIAGE_ACTIONS_LOG`, or the
     /// default path.
     pub fn from_env() -> Self {
-        Self::new(
-            std::env::var_os("SPARK_TRIAGE_ACTIONS_LOG")
-                .map(PathBuf::from)
-                .or_else(Self::default_path),
-        )
-    }
-
-    pub fn default_path() -> Option<PathBuf> {
-        use etcetera::BaseStrategy;
-        let base = etcetera::base_strategy::Xdg::new().ok()?.state_dir()?;
-        Some(base.join("spark-triage").join("actions.log"))
+        Self::new(crate::source::actions_log::path_from_env())
     }
 
     pub fn new(path: Option<PathBuf>) -> Self {
@@ -75,44 +65,14 @@ impl ActionLog {
             .map_err(|e| format!("actions log {}: {e}", path.display()))
     }
 
-    /// The kills of pods this log holds that were made against `server` since `since`,
-    /// newest last (read from the last `MAX_TAIL` bytes: a log is never read whole). A log
-    /// that is not there, or a line that is not a record, is nothing.
+    /// The kills of pods this log holds against `server` since `since` (read back by
+    /// `source::actions_log`).
     pub fn kills(
         &self,
         server: &str,
         since: chrono::DateTime<chrono::Utc>,
     ) -> Vec<crate::source::LoggedKill> {
-        use std::io::{Read, Seek, SeekFrom};
-        const MAX_TAIL: u64 = 1 << 20;
-        let Some(mut f) = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok()) else {
-            return Vec::new();
-        };
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let start = len.saturating_sub(MAX_TAIL);
-        let mut tail = Vec::new();
-        if f.seek(SeekFrom::Start(start)).is_err()
-            || f.take(MAX_TAIL).read_to_end(&mut tail).is_err()
-        {
-            return Vec::new();
-        }
-        let text = String::from_utf8_lossy(&tail);
-        // A cut first line is not a record.
-        let lines = text.lines().skip(usize::from(start > 0));
-        lines
-            .filter_map(|l| serde_json::from_str::<ActionRecord>(l).ok())
-            .filter(|r| r.action == "kill" && r.result == KILLED && r.server == server)
-            .filter_map(|r| {
-                let at = chrono::DateTime::parse_from_rfc3339(&r.at).ok()?.to_utc();
-                let (namespace, pod) = r.target.split_once('/')?;
-                (at >= since).then(|| crate::source::LoggedKill {
-                    namespace: namespace.to_owned(),
-                    pod: pod.to_owned(),
-                    at,
-                    by: r.user,
-                })
-            })
-            .collect()
+        crate::source::actions_log::kills(self.path.as_deref(), server, since)
     }
 
     /// Writes one record; a log that cannot be written is reported, never fatal.

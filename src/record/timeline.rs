@@ -442,16 +442,15 @@ impl Plan {
         let (from_at, to_at) = (resolve(from)?, resolve(to)?);
         // A moment outside what was recorded is read at the nearest edge: said, so that the
         // state shown is not taken for the moment asked (`--at 10m` on a 3-minute recording).
-        let once = (from != to).then_some((from, from_at));
-        for (typed, at) in once.into_iter().chain([(to, to_at)]) {
-            if let (Some(typed), Some(at)) = (typed, at)
-                && let Some(edge) = outside(at, start, end)
-            {
-                eprintln!(
-                    "warning: {typed:?} ({}) is {edge}: what is shown is the state there",
-                    fmt_time(&at)
-                );
-            }
+        // For a moment (`--at`: the window is one point), not for a report's window.
+        if from == to
+            && let (Some(typed), Some(at)) = (to, to_at)
+            && let Some(edge) = outside(at, start, end)
+        {
+            eprintln!(
+                "warning: {typed:?} ({}) is {edge}: what is shown is the state there",
+                fmt_time(&at)
+            );
         }
         let (from, to) = (from_at, to_at);
         if let (Some(f), Some(t)) = (from, to)

@@ -74,7 +74,11 @@ pub fn spawn(conn: &Connection, tx: mpsc::Sender<SourceEvent>) -> Vec<JoinHandle
     if let Some(extra) = &conn.extra {
         tasks.push(spawn_extra(extra.as_ref(), conn, tx.clone()));
     }
-    tasks.push(tokio::spawn(logged_kills(conn.server.clone(), tx.clone())));
+    tasks.push(tokio::spawn(logged_kills(
+        conn.server.clone(),
+        conn.scope.clone(),
+        tx.clone(),
+    )));
     tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
     tasks
 }
@@ -86,12 +90,18 @@ const KILLS_LOGGED_SINCE: chrono::Duration = chrono::Duration::days(7);
 /// The kills this user made through spark-triage against this API server, from the local
 /// actions log, once: a pod deleted before this view started has no mark left to say it
 /// was the tool's.
-async fn logged_kills(server: String, tx: mpsc::Sender<SourceEvent>) {
+async fn logged_kills(server: String, scope: Scope, tx: mpsc::Sender<SourceEvent>) {
     let since = now() - KILLS_LOGGED_SINCE;
-    let log = crate::effect::ActionLog::from_env();
-    let kills = tokio::task::spawn_blocking(move || log.kills(&server, since))
-        .await
-        .unwrap_or_default();
+    let path = super::actions_log::path_from_env();
+    let mut kills = tokio::task::spawn_blocking(move || {
+        super::actions_log::kills(path.as_deref(), &server, since)
+    })
+    .await
+    .unwrap_or_default();
+    // Only the scope's (a recording of one namespace keeps nothing of the others).
+    if let Scope::Namespace(ns) = &scope {
+        kills.retain(|k| &k.namespace == ns);
+    }
     if !kills.is_empty() {
         let _ = send(&tx, SourceEvent::KillsLogged { kills, at: now() }).await;
     }

@@ -2,6 +2,7 @@
 //! configuration reader (and later replay files) all yield [`SourceEvent`]s, each stamped
 //! with its time; the store cannot tell where one came from.
 
+pub mod actions_log;
 pub mod backoff;
 pub mod bounds;
 pub mod clock;

@@ -316,6 +316,7 @@ impl AppRecord {
             logged_unfinished: false,
             as_of: None,
             node_findings: Vec::new(),
+            heard_heartbeats: Default::default(),
             derived: Default::default(),
         }
     }

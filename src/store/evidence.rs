@@ -25,7 +25,7 @@ pub(super) struct DriverGist<'a> {
     remove_reason: Option<&'a str>,
     remove_time: Option<Time>,
     heartbeat_expired_later: bool,
-    tasks_lost: bool,
+    tasks_lost: u64,
 }
 
 pub(super) fn driver_gist(d: Option<&DriverExecutor>) -> Option<DriverGist<'_>> {
@@ -34,7 +34,7 @@ pub(super) fn driver_gist(d: Option<&DriverExecutor>) -> Option<DriverGist<'_>> 
         remove_reason: d.remove_reason.as_deref(),
         remove_time: d.remove_time,
         heartbeat_expired_later: d.heartbeat_expired_later(),
-        tasks_lost: d.tasks_lost > 0,
+        tasks_lost: d.tasks_lost,
     })
 }
 
@@ -76,9 +76,10 @@ pub(super) fn driver_only(
     name: &str,
     (d, from, version): (DriverExecutor, ExecutorList, Option<&str>),
     events: &[PodEvent],
-    (config, logged_kills): (&AppConfig, &super::LoggedKills),
+    ctx: &AppCtx,
     at: Time,
 ) -> ExecutorRecord {
+    let config = &ctx.config;
     let mut pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
     if let Some(v) = version {
         pod.labels.insert(
@@ -122,15 +123,27 @@ pub(super) fn driver_only(
         killed_by_tool: None,
         verdict: Verdict::default(),
     };
-    let ctx = AppCtx {
-        config: config.clone(),
-        driver_end: None,
-        groups: Arc::default(),
-        heartbeat_removals: Arc::default(),
-        logged_kills: logged_kills.clone(),
-    };
-    refresh(&mut rec, events, &ctx, Some(&resolved), at);
+    // Judged with all its app knows (the driver's heartbeat removals among it): a record
+    // made now is not judged again until something about it changes.
+    refresh(&mut rec, events, ctx, Some(&resolved), at);
     rec
+}
+
+/// The actions log's kill of this executor's pod: only a pod gone or being deleted, and
+/// made before the kill (a later pod of the same name, with a fixed name prefix, is not it).
+fn logged_kill<'a>(
+    rec: &ExecutorRecord,
+    kills: &'a super::LoggedKills,
+) -> Option<&'a spark_triage_core::diagnose::verdict::ToolKill> {
+    if rec.gone.is_none() && rec.pod.deletion.is_none() {
+        return None;
+    }
+    let kill = kills.get(&(rec.pod.namespace.to_string(), rec.pod.name.clone()))?;
+    let made_before = match (rec.pod.created_at, kill.at) {
+        (Some(created), Some(at)) => created <= at,
+        _ => true,
+    };
+    made_before.then_some(kill)
 }
 
 pub(super) fn push_history(rec: &mut ExecutorRecord, t: Transition) {
@@ -184,11 +197,24 @@ impl AppCtx {
             config: app.config.clone(),
             driver_end: app.driver_end.clone(),
             groups: app.groups.clone(),
-            heartbeat_removals: app
-                .driver
-                .as_ref()
-                .map(|d| d.heartbeat_removals.clone())
-                .unwrap_or_default(),
+            heartbeat_removals: {
+                let logged = app
+                    .driver
+                    .as_ref()
+                    .map(|d| d.heartbeat_removals.clone())
+                    .unwrap_or_default();
+                if app.heard_heartbeats.is_empty() {
+                    logged
+                } else {
+                    Arc::new(
+                        logged
+                            .iter()
+                            .chain(&app.heard_heartbeats)
+                            .copied()
+                            .collect(),
+                    )
+                }
+            },
         }
     }
 }
@@ -274,10 +300,11 @@ pub(super) fn refresh(
         missing: missing.as_ref(),
         driver: rec.driver.as_deref(),
         log_tail: rec.log_tail.as_deref().map(Vec::as_slice),
-        killed_by_tool: rec.killed_by_tool.as_ref().or(marked.as_ref()).or_else(|| {
-            ctx.logged_kills
-                .get(&(rec.pod.namespace.to_string(), rec.pod.name.clone()))
-        }),
+        killed_by_tool: rec
+            .killed_by_tool
+            .as_ref()
+            .or(marked.as_ref())
+            .or_else(|| logged_kill(rec, &ctx.logged_kills)),
         sizing: config.from_driver.then_some(&config.sizing),
         dynamic_allocation: config.from_driver.then_some(config.dynamic_allocation),
         heartbeat_logged: ctx.heartbeat_removals.contains(&rec.id)

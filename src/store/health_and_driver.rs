@@ -164,7 +164,7 @@ impl Store {
             };
             let events = events_named(&self.events, ns, &name);
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-            let config = app.config.clone();
+            let ctx = super::evidence::AppCtx::of(app, &kills);
             let version = app.logged_version.clone();
             let rec = driver_only(
                 ns,
@@ -172,7 +172,7 @@ impl Store {
                 &name,
                 (d, from, version.as_deref()),
                 &events,
-                (&config, &kills),
+                &ctx,
                 at,
             );
             // At the driver's time of it (its removal, else its addition).
@@ -183,7 +183,7 @@ impl Store {
         for (name, d) in rebuilt {
             let events = events_named(&self.events, ns, &name);
             let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-            let config = app.config.clone();
+            let ctx = super::evidence::AppCtx::of(app, &kills);
             let id = d.id;
             let text = d.remove_reason.as_deref().map(|r| {
                 format!(
@@ -199,7 +199,7 @@ impl Store {
                 &name,
                 (d, from, version.as_deref()),
                 &events,
-                (&config, &kills),
+                &ctx,
                 at,
             );
             let when = new.last_change(at);

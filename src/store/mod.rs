@@ -81,7 +81,7 @@ pub struct Store {
     #[serde(default)]
     outages: BTreeMap<SourceKind, Time>,
     /// Kills through spark-triage the local actions log holds (`SourceEvent::KillsLogged`).
-    #[serde(default)]
+    #[serde(default, with = "arc_pairs")]
     logged_kills: LoggedKills,
 }
 
@@ -230,22 +230,11 @@ impl Store {
                 executors,
                 at,
             } => {
-                let key = (namespace, app_id);
-                let new = self.snap.apps.get(&key).is_some_and(|a| {
-                    a.driver.as_ref().is_some_and(|d| {
-                        executors
-                            .iter()
-                            .any(|id| !d.heartbeat_removals.contains(id))
-                    })
-                });
-                if new {
-                    let app = derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-                    if let Some(d) = &mut app.driver {
-                        let mut all = (*d.heartbeat_removals).clone();
-                        all.extend(executors);
-                        d.heartbeat_removals = Arc::new(all);
-                    }
-                    self.rediagnose_app(&key, at);
+                let app = self.app_mut(&namespace, &app_id);
+                let before = app.heard_heartbeats.len();
+                app.heard_heartbeats.extend(executors);
+                if app.heard_heartbeats.len() > before {
+                    self.rediagnose_app(&(namespace, app_id), at);
                 }
             }
             SourceEvent::DriverExecutors {
@@ -386,7 +375,11 @@ impl Store {
                 let removals = spark_triage_core::diagnose::verdict::heartbeat_removals(&lines);
                 let judges = !removals.is_empty();
                 if let Some(d) = &mut app.driver {
-                    d.heartbeat_removals = Arc::new(removals);
+                    // With what the running driver's log said before (its tail then may
+                    // hold lines this one no longer does).
+                    let mut all = (*d.heartbeat_removals).clone();
+                    all.extend(removals);
+                    d.heartbeat_removals = Arc::new(all);
                     d.log_tail = Some(Arc::new(lines));
                 }
                 self.driver_changed(&k, at);
@@ -567,6 +560,25 @@ impl Store {
 }
 
 /// Maps with `(String, String)` keys as lists of pairs (JSON keys must be strings).
+/// [`pairs`] behind an `Arc` (the logged kills, shared with every verdict's context).
+mod arc_pairs {
+    use std::{collections::BTreeMap, sync::Arc};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type ByPair<V> = Arc<BTreeMap<(String, String), V>>;
+
+    pub fn serialize<V: Serialize, S: Serializer>(m: &ByPair<V>, s: S) -> Result<S::Ok, S::Error> {
+        super::pairs::serialize(m, s)
+    }
+
+    pub fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<ByPair<V>, D::Error> {
+        super::pairs::deserialize(d).map(Arc::new)
+    }
+}
+
 mod pairs {
     use std::collections::BTreeMap;
 

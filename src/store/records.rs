@@ -480,6 +480,11 @@ pub struct AppRecord {
     /// Node patterns this app's executors are part of (the store sets them across apps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_findings: Vec<spark_triage_core::diagnose::Finding>,
+    /// The executors the running driver's log says `HeartbeatReceiver` removed
+    /// (`SourceEvent::DriverHeartbeats`): kept with the app, so they hold before its driver
+    /// pod is known and after a captured log's tail has lost the lines.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub heard_heartbeats: std::collections::BTreeSet<i64>,
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,

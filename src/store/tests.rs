@@ -989,3 +989,86 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
 
 mod allocators;
 mod relist;
+
+/// The running driver's log names a heartbeat timeout before the driver's list (or its pod)
+/// is seen: the executor known only from that list is judged with it at once.
+#[tokio::test]
+async fn a_heartbeat_heard_first_judges_an_executor_known_only_from_the_driver() {
+    let killed = spark_triage_core::model::DriverExecutor {
+        remove_reason: Some("Executor killed by driver.".into()),
+        ..driver_exec(3, false)
+    };
+    let s = run(vec![
+        SourceEvent::DriverHeartbeats {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            executors: vec![3],
+            at: t(100),
+        },
+        up(exec(1, 10, running()), 100),
+        SourceEvent::DriverExecutors {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-1".into(),
+            view: crate::source::DriverView::Ok {
+                executors: vec![driver_exec(1, true), killed],
+            },
+            at: t(101),
+        },
+    ])
+    .await;
+    let three = &app(&s).executors[&3];
+    assert!(matches!(three.gone, Some(Gone::DriverOnly { .. })));
+    assert_eq!(
+        three.verdict.cause().map(|c| c.code),
+        Some(spark_triage_core::diagnose::Code::HeartbeatTimeout),
+        "{:?}",
+        three.verdict
+    );
+}
+
+/// A kill the actions log holds labels the executor whose pod went, not a running one, and
+/// a recording's keyframe (the store written whole) keeps it.
+#[tokio::test]
+async fn a_logged_kill_labels_a_gone_pod_and_survives_a_keyframe() {
+    let kills = SourceEvent::KillsLogged {
+        kills: vec![
+            crate::source::LoggedKill {
+                namespace: "spark-jobs".into(),
+                pod: "app-exec-1".into(),
+                at: t(50),
+                by: "oncall".into(),
+            },
+            crate::source::LoggedKill {
+                namespace: "spark-jobs".into(),
+                pod: "app-exec-2".into(),
+                at: t(50),
+                by: "oncall".into(),
+            },
+        ],
+        at: t(0),
+    };
+    let s = run(vec![
+        kills,
+        up(exec(1, 10, running()), 1),
+        up(exec(2, 11, running()), 1),
+        del(exec(1, 12, running()), 60),
+    ])
+    .await;
+    let code = |s: &Store, id: i64| app(s).executors[&id].verdict.cause().map(|c| c.code);
+    assert_eq!(
+        code(&s, 1),
+        Some(spark_triage_core::diagnose::Code::KilledByTool)
+    );
+    assert_ne!(
+        code(&s, 2),
+        Some(spark_triage_core::diagnose::Code::KilledByTool),
+        "a running pod is not a kill made"
+    );
+    let text = serde_json::to_string(&s).expect("a keyframe writes");
+    let mut back: Store = serde_json::from_str(&text).expect("and reads");
+    back.apply(SourceEvent::Tick { at: t(61) });
+    assert_eq!(
+        code(&back, 1),
+        Some(spark_triage_core::diagnose::Code::KilledByTool)
+    );
+}

@@ -199,12 +199,21 @@ async fn arriving_late_every_surface_names_the_worst_app_first_with_one_cause() 
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let text = loop {
         let (status, text) = super::flight::get(&addr, "/metrics").await;
+        // Its verdicts once its drivers' lists are read too (its first LIST comes before
+        // them: the executors known only from the drivers are not known yet then).
+        let settled = super::metrics::samples(&text, "spark_triage_app_verdict")
+            .iter()
+            .any(|(l, _)| l["app"] == "etl-nightly" && l["cause"] == cause);
         if status.contains("200")
             && super::metrics::samples(&text, "spark_triage_app_verdict_severity").len() == 3
+            && settled
         {
             break text;
         }
-        assert!(std::time::Instant::now() < deadline, "no verdicts:\n{text}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no verdict {cause} for etl-nightly within 60 s:\n{text}"
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
     let severities = super::metrics::samples(&text, "spark_triage_app_verdict_severity");

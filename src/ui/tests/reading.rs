@@ -384,4 +384,11 @@ fn replays_prompt_takes_an_app_and_a_moment_as_at_does() {
     assert_eq!(app.notice.as_deref(), Some("no failure after this moment"));
     press(&mut app, KeyCode::Char('N'));
     assert_eq!(app.notice, None);
+    // `:q` quits a replay as it does the live view.
+    press(&mut app, KeyCode::Char(':'));
+    press(&mut app, KeyCode::Char('q'));
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        vec![crate::effect::Effect::Quit]
+    );
 }

@@ -159,6 +159,12 @@ fn from_limit(limit: &str, factor: f64) -> Option<(u64, u64)> {
     Some((heap.round() as u64, (limit_mib - heap).round() as u64))
 }
 
+/// A limit less an overhead known exactly: (heap, overhead) in MiB.
+fn limit_less(limit: &str, overhead: u64) -> Option<(u64, u64)> {
+    let limit_mib = (crate::model::quantity::parse(limit)? / (1024.0 * 1024.0)).round() as u64;
+    (limit_mib > overhead).then(|| (limit_mib - overhead, overhead))
+}
+
 /// Spark's way of writing a size: `1g` when whole gibibytes, else `768m`.
 fn size_text(mib: u64) -> String {
     if mib.is_multiple_of(1024) {
@@ -197,18 +203,37 @@ impl MemoryWitnesses<'_> {
     /// The sentence that ends a memory finding's hint with a value to set, for this code;
     /// `None` when no witness holds the memory or the code is not about it.
     pub fn sentence(&self, code: Code) -> Option<String> {
-        // The split of the pod's limit by the app's factor when its settings say one (a
+        // How the pod's limit splits into heap and overhead: by the overhead the settings
+        // name exactly (Spark then ignores any factor: a split by one would tell the user
+        // to try less than they set), else by the app's factor when its settings say one (a
         // PySpark app in cluster mode: 0.4), else by Spark's default.
+        let set = self
+            .sizing
+            .filter(|s| s.from.is_some())
+            .and_then(|s| Some((spark_size_mib(s.memory_overhead.as_ref()?)?, s.from?)));
         let written = self
             .sizing
             .filter(|s| s.from.is_some() && s.factor_written())
             .and_then(|s| Some((s.factor()?, s.from?)));
         let factor = written.map_or(0.1, |(f, _)| f);
-        let defaults = match written {
-            Some((f, from)) => format!("With the overhead factor {f} ({}), this", from.describe()),
-            None => "With Spark's defaults this".to_owned(),
+        let defaults = match (set, written) {
+            (Some((o, from)), _) => format!(
+                "With the overhead set to {} ({}), this",
+                size_text(o),
+                from.describe()
+            ),
+            (None, Some((f, from))) => {
+                format!("With the overhead factor {f} ({}), this", from.describe())
+            }
+            (None, None) => "With Spark's defaults this".to_owned(),
         };
-        let from_pod = self.limit.and_then(|l| Some((l, from_limit(l, factor)?)));
+        let from_pod = self.limit.and_then(|l| {
+            let split = match set {
+                Some((o, _)) => limit_less(l, o)?,
+                None => from_limit(l, factor)?,
+            };
+            Some((l, split))
+        });
         let from_settings = self
             .sizing
             .and_then(|s| Some((s, s.heap_and_overhead()?, s.from?)));
@@ -327,6 +352,24 @@ mod tests {
             pod.contains("With the overhead factor 0.4 (the driver's ConfigMap), this 2867Mi limit is about 2048Mi of heap plus 819Mi of overhead")
                 && pod.contains("memoryOverhead=1792m"),
             "{pod}"
+        );
+        // An overhead set exactly is the witness, not the limit's split by a factor.
+        let set = Sizing {
+            memory_overhead: Some("2g".into()),
+            ..s.clone()
+        };
+        let exact = MemoryWitnesses {
+            limit: Some("6Gi"),
+            sizing: Some(&set),
+        }
+        .sentence(Code::ContainerOomKilled)
+        .expect("a value");
+        assert!(
+            exact.contains(
+                "With the overhead set to 2g (the driver's ConfigMap), this 6Gi limit is about \
+                 4096Mi of heap plus 2048Mi of overhead"
+            ) && exact.contains("try --conf spark.executor.memoryOverhead=4g"),
+            "{exact}"
         );
         // The executor's own factor wins over the Kubernetes one, as in Spark.
         let own = Sizing {
