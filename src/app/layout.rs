@@ -6,8 +6,12 @@ use ratatui::layout::Rect;
 
 use super::{App, View};
 
-/// Lines per application in the apps pane.
+/// Lines per application in the apps pane when it is crowded (name; counts and verdict).
 pub const ROWS_PER_APP: u16 = 2;
+
+/// Lines per application when a narrow pane has room for a third (the driver and the
+/// namespace, which two lines of 30 columns cut).
+pub const ROWS_PER_APP_ROOMY: u16 = 3;
 
 /// Width of one executor cell in the state map.
 pub const CELL_WIDTH: u16 = 7;
@@ -28,6 +32,7 @@ pub enum Density {
 /// Where everything goes at a given size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// The header: one line, and a second for a source's error when there is one.
     pub top: Rect,
     /// The replay timeline bar (zero height when live).
     pub replay: Rect,
@@ -37,6 +42,8 @@ pub struct Layout {
     pub main: Rect,
     pub strip: Rect,
     pub footer: Rect,
+    /// Lines per app in the apps pane (`ROWS_PER_APP` or `ROWS_PER_APP_ROOMY`).
+    pub app_rows: u16,
     /// Executors per row in the state map.
     pub map_columns: u16,
     pub density: Density,
@@ -52,20 +59,31 @@ pub fn apps_width(w: u16) -> u16 {
 /// The layout for a terminal of `size`.
 pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let (w, h) = size;
-    let full = Rect::new(0, 0, w, h);
-    let top = Rect::new(0, 0, w, h.min(1));
+    // A source's error has a line of its own under the header (it once pushed the
+    // context and namespace off the header), when the screen has rows to spare.
+    let top_h = (1 + u16::from(app.source_trouble() && h >= 12)).min(h);
+    let top = Rect::new(0, 0, w, top_h);
     let footer = Rect::new(0, h.saturating_sub(1), w, u16::from(h >= 2));
     let bar_h = u16::from(app.replay.is_some() && h >= 6);
     let replay = Rect::new(0, h.saturating_sub(1 + bar_h), w, bar_h);
-    let body_h = h.saturating_sub(2 + bar_h);
+    let body_h = h.saturating_sub(1 + top_h + bar_h);
     let apps_w = apps_width(w);
-    let apps = Rect::new(0, 1.min(h), apps_w.min(w), body_h);
+    let apps = Rect::new(0, top_h, apps_w.min(w), body_h);
+    let inner_rows = body_h.saturating_sub(2);
+    let n_apps = u16::try_from(app.store.view().apps.len()).unwrap_or(u16::MAX);
+    let app_rows = if apps_w < 40 && n_apps.saturating_mul(ROWS_PER_APP_ROOMY) <= inner_rows {
+        ROWS_PER_APP_ROOMY
+    } else {
+        ROWS_PER_APP
+    };
     let right_x = apps.width;
     let right_w = w.saturating_sub(apps.width);
-    let base_strip = if body_h >= 16 {
+    // The Selected strip: 8 rows on a tall screen; 4 on a short one, so the endings under
+    // the map keep their rows at 80x24 (its detail is one key away).
+    let base_strip = if body_h >= 30 {
         8
     } else if body_h >= 10 {
-        5
+        4
     } else {
         0
     };
@@ -78,7 +96,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     } else {
         0
     };
-    let incident = Rect::new(right_x, 1.min(h), right_w, incident_h);
+    let incident = Rect::new(right_x, top_h, right_w, incident_h);
     // The Selected strip grows into rows the executors pane has no content for (its hint,
     // the concrete change, the driver's word are not cut while 30 rows stand empty).
     let avail = body_h.saturating_sub(incident_h);
@@ -98,7 +116,6 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
     let strip = Rect::new(right_x, main.y + main.height, right_w, strip_h);
     let inner_w = main.width.saturating_sub(2);
     let (density, map_columns, ruler) = density(app, inner_w, main.height.saturating_sub(2));
-    let _ = full;
     Layout {
         top,
         replay,
@@ -107,6 +124,7 @@ pub fn layout(size: (u16, u16), app: &App) -> Layout {
         main,
         strip,
         footer,
+        app_rows,
         map_columns,
         density,
         ruler,
@@ -144,7 +162,7 @@ impl Layout {
             && x < self.apps.x + self.apps.width.saturating_sub(1)
             && y > self.apps.y
             && y < self.apps.y + self.apps.height.saturating_sub(1);
-        inside.then(|| usize::from((y - self.apps.y - 1) / ROWS_PER_APP))
+        inside.then(|| usize::from((y - self.apps.y - 1) / self.app_rows.max(1)))
     }
 
     /// The visible-executor index under a click in the map or table.

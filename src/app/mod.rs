@@ -454,6 +454,17 @@ impl App {
             .map_or(&self.ctx.context, |s| &s.context)
     }
 
+    /// Whether a source is failing (retrying or forbidden): the header gives its error a
+    /// line of its own.
+    pub fn source_trouble(&self) -> bool {
+        self.store.view().health.values().any(|h| {
+            matches!(
+                h,
+                crate::source::Health::Retrying { .. } | crate::source::Health::Forbidden { .. }
+            )
+        })
+    }
+
     /// The scope the view shows (`namespace spark-jobs`, `all namespaces`).
     pub fn scope_text(&self) -> &str {
         self.store

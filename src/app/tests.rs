@@ -193,8 +193,8 @@ fn clicks_select_apps_and_executors() {
         click(l.main.x + 1 + layout::CELL_WIDTH, l.main.y + 1),
     );
     assert_eq!(app.selected_exec, Some(2));
-    // The second app entry.
-    update(&mut app, click(l.apps.x + 2, l.apps.y + 1 + 2));
+    // The second app entry (two or three lines per app, as the layout says).
+    update(&mut app, click(l.apps.x + 2, l.apps.y + 1 + l.app_rows));
     assert_eq!(app.focus, Focus::Apps);
     assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
 }

@@ -150,20 +150,36 @@ pub(crate) async fn connect_watched(
     let mut signals = crate::tui::signal_stream();
     let conn = crate::source::connection::connect(opts);
     tokio::pin!(conn);
+    // The line is taken back once connected or given up (it was left on the terminal after
+    // quitting); an error keeps it, as the context of the message under it.
+    let erase = || {
+        if std::io::stderr().is_terminal() {
+            eprint!("\r\x1b[1A\x1b[2K");
+        }
+    };
     loop {
         tokio::select! {
-            c = &mut conn => return c.map(Some).map_err(Failure::from),
+            c = &mut conn => {
+                if c.is_ok() {
+                    erase();
+                }
+                return c.map(Some).map_err(Failure::from);
+            }
             k = keys.next(), if keys_open => match k {
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press
                     && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
                         || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))) =>
                 {
+                    erase();
                     return Ok(None);
                 }
                 Some(Ok(_)) => {}
                 None | Some(Err(_)) => keys_open = false,
             },
-            () = signals.recv() => return Ok(None),
+            () = signals.recv() => {
+                erase();
+                return Ok(None);
+            }
         }
     }
 }

@@ -145,18 +145,26 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             " Quit "
         }
     };
-    // As tall as its lines once wrapped at the popup's width (the key line last, never cut
-    // off by a long sentence above it), plus the borders and a spare row.
+    // The keys on the bottom border, on screen whatever the size (at 60x16 a long list
+    // once pushed them out of the box, leaving a confirm with no way to answer).
+    let keys = lines.pop().unwrap_or_default();
+    if lines.last().is_some_and(|l| l.width() == 0) {
+        lines.pop();
+    }
+    // As tall as its lines once wrapped at the popup's width, plus the borders.
     let inner = usize::from(90.min(area.width).saturating_sub(2)).max(1);
     let rows: usize = lines.iter().map(|l| super::wrapped_rows(l, inner)).sum();
-    let r = centered(area, 90, u16::try_from(rows + 3).unwrap_or(u16::MAX));
+    let r = centered(area, 90, u16::try_from(rows + 2).unwrap_or(u16::MAX));
     if r.width < 3 || r.height < 3 {
         return;
     }
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        super::title_text(title, r.width),
-        theme::title(),
-    ));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(
+            super::title_text(title, r.width),
+            theme::title(),
+        ))
+        .title_bottom(keys);
     super::clear_popup(f, r);
     f.render_widget(
         Paragraph::new(lines)
@@ -213,14 +221,18 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
                 }
             }
         }
-        Err(e) => rows.push((
-            Line::styled(
-                e.clone(),
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Warn),
-            ),
-            0,
-        )),
+        // The API's error wrapped at words: its reason is at the end (`… is waiting to
+        // start: ContainerCreating`), which one cut row never showed.
+        Err(e) => rows.extend(super::wrap_words(e, inner_w).into_iter().map(|piece| {
+            (
+                Line::styled(
+                    piece,
+                    app.theme
+                        .severity(spark_triage_core::diagnose::Severity::Warn),
+                ),
+                0,
+            )
+        })),
     }
     let how = if log.captured && log.gone {
         "the pod is gone; the tail captured when it ended"

@@ -13,7 +13,7 @@ use super::theme;
 use crate::app::{App, Focus};
 use spark_triage_core::model::ExecutorState;
 
-pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
     if area.width < 3 || area.height < 3 {
         return;
     }
@@ -25,7 +25,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let apps = app.apps();
     let current = app.selected_app_index();
     // The pane scrolls with its selection: as many apps as fit, from the remembered first.
-    let rows = usize::from(area.height.saturating_sub(2) / crate::app::layout::ROWS_PER_APP);
+    let per_app = per_app.max(1);
+    let rows = usize::from(area.height.saturating_sub(2) / per_app);
     let first = crate::app::layout::apps_offset(app.apps_window.get().0, current, apps.len(), rows);
     app.apps_window.set((first, rows.max(1)));
     let shown = apps.len().min(first + rows.max(1)) - first.min(apps.len());
@@ -130,11 +131,41 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             used += t.chars().count();
             bar.push(Span::styled(t, app.theme.missing()));
         }
+        let label = format!("{} ", verdict.label());
+        let verdict_style = app.theme.severity(verdict.severity());
+        // With a third line (a narrow pane with room): a verdict that does not fit whole
+        // beside the counts goes under them, and the driver and namespace are never
+        // dropped.
+        if per_app >= 3 {
+            let beside = !healthy && used + label.chars().count() <= inner_w;
+            if beside {
+                bar.push(Span::styled(label.clone(), verdict_style));
+            }
+            lines.push(Line::from(bar));
+            let mut third = vec![Span::raw("  ")];
+            if !healthy && !beside {
+                third.push(Span::styled(
+                    super::fit(label.trim_end(), inner_w.saturating_sub(2)),
+                    verdict_style,
+                ));
+            } else {
+                let rest: Vec<String> = healthy
+                    .then(|| format!("drv {driver}"))
+                    .into_iter()
+                    .chain([a.namespace.clone()])
+                    .collect();
+                third.push(Span::styled(
+                    super::fit(&rest.join(" · "), inner_w.saturating_sub(2)),
+                    app.theme.dim(),
+                ));
+            }
+            lines.push(Line::from(third));
+            continue;
+        }
         if !healthy {
-            let t = format!("{} ", verdict.label());
-            let t = super::fit(&t, inner_w.saturating_sub(used)).to_string();
+            let t = super::fit(&label, inner_w.saturating_sub(used)).to_string();
             used += t.chars().count();
-            bar.push(Span::styled(t, app.theme.severity(verdict.severity())));
+            bar.push(Span::styled(t, verdict_style));
         }
         let drv = healthy.then(|| format!("· drv {driver} "));
         for extra in drv.into_iter().chain([format!("· {}", a.namespace)]) {

@@ -90,7 +90,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             // Room left under the map: the endings, newest first, so a small app's pane
             // explains itself instead of staying empty.
             let spare = rows.saturating_sub(lines.len());
-            if spare >= 3 && offset == 0 {
+            if spare >= 2 && offset == 0 {
                 lines.extend(endings(
                     app,
                     spare,
@@ -162,7 +162,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
                     .style(style)
                 })
                 .collect();
-            let widths: Vec<Constraint> = cols.iter().map(|c| c.width()).collect();
+            // Without the pod column, the finding takes the rest of the row (at 80 columns
+            // the fixed widths once squeezed AGE to `6m37s a`).
+            let widths: Vec<Constraint> = cols
+                .iter()
+                .map(|c| match c {
+                    Col::Finding if !cols.contains(&Col::Pod) => Constraint::Min(8),
+                    _ => c.width(),
+                })
+                .collect();
             f.render_widget(Table::new(rows, widths).header(header).block(block), area);
         }
     }
@@ -215,8 +223,8 @@ impl Col {
     }
 }
 
-/// The columns that fit `width`: POD, NODE and DRIVER go first, then REASON, so an 80-column
-/// table keeps the id, state, age, exit code and finding readable.
+/// The columns that fit `width`: POD, NODE and DRIVER go first, then REASON and EXIT, so an
+/// 80-column table keeps the id, state, age and finding readable.
 fn columns(width: u16) -> Vec<Col> {
     let all = [
         Col::Mark,
@@ -239,7 +247,9 @@ fn columns(width: u16) -> Vec<Col> {
             .sum()
     };
     let mut cols = all.to_vec();
-    for drop in [Col::Pod, Col::Node, Col::Driver, Col::Reason] {
+    // The finding counts as its narrowest (it takes the rest of the row).
+    let need = |cols: &[Col]| need(cols) - if cols.contains(&Col::Pod) { 0 } else { 13 };
+    for drop in [Col::Pod, Col::Node, Col::Driver, Col::Reason, Col::Exit] {
         if need(&cols) <= width {
             break;
         }
@@ -353,17 +363,32 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
     if ended.is_empty() {
         return Vec::new();
     }
-    let mut out = vec![
-        Line::raw(""),
-        Line::styled("Endings, newest first", theme::title()),
-    ];
-    for (at, e) in ended.into_iter().take(rows.saturating_sub(2)) {
-        let Some(f) = e.verdict.cause() else {
-            continue;
-        };
-        let ago = now.map_or_else(String::new, |n| format!("{} ago", times::span(n, at)));
+    // The blank line above the heading goes first when rows are short.
+    let blank = rows >= ended.len() + 2;
+    let mut out = Vec::new();
+    if blank {
+        out.push(Line::raw(""));
+    }
+    out.push(Line::styled("Endings, newest first", theme::title()));
+    let shown: Vec<_> = ended
+        .into_iter()
+        .take(rows.saturating_sub(out.len()))
+        .filter_map(|(at, e)| Some((at, e, e.verdict.cause()?)))
+        .collect();
+    let agos: Vec<String> = shown
+        .iter()
+        .map(|(at, _, _)| now.map_or_else(String::new, |n| format!("{} ago", times::span(n, *at))))
+        .collect();
+    // One column for the ages (`12m00s ago` once pushed its row one to the right).
+    let age_w = agos
+        .iter()
+        .map(|a| a.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    for ((_, e, f), ago) in shown.into_iter().zip(agos) {
         let label = crate::store::cause_label(f.code, e.exit_code());
-        let text = format!("{ago:>8}  executor {:<5} {label}: {}", e.id, f.summary);
+        let text = format!("{ago:>age_w$}  executor {:<5} {label}: {}", e.id, f.summary);
         // Cut where the column is full (not at a word: a row has no room to spare).
         out.push(Line::styled(
             cut(&text, width),

@@ -47,6 +47,23 @@ fn lines(app: &App) -> Vec<Line<'static>> {
         ])
     };
     let mut out = Vec::new();
+    // A failing source's whole error (the header has its last clause).
+    let bad = super::status_bar::troubles(app);
+    if !bad.is_empty() {
+        out.push(Line::styled(" Sources failing", theme::title()));
+        for (k, what, err) in bad {
+            let text = match err {
+                Some(e) => format!(" {k}: {what}: {e}"),
+                None => format!(" {k}: {what}"),
+            };
+            out.push(Line::styled(
+                text,
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Error),
+            ));
+        }
+        out.push(Line::raw(""));
+    }
     if replay {
         out.push(Line::styled(" Replay", theme::title()));
         out.extend(REPLAY_KEYS.iter().map(|(k, h)| row(k, h)));
@@ -75,6 +92,12 @@ fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
+    // Between the header and the footer: the context, namespace and keys stay in view.
+    let area = Rect {
+        y: area.y + 1.min(area.height),
+        height: area.height.saturating_sub(2),
+        ..area
+    };
     let lines = lines(app);
     let widest = lines.iter().map(Line::width).max().unwrap_or(0).min(100) as u16;
     let w = (widest + 3).min(area.width.saturating_sub(2));
@@ -84,7 +107,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .iter()
         .map(|l| l.width().div_ceil(inner_w).max(1))
         .sum();
-    let h = (rows as u16 + 2).min(area.height.saturating_sub(1));
+    let h = (rows as u16 + 2).min(area.height);
     let r = centered(area, w, h);
     if r.width < 3 || r.height < 3 {
         return;

@@ -35,7 +35,7 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     app.main_rows.set(executors::content_rows(app, inner_w));
     let l = layout((area.width, area.height), app);
     status_bar::render_top(app, f, l.top);
-    apps::render(app, f, l.apps);
+    apps::render(app, f, l.apps, l.app_rows);
     incident::render(app, f, l.incident);
     executors::render(app, f, &l);
     executors::render_strip(app, f, l.strip);
@@ -81,6 +81,38 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
         _ => head,
     };
     format!("{cut}…")
+}
+
+/// `text` wrapped at words into rows of at most `width` columns (a word longer than a row
+/// is cut into pieces); at least one row.
+pub(crate) fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        let used = row.chars().count();
+        if used > 0 && used + 1 + word.len() > width {
+            rows.push(std::mem::take(&mut row));
+        }
+        while word.len() > width {
+            if !row.is_empty() {
+                rows.push(std::mem::take(&mut row));
+            }
+            rows.push(word.drain(..width).collect());
+        }
+        if word.is_empty() {
+            continue;
+        }
+        if !row.is_empty() {
+            row.push(' ');
+        }
+        row.extend(word);
+    }
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row);
+    }
+    rows
 }
 
 /// A border title that fits a box `width` wide (its corners and one space each side
@@ -137,21 +169,16 @@ fn popup_area(area: Rect) -> Option<Rect> {
     (r.width >= 3 && r.height >= 3).then_some(r)
 }
 
-/// Clears a popup's box and a margin around it (two columns, one row), so no fragment of
-/// the panes beneath shows at its edges; the header and footer lines stay.
+/// Clears a popup's box and two columns each side of it, so no fragment of the panes
+/// beneath shows at its edges. Rows above and below are left as they are: a row's margin
+/// once erased a pane's title line, leaving its box without a name.
 pub(crate) fn clear_popup(f: &mut Frame<'_>, r: Rect) {
     let screen = f.area();
-    let (top, bottom) = (
-        screen.y + 1.min(screen.height),
-        (screen.y + screen.height).saturating_sub(1),
-    );
     let x = r.x.saturating_sub(2).max(screen.x);
-    let y = r.y.saturating_sub(1).max(top).min(r.y);
     let right = (r.x + r.width + 2).min(screen.x + screen.width);
-    let low = (r.y + r.height + 1).min(bottom).max(r.y + r.height);
     f.render_widget(
         ratatui::widgets::Clear,
-        Rect::new(x, y, right.saturating_sub(x), low.saturating_sub(y)),
+        Rect::new(x, r.y, right.saturating_sub(x), r.height),
     );
 }
 

@@ -4,7 +4,7 @@
 use ratatui::{
     Frame,
     layout::Rect,
-    style::Color,
+    style::{Color, Style},
     text::{Line, Span},
     widgets::Paragraph,
 };
@@ -16,90 +16,239 @@ use crate::{
     store::Freshness,
 };
 
+/// One part of the header, with what it may become when the bar is too narrow.
+struct Part {
+    text: String,
+    short: Option<String>,
+    style: Style,
+}
+
+impl Part {
+    fn new(text: impl Into<String>, style: Style) -> Self {
+        Self {
+            text: text.into(),
+            short: None,
+            style,
+        }
+    }
+
+    fn or(mut self, short: impl Into<String>) -> Self {
+        self.short = Some(short.into());
+        self
+    }
+}
+
+/// How the header gives way, first to last, until it fits: the mode, the context and the
+/// namespace stay (k9s's habit), cut only when nothing else is left to drop.
+#[derive(Clone, Copy)]
+enum Give {
+    Drop(usize),
+    Shorten(usize),
+}
+
+const TITLE: usize = 0;
+const MODE: usize = 1;
+const CTX: usize = 2;
+const SCOPE: usize = 3;
+const LIST: usize = 4;
+const SOURCES: usize = 5;
+const FORGOTTEN: usize = 6;
+const READ_ONLY: usize = 7;
+
+const GIVE: &[Give] = &[
+    Give::Drop(TITLE),
+    Give::Drop(FORGOTTEN),
+    Give::Shorten(LIST),
+    Give::Shorten(SCOPE),
+    Give::Shorten(SOURCES),
+    Give::Shorten(READ_ONLY),
+    Give::Drop(LIST),
+    Give::Shorten(MODE),
+];
+
 pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 {
         return;
     }
     let snap = app.store.view();
     let mode = match app.ctx.mode {
-        Mode::Live => Span::styled(" LIVE ", app.theme.badge(Color::Green)),
-        Mode::Demo => Span::styled(" DEMO ", app.theme.badge(Color::Cyan)),
-        Mode::Replay => Span::styled(" REPLAY ", app.theme.badge(Color::Yellow)),
+        Mode::Live => Part::new(" LIVE ", app.theme.badge(Color::Green)),
+        Mode::Demo => Part::new(" DEMO ", app.theme.badge(Color::Cyan)),
+        Mode::Replay => Part::new(" REPLAY ", app.theme.badge(Color::Yellow)).or(" RPL "),
     };
-    let mut spans = vec![
-        Span::styled("spark-triage ", theme::title()),
-        mode,
-        Span::raw(format!(" ctx {} │ ", app.context_name())),
-        // Index 3: the scope, the first thing to go when the bar is too wide.
-        Span::raw(format!("{} │ ", app.scope_text())),
-    ];
+    let scope = app.scope_text();
+    let short_scope = match scope.strip_prefix("namespace ") {
+        Some(ns) => format!("ns {ns}"),
+        None if scope == "all namespaces" => "ns all".to_owned(),
+        None => scope.to_owned(),
+    };
     // The watchdog (the store's one rule): no LIST succeeded within the limit. A replay
     // has none: its LISTs are as old as they were.
     let limit = app.stale_after.unwrap_or(std::time::Duration::MAX);
     let human = |age: chrono::Duration| {
         spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age.num_seconds()))
     };
-    match snap.now.map(|now| snap.freshness(now, limit)) {
-        Some(Freshness::Stale(age)) => spans.push(Span::styled(
-            format!("STALE: no LIST for {}", human(age)),
+    let list = match snap.now.map(|now| snap.freshness(now, limit)) {
+        Some(Freshness::Stale(age)) => Part::new(
+            format!(" │ STALE: no LIST for {}", human(age)),
             app.theme.alarm(),
-        )),
+        )
+        .or(format!(" │ STALE {}", human(age))),
         Some(Freshness::Fresh(age)) => {
-            spans.push(Span::raw(format!("last LIST {} ago", human(age))))
+            Part::new(format!(" │ last LIST {} ago", human(age)), Style::default())
+                .or(format!(" │ LIST {} ago", human(age)))
         }
         // A replay waits for nothing: its recording has no LIST up to here (an event log
         // has none at all).
         Some(Freshness::Waiting) | None if app.ctx.mode == Mode::Replay => {
-            spans.push(Span::raw("no LIST recorded"))
+            Part::new(" │ no LIST recorded", Style::default()).or(" │ no LIST")
         }
-        Some(Freshness::Waiting) | None => spans.push(Span::raw("waiting for the first LIST")),
-    }
-    let bad: Vec<String> = snap
+        Some(Freshness::Waiting) | None => {
+            Part::new(" │ waiting for the first LIST", Style::default()).or(" │ no LIST yet")
+        }
+    };
+    let bad = troubles(app);
+    let error = app
+        .theme
+        .severity(spark_triage_core::diagnose::Severity::Error);
+    let connecting = snap
         .health
-        .iter()
-        .filter_map(|(k, h)| match h {
-            Health::Connected => None,
-            Health::Connecting => Some(format!("{}: connecting", k.as_str())),
-            Health::Retrying { error } => Some(format!("{}: retrying ({error})", k.as_str())),
-            Health::Forbidden { permission } => {
-                Some(format!("{}: forbidden ({permission})", k.as_str()))
-            }
-        })
-        .collect();
-    if bad.is_empty() {
-        spans.push(Span::styled(" │ sources ok", app.theme.ok()));
+        .values()
+        .any(|h| matches!(h, Health::Connecting));
+    let sources = if bad.is_empty() && connecting {
+        Part::new(" │ sources connecting", app.theme.dim()).or(" │ connecting")
+    } else if bad.is_empty() {
+        Part::new(" │ sources ok", app.theme.ok()).or("")
+    } else if area.height >= 2 {
+        // The errors have the line below.
+        let n = bad.len();
+        Part::new(
+            format!(" │ {n} source{} failing", if n == 1 { "" } else { "s" }),
+            error,
+        )
+        .or(" │ failing")
     } else {
-        spans.push(Span::styled(
-            format!(" │ {}", bad.join("; ")),
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Error),
-        ));
-    }
+        let all: Vec<String> = bad
+            .iter()
+            .map(|(k, what, _)| format!("{k}: {what}"))
+            .collect();
+        Part::new(format!(" │ {}", all.join("; ")), error).or(" │ failing")
+    };
     // Forgetting applies: executors gone longer than the horizon are no longer shown.
-    if let Some(after) = app.forget_after
-        && snap.forgotten > 0
-    {
-        spans.push(Span::styled(
+    let forgotten = match app.forget_after {
+        Some(after) if snap.forgotten > 0 => Part::new(
             format!(" │ gone >{} forgotten", humantime::format_duration(after)),
             app.theme.dim(),
-        ));
-    }
-    if app.ctx.readonly.on() {
-        spans.push(Span::styled(
+        ),
+        _ => Part::new("", Style::default()),
+    };
+    let read_only = if app.ctx.readonly.on() {
+        Part::new(
             " │ READ-ONLY",
             app.theme
                 .severity(spark_triage_core::diagnose::Severity::Warn),
-        ));
-    }
-    let width: usize = spans.iter().map(Span::width).sum();
-    if width > usize::from(area.width) {
-        spans.remove(3);
-        // Still too wide: the program's name goes too (the mode badge stays).
-        if spans.iter().map(Span::width).sum::<usize>() > usize::from(area.width) {
-            spans.remove(0);
+        )
+        .or(" │ RO")
+    } else {
+        Part::new("", Style::default())
+    };
+    let mut parts = vec![
+        Part::new("spark-triage ", theme::title()),
+        mode,
+        Part::new(format!(" ctx {} │ ", app.context_name()), Style::default()),
+        Part::new(scope.to_owned(), Style::default()).or(short_scope),
+        list,
+        sources,
+        forgotten,
+        read_only,
+    ];
+    let width = |parts: &[Part]| -> usize { parts.iter().map(|p| p.text.chars().count()).sum() };
+    let room = usize::from(area.width);
+    for give in GIVE {
+        if width(&parts) <= room {
+            break;
+        }
+        match *give {
+            Give::Drop(i) => parts[i].text.clear(),
+            Give::Shorten(i) => {
+                if let Some(s) = parts[i].short.take() {
+                    parts[i].text = s;
+                }
+            }
         }
     }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    // Still too wide (a long context at 60 columns): the context and the scope share
+    // what is left, the namespace whole when it can be.
+    if width(&parts) > room {
+        let fixed = parts[MODE].text.chars().count() + " ctx  │ ".chars().count();
+        let scope_w = parts[SCOPE].text.chars().count();
+        let ctx_room = room.saturating_sub(fixed + scope_w).max(6);
+        parts[CTX].text = format!(" ctx {} │ ", super::fit(app.context_name(), ctx_room));
+        for p in &mut parts[LIST..] {
+            p.text.clear();
+        }
+    }
+    let spans: Vec<Span<'_>> = parts
+        .into_iter()
+        .filter(|p| !p.text.is_empty())
+        .map(|p| Span::styled(p.text, p.style))
+        .collect();
+    let first = Rect { height: 1, ..area };
+    f.render_widget(Paragraph::new(Line::from(spans)), first);
+    if area.height >= 2 && !bad.is_empty() {
+        // Short: the last clause of each error (`Connection refused (os error 111)`), the
+        // whole text in the help popup.
+        let text: Vec<String> = bad
+            .iter()
+            .map(|(k, what, err)| match err {
+                Some(e) => format!("{k}: {what}: {}", last_clause(e)),
+                None => format!("{k}: {what}"),
+            })
+            .collect();
+        let tail = " · ? for the full text";
+        let room = usize::from(area.width).saturating_sub(tail.chars().count());
+        let line = format!("{}{tail}", super::fit(&text.join("; "), room));
+        let second = Rect {
+            y: area.y + 1,
+            height: 1,
+            ..area
+        };
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                super::fit(&line, usize::from(area.width)),
+                error,
+            )),
+            second,
+        );
+    }
+}
+
+/// The failing sources: (source, what it is doing, its error when it has one).
+pub(crate) fn troubles(app: &App) -> Vec<(&'static str, String, Option<String>)> {
+    app.store
+        .view()
+        .health
+        .iter()
+        .filter_map(|(k, h)| match h {
+            Health::Connected | Health::Connecting => None,
+            Health::Retrying { error } => {
+                Some((k.as_str(), "retrying".to_owned(), Some(error.clone())))
+            }
+            Health::Forbidden { permission } => {
+                Some((k.as_str(), format!("forbidden ({permission})"), None))
+            }
+        })
+        .collect()
+}
+
+/// The last clause of an error chain (`a: b: Connection refused (os error 111)` gives the
+/// last), which says the most in the fewest words.
+fn last_clause(error: &str) -> &str {
+    let e = error.trim();
+    match e.rfind(": ") {
+        Some(i) if e[i + 2..].chars().count() >= 8 => &e[i + 2..],
+        _ => e,
+    }
 }
 
 pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -144,12 +293,16 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             .sum();
         let compact_words = full > usize::from(area.width);
         let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
-        for (e, word) in app
+        let mut hinted: Vec<(&crate::app::keymap::Entry, &str)> = app
             .keymap
             .entries()
             .iter()
             .filter_map(|e| Some((e, e.binding.hint?)))
-        {
+            .collect();
+        // The keys an on-call engineer reaches for first lead (the log, kill, detail), the
+        // pane switch first while the apps pane has the focus; `?` and `q` close the line.
+        hinted.sort_by_key(|(e, _)| hint_rank(e.action(), app.focus));
+        for (e, word) in hinted {
             let b = e.binding;
             let verb = match b.action {
                 crate::app::keymap::Action::Kill => Some("delete"),
@@ -171,6 +324,10 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                         crate::effect::Denied::Unlogged(_) => "not logged".to_owned(),
                     })
             });
+            // A replay cannot act: its off keys would only crowd the keys that work.
+            if app.ctx.mode == Mode::Replay && verb.is_some() {
+                continue;
+            }
             hints.push((
                 e.label.as_str(),
                 if compact_words { word } else { short(b.help) },
@@ -199,12 +356,35 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .sum()
         };
         let compact = total(false) > width;
+        // `?` is kept whatever else goes: it leads to every key not shown.
+        let help_label = app
+            .keymap
+            .entries()
+            .iter()
+            .find(|e| e.action() == crate::app::keymap::Action::Help)
+            .map(|e| e.label.clone());
+        let help_w = hints
+            .iter()
+            .find(|h| help_label.as_deref() == Some(h.0))
+            .map_or(0, |h| {
+                let (a, b) = text(h, compact);
+                a.chars().count() + b.chars().count()
+            });
         let mut used = 0;
+        let mut full = false;
         for h in &hints {
+            let is_help = help_label.as_deref() == Some(h.0);
             let (label, words) = text(h, compact);
             let w = label.chars().count() + words.chars().count();
-            if used + w > width {
-                break;
+            let reserve = if is_help { 0 } else { help_w };
+            if full && !is_help || used + w + reserve > width {
+                full = true;
+                if !is_help {
+                    continue;
+                }
+                if used + w > width {
+                    break;
+                }
             }
             used += w;
             let style = if h.2.is_some() {
@@ -228,6 +408,27 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         Line::from(spans)
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// Where a hinted key stands in the footer (lower first): what a failing job needs at 80
+/// columns comes before what is one `?` away.
+fn hint_rank(a: crate::app::keymap::Action, focus: crate::app::Focus) -> u8 {
+    use crate::app::keymap::Action as A;
+    match a {
+        A::NextPane if focus == crate::app::Focus::Apps => 0,
+        A::Logs => 1,
+        A::Kill => 2,
+        A::Detail => 3,
+        A::Filter => 4,
+        A::Hold => 5,
+        A::StateFilter => 6,
+        A::Timeline => 7,
+        A::ToggleView => 8,
+        A::NextPane => 9,
+        A::Help => 20,
+        A::Quit => 21,
+        _ => 15,
+    }
 }
 
 /// The first words of a help text, for the footer.

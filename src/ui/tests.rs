@@ -1,4 +1,4 @@
-//! Frame snapshots: every pane and popup at 80×24 and 200×50, on a recorded session of the
+//! Frame snapshots: every pane and popup at 60×16, 80×24, 120×40 and 200×50, on a recorded session of the
 //! simulator's `mixed` scenario (so the data and its times are fixed).
 
 use ratatui::{Terminal, backend::TestBackend};
@@ -52,6 +52,7 @@ macro_rules! frames {
             let mut app = session();
             #[allow(clippy::redundant_closure_call)]
             ($setup)(&mut app);
+            insta::assert_snapshot!(concat!(stringify!($name), "_60x16"), draw(&mut app, 60, 16));
             insta::assert_snapshot!(concat!(stringify!($name), "_80x24"), draw(&mut app, 80, 24));
             insta::assert_snapshot!(
                 concat!(stringify!($name), "_120x40"),
@@ -611,6 +612,7 @@ mod kills;
 mod many_apps;
 mod popup_keys;
 mod reading;
+mod sizes;
 mod themes;
 
 /// The first screen as it opens (no key pressed), at every size: the failure budget line

@@ -5,10 +5,8 @@ use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Paragraph},
 };
 
-use super::theme;
 use crate::app::App;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -29,30 +27,45 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             .then(x.executor.cmp(&y.executor))
             .then(i.cmp(j))
     });
-    let lines: Vec<Line<'_>> = entries
-        .into_iter()
-        .map(|(_, e)| {
-            let mark = if e.clock.is_bound() { "*" } else { " " };
-            Line::from(vec![
-                Span::styled(format!("{}{mark} ", app.when(&e.at)), app.theme.dim()),
-                Span::raw(e.text.clone()),
-            ])
-        })
-        .collect();
-    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        super::title_text(
-            &format!(
-                " Timeline of {name} ({} entries, newest first; * first seen by this view) · ↑↓ scroll · Esc close ",
-                a.timeline.len()
-            ),
-            r.width,
+    // Each entry's text wrapped under itself, right of its time (a hanging indent), so a
+    // message is read whole at 80 columns; on a screen too narrow for that, under its time.
+    let inner_w = usize::from(r.width.saturating_sub(2)).max(1);
+    // What the list is, above it: the title keeps only the name and the keys (the keys
+    // were the part cut at 60 columns).
+    let mut lines: Vec<Line<'_>> = vec![Line::styled(
+        format!(
+            "{} entries, newest first; * first seen by this view",
+            a.timeline.len()
         ),
-        theme::title(),
-    ));
-    super::clear_popup(f, r);
-    f.render_widget(
-        Paragraph::new(lines).block(block).scroll((app.scroll, 0)),
-        r,
-    );
+        app.theme.dim(),
+    )];
+    for (_, e) in entries {
+        let mark = if e.clock.is_bound() { "*" } else { " " };
+        let when = format!("{}{mark} ", app.when(&e.at));
+        let indent = when.chars().count();
+        let beside = inner_w.saturating_sub(indent);
+        if beside >= 24 {
+            for (i, piece) in super::wrap_words(&e.text, beside).into_iter().enumerate() {
+                let head = if i == 0 {
+                    when.clone()
+                } else {
+                    " ".repeat(indent)
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(head, app.theme.dim()),
+                    Span::raw(piece),
+                ]));
+            }
+        } else {
+            lines.push(Line::styled(when, app.theme.dim()));
+            lines.extend(
+                super::wrap_words(&e.text, inner_w.saturating_sub(2))
+                    .into_iter()
+                    .map(|p| Line::raw(format!("  {p}"))),
+            );
+        }
+    }
+    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+    let title = format!(" Timeline of {name} · ↑↓ scroll · Esc close ");
+    super::scrolled_popup(f, r, &title, lines, app);
 }

@@ -244,6 +244,77 @@ fn the_first_screen_shows_the_dead_executors_of_every_app() {
     drop(sim);
 }
 
+/// The same first screen at 80×24, the size tmux and ssh give by default: the header keeps
+/// the namespace, the footer the keys most needed (`l` log, `K` kill), and the endings
+/// under the map all three of etl-nightly's (7 and 8 OOM, 10 vanished). On `q` nothing of
+/// the view's start is left on the terminal.
+#[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
+fn the_first_screen_at_80x24_keeps_the_namespace_the_keys_and_every_ending() {
+    if !Tmux::available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sim = rt.block_on(super::common::start_sim("mixed", 4.0, &[]));
+    std::thread::sleep(Duration::from_secs(16));
+    let t = Tmux::start_sized(80, 24);
+    t.wait_for("$", 10);
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    t.keys(&[
+        &format!(
+            "clear; {bin} --kubeconfig {} -n spark-jobs --poll-interval 2s",
+            sim.kubeconfig.display()
+        ),
+        "Enter",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let endings = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip_while(|l| !l.contains("Endings, newest first"))
+            .skip(1)
+            .filter(|l| l.contains(" ago  executor "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let screen = loop {
+        let s = t.screen();
+        let e = endings(&s);
+        if ["executor 7 ", "executor 8 ", "executor 10 "]
+            .iter()
+            .all(|id| e.iter().any(|l| l.contains(id)))
+        {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "etl-nightly's three endings are not all on the 80x24 screen:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let lines: Vec<&str> = screen.lines().collect();
+    assert_eq!(lines.len(), 24, "{screen}");
+    assert!(
+        lines[0].contains("spark-jobs") && lines[0].contains("LIVE"),
+        "the mode and namespace in the header:\n{screen}"
+    );
+    let footer = lines.last().copied().unwrap_or_default();
+    for hint in ["l log", "K kill", "? help"] {
+        assert!(footer.contains(hint), "`{hint}` in the footer:\n{screen}");
+    }
+    assert!(screen.contains("▶ etl-nightly"), "{screen}");
+    assert!(screen.contains("OOMKilled (137)"), "{screen}");
+    t.keys(&["q"]);
+    let back = t.wait_prompt(10);
+    assert!(
+        !back.contains("connecting to the API server"),
+        "the start's line left on the terminal:\n{back}"
+    );
+    drop(sim);
+}
+
 /// SIGHUP (a closed SSH session or tmux pane) ends the live view as `q` does: the
 /// terminal restored and the `--record` file closed as a complete zstd stream.
 #[test]

@@ -34,6 +34,12 @@ impl Tmux {
     }
 
     pub fn start() -> Self {
+        Self::start_sized(200, 50)
+    }
+
+    /// A session of `w`×`h` cells (80×24 is what tmux and ssh give by default).
+    pub fn start_sized(w: u16, h: u16) -> Self {
+        let (w, h) = (w.to_string(), h.to_string());
         let session = format!(
             "spark-triage-e2e-{}-{:x}",
             std::process::id(),
@@ -51,9 +57,9 @@ impl Tmux {
                     "-s",
                     &session,
                     "-x",
-                    "200",
+                    &w,
                     "-y",
-                    "50",
+                    &h,
                     "env TERM=xterm-256color LC_ALL=C.UTF-8 PS1='$ ' bash --norc --noprofile",
                 ])
                 .output()

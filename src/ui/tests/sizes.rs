@@ -1,0 +1,178 @@
+//! Every pane and popup at every size from 60×16 to 200×50, live and in replay: what an
+//! on-call engineer reads first is on screen at each (the namespace and context in the
+//! header, the worst executor's cause, the keys that matter), whatever else gives way.
+
+use super::{draw, etl_exec, replay_at, session};
+use crate::app::{App, Focus, Mode, Popup, View, update};
+
+const SIZES: [(u16, u16); 4] = [(60, 16), (80, 24), (120, 40), (200, 50)];
+
+fn key(app: &mut App, c: crossterm::event::KeyCode) {
+    update(
+        app,
+        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            c,
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+}
+
+/// A screen to check: its name, how to get there, and whether it is a popup.
+type Screen = (&'static str, fn(&mut App), bool);
+
+const SCREENS: &[Screen] = &[
+    ("map", |app| etl_exec(app, 7), false),
+    (
+        "table",
+        |app| {
+            etl_exec(app, 7);
+            app.view = View::Table;
+        },
+        false,
+    ),
+    (
+        "apps focused",
+        |app| {
+            etl_exec(app, 7);
+            app.focus = Focus::Apps;
+        },
+        false,
+    ),
+    (
+        "detail",
+        |app| {
+            etl_exec(app, 7);
+            app.popup = Some(Popup::Detail);
+        },
+        true,
+    ),
+    (
+        "describe",
+        |app| {
+            etl_exec(app, 7);
+            app.popup = Some(Popup::Describe);
+        },
+        true,
+    ),
+    (
+        "timeline",
+        |app| {
+            etl_exec(app, 7);
+            app.popup = Some(Popup::Timeline);
+        },
+        true,
+    ),
+    ("help", |app| app.popup = Some(Popup::Help), true),
+];
+
+fn live() -> App {
+    let mut app = session();
+    app.ctx.mode = Mode::Live;
+    app
+}
+
+/// The checks every frame passes; `what` names it in a failure.
+fn check(frame: &str, what: &str, popup: bool, live: bool) {
+    let rows: Vec<&str> = frame.lines().collect();
+    let header = rows.first().copied().unwrap_or_default();
+    let footer = rows.last().copied().unwrap_or_default();
+    assert!(
+        header.contains("spark-jobs") && header.contains("ctx "),
+        "{what}: the context and namespace in the header:\n{frame}"
+    );
+    assert!(
+        header.contains(if live { "LIVE" } else { "REPLAY" }) || header.contains("RPL"),
+        "{what}: the mode in the header:\n{frame}"
+    );
+    if !popup {
+        assert!(
+            frame.contains("OOMKilled"),
+            "{what}: the worst executor's cause on screen:\n{frame}"
+        );
+        assert!(
+            frame.contains("etl-nightly"),
+            "{what}: the worst app named:\n{frame}"
+        );
+    } else {
+        assert!(frame.contains("Esc"), "{what}: how to close it:\n{frame}");
+    }
+    for hint in ["l log", "? help"] {
+        assert!(
+            footer.contains(hint),
+            "{what}: `{hint}` in the footer:\n{frame}"
+        );
+    }
+    if live {
+        assert!(
+            footer.contains("K kill"),
+            "{what}: `K kill` in the footer:\n{frame}"
+        );
+    }
+    // Nothing is cut mid-word at the header's end or the footer's.
+    for line in [header, footer] {
+        let line = line.trim_matches('"').trim_end();
+        assert!(
+            !line.ends_with(|c: char| c.is_alphanumeric()) || !line.contains('…'),
+            "{what}: a cut line:\n{line}"
+        );
+    }
+}
+
+#[test]
+fn every_pane_and_popup_keeps_what_matters_at_every_size_live() {
+    for (name, setup, popup) in SCREENS {
+        for (w, h) in SIZES {
+            let mut app = live();
+            setup(&mut app);
+            let frame = draw(&mut app, w, h);
+            check(&frame, &format!("live {name} {w}x{h}"), *popup, true);
+        }
+    }
+}
+
+#[test]
+fn every_pane_and_popup_keeps_what_matters_at_every_size_in_replay() {
+    for (name, setup, popup) in SCREENS {
+        for (w, h) in SIZES {
+            let mut app = replay_at(Some(3600));
+            setup(&mut app);
+            let frame = draw(&mut app, w, h);
+            check(&frame, &format!("replay {name} {w}x{h}"), *popup, false);
+            if *name == "map" {
+                insta::assert_snapshot!(format!("replay_map_{w}x{h}"), frame);
+            }
+        }
+    }
+}
+
+/// The popups an action opens (the log, the kill confirm) at every size: wrapped, their
+/// keys on screen.
+#[test]
+fn the_log_and_the_confirm_keep_their_keys_at_every_size() {
+    for (w, h) in SIZES {
+        let mut app = live();
+        etl_exec(&mut app, 9);
+        app.log_view = Some(crate::app::LogView {
+            pod: "etl-nightly-a83c0ccd92120d16-exec-9".into(),
+            lines: Err("container \"spark-kubernetes-executor\" in pod \"etl-nightly-a83c0ccd92120d16-exec-9\" is waiting to start: trying and failing to pull image".into()),
+            ..crate::app::LogView::default()
+        });
+        app.popup = Some(Popup::Log);
+        let frame = draw(&mut app, w, h);
+        assert!(
+            frame.contains("failing to pull") || frame.contains("pull image"),
+            "{w}x{h}: the log's error wrapped to its reason:\n{frame}"
+        );
+        let mut app = live();
+        etl_exec(&mut app, 2);
+        key(&mut app, crossterm::event::KeyCode::Char('K'));
+        assert_eq!(app.popup, Some(Popup::Confirm), "{w}x{h}");
+        let frame = draw(&mut app, w, h);
+        for want in ["kind-spark", "spark-jobs", " y  delete", "n/Esc"] {
+            assert!(
+                frame.contains(want),
+                "{w}x{h}: {want} in the confirm:\n{frame}"
+            );
+        }
+    }
+}
