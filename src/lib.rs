@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod diagnostics;
 pub mod effect;
+pub mod evidence;
 pub mod failure;
 pub mod flags;
 pub mod output;

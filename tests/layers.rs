@@ -440,26 +440,35 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "failure",
         &[
-            "source", "store", "record", "effect", "actions", "app", "ui", "tui", "flags",
-            "output", "commands", "cli",
+            "source", "store", "evidence", "record", "effect", "actions", "app", "ui", "tui",
+            "flags", "output", "commands", "cli",
         ],
     ),
     (
         "settings",
         &[
-            "source", "store", "record", "effect", "actions", "app", "ui", "tui", "flags",
-            "output", "commands", "cli",
+            "source", "store", "evidence", "record", "effect", "actions", "app", "ui", "tui",
+            "flags", "output", "commands", "cli",
         ],
     ),
     (
         "source",
         &[
-            "store", "record", "effect", "actions", "app", "ui", "tui", "flags", "output",
-            "commands", "cli",
+            "store", "evidence", "record", "effect", "actions", "app", "ui", "tui", "flags",
+            "output", "commands", "cli",
         ],
     ),
     (
         "store",
+        &[
+            "evidence", "record", "effect", "actions", "app", "ui", "tui", "flags", "output",
+            "commands", "cli",
+        ],
+    ),
+    // The evidence budget and the recorder's own reads: over the store, under the
+    // recordings and the live view (both use it).
+    (
+        "evidence",
         &[
             "record", "effect", "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
         ],
@@ -473,7 +482,8 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "effect",
         &[
-            "store", "record", "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
+            "store", "evidence", "record", "actions", "app", "ui", "tui", "flags", "output",
+            "commands", "cli",
         ],
     ),
     (

@@ -15,13 +15,13 @@ use std::{collections::BTreeSet, sync::Arc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 
 pub use crate::effect::{Effect, HoldTarget, Target};
+pub use crate::evidence::EventsRead;
 pub use crate::source::switch::SwitchTo;
 use crate::{
     effect::Permissions,
     source::SourceEvent,
     store::{AppRecord, ExecutorRecord, Store},
 };
-pub use evidence::EventsRead;
 use keymap::Action;
 use spark_triage_core::model::{ExecutorState, Time};
 
@@ -283,7 +283,7 @@ pub struct App {
     /// Pods with a hold/release/capture request under way (not asked for twice).
     pub in_flight: BTreeSet<(String, String)>,
     /// Which executors' evidence (log tail, events) is read, and why others were not.
-    pub evidence: evidence::EvidenceReads,
+    pub evidence: crate::evidence::EvidenceReads,
     /// Set when replaying a recording.
     pub replay: Option<replay::Replay>,
     /// The app the driver view was last pointed at (`None` before the first time).
@@ -406,7 +406,7 @@ impl App {
             notice: None,
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
-            evidence: evidence::EvidenceReads::default(),
+            evidence: crate::evidence::EvidenceReads::default(),
             replay: None,
             driver_focus: None,
             permissions_asked: BTreeSet::new(),

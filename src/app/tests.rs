@@ -580,7 +580,11 @@ fn a_storm_of_one_cause_reads_the_evidence_of_a_few_and_says_why_not_the_rest() 
             .count()
     };
     let read: usize = (10..40).map(|id| reads(&ends(&mut app, id, 52))).sum();
-    assert_eq!(read, evidence::SAME_CAUSE, "one cause, one app: a few");
+    assert_eq!(
+        read,
+        crate::evidence::SAME_CAUSE,
+        "one cause, one app: a few"
+    );
     // Another cause is read.
     assert_eq!(reads(&ends(&mut app, 50, 143)), 1);
     // One that ended well needs no evidence.

@@ -150,6 +150,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             rec.metrics = Some(m);
         }
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
+        // The log tails of executors that end badly, as the live view keeps them.
+        rec.tails = Some(crate::evidence::tails::Tails::new(
+            conn.client.clone(),
+            &tx,
+            crate::source::LOG_TAIL_LINES,
+        ));
         let mut tasks = crate::source::live::spawn(&conn, tx);
         // --emit-events: planned every 5 s from the store, written by their own task.
         let mut events = args.emit_events.then(|| {

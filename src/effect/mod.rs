@@ -28,7 +28,7 @@ pub use ownership::{
 pub use permissions::{Denied, Permissions};
 pub use runner::{Captures, Runner};
 pub use writes::{
-    WriteError, fetch_log, hold_pod, kill, mark_app_hold, mark_killed, release_pod, unmark_killed,
+    WriteError, hold_pod, kill, mark_app_hold, mark_killed, release_pod, unmark_killed,
 };
 
 use crate::source::{SourceEvent, connection::DriverFocus};

@@ -273,7 +273,7 @@ impl Runner {
                     },
                     false => None,
                 };
-                let r = fetch_log(
+                let r = crate::source::lean::log_tail(
                     &self.client,
                     &namespace,
                     &pod,

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client,
-    api::{DeleteParams, LogParams, Patch, PatchParams, Preconditions},
+    api::{DeleteParams, Patch, PatchParams, Preconditions},
 };
 use serde_json::json;
 
@@ -283,26 +283,4 @@ pub async fn mark_app_hold(
         .await
         .map(|_| ())
         .map_err(|e| WriteError::from_kube("patch", namespace, driver, e))
-}
-
-/// The tail of a container's log (`previous` for the instance before the last restart).
-pub async fn fetch_log(
-    client: &Client,
-    namespace: &str,
-    pod: &str,
-    container: &str,
-    previous: bool,
-    tail: i64,
-) -> Result<String, String> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let lp = LogParams {
-        container: Some(container.to_owned()),
-        previous,
-        tail_lines: Some(tail),
-        ..LogParams::default()
-    };
-    api.logs(pod, &lp).await.map_err(|e| match e {
-        kube::Error::Api(s) => crate::redact::one_line(&s.message),
-        other => crate::source::errors::error_line(&other),
-    })
 }

@@ -83,6 +83,9 @@ pub(crate) struct Recorder {
     /// No executor gone at or after this (µs since the epoch) is forgotten: `--tables` has
     /// not written its row yet.
     pub hold: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
+    /// The log tails of executors that ended badly, read into the recording (`record`; the
+    /// live view's `--record` gets its tails from the view).
+    pub tails: Option<crate::evidence::tails::Tails>,
 }
 
 impl Recorder {
@@ -101,6 +104,7 @@ impl Recorder {
             forget_after: None,
             listed: None,
             hold: None,
+            tails: None,
         }
     }
 
@@ -199,6 +203,15 @@ impl Recorder {
                             }
                         }
                         None => self.store.apply(ev),
+                    }
+                    // Drained whatever reads them (a long-running recorder once kept every
+                    // ending it saw in this list).
+                    let finished = self.store.take_finished();
+                    if let Some(tails) = &mut self.tails
+                        && !finished.is_empty()
+                    {
+                        let now = self.store.view().now.unwrap_or_else(chrono::Utc::now);
+                        tails.ended(self.store.view(), finished, now);
                     }
                 }
                 _ = second.tick() => {

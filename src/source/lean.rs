@@ -143,6 +143,35 @@ pub async fn pod_events(
         .map_err(|e| super::errors::error_line(&e))
 }
 
+/// Most bytes of one log tail read (lines of a megabyte would otherwise be read whole).
+const LOG_TAIL_BYTES: i64 = 1 << 20;
+
+/// The last `tail` lines of a container's log (`previous`: the instance before the last
+/// restart), at most [`LOG_TAIL_BYTES`]: what the live view shows on `l` and what the
+/// live view and the flight recorder keep of an executor that ended badly.
+pub async fn log_tail(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+    previous: bool,
+    tail: i64,
+) -> Result<String, String> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let lp = kube::api::LogParams {
+        container: Some(container.to_owned()),
+        previous,
+        tail_lines: Some(tail),
+        limit_bytes: Some(LOG_TAIL_BYTES),
+        ..kube::api::LogParams::default()
+    };
+    api.logs(pod, &lp).await.map_err(|e| match e {
+        kube::Error::Api(s) => crate::redact::one_line(&s.message),
+        other => super::errors::error_line(&other),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

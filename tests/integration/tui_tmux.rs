@@ -315,6 +315,69 @@ fn the_first_screen_at_80x24_keeps_the_namespace_the_keys_and_every_ending() {
     drop(sim);
 }
 
+/// The flight recorder keeps the log tails of executors that ended badly: a replay of its
+/// recording, at the end, shows executor 8's JVM OOM stack trace on `l`, marked as
+/// captured (nothing can be fetched from a recording).
+#[test]
+#[cfg_attr(
+    not(have_tmux),
+    ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
+)]
+fn a_replay_of_a_flight_recording_shows_a_jvm_ooms_captured_log_tail() {
+    if !Tmux::available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sim = rt.block_on(super::common::start_sim("mixed", 4.0, &[]));
+    let bin = env!("CARGO_BIN_EXE_spark-triage");
+    let rec = std::env::temp_dir().join(format!("st-tails-{}.ndjson.zst", std::process::id()));
+    let _ = std::fs::remove_file(&rec);
+    let out = std::process::Command::new(bin)
+        .args(["record"])
+        .arg(&rec)
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .args([
+            "-n",
+            "spark-jobs",
+            "--duration",
+            "20s",
+            "--poll-interval",
+            "2s",
+        ])
+        .output()
+        .expect("record runs");
+    assert!(
+        out.status.success(),
+        "record: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(sim);
+    let t = Tmux::start();
+    t.wait_for("$", 10);
+    t.keys(&[&format!("{bin} replay {} --at -1s", rec.display()), "Enter"]);
+    t.wait_for_all(&["REPLAY", "Executors of etl-nightly"], 20);
+    t.keys(&["Tab"]);
+    t.keys(&["/", "8", "Enter"]);
+    t.keys(&["l"]);
+    let screen = t.wait_for_all(
+        &[
+            "Log of etl-nightly-",
+            "-exec-8 (",
+            "captured when it ended",
+            "java.lang.OutOfMemoryError: Java heap space",
+        ],
+        15,
+    );
+    assert!(
+        screen.contains("PartitionedPairBuffer.growArray"),
+        "the stack trace under the error:\n{screen}"
+    );
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    let _ = std::fs::remove_file(&rec);
+}
+
 /// SIGHUP (a closed SSH session or tmux pane) ends the live view as `q` does: the
 /// terminal restored and the `--record` file closed as a complete zstd stream.
 #[test]
