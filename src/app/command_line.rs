@@ -10,6 +10,7 @@ const HISTORY: usize = 100;
 /// `:` typed: an empty prompt; the cluster's namespaces are asked for once per scope.
 pub(super) fn open(app: &mut App) -> Vec<Effect> {
     app.command = Some(String::new());
+    app.prompt_cursor = None;
     app.history_pos = None;
     if app.namespaces == Namespaces::NotAsked && app.ctx.mode != super::Mode::Replay {
         app.namespaces = Namespaces::Asked { tab_waiting: None };
@@ -62,8 +63,14 @@ pub(super) fn key(app: &mut App, k: crossterm::event::KeyEvent) -> Vec<Effect> {
             app.history_pos = None;
             return Vec::new();
         }
-        KeyCode::Backspace | KeyCode::Char(_) => {
-            super::prompts::edit_line(&mut buf, &k);
+        KeyCode::Backspace
+        | KeyCode::Delete
+        | KeyCode::Left
+        | KeyCode::Right
+        | KeyCode::Home
+        | KeyCode::End
+        | KeyCode::Char(_) => {
+            super::prompts::edit_line(&mut buf, &mut app.prompt_cursor, &k);
         }
         KeyCode::Up if !app.history.is_empty() => {
             let pos = app
@@ -91,6 +98,9 @@ pub(super) fn key(app: &mut App, k: crossterm::event::KeyEvent) -> Vec<Effect> {
         }
         KeyCode::Tab => buf = complete(app, &buf),
         _ => {}
+    }
+    if matches!(code, KeyCode::Up | KeyCode::Down | KeyCode::Tab) {
+        app.prompt_cursor = None; // a line set whole: the cursor at its end
     }
     app.command = Some(buf);
     Vec::new()

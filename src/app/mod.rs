@@ -23,6 +23,7 @@ use crate::{
     store::{AppRecord, ExecutorRecord, Store},
 };
 use keymap::Action;
+pub use prompts::with_cursor;
 use spark_triage_core::model::{ExecutorState, Time};
 
 /// Where the data comes from (shown in the status bar).
@@ -308,6 +309,9 @@ pub struct App {
     /// Names the `:` prompt completes: the kubeconfig's contexts (set at start) and the
     /// cluster's namespaces (asked for once per scope, when `:` is first typed).
     pub contexts: Vec<String>,
+    /// Where the cursor is in the open prompt (`/`, `:`, replay's `:`), in characters;
+    /// `None` at the line's end.
+    pub prompt_cursor: Option<usize>,
     pub namespaces: Namespaces,
 }
 
@@ -419,6 +423,7 @@ impl App {
             history: Vec::new(),
             history_pos: None,
             contexts: Vec::new(),
+            prompt_cursor: None,
             namespaces: Namespaces::NotAsked,
         }
     }

@@ -436,34 +436,114 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
     }
 }
 
-/// The editing every one-line prompt (`/`, `:`, replay's `g`) shares, as readline has it at
-/// the line's end: Backspace and Ctrl-H delete a character, Ctrl-W the word before, Ctrl-U
-/// the whole line; a character typed with Ctrl or Alt is never inserted. `true` when the key
-/// edited (or was swallowed as a control key).
-pub(super) fn edit_line(buf: &mut String, k: &crossterm::event::KeyEvent) -> bool {
+/// The editing every one-line prompt (`/`, `:`, replay's `:`) shares, as readline has it:
+/// ←/→ (Ctrl-B/F) a character, Alt-B/F (Ctrl-←/→) a word, Ctrl-A/E (Home/End) the line's
+/// ends; Backspace (Ctrl-H) and Delete (Ctrl-D) a character, Ctrl-W the word before, Alt-D
+/// the word after, Ctrl-U to the start, Ctrl-K to the end. `cursor` is in characters,
+/// `None` at the end (where a line set whole, from history or completion, puts it). A
+/// character typed with Ctrl or Alt is never inserted. `true` when the key was the
+/// prompt's (edited, moved, or swallowed as a control key).
+pub(super) fn edit_line(
+    buf: &mut String,
+    cursor: &mut Option<usize>,
+    k: &crossterm::event::KeyEvent,
+) -> bool {
     use crossterm::event::KeyModifiers;
+    use tui_input::{Input, InputRequest as R};
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-    let alt = k.modifiers.contains(KeyModifiers::ALT);
-    match k.code {
-        KeyCode::Backspace => {
-            buf.pop();
-        }
-        KeyCode::Char('h') if ctrl => {
-            buf.pop();
-        }
-        KeyCode::Char('u') if ctrl => buf.clear(),
-        KeyCode::Char('w') if ctrl => {
-            let kept = buf.trim_end().len();
-            // After the last whitespace character (a multi-byte one too: U+00A0, U+3000).
-            let word = buf[..kept]
-                .char_indices()
-                .rfind(|(_, c)| c.is_whitespace())
-                .map_or(0, |(i, c)| i + c.len_utf8());
-            buf.truncate(word);
-        }
-        KeyCode::Char(_) if ctrl || alt => {}
-        KeyCode::Char(c) => buf.push(c),
+    let alt = k.modifiers.contains(KeyModifiers::ALT) || k.modifiers.contains(KeyModifiers::META);
+    let request = match k.code {
+        KeyCode::Backspace if alt => Some(R::DeletePrevWord),
+        KeyCode::Backspace => Some(R::DeletePrevChar),
+        KeyCode::Delete => Some(R::DeleteNextChar),
+        KeyCode::Left if ctrl => Some(R::SetCursor(word_back(buf, *cursor))),
+        KeyCode::Right if ctrl => Some(R::SetCursor(word_forward(buf, *cursor))),
+        KeyCode::Left => Some(R::GoToPrevChar),
+        KeyCode::Right => Some(R::GoToNextChar),
+        KeyCode::Home => Some(R::GoToStart),
+        KeyCode::End => Some(R::GoToEnd),
+        KeyCode::Char(c) if ctrl => match c {
+            'a' => Some(R::GoToStart),
+            'e' => Some(R::GoToEnd),
+            'b' => Some(R::GoToPrevChar),
+            'f' => Some(R::GoToNextChar),
+            'h' => Some(R::DeletePrevChar),
+            'd' => Some(R::DeleteNextChar),
+            'u' => Some(R::DeleteFromStart),
+            'k' => Some(R::DeleteTillEnd),
+            'w' => {
+                // readline's unix-word-rubout: back to the whitespace before the word (a
+                // multi-byte one too: U+00A0, U+3000), punctuation included.
+                let at = cursor.unwrap_or_else(|| buf.chars().count());
+                let head: String = buf.chars().take(at).collect();
+                let kept = head.trim_end_matches(char::is_whitespace);
+                let from = kept
+                    .char_indices()
+                    .rfind(|(_, c)| c.is_whitespace())
+                    .map_or(0, |(i, c)| i + c.len_utf8());
+                let from_chars = head[..from].chars().count();
+                let tail: String = buf.chars().skip(at).collect();
+                *buf = format!("{}{tail}", &head[..from]);
+                *cursor = (!tail.is_empty()).then_some(from_chars);
+                return true;
+            }
+            _ => None,
+        },
+        KeyCode::Char(c) if alt => match c {
+            'b' => Some(R::SetCursor(word_back(buf, *cursor))),
+            'f' => Some(R::SetCursor(word_forward(buf, *cursor))),
+            'd' => Some(R::DeleteNextWord),
+            _ => None,
+        },
+        KeyCode::Char(c) => Some(R::InsertChar(c)),
         _ => return false,
+    };
+    if let Some(request) = request {
+        let at = cursor.unwrap_or_else(|| buf.chars().count());
+        let mut input = Input::new(std::mem::take(buf)).with_cursor(at);
+        input.handle(request);
+        let end = input.value().chars().count();
+        *cursor = (input.cursor() < end).then_some(input.cursor());
+        *buf = input.value().to_owned();
     }
     true
+}
+
+/// readline's backward-word: to the start of this word or the one before (a word is
+/// letters and digits).
+fn word_back(buf: &str, cursor: Option<usize>) -> usize {
+    let chars: Vec<char> = buf.chars().collect();
+    let mut at = cursor.unwrap_or(chars.len()).min(chars.len());
+    while at > 0 && !chars[at - 1].is_alphanumeric() {
+        at -= 1;
+    }
+    while at > 0 && chars[at - 1].is_alphanumeric() {
+        at -= 1;
+    }
+    at
+}
+
+/// readline's forward-word: to the end of this word or the next.
+fn word_forward(buf: &str, cursor: Option<usize>) -> usize {
+    let chars: Vec<char> = buf.chars().collect();
+    let mut at = cursor.unwrap_or(chars.len()).min(chars.len());
+    while at < chars.len() && !chars[at].is_alphanumeric() {
+        at += 1;
+    }
+    while at < chars.len() && chars[at].is_alphanumeric() {
+        at += 1;
+    }
+    at
+}
+
+/// A prompt's line with its cursor drawn (`▏`) where `cursor` says (`None`: at the end).
+pub fn with_cursor(buf: &str, cursor: Option<usize>) -> String {
+    match cursor {
+        Some(at) if at < buf.chars().count() => {
+            let head: String = buf.chars().take(at).collect();
+            let tail: String = buf.chars().skip(at).collect();
+            format!("{head}▏{tail}")
+        }
+        _ => format!("{buf}▏"),
+    }
 }

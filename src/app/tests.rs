@@ -662,6 +662,7 @@ fn prompts_take_ctrl_w_and_ctrl_u_as_readline_does() {
         Msg::Key(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::ALT)),
     );
     assert_eq!(app.filter, "oom ", "Alt-B is not typed in");
+    update(&mut app, ctrl('e'));
     update(&mut app, ctrl('u'));
     assert_eq!(app.filter, "");
     assert!(app.editing_filter, "still editing");
@@ -680,4 +681,71 @@ fn prompts_take_ctrl_w_and_ctrl_u_as_readline_does() {
     }
     update(&mut app, ctrl('w'));
     assert_eq!(app.command.as_deref(), Some("app\u{a0}"));
+}
+
+/// The cursor moves as readline's: Ctrl-A/E to the ends, Alt-B/F by words, ←/→ by
+/// characters; typing inserts at the cursor, Ctrl-K cuts to the end, Ctrl-U to the start,
+/// Ctrl-W the word before the cursor; a line from history puts the cursor at its end. The
+/// footer draws the cursor where it is.
+#[test]
+fn prompts_move_the_cursor_as_readline_does() {
+    let ctrl = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    let alt = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT));
+    let mut app = app_with(3);
+    update(&mut app, key(KeyCode::Char(':')));
+    for c in "ns spark-jobs".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, ctrl('a'));
+    assert_eq!(app.prompt_cursor, Some(0));
+    assert_eq!(
+        crate::app::with_cursor(app.command.as_deref().unwrap(), app.prompt_cursor),
+        "▏ns spark-jobs"
+    );
+    update(&mut app, alt('f'));
+    assert_eq!(app.prompt_cursor, Some(2), "the end of the word");
+    update(&mut app, key(KeyCode::Right));
+    // Inserted at the cursor, not at the end.
+    for c in "my-".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    assert_eq!(app.command.as_deref(), Some("ns my-spark-jobs"));
+    update(&mut app, ctrl('k'));
+    assert_eq!(app.command.as_deref(), Some("ns my-"));
+    assert_eq!(app.prompt_cursor, None, "at the end after Ctrl-K");
+    update(&mut app, alt('b'));
+    update(&mut app, ctrl('u'));
+    assert_eq!(app.command.as_deref(), Some("my-"));
+    assert_eq!(app.prompt_cursor, Some(0));
+    update(&mut app, ctrl('e'));
+    assert_eq!(app.prompt_cursor, None);
+    update(&mut app, key(KeyCode::Left));
+    update(&mut app, key(KeyCode::Left));
+    update(&mut app, ctrl('w'));
+    assert_eq!(
+        app.command.as_deref(),
+        Some("y-"),
+        "the word before the cursor (m|y-)"
+    );
+    assert_eq!(app.prompt_cursor, Some(0));
+    update(&mut app, key(KeyCode::Enter));
+    // History: the line comes back whole, the cursor at its end.
+    update(&mut app, key(KeyCode::Char(':')));
+    update(&mut app, key(KeyCode::Up));
+    assert_eq!(app.command.as_deref(), Some("y-"));
+    assert_eq!(app.prompt_cursor, None);
+    update(&mut app, key(KeyCode::Esc));
+    // The filter edits the same way.
+    update(&mut app, key(KeyCode::Char('/')));
+    for c in "oom".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, key(KeyCode::Home));
+    update(&mut app, key(KeyCode::Char('j')));
+    update(&mut app, key(KeyCode::Char('v')));
+    update(&mut app, key(KeyCode::Char('m')));
+    update(&mut app, key(KeyCode::Char(' ')));
+    assert_eq!(app.filter, "jvm oom");
+    update(&mut app, key(KeyCode::Delete));
+    assert_eq!(app.filter, "jvm om");
 }

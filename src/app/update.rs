@@ -136,7 +136,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                         app.filter.clear();
                     }
                     _ => {
-                        super::prompts::edit_line(&mut app.filter, &k);
+                        super::prompts::edit_line(&mut app.filter, &mut app.prompt_cursor, &k);
                     }
                 }
                 app.fix_selection();
@@ -351,7 +351,10 @@ pub(super) fn act(app: &mut App, action: Action) -> Vec<Effect> {
             app.popup = Some(Popup::Timeline);
             app.scroll = 0;
         }
-        Action::Filter => app.editing_filter = true,
+        Action::Filter => {
+            app.editing_filter = true;
+            app.prompt_cursor = None;
+        }
         Action::StateFilter => {
             app.state_filter = app.state_filter.next();
             app.fix_selection();
@@ -402,7 +405,7 @@ fn replay_key(app: &mut App, k: KeyEvent) -> Option<Vec<Effect>> {
             }
             KeyCode::Esc => r.seeking = None,
             _ => {
-                super::prompts::edit_line(buf, &k);
+                super::prompts::edit_line(buf, &mut app.prompt_cursor, &k);
             }
         }
     } else {
@@ -444,7 +447,10 @@ fn replay_key(app: &mut App, k: KeyEvent) -> Option<Vec<Effect>> {
                     None => app.notice = Some("no failure before this moment".to_owned()),
                 }
             }
-            KeyCode::Char(':') => r.seeking = Some(String::new()),
+            KeyCode::Char(':') => {
+                r.seeking = Some(String::new());
+                app.prompt_cursor = None;
+            }
             _ => used = false,
         }
     }

@@ -35,6 +35,17 @@ const LOG_KEYS: &[(&str, &str)] = &[
     ("f", "follow (fetched again every second)"),
 ];
 
+/// The prompts' editing (`/`, `:`), as readline's.
+const PROMPT_KEYS: &[(&str, &str)] = &[
+    ("←→ ^A ^E", "a character; the line's start, end (Home, End)"),
+    ("Alt-B/F", "a word back, forward (Ctrl-← →)"),
+    ("^W ^U ^K", "cut the word before, to the start, to the end"),
+    (
+        "Tab ↑↓",
+        "complete (commands, contexts, namespaces, apps); history",
+    ),
+];
+
 const LEGEND: &str = "Map letters: R running, P pending, F failed, S succeeded, D deleted, \
     T terminating, U unknown, M missing. Marks: * marked, ! pod and driver disagree, h held.";
 
@@ -83,6 +94,9 @@ fn lines(app: &App) -> Vec<Line<'static>> {
             })
             .map(|e| row(&e.label, e.binding.help)),
     );
+    out.push(Line::raw(""));
+    out.push(Line::styled(" In a prompt (/ and :)", theme::title()));
+    out.extend(PROMPT_KEYS.iter().map(|(k, h)| row(k, h)));
     out.push(Line::raw(""));
     out.push(Line::styled(" In the log popup", theme::title()));
     out.extend(LOG_KEYS.iter().map(|(k, h)| row(k, h)));

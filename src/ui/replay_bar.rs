@@ -30,7 +30,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .iter()
         .find(|g| g.from <= r.position && r.position < g.to);
     let tail = match (&r.seeking, in_gap) {
-        (Some(buf), _) => format!("  seek to: {buf}▏ (1m30s, 10:43:00, RFC 3339; Enter)"),
+        (Some(buf), _) => format!(
+            "  seek to: {} (1m30s, 10:43:00, RFC 3339; Enter)",
+            crate::app::with_cursor(buf, app.prompt_cursor)
+        ),
         (None, Some(g)) => format!(
             "  ░ not recorded {} – {} (recorder down) · n/N · f",
             app.when(&g.from),

@@ -258,16 +258,16 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
     let line = if let Some(cmd) = &app.command {
         Line::from(vec![
             Span::styled(":", theme::title()),
-            Span::raw(cmd.clone()),
+            Span::raw(crate::app::with_cursor(cmd, app.prompt_cursor)),
             Span::raw(
-                "▏  Enter run · Esc cancel · Tab complete · ↑↓ history · app NAME, ns NAME|all, ctx NAME, q",
+                "  Enter run · Esc cancel · Tab complete · ↑↓ history · app NAME, ns NAME|all, ctx NAME, q",
             ),
         ])
     } else if app.editing_filter {
         Line::from(vec![
             Span::styled("filter: ", theme::title()),
-            Span::raw(app.filter.clone()),
-            Span::raw("▏  Enter keep · Esc clear"),
+            Span::raw(crate::app::with_cursor(&app.filter, app.prompt_cursor)),
+            Span::raw("  Enter keep · Esc clear"),
         ])
     } else if let Some(n) = &app.notice {
         // The flash line: an action's result, why a key is off (until the next move).
