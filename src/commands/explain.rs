@@ -22,7 +22,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<String>,
     /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// The executor container's name (spark.kubernetes.executor.podTemplateContainerName).
     /// Detected from each pod when not given.
@@ -46,10 +46,14 @@ fn parse_spark_version(s: &str) -> Result<spark_triage_core::version::SparkVersi
         .ok_or_else(|| format!("{s:?} is not a Spark version (e.g. 3.5.7, 4.0)"))
 }
 
+/// The output names `status` uses for the same things (`table` for the text a person
+/// reads; `text`, this command's older name, still taken).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
-    Text,
+    #[value(alias = "text")]
+    Table,
     Json,
+    Yaml,
 }
 
 pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
@@ -89,8 +93,9 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     };
     let report = explain_with(&objects.pods, &objects.events, &objects.groups, &opts, now);
     match args.output {
-        Output::Text => super::write_stdout(&render_text(&report))?,
+        Output::Table => super::write_stdout(&render_text(&report))?,
         Output::Json => crate::output::json::write(&report)?,
+        Output::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
     }
     Ok(if objects.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -56,6 +56,7 @@ pub struct ReportArgs {
 pub enum ReportOutput {
     Md,
     Json,
+    Yaml,
 }
 
 /// `report --tables`: the fleet report over the window, now back (default 30 days).
@@ -108,6 +109,7 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
     match args.output {
         ReportOutput::Md => super::write_stdout(&crate::output::fleet::markdown(&report))?,
         ReportOutput::Json => crate::output::json::write(&report)?,
+        ReportOutput::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -208,6 +210,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     match args.output {
         ReportOutput::Md => super::write_stdout(&crate::output::report::markdown(&report))?,
         ReportOutput::Json => crate::output::json::write(&report)?,
+        ReportOutput::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -82,12 +82,9 @@ fn print_status(
     }
 }
 
-/// The report as YAML, safe for a terminal: a control character from cluster data is
-/// written visibly (`\u{1b}`), never raw.
+/// The report as YAML, safe for a terminal (`output::yaml`).
 fn yaml(report: &crate::output::status::StatusReport) -> Result<String, Failure> {
-    let text = serde_saphyr::to_string(report)
-        .map_err(|e| Failure::Runtime(format!("cannot write YAML: {e}")))?;
-    Ok(crate::redact::escape_controls(&text).into_owned())
+    crate::output::yaml::to_string(report)
 }
 
 /// The exit status: 3 under `--exit-code` when an executor's verdict is an error.

@@ -6,6 +6,7 @@ pub mod json;
 pub mod progress;
 pub mod report;
 pub mod status;
+pub mod yaml;
 
 /// The order of the applications in a listing (`--sort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -457,3 +457,56 @@ fn an_unknown_context_lists_the_contexts_there_are() {
     assert!(!err.contains("not-a-secret"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `-o` names mean one thing across commands (kubectl's `table`, `json`, `yaml`, with `wide`
+/// and `name` where there are pods, `md` where there is a document): each command takes
+/// those that make sense for it and refuses the rest with its list (exit 2).
+#[test]
+fn output_names_are_one_set_across_commands() {
+    let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/mixed.ndjson.zst");
+    let pod = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oomkilled-executor.json"
+    );
+    for (args, list) in [
+        (vec!["report", rec, "-o", "table"], "md, json, yaml"),
+        (vec!["explain", pod, "-o", "md"], "table, json, yaml"),
+        (
+            vec!["status", "--recording", rec, "-o", "md"],
+            "table, wide, json, yaml, name",
+        ),
+    ] {
+        let (code, _, err) = triage(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("[possible values: {list}]")),
+            "{args:?}: {err}"
+        );
+    }
+    // yaml wherever there is json, the same document.
+    for args in [
+        vec!["report", rec],
+        vec!["explain", pod],
+        vec!["status", "--recording", rec],
+    ] {
+        let (code, yaml, err) = triage(&[args.clone(), vec!["-o", "yaml"]].concat());
+        assert_eq!(code, 0, "{args:?} -o yaml: {err}");
+        let (code, json, err) = triage(&[args.clone(), vec!["-o", "json"]].concat());
+        assert_eq!(code, 0, "{args:?} -o json: {err}");
+        let json: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let first_key = json
+            .as_object()
+            .and_then(|o| o.keys().next())
+            .expect("a document")
+            .clone();
+        assert!(
+            yaml.lines()
+                .any(|l| l.starts_with(&format!("{first_key}:"))),
+            "{args:?}: yaml has {first_key}:\n{yaml}"
+        );
+    }
+    // explain's older name for its table is still taken.
+    let (code, out, err) = triage(&["explain", pod, "-o", "text"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("executor"), "{out}");
+}
