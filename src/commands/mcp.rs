@@ -195,6 +195,11 @@ impl Triage {
             });
             let record = find_app(&snap, &a.namespace, &a.app_id);
             let mut v = serde_json::to_value(&a).map_err(|e| e.to_string())?;
+            if let Some(list) = v["executors"].as_array_mut() {
+                for e in list {
+                    seconds_ago(e, snap.now);
+                }
+            }
             v["executors_total"] = json!(total);
             v["executors_shown"] = json!(
                 "those whose verdict is a warning or an error; executor_verdict gives any one"
@@ -202,6 +207,7 @@ impl Triage {
             if let Some(r) = record {
                 v["endings_by_cause"] = json!(endings_by_cause(r));
                 v["budget"] = json!(r.budget_text());
+                v["failure_budget"] = json!(r.budget_view());
             }
             out.push(v);
         }
@@ -482,7 +488,26 @@ fn executor_view(snap: &Snapshot, a: &AppRecord, e: &crate::store::ExecutorRecor
     v["app_id"] = json!(a.app_id);
     v["app_name"] = json!(a.app_name);
     v["findings"] = serde_json::to_value(e.findings()).unwrap_or_default();
+    seconds_ago(&mut v, snap.now);
     v
+}
+
+/// Beside an executor's times, how long ago they were by the view's clock, in seconds
+/// (`age_seconds` since its pod was created, `ended_seconds_ago`): an agent need not do
+/// date arithmetic on RFC 3339 strings.
+fn seconds_ago(v: &mut Value, now: Option<spark_triage_core::model::Time>) {
+    let Some(now) = now else { return };
+    let ago = |field: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(v.get(field)?.as_str()?).ok()?;
+        Some((now - t.to_utc()).num_seconds().max(0))
+    };
+    let (age, ended) = (ago("created_at"), ago("ended_at"));
+    if let Some(a) = age {
+        v["age_seconds"] = json!(a);
+    }
+    if let Some(e) = ended {
+        v["ended_seconds_ago"] = json!(e);
+    }
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failure> {

@@ -132,11 +132,28 @@ fn check(doc: &Value) {
             .find(|x| x["id"] == id)
             .unwrap_or_else(|| panic!("executor {id} in {v}"));
         assert_eq!(line["findings"][0], e["cause"], "executor {id}");
+        // Ages as numbers beside the times.
+        assert!(
+            line["age_seconds"].as_i64().is_some_and(|s| s >= 0),
+            "executor {id}: {line}"
+        );
     }
+    // The failure budget as numbers, beside its sentence.
+    assert_eq!(v[0]["failure_budget"]["failures_counted"], 2, "{v}");
+    assert_eq!(v[0]["failure_budget"]["failures_allowed"], 20, "{v}");
     // executor_verdict and explain_pod (by its pod): executor 7's OOM kill, evidence, hint.
     for key in ["executor_verdict", "explain_pod"] {
         let x = json_of(doc, key);
         assert_eq!(x["id"], 7, "{key}: {x}");
+        if key == "executor_verdict" {
+            let (age, ended) = (&x["age_seconds"], &x["ended_seconds_ago"]);
+            assert!(
+                age.as_i64()
+                    .zip(ended.as_i64())
+                    .is_some_and(|(a, e)| a >= e && e >= 0),
+                "ages in seconds: {x}"
+            );
+        }
         assert_eq!(x["exit_code"], 137, "{key}");
         assert_eq!(x["findings"][0]["code"], "container-oom-killed", "{key}");
         assert!(
