@@ -133,11 +133,13 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             rec.forget_after = Some(args.forget_after);
             rec
         } else {
-            Recorder::new(
+            let mut rec = Recorder::new(
                 create_recording(&args.file, &conn, args.force)?,
                 args.keyframe_every
                     .unwrap_or(std::time::Duration::from_secs(300)),
-            )
+            );
+            rec.file = Some(args.file.clone());
+            rec
         };
         rec.stale_after = conn.stale_after();
         if let Some(addr) = args.metrics_addr {

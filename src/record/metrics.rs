@@ -78,6 +78,8 @@ impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut m = Self::default();
         m.register_build();
+        m.registry
+            .register_collector(Box::new(super::process::Process));
         m.register_recorder();
         m.register_health("spark_triage_recorder");
         m.verdicts.register(&mut m.registry);
@@ -89,6 +91,8 @@ impl Metrics {
     pub fn for_view() -> Arc<Self> {
         let mut m = Self::default();
         m.register_build();
+        m.registry
+            .register_collector(Box::new(super::process::Process));
         m.register_health("spark_triage_view");
         m.verdicts.register(&mut m.registry);
         Arc::new(m)
@@ -130,12 +134,12 @@ impl Metrics {
         let p = "spark_triage_recorder";
         r.register(
             format!("{p}_segments"),
-            "Segments in the directory",
+            "Segments in the directory (1 for a single-file recording)",
             m.segments.clone(),
         );
         r.register(
             format!("{p}_directory_bytes"),
-            "Bytes of the directory's segments",
+            "Bytes of the directory's segments (a single-file recording's size)",
             m.directory_bytes.clone(),
         );
         r.register(
@@ -278,6 +282,14 @@ impl Metrics {
         self.last_list_age.set(age);
         *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = not_ready;
         self.beat.store(now.timestamp_millis(), Ordering::Relaxed);
+    }
+
+    /// A single-file recording: one segment, the file's size (they read 0 as if nothing
+    /// were written).
+    pub fn single_file(&self, bytes: u64) {
+        self.segments.set(1);
+        self.directory_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
     pub fn segment_opened(&self) {

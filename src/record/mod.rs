@@ -24,6 +24,7 @@ pub mod eventlog;
 pub(crate) mod events;
 pub mod lock;
 pub(crate) mod metrics;
+pub(crate) mod process;
 pub(crate) mod recorder;
 pub mod segments;
 mod sink;

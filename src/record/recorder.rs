@@ -86,6 +86,8 @@ pub(crate) struct Recorder {
     /// The log tails of executors that ended badly, read into the recording (`record`; the
     /// live view's `--record` gets its tails from the view).
     pub tails: Option<crate::evidence::tails::Tails>,
+    /// A single-file recording's path (its size for `/metrics`).
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Recorder {
@@ -105,6 +107,7 @@ impl Recorder {
             listed: None,
             hold: None,
             tails: None,
+            file: None,
         }
     }
 
@@ -173,6 +176,13 @@ impl Recorder {
                 self.listed = Some(std::time::Instant::now());
             }
             m.publish(&self.store, events, bytes, dir, self.stale_after);
+            if due
+                && self.segments.is_none()
+                && let Some(len) = self.file.as_ref().and_then(|f| std::fs::metadata(f).ok())
+            {
+                self.listed = Some(std::time::Instant::now());
+                m.single_file(len.len());
+            }
         }
         Ok(())
     }

@@ -32,11 +32,21 @@ pub(super) async fn recorder_logged(
     dir: &std::path::Path,
     extra: &[&str],
 ) -> (Child, String, tokio::task::JoinHandle<Vec<String>>) {
+    recorder_serving(kc, dir, &[&["--rotate", "20s"], extra].concat()).await
+}
+
+/// `record TARGET` (a file, or a directory with `--rotate`) serving `/metrics` on a free
+/// port: the child, the address it serves, its stderr lines.
+pub(super) async fn recorder_serving(
+    kc: &str,
+    target: &std::path::Path,
+    args: &[&str],
+) -> (Child, String, tokio::task::JoinHandle<Vec<String>>) {
     let mut child = triage()
         .args(["record", "--kubeconfig", kc, "-A"])
-        .arg(dir)
-        .args(["--rotate", "20s", "--metrics-addr", "127.0.0.1:0"])
-        .args(extra)
+        .arg(target)
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -146,6 +146,7 @@ async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_
         .map(|(_, v)| v)
         .sum();
     assert_eq!(running, 3.0, "three drivers run");
+    process_figures(&text);
     promtool_check(&text).await;
     // What the alerts and the dashboard (deploy/components/) query is served.
     let served: std::collections::BTreeSet<&str> = text
@@ -161,6 +162,63 @@ async fn a_scrape_of_the_recorder_counts_the_mixed_scenarios_endings_by_app_and_
     child.start_kill().expect("kill");
     let _ = child.wait().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The standard process figures a pod left running for weeks is watched by.
+fn process_figures(text: &str) {
+    let one = |name: &str| {
+        let s = samples(text, name);
+        assert_eq!(s.len(), 1, "{name}: {s:?}\n{text}");
+        s[0].1
+    };
+    assert!(one("process_resident_memory_bytes") > 1e6, "{text}");
+    assert!(one("process_virtual_memory_bytes") > 1e6, "{text}");
+    assert!(one("process_open_fds") >= 3.0, "{text}");
+    assert!(one("process_max_fds") >= one("process_open_fds"), "{text}");
+    assert!(one("process_cpu_seconds_total") > 0.0, "{text}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    let started = one("process_start_time_seconds");
+    assert!(
+        started <= now + 1.0 && started > now - 3600.0,
+        "started {started}, now {now}"
+    );
+}
+
+/// A single-file recording says what it holds: one segment, the file's bytes (they read 0,
+/// as if nothing were written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_file_recorder_reports_its_file() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let file = std::env::temp_dir().join(format!("st-single-{}.ndjson.zst", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let (mut child, addr, _log) = super::flight::recorder_serving(&kc, &file, &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let text = loop {
+        let (status, text) = get(&addr, "/metrics").await;
+        assert!(status.contains("200"), "{status}");
+        let bytes = samples(&text, "spark_triage_recorder_directory_bytes");
+        if bytes.first().is_some_and(|(_, v)| *v > 0.0) || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let one = |name: &str| samples(&text, name).first().map(|(_, v)| *v);
+    assert_eq!(one("spark_triage_recorder_segments"), Some(1.0), "{text}");
+    let bytes = one("spark_triage_recorder_directory_bytes").unwrap_or_default();
+    let on_disk = std::fs::metadata(&file).expect("the recording").len() as f64;
+    assert!(
+        bytes > 0.0 && bytes <= on_disk,
+        "{bytes} of {on_disk}\n{text}"
+    );
+    process_figures(&text);
+    promtool_check(&text).await;
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    let _ = std::fs::remove_file(file);
 }
 
 /// `promtool check metrics` on a scrape: Prometheus' own rules for names, units, help.
@@ -270,6 +328,7 @@ fn the_live_views_metrics_addr_serves_the_verdicts() {
     ] {
         assert!(states.iter().any(|s| s == state), "{state} in {states:?}");
     }
+    process_figures(&text);
     rt.block_on(promtool_check(&text));
     t.keys(&["q"]);
     t.assert_restored("after the view with --metrics-addr");
