@@ -389,9 +389,9 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
     for ((_, e, f), ago) in shown.into_iter().zip(agos) {
         let label = crate::store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>age_w$}  executor {:<5} {label}: {}", e.id, f.summary);
-        // Cut where the column is full (not at a word: a row has no room to spare).
+        // Cut at a word with `…` (never mid-word: the detail has the rest).
         out.push(Line::styled(
-            cut(&text, width),
+            super::fit(&text, width),
             app.theme.severity(f.severity),
         ));
     }
@@ -439,16 +439,6 @@ fn killed(e: &ExecutorRecord) -> bool {
     e.verdict
         .cause()
         .is_some_and(|f| f.code == spark_triage_core::diagnose::Code::KilledByTool)
-}
-
-/// `text` cut to `width` columns, with `…` in the last one when cut.
-fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
-    s.push('…');
-    s
 }
 
 /// The rows the executors pane has content for at this inner width: the map's rows and
