@@ -11,6 +11,12 @@ VERSION=${1:-4.3.0}
 DEFAULT_VENV=$ROOT/target/e2e/venv
 [ "$VERSION" = 4.3.0 ] || DEFAULT_VENV=$ROOT/target/e2e/venv-$VERSION
 VENV=${E2E_VENV:-$DEFAULT_VENV}
+# One maker at a time: tests run in parallel, and two of them creating the same venv raced
+# ("[Errno 17] File exists", a fresh clone's first `cargo test` failing). The second waits
+# for the first, then finds the venv made. The lock goes with the process.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 if ! "$VENV/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != sys.argv[1])' "$VERSION" 2>/dev/null; then
     echo "pyspark-venv: installing pyspark==$VERSION into $VENV (once)" >&2
     rm -rf "$VENV"
