@@ -32,6 +32,7 @@ pub(super) fn told_namespaces(app: &mut App, names: Vec<String>) {
         && app.command.as_deref() == Some(line.as_str())
     {
         app.command = Some(complete(app, &line));
+        app.prompt_cursor = None;
     }
 }
 

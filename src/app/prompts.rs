@@ -492,7 +492,16 @@ pub(super) fn edit_line(
         KeyCode::Char(c) if alt => match c {
             'b' => Some(R::SetCursor(word_back(buf, *cursor))),
             'f' => Some(R::SetCursor(word_forward(buf, *cursor))),
-            'd' => Some(R::DeleteNextWord),
+            'd' => {
+                // readline's kill-word: to the end of this word or the next.
+                let at = cursor.unwrap_or_else(|| buf.chars().count());
+                let to = word_forward(buf, *cursor);
+                let head: String = buf.chars().take(at).collect();
+                let tail: String = buf.chars().skip(to).collect();
+                *buf = format!("{head}{tail}");
+                *cursor = (!tail.is_empty()).then_some(at);
+                return true;
+            }
             _ => None,
         },
         KeyCode::Char(c) => Some(R::InsertChar(c)),

@@ -193,7 +193,15 @@ fn clicks_select_apps_and_executors() {
         click(l.main.x + 1 + layout::CELL_WIDTH, l.main.y + 1),
     );
     assert_eq!(app.selected_exec, Some(2));
-    // The second app entry (two or three lines per app, as the layout says).
+    // The last line of the first app's entry is still the first app (two or three lines
+    // per app, as the layout says and the pane draws); the next line the second app.
+    update(
+        &mut app,
+        click(l.apps.x + 2, l.apps.y + 1 + l.app_rows.saturating_sub(1)),
+    );
+    assert_eq!(app.focus, Focus::Apps);
+    let first = app.current_app().unwrap().app_name.clone();
+    assert_ne!(first.as_deref(), Some("zeta"), "still the first app");
     update(&mut app, click(l.apps.x + 2, l.apps.y + 1 + l.app_rows));
     assert_eq!(app.focus, Focus::Apps);
     assert_eq!(app.current_app().unwrap().app_name.as_deref(), Some("zeta"));
@@ -748,4 +756,9 @@ fn prompts_move_the_cursor_as_readline_does() {
     assert_eq!(app.filter, "jvm oom");
     update(&mut app, key(KeyCode::Delete));
     assert_eq!(app.filter, "jvm om");
+    // Alt-D kills to the end of the word, as readline's kill-word.
+    update(&mut app, ctrl('a'));
+    update(&mut app, alt('d'));
+    assert_eq!(app.filter, " om");
+    assert_eq!(app.prompt_cursor, Some(0));
 }

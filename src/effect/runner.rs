@@ -273,7 +273,7 @@ impl Runner {
                     },
                     false => None,
                 };
-                let r = crate::source::lean::log_tail(
+                let lines = crate::source::lean::log_tail(
                     &self.client,
                     &namespace,
                     &pod,
@@ -282,7 +282,6 @@ impl Runner {
                     self.captures.lines as i64,
                 )
                 .await;
-                let lines = r.map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>());
                 if !capture {
                     return Outcome::Log { pod, lines };
                 }

@@ -67,9 +67,10 @@ impl Tails {
             if !super::due(&mut self.reads, snap, &f, now) {
                 continue;
             }
-            let Some(tx) = self.tx.upgrade() else {
+            // The recording ended: nothing to read for.
+            if self.tx.upgrade().is_none() {
                 return;
-            };
+            }
             if self.queued.fetch_add(1, Ordering::SeqCst) >= QUEUE {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(
@@ -79,10 +80,11 @@ impl Tails {
                 );
                 continue;
             }
-            let (client, permits, queued) = (
+            let (client, permits, queued, weak) = (
                 self.client.clone(),
                 self.permits.clone(),
                 self.queued.clone(),
+                self.tx.clone(),
             );
             let lines = i64::try_from(self.lines).unwrap_or(i64::MAX);
             tokio::spawn(async move {
@@ -101,8 +103,8 @@ impl Tails {
                     ),
                 )
                 .await;
-                let text = match read {
-                    Ok(Ok(text)) => text,
+                let lines = match read {
+                    Ok(Ok(lines)) => lines,
                     Ok(Err(e)) => {
                         tracing::warn!("evidence: log tail of {}/{}: {e}", f.namespace, f.pod);
                         return;
@@ -117,13 +119,15 @@ impl Tails {
                         return;
                     }
                 };
-                let lines: Vec<String> = text.lines().map(str::to_owned).collect();
                 tracing::info!(
                     "evidence: log tail of {}/{} ({} lines)",
                     f.namespace,
                     f.pod,
                     lines.len()
                 );
+                // Held only to send: a recording whose sources ended is not kept open by
+                // reads still waiting.
+                let Some(tx) = weak.upgrade() else { return };
                 let _ = tx
                     .send(SourceEvent::LogCaptured {
                         namespace: f.namespace,

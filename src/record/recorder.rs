@@ -196,6 +196,9 @@ impl Recorder {
         mut each_second: impl FnMut(&Self) -> bool,
         stop: impl std::future::Future<Output = ()>,
     ) -> std::io::Result<()> {
+        // Endings in a resumed state were handled by the run that saw them (their tails
+        // read then, or not at all).
+        self.store.take_finished();
         let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
         let every = self.keyframe_every;
         let mut keyframe = tokio::time::interval_at(tokio::time::Instant::now() + every, every);

@@ -143,12 +143,17 @@ pub async fn pod_events(
         .map_err(|e| super::errors::error_line(&e))
 }
 
-/// Most bytes of one log tail read (lines of a megabyte would otherwise be read whole).
-const LOG_TAIL_BYTES: i64 = 1 << 20;
+/// Most bytes of a log tail kept: the newest lines, the oldest dropped first.
+const LOG_TAIL_BYTES: usize = 1 << 20;
+/// Longest line kept whole; past it a line is cut and marked (a JVM's one-line dump).
+const LOG_LINE_BYTES: usize = 16 << 10;
 
 /// The last `tail` lines of a container's log (`previous`: the instance before the last
-/// restart), at most [`LOG_TAIL_BYTES`]: what the live view shows on `l` and what the
-/// live view and the flight recorder keep of an executor that ended badly.
+/// restart): what the live view shows on `l` and what the live view and the flight
+/// recorder keep of an executor that ended badly. Read as a stream and kept to the newest
+/// [`LOG_TAIL_BYTES`], each line to [`LOG_LINE_BYTES`], so the stack trace at the end is
+/// what stays (the kubelet's `limitBytes` keeps the oldest end of the tail instead, and
+/// may cut a character in two). The caller bounds the time.
 pub async fn log_tail(
     client: &kube::Client,
     namespace: &str,
@@ -156,25 +161,116 @@ pub async fn log_tail(
     container: &str,
     previous: bool,
     tail: i64,
-) -> Result<String, String> {
+) -> Result<Vec<String>, String> {
+    use futures::AsyncReadExt;
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(client.clone(), namespace);
     let lp = kube::api::LogParams {
         container: Some(container.to_owned()),
         previous,
         tail_lines: Some(tail),
-        limit_bytes: Some(LOG_TAIL_BYTES),
         ..kube::api::LogParams::default()
     };
-    api.logs(pod, &lp).await.map_err(|e| match e {
+    let stream = api.log_stream(pod, &lp).await.map_err(|e| match e {
         kube::Error::Api(s) => crate::redact::one_line(&s.message),
         other => super::errors::error_line(&other),
-    })
+    })?;
+    let mut stream = std::pin::pin!(stream);
+    let mut tail = Tail::default();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("reading the log: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        tail.feed(&chunk[..n]);
+    }
+    Ok(tail.finish())
+}
+
+/// The newest lines of a stream of bytes, bounded (see [`log_tail`]).
+#[derive(Default)]
+struct Tail {
+    lines: std::collections::VecDeque<String>,
+    bytes: usize,
+    line: Vec<u8>,
+    cut: bool,
+}
+
+impl Tail {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let (piece, rest, end) = match data.iter().position(|&b| b == b'\n') {
+                Some(i) => (&data[..i], &data[i + 1..], true),
+                None => (data, &data[data.len()..], false),
+            };
+            let room = LOG_LINE_BYTES.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&piece[..piece.len().min(room)]);
+            self.cut |= piece.len() > room;
+            if end {
+                self.end_line();
+            }
+            data = rest;
+        }
+    }
+
+    fn end_line(&mut self) {
+        let mut text = String::from_utf8_lossy(&self.line).into_owned();
+        if std::mem::take(&mut self.cut) {
+            text.push_str(" … (line cut)");
+        }
+        self.line.clear();
+        self.bytes += text.len();
+        self.lines.push_back(text);
+        while self.bytes > LOG_TAIL_BYTES && self.lines.len() > 1 {
+            if let Some(old) = self.lines.pop_front() {
+                self.bytes -= old.len();
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if !self.line.is_empty() {
+            self.end_line();
+        }
+        self.lines.into()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The newest lines stay when a tail is over the bound; a long line is cut and marked;
+    /// bytes that are not UTF-8 (or a character split across reads) never lose the tail.
+    #[test]
+    fn a_tail_keeps_its_newest_lines_within_its_bounds() {
+        let mut t = Tail::default();
+        let line = "x".repeat(1000);
+        for i in 0..3000 {
+            t.feed(format!("{i} {line}\n").as_bytes());
+        }
+        t.feed("é".as_bytes().split_at(1).0);
+        t.feed("é".as_bytes().split_at(1).1);
+        t.feed(b"\nOutOfMemoryError\n");
+        t.feed(&vec![b'y'; LOG_LINE_BYTES * 3]);
+        let lines = t.finish();
+        assert!(lines.iter().map(String::len).sum::<usize>() <= LOG_TAIL_BYTES + LOG_LINE_BYTES);
+        assert!(
+            lines[0].starts_with(|c: char| c.is_ascii_digit()),
+            "{}",
+            &lines[0][..10]
+        );
+        assert!(lines.len() < 3000, "the oldest dropped");
+        let n = lines.len();
+        assert_eq!(lines[n - 3], "é", "a character split across reads");
+        assert_eq!(lines[n - 2], "OutOfMemoryError");
+        assert!(lines[n - 1].ends_with("(line cut)"));
+        assert!(lines[n - 1].len() < LOG_LINE_BYTES + 20);
+    }
 
     #[test]
     fn a_pod_decodes_into_the_projection_without_its_env_values() {

@@ -138,10 +138,14 @@ pub(crate) async fn connect_watched(
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
     }
-    eprint!(
-        "connecting to the API server (gives up after {}; q to quit now)…\r\n",
+    let line = format!(
+        "connecting to the API server (gives up after {}; q to quit now)…",
         spark_triage_core::diagnose::human_std_duration(opts.timeout())
     );
+    eprint!("{line}\r\n");
+    // The rows it took (it wraps on a narrow terminal), to take back.
+    let cols = crossterm::terminal::size().map_or(80, |(c, _)| usize::from(c.max(1)));
+    let rows = line.chars().count().div_ceil(cols).max(1);
     let _raw = crossterm::terminal::enable_raw_mode()
         .ok()
         .map(|()| RawMode);
@@ -154,7 +158,7 @@ pub(crate) async fn connect_watched(
     // quitting); an error keeps it, as the context of the message under it.
     let erase = || {
         if std::io::stderr().is_terminal() {
-            eprint!("\r\x1b[1A\x1b[2K");
+            eprint!("\r{}", "\x1b[1A\x1b[2K".repeat(rows));
         }
     };
     loop {

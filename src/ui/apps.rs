@@ -134,8 +134,8 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
         let label = format!("{} ", verdict.label());
         let verdict_style = app.theme.severity(verdict.severity());
         // With a third line (a narrow pane with room): a verdict that does not fit whole
-        // beside the counts goes under them, and the driver and namespace are never
-        // dropped.
+        // beside the counts goes under them (in place of the namespace); a healthy app's
+        // driver phase and namespace have the line.
         if per_app >= 3 {
             let beside = !healthy && used + label.chars().count() <= inner_w;
             if beside {

@@ -43,13 +43,26 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
     } else {
         format!(" of {name}")
     };
+    // The filters in force, named where their effect shows (not only in the footer).
+    let mut filters = Vec::new();
+    if app.state_filter != crate::app::StateFilter::All {
+        filters.push(app.state_filter.label());
+    }
+    if !app.filter.is_empty() {
+        filters.push(format!("/{}", app.filter));
+    }
     let title = format!(
-        " Executors{of} ({}{}) · {} {sort} ",
+        " Executors{of} ({}{}{}) · {} {sort} ",
         visible.len(),
         if visible.len() == total {
             String::new()
         } else {
             format!(" of {total}")
+        },
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", filters.join(" "))
         },
         match (app.view, l.density) {
             (View::Table, _) => "table",

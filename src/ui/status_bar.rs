@@ -44,6 +44,10 @@ impl Part {
 enum Give {
     Drop(usize),
     Shorten(usize),
+    /// The LIST's age when it is only news (a STALE alarm stays).
+    DropFresh,
+    /// The context cut with `…` to what is left, keeping at least this many characters.
+    FitCtx(usize),
 }
 
 const TITLE: usize = 0;
@@ -55,6 +59,8 @@ const SOURCES: usize = 5;
 const FORGOTTEN: usize = 6;
 const READ_ONLY: usize = 7;
 
+/// The alarms (STALE, a failing source, READ-ONLY) outlast a long context's tail: an EKS
+/// ARN is cut before they go.
 const GIVE: &[Give] = &[
     Give::Drop(TITLE),
     Give::Drop(FORGOTTEN),
@@ -62,8 +68,13 @@ const GIVE: &[Give] = &[
     Give::Shorten(SCOPE),
     Give::Shorten(SOURCES),
     Give::Shorten(READ_ONLY),
-    Give::Drop(LIST),
     Give::Shorten(MODE),
+    Give::DropFresh,
+    Give::FitCtx(16),
+    Give::Drop(LIST),
+    Give::Drop(SOURCES),
+    Give::FitCtx(8),
+    Give::Drop(READ_ONLY),
 ];
 
 pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -164,6 +175,17 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     ];
     let width = |parts: &[Part]| -> usize { parts.iter().map(|p| p.text.chars().count()).sum() };
     let room = usize::from(area.width);
+    let stale = matches!(
+        snap.now.map(|now| snap.freshness(now, limit)),
+        Some(Freshness::Stale(_))
+    );
+    let ctx_name = app.context_name();
+    let fit_ctx = |parts: &mut [Part], keep: usize| {
+        let others = width(parts) - parts[CTX].text.chars().count();
+        let frame = " ctx  │ ".chars().count();
+        let ctx_room = room.saturating_sub(others + frame).max(keep);
+        parts[CTX].text = format!(" ctx {} │ ", super::fit(ctx_name, ctx_room));
+    };
     for give in GIVE {
         if width(&parts) <= room {
             break;
@@ -175,19 +197,13 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
                     parts[i].text = s;
                 }
             }
+            Give::DropFresh if !stale => parts[LIST].text.clear(),
+            Give::DropFresh => {}
+            Give::FitCtx(keep) => fit_ctx(&mut parts, keep),
         }
     }
-    // Still too wide (a long context at 60 columns): the context and the scope share
-    // what is left, the namespace whole when it can be.
-    if width(&parts) > room {
-        let fixed = parts[MODE].text.chars().count() + " ctx  │ ".chars().count();
-        let scope_w = parts[SCOPE].text.chars().count();
-        let ctx_room = room.saturating_sub(fixed + scope_w).max(6);
-        parts[CTX].text = format!(" ctx {} │ ", super::fit(app.context_name(), ctx_room));
-        for p in &mut parts[LIST..] {
-            p.text.clear();
-        }
-    }
+    // Still too wide (a long namespace at 60 columns): what is left is cut at the edge,
+    // the mode and context first.
     let spans: Vec<Span<'_>> = parts
         .into_iter()
         .filter(|p| !p.text.is_empty())
@@ -336,7 +352,11 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         // The full words if they fit, else the first two words of each, else as many hints
         // as fit: a hint is never cut in the middle.
-        let width = usize::from(area.width);
+        // The filters in force lead the line; the hints have the rest.
+        let filtered = !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All;
+        let prefix = filtered.then(|| format!("[{} /{}] ", app.state_filter.label(), app.filter));
+        let width = usize::from(area.width)
+            .saturating_sub(prefix.as_ref().map_or(0, |p| p.chars().count()));
         let text = |h: &(&str, &str, Option<String>), compact: bool| -> (String, String) {
             let words = h.1.to_owned();
             let words = match &h.2 {
@@ -371,21 +391,25 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                 a.chars().count() + b.chars().count()
             });
         let mut used = 0;
-        let mut full = false;
+        let (mut full, mut help_done) = (false, false);
         for h in &hints {
             let is_help = help_label.as_deref() == Some(h.0);
             let (label, words) = text(h, compact);
             let w = label.chars().count() + words.chars().count();
-            let reserve = if is_help { 0 } else { help_w };
-            if full && !is_help || used + w + reserve > width {
-                full = true;
+            if full && !is_help {
+                continue;
+            }
+            let reserve = if is_help || help_done { 0 } else { help_w };
+            if used + w + reserve > width {
                 if !is_help {
+                    full = true;
                     continue;
                 }
                 if used + w > width {
                     break;
                 }
             }
+            help_done |= is_help;
             used += w;
             let style = if h.2.is_some() {
                 app.theme.dim()
@@ -395,11 +419,11 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
             spans.push(Span::styled(label, style));
             spans.push(Span::styled(words, app.theme.dim()));
         }
-        if !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All {
+        if let Some(p) = prefix {
             spans.insert(
                 0,
                 Span::styled(
-                    format!("[{} /{}] ", app.state_filter.label(), app.filter),
+                    p,
                     app.theme
                         .severity(spark_triage_core::diagnose::Severity::Warn),
                 ),
