@@ -189,32 +189,46 @@ async fn pod_watch(
                     at: now(),
                 }
             }
-            // One unreadable line: the stream is up, the header stays as it is.
-            Err(e) if outcome == super::backoff::Outcome::Garbled => {
-                tracing::warn!(
-                    "pod watch: a line could not be read: {}",
-                    describe_watch(&e)
-                );
-                continue;
-            }
-            Err(e) => {
-                let forbidden = match &e {
-                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
-                        forbidden_permission(k, "watch", "pods", &conn.scope)
-                    }
-                    _ => None,
-                };
-                SourceEvent::SourceHealth {
-                    source: SourceKind::PodWatch,
-                    health: health_of(&describe_watch(&e), forbidden),
-                    at: now(),
-                }
-            }
+            Err(e) => match watch_failed(&e, outcome, SourceKind::PodWatch, "pods", &conn.scope) {
+                Some(ev) => ev,
+                None => continue,
+            },
         };
         if !send(&tx, ev).await {
             return;
         }
     }
+}
+
+/// A watch's error, as the pod and event watches both take it: one unreadable line is
+/// logged and the stream goes on (`None`: the header stays as it is); anything else is the
+/// source's health, forbidden (naming the permission) when the API server said so.
+fn watch_failed(
+    e: &watcher::Error,
+    outcome: super::backoff::Outcome,
+    source: SourceKind,
+    resource: &str,
+    scope: &Scope,
+) -> Option<SourceEvent> {
+    if outcome == super::backoff::Outcome::Garbled {
+        tracing::warn!(
+            "{}: a line could not be read: {}",
+            source.as_str(),
+            describe_watch(e)
+        );
+        return None;
+    }
+    let forbidden = match e {
+        watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
+            forbidden_permission(k, "watch", resource, scope)
+        }
+        _ => None,
+    };
+    Some(SourceEvent::SourceHealth {
+        source,
+        health: health_of(&describe_watch(e), forbidden),
+        at: now(),
+    })
 }
 
 /// Tracks a watch's failing state; on the first success after a failure, says the source
@@ -379,24 +393,10 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                     at: now(),
                 }
             }
-            Err(e) if outcome == super::backoff::Outcome::Garbled => {
-                tracing::warn!(
-                    "event watch: a line could not be read: {}",
-                    describe_watch(&e)
-                );
-                continue;
-            }
             Err(e) => {
-                let forbidden = match &e {
-                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) => {
-                        forbidden_permission(k, "watch", "events", &conn.scope)
-                    }
-                    _ => None,
-                };
-                SourceEvent::SourceHealth {
-                    source: SourceKind::EventWatch,
-                    health: health_of(&describe_watch(&e), forbidden),
-                    at: now(),
+                match watch_failed(&e, outcome, SourceKind::EventWatch, "events", &conn.scope) {
+                    Some(ev) => ev,
+                    None => continue,
                 }
             }
         };
