@@ -5,17 +5,10 @@ use std::process::{Command, Stdio};
 
 /// Runs a command without stdin: its exit code, stdout and stderr.
 fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.stdin(Stdio::null()).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    super::common::outcome(&cmd.stdin(Stdio::null()).output().unwrap())
 }
 
-fn triage(args: &[&str]) -> (i32, String, String) {
-    run(Command::new(env!("CARGO_BIN_EXE_spark-triage")).args(args))
-}
+use super::common::triage_blocking as triage;
 
 /// The long and short flags a command's `--help` lists.
 fn flags(cmd: &[&str]) -> Vec<String> {

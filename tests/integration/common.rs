@@ -14,20 +14,53 @@ pub fn succeeded(out: &std::process::Output) {
     );
 }
 
-/// The real binary with these arguments, no stdin: (exit code, stdout, stderr).
-pub async fn triage(args: &[&str]) -> (i32, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("run spark-triage");
+/// The real binary, no stdin, killed when its handle goes: the one way the tests start it
+/// (`triage` and `triage_blocking` run it to its end).
+pub fn bin() -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+    c.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    c
+}
+
+/// A finished run as (exit code, stdout, stderr); -1 when a signal ended it.
+pub fn outcome(out: &std::process::Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The real binary with these arguments, no stdin: (exit code, stdout, stderr).
+pub async fn triage(args: &[&str]) -> (i32, String, String) {
+    outcome(&bin().args(args).output().await.expect("run spark-triage"))
+}
+
+/// `triage` outside a runtime.
+pub fn triage_blocking(args: &[&str]) -> (i32, String, String) {
+    outcome(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run spark-triage"),
+    )
+}
+
+/// The machine's AWS settings a test must not see (its credentials, profiles, instance
+/// metadata), and what stands in for them.
+pub const AWS_UNSET: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+];
+pub const AWS_SET: &[(&str, &str)] = &[
+    ("AWS_EC2_METADATA_DISABLED", "true"),
+    ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent"),
+    ("AWS_CONFIG_FILE", "/nonexistent"),
+    ("AWS_DEFAULT_REGION", "us-east-1"),
+];
 
 /// The app of a `status`/`report` JSON document with this name.
 pub fn app<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

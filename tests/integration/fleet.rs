@@ -13,16 +13,14 @@ use super::common::{start_sim, succeeded};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The binary without the machine's AWS settings (the tests' object store is moto's, its
+/// keys given per test).
 fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-    c.stdin(Stdio::null()).kill_on_drop(true);
+    let mut c = super::common::bin();
     for k in ["AWS_SESSION_TOKEN", "AWS_PROFILE"] {
         c.env_remove(k);
     }
-    c.env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-        .env("AWS_CONFIG_FILE", "/nonexistent")
-        .env("AWS_DEFAULT_REGION", "us-east-1");
+    c.envs(super::common::AWS_SET.iter().copied());
     c
 }
 

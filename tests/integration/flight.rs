@@ -14,11 +14,7 @@ use super::common::{start_sim, succeeded};
 
 type Time = chrono::DateTime<chrono::Utc>;
 
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-    c.stdin(Stdio::null()).kill_on_drop(true);
-    c
-}
+use super::common::bin as triage;
 
 /// `record DIR` with its metrics on a free port: the child and that port's address.
 async fn recorder(kc: &str, dir: &std::path::Path, extra: &[&str]) -> (Child, String) {

@@ -73,28 +73,15 @@ pub(super) fn moto() -> Option<(Moto, String, String)> {
 fn triage(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
     cmd.args(args).stdin(Stdio::null());
-    for k in [
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-    ] {
+    for k in super::common::AWS_UNSET {
         cmd.env_remove(k);
     }
     // No instance metadata to fall back to, and no ~/.aws of the machine's.
-    cmd.env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-        .env("AWS_CONFIG_FILE", "/nonexistent")
-        .env("AWS_DEFAULT_REGION", "us-east-1");
+    cmd.envs(super::common::AWS_SET.iter().copied());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run spark-triage");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    super::common::outcome(&cmd.output().expect("run spark-triage"))
 }
 
 fn apps_by_id(out: &str) -> Vec<(String, serde_json::Value)> {
