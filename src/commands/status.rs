@@ -185,7 +185,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                         "watching {}: {} apps, {n} executors, {} to go",
                         conn.scope.describe(),
                         store.view().apps.len(),
-                        spark_triage_core::diagnose::human_duration(
+                        spark_triage_core::text::human_duration(
                             chrono::Duration::from_std(left).unwrap_or_default()
                         )
                     )
@@ -222,7 +222,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             eprintln!(
                 "warning: the event logs (--event-log-dir) were not read within {}: the \
                  executors that ended before now are from the cluster and the drivers only",
-                spark_triage_core::diagnose::human_std_duration(opts.timeout())
+                spark_triage_core::text::human_std_duration(opts.timeout())
             );
         }
         let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);

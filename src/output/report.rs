@@ -12,8 +12,9 @@ use crate::{
     store::{AppRecord, Gone},
 };
 use spark_triage_core::{
-    diagnose::{Code, Severity, human_duration},
+    diagnose::{Code, Severity},
     model::{ExecutorState, Time, fmt_time},
+    text::human_duration,
 };
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]

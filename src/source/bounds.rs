@@ -44,7 +44,7 @@ impl fmt::Display for Cut {
             Self::Timeout(d) => write!(
                 f,
                 "no complete answer within {} (--request-timeout)",
-                spark_triage_core::diagnose::human_std_duration(*d)
+                spark_triage_core::text::human_std_duration(*d)
             ),
             Self::TooLarge(n) => write!(f, "response larger than {} MiB", n / (1024 * 1024)),
         }

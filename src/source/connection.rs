@@ -281,7 +281,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             server: server.clone(),
             reason: format!(
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                spark_triage_core::diagnose::human_std_duration(timeout)
+                spark_triage_core::text::human_std_duration(timeout)
             ),
         },
     })?;

@@ -129,7 +129,7 @@ impl fmt::Display for FetchError {
             Self::Timeout(d) => write!(
                 f,
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                spark_triage_core::diagnose::human_std_duration(*d)
+                spark_triage_core::text::human_std_duration(*d)
             ),
             Self::Failed(why) => f.write_str(why),
         }
@@ -259,7 +259,7 @@ impl Credentials {
         {
             return format!(
                 "{what} was last run {} ago",
-                spark_triage_core::diagnose::human_std_duration(fetched.elapsed())
+                spark_triage_core::text::human_std_duration(fetched.elapsed())
             );
         }
         let got = match &self.0.origin {

@@ -45,7 +45,7 @@ fn readable_times(text: &str) -> String {
             .parse::<u64>()
             .map(|s| match s / 86_400 {
                 days @ 2.. => format!("{days} days"),
-                _ => spark_triage_core::diagnose::human_std_duration(std::time::Duration::from_secs(s)),
+                _ => spark_triage_core::text::human_std_duration(std::time::Duration::from_secs(s)),
             })
             .unwrap_or_else(|_| format!("{}s", &c[5]));
         let (what, edge, now) = (&c[2], &c[3], at(&c[1]));

@@ -173,7 +173,7 @@ async fn probe(conn: &Connection) -> Result<(), String> {
         Err(_) => Err(format!(
             "{}: no answer within {}",
             conn.scope.describe(),
-            spark_triage_core::diagnose::human_std_duration(conn.timeout)
+            spark_triage_core::text::human_std_duration(conn.timeout)
         )),
     }
 }

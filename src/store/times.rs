@@ -247,7 +247,7 @@ pub fn age(e: &ExecutorRecord, now: Option<Time>) -> String {
 }
 
 pub fn span(now: Time, (at, clock): (Time, Clock)) -> String {
-    let d = spark_triage_core::diagnose::human_duration(now - at);
+    let d = spark_triage_core::text::human_duration(now - at);
     match clock.is_bound() {
         true => format!("≥{d}"),
         false => d,

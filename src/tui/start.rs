@@ -140,7 +140,7 @@ pub(crate) async fn connect_watched(
     }
     let line = format!(
         "connecting to the API server (gives up after {}; q to quit now)…",
-        spark_triage_core::diagnose::human_std_duration(opts.timeout())
+        spark_triage_core::text::human_std_duration(opts.timeout())
     );
     eprint!("{line}\r\n");
     // The rows it took (it wraps on a narrow terminal), to take back.

@@ -98,7 +98,7 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
                      so when Spark deletes an executor its pod stays Terminating with its final status and log. \
                      Expires in {}; any instance releases it then.",
                     spark_triage_core::model::HOLD_FINALIZER,
-                    spark_triage_core::diagnose::human_duration(app.hold_ttl)
+                    spark_triage_core::text::human_duration(app.hold_ttl)
                 )));
                 if let Some(cost) = cost {
                     lines.push(Line::styled(

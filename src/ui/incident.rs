@@ -12,7 +12,7 @@ use ratatui::{
 
 use super::theme;
 use crate::app::App;
-use spark_triage_core::{diagnose::Severity, diagnose::human_duration};
+use spark_triage_core::{diagnose::Severity, text::human_duration};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 || area.width < 3 {

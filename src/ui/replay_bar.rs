@@ -10,7 +10,7 @@ use ratatui::{
 };
 
 use crate::app::App;
-use spark_triage_core::diagnose::human_duration;
+use spark_triage_core::text::human_duration;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = &app.replay else { return };

@@ -97,7 +97,7 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     // has none: its LISTs are as old as they were.
     let limit = app.stale_after.unwrap_or(std::time::Duration::MAX);
     let human = |age: chrono::Duration| {
-        spark_triage_core::diagnose::human_duration(chrono::Duration::seconds(age.num_seconds()))
+        spark_triage_core::text::human_duration(chrono::Duration::seconds(age.num_seconds()))
     };
     let list = match snap.now.map(|now| snap.freshness(now, limit)) {
         Some(Freshness::Stale(age)) => Part::new(

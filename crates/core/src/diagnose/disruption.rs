@@ -4,8 +4,9 @@
 //! `PreemptionByScheduler`, `TerminationByKubelet`, `EvictionByEvictionAPI`,
 //! `DeletionByTaintManager`, `DeletionByPodGC`), kubelet eviction status (`reason: Evicted`).
 
-use super::{Code, Finding, Severity, Subject, human_duration};
+use super::{Code, Finding, Severity, Subject};
 use crate::model::{ExecutorPod, ExecutorState, PodCondition, PodEvent, Related, fmt_time};
+use crate::text::human_duration;
 
 const REF_DISRUPTION: &str =
     "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions";

@@ -16,12 +16,13 @@ use chrono::Duration;
 
 use crate::version::SparkVersion;
 
-use super::{Code, Finding, Severity, human_duration};
+use super::{Code, Finding, Severity};
 use crate::model::{
     DriverExecutor, ExecutorPod, ExecutorState, Time,
     driver::{DriverSeen, RemovalKind, parse_removal, reason_headline},
     fmt_time,
 };
+use crate::text::human_duration;
 
 /// A Spark container that fails within this long of starting, never listed by the driver,
 /// most likely could not reach the driver.

@@ -323,20 +323,5 @@ pub fn missing(last_rv: Option<u64>, list_rv: Option<u64>, spark_verdict: &str) 
     f
 }
 
-/// A `std` duration for people, the same way (request timeouts, poll intervals).
-pub fn human_std_duration(d: std::time::Duration) -> String {
-    human_duration(chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX))
-}
-
-/// A duration for people: `45s`, `3m20s`, `2h05m`. The one format every output uses.
-pub fn human_duration(d: chrono::Duration) -> String {
-    let secs = d.num_seconds().max(0);
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -80,7 +80,7 @@ impl NodePattern {
         let own = self.failures.iter().filter(|f| mine(f)).count();
         let first = self.failures.first().map(|f| f.at).unwrap_or_default();
         let last = self.failures.last().map(|f| f.at).unwrap_or_default();
-        let span = super::human_duration(last - first);
+        let span = crate::text::human_duration(last - first);
         let mut by_code: BTreeMap<Code, usize> = BTreeMap::new();
         for f in &self.failures {
             *by_code.entry(f.code).or_default() += 1;

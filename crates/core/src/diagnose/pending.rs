@@ -10,10 +10,9 @@ use std::collections::BTreeSet;
 use super::{
     Code, Finding, Severity, Subject,
     exit::first_line,
-    human_duration,
     scheduling::{self, SchedulingKind},
 };
-use crate::model::ContainerStatus;
+use crate::{model::ContainerStatus, text::human_duration};
 
 const REF_SCHEDULING: &str =
     "https://kubernetes.io/docs/concepts/scheduling-eviction/kube-scheduler/";

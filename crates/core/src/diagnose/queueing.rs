@@ -15,10 +15,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Code, Finding, Severity, Subject, Witness, exit::first_line, human_duration};
+use super::{Code, Finding, Severity, Subject, Witness, exit::first_line};
 use crate::model::{
     ExecutorPod, GroupKind, GroupRef, KUEUE_GATE, KUEUE_QUEUE_LABEL, PodEvent, SchedGroup, fmt_time,
 };
+use crate::text::human_duration;
 
 const REF_GATES: &str =
     "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/";

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::text::human_duration;
 use crate::{
     classify::{ClassifyOptions, classify},
     model::testing::{event, pod},

@@ -141,7 +141,7 @@ pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
         let since = d
             .pod
             .created_at
-            .map(|c| format!(" for {}", super::super::human_duration(as_of - c)));
+            .map(|c| format!(" for {}", crate::text::human_duration(as_of - c)));
         out.push(
             Finding::new(
                 Code::DriverPending,
