@@ -286,15 +286,16 @@ impl Triage {
                 }));
             }
         }
-        Err(format!(
-            "no Spark pod named {:?}{} in {}",
-            p.pod,
-            p.namespace
-                .as_deref()
-                .map(|n| format!(" in namespace {n}"))
-                .unwrap_or_default(),
-            self.describe()
-        ))
+        // The namespace asked for, then what the view holds (it once read "in namespace
+        // kube-system in namespace spark-jobs").
+        Err(match p.namespace.as_deref() {
+            Some(n) => format!(
+                "no Spark pod named {:?} in namespace {n} (the view holds {})",
+                p.pod,
+                self.describe()
+            ),
+            None => format!("no Spark pod named {:?} in {}", p.pod, self.describe()),
+        })
     }
 
     #[tool(

@@ -58,7 +58,15 @@ impl AppOrder {
     /// Re-sorts a listing made in trouble order when the name order was asked for.
     pub fn apply<T: AppName>(self, apps: &mut [T]) {
         if self == Self::Name {
-            apps.sort_by(|a, b| a.app_key().cmp(&b.app_key()));
+            use crate::store::Natural;
+            apps.sort_by_cached_key(|a| {
+                let (ns, name, id) = a.app_key();
+                (
+                    Natural(ns.to_owned()),
+                    name.map(|n| Natural(n.to_owned())),
+                    Natural(id.to_owned()),
+                )
+            });
         }
     }
 }

@@ -81,17 +81,34 @@ impl PartialOrd for Trouble {
     }
 }
 
-/// Apps in the one order: most trouble first ([`Trouble`]), then namespace, name and id.
+/// Apps in the one order: most trouble first ([`Trouble`]), then namespace, name and id,
+/// each in natural order (`scale-app-2` before `scale-app-10`).
 pub fn by_trouble<A: AsRef<AppRecord>>(apps: &mut [A]) {
     apps.sort_by_cached_key(|a| {
         let a = a.as_ref();
         (
             a.trouble(),
-            a.namespace.clone(),
-            a.app_name.clone(),
-            a.app_id.clone(),
+            Natural(a.namespace.to_string()),
+            a.app_name.clone().map(Natural),
+            Natural(a.app_id.clone()),
         )
     });
+}
+
+/// A name compared as people read it: runs of digits by their value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Natural(pub String);
+
+impl Ord for Natural {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        alphanumeric_sort::compare_str(&self.0, &o.0).then_with(|| self.0.cmp(&o.0))
+    }
+}
+
+impl PartialOrd for Natural {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
 }
 
 impl Incident {
@@ -263,5 +280,26 @@ impl AppRecord {
             missing: c.missing,
             waiting,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Natural;
+
+    /// Names sort as people read them (`scale-app-2` before `scale-app-10`; `a1` before
+    /// `a01`, as alphanumeric-sort has it), one order for every pair.
+    #[test]
+    fn names_sort_naturally() {
+        let mut v: Vec<Natural> = ["scale-app-10", "scale-app-2", "scale-app-1", "a01", "a1"]
+            .into_iter()
+            .map(|s| Natural(s.to_owned()))
+            .collect();
+        v.sort();
+        let names: Vec<&str> = v.iter().map(|n| n.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a1", "a01", "scale-app-1", "scale-app-2", "scale-app-10"]
+        );
     }
 }

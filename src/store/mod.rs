@@ -58,7 +58,9 @@ pub mod times;
 pub use app_config::{AppConfig, SettingsFrom, Sizing};
 pub use app_record::advice_case;
 use evidence::*;
-pub use incident::{BudgetView, Incident, Trouble, by_trouble, cause_label, ended_at, suggestion};
+pub use incident::{
+    BudgetView, Incident, Natural, Trouble, by_trouble, cause_label, ended_at, suggestion,
+};
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
