@@ -378,7 +378,7 @@ pub fn open_each(
         path: name.clone(),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut file = open_regular(path).map_err(io)?;
     let mut magic = [0u8; 4];
     let n = file.read(&mut magic).map_err(io)?;
     let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
@@ -412,6 +412,19 @@ pub fn open_each(
 
 /// The output of a recording file: plain, or zstd for `.zst` names.
 pub type FileOut = Box<dyn Write + Send>;
+
+/// Opens a file to read, refusing what is not a regular file (a FIFO would block the open
+/// until something writes to it, a device would never end): event-log directories are
+/// often shared mounts, and a path is the user's. Symbolic links are followed.
+pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, socket or device): not read",
+        ));
+    }
+    std::fs::File::open(path)
+}
 
 /// Creates a recording file (zstd when the name ends in `.zst`) and writes its header.
 /// An existing file is an `AlreadyExists` error unless `overwrite`.

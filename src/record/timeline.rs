@@ -84,7 +84,7 @@ fn is_tar(path: &std::path::Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 263];
     path.is_file()
-        && std::fs::File::open(path)
+        && super::open_regular(path)
             .and_then(|mut f| f.read_exact(&mut head))
             .is_ok()
         && &head[257..262] == b"ustar"
@@ -105,7 +105,7 @@ impl Unpacked {
             std::env::temp_dir().join(format!("spark-triage-tar-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(fail)?;
         let me = Self(dir);
-        let mut archive = tar::Archive::new(std::fs::File::open(tar_path).map_err(fail)?);
+        let mut archive = tar::Archive::new(super::open_regular(tar_path).map_err(fail)?);
         for entry in archive.entries().map_err(fail)? {
             let mut entry = entry.map_err(fail)?;
             let path = entry.path().map_err(fail)?.into_owned();

@@ -599,3 +599,56 @@ async fn status_with_the_event_log_dir_explains_executors_that_ended_before_it_s
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A FIFO is never opened: named like a log inside a rolling directory (event-log
+/// directories are shared mounts) it is passed over with a warning; given as the log itself
+/// it is refused. Neither blocks (an open of a FIFO waits for a writer).
+#[tokio::test]
+async fn a_fifo_where_a_log_is_expected_is_passed_over_or_refused_never_waited_on() {
+    let dir = std::env::temp_dir().join(format!("st-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let copy = std::process::Command::new("cp")
+        .args(["-r", LOG])
+        .arg(&dir)
+        .status()
+        .expect("cp");
+    assert!(copy.success());
+    let rolling = std::fs::read_dir(&dir)
+        .expect("the copy")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("eventlog_v2_"))
+        })
+        .expect("a rolling log");
+    let app = rolling
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_start_matches("eventlog_v2_")
+        .to_owned();
+    let fifo = rolling.join(format!("events_2_{app}.zstd"));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let within = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tokio::time::timeout(std::time::Duration::from_secs(60), triage(&args))
+            .await
+            .expect("an answer, not a wait on the FIFO")
+    };
+    let (code, out, err) = within(vec!["report".into(), dir.display().to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("not a regular file") && err.contains("passed over"),
+        "{err}"
+    );
+    assert!(out.contains("spark-triage report"), "{out}");
+    let (code, _, err) = within(vec!["report".into(), fifo.display().to_string()]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,15 +47,29 @@ impl Files for Local {
     fn list(&self, dir: &Path) -> std::io::Result<Vec<Entry>> {
         Ok(std::fs::read_dir(dir)?
             .filter_map(Result::ok)
-            .map(|e| Entry {
-                dir: e.path().is_dir(),
-                path: e.path(),
+            .filter_map(|e| {
+                let path = e.path();
+                // What is neither a file nor a directory (a FIFO named like a log in a
+                // shared directory) is passed over, said: opening it would block.
+                let meta = std::fs::metadata(&path).ok()?;
+                if !meta.is_file() && !meta.is_dir() {
+                    tracing::warn!("{}: not a regular file, passed over", path.display());
+                    eprintln!(
+                        "warning: {}: not a regular file (a FIFO, socket or device), passed over",
+                        crate::redact::escape_controls(&path.display().to_string())
+                    );
+                    return None;
+                }
+                Some(Entry {
+                    dir: meta.is_dir(),
+                    path,
+                })
             })
             .collect())
     }
 
     fn open(&self, path: &Path) -> std::io::Result<Box<dyn Read + '_>> {
-        Ok(Box::new(std::fs::File::open(path)?))
+        Ok(Box::new(crate::record::open_regular(path)?))
     }
 
     fn shown(&self, path: &Path) -> String {
