@@ -242,18 +242,29 @@ fn is_table_file(key: &str) -> bool {
     name.ends_with(".parquet") && !name.starts_with('.') && !name.starts_with('_')
 }
 
-/// Writes under a hidden name, syncs, renames: a reader sees the whole file or none.
+/// Writes under a hidden name, syncs, renames: a reader sees the whole file or none. The
+/// hidden name is this write's own (two writers of one file never rename each other's), and
+/// a write that fails removes it (a disk filled by it stayed full for the rerun).
 fn put_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(data)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
+    let stem = name.strip_suffix(".parquet").unwrap_or(&name);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{stem}.{}-{seq}.parquet.tmp", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     // The rename itself survives a crash once the directory is synced.
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
@@ -330,6 +341,31 @@ mod tests {
             part.join(".part-1.parquet.tmp").exists(),
             "a recent one may be another writer's"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A write that fails leaves no hidden file behind; two writes of one file both succeed.
+    #[test]
+    fn a_failed_write_leaves_nothing_and_two_writers_of_one_file_both_succeed() {
+        let dir = std::env::temp_dir().join(format!("st-place-fail-{}", std::process::id()));
+        let part = dir.join("t/cluster=c/date=2026-12-05");
+        // The target is a directory with something in it: the rename fails.
+        std::fs::create_dir_all(part.join("part-3.parquet/x")).expect("dir");
+        assert!(put_file(&part.join("part-3.parquet"), b"whole").is_err());
+        let left: Vec<String> = std::fs::read_dir(&part)
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["part-3.parquet"], "no hidden file left");
+        let target = part.join("part-4.parquet");
+        std::thread::scope(|s| {
+            let a = s.spawn(|| put_file(&target, b"same"));
+            let b = s.spawn(|| put_file(&target, b"same"));
+            assert!(a.join().expect("a").is_ok());
+            assert!(b.join().expect("b").is_ok());
+        });
+        assert_eq!(std::fs::read(&target).expect("written"), b"same");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
