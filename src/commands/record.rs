@@ -272,8 +272,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
         progress(&rec, true);
         // The rows not written yet, settled or not: the recording is closed.
-        if let Some(t) = tables {
-            t.finish(rec.store.view()).await;
+        if let Some(t) = tables
+            && !t.finish(rec.store.view()).await
+        {
+            // The recording is whole; the tables miss rows (a rerun of `export --tables`
+            // on it writes them).
+            return Err(Failure::Runtime(format!(
+                "tables: the last rows were not written (see the warnings above); {} is whole: \
+                 `spark-triage export {} --tables URL` writes them",
+                args.file.display(),
+                args.file.display()
+            )));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -372,3 +372,43 @@ spark.stop()
         }
     }
 }
+
+/// A recorder whose last tables round failed says so and exits non-zero (it exited 0):
+/// the recording is whole, and the message says how to write the rows from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_whose_last_tables_write_failed_exits_non_zero() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let dir = std::env::temp_dir().join(format!("st-tables-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // A file where the tables' directory would be: every write fails.
+    let blocked = dir.join("not-a-dir");
+    std::fs::write(&blocked, b"x").expect("file");
+    let rec = dir.join("rec.ndjson");
+    let out = triage()
+        .arg("record")
+        .arg(&rec)
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .args([
+            "-n",
+            "spark-jobs",
+            "--duration",
+            "8s",
+            "--tables-every",
+            "2s",
+            "--tables",
+        ])
+        .arg(blocked.join("t"))
+        .output()
+        .await
+        .expect("record runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tables: the last rows were not written") && err.contains("is whole"),
+        "{err}"
+    );
+    assert!(rec.exists(), "the recording is kept");
+    let _ = std::fs::remove_dir_all(&dir);
+}

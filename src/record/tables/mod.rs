@@ -289,7 +289,8 @@ const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct Recording {
     tx: tokio::sync::mpsc::Sender<Rows>,
     done_rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u64>>,
-    task: tokio::task::JoinHandle<()>,
+    /// Its answer at the end: whether the last round wrote every row it was given.
+    task: tokio::task::JoinHandle<bool>,
     every: std::time::Duration,
     last_write: std::time::Instant,
     last_collect: Option<std::time::Instant>,
@@ -321,6 +322,7 @@ impl Recording {
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(async move {
             let mut w = Writer::new(place, cluster);
+            let mut last_ok = true;
             while let Some(rows) = rx.recv().await {
                 let done = w.write(&rows, chrono::Utc::now()).await;
                 let said = |e: &str| crate::redact::escape_controls(e).into_owned();
@@ -337,6 +339,7 @@ impl Recording {
                     m.tables_round(Some(done.rows));
                 }
                 // Its other rows stay queued: the next round writes them.
+                last_ok = done.error.is_none();
                 if let Some(e) = &done.error {
                     if let Some(m) = &metrics {
                         m.tables_round(None);
@@ -345,6 +348,7 @@ impl Recording {
                 }
                 let _ = done_tx.send(done.done);
             }
+            last_ok
         });
         // The first write within a minute: what a killed run left unwritten goes out even
         // when runs are shorter than `every`.
@@ -538,23 +542,26 @@ impl Recording {
 
     /// At the end: every row (settled or not: a recorder that stops writes what it knows)
     /// and the writer's last files, a minute at most.
-    pub async fn finish(mut self, snap: &crate::store::Snapshot) {
+    /// The last rows written: `false` when they were not (the round failed, the writer
+    /// died, or a minute passed), said on stderr; the caller exits non-zero then.
+    pub async fn finish(mut self, snap: &crate::store::Snapshot) -> bool {
         self.take_done();
         self.collect(snap, true);
         let rows = self.queued();
         let Self { tx, task, .. } = self;
         let last = async move {
             if !rows.is_empty() && tx.send(rows).await.is_err() {
-                return;
+                return false;
             }
             drop(tx);
-            let _ = task.await;
+            task.await.unwrap_or(false)
         };
-        if tokio::time::timeout(std::time::Duration::from_secs(60), last)
-            .await
-            .is_err()
-        {
-            eprintln!("warning: tables: the last rows were not written within a minute");
+        match tokio::time::timeout(std::time::Duration::from_secs(60), last).await {
+            Ok(ok) => ok,
+            Err(_) => {
+                eprintln!("warning: tables: the last rows were not written within a minute");
+                false
+            }
         }
     }
 }
