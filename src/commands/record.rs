@@ -181,14 +181,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                     .into(),
             ));
         }
+        // The rows' cluster: a rerun from the recording must write under the same name.
+        let cluster = args
+            .cluster_name
+            .clone()
+            .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
         let mut tables = place.map(|place| {
-            let cluster = args
-                .cluster_name
-                .clone()
-                .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
             crate::record::tables::Recording::start(
                 place,
-                cluster,
+                cluster.clone(),
                 args.tables_every,
                 rec.metrics.clone(),
             )
@@ -279,9 +280,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             // on it writes them).
             return Err(Failure::Runtime(format!(
                 "tables: the last rows were not written (see the warnings above); {} is whole: \
-                 `spark-triage export {} --tables URL` writes them",
+                 `spark-triage export {} --tables {} --cluster-name {cluster}` writes them",
                 args.file.display(),
-                args.file.display()
+                args.file.display(),
+                args.tables.as_deref().unwrap_or("URL"),
             )));
         }
         Ok(ExitCode::SUCCESS)

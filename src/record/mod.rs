@@ -413,9 +413,10 @@ pub fn open_each(
 /// The output of a recording file: plain, or zstd for `.zst` names.
 pub type FileOut = Box<dyn Write + Send>;
 
-/// Opens a file to read, refusing what is not a regular file (a FIFO would block the open
+/// Opens a path to read, refusing a FIFO, socket or device (a FIFO would block the open
 /// until something writes to it, a device would never end): event-log directories are
-/// often shared mounts, and a path is the user's. Symbolic links are followed.
+/// often shared mounts, and a path is the user's. Symbolic links are followed; a directory
+/// is opened (reading it is the error the caller reports).
 pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() && !meta.is_dir() {

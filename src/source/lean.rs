@@ -153,7 +153,8 @@ const LOG_LINE_BYTES: usize = 16 << 10;
 /// recorder keep of an executor that ended badly. Read as a stream and kept to the newest
 /// [`LOG_TAIL_BYTES`], each line to [`LOG_LINE_BYTES`], so the stack trace at the end is
 /// what stays (the kubelet's `limitBytes` keeps the oldest end of the tail instead, and
-/// may cut a character in two). The caller bounds the time.
+/// may cut a character in two). The client's request bounds (size, time) hold; a read they
+/// cut keeps what came, marked.
 pub async fn log_tail(
     client: &kube::Client,
     namespace: &str,
@@ -179,14 +180,19 @@ pub async fn log_tail(
     let mut tail = Tail::default();
     let mut chunk = vec![0u8; 64 << 10];
     loop {
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("reading the log: {e}"))?;
-        if n == 0 {
-            break;
+        match stream.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => tail.feed(&chunk[..n]),
+            // Cut (the request's size or time bound): what came is kept, said as cut.
+            Err(e) if !tail.lines.is_empty() => {
+                let mut lines = tail.finish();
+                lines.push(format!(
+                    "… (the read was cut: {e}; the newest lines may be missing)"
+                ));
+                return Ok(lines);
+            }
+            Err(e) => return Err(format!("reading the log: {e}")),
         }
-        tail.feed(&chunk[..n]);
     }
     Ok(tail.finish())
 }
@@ -218,6 +224,9 @@ impl Tail {
     }
 
     fn end_line(&mut self) {
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop(); // a CRLF line, as `str::lines` reads it
+        }
         let mut text = String::from_utf8_lossy(&self.line).into_owned();
         if std::mem::take(&mut self.cut) {
             text.push_str(" … (line cut)");
@@ -255,7 +264,7 @@ mod tests {
         }
         t.feed("é".as_bytes().split_at(1).0);
         t.feed("é".as_bytes().split_at(1).1);
-        t.feed(b"\nOutOfMemoryError\n");
+        t.feed(b"\nOutOfMemoryError\r\n");
         t.feed(&vec![b'y'; LOG_LINE_BYTES * 3]);
         let lines = t.finish();
         assert!(lines.iter().map(String::len).sum::<usize>() <= LOG_TAIL_BYTES + LOG_LINE_BYTES);

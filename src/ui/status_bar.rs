@@ -202,8 +202,17 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             Give::FitCtx(keep) => fit_ctx(&mut parts, keep),
         }
     }
-    // Still too wide (a long namespace at 60 columns): what is left is cut at the edge,
-    // the mode and context first.
+    // Still too wide (a long namespace at 60 columns): the namespace is cut with `…` to
+    // what is left, never at the screen's edge.
+    if width(&parts) > room {
+        let others = width(&parts) - parts[SCOPE].text.chars().count();
+        let left = room.saturating_sub(others).max(4);
+        let scope: Vec<char> = parts[SCOPE].text.chars().collect();
+        if scope.len() > left {
+            // Mid-name: a namespace is one word, and its head is what tells it apart.
+            parts[SCOPE].text = scope[..left - 1].iter().collect::<String>() + "…";
+        }
+    }
     let spans: Vec<Span<'_>> = parts
         .into_iter()
         .filter(|p| !p.text.is_empty())

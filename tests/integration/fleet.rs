@@ -409,6 +409,17 @@ async fn a_recorder_whose_last_tables_write_failed_exits_non_zero() {
         err.contains("tables: the last rows were not written") && err.contains("is whole"),
         "{err}"
     );
+    // The rerun it advises is one `export` takes: the same place and cluster name.
+    let advised = err
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("a command in backquotes: {err}"));
+    assert!(
+        advised.starts_with("spark-triage export ")
+            && advised.contains(&format!("--tables {}", blocked.join("t").display()))
+            && advised.contains("--cluster-name spark-triage-sim"),
+        "{advised}"
+    );
     assert!(rec.exists(), "the recording is kept");
     let _ = std::fs::remove_dir_all(&dir);
 }

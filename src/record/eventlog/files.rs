@@ -32,8 +32,17 @@ pub(crate) trait Files {
     fn shown(&self, path: &Path) -> String;
 }
 
-/// This machine's files.
-pub(crate) struct Local;
+/// This machine's files. `Local::SAY` says what it passes over on stderr (a command's
+/// output); `Local::QUIET`, for the live view's event-log source, only in the diagnostics
+/// log (a line on stderr would be drawn over the screen).
+pub(crate) struct Local {
+    say: bool,
+}
+
+impl Local {
+    pub(crate) const SAY: Local = Local { say: true };
+    pub(crate) const QUIET: Local = Local { say: false };
+}
 
 impl Files for Local {
     fn is_file(&self, path: &Path) -> bool {
@@ -51,13 +60,18 @@ impl Files for Local {
                 let path = e.path();
                 // What is neither a file nor a directory (a FIFO named like a log in a
                 // shared directory) is passed over, said: opening it would block.
-                let meta = std::fs::metadata(&path).ok()?;
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    // Unreadable (a dangling link named like a log): its open says why.
+                    return Some(Entry { dir: false, path });
+                };
                 if !meta.is_file() && !meta.is_dir() {
                     tracing::warn!("{}: not a regular file, passed over", path.display());
-                    eprintln!(
-                        "warning: {}: not a regular file (a FIFO, socket or device), passed over",
-                        crate::redact::escape_controls(&path.display().to_string())
-                    );
+                    if self.say {
+                        eprintln!(
+                            "warning: {}: not a regular file (a FIFO, socket or device), passed over",
+                            crate::redact::escape_controls(&path.display().to_string())
+                        );
+                    }
                     return None;
                 }
                 Some(Entry {

@@ -65,13 +65,13 @@ impl EventLogDir {
         let loc = self.location.as_str();
         if loc.starts_with("file://") {
             let path = super::remote::file_path(loc).map_err(|e| e.to_string())?;
-            return Ok((Box::new(Local), path));
+            return Ok((Box::new(Local::QUIET), path));
         }
         if super::remote::is_url(loc) {
             let o = Remote::open(loc, &self.store).map_err(|e| e.to_string())?;
             return Ok((Box::new(o.remote), o.key));
         }
-        Ok((Box::new(Local), PathBuf::from(loc)))
+        Ok((Box::new(Local::QUIET), PathBuf::from(loc)))
     }
 
     fn run(&self, apps: &Receiver<Apps>, tx: &Sender<SourceEvent>, stop: &Stopped) {

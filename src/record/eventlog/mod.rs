@@ -167,7 +167,7 @@ fn single(path: &Path) -> EventLog {
 /// The event logs at `path`: one (a log file or a rolling directory), many (a directory of
 /// them, by name), or none (`path` holds no event log: it may be a recording).
 pub fn find(path: &Path) -> std::io::Result<Vec<EventLog>> {
-    find_in(&Local, path)
+    find_in(&Local::SAY, path)
 }
 
 fn find_in(fs: &dyn Files, path: &Path) -> std::io::Result<Vec<EventLog>> {
@@ -206,7 +206,7 @@ pub fn holds_logs(path: &Path) -> bool {
 /// Reads one log's lines (bounded by `max_line`) into a converted recording.
 #[cfg(test)]
 pub(crate) fn read(log: &EventLog, max_line: usize) -> Result<Converted, Failure> {
-    read_in(&Local, log, max_line)
+    read_in(&Local::SAY, log, max_line)
 }
 
 fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted, Failure> {
@@ -295,7 +295,7 @@ pub(crate) fn open(path: &Path, max_line: usize, app: Option<&str>) -> Result<Re
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    open_in(&Local, path, &name, max_line, app)
+    open_in(&Local::SAY, path, &name, max_line, app)
 }
 
 /// Whether `name` (a log's file or directory name) is app `id`'s log, as Spark names them:
@@ -316,7 +316,13 @@ pub(crate) fn open_url(
 ) -> Result<Recording, Failure> {
     if url.starts_with("file://") {
         let path = remote::file_path(url)?;
-        return open_in(&Local, &path, &path.display().to_string(), max_line, app);
+        return open_in(
+            &Local::SAY,
+            &path,
+            &path.display().to_string(),
+            max_line,
+            app,
+        );
     }
     let o = remote::Remote::open(url, store)?;
     open_in(&o.remote, &o.key, &o.shown, max_line, app)

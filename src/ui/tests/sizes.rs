@@ -191,3 +191,17 @@ fn a_long_context_is_cut_before_the_alarms() {
         );
     }
 }
+
+/// A long namespace at 60 columns is cut with `…` inside the header, its head kept (it was
+/// cut at the screen's edge with no mark).
+#[test]
+fn a_long_namespace_is_cut_with_a_mark() {
+    let mut app = live();
+    app.ctx.scope = "namespace data-platform-nightly-batch-etl-team-x".into();
+    etl_exec(&mut app, 7);
+    let frame = draw(&mut app, 60, 16);
+    let header = frame.lines().next().unwrap_or_default().trim_matches('"');
+    assert!(header.contains("ns data-platform"), "{header}");
+    assert!(header.trim_end().ends_with('…'), "{header}");
+    assert!(header.chars().count() <= 60, "{header}");
+}
