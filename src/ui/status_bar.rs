@@ -223,16 +223,34 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height >= 2 && !bad.is_empty() {
         // Short: the last clause of each error (`Connection refused (os error 111)`), the
         // whole text in the help popup.
-        let text: Vec<String> = bad
+        // The first form that fits whole: with its state and the long pointer, then the
+        // short pointer, then without the state (`retrying` is what the header's
+        // `failing` says); else the last, cut at a word.
+        let said = |with_what: bool| -> String {
+            bad.iter()
+                .map(|(k, what, err)| match (err, with_what) {
+                    (Some(e), true) => format!("{k}: {what}: {}", last_clause(e)),
+                    (Some(e), false) => format!("{k}: {}", last_clause(e)),
+                    (None, _) => format!("{k}: {what}"),
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let room = usize::from(area.width);
+        let forms = [
+            format!("{} · ? for the full text", said(true)),
+            format!("{} · ? more", said(true)),
+            format!("{} · ? more", said(false)),
+        ];
+        let line = forms
             .iter()
-            .map(|(k, what, err)| match err {
-                Some(e) => format!("{k}: {what}: {}", last_clause(e)),
-                None => format!("{k}: {what}"),
-            })
-            .collect();
-        let tail = " · ? for the full text";
-        let room = usize::from(area.width).saturating_sub(tail.chars().count());
-        let line = format!("{}{tail}", super::fit(&text.join("; "), room));
+            .find(|l| l.chars().count() <= room)
+            .cloned()
+            .unwrap_or_else(|| {
+                let tail = " · ? more";
+                let left = room.saturating_sub(tail.chars().count());
+                format!("{}{tail}", super::fit(&said(false), left))
+            });
         let second = Rect {
             y: area.y + 1,
             height: 1,

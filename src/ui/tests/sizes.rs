@@ -205,3 +205,45 @@ fn a_long_namespace_is_cut_with_a_mark() {
     assert!(header.trim_end().ends_with('…'), "{header}");
     assert!(header.chars().count() <= 60, "{header}");
 }
+
+/// A failing source's error: under the header its last clause and where the rest is; in
+/// the help popup the whole text (it once pushed the context and namespace off the header).
+#[test]
+fn a_source_error_has_its_own_line_and_its_whole_text_in_help() {
+    let error = "client error (Connect): tcp connect error: Connection refused (os error 111)";
+    for (w, h) in SIZES {
+        let mut app = live();
+        etl_exec(&mut app, 7);
+        let at = app.store.view().now.expect("a clock");
+        update(
+            &mut app,
+            crate::app::Msg::Source(crate::source::SourceEvent::SourceHealth {
+                source: crate::source::SourceKind::PodWatch,
+                health: crate::source::Health::Retrying {
+                    error: error.into(),
+                },
+                at,
+            }),
+        );
+        let frame = draw(&mut app, w, h);
+        let rows: Vec<&str> = frame.lines().collect();
+        assert!(rows[0].contains("spark-jobs"), "{w}x{h}:\n{frame}");
+        assert!(
+            rows[1].contains("pod watch: ")
+                && rows[1].contains("Connection refused (os error 111)")
+                && rows[1].contains(" · ? "),
+            "{w}x{h}: the error's last clause whole, and where the rest is:\n{frame}"
+        );
+        app.popup = Some(Popup::Help);
+        let frame = draw(&mut app, w, h);
+        let joined: String = frame
+            .lines()
+            .map(|l| l.trim_matches('"').trim_matches(|c| c == '│' || c == ' '))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            joined.contains("tcp connect error") && joined.contains("Sources failing"),
+            "{w}x{h}: the whole error in help:\n{frame}"
+        );
+    }
+}
