@@ -190,6 +190,10 @@ fn process_figures(text: &str) {
 /// A single-file recording says what it holds: one segment, the file's bytes (they read 0,
 /// as if nothing were written).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(have_promtool),
+    ignore = "needs promtool (Debian's prometheus package)"
+)]
 async fn a_single_file_recorder_reports_its_file() {
     let sim = start_sim("mixed", 4.0, &[]).await;
     let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
