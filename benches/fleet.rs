@@ -14,8 +14,8 @@
 use std::time::Instant;
 
 use spark_triage::{
+    fleet::{Place, Rows, Writer, parquet, rows},
     output::fleet,
-    record::tables::{Place, Rows, Writer, parquet, rows},
 };
 
 const DAYS: i64 = 30;

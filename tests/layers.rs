@@ -440,29 +440,45 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "failure",
         &[
-            "source", "store", "evidence", "record", "effect", "actions", "app", "ui", "tui",
-            "flags", "output", "commands", "cli",
+            "storage", "source", "eventlog", "store", "evidence", "publish", "fleet", "record",
+            "effect", "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
         ],
     ),
     (
         "settings",
         &[
-            "source", "store", "evidence", "record", "effect", "actions", "app", "ui", "tui",
-            "flags", "output", "commands", "cli",
+            "storage", "source", "eventlog", "store", "evidence", "publish", "fleet", "record",
+            "effect", "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
+        ],
+    ),
+    // Files here or in an object store, read with bounds: under everything that reads them.
+    (
+        "storage",
+        &[
+            "source", "eventlog", "store", "evidence", "publish", "fleet", "record", "effect",
+            "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
         ],
     ),
     (
         "source",
         &[
-            "store", "evidence", "record", "effect", "actions", "app", "ui", "tui", "flags",
-            "output", "commands", "cli",
+            "eventlog", "store", "evidence", "publish", "fleet", "record", "effect", "actions",
+            "app", "ui", "tui", "flags", "output", "commands", "cli",
+        ],
+    ),
+    // Spark's event logs, a source of the same events as the cluster's.
+    (
+        "eventlog",
+        &[
+            "store", "evidence", "publish", "fleet", "record", "effect", "actions", "app", "ui",
+            "tui", "flags", "output", "commands", "cli",
         ],
     ),
     (
         "store",
         &[
-            "evidence", "record", "effect", "actions", "app", "ui", "tui", "flags", "output",
-            "commands", "cli",
+            "evidence", "publish", "fleet", "record", "effect", "actions", "app", "ui", "tui",
+            "flags", "output", "commands", "cli",
         ],
     ),
     // The evidence budget and the recorder's own reads: over the store, under the
@@ -470,9 +486,28 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "evidence",
         &[
+            "publish", "fleet", "record", "effect", "actions", "app", "ui", "tui", "flags",
+            "output", "commands", "cli",
+        ],
+    ),
+    // /metrics, the verdicts as series, and the Events writer: over the store, under the
+    // recorder and the live view that serve them.
+    (
+        "publish",
+        &[
+            "fleet", "record", "effect", "actions", "app", "ui", "tui", "flags", "output",
+            "commands", "cli",
+        ],
+    ),
+    // The Parquet fleet tables: written by the recorder, read by the commands.
+    (
+        "fleet",
+        &[
             "record", "effect", "actions", "app", "ui", "tui", "flags", "output", "commands", "cli",
         ],
     ),
+    // Recordings: the format, segments, the lock, the recorder, and the post-mortem inputs
+    // (recordings and event logs) opened as one timeline.
     (
         "record",
         &[
@@ -482,8 +517,8 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "effect",
         &[
-            "store", "evidence", "record", "actions", "app", "ui", "tui", "flags", "output",
-            "commands", "cli",
+            "store", "evidence", "publish", "fleet", "record", "eventlog", "storage", "actions",
+            "app", "ui", "tui", "flags", "output", "commands", "cli",
         ],
     ),
     (

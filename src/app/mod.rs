@@ -229,7 +229,7 @@ impl Default for ViewSettings {
 pub struct App {
     pub store: Store,
     /// `--metrics-addr`: what the view publishes each second (the verdicts).
-    pub(crate) metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
+    pub(crate) metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
     pub ctx: Context,
     /// How long the view may go without a complete LIST before the header calls it stale
     /// (live and demo: the connection's `stale_after`, on the cluster's clock).

@@ -35,10 +35,10 @@ pub struct ExportArgs {
 /// `export --tables`: the window's rows, each once.
 fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
     let cluster = args.cluster_name.clone().unwrap_or_default();
-    crate::record::tables::check_cluster(&cluster)
+    crate::fleet::check_cluster(&cluster)
         .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
     let reading = args.limits.reading();
-    let place = crate::record::tables::Place::open(url, &reading.store)?;
+    let place = crate::fleet::Place::open(url, &reading.store)?;
     let (_, state, _, _) = crate::record::timeline::read_state_beside(
         &args.dir,
         &reading,
@@ -54,12 +54,10 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
             .state()
         },
     )?;
-    let rows = crate::record::tables::rows::of(state.store.view(), |_, _| {
-        crate::record::tables::rows::Ready::Yes
-    });
+    let rows = crate::fleet::rows::of(state.store.view(), |_, _| crate::fleet::rows::Ready::Yes);
     let shown = place.shown.clone();
     let done = super::block_on(async move {
-        Ok(crate::record::tables::Writer::new(place, cluster)
+        Ok(crate::fleet::Writer::new(place, cluster)
             .write(&rows, chrono::Utc::now())
             .await)
     })?;

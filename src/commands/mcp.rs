@@ -41,7 +41,7 @@ pub struct McpArgs {
 
 /// `--http`: a loopback address, or a bare port on 127.0.0.1.
 fn parse_loopback(s: &str) -> Result<std::net::SocketAddr, String> {
-    let addr = crate::record::metrics::parse_listen_addr(s)?;
+    let addr = crate::publish::metrics::parse_listen_addr(s)?;
     // The addresses the SDK's Host check accepts (localhost, 127.0.0.1, ::1).
     let accepted =
         addr.ip() == std::net::Ipv4Addr::LOCALHOST || addr.ip() == std::net::Ipv6Addr::LOCALHOST;
@@ -233,7 +233,7 @@ impl Triage {
                 "application {:?} has no executor {} (ids there: {})",
                 p.app,
                 p.executor,
-                crate::record::events::ranges(
+                crate::publish::events::ranges(
                     &apps
                         .iter()
                         .flat_map(|a| a.executors.keys().copied())

@@ -33,7 +33,7 @@ pub struct RecordArgs {
     pub forget_after: std::time::Duration,
     /// Serve /healthz, /readyz and /metrics (Prometheus) on this address: a bare port
     /// (9090) is loopback only; 0.0.0.0:9090 in a pod.
-    #[arg(long, value_name = "ADDR", value_parser = crate::record::metrics::parse_listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::publish::metrics::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Write each executor or app verdict of warning or error severity as a Kubernetes
     /// Event on the app's driver pod (one per driver and reason, with a count; needs create,
@@ -55,7 +55,7 @@ pub struct RecordArgs {
     /// An object store's setting, for --tables and --event-log-dir at a URL: KEY=VALUE,
     /// repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1, …). The clouds' usual
     /// environment (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
-    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::record::eventlog::remote::StoreOptions::parse_option)]
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::storage::remote::StoreOptions::parse_option)]
     pub store_options: Vec<(String, String)>,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -97,17 +97,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         refuse_existing(Some(&args.file), args.force)?;
     }
     if let Some(name) = &args.cluster_name {
-        crate::record::tables::check_cluster(name)
+        crate::fleet::check_cluster(name)
             .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
     }
-    let store = crate::record::eventlog::remote::StoreOptions {
+    let store = crate::storage::remote::StoreOptions {
         options: args.store_options.clone(),
         timeout: None,
     };
     let place = args
         .tables
         .as_deref()
-        .map(|t| crate::record::tables::Place::open(t, &store))
+        .map(|t| crate::fleet::Place::open(t, &store))
         .transpose()?;
     super::block_on(async move {
         let mut conn = super::connect(&opts).await?;
@@ -143,12 +143,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         };
         rec.stale_after = conn.stale_after();
         if let Some(addr) = args.metrics_addr {
-            let m = crate::record::metrics::Metrics::new();
+            let m = crate::publish::metrics::Metrics::new();
             m.watch_credentials(conn.credentials.clone());
             // Endings in the state resumed from the directory were counted by the run that
             // recorded them.
             m.verdicts.resumed(rec.store.view());
-            crate::record::metrics::serve(addr, m.clone()).await?;
+            crate::publish::metrics::serve(addr, m.clone()).await?;
             rec.metrics = Some(m);
         }
         let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
@@ -162,12 +162,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         // --emit-events: planned every 5 s from the store, written by their own task.
         let mut events = args.emit_events.then(|| {
             let (etx, erx) = tokio::sync::mpsc::channel(16);
-            tasks.push(crate::record::events::spawn_writer(
+            tasks.push(crate::publish::events::spawn_writer(
                 conn.client.clone(),
                 erx,
             ));
             (
-                crate::record::events::Planner::default(),
+                crate::publish::events::Planner::default(),
                 etx,
                 std::time::Instant::now(),
             )
@@ -185,16 +185,16 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         let cluster = args
             .cluster_name
             .clone()
-            .unwrap_or_else(|| crate::record::tables::cluster_of_context(&conn.context));
+            .unwrap_or_else(|| crate::fleet::cluster_of_context(&conn.context));
         let mut tables = place.map(|place| {
-            crate::record::tables::Recording::start(
+            crate::fleet::Recording::start(
                 place,
                 cluster.clone(),
                 args.tables_every,
                 rec.metrics.clone(),
             )
         });
-        rec.hold = tables.as_ref().map(crate::record::tables::Recording::hold);
+        rec.hold = tables.as_ref().map(crate::fleet::Recording::hold);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
         // plain line a minute and the last one, never a `\r` flood.

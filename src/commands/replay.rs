@@ -38,7 +38,7 @@ pub struct ReplayArgs {
 pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app::App {
     use crate::app::{App, Context, Mode, replay::Replay};
     let mut app = App::new(Context {
-        context: if crate::record::eventlog::is_converted(&rec.header) {
+        context: if rec.header.is_converted() {
             format!("{} (Spark's words, no pods)", rec.header.server)
         } else {
             format!("recording of {}", rec.header.server)

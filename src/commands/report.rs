@@ -62,8 +62,7 @@ pub enum ReportOutput {
 /// `report --tables`: the fleet report over the window, now back (default 30 days).
 fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
     if let Some(c) = &args.cluster {
-        crate::record::tables::check_cluster(c)
-            .map_err(|e| Failure::Usage(format!("--cluster {e}")))?;
+        crate::fleet::check_cluster(c).map_err(|e| Failure::Usage(format!("--cluster {e}")))?;
     }
     let now = crate::source::clock::now();
     let long_ago = now - chrono::Duration::days(3660);
@@ -77,7 +76,7 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
         .transpose()?
         .unwrap_or(now);
     let reading = args.limits.reading();
-    let place = crate::record::tables::Place::open(url, &reading.store)?;
+    let place = crate::fleet::Place::open(url, &reading.store)?;
     // A mistyped path is said, not reported on as an empty fleet.
     if let Some(dir) = place.local_dir()
         && !dir.is_dir()
@@ -126,16 +125,16 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     };
     let (name, (header, state, from, to)) = match (&args.file, &args.history_server) {
         (_, Some(url)) => {
-            let rec = crate::record::eventlog::from_history_server(
+            let rec = crate::record::Recording::from(crate::eventlog::from_history_server(
                 url,
                 args.app.as_deref(),
                 args.request_timeout,
-            )?;
+            )?);
             for d in &rec.damaged {
                 eprintln!("warning: {}", crate::redact::escape_controls(d));
             }
-            let name = crate::record::eventlog::converted_from(&rec.header).map_or_else(
-                || crate::record::eventlog::remote::shown_location(url),
+            let name = rec.header.converted_from().map_or_else(
+                || crate::storage::remote::shown_location(url),
                 str::to_owned,
             );
             let read = crate::record::timeline::read_state_of(
@@ -154,8 +153,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 Some(l) => {
                     let mut logs = crate::record::timeline::event_logs(l, &reading)?;
                     // The logs' own damage, said as theirs.
-                    let shown =
-                        crate::record::eventlog::remote::shown_location(&l.to_string_lossy());
+                    let shown = crate::storage::remote::shown_location(&l.to_string_lossy());
                     for d in logs.damaged.drain(..) {
                         eprintln!(
                             "warning: --event-log {shown}: {}",
@@ -175,8 +173,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 args.window.to.as_deref(),
                 |f, t| window(f, t).state(),
             )?;
-            let name = if crate::record::eventlog::remote::is_url(&file.to_string_lossy()) {
-                crate::record::eventlog::remote::shown_location(&file.to_string_lossy())
+            let name = if crate::storage::remote::is_url(&file.to_string_lossy()) {
+                crate::storage::remote::shown_location(&file.to_string_lossy())
             } else {
                 file.file_name().map_or_else(
                     || file.display().to_string(),
@@ -186,7 +184,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             let name = match &args.event_log {
                 Some(l) => format!(
                     "{name}, with the event log {}",
-                    crate::record::eventlog::remote::shown_location(&l.to_string_lossy())
+                    crate::storage::remote::shown_location(&l.to_string_lossy())
                 ),
                 None => name,
             };

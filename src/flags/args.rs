@@ -86,7 +86,7 @@ pub struct ViewArgs {
     pub forget_after: std::time::Duration,
     /// Serve the verdicts as Prometheus metrics (/metrics, docs/metrics.md) on this
     /// address while the view is open: a bare port (9090) is loopback only.
-    #[arg(long, value_name = "ADDR", value_parser = crate::record::metrics::parse_listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::publish::metrics::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
@@ -208,19 +208,17 @@ impl LiveArgs {
     /// The event-log source (`--event-log-dir`), with an object store's settings.
     pub fn event_logs(
         &self,
-        store: &crate::record::eventlog::remote::StoreOptions,
+        store: &crate::storage::remote::StoreOptions,
     ) -> Option<std::sync::Arc<dyn crate::source::extra::Extra>> {
         let location = self.event_log_dir.clone()?;
-        Some(std::sync::Arc::new(
-            crate::record::eventlog::live::EventLogDir {
-                location,
-                store: crate::record::eventlog::remote::StoreOptions {
-                    options: store.options.clone(),
-                    timeout: store.timeout.or(Some(self.request_timeout)),
-                },
-                max_line: crate::record::DEFAULT_MAX_LINE,
+        Some(std::sync::Arc::new(crate::eventlog::live::EventLogDir {
+            location,
+            store: crate::storage::remote::StoreOptions {
+                options: store.options.clone(),
+                timeout: store.timeout.or(Some(self.request_timeout)),
             },
-        ))
+            max_line: crate::record::DEFAULT_MAX_LINE,
+        }))
     }
 
     /// The live sources' options.
@@ -275,7 +273,7 @@ pub struct ReadLimits {
     /// KEY=VALUE, repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1,
     /// virtual_hosted_style_request=true, access_key_id=…). The clouds' usual environment
     /// (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
-    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::record::eventlog::remote::StoreOptions::parse_option)]
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::storage::remote::StoreOptions::parse_option)]
     pub store_options: Vec<(String, String)>,
     /// How long an object store may take to connect or to send the next part of an answer.
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_TIMEOUT, value_parser = parse_timeout)]
@@ -287,7 +285,7 @@ impl ReadLimits {
     pub(crate) fn reading(&self) -> crate::record::timeline::Reading {
         crate::record::timeline::Reading {
             max_line: self.max_line,
-            store: crate::record::eventlog::remote::StoreOptions {
+            store: crate::storage::remote::StoreOptions {
                 options: self.store_options.clone(),
                 timeout: Some(self.store_timeout),
             },

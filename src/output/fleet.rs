@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 
 use serde::Serialize;
 
-use crate::record::tables::{Place, Table, parquet, place::Listed, rows};
+use crate::fleet::{Place, Table, parquet, place::Listed, rows};
 use spark_triage_core::model::{Time, fmt_time};
 
 /// What to read.

@@ -247,7 +247,7 @@ pub fn from_state(
         started_at: fmt_time(&start),
         ended_at: fmt_time(&end),
         duration_seconds: (end - start).num_seconds(),
-        event_log: crate::record::eventlog::is_converted(header),
+        event_log: header.is_converted(),
         scope: match switched {
             Some(s) => format!(
                 "{} of context {} (switched to at {}; `--to {}` reports what came before)",

@@ -18,19 +18,14 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::source::SourceEvent;
+use crate::storage::{Line, next_line, open_regular};
 use spark_triage_core::model::Time;
 
-pub mod eventlog;
-pub(crate) mod events;
 pub mod lock;
-pub(crate) mod metrics;
-pub(crate) mod process;
 pub(crate) mod recorder;
 pub mod segments;
 mod sink;
-pub mod tables;
 pub(crate) mod timeline;
-pub(crate) mod verdicts;
 
 pub use sink::{Collect, ForgetRule, Sink, State};
 
@@ -81,6 +76,16 @@ impl Header {
             server,
             segment: None,
         }
+    }
+
+    /// Whether the recording was converted from event logs (and so has no pods).
+    pub fn is_converted(&self) -> bool {
+        self.server.starts_with(crate::eventlog::SERVER)
+    }
+
+    /// What a converted recording was read from (a log's name, a History Server's address).
+    pub fn converted_from(&self) -> Option<&str> {
+        self.server.strip_prefix(crate::eventlog::SERVER)
     }
 }
 
@@ -158,6 +163,19 @@ pub struct Recording {
     pub gaps: Vec<Gap>,
 }
 
+/// Event logs read as a recording of what a live view would have recorded of the runs.
+impl From<crate::eventlog::Merged> for Recording {
+    fn from(m: crate::eventlog::Merged) -> Self {
+        Recording {
+            header: Header::new(m.started_at, m.scope, String::new(), m.server),
+            events: m.events,
+            keyframes: Vec::new(),
+            damaged: m.damaged,
+            gaps: Vec::new(),
+        }
+    }
+}
+
 impl Keyframe {
     /// The keyframe before the first event, if any: a segment's opening state (what
     /// happened before a directory read that starts after its first segment).
@@ -173,69 +191,6 @@ pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 const READ_ERROR: &str = "cannot read further: ";
 /// The header must be short: a file whose first line is longer is not a recording.
 const MAX_HEADER: usize = 64 * 1024;
-
-/// One line as read by [`next_line`].
-pub(crate) enum Line {
-    /// The line is in the buffer (without its newline).
-    Text,
-    /// The line was longer than the limit: this many bytes, skipped without being held.
-    TooLong(u64),
-}
-
-/// Reads the next line into `buf` (cleared first), holding at most `max` bytes of it.
-/// A longer line is read to its end (to go on after it), unless `stop_over`: then reading
-/// stops at the limit.
-pub(crate) fn next_line(
-    r: &mut impl BufRead,
-    max: usize,
-    stop_over: bool,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Option<Line>> {
-    buf.clear();
-    let (mut total, mut over, mut any) = (0u64, false, false);
-    loop {
-        let avail = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if avail.is_empty() {
-            return Ok(any.then_some(if over {
-                Line::TooLong(total)
-            } else {
-                Line::Text
-            }));
-        }
-        any = true;
-        let (chunk, used, done) = match avail.iter().position(|b| *b == b'\n') {
-            Some(i) => (&avail[..i], i + 1, true),
-            None => (avail, avail.len(), false),
-        };
-        total += chunk.len() as u64;
-        if !over {
-            if buf.len() + chunk.len() > max {
-                over = true;
-                *buf = Vec::new();
-                if stop_over {
-                    return Ok(Some(Line::TooLong(total)));
-                }
-            } else {
-                buf.extend_from_slice(chunk);
-            }
-        }
-        r.consume(used);
-        if done {
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(Some(if over {
-                Line::TooLong(total)
-            } else {
-                Line::Text
-            }));
-        }
-    }
-}
 
 /// Reads a whole recording; what can be read is read, damage is reported.
 pub fn read(path: &str, input: impl BufRead) -> Result<Recording, ReadError> {
@@ -412,20 +367,6 @@ pub fn open_each(
 
 /// The output of a recording file: plain, or zstd for `.zst` names.
 pub type FileOut = Box<dyn Write + Send>;
-
-/// Opens a path to read, refusing a FIFO, socket or device (a FIFO would block the open
-/// until something writes to it, a device would never end): event-log directories are
-/// often shared mounts, and a path is the user's. Symbolic links are followed; a directory
-/// is opened (reading it is the error the caller reports).
-pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() && !meta.is_dir() {
-        return Err(std::io::Error::other(
-            "not a regular file (a FIFO, socket or device): not read",
-        ));
-    }
-    std::fs::File::open(path)
-}
 
 /// Creates a recording file (zstd when the name ends in `.zst`) and writes its header.
 /// An existing file is an `AlreadyExists` error unless `overwrite`.

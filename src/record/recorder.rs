@@ -71,7 +71,7 @@ pub(crate) struct Recorder {
     keyframe_every: std::time::Duration,
     /// Rotating segments in a directory, when recording one.
     pub segments: Option<Segmented>,
-    pub metrics: Option<std::sync::Arc<super::metrics::Metrics>>,
+    pub metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
     /// Events and bytes of the segments closed before the current one.
     closed: (u64, u64),
     /// `/readyz` fails when the last complete LIST is older than this.
@@ -175,13 +175,16 @@ impl Recorder {
             if dir.is_some() {
                 self.listed = Some(std::time::Instant::now());
             }
-            m.publish(&self.store, events, bytes, dir, self.stale_after);
+            m.publish(&self.store, events, bytes, self.stale_after);
+            if let Some(segs) = dir.and_then(|d| super::segments::list(d).ok()) {
+                m.on_disk(segs.len(), segs.iter().map(|s| s.bytes).sum());
+            }
             if due
                 && self.segments.is_none()
                 && let Some(len) = self.file.as_ref().and_then(|f| std::fs::metadata(f).ok())
             {
                 self.listed = Some(std::time::Instant::now());
-                m.single_file(len.len());
+                m.on_disk(1, len.len());
             }
         }
         Ok(())

@@ -13,7 +13,7 @@ use spark_triage_core::model::{Time, fmt_time};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reading {
     pub max_line: u64,
-    pub store: super::eventlog::remote::StoreOptions,
+    pub store: crate::storage::remote::StoreOptions,
     /// The app asked for (`--app`): of a directory of event logs, only a log named by its
     /// id is read when there is one.
     pub app: Option<String>,
@@ -84,7 +84,7 @@ fn is_tar(path: &std::path::Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 263];
     path.is_file()
-        && super::open_regular(path)
+        && crate::storage::open_regular(path)
             .and_then(|mut f| f.read_exact(&mut head))
             .is_ok()
         && &head[257..262] == b"ustar"
@@ -105,7 +105,7 @@ impl Unpacked {
             std::env::temp_dir().join(format!("spark-triage-tar-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(fail)?;
         let me = Self(dir);
-        let mut archive = tar::Archive::new(super::open_regular(tar_path).map_err(fail)?);
+        let mut archive = tar::Archive::new(crate::storage::open_regular(tar_path).map_err(fail)?);
         for entry in archive.entries().map_err(fail)? {
             let mut entry = entry.map_err(fail)?;
             let path = entry.path().map_err(fail)?.into_owned();
@@ -202,9 +202,10 @@ pub(crate) fn read_state_beside(
 /// Spark's event logs at a path or a URL (an object store's), read whole.
 pub(crate) fn event_logs(path: &std::path::Path, read: &Reading) -> Result<Recording, Failure> {
     let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
-    match path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
-        Some(url) => super::eventlog::open_url(url, &read.store, max_line, read.app.as_deref()),
-        None => super::eventlog::open(path, max_line, read.app.as_deref()),
+    match path.to_str().filter(|p| crate::storage::remote::is_url(p)) {
+        Some(url) => crate::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())
+            .map(Recording::from),
+        None => crate::eventlog::open(path, max_line, read.app.as_deref()).map(Recording::from),
     }
 }
 
@@ -330,7 +331,7 @@ fn event_log(
     max_line: usize,
     app: Option<&str>,
 ) -> Result<Recording, Failure> {
-    super::eventlog::open(path, max_line, app)
+    crate::eventlog::open(path, max_line, app).map(Recording::from)
 }
 
 /// A recording to read, with the window resolved against it.
@@ -364,8 +365,9 @@ impl Plan {
     ) -> Result<Self, Failure> {
         let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
         // Event logs in an object store (s3://, gs://, abfss://, file://).
-        if let Some(url) = path.to_str().filter(|p| super::eventlog::remote::is_url(p)) {
-            let rec = super::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())?;
+        if let Some(url) = path.to_str().filter(|p| crate::storage::remote::is_url(p)) {
+            let rec = crate::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())
+                .map(Recording::from)?;
             return Self::over(rec, max_line, from, to);
         }
         // An `export` tar: its segments, unpacked into a directory of our own for the read.
@@ -378,7 +380,7 @@ impl Plan {
             })?;
             let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
                 // No segments: Spark's event logs (a rolling log, or a directory of them)?
-                if unpacked.is_none() && super::eventlog::holds_logs(path) {
+                if unpacked.is_none() && crate::eventlog::holds_logs(path) {
                     let rec = event_log(path, max_line, read.app.as_deref())?;
                     return Self::over(rec, max_line, from, to);
                 }
@@ -401,7 +403,7 @@ impl Plan {
                     e @ (crate::record::ReadError::Foreign { .. }
                     | crate::record::ReadError::Empty { .. }),
                 ) => {
-                    if !super::eventlog::holds_logs(path) {
+                    if !crate::eventlog::holds_logs(path) {
                         return Err(e.into());
                     }
                     event_log(path, max_line, read.app.as_deref())?
@@ -518,7 +520,7 @@ fn outside(at: Time, start: Time, end: Time) -> Option<String> {
 }
 
 fn warn(path: &std::path::Path, damaged: &[String], gaps: &[crate::record::Gap]) {
-    let shown = super::eventlog::remote::shown_location(&path.to_string_lossy());
+    let shown = crate::storage::remote::shown_location(&path.to_string_lossy());
     for d in damaged {
         eprintln!("warning: {shown}: {}", crate::redact::escape_controls(d));
     }

@@ -1,6 +1,6 @@
 //! Sources the layers above provide, started with the others on every connection the view
 //! runs on (a context switch included): Spark's event logs (`--event-log-dir`, read by
-//! `record::eventlog::live`). Such a source is handed the apps in scope, as their drivers'
+//! `eventlog::live`). Such a source is handed the apps in scope, as their drivers'
 //! pods name them, at every poll; it runs on a thread of its own (its reads block) and ends
 //! when the connection's sources are stopped (its list of apps closes).
 

@@ -23,9 +23,9 @@ pub(crate) async fn tui_on(
     // Bound before anything starts: a port in use is said at once, nothing left running.
     let (metrics, metrics_task) = match view.metrics_addr {
         Some(addr) => {
-            let m = crate::record::metrics::Metrics::for_view();
+            let m = crate::publish::metrics::Metrics::for_view();
             m.watch_credentials(conn.credentials.clone());
-            let task = crate::record::metrics::serve(addr, m.clone()).await?;
+            let task = crate::publish::metrics::serve(addr, m.clone()).await?;
             (Some(m), Some(task))
         }
         None => (None, None),

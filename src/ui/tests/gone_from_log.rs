@@ -16,7 +16,8 @@ fn live_from_the_log() -> App {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/eventlog/real-spark-k8s-heartbeat"
     );
-    let rec = crate::record::eventlog::open(std::path::Path::new(dir), 1 << 20, None)
+    let rec = crate::eventlog::open(std::path::Path::new(dir), 1 << 20, None)
+        .map(crate::record::Recording::from)
         .expect("the real log reads");
     let mut app = App::new(Context {
         context: "kind-spark".into(),

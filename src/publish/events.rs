@@ -531,7 +531,7 @@ fn event(
 mod tests {
     use super::*;
     use crate::{
-        record::verdicts::{
+        publish::verdicts::{
             SETTLE,
             tests::{exec, t},
         },

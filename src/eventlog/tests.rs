@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::record::Recording;
 use crate::source::SourceEvent;
 use crate::store::Store;
 use spark_triage_core::diagnose::{Code, Witness};
@@ -10,6 +11,11 @@ fn temp_dir(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
     d
+}
+
+/// The logs at `path` as the post-mortem commands read them: a recording.
+fn open(path: &Path, max_line: usize, app: Option<&str>) -> Result<Recording, Failure> {
+    super::open(path, max_line, app).map(Recording::from)
 }
 
 const T0: i64 = 1_796_300_000_000;
@@ -59,7 +65,7 @@ fn k8s_log_of(version: &str) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
-fn store_of(rec: &crate::record::Recording) -> Store {
+fn store_of(rec: &Recording) -> Store {
     let mut store = Store::default();
     for ev in &rec.events {
         store.apply(ev.clone());

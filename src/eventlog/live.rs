@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
-use super::files::{Entry, Files, Local};
-use super::remote::{Remote, StoreOptions};
 use crate::source::extra::{Apps, Extra, Stopped};
 use crate::source::{DriverView, Health, SourceEvent, SourceKind, clock::now};
+use crate::storage::remote::{Remote, StoreOptions};
+use crate::storage::{Entry, Files, Local};
 
 /// Spark's event-log directory, read for the apps in scope.
 #[derive(Debug, Clone)]
@@ -64,10 +64,10 @@ impl EventLogDir {
     fn open(&self) -> Result<(Box<dyn Files>, PathBuf), String> {
         let loc = self.location.as_str();
         if loc.starts_with("file://") {
-            let path = super::remote::file_path(loc).map_err(|e| e.to_string())?;
+            let path = crate::storage::remote::file_path(loc).map_err(|e| e.to_string())?;
             return Ok((Box::new(Local::QUIET), path));
         }
-        if super::remote::is_url(loc) {
+        if crate::storage::remote::is_url(loc) {
             let o = Remote::open(loc, &self.store).map_err(|e| e.to_string())?;
             return Ok((Box::new(o.remote), o.key));
         }

@@ -83,7 +83,7 @@ impl Files for Local {
     }
 
     fn open(&self, path: &Path) -> std::io::Result<Box<dyn Read + '_>> {
-        Ok(Box::new(crate::record::open_regular(path)?))
+        Ok(Box::new(super::open_regular(path)?))
     }
 
     fn shown(&self, path: &Path) -> String {

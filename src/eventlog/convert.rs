@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::events::Event;
-use crate::record::{Header, Recording};
 use crate::source::{DriverView, SourceEvent};
 use spark_triage_core::model::{DriverExecutor, Time, driver::STOPPED_WITH_APP, fmt_time};
 
@@ -519,9 +518,25 @@ impl Converter {
     }
 }
 
-/// Logs converted into one recording, their events in time order (a directory of many
-/// apps reads as one timeline).
-pub(crate) fn merge(name: &str, logs: Vec<Converted>) -> Recording {
+/// Logs converted into one timeline: what a recording of them holds (`record` makes it
+/// one, its header from these fields).
+#[derive(Debug)]
+pub(crate) struct Merged {
+    /// The first moment of any log (now, for logs without one).
+    pub started_at: Time,
+    /// `namespace <ns>` when every log names the same one, else `all namespaces`.
+    pub scope: String,
+    /// [`SERVER`] and what the logs were read from (a path, a History Server).
+    pub server: String,
+    /// Every log's events in time order.
+    pub events: Vec<SourceEvent>,
+    /// What could not be read, said.
+    pub damaged: Vec<String>,
+}
+
+/// Logs converted into one timeline, their events in time order (a directory of many
+/// apps reads as one).
+pub(crate) fn merge(name: &str, logs: Vec<Converted>) -> Merged {
     let started_at = logs
         .iter()
         .filter_map(|l| l.started_at)
@@ -536,7 +551,6 @@ pub(crate) fn merge(name: &str, logs: Vec<Converted>) -> Recording {
         1 => format!("namespace {}", namespaces.iter().next().unwrap_or(&"")),
         _ => "all namespaces".to_owned(),
     };
-    let header = Header::new(started_at, scope, String::new(), format!("{SERVER}{name}"));
     let mut events = Vec::new();
     let mut damaged = Vec::new();
     for l in logs {
@@ -545,12 +559,12 @@ pub(crate) fn merge(name: &str, logs: Vec<Converted>) -> Recording {
     }
     // Stable: each log's own order is kept among events at the same moment.
     events.sort_by_key(SourceEvent::at);
-    Recording {
-        header,
+    Merged {
+        started_at,
+        scope,
+        server: format!("{SERVER}{name}"),
         events,
-        keyframes: Vec::new(),
         damaged,
-        gaps: Vec::new(),
     }
 }
 

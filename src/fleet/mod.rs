@@ -307,7 +307,7 @@ pub struct Recording {
     /// none):
     /// the recorder forgets no executor gone since (see [`Recording::hold`]).
     hold: std::sync::Arc<std::sync::atomic::AtomicI64>,
-    metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
+    metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
 }
 
 impl Recording {
@@ -315,7 +315,7 @@ impl Recording {
         place: Place,
         cluster: String,
         every: std::time::Duration,
-        metrics: Option<std::sync::Arc<crate::record::metrics::Metrics>>,
+        metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
     ) -> Self {
         let queued_metrics = metrics.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(1);
@@ -408,7 +408,7 @@ impl Recording {
     /// Takes the store's rows into the queue: those settled (`all`: every one).
     fn collect(&mut self, snap: &crate::store::Snapshot, all: bool) {
         let now = std::time::Instant::now();
-        let settle = crate::record::verdicts::SETTLE;
+        let settle = crate::publish::verdicts::SETTLE;
         let mut present = HashSet::new();
         let (done, queued, first_seen) = (&self.done, &self.endings, &mut self.first_seen);
         let mut oldest: Option<chrono::DateTime<chrono::Utc>> = None;
@@ -682,7 +682,7 @@ mod tests {
 
     #[test]
     fn the_schemas_doc_names_every_column_in_order() {
-        let doc = include_str!("../../../docs/schemas/tables.md");
+        let doc = include_str!("../../docs/schemas/tables.md");
         for table in Table::ALL {
             let section = doc
                 .split(&format!("## {}\n", table.name()))

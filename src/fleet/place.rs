@@ -10,7 +10,7 @@ use futures::StreamExt;
 use object_store::{ObjectStoreExt, PutPayload, path::Path as StoreKey};
 
 use crate::failure::Failure;
-use crate::record::eventlog::remote::{self, StoreAt, StoreOptions};
+use crate::storage::remote::{self, StoreAt, StoreOptions};
 
 /// The largest table file read back (an hour of a 10,000-executor cluster at churn 5/s is
 /// about 270 KiB; anything far bigger is not one of ours). Files are read whole, then

@@ -157,7 +157,7 @@ impl HistoryServer {
         url.set_path(&path);
         url.set_query(None);
         url.set_fragment(None);
-        super::tls_provider();
+        crate::storage::tls_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)

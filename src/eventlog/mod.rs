@@ -3,8 +3,8 @@
 //! or a directory of many (as `spark.eventLog.dir` has them), each told by its content,
 //! never by its name, in any codec Spark writes ([`codec`]).
 //!
-//! A log becomes a [`Recording`](super::Recording) of the same [`SourceEvent`]s a
-//! live view records ([`convert`]): the driver's configuration, its executor list as
+//! A log becomes the same [`SourceEvent`]s a live view records ([`convert`]), which
+//! `record` holds as a recording ([`Merged`]): the driver's configuration, its executor list as
 //! it changed (with Spark's removal reasons), the app's start and end. So `report`,
 //! `replay` and `status --recording` read it with the same store and verdicts, whose
 //! witness is `event-log`. What a log cannot know (pods, nodes, events, pending reasons,
@@ -15,20 +15,17 @@
 pub mod codec;
 mod convert;
 mod events;
-mod files;
 pub(crate) mod history;
 pub mod live;
-pub(crate) mod remote;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::Recording;
 use crate::failure::Failure;
+use crate::storage::{Files, Local, remote};
 use codec::Codec;
-use files::{Files, Local};
 
-pub(crate) use convert::Converted;
+pub(crate) use convert::{Converted, Merged, SERVER};
 
 /// One application's event log, as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +48,6 @@ impl EventLog {
             |n| n.to_string_lossy().into_owned(),
         )
     }
-}
-
-/// rustls's crypto provider for the HTTP clients of remote logs (ring, the one kube builds
-/// with), installed for the process once; one already installed is kept.
-pub(crate) fn tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// How much of a file is read to tell what it is.
@@ -108,7 +99,7 @@ fn rolling(fs: &dyn Files, dir: &Path) -> std::io::Result<Option<EventLog>> {
 fn rolling_of(
     fs: &dyn Files,
     dir: &Path,
-    entries: Vec<files::Entry>,
+    entries: Vec<crate::storage::Entry>,
 ) -> std::io::Result<Option<EventLog>> {
     let mut files: Vec<(u64, bool, PathBuf)> = Vec::new();
     let mut status = None;
@@ -236,15 +227,15 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
         })?;
         let mut input = BufReader::with_capacity(256 * 1024, input);
         for n in 1.. {
-            match super::next_line(&mut input, max_line, false, &mut buf) {
+            match crate::storage::next_line(&mut input, max_line, false, &mut buf) {
                 Ok(None) => break,
-                Ok(Some(super::Line::TooLong(len))) => {
+                Ok(Some(crate::storage::Line::TooLong(len))) => {
                     conv.damage(format!(
                         "{part}line {n}: {len} bytes, over the line limit (--max-line); skipped"
                     ));
                     continue;
                 }
-                Ok(Some(super::Line::Text)) => {}
+                Ok(Some(crate::storage::Line::Text)) => {}
                 Err(e) => {
                     conv.damage(format!(
                         "{part}{} stream: {}; read up to there",
@@ -278,19 +269,9 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
     Ok(conv.finish(log.in_progress))
 }
 
-/// Whether a recording was converted from event logs (and so has no pods).
-pub fn is_converted(header: &super::Header) -> bool {
-    header.server.starts_with(convert::SERVER)
-}
-
-/// What a converted recording was read from (a log's name, a History Server's address).
-pub fn converted_from(header: &super::Header) -> Option<&str> {
-    header.server.strip_prefix(convert::SERVER)
-}
-
-/// Opens the event logs at `path` as one recording: a directory of many holds every app
+/// Opens the event logs at `path` as one timeline: a directory of many holds every app
 /// in it, each as its own (`--app` then picks, as in any recording).
-pub(crate) fn open(path: &Path, max_line: usize, app: Option<&str>) -> Result<Recording, Failure> {
+pub(crate) fn open(path: &Path, max_line: usize, app: Option<&str>) -> Result<Merged, Failure> {
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -307,13 +288,13 @@ pub(crate) fn is_log_of(name: &str, id: &str) -> bool {
 }
 
 /// Opens the event logs at a URL (`s3://bucket/spark-events/`, `gs://…`, `abfss://…`,
-/// `file:///…`) as one recording, as [`open`] does a path.
+/// `file:///…`) as one timeline, as [`open`] does a path.
 pub(crate) fn open_url(
     url: &str,
     store: &remote::StoreOptions,
     max_line: usize,
     app: Option<&str>,
-) -> Result<Recording, Failure> {
+) -> Result<Merged, Failure> {
     if url.starts_with("file://") {
         let path = remote::file_path(url)?;
         return open_in(
@@ -337,7 +318,7 @@ fn open_in(
     name: &str,
     max_line: usize,
     app: Option<&str>,
-) -> Result<Recording, Failure> {
+) -> Result<Merged, Failure> {
     let shown = fs.shown(path);
     let logs = find_in(fs, path).map_err(|e| {
         Failure::Runtime(format!(
@@ -374,19 +355,19 @@ fn open_in(
     Ok(convert::merge(name, all))
 }
 
-/// The applications a History Server at `url` has (`app`, or the newest), as one recording;
+/// The applications a History Server at `url` has (`app`, or the newest), as one timeline;
 /// what it could not give is said as the recording's damage.
 pub(crate) fn from_history_server(
     url: &str,
     app: Option<&str>,
     timeout: std::time::Duration,
-) -> Result<Recording, Failure> {
+) -> Result<Merged, Failure> {
     let server = history::HistoryServer::new(url, timeout)?;
     let mut warnings = Vec::new();
     let logs = server.read(app, &mut warnings)?;
-    let mut rec = convert::merge(&format!("{} (History Server)", server.name()), logs);
-    rec.damaged.splice(0..0, warnings);
-    Ok(rec)
+    let mut merged = convert::merge(&format!("{} (History Server)", server.name()), logs);
+    merged.damaged.splice(0..0, warnings);
+    Ok(merged)
 }
 
 #[cfg(test)]

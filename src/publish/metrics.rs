@@ -3,7 +3,6 @@
 //! clients from stopping the recorder.
 
 use std::{
-    path::Path,
     sync::{
         Arc, Mutex,
         atomic::{AtomicI64, Ordering},
@@ -17,7 +16,6 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use super::segments;
 use crate::{
     failure::Failure,
     store::{Freshness, Store},
@@ -210,14 +208,7 @@ impl Metrics {
     }
 
     /// Every second: the recorder's figures and its health.
-    pub fn publish(
-        &self,
-        store: &Store,
-        events: u64,
-        written: u64,
-        dir: Option<&Path>,
-        stale_after: Duration,
-    ) {
+    pub fn publish(&self, store: &Store, events: u64, written: u64, stale_after: Duration) {
         let view = store.view();
         self.verdicts.publish(view, std::time::Instant::now());
         self.publish_health(store, stale_after);
@@ -230,13 +221,6 @@ impl Metrics {
         self.events.inc_by(events.saturating_sub(self.events.get()));
         self.written_bytes
             .inc_by(written.saturating_sub(self.written_bytes.get()));
-        if let Some(segs) = dir.and_then(|d| segments::list(d).ok()) {
-            gauge(&self.segments, segs.len());
-            gauge(
-                &self.directory_bytes,
-                segs.iter().map(|s| s.bytes as usize).sum(),
-            );
-        }
         if let Some(c) = self.credentials.get() {
             self.auth_refused.set(i64::from(c.refused_in_a_row()));
             self.credential_fetches
@@ -286,8 +270,10 @@ impl Metrics {
 
     /// A single-file recording: one segment, the file's size (they read 0 as if nothing
     /// were written).
-    pub fn single_file(&self, bytes: u64) {
-        self.segments.set(1);
+    /// The recording on disk: its segments (1 for a single file) and their bytes.
+    pub fn on_disk(&self, segments: usize, bytes: u64) {
+        self.segments
+            .set(i64::try_from(segments).unwrap_or(i64::MAX));
         self.directory_bytes
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
