@@ -105,6 +105,7 @@ fn runner(conn: &Connection, log: &ActionLog) -> Runner {
         events: None,
         focus: None,
         captures: Default::default(),
+        clock: conn.clock.clone(),
     }
 }
 

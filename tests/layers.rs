@@ -638,3 +638,24 @@ fn the_checker_finds_a_planted_circle() {
     assert_eq!(all_circles(&dir), vec!["src/a: x ↔ y".to_owned()]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The cluster's clock is a value the connection owns (#53): no process-wide clock to
+/// install or read, so two connections (a test's, a switched context's) never share one.
+#[test]
+fn the_clock_is_a_value_not_a_global() {
+    let clock = workspace().join("src/source/clock.rs");
+    let code = code_of(&std::fs::read_to_string(&clock).unwrap());
+    assert!(
+        !code.contains("static "),
+        "{}: a static clock is back",
+        clock.display()
+    );
+    let mut calls = Vec::new();
+    for (m, file) in modules(&workspace().join("src")) {
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        if code.contains("clock::now(") && !is_test(&m, &file) {
+            calls.push(file.display().to_string());
+        }
+    }
+    assert!(calls.is_empty(), "a global clock read in: {calls:?}");
+}

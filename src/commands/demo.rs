@@ -53,8 +53,11 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
         let rate = clock.speed();
         let paced =
             |d: std::time::Duration| d.div_f64(rate).max(std::time::Duration::from_millis(250));
-        crate::source::clock::install(move || clock.now(), rate);
         let live = crate::source::connection::LiveOptions {
+            clock: Some(crate::source::clock::Clock::of_cluster(
+                move || clock.now(),
+                rate,
+            )),
             kubeconfig: Some(sim.kubeconfig.clone()),
             all_namespaces: true,
             // Spark's pace on the simulator's clock: at --speed 4 a 30 s poll is 7.5 s.

@@ -549,7 +549,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
                 let (tx, rx) = tokio::sync::mpsc::channel(4096);
                 tasks = crate::source::live::spawn(&conn, tx);
                 let (stx, srx) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
-                tasks.push(tokio::spawn(keep_store(rx, stx)));
+                tasks.push(tokio::spawn(keep_store(rx, stx, conn.clock.clone())));
                 Source::Live {
                     snap: srx,
                     header: Arc::new(crate::record::recorder::recording_header(&conn)),
@@ -580,6 +580,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
 async fn keep_store(
     mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
     tx: tokio::sync::watch::Sender<Arc<Snapshot>>,
+    clock: crate::source::clock::Clock,
 ) {
     let mut store = crate::store::Store::new();
     let mut held = Vec::new();
@@ -600,7 +601,7 @@ async fn keep_store(
                 // and ages grow on a quiet cluster.
                 if changed || last.elapsed() >= Duration::from_secs(1) {
                     // As of now on the cluster's clock (a wait is as long as it is now).
-                    store.apply(crate::source::SourceEvent::Tick { at: crate::source::clock::now() });
+                    store.apply(crate::source::SourceEvent::Tick { at: clock.now() });
                     changed = false;
                     last = tokio::time::Instant::now();
                     if tx.send(Arc::new(store.snapshot())).is_err() {

@@ -127,7 +127,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             let every = args
                 .keyframe_every
                 .unwrap_or(std::time::Duration::from_secs(900));
-            let mut rec = Recorder::new(writer, every);
+            let mut rec = Recorder::new(writer, every, conn.clock.clone());
             rec.store = store;
             rec.segments = Some(seg);
             rec.forget_after = Some(args.forget_after);
@@ -137,6 +137,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                 create_recording(&args.file, &conn, args.force)?,
                 args.keyframe_every
                     .unwrap_or(std::time::Duration::from_secs(300)),
+                conn.clock.clone(),
             );
             rec.file = Some(args.file.clone());
             rec
@@ -157,6 +158,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             conn.client.clone(),
             &tx,
             crate::source::LOG_TAIL_LINES,
+            conn.clock.clone(),
         ));
         let mut tasks = crate::source::live::spawn(&conn, tx);
         // --emit-events: planned every 5 s from the store, written by their own task.
@@ -255,7 +257,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
                         }
                     }
                     if let Some(t) = &mut tables {
-                        t.each_second(r.store.view());
+                        t.each_second(r.store.view(), conn.clock.now());
                     }
                     until.is_none_or(|u| tokio::time::Instant::now() < u)
                 },
@@ -274,7 +276,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         progress(&rec, true);
         // The rows not written yet, settled or not: the recording is closed.
         if let Some(t) = tables
-            && !t.finish(rec.store.view()).await
+            && !t.finish(rec.store.view(), conn.clock.now()).await
         {
             // The recording is whole; the tables miss rows (a rerun of `export --tables`
             // on it writes them).

@@ -88,7 +88,7 @@ pub(crate) fn run(args: ReplayArgs, view: crate::app::ViewSettings) -> Result<Ex
     let app = replay_app(opened.rec, at);
     super::block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
-        crate::tui::run(app, rx, None, None, false, view)
+        crate::tui::run(app, rx, None, None, None, view)
             .await
             .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)

@@ -212,7 +212,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         // As of now on the cluster's clock: a wait (a pending driver) is as long as it is
         // now, not as when its app last changed.
         store.apply(crate::source::SourceEvent::Tick {
-            at: crate::source::clock::now(),
+            at: conn.clock.now(),
         });
         for t in tasks {
             t.abort();

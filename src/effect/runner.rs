@@ -20,6 +20,8 @@ pub struct Runner {
     pub focus: Option<DriverFocus>,
     /// The bound on log tails captured as evidence.
     pub captures: Captures,
+    /// The cluster's clock, which what the runner says is stamped with.
+    pub clock: crate::source::clock::Clock,
 }
 
 /// Bounds the log tails captured as evidence of ended executors: a few at a time, and when
@@ -170,7 +172,7 @@ impl Runner {
             app_id: app_id.to_owned(),
             text,
             killed,
-            at: crate::source::clock::now(),
+            at: self.clock.now(),
         })
         .await;
     }
@@ -297,7 +299,7 @@ impl Runner {
                         namespace,
                         pod,
                         lines,
-                        at: crate::source::clock::now(),
+                        at: self.clock.now(),
                     })
                     .await;
                 }
@@ -319,7 +321,7 @@ impl Runner {
                         for event in events {
                             self.emit(SourceEvent::EventSeen {
                                 event: Box::new(event),
-                                at: crate::source::clock::now(),
+                                at: self.clock.now(),
                             })
                             .await;
                         }
@@ -459,7 +461,7 @@ impl Runner {
                         &k.pod,
                         k.uid.as_deref(),
                         &self.user,
-                        crate::source::clock::now(),
+                        self.clock.now(),
                     )
                     .await
                     {

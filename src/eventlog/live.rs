@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::Sender;
 
 use crate::source::extra::{Apps, Extra, Stopped};
-use crate::source::{DriverView, Health, SourceEvent, SourceKind, clock::now};
+use crate::source::{DriverView, Health, SourceEvent, SourceKind, clock::Clock};
 use crate::storage::remote::{Remote, StoreOptions};
 use crate::storage::{Entry, Files, Local};
 
@@ -30,12 +30,12 @@ pub struct EventLogDir {
 }
 
 impl Extra for EventLogDir {
-    fn start(&self, apps: Receiver<Apps>, tx: Sender<SourceEvent>, stop: Stopped) {
+    fn start(&self, apps: Receiver<Apps>, tx: Sender<SourceEvent>, stop: Stopped, clock: Clock) {
         let me = self.clone();
         // Its reads block (files, or an object store's own runtime): a thread of its own.
         let started = std::thread::Builder::new()
             .name("event-logs".into())
-            .spawn(move || me.run(&apps, &tx, &stop));
+            .spawn(move || me.run(&apps, &tx, &stop, &clock));
         if let Err(e) = started {
             tracing::warn!("cannot start the event-log reader: {e}");
         }
@@ -74,7 +74,8 @@ impl EventLogDir {
         Ok((Box::new(Local::QUIET), PathBuf::from(loc)))
     }
 
-    fn run(&self, apps: &Receiver<Apps>, tx: &Sender<SourceEvent>, stop: &Stopped) {
+    fn run(&self, apps: &Receiver<Apps>, tx: &Sender<SourceEvent>, stop: &Stopped, clock: &Clock) {
+        let now = || clock.now();
         // Nothing is sent once the connection's sources were stopped (a context switch):
         // the old scope's news never follows the new scope's.
         let send = |ev: SourceEvent| !stop.is_set() && tx.blocking_send(ev).is_ok();

@@ -37,6 +37,8 @@ pub struct Tails {
     lines: usize,
     permits: Arc<Semaphore>,
     queued: Arc<AtomicUsize>,
+    /// The cluster's clock, which a tail read is stamped with.
+    clock: crate::source::clock::Clock,
 }
 
 impl std::fmt::Debug for Tails {
@@ -49,9 +51,15 @@ impl std::fmt::Debug for Tails {
 }
 
 impl Tails {
-    pub fn new(client: kube::Client, tx: &mpsc::Sender<SourceEvent>, lines: usize) -> Self {
+    pub fn new(
+        client: kube::Client,
+        tx: &mpsc::Sender<SourceEvent>,
+        lines: usize,
+        clock: crate::source::clock::Clock,
+    ) -> Self {
         Self {
             client,
+            clock,
             tx: tx.downgrade(),
             reads: EvidenceReads::default(),
             lines: lines.max(1),
@@ -80,11 +88,12 @@ impl Tails {
                 );
                 continue;
             }
-            let (client, permits, queued, weak) = (
+            let (client, permits, queued, weak, clock) = (
                 self.client.clone(),
                 self.permits.clone(),
                 self.queued.clone(),
                 self.tx.clone(),
+                self.clock.clone(),
             );
             let lines = i64::try_from(self.lines).unwrap_or(i64::MAX);
             tokio::spawn(async move {
@@ -133,7 +142,7 @@ impl Tails {
                         namespace: f.namespace,
                         pod: f.pod,
                         lines,
-                        at: crate::source::clock::now(),
+                        at: clock.now(),
                     })
                     .await;
             });

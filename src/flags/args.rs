@@ -232,6 +232,7 @@ impl LiveArgs {
             poll_interval: self.poll_interval,
             driver_poll: (!self.no_driver_api).then_some(self.driver_poll_interval),
             request_timeout: self.request_timeout,
+            clock: None,
         }
     }
 }

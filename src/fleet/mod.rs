@@ -406,7 +406,12 @@ impl Recording {
     }
 
     /// Takes the store's rows into the queue: those settled (`all`: every one).
-    fn collect(&mut self, snap: &crate::store::Snapshot, all: bool) {
+    fn collect(
+        &mut self,
+        snap: &crate::store::Snapshot,
+        all: bool,
+        at: spark_triage_core::model::Time,
+    ) {
         let now = std::time::Instant::now();
         let settle = crate::publish::verdicts::SETTLE;
         let mut present = HashSet::new();
@@ -467,7 +472,7 @@ impl Recording {
         // earlier still, for the clocks' skew (an end's clock against the sighting's). A
         // writer that stopped, or far behind (a full queue, six hours), holds nothing back:
         // the queue keeps its rows.
-        let now = crate::source::clock::now();
+        let now = at;
         let queued = self
             .waits
             .values()
@@ -515,7 +520,12 @@ impl Recording {
 
     /// Each second: every 10 s the settled rows into the queue; every `every` the queue to
     /// the writer (unless it is still busy with the last one).
-    pub fn each_second(&mut self, snap: &crate::store::Snapshot) {
+    /// `at`: now on the cluster's clock.
+    pub fn each_second(
+        &mut self,
+        snap: &crate::store::Snapshot,
+        at: spark_triage_core::model::Time,
+    ) {
         self.take_done();
         if let Some(m) = &self.metrics {
             m.tables_queued(self.pending());
@@ -525,7 +535,7 @@ impl Recording {
             .is_none_or(|t| t.elapsed() >= COLLECT_EVERY)
         {
             self.last_collect = Some(std::time::Instant::now());
-            self.collect(snap, false);
+            self.collect(snap, false, at);
         }
         if self.last_write.elapsed() < self.every || self.pending() == 0 {
             return;
@@ -544,9 +554,13 @@ impl Recording {
     /// and the writer's last files, a minute at most.
     /// The last rows written: `false` when they were not (the round failed, the writer
     /// died, or a minute passed), said on stderr; the caller exits non-zero then.
-    pub async fn finish(mut self, snap: &crate::store::Snapshot) -> bool {
+    pub async fn finish(
+        mut self,
+        snap: &crate::store::Snapshot,
+        at: spark_triage_core::model::Time,
+    ) -> bool {
         self.take_done();
-        self.collect(snap, true);
+        self.collect(snap, true, at);
         let rows = self.queued();
         let Self { tx, task, .. } = self;
         let last = async move {

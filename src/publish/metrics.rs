@@ -20,6 +20,7 @@ use crate::{
     failure::Failure,
     store::{Freshness, Store},
 };
+use spark_triage_core::model::Time;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {
@@ -207,11 +208,19 @@ impl Metrics {
         })
     }
 
-    /// Every second: the recorder's figures and its health.
-    pub fn publish(&self, store: &Store, events: u64, written: u64, stale_after: Duration) {
+    /// Every second: the recorder's figures and its health, as of `now` on the cluster's
+    /// clock.
+    pub fn publish(
+        &self,
+        store: &Store,
+        events: u64,
+        written: u64,
+        stale_after: Duration,
+        now: Time,
+    ) {
         let view = store.view();
-        self.verdicts.publish(view, std::time::Instant::now());
-        self.publish_health(store, stale_after);
+        self.verdicts.publish(view, std::time::Instant::now(), now);
+        self.publish_health(store, stale_after, now);
         let gauge = |g: &Gauge, v: usize| g.set(i64::try_from(v).unwrap_or(i64::MAX));
         gauge(&self.apps, view.apps.len());
         gauge(
@@ -229,14 +238,14 @@ impl Metrics {
     }
 
     /// Every second in the live view: the verdicts and the view's health.
-    pub fn publish_view(&self, store: &Store, stale_after: Duration) {
+    pub fn publish_view(&self, store: &Store, stale_after: Duration, now: Time) {
         self.verdicts
-            .publish(store.view(), std::time::Instant::now());
-        self.publish_health(store, stale_after);
+            .publish(store.view(), std::time::Instant::now(), now);
+        self.publish_health(store, stale_after, now);
     }
 
     /// The sources' health, the last LIST's age and the heartbeat (`/healthz`, `/readyz`).
-    fn publish_health(&self, store: &Store, stale_after: Duration) {
+    fn publish_health(&self, store: &Store, stale_after: Duration, now: Time) {
         let view = store.view();
         for (kind, health) in &view.health {
             let up = matches!(health, crate::source::Health::Connected);
@@ -246,10 +255,9 @@ impl Metrics {
                 })
                 .set(i64::from(up));
         }
-        let now = chrono::Utc::now();
         // The LIST's time is on the cluster's clock, like every source event.
         let seconds = |d: chrono::Duration| d.num_milliseconds() as f64 / 1000.0;
-        let (age, not_ready) = match view.freshness(crate::source::clock::now(), stale_after) {
+        let (age, not_ready) = match view.freshness(now, stale_after) {
             Freshness::Waiting => (
                 f64::INFINITY,
                 Some("no complete LIST of the pods yet".to_owned()),
@@ -265,11 +273,11 @@ impl Metrics {
         };
         self.last_list_age.set(age);
         *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = not_ready;
-        self.beat.store(now.timestamp_millis(), Ordering::Relaxed);
+        // The heartbeat is this machine's: `/healthz` reads it against this machine's clock.
+        self.beat
+            .store(chrono::Utc::now().timestamp_millis(), Ordering::Relaxed);
     }
 
-    /// A single-file recording: one segment, the file's size (they read 0 as if nothing
-    /// were written).
     /// The recording on disk: its segments (1 for a single file) and their bytes.
     pub fn on_disk(&self, segments: usize, bytes: u64) {
         self.segments

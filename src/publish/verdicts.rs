@@ -228,8 +228,9 @@ impl Verdicts {
         }
     }
 
-    /// Brings every metric up to `snap`; `now` is the wall clock (for [`SETTLE`]).
-    pub fn publish(&self, snap: &Snapshot, now: Instant) {
+    /// Brings every metric up to `snap`; `now` is the wall clock (for [`SETTLE`]), `at`
+    /// the cluster's (waits are as long as they are then).
+    pub fn publish(&self, snap: &Snapshot, now: Instant, at: spark_triage_core::model::Time) {
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let memo = &mut *memo;
         memo.round += 1;
@@ -270,9 +271,7 @@ impl Verdicts {
             }
             // Waits are as long as they are now on the cluster's clock (the store's own `now`
             // is its newest event's time, which can be unset or behind).
-            sums.entry(label)
-                .or_default()
-                .add(a, Some(crate::source::clock::now()));
+            sums.entry(label).or_default().add(a, Some(at));
         }
         // Endings that left the store before they settled are not counted. Counted ones are
         // remembered (up to COUNTED_MAX) even when the store drops them: a scope switched
@@ -609,18 +608,18 @@ pub(crate) mod tests {
         s.apply(exec(1, 1, true));
         let v = Verdicts::default();
         let t0 = Instant::now();
-        v.publish(s.view(), t0);
+        v.publish(s.view(), t0, chrono::Utc::now());
         assert_eq!(
             endings(&v, "app-1"),
             Some(0.0),
             "not settled yet: the series at 0, so the first count is an increase"
         );
-        v.publish(s.view(), t0 + SETTLE);
+        v.publish(s.view(), t0 + SETTLE, chrono::Utc::now());
         assert_eq!(endings(&v, "app-1"), Some(1.0));
         s.apply(exec(1, 2, true));
-        v.publish(s.view(), t0 + SETTLE * 2);
-        v.publish(s.view(), t0 + SETTLE * 3);
-        v.publish(s.view(), t0 + SETTLE * 4);
+        v.publish(s.view(), t0 + SETTLE * 2, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 3, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 4, chrono::Utc::now());
         assert_eq!(endings(&v, "app-1"), Some(2.0), "each ending once");
     }
 
@@ -637,12 +636,12 @@ pub(crate) mod tests {
             "the series exists at 0, so the next ending is an increase"
         );
         let t0 = Instant::now();
-        v.publish(s.view(), t0);
-        v.publish(s.view(), t0 + SETTLE);
+        v.publish(s.view(), t0, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE, chrono::Utc::now());
         assert_eq!(endings(&v, "app-1"), Some(0.0));
         s.apply(exec(1, 2, true));
-        v.publish(s.view(), t0 + SETTLE * 2);
-        v.publish(s.view(), t0 + SETTLE * 3);
+        v.publish(s.view(), t0 + SETTLE * 2, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 3, chrono::Utc::now());
         assert_eq!(endings(&v, "app-1"), Some(1.0));
     }
 
@@ -654,8 +653,8 @@ pub(crate) mod tests {
         }
         let v = Verdicts::default();
         let t0 = Instant::now();
-        v.publish(s.view(), t0);
-        v.publish(s.view(), t0 + SETTLE);
+        v.publish(s.view(), t0, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE, chrono::Utc::now());
         let out = text(&v);
         assert!(out.contains("spark_triage_metrics_apps_folded 1"), "{out}");
         let named = out
@@ -670,8 +669,8 @@ pub(crate) mod tests {
         let mut s2 = Store::new();
         s2.apply(exec(0, 1, true));
         s2.apply(exec(999, 1, true));
-        v.publish(s2.view(), t0 + SETTLE * 2);
-        v.publish(s2.view(), t0 + SETTLE * 3);
+        v.publish(s2.view(), t0 + SETTLE * 2, chrono::Utc::now());
+        v.publish(s2.view(), t0 + SETTLE * 3, chrono::Utc::now());
         assert_eq!(endings(&v, "app-999"), Some(1.0), "{}", text(&v));
         assert_eq!(endings(&v, "app-0"), Some(1.0));
         assert!(text(&v).contains("spark_triage_metrics_apps_folded 0"));
@@ -686,11 +685,11 @@ pub(crate) mod tests {
         }
         let v = Verdicts::default();
         let t0 = Instant::now();
-        v.publish(s.view(), t0);
-        v.publish(s.view(), t0 + SETTLE);
+        v.publish(s.view(), t0, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE, chrono::Utc::now());
         s.apply(exec(0, 1, true));
-        v.publish(s.view(), t0 + SETTLE * 2);
-        v.publish(s.view(), t0 + SETTLE * 3);
+        v.publish(s.view(), t0 + SETTLE * 2, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 3, chrono::Utc::now());
         for n in 1..=MAX_APPS {
             assert_eq!(
                 endings(&v, &format!("app-{n}")),
@@ -708,12 +707,12 @@ pub(crate) mod tests {
         s.apply(exec(1, 1, true));
         let v = Verdicts::default();
         let t0 = Instant::now();
-        v.publish(s.view(), t0);
-        v.publish(s.view(), t0 + SETTLE);
+        v.publish(s.view(), t0, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE, chrono::Utc::now());
         // A scope switched away (an empty store) and back.
-        v.publish(Store::new().view(), t0 + SETTLE * 2);
-        v.publish(s.view(), t0 + SETTLE * 3);
-        v.publish(s.view(), t0 + SETTLE * 4);
+        v.publish(Store::new().view(), t0 + SETTLE * 2, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 3, chrono::Utc::now());
+        v.publish(s.view(), t0 + SETTLE * 4, chrono::Utc::now());
         assert_eq!(endings(&v, "app-1"), Some(1.0));
     }
 }

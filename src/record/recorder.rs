@@ -17,7 +17,7 @@ pub(crate) fn recording_header(
     conn: &crate::source::connection::Connection,
 ) -> crate::record::Header {
     crate::record::Header::new(
-        crate::source::clock::now(),
+        conn.clock.now(),
         conn.scope.describe(),
         conn.selector.clone(),
         conn.server.clone(),
@@ -88,12 +88,15 @@ pub(crate) struct Recorder {
     pub tails: Option<crate::evidence::tails::Tails>,
     /// A single-file recording's path (its size for `/metrics`).
     pub file: Option<std::path::PathBuf>,
+    /// The cluster's clock (what is forgotten, and the figures, are as of its now).
+    clock: crate::source::clock::Clock,
 }
 
 impl Recorder {
     pub(crate) fn new(
         writer: crate::record::Writer<crate::record::FileOut>,
         keyframe_every: std::time::Duration,
+        clock: crate::source::clock::Clock,
     ) -> Self {
         Self {
             writer,
@@ -108,6 +111,7 @@ impl Recorder {
             hold: None,
             tails: None,
             file: None,
+            clock,
         }
     }
 
@@ -120,7 +124,7 @@ impl Recorder {
         else {
             return Ok(());
         };
-        let now = crate::source::clock::now();
+        let now = self.clock.now();
         let mut before = now - after;
         if let Some(hold) = &self.hold
             && let Some(t) = chrono::DateTime::from_timestamp_micros(
@@ -175,7 +179,13 @@ impl Recorder {
             if dir.is_some() {
                 self.listed = Some(std::time::Instant::now());
             }
-            m.publish(&self.store, events, bytes, self.stale_after);
+            m.publish(
+                &self.store,
+                events,
+                bytes,
+                self.stale_after,
+                self.clock.now(),
+            );
             if let Some(segs) = dir.and_then(|d| super::segments::list(d).ok()) {
                 m.on_disk(segs.len(), segs.iter().map(|s| s.bytes).sum());
             }
@@ -264,9 +274,10 @@ pub(crate) fn tee_to_file(
     let lock = lock(path, false)?;
     let writer = create_recording(path, conn, false)?;
     let (tx, out) = tokio::sync::mpsc::channel(65_536);
+    let clock = conn.clock.clone();
     let task = tokio::spawn(async move {
         let _lock = lock;
-        let mut rec = Recorder::new(writer, std::time::Duration::from_secs(300));
+        let mut rec = Recorder::new(writer, std::time::Duration::from_secs(300), clock);
         let _ = rec
             .run(&mut rx, Some(&tx), |_| true, std::future::pending())
             .await;

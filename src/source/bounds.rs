@@ -53,20 +53,30 @@ impl fmt::Display for Cut {
 
 impl std::error::Error for Cut {}
 
-/// The layer: `timeout` for every request (headers only for watches).
+/// The bounds: `timeout` for every request (headers only for watches), and sizes.
 #[derive(Debug, Clone, Copy)]
-pub struct BoundsLayer {
+pub struct Limits {
     pub timeout: Duration,
     pub max_response: u64,
     pub max_line: u64,
 }
 
+/// The layer: the bounds, and the cluster's clock the API server's `Date` headers set.
+#[derive(Debug, Clone)]
+pub struct BoundsLayer {
+    pub limits: Limits,
+    pub clock: super::clock::Clock,
+}
+
 impl BoundsLayer {
-    pub fn new(timeout: Duration) -> Self {
+    pub fn new(timeout: Duration, clock: super::clock::Clock) -> Self {
         Self {
-            timeout,
-            max_response: MAX_RESPONSE,
-            max_line: MAX_LINE,
+            limits: Limits {
+                timeout,
+                max_response: MAX_RESPONSE,
+                max_line: MAX_LINE,
+            },
+            clock,
         }
     }
 }
@@ -76,7 +86,8 @@ impl<S> Layer<S> for BoundsLayer {
     fn layer(&self, inner: S) -> Bounded<S> {
         Bounded {
             inner,
-            limits: *self,
+            limits: self.limits,
+            clock: self.clock.clone(),
         }
     }
 }
@@ -85,7 +96,8 @@ impl<S> Layer<S> for BoundsLayer {
 #[derive(Debug, Clone)]
 pub struct Bounded<S> {
     inner: S,
-    limits: BoundsLayer,
+    limits: Limits,
+    clock: super::clock::Clock,
 }
 
 /// Whether a request is a watch (`watch=true` or `watch=1` in its query).
@@ -119,6 +131,7 @@ where
         // A proxied service's `Date` is its own host's clock, not the API server's.
         let proxied = req.uri().path().contains("/proxy/");
         let limits = self.limits;
+        let clock = self.clock.clone();
         let deadline = Instant::now() + limits.timeout;
         let fut = self.inner.call(req);
         Box::pin(async move {
@@ -128,7 +141,7 @@ where
             };
             // The API server's clock, for ages on the cluster's time.
             if let Some(date) = resp.headers().get(http::header::DATE).filter(|_| !proxied) {
-                super::clock::observe_date(date);
+                clock.observe_date(date);
             }
             Ok(resp.map(|inner| BoundedBody {
                 inner,

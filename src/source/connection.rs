@@ -79,6 +79,9 @@ pub struct LiveOptions {
     pub driver_poll: Option<Duration>,
     /// How long one request (and the exec credential plugin) may take; zero = the default.
     pub request_timeout: Duration,
+    /// The cluster's own clock when it runs in this process (the demo's simulator); else
+    /// this machine's, corrected by the API server's `Date`.
+    pub clock: Option<super::clock::Clock>,
 }
 
 /// `--request-timeout`'s default.
@@ -123,6 +126,8 @@ pub struct Connection {
     pub credentials: super::credentials::Credentials,
     /// A source the layers above start with this connection's (`--event-log-dir`).
     pub extra: Option<std::sync::Arc<dyn super::extra::Extra>>,
+    /// The cluster's clock: every event from this connection is stamped with it.
+    pub clock: super::clock::Clock,
 }
 
 impl Connection {
@@ -273,7 +278,8 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             },
             super::credentials::FetchError::Failed(why) => ConnectError::Config(why),
         })?;
-    let client = build_client(config, timeout, credentials.clone())
+    let clock = opts.clock.clone().unwrap_or_default();
+    let client = build_client(config, timeout, credentials.clone(), clock.clone())
         .await
         .map_err(|reason| match reason {
         BuildError::Config(reason) => ConnectError::Config(reason),
@@ -351,6 +357,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
         credentials,
         extra: None,
+        clock,
     })
 }
 
@@ -382,6 +389,7 @@ async fn build_client(
     config: Config,
     timeout: Duration,
     credentials: super::credentials::Credentials,
+    clock: super::clock::Clock,
 ) -> Result<Client, BuildError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
@@ -391,7 +399,7 @@ async fn build_client(
         // Building the client itself needs the runtime (it spawns its request buffer).
         Ok(Ok(Ok(builder))) => Ok(builder
             .with_layer(&super::credentials::AuthLayer(credentials))
-            .with_layer(&BoundsLayer::new(timeout))
+            .with_layer(&BoundsLayer::new(timeout, clock))
             .build()),
         Ok(Ok(Err(e))) => Err(BuildError::Config(errors::error_line(&e))),
         Ok(Err(_)) => Err(BuildError::Config("building the client failed".to_owned())),
@@ -407,10 +415,6 @@ where
         Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
         Scope::All => Api::all(client.clone()),
     }
-}
-
-pub(super) fn now() -> spark_triage_core::model::Time {
-    super::clock::now()
 }
 
 pub(super) async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> bool {

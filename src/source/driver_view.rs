@@ -11,7 +11,8 @@ use tokio::sync::mpsc;
 
 use super::{
     DriverView, Scope, SourceEvent,
-    connection::{Connection, now, pods_api, send},
+    clock::Clock,
+    connection::{Connection, pods_api, send},
     errors,
     errors::masked_line,
 };
@@ -84,8 +85,8 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             })
             .collect();
         let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, known)| {
-            let (client, svcs) = (conn.client.clone(), svcs.clone());
-            async move { read_one(&client, &svcs, (&d, &pod, app_id), known).await }
+            let (client, svcs, clock) = (conn.client.clone(), svcs.clone(), conn.clock.clone());
+            async move { read_one(&client, &svcs, (&d, &pod, app_id), known, &clock).await }
         }))
         .buffer_unordered(8);
         while let Some(Read { events, looked_up }) = reads.next().await {
@@ -143,7 +144,9 @@ async fn read_one(
     svcs: &[Service],
     (d, pod, app_id): (&Pod, &ExecutorPod, String),
     known: Known,
+    clock: &Clock,
 ) -> Read {
+    let now = || clock.now();
     let namespace = pod.namespace.to_string();
     let view = read_driver(client, d, pod, &app_id, svcs).await;
     let mut events = Vec::new();

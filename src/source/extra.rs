@@ -38,6 +38,13 @@ impl Drop for SetOnDrop {
 /// A source started with a connection's own.
 pub trait Extra: Send + Sync + std::fmt::Debug {
     /// Starts it: `apps` gets the apps in scope at every poll and closes when the
-    /// connection's sources stop (and `stop` is set then); what it learns goes to `tx`.
-    fn start(&self, apps: Receiver<Apps>, tx: mpsc::Sender<SourceEvent>, stop: Stopped);
+    /// connection's sources stop (and `stop` is set then); what it learns goes to `tx`,
+    /// stamped with the connection's `clock`.
+    fn start(
+        &self,
+        apps: Receiver<Apps>,
+        tx: mpsc::Sender<SourceEvent>,
+        stop: Stopped,
+        clock: super::clock::Clock,
+    );
 }

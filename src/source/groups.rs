@@ -18,7 +18,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::{
     Health, Scope, SourceEvent, SourceKind,
-    connection::{Connection, now, send},
+    connection::{Connection, send},
     errors,
 };
 use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
@@ -72,6 +72,7 @@ pub(super) async fn group_poll(
     wanted: Wanted,
     tx: mpsc::Sender<SourceEvent>,
 ) {
+    let now = || conn.clock.now();
     let namespace = match &conn.scope {
         Scope::Namespace(ns) => Some(ns.clone()),
         Scope::All => None,

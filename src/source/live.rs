@@ -17,7 +17,8 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
     Health, Scope, SourceEvent, SourceKind,
-    connection::{Connection, now, pods_api, send},
+    clock::Clock,
+    connection::{Connection, pods_api, send},
     errors::masked_line,
     errors::{self, forbidden_permission, health_of},
     lean::{LeanEvent, LeanPod},
@@ -77,6 +78,7 @@ pub fn spawn(conn: &Connection, tx: mpsc::Sender<SourceEvent>) -> Vec<JoinHandle
     tasks.push(tokio::spawn(logged_kills(
         conn.server.clone(),
         conn.scope.clone(),
+        conn.clock.clone(),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(event_watch(conn.clone(), tx)));
@@ -90,8 +92,8 @@ const KILLS_LOGGED_SINCE: chrono::Duration = chrono::Duration::days(7);
 /// The kills this user made through spark-triage against this API server, from the local
 /// actions log, once: a pod deleted before this view started has no mark left to say it
 /// was the tool's.
-async fn logged_kills(server: String, scope: Scope, tx: mpsc::Sender<SourceEvent>) {
-    let since = now() - KILLS_LOGGED_SINCE;
+async fn logged_kills(server: String, scope: Scope, clock: Clock, tx: mpsc::Sender<SourceEvent>) {
+    let since = clock.now() - KILLS_LOGGED_SINCE;
     let path = super::actions_log::path_from_env();
     let mut kills = tokio::task::spawn_blocking(move || {
         super::actions_log::kills(path.as_deref(), &server, since)
@@ -103,7 +105,14 @@ async fn logged_kills(server: String, scope: Scope, tx: mpsc::Sender<SourceEvent
         kills.retain(|k| &k.namespace == ns);
     }
     if !kills.is_empty() {
-        let _ = send(&tx, SourceEvent::KillsLogged { kills, at: now() }).await;
+        let _ = send(
+            &tx,
+            SourceEvent::KillsLogged {
+                kills,
+                at: clock.now(),
+            },
+        )
+        .await;
     }
 }
 
@@ -113,6 +122,7 @@ async fn pod_watch(
     delivered: Delivered,
     wanted: super::groups::Wanted,
 ) {
+    let now = || conn.clock.now();
     let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let cfg = watcher::Config::default().labels(&conn.selector);
     let mut stream = super::backoff::watch_backoff(watcher(api, cfg));
@@ -135,7 +145,15 @@ async fn pod_watch(
     let mut listing: Option<Vec<Arc<ExecutorPod>>> = None;
     while let Some(item) = stream.next().await {
         let outcome = super::backoff::outcome(&item);
-        if !recovered(&mut failing, outcome, SourceKind::PodWatch, &tx).await {
+        if !recovered(
+            &mut failing,
+            outcome,
+            SourceKind::PodWatch,
+            &conn.clock,
+            &tx,
+        )
+        .await
+        {
             return;
         }
         let ev = match item {
@@ -189,7 +207,14 @@ async fn pod_watch(
                     at: now(),
                 }
             }
-            Err(e) => match watch_failed(&e, outcome, SourceKind::PodWatch, "pods", &conn.scope) {
+            Err(e) => match watch_failed(
+                &e,
+                outcome,
+                SourceKind::PodWatch,
+                "pods",
+                &conn.scope,
+                now(),
+            ) {
                 Some(ev) => ev,
                 None => continue,
             },
@@ -209,6 +234,7 @@ fn watch_failed(
     source: SourceKind,
     resource: &str,
     scope: &Scope,
+    at: spark_triage_core::model::Time,
 ) -> Option<SourceEvent> {
     if outcome == super::backoff::Outcome::Garbled {
         tracing::warn!(
@@ -227,7 +253,7 @@ fn watch_failed(
     Some(SourceEvent::SourceHealth {
         source,
         health: health_of(&describe_watch(e), forbidden),
-        at: now(),
+        at,
     })
 }
 
@@ -237,6 +263,7 @@ async fn recovered(
     failing: &mut bool,
     outcome: super::backoff::Outcome,
     source: SourceKind,
+    clock: &Clock,
     tx: &mpsc::Sender<SourceEvent>,
 ) -> bool {
     use super::backoff::Outcome;
@@ -255,7 +282,7 @@ async fn recovered(
             SourceEvent::SourceHealth {
                 source,
                 health,
-                at: now(),
+                at: clock.now(),
             },
         )
         .await;
@@ -286,8 +313,9 @@ fn maybe_read_config(
     // A driver made in the last two minutes may not have its ConfigMap yet.
     let young = pod
         .created_at
-        .is_none_or(|c| now() - c < chrono::Duration::minutes(2));
+        .is_none_or(|c| conn.clock.now() - c < chrono::Duration::minutes(2));
     let tx = tx.clone();
+    let clock = conn.clock.clone();
     let namespace = pod.namespace.to_string();
     let scope = Scope::Namespace(namespace.clone());
     tokio::spawn(async move {
@@ -322,7 +350,7 @@ fn maybe_read_config(
                     app_id,
                     properties,
                     from: Some(spark_triage_core::diagnose::memory::SettingsFrom::ConfigMap),
-                    at: now(),
+                    at: clock.now(),
                 }
             }
             Err(e) => SourceEvent::SourceHealth {
@@ -331,7 +359,7 @@ fn maybe_read_config(
                     &format!("configmap {cm}: {}", errors::error_line(&e)),
                     forbidden_permission(&e, "get", "configmaps", &scope),
                 ),
-                at: now(),
+                at: clock.now(),
             },
         };
         let _ = tx.send(ev).await;
@@ -357,6 +385,7 @@ pub const EVENT_SELECTORS: &[&str] = &[
 ];
 
 async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
+    let now = || conn.clock.now();
     let api: Api<LeanEvent> = match &conn.scope {
         Scope::Namespace(ns) => Api::namespaced(conn.client.clone(), ns),
         Scope::All => Api::all(conn.client.clone()),
@@ -373,7 +402,15 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
     let mut failing = false;
     while let Some((i, item)) = stream.next().await {
         let outcome = super::backoff::outcome(&item);
-        if !recovered(&mut failing, outcome, SourceKind::EventWatch, &tx).await {
+        if !recovered(
+            &mut failing,
+            outcome,
+            SourceKind::EventWatch,
+            &conn.clock,
+            &tx,
+        )
+        .await
+        {
             return;
         }
         let ev = match item {
@@ -394,7 +431,14 @@ async fn event_watch(conn: Connection, tx: mpsc::Sender<SourceEvent>) {
                 }
             }
             Err(e) => {
-                match watch_failed(&e, outcome, SourceKind::EventWatch, "events", &conn.scope) {
+                match watch_failed(
+                    &e,
+                    outcome,
+                    SourceKind::EventWatch,
+                    "events",
+                    &conn.scope,
+                    now(),
+                ) {
                     Some(ev) => ev,
                     None => continue,
                 }
@@ -415,7 +459,7 @@ fn spawn_extra(
     // One list waiting at most: a source still busy with the last one skips a poll.
     let (apps_tx, apps_rx) = std::sync::mpsc::sync_channel(1);
     let stop = super::extra::Stopped::default();
-    extra.start(apps_rx, tx, stop.clone());
+    extra.start(apps_rx, tx, stop.clone(), conn.clock.clone());
     tokio::spawn(extra_drivers(
         conn.clone(),
         conn.poll_interval,

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::{
     Health, PresentPod, SourceEvent, SourceKind,
-    connection::{Connection, now, pods_api, send},
+    connection::{Connection, pods_api, send},
     errors::{self, forbidden_permission, health_of},
     lean::{LeanPod, PodMeta},
 };
@@ -87,6 +87,7 @@ pub(super) async fn pod_poll(
     tx: mpsc::Sender<SourceEvent>,
     delivered: Delivered,
 ) {
+    let now = || conn.clock.now();
     let meta: Api<PodMeta> = pods_api(&conn.client, &conn.scope);
     let full: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
     let every = every.max(Duration::from_millis(100));
@@ -138,6 +139,7 @@ async fn poll_once(
     delivered: &Delivered,
     tx: &mpsc::Sender<SourceEvent>,
 ) -> Result<Option<SourceEvent>, kube::Error> {
+    let now = || conn.clock.now();
     let (present, rv) = list_all(meta, &conn.selector).await?;
     let present: Vec<PresentPod> = present.into_iter().map(|m| m.pod).collect();
     tokio::time::sleep(CATCH_UP).await;

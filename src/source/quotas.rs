@@ -10,12 +10,13 @@ use tokio::sync::mpsc;
 
 use super::{
     Health, Scope, SourceEvent, SourceKind,
-    connection::{Connection, now, send},
+    connection::{Connection, send},
     errors,
 };
 use spark_triage_core::model::Quota;
 
 pub(super) async fn quota_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
+    let now = || conn.clock.now();
     let (api, namespace): (Api<ResourceQuota>, Option<String>) = match &conn.scope {
         Scope::Namespace(ns) => (Api::namespaced(conn.client.clone(), ns), Some(ns.clone())),
         Scope::All => (Api::all(conn.client.clone()), None),

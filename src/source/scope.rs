@@ -6,10 +6,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::{Api, api::ListParams};
 use tokio::sync::mpsc;
 
-use super::{
-    Scope, SourceEvent,
-    connection::{Connection, now},
-};
+use super::{Scope, SourceEvent, connection::Connection};
 
 /// What the API says about the scope.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -96,5 +93,10 @@ pub(super) async fn scope_note(conn: Connection, tx: mpsc::Sender<SourceEvent>) 
         Some(sel) => format!("{text} (the selector -l {sel} narrows what is shown)"),
         None => text,
     };
-    let _ = tx.send(SourceEvent::ScopeNote { text, at: now() }).await;
+    let _ = tx
+        .send(SourceEvent::ScopeNote {
+            text,
+            at: conn.clock.now(),
+        })
+        .await;
 }

@@ -95,7 +95,7 @@ impl Switcher {
             .send(SourceEvent::ScopeChanged {
                 context: conn.context.clone(),
                 scope: conn.describe_scope(),
-                at: super::clock::now(),
+                at: conn.clock.now(),
             })
             .await;
         self.tasks = super::live::spawn(&conn, self.tx.clone());

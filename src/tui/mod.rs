@@ -126,7 +126,7 @@ pub async fn run(
     mut sources: mpsc::Receiver<SourceEvent>,
     runner: Option<Runner>,
     switcher: Option<crate::source::switch::Switcher>,
-    live_clock: bool,
+    live_clock: Option<crate::source::clock::Clock>,
     view: ViewSettings,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
@@ -217,7 +217,7 @@ pub async fn run(
                 Some(ev) => Some(Msg::Source(ev)),
                 None => { sources_open = false; None }
             },
-            _ = tick.tick() => live_clock.then(|| Msg::Tick(crate::source::clock::now())),
+            _ = tick.tick() => live_clock.as_ref().map(|c| Msg::Tick(c.now())),
             _ = replay_tick.tick(), if app.replay.as_ref().is_some_and(|r| r.playing) => Some(Msg::ReplayAdvance(100)),
             m = msgs.recv() => m,
             () = sigterm.recv() => break,
@@ -232,12 +232,16 @@ pub async fn run(
             let next = last_draw + frame;
             due = Some(due.map_or(next, |d| d.min(next)));
             let started = std::time::Instant::now();
-            let tick = matches!(msg, Msg::Tick(_));
+            let tick = match &msg {
+                Msg::Tick(at) => Some(*at),
+                _ => None,
+            };
             let mut effects = update(&mut app, msg);
-            if let (true, Some(m)) = (tick, &app.metrics) {
+            if let (Some(now), Some(m)) = (tick, &app.metrics) {
                 m.publish_view(
                     &app.store,
                     app.stale_after.unwrap_or(Duration::from_secs(90)),
+                    now,
                 );
             }
             effects.extend(drain(&mut app, &mut sources, DRAIN_MAX));
@@ -333,10 +337,7 @@ fn switch(
                     context: done.conn.context.clone(),
                     scope: done.conn.describe_scope(),
                     readonly: done.readonly,
-                    stale_after: done
-                        .conn
-                        .stale_after()
-                        .mul_f64(crate::source::clock::rate()),
+                    stale_after: done.conn.stale_after().mul_f64(done.conn.clock.rate()),
                 }
             }
             Err(why) => Msg::SwitchFailed(why),

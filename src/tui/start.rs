@@ -40,9 +40,14 @@ pub(crate) async fn tui_on(
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),
         captures: crate::effect::Captures::of_lines(view.log_tail_lines),
+        clock: conn.clock.clone(),
     };
     let switcher = crate::source::switch::Switcher::start(conn.clone(), tx.clone(), reconfigure);
-    let mut tasks = vec![tokio::spawn(forget_every(forget_after, tx))];
+    let mut tasks = vec![tokio::spawn(forget_every(
+        forget_after,
+        tx,
+        conn.clock.clone(),
+    ))];
     tasks.extend(metrics_task);
     let rx = match record {
         Some(path) => {
@@ -63,7 +68,7 @@ pub(crate) async fn tui_on(
         app.metrics = Some(m);
     }
     // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
-    app.stale_after = Some(conn.stale_after().mul_f64(crate::source::clock::rate()));
+    app.stale_after = Some(conn.stale_after().mul_f64(conn.clock.rate()));
     app.forget_after = Some(forget_after);
     // Absolute, so the copied command works from any directory.
     app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
@@ -73,7 +78,15 @@ pub(crate) async fn tui_on(
             .to_string()
     });
     app.contexts = kubeconfig_contexts(conn.kubeconfig.as_deref());
-    let result = crate::tui::run(app, rx, Some(runner), Some(switcher), true, view).await;
+    let result = crate::tui::run(
+        app,
+        rx,
+        Some(runner),
+        Some(switcher),
+        Some(conn.clock.clone()),
+        view,
+    )
+    .await;
     for t in tasks {
         t.abort();
     }
@@ -97,6 +110,7 @@ fn kubeconfig_contexts(path: Option<&std::path::Path>) -> Vec<String> {
 async fn forget_every(
     after: std::time::Duration,
     tx: tokio::sync::mpsc::Sender<crate::source::SourceEvent>,
+    clock: crate::source::clock::Clock,
 ) {
     let Ok(horizon) = chrono::Duration::from_std(after) else {
         return;
@@ -109,7 +123,7 @@ async fn forget_every(
     tick.tick().await;
     loop {
         tick.tick().await;
-        let now = crate::source::clock::now();
+        let now = clock.now();
         let ev = crate::source::SourceEvent::Forget {
             before: now - horizon,
             at: now,
