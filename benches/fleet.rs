@@ -14,14 +14,14 @@
 use std::time::Instant;
 
 use spark_triage::{
-    fleet::{Place, Rows, Writer, parquet, rows},
+    fleet::{Place, Rows, TablesWriter, parquet, rows},
     output::fleet,
 };
 
 const DAYS: i64 = 30;
 const PER_HOUR: usize = 5 * 3600;
 
-fn sample() -> (Vec<rows::Ending>, Vec<rows::Wait>) {
+fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     if let Ok(dir) = std::env::var("FLEET_SAMPLE") {
         let place = Place::open(&dir, &Default::default()).expect("FLEET_SAMPLE");
@@ -45,7 +45,7 @@ fn sample() -> (Vec<rows::Ending>, Vec<rows::Wait>) {
     }
     let at: spark_triage_core::model::Time = "2026-11-01T00:00:00Z".parse().expect("time");
     let endings = (0..10)
-        .map(|app| rows::Ending {
+        .map(|app| rows::EndingRow {
             namespace: "spark-scale".into(),
             app_id: format!("spark-{app:032x}"),
             app_name: Some(format!("scale-app-{app}")),
@@ -80,7 +80,7 @@ fn sample() -> (Vec<rows::Ending>, Vec<rows::Wait>) {
         })
         .collect();
     let waits = (0..10)
-        .map(|app| rows::Wait {
+        .map(|app| rows::WaitRow {
             namespace: "spark-scale".into(),
             app_id: format!("spark-{app:032x}"),
             app_name: Some(format!("scale-app-{app}")),
@@ -115,7 +115,7 @@ fn main() {
     let start: spark_triage_core::model::Time = "2026-11-01T00:00:00Z".parse().expect("time");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let t0 = Instant::now();
-    let mut writer = Writer::new(
+    let mut writer = TablesWriter::new(
         Place::open(&dir, &Default::default()).expect("dir"),
         "scale".into(),
     );

@@ -57,7 +57,7 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
     let rows = crate::fleet::rows::of(state.store.view(), |_, _| crate::fleet::rows::Ready::Yes);
     let shown = place.shown.clone();
     let done = super::block_on(async move {
-        Ok(crate::fleet::Writer::new(place, cluster)
+        Ok(crate::fleet::TablesWriter::new(place, cluster)
             .write(&rows, chrono::Utc::now())
             .await)
     })?;

@@ -189,14 +189,14 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
             .clone()
             .unwrap_or_else(|| crate::fleet::cluster_of_context(&conn.context));
         let mut tables = place.map(|place| {
-            crate::fleet::Recording::start(
+            crate::fleet::Feed::start(
                 place,
                 cluster.clone(),
                 args.tables_every,
                 rec.metrics.clone(),
             )
         });
-        rec.hold = tables.as_ref().map(crate::fleet::Recording::hold);
+        rec.hold = tables.as_ref().map(crate::fleet::Feed::hold);
         let until = args.duration.map(|d| tokio::time::Instant::now() + d);
         // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
         // plain line a minute and the last one, never a `\r` flood.

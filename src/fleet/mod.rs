@@ -87,7 +87,7 @@ struct Seen {
 
 /// Writes rows into the tables, each once.
 #[derive(Debug)]
-pub struct Writer {
+pub struct TablesWriter {
     pub place: Place,
     cluster: String,
     /// The partitions read or written so far (keys hashed: 8 bytes each); only those the
@@ -108,7 +108,7 @@ fn neighbours(date: &str) -> Vec<String> {
     }
 }
 
-impl Writer {
+impl TablesWriter {
     pub fn new(mut place: Place, cluster: String) -> Self {
         place.clean = true;
         Self {
@@ -166,10 +166,14 @@ impl Writer {
         let endings = group(
             &rows.endings,
             |r| rows::date(&r.ended_at),
-            rows::Ending::key,
+            rows::EndingRow::key,
         );
-        let runs = group(&rows.runs, |r| rows::date(&r.ended_at), rows::Run::key);
-        let waits = group(&rows.waits, |r| rows::date(&r.waited_from), rows::Wait::key);
+        let runs = group(&rows.runs, |r| rows::date(&r.ended_at), rows::RunRow::key);
+        let waits = group(
+            &rows.waits,
+            |r| rows::date(&r.waited_from),
+            rows::WaitRow::key,
+        );
         // The partitions to read: each row's date and the days either side.
         let touched: std::collections::BTreeSet<(Table, String)> = endings
             .keys()
@@ -286,7 +290,7 @@ const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 /// every `every` hands the queue to a task that writes it; a row leaves the queue once it is
 /// in the tables.
 #[derive(Debug)]
-pub struct Recording {
+pub struct Feed {
     tx: tokio::sync::mpsc::Sender<Rows>,
     done_rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u64>>,
     /// Its answer at the end: whether the last round wrote every row it was given.
@@ -294,9 +298,9 @@ pub struct Recording {
     every: std::time::Duration,
     last_write: std::time::Instant,
     last_collect: Option<std::time::Instant>,
-    endings: HashMap<u64, rows::Ending>,
-    runs: HashMap<u64, rows::Run>,
-    waits: HashMap<u64, rows::Wait>,
+    endings: HashMap<u64, rows::EndingRow>,
+    runs: HashMap<u64, rows::RunRow>,
+    waits: HashMap<u64, rows::WaitRow>,
     /// When each ending (and each app's end) was first seen: rows settle from then.
     first_seen: HashMap<u64, std::time::Instant>,
     done: HashSet<u64>,
@@ -305,12 +309,12 @@ pub struct Recording {
     said_dead: bool,
     /// The oldest end not in the tables yet (µs since the epoch; 0: all held, `i64::MAX`:
     /// none):
-    /// the recorder forgets no executor gone since (see [`Recording::hold`]).
+    /// the recorder forgets no executor gone since (see [`Feed::hold`]).
     hold: std::sync::Arc<std::sync::atomic::AtomicI64>,
     metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
 }
 
-impl Recording {
+impl Feed {
     pub(crate) fn start(
         place: Place,
         cluster: String,
@@ -321,7 +325,7 @@ impl Recording {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(1);
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(async move {
-            let mut w = Writer::new(place, cluster);
+            let mut w = TablesWriter::new(place, cluster);
             let mut last_ok = true;
             while let Some(rows) = rx.recv().await {
                 let done = w.write(&rows, chrono::Utc::now()).await;
@@ -585,8 +589,8 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    fn ending(app: &str, id: i64, at: &str) -> rows::Ending {
-        rows::Ending {
+    fn ending(app: &str, id: i64, at: &str) -> rows::EndingRow {
+        rows::EndingRow {
             namespace: "spark-jobs".into(),
             app_id: app.into(),
             app_name: Some("etl".into()),
@@ -729,7 +733,7 @@ mod tests {
             ..Rows::default()
         };
         let now = chrono::Utc::now();
-        let mut w = Writer::new(open(), "c1".into());
+        let mut w = TablesWriter::new(open(), "c1".into());
         let first = w.write(&rows, now).await;
         assert_eq!(first.error, None);
         assert_eq!((first.files, first.rows, first.skipped), (2, 2, 0));
@@ -737,7 +741,7 @@ mod tests {
         assert_eq!((again.rows, again.skipped), (0, 2));
         // Another writer at work beside this one (an export while the recorder runs): this
         // one reads its new file before writing.
-        let mut beside = Writer::new(open(), "c1".into());
+        let mut beside = TablesWriter::new(open(), "c1".into());
         let theirs = Rows {
             endings: vec![ending("spark-b", 1, "2026-12-04T12:00:00Z")],
             ..Rows::default()
@@ -750,7 +754,7 @@ mod tests {
             ..Rows::default()
         };
         assert_eq!(
-            Writer::new(open(), "c1".into())
+            TablesWriter::new(open(), "c1".into())
                 .write(&late, now)
                 .await
                 .rows,
@@ -760,7 +764,9 @@ mod tests {
         let mut more = rows.clone();
         more.endings
             .push(ending("spark-a", 3, "2026-12-04T11:00:00Z"));
-        let again = Writer::new(open(), "c1".into()).write(&more, now).await;
+        let again = TablesWriter::new(open(), "c1".into())
+            .write(&more, now)
+            .await;
         assert_eq!((again.files, again.rows), (1, 1));
         let listed = open().list("executor_endings").await.expect("list");
         assert_eq!(listed.len(), 4, "{listed:?}");
@@ -769,7 +775,9 @@ mod tests {
                 .starts_with("executor_endings/cluster=c1/date=2026-12-0")
         }));
         // Another cluster's partition is its own.
-        let other = Writer::new(open(), "c2".into()).write(&rows, now).await;
+        let other = TablesWriter::new(open(), "c2".into())
+            .write(&rows, now)
+            .await;
         assert_eq!(other.rows, 2);
         let _ = std::fs::remove_dir_all(&dir);
     }

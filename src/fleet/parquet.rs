@@ -16,7 +16,7 @@ use parquet::{
     file::{metadata::KeyValue, properties::WriterProperties},
 };
 
-use super::rows::{Ending, Key, Run, Table, Wait};
+use super::rows::{EndingRow, Key, RunRow, Table, WaitRow};
 use spark_triage_core::model::Time;
 
 /// The tables' schema version (each file's `spark_triage.schema_version`).
@@ -145,7 +145,7 @@ fn t<T>(rows: &[T], f: impl Fn(&T) -> Option<Time>) -> ArrayRef {
     )
 }
 
-fn batch_endings(r: &[Ending]) -> Vec<ArrayRef> {
+fn batch_endings(r: &[EndingRow]) -> Vec<ArrayRef> {
     vec![
         s(r, |x| &x.namespace),
         s(r, |x| &x.app_id),
@@ -178,7 +178,7 @@ fn batch_endings(r: &[Ending]) -> Vec<ArrayRef> {
     ]
 }
 
-fn batch_runs(r: &[Run]) -> Vec<ArrayRef> {
+fn batch_runs(r: &[RunRow]) -> Vec<ArrayRef> {
     vec![
         s(r, |x| &x.namespace),
         s(r, |x| &x.app_id),
@@ -206,7 +206,7 @@ fn batch_runs(r: &[Run]) -> Vec<ArrayRef> {
     ]
 }
 
-fn batch_waits(r: &[Wait]) -> Vec<ArrayRef> {
+fn batch_waits(r: &[WaitRow]) -> Vec<ArrayRef> {
     vec![
         s(r, |x| &x.namespace),
         s(r, |x| &x.app_id),
@@ -226,9 +226,9 @@ fn batch_waits(r: &[Wait]) -> Vec<ArrayRef> {
 /// Rows of one table, in the order given.
 #[derive(Debug, Clone, Copy)]
 pub enum Of<'a> {
-    Endings(&'a [Ending]),
-    Runs(&'a [Run]),
-    Waits(&'a [Wait]),
+    Endings(&'a [EndingRow]),
+    Runs(&'a [RunRow]),
+    Waits(&'a [WaitRow]),
 }
 
 impl Of<'_> {
@@ -376,7 +376,7 @@ fn get_i32(a: &Int32Array, r: usize) -> Option<i32> {
 }
 
 /// An `executor_endings` file's rows (the fleet report reads them back).
-pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
+pub fn endings(file: bytes::Bytes) -> Result<Vec<EndingRow>, String> {
     let mut out = Vec::new();
     each_batch(file, None, |b| {
         let st = |n| col::<StringArray>(b, n);
@@ -419,7 +419,7 @@ pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
             let Some(ended_at) = get_t(ended, r) else {
                 return Err("a row with no ended_at".into());
             };
-            out.push(Ending {
+            out.push(EndingRow {
                 namespace: ns.value(r).to_owned(),
                 app_id: app.value(r).to_owned(),
                 app_name: get_s(name, r),
@@ -456,7 +456,7 @@ pub fn endings(file: bytes::Bytes) -> Result<Vec<Ending>, String> {
 }
 
 /// A `pending_waits` file's rows.
-pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
+pub fn waits(file: bytes::Bytes) -> Result<Vec<WaitRow>, String> {
     let mut out = Vec::new();
     each_batch(file, None, |b| {
         let st = |n| col::<StringArray>(b, n);
@@ -478,7 +478,7 @@ pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
             let (Some(waited_from), Some(waited_until)) = (get_t(from, r), get_t(until, r)) else {
                 return Err("a row with no waited_from or waited_until".into());
             };
-            out.push(Wait {
+            out.push(WaitRow {
                 namespace: ns.value(r).to_owned(),
                 app_id: app.value(r).to_owned(),
                 app_name: get_s(name, r),
@@ -499,7 +499,7 @@ pub fn waits(file: bytes::Bytes) -> Result<Vec<Wait>, String> {
 }
 
 /// An `app_runs` file's rows.
-pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
+pub fn runs(file: bytes::Bytes) -> Result<Vec<RunRow>, String> {
     let mut out = Vec::new();
     each_batch(file, None, |b| {
         let st = |n| col::<StringArray>(b, n);
@@ -537,7 +537,7 @@ pub fn runs(file: bytes::Bytes) -> Result<Vec<Run>, String> {
             let Some(ended_at) = get_t(ended, r) else {
                 return Err("a row with no ended_at".into());
             };
-            out.push(Run {
+            out.push(RunRow {
                 namespace: ns.value(r).to_owned(),
                 app_id: app.value(r).to_owned(),
                 app_name: get_s(name, r),

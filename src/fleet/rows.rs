@@ -34,7 +34,7 @@ impl Table {
 
 /// One ended executor.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ending {
+pub struct EndingRow {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -71,7 +71,7 @@ pub struct Ending {
 
 /// One ended application.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Run {
+pub struct RunRow {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -102,7 +102,7 @@ pub struct Run {
 
 /// One executor's wait, over.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Wait {
+pub struct WaitRow {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -124,9 +124,9 @@ pub struct Wait {
 /// What one round writes: the rows, each with its key.
 #[derive(Debug, Default, Clone)]
 pub struct Rows {
-    pub endings: Vec<Ending>,
-    pub runs: Vec<Run>,
-    pub waits: Vec<Wait>,
+    pub endings: Vec<EndingRow>,
+    pub runs: Vec<RunRow>,
+    pub waits: Vec<WaitRow>,
 }
 
 impl Rows {
@@ -168,7 +168,7 @@ impl Key {
     }
 }
 
-impl Ending {
+impl EndingRow {
     pub fn key(&self) -> Key {
         Key {
             app_id: self.app_id.clone(),
@@ -177,7 +177,7 @@ impl Ending {
     }
 }
 
-impl Run {
+impl RunRow {
     pub fn key(&self) -> Key {
         Key {
             app_id: self.app_id.clone(),
@@ -186,7 +186,7 @@ impl Run {
     }
 }
 
-impl Wait {
+impl WaitRow {
     pub fn key(&self) -> Key {
         Key {
             app_id: self.app_id.clone(),
@@ -247,7 +247,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 }
             }
             let spec = e.pod.container_spec(&e.spark_container);
-            rows.endings.push(Ending {
+            rows.endings.push(EndingRow {
                 namespace: a.namespace.clone(),
                 app_id: a.app_id.clone(),
                 app_name: a.app_name.clone(),
@@ -299,7 +299,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
             let v = a.verdict();
             let (used, budget) = a.failure_budget();
             let driver = a.driver.as_ref();
-            rows.runs.push(Run {
+            rows.runs.push(RunRow {
                 namespace: a.namespace.clone(),
                 app_id: a.app_id.clone(),
                 app_name: a.app_name.clone(),
@@ -350,7 +350,7 @@ fn bytes(q: &str) -> Option<i64> {
 }
 
 /// The executor's wait, once it is over: from its first pending transition to the next.
-fn wait(a: &AppRecord, e: &ExecutorRecord) -> Option<Wait> {
+fn wait(a: &AppRecord, e: &ExecutorRecord) -> Option<WaitRow> {
     let p = e
         .history
         .iter()
@@ -362,7 +362,7 @@ fn wait(a: &AppRecord, e: &ExecutorRecord) -> Option<Wait> {
         .skip(p + 1)
         .find(|t| t.state != ExecutorState::Pending)?;
     let (reason, message) = wait_reason(e);
-    Some(Wait {
+    Some(WaitRow {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
         app_name: a.app_name.clone(),

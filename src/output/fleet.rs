@@ -187,7 +187,7 @@ fn partition(key: &str) -> Option<(&str, &str)> {
 }
 
 #[derive(Default)]
-struct App {
+struct AppTally {
     ids: std::collections::BTreeSet<String>,
     run_verdicts: BTreeMap<String, usize>,
     totals: Totals,
@@ -200,7 +200,7 @@ type NodeSums = (usize, BTreeMap<String, usize>);
 /// The sums, keyed by application; a row finds its app without allocating.
 #[derive(Default)]
 struct Sums {
-    apps: Vec<((String, String, String), App)>,
+    apps: Vec<((String, String, String), AppTally)>,
     index: std::collections::HashMap<(String, String, String), usize>,
     /// cluster → node → (failures, by cause).
     nodes: BTreeMap<String, BTreeMap<String, NodeSums>>,
@@ -209,7 +209,7 @@ struct Sums {
 
 impl Sums {
     /// The app of a row of `cluster` (its name, else its id), with the run's id noted.
-    fn app(&mut self, cluster: &str, ns: &str, id: &str, name: Option<&str>) -> &mut App {
+    fn app(&mut self, cluster: &str, ns: &str, id: &str, name: Option<&str>) -> &mut AppTally {
         let key = (
             cluster.to_owned(),
             ns.to_owned(),
@@ -218,7 +218,7 @@ impl Sums {
         let i = match self.index.get(&key) {
             Some(i) => *i,
             None => {
-                self.apps.push((key.clone(), App::default()));
+                self.apps.push((key.clone(), AppTally::default()));
                 self.index.insert(key, self.apps.len() - 1);
                 self.apps.len() - 1
             }

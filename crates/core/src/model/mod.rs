@@ -3,16 +3,17 @@
 pub mod driver;
 mod event;
 mod group;
+mod interned;
 mod pod;
 pub mod quantity;
 mod quota;
 mod state;
-mod text;
 mod wire;
 
 pub use driver::DriverExecutor;
 pub use event::{PodEvent, Related};
 pub use group::{GroupKind, GroupRef, SchedGroup};
+pub use interned::Text;
 pub use pod::{
     ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,
     DEFAULT_EXECUTOR_CONTAINER, Deletion, ExecIdLabel, ExecutorPod, HOLD_EXPIRES, HOLD_FINALIZER,
@@ -23,7 +24,6 @@ pub use pod::{
 };
 pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;
-pub use text::Text;
 
 #[doc(hidden)]
 pub mod testing {
