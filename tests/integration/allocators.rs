@@ -283,7 +283,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         let id = id.to_string();
         let args = ["kill", "--app", "sts-etl", &id, "-n", "spark-jobs", "--yes"];
         let r = triage(&sim, &args, &log).await;
-        assert_ne!(r.code, 0, "{}{}", r.out, r.err);
+        assert_eq!(r.code, 1, "{}{}", r.out, r.err);
         assert!(r.out.contains(&why), "executor {id}: {}{}", r.out, r.err);
         let after = &writes(&sim)[before..];
         assert!(after.iter().all(|w| !w.starts_with("DELETE")), "{after:?}");
@@ -300,7 +300,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         &log,
     )
     .await;
-    assert_ne!(r.code, 0, "{}{}", r.out, r.err);
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.out.contains(&format!(
             "once deleted, the held pod blocks ordinal 0 of StatefulSet {set}"
@@ -356,7 +356,7 @@ async fn a_forbidden_controller_refuses_its_pods_only() {
         "--yes",
     ];
     let r = triage(&sim, &args, &log).await;
-    assert_ne!(r.code, 0, "{}{}", r.out, r.err);
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.out
             .contains("to check that the app's driver owns it (forbidden"),

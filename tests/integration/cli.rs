@@ -442,7 +442,7 @@ fn an_unknown_context_lists_the_contexts_there_are() {
         "--context",
         "nosuch",
     ]);
-    assert_ne!(code, 0);
+    assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("no context \"nosuch\" in the kubeconfig; it has: dev, prod"),
         "{err}"

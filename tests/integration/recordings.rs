@@ -1,6 +1,8 @@
 //! Recordings end to end: record and live status agree; the shipped recordings replay into
 //! stable reports; bad files get clear messages.
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use super::common::{start_sim, triage};
@@ -115,9 +117,10 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         "the recording's status differs from live status at:\n{}",
         differences.join("\n")
     );
-    // --at inside the recording: executor 7 not yet OOMKilled at 1 s.
-    let (_, early, early_err) =
+    // --at inside the recording: the executors OOM-killed by the end are not yet at 1 s.
+    let (early_code, early, early_err) =
         triage(&["status", "--recording", &file_s, "--at", "1s", "-o", "json"]).await;
+    assert_eq!(early_code, 0, "{early_err}");
     assert!(!early_err.contains("warning"), "{early_err}");
     // Past the end: the end's state, and a warning that says so.
     let (code, _, late_err) = triage(&[
@@ -137,19 +140,43 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         "{late_err}"
     );
     let early: Value = serde_json::from_str(&early).unwrap();
-    let seven_gone = early["apps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|a| a["executors"].as_array().unwrap().iter())
-        .any(|e| {
-            e["findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|f| f == "container-oom-killed")
-        });
-    assert!(!seven_gone);
+    // (app, executor) with the container OOM kill among its findings.
+    let oom_killed = |v: &Value| -> BTreeSet<(String, i64)> {
+        v["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|a| {
+                let app = a["app_id"].as_str().unwrap_or_default().to_owned();
+                a["executors"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| {
+                        e["findings"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|f| f == "container-oom-killed")
+                    })
+                    .map(move |e| (app.clone(), e["id"].as_i64().unwrap()))
+            })
+            .collect()
+    };
+    let at_end = oom_killed(&live);
+    assert!(
+        !at_end.is_empty(),
+        "the scenario OOM-kills an executor by the end"
+    );
+    assert!(
+        !early["apps"].as_array().unwrap().is_empty(),
+        "the moment at 1 s has the apps: {early}"
+    );
+    let at_one = oom_killed(&early);
+    assert!(
+        at_one.len() < at_end.len() && at_one.is_subset(&at_end),
+        "at 1 s {at_one:?}, at the end {at_end:?}"
+    );
     let _ = std::fs::remove_file(file);
 }
 

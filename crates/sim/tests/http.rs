@@ -524,6 +524,25 @@ async fn latency_and_error_rate_faults() {
 async fn watcher_survives(faults: &[&str], spread: Duration) {
     let sim = start_sim("empty", 1.0, faults).await;
     let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");
+    // The fault happens: a plain watch (no resume, a 290 s timeout of its own) is cut by
+    // the server within seconds. Without it the watcher's survival below proves nothing.
+    let cut = {
+        let pods = pods.clone();
+        tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let mut stream = pods
+                .watch(&WatchParams::default().timeout(290), "0")
+                .await
+                .expect("a plain watch opens")
+                .boxed();
+            tokio::time::timeout(Duration::from_secs(20), async {
+                while let Some(Ok(_)) = stream.next().await {}
+            })
+            .await
+            .ok()
+            .map(|()| started.elapsed())
+        })
+    };
     let mut objs = watcher(pods.clone(), watcher::Config::default())
         .default_backoff()
         .applied_objects()
@@ -562,6 +581,11 @@ async fn watcher_survives(faults: &[&str], spread: Duration) {
     .await
     .unwrap_or_else(|_| panic!("watcher under {faults:?} saw only {seen:?}"));
     creator.await.unwrap();
+    let cut = cut.await.unwrap();
+    assert!(
+        cut.is_some(),
+        "under {faults:?} a plain watch was not cut within 20 s: the fault did not happen"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
