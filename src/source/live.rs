@@ -5,7 +5,7 @@
 //! every `--poll-interval` (30 s, as Spark; metadata only: `poll.rs`), an event watch of what
 //! the diagnoses read, and each driver's `spark.properties` from its ConfigMap.
 //!
-//! This is the edge: it stamps every event with the local clock when it arrives. Errors
+//! This is the edge: it stamps every event with the connection's clock when it arrives. Errors
 //! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};

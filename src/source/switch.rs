@@ -76,7 +76,10 @@ impl Switcher {
                         self.conn.context
                     ));
                 };
-                let (opts, readonly) = reconfigure(&name)?;
+                let (mut opts, readonly) = reconfigure(&name)?;
+                // One clock for the view across its switches: the runner, the tick and the
+                // forgetting hold this one, and the new cluster's `Date` corrects it.
+                opts.clock = Some(self.conn.clock.clone());
                 let mut conn = super::connection::connect(&opts)
                     .await
                     .map_err(|e| e.to_string())?;
