@@ -417,49 +417,12 @@ pub(crate) async fn serve(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(text));
-    Ok(tokio::spawn(accept_loop(listener, app)))
-}
-
-/// At most this many connections at once; one more is closed at once (a scraper retries).
-pub(crate) const MAX_CONNECTIONS: usize = 64;
-/// A request's head must arrive within this (slowloris).
-const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// No connection lives longer than this, however it behaves (idle keep-alive included).
-const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
-
-/// Serves connections one task each, within [`MAX_CONNECTIONS`], [`HEADER_TIMEOUT`] and
-/// [`CONNECTION_LIFETIME`]: idle or slow clients cannot use up the recorder's file
-/// descriptors (it needs them to rotate) nor keep the endpoints from answering.
-async fn accept_loop(listener: tokio::net::TcpListener, app: axum::Router) {
-    use hyper_util::{
-        rt::{TokioIo, TokioTimer},
-        service::TowerToHyperService,
-    };
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of descriptors or a connection reset before it was taken: wait, go on.
-            Err(e) => {
-                tracing::debug!("metrics: accept: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT);
-            let conn = http.serve_connection(TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
-        });
-    }
+    Ok(tokio::spawn(super::serve::bounded(
+        listener,
+        app,
+        super::serve::ENDPOINTS,
+        std::future::pending(),
+    )))
 }
 
 /// `--metrics-addr`: an address, or a bare port (`9090`, `:9090`) bound on loopback only

@@ -483,3 +483,97 @@ async fn idle_and_slow_clients_cannot_stop_the_recorder() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A probe as a kubelet sends it: `GET path`, answered within a second (`timeoutSeconds: 1`).
+async fn probe(addr: &str, path: &str) -> Result<String, String> {
+    let ask = async {
+        let mut s = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        Ok(text
+            .lines()
+            .next()
+            .unwrap_or("(closed, no answer)")
+            .to_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(1), ask)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 1 s".to_owned()))
+}
+
+/// A client that holds every connection the endpoints take, and opens again each one they
+/// close, cannot keep the kubelet's probes from being answered (#55: `/healthz` failed 29 of
+/// 29 probes so, and a recorder in a pod would be restarted every minute): a new connection
+/// takes the place of the one idle longest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_holding_every_connection_cannot_starve_the_probes() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let file = std::env::temp_dir().join(format!("st-probes-{}.ndjson", std::process::id()));
+    let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
+    let mut ready = false;
+    for _ in 0..100 {
+        if probe(&addr, "/healthz")
+            .await
+            .is_ok_and(|h| h.contains(" 200 "))
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "/healthz never answered 200");
+    // Twice as many holders as there are places, each opening again as soon as it is closed.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let holders: Vec<_> = (0..128)
+        .map(|_| {
+            let (addr, stop, opened) = (addr.clone(), stop.clone(), opened.clone());
+            tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut buf = [0u8; 64];
+                    let _ = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await;
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut failed = Vec::new();
+    for n in 0..20 {
+        match probe(&addr, "/healthz").await {
+            Ok(head) if head.contains(" 200 ") => {}
+            Ok(head) => failed.push(format!("probe {n}: {head}")),
+            Err(e) => failed.push(format!("probe {n}: {e}")),
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let held = opened.load(std::sync::atomic::Ordering::Relaxed);
+    for h in holders {
+        h.abort();
+    }
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    let _ = std::fs::remove_file(&file);
+    assert!(held >= 128, "the holders opened {held} connections");
+    assert!(
+        failed.is_empty(),
+        "with every place held ({held} connections opened), {} of 20 probes failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
