@@ -3,6 +3,9 @@
 //! recording or an event log. Read-only: the tools read the store the other commands read,
 //! with the same redaction (what the store holds was redacted on the way in).
 
+mod sessions;
+mod stdio;
+
 use std::{process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Args;
@@ -614,13 +617,16 @@ async fn keep_store(
 }
 
 async fn serve_stdio(server: Triage) -> Result<(), Failure> {
+    let (ends, written) = stdio::front();
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(ends)
         .await
         .map_err(|e| Failure::Runtime(format!("MCP on stdio: {e}")))?;
     tokio::select! {
         r = running.waiting() => {
             r.map_err(|e| Failure::Runtime(format!("MCP on stdio: {e}")))?;
+            // Every answer out before the process ends.
+            let _ = tokio::time::timeout(Duration::from_secs(5), written).await;
         }
         () = super::wait_for_signal() => {}
     }
@@ -629,7 +635,7 @@ async fn serve_stdio(server: Triage) -> Result<(), Failure> {
 
 async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Failure> {
     use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        StreamableHttpServerConfig, StreamableHttpService,
     };
     // No browser page may call it: any request with an Origin is refused (agents send none).
     let config = StreamableHttpServerConfig::default().enforce_origin_validation();
@@ -637,7 +643,7 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     let cancel = config.cancellation_token.clone();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        LocalSessionManager::default().into(),
+        sessions::Capped::new(sessions::MAX_SESSIONS).into(),
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);
@@ -646,11 +652,16 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
         .map_err(|e| Failure::Runtime(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
     eprintln!("serving MCP (streamable HTTP) on http://{bound}/mcp");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            super::wait_for_signal().await;
-            cancel.cancel();
-        })
-        .await
-        .map_err(|e| Failure::Runtime(format!("MCP on {bound}: {e}")))
+    // Bounded as the metrics endpoints are, but an event stream lasts as long as it is
+    // used (a session's own keep-alive ends an idle one).
+    let bounds = crate::publish::serve::Bounds {
+        lifetime: None,
+        ..crate::publish::serve::ENDPOINTS
+    };
+    crate::publish::serve::bounded(listener, router, bounds, async move {
+        super::wait_for_signal().await;
+        cancel.cancel();
+    })
+    .await;
+    Ok(())
 }

@@ -339,3 +339,181 @@ fn http_listens_on_loopback_only() {
         assert!(err.contains("loopback only"), "{addr}: {err}");
     }
 }
+
+/// One HTTP/1.1 request to the MCP endpoint on a connection of its own: the answer's status
+/// line, headers and body as text.
+fn mcp_request(hostport: &str, method: &str, extra: &str, body: &str) -> String {
+    let mut s = std::net::TcpStream::connect(hostport).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "{method} /mcp HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sends");
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut answer);
+    answer
+}
+
+/// MCP over HTTP within bounds (#55): each `initialize` made a session of about 61 KB with
+/// no bound, and idle connections were held without one. Past 64 sessions an `initialize` is
+/// refused with an answer that says why; a session ended (DELETE) makes room; 200 idle
+/// connections held open do not keep an `initialize` from being answered.
+#[test]
+fn http_sessions_and_connections_are_bounded() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--recording"])
+        .arg(root().join("tests/fixtures/mixed-session.ndjson"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp starts");
+    let mut err = BufReader::new(server.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("reads");
+    std::thread::spawn(move || for _ in err.lines() {});
+    let hostport = line
+        .split("http://")
+        .nth(1)
+        .and_then(|u| u.split('/').next())
+        .unwrap_or_else(|| panic!("where it serves: {line}"))
+        .to_owned();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let session_of = |answer: &str| {
+        answer
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .starts_with("mcp-session-id:")
+                    .then(|| l.split_once(':').map(|(_, v)| v.trim().to_owned()))
+                    .flatten()
+            })
+            .unwrap_or_else(|| panic!("a session id: {answer}"))
+    };
+    let mut sessions = Vec::new();
+    for n in 0..64 {
+        let answer = mcp_request(&hostport, "POST", "", init);
+        assert!(answer.starts_with("HTTP/1.1 200"), "session {n}: {answer}");
+        sessions.push(session_of(&answer));
+    }
+    let refused = mcp_request(&hostport, "POST", "", init);
+    assert!(
+        !refused.starts_with("HTTP/1.1 200") && refused.contains("64 MCP sessions are open"),
+        "the 65th: {refused}"
+    );
+    let ended = mcp_request(
+        &hostport,
+        "DELETE",
+        &format!("Mcp-Session-Id: {}\r\n", sessions[0]),
+        "",
+    );
+    assert!(ended.starts_with("HTTP/1.1 2"), "DELETE: {ended}");
+    let again = mcp_request(&hostport, "POST", "", init);
+    assert!(again.starts_with("HTTP/1.1 200"), "after a DELETE: {again}");
+    let again_id = session_of(&again);
+    // Idle connections, more than the server keeps: each new one takes an idle one's place.
+    let idle: Vec<_> = (0..200)
+        .filter_map(|_| std::net::TcpStream::connect(&hostport).ok())
+        .collect();
+    let ended = mcp_request(
+        &hostport,
+        "DELETE",
+        &format!("Mcp-Session-Id: {again_id}\r\n"),
+        "",
+    );
+    assert!(
+        ended.starts_with("HTTP/1.1 2"),
+        "DELETE among idle connections: {ended}"
+    );
+    let answer = mcp_request(&hostport, "POST", "", init);
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "initialize among 200 idle connections: {answer}"
+    );
+    drop(idle);
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// Every stdio line gets an answer (#55): a line that is not JSON `-32700 Parse error` with a
+/// null id, JSON that is not a request `-32600` with its id, a request line over the 16 MiB
+/// limit `-32700` naming the limit (it was dropped in silence and the client waited for its
+/// own timeout); each said on stderr too, and the session goes on.
+#[test]
+fn stdio_answers_what_is_not_a_request() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        .args(["mcp", "--recording"])
+        .arg(root().join("tests/fixtures/mixed-session.ndjson"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp starts");
+    let pid = server.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+    });
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut out = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut next = || {
+        let mut line = String::new();
+        out.read_line(&mut line).expect("reads");
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    writeln!(stdin, "this is not json").expect("writes");
+    let v = next();
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (Value::Null, (-32700).into()),
+        "{v}"
+    );
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":9,"methodd":"initialize"}}"#
+    )
+    .expect("writes");
+    let v = next();
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (9.into(), (-32600).into()),
+        "{v}"
+    );
+    // 17 MiB on one line, written while the answers are read.
+    let big = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..17 {
+            stdin.write_all(&chunk).expect("writes");
+        }
+        stdin.write_all(b"\n").expect("writes");
+        stdin
+    });
+    let v = next();
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16 MiB")),
+        "{v}"
+    );
+    let mut stdin = big.join().expect("written");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"test","version":"1"}}}}}}"#
+    )
+    .expect("writes");
+    let v = next();
+    assert_eq!(v["id"], 1, "the session goes on: {v}");
+    assert!(v["result"]["capabilities"]["tools"].is_object(), "{v}");
+    drop(stdin);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut server.stderr.take().expect("stderr"), &mut err)
+        .expect("stderr");
+    let status = server.wait().expect("ends");
+    assert!(status.success(), "{status}");
+    assert_eq!(err.matches("-32700").count(), 2, "{err}");
+    assert_eq!(err.matches("-32600").count(), 1, "{err}");
+}
