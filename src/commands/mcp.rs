@@ -63,11 +63,11 @@ enum Source {
     /// The cluster: a task keeps the store; the tools read its latest snapshot.
     Live {
         snap: tokio::sync::watch::Receiver<Arc<Snapshot>>,
-        header: Arc<crate::record::Header>,
+        /// The connection once made; until then why not (the server answers meanwhile).
+        link: tokio::sync::watch::Receiver<Link>,
         driver_poll: bool,
         /// How long a tool waits for the first complete answer.
         patience: Duration,
-        scope: String,
     },
     /// A recording or an event log, read once.
     Read {
@@ -75,6 +75,24 @@ enum Source {
         header: Arc<crate::record::Header>,
         snap: Arc<Snapshot>,
     },
+}
+
+/// The live source's connection.
+#[derive(Clone)]
+enum Link {
+    /// Not made yet: the last attempt's failure, if one failed.
+    Connecting(Option<String>),
+    Up(Arc<Up>),
+}
+
+/// What the answers need of a made connection.
+struct Up {
+    header: Arc<crate::record::Header>,
+    scope: String,
+    /// The cluster's clock, and how old the last complete LIST may be before the answers
+    /// say they may be out of date.
+    clock: crate::source::clock::Clock,
+    stale_after: Duration,
 }
 
 /// The MCP server: six read-only tools.
@@ -176,7 +194,7 @@ impl Triage {
         crate::store::by_trouble(&mut records);
         order.apply(&mut records);
         let apps: Vec<Value> = records.into_iter().map(|a| app_summary(a)).collect();
-        to_json(&json!({"source": self.describe(), "apps": apps}))
+        self.answer(&snap, json!({"source": self.describe(), "apps": apps}))
     }
 
     #[tool(
@@ -214,7 +232,7 @@ impl Triage {
             }
             out.push(v);
         }
-        to_json(&out)
+        self.answer(&snap, Value::Array(out))
     }
 
     #[tool(
@@ -243,8 +261,8 @@ impl Triage {
                         .collect()
                 )
             )),
-            1 => to_json(&found[0]),
-            _ => to_json(&found),
+            1 => self.answer(&snap, found.into_iter().next().unwrap_or_default()),
+            _ => self.answer(&snap, Value::Array(found)),
         }
     }
 
@@ -275,18 +293,21 @@ impl Triage {
         }
         for a in snap.apps.values().filter(|a| in_ns(a)) {
             if let Some(e) = a.executors.values().find(|e| e.pod.name == p.pod) {
-                return to_json(&executor_view(&snap, a, e));
+                return self.answer(&snap, executor_view(&snap, a, e));
             }
             if a.driver.as_ref().is_some_and(|d| d.pod == p.pod) {
                 let v: spark_triage_core::diagnose::app_verdict::VerdictView = a.verdict().into();
-                return to_json(&json!({
-                    "pod": p.pod,
-                    "role": "driver",
-                    "namespace": a.namespace,
-                    "app_id": a.app_id,
-                    "app_name": a.app_name,
-                    "verdict": v,
-                }));
+                return self.answer(
+                    &snap,
+                    json!({
+                        "pod": p.pod,
+                        "role": "driver",
+                        "namespace": a.namespace,
+                        "app_id": a.app_id,
+                        "app_name": a.app_name,
+                        "verdict": v,
+                    }),
+                );
             }
         }
         // The namespace asked for, then what the view holds (it once read "in namespace
@@ -330,7 +351,7 @@ impl Triage {
                 })
             })
             .collect();
-        to_json(&out)
+        self.answer(&snap, Value::Array(out))
     }
 
     #[tool(
@@ -352,10 +373,21 @@ impl Triage {
             app: p.app.clone(),
             ..Default::default()
         };
-        let r = crate::output::report::from_state(&self.describe(), self.header(), &state, &window);
+        let r =
+            crate::output::report::from_state(&self.describe(), &self.header(), &state, &window);
         match p.format.as_deref() {
-            None | Some("markdown" | "md") => Ok(crate::output::report::markdown(&r)),
-            Some("json") => to_json(&r),
+            None | Some("markdown" | "md") => {
+                let md = crate::output::report::markdown(&r);
+                // A view that may be out of date says so before anything else.
+                Ok(match self.as_of(&snap)["warning"].as_str() {
+                    Some(w) => format!("> **Warning:** {w}\n\n{md}"),
+                    None => md,
+                })
+            }
+            Some("json") => self.answer(
+                &snap,
+                serde_json::to_value(&r).map_err(|e| format!("cannot write JSON: {e}"))?,
+            ),
             Some(f) => Err(format!("format {f:?}: markdown or json")),
         }
     }
@@ -384,16 +416,120 @@ impl Triage {
         crate::output::status::unknown_app(snap, app, &self.describe())
     }
 
+    /// A tool's answer: `v`, each of its objects stamped with [`Triage::as_of`].
+    fn answer(&self, snap: &Snapshot, mut v: Value) -> Answer {
+        let as_of = self.as_of(snap);
+        match &mut v {
+            Value::Object(o) => drop(o.insert("as_of".into(), as_of)),
+            Value::Array(items) => {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    item.insert("as_of".into(), as_of.clone());
+                }
+            }
+            _ => {}
+        }
+        to_json(&v)
+    }
+
+    /// What an answer's view is as of. Live: now on the cluster's clock, the age of the last
+    /// complete LIST of the pods, each source's health, and a `warning` when the view may be
+    /// out of date (the LIST older than two relists and a request's timeout, or a source
+    /// failing): with the cluster unreachable, the answers once read exactly as before, and
+    /// an agent reported as running executors long gone. Read: the recording's last moment.
+    fn as_of(&self, snap: &Snapshot) -> Value {
+        let (clock, stale_after) = match &self.source {
+            Source::Read { name, .. } => {
+                return json!({
+                    "recording": name,
+                    "until": snap.now.as_ref().map(spark_triage_core::model::fmt_time),
+                });
+            }
+            Source::Live { link, .. } => match &*link.borrow() {
+                Link::Up(up) => (up.clock.clone(), up.stale_after),
+                Link::Connecting(why) => {
+                    return json!({
+                        "connected": false,
+                        "warning": format!(
+                            "the cluster has not answered yet{}",
+                            why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+                        ),
+                    });
+                }
+            },
+        };
+        let now = clock.now();
+        let (age, stale) = match snap.freshness(now, stale_after) {
+            crate::store::Freshness::Waiting => (None, true),
+            crate::store::Freshness::Fresh(a) => (Some(a), false),
+            crate::store::Freshness::Stale(a) => (Some(a), true),
+        };
+        let sources: std::collections::BTreeMap<&str, String> = snap
+            .health
+            .iter()
+            .map(|(kind, h)| {
+                let said = match h {
+                    crate::source::Health::Connecting => "connecting".to_owned(),
+                    crate::source::Health::Connected => "connected".to_owned(),
+                    crate::source::Health::Retrying { error } => format!("retrying: {error}"),
+                    crate::source::Health::Forbidden { permission } => {
+                        format!("forbidden: {permission}")
+                    }
+                };
+                (kind.as_str(), said)
+            })
+            .collect();
+        let failing: Vec<String> = sources
+            .iter()
+            .filter(|(_, h)| h.starts_with("retrying") || h.starts_with("forbidden"))
+            .map(|(k, h)| format!("{k} {h}"))
+            .collect();
+        let seconds = age.map(|a| a.num_milliseconds() as f64 / 1000.0);
+        let mut v = json!({
+            "now": spark_triage_core::model::fmt_time(&now),
+            "last_list_seconds_ago": seconds,
+            "stale": stale,
+            "sources": sources,
+        });
+        if stale || !failing.is_empty() {
+            let list = match seconds {
+                Some(s) => format!("the last complete LIST of the pods is {s:.0} s old"),
+                None => "no complete LIST of the pods yet".to_owned(),
+            };
+            let why = if failing.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", failing.join("; "))
+            };
+            v["warning"] = json!(format!(
+                "{list}{why}: this answer may be out of date; executors shown running may be gone"
+            ));
+        }
+        v
+    }
+
     fn describe(&self) -> String {
         match &self.source {
-            Source::Live { scope, header, .. } => format!("{scope} on {}", header.server),
+            Source::Live { link, .. } => match &*link.borrow() {
+                Link::Up(up) => format!("{} on {}", up.scope, up.header.server),
+                Link::Connecting(_) => "the cluster (not reached yet)".to_owned(),
+            },
             Source::Read { name, .. } => name.clone(),
         }
     }
 
-    fn header(&self) -> &crate::record::Header {
+    fn header(&self) -> Arc<crate::record::Header> {
         match &self.source {
-            Source::Live { header, .. } | Source::Read { header, .. } => header,
+            Source::Read { header, .. } => header.clone(),
+            Source::Live { link, .. } => match &*link.borrow() {
+                Link::Up(up) => up.header.clone(),
+                // Not reached: no tool gets this far (the snapshot says why first).
+                Link::Connecting(_) => Arc::new(crate::record::Header::new(
+                    chrono::Utc::now(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                )),
+            },
         }
     }
 
@@ -404,9 +540,9 @@ impl Triage {
             Source::Read { snap, .. } => Ok(snap.clone()),
             Source::Live {
                 snap,
+                link,
                 driver_poll,
                 patience,
-                ..
             } => {
                 let mut rx = snap.clone();
                 let ready = |s: &Snapshot| crate::output::status::ready(s, *driver_poll);
@@ -417,6 +553,11 @@ impl Triage {
                 match waited {
                     true => Ok(now),
                     _ => {
+                        if let Link::Connecting(Some(why)) = &*link.borrow() {
+                            return Err(format!(
+                                "no answer from the cluster yet: {why} (trying again; the tools answer once it does)"
+                            ));
+                        }
                         let why = crate::output::status::report(&now, None)
                             .problems
                             .join("; ");
@@ -547,18 +688,30 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
                 }
             }
             None => {
-                let mut conn = super::connect(&opts).await?;
-                conn.extra = live_args.event_logs(&args.limits.reading().store);
-                let (tx, rx) = tokio::sync::mpsc::channel(4096);
-                tasks = crate::source::live::spawn(&conn, tx);
+                let (link_tx, link) = tokio::sync::watch::channel(Link::Connecting(None));
                 let (stx, srx) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
-                tasks.push(tokio::spawn(keep_store(rx, stx, conn.clock.clone())));
+                // The first attempt here: a kubeconfig that cannot be used ends the command.
+                let first = crate::source::connection::connect(&opts).await;
+                if let Err(
+                    e @ (crate::source::connection::ConnectError::Kubeconfig { .. }
+                    | crate::source::connection::ConnectError::Config(_)),
+                ) = first
+                {
+                    return Err(e.into());
+                }
+                let extra = live_args.event_logs(&args.limits.reading().store);
+                tasks.push(tokio::spawn(connected(
+                    opts.clone(),
+                    first,
+                    extra,
+                    link_tx,
+                    stx,
+                )));
                 Source::Live {
                     snap: srx,
-                    header: Arc::new(crate::record::recorder::recording_header(&conn)),
+                    link,
                     driver_poll: opts.driver_poll.is_some(),
                     patience: 2 * opts.timeout(),
-                    scope: conn.scope.describe(),
                 }
             }
         };
@@ -576,6 +729,60 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
         served?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Aborts its tasks when dropped (the connecting task's children, when it is).
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
+/// The live source: the connection (`first`, else made again every few seconds, up to 30,
+/// while the cluster is unreachable, forbidden or refuses the credentials: the server
+/// answers meanwhile, and each tool says why it has no answer), then its sources and the
+/// store, until this task is aborted.
+async fn connected(
+    opts: crate::source::connection::LiveOptions,
+    first: Result<crate::source::connection::Connection, crate::source::connection::ConnectError>,
+    extra: Option<Arc<dyn crate::source::extra::Extra>>,
+    link: tokio::sync::watch::Sender<Link>,
+    snap: tokio::sync::watch::Sender<Arc<Snapshot>>,
+) {
+    let mut attempt = first;
+    let mut wait = Duration::from_secs(2);
+    let mut conn = loop {
+        match attempt {
+            Ok(conn) => break conn,
+            Err(e) => {
+                let why = crate::redact::one_line(&e.to_string());
+                eprintln!(
+                    "spark-triage mcp: {why}; trying again in {} s",
+                    wait.as_secs()
+                );
+                let _ = link.send(Link::Connecting(Some(why)));
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
+                attempt = crate::source::connection::connect(&opts).await;
+            }
+        }
+    };
+    conn.extra = extra;
+    let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    let mut tasks = crate::source::live::spawn(&conn, tx);
+    tasks.push(tokio::spawn(keep_store(rx, snap, conn.clock.clone())));
+    let _tasks = AbortOnDrop(tasks);
+    let _ = link.send(Link::Up(Arc::new(Up {
+        header: Arc::new(crate::record::recorder::recording_header(&conn)),
+        scope: conn.scope.describe(),
+        clock: conn.clock.clone(),
+        stale_after: conn.stale_after(),
+    })));
+    std::future::pending::<()>().await;
 }
 
 /// The live store: every source event applied (a driver's executor list after the first

@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::common::start_sim;
 
@@ -77,9 +77,18 @@ fn check(doc: &Value) {
         doc["server_info"],
         serde_json::json!({"name": "spark-triage", "version": env!("CARGO_PKG_VERSION")})
     );
-    // The executor id as a string answers as the number does.
+    // The executor id as a string answers as the number does (but for the moment each was
+    // answered at: `as_of`).
+    let timeless = |call: &Value| {
+        let mut v: Value = serde_json::from_str(call["text"].as_str().unwrap_or("null"))
+            .unwrap_or_else(|e| panic!("{e}: {call}"));
+        assert!(v["as_of"].is_object(), "stamped with as_of: {v}");
+        v.as_object_mut().map(|o| o.remove("as_of"));
+        v
+    };
     assert_eq!(
-        doc["calls"]["executor_verdict_str"], doc["calls"]["executor_verdict"],
+        timeless(&doc["calls"]["executor_verdict_str"]),
+        timeless(&doc["calls"]["executor_verdict"]),
         "executor \"7\" as 7"
     );
     assert_eq!(
@@ -516,4 +525,173 @@ fn stdio_answers_what_is_not_a_request() {
     assert!(status.success(), "{status}");
     assert_eq!(err.matches("-32700").count(), 2, "{err}");
     assert_eq!(err.matches("-32600").count(), 1, "{err}");
+}
+
+/// An MCP session over stdio, driven line by line.
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: BufReader<std::process::ChildStdout>,
+    next_id: i64,
+}
+
+impl Session {
+    /// `spark-triage mcp ARGS`, initialized.
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mcp starts");
+        let pid = child.id().to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(120));
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+        });
+        let stdin = child.stdin.take().expect("stdin");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = Self {
+            child,
+            stdin,
+            out,
+            next_id: 1,
+        };
+        let init = s.ask(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        writeln!(
+            s.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .expect("writes");
+        s
+    }
+
+    fn ask(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("writes");
+        let mut line = String::new();
+        self.out.read_line(&mut line).expect("reads");
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert_eq!(v["id"], id, "{v}");
+        v
+    }
+
+    /// A tool's answer: its text, and whether it is an error.
+    fn tool(&mut self, name: &str, arguments: Value) -> (String, bool) {
+        let v = self.ask("tools/call", json!({"name": name, "arguments": arguments}));
+        let text = v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a text answer: {v}"))
+            .to_owned();
+        (text, v["result"]["isError"] == true)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With the cluster unreachable at launch, the server still answers (#55: it exited before
+/// `initialize`, so an agent host saw a dead server), and each tool says why it has no
+/// answer.
+#[test]
+fn an_unreachable_cluster_at_launch_is_said_by_each_tool() {
+    let dir = std::env::temp_dir().join(format!("st-mcp-dead-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let dead = dir.join("dead.kubeconfig");
+    std::fs::write(
+        &dead,
+        spark_triage_sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
+    )
+    .expect("writes");
+    let mut mcp = Session::start(&[
+        "--kubeconfig",
+        dead.to_str().expect("utf-8"),
+        "--request-timeout",
+        "1s",
+    ]);
+    let (text, error) = mcp.tool("list_apps", json!({}));
+    assert!(error, "{text}");
+    assert!(
+        text.contains("no answer from the cluster yet")
+            && text.contains("cannot reach the API server"),
+        "{text}"
+    );
+    drop(mcp);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A live answer says how old its view is, and once the cluster stops answering says it may
+/// be out of date (#55: with the cluster unreachable for 45 s the answers read exactly as
+/// before, and an agent would report executors as running that may be long gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_answers_say_their_age_and_warn_when_stale() {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8").to_owned();
+    let mut mcp = tokio::task::spawn_blocking(move || {
+        Session::start(&[
+            "--kubeconfig",
+            &kc,
+            "-n",
+            "spark-jobs",
+            "--poll-interval",
+            "1s",
+            "--request-timeout",
+            "1s",
+            "--no-driver-api",
+        ])
+    })
+    .await
+    .expect("joins");
+    let (text, error) = tokio::task::block_in_place(|| mcp.tool("list_apps", json!({})));
+    assert!(!error, "{text}");
+    let fresh: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(fresh["as_of"]["stale"], false, "{fresh}");
+    assert!(
+        fresh["as_of"]["last_list_seconds_ago"]
+            .as_f64()
+            .is_some_and(|s| s < 3.0),
+        "{fresh}"
+    );
+    assert!(fresh["as_of"]["warning"].is_null(), "{fresh}");
+    assert_eq!(
+        fresh["as_of"]["sources"]["pod watch"], "connected",
+        "{fresh}"
+    );
+    sim.stop().await;
+    // Stale past two relists and a request's timeout (3 s here).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (text, error) = tokio::task::block_in_place(|| mcp.tool("list_apps", json!({})));
+    assert!(!error, "{text}");
+    let stale: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(stale["as_of"]["stale"], true, "{stale}");
+    assert!(
+        stale["as_of"]["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("may be out of date")),
+        "{stale}"
+    );
+    let (text, _) =
+        tokio::task::block_in_place(|| mcp.tool("app_verdict", json!({"app": "etl-nightly"})));
+    let apps: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(apps[0]["as_of"]["stale"], true, "{apps}");
+    drop(mcp);
 }
