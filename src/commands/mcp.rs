@@ -860,9 +860,11 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     let bound = listener.local_addr().unwrap_or(addr);
     eprintln!("serving MCP (streamable HTTP) on http://{bound}/mcp");
     // Bounded as the metrics endpoints are, but an event stream lasts as long as it is
-    // used (a session's own keep-alive ends an idle one).
+    // used (a session's own keep-alive ends an idle one), and every client is on loopback
+    // (one address: no share per address).
     let bounds = crate::publish::serve::Bounds {
         lifetime: None,
+        per_peer: crate::publish::serve::ENDPOINTS.max_connections,
         ..crate::publish::serve::ENDPOINTS
     };
     crate::publish::serve::bounded(listener, router, bounds, async move {

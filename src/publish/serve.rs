@@ -18,6 +18,8 @@ pub(crate) struct Bounds {
     /// At most this many served at once, and as many more waiting to send a request
     /// ([`Places`]).
     pub max_connections: usize,
+    /// At most this many of them (served or waiting) from one address.
+    pub per_peer: usize,
     /// A request's head must arrive within this (slowloris), a keep-alive's next one too.
     pub header_timeout: Duration,
     /// No connection lives longer than this, however it behaves (`None`: an event stream
@@ -28,17 +30,39 @@ pub(crate) struct Bounds {
 /// `/healthz`, `/readyz` and `/metrics`: answers are immediate, so no connection needs long.
 pub(crate) const ENDPOINTS: Bounds = Bounds {
     max_connections: 64,
+    per_peer: 16,
     header_timeout: Duration::from_secs(5),
     lifetime: Some(Duration::from_secs(30)),
 };
 
 /// What the server knows of one connection: requests under way on it (their bodies still
 /// being sent), whether it ever sent one, and how it is told to end.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Conn {
     busy: Arc<AtomicUsize>,
     spoke: Arc<AtomicBool>,
     stop: Arc<Notify>,
+    /// Where it comes from: no one address takes more than its share of the places.
+    peer: std::net::IpAddr,
+}
+
+impl Conn {
+    fn from(peer: std::net::IpAddr) -> Self {
+        Conn {
+            busy: Arc::default(),
+            spoke: Arc::default(),
+            stop: Arc::default(),
+            peer,
+        }
+    }
+
+    fn spoke(&self) -> bool {
+        self.spoke.load(Ordering::SeqCst)
+    }
+
+    fn idle(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0
+    }
 }
 
 /// The connections served (a place each, oldest first), and those that came with every
@@ -46,65 +70,130 @@ struct Conn {
 ///
 /// A connection that sends a request takes the place of one that never did (oldest first),
 /// else of one idle between requests; one that sends nothing never takes a place from
-/// another. So a client that holds every place, and opens again each one closed, cannot
-/// keep a kubelet's probe from being read (it did: the recorder was restarted for failing
-/// `/healthz`, and recorded nothing meanwhile), and its holders, waiting silent, do not
-/// drive each other out in a loop.
+/// another, and waits at most [`Bounds::header_timeout`]. No address holds more than
+/// [`Bounds::per_peer`] places or waits: past it, its own oldest silent connection gives way
+/// to its new one that spoke, and a silent one is closed at once. So a client that holds
+/// every place it can, and opens again each one closed, cannot keep a kubelet's probe from
+/// being read (it did: the recorder was restarted for failing `/healthz`, and recorded
+/// nothing meanwhile), and its holders do not drive each other out in a loop.
 #[derive(Default)]
 struct Places {
     held: BTreeMap<u64, Conn>,
-    waiting: BTreeMap<u64, Arc<Notify>>,
+    waiting: BTreeMap<u64, (std::time::Instant, Conn)>,
+    /// Places held and waits, per address.
+    per_peer: std::collections::HashMap<std::net::IpAddr, usize>,
     next: u64,
 }
 
+/// A waiting connection gives way to a newer one only after this long: silent clients that
+/// open again each one closed would otherwise close each other in a loop (and a probe
+/// among them, before its request is read).
+const WAITED_ENOUGH: Duration = Duration::from_secs(1);
+
 impl Places {
-    /// A new connection: its number, and whether it has a place now (else it waits to
-    /// speak; the oldest waiting one past `max` is told to end).
-    fn arrive(&mut self, max: usize, c: &Conn) -> (u64, bool) {
-        self.next += 1;
-        let id = self.next;
-        if self.held.len() < max {
-            self.held.insert(id, c.clone());
-            return (id, true);
+    fn count(&mut self, peer: std::net::IpAddr, up: bool) {
+        let n = self.per_peer.entry(peer).or_default();
+        if up {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per_peer.remove(&peer);
+            }
         }
-        self.waiting.insert(id, c.stop.clone());
-        if self.waiting.len() > max
-            && let Some((_, oldest)) = self.waiting.pop_first()
-        {
-            oldest.notify_one();
-        }
-        (id, false)
     }
 
-    /// A waiting connection sent its request: a place, taken from one that never spoke,
-    /// else from one idle between requests; `false` when every place is answering.
+    /// Ends a held connection (its place given to another).
+    fn evict(&mut self, id: u64) {
+        if let Some(c) = self.held.remove(&id) {
+            c.stop.notify_one();
+            self.count(c.peer, false);
+        } else if let Some((_, c)) = self.waiting.remove(&id) {
+            c.stop.notify_one();
+            self.count(c.peer, false);
+        }
+    }
+
+    /// A new connection (`spoke`: its request is there already): its number, and whether
+    /// it has a place now (else it waits to speak); `None`: closed at once.
+    fn arrive(&mut self, b: &Bounds, c: &Conn, spoke: bool) -> Option<(u64, bool)> {
+        self.next += 1;
+        let id = self.next;
+        if self.per_peer.get(&c.peer).copied().unwrap_or(0) >= b.per_peer {
+            // Its own: a silent one (waiting, then held), else one idle between requests.
+            let own = |c2: &Conn| c2.peer == c.peer;
+            let victim = self
+                .waiting
+                .iter()
+                .find(|(_, (_, w))| own(w))
+                .map(|(k, _)| *k)
+                .or_else(|| {
+                    self.held
+                        .iter()
+                        .find(|(_, h)| own(h) && !h.spoke())
+                        .map(|(k, _)| *k)
+                })
+                .or_else(|| {
+                    self.held
+                        .iter()
+                        .find(|(_, h)| own(h) && h.idle())
+                        .map(|(k, _)| *k)
+                })
+                .filter(|_| spoke)?;
+            self.evict(victim);
+        }
+        if self.held.len() < b.max_connections || spoke {
+            return self.place(id, b.max_connections, c).then_some((id, true));
+        }
+        if self.waiting.len() >= b.max_connections {
+            let (&oldest, (since, _)) = self.waiting.first_key_value()?;
+            if since.elapsed() < WAITED_ENOUGH {
+                return None;
+            }
+            self.evict(oldest);
+        }
+        self.waiting
+            .insert(id, (std::time::Instant::now(), c.clone()));
+        self.count(c.peer, true);
+        Some((id, false))
+    }
+
+    /// A waiting connection sent its request: a place, as [`Places::place`] gives one.
     fn claim(&mut self, id: u64, max: usize, c: &Conn) -> bool {
         if self.waiting.remove(&id).is_none() {
             return false;
         }
+        self.count(c.peer, false);
+        self.place(id, max, c)
+    }
+
+    /// A place for a connection, taken if need be from one that never spoke, else from one
+    /// idle between requests; `false` when every place is answering.
+    fn place(&mut self, id: u64, max: usize, c: &Conn) -> bool {
         if self.held.len() >= max {
-            let silent = self
+            let victim = self
                 .held
                 .iter()
-                .find(|(_, h)| !h.spoke.load(Ordering::SeqCst))
-                .or_else(|| {
-                    self.held
-                        .iter()
-                        .find(|(_, h)| h.busy.load(Ordering::SeqCst) == 0)
-                })
+                .find(|(_, h)| !h.spoke())
+                .or_else(|| self.held.iter().find(|(_, h)| h.idle()))
                 .map(|(k, _)| *k);
-            let Some(victim) = silent.and_then(|k| self.held.remove(&k)) else {
+            let Some(victim) = victim else {
                 return false;
             };
-            victim.stop.notify_one();
+            self.evict(victim);
         }
         self.held.insert(id, c.clone());
+        self.count(c.peer, true);
         true
     }
 
     fn leave(&mut self, id: u64) {
-        self.held.remove(&id);
-        self.waiting.remove(&id);
+        if let Some(c) = self.held.remove(&id) {
+            self.count(c.peer, false);
+        }
+        if let Some((_, c)) = self.waiting.remove(&id) {
+            self.count(c.peer, false);
+        }
     }
 }
 
@@ -183,8 +272,8 @@ pub(crate) async fn bounded(
             a = listener.accept() => a,
             () = &mut stop => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => (stream, peer.ip()),
             // Out of descriptors or a connection reset before it was taken: wait, go on.
             Err(e) => {
                 tracing::debug!("http: accept: {e}");
@@ -194,8 +283,19 @@ pub(crate) async fn bounded(
         };
         // Finished connections' tasks are reaped as new ones come.
         while tasks.try_join_next().is_some() {}
-        let conn = Conn::default();
-        let (id, placed) = lock(&places).arrive(bounds.max_connections, &conn);
+        // Whether its request came with it: a probe that waited behind a flood in the
+        // listen queue has sent it by now, and takes a place at once.
+        let Ok(std_stream) = stream.into_std() else {
+            continue;
+        };
+        let spoke = matches!(std_stream.peek(&mut [0u8; 1]), Ok(n) if n > 0);
+        let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
+            continue;
+        };
+        let conn = Conn::from(peer);
+        let Some((id, placed)) = lock(&places).arrive(&bounds, &conn, spoke) else {
+            continue;
+        };
         tasks.spawn(connection(
             stream,
             app.clone(),

@@ -228,3 +228,68 @@ fn the_events_component_adds_the_flag_and_only_the_events_grant() {
         }
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
+)]
+fn the_network_policy_component_admits_only_the_monitoring_namespace_to_the_port() {
+    let dir = root().join("target/kustomize-network-policy");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+         resources:\n  - ../../deploy/cluster\ncomponents:\n  - ../../deploy/components/network-policy\n",
+    )
+    .expect("writes");
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .expect("kubectl runs");
+    super::common::succeeded(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let docs: Vec<Value> = text
+        .split("\n---\n")
+        .map(|d| serde_saphyr::from_str(d).expect("YAML"))
+        .collect();
+    let policy = docs
+        .iter()
+        .find(|d| d["kind"] == "NetworkPolicy")
+        .expect("the NetworkPolicy");
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("the Deployment");
+    // It selects the recorder's pods, in the recorder's namespace.
+    assert_eq!(
+        policy["metadata"]["namespace"],
+        deployment["metadata"]["namespace"]
+    );
+    for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .expect("labels")
+    {
+        assert_eq!(
+            &deployment["spec"]["template"]["metadata"]["labels"][k], v,
+            "the pods carry {k}"
+        );
+    }
+    assert_eq!(
+        policy["spec"]["ingress"],
+        serde_json::json!([{
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "ports": [{"protocol": "TCP", "port": 9090}]
+        }])
+    );
+    // The port it admits is the one the recorder serves.
+    assert!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .is_some_and(|a| a
+                .iter()
+                .any(|x| x.as_str().is_some_and(|s| s.ends_with(":9090")))),
+        "{deployment}"
+    );
+}
