@@ -473,11 +473,17 @@ async fn run_plugin(
 #[derive(Debug, Clone)]
 pub struct AuthLayer(pub Credentials);
 
-impl<S> Layer<S> for AuthLayer {
-    type Service = Authed<S>;
-    fn layer(&self, inner: S) -> Authed<S> {
+impl<S> Layer<S> for AuthLayer
+where
+    S: Service<Request<kube::client::Body>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + Sync,
+{
+    /// Behind a buffer: a handle that can be cloned, so a refused request is sent again.
+    type Service = Authed<tower::buffer::Buffer<Request<kube::client::Body>, S::Future>>;
+    fn layer(&self, inner: S) -> Self::Service {
         Authed {
-            inner,
+            inner: tower::buffer::Buffer::new(inner, 64),
             creds: self.0.clone(),
         }
     }
@@ -492,9 +498,9 @@ pub struct Authed<S> {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S, ReqBody, B> Service<Request<ReqBody>> for Authed<S>
+impl<S, B> Service<Request<kube::client::Body>> for Authed<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<B>>,
+    S: Service<Request<kube::client::Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<BoxError>,
     B: Send + 'static,
@@ -507,14 +513,14 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, mut req: Request<kube::client::Body>) -> Self::Future {
         let creds = self.creds.clone();
         // Through the API server's service proxy, a 401 is the proxied service's (a Spark UI
         // behind its own login), not a refusal of the credentials.
         let proxied = req.uri().path().contains("/proxy/");
         let (header, generation, due) = creds.header();
-        if let Some(h) = header {
-            req.headers_mut().insert(AUTHORIZATION, h);
+        if let Some(h) = &header {
+            req.headers_mut().insert(AUTHORIZATION, h.clone());
         }
         if due {
             // Before it runs out (this request still carries the current one).
@@ -523,6 +529,17 @@ where
                 c.refetch(generation, false).await;
             });
         }
+        // The request again, for once after a refusal (a body that can be read twice: every
+        // read the sources make).
+        let again = req.body().try_clone().map(|body| {
+            let mut r = Request::new(body);
+            *r.method_mut() = req.method().clone();
+            *r.uri_mut() = req.uri().clone();
+            *r.version_mut() = req.version();
+            *r.headers_mut() = req.headers().clone();
+            r
+        });
+        let inner = self.inner.clone();
         let fut = self.inner.call(req);
         Box::pin(async move {
             let resp = fut.await.map_err(Into::into)?;
@@ -534,8 +551,23 @@ where
                 return Ok(resp);
             }
             let in_a_row = creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
-            // The next request carries what this fetch gives (kube retries, client-go's way).
             let outcome = creds.refetch(generation, true).await;
+            // Sent again at once with what the fetch gave, when it gave another credential
+            // (a LIST refused waited for the next poll: with tokens that live less than
+            // `--poll-interval`, no LIST ever succeeded again).
+            if let (Some(mut again), (Some(fresh), _, _)) = (again, creds.header())
+                && header.as_ref() != Some(&fresh)
+            {
+                again.headers_mut().insert(AUTHORIZATION, fresh);
+                let resp = tower::ServiceExt::oneshot(inner, again)
+                    .await
+                    .map_err(Into::into)?;
+                if resp.status() != StatusCode::UNAUTHORIZED {
+                    creds.0.refused_in_a_row.store(0, Ordering::Relaxed);
+                    return Ok(resp);
+                }
+                creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed);
+            }
             Err(Box::new(Refused { in_a_row, outcome }) as BoxError)
         })
     }
