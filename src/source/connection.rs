@@ -256,11 +256,11 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     let timeout = opts.timeout();
     let mut config = config;
     config.connect_timeout = Some(timeout);
-    config.proxy_url =
-        super::proxy::proxy_for(&config.cluster_url, cluster_proxy.as_deref(), |k| {
-            std::env::var(k).ok()
-        })
-        .map_err(ConnectError::Config)?;
+    let proxy = super::proxy::proxy_for(&config.cluster_url, cluster_proxy.as_deref(), |k| {
+        std::env::var(k).ok()
+    })
+    .map_err(ConnectError::Config)?;
+    config.proxy_url = proxy.as_ref().map(|p| p.url.clone());
     let server = config.cluster_url.to_string();
     let authority = config
         .cluster_url
@@ -332,10 +332,16 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             )));
         }
         Err(e) => {
+            // Through a proxy, which one and where it was set (a dead one read as `tunnel
+            // error: … Connection refused`, naming neither).
+            let through = proxy
+                .as_ref()
+                .map(|p| format!(", through {}", p.shown()))
+                .unwrap_or_default();
             return Err(ConnectError::Unreachable {
                 server,
                 reason: format!(
-                    "{} (waiting for the first LIST of pods)",
+                    "{} (waiting for the first LIST of pods{through})",
                     errors::error_line(&e)
                 ),
             });

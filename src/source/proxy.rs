@@ -94,13 +94,33 @@ fn excluded(no_proxy: &str, host: &str, port: u16) -> bool {
         })
 }
 
+/// A proxy the API server is reached through, and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proxy {
+    pub url: http::Uri,
+    /// `the kubeconfig's proxy-url`, or the variable's name as it was set (`HTTPS_PROXY`,
+    /// `https_proxy`).
+    pub from: String,
+}
+
+impl Proxy {
+    /// As an error names it: its host and port (never a password), and where it was set.
+    pub fn shown(&self) -> String {
+        let host = self.url.host().unwrap_or_default();
+        match self.url.port_u16() {
+            Some(port) => format!("the proxy {host}:{port} (from {})", self.from),
+            None => format!("the proxy {host} (from {})", self.from),
+        }
+    }
+}
+
 /// The proxy for `server` (an API server URL), or none: `cluster_proxy` is the kubeconfig
 /// cluster's `proxy-url`, `env` reads an environment variable.
 pub fn proxy_for(
     server: &http::Uri,
     cluster_proxy: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Option<http::Uri>, String> {
+) -> Result<Option<Proxy>, String> {
     let parse = |what: &str, url: &str| {
         url.parse::<http::Uri>().map_err(|e| {
             // A proxy URL may carry a password: never repeat it.
@@ -108,16 +128,27 @@ pub fn proxy_for(
         })
     };
     if let Some(url) = cluster_proxy.map(str::trim).filter(|u| !u.is_empty()) {
-        return parse("the kubeconfig's proxy-url", url).map(Some);
+        let from = "the kubeconfig's proxy-url";
+        return parse(from, url).map(|url| {
+            Some(Proxy {
+                url,
+                from: from.to_owned(),
+            })
+        });
     }
     let https = server.scheme_str() != Some("http");
-    // The first of the two names that is set and not empty, as Go's getEnvAny.
+    // The first of the two names that is set and not empty, as Go's getEnvAny: its value
+    // and the name it was set under.
     let var = |name: &str| {
-        let set = |n: &str| env(n).filter(|v| !v.trim().is_empty());
+        let set = |n: &str| {
+            env(n)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (v, n.to_owned()))
+        };
         set(name).or_else(|| set(&name.to_ascii_lowercase()))
     };
     let name = if https { "HTTPS_PROXY" } else { "HTTP_PROXY" };
-    let Some(url) = var(name) else {
+    let Some((url, from)) = var(name) else {
         return Ok(None);
     };
     let host = server.host().unwrap_or_default();
@@ -125,7 +156,7 @@ pub fn proxy_for(
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let loopback = bare.eq_ignore_ascii_case("localhost")
         || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    if loopback || var("NO_PROXY").is_some_and(|np| excluded(&np, host, port)) {
+    if loopback || var("NO_PROXY").is_some_and(|(np, _)| excluded(&np, host, port)) {
         return Ok(None);
     }
     // A bare host:port is taken as an http:// proxy, as Go does.
@@ -134,7 +165,7 @@ pub fn proxy_for(
     } else {
         format!("http://{url}")
     };
-    parse(name, &url).map(Some)
+    parse(&from, &url).map(|url| Some(Proxy { url, from }))
 }
 
 #[cfg(test)]
@@ -150,7 +181,7 @@ mod tests {
             vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
         })
         .unwrap()
-        .map(|u| u.to_string())
+        .map(|p| p.url.to_string())
     }
 
     #[test]
@@ -236,8 +267,21 @@ mod tests {
     #[test]
     fn the_kubeconfigs_proxy_url_wins_and_a_bad_one_is_a_clear_error_without_its_password() {
         let server: http::Uri = "https://api.example.com".parse().unwrap();
-        let got = proxy_for(&server, Some("http://p:3128"), |_| Some("x".into())).unwrap();
-        assert_eq!(got.unwrap().to_string(), "http://p:3128/");
+        let got = proxy_for(&server, Some("http://p:3128"), |_| Some("x".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.url.to_string(), "http://p:3128/");
+        assert_eq!(
+            got.shown(),
+            "the proxy p:3128 (from the kubeconfig's proxy-url)"
+        );
+        // A variable set in lower case is named so, and a password is never shown.
+        let got = proxy_for(&server, None, |k| {
+            (k == "https_proxy").then(|| "http://u:s3cret@proxy.corp:3128".into())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(got.shown(), "the proxy proxy.corp:3128 (from https_proxy)");
         let err = proxy_for(&server, Some("http://u:s3cret@ bad"), |_| None).unwrap_err();
         assert!(
             err.contains("proxy-url") && !err.contains("s3cret"),

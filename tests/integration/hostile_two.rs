@@ -489,6 +489,19 @@ async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them
         "through the kubeconfig's proxy-url: {err}\n{with_url}"
     );
     assert!(tunnels() > before);
+
+    // A dead proxy is named, with the variable it came from (it read `tunnel error: …
+    // Connection refused`, naming neither).
+    let (code, _, err) = status(
+        kc.clone(),
+        vec![("http_proxy", "http://127.0.0.1:9".to_owned())],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("through the proxy 127.0.0.1:9 (from http_proxy)"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
