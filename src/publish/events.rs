@@ -40,6 +40,12 @@ pub(crate) struct Planned {
     pub headline: Option<(String, &'static str)>,
     /// The executors it counts (empty for an app verdict, whose count is 1).
     pub executors: BTreeSet<i64>,
+    /// What the store says against an id an existing Event lists: the app's executors
+    /// that are running or ended otherwise, and its highest executor id (Spark counts up:
+    /// an id above it is not one yet). An Event under the tool's name is trusted for the
+    /// other ids only: one planted listing every id silenced the real one.
+    pub contradicted: BTreeSet<i64>,
+    pub max_id: i64,
 }
 
 impl Planned {
@@ -116,7 +122,18 @@ impl Planner {
                     .1
                     .push(e);
             }
+            let max_id = a.executors.keys().copied().max().unwrap_or(0);
             for (reason, (code, execs)) in by_reason {
+                let contradicted: BTreeSet<i64> = a
+                    .executors
+                    .values()
+                    .filter(|e| {
+                        e.verdict.cause().is_none_or(|f| {
+                            f.severity == Severity::Info || self::reason(f.code, false) != reason
+                        }) || crate::store::ended_at(e).is_none()
+                    })
+                    .map(|e| e.id)
+                    .collect();
                 let name = event_name(&driver.pod, &uid, &reason);
                 let ids = self.counted.entry(name.clone()).or_default();
                 ids.extend(execs.iter().map(|e| e.id));
@@ -138,6 +155,8 @@ impl Planner {
                         code.label().0,
                     )),
                     executors: ids.clone(),
+                    contradicted,
+                    max_id,
                 });
             }
             let v = a.verdict();
@@ -166,6 +185,8 @@ impl Planner {
                     message: bounded(format!("{} {}", sentence(&c.summary), c.hint)),
                     headline: None,
                     executors: BTreeSet::new(),
+                    contradicted: BTreeSet::new(),
+                    max_id: 0,
                 });
             }
         }
@@ -453,19 +474,33 @@ async fn write(client: &kube::Client, p: &Planned, instance: &str) -> Result<(),
         );
         return Ok(());
     }
-    let mut ids = old
+    let listed = old
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(EXECUTORS_ANNOTATION))
         .map(|s| parse_ranges(s))
         .unwrap_or_default();
-    let before = ids.len();
+    // Its ids the store does not contradict (a previous run's, including those forgotten
+    // since), and ours.
+    let mut ids: BTreeSet<i64> = listed
+        .iter()
+        .copied()
+        .filter(|id| *id <= p.max_id && !p.contradicted.contains(id))
+        .collect();
+    if ids.len() < listed.len() {
+        eprintln!(
+            "--emit-events: {}/{} listed {} executor(s) that are not this cause's: rewritten",
+            p.namespace,
+            p.name,
+            listed.len() - ids.len()
+        );
+    }
     ids.extend(p.executors.iter().copied());
     let unchanged = if p.executors.is_empty() {
         old.message.as_deref() == Some(p.text(&ids).as_str())
     } else {
-        ids.len() == before
+        ids == listed
     };
     if unchanged {
         return Ok(());

@@ -1,7 +1,7 @@
 //! `record --emit-events`: the verdicts as Kubernetes Events on the driver pod, read back
 //! with the real kubectl: a storm of 30 OOM kills is one Event with count 30, and a
 //! recorder started again (with nothing of the first one's state) updates that Event
-//! without counting anyone twice.
+//! without counting anyone twice, and without trusting ids planted on it.
 
 use std::{
     path::{Path, PathBuf},
@@ -142,6 +142,22 @@ async fn a_storm_of_30_ooms_is_one_event_on_the_driver_and_a_restart_counts_nobo
     // and the executors it lists, counts nobody again, and adds executor 31 when it ends.
     first.start_kill().expect("SIGKILL");
     let _ = first.wait().await;
+    // Meanwhile someone lists every executor id on it (#55: that silenced the real Event):
+    // only the ids the store does not contradict are kept.
+    let name = ev["metadata"]["name"].as_str().expect("name");
+    kubectl(
+        &kc,
+        &cache,
+        &[
+            "annotate",
+            "event",
+            "-n",
+            "spark-jobs",
+            name,
+            "--overwrite",
+            "spark-triage.dev/executors=1-100000",
+        ],
+    );
     let (mut second, _, _log) = recorder_logged(&kcs, &base.join("two"), &["--emit-events"]).await;
     let again = one_event_of(31, &kc, &cache, Duration::from_secs(120)).await;
     assert_eq!(again["metadata"]["name"], ev["metadata"]["name"]);
