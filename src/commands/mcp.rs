@@ -412,8 +412,14 @@ impl ServerHandler for Triage {
 }
 
 impl Triage {
+    /// No such app in the view, and when the view may be out of date, that too (an app
+    /// missing from a view the cluster stopped feeding may well exist).
     fn no_app(&self, snap: &Snapshot, app: &str) -> String {
-        crate::output::status::unknown_app(snap, app, &self.describe())
+        let said = crate::output::status::unknown_app(snap, app, &self.describe());
+        match self.as_of(snap)["warning"].as_str() {
+            Some(w) => format!("{said} (warning: {w})"),
+            None => said,
+        }
     }
 
     /// A tool's answer: `v`, each of its objects stamped with [`Triage::as_of`].
@@ -544,6 +550,13 @@ impl Triage {
                 driver_poll,
                 patience,
             } => {
+                // The cluster refused or did not answer the last attempt: said at once (a
+                // tool call waiting twice --request-timeout outlives an agent's patience).
+                if let Link::Connecting(Some(why)) = &*link.borrow() {
+                    return Err(format!(
+                        "no answer from the cluster yet: {why} (trying again; the tools answer once it does)"
+                    ));
+                }
                 let mut rx = snap.clone();
                 let ready = |s: &Snapshot| crate::output::status::ready(s, *driver_poll);
                 let waited = tokio::time::timeout(*patience, rx.wait_for(|s| ready(s)))
@@ -690,23 +703,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
             None => {
                 let (link_tx, link) = tokio::sync::watch::channel(Link::Connecting(None));
                 let (stx, srx) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
-                // The first attempt here: a kubeconfig that cannot be used ends the command.
-                let first = crate::source::connection::connect(&opts).await;
-                if let Err(
-                    e @ (crate::source::connection::ConnectError::Kubeconfig { .. }
-                    | crate::source::connection::ConnectError::Config(_)),
-                ) = first
-                {
-                    return Err(e.into());
-                }
+                // Connected in the background: `initialize` is answered at once, whatever
+                // the cluster (or the credential plugin, which fails offline) does.
                 let extra = live_args.event_logs(&args.limits.reading().store);
-                tasks.push(tokio::spawn(connected(
-                    opts.clone(),
-                    first,
-                    extra,
-                    link_tx,
-                    stx,
-                )));
+                tasks.push(tokio::spawn(connected(opts.clone(), extra, link_tx, stx)));
                 Source::Live {
                     snap: srx,
                     link,
@@ -742,18 +742,16 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The live source: the connection (`first`, else made again every few seconds, up to 30,
-/// while the cluster is unreachable, forbidden or refuses the credentials: the server
-/// answers meanwhile, and each tool says why it has no answer), then its sources and the
-/// store, until this task is aborted.
+/// The live source: the connection (made again every few seconds, up to 30, while it
+/// fails: the server answers meanwhile, and each tool says why it has no answer), then its
+/// sources and the store, until this task is aborted.
 async fn connected(
     opts: crate::source::connection::LiveOptions,
-    first: Result<crate::source::connection::Connection, crate::source::connection::ConnectError>,
     extra: Option<Arc<dyn crate::source::extra::Extra>>,
     link: tokio::sync::watch::Sender<Link>,
     snap: tokio::sync::watch::Sender<Arc<Snapshot>>,
 ) {
-    let mut attempt = first;
+    let mut attempt = crate::source::connection::connect(&opts).await;
     let mut wait = Duration::from_secs(2);
     let mut conn = loop {
         match attempt {
@@ -861,10 +859,10 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     eprintln!("serving MCP (streamable HTTP) on http://{bound}/mcp");
     // Bounded as the metrics endpoints are, but an event stream lasts as long as it is
     // used (a session's own keep-alive ends an idle one), and every client is on loopback
-    // (one address: no share per address).
+    // (one address: its share is every place and every wait).
     let bounds = crate::publish::serve::Bounds {
         lifetime: None,
-        per_peer: crate::publish::serve::ENDPOINTS.max_connections,
+        per_peer: 2 * crate::publish::serve::ENDPOINTS.max_connections,
         ..crate::publish::serve::ENDPOINTS
     };
     crate::publish::serve::bounded(listener, router, bounds, async move {

@@ -41,6 +41,9 @@ pub(crate) const ENDPOINTS: Bounds = Bounds {
 struct Conn {
     busy: Arc<AtomicUsize>,
     spoke: Arc<AtomicBool>,
+    /// When its last answer was handed to hyper (ms since the epoch): hyper takes the body
+    /// before it is all written, so a connection is idle only a while after.
+    answered: Arc<std::sync::atomic::AtomicU64>,
     stop: Arc<Notify>,
     /// Where it comes from: no one address takes more than its share of the places.
     peer: std::net::IpAddr,
@@ -51,6 +54,7 @@ impl Conn {
         Conn {
             busy: Arc::default(),
             spoke: Arc::default(),
+            answered: Arc::default(),
             stop: Arc::default(),
             peer,
         }
@@ -60,8 +64,12 @@ impl Conn {
         self.spoke.load(Ordering::SeqCst)
     }
 
+    /// No request under way, and none answered for [`WAITED_ENOUGH`] (its body may still be
+    /// on its way out).
     fn idle(&self) -> bool {
         self.busy.load(Ordering::SeqCst) == 0
+            && epoch_ms().saturating_sub(self.answered.load(Ordering::SeqCst))
+                >= WAITED_ENOUGH.as_millis() as u64
     }
 }
 
@@ -120,37 +128,63 @@ impl Places {
         self.next += 1;
         let id = self.next;
         if self.per_peer.get(&c.peer).copied().unwrap_or(0) >= b.per_peer {
-            // Its own: a silent one (waiting, then held), else one idle between requests.
+            // Its own give way: to a request, a silent one (waiting, then held), else one
+            // idle between requests; to a silent newcomer, only a wait a second old.
             let own = |c2: &Conn| c2.peer == c.peer;
-            let victim = self
-                .waiting
-                .iter()
-                .find(|(_, (_, w))| own(w))
-                .map(|(k, _)| *k)
-                .or_else(|| {
-                    self.held
-                        .iter()
-                        .find(|(_, h)| own(h) && !h.spoke())
-                        .map(|(k, _)| *k)
-                })
-                .or_else(|| {
-                    self.held
-                        .iter()
-                        .find(|(_, h)| own(h) && h.idle())
-                        .map(|(k, _)| *k)
-                })
-                .filter(|_| spoke)?;
+            let victim = if spoke {
+                self.waiting
+                    .iter()
+                    .find(|(_, (_, w))| own(w))
+                    .map(|(k, _)| *k)
+                    .or_else(|| {
+                        self.held
+                            .iter()
+                            .find(|(_, h)| own(h) && !h.spoke())
+                            .map(|(k, _)| *k)
+                    })
+                    .or_else(|| {
+                        self.held
+                            .iter()
+                            .find(|(_, h)| own(h) && h.idle())
+                            .map(|(k, _)| *k)
+                    })
+            } else {
+                self.waiting
+                    .iter()
+                    .find(|(_, (since, w))| own(w) && since.elapsed() >= WAITED_ENOUGH)
+                    .map(|(k, _)| *k)
+            }?;
             self.evict(victim);
         }
         if self.held.len() < b.max_connections || spoke {
             return self.place(id, b.max_connections, c).then_some((id, true));
         }
         if self.waiting.len() >= b.max_connections {
-            let (&oldest, (since, _)) = self.waiting.first_key_value()?;
-            if since.elapsed() < WAITED_ENOUGH {
-                return None;
+            // The address that waits the most gives a wait up to one that waits less (a
+            // node's probe among pods' floods), else the oldest gives way after a while.
+            let mut waits: std::collections::HashMap<std::net::IpAddr, usize> = Default::default();
+            for (_, w) in self.waiting.values() {
+                *waits.entry(w.peer).or_default() += 1;
             }
-            self.evict(oldest);
+            let mine = waits.get(&c.peer).copied().unwrap_or(0);
+            let most = waits
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .filter(|(_, n)| **n > mine + 1)
+                .map(|(peer, _)| *peer);
+            let victim = match most {
+                Some(peer) => self
+                    .waiting
+                    .iter()
+                    .find(|(_, (_, w))| w.peer == peer)
+                    .map(|(k, _)| *k),
+                None => self
+                    .waiting
+                    .first_key_value()
+                    .filter(|(_, (since, _))| since.elapsed() >= WAITED_ENOUGH)
+                    .map(|(k, _)| *k),
+            };
+            self.evict(victim?);
         }
         self.waiting
             .insert(id, (std::time::Instant::now(), c.clone()));
@@ -213,18 +247,26 @@ fn lock(places: &Mutex<Places>) -> std::sync::MutexGuard<'_, Places> {
 }
 
 /// A request under way on its connection (the connection is not idle while it lives).
-struct Busy(Arc<AtomicUsize>);
+struct Busy(Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicU64>);
 
 impl Busy {
     fn enter(c: &Conn) -> Self {
-        c.spoke.store(true, Ordering::SeqCst);
+        // Busy before spoke: never "spoke and idle" while a request starts.
         c.busy.fetch_add(1, Ordering::SeqCst);
-        Busy(c.busy.clone())
+        c.spoke.store(true, Ordering::SeqCst);
+        Busy(c.busy.clone(), c.answered.clone())
     }
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
+        self.1.store(epoch_ms(), Ordering::SeqCst);
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -304,6 +346,21 @@ pub(crate) async fn bounded(
             conn,
         ));
     }
+    // What is under way gets a few seconds to finish (event streams were told to end by
+    // `stop`'s own future); the idle ones end now, and then the rest is cut.
+    {
+        let p = lock(&places);
+        let waiting = p.waiting.values().map(|(_, c)| c);
+        for c in p.held.values().chain(waiting) {
+            if c.busy.load(Ordering::SeqCst) == 0 {
+                c.stop.notify_one();
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
     tasks.abort_all();
 }
 
@@ -355,5 +412,102 @@ async fn connection(
         _ = served => {}
         () = lifetime => {}
         () = conn.stop.notified() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: Bounds = Bounds {
+        max_connections: 4,
+        per_peer: 2,
+        header_timeout: Duration::from_secs(5),
+        lifetime: None,
+    };
+
+    fn peer(n: u8) -> std::net::IpAddr {
+        std::net::IpAddr::from([10, 0, 0, n])
+    }
+
+    /// The counts per address are the places and waits each holds, whatever happens.
+    fn consistent(p: &Places) {
+        let mut want: std::collections::HashMap<std::net::IpAddr, usize> = Default::default();
+        for c in p.held.values().chain(p.waiting.values().map(|(_, c)| c)) {
+            *want.entry(c.peer).or_default() += 1;
+        }
+        assert_eq!(p.per_peer, want);
+        assert!(p.held.len() <= B.max_connections && p.waiting.len() <= B.max_connections);
+        assert!(
+            p.per_peer.values().all(|n| *n <= B.per_peer),
+            "{:?}",
+            p.per_peer
+        );
+    }
+
+    #[test]
+    fn a_request_takes_a_silent_connections_place_and_a_share_holds() {
+        let mut p = Places::default();
+        // Two silent holders from each of two addresses: every place taken.
+        let silent: Vec<Conn> = (0..4).map(|n| Conn::from(peer(1 + n / 2))).collect();
+        for c in &silent {
+            assert_eq!(p.arrive(&B, c, false).map(|(_, placed)| placed), Some(true));
+        }
+        // A third from the first address is over its share: closed at once.
+        assert_eq!(p.arrive(&B, &Conn::from(peer(1)), false), None);
+        // From another address: it waits, then its request takes the oldest silent place.
+        let probe = Conn::from(peer(9));
+        let (id, placed) = p.arrive(&B, &probe, false).expect("waits");
+        assert!(!placed);
+        assert!(p.claim(id, B.max_connections, &probe));
+        assert!(p.held.contains_key(&id));
+        consistent(&p);
+        // A request already there at accept takes a place at once.
+        let (id, placed) = p.arrive(&B, &Conn::from(peer(8)), true).expect("placed");
+        assert!(placed && p.held.contains_key(&id));
+        consistent(&p);
+        // Every place answering: one more is closed.
+        for c in p.held.values() {
+            c.busy.fetch_add(1, Ordering::SeqCst);
+            c.spoke.store(true, Ordering::SeqCst);
+        }
+        assert_eq!(p.arrive(&B, &Conn::from(peer(7)), true), None);
+        consistent(&p);
+    }
+
+    #[test]
+    fn the_counts_hold_through_any_sequence() {
+        let mut rng = fastrand::Rng::with_seed(53);
+        let mut p = Places::default();
+        let mut live: Vec<(u64, Conn)> = Vec::new();
+        for _ in 0..20_000 {
+            match rng.u8(0..5) {
+                0 | 1 => {
+                    let c = Conn::from(peer(rng.u8(1..5)));
+                    if let Some((id, _)) = p.arrive(&B, &c, rng.bool()) {
+                        live.push((id, c));
+                    }
+                }
+                2 if !live.is_empty() => {
+                    let (id, c) = live[rng.usize(0..live.len())].clone();
+                    let _ = p.claim(id, B.max_connections, &c);
+                }
+                3 if !live.is_empty() => {
+                    let (id, _) = live.swap_remove(rng.usize(0..live.len()));
+                    p.leave(id);
+                }
+                _ if !live.is_empty() => {
+                    let (_, c) = &live[rng.usize(0..live.len())];
+                    if rng.bool() {
+                        c.busy.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        c.busy.store(0, Ordering::SeqCst);
+                        c.spoke.store(true, Ordering::SeqCst);
+                    }
+                }
+                _ => {}
+            }
+            consistent(&p);
+        }
     }
 }

@@ -550,7 +550,7 @@ where
                 creds.0.refused_in_a_row.store(0, Ordering::Relaxed);
                 return Ok(resp);
             }
-            let in_a_row = creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut in_a_row = creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
             let outcome = creds.refetch(generation, true).await;
             // Sent again at once with what the fetch gave, when it gave another credential
             // (a LIST refused waited for the next poll: with tokens that live less than
@@ -566,7 +566,7 @@ where
                     creds.0.refused_in_a_row.store(0, Ordering::Relaxed);
                     return Ok(resp);
                 }
-                creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed);
+                in_a_row = creds.0.refused_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
             }
             Err(Box::new(Refused { in_a_row, outcome }) as BoxError)
         })

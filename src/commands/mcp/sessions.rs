@@ -34,6 +34,9 @@ pub(crate) enum Error {
 pub(crate) struct Capped {
     inner: LocalSessionManager,
     max: usize,
+    /// Held from the count to the session's creation: concurrent `initialize`s do not
+    /// pass the bound together.
+    creating: tokio::sync::Mutex<()>,
 }
 
 impl Capped {
@@ -42,7 +45,11 @@ impl Capped {
         let mut config = SessionConfig::default();
         config.keep_alive = Some(IDLE);
         inner.session_config = config;
-        Capped { inner, max }
+        Capped {
+            inner,
+            max,
+            creating: tokio::sync::Mutex::new(()),
+        }
     }
 }
 
@@ -51,6 +58,7 @@ impl SessionManager for Capped {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _one = self.creating.lock().await;
         let open = self.inner.sessions.read().await.len();
         if open >= self.max {
             tracing::warn!("mcp: a session refused: {open} open");
