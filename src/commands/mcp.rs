@@ -550,18 +550,20 @@ impl Triage {
                 driver_poll,
                 patience,
             } => {
-                // The cluster refused or did not answer the last attempt: said at once (a
-                // tool call waiting twice --request-timeout outlives an agent's patience).
-                if let Link::Connecting(Some(why)) = &*link.borrow() {
-                    return Err(format!(
-                        "no answer from the cluster yet: {why} (trying again; the tools answer once it does)"
-                    ));
-                }
+                // The cluster refused or did not answer an attempt: said at once, not after
+                // twice --request-timeout (which outlives an agent's patience).
+                let failing = |l: &Link| matches!(l, Link::Connecting(Some(_)));
                 let mut rx = snap.clone();
+                let mut lx = link.clone();
                 let ready = |s: &Snapshot| crate::output::status::ready(s, *driver_poll);
-                let waited = tokio::time::timeout(*patience, rx.wait_for(|s| ready(s)))
-                    .await
-                    .is_ok_and(|r| r.is_ok());
+                let waited = tokio::time::timeout(*patience, async {
+                    tokio::select! {
+                        r = rx.wait_for(|s| ready(s)) => r.is_ok(),
+                        _ = lx.wait_for(failing) => false,
+                    }
+                })
+                .await
+                .unwrap_or(false);
                 let now = rx.borrow().clone();
                 match waited {
                     true => Ok(now),

@@ -41,9 +41,11 @@ pub(crate) const ENDPOINTS: Bounds = Bounds {
 struct Conn {
     busy: Arc<AtomicUsize>,
     spoke: Arc<AtomicBool>,
-    /// When its last answer was handed to hyper (ms since the epoch): hyper takes the body
-    /// before it is all written, so a connection is idle only a while after.
+    /// When its last answer was handed to hyper (ms after `born`, plus one; 0: never):
+    /// hyper takes the body before it is all written, so a connection is idle only a while
+    /// after.
     answered: Arc<std::sync::atomic::AtomicU64>,
+    born: std::time::Instant,
     stop: Arc<Notify>,
     /// Where it comes from: no one address takes more than its share of the places.
     peer: std::net::IpAddr,
@@ -55,6 +57,7 @@ impl Conn {
             busy: Arc::default(),
             spoke: Arc::default(),
             answered: Arc::default(),
+            born: std::time::Instant::now(),
             stop: Arc::default(),
             peer,
         }
@@ -67,9 +70,14 @@ impl Conn {
     /// No request under way, and none answered for [`WAITED_ENOUGH`] (its body may still be
     /// on its way out).
     fn idle(&self) -> bool {
+        let answered = self.answered.load(Ordering::SeqCst);
         self.busy.load(Ordering::SeqCst) == 0
-            && epoch_ms().saturating_sub(self.answered.load(Ordering::SeqCst))
-                >= WAITED_ENOUGH.as_millis() as u64
+            && (answered == 0
+                || self.ms().saturating_sub(answered - 1) >= WAITED_ENOUGH.as_millis() as u64)
+    }
+
+    fn ms(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 }
 
@@ -78,12 +86,15 @@ impl Conn {
 ///
 /// A connection that sends a request takes the place of one that never did (oldest first),
 /// else of one idle between requests; one that sends nothing never takes a place from
-/// another, and waits at most [`Bounds::header_timeout`]. No address holds more than
-/// [`Bounds::per_peer`] places or waits: past it, its own oldest silent connection gives way
-/// to its new one that spoke, and a silent one is closed at once. So a client that holds
-/// every place it can, and opens again each one closed, cannot keep a kubelet's probe from
-/// being read (it did: the recorder was restarted for failing `/healthz`, and recorded
-/// nothing meanwhile), and its holders do not drive each other out in a loop.
+/// another, and waits at most [`Bounds::header_timeout`]. When every wait is taken, the
+/// address that waits the most gives a wait up to one that waits less, else the oldest
+/// wait gives way once it has waited [`WAITED_ENOUGH`]. No address holds more than
+/// [`Bounds::per_peer`] places and waits: past it, its own oldest silent connection gives
+/// way to its new one that spoke, and a silent one takes only its own wait that is old
+/// enough (else it is closed at once). So clients that hold every place they can, and open
+/// again each one closed, cannot keep a kubelet's probe from being read (it did: the
+/// recorder was restarted for failing `/healthz`, and recorded nothing meanwhile), and
+/// their holders do not drive each other out in a loop.
 #[derive(Default)]
 struct Places {
     held: BTreeMap<u64, Conn>,
@@ -127,6 +138,12 @@ impl Places {
     fn arrive(&mut self, b: &Bounds, c: &Conn, spoke: bool) -> Option<(u64, bool)> {
         self.next += 1;
         let id = self.next;
+        // Every place answering: a request cannot have one (nothing is given up for it).
+        let full = self.held.len() >= b.max_connections
+            && !self.held.values().any(|h| !h.spoke() || h.idle());
+        if spoke && full {
+            return None;
+        }
         if self.per_peer.get(&c.peer).copied().unwrap_or(0) >= b.per_peer {
             // Its own give way: to a request, a silent one (waiting, then held), else one
             // idle between requests; to a silent newcomer, only a wait a second old.
@@ -247,27 +264,23 @@ fn lock(places: &Mutex<Places>) -> std::sync::MutexGuard<'_, Places> {
 }
 
 /// A request under way on its connection (the connection is not idle while it lives).
-struct Busy(Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicU64>);
+struct Busy(Conn);
 
 impl Busy {
     fn enter(c: &Conn) -> Self {
         // Busy before spoke: never "spoke and idle" while a request starts.
         c.busy.fetch_add(1, Ordering::SeqCst);
         c.spoke.store(true, Ordering::SeqCst);
-        Busy(c.busy.clone(), c.answered.clone())
+        Busy(c.clone())
     }
-}
-
-fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.1.store(epoch_ms(), Ordering::SeqCst);
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0
+            .answered
+            .store(self.0.ms().saturating_add(1), Ordering::SeqCst);
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -346,21 +359,22 @@ pub(crate) async fn bounded(
             conn,
         ));
     }
-    // What is under way gets a few seconds to finish (event streams were told to end by
-    // `stop`'s own future); the idle ones end now, and then the rest is cut.
-    {
-        let p = lock(&places);
-        let waiting = p.waiting.values().map(|(_, c)| c);
-        for c in p.held.values().chain(waiting) {
-            if c.busy.load(Ordering::SeqCst) == 0 {
-                c.stop.notify_one();
+    // No one new; what is under way gets a few seconds to finish (event streams were told
+    // to end by `stop`'s own future), each connection ended as soon as it is idle.
+    drop(listener);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !tasks.is_empty() && tokio::time::Instant::now() < deadline {
+        {
+            let p = lock(&places);
+            let waiting = p.waiting.values().map(|(_, c)| c);
+            for c in p.held.values().chain(waiting) {
+                if c.busy.load(Ordering::SeqCst) == 0 {
+                    c.stop.notify_one();
+                }
             }
         }
+        let _ = tokio::time::timeout(Duration::from_millis(100), tasks.join_next()).await;
     }
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
     tasks.abort_all();
 }
 
@@ -431,15 +445,15 @@ mod tests {
     }
 
     /// The counts per address are the places and waits each holds, whatever happens.
-    fn consistent(p: &Places) {
+    fn consistent(p: &Places, b: &Bounds) {
         let mut want: std::collections::HashMap<std::net::IpAddr, usize> = Default::default();
         for c in p.held.values().chain(p.waiting.values().map(|(_, c)| c)) {
             *want.entry(c.peer).or_default() += 1;
         }
         assert_eq!(p.per_peer, want);
-        assert!(p.held.len() <= B.max_connections && p.waiting.len() <= B.max_connections);
+        assert!(p.held.len() <= b.max_connections && p.waiting.len() <= b.max_connections);
         assert!(
-            p.per_peer.values().all(|n| *n <= B.per_peer),
+            p.per_peer.values().all(|n| *n <= b.per_peer),
             "{:?}",
             p.per_peer
         );
@@ -461,18 +475,54 @@ mod tests {
         assert!(!placed);
         assert!(p.claim(id, B.max_connections, &probe));
         assert!(p.held.contains_key(&id));
-        consistent(&p);
+        consistent(&p, &B);
         // A request already there at accept takes a place at once.
         let (id, placed) = p.arrive(&B, &Conn::from(peer(8)), true).expect("placed");
         assert!(placed && p.held.contains_key(&id));
-        consistent(&p);
+        consistent(&p, &B);
         // Every place answering: one more is closed.
         for c in p.held.values() {
             c.busy.fetch_add(1, Ordering::SeqCst);
             c.spoke.store(true, Ordering::SeqCst);
         }
         assert_eq!(p.arrive(&B, &Conn::from(peer(7)), true), None);
-        consistent(&p);
+        consistent(&p, &B);
+    }
+
+    #[test]
+    fn the_address_that_waits_the_most_gives_a_wait_up() {
+        let b = Bounds {
+            max_connections: 2,
+            per_peer: 4,
+            ..B
+        };
+        let mut p = Places::default();
+        for _ in 0..2 {
+            assert_eq!(
+                p.arrive(&b, &Conn::from(peer(1)), false).map(|x| x.1),
+                Some(true)
+            );
+        }
+        let waits: Vec<u64> = (0..2)
+            .map(|_| p.arrive(&b, &Conn::from(peer(1)), false).expect("waits").0)
+            .collect();
+        // Every wait is taken, by one address: a newcomer from another takes one.
+        let (id, placed) = p
+            .arrive(&b, &Conn::from(peer(3)), false)
+            .expect("a wait given up");
+        assert!(!placed && p.waiting.contains_key(&id));
+        assert!(!p.waiting.contains_key(&waits[0]) && p.waiting.contains_key(&waits[1]));
+        // Now each waits as much as the other: a fresh wait is not given up.
+        assert_eq!(p.arrive(&b, &Conn::from(peer(2)), false), None);
+        consistent(&p, &b);
+        // Every place answering: a request is refused without closing anyone's wait.
+        for c in p.held.values() {
+            c.busy.fetch_add(1, Ordering::SeqCst);
+            c.spoke.store(true, Ordering::SeqCst);
+        }
+        let before = p.waiting.len();
+        assert_eq!(p.arrive(&b, &Conn::from(peer(1)), true), None);
+        assert_eq!(p.waiting.len(), before);
     }
 
     #[test]
@@ -507,7 +557,7 @@ mod tests {
                 }
                 _ => {}
             }
-            consistent(&p);
+            consistent(&p, &B);
         }
     }
 }
