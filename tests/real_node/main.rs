@@ -55,11 +55,11 @@ const JVM_LIKE: &str = "trap 'exit 143' TERM; while true; do sleep 1; done";
 const CASES: &[(u32, &str, &str, &str)] = &[
     // A kernel OOM kill in the container's memory cgroup, as Spark's image has it: PID 1
     // (tini there, a shell here) outlives its child (the JVM there, dd here), which the
-    // kernel kills, and exits 137. It waits 2 s before it exits, so that containerd handles
-    // the cgroup's OOM event before the exit: handled after it, containerd 1.6 reports
-    // `Error` 137 (three runs in four once, when the process that allocates was PID 1), which
-    // no tool can tell from a SIGKILL by anything else. The test holds the tool to
-    // `OOMKilled`, never to whichever this run produced.
+    // kernel kills, and exits 137. It waits 2 s before it exits, to give containerd the
+    // cgroup's OOM event before the exit (handled after it, containerd 1.6 reports `Error`
+    // 137, which no tool can tell from another SIGKILL): three runs in four said `Error`
+    // when the process that allocates was PID 1, one in three still does with the wait.
+    // The verdict is held to what the kubelet reported (below).
     (
         1,
         "cgroup-oom",
@@ -516,11 +516,36 @@ spec:
             && c.pod("rn-etl-exec-5")
                 .is_some_and(|p| p["status"]["reason"] == "Evicted")
     });
-    // What the tool said, compared as it said it: nothing is rewritten first.
+    // What the tool said, compared as it said it: nothing of it is rewritten. What it must
+    // say follows what the kubelet reported: containerd 1.6 now and then reports the cgroup
+    // OOM kill as `Error` 137 (it handled the exit before the OOM event; seen in one run
+    // of three even with the two seconds above), and from `Error` 137 no tool can know it
+    // was the OOM killer: the verdict must then be node-sigkill, naming that possibility.
     let doc = status_doc(watcher);
-    let oom_label = "OOMKilled (137)";
-    let want: Value =
+    let mut want: Value =
         serde_json::from_str(include_str!("../fixtures/real-kubelet/verdicts.json")).expect("json");
+    let reported = doc["apps"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["app_id"] == APP))
+        .and_then(|a| a["executors"].as_array())
+        .and_then(|e| e.iter().find(|e| e["id"] == 1))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let oom_label = match reported["container_reason"].as_str() {
+        Some("OOMKilled") => "OOMKilled (137)",
+        Some("Error") => {
+            eprintln!("the kubelet reported executor 1's OOM kill as Error 137 this run");
+            want["apps"]["rn-etl"]["executors"]["1"]["cause"] = "node-sigkill".into();
+            assert!(
+                reported["summary"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("OOM killer")),
+                "{reported}"
+            );
+            "SIGKILL (137)"
+        }
+        other => panic!("executor 1's container ended {other:?}: {reported}"),
+    };
     let diffs = reference::compare(&doc, &want);
     let app = doc["apps"]
         .as_array()

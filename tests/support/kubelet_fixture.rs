@@ -145,20 +145,25 @@ pub fn events(all: &Value, name: &str) -> Vec<String> {
 }
 
 /// What a verdict rests on, of a normalized case: the part that must agree between runs
-/// (messages may not: they are compared and shown, not required). Two things a real node
-/// does either way from run to run are read as one: a failing pull is `ErrImagePull` at each
+/// (messages may not: they are compared and shown, not required). Three things a real node
+/// does either way from run to run are read as one (a cgroup OOM kill's lost reason, below): a failing pull is `ErrImagePull` at each
 /// try and `ImagePullBackOff` between tries, and an evicted pod's container ends `Error` 137
 /// or, when the pod's cleanup removed it before its status was read, `ContainerStatusUnknown`
 /// 137 with a restart counted (its last state then says the same).
 pub fn essentials(case: &Value) -> Value {
     let p = &case["pod"];
     let evicted = p["reason"] == "Evicted";
+    // containerd 1.6 reports a cgroup OOM kill as `Error` 137 when it handles the container's
+    // exit before the OOM event (one run in three, even when the container's PID 1 exits
+    // two seconds after the kill): the same kill either way, as the kubelet reports it.
+    let oom = case["case"] == "cgroup-oom";
     let strip = |s: &Value| {
         let reason = match s["reason"].as_str() {
             Some("ErrImagePull" | "ImagePullBackOff") => json!("ErrImagePull|ImagePullBackOff"),
             Some("Error" | "ContainerStatusUnknown") if evicted => {
                 json!("Error|ContainerStatusUnknown")
             }
+            Some("OOMKilled" | "Error") if oom => json!("OOMKilled|Error"),
             _ => s["reason"].clone(),
         };
         json!({"kind": s["kind"], "reason": reason, "exitCode": s["exitCode"]})
