@@ -176,19 +176,17 @@ fn the_monitoring_overlay_builds_with_its_components() {
     assert!(text.contains("name: spark-triage-dashboard\n"), "{text}");
 }
 
-#[test]
-#[cfg_attr(
-    not(have_kubectl),
-    ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
-)]
-fn the_events_component_adds_the_flag_and_only_the_events_grant() {
-    // An overlay as a user writes one: the cluster variant and the component.
-    let dir = root().join("target/kustomize-events");
+/// The cluster variant with one component, as a user's overlay writes it, built by
+/// kubectl's kustomize: its text and its documents.
+fn cluster_with(component: &str) -> (String, Vec<Value>) {
+    let dir = root().join(format!("target/kustomize-{component}"));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(
         dir.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-         resources:\n  - ../../deploy/cluster\ncomponents:\n  - ../../deploy/components/events\n",
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources:\n  - ../../deploy/cluster\ncomponents:\n  - ../../deploy/components/{component}\n"
+        ),
     )
     .expect("writes");
     let out = Command::new("kubectl")
@@ -197,12 +195,22 @@ fn the_events_component_adds_the_flag_and_only_the_events_grant() {
         .output()
         .expect("kubectl runs");
     super::common::succeeded(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("- --emit-events"), "{text}");
-    let docs: Vec<Value> = text
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let docs = text
         .split("\n---\n")
         .map(|d| serde_saphyr::from_str(d).expect("YAML"))
         .collect();
+    (text, docs)
+}
+
+#[test]
+#[cfg_attr(
+    not(have_kubectl),
+    ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
+)]
+fn the_events_component_adds_the_flag_and_only_the_events_grant() {
+    let (text, docs) = cluster_with("events");
+    assert!(text.contains("- --emit-events"), "{text}");
     let role = docs
         .iter()
         .find(|d| {
@@ -235,25 +243,7 @@ fn the_events_component_adds_the_flag_and_only_the_events_grant() {
     ignore = "needs kubectl (its kustomize builds the manifests; .ci/run installs it)"
 )]
 fn the_network_policy_component_admits_only_the_monitoring_namespace_to_the_port() {
-    let dir = root().join("target/kustomize-network-policy");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-         resources:\n  - ../../deploy/cluster\ncomponents:\n  - ../../deploy/components/network-policy\n",
-    )
-    .expect("writes");
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(&dir)
-        .output()
-        .expect("kubectl runs");
-    super::common::succeeded(&out);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let docs: Vec<Value> = text
-        .split("\n---\n")
-        .map(|d| serde_saphyr::from_str(d).expect("YAML"))
-        .collect();
+    let (_, docs) = cluster_with("network-policy");
     let policy = docs
         .iter()
         .find(|d| d["kind"] == "NetworkPolicy")

@@ -231,13 +231,9 @@ async fn a_real_mcp_client_gets_the_mixed_scenarios_verdicts_over_stdio_from_the
     check(&doc);
 }
 
-#[test]
-#[cfg_attr(
-    not(have_python3),
-    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
-)]
-fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
-    let py = python();
+/// `spark-triage mcp --http 127.0.0.1:0` on the shipped session recording: the server (its
+/// stderr read on), and the URL it serves.
+fn mcp_on_http() -> (std::process::Child, String) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
         .args(["mcp", "--http", "127.0.0.1:0", "--recording"])
         .arg(root().join("tests/fixtures/mixed-session.ndjson"))
@@ -249,12 +245,24 @@ fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
     let mut err = BufReader::new(server.stderr.take().expect("stderr"));
     let mut line = String::new();
     err.read_line(&mut line).expect("reads");
+    std::thread::spawn(move || for _ in err.lines() {});
     let url = line
         .split("on ")
         .nth(1)
         .map(str::trim)
         .unwrap_or_else(|| panic!("where it serves: {line}"))
         .to_owned();
+    (server, url)
+}
+
+#[test]
+#[cfg_attr(
+    not(have_python3),
+    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
+)]
+fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
+    let py = python();
+    let (mut server, url) = mcp_on_http();
     let doc = client(&py, &["http", "etl-nightly", "7", &url]);
     // A browser page's request (it carries an Origin) is refused.
     let hostport = url
@@ -391,23 +399,12 @@ fn mcp_request(hostport: &str, method: &str, extra: &str, body: &str) -> String 
 /// connections held open do not keep an `initialize` from being answered.
 #[test]
 fn http_sessions_and_connections_are_bounded() {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["mcp", "--http", "127.0.0.1:0", "--recording"])
-        .arg(root().join("tests/fixtures/mixed-session.ndjson"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcp starts");
-    let mut err = BufReader::new(server.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    err.read_line(&mut line).expect("reads");
-    std::thread::spawn(move || for _ in err.lines() {});
-    let hostport = line
-        .split("http://")
-        .nth(1)
-        .and_then(|u| u.split('/').next())
-        .unwrap_or_else(|| panic!("where it serves: {line}"))
+    let (mut server, url) = mcp_on_http();
+    let hostport = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_else(|| panic!("where it serves: {url}"))
         .to_owned();
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let session_of = |answer: &str| {
