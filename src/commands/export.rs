@@ -55,6 +55,20 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
         },
     )?;
     let rows = crate::fleet::rows::of(state.store.view(), |_, _| crate::fleet::rows::Ready::Yes);
+    let trimmed: usize = state
+        .store
+        .view()
+        .apps
+        .values()
+        .map(|a| a.trimmed.executors)
+        .sum();
+    if trimmed > 0 {
+        eprintln!(
+            "warning: tables: {trimmed} executors that ended first have no executor_endings row \
+             (a store keeps {} executors whole); their apps' app_runs rows count them",
+            crate::store::MAX_KEPT
+        );
+    }
     let shown = place.shown.clone();
     let done = super::block_on(async move {
         Ok(crate::fleet::TablesWriter::new(place, cluster)

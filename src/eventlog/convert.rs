@@ -4,10 +4,14 @@
 //! executor list as it changed ([`DriverView::Logged`]: added with its host and pod name;
 //! removed with Spark's reason; its tasks' ends), and the app's end with its exit code.
 //!
-//! The executor list is given as `allexecutors` would have been read: whole, at the moment
-//! of a change, at most once a second of the run, less often as the views grow, and for an
-//! app so large that they would hold more than [`MAX_VIEW_ENTRIES`] entries in all, once
-//! more at its end only (so at most that budget, the view that crossed it and the last).
+//! The executor list is given as `allexecutors` would have been read at the moment of a
+//! change, at most once a second of the run, less often as the views grow, and for an app
+//! so large that they would cost more than [`MAX_VIEW_ENTRIES`] in all, once more at its
+//! end only (so at most that budget, the view that crossed it and the last). A removed
+//! executor is in the views for [`REMOVED_KEPT`] of the run after its removal, then leaves
+//! them (the store keeps an executor an event log removed as removed when a later view no
+//! longer names it): views and memory grow with the executors at once, not with all the
+//! executors of the run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,18 +22,41 @@ use spark_triage_core::model::{DriverExecutor, Time, driver::STOPPED_WITH_APP, f
 /// A converted log's header names its source so (where a recording names its API server).
 pub(crate) const SERVER: &str = "event log ";
 
-/// The most executors one log's conversion keeps (a few hundred bytes each): past it, the
-/// rest are skipped and said so (a hostile log cannot grow the memory without bound).
-const MAX_EXECUTORS: usize = 250_000;
+/// The most executors one log's conversion holds at once (active, or removed within
+/// [`REMOVED_KEPT`]): past it, those added meanwhile are skipped and counted (a hostile log
+/// cannot grow the memory without bound). The store keeps 25,000 executors whole; the
+/// largest real apps run a few thousand at once.
+const MAX_EXECUTORS: usize = 25_000;
 
-/// The most executor entries all of one log's views hold together.
+/// What all of one log's views cost together: their entries, and for each view the store's
+/// pass over the executors it already holds (as many as the log has given, to
+/// [`MAX_EXECUTORS`]).
 const MAX_VIEW_ENTRIES: usize = 2_000_000;
+
+/// How long of the run a removed executor stays in the views (task ends Spark posts after
+/// the removal, `ExecutorLostFailure`, still count on it).
+const REMOVED_KEPT: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
 /// What one log's conversion keeps at most.
 #[derive(Debug, Clone, Copy)]
 struct Caps {
     executors: usize,
     view_entries: usize,
+    view_bytes: usize,
+}
+
+/// What all of one log's views hold together, in bytes (see [`weight`]): the views are in
+/// memory until the store has taken them.
+const MAX_VIEW_BYTES: usize = 64 << 20;
+
+/// About what an entry of a view holds, its text included.
+fn weight(e: &DriverExecutor) -> usize {
+    std::mem::size_of::<DriverExecutor>()
+        + [&e.host_port, &e.pod_name, &e.remove_reason]
+            .into_iter()
+            .map(|s| s.as_ref().map_or(0, String::len))
+            .sum::<usize>()
+        + e.removed_again.iter().map(String::len).sum::<usize>()
 }
 
 /// One log, converted.
@@ -97,15 +124,28 @@ pub(crate) struct Converter {
     excluded: BTreeSet<(i64, Time)>,
     /// The bounds on what is kept ([`MAX_EXECUTORS`], [`MAX_VIEW_ENTRIES`]).
     caps: Caps,
-    /// Executors past [`MAX_EXECUTORS`] were skipped.
-    overflowed: bool,
+    /// Executors skipped: added while [`MAX_EXECUTORS`] were held.
+    skipped: rangemap::RangeInclusiveSet<i64>,
+    /// Executors removed and out of the views ([`REMOVED_KEPT`]): nothing more of them is
+    /// taken (a second removal's text would read as a new one).
+    shed: rangemap::RangeInclusiveSet<i64>,
+    /// Removed executors a view has given as they stand: the next views leave them out (the
+    /// store keeps an executor an event log removed when a later view does not name it)
+    /// until they change again (a task end Spark posts after the removal).
+    clean: std::collections::HashSet<i64>,
+    /// How many are shed; how many held are removed; when a full hold last forced a view.
+    shed_count: usize,
+    removed_held: usize,
+    last_forced: Option<Time>,
     /// The newest change not yet in a view, and the last view's time.
     pending: Option<Time>,
     last_view: Option<Time>,
     interval: chrono::TimeDelta,
     /// Entries in all views so far, and where the views slow down next.
     entries: usize,
-    next_slowdown: usize,
+    bytes: usize,
+    /// Quarters of a budget passed: each halves how often views come.
+    slowdowns: usize,
     first_at: Option<Time>,
     last_at: Option<Time>,
     out: Vec<SourceEvent>,
@@ -128,15 +168,22 @@ impl Converter {
             begun: None,
             executors: BTreeMap::new(),
             excluded: BTreeSet::new(),
-            overflowed: false,
+            skipped: Default::default(),
+            shed: Default::default(),
+            clean: Default::default(),
+            shed_count: 0,
+            removed_held: 0,
+            last_forced: None,
             pending: None,
             last_view: None,
             interval: chrono::TimeDelta::seconds(1),
             entries: 0,
-            next_slowdown: MAX_VIEW_ENTRIES / 4,
+            bytes: 0,
+            slowdowns: 0,
             caps: Caps {
                 executors: MAX_EXECUTORS,
                 view_entries: MAX_VIEW_ENTRIES,
+                view_bytes: MAX_VIEW_BYTES,
             },
             first_at: None,
             last_at: None,
@@ -236,8 +283,33 @@ impl Converter {
         let Some((ns, id)) = self.begun.clone() else {
             return;
         };
-        let executors: Vec<DriverExecutor> = self.executors.values().cloned().collect();
-        self.entries += executors.len();
+        let executors: Vec<DriverExecutor> = self
+            .executors
+            .values()
+            .filter(|e| e.active || !self.clean.contains(&e.id))
+            .cloned()
+            .collect();
+        self.clean
+            .extend(executors.iter().filter(|e| !e.active).map(|e| e.id));
+        // The store's pass: over every executor given so far, to the most it keeps.
+        let given = (self.shed_count + executors.len()).min(self.caps.executors);
+        self.entries += executors.len() + given;
+        self.bytes += executors.iter().map(weight).sum::<usize>();
+        // Removed long enough ago: out of the views from now on (this one names them).
+        let shed: Vec<i64> = self
+            .executors
+            .values()
+            .filter(|e| !e.active && self.clean.contains(&e.id))
+            .filter(|e| e.remove_time.is_some_and(|r| r + REMOVED_KEPT <= at))
+            .map(|e| e.id)
+            .collect();
+        self.shed_count += shed.len();
+        self.removed_held -= shed.len();
+        for id in shed {
+            self.executors.remove(&id);
+            self.clean.remove(&id);
+            self.shed.insert(id..=id);
+        }
         self.out.push(SourceEvent::DriverExecutors {
             namespace: ns,
             app_id: id,
@@ -246,19 +318,26 @@ impl Converter {
         });
         self.last_view = Some(at);
         self.pending = None;
-        // Past a quarter of the budget, and each time as much again, views come half as
-        // often; past the whole of it, only the last one is given.
-        if self.entries > self.next_slowdown {
+        // Past a quarter of a budget, and each time as much again, views come half as
+        // often; past the whole of one, only the last one is given.
+        let quarters = (self.entries * 4 / self.caps.view_entries.max(1))
+            .max(self.bytes * 4 / self.caps.view_bytes.max(1));
+        while self.slowdowns < quarters {
             self.interval = self.interval * 2;
-            self.next_slowdown += self.caps.view_entries / 4;
+            self.slowdowns += 1;
         }
+    }
+
+    /// The views' budgets are not spent: in entries (the store's work) and in bytes.
+    fn budget_left(&self) -> bool {
+        self.entries < self.caps.view_entries && self.bytes < self.caps.view_bytes
     }
 
     /// Before a change at `at`: the changes pending go out as a view when a pace's worth
     /// of the run has passed since the last one.
     fn pace(&mut self, at: Time) {
         if let Some(p) = self.pending
-            && self.entries < self.caps.view_entries
+            && self.budget_left()
             && self.last_view.is_none_or(|l| at - l >= self.interval)
         {
             self.view(p);
@@ -288,25 +367,34 @@ impl Converter {
         let id = self.numeric(id, what)?;
         self.seen(at);
         self.key(at);
-        if self.full(id) {
+        if self.shed.contains(&id) || self.skipped.contains(&id) || self.full(id, at) {
             return None;
         }
         self.pace(at);
         Some(id)
     }
 
-    /// Whether executor `id` is one too many to keep (said once).
-    fn full(&mut self, id: i64) -> bool {
-        if self.executors.len() < self.caps.executors || self.executors.contains_key(&id) {
+    /// Whether executor `id` is one too many to hold (counted, said at the end). Full with
+    /// half of those held removed (the paced views may have stopped): a view now lets the
+    /// ones removed long enough ago go, at most once each [`REMOVED_KEPT`] of the run (each
+    /// such view frees about half the hold, or waits: their cost stays within twice the
+    /// executors of the log).
+    fn full(&mut self, id: i64, at: Time) -> bool {
+        let room = |c: &Self| c.executors.len() < c.caps.executors || c.executors.contains_key(&id);
+        if room(self) {
             return false;
         }
-        if !self.overflowed {
-            self.overflowed = true;
-            self.damage(format!(
-                "more than {} executors: executor {id} and the later ones are skipped",
-                self.caps.executors
-            ));
+        if self.removed_held >= self.caps.executors / 2
+            && self.bytes < self.caps.view_bytes
+            && self.last_forced.is_none_or(|t| at >= t + REMOVED_KEPT)
+        {
+            self.last_forced = Some(at);
+            self.view(self.pending.unwrap_or(at).max(at));
+            if room(self) {
+                return false;
+            }
         }
+        self.skipped.insert(id..=id);
         true
     }
 
@@ -318,6 +406,7 @@ impl Converter {
     /// Executor `id`'s task counts, as a summary gives them (the History Server's), in
     /// place of its tasks' ends.
     pub fn tasks(&mut self, id: i64, completed: u64, failed: u64) {
+        self.clean.remove(&id);
         if let Some(e) = self.executors.get_mut(&id) {
             e.completed_tasks = completed;
             e.failed_tasks = failed;
@@ -364,7 +453,7 @@ impl Converter {
                     return;
                 };
                 let pod_name = pod_name.or_else(|| self.pod_name(id));
-                self.executors.insert(
+                let was = self.executors.insert(
                     id,
                     DriverExecutor {
                         host_port: host,
@@ -372,6 +461,9 @@ impl Converter {
                         ..registered(id, pod_name)
                     },
                 );
+                // Added again (a log that reuses an id): no longer removed.
+                self.clean.remove(&id);
+                self.removed_held -= usize::from(was.is_some_and(|w| w.remove_time.is_some()));
                 self.pending = Some(at);
             }
             Event::ExecutorRemoved { id, at, reason } => {
@@ -379,6 +471,7 @@ impl Converter {
                     return;
                 };
                 let pod_name = self.pod_name(id);
+                self.clean.remove(&id);
                 let e = self
                     .executors
                     .entry(id)
@@ -392,9 +485,11 @@ impl Converter {
                         e.removed_again.extend(reason);
                     }
                 } else {
+                    let first = e.remove_time.is_none();
                     e.active = false;
                     e.remove_time = Some(at);
                     e.remove_reason = reason;
+                    self.removed_held += usize::from(first);
                 }
                 self.pending = Some(at);
             }
@@ -411,6 +506,7 @@ impl Converter {
                 if let Ok(id) = executor.parse::<i64>()
                     && let Some(e) = self.executors.get_mut(&id)
                 {
+                    self.clean.remove(&id);
                     e.tasks_lost += u64::from(lost);
                     if failed {
                         e.failed_tasks += 1;
@@ -462,6 +558,31 @@ impl Converter {
             };
         };
         let (namespace, app_id) = self.key(last);
+        if let (Some(first), Some(last)) =
+            (self.skipped.iter().next(), self.skipped.iter().next_back())
+        {
+            let n: i64 = self.skipped.iter().map(|r| r.end() - r.start() + 1).sum();
+            let why = if self.bytes >= self.caps.view_bytes {
+                format!(
+                    "the log's executor lists reached {} MiB, the most read of one log, with {} \
+                     executors held",
+                    self.caps.view_bytes >> 20,
+                    self.caps.executors
+                )
+            } else {
+                format!(
+                    "more than {} executors held at once (active, or removed in the last {}s \
+                     of the run)",
+                    self.caps.executors,
+                    REMOVED_KEPT.num_seconds()
+                )
+            };
+            self.damage(format!(
+                "{n} executors skipped (executor {} to {}): {why}",
+                first.start(),
+                last.end()
+            ));
+        }
         if let Some(p) = self.pending {
             self.view(p);
         } else if self.last_view.is_none() {
@@ -472,6 +593,7 @@ impl Converter {
         if let Some((at, _)) = self.end {
             let mut stopped = false;
             for e in self.executors.values_mut().filter(|e| e.active) {
+                self.removed_held += usize::from(e.remove_time.is_none());
                 e.active = false;
                 e.remove_time = Some(at);
                 e.remove_reason = Some(STOPPED_WITH_APP.to_owned());
@@ -605,6 +727,7 @@ mod tests {
         c.caps = Caps {
             executors: 50,
             view_entries: 400,
+            view_bytes: usize::MAX,
         };
         // 200 executors, one a second: past 50 they are skipped (said once), and the views
         // slow down as they grow, then stop until the last one.
@@ -615,7 +738,9 @@ mod tests {
         let skipped: Vec<_> = out
             .damaged
             .iter()
-            .filter(|d| d.contains("more than 50"))
+            .filter(|d| {
+                d.contains("executors skipped") && d.contains("more than 50 executors held")
+            })
             .collect();
         assert_eq!(skipped.len(), 1, "{:?}", out.damaged);
         let sizes = entries(&out);
@@ -662,5 +787,85 @@ mod tests {
             reason.len()
         );
         assert!(reason.ends_with('…'));
+    }
+
+    fn removed(id: i64, s: i64) -> Event {
+        Event::ExecutorRemoved {
+            id: id.to_string(),
+            at: at(s),
+            reason: format!("The executor with id {id} exited with exit code 137."),
+        }
+    }
+
+    /// Churn: executors that come and go leave the views once given removed, so views and
+    /// the hold stay the size of what runs at once, every executor is given, and a task end
+    /// Spark posts after a removal is still counted.
+    #[test]
+    fn executors_that_come_and_go_are_each_given_and_leave_the_views() {
+        let mut c = Converter::new("churn");
+        c.caps.executors = 50;
+        for id in 1..=2000 {
+            c.take(added(id, id * 2));
+            c.take(removed(id, id * 2 + 1));
+            assert!(c.executors.len() <= 50, "{} held", c.executors.len());
+        }
+        // Executor 2000's lost task, a moment after its removal.
+        c.take(Event::TaskEnd {
+            executor: "2000".into(),
+            failed: true,
+            killed: false,
+            lost: true,
+            at: Some(at(4002)),
+        });
+        let out = c.finish(false);
+        assert!(out.damaged.is_empty(), "{:?}", out.damaged);
+        let mut given = BTreeSet::new();
+        let mut entries = 0;
+        let mut last_of_2000 = None;
+        for e in &out.events {
+            if let SourceEvent::DriverExecutors {
+                view: DriverView::Logged { executors },
+                ..
+            } = e
+            {
+                entries += executors.len();
+                for x in executors.iter().filter(|x| !x.active) {
+                    given.insert(x.id);
+                    if x.id == 2000 {
+                        last_of_2000 = Some(x.tasks_lost);
+                    }
+                }
+            }
+        }
+        assert_eq!(given.len(), 2000, "every executor given removed");
+        // Once running (a view between its addition and its removal), once removed.
+        assert!(
+            entries <= 2 * 2000,
+            "{entries} entries: each given at most twice"
+        );
+        assert_eq!(last_of_2000, Some(1), "the late task end counts");
+    }
+
+    /// Past the views' bytes, views stop and the hold fills: what comes after is skipped,
+    /// said with why and which; memory stays what the budget and the hold allow.
+    #[test]
+    fn past_the_views_bytes_the_rest_is_skipped_and_said() {
+        let mut c = Converter::new("bytes");
+        c.caps.executors = 50;
+        c.caps.view_bytes = 100 * weight(&registered(1, None));
+        for id in 1..=2000 {
+            c.take(added(id, id * 2));
+            c.take(removed(id, id * 2 + 1));
+        }
+        let out = c.finish(false);
+        let said: Vec<_> = out
+            .damaged
+            .iter()
+            .filter(|d| d.contains("executors skipped"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", out.damaged);
+        assert!(said[0].contains("executor lists reached"), "{}", said[0]);
+        let entries: usize = entries(&out).iter().sum();
+        assert!(entries <= 100 + 2 * 50, "{entries} entries");
     }
 }

@@ -220,9 +220,16 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
         let version = spark_version(a);
         let sizing = &a.config.sizing;
         let max_failures = a.config.max_failures.and_then(|n| i32::try_from(n).ok());
-        let mut by_cause: BTreeMap<&str, i64> = BTreeMap::new();
-        let mut ended = 0;
-        let mut failures = 0;
+        // The executors that ended first, let go past the store's bound: in the app's row,
+        // not in the endings (a recorder wrote theirs as they ended).
+        let t = &a.trimmed;
+        let mut by_cause: BTreeMap<&str, i64> = t
+            .by_cause
+            .iter()
+            .map(|(c, n)| (c.as_str(), i64::try_from(*n).unwrap_or(i64::MAX)))
+            .collect();
+        let mut ended = i64::try_from(t.executors).unwrap_or(i64::MAX);
+        let mut failures = i64::try_from(t.failures).unwrap_or(i64::MAX);
         let mut all_settled = true;
         for e in a.executors.values() {
             if let Some(w) = wait(a, e) {

@@ -56,6 +56,12 @@ pub struct AppReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_findings: Vec<String>,
     pub failures: Vec<FailureEntry>,
+    /// Ended executors not listed above: past the most a store keeps whole (25,000), the
+    /// first to end are counted, not kept. `executors_seen`, `failures_counted`,
+    /// `by_finding`, `by_cause` and `oom` count them; the state counts, the churn windows
+    /// and the recommendations do not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_listed: Option<NotListed>,
     /// Findings of the executors, by code (each key is a finding code).
     #[schemars(extend("propertyNames" = {"$ref": "#/$defs/Code"}))]
     pub by_finding: BTreeMap<Code, usize>,
@@ -69,6 +75,16 @@ pub struct AppReport {
     pub churn_windows: Vec<ChurnWindow>,
     pub actions: Vec<String>,
     pub recommendations: Vec<Recommendation>,
+}
+
+/// Ended executors counted but not listed (see `AppReport::not_listed`).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct NotListed {
+    pub executors: usize,
+    pub failures: usize,
+    /// When the first and the last of them ended.
+    pub ended_from: Option<String>,
+    pub ended_to: Option<String>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -376,7 +392,32 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             .map(|(at, _)| *at)
             .collect(),
     );
-    let failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
+    let mut failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
+    // The first to end, let go past the store's bound: counted, not listed (unless they
+    // all ended before the window).
+    let t = &a.trimmed;
+    let not_listed =
+        (!t.is_empty() && from.is_none_or(|f| t.to.is_none_or(|to| to >= f))).then(|| {
+            failures_counted += t.failures;
+            for (cause, n) in &t.by_cause {
+                *by_cause.entry(cause.clone()).or_default() += n;
+                match Code::parse(cause) {
+                    Some(Code::ContainerOomKilled) => oom.container += n,
+                    Some(Code::JvmOom) => oom.jvm += n,
+                    _ => {}
+                }
+            }
+            oom.node += t.node_oom;
+            for (code, n) in &t.by_finding {
+                *by_finding.entry(*code).or_default() += n;
+            }
+            NotListed {
+                executors: t.executors,
+                failures: t.failures,
+                ended_from: t.from.as_ref().map(fmt_time),
+                ended_to: t.to.as_ref().map(fmt_time),
+            }
+        });
     pending_secs.sort_unstable();
     let pending = PendingSummary {
         executors: pending_secs.len(),
@@ -415,7 +456,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         app_name: a.app_name.clone(),
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
         verdict: a.verdict().into(),
-        executors_seen: executors.len(),
+        executors_seen: executors.len() + not_listed.as_ref().map_or(0, |n| n.executors),
         failures_counted,
         failure_budget: a.budget_view(),
         counts: a.counts(),
@@ -425,6 +466,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             .map(|f| format!("{}: {}", f.code, f.summary))
             .collect(),
         failures: failures.into_iter().map(|(_, f)| f).collect(),
+        not_listed,
         by_finding,
         by_cause,
         oom,
@@ -516,7 +558,7 @@ pub fn markdown(r: &Report) -> String {
         if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
             let _ = writeln!(s, "> {}\n", md(&v.hint));
         }
-        let normal = a.failures.len() - a.failures_counted;
+        let normal = a.failures.iter().filter(|f| !f.failure).count();
         let _ = writeln!(
             s,
             "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing); {} failure{}, {} other ending{} (normal or vanished).\n",
@@ -534,6 +576,17 @@ pub fn markdown(r: &Report) -> String {
         );
         for f in &a.verdict.supporting {
             let _ = writeln!(s, "**{}: {}**\n", f.code, md(&f.summary));
+        }
+        if let Some(n) = &a.not_listed {
+            let _ = writeln!(
+                s,
+                "{} executors that ended first ({} to {}; {} failures) are counted here but not listed: a store keeps {} executors whole.\n",
+                n.executors,
+                n.ended_from.as_deref().unwrap_or("-"),
+                n.ended_to.as_deref().unwrap_or("-"),
+                n.failures,
+                crate::store::MAX_KEPT,
+            );
         }
         if !a.failures.is_empty() {
             s.push_str("### Executors that ended\n\n| time | executor | failure | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|---|\n");

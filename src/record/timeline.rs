@@ -144,7 +144,7 @@ pub(crate) fn open_recording(
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
-    let plan = Plan::new(path, read, from, to)?;
+    let mut plan = Plan::new(path, read, from, to)?;
     let mut all = crate::record::Collect::default();
     let header = plan.read_into(&mut all)?;
     let rec = all.into_recording(header);
@@ -179,7 +179,7 @@ pub(crate) fn read_state_beside(
     to: Option<&str>,
     make: impl FnOnce(Option<Time>, Option<Time>) -> State,
 ) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
-    let plan = Plan::new(path, read, from, to)?;
+    let mut plan = Plan::new(path, read, from, to)?;
     let mut state = make(plan.from, plan.to);
     let header = match logs {
         None => plan.read_into(&mut state)?,
@@ -319,7 +319,7 @@ pub(crate) fn read_state_of(
     make: impl FnOnce(Option<Time>, Option<Time>) -> State,
 ) -> Result<(Header, State, Option<Time>, Option<Time>), Failure> {
     let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
-    let plan = Plan::over(rec, max_line, from, to)?;
+    let mut plan = Plan::over(rec, max_line, from, to)?;
     let mut state = make(plan.from, plan.to);
     let header = plan.read_into(&mut state)?;
     Ok((header, state, plan.from, plan.to))
@@ -474,9 +474,10 @@ impl Plan {
         })
     }
 
-    /// Reads into `sink`; returns the (first segment's) header.
-    fn read_into(&self, sink: &mut dyn segments::DirSink) -> Result<Header, Failure> {
-        match &self.what {
+    /// Reads into `sink`; returns the (first segment's) header. A recording in memory is
+    /// given away as it is read (an event log's views go as the store takes them).
+    fn read_into(&mut self, sink: &mut dyn segments::DirSink) -> Result<Header, Failure> {
+        match &mut self.what {
             What::Dir { dir, .. } => Ok(segments::read_dir_each(
                 dir,
                 self.from,
@@ -490,11 +491,11 @@ impl Plan {
                 }
                 // Keyframes where they were: after the events before them.
                 let mut keyframes = rec.keyframes.iter().peekable();
-                for (i, ev) in rec.events.iter().enumerate() {
+                for (i, ev) in std::mem::take(&mut rec.events).into_iter().enumerate() {
                     while let Some(k) = keyframes.next_if(|k| k.event_index <= i) {
                         sink.take(Item::Keyframe(k.clone()));
                     }
-                    sink.take(Item::Event(ev.clone()));
+                    sink.take(Item::Event(ev));
                 }
                 for k in keyframes {
                     sink.take(Item::Keyframe(k.clone()));

@@ -309,6 +309,7 @@ impl AppRecord {
             forgotten: Default::default(),
             forgotten_counted: BTreeMap::new(),
             forgotten_uncaused: 0,
+            trimmed: Default::default(),
             logged_end: None,
             logged_version: None,
             driver_end: None,

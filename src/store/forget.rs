@@ -1,9 +1,17 @@
-//! Forgetting (`SourceEvent::Forget`): a recorder or a live view that runs for days keeps
-//! in memory only the executors that went away recently; a recorder's segments keep the
-//! rest.
+//! Forgetting: a recorder or a live view that runs for days keeps in memory only the
+//! executors that went away recently (`SourceEvent::Forget`: a recorder's segments keep the
+//! rest), and no store keeps more than [`MAX_KEPT`] executors whole (an event log of two
+//! million executors, a week of churn): past it, the executors that ended first are counted
+//! by their app ([`Trimmed`]), not kept.
 
-use super::{Store, derived};
+use std::collections::BTreeMap;
+
+use super::{AppKey, Store, derived};
 use spark_triage_core::model::Time;
+
+/// The most executors a store keeps whole (each about 4.5 KB with its verdict, history and
+/// pod: about 110 MB): past it by a tenth, the ended ones that ended first go, counted.
+pub const MAX_KEPT: usize = 25_000;
 
 impl Store {
     /// Drops executors gone before `before` (see [`gone_at`]), with their captured logs and
@@ -11,54 +19,30 @@ impl Store {
     /// and nothing new since `before`. Forgotten ids are remembered (as ranges) so the
     /// driver's list naming them again brings nothing back.
     pub(super) fn forget(&mut self, before: Time) {
+        let mut old: BTreeMap<AppKey, Vec<i64>> = BTreeMap::new();
         let mut empty = Vec::new();
-        let mut forgotten = 0;
-        for (key, app) in &mut self.snap.apps {
+        for (key, app) in &self.snap.apps {
             let finished = app.driver.as_ref().is_none_or(|d| {
                 d.gone.is_some()
                     || matches!(d.phase.as_deref(), Some("Succeeded" | "Failed" | "Deleted"))
             });
-            // Each with, when Spark counted it, its cause (if its verdict named one).
-            #[allow(clippy::type_complexity)]
-            let old: Vec<(
-                i64,
-                String,
-                Option<Option<spark_triage_core::diagnose::Code>>,
-            )> = app
+            let ids: Vec<i64> = app
                 .executors
                 .values()
                 .filter(|e| e.gone.as_ref().is_some_and(|g| gone_at(e, g) < before))
                 // The driver's last word while it runs: not ended, whatever its age.
                 .filter(|e| finished || !active_driver_only(e))
-                .map(|e| {
-                    let counted = e
-                        .verdict
-                        .counted()
-                        .then(|| e.verdict.cause().map(|f| f.code));
-                    (e.id, e.pod.name.to_string(), counted)
-                })
+                .map(|e| e.id)
                 .collect();
-            if !old.is_empty() {
-                forgotten += old.len() as u64;
-                let app = derived::edit(app);
-                for (id, name, counted) in &old {
-                    match counted {
-                        Some(Some(code)) => *app.forgotten_counted.entry(*code).or_default() += 1,
-                        Some(None) => app.forgotten_uncaused += 1,
-                        None => {}
-                    }
-                    app.executors.remove(id);
-                    app.forgotten.insert(*id..=*id);
-                    self.events.remove(&(key.0.clone(), name.clone()));
-                }
-                self.logs
-                    .retain(|(k, id)| k != key || !old.iter().any(|(o, ..)| o == id));
-            }
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
-            if app.executors.is_empty() && finished && quiet {
+            if app.executors.len() == ids.len() && finished && quiet {
                 empty.push(key.clone());
             }
+            if !ids.is_empty() {
+                old.insert(key.clone(), ids);
+            }
         }
+        self.let_go(old, false);
         for key in empty {
             self.snap.apps.remove(&key);
         }
@@ -81,7 +65,80 @@ impl Store {
                 || q.iter()
                     .any(|e| e.last_seen.or(e.first_seen).is_none_or(|t| t >= before))
         });
-        self.snap.forgotten += forgotten;
+    }
+}
+
+impl Store {
+    /// Past [`MAX_KEPT`] executors by a tenth: the ended ones that ended first go, down to
+    /// [`MAX_KEPT`], each counted by its app ([`Trimmed`](super::Trimmed)). Executors still there, and those
+    /// the driver counts active, are never let go. Checked after each event that can add
+    /// executors; counting costs a step per app.
+    pub(super) fn bound(&mut self) {
+        let most = self.max_kept.unwrap_or(MAX_KEPT);
+        let total: usize = self.snap.apps.values().map(|a| a.executors.len()).sum();
+        if total <= most + most / 10 {
+            return;
+        }
+        let mut ended: Vec<(Time, &AppKey, i64)> = self
+            .snap
+            .apps
+            .iter()
+            .flat_map(|(key, app)| {
+                app.executors
+                    .values()
+                    .filter(|e| !active_driver_only(e))
+                    .filter_map(move |e| Some((gone_at(e, e.gone.as_ref()?), key, e.id)))
+            })
+            .collect();
+        let over = (total - most).min(ended.len());
+        if over == 0 {
+            return;
+        }
+        if over < ended.len() {
+            ended.select_nth_unstable(over - 1);
+        }
+        let mut old: BTreeMap<AppKey, Vec<i64>> = BTreeMap::new();
+        for (_, key, id) in ended.into_iter().take(over) {
+            old.entry(key.clone()).or_default().push(id);
+        }
+        self.let_go(old, true);
+    }
+
+    /// Lets the executors `old` names go: the failures Spark counted stay in their app's
+    /// budget, their ids are remembered, their events and captured logs go; `trimmed`: let
+    /// go past the bound, so their app also counts what a report says of them.
+    fn let_go(&mut self, old: BTreeMap<AppKey, Vec<i64>>, trimmed: bool) {
+        let mut names = Vec::new();
+        for (key, ids) in &old {
+            let Some(app) = self.snap.apps.get_mut(key) else {
+                continue;
+            };
+            let app = derived::edit(app);
+            for id in ids {
+                let Some(e) = app.executors.remove(id) else {
+                    continue;
+                };
+                if e.verdict.counted() {
+                    match e.verdict.cause() {
+                        Some(f) => *app.forgotten_counted.entry(f.code).or_default() += 1,
+                        None => app.forgotten_uncaused += 1,
+                    }
+                }
+                if trimmed {
+                    app.trimmed.add(&e);
+                }
+                app.forgotten.insert(*id..=*id);
+                names.push((key.0.clone(), e.pod.name.to_string()));
+            }
+            self.snap.forgotten += ids.len() as u64;
+        }
+        for name in names {
+            self.events.remove(&name);
+        }
+        if !old.is_empty() {
+            self.logs
+                .retain(|(k, id)| old.get(k).is_none_or(|ids| !ids.contains(id)));
+        }
     }
 }
 
@@ -238,5 +295,86 @@ mod tests {
         let kept: std::collections::BTreeSet<&str> =
             store.events.keys().map(|(_, n)| n.as_str()).collect();
         assert_eq!(kept, ["a-exec-1", "web-1"].into_iter().collect());
+    }
+
+    /// Past the bound, the executors that ended first are let go and counted: the report
+    /// and the budget count as an unbounded store does; running ones are all kept.
+    #[test]
+    fn past_the_bound_the_first_ended_go_counted_as_a_report_counts_them() {
+        let mut events = Vec::new();
+        for id in 1..=30 {
+            let s = id * 10;
+            events.push(SourceEvent::PodUpserted {
+                pod: exec(id, "Running"),
+                at: t(s),
+            });
+            // Twenty-five end (failed, deleted); five still run.
+            if id <= 25 {
+                events.push(SourceEvent::PodUpserted {
+                    pod: exec(id, "Failed"),
+                    at: t(s + 1),
+                });
+                events.push(SourceEvent::PodDeleted {
+                    pod: exec(id, "Failed"),
+                    at: t(s + 2),
+                });
+            }
+        }
+        let state = |store: Store| {
+            let mut st = crate::record::State {
+                store,
+                ..Default::default()
+            };
+            for ev in &events {
+                crate::record::Sink::take(&mut st, crate::record::Item::Event(ev.clone()));
+            }
+            st
+        };
+        let header =
+            crate::record::Header::new(t(0), "namespace ns".into(), String::new(), String::new());
+        let report = |st: &crate::record::State| {
+            let r = crate::output::report::from_state("r", &header, st, &Default::default());
+            serde_json::to_value(&r.apps[0]).expect("json")
+        };
+        let whole = state(Store::new());
+        let bounded = state(Store::bounded(10));
+        let app = bounded.store.view().apps.values().next().expect("the app");
+        assert!(app.executors.len() <= 11, "{} kept", app.executors.len());
+        for id in 26..=30 {
+            assert!(
+                app.executors.contains_key(&id),
+                "running executor {id} is kept"
+            );
+        }
+        // The first to end went first: what is kept ended last.
+        let kept_ended: Vec<i64> = app.executors.keys().copied().filter(|&i| i <= 25).collect();
+        let first = kept_ended.first().copied().expect("some ended are kept");
+        assert!(kept_ended.iter().all(|&i| i >= first) && !app.executors.contains_key(&1));
+        assert_eq!(app.trimmed.executors, 25 - kept_ended.len());
+        let (w, b) = (report(&whole), report(&bounded));
+        for field in [
+            "executors_seen",
+            "failures_counted",
+            "by_cause",
+            "by_finding",
+            "oom",
+            "failure_budget",
+        ] {
+            assert_eq!(w[field], b[field], "{field}");
+        }
+        assert!(w["failures_counted"].as_u64().expect("n") > 0, "{w}");
+        assert_eq!(b["not_listed"]["executors"], app.trimmed.executors);
+        assert_eq!(
+            b["failures"].as_array().expect("list").len(),
+            kept_ended.len()
+        );
+        assert!(w.get("not_listed").is_none());
+        // A window that starts after every one of them ended does not count them.
+        let later = crate::output::report::Window {
+            from: Some(t(1000)),
+            ..Default::default()
+        };
+        let r = crate::output::report::from_state("r", &header, &bounded, &later);
+        assert!(r.apps.iter().all(|a| a.not_listed.is_none()));
     }
 }

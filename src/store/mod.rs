@@ -47,6 +47,7 @@ mod cluster;
 mod derived;
 mod evidence;
 mod forget;
+pub use forget::MAX_KEPT;
 mod health_and_driver;
 mod incident;
 mod pods;
@@ -63,7 +64,7 @@ pub use incident::{
 };
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
-    Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition,
+    Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
 };
 use relist::Present;
 
@@ -85,6 +86,9 @@ pub struct Store {
     /// Kills through spark-triage the local actions log holds (`SourceEvent::KillsLogged`).
     #[serde(default, with = "arc_pairs")]
     logged_kills: LoggedKills,
+    /// The most executors kept whole, when not [`MAX_KEPT`] (tests).
+    #[serde(skip)]
+    max_kept: Option<usize>,
 }
 
 /// Kills through spark-triage by (namespace, pod), as the local actions log has them.
@@ -94,6 +98,15 @@ pub type LoggedKills =
 impl Store {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store that keeps at most `max_kept` executors whole (not [`MAX_KEPT`]).
+    #[cfg(test)]
+    pub(crate) fn bounded(max_kept: usize) -> Self {
+        Self {
+            max_kept: Some(max_kept),
+            ..Self::default()
+        }
     }
 
     /// A store holding a snapshot (to report on it; it has no pending pod events).
@@ -310,6 +323,7 @@ impl Store {
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }
+        self.bound();
         if changes_verdicts {
             self.settle_nodes();
         }

@@ -126,6 +126,54 @@ impl Transition {
     }
 }
 
+/// Ended executors a store let go past its bound (`MAX_KEPT`), the first to end first:
+/// what a report says of them, counted (they are no longer listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trimmed {
+    pub executors: usize,
+    /// Failures among them (`Verdict::is_failure`: what `report` counts).
+    pub failures: usize,
+    /// By their verdict's cause (`none` when it named none).
+    pub by_cause: BTreeMap<String, usize>,
+    /// By every finding of their verdicts.
+    pub by_finding: BTreeMap<spark_triage_core::diagnose::Code, usize>,
+    /// Node-level SIGKILLs that were errors (the node's OOM killer): the one OOM kind a
+    /// cause code alone does not tell.
+    pub node_oom: usize,
+    /// When the first and the last of them ended.
+    pub from: Option<Time>,
+    pub to: Option<Time>,
+}
+
+impl Trimmed {
+    pub fn is_empty(&self) -> bool {
+        self.executors == 0
+    }
+
+    pub(super) fn add(&mut self, e: &ExecutorRecord) {
+        use spark_triage_core::diagnose::{Code, Severity};
+        self.executors += 1;
+        self.failures += usize::from(e.verdict.is_failure());
+        *self
+            .by_cause
+            .entry(e.verdict.cause_code().to_owned())
+            .or_default() += 1;
+        for f in e.findings() {
+            *self.by_finding.entry(f.code).or_default() += 1;
+        }
+        if e.verdict
+            .cause()
+            .is_some_and(|f| f.code == Code::NodeSigkill && f.severity == Severity::Error)
+        {
+            self.node_oom += 1;
+        }
+        if let Some(at) = super::ended_at(e) {
+            self.from = Some(self.from.map_or(at, |f| f.min(at)));
+            self.to = Some(self.to.map_or(at, |t| t.max(at)));
+        }
+    }
+}
+
 /// Everything known about one executor.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecutorRecord {
@@ -458,6 +506,10 @@ pub struct AppRecord {
     /// Of those, the ones whose verdict named no cause.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten_uncaused: usize,
+    /// The ended executors let go past the store's bound (`MAX_KEPT`), counted as a
+    /// report counts them.
+    #[serde(default, skip_serializing_if = "Trimmed::is_empty")]
+    pub trimmed: Trimmed,
     /// What the app's Spark event log says of its end (an app read from its event log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end: Option<String>,
