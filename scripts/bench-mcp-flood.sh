@@ -32,7 +32,7 @@ for _ in range(n):
     c.request("POST", u.path, body, {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
     r = c.getresponse(); r.read(); c.close()
     if r.status == 200: ok += 1
-    elif r.status == 500: refused += 1
+    elif r.status == 503: refused += 1
     else: other += 1
 took = time.time() - t0
 after = rss()

@@ -848,12 +848,11 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     let config = StreamableHttpServerConfig::default().enforce_origin_validation();
     // Ended on a signal: the open event streams too (else a graceful shutdown waits on them).
     let cancel = config.cancellation_token.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        sessions::Capped::new(sessions::MAX_SESSIONS).into(),
-        config,
+    let capped = std::sync::Arc::new(sessions::Capped::new(sessions::MAX_SESSIONS));
+    let service = StreamableHttpService::new(move || Ok(server.clone()), capped.clone(), config);
+    let router = axum::Router::new().nest_service("/mcp", service).layer(
+        axum::middleware::from_fn_with_state(capped, sessions::refuse_when_full),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot listen on {addr}: {e}")))?;

@@ -426,7 +426,9 @@ fn http_sessions_and_connections_are_bounded() {
     }
     let refused = mcp_request(&hostport, "POST", "", init);
     assert!(
-        !refused.starts_with("HTTP/1.1 200") && refused.contains("64 MCP sessions are open"),
+        refused.starts_with("HTTP/1.1 503")
+            && refused.to_ascii_lowercase().contains("retry-after: 30")
+            && refused.contains("64 MCP sessions are open"),
         "the 65th: {refused}"
     );
     let ended = mcp_request(

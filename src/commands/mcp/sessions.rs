@@ -1,7 +1,9 @@
 //! MCP over HTTP's sessions, at most [`MAX_SESSIONS`] at once: each `initialize` made one of
 //! about 61 KB with no bound (20,000 in 12 s took the server from 29 MB to 1.2 GB, and it
-//! kept the memory). One past the bound is refused with an answer that says so; a session
-//! idle for [`IDLE`] ends (rmcp's keep-alive), which frees its place.
+//! kept the memory). One past the bound is refused with an answer that says so (a 503 that
+//! names the bound, before rmcp sees the request: [`refuse_when_full`]; a race past that
+//! check is still refused, under a lock, by rmcp's 500); a session idle for [`IDLE`] ends
+//! (rmcp's keep-alive), which frees its place.
 
 use std::time::Duration;
 
@@ -51,6 +53,38 @@ impl Capped {
             creating: tokio::sync::Mutex::new(()),
         }
     }
+}
+
+impl Capped {
+    /// Sessions open now.
+    pub(crate) async fn open(&self) -> usize {
+        self.inner.sessions.read().await.len()
+    }
+}
+
+/// A request that would make a session (a POST with no session id: an `initialize`) while
+/// every place is taken: answered 503, with the reason and when to try again, not passed on.
+pub(crate) async fn refuse_when_full(
+    axum::extract::State(sessions): axum::extract::State<std::sync::Arc<Capped>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let new =
+        req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
+    if new {
+        let open = sessions.open().await;
+        if open >= sessions.max {
+            tracing::warn!("mcp: a session refused: {open} open");
+            return (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::RETRY_AFTER, "30")],
+                format!("{}\n", Error::Full(open)),
+            )
+                .into_response();
+        }
+    }
+    next.run(req).await
 }
 
 impl SessionManager for Capped {
