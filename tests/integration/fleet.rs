@@ -423,3 +423,101 @@ async fn a_recorder_whose_last_tables_write_failed_exits_non_zero() {
     assert!(rec.exists(), "the recording is kept");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A 1 MiB tmpfs, unmounted (and its directory removed) when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("st-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(&dir)
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "mount a tmpfs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Every file under `dir`, by its path below it.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read dir").flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(e.path());
+            } else {
+                out.push(
+                    e.path()
+                        .strip_prefix(dir)
+                        .expect("under")
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Tables written into a full disk (a 1 MiB tmpfs nearly filled): the export fails and
+/// says so, leaves no hidden `.tmp` file behind (the one that filled the disk stayed, so
+/// the rerun failed the same way), and the rerun once there is room writes every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(have_root), ignore = "needs root (mounts a 1 MiB tmpfs)")]
+async fn a_full_disk_leaves_no_temporary_file_and_the_rerun_succeeds() {
+    let fs = Tmpfs::mount("tables-full");
+    // All but 8 KiB taken: a table file does not fit.
+    let filler = fs.0.join("filler");
+    std::fs::write(&filler, vec![0u8; 1024 * 1024 - 8 * 1024]).ok();
+    let used = std::fs::metadata(&filler).map_or(0, |m| m.len());
+    assert!(used > 900 * 1024, "the filler took {used} bytes");
+    let tables = fs.0.join("t");
+    let export = || {
+        triage()
+            .arg("export")
+            .arg(format!("{ROOT}/tests/fixtures/mixed-session.ndjson"))
+            .arg("--tables")
+            .arg(&tables)
+            .args(["--cluster-name", "full"])
+            .output()
+    };
+    let out = export().await.expect("export runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let left = files_under(&fs.0);
+    assert!(
+        left.iter().all(|f| !f.ends_with(".tmp")),
+        "a temporary file left behind: {left:?}"
+    );
+    // Room again: the rerun writes the rows, and nothing hidden stays.
+    std::fs::remove_file(&filler).expect("free the space");
+    let out = export().await.expect("export runs");
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("exported ") && !err.contains("exported 0 rows"),
+        "{err}"
+    );
+    let left = files_under(&fs.0);
+    assert!(
+        left.iter().any(|f| f.ends_with(".parquet")) && left.iter().all(|f| !f.ends_with(".tmp")),
+        "{left:?}"
+    );
+}
