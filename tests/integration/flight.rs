@@ -688,3 +688,103 @@ async fn slowloris_connections_are_closed_within_the_header_timeout() {
     );
     assert!(after.is_ok_and(|h| h.contains(" 200 ")), "the probe after");
 }
+
+/// 20,000 idle connections held open (never a byte sent) from one address: a `/metrics`
+/// scrape from another answers within 5 s, every time (#55: it got no answer at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_answers_under_twenty_thousand_idle_connections() {
+    // Descriptors for them all: this process's limit raised (util-linux's prlimit; as
+    // root, past the hard limit too), else as many as the limit allows.
+    let _ = std::process::Command::new("prlimit")
+        .arg(format!("--pid={}", std::process::id()))
+        .arg("--nofile=25000:25000")
+        .output();
+    let limit = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(3)
+                        .and_then(|n| n.parse::<usize>().ok())
+                })
+        })
+        .unwrap_or(1024);
+    let n = 20_000.min(limit.saturating_sub(300));
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let file = std::env::temp_dir().join(format!("st-idle-{}.ndjson", std::process::id()));
+    let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
+    let scrape = || async {
+        let ask = async {
+            let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
+            socket
+                .bind("127.0.0.2:0".parse().expect("address"))
+                .map_err(|e| e.to_string())?;
+            let mut s = socket
+                .connect(addr.parse().expect("address"))
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
+            s.write_all(
+                format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
+            .await
+            .map_err(|e| format!("send: {e}"))?;
+            let mut text = String::new();
+            s.read_to_string(&mut text)
+                .await
+                .map_err(|e| format!("read: {e}"))?;
+            Ok::<_, String>(text)
+        };
+        match tokio::time::timeout(Duration::from_secs(5), ask).await {
+            Ok(r) => r,
+            Err(_) => Err("no answer within 5 s".to_owned()),
+        }
+    };
+    let first = scrape().await;
+    assert!(
+        first.as_ref().is_ok_and(|t| t.starts_with("HTTP/1.1 200")),
+        "before the flood: {first:?}"
+    );
+    let started = std::time::Instant::now();
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind("127.0.0.3:0".parse().expect("address"))
+            .expect("bind");
+        match socket.connect(addr.parse().expect("address")).await {
+            Ok(s) => held.push(s),
+            Err(e) => panic!("connection {} of {n}: {e}", held.len() + 1),
+        }
+    }
+    eprintln!(
+        "{n} idle connections opened in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut failed = Vec::new();
+    for k in 0..5 {
+        match scrape().await {
+            Ok(t) if t.starts_with("HTTP/1.1 200") && t.contains("spark_triage_") => {}
+            other => failed.push(format!(
+                "scrape {k}: {:?}",
+                other.map(|t| t.lines().next().map(str::to_owned))
+            )),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    drop(held);
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        n >= 19_000 || std::env::var("CI").as_deref() != Ok("true"),
+        "only {n} descriptors"
+    );
+    assert!(
+        failed.is_empty(),
+        "with {n} idle connections held: {failed:?}"
+    );
+}
