@@ -431,6 +431,36 @@ fn http_sessions_and_connections_are_bounded() {
             && refused.contains("64 MCP sessions are open"),
         "the 65th: {refused}"
     );
+    // A flood of 20,000 more (four clients): every one refused 503, the memory flat (it
+    // was 29 MB -> 1,247 MB).
+    let refusals: usize = std::thread::scope(|t| {
+        let ones: Vec<_> = (0..4)
+            .map(|_| {
+                t.spawn(|| {
+                    (0..5_000)
+                        .filter(|_| {
+                            mcp_request(&hostport, "POST", "", init).starts_with("HTTP/1.1 503")
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        ones.into_iter().map(|h| h.join().expect("a client")).sum()
+    });
+    let rss_mib = std::fs::read_to_string(format!("/proc/{}/status", server.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map(|kib| kib / 1024)
+        .expect("the server's RSS");
+    eprintln!(
+        "20,000 initializes past the bound: {refusals} refused 503, server RSS {rss_mib} MiB"
+    );
+    assert_eq!(refusals, 20_000);
+    assert!(rss_mib < 300, "{rss_mib} MiB after 20,000 initializes");
     let ended = mcp_request(
         &hostport,
         "DELETE",
