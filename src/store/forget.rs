@@ -130,7 +130,11 @@ impl Store {
                 app.forgotten.insert(*id..=*id);
                 names.push((key.0.clone(), e.pod.name.to_string()));
             }
-            self.snap.forgotten += ids.len() as u64;
+            if trimmed {
+                self.snap.trimmed += ids.len() as u64;
+            } else {
+                self.snap.forgotten += ids.len() as u64;
+            }
         }
         for name in names {
             self.events.remove(&name);

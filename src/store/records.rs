@@ -628,6 +628,9 @@ pub struct Snapshot {
     /// Executors forgotten so far (`SourceEvent::Forget`).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub forgotten: u64,
+    /// Ended executors let go past the store's bound (`MAX_KEPT`), counted by their apps.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub trimmed: u64,
     /// The ResourceQuotas by namespace, as last listed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quotas: BTreeMap<String, Vec<spark_triage_core::model::Quota>>,

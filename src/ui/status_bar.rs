@@ -151,6 +151,11 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             format!(" │ gone >{} forgotten", humantime::format_duration(after)),
             app.theme.dim(),
         ),
+        // Past the store's bound: the first to end are counted, not shown.
+        _ if snap.trimmed > 0 => Part::new(
+            format!(" │ {} ended counted, not kept", snap.trimmed),
+            app.theme.dim(),
+        ),
         _ => Part::new("", Style::default()),
     };
     let read_only = if app.ctx.readonly.on() {

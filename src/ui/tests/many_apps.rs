@@ -141,3 +141,16 @@ fn the_header_says_when_gone_executors_were_forgotten() {
     let frame = draw(&app);
     assert!(frame.contains("gone >1h forgotten"), "{frame}");
 }
+
+/// Past the store's bound, the executors that ended first are counted, not kept: the
+/// header says how many, so the state map's counts are not taken for the whole run.
+#[test]
+fn the_header_says_when_ended_executors_were_counted_not_kept() {
+    let mut app = apps(2, 200, 50);
+    assert!(!draw(&app).contains("not kept"));
+    let mut snap = app.store.snapshot();
+    snap.trimmed = 183_733;
+    app.store = crate::store::Store::from_snapshot(snap);
+    let frame = draw(&app);
+    assert!(frame.contains("183733 ended counted, not kept"), "{frame}");
+}
