@@ -77,9 +77,6 @@ fn names(apps: &Value) -> Vec<String> {
     ignore = "needs kubectl (a real client's view of the pods' times; .ci/run installs it)"
 )]
 async fn arriving_late_every_surface_names_the_worst_app_first_with_one_cause() {
-    if !super::kubectl::kubectl_available() {
-        return;
-    }
     let sim = start_sim("mixed", 25.0, &[]).await;
     let clock = sim.clock();
     // mixed's failures are at 10-25 s, Spark notices the vanished pod by 50 s: five minutes on.

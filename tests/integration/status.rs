@@ -378,9 +378,6 @@ async fn global_flags_before_the_command_work() {
     ignore = "needs kubectl (it runs the plugin; .ci/run installs it)"
 )]
 async fn the_kubectl_plugin_takes_kubectl_s_flags() {
-    if !super::kubectl::kubectl_available() {
-        return;
-    }
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.display().to_string();
     // kubectl finds the plugin on PATH by its name, as a user's krew install leaves it.

@@ -220,9 +220,6 @@ fn opened_late(
     ignore = "needs tmux and kubectl (a real terminal, a real client's times; .ci/run installs them)"
 )]
 fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
-    if !Tmux::available() || !super::kubectl::kubectl_available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     // mixed's failures are at 10-25 s (and Spark notices the vanished pod by 50 s): five
     // minutes after.
@@ -368,9 +365,6 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn the_live_view_forgets_executors_gone_past_its_horizon() {
-    if !Tmux::available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (sim, _clock, t) = opened_late(&rt, 200.0, " --forget-after 1m");
     // The first forget comes a quarter of the horizon after the start.

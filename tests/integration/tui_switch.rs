@@ -27,9 +27,6 @@ fn wait_screen(t: &Tmux, all: &[&str], none: &[&str], secs: u64) -> String {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn ns_and_ctx_switch_the_running_view_and_the_recording_keeps_it() {
-    if !Tmux::available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let first = rt.block_on(super::common::start_sim("mixed", 1.0, &[]));
     let second = rt.block_on(super::common::start_sim("oom-storm", 1.0, &[]));

@@ -14,9 +14,6 @@ use super::tmux::{Tmux, tmux};
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn demo_in_a_real_terminal() {
-    if !Tmux::available() {
-        return;
-    }
     let t = Tmux::start();
     t.wait_for("$", 10);
     t.keys(&["stty -a | grep -o ' icanon' ; echo BEFORE", "Enter"]);
@@ -103,9 +100,6 @@ fn demo_in_a_real_terminal() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn the_demo_opens_on_the_incident() {
-    if !Tmux::available() {
-        return;
-    }
     let t = Tmux::start();
     t.wait_for("$", 10);
     // Let applications set tmux's clipboard with OSC 52 (`y` is checked below).
@@ -182,9 +176,6 @@ fn the_demo_opens_on_the_incident() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn replay_opens_on_the_first_failure() {
-    if !Tmux::available() {
-        return;
-    }
     let t = Tmux::start();
     t.wait_for("$", 10);
     let bin = env!("CARGO_BIN_EXE_spark-triage");
@@ -211,9 +202,6 @@ fn replay_opens_on_the_first_failure() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn the_first_screen_shows_the_dead_executors_of_every_app() {
-    if !Tmux::available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let sim = rt.block_on(super::common::start_sim("mixed", 4.0, &[]));
     // 60 scenario seconds at 4x, and Spark's poll that notices the vanished pod.
@@ -254,9 +242,6 @@ fn the_first_screen_shows_the_dead_executors_of_every_app() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn the_first_screen_at_80x24_keeps_the_namespace_the_keys_and_every_ending() {
-    if !Tmux::available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let sim = rt.block_on(super::common::start_sim("mixed", 4.0, &[]));
     std::thread::sleep(Duration::from_secs(16));
@@ -324,9 +309,6 @@ fn the_first_screen_at_80x24_keeps_the_namespace_the_keys_and_every_ending() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn a_replay_of_a_flight_recording_shows_a_jvm_ooms_captured_log_tail() {
-    if !Tmux::available() {
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let sim = rt.block_on(super::common::start_sim("mixed", 4.0, &[]));
     let bin = env!("CARGO_BIN_EXE_spark-triage");
@@ -386,9 +368,6 @@ fn a_replay_of_a_flight_recording_shows_a_jvm_ooms_captured_log_tail() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn sighup_restores_the_terminal_and_closes_the_recording() {
-    if !Tmux::available() {
-        return;
-    }
     let t = Tmux::start();
     t.wait_for("$", 10);
     let bin = env!("CARGO_BIN_EXE_spark-triage");
@@ -462,9 +441,6 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
-    if !Tmux::available() {
-        return;
-    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -522,9 +498,6 @@ fn the_live_view_against_a_silent_server_says_so_and_quits_on_q() {
     ignore = "needs tmux (the real-terminal tests; .ci/run installs it)"
 )]
 fn a_c_locale_and_a_dumb_terminal_get_ascii() {
-    if !Tmux::available() {
-        return;
-    }
     let bin = env!("CARGO_BIN_EXE_spark-triage");
     for (env, colour) in [("LC_ALL=C", true), ("TERM=dumb", false)] {
         let t = Tmux::start();
