@@ -4,6 +4,8 @@
 //! plugin hangs, or prints a token and fails. Every command that talks to a cluster must
 //! end within its timeout plus 5 s with one clear line, in bounded memory, with no
 //! credential in anything it prints.
+//! The loopback servers' helpers here serve the other hostile files too (actions, network,
+//! text).
 
 use std::{
     io::Write as _,
@@ -539,4 +541,59 @@ async fn a_write_that_never_completes_fails_clearly_after_the_timeout() {
         "no complete answer within 3s (--request-timeout)",
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A server on a free loopback port that runs `conn` for each connection; its port.
+pub(super) async fn serve_each<F, Fut>(conn: F) -> u16
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(conn(s));
+        }
+    });
+    port
+}
+
+/// A driver marked held (index 0) and ten held executors of app `etl`.
+pub(super) fn held_pod(i: usize) -> String {
+    let mut labels = serde_json::json!({
+        "spark-role": "driver", "spark-app-selector": "spark-1", "spark-app-name": "etl"
+    });
+    let mut meta = serde_json::json!({
+        "name": "etl-driver", "namespace": "spark-jobs", "uid": format!("u-{i}"),
+        "resourceVersion": format!("{}", 10 + i),
+        "annotations": {"spark-triage.dev/hold-expires": "2026-01-01T00:00:00Z"},
+    });
+    if i > 0 {
+        labels["spark-role"] = "executor".into();
+        labels["spark-exec-id"] = i.to_string().into();
+        meta["name"] = format!("etl-exec-{i}").into();
+        meta["finalizers"] = serde_json::json!(["spark-triage.dev/hold"]);
+        meta["ownerReferences"] = serde_json::json!([{
+            "apiVersion": "v1", "kind": "Pod", "name": "etl-driver", "uid": "u-0", "controller": true
+        }]);
+    }
+    meta["labels"] = labels;
+    serde_json::json!({
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": "Running"},
+    })
+    .to_string()
+}
+
+pub(super) async fn status(s: &mut tokio::net::TcpStream, code: u16, reason: &str) -> bool {
+    let body = format!(
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{reason}","reason":"{reason}","code":{code}}}"#
+    );
+    let resp = format!(
+        "HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await.is_ok()
 }
