@@ -200,6 +200,59 @@ pub fn essentials(case: &Value) -> Value {
     })
 }
 
+/// The words of a normalized case a reader sees (and a verdict's evidence quotes): the pod's
+/// message, each container's state and last state messages, and each warning event whole.
+/// Compared between the simulator and a real kubelet (an invented preemption message would
+/// show here); not between real runs, whose retries' timing changes the events' counts.
+// The simulator's comparison (tests/integration) reads it; the real node's run-to-run one does not.
+#[allow(dead_code)]
+pub fn messages(case: &Value) -> Value {
+    let p = &case["pod"];
+    let words = |v: &Value| v.as_str().map(unquoted);
+    let mut warnings: Vec<String> = case["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|e| e.starts_with("Warning "))
+        .map(unquoted)
+        .collect();
+    warnings.sort();
+    warnings.dedup();
+    // A failing pull's container says the try (`ErrImagePull`'s error) or the wait between
+    // tries (`Back-off pulling image`) as the retry's timing has it: its events say both.
+    let state = |s: &Value| match s["reason"].as_str() {
+        Some("ErrImagePull" | "ImagePullBackOff") => Value::Null,
+        _ => json!(words(&s["message"])),
+    };
+    json!({
+        "pod": words(&p["message"]),
+        "containers": p["containers"].as_array().into_iter().flatten()
+            .map(|c| json!([state(&c["state"]), state(&c["lastState"])]))
+            .collect::<Vec<_>>(),
+        "warnings": warnings,
+    })
+}
+
+/// The words without what the case names (images, URLs, volumes, quantities quoted):
+/// `"…"` for each quoted part.
+#[allow(dead_code)]
+fn unquoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut quoted = false;
+    for c in s.chars() {
+        if c == '"' {
+            if !quoted {
+                out.push_str("\"…\"");
+            }
+            quoted = !quoted;
+        } else if !quoted {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::scrub;

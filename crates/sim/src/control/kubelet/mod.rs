@@ -432,8 +432,18 @@ impl Kubelet {
 
     fn pull_failing(&mut self, cx: &mut Cx<'_>, p: &Obj, err: &str, backoff: bool, t: f64) {
         let image = Self::image_of(&p.value());
+        // containerd's words: a request that never got an answer (a dial error) is
+        // `failed to do request: Head "URL": …`, an answer that is an error status
+        // `unexpected status from HEAD request to URL: …` (a real kubelet's, compared in
+        // tests/integration/real_kubelet.rs).
+        let url = manifest_url(&image);
+        let resolve = if err.starts_with("dial tcp") {
+            format!("failed to do request: Head \"{url}\": {err}")
+        } else {
+            format!("unexpected status from HEAD request to {url}: {err}")
+        };
         let fail_msg = format!(
-            "Failed to pull image \"{image}\": failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": unexpected status from HEAD request: {err}"
+            "Failed to pull image \"{image}\": failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": {resolve}"
         );
         let (reason, message) = if backoff {
             (
@@ -457,6 +467,15 @@ impl Kubelet {
             if backoff {
                 let m = format!("Back-off pulling image \"{image}\"");
                 cx.event(&u.value(), "Normal", "BackOff", &m, "kubelet", t);
+                // As a real kubelet: the back-off is also a warning.
+                cx.event(
+                    &u.value(),
+                    "Warning",
+                    "Failed",
+                    "Error: ImagePullBackOff",
+                    "kubelet",
+                    t,
+                );
             } else {
                 cx.event(&u.value(), "Warning", "Failed", &fail_msg, "kubelet", t);
                 cx.event(
@@ -525,5 +544,61 @@ impl Kubelet {
 
     fn now(&self) -> String {
         fmt_time(self.store.clock.now())
+    }
+}
+
+/// The manifest URL containerd asks a registry for an image: `docker.io` names (no registry
+/// in the name) at `registry-1.docker.io`, `library/` for one-part names; plain http for
+/// `localhost`, https otherwise; the tag `latest` when none is named.
+fn manifest_url(image: &str) -> String {
+    let (name, reference) = match image.split_once('@') {
+        Some((n, digest)) => (n, digest.to_owned()),
+        None => match image.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')) {
+            Some((n, tag)) => (n, tag.to_owned()),
+            None => (image, "latest".to_owned()),
+        },
+    };
+    let (host, repo) = match name.split_once('/') {
+        Some((h, r)) if h.contains('.') || h.contains(':') || h == "localhost" => {
+            (h.to_owned(), r.to_owned())
+        }
+        _ if name.contains('/') => ("registry-1.docker.io".to_owned(), name.to_owned()),
+        _ => ("registry-1.docker.io".to_owned(), format!("library/{name}")),
+    };
+    let scheme =
+        if host == "localhost" || host.starts_with("localhost:") || host.starts_with("127.") {
+            "http"
+        } else {
+            "https"
+        };
+    format!("{scheme}://{host}/v2/{repo}/manifests/{reference}")
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::manifest_url;
+
+    #[test]
+    fn manifest_urls_are_containerds() {
+        assert_eq!(
+            manifest_url("localhost/spark-triage-missing:1"),
+            "http://localhost/v2/spark-triage-missing/manifests/1"
+        );
+        assert_eq!(
+            manifest_url("registry.example.com/data/spark:4.0.1-etl"),
+            "https://registry.example.com/v2/data/spark/manifests/4.0.1-etl"
+        );
+        assert_eq!(
+            manifest_url("apache/spark"),
+            "https://registry-1.docker.io/v2/apache/spark/manifests/latest"
+        );
+        assert_eq!(
+            manifest_url("busybox"),
+            "https://registry-1.docker.io/v2/library/busybox/manifests/latest"
+        );
+        assert_eq!(
+            manifest_url("reg:5000/a/b"),
+            "https://reg:5000/v2/a/b/manifests/latest"
+        );
     }
 }

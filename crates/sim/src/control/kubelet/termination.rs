@@ -272,7 +272,8 @@ impl Kubelet {
                 true
             });
         if let Some(u) = updated {
-            cx.event(&u.value(), "Warning", "Evicted", msg.trim(), "kubelet", t);
+            // The kubelet's message as it is (its trailing space too, as on the pod).
+            cx.event(&u.value(), "Warning", "Evicted", msg, "kubelet", t);
             cx.event(
                 &u.value(),
                 "Normal",
