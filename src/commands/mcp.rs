@@ -227,6 +227,9 @@ impl Triage {
             );
             if let Some(r) = record {
                 v["endings_by_cause"] = json!(endings_by_cause(r));
+                if let Some(n) = not_kept(r) {
+                    v["ended_not_kept"] = n;
+                }
                 v["budget"] = json!(r.budget_text());
                 v["failure_budget"] = json!(r.budget_view());
             }
@@ -604,22 +607,35 @@ fn apps_named<'a>(snap: &'a Snapshot, app: &str) -> Vec<&'a AppRecord> {
         .collect()
 }
 
-/// Ended executors by their verdict's cause.
-fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<&'static str, usize> {
-    let mut m = std::collections::BTreeMap::new();
+/// Ended executors by their verdict's cause, those let go past the store's bound with them
+/// (as `report` counts them).
+fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<String, usize> {
+    let mut m = a.trimmed.by_cause.clone();
     for e in a.executors.values() {
         if crate::store::ended_at(e).is_some() {
             let cause = e.verdict.cause_code();
-            *m.entry(cause).or_default() += 1;
+            *m.entry(cause.to_owned()).or_default() += 1;
         }
     }
     m
 }
 
+/// Ended executors counted but no longer kept (past the store's bound), when there are.
+fn not_kept(a: &AppRecord) -> Option<Value> {
+    let t = &a.trimmed;
+    (!t.is_empty()).then(|| {
+        json!({
+            "executors": t.executors,
+            "failures": t.failures,
+            "note": "the first to end, counted in endings_by_cause but not listed: a store keeps 25,000 executors whole",
+        })
+    })
+}
+
 fn app_summary(a: &AppRecord) -> Value {
     let v = a.verdict();
     let c = v.cause();
-    json!({
+    let mut out = json!({
         "namespace": a.namespace,
         "app_id": a.app_id,
         "app_name": a.app_name,
@@ -629,7 +645,11 @@ fn app_summary(a: &AppRecord) -> Value {
         "endings_by_cause": endings_by_cause(a),
         "failure_budget": a.budget_view(),
         "budget": a.budget_text(),
-    })
+    });
+    if let Some(n) = not_kept(a) {
+        out["ended_not_kept"] = n;
+    }
+    out
 }
 
 fn executor_view(snap: &Snapshot, a: &AppRecord, e: &crate::store::ExecutorRecord) -> Value {

@@ -6,12 +6,14 @@
 //!
 //! The executor list is given as `allexecutors` would have been read at the moment of a
 //! change, at most once a second of the run, less often as the views grow, and for an app
-//! so large that they would cost more than [`MAX_VIEW_ENTRIES`] in all, once more at its
-//! end only (so at most that budget, the view that crossed it and the last). A removed
-//! executor is in the views for [`REMOVED_KEPT`] of the run after its removal, then leaves
-//! them (the store keeps an executor an event log removed as removed when a later view no
-//! longer names it): views and memory grow with the executors at once, not with all the
-//! executors of the run.
+//! so large that they would cost more than [`MAX_VIEW_ENTRIES`] (or [`MAX_VIEW_BYTES`]) in
+//! all, at its end only, and when the executors held fill up (a view then lets the removed
+//! ones go). A view names the executors running and those changed since the view before: a
+//! removed executor is named once (the store keeps an executor an event log removed when a
+//! later view does not name it), held [`REMOVED_KEPT`] of the run more for the task ends
+//! Spark posts after a removal (named again if they change it), then let go. So views and
+//! memory grow with the executors at once, not with all the executors of the run; past
+//! [`MAX_EXECUTORS`] or [`MAX_HELD_BYTES`] held, those added meanwhile are skipped and said.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,6 +45,7 @@ struct Caps {
     executors: usize,
     view_entries: usize,
     view_bytes: usize,
+    held_bytes: usize,
 }
 
 /// What all of one log's views hold together, in bytes (see [`weight`]): the views are in
@@ -68,12 +71,26 @@ pub(crate) struct Converted {
     pub damaged: Vec<String>,
 }
 
-/// The most of a removal reason kept: Spark's own are under 2 KiB; every view holds a copy.
-const MAX_REASON: usize = 16 * 1024;
+/// The most of a removal reason kept: Spark's own are under 2 KiB; the hold, each view and
+/// the store's record hold a copy. A later removal's text, kept beside it, has less.
+const MAX_REASON: usize = 4 * 1024;
+const MAX_REASON_AGAIN: usize = 512;
 
-fn capped(mut reason: String) -> String {
-    if reason.len() > MAX_REASON {
-        let mut cut = MAX_REASON;
+/// What the executors held at once may take in all (see [`weight`]): past it, as past
+/// [`MAX_EXECUTORS`], those added meanwhile are skipped.
+const MAX_HELD_BYTES: usize = 32 << 20;
+
+/// Skipped executors are remembered one by one (as ranges) up to this many; past it they
+/// are counted only (a later removal of one is then taken as an executor of its own).
+const MAX_SKIPPED_KEPT: u64 = 100_000;
+
+fn capped(reason: String) -> String {
+    capped_to(reason, MAX_REASON)
+}
+
+fn capped_to(mut reason: String, most: usize) -> String {
+    if reason.len() > most {
+        let mut cut = most;
         while !reason.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -124,8 +141,13 @@ pub(crate) struct Converter {
     excluded: BTreeSet<(i64, Time)>,
     /// The bounds on what is kept ([`MAX_EXECUTORS`], [`MAX_VIEW_ENTRIES`]).
     caps: Caps,
-    /// Executors skipped: added while [`MAX_EXECUTORS`] were held.
+    /// Executors skipped: added while [`MAX_EXECUTORS`] (or [`MAX_HELD_BYTES`]) were held;
+    /// how many, the lowest and highest id.
     skipped: rangemap::RangeInclusiveSet<i64>,
+    skipped_n: u64,
+    skipped_ids: Option<(i64, i64)>,
+    /// What the executors held take ([`weight`]).
+    held_bytes: usize,
     /// Executors removed and out of the views ([`REMOVED_KEPT`]): nothing more of them is
     /// taken (a second removal's text would read as a new one).
     shed: rangemap::RangeInclusiveSet<i64>,
@@ -169,6 +191,9 @@ impl Converter {
             executors: BTreeMap::new(),
             excluded: BTreeSet::new(),
             skipped: Default::default(),
+            skipped_n: 0,
+            skipped_ids: None,
+            held_bytes: 0,
             shed: Default::default(),
             clean: Default::default(),
             shed_count: 0,
@@ -184,6 +209,7 @@ impl Converter {
                 executors: MAX_EXECUTORS,
                 view_entries: MAX_VIEW_ENTRIES,
                 view_bytes: MAX_VIEW_BYTES,
+                held_bytes: MAX_HELD_BYTES,
             },
             first_at: None,
             last_at: None,
@@ -306,7 +332,9 @@ impl Converter {
         self.shed_count += shed.len();
         self.removed_held -= shed.len();
         for id in shed {
-            self.executors.remove(&id);
+            if let Some(e) = self.executors.remove(&id) {
+                self.held_bytes = self.held_bytes.saturating_sub(weight(&e));
+            }
             self.clean.remove(&id);
             self.shed.insert(id..=id);
         }
@@ -380,11 +408,14 @@ impl Converter {
     /// such view frees about half the hold, or waits: their cost stays within twice the
     /// executors of the log).
     fn full(&mut self, id: i64, at: Time) -> bool {
-        let room = |c: &Self| c.executors.len() < c.caps.executors || c.executors.contains_key(&id);
+        let room = |c: &Self| {
+            (c.executors.len() < c.caps.executors && c.held_bytes < c.caps.held_bytes)
+                || c.executors.contains_key(&id)
+        };
         if room(self) {
             return false;
         }
-        if self.removed_held >= self.caps.executors / 2
+        if self.removed_held >= self.executors.len() / 2
             && self.bytes < self.caps.view_bytes
             && self.last_forced.is_none_or(|t| at >= t + REMOVED_KEPT)
         {
@@ -394,7 +425,14 @@ impl Converter {
                 return false;
             }
         }
-        self.skipped.insert(id..=id);
+        if self.skipped_n < MAX_SKIPPED_KEPT {
+            self.skipped.insert(id..=id);
+        }
+        self.skipped_n += 1;
+        self.skipped_ids = Some(
+            self.skipped_ids
+                .map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))),
+        );
         true
     }
 
@@ -453,14 +491,16 @@ impl Converter {
                     return;
                 };
                 let pod_name = pod_name.or_else(|| self.pod_name(id));
-                let was = self.executors.insert(
-                    id,
-                    DriverExecutor {
-                        host_port: host,
-                        add_time: Some(at),
-                        ..registered(id, pod_name)
-                    },
-                );
+                let e = DriverExecutor {
+                    host_port: host,
+                    add_time: Some(at),
+                    ..registered(id, pod_name)
+                };
+                self.held_bytes += weight(&e);
+                let was = self.executors.insert(id, e);
+                if let Some(w) = &was {
+                    self.held_bytes = self.held_bytes.saturating_sub(weight(w));
+                }
                 // Added again (a log that reuses an id): no longer removed.
                 self.clean.remove(&id);
                 self.removed_held -= usize::from(was.is_some_and(|w| w.remove_time.is_some()));
@@ -476,13 +516,19 @@ impl Converter {
                     .executors
                     .entry(id)
                     .or_insert_with(|| registered(id, pod_name));
+                let before = if e.remove_time.is_none() && e.add_time.is_none() {
+                    0
+                } else {
+                    weight(e)
+                };
                 let reason = Some(capped(reason)).filter(|r| !r.trim().is_empty());
                 if e.remove_time.is_some() && e.remove_reason.is_some() {
                     // Removed again: Spark's record is the first removal (its REST API and
                     // History Server keep that one); the later texts are kept beside it, a
                     // few (a heartbeat timeout racing a kill is the second).
                     if e.removed_again.len() < 4 {
-                        e.removed_again.extend(reason);
+                        e.removed_again
+                            .extend(reason.map(|r| capped_to(r, MAX_REASON_AGAIN)));
                     }
                 } else {
                     let first = e.remove_time.is_none();
@@ -491,6 +537,8 @@ impl Converter {
                     e.remove_reason = reason;
                     self.removed_held += usize::from(first);
                 }
+                let after = self.executors.get(&id).map_or(0, weight);
+                self.held_bytes = (self.held_bytes + after).saturating_sub(before);
                 self.pending = Some(at);
             }
             Event::TaskEnd {
@@ -558,16 +606,21 @@ impl Converter {
             };
         };
         let (namespace, app_id) = self.key(last);
-        if let (Some(first), Some(last)) =
-            (self.skipped.iter().next(), self.skipped.iter().next_back())
-        {
-            let n: i64 = self.skipped.iter().map(|r| r.end() - r.start() + 1).sum();
+        if let Some((first, last)) = self.skipped_ids {
+            let n = self.skipped_n;
             let why = if self.bytes >= self.caps.view_bytes {
                 format!(
                     "the log's executor lists reached {} MiB, the most read of one log, with {} \
                      executors held",
                     self.caps.view_bytes >> 20,
                     self.caps.executors
+                )
+            } else if self.held_bytes >= self.caps.held_bytes {
+                format!(
+                    "the executors held at once (active, or removed in the last {}s of the \
+                     run) reached {} KiB",
+                    REMOVED_KEPT.num_seconds(),
+                    self.caps.held_bytes >> 10
                 )
             } else {
                 format!(
@@ -578,9 +631,7 @@ impl Converter {
                 )
             };
             self.damage(format!(
-                "{n} executors skipped (executor {} to {}): {why}",
-                first.start(),
-                last.end()
+                "{n} executors skipped (ids from {first} to {last}): {why}"
             ));
         }
         if let Some(p) = self.pending {
@@ -728,6 +779,7 @@ mod tests {
             executors: 50,
             view_entries: 400,
             view_bytes: usize::MAX,
+            held_bytes: usize::MAX,
         };
         // 200 executors, one a second: past 50 they are skipped (said once), and the views
         // slow down as they grow, then stop until the last one.
@@ -760,7 +812,7 @@ mod tests {
     }
 
     #[test]
-    fn a_removal_reason_is_kept_to_16_kib() {
+    fn a_removal_reason_is_kept_to_its_bound() {
         let mut c = Converter::new("long");
         c.take(added(1, 1));
         c.take(Event::ExecutorRemoved {
@@ -867,5 +919,45 @@ mod tests {
         assert!(said[0].contains("executor lists reached"), "{}", said[0]);
         let entries: usize = entries(&out).iter().sum();
         assert!(entries <= 100 + 2 * 50, "{entries} entries");
+    }
+
+    /// Executors whose texts fill the hold's bytes before its count: the rest are skipped,
+    /// said with that reason.
+    #[test]
+    fn past_the_holds_bytes_the_rest_is_skipped_and_said() {
+        let mut c = Converter::new("long reasons");
+        c.caps.held_bytes = 20 * (weight(&registered(1, None)) + MAX_REASON);
+        for id in 1..=100 {
+            c.take(added(id, 1));
+            c.take(Event::ExecutorRemoved {
+                id: id.to_string(),
+                at: at(2),
+                reason: "x".repeat(64 * 1024),
+            });
+        }
+        let out = c.finish(false);
+        let said: Vec<_> = out
+            .damaged
+            .iter()
+            .filter(|d| d.contains("executors skipped"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", out.damaged);
+        assert!(said[0].contains("reached"), "{}", said[0]);
+        let mut given = BTreeSet::new();
+        for e in &out.events {
+            if let SourceEvent::DriverExecutors {
+                view: DriverView::Logged { executors },
+                ..
+            } = e
+            {
+                given.extend(executors.iter().map(|x| x.id));
+            }
+        }
+        assert!(
+            (15..=21).contains(&given.len()),
+            "{} given: {:?}",
+            given.len(),
+            out.damaged
+        );
     }
 }

@@ -426,7 +426,19 @@ impl HistoryServer {
             }
         }
         changes.sort_by_key(|(at, removal, _)| (*at, *removal));
+        let tasks: std::collections::HashMap<i64, (u64, u64)> = executors
+            .iter()
+            .map(|e| (e.id, (e.completed_tasks, e.failed_tasks)))
+            .collect();
         for (_, _, ev) in changes {
+            // An executor's task counts before its removal: a removed executor leaves the
+            // conversion's hold a minute later, and its counts with it.
+            if let Event::ExecutorRemoved { id, .. } = &ev
+                && let Ok(n) = id.parse::<i64>()
+                && let Some((completed, failed)) = tasks.get(&n)
+            {
+                conv.tasks(n, *completed, *failed);
+            }
             conv.take(ev);
         }
         for e in &executors {

@@ -186,13 +186,7 @@ impl EventLogDir {
         let Some(as_of) = conv.events.iter().map(SourceEvent::at).max() else {
             return Ok(None);
         };
-        let executors = conv.events.into_iter().rev().find_map(|ev| match ev {
-            SourceEvent::DriverExecutors {
-                view: DriverView::Logged { executors },
-                ..
-            } => Some(executors),
-            _ => None,
-        });
+        let executors = as_it_stands(conv.events);
         Ok(executors.map(|executors| SourceEvent::DriverExecutors {
             namespace: ns.to_owned(),
             app_id: id.to_owned(),
@@ -200,6 +194,23 @@ impl EventLogDir {
             at: as_of,
         }))
     }
+}
+
+/// The list as it stands at the log's end: every view's executors, the later word on each
+/// (a view names what runs and what changed since the one before: a removal given once is
+/// not named again); none without a view.
+fn as_it_stands(events: Vec<SourceEvent>) -> Option<Vec<spark_triage_core::model::DriverExecutor>> {
+    let mut latest = std::collections::BTreeMap::new();
+    for ev in events {
+        if let SourceEvent::DriverExecutors {
+            view: DriverView::Logged { executors },
+            ..
+        } = ev
+        {
+            latest.extend(executors.into_iter().map(|e| (e.id, e)));
+        }
+    }
+    (!latest.is_empty()).then(|| latest.into_values().collect())
 }
 
 #[cfg(test)]
@@ -240,5 +251,42 @@ mod tests {
         ] {
             assert!(!is_log_of(name, id), "{name}");
         }
+    }
+
+    /// A log whose executors were removed minutes apart: the list as it stands names each
+    /// with its removal, though the last view names only the last (#55 review).
+    #[test]
+    fn the_list_as_it_stands_names_every_executor_the_views_gave() {
+        use super::super::{convert::Converter, events::Event};
+        let at = |s: i64| chrono::DateTime::from_timestamp(1_796_300_000 + s, 0).expect("time");
+        let mut c = Converter::new("live");
+        for id in 1..=3_i64 {
+            c.take(Event::ExecutorAdded {
+                id: id.to_string(),
+                at: at(id * 100),
+                host: None,
+                cores: None,
+                pod_name: None,
+            });
+            c.take(Event::ExecutorRemoved {
+                id: id.to_string(),
+                at: at(id * 100 + 10),
+                reason: format!("The executor with id {id} exited with exit code 137."),
+            });
+        }
+        let out = c.finish(true);
+        let list = super::as_it_stands(out.events).expect("a list");
+        let removed: Vec<(i64, bool)> = list
+            .iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.remove_reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("137")),
+                )
+            })
+            .collect();
+        assert_eq!(removed, vec![(1, true), (2, true), (3, true)]);
     }
 }

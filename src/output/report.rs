@@ -58,8 +58,8 @@ pub struct AppReport {
     pub failures: Vec<FailureEntry>,
     /// Ended executors not listed above: past the most a store keeps whole (25,000), the
     /// first to end are counted, not kept. `executors_seen`, `failures_counted`,
-    /// `by_finding`, `by_cause` and `oom` count them; the state counts, the churn windows
-    /// and the recommendations do not.
+    /// `by_finding`, `by_cause` and `oom` count them (when `counted`); the state counts,
+    /// the churn windows and the recommendations do not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_listed: Option<NotListed>,
     /// Findings of the executors, by code (each key is a finding code).
@@ -85,6 +85,9 @@ pub struct NotListed {
     /// When the first and the last of them ended.
     pub ended_from: Option<String>,
     pub ended_to: Option<String>,
+    /// Counted in the app's figures: they all ended in the window (a window that starts
+    /// among them cannot tell which did: then they are named here only).
+    pub counted: bool,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -393,11 +396,14 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             .collect(),
     );
     let mut failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
-    // The first to end, let go past the store's bound: counted, not listed (unless they
-    // all ended before the window).
+    // The first to end, let go past the store's bound: counted, not listed. A window that
+    // starts after them leaves them out; one that starts among them cannot tell which were
+    // in it: they are named, not counted.
     let t = &a.trimmed;
-    let not_listed =
-        (!t.is_empty() && from.is_none_or(|f| t.to.is_none_or(|to| to >= f))).then(|| {
+    let inside = from.is_none_or(|f| t.from.is_some_and(|tf| tf >= f));
+    let split = !inside && from.is_some_and(|f| t.to.is_some_and(|to| to >= f));
+    let not_listed = (!t.is_empty() && (inside || split)).then(|| {
+        if inside {
             failures_counted += t.failures;
             for (cause, n) in &t.by_cause {
                 *by_cause.entry(cause.clone()).or_default() += n;
@@ -411,13 +417,15 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
             for (code, n) in &t.by_finding {
                 *by_finding.entry(*code).or_default() += n;
             }
-            NotListed {
-                executors: t.executors,
-                failures: t.failures,
-                ended_from: t.from.as_ref().map(fmt_time),
-                ended_to: t.to.as_ref().map(fmt_time),
-            }
-        });
+        }
+        NotListed {
+            executors: t.executors,
+            failures: t.failures,
+            ended_from: t.from.as_ref().map(fmt_time),
+            ended_to: t.to.as_ref().map(fmt_time),
+            counted: inside,
+        }
+    });
     pending_secs.sort_unstable();
     let pending = PendingSummary {
         executors: pending_secs.len(),
@@ -456,7 +464,11 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
         app_name: a.app_name.clone(),
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
         verdict: a.verdict().into(),
-        executors_seen: executors.len() + not_listed.as_ref().map_or(0, |n| n.executors),
+        executors_seen: executors.len()
+            + not_listed
+                .as_ref()
+                .filter(|n| n.counted)
+                .map_or(0, |n| n.executors),
         failures_counted,
         failure_budget: a.budget_view(),
         counts: a.counts(),
@@ -580,11 +592,16 @@ pub fn markdown(r: &Report) -> String {
         if let Some(n) = &a.not_listed {
             let _ = writeln!(
                 s,
-                "{} executors that ended first ({} to {}; {} failures) are counted here but not listed: a store keeps {} executors whole.\n",
+                "{} executors that ended first ({} to {}; {} failures) are {}: a store keeps {} executors whole.\n",
                 n.executors,
                 n.ended_from.as_deref().unwrap_or("-"),
                 n.ended_to.as_deref().unwrap_or("-"),
                 n.failures,
+                if n.counted {
+                    "counted here but not listed"
+                } else {
+                    "neither listed nor counted here (the window starts among them)"
+                },
                 crate::store::MAX_KEPT,
             );
         }

@@ -70,13 +70,13 @@ impl Store {
 
 impl Store {
     /// Past [`MAX_KEPT`] executors by a tenth: the ended ones that ended first go, down to
-    /// [`MAX_KEPT`], each counted by its app ([`Trimmed`](super::Trimmed)). Executors still there, and those
-    /// the driver counts active, are never let go. Checked after each event that can add
-    /// executors; counting costs a step per app.
+    /// [`MAX_KEPT`], each counted by its app ([`Trimmed`](super::Trimmed)). Executors still
+    /// there, those the driver counts active and vanished ones are never let go. Checked
+    /// after each event (a step per app).
     pub(super) fn bound(&mut self) {
         let most = self.max_kept.unwrap_or(MAX_KEPT);
         let total: usize = self.snap.apps.values().map(|a| a.executors.len()).sum();
-        if total <= most + most / 10 {
+        if total <= (most + most / 10).max(self.bound_next) {
             return;
         }
         let mut ended: Vec<(Time, &AppKey, i64)> = self
@@ -86,10 +86,26 @@ impl Store {
             .flat_map(|(key, app)| {
                 app.executors
                     .values()
-                    .filter(|e| !active_driver_only(e))
+                    // Not what the driver still counts active, nor a vanished one (its
+                    // finding stands until Spark notices).
+                    .filter(|e| {
+                        !e.is_missing()
+                            && !e
+                                .driver
+                                .as_ref()
+                                .and_then(|d| d.exec.as_ref())
+                                .is_some_and(|x| x.active)
+                    })
                     .filter_map(move |e| Some((gone_at(e, e.gone.as_ref()?), key, e.id)))
             })
             .collect();
+        // Too few ended to come back under the bound (the rest run): looked at again only
+        // when a tenth more has come.
+        self.bound_next = if ended.len() < total - most {
+            total + most / 10
+        } else {
+            0
+        };
         let over = (total - most).min(ended.len());
         if over == 0 {
             return;
@@ -380,5 +396,18 @@ mod tests {
         };
         let r = crate::output::report::from_state("r", &header, &bounded, &later);
         assert!(r.apps.iter().all(|a| a.not_listed.is_none()));
+        // One that starts among them cannot tell which were in it: named, not counted.
+        let among = crate::output::report::Window {
+            from: Some(t(55)),
+            ..Default::default()
+        };
+        let r = crate::output::report::from_state("r", &header, &bounded, &among);
+        let n = r.apps[0].not_listed.as_ref().expect("named");
+        assert!(!n.counted);
+        let listed = r.apps[0].failures.iter().filter(|f| f.failure).count();
+        assert_eq!(
+            r.apps[0].failures_counted, listed,
+            "only the listed ones count"
+        );
     }
 }

@@ -247,6 +247,10 @@ impl Store {
                 if changed || may_come_due(rec) {
                     due.push(rec.id);
                 }
+            } else if !listed.contains(&rec.id) && logged_removal && may_come_due(rec) {
+                // Removed by the log, no longer named (a view names a removal once): a
+                // disagreement with its pod (a zombie) still comes due with time.
+                due.push(rec.id);
             }
         }
         self.refresh_some(&key, &due, at);

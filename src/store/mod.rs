@@ -89,6 +89,9 @@ pub struct Store {
     /// The most executors kept whole, when not [`MAX_KEPT`] (tests).
     #[serde(skip)]
     max_kept: Option<usize>,
+    /// Past the bound with too few ended to let go: the total at which to look again.
+    #[serde(skip)]
+    bound_next: usize,
 }
 
 /// Kills through spark-triage by (namespace, pod), as the local actions log has them.

@@ -145,18 +145,22 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             .collect();
         Part::new(format!(" │ {}", all.join("; ")), error).or(" │ failing")
     };
-    // Forgetting applies: executors gone longer than the horizon are no longer shown.
-    let forgotten = match app.forget_after {
-        Some(after) if snap.forgotten > 0 => Part::new(
-            format!(" │ gone >{} forgotten", humantime::format_duration(after)),
-            app.theme.dim(),
-        ),
-        // Past the store's bound: the first to end are counted, not shown.
-        _ if snap.trimmed > 0 => Part::new(
-            format!(" │ {} ended counted, not kept", snap.trimmed),
-            app.theme.dim(),
-        ),
-        _ => Part::new("", Style::default()),
+    // Forgetting applies: executors gone longer than the horizon are no longer shown; past
+    // the store's bound, the first to end are counted, not shown.
+    let mut gone = Vec::new();
+    if let (Some(after), true) = (app.forget_after, snap.forgotten > 0) {
+        gone.push(format!(
+            "gone >{} forgotten",
+            humantime::format_duration(after)
+        ));
+    }
+    if snap.trimmed > 0 {
+        gone.push(format!("{} ended counted, not kept", snap.trimmed));
+    }
+    let forgotten = if gone.is_empty() {
+        Part::new("", Style::default())
+    } else {
+        Part::new(format!(" │ {}", gone.join(", ")), app.theme.dim())
     };
     let read_only = if app.ctx.readonly.on() {
         Part::new(
