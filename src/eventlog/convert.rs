@@ -395,7 +395,8 @@ impl Converter {
         let id = self.numeric(id, what)?;
         self.seen(at);
         self.key(at);
-        if self.shed.contains(&id) || self.skipped.contains(&id) || self.full(id, at) {
+        let adding = what == "the addition";
+        if self.shed.contains(&id) || self.skipped.contains(&id) || self.full(id, at, adding) {
             return None;
         }
         self.pace(at);
@@ -407,7 +408,7 @@ impl Converter {
     /// ones removed long enough ago go, at most once each [`REMOVED_KEPT`] of the run (each
     /// such view frees about half the hold, or waits: their cost stays within twice the
     /// executors of the log).
-    fn full(&mut self, id: i64, at: Time) -> bool {
+    fn full(&mut self, id: i64, at: Time, adding: bool) -> bool {
         let room = |c: &Self| {
             (c.executors.len() < c.caps.executors && c.held_bytes < c.caps.held_bytes)
                 || c.executors.contains_key(&id)
@@ -424,6 +425,10 @@ impl Converter {
             if room(self) {
                 return false;
             }
+        }
+        // Counted once, at its addition (a removal of one past those remembered is not).
+        if !adding {
+            return true;
         }
         if self.skipped_n < MAX_SKIPPED_KEPT {
             self.skipped.insert(id..=id);
@@ -919,6 +924,23 @@ mod tests {
         assert!(said[0].contains("executor lists reached"), "{}", said[0]);
         let entries: usize = entries(&out).iter().sum();
         assert!(entries <= 100 + 2 * 50, "{entries} entries");
+        // Each skipped executor counted once (its addition and its removal are two events),
+        // and those given and those skipped are every one.
+        let skipped: usize = said[0]
+            .split_once(": ")
+            .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
+            .expect("a count");
+        let mut given = BTreeSet::new();
+        for e in &out.events {
+            if let SourceEvent::DriverExecutors {
+                view: DriverView::Logged { executors },
+                ..
+            } = e
+            {
+                given.extend(executors.iter().map(|x| x.id));
+            }
+        }
+        assert_eq!(given.len() + skipped, 2000, "{}", said[0]);
     }
 
     /// Executors whose texts fill the hold's bytes before its count: the rest are skipped,
