@@ -73,8 +73,8 @@ pub(crate) struct Converted {
 
 /// The most of a removal reason kept: Spark's own are under 2 KiB; the hold, each view and
 /// the store's record hold a copy. A later removal's text, kept beside it, has less.
-const MAX_REASON: usize = 4 * 1024;
-const MAX_REASON_AGAIN: usize = 512;
+const MAX_REASON: usize = 2 * 1024;
+const MAX_REASON_AGAIN: usize = 256;
 
 /// What the executors held at once may take in all (see [`weight`]): past it, as past
 /// [`MAX_EXECUTORS`], those added meanwhile are skipped.
