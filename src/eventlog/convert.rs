@@ -148,6 +148,8 @@ pub(crate) struct Converter {
     skipped_ids: Option<(i64, i64)>,
     /// What the executors held take ([`weight`]).
     held_bytes: usize,
+    /// Why the first was skipped, said at the end.
+    skipped_why: Option<String>,
     /// Executors removed and out of the views ([`REMOVED_KEPT`]): nothing more of them is
     /// taken (a second removal's text would read as a new one).
     shed: rangemap::RangeInclusiveSet<i64>,
@@ -194,6 +196,7 @@ impl Converter {
             skipped_n: 0,
             skipped_ids: None,
             held_bytes: 0,
+            skipped_why: None,
             shed: Default::default(),
             clean: Default::default(),
             shed_count: 0,
@@ -391,16 +394,52 @@ impl Converter {
 
     /// Before a change to executor `id` (as the log writes it) at `at`: its number, unless
     /// it is not one or is one too many to keep; the pending changes paced into a view.
-    fn change(&mut self, id: &str, what: &str, at: Time) -> Option<i64> {
+    fn change(&mut self, id: &str, what: &str, adding: bool, at: Time) -> Option<i64> {
         let id = self.numeric(id, what)?;
         self.seen(at);
         self.key(at);
-        let adding = what == "the addition";
-        if self.shed.contains(&id) || self.skipped.contains(&id) || self.full(id, at, adding) {
+        // Past the skipped ids remembered, one of their range may be one of them: a removal
+        // of an id not held there is not taken (it would come back as an executor never
+        // added).
+        let maybe_skipped = !adding
+            && self.skipped_n > MAX_SKIPPED_KEPT
+            && !self.executors.contains_key(&id)
+            && self
+                .skipped_ids
+                .is_some_and(|(lo, hi)| (lo..=hi).contains(&id));
+        if maybe_skipped
+            || self.shed.contains(&id)
+            || self.skipped.contains(&id)
+            || self.full(id, at, adding)
+        {
             return None;
         }
         self.pace(at);
         Some(id)
+    }
+
+    /// Why the hold is full now: the views' bytes spent, its bytes, or its count.
+    fn why_full(&self) -> String {
+        if self.bytes >= self.caps.view_bytes {
+            format!(
+                "the log's executor lists reached {} MiB, the most read of one log",
+                self.caps.view_bytes >> 20
+            )
+        } else if self.held_bytes >= self.caps.held_bytes {
+            format!(
+                "the executors held at once (active, or removed in the last {}s of the \
+                 run) reached {} KiB",
+                REMOVED_KEPT.num_seconds(),
+                self.caps.held_bytes >> 10
+            )
+        } else {
+            format!(
+                "more than {} executors held at once (active, or removed in the last {}s \
+                 of the run)",
+                self.caps.executors,
+                REMOVED_KEPT.num_seconds()
+            )
+        }
     }
 
     /// Whether executor `id` is one too many to hold (counted, said at the end). Full with
@@ -429,6 +468,9 @@ impl Converter {
         // Counted once, at its addition (a removal of one past those remembered is not).
         if !adding {
             return true;
+        }
+        if self.skipped_why.is_none() {
+            self.skipped_why = Some(self.why_full());
         }
         if self.skipped_n < MAX_SKIPPED_KEPT {
             self.skipped.insert(id..=id);
@@ -492,7 +534,7 @@ impl Converter {
                 cores: _,
                 pod_name,
             } => {
-                let Some(id) = self.change(&id, "the addition", at) else {
+                let Some(id) = self.change(&id, "the addition", true, at) else {
                     return;
                 };
                 let pod_name = pod_name.or_else(|| self.pod_name(id));
@@ -512,7 +554,7 @@ impl Converter {
                 self.pending = Some(at);
             }
             Event::ExecutorRemoved { id, at, reason } => {
-                let Some(id) = self.change(&id, "the removal", at) else {
+                let Some(id) = self.change(&id, "the removal", false, at) else {
                     return;
                 };
                 let pod_name = self.pod_name(id);
@@ -613,28 +655,7 @@ impl Converter {
         let (namespace, app_id) = self.key(last);
         if let Some((first, last)) = self.skipped_ids {
             let n = self.skipped_n;
-            let why = if self.bytes >= self.caps.view_bytes {
-                format!(
-                    "the log's executor lists reached {} MiB, the most read of one log, with {} \
-                     executors held",
-                    self.caps.view_bytes >> 20,
-                    self.caps.executors
-                )
-            } else if self.held_bytes >= self.caps.held_bytes {
-                format!(
-                    "the executors held at once (active, or removed in the last {}s of the \
-                     run) reached {} KiB",
-                    REMOVED_KEPT.num_seconds(),
-                    self.caps.held_bytes >> 10
-                )
-            } else {
-                format!(
-                    "more than {} executors held at once (active, or removed in the last {}s \
-                     of the run)",
-                    self.caps.executors,
-                    REMOVED_KEPT.num_seconds()
-                )
-            };
+            let why = self.skipped_why.clone().unwrap_or_default();
             self.damage(format!(
                 "{n} executors skipped (ids from {first} to {last}): {why}"
             ));
@@ -964,7 +985,11 @@ mod tests {
             .filter(|d| d.contains("executors skipped"))
             .collect();
         assert_eq!(said.len(), 1, "{:?}", out.damaged);
-        assert!(said[0].contains("reached"), "{}", said[0]);
+        assert!(
+            said[0].contains("held at once") && said[0].contains("KiB"),
+            "{}",
+            said[0]
+        );
         let mut given = BTreeSet::new();
         for e in &out.events {
             if let SourceEvent::DriverExecutors {

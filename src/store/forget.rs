@@ -76,7 +76,11 @@ impl Store {
     pub(super) fn bound(&mut self) {
         let most = self.max_kept.unwrap_or(MAX_KEPT);
         let total: usize = self.snap.apps.values().map(|a| a.executors.len()).sum();
-        if total <= (most + most / 10).max(self.bound_next) {
+        if total <= most + most / 10 {
+            self.bound_next = 0;
+            return;
+        }
+        if total <= self.bound_next {
             return;
         }
         let mut ended: Vec<(Time, &AppKey, i64)> = self
@@ -99,14 +103,14 @@ impl Store {
                     .filter_map(move |e| Some((gone_at(e, e.gone.as_ref()?), key, e.id)))
             })
             .collect();
+        let over = (total - most).min(ended.len());
         // Too few ended to come back under the bound (the rest run): looked at again only
-        // when a tenth more has come.
-        self.bound_next = if ended.len() < total - most {
-            total + most / 10
+        // when a tenth more has come than is left after this trim.
+        self.bound_next = if over < total - most {
+            total - over + most / 10
         } else {
             0
         };
-        let over = (total - most).min(ended.len());
         if over == 0 {
             return;
         }

@@ -433,9 +433,10 @@ impl Kubelet {
     fn pull_failing(&mut self, cx: &mut Cx<'_>, p: &Obj, err: &str, backoff: bool, t: f64) {
         let image = Self::image_of(&p.value());
         // containerd's words: a request that never got an answer (a dial error) is
-        // `failed to do request: Head "URL": …`, an answer that is an error status
-        // `unexpected status from HEAD request to URL: …` (a real kubelet's, compared in
-        // tests/integration/real_kubelet.rs).
+        // `failed to do request: Head "URL": …` (a real kubelet's, compared in
+        // tests/integration/real_kubelet.rs), an answer that is an error status
+        // `unexpected status from HEAD request to URL: …`. The image is said as written
+        // (containerd says its normalised reference: `docker.io/library/…`).
         let url = manifest_url(&image);
         let resolve = if err.starts_with("dial tcp") {
             format!("failed to do request: Head \"{url}\": {err}")
@@ -551,26 +552,39 @@ impl Kubelet {
 /// in the name) at `registry-1.docker.io`, `library/` for one-part names; plain http for
 /// `localhost`, https otherwise; the tag `latest` when none is named.
 fn manifest_url(image: &str) -> String {
+    // A digest wins over a tag (containerd drops the tag then).
     let (name, reference) = match image.split_once('@') {
-        Some((n, digest)) => (n, digest.to_owned()),
+        Some((n, digest)) => (
+            n.rsplit_once(':')
+                .filter(|(_, tag)| !tag.contains('/'))
+                .map_or(n, |(n, _)| n),
+            digest.to_owned(),
+        ),
         None => match image.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')) {
             Some((n, tag)) => (n, tag.to_owned()),
             None => (image, "latest".to_owned()),
         },
     };
+    let docker = |repo: &str| {
+        let repo = if repo.contains('/') {
+            repo.to_owned()
+        } else {
+            format!("library/{repo}")
+        };
+        ("registry-1.docker.io".to_owned(), repo)
+    };
     let (host, repo) = match name.split_once('/') {
+        Some(("docker.io" | "index.docker.io", r)) => docker(r),
         Some((h, r)) if h.contains('.') || h.contains(':') || h == "localhost" => {
             (h.to_owned(), r.to_owned())
         }
-        _ if name.contains('/') => ("registry-1.docker.io".to_owned(), name.to_owned()),
-        _ => ("registry-1.docker.io".to_owned(), format!("library/{name}")),
+        _ => docker(name),
     };
-    let scheme =
-        if host == "localhost" || host.starts_with("localhost:") || host.starts_with("127.") {
-            "http"
-        } else {
-            "https"
-        };
+    let local = host == "localhost"
+        || host.starts_with("localhost:")
+        || host.starts_with("127.")
+        || host.starts_with("[::1]");
+    let scheme = if local { "http" } else { "https" };
     format!("{scheme}://{host}/v2/{repo}/manifests/{reference}")
 }
 
@@ -599,6 +613,18 @@ mod url_tests {
         assert_eq!(
             manifest_url("reg:5000/a/b"),
             "https://reg:5000/v2/a/b/manifests/latest"
+        );
+        assert_eq!(
+            manifest_url("docker.io/busybox:1.36"),
+            "https://registry-1.docker.io/v2/library/busybox/manifests/1.36"
+        );
+        assert_eq!(
+            manifest_url("apache/spark:4.0.1@sha256:ab"),
+            "https://registry-1.docker.io/v2/apache/spark/manifests/sha256:ab"
+        );
+        assert_eq!(
+            manifest_url("[::1]:5000/x:1"),
+            "http://[::1]:5000/v2/x/manifests/1"
         );
     }
 }
