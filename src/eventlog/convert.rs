@@ -785,17 +785,24 @@ mod tests {
         }
     }
 
+    /// The executor lists of the views, in order.
+    fn views(c: &Converted) -> impl Iterator<Item = &Vec<DriverExecutor>> {
+        c.events.iter().filter_map(|e| match e {
+            SourceEvent::DriverExecutors {
+                view: DriverView::Logged { executors },
+                ..
+            } => Some(executors),
+            _ => None,
+        })
+    }
+
     fn entries(c: &Converted) -> Vec<usize> {
-        c.events
-            .iter()
-            .filter_map(|e| match e {
-                SourceEvent::DriverExecutors {
-                    view: DriverView::Logged { executors },
-                    ..
-                } => Some(executors.len()),
-                _ => None,
-            })
-            .collect()
+        views(c).map(Vec::len).collect()
+    }
+
+    /// Every executor some view named.
+    fn given(c: &Converted) -> BTreeSet<i64> {
+        views(c).flatten().map(|x| x.id).collect()
     }
 
     #[test]
@@ -951,16 +958,7 @@ mod tests {
             .split_once(": ")
             .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
             .expect("a count");
-        let mut given = BTreeSet::new();
-        for e in &out.events {
-            if let SourceEvent::DriverExecutors {
-                view: DriverView::Logged { executors },
-                ..
-            } = e
-            {
-                given.extend(executors.iter().map(|x| x.id));
-            }
-        }
+        let given = given(&out);
         assert_eq!(given.len() + skipped, 2000, "{}", said[0]);
     }
 
@@ -990,16 +988,7 @@ mod tests {
             "{}",
             said[0]
         );
-        let mut given = BTreeSet::new();
-        for e in &out.events {
-            if let SourceEvent::DriverExecutors {
-                view: DriverView::Logged { executors },
-                ..
-            } = e
-            {
-                given.extend(executors.iter().map(|x| x.id));
-            }
-        }
+        let given = given(&out);
         assert!(
             (15..=21).contains(&given.len()),
             "{} given: {:?}",

@@ -484,6 +484,20 @@ async fn idle_and_slow_clients_cannot_stop_the_recorder() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Waits (10 s at most) for the recorder's `/readyz` to answer 200.
+async fn until_ready(addr: &str) {
+    for _ in 0..100 {
+        if probe(addr, "/readyz", "127.0.0.1")
+            .await
+            .is_ok_and(|h| h.contains(" 200 "))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("/readyz never answered 200");
+}
+
 /// A probe as a kubelet sends it: `GET path`, answered within a second (`timeoutSeconds: 1`),
 /// from the address `from` (a node's, not the pods').
 async fn probe(addr: &str, path: &str, from: &str) -> Result<String, String> {
@@ -531,18 +545,7 @@ async fn a_client_holding_every_connection_cannot_starve_the_probes() {
     let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
     let file = std::env::temp_dir().join(format!("st-probes-{}.ndjson", std::process::id()));
     let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
-    let mut ready = false;
-    for _ in 0..100 {
-        if probe(&addr, "/readyz", "127.0.0.1")
-            .await
-            .is_ok_and(|h| h.contains(" 200 "))
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "/readyz never answered 200");
+    until_ready(&addr).await;
     // Nearly five times as many holders as there are places, each opening again 50 ms after
     // it is closed (a client library's pause; none at all makes it a CPU flood from this
     // machine, which no server on two cores answers through).
@@ -615,18 +618,7 @@ async fn slowloris_connections_are_closed_within_the_header_timeout() {
     let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
     let file = std::env::temp_dir().join(format!("st-slowloris-{}.ndjson", std::process::id()));
     let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
-    let mut ready = false;
-    for _ in 0..100 {
-        if probe(&addr, "/readyz", "127.0.0.1")
-            .await
-            .is_ok_and(|h| h.contains(" 200 "))
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "/readyz never answered 200");
+    until_ready(&addr).await;
     let head = b"GET /metrics HTTP/1.1\r\nHost: recorder\r\nUser-Agent: slow\r\nAccept: */*\r\n";
     let conns: Vec<_> = (0..300)
         .map(|n| {
