@@ -332,14 +332,20 @@ mod tests {
                 pod: exec(id, "Running"),
                 at: t(s),
             });
-            // Twenty-five end (failed, deleted); five still run.
+            // Twenty-five end (OOM-killed, deleted); five still run.
             if id <= 25 {
+                let oom = Arc::new(pod(json!({
+                    "metadata": {"name": format!("a-exec-{id}"), "namespace": "ns", "resourceVersion": (100 + id).to_string(),
+                        "labels": {"spark-app-selector": "spark-a", "spark-app-name": "a", "spark-role": "executor", "spark-exec-id": id.to_string()}},
+                    "spec": {"containers": [{"name": "spark-kubernetes-executor"}]},
+                    "status": {"phase": "Failed", "containerStatuses": [{"name": "spark-kubernetes-executor",
+                        "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}})));
                 events.push(SourceEvent::PodUpserted {
-                    pod: exec(id, "Failed"),
+                    pod: oom.clone(),
                     at: t(s + 1),
                 });
                 events.push(SourceEvent::PodDeleted {
-                    pod: exec(id, "Failed"),
+                    pod: oom,
                     at: t(s + 2),
                 });
             }
@@ -375,6 +381,13 @@ mod tests {
         let first = kept_ended.first().copied().expect("some ended are kept");
         assert!(kept_ended.iter().all(|&i| i >= first) && !app.executors.contains_key(&1));
         assert_eq!(app.trimmed.executors, 25 - kept_ended.len());
+        // The incident strip's causes (the detail's first line) count them too.
+        let causes = |st: &crate::record::State| {
+            let a = st.store.view().apps.values().next().expect("the app");
+            a.incident().causes.clone()
+        };
+        assert_eq!(causes(&whole), causes(&bounded));
+        assert!(!causes(&whole).is_empty(), "the strip counts the failures");
         let (w, b) = (report(&whole), report(&bounded));
         for field in [
             "executors_seen",

@@ -127,7 +127,8 @@ pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
 
 impl AppRecord {
     pub(super) fn compute_incident(&self) -> Incident {
-        let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+        // Those let go past the store's bound, counted as they were.
+        let mut causes: BTreeMap<String, usize> = self.trimmed.by_label.clone();
         let mut ended: Vec<(Time, &ExecutorRecord)> = Vec::new();
         let mut missing = 0;
         for e in self.executors.values() {

@@ -140,6 +140,10 @@ pub struct Trimmed {
     /// Node-level SIGKILLs that were errors (the node's OOM killer): the one OOM kind a
     /// cause code alone does not tell.
     pub node_oom: usize,
+    /// By the incident strip's label of their cause (`OOMKilled (137)`), those it counts:
+    /// ended, with a cause that is not plain information.
+    #[serde(default)]
+    pub by_label: BTreeMap<String, usize>,
     /// When the first and the last of them ended.
     pub from: Option<Time>,
     pub to: Option<Time>,
@@ -166,6 +170,16 @@ impl Trimmed {
             .is_some_and(|f| f.code == Code::NodeSigkill && f.severity == Severity::Error)
         {
             self.node_oom += 1;
+        }
+        if let Some(f) = e.verdict.cause()
+            && e.state().is_final()
+            && f.severity != Severity::Info
+            && !e.is_missing()
+        {
+            *self
+                .by_label
+                .entry(super::cause_label(f.code, e.exit_code()))
+                .or_default() += 1;
         }
         if let Some(at) = super::ended_at(e) {
             self.from = Some(self.from.map_or(at, |f| f.min(at)));
