@@ -800,6 +800,17 @@ mod tests {
         views(c).map(Vec::len).collect()
     }
 
+    /// The one line that says what was skipped.
+    fn skipped_said(c: &Converted) -> &String {
+        let said: Vec<_> = c
+            .damaged
+            .iter()
+            .filter(|d| d.contains("executors skipped"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", c.damaged);
+        said[0]
+    }
+
     /// Every executor some view named.
     fn given(c: &Converted) -> BTreeSet<i64> {
         views(c).flatten().map(|x| x.id).collect()
@@ -943,12 +954,7 @@ mod tests {
             c.take(removed(id, id * 2 + 1));
         }
         let out = c.finish(false);
-        let said: Vec<_> = out
-            .damaged
-            .iter()
-            .filter(|d| d.contains("executors skipped"))
-            .collect();
-        assert_eq!(said.len(), 1, "{:?}", out.damaged);
+        let said = [skipped_said(&out)];
         assert!(said[0].contains("executor lists reached"), "{}", said[0]);
         let entries: usize = entries(&out).iter().sum();
         assert!(entries <= 100 + 2 * 50, "{entries} entries");
@@ -977,12 +983,7 @@ mod tests {
             });
         }
         let out = c.finish(false);
-        let said: Vec<_> = out
-            .damaged
-            .iter()
-            .filter(|d| d.contains("executors skipped"))
-            .collect();
-        assert_eq!(said.len(), 1, "{:?}", out.damaged);
+        let said = [skipped_said(&out)];
         assert!(
             said[0].contains("held at once") && said[0].contains("KiB"),
             "{}",

@@ -484,6 +484,25 @@ async fn idle_and_slow_clients_cannot_stop_the_recorder() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The simulator's `mixed` scenario and a recorder of it (into a file named by `tag`)
+/// serving its endpoints on loopback, `/readyz` answering: the simulator (kept alive by the
+/// caller), the recorder, its address, its file.
+async fn mixed_recorder(
+    tag: &str,
+) -> (
+    spark_triage_sim::SimHandle,
+    Child,
+    String,
+    std::path::PathBuf,
+) {
+    let sim = start_sim("mixed", 1.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
+    let file = std::env::temp_dir().join(format!("st-{tag}-{}.ndjson", std::process::id()));
+    let (child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
+    until_ready(&addr).await;
+    (sim, child, addr, file)
+}
+
 /// Waits (10 s at most) for the recorder's `/readyz` to answer 200.
 async fn until_ready(addr: &str) {
     for _ in 0..100 {
@@ -541,11 +560,7 @@ async fn probe(addr: &str, path: &str, from: &str) -> Result<String, String> {
 /// one address holds at most 16 places.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_holding_every_connection_cannot_starve_the_probes() {
-    let sim = start_sim("mixed", 1.0, &[]).await;
-    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
-    let file = std::env::temp_dir().join(format!("st-probes-{}.ndjson", std::process::id()));
-    let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
-    until_ready(&addr).await;
+    let (_sim, mut child, addr, file) = mixed_recorder("probes").await;
     // Nearly five times as many holders as there are places, each opening again 50 ms after
     // it is closed (a client library's pause; none at all makes it a CPU flood from this
     // machine, which no server on two cores answers through).
@@ -614,11 +629,7 @@ async fn a_client_holding_every_connection_cannot_starve_the_probes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_connections_are_closed_within_the_header_timeout() {
     use tokio::io::AsyncWriteExt;
-    let sim = start_sim("mixed", 1.0, &[]).await;
-    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
-    let file = std::env::temp_dir().join(format!("st-slowloris-{}.ndjson", std::process::id()));
-    let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
-    until_ready(&addr).await;
+    let (_sim, mut child, addr, file) = mixed_recorder("slowloris").await;
     let head = b"GET /metrics HTTP/1.1\r\nHost: recorder\r\nUser-Agent: slow\r\nAccept: */*\r\n";
     let conns: Vec<_> = (0..300)
         .map(|n| {
@@ -704,10 +715,7 @@ async fn a_scrape_answers_under_twenty_thousand_idle_connections() {
         })
         .unwrap_or(1024);
     let n = 20_000.min(limit.saturating_sub(300));
-    let sim = start_sim("mixed", 1.0, &[]).await;
-    let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
-    let file = std::env::temp_dir().join(format!("st-idle-{}.ndjson", std::process::id()));
-    let (mut child, addr, _log) = recorder_serving(&kc, &file, &["--force"]).await;
+    let (_sim, mut child, addr, file) = mixed_recorder("idle").await;
     let scrape = || async {
         let ask = async {
             let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
