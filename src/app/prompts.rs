@@ -202,7 +202,7 @@ pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String 
         .and_then(|x| x.remove_reason.as_deref())
         .map(spark_triage_core::model::driver::reason_headline)
         .filter(|r| !r.is_empty())
-        .map(str::to_owned)
+        .map(std::borrow::Cow::into_owned)
         .or_else(|| e.verdict.spark.as_ref().map(|s| s.message.clone()));
     let mut text = format!(
         "The pod is {}; no log was captured (the view did not see it end, or its capture was \
@@ -213,7 +213,7 @@ pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String 
         text.push_str(&format!(" Spark's reason: {r}"));
     }
     // The event log's later removals of it (a heartbeat timeout racing a kill).
-    let again: Vec<&str> = exec
+    let again: Vec<std::borrow::Cow<'_, str>> = exec
         .map(|x| {
             x.removed_again
                 .iter()

@@ -62,6 +62,8 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
         .values()
         .map(|a| a.trimmed.executors)
         .sum();
+    // The rows are all the tables need: the store goes before they are encoded.
+    drop(state);
     if trimmed > 0 {
         eprintln!(
             "warning: tables: {trimmed} executors that ended first have no executor_endings row \

@@ -50,7 +50,7 @@ struct Caps {
 
 /// What all of one log's views hold together, in bytes (see [`weight`]): the views are in
 /// memory until the store has taken them.
-const MAX_VIEW_BYTES: usize = 64 << 20;
+const MAX_VIEW_BYTES: usize = 32 << 20;
 
 /// About what an entry of a view holds, its text included.
 fn weight(e: &DriverExecutor) -> usize {
@@ -88,16 +88,11 @@ fn capped(reason: String) -> String {
     capped_to(reason, MAX_REASON)
 }
 
-fn capped_to(mut reason: String, most: usize) -> String {
-    if reason.len() > most {
-        let mut cut = most;
-        while !reason.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        reason.truncate(cut);
-        reason.push('…');
+fn capped_to(reason: String, most: usize) -> String {
+    match spark_triage_core::text::clipped(&reason, most) {
+        std::borrow::Cow::Borrowed(_) => reason,
+        clipped => clipped.into_owned(),
     }
-    reason
 }
 
 /// An executor as registered, before the log says more of it.

@@ -36,7 +36,7 @@ impl AppName for status::AppStatus {
     }
 }
 
-impl AppName for report::AppReport {
+impl AppName for report::AppReport<'_> {
     fn app_key(&self) -> (&str, Option<&str>, &str) {
         (&self.namespace, self.app_name.as_deref(), &self.app_id)
     }

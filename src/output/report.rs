@@ -18,7 +18,7 @@ use spark_triage_core::{
 };
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Report {
+pub struct Report<'a> {
     pub source: String,
     pub started_at: String,
     pub ended_at: String,
@@ -32,11 +32,11 @@ pub struct Report {
     /// ended then may be missing from the report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<crate::record::Gap>,
-    pub apps: Vec<AppReport>,
+    pub apps: Vec<AppReport<'a>>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct AppReport {
+pub struct AppReport<'a> {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -55,7 +55,7 @@ pub struct AppReport {
     /// Findings about the whole app at the end (`crash-loop`, …): `code: summary`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_findings: Vec<String>,
-    pub failures: Vec<FailureEntry>,
+    pub failures: Vec<FailureEntry<'a>>,
     /// Ended executors not listed above: past the most a store keeps whole (25,000), the
     /// first to end are counted, not kept. `executors_seen`, `failures_counted`,
     /// `by_finding`, `by_cause` and `oom` count them (when `counted`); the state counts,
@@ -91,7 +91,7 @@ pub struct NotListed {
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct FailureEntry {
+pub struct FailureEntry<'a> {
     pub at: String,
     pub executor: i64,
     pub state: ExecutorState,
@@ -103,8 +103,9 @@ pub struct FailureEntry {
     /// How the pod ended (`deleted-by-spark`, `vanished`, …).
     pub ending: &'static str,
     /// Spark's own reason, from the driver's executor list (when it was read).
+    // The store's text, not a copy: a log of long reasons doubles no memory for it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub driver_remove_reason: Option<String>,
+    pub driver_remove_reason: Option<&'a str>,
     /// A failure (see `AppReport::failures_counted`); else a normal ending or a vanish.
     pub failure: bool,
 }
@@ -176,17 +177,12 @@ pub struct Recommendation {
 /// Failures in one minute that make a churn window.
 const CHURN_PER_MINUTE: usize = 3;
 
-impl Report {
+impl Report<'_> {
     /// In the order asked for (`--sort`): trouble is how it is built.
     pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
         order.apply(&mut self.apps);
         self
     }
-}
-
-/// Builds the report of a whole recording.
-pub fn build(source: &str, rec: &Recording) -> Report {
-    build_window(source, rec, &Window::default())
 }
 
 /// What a report covers: executors that ended from `from` to `to` (and those still there
@@ -199,8 +195,9 @@ pub struct Window {
     pub app: Option<String>,
 }
 
-/// Builds the report of a window of a recording.
-pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
+/// The state a recording arrives at, read in memory for window `w` (the report of it is
+/// [`from_state`]'s, borrowing from it).
+pub fn state_of(rec: &Recording, w: &Window) -> crate::record::State {
     use crate::record::{Item, Sink};
     let mut state = w.state();
     if let Some(k) = crate::record::Keyframe::opening(&rec.keyframes) {
@@ -210,7 +207,7 @@ pub fn build_window(source: &str, rec: &Recording, w: &Window) -> Report {
         state.take(Item::Event(ev.clone()));
     }
     state.gaps.clone_from(&rec.gaps);
-    from_state(source, &rec.header, &state, w)
+    state
 }
 
 impl Window {
@@ -226,12 +223,12 @@ impl Window {
 }
 
 /// The report of a window from the state a (streaming) read arrived at.
-pub fn from_state(
+pub fn from_state<'a>(
     source: &str,
     header: &crate::record::Header,
-    state: &crate::record::State,
+    state: &'a crate::record::State,
     w: &Window,
-) -> Report {
+) -> Report<'a> {
     let store = &state.store;
     // After a switch of scope (`:ns`, `:ctx` while recording) the store holds the last
     // scope only, from the switch on: the report says so.
@@ -257,7 +254,7 @@ pub fn from_state(
         .collect();
     // The most trouble first (the live view's order); `--sort name` re-sorts.
     crate::store::by_trouble(&mut records);
-    let apps: Vec<AppReport> = records
+    let apps: Vec<AppReport<'_>> = records
         .into_iter()
         .filter_map(|a| app_report(a, w.from, end))
         .collect();
@@ -293,7 +290,7 @@ fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
 }
 
 /// An app's part of the report; none when every executor of it ended before `from`.
-fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport> {
+fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<'_>> {
     let mut failures = Vec::new();
     let mut by_finding: BTreeMap<Code, usize> = BTreeMap::new();
     let mut oom = OomBreakdown::default();
@@ -359,7 +356,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport>
                         .as_ref()
                         .and_then(|d| d.exec.as_ref())
                         .and_then(|x| x.remove_reason.as_deref())
-                        .map(|r| r.trim().to_owned()),
+                        .map(str::trim),
                     failure,
                 },
             ));

@@ -296,17 +296,8 @@ fn sentence(s: &str) -> String {
 }
 
 /// At most [`MESSAGE_MAX`] bytes, cut at a character boundary with an ellipsis.
-fn bounded(mut s: String) -> String {
-    s = s.trim().to_owned();
-    if s.len() > MESSAGE_MAX {
-        let mut end = MESSAGE_MAX - '…'.len_utf8();
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-        s.push('…');
-    }
-    s
+fn bounded(s: String) -> String {
+    spark_triage_core::text::clipped(s.trim(), MESSAGE_MAX).into_owned()
 }
 
 /// `1-3,7,9-10`.

@@ -179,6 +179,8 @@ impl Store {
             let when = rec.last_change(at);
             app.executors.insert(id, Arc::new(rec));
             app.log_when(when, at, Some(id), text);
+            // A view may name thousands: the store's bound holds within it, not after.
+            self.bound();
         }
         for (name, d) in rebuilt {
             let events = events_named(&self.events, ns, &name);

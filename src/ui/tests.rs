@@ -513,7 +513,9 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         "real-spark-oom.ndjson.zst",
     ] {
         let rec = record::open(&root.join(name)).expect("recording reads");
-        let report = crate::output::report::build(name, &rec);
+        let whole = crate::output::report::Window::default();
+        let state = crate::output::report::state_of(&rec, &whole);
+        let report = crate::output::report::from_state(name, &rec.header, &state, &whole);
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),

@@ -105,7 +105,10 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
     let mut checked = BTreeMap::new();
     for (name, file) in &files {
         let rec = spark_triage::record::open(file).unwrap();
-        let report = serde_json::to_value(spark_triage::output::report::build(name, &rec)).unwrap();
+        let whole = spark_triage::output::report::Window::default();
+        let state = spark_triage::output::report::state_of(&rec, &whole);
+        let report = spark_triage::output::report::from_state(name, &rec.header, &state, &whole);
+        let report = serde_json::to_value(report).unwrap();
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),

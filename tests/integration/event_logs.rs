@@ -367,6 +367,86 @@ fn a_log_that_expands_to_gigabytes_costs_time_not_memory() {
     assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
 }
 
+/// Dynamic allocation's churn in its hostile shape: 30,000 executors each added and removed
+/// with a removal reason at the reader's 2 KiB cap (scripts/bench-eventlog-churn.sh's
+/// figures hold 2,000,000). `report` and `export --tables` finish, say what they skipped
+/// and what the tables lack, and stay under 300 MB.
+#[test]
+fn a_churn_log_of_long_reasons_is_read_in_bounded_memory_and_says_what_it_skipped() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("st-el-churn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("churn.zstd");
+    {
+        let file = std::fs::File::create(&path).expect("create");
+        let mut z = zstd::stream::write::Encoder::new(file, 1).expect("zstd");
+        let mut t: i64 = 1_796_319_432_067;
+        writeln!(
+            z,
+            "{{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"4.0.1\"}}"
+        )
+        .expect("write");
+        writeln!(z, "{{\"Event\":\"SparkListenerApplicationStart\",\"App Name\":\"churn\",\"App ID\":\"spark-churn\",\"Timestamp\":{t},\"User\":\"root\"}}").expect("write");
+        for i in 1..=30_000 {
+            t += 50;
+            writeln!(z, "{{\"Event\":\"SparkListenerExecutorAdded\",\"Timestamp\":{t},\"Executor ID\":\"{i}\",\"Executor Info\":{{\"Host\":\"10.0.0.1\",\"Total Cores\":1,\"Log Urls\":{{}},\"Attributes\":{{}},\"Resources\":{{}},\"Resource Profile Id\":0}}}}").expect("write");
+            let reason = format!(
+                "The executor with id {i} exited with exit code 137(SIGKILL, possible container OOM).{}",
+                "x".repeat(2048)
+            );
+            writeln!(z, "{{\"Event\":\"SparkListenerExecutorRemoved\",\"Timestamp\":{},\"Executor ID\":\"{i}\",\"Removed Reason\":\"{reason}\"}}", t + 40).expect("write");
+        }
+        writeln!(
+            z,
+            "{{\"Event\":\"SparkListenerApplicationEnd\",\"Timestamp\":{},\"ExitCode\":1}}",
+            t + 1000
+        )
+        .expect("write");
+        z.finish().expect("finish");
+    }
+    let shown = path.to_string_lossy().into_owned();
+    let skipped = |err: &str| {
+        err.lines().any(|l| {
+            l.starts_with("warning: ")
+                && l.contains("executors skipped (ids from ")
+                && l.contains("the most read of one log")
+        })
+    };
+    let (code, out, err, peak_kib) = run_measured(&["report", &shown, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(skipped(&err), "the skip is said: {err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let app = &doc["apps"][0];
+    let seen = app["executors_seen"].as_u64().expect("executors_seen");
+    assert!(seen > 20_000 && seen < 30_000, "{seen} executors read");
+    // Every executor read is counted, kept whole or not.
+    assert_eq!(app["failures_counted"].as_u64(), Some(seen), "{app}");
+    assert!(peak_kib > 0, "the peak was sampled");
+    assert!(
+        peak_kib < 300_000_000 / 1024,
+        "report: peak RSS {peak_kib} KiB"
+    );
+
+    let tables = dir.join("tables");
+    let (code, _, err, peak_kib) = run_measured(&[
+        "export",
+        &shown,
+        "--tables",
+        &tables.to_string_lossy(),
+        "--cluster-name",
+        "churn",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(skipped(&err), "the skip is said: {err}");
+    assert!(err.contains("exported "), "{err}");
+    assert!(
+        peak_kib < 300_000_000 / 1024,
+        "export: peak RSS {peak_kib} KiB"
+    );
+}
+
 /// A run recorded from its start, and its event log (tests/fixtures/eventlog/README.md).
 const RECORDED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -37,6 +37,28 @@ fn escape(text: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` cut to at most `most` bytes at a character boundary, an ellipsis (within the
+/// `most`) saying so: the one bound on a text kept or shown from the cluster.
+pub fn clipped(text: &str, most: usize) -> Cow<'_, str> {
+    if text.len() <= most {
+        return Cow::Borrowed(text);
+    }
+    let end = floor_boundary(text, most.saturating_sub('…'.len_utf8()));
+    Cow::Owned(format!("{}…", &text[..end]))
+}
+
+/// The largest character boundary of `text` at or before byte `at` (`str`'s own is newer
+/// than this crate's Rust version).
+pub fn floor_boundary(text: &str, at: usize) -> usize {
+    if at >= text.len() {
+        return text.len();
+    }
+    (0..=at)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
+}
+
 /// One value in a line of text output: its lines joined with " / " (blank ones dropped),
 /// tabs as spaces, every other control and layout character escaped.
 pub fn field(text: &str) -> Cow<'_, str> {
@@ -76,6 +98,19 @@ pub fn human_duration(d: chrono::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clipped_text_stays_within_its_bound_at_a_character_boundary() {
+        assert!(matches!(clipped("short", 5), Cow::Borrowed("short")));
+        // 'é' is two bytes: a cut inside one goes before it, the ellipsis within the bound.
+        let long = "é".repeat(10);
+        let c = clipped(&long, 8);
+        assert_eq!(c, "éé…");
+        assert!(c.len() <= 8);
+        assert_eq!(clipped("abcdef", 4), "a…");
+        assert_eq!(floor_boundary("aé", 2), 1);
+        assert_eq!(floor_boundary("aé", 9), 3);
+    }
 
     #[test]
     fn a_value_cannot_forge_a_row_drive_the_terminal_or_reverse_a_line() {

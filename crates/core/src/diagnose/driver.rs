@@ -261,6 +261,11 @@ fn killed_by_driver(pod: &PodSide, d: &DriverExecutor) -> Option<(Code, Severity
     ))
 }
 
+/// The most of one line of a removal reason its finding quotes (Spark's lines are short: a
+/// container's status, the API's message): the reason is kept whole once, on the driver's
+/// entry.
+const EVIDENCE_LINE_MAX: usize = 512;
+
 fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
     let id = pod.id;
     let reason = d.remove_reason.as_deref().unwrap_or("");
@@ -345,7 +350,7 @@ fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
             if headline.is_empty() {
                 "no reason given"
             } else {
-                headline
+                &headline
             },
             killed
                 .as_ref()
@@ -367,7 +372,10 @@ fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
         .filter(|l| !l.is_empty())
         .take(12)
     {
-        f = f.evidence(format!("removeReason: {line}"));
+        f = f.evidence(format!(
+            "removeReason: {}",
+            crate::text::clipped(line, EVIDENCE_LINE_MAX)
+        ));
     }
     f
 }

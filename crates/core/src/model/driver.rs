@@ -357,12 +357,20 @@ pub fn parse_removal(text: &str) -> RemovalReason {
     }
 }
 
-/// The first non-empty line of a removal message, for one-line displays.
-pub fn reason_headline(text: &str) -> &str {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
+/// The most of a removal message's first line a one-line display gives (Spark's own are
+/// under 200 bytes; a hostile or wrapped one is cut, with an ellipsis).
+pub const HEADLINE_MAX: usize = 240;
+
+/// The first non-empty line of a removal message, for one-line displays, to
+/// [`HEADLINE_MAX`] bytes.
+pub fn reason_headline(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::text::clipped(
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or_default(),
+        HEADLINE_MAX,
+    )
 }
 
 #[cfg(test)]

@@ -240,12 +240,5 @@ impl SchedGroup {
 
 /// `s`, cut at a character boundary to at most `max` bytes.
 fn bounded(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..crate::text::floor_boundary(s, max)]
 }

@@ -373,11 +373,10 @@ impl From<WirePod> for ExecutorPod {
             .iter()
             .filter(|(k, _)| SCHEDULING_ANNOTATIONS.contains(&k.as_str()))
             .map(|(k, v)| {
-                let mut end = v.len().min(MAX_ANNOTATION);
-                while !v.is_char_boundary(end) {
-                    end -= 1;
-                }
-                (k.clone(), v[..end].to_owned())
+                (
+                    k.clone(),
+                    v[..crate::text::floor_boundary(v, MAX_ANNOTATION)].to_owned(),
+                )
             })
             .collect();
         let scheduling_gates: Vec<Text> = spec
