@@ -96,10 +96,9 @@ impl Totals {
         self.counted += usize::from(e.counted);
         self.missing += usize::from(e.missing);
         bump(&mut self.by_cause, e.cause);
-        // Only the three codes an OOM can be (a full parse per row costs seconds a month).
+        // Only the codes an OOM can be (a full parse per row costs seconds a month).
         use spark_triage_core::diagnose::Code;
-        let oom = [Code::ContainerOomKilled, Code::JvmOom, Code::NodeSigkill];
-        if let Some(code) = oom.into_iter().find(|c| c.as_str() == e.cause) {
+        if let Some(code) = Code::OOM.into_iter().find(|c| c.as_str() == e.cause) {
             let severity = match e.severity {
                 "error" => spark_triage_core::diagnose::Severity::Error,
                 "warn" => spark_triage_core::diagnose::Severity::Warn,

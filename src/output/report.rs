@@ -12,7 +12,7 @@ use crate::{
     store::{AppRecord, Gone},
 };
 use spark_triage_core::{
-    diagnose::{Code, Severity},
+    diagnose::{Code, Severity, code::Oom},
     model::{ExecutorState, Time, fmt_time},
     text::human_duration,
 };
@@ -121,11 +121,15 @@ impl OomBreakdown {
     /// One ending of this cause: the container's OOM kill, the JVM's heap, or a node-level
     /// SIGKILL that is an error (the node's OOM killer).
     pub fn add(&mut self, cause: Code, severity: Severity) {
-        match (cause, severity) {
-            (Code::ContainerOomKilled, _) => self.container += 1,
-            (Code::JvmOom, _) => self.jvm += 1,
-            (Code::NodeSigkill, Severity::Error) => self.node += 1,
-            _ => {}
+        self.add_n(cause.oom(severity), 1);
+    }
+
+    fn add_n(&mut self, oom: Option<Oom>, n: usize) {
+        match oom {
+            Some(Oom::Container) => self.container += n,
+            Some(Oom::Jvm) => self.jvm += n,
+            Some(Oom::Node) => self.node += n,
+            None => {}
         }
     }
 }
@@ -404,11 +408,9 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
             failures_counted += t.failures;
             for (cause, n) in &t.by_cause {
                 *by_cause.entry(cause.clone()).or_default() += n;
-                match Code::parse(cause) {
-                    Some(Code::ContainerOomKilled) => oom.container += n,
-                    Some(Code::JvmOom) => oom.jvm += n,
-                    _ => {}
-                }
+                // A node's kill is an OOM only as an error: counted apart (`node_oom`).
+                let kind = Code::parse(cause).and_then(|c| c.oom(Severity::Warn));
+                oom.add_n(kind, *n);
             }
             oom.node += t.node_oom;
             for (code, n) in &t.by_finding {

@@ -155,7 +155,7 @@ impl Trimmed {
     }
 
     pub(super) fn add(&mut self, e: &ExecutorRecord) {
-        use spark_triage_core::diagnose::{Code, Severity};
+        use spark_triage_core::diagnose::{Severity, code::Oom};
         self.executors += 1;
         self.failures += usize::from(e.verdict.is_failure());
         *self
@@ -165,10 +165,7 @@ impl Trimmed {
         for f in e.findings() {
             *self.by_finding.entry(f.code).or_default() += 1;
         }
-        if e.verdict
-            .cause()
-            .is_some_and(|f| f.code == Code::NodeSigkill && f.severity == Severity::Error)
-        {
+        if e.verdict.cause().and_then(|f| f.code.oom(f.severity)) == Some(Oom::Node) {
             self.node_oom += 1;
         }
         if let Some(f) = e.verdict.cause()

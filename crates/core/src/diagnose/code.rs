@@ -277,8 +277,62 @@ codes! {
     NodeFailures = "node-failures", Other, Cause, "node failures", app 11;
 }
 
+/// Which memory an ending ran out of, as every OOM breakdown counts it (the report, the
+/// fleet report, MCP): the three codes an OOM can be, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Oom {
+    /// The container's memory limit (`container-oom-killed`, 137).
+    Container,
+    /// The JVM's heap (`jvm-oom`, 52).
+    Jvm,
+    /// The node's OOM killer (`node-sigkill` as an error; as a warning it is a kill from
+    /// outside).
+    Node,
+}
+
+impl Code {
+    /// The codes [`Code::oom`] reads (a table row's cause is matched against these
+    /// before it is parsed).
+    pub const OOM: [Self; 3] = [Self::ContainerOomKilled, Self::JvmOom, Self::NodeSigkill];
+
+    /// The memory an ending of this code and severity ran out of, if it is an OOM.
+    pub fn oom(self, severity: super::Severity) -> Option<Oom> {
+        match (self, severity) {
+            (Self::ContainerOomKilled, _) => Some(Oom::Container),
+            (Self::JvmOom, _) => Some(Oom::Jvm),
+            (Self::NodeSigkill, super::Severity::Error) => Some(Oom::Node),
+            _ => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Code {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::Severity;
+
+    #[test]
+    fn an_oom_is_one_of_three_codes_and_a_node_kill_only_as_an_error() {
+        for code in Code::ALL {
+            let oom = [Severity::Info, Severity::Warn, Severity::Error].map(|s| code.oom(s));
+            assert_eq!(
+                Code::OOM.contains(&code),
+                oom.iter().any(Option::is_some),
+                "{code:?}"
+            );
+        }
+        assert_eq!(
+            Code::ContainerOomKilled.oom(Severity::Info),
+            Some(Oom::Container)
+        );
+        assert_eq!(Code::JvmOom.oom(Severity::Warn), Some(Oom::Jvm));
+        assert_eq!(Code::NodeSigkill.oom(Severity::Warn), None);
+        assert_eq!(Code::NodeSigkill.oom(Severity::Error), Some(Oom::Node));
     }
 }
