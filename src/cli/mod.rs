@@ -201,7 +201,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
                 ..file.top
             };
             config::apply(&mut l, &top, &|id| given.contains(id));
-            l.view = config::view_settings(&top, l.utc);
+            l.view = config::view_settings(&top, l.view.clone());
             commands::demo::run(&l, args)
         }
         Some(Command::Record(args)) => {
@@ -226,7 +226,11 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
             } else {
                 file.top.time_zone == Some(config::TimeZone::Utc) || args.utc
             };
-            commands::replay::run(args, config::view_settings(&file.top, utc))
+            let flags = crate::app::ViewSettings {
+                utc,
+                ..Default::default()
+            };
+            commands::replay::run(args, config::view_settings(&file.top, flags))
         }
         Some(Command::Report(args)) => commands::report::run(args),
         Some(Command::Export(args)) => commands::export::run(args),

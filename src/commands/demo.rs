@@ -75,10 +75,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: DemoArgs) -> Result<ExitCode, Fail
             record.as_deref(),
             live_args.forget_after,
             None,
-            crate::app::ViewSettings {
-                metrics_addr: live_args.metrics_addr,
-                ..live_args.view.clone()
-            },
+            live_args.view.clone(),
         )
         .await;
         let _ = std::fs::remove_file(&sim.kubeconfig);

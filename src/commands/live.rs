@@ -25,10 +25,7 @@ pub(crate) fn run(
             live_args.record.as_deref(),
             live_args.forget_after,
             Some(reconfigure),
-            crate::app::ViewSettings {
-                metrics_addr: live_args.metrics_addr,
-                ..live_args.view.clone()
-            },
+            live_args.view.clone(),
         )
         .await?;
         Ok(ExitCode::SUCCESS)

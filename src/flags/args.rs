@@ -140,15 +140,13 @@ pub struct LiveArgs {
     pub event_log_dir: Option<String>,
     /// Writes refused, and what said so.
     pub readonly: crate::settings::ReadOnly,
-    pub utc: bool,
-    /// The terminal views' settings (the configuration file's, and `utc`).
+    /// The terminal views' settings: `--utc` and `--metrics-addr` as given, then the
+    /// configuration file's (each setting held here only).
     pub view: crate::app::ViewSettings,
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
     pub forget_after: std::time::Duration,
-    /// `--metrics-addr` of the terminal views.
-    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl LiveArgs {
@@ -177,15 +175,14 @@ impl LiveArgs {
                 true => crate::settings::ReadOnly::flag(),
                 false => crate::settings::ReadOnly::Off,
             },
-            utc: view.utc,
             view: crate::app::ViewSettings {
                 utc: view.utc,
+                metrics_addr: view.metrics_addr,
                 ..Default::default()
             },
             record: view.record,
             log_file: view.log_file,
             forget_after: view.forget_after,
-            metrics_addr: view.metrics_addr,
         }
     }
 

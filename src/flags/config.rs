@@ -273,7 +273,7 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
         }
     }
     if let (false, Some(tz)) = (given("utc"), s.time_zone) {
-        live.utc = tz == TimeZone::Utc;
+        live.view.utc = tz == TimeZone::Utc;
     }
 }
 
@@ -285,16 +285,16 @@ fn why_readonly(s: &Settings) -> String {
     }
 }
 
-/// The settings the terminal views read at start: the file's, and `utc` as decided.
-pub fn view_settings(s: &Settings, utc: bool) -> crate::app::ViewSettings {
+/// The settings the terminal views read at start: the file's, over `flags` (`utc` as
+/// decided, `--metrics-addr`).
+pub fn view_settings(s: &Settings, flags: crate::app::ViewSettings) -> crate::app::ViewSettings {
     crate::app::ViewSettings {
         theme: s.theme.map(|t| t.as_str().to_owned()),
         hold_ttl: s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
         // Checked when the file was read.
         keymap: Keymap::with(&s.keys).unwrap_or_default(),
         log_tail_lines: s.log_tail_lines.unwrap_or(crate::source::LOG_TAIL_LINES),
-        utc,
-        metrics_addr: None,
+        ..flags
     }
 }
 

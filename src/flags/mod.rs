@@ -25,7 +25,7 @@ pub(crate) fn configured(
     };
     let settings = file.for_context(context.as_deref());
     config::apply(&mut live, &settings, &|id| given.contains(id));
-    live.view = config::view_settings(&settings, live.utc);
+    live.view = config::view_settings(&settings, live.view.clone());
     // Read-only is only ever added: a context the default file makes read-only stays so
     // whatever `--config` or `$SPARK_TRIAGE_CONFIG` names instead.
     if !live.readonly.on()

@@ -54,6 +54,34 @@ namespace = "spark-prod"
 poll-interval = "1m"
 "#;
 
+/// The live view's settings, each held once: `time_zone` in the file turns UTC on unless
+/// `--utc` was given (it cannot be turned off by a flag that was not), and `--metrics-addr`
+/// stays as given under the file.
+#[test]
+fn the_views_time_zone_and_metrics_address_are_held_once_in_the_view_settings() {
+    let d = tmp("view");
+    let f = write(&d, "c.toml", "time-zone = \"utc\"\n");
+    let m = Cli::command()
+        .try_get_matches_from(["spark-triage", "--config", &f, "--metrics-addr", "9464"])
+        .expect("parses");
+    let given = given(&m);
+    let cli = Cli::from_arg_matches(&m).expect("cli");
+    let live = LiveArgs::of(
+        &cli.cluster,
+        Some(&cli.watch),
+        Some(&cli.write),
+        Some(&cli.view),
+    );
+    assert!(!live.view.utc);
+    let l = configured(live, &given).expect("ok");
+    assert!(l.view.utc, "the file's time zone");
+    assert_eq!(
+        l.view.metrics_addr.map(|a| a.port()),
+        Some(9464),
+        "the flag's address"
+    );
+}
+
 #[test]
 fn built_in_defaults_without_a_file() {
     let d = tmp("none");
