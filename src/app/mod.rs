@@ -233,11 +233,11 @@ pub struct App {
     pub ctx: Context,
     /// How long the view may go without a complete LIST before the header calls it stale
     /// (live and demo: the connection's `stale_after`, on the cluster's clock).
-    pub stale_after: Option<std::time::Duration>,
+    pub(crate) stale_after: Option<std::time::Duration>,
     /// Executors gone this long are forgotten (`--forget-after`; live and demo).
-    pub forget_after: Option<std::time::Duration>,
+    pub(crate) forget_after: Option<std::time::Duration>,
     /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
-    pub kubeconfig: Option<String>,
+    pub(crate) kubeconfig: Option<String>,
     /// How far the open scrolling popup can scroll (its last page), as last drawn.
     pub popup_max_scroll: std::cell::Cell<u16>,
     /// The first application shown in the apps pane and how many fit, as last drawn (the
@@ -292,15 +292,15 @@ pub struct App {
     /// Namespaces whose permissions were asked for.
     pub permissions_asked: BTreeSet<String>,
     /// The colour theme the screen is drawn with.
-    pub theme: Theme,
+    pub(crate) theme: Theme,
     /// The local time zone's offset (times are shown in it unless `show_utc`); `None`:
     /// UTC only (tests, recordings rendered headless).
-    pub local_offset: Option<chrono::FixedOffset>,
-    pub show_utc: bool,
+    pub(crate) local_offset: Option<chrono::FixedOffset>,
+    pub(crate) show_utc: bool,
     /// How long `H` holds an app's executor pods.
-    pub hold_ttl: chrono::Duration,
+    pub(crate) hold_ttl: chrono::Duration,
     /// The keys (the configuration file may rebind them).
-    pub keymap: keymap::Keymap,
+    pub(crate) keymap: keymap::Keymap,
     /// `:` typed: the command being written.
     pub command: Option<String>,
     /// The `:` prompt's history (oldest first) and where Up/Down is in it.
@@ -308,7 +308,7 @@ pub struct App {
     pub history_pos: Option<usize>,
     /// Names the `:` prompt completes: the kubeconfig's contexts (set at start) and the
     /// cluster's namespaces (asked for once per scope, when `:` is first typed).
-    pub contexts: Vec<String>,
+    pub(crate) contexts: Vec<String>,
     /// Where the cursor is in the open prompt (`/`, `:`, replay's `:`), in characters;
     /// `None` at the line's end.
     pub prompt_cursor: Option<usize>,
@@ -376,6 +376,20 @@ pub enum Msg {
     },
 }
 
+/// What a session on a cluster (the live view, the demo) gives its view at the start.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// `--metrics-addr`'s server, bound already.
+    pub metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+    /// The connection's staleness, on the cluster's clock.
+    pub stale_after: std::time::Duration,
+    pub forget_after: std::time::Duration,
+    /// `--kubeconfig`, absolute.
+    pub kubeconfig: Option<String>,
+    /// The kubeconfig's context names.
+    pub contexts: Vec<String>,
+}
+
 impl App {
     pub fn new(ctx: Context) -> Self {
         Self {
@@ -426,6 +440,44 @@ impl App {
             prompt_cursor: None,
             namespaces: Namespaces::NotAsked,
         }
+    }
+
+    /// A view on a cluster, with what its session gives it (each said once, here).
+    pub(crate) fn on_cluster(ctx: Context, session: Session) -> Self {
+        let Session {
+            metrics,
+            stale_after,
+            forget_after,
+            kubeconfig,
+            contexts,
+        } = session;
+        Self {
+            metrics,
+            stale_after: Some(stale_after),
+            forget_after: Some(forget_after),
+            kubeconfig,
+            contexts,
+            ..Self::new(ctx)
+        }
+    }
+
+    /// The terminal's settings, read once at the start: the theme chosen, the keys, how
+    /// long `H` holds, and times in UTC or at `offset` (the screen never changes zone
+    /// mid-session; `z` toggles).
+    pub fn on_terminal(&mut self, theme: Theme, view: ViewSettings, offset: chrono::FixedOffset) {
+        let ViewSettings {
+            hold_ttl,
+            keymap,
+            utc,
+            ..
+        } = view;
+        self.theme = theme;
+        self.keymap = keymap;
+        if let Some(ttl) = hold_ttl {
+            self.hold_ttl = ttl;
+        }
+        self.local_offset = Some(offset);
+        self.show_utc = utc;
     }
 
     /// Applications in display order: the most trouble first (errors, then warnings), then

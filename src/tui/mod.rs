@@ -139,30 +139,17 @@ pub async fn run(
             .clone()
     };
     let switcher = switcher.map(|s| std::sync::Arc::new(tokio::sync::Mutex::new(s)));
-    let ViewSettings {
-        theme,
-        hold_ttl,
-        keymap,
-        utc,
-        ..
-    } = view;
-    app.keymap = keymap;
-    app.theme = crate::app::Theme::choose(
+    // The environment's theme wins over the file's, as a flag would.
+    let theme = crate::app::Theme::choose(
         std::env::var("SPARK_TRIAGE_THEME")
             .ok()
             .as_deref()
-            .or(theme.as_deref()),
+            .or(view.theme.as_deref()),
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || crate::ui::glyphs::dumb_terminal(|k| std::env::var(k).ok()),
     );
     let ascii = crate::ui::glyphs::ascii_wanted(|k| std::env::var(k).ok());
-    if let Some(ttl) = hold_ttl {
-        app.hold_ttl = ttl;
-    }
-    // Local time unless --utc (the offset is read once: the screen never changes zone
-    // mid-session; `z` toggles).
-    app.local_offset = Some(*chrono::Local::now().offset());
-    app.show_utc = utc;
+    app.on_terminal(theme, view, *chrono::Local::now().offset());
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let size = terminal.size()?;

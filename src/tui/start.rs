@@ -57,27 +57,29 @@ pub(crate) async fn tui_on(
         }
         None => rx,
     };
-    let app = App::new(Context {
-        context: conn.context.clone(),
-        scope: conn.describe_scope(),
-        readonly,
-        mode,
-    });
-    let mut app = app;
-    if let Some(m) = metrics {
-        app.metrics = Some(m);
-    }
-    // On the cluster's clock, which the header's ages are read on (a demo's may run fast).
-    app.stale_after = Some(conn.stale_after().mul_f64(conn.clock.rate()));
-    app.forget_after = Some(forget_after);
-    // Absolute, so the copied command works from any directory.
-    app.kubeconfig = conn.kubeconfig.as_ref().map(|p| {
-        std::path::absolute(p)
-            .unwrap_or_else(|_| p.clone())
-            .display()
-            .to_string()
-    });
-    app.contexts = kubeconfig_contexts(conn.kubeconfig.as_deref());
+    let app = App::on_cluster(
+        Context {
+            context: conn.context.clone(),
+            scope: conn.describe_scope(),
+            readonly,
+            mode,
+        },
+        crate::app::Session {
+            metrics,
+            // On the cluster's clock, which the header's ages are read on (a demo's may
+            // run fast).
+            stale_after: conn.stale_after().mul_f64(conn.clock.rate()),
+            forget_after,
+            // Absolute, so the copied command works from any directory.
+            kubeconfig: conn.kubeconfig.as_ref().map(|p| {
+                std::path::absolute(p)
+                    .unwrap_or_else(|_| p.clone())
+                    .display()
+                    .to_string()
+            }),
+            contexts: kubeconfig_contexts(conn.kubeconfig.as_deref()),
+        },
+    );
     let result = crate::tui::run(
         app,
         rx,
