@@ -17,20 +17,16 @@ pub(super) struct Run {
 }
 
 pub(super) async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+    let out = super::common::bin()
         .args(args)
         .arg("--kubeconfig")
         .arg(&sim.kubeconfig)
         .env("SPARK_TRIAGE_ACTIONS_LOG", log)
-        .stdin(Stdio::null())
         .output()
         .await
         .expect("run");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        out: String::from_utf8_lossy(&out.stdout).into_owned(),
-        err: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let (code, out, err) = super::common::outcome(&out);
+    Run { code, out, err }
 }
 
 pub(super) fn temp_log(tag: &str) -> std::path::PathBuf {

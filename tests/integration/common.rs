@@ -36,15 +36,56 @@ pub async fn triage(args: &[&str]) -> (i32, String, String) {
     outcome(&bin().args(args).output().await.expect("run spark-triage"))
 }
 
+/// [`bin`] outside a runtime.
+pub fn bin_blocking() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
 /// `triage` outside a runtime.
 pub fn triage_blocking(args: &[&str]) -> (i32, String, String) {
     outcome(
-        &std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+        &bin_blocking()
             .args(args)
-            .stdin(std::process::Stdio::null())
             .output()
             .expect("run spark-triage"),
     )
+}
+
+/// A command with none of the machine's AWS settings ([`AWS_UNSET`]) and stand-ins for
+/// them ([`AWS_SET`]): the object-store tests give their keys per test.
+pub fn without_machine_aws<C: EnvCommand>(c: &mut C) {
+    for k in AWS_UNSET {
+        c.remove(k);
+    }
+    for (k, v) in AWS_SET {
+        c.set(k, v);
+    }
+}
+
+/// The environment of a command, blocking or not.
+pub trait EnvCommand {
+    fn remove(&mut self, key: &str);
+    fn set(&mut self, key: &str, value: &str);
+}
+
+impl EnvCommand for std::process::Command {
+    fn remove(&mut self, key: &str) {
+        self.env_remove(key);
+    }
+    fn set(&mut self, key: &str, value: &str) {
+        self.env(key, value);
+    }
+}
+
+impl EnvCommand for tokio::process::Command {
+    fn remove(&mut self, key: &str) {
+        self.env_remove(key);
+    }
+    fn set(&mut self, key: &str, value: &str) {
+        self.env(key, value);
+    }
 }
 
 /// The machine's AWS settings a test must not see (its credentials, profiles, instance

@@ -14,15 +14,14 @@ fn fixture(name: &str) -> String {
 }
 
 fn triage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+    super::common::bin_blocking()
         .args(args)
-        .stdin(Stdio::null())
         .output()
         .expect("run spark-triage")
 }
 
 fn triage_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
+    let mut child = super::common::bin_blocking()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -17,10 +17,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// keys given per test).
 fn triage() -> Command {
     let mut c = super::common::bin();
-    for k in ["AWS_SESSION_TOKEN", "AWS_PROFILE"] {
-        c.env_remove(k);
-    }
-    c.envs(super::common::AWS_SET.iter().copied());
+    super::common::without_machine_aws(&mut c);
     c
 }
 

@@ -71,13 +71,10 @@ pub(super) fn moto() -> Option<(Moto, String, String)> {
 }
 
 fn triage(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-    cmd.args(args).stdin(Stdio::null());
-    for k in super::common::AWS_UNSET {
-        cmd.env_remove(k);
-    }
+    let mut cmd = super::common::bin_blocking();
+    cmd.args(args);
     // No instance metadata to fall back to, and no ~/.aws of the machine's.
-    cmd.envs(super::common::AWS_SET.iter().copied());
+    super::common::without_machine_aws(&mut cmd);
     for (k, v) in env {
         cmd.env(k, v);
     }
