@@ -70,6 +70,14 @@ const SCHEDULING_ANNOTATIONS: &[&str] = &[
 ];
 /// The longest annotation value kept.
 const MAX_ANNOTATION: usize = 512;
+/// The annotation Spark (4.1+, `spark.kubernetes.driver.annotateExitException`; on by
+/// default under Apache's spark-kubernetes-operator) writes on the driver pod when the
+/// application's main ends by an exception: the exception and its stack, to 64 KiB
+/// (`Constants.EXIT_EXCEPTION_ANNOTATION` in spark-kubernetes 4.3.0's jar).
+pub const EXIT_EXCEPTION_ANNOTATION: &str = "spark.exit-exception";
+/// The most of the exit exception kept: its head and the first causes (a stack's frames
+/// say little that the exception's lines do not).
+pub const MAX_EXIT_EXCEPTION: usize = 4 * 1024;
 
 /// What diagnosis needs of a Pod. Deserialized from the API's JSON through the wire shapes
 /// (`wire.rs`), or projected from a typed Pod by [`ExecutorPod::from_pod`]; never holds the Pod.
@@ -132,6 +140,10 @@ pub struct ExecutorPod {
     /// The tool's own annotations (`spark-triage.dev/…`): hold state. Others are not kept.
     #[serde(default)]
     pub tool_annotations: BTreeMap<String, String>,
+    /// Drivers: the exception that ended the application's main, as Spark annotated it
+    /// ([`EXIT_EXCEPTION_ANNOTATION`]), to [`MAX_EXIT_EXCEPTION`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_exception: Option<String>,
 }
 
 /// The controlling owner (for executors: the driver pod).
@@ -432,6 +444,11 @@ impl From<WirePod> for ExecutorPod {
                 .map(ContainerSpec::from)
                 .collect(),
             status: pod.status.map(PodStatus::from),
+            exit_exception: meta
+                .annotations
+                .get(EXIT_EXCEPTION_ANNOTATION)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| crate::text::clipped(v.trim(), MAX_EXIT_EXCEPTION).into_owned()),
             tool_annotations: meta
                 .annotations
                 .into_iter()

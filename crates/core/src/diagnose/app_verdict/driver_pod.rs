@@ -17,8 +17,9 @@ use super::super::{
 };
 use crate::{
     classify::{ClassifyOptions, classify},
-    model::{ExecutorPod, ExecutorState, Terminated, Time, fmt_time},
+    model::{EXIT_EXCEPTION_ANNOTATION, ExecutorPod, ExecutorState, Terminated, Time, fmt_time},
     spark::describe_exit_code,
+    text::clipped,
 };
 
 use super::{DriverEvidence, DriverGone};
@@ -45,7 +46,7 @@ pub(super) fn driver_exit(pod: &ExecutorPod) -> Option<(&Terminated, bool)> {
 }
 
 /// The driver pod's findings, said as the driver's, worst first (not yet ordered).
-pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
+pub(super) fn findings<'a>(d: &DriverEvidence<'a>, now: Time) -> Vec<Finding> {
     let opts = ClassifyOptions::default();
     // The pod Spark's end is read from: its first final observation, else the last one.
     let pod = d.ended.unwrap_or(d.pod);
@@ -71,22 +72,29 @@ pub(super) fn findings(d: &DriverEvidence<'_>, now: Time) -> Vec<Finding> {
     {
         out.push(deleted(d.pod, del, state));
     }
-    // The driver's log: a JVM OutOfMemoryError names a generic exit's cause.
+    // The driver's own last words, else its log: a JVM OutOfMemoryError names a generic
+    // exit's cause.
+    let oom = |t: &'a str| t.lines().find(|l| l.contains("java.lang.OutOfMemoryError"));
+    let said_oom = last_words(pod, d)
+        .and_then(|w| oom(w.text).map(|l| (w.from, l, Witness::Pod, "exit exception is")))
+        .or_else(|| {
+            d.log_tail
+                .and_then(|l| l.iter().find_map(|l| oom(l)))
+                .map(|l| ("log", l, Witness::LogTail, "log shows"))
+        });
     if !out
         .iter()
         .any(|f| matches!(f.code, Code::DriverJvmOom | Code::DriverOomKilled))
         && state == ExecutorState::Failed
-        && let Some(line) = d
-            .log_tail
-            .and_then(|l| l.iter().find(|l| l.contains("java.lang.OutOfMemoryError")))
+        && let Some((from, line, witness, says)) = said_oom
     {
         out.push(
             jvm_oom(format!(
-                "The driver's log shows a JVM OutOfMemoryError ({})",
+                "The driver's {says} a JVM OutOfMemoryError ({})",
                 exit_words(pod, &container)
             ))
-            .witness(Witness::LogTail)
-            .evidence(format!("log: {}", line.trim())),
+            .witness(witness)
+            .evidence(format!("{from}: {}", clipped(line.trim(), WORDS_LINE_MAX))),
         );
     }
     if d.gone == DriverGone::Missing && !has_end(&out) {
@@ -330,8 +338,22 @@ fn driverize(
                     hint,
                 )
                 .reference(REF_EXIT);
-                if let Some(line) = d.log_tail.and_then(last_exception) {
-                    g = g.evidence(format!("log: {}", line.trim()));
+                // Its own words first (what ended the main, said by Spark or the
+                // container); the log's last exception is a guess beside them.
+                match last_words(pod, d) {
+                    Some(w) => {
+                        let head = w.headline();
+                        g.summary = format!("The driver failed ({words}): {head}");
+                        g = g.evidence(format!("{}: {head}", w.from));
+                        if let Some(cause) = w.root_cause().filter(|c| *c != head) {
+                            g = g.evidence(format!("{}: root cause: {cause}", w.from));
+                        }
+                    }
+                    None => {
+                        if let Some(line) = d.log_tail.and_then(last_exception) {
+                            g = g.evidence(format!("log: {}", line.trim()));
+                        }
+                    }
                 }
                 g
             }
@@ -572,6 +594,54 @@ fn restarted(pod: &ExecutorPod, container: &str) -> Option<Finding> {
             .to_owned();
     }
     Some(f)
+}
+
+/// The most of one line of the driver's last words a finding quotes.
+const WORDS_LINE_MAX: usize = 240;
+
+/// The driver's own last words: the exception Spark annotated on its pod when the main
+/// ended by one ([`EXIT_EXCEPTION_ANNOTATION`]), else what its container wrote to its
+/// termination message.
+struct LastWords<'a> {
+    /// Where they were read (`spark.exit-exception`, `terminated.message`).
+    from: &'static str,
+    text: &'a str,
+}
+
+impl LastWords<'_> {
+    /// The first line: the exception and its message.
+    fn headline(&self) -> String {
+        let line = self.text.lines().map(str::trim).find(|l| !l.is_empty());
+        clipped(line.unwrap_or_default(), WORDS_LINE_MAX).into_owned()
+    }
+
+    /// The innermost `Caused by:` (what failed first), when the text has one.
+    fn root_cause(&self) -> Option<String> {
+        self.text
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("Caused by:"))
+            .map(|c| clipped(c.trim(), WORDS_LINE_MAX).into_owned())
+    }
+}
+
+fn last_words<'a>(pod: &'a ExecutorPod, d: &DriverEvidence<'a>) -> Option<LastWords<'a>> {
+    let annotated = [Some(pod), Some(d.pod), d.ended]
+        .into_iter()
+        .flatten()
+        .find_map(|p| p.exit_exception.as_deref());
+    if let Some(text) = annotated {
+        return Some(LastWords {
+            from: EXIT_EXCEPTION_ANNOTATION,
+            text,
+        });
+    }
+    let (t, _) = driver_exit(pod)?;
+    let text = t.message.as_deref().filter(|m| !m.trim().is_empty())?;
+    Some(LastWords {
+        from: "terminated.message",
+        text,
+    })
 }
 
 /// The last line of a log that names an exception or error.

@@ -117,6 +117,95 @@ fn exit_52_and_a_logged_oom_are_the_drivers_heap() {
     assert!(codes.contains(&Code::DriverFailed));
 }
 
+/// A driver that failed with its own last words: the exception Spark annotated on the pod
+/// (`spark.exit-exception`, Spark 4.1+ and Apache's operator), else its container's
+/// termination message. Either is quoted in the verdict's headline and preferred to the
+/// log's last exception (a guess); an OutOfMemoryError among them names the heap.
+#[test]
+fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
+    let stack = "org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `etl`.`orders` cannot be found.\n\
+                 \tat org.apache.spark.sql.catalyst.analysis.package$AnalysisErrorAt.tableNotFound(package.scala:91)\n\
+                 \tat com.example.Nightly$.main(Nightly.scala:42)\n\
+                 Caused by: java.io.FileNotFoundException: s3a://lake/etl/orders/_delta_log\n\
+                 \tat org.apache.hadoop.fs.s3a.S3AFileSystem.getFileStatus(S3AFileSystem.java:3866)\n";
+    let p = driver(
+        terminated(1, "Error", 0),
+        json!({"annotations": {"spark.exit-exception": stack}}),
+    );
+    let log = vec!["Exception in thread \"main\" java.lang.RuntimeException: a guess".to_owned()];
+    let mut d = evidence(&p, &[]);
+    d.log_tail = Some(&log);
+    let v = verdict_of(d, &[]);
+    let c = v.cause();
+    assert_eq!(c.code, Code::DriverFailed);
+    assert!(
+        c.summary.starts_with("The driver failed (exit 1")
+            && c.summary.ends_with(
+                "): org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `etl`.`orders` cannot be found."
+            ),
+        "{}",
+        c.summary
+    );
+    assert!(
+        c.evidence.iter().any(|e| e
+            == "spark.exit-exception: root cause: java.io.FileNotFoundException: s3a://lake/etl/orders/_delta_log"),
+        "{:?}",
+        c.evidence
+    );
+    assert!(
+        !c.evidence.iter().any(|e| e.starts_with("log:")),
+        "{:?}",
+        c.evidence
+    );
+
+    // No annotation (Spark before 4.1, or it is off): the termination message speaks.
+    let mut status = terminated(1, "Error", 0);
+    status["containerStatuses"][0]["state"]["terminated"]["message"] =
+        json!("java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01\n");
+    let p = driver(status, json!({}));
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert!(
+        v.cause().summary.ends_with(
+            "): java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01"
+        ),
+        "{}",
+        v.cause().summary
+    );
+    assert!(
+        v.cause()
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("terminated.message: java.lang.IllegalArgumentException"))
+    );
+
+    // The main's OutOfMemoryError, exit 1: the heap, said from the pod.
+    let p = driver(
+        terminated(1, "Error", 0),
+        json!({"annotations": {"spark.exit-exception":
+            "java.lang.OutOfMemoryError: Java heap space\n\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n"}}),
+    );
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverJvmOom);
+    assert_eq!(v.cause().witness, Witness::Pod);
+    assert!(
+        v.cause()
+            .summary
+            .contains("exit exception is a JVM OutOfMemoryError")
+    );
+
+    // Spark's 64 KiB annotation is kept to its bound.
+    let long = format!(
+        "java.lang.IllegalStateException: x\n{}",
+        "\tat a.b.C.d(C.java:1)\n".repeat(3000)
+    );
+    let p = driver(
+        terminated(1, "Error", 0),
+        json!({"annotations": {"spark.exit-exception": long}}),
+    );
+    let kept = p.exit_exception.as_deref().expect("kept");
+    assert!(kept.len() <= 4 * 1024 && kept.ends_with('…'), "{}", kept.len());
+}
+
 #[test]
 fn exit_11_names_the_budget_and_the_executors_causes() {
     let p = driver(terminated(11, "Error", 0), json!({}));
