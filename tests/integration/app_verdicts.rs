@@ -140,6 +140,12 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
     let done = app(&doc, "daily-agg");
     assert_eq!(done["verdict"]["cause"], "app-succeeded");
     assert_eq!(done["verdict"]["severity"], "info");
+    // The driver's own last words (Spark's exit-exception annotation) are its headline.
+    let threw = app(&doc, "quarterly-close");
+    let v = &threw["verdict"];
+    assert_eq!(v["cause"], "driver-failed", "{v}");
+    let headline = "org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `finance`.`ledger` cannot be found. SQLSTATE: 42P01";
+    assert!(v["summary"].as_str().unwrap().ends_with(headline), "{v}");
     assert!(
         !doc.to_string().contains("still counts the executor"),
         "no Spark is left to count"
@@ -163,6 +169,10 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
     );
     let oom_report = app(&report, "nightly-report");
     assert_eq!(oom_report["failures_counted"], 0, "{oom_report}");
+    assert!(
+        md.contains("(spark.exit-exception, its innermost Caused by): java.io.FileNotFoundException: No such file or directory: s3a://finance-lake/ledger/_delta_log."),
+        "{md}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

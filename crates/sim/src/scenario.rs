@@ -287,6 +287,11 @@ pub struct DriverPodFate {
     pub action: Option<FateAction>,
     #[serde(default)]
     pub image_pull_error: Option<String>,
+    /// With a non-zero `exit`: the exception the application's main ended by, which
+    /// Spark 4.1+ writes on the driver pod (`spark.exit-exception`,
+    /// `spark.kubernetes.driver.annotateExitException`) as it exits.
+    #[serde(default, rename = "exitException")]
+    pub exit_exception: Option<String>,
 }
 
 impl DriverPodFate {

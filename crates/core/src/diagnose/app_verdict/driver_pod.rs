@@ -345,8 +345,25 @@ fn driverize(
                         let head = w.headline();
                         g.summary = format!("The driver failed ({words}): {head}");
                         g = g.evidence(format!("{}: {head}", w.from));
-                        if let Some(cause) = w.root_cause().filter(|c| *c != head) {
+                        let cause = w.root_cause().filter(|c| *c != head);
+                        if let Some(cause) = &cause {
                             g = g.evidence(format!("{}: root cause: {cause}", w.from));
+                        }
+                        // Exit 1 is the main's exception: the hint says what failed first.
+                        if code == Some(1) {
+                            g.hint = match cause {
+                                Some(cause) => format!(
+                                    "The application's main threw the exception above; what \
+                                     failed first ({}, its innermost Caused by): {cause}. The \
+                                     driver's log has the whole stack.",
+                                    w.from
+                                ),
+                                None => format!(
+                                    "The application's main threw the exception above ({}); \
+                                     the driver's log has the whole stack.",
+                                    w.from
+                                ),
+                            };
                         }
                     }
                     None => {

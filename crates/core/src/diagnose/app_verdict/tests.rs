@@ -157,6 +157,13 @@ fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
         "{:?}",
         c.evidence
     );
+    assert!(
+        c.hint.contains(
+            "what failed first (spark.exit-exception, its innermost Caused by): java.io.FileNotFoundException"
+        ),
+        "{}",
+        c.hint
+    );
 
     // No annotation (Spark before 4.1, or it is off): the termination message speaks.
     let mut status = terminated(1, "Error", 0);
@@ -203,7 +210,11 @@ fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
         json!({"annotations": {"spark.exit-exception": long}}),
     );
     let kept = p.exit_exception.as_deref().expect("kept");
-    assert!(kept.len() <= 4 * 1024 && kept.ends_with('…'), "{}", kept.len());
+    assert!(
+        kept.len() <= 4 * 1024 && kept.ends_with('…'),
+        "{}",
+        kept.len()
+    );
 }
 
 #[test]

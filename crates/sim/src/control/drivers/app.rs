@@ -151,6 +151,19 @@ impl Drivers {
             Some(p) if matches!(p.phase(), "Failed" | "Succeeded") && !d.finished => {
                 self.drivers[i].finished = true;
                 let succeeded = p.phase() == "Succeeded";
+                // Spark's SparkKubernetesDiagnosticsSetter: the main's exception on the pod.
+                if let Some(text) = self.drivers[i]
+                    .spec
+                    .driver_fate
+                    .as_ref()
+                    .and_then(|f| f.exit_exception.clone())
+                    .filter(|_| !succeeded)
+                {
+                    self.store.modify(Resource::Pods, &ns, p.name(), |v| {
+                        v["metadata"]["annotations"]["spark.exit-exception"] = json!(text);
+                        true
+                    });
+                }
                 if succeeded {
                     // Spark's allocator `stop` deletes its controller.
                     self.delete_sets(i);
