@@ -15,7 +15,7 @@ use std::{collections::BTreeMap, sync::LazyLock};
 use regex::Regex;
 
 /// Spark's replacement text (`Utils.REDACTION_REPLACEMENT_TEXT`).
-pub const REDACTED: &str = "*********(redacted)";
+pub use spark_triage_core::text::REDACTED;
 
 /// Spark's default `spark.redaction.regex`.
 pub const SPARK_DEFAULT_REGEX: &str = "(?i)secret|password|token|access[.]?key";
@@ -49,33 +49,9 @@ pub fn properties(props: &mut BTreeMap<String, String>) -> usize {
     n
 }
 
-/// Credentials that may turn up in an error message: bearer tokens, JWTs, a `token`,
-/// `password` or `secret` field (JSON, YAML or `key=value`), basic auth in a URL.
-static CREDENTIAL: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::unwrap_used)] // a constant that compiles (tested)
-    Regex::new(concat!(
-        r#"(?i)(bearer\s+)[^\s"',;]+"#,
-        r#"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"#,
-        r#"|("?(?:token|password|secret|clientKeyData|client-key-data)"?\s*[:=]\s*"?)[^\s"',}]+"#,
-        r#"|(://[^/@\s:]+:)[^/@\s]+@"#,
-    ))
-    .unwrap()
-});
-
-/// `text` with anything that looks like a credential replaced by `*********(redacted)`.
-pub fn credentials(text: &str) -> String {
-    CREDENTIAL
-        .replace_all(text, |c: &regex::Captures<'_>| {
-            let keep = c
-                .get(1)
-                .or_else(|| c.get(2))
-                .or_else(|| c.get(3))
-                .map_or("", |m| m.as_str());
-            let at = if c.get(3).is_some() { "@" } else { "" };
-            format!("{keep}{REDACTED}{at}")
-        })
-        .into_owned()
-}
+/// `text` with anything that looks like a credential replaced by `*********(redacted)`
+/// (bearer tokens, JWTs, a `token`, `password` or `secret` field, basic auth in a URL).
+pub use spark_triage_core::text::credentials;
 
 /// `text` with control characters and bidirectional overrides from cluster data made
 /// visible (`\u{1b}`), so a pod's termination message cannot change a terminal's title,

@@ -59,6 +59,38 @@ pub fn floor_boundary(text: &str, at: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// What a redacted value reads as (Spark's `Utils.REDACTION_REPLACEMENT_TEXT`).
+pub const REDACTED: &str = "*********(redacted)";
+
+/// Credentials that may turn up in a text from the cluster or an error message: bearer
+/// tokens, JWTs, a `token`, `password` or `secret` field (JSON, YAML or `key=value`), basic
+/// auth in a URL.
+static CREDENTIAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    #[allow(clippy::unwrap_used)] // a constant that compiles (tested)
+    regex::Regex::new(concat!(
+        r#"(?i)(bearer\s+)[^\s"',;]+"#,
+        r#"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"#,
+        r#"|("?(?:token|password|secret|clientKeyData|client-key-data)"?\s*[:=]\s*"?)[^\s"',}]+"#,
+        r#"|(://[^/@\s:]+:)[^/@\s]+@"#,
+    ))
+    .unwrap()
+});
+
+/// `text` with anything that looks like a credential replaced by [`REDACTED`].
+pub fn credentials(text: &str) -> String {
+    CREDENTIAL
+        .replace_all(text, |c: &regex::Captures<'_>| {
+            let keep = c
+                .get(1)
+                .or_else(|| c.get(2))
+                .or_else(|| c.get(3))
+                .map_or("", |m| m.as_str());
+            let at = if c.get(3).is_some() { "@" } else { "" };
+            format!("{keep}{REDACTED}{at}")
+        })
+        .into_owned()
+}
+
 /// One value in a line of text output: its lines joined with " / " (blank ones dropped),
 /// tabs as spaces, every other control and layout character escaped.
 pub fn field(text: &str) -> Cow<'_, str> {

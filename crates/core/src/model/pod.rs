@@ -448,7 +448,11 @@ impl From<WirePod> for ExecutorPod {
                 .annotations
                 .get(EXIT_EXCEPTION_ANNOTATION)
                 .filter(|v| !v.trim().is_empty())
-                .map(|v| crate::text::clipped(v.trim(), MAX_EXIT_EXCEPTION).into_owned()),
+                // The exception's message may carry a connection string's password.
+                .map(|v| {
+                    crate::text::clipped(&crate::text::credentials(v.trim()), MAX_EXIT_EXCEPTION)
+                        .into_owned()
+                }),
             tool_annotations: meta
                 .annotations
                 .into_iter()

@@ -200,6 +200,16 @@ fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
             .contains("exit exception is a JVM OutOfMemoryError")
     );
 
+    // A connection string's password in the exception is not kept.
+    let p = driver(
+        terminated(1, "Error", 0),
+        json!({"annotations": {"spark.exit-exception":
+            "org.postgresql.util.PSQLException: FATAL: no pg_hba.conf entry (url jdbc:postgresql://etl:hunter2@db.internal:5432/ledger, password=hunter2)\n"}}),
+    );
+    let kept = p.exit_exception.as_deref().expect("kept");
+    assert!(!kept.contains("hunter2"), "{kept}");
+    assert!(kept.contains("*********(redacted)"), "{kept}");
+
     // Spark's 64 KiB annotation is kept to its bound.
     let long = format!(
         "java.lang.IllegalStateException: x\n{}",
