@@ -3,7 +3,7 @@
 //! runs the store, diagnosis and UI exactly as the live session did.
 //!
 //! Nothing secret is written: events carry the lean pod projection (no env values, no
-//! annotations, no tokens) and the header names the API server's host, never credentials.
+//! annotations but a failed driver's exit exception, credentials redacted; no tokens) and the header names the API server's host, never credentials.
 //! Format documented in `docs/recording-format.md`.
 //!
 //! A name ending in `.zst` is written zstd-compressed (flushed as a zstd block every

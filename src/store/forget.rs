@@ -74,6 +74,15 @@ impl Store {
     /// there, those the driver counts active and vanished ones are never let go. Checked
     /// after each event (a step per app).
     pub(super) fn bound(&mut self) {
+        self.bound_sparing(None);
+    }
+
+    /// [`bound`](Self::bound), never letting go the executors `spare` names (of one app:
+    /// those a view is still judging).
+    pub(super) fn bound_sparing(
+        &mut self,
+        spare: Option<(&AppKey, &std::collections::HashSet<i64>)>,
+    ) {
         let most = self.max_kept.unwrap_or(MAX_KEPT);
         let total: usize = self.snap.apps.values().map(|a| a.executors.len()).sum();
         if total <= most + most / 10 {
@@ -92,8 +101,9 @@ impl Store {
                     .values()
                     // Not what the driver still counts active, nor a vanished one (its
                     // finding stands until Spark notices).
-                    .filter(|e| {
-                        !e.is_missing()
+                    .filter(move |e| {
+                        !spare.is_some_and(|(k, ids)| k == key && ids.contains(&e.id))
+                            && !e.is_missing()
                             && !e
                                 .driver
                                 .as_ref()

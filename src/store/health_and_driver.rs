@@ -138,6 +138,11 @@ impl Store {
         let listed_at = self.snap.full_snapshot_at.filter(|_| pods_in_scope);
         let list_rv = self.snap.list_rv;
         let mut unnoticed = Vec::new();
+        let spare: std::collections::HashSet<i64> = due
+            .iter()
+            .copied()
+            .chain(rebuilt.iter().map(|(_, d)| d.id))
+            .collect();
         for d in fresh {
             // An event log is no live read (Spark buffers what it writes): an executor it
             // still has active may have gone since; only the driver's own answer says so.
@@ -179,8 +184,9 @@ impl Store {
             let when = rec.last_change(at);
             app.executors.insert(id, Arc::new(rec));
             app.log_when(when, at, Some(id), text);
-            // A view may name thousands: the store's bound holds within it, not after.
-            self.bound();
+            // A view may name thousands: the store's bound holds within it, not after, and
+            // spares what the view still judges (its due and rebuilt executors).
+            self.bound_sparing(Some((&key, &spare)));
         }
         for (name, d) in rebuilt {
             let events = events_named(&self.events, ns, &name);

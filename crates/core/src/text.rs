@@ -76,6 +76,11 @@ static CREDENTIAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
     .unwrap()
 });
 
+/// Whether `text` holds anything [`credentials`] would redact.
+pub fn has_credentials(text: &str) -> bool {
+    CREDENTIAL.is_match(text)
+}
+
 /// `text` with anything that looks like a credential replaced by [`REDACTED`].
 pub fn credentials(text: &str) -> String {
     CREDENTIAL

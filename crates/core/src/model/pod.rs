@@ -448,11 +448,7 @@ impl From<WirePod> for ExecutorPod {
                 .annotations
                 .get(EXIT_EXCEPTION_ANNOTATION)
                 .filter(|v| !v.trim().is_empty())
-                // The exception's message may carry a connection string's password.
-                .map(|v| {
-                    crate::text::clipped(&crate::text::credentials(v.trim()), MAX_EXIT_EXCEPTION)
-                        .into_owned()
-                }),
+                .map(|v| exit_exception(v)),
             tool_annotations: meta
                 .annotations
                 .into_iter()
@@ -461,6 +457,20 @@ impl From<WirePod> for ExecutorPod {
             conf_config_map,
         }
     }
+}
+
+/// Spark's exit exception as kept: its exception and causes without their stack frames
+/// (Hadoop's `stringifyException` indents every frame, `... N more` and `Suppressed:`
+/// blocks; the exception's own lines and its `Caused by:` start a line), credentials
+/// redacted (a connection string's password), to [`MAX_EXIT_EXCEPTION`].
+fn exit_exception(text: &str) -> String {
+    let causes: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t']) && !l.trim().is_empty())
+        .collect();
+    let kept = crate::text::credentials(&causes.join("\n"));
+    crate::text::clipped(&kept, MAX_EXIT_EXCEPTION).into_owned()
 }
 
 /// The groups a pod names: Kueue's (its gate, queue label or pod-group name), the native
@@ -783,7 +793,12 @@ impl From<WireState> for ContainerState {
                 exit_code: t.exit_code,
                 signal: t.signal,
                 reason: t.reason,
-                message: t.message,
+                // What the container wrote to its termination log (a driver's last words,
+                // quoted in verdicts): never with a credential in it.
+                message: t.message.map(|m| match crate::text::has_credentials(&m) {
+                    true => Text::from(crate::text::credentials(&m)),
+                    false => m,
+                }),
                 started_at: t.started_at,
                 finished_at: t.finished_at,
             })

@@ -74,9 +74,9 @@ pub(super) fn findings<'a>(d: &DriverEvidence<'a>, now: Time) -> Vec<Finding> {
     }
     // The driver's own last words, else its log: a JVM OutOfMemoryError names a generic
     // exit's cause.
-    let oom = |t: &'a str| t.lines().find(|l| l.contains("java.lang.OutOfMemoryError"));
+    let oom = |t: &'a str| t.lines().find(|l| drivers_own_oom(l));
     let said_oom = last_words(pod, d)
-        .and_then(|w| oom(w.text).map(|l| (w.from, l, Witness::Pod, "exit exception is")))
+        .and_then(|w| oom(w.text).map(|l| (w.from, l, Witness::Pod, w.says())))
         .or_else(|| {
             d.log_tail
                 .and_then(|l| l.iter().find_map(|l| oom(l)))
@@ -344,7 +344,10 @@ fn driverize(
                     Some(w) => {
                         let head = w.headline();
                         g.summary = format!("The driver failed ({words}): {head}");
-                        g = g.evidence(format!("{}: {head}", w.from));
+                        // The exit finding quotes the termination message's first line.
+                        if w.from == EXIT_EXCEPTION_ANNOTATION {
+                            g = g.evidence(format!("{}: {head}", w.from));
+                        }
                         let cause = w.root_cause().filter(|c| *c != head);
                         if let Some(cause) = &cause {
                             g = g.evidence(format!("{}: root cause: {cause}", w.from));
@@ -354,9 +357,14 @@ fn driverize(
                             g.hint = match cause {
                                 Some(cause) => format!(
                                     "The application's main threw the exception above; what \
-                                     failed first ({}, its innermost Caused by): {cause}. The \
+                                     failed first ({}, its {} Caused by): {cause}. The \
                                      driver's log has the whole stack.",
-                                    w.from
+                                    w.from,
+                                    if w.text.ends_with('…') {
+                                        "last kept"
+                                    } else {
+                                        "innermost"
+                                    }
                                 ),
                                 None => format!(
                                     "The application's main threw the exception above ({}); \
@@ -626,26 +634,49 @@ struct LastWords<'a> {
 }
 
 impl LastWords<'_> {
+    /// How a finding says where an OutOfMemoryError was read.
+    fn says(&self) -> &'static str {
+        if self.from == EXIT_EXCEPTION_ANNOTATION {
+            "exit exception is"
+        } else {
+            "termination message is"
+        }
+    }
+
     /// The first line: the exception and its message.
     fn headline(&self) -> String {
         let line = self.text.lines().map(str::trim).find(|l| !l.is_empty());
         clipped(line.unwrap_or_default(), WORDS_LINE_MAX).into_owned()
     }
 
-    /// The innermost `Caused by:` (what failed first), when the text has one.
+    /// The innermost `Caused by:` (what failed first), when the text has one: at the start
+    /// of a line (a `Suppressed:` block's causes are indented).
     fn root_cause(&self) -> Option<String> {
         self.text
             .lines()
             .rev()
-            .find_map(|l| l.trim().strip_prefix("Caused by:"))
+            .find_map(|l| l.strip_prefix("Caused by:"))
             .map(|c| clipped(c.trim(), WORDS_LINE_MAX).into_owned())
     }
 }
 
+/// A line that is the driver's own OutOfMemoryError (the exception, a cause, or the JVM's
+/// "Exception in thread"), not an executor's quoted in a stage failure ("Lost task … in
+/// stage … (executor 3): java.lang.OutOfMemoryError").
+fn drivers_own_oom(line: &str) -> bool {
+    const OOM: &str = "java.lang.OutOfMemoryError";
+    let l = line.trim_start();
+    (l.starts_with(OOM)
+        || l.strip_prefix("Caused by: ")
+            .is_some_and(|c| c.starts_with(OOM))
+        || (l.starts_with("Exception in thread ") && l.contains(&format!("\" {OOM}"))))
+        && !l.contains("Lost task")
+}
+
 fn last_words<'a>(pod: &'a ExecutorPod, d: &DriverEvidence<'a>) -> Option<LastWords<'a>> {
-    let annotated = [Some(pod), Some(d.pod), d.ended]
+    // The last pod seen (the ended one is the same pod: a new uid starts the driver over).
+    let annotated = [pod, d.pod]
         .into_iter()
-        .flatten()
         .find_map(|p| p.exit_exception.as_deref());
     if let Some(text) = annotated {
         return Some(LastWords {

@@ -167,13 +167,14 @@ fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
 
     // No annotation (Spark before 4.1, or it is off): the termination message speaks.
     let mut status = terminated(1, "Error", 0);
-    status["containerStatuses"][0]["state"]["terminated"]["message"] =
-        json!("java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01\n");
+    status["containerStatuses"][0]["state"]["terminated"]["message"] = json!(
+        "java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01; token=s3cr3t\n"
+    );
     let p = driver(status, json!({}));
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert!(
         v.cause().summary.ends_with(
-            "): java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01"
+            "): java.lang.IllegalArgumentException: --date must be YYYY-MM-DD, got 2026-13-01; token=*********(redacted)"
         ),
         "{}",
         v.cause().summary
@@ -210,10 +211,38 @@ fn the_drivers_own_last_words_are_its_cause_before_the_logs() {
     assert!(!kept.contains("hunter2"), "{kept}");
     assert!(kept.contains("*********(redacted)"), "{kept}");
 
-    // Spark's 64 KiB annotation is kept to its bound.
+    // A real stack: a hundred frames before its causes; the frames go, the causes stay,
+    // and an executor's OOM quoted in a stage failure is not the driver's.
+    let frames = "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)\n".repeat(100);
+    let stack = format!(
+        "org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0 (TID 17) (10.0.0.7 executor 3): java.lang.OutOfMemoryError: Java heap space\n\
+         {frames}Caused by: org.apache.spark.SparkException: stage 3 failed\n{frames}\t... 12 more\n\
+         \tSuppressed: java.lang.IllegalStateException: not the cause\n\t\tCaused by: java.lang.RuntimeException: nor this\n\
+         Caused by: java.io.IOException: No space left on device\n{frames}\t... 40 more\n"
+    );
+    let p = driver(
+        terminated(1, "Error", 0),
+        json!({"annotations": {"spark.exit-exception": stack}}),
+    );
+    let v = verdict_of(evidence(&p, &[]), &[]);
+    assert_eq!(v.cause().code, Code::DriverFailed, "{:?}", v.cause());
+    assert!(
+        v.cause().hint.contains(
+            "(spark.exit-exception, its innermost Caused by): java.io.IOException: No space left on device."
+        ),
+        "{}",
+        v.cause().hint
+    );
+    assert!(
+        p.exit_exception
+            .as_deref()
+            .is_some_and(|t| !t.contains("\tat "))
+    );
+
+    // Spark's 64 KiB annotation (a message of many lines: a query plan) is kept to its bound.
     let long = format!(
         "java.lang.IllegalStateException: x\n{}",
-        "\tat a.b.C.d(C.java:1)\n".repeat(3000)
+        "+- Project [id#1, amount#2]\n".repeat(3000)
     );
     let p = driver(
         terminated(1, "Error", 0),

@@ -156,6 +156,7 @@ impl Drivers {
                     .spec
                     .driver_fate
                     .as_ref()
+                    .filter(|f| f.exit.is_some_and(|c| c != 0) && f.action.is_none())
                     .and_then(|f| f.exit_exception.clone())
                     .filter(|_| !succeeded)
                 {
