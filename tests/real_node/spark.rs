@@ -15,7 +15,7 @@ use std::{
 
 use serde_json::Value;
 
-use super::{Cluster, NS, cmd, root, run_dir, script, wait_until};
+use super::{Cluster, NS, cmd, root, run_dir, script};
 
 /// spark-submit's command line for a job of the image's /opt/jobs, as a platform team's
 /// would be (with what this node needs: its API server address for the driver, the driver's
@@ -64,6 +64,34 @@ fn submit(c: &Cluster, spark_home: &Path, name: &str, job: &str, extra: &[&str])
         out.status.success() && err.contains("Deployed Spark application"),
         "spark-submit {name}: {err}"
     );
+}
+
+/// `wait_until` for Spark's drivers, saying on a timeout what the nodes and the drivers were
+/// doing: a node under DiskPressure admits and keeps nothing (the machine's disk nearly
+/// full: the kubelet here evicts under 1% free, and the Spark image takes 861 MB).
+fn wait_for_drivers(c: &Cluster, what: &str, secs: u64, done: impl FnMut() -> bool) {
+    let said = |args: &[&str]| c.kubectl_try(args, None).1;
+    super::cmd::wait_until_or(what, secs, done, || {
+        format!(
+            "; the nodes' true conditions: {}the drivers: {}",
+            said(&[
+                "get",
+                "nodes",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name}:{range .status.conditions[?(@.status==\"True\")]} {.type}{end}; {end}",
+            ]),
+            said(&[
+                "-n",
+                NS,
+                "get",
+                "pods",
+                "-l",
+                "spark-role=driver",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name}={.status.phase}/{.status.reason} {end}",
+            ]),
+        )
+    });
 }
 
 fn driver_phase(c: &Cluster, app_name: &str) -> Option<String> {
@@ -134,7 +162,7 @@ pub fn cluster_mode(c: &Cluster) {
         "spark.executor.extraJavaOptions=-XX:+AlwaysPreTouch",
     ]);
     submit(c, &spark_home, "rn-spark-oom", "executor_oom.py", &extra);
-    wait_until("the rn-spark-oom driver Succeeded", 180, || {
+    wait_for_drivers(c, "the rn-spark-oom driver Succeeded", 180, || {
         driver_phase(c, "rn-spark-oom").as_deref() == Some("Succeeded")
     });
     let doc = super::status_doc(watcher);
@@ -251,7 +279,8 @@ pub fn cluster_mode(c: &Cluster) {
         "jvm_oom.py",
         &["spark.executor.memory=512m", "spark.task.maxFailures=2"],
     );
-    wait_until(
+    wait_for_drivers(
+        c,
         "the rn-driver-oom and rn-jvm-oom drivers Failed",
         180,
         || {

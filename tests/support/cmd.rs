@@ -34,13 +34,22 @@ pub fn cmd(program: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, S
 }
 
 /// Polls `done` every 300 ms; panics naming `what` after `secs`.
-pub fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, secs: u64, done: impl FnMut() -> bool) {
+    wait_until_or(what, secs, done, String::new);
+}
+
+/// [`wait_until`], its panic also saying what `why` finds then (what the cluster was doing).
+pub fn wait_until_or(
+    what: &str,
+    secs: u64,
+    mut done: impl FnMut() -> bool,
+    why: impl FnOnce() -> String,
+) {
     let start = Instant::now();
     while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "{what}: not within {secs}s"
-        );
+        if start.elapsed() >= Duration::from_secs(secs) {
+            panic!("{what}: not within {secs}s{}", why());
+        }
         std::thread::sleep(Duration::from_millis(300));
     }
 }
