@@ -29,10 +29,16 @@ fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
             let mut endings = Vec::new();
             let mut waits = Vec::new();
             for f in place.list("executor_endings").await.expect("list") {
-                endings.extend(parquet::endings(place.get(&f).await.expect("get")).expect("rows"));
+                endings.extend(
+                    parquet::decode::<rows::EndingRow>(place.get(&f).await.expect("get"))
+                        .expect("rows"),
+                );
             }
             for f in place.list("pending_waits").await.expect("list") {
-                waits.extend(parquet::waits(place.get(&f).await.expect("get")).expect("rows"));
+                waits.extend(
+                    parquet::decode::<rows::WaitRow>(place.get(&f).await.expect("get"))
+                        .expect("rows"),
+                );
             }
             assert!(!endings.is_empty(), "no executor_endings in {dir}");
             eprintln!(
@@ -52,7 +58,7 @@ fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
             spark_version: Some("4.0.1".into()),
             executor_id: 1,
             cause: "container-oom-killed".into(),
-            severity: "error".into(),
+            severity: spark_triage_core::diagnose::Severity::Error,
             state: "failed".into(),
             pod: format!("scale-app-{app}-exec-1"),
             node: Some(format!("scale-node-{app}")),

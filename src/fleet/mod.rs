@@ -191,7 +191,7 @@ impl TablesWriter {
         }
         let mut jobs: Vec<(Table, String, Vec<Key>, Vec<u8>)> = Vec::new();
         macro_rules! plan {
-            ($groups:expr, $table:expr, $of:path) => {
+            ($groups:expr, $table:expr) => {
                 for (date, group) in $groups {
                     // A partition not read: its rows wait for a round that reads it.
                     if neighbours(&date)
@@ -211,7 +211,7 @@ impl TablesWriter {
                     }
                     let keys: Vec<Key> = fresh.iter().map(|(k, _)| k.clone()).collect();
                     let rows: Vec<_> = fresh.into_iter().map(|(_, r)| (*r).clone()).collect();
-                    match parquet::encode($of(&rows)) {
+                    match parquet::encode(&rows) {
                         Ok(bytes) => jobs.push(($table, date, keys, bytes)),
                         Err(e) => {
                             first_error.get_or_insert(e);
@@ -220,9 +220,9 @@ impl TablesWriter {
                 }
             };
         }
-        plan!(endings, Table::Endings, parquet::Of::Endings);
-        plan!(runs, Table::Runs, parquet::Of::Runs);
-        plan!(waits, Table::Waits, parquet::Of::Waits);
+        plan!(endings, Table::Endings);
+        plan!(runs, Table::Runs);
+        plan!(waits, Table::Waits);
         for (table, date, keys, bytes) in jobs {
             let name = format!(
                 "{}/part-{}-{:016x}.parquet",
@@ -597,7 +597,7 @@ mod tests {
             spark_version: Some("4.0.1".into()),
             executor_id: id,
             cause: "container-oom-killed".into(),
-            severity: "error".into(),
+            severity: spark_triage_core::diagnose::Severity::Error,
             state: "failed".into(),
             pod: format!("etl-exec-{id}"),
             node: Some("node-1".into()),
@@ -628,15 +628,141 @@ mod tests {
             ending("spark-a", 1, "2026-12-04T10:00:00Z"),
             ending("spark-a", 2, "2026-12-04T10:00:01.5Z"),
         ];
-        let bytes = parquet::encode(parquet::Of::Endings(&rows)).expect("encode");
+        let bytes = parquet::encode(&rows).expect("encode");
         assert_eq!(
-            parquet::endings(bytes.clone().into()).expect("decode"),
+            parquet::decode::<rows::EndingRow>(bytes.clone().into()).expect("decode"),
             rows
         );
         assert_eq!(
             parquet::keys(Table::Endings, bytes.into()).expect("keys"),
             rows.iter().map(|r| r.key().hash64()).collect::<Vec<_>>()
         );
+    }
+
+    super::parquet::table_row! {
+        /// Every kind of cell, with and without nulls.
+        pub struct EveryCell in Table::Waits => {
+            pub s: String,
+            pub os: Option<String>,
+            pub i: i64,
+            pub oi: Option<i64>,
+            pub n: i32,
+            pub on: Option<i32>,
+            pub f: f64,
+            pub of: Option<f64>,
+            pub b: bool,
+            pub ob: Option<bool>,
+            pub t: spark_triage_core::model::Time,
+            pub ot: Option<spark_triage_core::model::Time>,
+            pub sev: spark_triage_core::diagnose::Severity,
+            pub osev: Option<spark_triage_core::diagnose::Severity>,
+        }
+    }
+
+    /// The schema a file says it has (its Arrow schema, from the Parquet footer).
+    fn file_fields(bytes: Vec<u8>) -> Vec<(String, arrow_schema::DataType, bool)> {
+        let b = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            bytes::Bytes::from(bytes),
+        )
+        .expect("a Parquet file");
+        b.schema()
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+            .collect()
+    }
+
+    #[test]
+    fn a_column_declared_once_is_in_the_schema_the_writer_and_the_reader() {
+        use super::parquet::Columns;
+        use spark_triage_core::diagnose::Severity;
+        let t = |s: &str| s.parse().expect("time");
+        let rows = vec![
+            EveryCell {
+                s: "a".into(),
+                os: Some("b".into()),
+                i: -1,
+                oi: Some(i64::MAX),
+                n: 137,
+                on: Some(-52),
+                f: 1.5,
+                of: Some(f64::MAX),
+                b: true,
+                ob: Some(false),
+                t: t("2026-12-04T10:00:00.000001Z"),
+                ot: Some(t("1970-01-01T00:00:00Z")),
+                sev: Severity::Warn,
+                osev: Some(Severity::Error),
+            },
+            EveryCell {
+                s: String::new(),
+                os: None,
+                i: 0,
+                oi: None,
+                n: 0,
+                on: None,
+                f: 0.0,
+                of: None,
+                b: false,
+                ob: None,
+                t: t("2026-12-05T00:00:00Z"),
+                ot: None,
+                sev: Severity::Info,
+                osev: None,
+            },
+        ];
+        let bytes = parquet::encode(&rows).expect("encode");
+        // The names in declaration order; a type and its nullability from the field's type.
+        let want: Vec<_> = EveryCell::fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+            .collect();
+        assert_eq!(file_fields(bytes.clone()), want);
+        let names: Vec<&str> = want.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(names, EveryCell::NAMES);
+        assert_eq!(
+            want.iter()
+                .filter(|f| f.2)
+                .map(|f| f.0.as_str())
+                .collect::<Vec<_>>(),
+            ["os", "oi", "on", "of", "ob", "ot", "osev"]
+        );
+        assert_eq!(
+            parquet::decode::<EveryCell>(bytes.into()).expect("decode"),
+            rows
+        );
+        // The real tables: what a file of them says is what column_names says (and the
+        // schemas doc, by the test below); the borrowed readers read declared columns.
+        let file = parquet::encode(&[ending("spark-a", 1, "2026-12-04T10:00:00Z")]).expect("e");
+        let got: Vec<String> = file_fields(file).into_iter().map(|f| f.0).collect();
+        assert_eq!(got, parquet::column_names(Table::Endings));
+        for c in parquet::ENDING_REF {
+            assert!(rows::EndingRow::NAMES.contains(c), "{c}");
+        }
+        for c in parquet::WAIT_REF {
+            assert!(rows::WaitRow::NAMES.contains(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn a_null_where_the_table_has_none_is_an_error_naming_the_column() {
+        use super::parquet::Columns;
+        use arrow_array::{RecordBatch, new_null_array};
+        use arrow_schema::{Field, Schema};
+        // The table's types, every column nullable and null.
+        let fields: Vec<Field> = rows::WaitRow::fields()
+            .iter()
+            .map(|f| Field::new(f.name(), f.data_type().clone(), true))
+            .collect();
+        let columns = fields
+            .iter()
+            .map(|f| new_null_array(f.data_type(), 1))
+            .collect();
+        let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("batch");
+        let mut out = Vec::new();
+        let e = rows::WaitRow::decode(&b, &mut out).expect_err("nulls");
+        assert_eq!(e, "column namespace, row 0: null, where the table has none");
+        assert!(out.is_empty());
     }
 
     #[test]
@@ -647,7 +773,7 @@ mod tests {
             b"PAR1\0\0\0\0PAR1",
             b"not parquet at all",
         ] {
-            assert!(parquet::endings(bytes::Bytes::from_static(bad)).is_err());
+            assert!(parquet::decode::<rows::EndingRow>(bytes::Bytes::from_static(bad)).is_err());
             assert!(parquet::keys(Table::Runs, bytes::Bytes::from_static(bad)).is_err());
         }
     }
@@ -678,7 +804,7 @@ mod tests {
         assert!(e.contains("app_id"), "{e}");
         assert!(parquet::each_ending(file.clone(), |_| {}).is_err());
         assert!(parquet::each_wait(file.clone(), |_| {}).is_err());
-        assert!(parquet::runs(file).is_err());
+        assert!(parquet::decode::<rows::RunRow>(file).is_err());
         // Nulls where the table has none: read as empty, no panic.
         let schema = Arc::new(Schema::new(vec![Field::new(
             "app_id",

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::parquet::table_row;
 use crate::store::{AppRecord, ExecutorRecord, Snapshot};
 use spark_triage_core::{
     diagnose::{Severity, budget::FailureBudget},
@@ -32,93 +33,97 @@ impl Table {
     }
 }
 
-/// One ended executor.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EndingRow {
-    pub namespace: String,
-    pub app_id: String,
-    pub app_name: Option<String>,
-    pub spark_version: Option<String>,
-    pub executor_id: i64,
-    /// The verdict's cause (a finding code), `none` when it names none.
-    pub cause: String,
-    pub severity: String,
-    pub state: String,
-    pub pod: String,
-    pub node: Option<String>,
-    pub started_at: Option<Time>,
-    pub ended_at: Time,
-    /// Whose clock `ended_at` is (`container`, `driver`, `event`, `deletion`, `seen`).
-    pub ended_clock: String,
-    pub exit_code: Option<i32>,
-    pub container_reason: Option<String>,
-    /// Spark counted it toward `spark.executor.maxNumFailures`.
-    pub counted: bool,
-    /// A failure, as `report` counts them (counted, or failed and blamed on the app).
-    pub failure: bool,
-    pub missing: bool,
-    pub ending: String,
-    pub witness: Option<String>,
-    pub summary: Option<String>,
-    pub memory_limit_bytes: Option<i64>,
-    pub memory_request_bytes: Option<i64>,
-    pub executor_memory: Option<String>,
-    pub executor_memory_overhead: Option<String>,
-    pub executor_cores: Option<String>,
-    pub max_failures: Option<i32>,
-    pub dynamic_allocation: bool,
+table_row! {
+    /// One ended executor.
+    pub struct EndingRow in Table::Endings => {
+        pub namespace: String,
+        pub app_id: String,
+        pub app_name: Option<String>,
+        pub spark_version: Option<String>,
+        pub executor_id: i64,
+        /// The verdict's cause (a finding code), `none` when it names none. A name, not a
+        /// `Code`: codes are added, and an older reader must still read a newer table.
+        pub cause: String,
+        pub severity: Severity,
+        pub state: String,
+        pub pod: String,
+        pub node: Option<String>,
+        pub started_at: Option<Time>,
+        pub ended_at: Time,
+        /// Whose clock `ended_at` is (`container`, `driver`, `event`, `deletion`, `seen`).
+        pub ended_clock: String,
+        pub exit_code: Option<i32>,
+        pub container_reason: Option<String>,
+        /// Spark counted it toward `spark.executor.maxNumFailures`.
+        pub counted: bool,
+        /// A failure, as `report` counts them (counted, or failed and blamed on the app).
+        pub failure: bool,
+        pub missing: bool,
+        pub ending: String,
+        pub witness: Option<String>,
+        pub summary: Option<String>,
+        pub memory_limit_bytes: Option<i64>,
+        pub memory_request_bytes: Option<i64>,
+        pub executor_memory: Option<String>,
+        pub executor_memory_overhead: Option<String>,
+        pub executor_cores: Option<String>,
+        pub max_failures: Option<i32>,
+        pub dynamic_allocation: bool,
+    }
 }
 
-/// One ended application.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRow {
-    pub namespace: String,
-    pub app_id: String,
-    pub app_name: Option<String>,
-    pub spark_version: Option<String>,
-    pub driver_pod: Option<String>,
-    pub driver_node: Option<String>,
-    pub driver_phase: Option<String>,
-    pub started_at: Option<Time>,
-    pub ended_at: Time,
-    /// The app verdict's cause and severity.
-    pub verdict: String,
-    pub severity: String,
-    pub summary: String,
-    pub executors: i64,
-    pub failures: i64,
-    pub failures_counted: i64,
-    /// Spark's limit on counted failures, when it has one.
-    pub failures_allowed: Option<i64>,
-    pub missing: i64,
-    /// Ended executors by cause, as JSON (`{"container-oom-killed":3,…}`).
-    pub by_cause: String,
-    pub executor_memory: Option<String>,
-    pub executor_memory_overhead: Option<String>,
-    pub executor_cores: Option<String>,
-    pub max_failures: Option<i32>,
-    pub dynamic_allocation: bool,
+table_row! {
+    /// One ended application.
+    pub struct RunRow in Table::Runs => {
+        pub namespace: String,
+        pub app_id: String,
+        pub app_name: Option<String>,
+        pub spark_version: Option<String>,
+        pub driver_pod: Option<String>,
+        pub driver_node: Option<String>,
+        pub driver_phase: Option<String>,
+        pub started_at: Option<Time>,
+        pub ended_at: Time,
+        /// The app verdict's cause (a finding code's name, as `cause` above) and severity.
+        pub verdict: String,
+        pub severity: Severity,
+        pub summary: String,
+        pub executors: i64,
+        pub failures: i64,
+        pub failures_counted: i64,
+        /// Spark's limit on counted failures, when it has one.
+        pub failures_allowed: Option<i64>,
+        pub missing: i64,
+        /// Ended executors by cause, as JSON (`{"container-oom-killed":3,…}`).
+        pub by_cause: String,
+        pub executor_memory: Option<String>,
+        pub executor_memory_overhead: Option<String>,
+        pub executor_cores: Option<String>,
+        pub max_failures: Option<i32>,
+        pub dynamic_allocation: bool,
+    }
 }
 
-/// One executor's wait, over.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WaitRow {
-    pub namespace: String,
-    pub app_id: String,
-    pub app_name: Option<String>,
-    pub executor_id: i64,
-    pub pod: String,
-    pub node: Option<String>,
-    /// What held it, as a closed set (`unschedulable`, `image-pull`, `volume`,
-    /// `admission-rejected`, `pending`).
-    pub reason: String,
-    /// The newest scheduler or kubelet message of it (one line, at most 300 characters).
-    pub message: Option<String>,
-    pub waited_from: Time,
-    pub waited_until: Time,
-    pub seconds: f64,
-    /// The state it went to (`running`, or how it ended while waiting).
-    pub then: String,
+table_row! {
+    /// One executor's wait, over.
+    pub struct WaitRow in Table::Waits => {
+        pub namespace: String,
+        pub app_id: String,
+        pub app_name: Option<String>,
+        pub executor_id: i64,
+        pub pod: String,
+        pub node: Option<String>,
+        /// What held it, as a closed set (`unschedulable`, `image-pull`, `volume`,
+        /// `admission-rejected`, `pending`).
+        pub reason: String,
+        /// The newest scheduler or kubelet message of it (one line, at most 300 characters).
+        pub message: Option<String>,
+        pub waited_from: Time,
+        pub waited_until: Time,
+        pub seconds: f64,
+        /// The state it went to (`running`, or how it ended while waiting).
+        pub then: String,
+    }
 }
 
 /// What one round writes: the rows, each with its key.
@@ -261,10 +266,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 spark_version: version.clone(),
                 executor_id: e.id,
                 cause: e.verdict.cause_code().to_owned(),
-                severity: cause
-                    .map_or(Severity::Info, |f| f.severity)
-                    .as_str()
-                    .to_owned(),
+                severity: cause.map_or(Severity::Info, |f| f.severity),
                 state: e.state().as_str().to_owned(),
                 pod: e.pod.name.clone(),
                 node: e.pod.node_name.as_deref().map(str::to_owned),
@@ -319,7 +321,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                     .and_then(|p| p.created_at),
                 ended_at,
                 verdict: v.cause().code.as_str().to_owned(),
-                severity: v.severity().as_str().to_owned(),
+                severity: v.severity(),
                 summary: crate::redact::one_line(&v.cause().summary),
                 executors: ended,
                 failures,

@@ -99,12 +99,7 @@ impl Totals {
         // Only the codes an OOM can be (a full parse per row costs seconds a month).
         use spark_triage_core::diagnose::Code;
         if let Some(code) = Code::OOM.into_iter().find(|c| c.as_str() == e.cause) {
-            let severity = match e.severity {
-                "error" => spark_triage_core::diagnose::Severity::Error,
-                "warn" => spark_triage_core::diagnose::Severity::Warn,
-                _ => spark_triage_core::diagnose::Severity::Info,
-            };
-            self.oom.add(code, severity);
+            self.oom.add(code, e.severity);
         }
     }
 
@@ -362,7 +357,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
                         bump(&mut n.1, e.cause);
                     }
                 }),
-                Table::Runs => parquet::runs(data).map(|runs| {
+                Table::Runs => parquet::decode::<rows::RunRow>(data).map(|runs| {
                     for r in runs {
                         if !in_window(Some(r.ended_at))
                             || !app_matches(&r.app_id, r.app_name.as_deref())

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 use super::common::{start_sim, succeeded};
+use spark_triage::fleet::{Table, parquet::column_names};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -72,6 +73,8 @@ out = {"by_cause": dict(duckdb.sql(f"select cause, count(*) from {t('executor_en
 for name in ["executor_endings", "pending_waits"]:
     out[name] = list(duckdb.sql(f"select count(*), count(distinct (app_id, executor_id)) from {t(name)}").fetchone())
 out["clusters"] = [r[0] for r in duckdb.sql(f"select distinct cluster from {t('executor_endings')}").fetchall()]
+out["columns"] = {name: [c[0] for c in duckdb.sql(f"describe select * from {t(name)}").fetchall()]
+                  for name in ["executor_endings", "pending_waits"]}
 print(json.dumps(out))
 "#;
 
@@ -91,6 +94,7 @@ for name in ["executor_endings", "pending_waits"]:
     r = spark.sql(f"select count(*) as n, count(distinct app_id, executor_id) as k from {name}").collect()[0]
     out[name] = [r["n"], r["k"]]
 out["clusters"] = [r["cluster"] for r in spark.sql("select distinct cluster from executor_endings").collect()]
+out["columns"] = {name: spark.table(name).columns for name in ["executor_endings", "pending_waits"]}
 print(json.dumps(out))
 spark.stop()
 "#;
@@ -278,6 +282,18 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
             );
         }
         assert_eq!(got["clusters"], serde_json::json!(["sim-eu"]), "{engine}");
+        // Every declared column, in order, then the partition's: a column declared once
+        // (fleet::rows' table_row!) reaches the engines.
+        for table in [Table::Endings, Table::Waits] {
+            let mut want = column_names(table).to_vec();
+            want.extend(["cluster", "date"]);
+            assert_eq!(
+                got["columns"][table.name()],
+                serde_json::json!(want),
+                "{engine}: the columns of {}",
+                table.name()
+            );
+        }
     }
 
     // A run nobody recorded, backfilled from its Spark event log as another cluster: the

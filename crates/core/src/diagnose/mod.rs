@@ -71,6 +71,13 @@ impl Severity {
             Self::Info => "info",
         }
     }
+
+    /// The severity [`Severity::as_str`] names.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Error, Self::Warn, Self::Info]
+            .into_iter()
+            .find(|s| s.as_str() == name)
+    }
 }
 
 /// One explanation of what happened to a pod.
