@@ -188,7 +188,7 @@ fn bench(c: &mut Criterion) {
         );
     }
     update(&mut app, Msg::Resize(200, 50));
-    app.selected_exec = Some(5_000);
+    app.show_executor(5_000, View::Map);
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
     c.bench_function("render 200x50 state map, 10k executors", |b| {
         b.iter(|| {
@@ -198,7 +198,7 @@ fn bench(c: &mut Criterion) {
                 .expect("draw")
         });
     });
-    app.view = View::Table;
+    app.show_executor(5_000, View::Table);
     c.bench_function("render 200x50 table, 10k executors", |b| {
         b.iter(|| {
             terminal

@@ -227,10 +227,10 @@ impl Default for ViewSettings {
 
 #[derive(Debug)]
 pub struct App {
-    pub store: Store,
+    pub(crate) store: Store,
     /// `--metrics-addr`: what the view publishes each second (the verdicts).
     pub(crate) metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
-    pub ctx: Context,
+    pub(crate) ctx: Context,
     /// How long the view may go without a complete LIST before the header calls it stale
     /// (live and demo: the connection's `stale_after`, on the cluster's clock).
     pub(crate) stale_after: Option<std::time::Duration>,
@@ -239,58 +239,58 @@ pub struct App {
     /// The kubeconfig given with `--kubeconfig`: in the kubectl commands `Y` copies.
     pub(crate) kubeconfig: Option<String>,
     /// How far the open scrolling popup can scroll (its last page), as last drawn.
-    pub popup_max_scroll: std::cell::Cell<u16>,
+    pub(crate) popup_max_scroll: std::cell::Cell<u16>,
     /// The first application shown in the apps pane and how many fit, as last drawn (the
     /// pane scrolls with its selection).
-    pub apps_window: std::cell::Cell<(usize, usize)>,
+    pub(crate) apps_window: std::cell::Cell<(usize, usize)>,
     /// The rows the incident strip's lines wrap to at the current width, as the last
     /// frame measured them (the layout gives it that many, up to a third of the body).
-    pub incident_rows: std::cell::Cell<u16>,
+    pub(crate) incident_rows: std::cell::Cell<u16>,
     /// Rows the Selected strip's lines wrap to, and rows the executors pane has content
     /// for (map and endings, or table), as the last frame measured them: the layout gives
     /// the strip what the pane does not need.
-    pub strip_rows: std::cell::Cell<u16>,
-    pub main_rows: std::cell::Cell<u16>,
-    pub view: View,
-    pub focus: Focus,
-    pub popup: Option<Popup>,
+    pub(crate) strip_rows: std::cell::Cell<u16>,
+    pub(crate) main_rows: std::cell::Cell<u16>,
+    pub(crate) view: View,
+    pub(crate) focus: Focus,
+    pub(crate) popup: Option<Popup>,
     /// The selected application by identity (namespace, app id): a list that changes
     /// under it (an app appears above, another ends) never moves it, so an action never
     /// lands on an app the operator did not choose.
-    pub selected_app: Option<crate::store::AppKey>,
+    pub(crate) selected_app: Option<crate::store::AppKey>,
     /// Until the operator chooses an app (any key or click pins what they see), the one
     /// in the worst state is shown, so the first screen is the incident.
-    pub auto_app: Option<crate::store::AppKey>,
+    pub(crate) auto_app: Option<crate::store::AppKey>,
     /// The selected executor id in the selected app.
-    pub selected_exec: Option<i64>,
-    pub filter: String,
-    pub editing_filter: bool,
-    pub state_filter: StateFilter,
-    pub sort: Sort,
-    pub scroll: u16,
+    pub(crate) selected_exec: Option<i64>,
+    pub(crate) filter: String,
+    pub(crate) editing_filter: bool,
+    pub(crate) state_filter: StateFilter,
+    pub(crate) sort: Sort,
+    pub(crate) scroll: u16,
     /// Terminal size, for layout-dependent moves (the map's row width).
-    pub size: (u16, u16),
-    pub should_quit: bool,
+    pub(crate) size: (u16, u16),
+    pub(crate) should_quit: bool,
     /// Executors marked for a kill: (namespace, app id, id).
-    pub marked: BTreeSet<(String, String, i64)>,
+    pub(crate) marked: BTreeSet<(String, String, i64)>,
     /// What the API allows (SelfSubjectAccessReview, and 403s seen).
-    pub perms: Permissions,
-    pub confirm: Option<Confirm>,
-    pub log_view: Option<LogView>,
+    pub(crate) perms: Permissions,
+    pub(crate) confirm: Option<Confirm>,
+    pub(crate) log_view: Option<LogView>,
     /// A one-line message for the user (an action's result, why a key is disabled).
-    pub notice: Option<String>,
+    pub(crate) notice: Option<String>,
     /// Apps this instance turned the hold on for (asked about on quit).
-    pub held_here: BTreeSet<(String, String)>,
+    pub(crate) held_here: BTreeSet<(String, String)>,
     /// Pods with a hold/release/capture request under way (not asked for twice).
-    pub in_flight: BTreeSet<(String, String)>,
+    pub(crate) in_flight: BTreeSet<(String, String)>,
     /// Which executors' evidence (log tail, events) is read, and why others were not.
-    pub evidence: crate::evidence::EvidenceReads,
+    pub(crate) evidence: crate::evidence::EvidenceReads,
     /// Set when replaying a recording.
-    pub replay: Option<replay::Replay>,
+    pub(crate) replay: Option<replay::Replay>,
     /// The app the driver view was last pointed at (`None` before the first time).
-    pub driver_focus: Option<Option<(String, String)>>,
+    pub(crate) driver_focus: Option<Option<(String, String)>>,
     /// Namespaces whose permissions were asked for.
-    pub permissions_asked: BTreeSet<String>,
+    pub(crate) permissions_asked: BTreeSet<String>,
     /// The colour theme the screen is drawn with.
     pub(crate) theme: Theme,
     /// The local time zone's offset (times are shown in it unless `show_utc`); `None`:
@@ -302,17 +302,17 @@ pub struct App {
     /// The keys (the configuration file may rebind them).
     pub(crate) keymap: keymap::Keymap,
     /// `:` typed: the command being written.
-    pub command: Option<String>,
+    pub(crate) command: Option<String>,
     /// The `:` prompt's history (oldest first) and where Up/Down is in it.
-    pub history: Vec<String>,
-    pub history_pos: Option<usize>,
+    pub(crate) history: Vec<String>,
+    pub(crate) history_pos: Option<usize>,
     /// Names the `:` prompt completes: the kubeconfig's contexts (set at start) and the
     /// cluster's namespaces (asked for once per scope, when `:` is first typed).
     pub(crate) contexts: Vec<String>,
     /// Where the cursor is in the open prompt (`/`, `:`, replay's `:`), in characters;
     /// `None` at the line's end.
-    pub prompt_cursor: Option<usize>,
-    pub namespaces: Namespaces,
+    pub(crate) prompt_cursor: Option<usize>,
+    pub(crate) namespaces: Namespaces,
 }
 
 /// The cluster's namespaces, for the `:` prompt's completion.
@@ -559,6 +559,17 @@ impl App {
     pub fn selected_app_index(&self) -> Option<usize> {
         let cur = self.current_app()?;
         self.apps().iter().position(|a| Arc::ptr_eq(a, cur))
+    }
+
+    /// What the view holds (read-only: only messages change it).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Selects executor `id` of the selected app, and shows `view` (a bench's set-up).
+    pub fn show_executor(&mut self, id: i64, view: View) {
+        self.selected_exec = Some(id);
+        self.view = view;
     }
 
     /// Selects the app at this display position.

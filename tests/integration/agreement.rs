@@ -121,7 +121,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
         let (code, out, err) = triage(&["status", "--recording", &f, "-o", "json"]).await;
         assert_eq!(code, 0, "{name}: {err}");
         let status: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let now = app.store.view().now.unwrap_or_default();
+        let now = app.store().view().now.unwrap_or_default();
         let apps: Vec<_> = app.apps().into_iter().cloned().collect();
         assert!(!apps.is_empty(), "{name}: no app");
         for (i, a) in apps.iter().enumerate() {
