@@ -10,9 +10,9 @@
 //! - **`commands/` holds only the commands**: no command uses another, none uses `cli`.
 //! - **The core by its own name**: the product does not re-export the core or the simulator.
 //!
-//! Paths are read from the code (`use` trees, `crate::`/`super::`/`self::` paths) with
-//! comments, strings and `#[cfg(test)]` modules left out; test files (`tests.rs`, a
-//! `tests/` folder) are exempt.
+//! Paths are read from the code as Rust (`syn`): `use` trees, `crate::`/`super::`/`self::`
+//! paths in types and expressions, and the same in macros' tokens (`$crate::` too), with
+//! `#[cfg(test)]` items left out; test files (`tests.rs`, a `tests/` folder) are exempt.
 #![allow(
     clippy::unwrap_used,
     reason = "a checker of the source tree fails loudly on what it cannot read"
@@ -59,205 +59,135 @@ fn is_test(m: &Module, file: &Path) -> bool {
     m.iter().any(|s| s == "tests") || file.file_name().is_some_and(|n| n == "tests.rs")
 }
 
-/// The code without comments, string and char literals, and `#[cfg(test)]` items.
-fn code_of(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
+/// A file read as Rust (a file that does not parse fails the test, naming it).
+fn parse(file: &Path) -> syn::File {
+    let text = std::fs::read_to_string(file).unwrap();
+    syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// `#[cfg(test)]` among these attributes.
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string() == "test")
+    })
+}
+
+fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+    use syn::Item as I;
+    match item {
+        I::Const(i) => &i.attrs,
+        I::Enum(i) => &i.attrs,
+        I::Fn(i) => &i.attrs,
+        I::Impl(i) => &i.attrs,
+        I::Macro(i) => &i.attrs,
+        I::Mod(i) => &i.attrs,
+        I::Static(i) => &i.attrs,
+        I::Struct(i) => &i.attrs,
+        I::Trait(i) => &i.attrs,
+        I::Type(i) => &i.attrs,
+        I::Use(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+/// The paths a file's code names, its `#[cfg(test)]` items left out: `use` trees
+/// expanded (`a::{b, c::{d, self}}` → `a::b`, `a::c::d`, `a::c`), `crate::`/`super::`/
+/// `self::` paths in types and expressions, and the same inside macros' tokens.
+#[derive(Default)]
+struct Paths(Vec<String>);
+
+impl Paths {
+    fn of(file: &syn::File) -> Vec<String> {
+        let mut p = Self::default();
+        syn::visit::Visit::visit_file(&mut p, file);
+        p.0
+    }
+
+    fn tree(&mut self, t: &syn::UseTree, prefix: &str) {
+        let join = |s: &dyn std::fmt::Display| {
+            if prefix.is_empty() {
+                s.to_string()
+            } else {
+                format!("{prefix}::{s}")
             }
-        } else if b[i..].starts_with(b"/*") {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i..].starts_with(b"/*") {
-                    depth += 1;
-                    i += 2;
-                } else if b[i..].starts_with(b"*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
+        };
+        match t {
+            syn::UseTree::Path(p) => self.tree(&p.tree, &join(&p.ident)),
+            syn::UseTree::Name(n) if n.ident == "self" => self.0.push(prefix.to_owned()),
+            syn::UseTree::Name(n) => self.0.push(join(&n.ident)),
+            syn::UseTree::Rename(r) => self.0.push(join(&r.ident)),
+            syn::UseTree::Glob(_) => self.0.push(prefix.to_owned()),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.tree(t, prefix)),
+        }
+    }
+
+    /// `crate :: a :: b` (or `$crate`, `super`, `self`) in a macro's tokens.
+    fn tokens(&mut self, ts: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree as T;
+        let flat: Vec<T> = ts.into_iter().collect();
+        let mut k = 0;
+        while k < flat.len() {
+            match &flat[k] {
+                T::Group(g) => self.tokens(g.stream()),
+                T::Ident(i) if matches!(i.to_string().as_str(), "crate" | "super" | "self") => {
+                    let mut segs = vec![i.to_string()];
+                    let mut j = k + 1;
+                    while let (Some(T::Punct(a)), Some(T::Punct(b)), Some(T::Ident(n))) =
+                        (flat.get(j), flat.get(j + 1), flat.get(j + 2))
+                    {
+                        if a.as_char() != ':' || b.as_char() != ':' {
+                            break;
+                        }
+                        segs.push(n.to_string());
+                        j += 3;
                     }
-                } else {
-                    i += 1;
-                }
-            }
-        } else if b[i] == b'"' {
-            // A raw string's `r#"` leaves its `r#` behind: harmless.
-            let hashes = b[..i].iter().rev().take_while(|&&c| c == b'#').count();
-            let raw = i > hashes && b[i - hashes - 1] == b'r';
-            i += 1;
-            while i < b.len() {
-                if !raw && b[i] == b'\\' {
-                    i += 2;
+                    if segs.len() > 1 {
+                        self.0.push(segs.join("::"));
+                    }
+                    k = j;
                     continue;
                 }
-                if b[i] == b'"'
-                    && b[i + 1..]
-                        .iter()
-                        .take(hashes)
-                        .filter(|&&c| c == b'#')
-                        .count()
-                        == hashes
-                {
-                    i += 1 + hashes;
-                    break;
-                }
-                i += 1;
+                _ => {}
             }
-            out.push_str("\"\"");
-        } else if b[i] == b'\'' {
-            // A char literal ('x', '│', '\n', '\''), or a lifetime (no closing quote).
-            let rest = &text[i + 1..];
-            let len = if let Some(escaped) = rest.strip_prefix('\\') {
-                escaped.find('\'').map(|k| k + 1)
-            } else {
-                rest.chars()
-                    .next()
-                    .map(char::len_utf8)
-                    .filter(|&n| rest[n..].starts_with('\''))
-            };
-            match len {
-                Some(n) => i += 1 + n + 1,
-                None => {
-                    out.push('\'');
-                    i += 1;
-                }
-            }
-        } else {
-            let ch = text[i..].chars().next().unwrap();
-            out.push(ch);
-            i += ch.len_utf8();
-        }
-    }
-    drop_test_items(&out)
-}
-
-/// `#[cfg(test)] mod x;` and `#[cfg(test)] mod x { … }` (and any other item) removed.
-fn drop_test_items(code: &str) -> String {
-    let mut out = code.to_owned();
-    while let Some(at) = out.find("#[cfg(test)]") {
-        let rest = &out[at..];
-        let semi = rest.find(';');
-        let brace = rest.find('{');
-        let end = match (semi, brace) {
-            (Some(s), Some(b)) if s < b => at + s + 1,
-            (_, Some(b)) => {
-                let mut depth = 0;
-                let mut end = out.len();
-                for (k, c) in out[at + b..].char_indices() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                end = at + b + k + 1;
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                end
-            }
-            (Some(s), None) => at + s + 1,
-            (None, None) => out.len(),
-        };
-        out.replace_range(at..end, "");
-    }
-    out
-}
-
-/// `a::{b, c::{d, self}}` → `a::b`, `a::c::d`, `a::c`.
-fn expand(tree: &str, out: &mut Vec<String>) {
-    // `x as y` renames: the path is `x`.
-    let words: Vec<&str> = tree.split_whitespace().collect();
-    let mut kept = String::new();
-    let mut k = 0;
-    while k < words.len() {
-        if words[k] == "as" {
-            // The alias goes; what follows it (`,`, `}`) stays.
-            if let Some(alias) = words.get(k + 1) {
-                kept.push_str(alias.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_'));
-            }
-            k += 2;
-            continue;
-        }
-        kept.push_str(words[k]);
-        k += 1;
-    }
-    let tree = kept;
-    let Some(open) = tree.find('{') else {
-        out.push(tree.trim_end_matches("::*").to_owned());
-        return;
-    };
-    let prefix = &tree[..open];
-    let body = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
-    let mut depth = 0;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (k, c) in body.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&body[start..k]);
-                start = k + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&body[start..]);
-    for p in parts.into_iter().filter(|p| !p.is_empty()) {
-        if p == "self" {
-            out.push(prefix.trim_end_matches("::").to_owned());
-        } else {
-            expand(&format!("{prefix}{p}"), out);
+            k += 1;
         }
     }
 }
 
-/// The paths a file's code names: `use` trees expanded, and inline paths.
-fn paths(code: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = String::new();
-    let mut i = 0;
-    let words = |s: &str, at: usize| {
-        at == 0 || !s.as_bytes()[at - 1].is_ascii_alphanumeric() && s.as_bytes()[at - 1] != b'_'
-    };
-    while let Some(k) = code[i..].find("use ") {
-        let at = i + k;
-        rest.push_str(&code[i..at]);
-        if !words(code, at) {
-            rest.push_str("use ");
-            i = at + 4;
-            continue;
-        }
-        let end = code[at..].find(';').map_or(code.len(), |e| at + e);
-        expand(&code[at + 4..end], &mut out);
-        i = end;
-    }
-    rest.push_str(&code[i..]);
-    for start in ["crate::", "super::", "self::"] {
-        let mut from = 0;
-        while let Some(k) = rest[from..].find(start) {
-            let at = from + k;
-            from = at + start.len();
-            // Not the inner `super::` of `super::super::x` (the outer one reads it whole).
-            if !words(&rest, at) || rest[..at].ends_with("::") {
-                continue;
-            }
-            let path: String = rest[at..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            out.push(path.trim_end_matches(':').to_owned());
+impl<'a> syn::visit::Visit<'a> for Paths {
+    fn visit_item(&mut self, i: &'a syn::Item) {
+        if !is_cfg_test(item_attrs(i)) {
+            syn::visit::visit_item(self, i);
         }
     }
-    out
+    fn visit_impl_item_fn(&mut self, i: &'a syn::ImplItemFn) {
+        if !is_cfg_test(&i.attrs) {
+            syn::visit::visit_impl_item_fn(self, i);
+        }
+    }
+    fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
+        // `use ::x`: another crate's, always.
+        if u.leading_colon.is_none() {
+            self.tree(&u.tree, "");
+        }
+    }
+    fn visit_path(&mut self, p: &'a syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if p.leading_colon.is_none()
+            && segs.len() > 1
+            && matches!(segs[0].as_str(), "crate" | "super" | "self")
+        {
+            self.0.push(segs.join("::"));
+        }
+        syn::visit::visit_path(self, p);
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        self.tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
 }
 
 /// The module a path names, as far as modules go (`crate::source::live::spawn` →
@@ -307,9 +237,8 @@ fn graph(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
         if is_test(m, file) {
             continue;
         }
-        let code = code_of(&std::fs::read_to_string(file).unwrap());
         let entry = g.entry(m.clone()).or_default();
-        for p in paths(&code) {
+        for p in Paths::of(&parse(file)) {
             if let Some(to) = resolve(&mods, m, &p)
                 && &to != m
             {
@@ -586,13 +515,20 @@ fn commands_are_only_the_commands() {
 
 #[test]
 fn the_core_is_reached_by_its_own_name() {
-    let lib = std::fs::read_to_string(workspace().join("src/lib.rs")).unwrap();
-    let code = code_of(&lib);
-    for other in ["spark_triage_core", "spark_triage_sim"] {
-        assert!(
-            !code.contains(&format!("pub use {other}")),
-            "src/lib.rs re-exports {other}: reach it by its own name"
-        );
+    let lib = parse(&workspace().join("src/lib.rs"));
+    for item in &lib.items {
+        let syn::Item::Use(u) = item else { continue };
+        if matches!(u.vis, syn::Visibility::Inherited) {
+            continue;
+        }
+        let mut p = Paths::default();
+        p.tree(&u.tree, "");
+        for other in ["spark_triage_core", "spark_triage_sim"] {
+            assert!(
+                !p.0.iter().any(|p| p.split("::").next() == Some(other)),
+                "src/lib.rs re-exports {other}: reach it by its own name"
+            );
+        }
     }
 }
 
@@ -636,6 +572,25 @@ fn the_checker_finds_a_planted_circle() {
     std::fs::write(dir.join("a/x.rs"), "pub fn f() { super::y::g(); }\n").unwrap();
     std::fs::write(dir.join("a/y.rs"), "pub fn g() { super::x::f(); }\n").unwrap();
     assert_eq!(all_circles(&dir), vec!["src/a: x ↔ y".to_owned()]);
+    // Inside a macro's tokens and a macro_rules body (`$crate::`): seen too.
+    std::fs::write(
+        dir.join("a/x.rs"),
+        "pub fn f() { println!(\"{}\", super::y::g()); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("a/y.rs"),
+        "macro_rules! m { () => { $crate::a::x::f() }; }\npub fn g() {}\n",
+    )
+    .unwrap();
+    assert_eq!(all_circles(&dir), vec!["src/a: x ↔ y".to_owned()]);
+    // In a #[cfg(test)] function of an impl: not.
+    std::fs::write(
+        dir.join("a/y.rs"),
+        "pub struct Y;\nimpl Y {\n    #[cfg(test)]\n    fn t() { crate::a::x::f(); }\n}\npub fn g() {}\n",
+    )
+    .unwrap();
+    assert_eq!(all_circles(&dir), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -645,10 +600,42 @@ fn the_checker_finds_a_planted_circle() {
 /// would never be corrected by the API server's `Date`).
 #[test]
 fn the_clock_is_a_value_not_a_global() {
+    /// Its statics, the clocks it reads (`clock::now`) and the clocks it makes.
+    #[derive(Default)]
+    struct Clocks {
+        statics: usize,
+        reads: usize,
+        makes: usize,
+    }
+    impl<'a> syn::visit::Visit<'a> for Clocks {
+        fn visit_item(&mut self, i: &'a syn::Item) {
+            if !is_cfg_test(item_attrs(i)) {
+                syn::visit::visit_item(self, i);
+            }
+        }
+        fn visit_item_static(&mut self, i: &'a syn::ItemStatic) {
+            self.statics += 1;
+            syn::visit::visit_item_static(self, i);
+        }
+        fn visit_path(&mut self, p: &'a syn::Path) {
+            let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+            let ends = |a: &str, b: &[&str]| {
+                segs.len() >= 2 && segs[segs.len() - 2] == a && b.contains(&&*segs[segs.len() - 1])
+            };
+            self.reads += usize::from(ends("clock", &["now"]));
+            self.makes += usize::from(ends("Clock", &["local", "default", "of_cluster"]));
+            syn::visit::visit_path(self, p);
+        }
+    }
+    let of = |file: &Path| {
+        let mut c = Clocks::default();
+        syn::visit::Visit::visit_file(&mut c, &parse(file));
+        c
+    };
     let clock = workspace().join("src/source/clock.rs");
-    let code = code_of(&std::fs::read_to_string(&clock).unwrap()).replace("'static", "");
-    assert!(
-        !code.contains("static "),
+    assert_eq!(
+        of(&clock).statics,
+        0,
         "{}: a static clock is back",
         clock.display()
     );
@@ -657,12 +644,9 @@ fn the_clock_is_a_value_not_a_global() {
         if is_test(&m, &file) || m == ["source", "clock"] {
             continue;
         }
-        let code = code_of(&std::fs::read_to_string(&file).unwrap());
-        let makes = ["Clock::local(", "Clock::default(", "Clock::of_cluster("]
-            .iter()
-            .any(|c| code.contains(c));
+        let c = of(&file);
         let made_here = m == ["source", "connection"] || m == ["commands", "demo"];
-        if code.contains("clock::now(") || (makes && !made_here) {
+        if c.reads > 0 || (c.makes > 0 && !made_here) {
             calls.push(file.display().to_string());
         }
     }

@@ -9,6 +9,7 @@
 //! the files already there and writes only the new rows. A recorder killed and resumed, or
 //! an export run twice, adds no row twice.
 
+pub mod columns;
 pub mod parquet;
 pub mod place;
 pub mod rows;
@@ -639,7 +640,7 @@ mod tests {
         );
     }
 
-    super::parquet::table_row! {
+    super::columns::table_row! {
         /// Every kind of cell, with and without nulls.
         pub struct EveryCell in Table::Waits => {
             pub s: String,
@@ -674,7 +675,7 @@ mod tests {
 
     #[test]
     fn a_column_declared_once_is_in_the_schema_the_writer_and_the_reader() {
-        use super::parquet::Columns;
+        use super::columns::Columns;
         use spark_triage_core::diagnose::Severity;
         let t = |s: &str| s.parse().expect("time");
         let rows = vec![
@@ -746,7 +747,7 @@ mod tests {
 
     #[test]
     fn a_null_where_the_table_has_none_is_an_error_naming_the_column() {
-        use super::parquet::Columns;
+        use super::columns::Columns;
         use arrow_array::{RecordBatch, new_null_array};
         use arrow_schema::{Field, Schema};
         // The table's types, every column nullable and null.

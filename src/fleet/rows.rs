@@ -6,32 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use super::parquet::table_row;
+pub use super::columns::Table;
+use super::columns::table_row;
 use crate::store::{AppRecord, ExecutorRecord, Snapshot};
 use spark_triage_core::{
     diagnose::{Severity, budget::FailureBudget},
     model::{ExecutorState, Time},
 };
-
-/// The three tables, by their stable names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Table {
-    Endings,
-    Runs,
-    Waits,
-}
-
-impl Table {
-    pub const ALL: [Self; 3] = [Self::Endings, Self::Runs, Self::Waits];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Endings => "executor_endings",
-            Self::Runs => "app_runs",
-            Self::Waits => "pending_waits",
-        }
-    }
-}
 
 table_row! {
     /// One ended executor.
