@@ -18,9 +18,14 @@
 
 mod account;
 mod order;
+mod phases;
 
 use account::{account, apply_version, driver_witness_of, from_driver, missing_account};
 use order::{is_exit_code, is_pod_ending, order};
+use phases::{
+    complete_and_order, ended_by, ending, failed_before_deletion, gather, missing,
+    reconcile_with_driver, spark_of, state_of,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +38,7 @@ use crate::{
     classify::{ClassifyOptions, classify},
     model::{
         ExecutorPod, ExecutorState, PodEvent, Time,
-        driver::{DriverSeen, RemovalKind, parse_removal},
+        driver::{DriverSeen, RemovalKind, RemovalReason, parse_removal},
     },
     spark::{SparkView, UNKNOWN_EXIT_CODE, describe_exit_code, spark_view},
 };
@@ -350,323 +355,36 @@ struct Rebuilt {
     exit: Option<(i32, Option<String>)>,
 }
 
-/// The verdict.
+/// The verdict, in phases: gather the findings (the pod, the driver's reason, the log
+/// tail), reconcile them with the driver, say what is missing, attribute an end to the
+/// driver or the tool, order; then the state and Spark's accounting that follow from them.
 pub fn verdict(ev: &Evidence<'_>) -> Verdict {
-    let (resolved, pod_state) = (ev.resolved, ev.pod_state);
-
-    let removal = ev
-        .driver
-        .and_then(|d| d.exec.as_ref())
-        .filter(|d| !d.active)
-        .and_then(|d| d.remove_reason.as_deref())
-        .map(parse_removal);
-
-    // 1. The pod: the failure Spark acted on, else the pod as last seen.
-    let mut findings: Vec<Finding> = Vec::new();
     let first_seen_deleted = ev
         .ended
         .is_none()
         .then(|| failed_before_deletion(ev.pod, ev.first_deletion, ev.options))
         .flatten();
-    let acted_on = ev.ended.or(first_seen_deleted.as_ref()).map(|p| {
-        let r = ev.options.resolve(p);
-        let s = classify(p, &r.config);
-        (p, r, s)
-    });
-    // A pod that is gone stopped waiting when it went: its ages (how long it was pending,
-    // creating, unschedulable) end there, not at the time of the verdict.
-    let as_of = ev.gone_at.map_or(ev.now, |g| g.min(ev.now));
-    let last = super::diagnose_in(ev.pod, ev.events, resolved, pod_state, as_of, ev.groups);
-    match &acted_on {
-        Some((p, r, s)) if !same_terminated(p, ev.pod, &r.config.spark_container) => {
-            findings.extend(super::diagnose_in(p, ev.events, r, *s, as_of, ev.groups));
-            // From the last pod only what the ended one cannot say (its deletion).
-            findings.extend(last.into_iter().filter(|f| f.code == Code::Deleted));
-        }
-        _ => findings.extend(last),
-    }
-    // The driver's words come from its REST API, or from its event log after the run.
-    let driver_witness = driver_witness_of(ev);
-    for f in &mut findings {
-        if ev.gone == PodGone::DriverOnly && f.witness == Witness::Pod {
-            f.witness = driver_witness;
-            f.reconstructed = true;
-        }
-    }
-    let observed_exit = findings
-        .iter()
-        .any(|f| f.witness == Witness::Pod && !f.reconstructed && is_exit_code(f.code));
-
-    // 2. The driver's reason: the exit Spark acted on when the pod never showed it.
-    let mut rebuilt = None;
-    if ev.gone != PodGone::DriverOnly
-        && !observed_exit
-        && ev.gone != PodGone::No
-        && let (Some(r), Some(d)) = (&removal, ev.driver.and_then(|d| d.exec.as_ref()))
-        && r.kind == RemovalKind::Exited
-    {
-        rebuilt = Some(from_driver(ev, d));
-    }
-    if let Some(r) = &rebuilt {
-        findings.extend(r.findings.iter().cloned());
-    }
-
-    // 3. The log tail.
-    if !findings
-        .iter()
-        .any(|f| matches!(f.code, Code::JvmOom | Code::ContainerOomKilled))
-        && let Some(line) = ev
-            .log_tail
-            .and_then(|l| l.iter().find(|l| l.contains("java.lang.OutOfMemoryError")))
-    {
-        findings.push(
-            Finding::new(
-                Code::JvmOom,
-                Severity::Error,
-                format!(
-                    "The executor's log shows a JVM OutOfMemoryError (executor {})",
-                    ev.id
-                ),
-            )
-            .witness(Witness::LogTail)
-            .evidence(format!("log: {}", line.trim()))
-            .hint(
-                "The JVM heap overflowed. Raise spark.executor.memory, or give each task more \
-                 heap: fewer spark.executor.cores, more partitions, and look for skewed keys.",
-            )
-            .reference(
-                "https://spark.apache.org/docs/latest/tuning.html#memory-management-overview",
-            ),
-        );
-    }
-
-    // 4. Reconciliation with the driver (each disagreement is its own finding).
-    let ended = acted_on.as_ref().map_or(ev.pod, |(p, _, _)| *p);
-    // Its own failure, not a stop from outside: no signal exit, no deletion asked first.
-    let quick_failure = exit_of_timed(ended, &resolved.config.spark_container)
-        .filter(|(code, ran, finished)| {
-            !matches!(code, 0 | 137 | 143)
-                && *ran <= super::driver::QUICK_FAILURE
-                && ended.deletion.as_ref().is_none_or(|d| d.at > *finished)
-        })
-        .map(|(code, ran, _)| (code, ran));
-    let side = PodSide {
-        id: ev.id,
-        state: pod_state,
-        gone_at: ev.gone_at,
-        never_seen: ev.gone == PodGone::DriverOnly,
-        running_since: ev.running_since,
-        lost_grace: ev.lost_grace,
-        api_polling: ev.api_polling,
-        quick_failure,
-        spark_version: resolved.spark_version,
-        dynamic_allocation: ev.dynamic_allocation,
-        killed_after_grace: killed_after_grace(ended, &resolved.config.spark_container),
-        heartbeat_logged: ev.heartbeat_logged,
-    };
-    for mut f in reconcile(&side, ev.driver) {
-        f.witness = driver_witness;
-        findings.push(f);
-    }
-
-    // 5. Missing: a verdict only when nothing explains the disappearance.
-    let explained = acted_on.is_some()
-        || removal
-            .as_ref()
-            .is_some_and(|r| matches!(r.kind, RemovalKind::Exited | RemovalKind::Deleted))
-        || findings.iter().any(|f| {
-            matches!(
-                f.code,
-                Code::Preempted | Code::Evicted | Code::NodeLost | Code::Deleted
-            )
-        });
-    let missing = ev.gone == PodGone::Missing && !explained;
-    if missing && let Some(m) = ev.missing {
-        let mut m = m.clone();
-        m.witness = Witness::Inference;
-        findings.push(m);
-    }
-    // Never seen, and Spark's own missing-pod detection removed it: the same verdict, from
-    // the driver's words.
-    let driver_missing = ev.gone == PodGone::DriverOnly
-        && removal
-            .as_ref()
-            .is_some_and(|r| r.kind == RemovalKind::NotFound);
-    if driver_missing {
-        let mut f = Finding::new(
-                Code::Missing,
-                Severity::Error,
-                "The pod vanished: Spark's driver found it missing from the cluster with no deletion seen",
-            )
-            .witness(driver_witness)
-            .evidence("driver: removeReason says the executor was not found in the cluster at Spark's poll")
-            .hint(
-                "Something removed the pod without a deletion event reaching the driver (a force \
-                 delete during a watch gap, etcd restore, a node or namespace cleanup). Spark \
-                 did not count it against the application and replaces it after its next poll.",
-            )
-            .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala");
-        f.reconstructed = true;
-        findings.push(f);
-    }
-    let mut missing = missing || driver_missing;
-
-    // 6. The driver's end: executors deleted by Spark's stop or the garbage collector after
-    // it, or failing for want of it, ended with it.
-    // An error exit known from another witness (the driver's reason, the log) is its own.
-    let own_failure = findings.iter().any(|f| {
-        f.severity == Severity::Error
-            && f.witness != Witness::Pod
-            && (is_pod_ending(f.code) || f.code == Code::JvmOom)
-    });
-    let with_driver = ev.driver_end.filter(|end| {
-        let exit = exit_of_timed_any(ended, &resolved.config.spark_container);
-        ended_with(
-            end,
-            &ExecutorEnd {
-                exit,
-                final_at: super::app_verdict::final_condition_at(ended),
-                own_failure,
-                owner_uid: ev.pod.owner.as_ref().map(|o| o.uid.as_str()),
-                deletion_requested: ev
-                    .first_deletion
-                    .or(ev.pod.deletion.as_ref())
-                    .map(requested_at),
-                gone_at: ev.gone_at,
-            },
-        )
-    });
-    if let Some(end) = with_driver {
-        attribute_to_driver(&mut findings, end);
-        missing = false;
-    }
-    // Killed through spark-triage before it ended its own way: the tool's act, said as such.
-    let own_end_first = acted_on
-        .as_ref()
-        .is_some_and(|(p, _, _)| p.deletion.is_none());
-    let killed = ev
-        .killed_by_tool
-        .filter(|_| with_driver.is_none() && !own_end_first);
-    if let Some(k) = killed {
-        attribute_to_tool(&mut findings, k);
-        missing = false;
-    }
-
-    predecessors_exit(ev, &mut findings);
-    // A memory finding's hint ends with a value to set, from the best witness of the memory.
-    let limit = ended
-        .memory_limit(&resolved.config.spark_container)
-        .map(|l| l.had.to_string());
-    super::memory::MemoryWitnesses {
-        limit: limit.as_deref(),
-        sizing: ev.sizing,
-    }
-    .complete(&mut findings);
-    order(&mut findings);
-    // The driver's end, or the tool's kill, says how it ended first (an executor's own
-    // "stopped with the app" in a log's list is only a finding among its others).
-    let first = if with_driver.is_some() {
-        Some(Code::EndedWithDriver)
-    } else {
-        killed.map(|_| Code::KilledByTool)
-    };
-    if let Some(i) = first.and_then(|c| findings.iter().position(|f| f.code == c)) {
-        let f = findings.remove(i);
-        findings.insert(0, f);
-    }
-
-    // The state Spark assigned or would assign.
-    let state = match (&acted_on, &rebuilt, ev.gone) {
-        (Some((_, _, s)), _, _) => *s,
-        (None, Some(r), _) => r.state,
-        (None, None, PodGone::No | PodGone::Restarted) => pod_state,
-        // Rebuilt from Spark's reason: its exit when it gives one, else a removal (a
-        // deletion, a pod not found, a heartbeat timeout), unless Spark still lists it.
-        (None, None, PodGone::DriverOnly) => {
-            let active = ev
-                .driver
-                .and_then(|d| d.exec.as_ref())
-                .is_some_and(|d| d.active);
-            if active || matches!(pod_state, ExecutorState::Failed | ExecutorState::Succeeded) {
-                pod_state
-            } else {
-                ExecutorState::Deleted
-            }
-        }
-        (None, None, PodGone::Deleted | PodGone::Missing) => {
-            if matches!(pod_state, ExecutorState::Failed | ExecutorState::Succeeded) {
-                pod_state
-            } else {
-                ExecutorState::Deleted
-            }
-        }
-    };
-
-    // What Spark did about it.
-    let mut spark = match (&acted_on, &rebuilt) {
-        // Spark's snapshot never shows this pod ended as this executor (it shows it as the
-        // next one): no removal reason of Spark's, and nothing counted; the driver drops the
-        // id when its heartbeats stop.
-        _ if ev.gone == PodGone::Restarted => None,
-        (Some((p, r, s)), _) => {
-            spark_view(p, *s, &r.config).map(|v| account(v, Witness::Pod, false))
-        }
-        (None, Some(r)) => r.account.clone(),
-        (None, None) if missing => Some(missing_account(ev)),
-        (None, None) => spark_view(ev.pod, state, &resolved.config).map(|v| {
-            account(
-                v,
-                Witness::Pod,
-                ev.gone == PodGone::DriverOnly || (state != pod_state),
-            )
-        }),
-    };
-    if ev.gone == PodGone::DriverOnly
-        && let Some(s) = &mut spark
-    {
-        s.witness = driver_witness;
-        s.reconstructed = true;
-        if let Some(reason) = ev
-            .driver
-            .and_then(|d| d.exec.as_ref())
-            .and_then(|d| d.remove_reason.clone())
-        {
-            s.message = reason;
-        }
-    }
-    if let Some(s) = &mut spark {
-        apply_version(s, ev.pod.label(crate::model::LABEL_SPARK_VERSION));
-        if killed.is_some() {
-            // Spark reads a deleted pod as "deleted by a user or the framework": not counted.
-            s.counted = false;
-            s.caused_by_app = false;
-            s.note = Some(
-                "killed through spark-triage: Spark does not count a deleted executor".to_owned(),
-            );
-        }
-        if let Some(end) = with_driver {
-            s.counted = false;
-            s.caused_by_app = false;
-            s.note = Some(format!(
-                "the application had ended ({}): nothing counts it",
-                end.label
-            ));
-        }
-    }
-
-    let exit = match (&acted_on, &rebuilt) {
+    let mut g = gather(ev, first_seen_deleted.as_ref());
+    reconcile_with_driver(ev, &mut g);
+    let mut missing = missing(ev, &mut g);
+    let by = ended_by(ev, &mut g, &mut missing);
+    complete_and_order(ev, &mut g, &by);
+    let state = state_of(ev, &g);
+    let spark = spark_of(ev, &g, state, missing, &by);
+    let exit = match (&g.acted_on, &g.rebuilt) {
         (Some((p, r, _)), _) => exit_of(p, &r.config.spark_container),
         (None, Some(r)) => r.exit.clone(),
-        (None, None) => exit_of(ev.pod, &resolved.config.spark_container),
+        (None, None) => exit_of(ev.pod, &ev.resolved.config.spark_container),
     };
     let ending = ending(
         ev,
-        &findings,
+        &g.findings,
         state,
-        removal.as_ref().map(|r| &r.kind),
+        g.removal.as_ref().map(|r| &r.kind),
         missing,
     );
-    let preempted_by = findings
+    let preempted_by = g
+        .findings
         .iter()
         .any(|f| f.code == Code::Preempted)
         .then(|| super::disruption::preemptor(ev.ended.unwrap_or(ev.pod), ev.events))
@@ -674,7 +392,7 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
         .map(Box::new);
     Verdict {
         state,
-        findings,
+        findings: g.findings,
         spark: spark.map(Box::new),
         ending,
         missing,
@@ -684,206 +402,11 @@ pub fn verdict(ev: &Evidence<'_>) -> Verdict {
     }
 }
 
-/// Findings the tool's own kill makes mechanics: the SIGTERM it caused, the deletion, the
-/// SIGKILL after the grace, Spark's removal of a deleted executor.
-fn kill_mechanics(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Sigterm
-            | Code::NodeSigkill
-            | Code::Deleted
-            | Code::DriverRemoved
-            | Code::DriverLostPod
-            | Code::Zombie
-            | Code::Missing
-            | Code::RpcDisassociated
-            | Code::HeartbeatTimeout
-    )
-}
-
-/// Says an executor's end as the tool's kill: `killed-by-spark-triage` first, its
-/// mechanics kept as evidence.
-fn attribute_to_tool(findings: &mut Vec<Finding>, k: &ToolKill) {
-    let when =
-        k.at.map(|t| format!(" at {}", crate::model::fmt_time(&t)))
-            .unwrap_or_default();
-    let who =
-        k.by.as_deref()
-            .map(|u| format!(" by {u}"))
-            .unwrap_or_default();
-    let mut evidence = vec![format!(
-        "spark-triage's own deletion{when}{who} (its actions log; the pod's spark-triage.dev/killed-at mark)"
-    )];
-    for f in findings.iter().filter(|f| kill_mechanics(f.code)) {
-        evidence.extend(f.evidence.iter().take(2).cloned());
-    }
-    findings.retain(|f| !kill_mechanics(f.code));
-    let mut f = Finding::new(
-        Code::KilledByTool,
-        Severity::Info,
-        format!("Killed by spark-triage{when}{who}: the operator's act, not a failure"),
-    )
-    .hint(
-        "Deleted through spark-triage (K in the live view, or spark-triage kill); its actions \
-         log says who and when. Spark does not count a deleted executor and replaces it while \
-         the app is below its target.",
-    )
-    .reference("https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsLifecycleManager.scala");
-    f.evidence = evidence;
-    f.witness = Witness::Inference;
-    findings.insert(0, f);
-}
-
-/// Killed (137 without `OOMKilled`) when its deletion's grace ended: the JVM outlived
-/// SIGTERM's grace and the kubelet sent SIGKILL.
-fn killed_after_grace(pod: &ExecutorPod, container: &str) -> bool {
-    let Some(t) = pod.container_status(container).and_then(|c| c.terminated()) else {
-        return false;
-    };
-    let (Some(d), Some(finished)) = (&pod.deletion, t.finished_at) else {
-        return false;
-    };
-    // SIGKILL comes when the grace ends (`deletionTimestamp`); a deletion with no grace (a
-    // force delete) kills at once and says nothing of the JVM.
-    t.exit_code == 137
-        && t.reason.as_deref() != Some("OOMKilled")
-        && d.grace_period_seconds.is_some_and(|g| g > 0)
-        && finished >= d.at - chrono::Duration::seconds(2)
-}
-
-/// The Spark container's terminated exit code, how long it ran, and when it ended.
-fn exit_of_timed(pod: &ExecutorPod, container: &str) -> Option<(i32, chrono::Duration, Time)> {
-    let t = pod.container_status(container)?.terminated()?;
-    let finished = t.finished_at?;
-    Some((t.exit_code, finished - t.started_at?, finished))
-}
-
-/// The Spark container's terminated exit: code, `OOMKilled`, `finishedAt`.
-fn exit_of_timed_any(pod: &ExecutorPod, container: &str) -> Option<(i32, bool, Option<Time>)> {
-    let t = pod.container_status(container)?.terminated()?;
-    Some((
-        t.exit_code,
-        t.reason.as_deref() == Some("OOMKilled"),
-        t.finished_at,
-    ))
-}
-
 /// The Spark container's terminated exit code and reason (state, else lastState).
 fn exit_of(pod: &ExecutorPod, container: &str) -> Option<(i32, Option<String>)> {
     pod.container_status(container)
         .and_then(|c| c.terminated().or_else(|| c.last_state.terminated()))
         .map(|t| (t.exit_code, t.reason.as_deref().map(str::to_owned)))
-}
-
-/// A pod first seen already deleted whose Spark container had terminated before the
-/// deletion was requested (`deletionTimestamp` − grace): Spark saw it fail or succeed
-/// first. Returned without its deletion, as Spark saw it then.
-fn failed_before_deletion(
-    pod: &ExecutorPod,
-    first: Option<&crate::model::Deletion>,
-    options: &ClassifyOptions,
-) -> Option<ExecutorPod> {
-    let d = first.or(pod.deletion.as_ref())?;
-    let container = options.resolve(pod).config.spark_container;
-    let finished = pod
-        .container_status(&container)
-        .and_then(|c| c.terminated())
-        .and_then(|t| t.finished_at)?;
-    let requested = d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(0))?;
-    if finished >= requested {
-        return None;
-    }
-    let mut before = pod.clone();
-    before.deletion = None;
-    let r = options.resolve(&before);
-    matches!(
-        classify(&before, &r.config),
-        ExecutorState::Failed | ExecutorState::Succeeded
-    )
-    .then_some(before)
-}
-
-/// Both pods show the same terminated Spark container (the usual case: a deletion does not
-/// change container statuses).
-fn same_terminated(a: &ExecutorPod, b: &ExecutorPod, container: &str) -> bool {
-    let ta = exit_of(a, container);
-    ta.is_some() && ta == exit_of(b, container)
-}
-
-/// A controller's pod whose container ended before this executor id was first seen (the
-/// restart came first, then the driver's new id): that exit was the executor before it in
-/// the pod. Kept as evidence, said as such, and not this executor's failure.
-fn predecessors_exit(ev: &Evidence<'_>, findings: &mut [Finding]) {
-    let Some(seen) = ev.first_seen else {
-        return;
-    };
-    if crate::allocator::Controller::of(ev.pod).is_none() {
-        return;
-    }
-    let container = &ev.resolved.config.spark_container;
-    let before = ev
-        .pod
-        .container_status(container)
-        .and_then(|c| c.last_state.terminated())
-        .and_then(|t| t.finished_at)
-        .is_some_and(|end| end <= seen);
-    if !before {
-        return;
-    }
-    for f in findings.iter_mut().filter(|f| {
-        f.witness == Witness::Pod
-            && is_exit_code(f.code)
-            && f.evidence
-                .iter()
-                .any(|e| e.contains(".lastState.terminated"))
-    }) {
-        f.severity = Severity::Info;
-        f.summary = format!(
-            "The executor before this one in the pod ended (its container restarted and the driver gave the new JVM this id): {}",
-            f.summary
-        );
-    }
-}
-
-fn ending(
-    ev: &Evidence<'_>,
-    findings: &[Finding],
-    state: ExecutorState,
-    removal: Option<&RemovalKind>,
-    missing: bool,
-) -> Ending {
-    // Deleted by the scheduler or the Eviction API (a kubelet eviction fails the pod and
-    // Spark deletes it, like any other failure).
-    let disrupted = findings.iter().any(|f| {
-        f.code == Code::Preempted
-            || (f.code == Code::Evicted
-                && f.evidence
-                    .iter()
-                    .any(|e| e.contains("EvictionByEvictionAPI")))
-    });
-    match ev.gone {
-        PodGone::DriverOnly => Ending::NeverSeen,
-        PodGone::Restarted => Ending::Restarted,
-        PodGone::No => match &ev.pod.deletion {
-            None => Ending::Present,
-            Some(_) if ev.pod.is_held() => Ending::Held,
-            Some(_) => Ending::Terminating,
-        },
-        PodGone::Missing if missing => Ending::Vanished,
-        PodGone::Deleted | PodGone::Missing => {
-            let spark_acted = matches!(state, ExecutorState::Failed | ExecutorState::Succeeded)
-                && ev.delete_on_termination;
-            if ev.killed_by_tool.is_some() {
-                Ending::DeletedByTool
-            } else if disrupted && !spark_acted {
-                Ending::DeletedByDisruption
-            } else if spark_acted || removal.is_some_and(|r| r.by_spark()) {
-                Ending::DeletedBySpark
-            } else {
-                Ending::Deleted
-            }
-        }
-    }
 }
 
 #[cfg(test)]
