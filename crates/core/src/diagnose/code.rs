@@ -98,7 +98,7 @@ macro_rules! codes {
             }
 
             /// The app code this executor code becomes when the driver pod is read by the
-            /// executor rules (before the exceptions `driver_pod.rs` makes).
+            /// executor rules (before the exceptions `driver_pod/driverize.rs` makes).
             pub fn as_driver(self) -> Option<Self> {
                 match self { $(Self::$variant => codes!(@driver $($driver)?),)* }
             }

@@ -7,7 +7,7 @@
 //! `report`, `explain`) reads it; nothing else computes an app's cause.
 //!
 //! The driver pod is read by the executor rules and each finding is then said as the
-//! driver's (`driver_pod.rs`). When the driver has ended, [`DriverEnd`] is what the
+//! driver's (`driver_pod/`). When the driver has ended, [`DriverEnd`] is what the
 //! executors' verdicts are told: an executor deleted by Spark's stop or by the garbage
 //! collector after its driver ended is `ended-with-driver`, not counted, and never "Spark
 //! still counts it running" (no Spark is left to count it).
