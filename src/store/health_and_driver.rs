@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use super::*;
 use crate::source::{DriverView, Health, SourceKind};
-use spark_triage_core::model::{Time, driver::ExecutorList};
+use spark_triage_core::model::{
+    Time,
+    driver::{DriverExecutor, ExecutorList},
+};
 
 impl Store {
     /// An outage of a pod or event source leaves a line in every app's timeline when it
@@ -49,83 +52,18 @@ impl Store {
     pub(super) fn driver_view(&mut self, ns: &str, app_id: &str, view: DriverView, at: Time) {
         let kills = self.logged_kills.clone();
         let app = self.app_mut(ns, app_id);
-        let previous = app.driver_api.clone();
-        let executors = match view {
-            DriverView::Unavailable { reason } => {
-                if previous.as_ref().and_then(|p| p.unavailable.as_ref()) != Some(&reason) {
-                    app.log(at, None, format!("driver view unavailable: {reason}"));
-                }
-                app.driver_api = Some(DriverApiState {
-                    at,
-                    unavailable: Some(reason),
-                    last_ok: previous.as_ref().and_then(|p| p.last_ok),
-                    active: previous.as_ref().map_or(0, |p| p.active),
-                    from: previous.as_ref().map_or_else(Default::default, |p| p.from),
-                });
-                return;
-            }
-            DriverView::Ok { executors } => (executors, ExecutorList::DriverApi),
-            DriverView::Logged { executors } => (executors, ExecutorList::EventLog),
+        let Some((executors, from, beside)) = note_driver_api(app, view, at) else {
+            return;
         };
-        let (executors, from) = executors;
-        // The driver's own reads are there: an event log (older, buffered) only adds what
-        // they lack, never replaces what they said.
-        let beside = from == ExecutorList::EventLog
-            && previous
-                .as_ref()
-                .is_some_and(|p| p.from == ExecutorList::DriverApi);
-        if !beside {
-            if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
-                app.log(at, None, "driver view available again".to_owned());
-            }
-            app.driver_api = Some(DriverApiState {
-                at,
-                unavailable: None,
-                last_ok: Some(at),
-                active: executors.iter().filter(|e| e.active).count(),
-                from,
-            });
-        }
         let pod_name = driver_only_pod_name(app, app_id);
         let listed: std::collections::BTreeSet<i64> = executors.iter().map(|e| e.id).collect();
         // Executors whose verdict may change: what the driver says of them changed, or a
         // disagreement may have come due with time.
-        let mut due = Vec::new();
-        let mut fresh = Vec::new();
-        let mut rebuilt = Vec::new();
-        for d in executors {
-            match app.executors.get_mut(&d.id) {
-                Some(rec)
-                    if from == ExecutorList::EventLog
-                        && rec
-                            .driver
-                            .as_ref()
-                            .is_some_and(|d| d.from == ExecutorList::DriverApi) => {}
-                Some(rec) => {
-                    let rec = Arc::make_mut(rec);
-                    let changed = rec
-                        .driver
-                        .as_ref()
-                        .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
-                    // Known only from the driver, now removed (or back): its pod is rebuilt
-                    // from the driver's words, as a fresh one would be.
-                    if changed && matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
-                        rebuilt.push((rec.pod.name.clone(), d));
-                        continue;
-                    }
-                    rec.driver = Some(Box::new(DriverSeen {
-                        at,
-                        exec: Some(d),
-                        from,
-                    }));
-                    if changed || may_come_due(rec) {
-                        due.push(rec.id);
-                    }
-                }
-                None if !app.forgotten.contains(&d.id) => fresh.push(d),
-                None => {}
-            }
-        }
+        let Attached {
+            mut due,
+            fresh,
+            rebuilt,
+        } = attach(app, executors, from, at);
         let key = (ns.to_owned(), app_id.to_owned());
         // The complete LIST this store last had, if the app has pods in it: an executor the
         // driver counts active, registered well before that LIST, whose pod the LIST did
@@ -137,12 +75,46 @@ impl Store {
             .any(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
         let listed_at = self.snap.full_snapshot_at.filter(|_| pods_in_scope);
         let list_rv = self.snap.list_rv;
-        let mut unnoticed = Vec::new();
         let spare: std::collections::HashSet<i64> = due
             .iter()
             .copied()
             .chain(rebuilt.iter().map(|(_, d)| d.id))
             .collect();
+        let only = DriverOnly {
+            key: &key,
+            from,
+            at,
+            kills: &kills,
+        };
+        let unnoticed = self.add_driver_only(&only, fresh, listed_at, &pod_name, &spare);
+        due.extend(self.rebuild_driver_only(&only, rebuilt));
+        if let Some(list) = listed_at {
+            self.executors_missing(&key, unnoticed, list_rv, list);
+        }
+        let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
+        due.extend(unlisted(app, &listed, beside, from, at));
+        self.refresh_some(&key, &due, at);
+    }
+
+    /// Executors only the driver knows, new: each a tombstone with the driver's words. The
+    /// ones it counts active that the last complete LIST did not have are returned (gone,
+    /// and Spark has not noticed yet).
+    fn add_driver_only(
+        &mut self,
+        only: &DriverOnly<'_>,
+        fresh: Vec<DriverExecutor>,
+        listed_at: Option<Time>,
+        pod_name: &dyn Fn(i64) -> String,
+        spare: &std::collections::HashSet<i64>,
+    ) -> Vec<i64> {
+        let DriverOnly {
+            key,
+            from,
+            at,
+            kills,
+        } = *only;
+        let (ns, app_id) = (key.0.as_str(), key.1.as_str());
+        let mut unnoticed = Vec::new();
         for d in fresh {
             // An event log is no live read (Spark buffers what it writes): an executor it
             // still has active may have gone since; only the driver's own answer says so.
@@ -168,8 +140,8 @@ impl Store {
                 ),
             };
             let events = events_named(&self.events, ns, &name);
-            let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-            let ctx = super::evidence::AppCtx::of(app, &kills);
+            let app = super::derived::edit(self.snap.apps.get_mut(key).expect("app exists"));
+            let ctx = super::evidence::AppCtx::of(app, kills);
             let version = app.logged_version.clone();
             let rec = driver_only(
                 ns,
@@ -186,12 +158,30 @@ impl Store {
             app.log_when(when, at, Some(id), text);
             // A view may name thousands: the store's bound holds within it, not after, and
             // spares what the view still judges (its due and rebuilt executors).
-            self.bound_sparing(Some((&key, &spare)));
+            self.bound_sparing(Some((key, spare)));
         }
+        unnoticed
+    }
+
+    /// Executors known only from the driver whose words changed: their pods rebuilt from
+    /// the new words. Returned: their ids, to judge again with the app's whole context.
+    fn rebuild_driver_only(
+        &mut self,
+        only: &DriverOnly<'_>,
+        rebuilt: Vec<(String, DriverExecutor)>,
+    ) -> Vec<i64> {
+        let DriverOnly {
+            key,
+            from,
+            at,
+            kills,
+        } = *only;
+        let (ns, app_id) = (key.0.as_str(), key.1.as_str());
+        let mut due = Vec::new();
         for (name, d) in rebuilt {
             let events = events_named(&self.events, ns, &name);
-            let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-            let ctx = super::evidence::AppCtx::of(app, &kills);
+            let app = super::derived::edit(self.snap.apps.get_mut(key).expect("app exists"));
+            let ctx = super::evidence::AppCtx::of(app, kills);
             let id = d.id;
             let text = d.remove_reason.as_deref().map(|r| {
                 format!(
@@ -232,37 +222,161 @@ impl Store {
             // Judged again below with the app's whole context (its driver's end, groups).
             due.push(id);
         }
-        if let Some(list) = listed_at {
-            self.executors_missing(&key, unnoticed, list_rv, list);
-        }
-        let app = super::derived::edit(self.snap.apps.get_mut(&key).expect("app exists"));
-        for rec in app.executors.values_mut() {
-            // Not listed: by the driver, it does not know it; by an event log beside the
-            // driver's reads, nothing (the log lags). An executor an event log says was
-            // removed keeps that when the driver no longer lists it (it keeps at most
-            // spark.ui.retainedDeadExecutors).
-            let logged_removal = rec.driver.as_ref().is_some_and(|d| {
-                d.from == ExecutorList::EventLog && d.exec.as_ref().is_some_and(|e| !e.active)
+        due
+    }
+}
+
+/// The app's driver API state after this view: a view unavailable is noted (and nothing
+/// more is done: `None`); else its executors, whose list they are, and whether they only
+/// add beside the driver's own reads (an event log's, after the driver's API answered).
+fn note_driver_api(
+    app: &mut AppRecord,
+    view: DriverView,
+    at: Time,
+) -> Option<(Vec<DriverExecutor>, ExecutorList, bool)> {
+    let previous = app.driver_api.clone();
+    let executors = match view {
+        DriverView::Unavailable { reason } => {
+            if previous.as_ref().and_then(|p| p.unavailable.as_ref()) != Some(&reason) {
+                app.log(at, None, format!("driver view unavailable: {reason}"));
+            }
+            app.driver_api = Some(DriverApiState {
+                at,
+                unavailable: Some(reason),
+                last_ok: previous.as_ref().and_then(|p| p.last_ok),
+                active: previous.as_ref().map_or(0, |p| p.active),
+                from: previous.as_ref().map_or_else(Default::default, |p| p.from),
             });
-            if !listed.contains(&rec.id) && !beside && !logged_removal {
+            return None;
+        }
+        DriverView::Ok { executors } => (executors, ExecutorList::DriverApi),
+        DriverView::Logged { executors } => (executors, ExecutorList::EventLog),
+    };
+    let (executors, from) = executors;
+    // The driver's own reads are there: an event log (older, buffered) only adds what
+    // they lack, never replaces what they said.
+    let beside = from == ExecutorList::EventLog
+        && previous
+            .as_ref()
+            .is_some_and(|p| p.from == ExecutorList::DriverApi);
+    if !beside {
+        if previous.as_ref().is_some_and(|p| p.unavailable.is_some()) {
+            app.log(at, None, "driver view available again".to_owned());
+        }
+        app.driver_api = Some(DriverApiState {
+            at,
+            unavailable: None,
+            last_ok: Some(at),
+            active: executors.iter().filter(|e| e.active).count(),
+            from,
+        });
+    }
+    Some((executors, from, beside))
+}
+
+/// What one driver view does to the executors it names: updated in place (`due`: judge
+/// again), new (`fresh`), or known only from the driver and changed (`rebuilt`).
+struct Attached {
+    due: Vec<i64>,
+    fresh: Vec<DriverExecutor>,
+    rebuilt: Vec<(String, DriverExecutor)>,
+}
+
+/// Each executor the driver names, attached to its record when it has one.
+fn attach(
+    app: &mut AppRecord,
+    executors: Vec<DriverExecutor>,
+    from: ExecutorList,
+    at: Time,
+) -> Attached {
+    let mut due = Vec::new();
+    let mut fresh = Vec::new();
+    let mut rebuilt = Vec::new();
+    for d in executors {
+        match app.executors.get_mut(&d.id) {
+            Some(rec)
+                if from == ExecutorList::EventLog
+                    && rec
+                        .driver
+                        .as_ref()
+                        .is_some_and(|d| d.from == ExecutorList::DriverApi) => {}
+            Some(rec) => {
                 let rec = Arc::make_mut(rec);
-                let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
+                let changed = rec
+                    .driver
+                    .as_ref()
+                    .is_none_or(|old| driver_gist(old.exec.as_ref()) != driver_gist(Some(&d)));
+                // Known only from the driver, now removed (or back): its pod is rebuilt
+                // from the driver's words, as a fresh one would be.
+                if changed && matches!(rec.gone, Some(Gone::DriverOnly { .. })) {
+                    rebuilt.push((rec.pod.name.clone(), d));
+                    continue;
+                }
                 rec.driver = Some(Box::new(DriverSeen {
                     at,
-                    exec: None,
+                    exec: Some(d),
                     from,
                 }));
                 if changed || may_come_due(rec) {
                     due.push(rec.id);
                 }
-            } else if !listed.contains(&rec.id) && logged_removal && may_come_due(rec) {
-                // Removed by the log, no longer named (a view names a removal once): a
-                // disagreement with its pod (a zombie) still comes due with time.
+            }
+            None if !app.forgotten.contains(&d.id) => fresh.push(d),
+            None => {}
+        }
+    }
+    Attached {
+        due,
+        fresh,
+        rebuilt,
+    }
+}
+
+/// The app's executors the driver's list does not name: by the driver, it does not know
+/// them (unless this list only adds beside its reads); returned, those to judge again.
+fn unlisted(
+    app: &mut AppRecord,
+    listed: &std::collections::BTreeSet<i64>,
+    beside: bool,
+    from: ExecutorList,
+    at: Time,
+) -> Vec<i64> {
+    let mut due = Vec::new();
+    for rec in app.executors.values_mut() {
+        // Not listed: by the driver, it does not know it; by an event log beside the
+        // driver's reads, nothing (the log lags). An executor an event log says was
+        // removed keeps that when the driver no longer lists it (it keeps at most
+        // spark.ui.retainedDeadExecutors).
+        let logged_removal = rec.driver.as_ref().is_some_and(|d| {
+            d.from == ExecutorList::EventLog && d.exec.as_ref().is_some_and(|e| !e.active)
+        });
+        if !listed.contains(&rec.id) && !beside && !logged_removal {
+            let rec = Arc::make_mut(rec);
+            let changed = rec.driver.as_ref().is_none_or(|old| old.exec.is_some());
+            rec.driver = Some(Box::new(DriverSeen {
+                at,
+                exec: None,
+                from,
+            }));
+            if changed || may_come_due(rec) {
                 due.push(rec.id);
             }
+        } else if !listed.contains(&rec.id) && logged_removal && may_come_due(rec) {
+            // Removed by the log, no longer named (a view names a removal once): a
+            // disagreement with its pod (a zombie) still comes due with time.
+            due.push(rec.id);
         }
-        self.refresh_some(&key, &due, at);
     }
+    due
+}
+
+/// What adding or rebuilding executors known only from the driver needs of the view.
+#[derive(Clone, Copy)]
+struct DriverOnly<'a> {
+    key: &'a AppKey,
+    from: ExecutorList,
+    at: Time,
+    kills: &'a LoggedKills,
 }
 
 /// How long before a LIST an executor must have registered with the driver for its pod to

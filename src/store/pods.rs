@@ -35,23 +35,8 @@ impl Store {
             return;
         }
         app.as_of = Some(at);
-        let id = match pod.exec_id_label() {
-            ExecIdLabel::Id(id) => id,
-            other => {
-                let why = match other {
-                    ExecIdLabel::Placeholder => {
-                        "spark-exec-id is EXECID (id not assigned yet)".to_owned()
-                    }
-                    ExecIdLabel::Invalid(v) => records::invalid_id_note(&v),
-                    _ => "no spark-exec-id label".to_owned(),
-                };
-                if deleted {
-                    app.unregistered.remove(&pod.name);
-                } else {
-                    app.unregistered.insert(pod.name.clone(), why);
-                }
-                return;
-            }
+        let Some(id) = executor_id(app, &pod, deleted) else {
+            return;
         };
         let ctx = AppCtx::of(app, &kills);
         let resolved = ctx.config.classify_options().resolve(&pod);
@@ -70,152 +55,29 @@ impl Store {
             timeline.extend(notes.into_iter().map(|(id, text)| (id, text, seen)));
             finished = Some(done);
         }
+        let s = Sighting {
+            app_id: &app_id,
+            id,
+            at,
+            deleted,
+            state,
+            resolved: &resolved,
+            rv,
+            gone,
+            events: &pod_events,
+            ctx: &ctx,
+        };
         match app.executors.get_mut(&id) {
             // Ended by a restart in place: the pod lives on as the next executor, and a late
             // event still carrying this id must not bring it back to life.
             Some(rec) if !deleted && matches!(rec.gone, Some(Gone::Restarted { .. })) => return,
             Some(rec) => {
-                let rec = Arc::make_mut(rec);
-                // A resourceVersion older than what we have is a stale replay: keep ours.
-                if let (Some(new), Some(old)) = (rv, rec.last_rv)
-                    && new < old
-                {
+                if !s.update(Arc::make_mut(rec), pod, &mut timeline, &mut finished) {
                     return;
-                }
-                let was_final = rec.pod_state.is_final() || rec.gone.is_some();
-                if !was_final && (state.is_final() || deleted) {
-                    finished = Some(Finished {
-                        namespace: pod.namespace.to_string(),
-                        app_id: app_id.clone(),
-                        id,
-                        pod: pod.name.clone(),
-                        container: resolved.config.spark_container.clone(),
-                        previous: false,
-                    });
-                }
-                if rec.pod_state != state || (deleted && rec.gone.is_none()) {
-                    let note = if deleted {
-                        Some("pod deleted".to_owned())
-                    } else {
-                        None
-                    };
-                    let (when, clock) = super::times::transition(
-                        &pod,
-                        &resolved.config.spark_container,
-                        state,
-                        deleted,
-                        at,
-                    );
-                    timeline.push((
-                        id,
-                        transition_text(id, state, &pod, &resolved, note.as_deref()),
-                        (when, clock),
-                    ));
-                    push_history(rec, Transition::new((when, clock), at, state, note));
-                }
-                if rec.ended.is_none() && is_ending(state) {
-                    rec.ended = Some(pod.clone());
-                }
-                if rec.first_deletion.is_none() {
-                    rec.first_deletion = pod.deletion.clone();
-                }
-                // The same pod, updated after its DELETED: that deletion was false.
-                let withdrawn = (!deleted
-                    && matches!(rec.gone, Some(Gone::Deleted { .. }))
-                    && (pod.uid.is_none() || rec.pod.uid.is_none() || pod.uid == rec.pod.uid))
-                    .then_some(rv.zip(rec.last_rv))
-                    .flatten()
-                    .filter(|(new, old)| new > old)
-                    .map(|(new, _)| new);
-                rec.pod = pod;
-                rec.pod_state = state;
-                rec.last_seen = at;
-                rec.last_rv = rv.or(rec.last_rv);
-                if deleted {
-                    rec.gone = gone;
-                } else if rec
-                    .gone
-                    .as_ref()
-                    .is_some_and(|g| matches!(g, Gone::Missing { .. } | Gone::DriverOnly { .. }))
-                {
-                    rec.gone = None; // it was only late (or known from the driver first)
-                } else if let Some(rv) = withdrawn {
-                    evidence::withdraw_deletion(rec, at, rv);
-                    timeline.push((
-                        id,
-                        format!("executor {id}: its deletion was false: the pod was updated after it (resourceVersion {rv})"),
-                        seen,
-                    ));
-                }
-                rec.spark_container = (&resolved.config.spark_container).into();
-                if let Some(note) = refresh(rec, &pod_events, &ctx, Some(&resolved), at) {
-                    timeline.push((id, note, seen));
                 }
             }
             None => {
-                // Its creation, and the state it is in, when they happened (a view opened
-                // late lists them at the cluster's times, not at its own start).
-                let created = super::times::transition(
-                    &pod,
-                    &resolved.config.spark_container,
-                    ExecutorState::Pending,
-                    false,
-                    at,
-                );
-                let now_in = super::times::transition(
-                    &pod,
-                    &resolved.config.spark_container,
-                    state,
-                    deleted,
-                    at,
-                );
-                timeline.push((id, format!("executor {id} added ({})", state), created));
-                if state != ExecutorState::Pending {
-                    timeline.push((
-                        id,
-                        transition_text(id, state, &pod, &resolved, None),
-                        now_in,
-                    ));
-                }
-                let mut rec = ExecutorRecord {
-                    id,
-                    spark_container: (&resolved.config.spark_container).into(),
-                    first_deletion: pod.deletion.clone(),
-                    ended: None,
-                    pod,
-                    pod_state: state,
-                    first_seen: at,
-                    last_seen: at,
-                    last_rv: rv,
-                    history: VecDeque::from([Transition::new(
-                        now_in,
-                        at,
-                        state,
-                        deleted.then(|| "pod deleted".to_owned()),
-                    )]),
-                    events: VecDeque::new(),
-                    gone,
-                    log_tail: None,
-                    // Not in the driver's last good read (it would have been created from
-                    // it): say so, whichever of the read and the pod arrived first.
-                    driver: app
-                        .driver_api
-                        .as_ref()
-                        .and_then(|d| Some((d.last_ok?, d.from)))
-                        .map(|(at, from)| {
-                            Box::new(DriverSeen {
-                                at,
-                                exec: None,
-                                from,
-                            })
-                        }),
-                    killed_by_tool: None,
-                    verdict: Verdict::default(),
-                };
-                if is_ending(state) {
-                    rec.ended = Some(rec.pod.clone());
-                }
-                refresh(&mut rec, &pod_events, &ctx, Some(&resolved), at);
+                let rec = s.record(app, pod, &mut timeline);
                 app.executors.insert(id, Arc::new(rec));
             }
         }
@@ -399,5 +261,219 @@ impl Store {
                     && rec.pod.role() == Some(Role::Executor)
                     && *rec.pod == *pod
             })
+    }
+}
+
+/// An executor's id from its pod's label; a pod without one (not assigned yet, invalid,
+/// absent) is kept among the app's unregistered pods with why, and has none.
+fn executor_id(app: &mut AppRecord, pod: &ExecutorPod, deleted: bool) -> Option<i64> {
+    let why = match pod.exec_id_label() {
+        ExecIdLabel::Id(id) => return Some(id),
+        ExecIdLabel::Placeholder => "spark-exec-id is EXECID (id not assigned yet)".to_owned(),
+        ExecIdLabel::Invalid(v) => records::invalid_id_note(&v),
+        _ => "no spark-exec-id label".to_owned(),
+    };
+    if deleted {
+        app.unregistered.remove(&pod.name);
+    } else {
+        app.unregistered.insert(pod.name.clone(), why);
+    }
+    None
+}
+
+/// A timeline line: the executor, the text, when it happened (and by whose clock).
+type Line = (i64, String, (Time, super::times::Clock));
+
+/// One sighting of an executor's pod, classified: what [`Store::upsert`] applies to its
+/// record (an update) or makes a record of (a new executor).
+struct Sighting<'a> {
+    app_id: &'a str,
+    id: i64,
+    at: Time,
+    deleted: bool,
+    state: ExecutorState,
+    resolved: &'a spark_triage_core::classify::Resolved,
+    rv: Option<u64>,
+    gone: Option<Gone>,
+    events: &'a [PodEvent],
+    ctx: &'a AppCtx,
+}
+
+impl Sighting<'_> {
+    /// A known executor's pod again: its transition, its end, a deletion withdrawn.
+    /// `false` for a stale replay (an older resourceVersion), which changes nothing.
+    fn update(
+        &self,
+        rec: &mut ExecutorRecord,
+        pod: Arc<ExecutorPod>,
+        timeline: &mut Vec<Line>,
+        finished: &mut Option<Finished>,
+    ) -> bool {
+        let Self {
+            app_id,
+            id,
+            at,
+            deleted,
+            state,
+            resolved,
+            rv,
+            events: pod_events,
+            ctx,
+            ..
+        } = *self;
+        let gone = self.gone.clone();
+        let seen = (at, super::times::Clock::Seen);
+        // A resourceVersion older than what we have is a stale replay: keep ours.
+        if let (Some(new), Some(old)) = (rv, rec.last_rv)
+            && new < old
+        {
+            return false;
+        }
+        let was_final = rec.pod_state.is_final() || rec.gone.is_some();
+        if !was_final && (state.is_final() || deleted) {
+            *finished = Some(Finished {
+                namespace: pod.namespace.to_string(),
+                app_id: app_id.to_owned(),
+                id,
+                pod: pod.name.clone(),
+                container: resolved.config.spark_container.clone(),
+                previous: false,
+            });
+        }
+        if rec.pod_state != state || (deleted && rec.gone.is_none()) {
+            let note = if deleted {
+                Some("pod deleted".to_owned())
+            } else {
+                None
+            };
+            let (when, clock) = super::times::transition(
+                &pod,
+                &resolved.config.spark_container,
+                state,
+                deleted,
+                at,
+            );
+            timeline.push((
+                id,
+                transition_text(id, state, &pod, resolved, note.as_deref()),
+                (when, clock),
+            ));
+            push_history(rec, Transition::new((when, clock), at, state, note));
+        }
+        if rec.ended.is_none() && is_ending(state) {
+            rec.ended = Some(pod.clone());
+        }
+        if rec.first_deletion.is_none() {
+            rec.first_deletion = pod.deletion.clone();
+        }
+        // The same pod, updated after its DELETED: that deletion was false.
+        let withdrawn = (!deleted
+            && matches!(rec.gone, Some(Gone::Deleted { .. }))
+            && (pod.uid.is_none() || rec.pod.uid.is_none() || pod.uid == rec.pod.uid))
+            .then_some(rv.zip(rec.last_rv))
+            .flatten()
+            .filter(|(new, old)| new > old)
+            .map(|(new, _)| new);
+        rec.pod = pod;
+        rec.pod_state = state;
+        rec.last_seen = at;
+        rec.last_rv = rv.or(rec.last_rv);
+        if deleted {
+            rec.gone = gone;
+        } else if rec
+            .gone
+            .as_ref()
+            .is_some_and(|g| matches!(g, Gone::Missing { .. } | Gone::DriverOnly { .. }))
+        {
+            rec.gone = None; // it was only late (or known from the driver first)
+        } else if let Some(rv) = withdrawn {
+            evidence::withdraw_deletion(rec, at, rv);
+            timeline.push((
+                id,
+                format!("executor {id}: its deletion was false: the pod was updated after it (resourceVersion {rv})"),
+                seen,
+            ));
+        }
+        rec.spark_container = (&resolved.config.spark_container).into();
+        if let Some(note) = refresh(rec, pod_events, ctx, Some(resolved), at) {
+            timeline.push((id, note, seen));
+        }
+        true
+    }
+
+    /// A new executor's record, with its creation and its state in the timeline.
+    fn record(
+        &self,
+        app: &AppRecord,
+        pod: Arc<ExecutorPod>,
+        timeline: &mut Vec<Line>,
+    ) -> ExecutorRecord {
+        let Self {
+            id,
+            at,
+            deleted,
+            state,
+            resolved,
+            rv,
+            events: pod_events,
+            ctx,
+            ..
+        } = *self;
+        let gone = self.gone.clone();
+        // Its creation, and the state it is in, when they happened (a view opened
+        // late lists them at the cluster's times, not at its own start).
+        let created = super::times::transition(
+            &pod,
+            &resolved.config.spark_container,
+            ExecutorState::Pending,
+            false,
+            at,
+        );
+        let now_in =
+            super::times::transition(&pod, &resolved.config.spark_container, state, deleted, at);
+        timeline.push((id, format!("executor {id} added ({})", state), created));
+        if state != ExecutorState::Pending {
+            timeline.push((id, transition_text(id, state, &pod, resolved, None), now_in));
+        }
+        let mut rec = ExecutorRecord {
+            id,
+            spark_container: (&resolved.config.spark_container).into(),
+            first_deletion: pod.deletion.clone(),
+            ended: None,
+            pod,
+            pod_state: state,
+            first_seen: at,
+            last_seen: at,
+            last_rv: rv,
+            history: VecDeque::from([Transition::new(
+                now_in,
+                at,
+                state,
+                deleted.then(|| "pod deleted".to_owned()),
+            )]),
+            events: VecDeque::new(),
+            gone,
+            log_tail: None,
+            // Not in the driver's last good read (it would have been created from
+            // it): say so, whichever of the read and the pod arrived first.
+            driver: app
+                .driver_api
+                .as_ref()
+                .and_then(|d| Some((d.last_ok?, d.from)))
+                .map(|(at, from)| {
+                    Box::new(DriverSeen {
+                        at,
+                        exec: None,
+                        from,
+                    })
+                }),
+            killed_by_tool: None,
+            verdict: Verdict::default(),
+        };
+        if is_ending(state) {
+            rec.ended = Some(rec.pod.clone());
+        }
+        refresh(&mut rec, pod_events, ctx, Some(resolved), at);
+        rec
     }
 }
