@@ -8,142 +8,20 @@ use ratatui::{
 };
 
 use super::{centered, theme};
-use crate::app::{App, Confirm};
+use crate::app::{App, Confirm, Target};
 use spark_triage_core::spark::AFTER_KILL;
 
 pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(c) = &app.confirm else { return };
     let mut lines: Vec<Line<'_>> = Vec::new();
     let title = match c {
-        Confirm::Kill { targets, force } => {
-            lines.push(Line::styled(
-                format!(
-                    "Delete {} executor pod(s) {}:",
-                    targets.len(),
-                    where_(app, targets.iter().map(|t| t.namespace.as_str()))
-                ),
-                theme::title(),
-            ));
-            for t in targets.iter().take(12) {
-                lines.push(Line::raw(format!(
-                    "  {}/{} (executor {})",
-                    t.namespace, t.pod, t.executor
-                )));
-            }
-            if targets.len() > 12 {
-                lines.push(Line::raw(format!("  … and {} more", targets.len() - 12)));
-            }
-            lines.push(Line::raw(""));
-            lines.push(Line::raw(if *force {
-                "Grace period 0: the containers are killed at once (SIGKILL, exit 137).".to_owned()
-            } else {
-                "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
-            }));
-            // Pods of a StatefulSet or a Deployment's ReplicaSet: that controller replaces them.
-            for l in crate::effect::replacements(targets.iter().filter_map(|t| t.via.as_ref())) {
-                lines.push(Line::raw(l));
-            }
-            if *force
-                && crate::effect::any_statefulset(targets.iter().filter_map(|t| t.via.as_ref()))
-            {
-                lines.push(Line::styled(
-                    crate::effect::FORCE_STATEFULSET,
-                    app.theme
-                        .severity(spark_triage_core::diagnose::Severity::Warn),
-                ));
-            }
-            if targets.iter().any(|t| t.via.is_none()) {
-                lines.push(Line::raw(AFTER_KILL));
-            }
-            lines.push(Line::raw(""));
-            lines.push(Line::from(vec![
-                Span::styled(" y ", app.theme.alarm()),
-                Span::raw(" delete   "),
-                Span::styled(" f ", theme::title()),
-                Span::raw(if *force {
-                    " use the pods' grace   "
-                } else {
-                    " force (grace 0)   "
-                }),
-                Span::styled(" n/Esc ", theme::title()),
-                Span::raw(" cancel"),
-            ]));
-            " Kill executors? "
-        }
+        Confirm::Kill { targets, force } => kill_lines(app, targets, *force, &mut lines),
         Confirm::Hold {
             on,
             app_id,
             namespace,
-        } => {
-            let at = where_(app, [namespace.as_str()]);
-            let record = app.store.view().apps.values().find(|a| &a.app_id == app_id);
-            let name = record
-                .and_then(|a| a.app_name.clone())
-                .unwrap_or_else(|| app_id.clone());
-            // What holding costs an app whose executors a StatefulSet owns.
-            let cost = record.and_then(|a| {
-                a.executors.values().find_map(|e| {
-                    spark_triage_core::allocator::Controller::of(&e.pod)?
-                        .any_pod()
-                        .hold_cost()
-                })
-            });
-            if *on {
-                lines.push(Line::styled(
-                    format!("Hold the executor pods of {name} {at}?"),
-                    theme::title(),
-                ));
-                lines.push(Line::raw(format!(
-                    "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
-                     so when Spark deletes an executor its pod stays Terminating with its final status and log. \
-                     Expires in {}; any instance releases it then.",
-                    spark_triage_core::model::HOLD_FINALIZER,
-                    spark_triage_core::text::human_duration(app.hold_ttl)
-                )));
-                if let Some(cost) = cost {
-                    lines.push(Line::styled(
-                        format!("Its executors belong to a StatefulSet: {cost}."),
-                        app.theme
-                            .severity(spark_triage_core::diagnose::Severity::Warn),
-                    ));
-                }
-            } else {
-                lines.push(Line::styled(
-                    format!("Release the hold on {name} {at}?"),
-                    theme::title(),
-                ));
-                lines.push(Line::raw(
-                    "Removes only spark-triage's finalizer; pods Spark already deleted then go.",
-                ));
-            }
-            lines.push(Line::raw(""));
-            lines.push(Line::from(vec![
-                Span::styled(" y ", theme::selected()),
-                Span::raw(" yes   "),
-                Span::styled(" n/Esc ", theme::title()),
-                Span::raw(" cancel"),
-            ]));
-            if *on { " Hold on " } else { " Hold off " }
-        }
-        Confirm::QuitWithHolds => {
-            lines.push(Line::styled(
-                "This session turned holds on. Release them before quitting?",
-                theme::title(),
-            ));
-            lines.push(Line::raw(
-                "Held pods stay Terminating until released (or until their hold expires).",
-            ));
-            lines.push(Line::raw(""));
-            lines.push(Line::from(vec![
-                Span::styled(" y ", theme::selected()),
-                Span::raw(" release and quit   "),
-                Span::styled(" n ", theme::title()),
-                Span::raw(" keep them and quit   "),
-                Span::styled(" Esc ", theme::title()),
-                Span::raw(" stay"),
-            ]));
-            " Quit "
-        }
+        } => hold_lines(app, *on, app_id, namespace, &mut lines),
+        Confirm::QuitWithHolds => quit_lines(&mut lines),
     };
     // The keys on the bottom border, on screen whatever the size (at 60x16 a long list
     // once pushed them out of the box, leaving a confirm with no way to answer).
@@ -172,6 +50,146 @@ pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
             .wrap(Wrap { trim: false }),
         r,
     );
+}
+
+/// The kill confirm's lines (the pods, the grace, what replaces them, the keys last); its title.
+fn kill_lines(
+    app: &App,
+    targets: &[Target],
+    force: bool,
+    lines: &mut Vec<Line<'_>>,
+) -> &'static str {
+    lines.push(Line::styled(
+        format!(
+            "Delete {} executor pod(s) {}:",
+            targets.len(),
+            where_(app, targets.iter().map(|t| t.namespace.as_str()))
+        ),
+        theme::title(),
+    ));
+    for t in targets.iter().take(12) {
+        lines.push(Line::raw(format!(
+            "  {}/{} (executor {})",
+            t.namespace, t.pod, t.executor
+        )));
+    }
+    if targets.len() > 12 {
+        lines.push(Line::raw(format!("  … and {} more", targets.len() - 12)));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::raw(if force {
+        "Grace period 0: the containers are killed at once (SIGKILL, exit 137).".to_owned()
+    } else {
+        "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
+    }));
+    // Pods of a StatefulSet or a Deployment's ReplicaSet: that controller replaces them.
+    for l in crate::effect::replacements(targets.iter().filter_map(|t| t.via.as_ref())) {
+        lines.push(Line::raw(l));
+    }
+    if force && crate::effect::any_statefulset(targets.iter().filter_map(|t| t.via.as_ref())) {
+        lines.push(Line::styled(
+            crate::effect::FORCE_STATEFULSET,
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Warn),
+        ));
+    }
+    if targets.iter().any(|t| t.via.is_none()) {
+        lines.push(Line::raw(AFTER_KILL));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled(" y ", app.theme.alarm()),
+        Span::raw(" delete   "),
+        Span::styled(" f ", theme::title()),
+        Span::raw(if force {
+            " use the pods' grace   "
+        } else {
+            " force (grace 0)   "
+        }),
+        Span::styled(" n/Esc ", theme::title()),
+        Span::raw(" cancel"),
+    ]));
+    " Kill executors? "
+}
+
+/// The hold (or release) confirm's lines (what it does, its cost, the keys last); its title.
+fn hold_lines(
+    app: &App,
+    on: bool,
+    app_id: &str,
+    namespace: &str,
+    lines: &mut Vec<Line<'_>>,
+) -> &'static str {
+    let at = where_(app, [namespace]);
+    let record = app.store.view().apps.values().find(|a| a.app_id == app_id);
+    let name = record
+        .and_then(|a| a.app_name.clone())
+        .unwrap_or_else(|| app_id.to_owned());
+    // What holding costs an app whose executors a StatefulSet owns.
+    let cost = record.and_then(|a| {
+        a.executors.values().find_map(|e| {
+            spark_triage_core::allocator::Controller::of(&e.pod)?
+                .any_pod()
+                .hold_cost()
+        })
+    });
+    if on {
+        lines.push(Line::styled(
+            format!("Hold the executor pods of {name} {at}?"),
+            theme::title(),
+        ));
+        lines.push(Line::raw(format!(
+            "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
+             so when Spark deletes an executor its pod stays Terminating with its final status and log. \
+             Expires in {}; any instance releases it then.",
+            spark_triage_core::model::HOLD_FINALIZER,
+            spark_triage_core::text::human_duration(app.hold_ttl)
+        )));
+        if let Some(cost) = cost {
+            lines.push(Line::styled(
+                format!("Its executors belong to a StatefulSet: {cost}."),
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Warn),
+            ));
+        }
+    } else {
+        lines.push(Line::styled(
+            format!("Release the hold on {name} {at}?"),
+            theme::title(),
+        ));
+        lines.push(Line::raw(
+            "Removes only spark-triage's finalizer; pods Spark already deleted then go.",
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled(" y ", theme::selected()),
+        Span::raw(" yes   "),
+        Span::styled(" n/Esc ", theme::title()),
+        Span::raw(" cancel"),
+    ]));
+    if on { " Hold on " } else { " Hold off " }
+}
+
+/// The quit-with-holds confirm's lines (the keys last); its title.
+fn quit_lines(lines: &mut Vec<Line<'_>>) -> &'static str {
+    lines.push(Line::styled(
+        "This session turned holds on. Release them before quitting?",
+        theme::title(),
+    ));
+    lines.push(Line::raw(
+        "Held pods stay Terminating until released (or until their hold expires).",
+    ));
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled(" y ", theme::selected()),
+        Span::raw(" release and quit   "),
+        Span::styled(" n ", theme::title()),
+        Span::raw(" keep them and quit   "),
+        Span::styled(" Esc ", theme::title()),
+        Span::raw(" stay"),
+    ]));
+    " Quit "
 }
 
 /// Where a write goes, for its confirm: the context and the namespaces ("in context prod-eu,

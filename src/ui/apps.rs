@@ -11,6 +11,7 @@ use ratatui::{
 
 use super::theme;
 use crate::app::{App, Focus};
+use crate::store::AppRecord;
 use spark_triage_core::model::ExecutorState;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
@@ -71,112 +72,129 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
     }
     for (i, a) in apps.iter().enumerate().skip(first).take(shown) {
         let selected = Some(i) == current;
-        let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
-        let alerts = a.alerts();
-        let room = inner_w.saturating_sub(if alerts > 0 { 6 } else { 2 });
-        let mut head = vec![Span::styled(
-            format!(
-                "{}{}",
-                if selected { "▶ " } else { "  " },
-                super::fit(&name, room)
-            ),
-            if selected {
-                theme::title()
-            } else {
-                Style::default()
-            },
-        )];
-        if alerts > 0 {
-            head.push(Span::styled(
-                format!(" ⚠{alerts}"),
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Error),
-            ));
-        }
-        lines.push(Line::from(head));
-        let c = a.counts();
-        // The app's verdict when it is not a plain run: a driver that ended or waits says
-        // so here, before any executor.
-        let verdict = a.verdict();
-        let healthy = matches!(
-            verdict.cause().code,
-            spark_triage_core::diagnose::Code::AppRunning
-                | spark_triage_core::diagnose::Code::DriverNotSeen
-        ) || verdict.severity() == spark_triage_core::diagnose::Severity::Info
-            && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
-        let driver = a
-            .driver
-            .as_ref()
-            .and_then(|d| d.phase.clone())
-            .unwrap_or_else(|| "?".to_owned());
-        // Counts first (they say the most in a narrow pane), then the driver, then the
-        // namespace, each dropped whole when it does not fit.
-        let mut bar = vec![Span::raw("  ")];
-        let mut used = 2;
-        for (letter, s) in [
-            ('R', ExecutorState::Running),
-            ('P', ExecutorState::Pending),
-            ('F', ExecutorState::Failed),
-            ('D', ExecutorState::Deleted),
-        ] {
-            let n = c.get(s);
-            if n > 0 {
-                let t = format!("{n}{letter} ");
-                used += t.chars().count();
-                bar.push(Span::styled(t, app.theme.state_style(s)));
-            }
-        }
-        if c.missing > 0 {
-            let t = format!("{}M ", c.missing);
-            used += t.chars().count();
-            bar.push(Span::styled(t, app.theme.missing()));
-        }
-        let label = format!("{} ", verdict.label());
-        let verdict_style = app.theme.severity(verdict.severity());
-        // With a third line (a narrow pane with room): a verdict that does not fit whole
-        // beside the counts goes under them (in place of the namespace); a healthy app's
-        // driver phase and namespace have the line.
-        if per_app >= 3 {
-            let beside = !healthy && used + label.chars().count() <= inner_w;
-            if beside {
-                bar.push(Span::styled(label.clone(), verdict_style));
-            }
-            lines.push(Line::from(bar));
-            let mut third = vec![Span::raw("  ")];
-            if !healthy && !beside {
-                third.push(Span::styled(
-                    super::fit(label.trim_end(), inner_w.saturating_sub(2)),
-                    verdict_style,
-                ));
-            } else {
-                let rest: Vec<String> = healthy
-                    .then(|| format!("drv {driver}"))
-                    .into_iter()
-                    .chain([a.namespace.clone()])
-                    .collect();
-                third.push(Span::styled(
-                    super::fit(&rest.join(" · "), inner_w.saturating_sub(2)),
-                    app.theme.dim(),
-                ));
-            }
-            lines.push(Line::from(third));
-            continue;
-        }
-        if !healthy {
-            let t = super::fit(&label, inner_w.saturating_sub(used)).to_string();
-            used += t.chars().count();
-            bar.push(Span::styled(t, verdict_style));
-        }
-        let drv = healthy.then(|| format!("· drv {driver} "));
-        for extra in drv.into_iter().chain([format!("· {}", a.namespace)]) {
-            let w = extra.chars().count();
-            if used + w > inner_w {
-                break;
-            }
-            used += w;
-            bar.push(Span::styled(extra, app.theme.dim()));
-        }
-        lines.push(Line::from(bar));
+        lines.push(app_head(app, a, selected, inner_w));
+        app_bar_lines(app, a, inner_w, per_app, &mut lines);
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// An app's first line: its name (marked when selected) and its count of alerts.
+fn app_head(app: &App, a: &AppRecord, selected: bool, inner_w: usize) -> Line<'static> {
+    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+    let alerts = a.alerts();
+    let room = inner_w.saturating_sub(if alerts > 0 { 6 } else { 2 });
+    let mut head = vec![Span::styled(
+        format!(
+            "{}{}",
+            if selected { "▶ " } else { "  " },
+            super::fit(&name, room)
+        ),
+        if selected {
+            theme::title()
+        } else {
+            Style::default()
+        },
+    )];
+    if alerts > 0 {
+        head.push(Span::styled(
+            format!(" ⚠{alerts}"),
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Error),
+        ));
+    }
+    Line::from(head)
+}
+
+/// An app's counts bar, then its verdict, driver phase and namespace as they fit (on a
+/// third line when the pane gives each app three).
+fn app_bar_lines(
+    app: &App,
+    a: &AppRecord,
+    inner_w: usize,
+    per_app: u16,
+    lines: &mut Vec<Line<'_>>,
+) {
+    let c = a.counts();
+    // The app's verdict when it is not a plain run: a driver that ended or waits says
+    // so here, before any executor.
+    let verdict = a.verdict();
+    let healthy = matches!(
+        verdict.cause().code,
+        spark_triage_core::diagnose::Code::AppRunning
+            | spark_triage_core::diagnose::Code::DriverNotSeen
+    ) || verdict.severity() == spark_triage_core::diagnose::Severity::Info
+        && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
+    let driver = a
+        .driver
+        .as_ref()
+        .and_then(|d| d.phase.clone())
+        .unwrap_or_else(|| "?".to_owned());
+    // Counts first (they say the most in a narrow pane), then the driver, then the
+    // namespace, each dropped whole when it does not fit.
+    let mut bar = vec![Span::raw("  ")];
+    let mut used = 2;
+    for (letter, s) in [
+        ('R', ExecutorState::Running),
+        ('P', ExecutorState::Pending),
+        ('F', ExecutorState::Failed),
+        ('D', ExecutorState::Deleted),
+    ] {
+        let n = c.get(s);
+        if n > 0 {
+            let t = format!("{n}{letter} ");
+            used += t.chars().count();
+            bar.push(Span::styled(t, app.theme.state_style(s)));
+        }
+    }
+    if c.missing > 0 {
+        let t = format!("{}M ", c.missing);
+        used += t.chars().count();
+        bar.push(Span::styled(t, app.theme.missing()));
+    }
+    let label = format!("{} ", verdict.label());
+    let verdict_style = app.theme.severity(verdict.severity());
+    // With a third line (a narrow pane with room): a verdict that does not fit whole
+    // beside the counts goes under them (in place of the namespace); a healthy app's
+    // driver phase and namespace have the line.
+    if per_app >= 3 {
+        let beside = !healthy && used + label.chars().count() <= inner_w;
+        if beside {
+            bar.push(Span::styled(label.clone(), verdict_style));
+        }
+        lines.push(Line::from(bar));
+        let mut third = vec![Span::raw("  ")];
+        if !healthy && !beside {
+            third.push(Span::styled(
+                super::fit(label.trim_end(), inner_w.saturating_sub(2)),
+                verdict_style,
+            ));
+        } else {
+            let rest: Vec<String> = healthy
+                .then(|| format!("drv {driver}"))
+                .into_iter()
+                .chain([a.namespace.clone()])
+                .collect();
+            third.push(Span::styled(
+                super::fit(&rest.join(" · "), inner_w.saturating_sub(2)),
+                app.theme.dim(),
+            ));
+        }
+        lines.push(Line::from(third));
+        return;
+    }
+    if !healthy {
+        let t = super::fit(&label, inner_w.saturating_sub(used)).to_string();
+        used += t.chars().count();
+        bar.push(Span::styled(t, verdict_style));
+    }
+    let drv = healthy.then(|| format!("· drv {driver} "));
+    for extra in drv.into_iter().chain([format!("· {}", a.namespace)]) {
+        let w = extra.chars().count();
+        if used + w > inner_w {
+            break;
+        }
+        used += w;
+        bar.push(Span::styled(extra, app.theme.dim()));
+    }
+    lines.push(Line::from(bar));
 }

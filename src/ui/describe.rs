@@ -10,7 +10,8 @@ use ratatui::{
 
 use super::theme;
 use crate::app::App;
-use spark_triage_core::model::ContainerState;
+use crate::store::ExecutorRecord;
+use spark_triage_core::model::{ContainerState, ExecutorPod};
 
 fn field(name: &str, value: impl Into<String>) -> Line<'static> {
     Line::from(vec![
@@ -25,6 +26,45 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     };
     let p = e.ended.as_deref().unwrap_or(&e.pod);
+    let mut lines = identity_lines(app, e, p);
+    let status = p.status.clone().unwrap_or_default();
+    lines.push(field(
+        "Status:",
+        status.phase.clone().unwrap_or_else(|| "<none>".into()),
+    ));
+    if let Some(reason) = &status.reason {
+        lines.push(field("Reason:", reason.clone()));
+    }
+    if let Some(m) = &status.message {
+        lines.push(field("Message:", m.clone()));
+    }
+    container_lines(app, p, &mut lines);
+    lines.push(Line::styled("Conditions:", theme::title()));
+    if status.conditions.is_empty() {
+        lines.push(Line::raw("  <none>"));
+    }
+    for c in &status.conditions {
+        let mut text = format!("  {:<18} {}", c.type_, c.status);
+        if let Some(r) = &c.reason {
+            text.push_str(&format!("  {r}"));
+        }
+        if let Some(m) = &c.message {
+            text.push_str(&format!(": {m}"));
+        }
+        lines.push(Line::raw(text));
+    }
+    event_lines(app, e, &mut lines);
+    super::scrolled_popup(
+        f,
+        r,
+        &format!(" Describe executor {} · ↑↓ scroll · Esc close ", e.id),
+        lines,
+        app,
+    );
+}
+
+/// The pod's name, place and times (created, deleted, gone), labels, owner and finalizers.
+fn identity_lines(app: &App, e: &ExecutorRecord, p: &ExecutorPod) -> Vec<Line<'static>> {
     let mut lines = vec![
         field("Name:", p.name.clone()),
         field("Namespace:", p.namespace.clone()),
@@ -90,17 +130,11 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if !p.finalizers.is_empty() {
         lines.push(field("Finalizers:", p.finalizers.join(", ")));
     }
-    let status = p.status.clone().unwrap_or_default();
-    lines.push(field(
-        "Status:",
-        status.phase.clone().unwrap_or_else(|| "<none>".into()),
-    ));
-    if let Some(reason) = &status.reason {
-        lines.push(field("Reason:", reason.clone()));
-    }
-    if let Some(m) = &status.message {
-        lines.push(field("Message:", m.clone()));
-    }
+    lines
+}
+
+/// Each container's image, requests and limits, and its state, last state and restarts.
+fn container_lines(app: &App, p: &ExecutorPod, lines: &mut Vec<Line<'static>>) {
     lines.push(Line::styled("Containers:", theme::title()));
     for c in &p.containers {
         lines.push(Line::styled(format!("  {}:", c.name), theme::title()));
@@ -135,20 +169,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             )));
         }
     }
-    lines.push(Line::styled("Conditions:", theme::title()));
-    if status.conditions.is_empty() {
-        lines.push(Line::raw("  <none>"));
-    }
-    for c in &status.conditions {
-        let mut text = format!("  {:<18} {}", c.type_, c.status);
-        if let Some(r) = &c.reason {
-            text.push_str(&format!("  {r}"));
-        }
-        if let Some(m) = &c.message {
-            text.push_str(&format!(": {m}"));
-        }
-        lines.push(Line::raw(text));
-    }
+}
+
+/// The pod's events, newest first (or why there are none).
+fn event_lines(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'static>>) {
     lines.push(Line::styled("Events (newest first):", theme::title()));
     if e.events.is_empty() {
         lines.push(Line::raw(format!(
@@ -173,13 +197,6 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ev.message.as_deref().unwrap_or("")
         )));
     }
-    super::scrolled_popup(
-        f,
-        r,
-        &format!(" Describe executor {} · ↑↓ scroll · Esc close ", e.id),
-        lines,
-        app,
-    );
 }
 
 fn state(app: &App, s: &ContainerState) -> String {

@@ -8,7 +8,10 @@ use ratatui::{
 };
 
 use super::theme;
-use crate::{app::App, store::Gone};
+use crate::{
+    app::App,
+    store::{ExecutorRecord, Gone},
+};
 use spark_triage_core::model::ContainerState;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -19,6 +22,47 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         return;
     };
     let mut lines: Vec<Line<'_>> = Vec::new();
+    header_section(app, e, &mut lines);
+    containers_section(e, &mut lines);
+    findings_section(app, e, &mut lines);
+    driver_section(app, e, &mut lines);
+    spark_section(app, e, &mut lines);
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Events (newest first)", theme::title()));
+    if e.events.is_empty() {
+        lines.push(Line::styled(
+            format!("  {}", no_events(app, e)),
+            app.theme.dim(),
+        ));
+    }
+    for ev in e.events.iter().rev() {
+        lines.push(Line::raw(format!("  {}", ev.describe())));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Transitions", theme::title()));
+    for t in &e.history {
+        lines.push(Line::raw(format!(
+            "  {} {}{}",
+            crate::store::times::shown(&app.when(&t.at), t.clock),
+            t.state,
+            t.note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        )));
+    }
+    super::scrolled_popup(
+        f,
+        r,
+        &format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
+        lines,
+        app,
+    );
+}
+
+/// The executor's state, pod, node and times, how it went (deleted, missing, restarted,
+/// driver-only), and the controller that owns it.
+fn header_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     let (letter, style) = app.theme.cell(e);
     lines.push(Line::from(vec![
         Span::styled(format!("executor {} ", e.id), theme::title()),
@@ -102,6 +146,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             ));
         }
     }
+}
+
+/// Each container's state, readiness and restarts.
+fn containers_section(e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     lines.push(Line::raw(""));
     lines.push(Line::styled("Containers", theme::title()));
     for c in e.pod.container_statuses() {
@@ -122,6 +170,10 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
             c.name, state, c.ready, c.restart_count
         )));
     }
+}
+
+/// Each finding (the cause first) with its evidence and hint.
+fn findings_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     lines.push(Line::raw(""));
     lines.push(Line::styled("Findings", theme::title()));
     if e.findings().is_empty() {
@@ -160,69 +212,6 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         lines.push(Line::raw(format!("      hint: {}", fd.hint)));
     }
-    driver_section(app, e, &mut lines);
-    if let Some(v) = &e.verdict.spark {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("Spark's view", theme::title()));
-        lines.push(Line::raw(format!(
-            "  exit {} · {} · Spark {}",
-            v.exit_description,
-            super::executors::counted_text(v),
-            v.spark_version
-                .as_deref()
-                .unwrap_or("version unknown (4.x rules)")
-        )));
-        lines.push(Line::styled(
-            format!(
-                "  from the {}{} · {}",
-                v.witness.as_str(),
-                if v.reconstructed {
-                    " (reconstructed)"
-                } else {
-                    ""
-                },
-                e.verdict.ending.describe()
-            ),
-            app.theme.dim(),
-        ));
-        for l in v.message.trim().lines() {
-            lines.push(Line::styled(
-                format!("  {}", l.replace('\t', "  ")),
-                app.theme.dim(),
-            ));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("Events (newest first)", theme::title()));
-    if e.events.is_empty() {
-        lines.push(Line::styled(
-            format!("  {}", no_events(app, e)),
-            app.theme.dim(),
-        ));
-    }
-    for ev in e.events.iter().rev() {
-        lines.push(Line::raw(format!("  {}", ev.describe())));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("Transitions", theme::title()));
-    for t in &e.history {
-        lines.push(Line::raw(format!(
-            "  {} {}{}",
-            crate::store::times::shown(&app.when(&t.at), t.clock),
-            t.state,
-            t.note
-                .as_deref()
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default()
-        )));
-    }
-    super::scrolled_popup(
-        f,
-        r,
-        &format!(" Executor {} · ↑↓ scroll · Esc close ", e.id),
-        lines,
-        app,
-    );
 }
 
 /// What the driver's REST API said about this executor.
@@ -292,6 +281,41 @@ fn driver_section(app: &App, e: &crate::store::ExecutorRecord, lines: &mut Vec<L
         for l in r.trim().lines().filter(|l| !l.trim().is_empty()) {
             lines.push(Line::styled(
                 format!("    {}", l.replace('\t', "  ")),
+                app.theme.dim(),
+            ));
+        }
+    }
+}
+
+/// Spark's view of the ending: exit, counting, version, witness and its message.
+fn spark_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
+    if let Some(v) = &e.verdict.spark {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Spark's view", theme::title()));
+        lines.push(Line::raw(format!(
+            "  exit {} · {} · Spark {}",
+            v.exit_description,
+            super::executors::counted_text(v),
+            v.spark_version
+                .as_deref()
+                .unwrap_or("version unknown (4.x rules)")
+        )));
+        lines.push(Line::styled(
+            format!(
+                "  from the {}{} · {}",
+                v.witness.as_str(),
+                if v.reconstructed {
+                    " (reconstructed)"
+                } else {
+                    ""
+                },
+                e.verdict.ending.describe()
+            ),
+            app.theme.dim(),
+        ));
+        for l in v.message.trim().lines() {
+            lines.push(Line::styled(
+                format!("  {}", l.replace('\t', "  ")),
                 app.theme.dim(),
             ));
         }

@@ -2,6 +2,8 @@
 //! to keep the selection visible: 10,000 executors fit) or a table; and the strip under it
 //! that summarises the selected executor.
 
+use std::sync::Arc;
+
 use ratatui::{
     Frame,
     layout::{Constraint, Rect},
@@ -21,6 +23,35 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
         return;
     }
     let visible = app.visible();
+    let block = pane_block(app, l, &visible);
+    let offset = scroll_offset(app, l);
+    match app.view {
+        View::Map => {
+            let rows = usize::from(area.height.saturating_sub(2));
+            let mut lines = Vec::new();
+            if visible.is_empty() {
+                lines.push(Line::styled("no executors match", app.theme.dim()));
+            }
+            lines.extend(map_lines(app, l, &visible, offset, rows));
+            // Room left under the map: the endings, newest first, so a small app's pane
+            // explains itself instead of staying empty.
+            let spare = rows.saturating_sub(lines.len());
+            if spare >= 2 && offset == 0 {
+                lines.extend(endings(
+                    app,
+                    spare,
+                    usize::from(area.width.saturating_sub(2)),
+                ));
+            }
+            f.render_widget(Paragraph::new(lines).block(block), area);
+        }
+        View::Table => render_table(app, f, area, &visible, offset, block),
+    }
+}
+
+/// The pane's box: its title (app, counts, filters, sort, view), the app's worst finding.
+fn pane_block(app: &App, l: &Layout, visible: &[&Arc<ExecutorRecord>]) -> Block<'static> {
+    let area = l.main;
     let total = app.current_app().map_or(0, |a| a.executors.len());
     let border = if app.focus == Focus::Executors {
         app.theme.focused_border()
@@ -90,103 +121,91 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             app.theme.severity(worst.severity),
         ));
     }
-    let offset = scroll_offset(app, l);
+    block
+}
+
+/// The table: a header marking the sort, a row per executor from `offset`.
+fn render_table(
+    app: &App,
+    f: &mut Frame<'_>,
+    area: Rect,
+    visible: &[&Arc<ExecutorRecord>],
+    offset: usize,
+    block: Block<'_>,
+) {
     let selected = app.selected_exec;
-    match app.view {
-        View::Map => {
-            let rows = usize::from(area.height.saturating_sub(2));
-            let mut lines = Vec::new();
-            if visible.is_empty() {
-                lines.push(Line::styled("no executors match", app.theme.dim()));
-            }
-            lines.extend(map_lines(app, l, &visible, offset, rows));
-            // Room left under the map: the endings, newest first, so a small app's pane
-            // explains itself instead of staying empty.
-            let spare = rows.saturating_sub(lines.len());
-            if spare >= 2 && offset == 0 {
-                lines.extend(endings(
-                    app,
-                    spare,
-                    usize::from(area.width.saturating_sub(2)),
-                ));
-            }
-            f.render_widget(Paragraph::new(lines).block(block), area);
+    let now = app.store.view().now;
+    let key = app
+        .current_app()
+        .map(|a| (a.namespace.clone(), a.app_id.clone()))
+        .unwrap_or_default();
+    let cols = columns(area.width.saturating_sub(2));
+    let header = Row::new(cols.iter().map(|c| match (c, app.sort) {
+        (Col::Id, Sort::Id) | (Col::State, Sort::State) | (Col::Age, Sort::Age) => {
+            format!("{}▼", c.name())
         }
-        View::Table => {
-            let now = app.store.view().now;
-            let key = app
-                .current_app()
-                .map(|a| (a.namespace.clone(), a.app_id.clone()))
-                .unwrap_or_default();
-            let cols = columns(area.width.saturating_sub(2));
-            let header = Row::new(cols.iter().map(|c| match (c, app.sort) {
-                (Col::Id, Sort::Id) | (Col::State, Sort::State) | (Col::Age, Sort::Age) => {
-                    format!("{}▼", c.name())
-                }
-                _ => c.name().to_owned(),
-            }))
-            .style(theme::title());
-            let rows_fit = usize::from(area.height.saturating_sub(3));
-            let rows: Vec<Row<'_>> = visible
-                .iter()
-                .skip(offset)
-                .take(rows_fit)
-                .map(|e| {
-                    let state = if e.is_missing() {
-                        format!("{} (missing)", e.state())
-                    } else {
-                        e.state().to_string()
-                    };
-                    // A gone executor's age is how long ago it ended ("died 3m ago").
-                    // By the cluster's clocks (`≥` when only first sight is known).
-                    let age = times::age(e, now);
-                    let (_, cell_style) = app.theme.cell(e);
-                    let style = if Some(e.id) == selected {
-                        cell_style.patch(theme::selected())
-                    } else {
-                        cell_style
-                    };
-                    let marked = app.marked.contains(&(key.0.clone(), key.1.clone(), e.id));
-                    Row::new(cols.iter().map(|c| {
-                        match c {
-                            Col::Mark => if marked { "*" } else { " " }.to_owned(),
-                            Col::Id => e.id.to_string(),
-                            Col::State => state.clone(),
-                            Col::Age => age.clone(),
-                            Col::Node => e.pod.node_name.as_deref().unwrap_or("-").to_owned(),
-                            Col::Exit => e
-                                .exit_code()
-                                .map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                            Col::Reason => e.container_reason().unwrap_or("-").to_owned(),
-                            Col::Driver => {
-                                if e.driver_disagrees() {
-                                    format!("{}!", e.driver_word())
-                                } else {
-                                    e.driver_word().to_owned()
-                                }
-                            }
-                            Col::Finding => e
-                                .findings()
-                                .first()
-                                .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
-                            Col::Pod => e.pod.name.clone(),
+        _ => c.name().to_owned(),
+    }))
+    .style(theme::title());
+    let rows_fit = usize::from(area.height.saturating_sub(3));
+    let rows: Vec<Row<'_>> = visible
+        .iter()
+        .skip(offset)
+        .take(rows_fit)
+        .map(|e| {
+            let state = if e.is_missing() {
+                format!("{} (missing)", e.state())
+            } else {
+                e.state().to_string()
+            };
+            // A gone executor's age is how long ago it ended ("died 3m ago").
+            // By the cluster's clocks (`≥` when only first sight is known).
+            let age = times::age(e, now);
+            let (_, cell_style) = app.theme.cell(e);
+            let style = if Some(e.id) == selected {
+                cell_style.patch(theme::selected())
+            } else {
+                cell_style
+            };
+            let marked = app.marked.contains(&(key.0.clone(), key.1.clone(), e.id));
+            Row::new(cols.iter().map(|c| {
+                match c {
+                    Col::Mark => if marked { "*" } else { " " }.to_owned(),
+                    Col::Id => e.id.to_string(),
+                    Col::State => state.clone(),
+                    Col::Age => age.clone(),
+                    Col::Node => e.pod.node_name.as_deref().unwrap_or("-").to_owned(),
+                    Col::Exit => e
+                        .exit_code()
+                        .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                    Col::Reason => e.container_reason().unwrap_or("-").to_owned(),
+                    Col::Driver => {
+                        if e.driver_disagrees() {
+                            format!("{}!", e.driver_word())
+                        } else {
+                            e.driver_word().to_owned()
                         }
-                    }))
-                    .style(style)
-                })
-                .collect();
-            // Without the pod column, the finding takes the rest of the row (at 80 columns
-            // the fixed widths once squeezed AGE to `6m37s a`).
-            let widths: Vec<Constraint> = cols
-                .iter()
-                .map(|c| match c {
-                    Col::Finding if !cols.contains(&Col::Pod) => Constraint::Min(8),
-                    _ => c.width(),
-                })
-                .collect();
-            f.render_widget(Table::new(rows, widths).header(header).block(block), area);
-        }
-    }
+                    }
+                    Col::Finding => e
+                        .findings()
+                        .first()
+                        .map_or_else(|| "-".to_owned(), |f| f.code.as_str().to_owned()),
+                    Col::Pod => e.pod.name.clone(),
+                }
+            }))
+            .style(style)
+        })
+        .collect();
+    // Without the pod column, the finding takes the rest of the row (at 80 columns
+    // the fixed widths once squeezed AGE to `6m37s a`).
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match c {
+            Col::Finding if !cols.contains(&Col::Pod) => Constraint::Min(8),
+            _ => c.width(),
+        })
+        .collect();
+    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }
 
 /// A table column, in display order.

@@ -13,7 +13,7 @@ use super::theme;
 use crate::{
     app::{App, Mode},
     source::Health,
-    store::Freshness,
+    store::{Freshness, Snapshot},
 };
 
 /// One part of the header, with what it may become when the bar is too narrow.
@@ -96,10 +96,56 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     // The watchdog (the store's one rule): no LIST succeeded within the limit. A replay
     // has none: its LISTs are as old as they were.
     let limit = app.stale_after.unwrap_or(std::time::Duration::MAX);
+    let list = list_part(app, snap, limit);
+    let bad = troubles(app);
+    let error = app
+        .theme
+        .severity(spark_triage_core::diagnose::Severity::Error);
+    let sources = sources_part(app, snap, area, &bad, error);
+    let forgotten = forgotten_part(app, snap);
+    let read_only = if app.ctx.readonly.on() {
+        Part::new(
+            " │ READ-ONLY",
+            app.theme
+                .severity(spark_triage_core::diagnose::Severity::Warn),
+        )
+        .or(" │ RO")
+    } else {
+        Part::new("", Style::default())
+    };
+    let parts = vec![
+        Part::new("spark-triage ", theme::title()),
+        mode,
+        Part::new(format!(" ctx {} │ ", app.context_name()), Style::default()),
+        Part::new(scope.to_owned(), Style::default()).or(short_scope),
+        list,
+        sources,
+        forgotten,
+        read_only,
+    ];
+    let stale = matches!(
+        snap.now.map(|now| snap.freshness(now, limit)),
+        Some(Freshness::Stale(_))
+    );
+    let parts = give_way(app, parts, area, stale);
+    let spans: Vec<Span<'_>> = parts
+        .into_iter()
+        .filter(|p| !p.text.is_empty())
+        .map(|p| Span::styled(p.text, p.style))
+        .collect();
+    let first = Rect { height: 1, ..area };
+    f.render_widget(Paragraph::new(Line::from(spans)), first);
+    if area.height >= 2 && !bad.is_empty() {
+        render_errors(f, area, &bad, error);
+    }
+}
+
+/// The LIST's age (or that none came yet), an alarm once past the watchdog's limit.
+fn list_part(app: &App, snap: &Snapshot, limit: std::time::Duration) -> Part {
     let human = |age: chrono::Duration| {
         spark_triage_core::text::human_duration(chrono::Duration::seconds(age.num_seconds()))
     };
-    let list = match snap.now.map(|now| snap.freshness(now, limit)) {
+    match snap.now.map(|now| snap.freshness(now, limit)) {
         Some(Freshness::Stale(age)) => Part::new(
             format!(" │ STALE: no LIST for {}", human(age)),
             app.theme.alarm(),
@@ -117,16 +163,23 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
         Some(Freshness::Waiting) | None => {
             Part::new(" │ waiting for the first LIST", Style::default()).or(" │ no LIST yet")
         }
-    };
-    let bad = troubles(app);
-    let error = app
-        .theme
-        .severity(spark_triage_core::diagnose::Severity::Error);
+    }
+}
+
+/// The sources' health: connecting, ok, or which fail (their errors when there is no
+/// second line for them).
+fn sources_part(
+    app: &App,
+    snap: &Snapshot,
+    area: Rect,
+    bad: &[(&str, String, Option<String>)],
+    error: Style,
+) -> Part {
     let connecting = snap
         .health
         .values()
         .any(|h| matches!(h, Health::Connecting));
-    let sources = if bad.is_empty() && connecting {
+    if bad.is_empty() && connecting {
         Part::new(" │ sources connecting", app.theme.dim()).or(" │ connecting")
     } else if bad.is_empty() {
         Part::new(" │ sources ok", app.theme.ok()).or("")
@@ -144,7 +197,11 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             .map(|(k, what, _)| format!("{k}: {what}"))
             .collect();
         Part::new(format!(" │ {}", all.join("; ")), error).or(" │ failing")
-    };
+    }
+}
+
+/// What the view no longer shows: executors forgotten past the horizon, endings trimmed.
+fn forgotten_part(app: &App, snap: &Snapshot) -> Part {
     // Forgetting applies: executors gone longer than the horizon are no longer shown; past
     // the store's bound, the first to end are counted, not shown.
     let mut gone = Vec::new();
@@ -157,37 +214,17 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     if snap.trimmed > 0 {
         gone.push(format!("{} ended counted, not kept", snap.trimmed));
     }
-    let forgotten = if gone.is_empty() {
+    if gone.is_empty() {
         Part::new("", Style::default())
     } else {
         Part::new(format!(" │ {}", gone.join(", ")), app.theme.dim())
-    };
-    let read_only = if app.ctx.readonly.on() {
-        Part::new(
-            " │ READ-ONLY",
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Warn),
-        )
-        .or(" │ RO")
-    } else {
-        Part::new("", Style::default())
-    };
-    let mut parts = vec![
-        Part::new("spark-triage ", theme::title()),
-        mode,
-        Part::new(format!(" ctx {} │ ", app.context_name()), Style::default()),
-        Part::new(scope.to_owned(), Style::default()).or(short_scope),
-        list,
-        sources,
-        forgotten,
-        read_only,
-    ];
+    }
+}
+
+/// The header given way (`GIVE`, then the namespace cut) until it fits the bar's width.
+fn give_way(app: &App, mut parts: Vec<Part>, area: Rect, stale: bool) -> Vec<Part> {
     let width = |parts: &[Part]| -> usize { parts.iter().map(|p| p.text.chars().count()).sum() };
     let room = usize::from(area.width);
-    let stale = matches!(
-        snap.now.map(|now| snap.freshness(now, limit)),
-        Some(Freshness::Stale(_))
-    );
     let ctx_name = app.context_name();
     let fit_ctx = |parts: &mut [Part], keep: usize| {
         let others = width(parts) - parts[CTX].text.chars().count();
@@ -222,57 +259,58 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
             parts[SCOPE].text = scope[..left - 1].iter().collect::<String>() + "…";
         }
     }
-    let spans: Vec<Span<'_>> = parts
-        .into_iter()
-        .filter(|p| !p.text.is_empty())
-        .map(|p| Span::styled(p.text, p.style))
-        .collect();
-    let first = Rect { height: 1, ..area };
-    f.render_widget(Paragraph::new(Line::from(spans)), first);
-    if area.height >= 2 && !bad.is_empty() {
-        // Short: the last clause of each error (`Connection refused (os error 111)`), the
-        // whole text in the help popup.
-        // The first form that fits whole: with its state and the long pointer, then the
-        // short pointer, then without the state (`retrying` is what the header's
-        // `failing` says); else the last, cut at a word.
-        let said = |with_what: bool| -> String {
-            bad.iter()
-                .map(|(k, what, err)| match (err, with_what) {
-                    (Some(e), true) => format!("{k}: {what}: {}", last_clause(e)),
-                    (Some(e), false) => format!("{k}: {}", last_clause(e)),
-                    (None, _) => format!("{k}: {what}"),
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let room = usize::from(area.width);
-        let forms = [
-            format!("{} · ? for the full text", said(true)),
-            format!("{} · ? more", said(true)),
-            format!("{} · ? more", said(false)),
-        ];
-        let line = forms
-            .iter()
-            .find(|l| l.chars().count() <= room)
-            .cloned()
-            .unwrap_or_else(|| {
-                let tail = " · ? more";
-                let left = room.saturating_sub(tail.chars().count());
-                format!("{}{tail}", super::fit(&said(false), left))
-            });
-        let second = Rect {
-            y: area.y + 1,
-            height: 1,
-            ..area
-        };
-        f.render_widget(
-            Paragraph::new(Line::styled(
-                super::fit(&line, usize::from(area.width)),
-                error,
-            )),
-            second,
-        );
-    }
+    parts
+}
+
+/// The failing sources' errors on the bar's second line, in the first form that fits.
+fn render_errors(
+    f: &mut Frame<'_>,
+    area: Rect,
+    bad: &[(&str, String, Option<String>)],
+    error: Style,
+) {
+    // Short: the last clause of each error (`Connection refused (os error 111)`), the
+    // whole text in the help popup.
+    // The first form that fits whole: with its state and the long pointer, then the
+    // short pointer, then without the state (`retrying` is what the header's
+    // `failing` says); else the last, cut at a word.
+    let said = |with_what: bool| -> String {
+        bad.iter()
+            .map(|(k, what, err)| match (err, with_what) {
+                (Some(e), true) => format!("{k}: {what}: {}", last_clause(e)),
+                (Some(e), false) => format!("{k}: {}", last_clause(e)),
+                (None, _) => format!("{k}: {what}"),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let room = usize::from(area.width);
+    let forms = [
+        format!("{} · ? for the full text", said(true)),
+        format!("{} · ? more", said(true)),
+        format!("{} · ? more", said(false)),
+    ];
+    let line = forms
+        .iter()
+        .find(|l| l.chars().count() <= room)
+        .cloned()
+        .unwrap_or_else(|| {
+            let tail = " · ? more";
+            let left = room.saturating_sub(tail.chars().count());
+            format!("{}{tail}", super::fit(&said(false), left))
+        });
+    let second = Rect {
+        y: area.y + 1,
+        height: 1,
+        ..area
+    };
+    f.render_widget(
+        Paragraph::new(Line::styled(
+            super::fit(&line, usize::from(area.width)),
+            error,
+        )),
+        second,
+    );
 }
 
 /// The failing sources: (source, what it is doing, its error when it has one).
@@ -329,145 +367,157 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
                 .severity(spark_triage_core::diagnose::Severity::Warn),
         )
     } else {
-        let mut spans = Vec::new();
-        let ns = app
-            .current_app()
-            .map(|a| a.namespace.clone())
-            .unwrap_or_default();
-        // (label, words, off-reason) per hinted key, in the keymap's order (its priority):
-        // the help's first words when they all fit, else the footer's own word.
-        let full: usize = app
-            .keymap
-            .entries()
-            .iter()
-            .filter(|e| e.binding.hint.is_some())
-            .map(|e| e.label.chars().count() + short(e.binding.help).chars().count() + 3)
-            .sum();
-        let compact_words = full > usize::from(area.width);
-        let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
-        let mut hinted: Vec<(&crate::app::keymap::Entry, &str)> = app
-            .keymap
-            .entries()
-            .iter()
-            .filter_map(|e| Some((e, e.binding.hint?)))
-            .collect();
-        // The keys an on-call engineer reaches for first lead (the log, kill, detail), the
-        // pane switch first while the apps pane has the focus; `?` and `q` close the line.
-        hinted.sort_by_key(|(e, _)| hint_rank(e.action(), app.focus));
-        for (e, word) in hinted {
-            let b = e.binding;
-            let verb = match b.action {
-                crate::app::keymap::Action::Kill => Some("delete"),
-                crate::app::keymap::Action::Hold => Some("patch"),
-                _ => None,
-            };
-            let disabled = verb.and_then(|v| {
-                if app.ctx.mode == Mode::Replay {
-                    return Some("replay".to_owned());
-                }
-                app.perms
-                    .gate(&app.ctx.readonly, &ns, v)
-                    .err()
-                    .map(|e| match e {
-                        crate::effect::Denied::ReadOnly(_) => "read-only".to_owned(),
-                        crate::effect::Denied::Permission { verb, .. } => {
-                            format!("no {verb} permission")
-                        }
-                        crate::effect::Denied::Unlogged(_) => "not logged".to_owned(),
-                    })
-            });
-            // A replay cannot act: its off keys would only crowd the keys that work.
-            if app.ctx.mode == Mode::Replay && verb.is_some() {
-                continue;
-            }
-            hints.push((
-                e.label.as_str(),
-                if compact_words { word } else { short(b.help) },
-                disabled,
-            ));
-        }
-        // The full words if they fit, else the first two words of each, else as many hints
-        // as fit: a hint is never cut in the middle.
-        // The filters in force lead the line; the hints have the rest.
-        let filtered = !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All;
-        let prefix = filtered.then(|| format!("[{} /{}] ", app.state_filter.label(), app.filter));
-        let width = usize::from(area.width)
-            .saturating_sub(prefix.as_ref().map_or(0, |p| p.chars().count()));
-        let text = |h: &(&str, &str, Option<String>), compact: bool| -> (String, String) {
-            let words = h.1.to_owned();
-            let words = match &h.2 {
-                Some(why) if !compact => format!("{words} (off: {why})"),
-                Some(_) => format!("{words} (off)"),
-                None => words,
-            };
-            (format!("{} ", h.0), format!("{words}  "))
-        };
-        let total = |compact: bool| -> usize {
-            hints
-                .iter()
-                .map(|h| {
-                    let (a, b) = text(h, compact);
-                    a.chars().count() + b.chars().count()
-                })
-                .sum()
-        };
-        let compact = total(false) > width;
-        // `?` is kept whatever else goes: it leads to every key not shown.
-        let help_label = app
-            .keymap
-            .entries()
-            .iter()
-            .find(|e| e.action() == crate::app::keymap::Action::Help)
-            .map(|e| e.label.clone());
-        let help_w = hints
-            .iter()
-            .find(|h| help_label.as_deref() == Some(h.0))
-            .map_or(0, |h| {
-                let (a, b) = text(h, compact);
-                a.chars().count() + b.chars().count()
-            });
-        let mut used = 0;
-        let (mut full, mut help_done) = (false, false);
-        for h in &hints {
-            let is_help = help_label.as_deref() == Some(h.0);
-            let (label, words) = text(h, compact);
-            let w = label.chars().count() + words.chars().count();
-            if full && !is_help {
-                continue;
-            }
-            let reserve = if is_help || help_done { 0 } else { help_w };
-            if used + w + reserve > width {
-                if !is_help {
-                    full = true;
-                    continue;
-                }
-                if used + w > width {
-                    break;
-                }
-            }
-            help_done |= is_help;
-            used += w;
-            let style = if h.2.is_some() {
-                app.theme.dim()
-            } else {
-                theme::title()
-            };
-            spans.push(Span::styled(label, style));
-            spans.push(Span::styled(words, app.theme.dim()));
-        }
-        if let Some(p) = prefix {
-            spans.insert(
-                0,
-                Span::styled(
-                    p,
-                    app.theme
-                        .severity(spark_triage_core::diagnose::Severity::Warn),
-                ),
-            );
-        }
-        Line::from(spans)
+        hints_line(app, area)
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// The key hints that fit the footer (`?` always among them), after the filters in force.
+fn hints_line(app: &App, area: Rect) -> Line<'static> {
+    let mut spans = Vec::new();
+    let hints = footer_hints(app, area);
+    // The full words if they fit, else the first two words of each, else as many hints
+    // as fit: a hint is never cut in the middle.
+    // The filters in force lead the line; the hints have the rest.
+    let filtered = !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All;
+    let prefix = filtered.then(|| format!("[{} /{}] ", app.state_filter.label(), app.filter));
+    let width =
+        usize::from(area.width).saturating_sub(prefix.as_ref().map_or(0, |p| p.chars().count()));
+    let text = |h: &(&str, &str, Option<String>), compact: bool| -> (String, String) {
+        let words = h.1.to_owned();
+        let words = match &h.2 {
+            Some(why) if !compact => format!("{words} (off: {why})"),
+            Some(_) => format!("{words} (off)"),
+            None => words,
+        };
+        (format!("{} ", h.0), format!("{words}  "))
+    };
+    let total = |compact: bool| -> usize {
+        hints
+            .iter()
+            .map(|h| {
+                let (a, b) = text(h, compact);
+                a.chars().count() + b.chars().count()
+            })
+            .sum()
+    };
+    let compact = total(false) > width;
+    // `?` is kept whatever else goes: it leads to every key not shown.
+    let help_label = app
+        .keymap
+        .entries()
+        .iter()
+        .find(|e| e.action() == crate::app::keymap::Action::Help)
+        .map(|e| e.label.clone());
+    let help_w = hints
+        .iter()
+        .find(|h| help_label.as_deref() == Some(h.0))
+        .map_or(0, |h| {
+            let (a, b) = text(h, compact);
+            a.chars().count() + b.chars().count()
+        });
+    let mut used = 0;
+    let (mut full, mut help_done) = (false, false);
+    for h in &hints {
+        let is_help = help_label.as_deref() == Some(h.0);
+        let (label, words) = text(h, compact);
+        let w = label.chars().count() + words.chars().count();
+        if full && !is_help {
+            continue;
+        }
+        let reserve = if is_help || help_done { 0 } else { help_w };
+        if used + w + reserve > width {
+            if !is_help {
+                full = true;
+                continue;
+            }
+            if used + w > width {
+                break;
+            }
+        }
+        help_done |= is_help;
+        used += w;
+        let style = if h.2.is_some() {
+            app.theme.dim()
+        } else {
+            theme::title()
+        };
+        spans.push(Span::styled(label, style));
+        spans.push(Span::styled(words, app.theme.dim()));
+    }
+    if let Some(p) = prefix {
+        spans.insert(
+            0,
+            Span::styled(
+                p,
+                app.theme
+                    .severity(spark_triage_core::diagnose::Severity::Warn),
+            ),
+        );
+    }
+    Line::from(spans)
+}
+
+/// Each hinted key in the footer's order: (label, words, why it is off), a replay's writes
+/// left out.
+fn footer_hints(app: &App, area: Rect) -> Vec<(&str, &str, Option<String>)> {
+    let ns = app
+        .current_app()
+        .map(|a| a.namespace.clone())
+        .unwrap_or_default();
+    // (label, words, off-reason) per hinted key, in the keymap's order (its priority):
+    // the help's first words when they all fit, else the footer's own word.
+    let full: usize = app
+        .keymap
+        .entries()
+        .iter()
+        .filter(|e| e.binding.hint.is_some())
+        .map(|e| e.label.chars().count() + short(e.binding.help).chars().count() + 3)
+        .sum();
+    let compact_words = full > usize::from(area.width);
+    let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
+    let mut hinted: Vec<(&crate::app::keymap::Entry, &str)> = app
+        .keymap
+        .entries()
+        .iter()
+        .filter_map(|e| Some((e, e.binding.hint?)))
+        .collect();
+    // The keys an on-call engineer reaches for first lead (the log, kill, detail), the
+    // pane switch first while the apps pane has the focus; `?` and `q` close the line.
+    hinted.sort_by_key(|(e, _)| hint_rank(e.action(), app.focus));
+    for (e, word) in hinted {
+        let b = e.binding;
+        let verb = match b.action {
+            crate::app::keymap::Action::Kill => Some("delete"),
+            crate::app::keymap::Action::Hold => Some("patch"),
+            _ => None,
+        };
+        let disabled = verb.and_then(|v| {
+            if app.ctx.mode == Mode::Replay {
+                return Some("replay".to_owned());
+            }
+            app.perms
+                .gate(&app.ctx.readonly, &ns, v)
+                .err()
+                .map(|e| match e {
+                    crate::effect::Denied::ReadOnly(_) => "read-only".to_owned(),
+                    crate::effect::Denied::Permission { verb, .. } => {
+                        format!("no {verb} permission")
+                    }
+                    crate::effect::Denied::Unlogged(_) => "not logged".to_owned(),
+                })
+        });
+        // A replay cannot act: its off keys would only crowd the keys that work.
+        if app.ctx.mode == Mode::Replay && verb.is_some() {
+            continue;
+        }
+        hints.push((
+            e.label.as_str(),
+            if compact_words { word } else { short(b.help) },
+            disabled,
+        ));
+    }
+    hints
 }
 
 /// Where a hinted key stands in the footer (lower first): what a failing job needs at 80
