@@ -50,6 +50,7 @@ mod forget;
 pub use forget::MAX_KEPT;
 mod health_and_driver;
 mod incident;
+mod noted;
 mod pods;
 mod records;
 mod relist;
@@ -62,6 +63,7 @@ use evidence::*;
 pub use incident::{
     BudgetView, Incident, Natural, Trouble, by_trouble, cause_label, ended_at, suggestion,
 };
+use noted::{AppNote, changes_verdicts};
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
@@ -132,25 +134,7 @@ impl Store {
     /// Applies one event.
     pub fn apply(&mut self, ev: SourceEvent) {
         let at = ev.at();
-        // Events that can add or remove a node failure (so the node patterns): a pod that
-        // failed or lost its node, a relist, the driver's list, an eviction or a kubelet's warning,
-        // a forget, and every tick (the catch-all). Others (a running pod's update) cannot,
-        // and at 10,000 executors a pass per event would cost the live view.
-        let changes_verdicts = match &ev {
-            SourceEvent::PodUpserted { pod, .. } | SourceEvent::PodDeleted { pod, .. } => {
-                matches!(pod.phase(), Some("Failed" | "Unknown"))
-            }
-            // An eviction, or a kubelet's warning: the node (or time) of a gone executor.
-            SourceEvent::EventSeen { event, .. } => {
-                event.reason_is("Evicted") || (event.host.is_some() && event.is_warning())
-            }
-            SourceEvent::PodsListed { .. }
-            | SourceEvent::PodsPresent { .. }
-            | SourceEvent::DriverExecutors { .. }
-            | SourceEvent::Tick { .. }
-            | SourceEvent::Forget { .. } => true,
-            _ => false,
-        };
+        let changes_verdicts = changes_verdicts(&ev);
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
         match ev {
@@ -165,19 +149,7 @@ impl Store {
                 pods,
                 resource_version,
                 at,
-            } => {
-                let present = pods
-                    .iter()
-                    .map(|p| Present {
-                        namespace: &p.namespace,
-                        name: &p.name,
-                        app_id: p.app_id.as_deref(),
-                        executor_id: p.executor_id,
-                        uid: p.uid.as_deref(),
-                    })
-                    .collect();
-                self.mark_missing(present, resource_version, at);
-            }
+            } => self.present(&pods, resource_version, at),
             SourceEvent::EventSeen { event, at } => self.event(*event, at),
             SourceEvent::DriverConfig {
                 namespace,
@@ -206,42 +178,8 @@ impl Store {
                 text,
                 killed,
                 at,
-            } => {
-                let app = self.app_mut(&namespace, &app_id);
-                let by = records::actor(&text);
-                app.log(at, killed, text);
-                if let Some(id) = killed
-                    && let Some(rec) = app.executors.get_mut(&id)
-                {
-                    Arc::make_mut(rec).killed_by_tool = Some(ToolKill { at: Some(at), by });
-                    self.refresh_some(&(namespace, app_id), &[id], at);
-                }
-            }
-            SourceEvent::KillsLogged { kills, .. } => {
-                let kills: BTreeMap<_, _> = kills
-                    .into_iter()
-                    .map(|k| {
-                        let kill = ToolKill {
-                            at: Some(k.at),
-                            by: Some(k.by).filter(|b| !b.is_empty()),
-                        };
-                        ((k.namespace, k.pod), kill)
-                    })
-                    .collect();
-                let namespaces: std::collections::BTreeSet<&String> =
-                    kills.keys().map(|(ns, _)| ns).collect();
-                let apps: Vec<AppKey> = self
-                    .snap
-                    .apps
-                    .keys()
-                    .filter(|(ns, _)| namespaces.contains(ns))
-                    .cloned()
-                    .collect();
-                self.logged_kills = Arc::new(kills);
-                for key in apps {
-                    self.rediagnose_app(&key, at);
-                }
-            }
+            } => self.action_taken((namespace, app_id), text, killed, at),
+            SourceEvent::KillsLogged { kills, .. } => self.kills_logged(kills, at),
             SourceEvent::DriverHeartbeats {
                 namespace,
                 app_id,
@@ -300,29 +238,17 @@ impl Store {
                 unfinished,
                 spark_version,
                 at,
-            } => {
-                let app = self.app_mut(&namespace, &app_id);
-                if end {
-                    app.logged_unfinished = unfinished;
-                }
-                if app_name.is_some() && app.app_name.is_none() {
-                    app.app_name = app_name;
-                }
-                if spark_version.is_some() {
-                    app.logged_version = spark_version;
-                }
-                if end {
-                    app.logged_end_at = Some(at);
-                    app.logged_end = Some(format!(
-                        "{text} ({})",
-                        spark_triage_core::model::fmt_time(&at)
-                    ));
-                } else if app.logged_end.is_none() {
-                    app.logged_end =
-                        Some("the application has not ended by this point of its log".into());
-                }
-                app.log(at, None, text);
-            }
+            } => self.app_noted(
+                (namespace, app_id),
+                AppNote {
+                    app_name,
+                    text,
+                    end,
+                    unfinished,
+                    spark_version,
+                },
+                at,
+            ),
             SourceEvent::Tick { at } => self.tick(at),
             SourceEvent::Forget { before, .. } => self.forget(before),
         }
