@@ -32,160 +32,175 @@ fn col(name: &str, ty: &str, format: &str, priority: u8, description: &str) -> V
 
 fn columns(resource: Resource) -> Value {
     match resource {
-        Resource::Pods => json!([
-            col(
-                "Name",
-                "string",
-                "name",
-                0,
-                "Name must be unique within a namespace."
-            ),
-            col(
-                "Ready",
-                "string",
-                "",
-                0,
-                "The aggregate readiness state of this pod for accepting traffic."
-            ),
-            col(
-                "Status",
-                "string",
-                "",
-                0,
-                "The aggregate status of the containers in this pod."
-            ),
-            col(
-                "Restarts",
-                "string",
-                "",
-                0,
-                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."
-            ),
-            col(
-                "Age",
-                "string",
-                "",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created."
-            ),
-            col(
-                "IP",
-                "string",
-                "",
-                1,
-                "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."
-            ),
-            col(
-                "Node",
-                "string",
-                "",
-                1,
-                "NodeName is a request to schedule this pod onto a specific node."
-            ),
-            col(
-                "Nominated Node",
-                "string",
-                "",
-                1,
-                "nominatedNodeName is set only when this pod preempts other pods on the node."
-            ),
-            col(
-                "Readiness Gates",
-                "string",
-                "",
-                1,
-                "If specified, all readiness gates will be evaluated for pod readiness."
-            ),
-        ]),
-        Resource::Events => json!([
-            col(
-                "Last Seen",
-                "string",
-                "",
-                0,
-                "Time when this Event was last observed."
-            ),
-            col(
-                "Type",
-                "string",
-                "",
-                0,
-                "Type of this event (Normal, Warning), new types could be added in the future."
-            ),
-            col(
-                "Reason",
-                "string",
-                "",
-                0,
-                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."
-            ),
-            col(
-                "Object",
-                "string",
-                "",
-                0,
-                "The object that this event is about."
-            ),
-            col(
-                "Subobject",
-                "string",
-                "",
-                1,
-                "The subobject this event is about (fieldPath)."
-            ),
-            col(
-                "Source",
-                "string",
-                "",
-                1,
-                "The component reporting this event."
-            ),
-            col(
-                "Message",
-                "string",
-                "",
-                0,
-                "A human-readable description of the status of this operation."
-            ),
-            col(
-                "First Seen",
-                "string",
-                "",
-                1,
-                "The time at which the event was first recorded."
-            ),
-            col(
-                "Count",
-                "string",
-                "",
-                1,
-                "The number of times this event has occurred."
-            ),
-            col(
-                "Name",
-                "string",
-                "name",
-                1,
-                "Name must be unique within a namespace."
-            ),
-        ]),
-        _ => json!([
-            col(
-                "Name",
-                "string",
-                "name",
-                0,
-                "Name must be unique within a namespace."
-            ),
-            col(
-                "Age",
-                "string",
-                "",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created."
-            ),
-        ]),
+        Resource::Pods => pod_columns(),
+        Resource::Events => event_columns(),
+        _ => other_columns(),
     }
+}
+
+/// A pod's columns, as `kubectl get pods` (`-o wide` shows priority 1).
+fn pod_columns() -> Value {
+    json!([
+        col(
+            "Name",
+            "string",
+            "name",
+            0,
+            "Name must be unique within a namespace."
+        ),
+        col(
+            "Ready",
+            "string",
+            "",
+            0,
+            "The aggregate readiness state of this pod for accepting traffic."
+        ),
+        col(
+            "Status",
+            "string",
+            "",
+            0,
+            "The aggregate status of the containers in this pod."
+        ),
+        col(
+            "Restarts",
+            "string",
+            "",
+            0,
+            "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."
+        ),
+        col(
+            "Age",
+            "string",
+            "",
+            0,
+            "CreationTimestamp is a timestamp representing the server time when this object was created."
+        ),
+        col(
+            "IP",
+            "string",
+            "",
+            1,
+            "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."
+        ),
+        col(
+            "Node",
+            "string",
+            "",
+            1,
+            "NodeName is a request to schedule this pod onto a specific node."
+        ),
+        col(
+            "Nominated Node",
+            "string",
+            "",
+            1,
+            "nominatedNodeName is set only when this pod preempts other pods on the node."
+        ),
+        col(
+            "Readiness Gates",
+            "string",
+            "",
+            1,
+            "If specified, all readiness gates will be evaluated for pod readiness."
+        ),
+    ])
+}
+
+/// An event's columns, as `kubectl get events`.
+fn event_columns() -> Value {
+    json!([
+        col(
+            "Last Seen",
+            "string",
+            "",
+            0,
+            "Time when this Event was last observed."
+        ),
+        col(
+            "Type",
+            "string",
+            "",
+            0,
+            "Type of this event (Normal, Warning), new types could be added in the future."
+        ),
+        col(
+            "Reason",
+            "string",
+            "",
+            0,
+            "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."
+        ),
+        col(
+            "Object",
+            "string",
+            "",
+            0,
+            "The object that this event is about."
+        ),
+        col(
+            "Subobject",
+            "string",
+            "",
+            1,
+            "The subobject this event is about (fieldPath)."
+        ),
+        col(
+            "Source",
+            "string",
+            "",
+            1,
+            "The component reporting this event."
+        ),
+        col(
+            "Message",
+            "string",
+            "",
+            0,
+            "A human-readable description of the status of this operation."
+        ),
+        col(
+            "First Seen",
+            "string",
+            "",
+            1,
+            "The time at which the event was first recorded."
+        ),
+        col(
+            "Count",
+            "string",
+            "",
+            1,
+            "The number of times this event has occurred."
+        ),
+        col(
+            "Name",
+            "string",
+            "name",
+            1,
+            "Name must be unique within a namespace."
+        ),
+    ])
+}
+
+/// Any other resource's: its name and age.
+fn other_columns() -> Value {
+    json!([
+        col(
+            "Name",
+            "string",
+            "name",
+            0,
+            "Name must be unique within a namespace."
+        ),
+        col(
+            "Age",
+            "string",
+            "",
+            0,
+            "CreationTimestamp is a timestamp representing the server time when this object was created."
+        ),
+    ])
 }
 
 /// A Table of `objects`. `with_columns` false leaves the definitions out (watch rows).

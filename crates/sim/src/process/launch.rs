@@ -51,7 +51,64 @@ pub fn plan(
     let mut dirs = vec![pod_dir.clone()];
     let mut files = Vec::new();
 
-    // Volumes: each mount path maps to a host dir.
+    let mounts = volume_mounts(pod, container, &pod_dir, &mut dirs, &mut files, config_map)?;
+
+    let mut env = container_env(pod, container, config_map)?;
+    for (k, v) in env.iter_mut() {
+        *v = remap(&mounts, v);
+        if k == "SPARK_LOCAL_DIRS" {
+            for d in v.split(',') {
+                dirs.push(PathBuf::from(d));
+            }
+        }
+    }
+    // A container path that no mount maps (the image's own conf dir) does not exist here.
+    env.retain(|(k, v)| k != "SPARK_CONF_DIR" || Path::new(v).starts_with(&pod_dir));
+
+    let args = executor_args(&env, opts, name)?;
+
+    let java = match (&opts.java, host_env("JAVA_HOME").filter(|s| !s.is_empty())) {
+        (Some(java), _) => java.clone(),
+        (None, Some(home)) => PathBuf::from(home).join("bin").join("java"),
+        (None, None) => PathBuf::from("java"),
+    };
+    let mut full_env: Vec<(String, String)> = HOST_ENV
+        .iter()
+        .filter_map(|k| host_env(k).map(|v| ((*k).to_owned(), v)))
+        .collect();
+    full_env.push((
+        "SPARK_HOME".to_owned(),
+        opts.spark_home.display().to_string(),
+    ));
+    for (k, v) in env {
+        full_env.retain(|(n, _)| *n != k);
+        full_env.push((k, v));
+    }
+    let memory_limit = container["resources"]["limits"]["memory"]
+        .as_str()
+        .and_then(quantity::parse)
+        .map(|b| b as u64);
+    Ok(Launch {
+        program: java,
+        args,
+        env: full_env,
+        cwd: pod_dir,
+        dirs,
+        files,
+        memory_limit,
+    })
+}
+
+/// Volumes: each mount path of `container` maps to a host dir under `pod_dir` (added to
+/// `dirs`), a configMap's items to `files` in it. The mounts, longest path first.
+fn volume_mounts(
+    pod: &Value,
+    container: &Value,
+    pod_dir: &Path,
+    dirs: &mut Vec<PathBuf>,
+    files: &mut Vec<(PathBuf, String)>,
+    config_map: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Vec<(String, PathBuf)>, String> {
     let mut mounts: Vec<(String, PathBuf)> = Vec::new();
     let volumes = pod["spec"]["volumes"]
         .as_array()
@@ -99,27 +156,40 @@ pub fn plan(
     }
     // Longest mount path first, so nested mounts win.
     mounts.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
-    let remap = |value: &str| -> String {
-        value
-            .split(',')
-            .map(|part| {
-                for (mp, host) in &mounts {
-                    if part == mp {
-                        return host.display().to_string();
-                    }
-                    if let Some(rest) = part.strip_prefix(mp.as_str())
-                        && rest.starts_with('/')
-                    {
-                        return format!("{}{rest}", host.display());
-                    }
-                }
-                part.to_owned()
-            })
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    Ok(mounts)
+}
 
-    // The container's env, resolved.
+/// A value's comma-separated container paths, each on the host dir of the mount it is
+/// under (`mounts` longest first).
+fn remap(mounts: &[(String, PathBuf)], value: &str) -> String {
+    value
+        .split(',')
+        .map(|part| {
+            for (mp, host) in mounts {
+                if part == mp {
+                    return host.display().to_string();
+                }
+                if let Some(rest) = part.strip_prefix(mp.as_str())
+                    && rest.starts_with('/')
+                {
+                    return format!("{}{rest}", host.display());
+                }
+            }
+            part.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The container's env, resolved (a later entry of a name replaces an earlier one).
+fn container_env(
+    pod: &Value,
+    container: &Value,
+    config_map: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Vec<(String, String)>, String> {
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
     let mut env: Vec<(String, String)> = Vec::new();
     for e in container["env"].as_array().into_iter().flatten() {
         let Some(k) = e["name"].as_str() else {
@@ -159,16 +229,16 @@ pub fn plan(
         env.retain(|(n, _)| n != k);
         env.push((k.to_owned(), v));
     }
-    for (k, v) in env.iter_mut() {
-        *v = remap(v);
-        if k == "SPARK_LOCAL_DIRS" {
-            for d in v.split(',') {
-                dirs.push(PathBuf::from(d));
-            }
-        }
-    }
-    // A container path that no mount maps (the image's own conf dir) does not exist here.
-    env.retain(|(k, v)| k != "SPARK_CONF_DIR" || Path::new(v).starts_with(&pod_dir));
+    Ok(env)
+}
+
+/// The JVM's arguments from the container's (remapped) env, as entrypoint.sh `executor)`
+/// builds them; `name` is the pod's.
+fn executor_args(
+    env: &[(String, String)],
+    opts: &ProcessOptions,
+    name: &str,
+) -> Result<Vec<String>, String> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
 
     // entrypoint.sh `executor)`.
@@ -214,37 +284,7 @@ pub fn plan(
         "--podName".to_owned(),
         get("SPARK_EXECUTOR_POD_NAME").unwrap_or_else(|| name.to_owned()),
     ]);
-
-    let java = match (&opts.java, host_env("JAVA_HOME").filter(|s| !s.is_empty())) {
-        (Some(java), _) => java.clone(),
-        (None, Some(home)) => PathBuf::from(home).join("bin").join("java"),
-        (None, None) => PathBuf::from("java"),
-    };
-    let mut full_env: Vec<(String, String)> = HOST_ENV
-        .iter()
-        .filter_map(|k| host_env(k).map(|v| ((*k).to_owned(), v)))
-        .collect();
-    full_env.push((
-        "SPARK_HOME".to_owned(),
-        opts.spark_home.display().to_string(),
-    ));
-    for (k, v) in env {
-        full_env.retain(|(n, _)| *n != k);
-        full_env.push((k, v));
-    }
-    let memory_limit = container["resources"]["limits"]["memory"]
-        .as_str()
-        .and_then(quantity::parse)
-        .map(|b| b as u64);
-    Ok(Launch {
-        program: java,
-        args,
-        env: full_env,
-        cwd: pod_dir,
-        dirs,
-        files,
-        memory_limit,
-    })
+    Ok(args)
 }
 
 #[cfg(test)]

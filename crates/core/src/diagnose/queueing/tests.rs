@@ -1,5 +1,5 @@
 //! Who decides Pending: each scheduler's and admission controller's words, modelled on the
-//! objects their sources write (strings quoted in `queueing.rs`'s references).
+//! objects their sources write (strings quoted in `queueing/mod.rs`'s references).
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};

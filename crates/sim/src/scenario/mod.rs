@@ -5,55 +5,61 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde::Deserialize;
 
+mod load;
+mod scale;
+
+pub use load::{load, parse};
+pub use scale::scale;
+
 /// Built-in scenarios, embedded from `assets/scenarios/`.
 pub const BUILT_IN: [(&str, &str); 12] = [
     (
         "mixed",
-        include_str!("../../../assets/scenarios/mixed.yaml"),
+        include_str!("../../../../assets/scenarios/mixed.yaml"),
     ),
     (
         "oom-storm",
-        include_str!("../../../assets/scenarios/oom-storm.yaml"),
+        include_str!("../../../../assets/scenarios/oom-storm.yaml"),
     ),
     (
         "pending-capacity",
-        include_str!("../../../assets/scenarios/pending-capacity.yaml"),
+        include_str!("../../../../assets/scenarios/pending-capacity.yaml"),
     ),
     (
         "churn",
-        include_str!("../../../assets/scenarios/churn.yaml"),
+        include_str!("../../../../assets/scenarios/churn.yaml"),
     ),
     (
         "empty",
-        include_str!("../../../assets/scenarios/empty.yaml"),
+        include_str!("../../../../assets/scenarios/empty.yaml"),
     ),
     (
         "disagreements",
-        include_str!("../../../assets/scenarios/disagreements.yaml"),
+        include_str!("../../../../assets/scenarios/disagreements.yaml"),
     ),
     (
         "failure-modes",
-        include_str!("../../../assets/scenarios/failure-modes.yaml"),
+        include_str!("../../../../assets/scenarios/failure-modes.yaml"),
     ),
     (
         "driver-failures",
-        include_str!("../../../assets/scenarios/driver-failures.yaml"),
+        include_str!("../../../../assets/scenarios/driver-failures.yaml"),
     ),
     (
         "scale-down",
-        include_str!("../../../assets/scenarios/scale-down.yaml"),
+        include_str!("../../../../assets/scenarios/scale-down.yaml"),
     ),
     (
         "cluster-pressure",
-        include_str!("../../../assets/scenarios/cluster-pressure.yaml"),
+        include_str!("../../../../assets/scenarios/cluster-pressure.yaml"),
     ),
     (
         "batch-schedulers",
-        include_str!("../../../assets/scenarios/batch-schedulers.yaml"),
+        include_str!("../../../../assets/scenarios/batch-schedulers.yaml"),
     ),
     (
         "allocators",
-        include_str!("../../../assets/scenarios/allocators.yaml"),
+        include_str!("../../../../assets/scenarios/allocators.yaml"),
     ),
 ];
 
@@ -494,146 +500,8 @@ impl Fate {
     }
 }
 
-/// Loads a scenario by built-in name or file path.
-pub fn load(name_or_path: &str) -> Result<Scenario, String> {
-    if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
-        return parse(text).map_err(|e| format!("built-in scenario {name_or_path}: {e}"));
-    }
-    let text = std::fs::read_to_string(name_or_path).map_err(|e| {
-        format!(
-            "no built-in scenario {name_or_path:?} (built-ins: {}), and cannot read it as a file: {e}",
-            BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-        )
-    })?;
-    parse(&text).map_err(|e| format!("{name_or_path}: {e}"))
-}
-
 /// The largest value of an int Spark setting (`spark.executor.maxNumFailures`).
 pub const SPARK_MAX_INT: u32 = i32::MAX as u32;
-
-pub fn parse(text: &str) -> Result<Scenario, String> {
-    let s: Scenario = serde_saphyr::from_str(text)
-        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
-    for app in &s.apps {
-        if app.max_failures.is_some_and(|m| m > SPARK_MAX_INT) {
-            return Err(format!(
-                "app {}: maxFailures is over {SPARK_MAX_INT}, which Spark refuses (an int)",
-                app.name
-            ));
-        }
-        if let Some(sc) = &app.scheduling {
-            let missing = match sc.by {
-                SchedulerKind::Named if sc.scheduler_name.is_none() => Some("schedulerName"),
-                SchedulerKind::Gang if sc.min_member.is_none() => Some("minMember"),
-                _ => None,
-            };
-            if let Some(m) = missing {
-                return Err(format!("app {}: scheduling needs `{m}`", app.name));
-            }
-        }
-    }
-    // A StatefulSet's or Deployment's executors run with `restartPolicy: Always`: without
-    // their driver they would crash-loop, which the simulated kubelet does not play.
-    for app in s.apps.iter().filter(|a| a.allocator != Allocator::Direct) {
-        if app.driver_fate.is_some() {
-            return Err(format!(
-                "app {}: a driver fate is not simulated with allocator {} (its executors' \
-                 containers would restart without a driver, in a crash loop)",
-                app.name,
-                app.allocator.as_str()
-            ));
-        }
-    }
-    // A preemptor that names no app (a typo) would silently become an anonymous pod.
-    for app in &s.apps {
-        for f in &app.fates {
-            let Some(by) = &f.by else { continue };
-            if f.action != Some(FateAction::Preempt) {
-                return Err(format!(
-                    "app {}: `by: {by}` needs `action: preempt`",
-                    app.name
-                ));
-            }
-            if !s.apps.iter().any(|a| &a.name == by) {
-                return Err(format!(
-                    "app {}: `by: {by}` names no app of the scenario",
-                    app.name
-                ));
-            }
-        }
-    }
-    Ok(s)
-}
-
-/// The `scale` scenario: `apps` applications of `executors` each, on nodes big enough.
-pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
-    let total = u64::from(apps) * u64::from(executors);
-    let nodes = total.div_ceil(100).max(1) as u32;
-    let mut s = Scenario {
-        name: "scale".into(),
-        description: format!("{apps} apps × {executors} executors, churn {churn_per_sec}/s"),
-        namespaces: vec!["spark-scale".into()],
-        nodes: vec![NodeSpec {
-            name: "scale-node".into(),
-            count: nodes,
-            cpu: "512".into(),
-            memory: "4Ti".into(),
-            pods: 1000,
-            labels: BTreeMap::new(),
-            taints: Vec::new(),
-        }],
-        pods: Vec::new(),
-        quotas: Vec::new(),
-        apps: Vec::new(),
-        timeline: Vec::new(),
-    };
-    // Churn: each executor dies at a uniform time within total / churn seconds of starting,
-    // so from the start about `churn` executors die per second (replacements likewise).
-    let after = if churn_per_sec > 0.0 {
-        let span = total as f64 / churn_per_sec;
-        Some(format!("0ms..{}ms", (span * 1000.0) as u64))
-    } else {
-        None
-    };
-    for i in 0..apps {
-        s.apps.push(AppSpec {
-            name: format!("scale-app-{i}"),
-            namespace: "spark-scale".into(),
-            executors,
-            delete_on_termination: true,
-            cores: 1,
-            memory_mib: 1024,
-            overhead_mib: 384,
-            spark_version: default_spark_version(),
-            image: default_image(),
-            // Spark's largest int: a bigger value is refused by Spark's conf parsing.
-            max_failures: Some(SPARK_MAX_INT),
-            start: None,
-            allocation_batch: executors.max(1),
-            conf: std::collections::BTreeMap::new(),
-            priority_class: None,
-            priority: None,
-            fates: after
-                .clone()
-                .map(|a| {
-                    vec![Fate {
-                        executor: ExecutorSel::All,
-                        after: Some(a),
-                        exit: Some(137),
-                        reason: Some("OOMKilled".into()),
-                        ..Fate::default()
-                    }]
-                })
-                .unwrap_or_default(),
-            driver_fate: None,
-            driver_memory: None,
-            scale: Vec::new(),
-            scheduling: None,
-            allocator: Allocator::Direct,
-        });
-    }
-    s
-}
 
 #[cfg(test)]
 mod tests {
