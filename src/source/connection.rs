@@ -191,70 +191,14 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         context: opts.context.clone(),
         ..KubeConfigOptions::default()
     };
-    let kc = match &opts.kubeconfig {
-        Some(path) => Some(
-            Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?,
-        ),
-        None => Kubeconfig::read().ok(),
-    };
-    // A context the kubeconfig does not have: say which it has (kube's own error does not).
-    if let (Some(name), Some(kc)) = (&opts.context, &kc)
-        && let Some(why) = unknown_context(kc, name)
-    {
-        return Err(ConnectError::Config(why));
-    }
-    // The context's real name (the header and the actions log say which cluster).
-    let context_name = opts
-        .context
-        .clone()
-        .or_else(|| kc.as_ref().and_then(|kc| kc.current_context.clone()));
-    let user = kc
-        .as_ref()
-        .and_then(|kc| {
-            let ctx_name = context_name.clone()?;
-            let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
-            ctx.context.as_ref()?.user.clone()
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    // The context's cluster's proxy-url (kube reads it, and the environment's, its own way).
-    let cluster_proxy = kc.as_ref().and_then(|kc| {
-        let ctx_name = context_name.clone()?;
-        let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
-        let cluster = ctx.context.as_ref()?.cluster.clone();
-        kc.clusters
-            .iter()
-            .find(|c| c.name == cluster)?
-            .cluster
-            .as_ref()?
-            .proxy_url
-            .clone()
-    });
-    let config = match (&opts.kubeconfig, kc) {
-        (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, &kube_opts)
-            .await
-            .map_err(|e| e.to_string()),
-        // No kubeconfig at all: in a pod, its ServiceAccount (the flight recorder).
-        (None, None) if opts.context.is_none() => Config::infer().await.map_err(|e| e.to_string()),
-        _ => Config::from_kubeconfig(&kube_opts)
-            .await
-            .map_err(|e| e.to_string()),
-    }
-    .map_err(|e| {
-        let hint = if e.contains("NO_PROXY") {
-            " (kube cannot read an empty NO_PROXY entry: remove doubled or trailing commas)"
-        } else {
-            ""
-        };
-        ConnectError::Config(format!(
-            "{}{hint}",
-            redact::one_line(&redact::credentials(&e))
-        ))
-    })?;
+    let Chosen {
+        kc,
+        context_name,
+        user,
+        cluster_proxy,
+    } = chosen(opts)?;
+    let mut config = config_of(opts, kc, &kube_opts).await?;
     let timeout = opts.timeout();
-    let mut config = config;
     config.connect_timeout = Some(timeout);
     let proxy = super::proxy::proxy_for(&config.cluster_url, cluster_proxy.as_deref(), |k| {
         std::env::var(k).ok()
@@ -298,9 +242,127 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
     };
     let sel = selector(opts.selector.as_deref());
     let api: Api<PodMeta> = pods_api(&client, &scope);
-    // The first request tells whether the cluster is there; a transient 5xx or 429 (an API
-    // server restarting, overloaded, a flaky proxy) is retried twice before giving up.
-    let probe = ListParams::default().labels(&sel).limit(1);
+    first_list(&api, &sel, &server, proxy.as_ref()).await?;
+    Ok(Connection {
+        client,
+        scope,
+        context: context_name.unwrap_or_else(|| "in-cluster".to_owned()),
+        selector: sel,
+        server: authority,
+        user,
+        driver_poll: opts.driver_poll,
+        driver_selector: narrowed("spark-role=driver", opts.selector.as_deref()),
+        focus: DriverFocus::default(),
+        timeout,
+        poll_interval: opts.poll_interval,
+        kubeconfig: opts.kubeconfig.clone(),
+        user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
+        credentials,
+        extra: None,
+        clock,
+    })
+}
+
+/// What the kubeconfig chose: the file read (if any), the context's real name (the header
+/// and the actions log say which cluster), its user, its cluster's proxy-url.
+struct Chosen {
+    kc: Option<Kubeconfig>,
+    context_name: Option<String>,
+    user: String,
+    cluster_proxy: Option<String>,
+}
+
+/// The kubeconfig given, else the default one (if any), and what its context names.
+fn chosen(opts: &LiveOptions) -> Result<Chosen, ConnectError> {
+    let kc = match &opts.kubeconfig {
+        Some(path) => Some(
+            Kubeconfig::read_from(path).map_err(|e| ConnectError::Kubeconfig {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?,
+        ),
+        None => Kubeconfig::read().ok(),
+    };
+    // A context the kubeconfig does not have: say which it has (kube's own error does not).
+    if let (Some(name), Some(kc)) = (&opts.context, &kc)
+        && let Some(why) = unknown_context(kc, name)
+    {
+        return Err(ConnectError::Config(why));
+    }
+    // The context's real name (the header and the actions log say which cluster).
+    let context_name = opts
+        .context
+        .clone()
+        .or_else(|| kc.as_ref().and_then(|kc| kc.current_context.clone()));
+    let user = kc
+        .as_ref()
+        .and_then(|kc| {
+            let ctx_name = context_name.clone()?;
+            let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
+            ctx.context.as_ref()?.user.clone()
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    // The context's cluster's proxy-url (kube reads it, and the environment's, its own way).
+    let cluster_proxy = kc.as_ref().and_then(|kc| {
+        let ctx_name = context_name.clone()?;
+        let ctx = kc.contexts.iter().find(|c| c.name == ctx_name)?;
+        let cluster = ctx.context.as_ref()?.cluster.clone();
+        kc.clusters
+            .iter()
+            .find(|c| c.name == cluster)?
+            .cluster
+            .as_ref()?
+            .proxy_url
+            .clone()
+    });
+    Ok(Chosen {
+        kc,
+        context_name,
+        user,
+        cluster_proxy,
+    })
+}
+
+/// The client's configuration: from the kubeconfig given, else in a pod its ServiceAccount,
+/// else the default kubeconfig; an error said without credentials.
+async fn config_of(
+    opts: &LiveOptions,
+    kc: Option<Kubeconfig>,
+    kube_opts: &KubeConfigOptions,
+) -> Result<Config, ConnectError> {
+    match (&opts.kubeconfig, kc) {
+        (Some(_), Some(kc)) => Config::from_custom_kubeconfig(kc, kube_opts)
+            .await
+            .map_err(|e| e.to_string()),
+        // No kubeconfig at all: in a pod, its ServiceAccount (the flight recorder).
+        (None, None) if opts.context.is_none() => Config::infer().await.map_err(|e| e.to_string()),
+        _ => Config::from_kubeconfig(kube_opts)
+            .await
+            .map_err(|e| e.to_string()),
+    }
+    .map_err(|e| {
+        let hint = if e.contains("NO_PROXY") {
+            " (kube cannot read an empty NO_PROXY entry: remove doubled or trailing commas)"
+        } else {
+            ""
+        };
+        ConnectError::Config(format!(
+            "{}{hint}",
+            redact::one_line(&redact::credentials(&e))
+        ))
+    })
+}
+
+/// The first LIST (one pod) tells whether the cluster is there: a transient 5xx or 429 (an
+/// API server restarting, overloaded, a flaky proxy) is retried twice before giving up;
+/// a refusal once more with the credential fetched again; the rest said as what failed.
+async fn first_list(
+    api: &Api<PodMeta>,
+    sel: &str,
+    server: &str,
+    proxy: Option<&super::proxy::Proxy>,
+) -> Result<(), ConnectError> {
+    let probe = ListParams::default().labels(sel).limit(1);
     let mut first = api.list(&probe).await;
     // Refused: the credential was fetched again by then; once more with it.
     if let Err(e) = &first
@@ -335,11 +397,10 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             // Through a proxy, which one and where it was set (a dead one read as `tunnel
             // error: … Connection refused`, naming neither).
             let through = proxy
-                .as_ref()
                 .map(|p| format!(", through {}", p.shown()))
                 .unwrap_or_default();
             return Err(ConnectError::Unreachable {
-                server,
+                server: server.to_owned(),
                 reason: format!(
                     "{} (waiting for the first LIST of pods{through})",
                     errors::error_line(&e)
@@ -347,24 +408,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             });
         }
     }
-    Ok(Connection {
-        client,
-        scope,
-        context: context_name.unwrap_or_else(|| "in-cluster".to_owned()),
-        selector: sel,
-        server: authority,
-        user,
-        driver_poll: opts.driver_poll,
-        driver_selector: narrowed("spark-role=driver", opts.selector.as_deref()),
-        focus: DriverFocus::default(),
-        timeout,
-        poll_interval: opts.poll_interval,
-        kubeconfig: opts.kubeconfig.clone(),
-        user_selector: opts.selector.clone().filter(|s| !s.trim().is_empty()),
-        credentials,
-        extra: None,
-        clock,
-    })
+    Ok(())
 }
 
 /// Why `name` is not a context of this kubeconfig, listing those it has (`None`: it is).
