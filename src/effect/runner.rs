@@ -208,59 +208,12 @@ impl Runner {
                 namespace,
                 pod: HoldTarget { pod, uid, via },
                 until,
-            } => {
-                let mut t = Tally::default();
-                let target = format!("{namespace}/{pod}");
-                let held = self.hold(&namespace, &pod, uid.as_deref(), via.as_ref(), until);
-                let text = match held.await {
-                    Ok(changed) => {
-                        t.ok(changed, None);
-                        format!("held new executor {pod}")
-                    }
-                    Err(e) if e.is_not_found() => {
-                        t.ok(false, None);
-                        format!("{pod} is already gone; nothing to hold")
-                    }
-                    Err(e) => {
-                        let text = e.to_string();
-                        t.failed(e, &namespace, "patch");
-                        text
-                    }
-                };
-                self.log_action("hold", &target, &text, &mut t);
-                t.done(text, vec![(namespace, pod)])
-            }
+            } => self.hold_new(namespace, pod, uid, via, until).await,
             Effect::ReleasePod {
                 namespace,
                 pod,
                 expired,
-            } => {
-                let mut t = Tally::default();
-                let target = format!("{namespace}/{pod}");
-                let result = match release_pod(&self.client, &namespace, &pod).await {
-                    Ok(changed) => {
-                        t.ok(changed, None);
-                        if expired {
-                            "released (expired)"
-                        } else {
-                            "released"
-                        }
-                        .to_owned()
-                    }
-                    Err(e) => {
-                        let text = e.to_string();
-                        t.failed(e, &namespace, "patch");
-                        text
-                    }
-                };
-                self.log_action("release", &target, &result, &mut t);
-                let text = match (&t.error, expired) {
-                    (Some(_), _) => result,
-                    (None, true) => format!("released the expired hold on {pod}"),
-                    (None, false) => format!("released {pod}"),
-                };
-                t.done(text, vec![(namespace, pod)])
-            }
+            } => self.release(namespace, pod, expired).await,
             Effect::FetchLog {
                 namespace,
                 pod,
@@ -268,73 +221,10 @@ impl Runner {
                 previous,
                 capture,
             } => {
-                let _turn = match capture {
-                    true => match self.captures.turn().await {
-                        Some(turn) => Some(turn),
-                        None => return Outcome::Nothing,
-                    },
-                    false => None,
-                };
-                let lines = crate::source::lean::log_tail(
-                    &self.client,
-                    &namespace,
-                    &pod,
-                    &container,
-                    previous,
-                    self.captures.lines as i64,
-                )
-                .await;
-                if !capture {
-                    return Outcome::Log { pod, lines };
-                }
-                match &lines {
-                    Ok(l) => tracing::info!(
-                        "evidence: log tail of {namespace}/{pod} ({} lines)",
-                        l.len()
-                    ),
-                    Err(e) => tracing::warn!("evidence: log tail of {namespace}/{pod}: {e}"),
-                }
-                if let Ok(lines) = lines {
-                    self.emit(SourceEvent::LogCaptured {
-                        namespace,
-                        pod,
-                        lines,
-                        at: self.clock.now(),
-                    })
-                    .await;
-                }
-                Outcome::Nothing
+                self.fetch_log(namespace, pod, container, previous, capture)
+                    .await
             }
-            Effect::ReadEvents { namespace, pod } => {
-                let Some(_turn) = self.captures.turn().await else {
-                    return Outcome::Nothing;
-                };
-                // A failed read leaves what the event watch gave; nothing to show for it.
-                let read = crate::source::lean::pod_events(&self.client, &namespace, &pod).await;
-                match &read {
-                    Ok(e) => tracing::info!("evidence: {} events of {namespace}/{pod}", e.len()),
-                    Err(e) => tracing::warn!("evidence: events of {namespace}/{pod}: {e}"),
-                }
-                let result = match read {
-                    Ok(events) => {
-                        let n = events.len();
-                        for event in events {
-                            self.emit(SourceEvent::EventSeen {
-                                event: Box::new(event),
-                                at: self.clock.now(),
-                            })
-                            .await;
-                        }
-                        Ok(n)
-                    }
-                    Err(e) => Err(e),
-                };
-                Outcome::EventsRead {
-                    namespace,
-                    pod,
-                    result,
-                }
-            }
+            Effect::ReadEvents { namespace, pod } => self.read_events(namespace, pod).await,
             Effect::CheckPermissions { namespaces } => {
                 Outcome::Permissions(Permissions::check(&self.client, &namespaces).await)
             }
@@ -346,6 +236,145 @@ impl Runner {
             }
             Effect::Copy(_) | Effect::Switch(_) => Outcome::Nothing,
             Effect::ListNamespaces => Outcome::Namespaces(self.namespaces().await),
+        }
+    }
+
+    /// A new executor of a held app, held as it appears.
+    async fn hold_new(
+        &self,
+        namespace: String,
+        pod: String,
+        uid: Option<String>,
+        via: Option<super::Via>,
+        until: Time,
+    ) -> Outcome {
+        let mut t = Tally::default();
+        let target = format!("{namespace}/{pod}");
+        let held = self.hold(&namespace, &pod, uid.as_deref(), via.as_ref(), until);
+        let text = match held.await {
+            Ok(changed) => {
+                t.ok(changed, None);
+                format!("held new executor {pod}")
+            }
+            Err(e) if e.is_not_found() => {
+                t.ok(false, None);
+                format!("{pod} is already gone; nothing to hold")
+            }
+            Err(e) => {
+                let text = e.to_string();
+                t.failed(e, &namespace, "patch");
+                text
+            }
+        };
+        self.log_action("hold", &target, &text, &mut t);
+        t.done(text, vec![(namespace, pod)])
+    }
+
+    /// A hold given back (`expired`: its time was up).
+    async fn release(&self, namespace: String, pod: String, expired: bool) -> Outcome {
+        let mut t = Tally::default();
+        let target = format!("{namespace}/{pod}");
+        let result = match release_pod(&self.client, &namespace, &pod).await {
+            Ok(changed) => {
+                t.ok(changed, None);
+                if expired {
+                    "released (expired)"
+                } else {
+                    "released"
+                }
+                .to_owned()
+            }
+            Err(e) => {
+                let text = e.to_string();
+                t.failed(e, &namespace, "patch");
+                text
+            }
+        };
+        self.log_action("release", &target, &result, &mut t);
+        let text = match (&t.error, expired) {
+            (Some(_), _) => result,
+            (None, true) => format!("released the expired hold on {pod}"),
+            (None, false) => format!("released {pod}"),
+        };
+        t.done(text, vec![(namespace, pod)])
+    }
+
+    /// A log tail: shown (`capture` false), or captured as evidence, one capture at a time.
+    async fn fetch_log(
+        &self,
+        namespace: String,
+        pod: String,
+        container: String,
+        previous: bool,
+        capture: bool,
+    ) -> Outcome {
+        let _turn = match capture {
+            true => match self.captures.turn().await {
+                Some(turn) => Some(turn),
+                None => return Outcome::Nothing,
+            },
+            false => None,
+        };
+        let lines = crate::source::lean::log_tail(
+            &self.client,
+            &namespace,
+            &pod,
+            &container,
+            previous,
+            self.captures.lines as i64,
+        )
+        .await;
+        if !capture {
+            return Outcome::Log { pod, lines };
+        }
+        match &lines {
+            Ok(l) => tracing::info!(
+                "evidence: log tail of {namespace}/{pod} ({} lines)",
+                l.len()
+            ),
+            Err(e) => tracing::warn!("evidence: log tail of {namespace}/{pod}: {e}"),
+        }
+        if let Ok(lines) = lines {
+            self.emit(SourceEvent::LogCaptured {
+                namespace,
+                pod,
+                lines,
+                at: self.clock.now(),
+            })
+            .await;
+        }
+        Outcome::Nothing
+    }
+
+    /// A gone pod's events read again (what the event watch may have missed), as evidence.
+    async fn read_events(&self, namespace: String, pod: String) -> Outcome {
+        let Some(_turn) = self.captures.turn().await else {
+            return Outcome::Nothing;
+        };
+        // A failed read leaves what the event watch gave; nothing to show for it.
+        let read = crate::source::lean::pod_events(&self.client, &namespace, &pod).await;
+        match &read {
+            Ok(e) => tracing::info!("evidence: {} events of {namespace}/{pod}", e.len()),
+            Err(e) => tracing::warn!("evidence: events of {namespace}/{pod}: {e}"),
+        }
+        let result = match read {
+            Ok(events) => {
+                let n = events.len();
+                for event in events {
+                    self.emit(SourceEvent::EventSeen {
+                        event: Box::new(event),
+                        at: self.clock.now(),
+                    })
+                    .await;
+                }
+                Ok(n)
+            }
+            Err(e) => Err(e),
+        };
+        Outcome::EventsRead {
+            namespace,
+            pod,
+            result,
         }
     }
 
