@@ -4,12 +4,16 @@
 //! a file at a time (partitions outside the window or cluster are not read), so memory is
 //! the aggregates', not the rows'.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::fleet::{Place, Table, parquet, place::Listed, rows};
 use spark_triage_core::model::{Time, fmt_time};
+
+mod markdown;
+
+pub use markdown::markdown;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -305,6 +309,105 @@ async fn files_in_window(
     Ok(out)
 }
 
+/// One table file folded into the sums: the report's filter, the file's cluster, whether
+/// any of its rows was in the report, and the last app a row found (a file's rows of one
+/// app come together).
+struct FileFold<'s> {
+    f: &'s Filter,
+    sums: &'s mut Sums,
+    cluster: &'s str,
+    seen: bool,
+    last: Option<Last>,
+}
+
+impl FileFold<'_> {
+    /// In the report's window.
+    fn in_window(&self, t: Option<Time>) -> bool {
+        t.is_some_and(|t| t >= self.f.since && t <= self.f.until)
+    }
+
+    /// The app the report asks for (every app when it names none).
+    fn app_matches(&self, id: &str, name: Option<&str>) -> bool {
+        self.f
+            .app
+            .as_deref()
+            .is_none_or(|a| a == id || name == Some(a))
+    }
+
+    /// An `executor_endings` row: its app's totals, and its node's failures.
+    fn ending(&mut self, e: parquet::EndingRef<'_>) {
+        if !self.in_window(e.ended_at) || !self.app_matches(e.app_id, e.app_name) {
+            return;
+        }
+        self.seen = true;
+        let i = app_index(
+            self.sums,
+            &mut self.last,
+            self.cluster,
+            e.namespace,
+            e.app_id,
+            e.app_name,
+        );
+        self.sums.apps[i].1.totals.add(&e);
+        if e.failure
+            && let Some(node) = e.node
+        {
+            let nodes = match self.sums.nodes.get_mut(self.cluster) {
+                Some(n) => n,
+                None => self.sums.nodes.entry(self.cluster.to_owned()).or_default(),
+            };
+            let n = match nodes.get_mut(node) {
+                Some(n) => n,
+                None => nodes.entry(node.to_owned()).or_default(),
+            };
+            n.0 += 1;
+            bump(&mut n.1, e.cause);
+        }
+    }
+
+    /// An `app_runs` file's rows: each run's verdict, under its app.
+    fn runs(&mut self, runs: Vec<rows::RunRow>) {
+        for r in runs {
+            if !self.in_window(Some(r.ended_at))
+                || !self.app_matches(&r.app_id, r.app_name.as_deref())
+            {
+                continue;
+            }
+            self.seen = true;
+            let a = self
+                .sums
+                .app(self.cluster, &r.namespace, &r.app_id, r.app_name.as_deref());
+            bump(&mut a.run_verdicts, &r.verdict);
+        }
+    }
+
+    /// A `pending_waits` row: its app's waits, and the waits by what held them.
+    fn wait(&mut self, w: parquet::WaitRef<'_>) {
+        if !self.in_window(w.waited_from) || !self.app_matches(w.app_id, w.app_name) {
+            return;
+        }
+        self.seen = true;
+        let i = app_index(
+            self.sums,
+            &mut self.last,
+            self.cluster,
+            w.namespace,
+            w.app_id,
+            w.app_name,
+        );
+        self.sums.apps[i].1.waits.add(w.seconds);
+        match self.sums.waits.get_mut(w.reason) {
+            Some(h) => h.add(w.seconds),
+            None => self
+                .sums
+                .waits
+                .entry(w.reason.to_owned())
+                .or_default()
+                .add(w.seconds),
+        }
+    }
+}
+
 /// Reads the tables and folds them into the report.
 pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let (from_date, to_date) = (rows::date(&f.since), rows::date(&f.until));
@@ -313,9 +416,6 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
     let mut clusters = std::collections::BTreeSet::new();
     let mut sums = Sums::default();
     let mut unreadable = Vec::new();
-    let in_window = |t: Option<Time>| t.is_some_and(|t| t >= f.since && t <= f.until);
-    let app_matches =
-        |id: &str, name: Option<&str>| f.app.as_deref().is_none_or(|a| a == id || name == Some(a));
     for table in Table::ALL {
         let listed = files_in_window(place, table, f, &from_date, &to_date).await?;
         for l in listed {
@@ -325,87 +425,50 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
             let data = place.get(&l).await?;
             files_read += 1;
             bytes_read += data.len() as u64;
-            let mut seen = false;
-            let mut last = None;
+            let mut fold = FileFold {
+                f,
+                sums: &mut sums,
+                cluster,
+                seen: false,
+                last: None,
+            };
             let read = match table {
-                Table::Endings => parquet::each_ending(data, |e| {
-                    if !in_window(e.ended_at) || !app_matches(e.app_id, e.app_name) {
-                        return;
-                    }
-                    seen = true;
-                    let i = app_index(
-                        &mut sums,
-                        &mut last,
-                        cluster,
-                        e.namespace,
-                        e.app_id,
-                        e.app_name,
-                    );
-                    sums.apps[i].1.totals.add(&e);
-                    if e.failure
-                        && let Some(node) = e.node
-                    {
-                        let nodes = match sums.nodes.get_mut(cluster) {
-                            Some(n) => n,
-                            None => sums.nodes.entry(cluster.to_owned()).or_default(),
-                        };
-                        let n = match nodes.get_mut(node) {
-                            Some(n) => n,
-                            None => nodes.entry(node.to_owned()).or_default(),
-                        };
-                        n.0 += 1;
-                        bump(&mut n.1, e.cause);
-                    }
-                }),
-                Table::Runs => parquet::decode::<rows::RunRow>(data).map(|runs| {
-                    for r in runs {
-                        if !in_window(Some(r.ended_at))
-                            || !app_matches(&r.app_id, r.app_name.as_deref())
-                        {
-                            continue;
-                        }
-                        seen = true;
-                        let a = sums.app(cluster, &r.namespace, &r.app_id, r.app_name.as_deref());
-                        bump(&mut a.run_verdicts, &r.verdict);
-                    }
-                }),
-                Table::Waits => parquet::each_wait(data, |w| {
-                    if !in_window(w.waited_from) || !app_matches(w.app_id, w.app_name) {
-                        return;
-                    }
-                    seen = true;
-                    let i = app_index(
-                        &mut sums,
-                        &mut last,
-                        cluster,
-                        w.namespace,
-                        w.app_id,
-                        w.app_name,
-                    );
-                    sums.apps[i].1.waits.add(w.seconds);
-                    match sums.waits.get_mut(w.reason) {
-                        Some(h) => h.add(w.seconds),
-                        None => sums
-                            .waits
-                            .entry(w.reason.to_owned())
-                            .or_default()
-                            .add(w.seconds),
-                    }
-                }),
+                Table::Endings => parquet::each_ending(data, |e| fold.ending(e)),
+                Table::Runs => parquet::decode::<rows::RunRow>(data).map(|runs| fold.runs(runs)),
+                Table::Waits => parquet::each_wait(data, |w| fold.wait(w)),
             };
             // Not a table file of ours (corrupt, another writer's types): said, and the rest
             // of the fleet reported (what it held before the fault is counted).
             if let Err(e) = read {
                 unreadable.push(format!("{}/{}: {e}", place.shown, l.key));
             }
-            if seen {
+            if fold.seen {
                 clusters.insert(cluster.to_owned());
             }
         }
     }
+    let (totals, out_apps) = fleet_apps(sums.apps);
+    let out_nodes = fleet_nodes(sums.nodes);
+    let out_waits = fleet_waits(sums.waits);
+    Ok(FleetReport {
+        source: place.shown.clone(),
+        since: fmt_time(&f.since),
+        until: fmt_time(&f.until),
+        clusters: clusters.into_iter().collect(),
+        files_read,
+        bytes_read,
+        totals,
+        apps: out_apps,
+        nodes: out_nodes,
+        waits: out_waits,
+        unreadable,
+    })
+}
+
+/// The apps, most failures first, and the totals of them all.
+fn fleet_apps(apps: Vec<((String, String, String), AppTally)>) -> (Totals, Vec<FleetApp>) {
     let mut totals = Totals::default();
-    let mut out_apps: Vec<FleetApp> = sums
-        .apps
+    let mut out_apps: Vec<FleetApp> = apps
         .into_iter()
         .map(|((cluster, namespace, app), a)| {
             totals.merge(&a.totals);
@@ -428,8 +491,12 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
             .then(b.totals.endings.cmp(&a.totals.endings))
             .then((&a.cluster, &a.namespace, &a.app).cmp(&(&b.cluster, &b.namespace, &b.app)))
     });
-    let mut out_nodes: Vec<FleetNode> = sums
-        .nodes
+    (totals, out_apps)
+}
+
+/// The nodes with the most failed executors (at most 20).
+fn fleet_nodes(nodes: BTreeMap<String, BTreeMap<String, NodeSums>>) -> Vec<FleetNode> {
+    let mut out_nodes: Vec<FleetNode> = nodes
         .into_iter()
         .flat_map(|(cluster, nodes)| {
             nodes
@@ -444,8 +511,12 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
         .collect();
     out_nodes.sort_by(|a, b| b.failures.cmp(&a.failures).then(a.node.cmp(&b.node)));
     out_nodes.truncate(20);
-    let mut out_waits: Vec<FleetWait> = sums
-        .waits
+    out_nodes
+}
+
+/// The waits by what held them, the most first.
+fn fleet_waits(waits: BTreeMap<String, Histogram>) -> Vec<FleetWait> {
+    let mut out_waits: Vec<FleetWait> = waits
         .into_iter()
         .map(|(reason, h)| FleetWait {
             reason,
@@ -455,125 +526,7 @@ pub async fn build(place: &Place, f: &Filter) -> Result<FleetReport, String> {
         })
         .collect();
     out_waits.sort_by(|a, b| b.waits.cmp(&a.waits).then(a.reason.cmp(&b.reason)));
-    Ok(FleetReport {
-        source: place.shown.clone(),
-        since: fmt_time(&f.since),
-        until: fmt_time(&f.until),
-        clusters: clusters.into_iter().collect(),
-        files_read,
-        bytes_read,
-        totals,
-        apps: out_apps,
-        nodes: out_nodes,
-        waits: out_waits,
-        unreadable,
-    })
-}
-
-fn causes(m: &BTreeMap<String, usize>) -> String {
-    let mut v: Vec<(&String, &usize)> = m.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
-        .map(|(c, n)| format!("`{}` ×{n}", spark_triage_core::text::field(c)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Markdown that reads well pasted into a ticket.
-pub fn markdown(r: &FleetReport) -> String {
-    let md = |x: &str| spark_triage_core::text::field(x).replace('|', "\\|");
-    let mut s = String::new();
-    let _ = writeln!(s, "# spark-triage fleet report: {}", md(&r.source));
-    let _ = writeln!(
-        s,
-        "\n{} to {}, clusters: {} ({} files, {} bytes read).\n",
-        r.since,
-        r.until,
-        if r.clusters.is_empty() {
-            "none".to_owned()
-        } else {
-            r.clusters
-                .iter()
-                .map(|c| md(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        },
-        r.files_read,
-        r.bytes_read
-    );
-    for u in &r.unreadable {
-        let _ = writeln!(s, "**Not read:** {}\n", md(u));
-    }
-    let t = &r.totals;
-    if t.endings == 0 && r.apps.is_empty() {
-        s.push_str("No executor ended in the window.\n");
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "**{} executors ended, {} failures ({} counted by Spark), {} missing.** By cause: {}\n",
-        t.endings,
-        t.failures,
-        t.counted,
-        t.missing,
-        causes(&t.by_cause)
-    );
-    if t.oom.container + t.oom.jvm + t.oom.node > 0 {
-        let _ = writeln!(
-            s,
-            "**Out of memory:** container (cgroup, OOMKilled) {} · JVM heap (exit 52) {} · node-level SIGKILL {}\n",
-            t.oom.container, t.oom.jvm, t.oom.node
-        );
-    }
-    s.push_str("## Applications\n\n| cluster | namespace | app | runs | ended | failures | counted | OOM (container/JVM/node) | causes |\n|---|---|---|---|---|---|---|---|---|\n");
-    for a in &r.apps {
-        let o = &a.totals.oom;
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{}/{} | {} |",
-            md(&a.cluster),
-            md(&a.namespace),
-            md(&a.app),
-            a.runs,
-            a.totals.endings,
-            a.totals.failures,
-            a.totals.counted,
-            o.container,
-            o.jvm,
-            o.node,
-            causes(&a.totals.by_cause)
-        );
-    }
-    s.push('\n');
-    if !r.nodes.is_empty() {
-        s.push_str("## Nodes with the most failed executors\n\n| cluster | node | failures | causes |\n|---|---|---|---|\n");
-        for n in &r.nodes {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |",
-                md(&n.cluster),
-                md(&n.node),
-                n.failures,
-                causes(&n.by_cause)
-            );
-        }
-        s.push('\n');
-    }
-    if !r.waits.is_empty() {
-        s.push_str("## Waits\n\n| held by | executors | median | max |\n|---|---|---|---|\n");
-        for w in &r.waits {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {:.0}s | {:.0}s |",
-                md(&w.reason),
-                w.waits,
-                w.median_seconds,
-                w.max_seconds
-            );
-        }
-        s.push('\n');
-    }
-    s
+    out_waits
 }
 
 #[cfg(test)]

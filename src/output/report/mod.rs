@@ -3,7 +3,7 @@
 //! time and reasons, missing executors, churn windows, actions taken, and recommendations
 //! (the setting to change, with the evidence). Pure: recording in, report out.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -14,8 +14,11 @@ use crate::{
 use spark_triage_core::{
     diagnose::{Code, Severity, code::Oom},
     model::{ExecutorState, Time, fmt_time},
-    text::human_duration,
 };
+
+mod markdown;
+
+pub use markdown::markdown;
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report<'a> {
@@ -295,12 +298,6 @@ fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
 
 /// An app's part of the report; none when every executor of it ended before `from`.
 fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<'_>> {
-    let mut failures = Vec::new();
-    let mut by_finding: BTreeMap<Code, usize> = BTreeMap::new();
-    let mut oom = OomBreakdown::default();
-    let mut missing = Vec::new();
-    let mut pending_secs = Vec::new();
-    let mut still_pending = 0;
     let executors: Vec<&crate::store::ExecutorRecord> = a
         .executors
         .values()
@@ -311,8 +308,111 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
     if executors.is_empty() && from.is_some() && a.verdict().severity() == Severity::Info {
         return None;
     }
-    let mut by_cause: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tally = Tally::default();
     for e in executors.iter().copied() {
+        tally.add(e, end);
+    }
+    let Tally {
+        mut failures,
+        mut by_finding,
+        mut oom,
+        missing,
+        mut pending_secs,
+        still_pending,
+        mut by_cause,
+    } = tally;
+    failures.sort_by_key(|(at, f)| (*at, f.executor));
+    // Churn is failures in a burst: normal endings (a scale-down, the app's stop) are not.
+    let churn_windows = churn(
+        failures
+            .iter()
+            .filter(|(_, f)| f.failure)
+            .map(|(at, _)| *at)
+            .collect(),
+    );
+    let mut failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
+    let not_listed = count_not_listed(
+        a,
+        from,
+        &mut failures_counted,
+        &mut by_cause,
+        &mut oom,
+        &mut by_finding,
+    );
+    pending_secs.sort_unstable();
+    let pending = PendingSummary {
+        executors: pending_secs.len(),
+        median_seconds: pending_secs.get(pending_secs.len() / 2).copied(),
+        max_seconds: pending_secs.last().copied(),
+        still_pending,
+        reasons: a.pending_reasons(),
+    };
+    let actions = a
+        .timeline
+        .iter()
+        .filter(|t| t.text.starts_with("action by"))
+        .map(|t| format!("{} {}", fmt_time(&t.at), t.text))
+        .collect();
+    let recommendations = recommendations_of(&executors);
+    Some(AppReport {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        app_name: a.app_name.clone(),
+        driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
+        verdict: a.verdict().into(),
+        executors_seen: executors.len()
+            + not_listed
+                .as_ref()
+                .filter(|n| n.counted)
+                .map_or(0, |n| n.executors),
+        failures_counted,
+        failure_budget: a.budget_view(),
+        counts: a.counts(),
+        app_findings: a
+            .findings()
+            .iter()
+            .map(|f| format!("{}: {}", f.code, f.summary))
+            .collect(),
+        failures: failures.into_iter().map(|(_, f)| f).collect(),
+        not_listed,
+        by_finding,
+        by_cause,
+        oom,
+        pending,
+        missing,
+        churn_windows,
+        actions,
+        recommendations,
+    })
+}
+
+/// What an app's executors in the window add up to, folded one executor at a time.
+#[derive(Default)]
+struct Tally<'a> {
+    /// Those that ended badly (or vanished), with when they ended.
+    failures: Vec<(Time, FailureEntry<'a>)>,
+    by_finding: BTreeMap<Code, usize>,
+    oom: OomBreakdown,
+    missing: Vec<MissingEntry>,
+    pending_secs: Vec<i64>,
+    still_pending: usize,
+    by_cause: BTreeMap<String, usize>,
+}
+
+impl<'a> Tally<'a> {
+    /// One executor: its ending's cause, its findings, its OOM, whether it is missing, its
+    /// entry among the executors that ended, and its time spent pending (to `end` while it
+    /// still is).
+    fn add(&mut self, e: &'a crate::store::ExecutorRecord, end: Time) {
+        let Self {
+            failures,
+            by_finding,
+            oom,
+            missing,
+            pending_secs,
+            still_pending,
+            by_cause,
+        } = self;
         if ended_at(e).is_some() {
             let cause = e.verdict.cause_code();
             *by_cause.entry(cause.to_owned()).or_default() += 1;
@@ -380,32 +480,32 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
             {
                 Some(next) => pending_secs.push((next.at - from).num_seconds()),
                 None if e.gone.is_none() => {
-                    still_pending += 1;
+                    *still_pending += 1;
                     pending_secs.push((end - from).num_seconds());
                 }
                 None => {}
             }
         }
     }
-    failures.sort_by_key(|(at, f)| (*at, f.executor));
-    // Churn is failures in a burst: normal endings (a scale-down, the app's stop) are not.
-    let churn_windows = churn(
-        failures
-            .iter()
-            .filter(|(_, f)| f.failure)
-            .map(|(at, _)| *at)
-            .collect(),
-    );
-    let mut failures_counted = failures.iter().filter(|(_, f)| f.failure).count();
-    // The first to end, let go past the store's bound: counted, not listed. A window that
-    // starts after them leaves them out; one that starts among them cannot tell which were
-    // in it: they are named, not counted.
+}
+
+/// The first to end, let go past the store's bound: counted, not listed. A window that
+/// starts after them leaves them out; one that starts among them cannot tell which were
+/// in it: they are named, not counted. Counted, they add to the app's figures given.
+fn count_not_listed(
+    a: &AppRecord,
+    from: Option<Time>,
+    failures_counted: &mut usize,
+    by_cause: &mut BTreeMap<String, usize>,
+    oom: &mut OomBreakdown,
+    by_finding: &mut BTreeMap<Code, usize>,
+) -> Option<NotListed> {
     let t = &a.trimmed;
     let inside = from.is_none_or(|f| t.from.is_some_and(|tf| tf >= f));
     let split = !inside && from.is_some_and(|f| t.to.is_some_and(|to| to >= f));
-    let not_listed = (!t.is_empty() && (inside || split)).then(|| {
+    (!t.is_empty() && (inside || split)).then(|| {
         if inside {
-            failures_counted += t.failures;
+            *failures_counted += t.failures;
             for (cause, n) in &t.by_cause {
                 *by_cause.entry(cause.clone()).or_default() += n;
                 // A node's kill is an OOM only as an error: counted apart (`node_oom`).
@@ -424,23 +524,12 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
             ended_to: t.to.as_ref().map(fmt_time),
             counted: inside,
         }
-    });
-    pending_secs.sort_unstable();
-    let pending = PendingSummary {
-        executors: pending_secs.len(),
-        median_seconds: pending_secs.get(pending_secs.len() / 2).copied(),
-        max_seconds: pending_secs.last().copied(),
-        still_pending,
-        reasons: a.pending_reasons(),
-    };
-    let actions = a
-        .timeline
-        .iter()
-        .filter(|t| t.text.starts_with("action by"))
-        .map(|t| format!("{} {}", fmt_time(&t.at), t.text))
-        .collect();
-    // One per cause, naming only its executors: the app's advice, over the window's.
-    let recommendations: Vec<Recommendation> = spark_triage_core::diagnose::advice::groups(
+    })
+}
+
+/// One per cause, naming only its executors: the app's advice, over the window's.
+fn recommendations_of(executors: &[&crate::store::ExecutorRecord]) -> Vec<Recommendation> {
+    spark_triage_core::diagnose::advice::groups(
         executors
             .iter()
             .filter_map(|e| crate::store::advice_case(e)),
@@ -456,37 +545,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
         advice: g.hint,
         evidence: g.examples,
     })
-    .collect();
-    Some(AppReport {
-        namespace: a.namespace.clone(),
-        app_id: a.app_id.clone(),
-        app_name: a.app_name.clone(),
-        driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
-        verdict: a.verdict().into(),
-        executors_seen: executors.len()
-            + not_listed
-                .as_ref()
-                .filter(|n| n.counted)
-                .map_or(0, |n| n.executors),
-        failures_counted,
-        failure_budget: a.budget_view(),
-        counts: a.counts(),
-        app_findings: a
-            .findings()
-            .iter()
-            .map(|f| format!("{}: {}", f.code, f.summary))
-            .collect(),
-        failures: failures.into_iter().map(|(_, f)| f).collect(),
-        not_listed,
-        by_finding,
-        by_cause,
-        oom,
-        pending,
-        missing,
-        churn_windows,
-        actions,
-        recommendations,
-    })
+    .collect()
 }
 
 /// One-minute windows with at least `CHURN_PER_MINUTE` failures, merged when adjacent.
@@ -514,218 +573,4 @@ fn churn(mut times: Vec<Time>) -> Vec<ChurnWindow> {
             failures: n,
         })
         .collect()
-}
-
-/// Markdown that reads well pasted into a ticket.
-pub fn markdown(r: &Report) -> String {
-    // Every value from the cluster: one line, no controls, no table cell breaks.
-    let md = |x: &str| spark_triage_core::text::field(x).replace('|', "\\|");
-    let mut s = String::new();
-    let _ = writeln!(s, "# spark-triage report: {}", r.source);
-    let _ = writeln!(
-        s,
-        "\n{} {} to {} ({}), {}.\n",
-        if r.event_log {
-            "From Spark's event log (no pods, nodes, Kubernetes events, pending reasons or log \
-             tails: what they would say is absent, not guessed),"
-        } else {
-            "Recorded"
-        },
-        r.started_at,
-        r.ended_at,
-        human_duration(chrono::Duration::seconds(r.duration_seconds)),
-        md(&r.scope)
-    );
-    for g in &r.gaps {
-        let _ = writeln!(
-            s,
-            "**Gap: nothing was recorded from {} to {}** (the recorder was not running); \
-             executors that ended then may be missing below.\n",
-            fmt_time(&g.from),
-            fmt_time(&g.to)
-        );
-    }
-    if r.apps.is_empty() {
-        s.push_str("No Spark application was seen.\n");
-    }
-    for a in &r.apps {
-        let c = &a.counts;
-        let _ = writeln!(
-            s,
-            "## {} (`{}`) in `{}`\n",
-            md(a.app_name.as_deref().unwrap_or("?")),
-            md(&a.app_id),
-            md(&a.namespace)
-        );
-        let v = &a.verdict;
-        let _ = writeln!(
-            s,
-            "**Verdict: {}** (`{}`, {}): {}\n",
-            v.label,
-            v.cause,
-            v.severity.as_str(),
-            md(&v.summary)
-        );
-        if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
-            let _ = writeln!(s, "> {}\n", md(&v.hint));
-        }
-        let normal = a.failures.iter().filter(|f| !f.failure).count();
-        let _ = writeln!(
-            s,
-            "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing); {} failure{}, {} other ending{} (normal or vanished).\n",
-            md(a.driver_phase.as_deref().unwrap_or("not seen")),
-            a.executors_seen,
-            c.running,
-            c.pending,
-            c.failed,
-            c.deleted,
-            c.missing,
-            a.failures_counted,
-            if a.failures_counted == 1 { "" } else { "s" },
-            normal,
-            if normal == 1 { "" } else { "s" }
-        );
-        for f in &a.verdict.supporting {
-            let _ = writeln!(s, "**{}: {}**\n", f.code, md(&f.summary));
-        }
-        if let Some(n) = &a.not_listed {
-            let _ = writeln!(
-                s,
-                "{} executors that ended first ({} to {}; {} failures) are {}: a store keeps {} executors whole.\n",
-                n.executors,
-                n.ended_from.as_deref().unwrap_or("-"),
-                n.ended_to.as_deref().unwrap_or("-"),
-                n.failures,
-                if n.counted {
-                    "counted here but not listed"
-                } else {
-                    "neither listed nor counted here (the window starts among them)"
-                },
-                crate::store::MAX_KEPT,
-            );
-        }
-        if !a.failures.is_empty() {
-            s.push_str("### Executors that ended\n\n| time | executor | failure | state | exit | finding | Spark | summary |\n|---|---|---|---|---|---|---|---|\n");
-            for f in &a.failures {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                    f.at,
-                    f.executor,
-                    if f.failure { "yes" } else { "no" },
-                    f.state,
-                    f.exit_code
-                        .map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                    f.finding.map_or("-", Code::as_str),
-                    if f.counted { "counted" } else { "not counted" },
-                    md(f.summary.as_deref().unwrap_or("-"))
-                );
-            }
-            s.push('\n');
-        }
-        if !a.by_finding.is_empty() {
-            let mut counts: Vec<(&Code, &usize)> = a.by_finding.iter().collect();
-            counts.sort_by_key(|(k, _)| k.as_str());
-            let list: Vec<String> = counts
-                .into_iter()
-                .map(|(k, v)| format!("`{k}` ×{v}"))
-                .collect();
-            let _ = writeln!(s, "**Findings:** {}\n", list.join(", "));
-        }
-        let o = &a.oom;
-        if o.container + o.jvm + o.node > 0 {
-            let _ = writeln!(
-                s,
-                "**Out of memory:** container (cgroup, OOMKilled) {} · JVM heap (exit 52) {} · node-level SIGKILL {}\n",
-                o.container, o.jvm, o.node
-            );
-        }
-        let p = &a.pending;
-        if p.executors > 0 {
-            let reasons: Vec<String> = p
-                .reasons
-                .iter()
-                .map(|(r, n)| format!("{} ×{n}", md(r)))
-                .collect();
-            let _ = writeln!(
-                s,
-                "**Pending:** {} executor(s) waited (median {}, max {}); {} still pending at the end{}.\n",
-                p.executors,
-                p.median_seconds.map_or_else(
-                    || "-".to_owned(),
-                    |x| human_duration(chrono::Duration::seconds(x))
-                ),
-                p.max_seconds.map_or_else(
-                    || "-".to_owned(),
-                    |x| human_duration(chrono::Duration::seconds(x))
-                ),
-                p.still_pending,
-                if reasons.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", reasons.join(", "))
-                }
-            );
-        }
-        if !a.missing.is_empty() {
-            s.push_str(
-                "**Missing executors** (vanished from a full LIST with no deletion seen):\n\n",
-            );
-            for m in &a.missing {
-                let _ = writeln!(
-                    s,
-                    "- executor {} at {}: {}",
-                    m.executor,
-                    m.at,
-                    md(&m.spark_verdict)
-                );
-            }
-            s.push('\n');
-        }
-        if !a.churn_windows.is_empty() {
-            let w: Vec<String> = a
-                .churn_windows
-                .iter()
-                .map(|w| format!("{} to {} ({} failures)", w.from, w.to, w.failures))
-                .collect();
-            let _ = writeln!(s, "**Churn:** {}\n", w.join("; "));
-        }
-        if !a.actions.is_empty() {
-            s.push_str("**Actions taken:**\n\n");
-            for x in &a.actions {
-                let _ = writeln!(s, "- {}", md(x));
-            }
-            s.push('\n');
-        }
-        if !a.recommendations.is_empty() {
-            s.push_str("### Recommendations\n\n");
-            for r in &a.recommendations {
-                let mut ids: Vec<String> =
-                    r.executor_ids.iter().take(10).map(i64::to_string).collect();
-                if r.executor_ids.len() > 10 {
-                    ids.push(format!("and {} more", r.executor_ids.len() - 10));
-                }
-                let _ = writeln!(
-                    s,
-                    "- **{}** (`{}`, {}, {} executor{}: {}): {}",
-                    md(&r.label),
-                    r.finding,
-                    if r.failure {
-                        "failure"
-                    } else {
-                        r.severity.as_str()
-                    },
-                    r.executors,
-                    if r.executors == 1 { "" } else { "s" },
-                    ids.join(", "),
-                    md(&r.advice)
-                );
-                for e in &r.evidence {
-                    let _ = writeln!(s, "  - {}", md(e));
-                }
-            }
-            s.push('\n');
-        }
-    }
-    s
 }
