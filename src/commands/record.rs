@@ -86,13 +86,39 @@ impl RecordArgs {
 pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Failure> {
     let opts = live_args.options();
     let segmented = args.segmented();
+    let (_lock, store, place) = set_up(&args, segmented)?;
+    super::block_on(async move {
+        let mut conn = super::connect(&opts).await?;
+        conn.extra = live_args.event_logs(&store);
+        let mut rec = open_recorder(&args, &conn, segmented).await?;
+        let mut sources = start_sources(&args, &conn, &mut rec, place)?;
+        let progress = progress_line(&args);
+        let recorded = record_until_stopped(&args, &conn, &mut rec, &mut sources, &progress).await;
+        close(&args, &conn, rec, sources, recorded, &progress).await
+    })
+}
+
+/// Before connecting: the directory made, the lock taken (one recorder per file or
+/// directory), FILE refused when it exists, the cluster's name checked, the tables' place
+/// opened.
+fn set_up(
+    args: &RecordArgs,
+    segmented: bool,
+) -> Result<
+    (
+        crate::record::lock::RecorderLock,
+        crate::storage::remote::StoreOptions,
+        Option<crate::fleet::Place>,
+    ),
+    Failure,
+> {
     if segmented {
         std::fs::create_dir_all(&args.file).map_err(|e| {
             Failure::Runtime(format!("cannot record in {}: {e}", args.file.display()))
         })?;
     }
     // One recorder per file or directory, before anything is truncated or written.
-    let _lock = lock(&args.file, segmented)?;
+    let locked = lock(&args.file, segmented)?;
     if !segmented {
         refuse_existing(Some(&args.file), args.force)?;
     }
@@ -109,185 +135,263 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
         .as_deref()
         .map(|t| crate::fleet::Place::open(t, &store))
         .transpose()?;
-    super::block_on(async move {
-        let mut conn = super::connect(&opts).await?;
-        conn.extra = live_args.event_logs(&store);
-        let mut rec = if segmented {
-            let budget = crate::record::segments::Retention {
-                retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
-                max_bytes: args.max_size,
-            };
-            let rotate = args.rotate.unwrap_or(std::time::Duration::from_secs(3600));
-            let (seg, writer, store) = crate::record::recorder::Segmented::start(
-                &args.file,
-                recording_header(&conn),
-                rotate,
-                budget,
-            )?;
-            let every = args
-                .keyframe_every
-                .unwrap_or(std::time::Duration::from_secs(900));
-            let mut rec = Recorder::new(writer, every, conn.clock.clone());
-            rec.store = store;
-            rec.segments = Some(seg);
-            rec.forget_after = Some(args.forget_after);
-            rec
-        } else {
-            let mut rec = Recorder::new(
-                create_recording(&args.file, &conn, args.force)?,
-                args.keyframe_every
-                    .unwrap_or(std::time::Duration::from_secs(300)),
-                conn.clock.clone(),
-            );
-            rec.file = Some(args.file.clone());
-            rec
+    Ok((locked, store, place))
+}
+
+/// The recorder on the connection: a directory's segments (resuming its state) or one
+/// file, and /metrics when asked for.
+async fn open_recorder(
+    args: &RecordArgs,
+    conn: &crate::source::connection::Connection,
+    segmented: bool,
+) -> Result<Recorder, Failure> {
+    let mut rec = if segmented {
+        let budget = crate::record::segments::Retention {
+            retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
+            max_bytes: args.max_size,
         };
-        rec.stale_after = conn.stale_after();
-        if let Some(addr) = args.metrics_addr {
-            let m = crate::publish::metrics::Metrics::new();
-            m.watch_credentials(conn.credentials.clone());
-            // Endings in the state resumed from the directory were counted by the run that
-            // recorded them.
-            m.verdicts.resumed(rec.store.view());
-            crate::publish::metrics::serve(addr, m.clone()).await?;
-            rec.metrics = Some(m);
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::channel(65_536);
-        // The log tails of executors that end badly, as the live view keeps them.
-        rec.tails = Some(crate::evidence::tails::Tails::new(
-            conn.client.clone(),
-            &tx,
-            crate::source::LOG_TAIL_LINES,
+        let rotate = args.rotate.unwrap_or(std::time::Duration::from_secs(3600));
+        let (seg, writer, store) = crate::record::recorder::Segmented::start(
+            &args.file,
+            recording_header(conn),
+            rotate,
+            budget,
+        )?;
+        let every = args
+            .keyframe_every
+            .unwrap_or(std::time::Duration::from_secs(900));
+        let mut rec = Recorder::new(writer, every, conn.clock.clone());
+        rec.store = store;
+        rec.segments = Some(seg);
+        rec.forget_after = Some(args.forget_after);
+        rec
+    } else {
+        let mut rec = Recorder::new(
+            create_recording(&args.file, conn, args.force)?,
+            args.keyframe_every
+                .unwrap_or(std::time::Duration::from_secs(300)),
             conn.clock.clone(),
+        );
+        rec.file = Some(args.file.clone());
+        rec
+    };
+    rec.stale_after = conn.stale_after();
+    if let Some(addr) = args.metrics_addr {
+        let m = crate::publish::metrics::Metrics::new();
+        m.watch_credentials(conn.credentials.clone());
+        // Endings in the state resumed from the directory were counted by the run that
+        // recorded them.
+        m.verdicts.resumed(rec.store.view());
+        crate::publish::metrics::serve(addr, m.clone()).await?;
+        rec.metrics = Some(m);
+    }
+    Ok(rec)
+}
+
+/// --emit-events: the planner, the channel to the Events writer, when it last planned.
+type Events = (
+    crate::publish::events::Planner,
+    tokio::sync::mpsc::Sender<Vec<crate::publish::events::Planned>>,
+    std::time::Instant,
+);
+
+/// What feeds the recorder and what it feeds, once the sources are started.
+struct Sources {
+    /// The source events.
+    rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+    /// The sources' tasks and the Events writer's.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    events: Option<Events>,
+    /// --tables: the rows' feed.
+    tables: Option<crate::fleet::Feed>,
+    /// The rows' cluster.
+    cluster: String,
+}
+
+/// The sources started (the log tails with them), the Events writer (--emit-events) and
+/// the tables' feed (--tables).
+fn start_sources(
+    args: &RecordArgs,
+    conn: &crate::source::connection::Connection,
+    rec: &mut Recorder,
+    place: Option<crate::fleet::Place>,
+) -> Result<Sources, Failure> {
+    let (tx, rx) = tokio::sync::mpsc::channel(65_536);
+    // The log tails of executors that end badly, as the live view keeps them.
+    rec.tails = Some(crate::evidence::tails::Tails::new(
+        conn.client.clone(),
+        &tx,
+        crate::source::LOG_TAIL_LINES,
+        conn.clock.clone(),
+    ));
+    let mut tasks = crate::source::live::spawn(conn, tx);
+    // --emit-events: planned every 5 s from the store, written by their own task.
+    let events = args.emit_events.then(|| {
+        let (etx, erx) = tokio::sync::mpsc::channel(16);
+        tasks.push(crate::publish::events::spawn_writer(
+            conn.client.clone(),
+            erx,
         ));
-        let mut tasks = crate::source::live::spawn(&conn, tx);
-        // --emit-events: planned every 5 s from the store, written by their own task.
-        let mut events = args.emit_events.then(|| {
-            let (etx, erx) = tokio::sync::mpsc::channel(16);
-            tasks.push(crate::publish::events::spawn_writer(
-                conn.client.clone(),
-                erx,
-            ));
-            (
-                crate::publish::events::Planner::default(),
-                etx,
-                std::time::Instant::now(),
-            )
-        });
-        // --tables: rows planned every --tables-every from the store, written by their task.
-        // In a pod every cluster's context is "in-cluster": its tables need a name.
-        if place.is_some() && args.cluster_name.is_none() && conn.context == "in-cluster" {
-            return Err(Failure::Usage(
-                "--tables in a pod needs --cluster-name NAME (the context is \"in-cluster\" \
-                 in every cluster: their rows would mix)"
-                    .into(),
-            ));
-        }
-        // The rows' cluster: a rerun from the recording must write under the same name.
-        let cluster = args
-            .cluster_name
-            .clone()
-            .unwrap_or_else(|| crate::fleet::cluster_of_context(&conn.context));
-        let mut tables = place.map(|place| {
-            crate::fleet::Feed::start(
-                place,
-                cluster.clone(),
-                args.tables_every,
-                rec.metrics.clone(),
-            )
-        });
-        rec.hold = tables.as_ref().map(crate::fleet::Feed::hold);
-        let until = args.duration.map(|d| tokio::time::Instant::now() + d);
-        // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
-        // plain line a minute and the last one, never a `\r` flood.
-        let spinner = std::cell::RefCell::new(crate::output::progress::Progress::spinner(format!(
-            "recording {}",
-            args.file.display()
-        )));
-        let last_line = std::cell::Cell::new(None::<std::time::Instant>);
-        let progress = |r: &Recorder, last: bool| {
-            let (events, bytes) = r.totals();
-            let view = r.store.view();
-            let mut line = format!(
-                "recording {}: {events} events, {} apps, {} KiB",
-                args.file.display(),
-                view.apps.len(),
-                bytes / 1024
-            );
-            // Headless, this line is all an operator sees: a failing source is said in it.
-            if let Some((kind, why)) = view.health.iter().find_map(|(k, h)| match h {
-                crate::source::Health::Retrying { error } => {
-                    Some((k, format!("retrying: {error}")))
-                }
-                crate::source::Health::Forbidden { permission } => {
-                    Some((k, format!("forbidden: needs {permission}")))
-                }
-                _ => None,
-            }) {
-                line.push_str(&format!(" · {} {why}", kind.as_str()));
-            }
-            let mut spinner = spinner.borrow_mut();
-            if last {
-                spinner.clear();
-                eprintln!("{line}");
-            } else if spinner.shown() {
-                spinner.set(line);
-            } else if last_line
-                .get()
-                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
-            {
-                last_line.set(Some(std::time::Instant::now()));
-                eprintln!("{line}");
-            }
-        };
-        let recorded = rec
-            .run(
-                &mut rx,
-                None,
-                |r| {
-                    progress(r, false);
-                    if let Some((planner, etx, last)) = &mut events
-                        && last.elapsed() >= std::time::Duration::from_secs(5)
-                    {
-                        *last = std::time::Instant::now();
-                        let due = planner.plan(r.store.view(), *last);
-                        // A full channel: the writer is behind; the next round plans again.
-                        if !due.is_empty() && etx.try_send(due).is_err() {
-                            planner.forget_sent();
-                        }
-                    }
-                    if let Some(t) = &mut tables {
-                        t.each_second(r.store.view(), conn.clock.now());
-                    }
-                    until.is_none_or(|u| tokio::time::Instant::now() < u)
-                },
-                super::wait_for_signal(),
-            )
-            .await;
-        for t in tasks {
-            t.abort();
-        }
-        while let Ok(ev) = rx.try_recv() {
-            let _ = rec.writer.write(&ev);
-        }
-        recorded
-            .and_then(|()| rec.writer.flush())
-            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
-        progress(&rec, true);
-        // The rows not written yet, settled or not: the recording is closed.
-        if let Some(t) = tables
-            && !t.finish(rec.store.view(), conn.clock.now()).await
-        {
-            // The recording is whole; the tables miss rows (a rerun of `export --tables`
-            // on it writes them).
-            return Err(Failure::Runtime(format!(
-                "tables: the last rows were not written (see the warnings above); {} is whole: \
-                 `spark-triage export {} --tables {} --cluster-name {cluster}` writes them",
-                args.file.display(),
-                args.file.display(),
-                args.tables.as_deref().unwrap_or("URL"),
-            )));
-        }
-        Ok(ExitCode::SUCCESS)
+        (
+            crate::publish::events::Planner::default(),
+            etx,
+            std::time::Instant::now(),
+        )
+    });
+    // --tables: rows planned every --tables-every from the store, written by their task.
+    // In a pod every cluster's context is "in-cluster": its tables need a name.
+    if place.is_some() && args.cluster_name.is_none() && conn.context == "in-cluster" {
+        return Err(Failure::Usage(
+            "--tables in a pod needs --cluster-name NAME (the context is \"in-cluster\" \
+             in every cluster: their rows would mix)"
+                .into(),
+        ));
+    }
+    // The rows' cluster: a rerun from the recording must write under the same name.
+    let cluster = args
+        .cluster_name
+        .clone()
+        .unwrap_or_else(|| crate::fleet::cluster_of_context(&conn.context));
+    let tables = place.map(|place| {
+        crate::fleet::Feed::start(
+            place,
+            cluster.clone(),
+            args.tables_every,
+            rec.metrics.clone(),
+        )
+    });
+    rec.hold = tables.as_ref().map(crate::fleet::Feed::hold);
+    Ok(Sources {
+        rx,
+        tasks,
+        events,
+        tables,
+        cluster,
     })
+}
+
+/// The recorder's line (`last`: the closing one).
+fn progress_line(args: &RecordArgs) -> impl Fn(&Recorder, bool) + '_ {
+    // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
+    // plain line a minute and the last one, never a `\r` flood.
+    let spinner = std::cell::RefCell::new(crate::output::progress::Progress::spinner(format!(
+        "recording {}",
+        args.file.display()
+    )));
+    let last_line = std::cell::Cell::new(None::<std::time::Instant>);
+    move |r: &Recorder, last: bool| {
+        let (events, bytes) = r.totals();
+        let view = r.store.view();
+        let mut line = format!(
+            "recording {}: {events} events, {} apps, {} KiB",
+            args.file.display(),
+            view.apps.len(),
+            bytes / 1024
+        );
+        // Headless, this line is all an operator sees: a failing source is said in it.
+        if let Some((kind, why)) = view.health.iter().find_map(|(k, h)| match h {
+            crate::source::Health::Retrying { error } => Some((k, format!("retrying: {error}"))),
+            crate::source::Health::Forbidden { permission } => {
+                Some((k, format!("forbidden: needs {permission}")))
+            }
+            _ => None,
+        }) {
+            line.push_str(&format!(" · {} {why}", kind.as_str()));
+        }
+        let mut spinner = spinner.borrow_mut();
+        if last {
+            spinner.clear();
+            eprintln!("{line}");
+        } else if spinner.shown() {
+            spinner.set(line);
+        } else if last_line
+            .get()
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
+        {
+            last_line.set(Some(std::time::Instant::now()));
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// The recorder's loop, until --duration or a signal: each second the line, the Events
+/// due, the tables' rows.
+async fn record_until_stopped(
+    args: &RecordArgs,
+    conn: &crate::source::connection::Connection,
+    rec: &mut Recorder,
+    sources: &mut Sources,
+    progress: &impl Fn(&Recorder, bool),
+) -> std::io::Result<()> {
+    let Sources {
+        rx, events, tables, ..
+    } = sources;
+    let until = args.duration.map(|d| tokio::time::Instant::now() + d);
+    rec.run(
+        rx,
+        None,
+        |r| {
+            progress(r, false);
+            if let Some((planner, etx, last)) = events.as_mut()
+                && last.elapsed() >= std::time::Duration::from_secs(5)
+            {
+                *last = std::time::Instant::now();
+                let due = planner.plan(r.store.view(), *last);
+                // A full channel: the writer is behind; the next round plans again.
+                if !due.is_empty() && etx.try_send(due).is_err() {
+                    planner.forget_sent();
+                }
+            }
+            if let Some(t) = tables.as_mut() {
+                t.each_second(r.store.view(), conn.clock.now());
+            }
+            until.is_none_or(|u| tokio::time::Instant::now() < u)
+        },
+        super::wait_for_signal(),
+    )
+    .await
+}
+
+/// The close: the sources stopped, what they sent written, the recording flushed, the
+/// last line, the tables' last rows.
+async fn close(
+    args: &RecordArgs,
+    conn: &crate::source::connection::Connection,
+    mut rec: Recorder,
+    sources: Sources,
+    recorded: std::io::Result<()>,
+    progress: &impl Fn(&Recorder, bool),
+) -> Result<ExitCode, Failure> {
+    let Sources {
+        mut rx,
+        tasks,
+        tables,
+        cluster,
+        ..
+    } = sources;
+    for t in tasks {
+        t.abort();
+    }
+    while let Ok(ev) = rx.try_recv() {
+        let _ = rec.writer.write(&ev);
+    }
+    recorded
+        .and_then(|()| rec.writer.flush())
+        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", args.file.display())))?;
+    progress(&rec, true);
+    // The rows not written yet, settled or not: the recording is closed.
+    if let Some(t) = tables
+        && !t.finish(rec.store.view(), conn.clock.now()).await
+    {
+        // The recording is whole; the tables miss rows (a rerun of `export --tables`
+        // on it writes them).
+        return Err(Failure::Runtime(format!(
+            "tables: the last rows were not written (see the warnings above); {} is whole: \
+             `spark-triage export {} --tables {} --cluster-name {cluster}` writes them",
+            args.file.display(),
+            args.file.display(),
+            args.tables.as_deref().unwrap_or("URL"),
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
 }
