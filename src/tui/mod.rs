@@ -133,21 +133,8 @@ pub async fn run(
     // A switch (`:ns`, `:ctx`) replaces the runner's cluster while effects may be under way:
     // each effect runs on the runner it was given.
     let runner = runner.map(|r| std::sync::Arc::new(std::sync::RwLock::new(r)));
-    let current = |r: &std::sync::Arc<std::sync::RwLock<Runner>>| {
-        r.read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    };
     let switcher = switcher.map(|s| std::sync::Arc::new(tokio::sync::Mutex::new(s)));
-    // The environment's theme wins over the file's, as a flag would.
-    let theme = crate::app::Theme::choose(
-        std::env::var("SPARK_TRIAGE_THEME")
-            .ok()
-            .as_deref()
-            .or(view.theme.as_deref()),
-        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-            || crate::ui::glyphs::dumb_terminal(|k| std::env::var(k).ok()),
-    );
+    let theme = theme_of(&view);
     let ascii = crate::ui::glyphs::ascii_wanted(|k| std::env::var(k).ok());
     app.on_terminal(theme, view, *chrono::Local::now().offset());
     let _guard = TerminalGuard::enter()?;
@@ -240,54 +227,90 @@ pub async fn run(
             }
             if effects.contains(&Effect::Quit) {
                 // Finish what quitting asked for (releasing holds) before leaving.
-                if let Some(r) = &runner {
-                    let r = current(r);
-                    let pending = effects.into_iter().filter(|e| *e != Effect::Quit).map(|e| {
-                        let r = r.clone();
-                        async move { r.run(e).await }
-                    });
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(15),
-                        futures::future::join_all(pending),
-                    )
-                    .await;
-                }
+                finish(effects, runner.as_ref()).await;
                 break;
             }
-            // The clipboard goes through the terminal, whatever the mode (replay too).
-            let (copies, effects): (Vec<Effect>, Vec<Effect>) = effects
-                .into_iter()
-                .partition(|e| matches!(e, Effect::Copy(_)));
-            for c in copies {
-                if let Effect::Copy(text) = c {
-                    use std::io::Write;
-                    let mut out = io::stdout();
-                    let _ = out.write_all(osc52(&text).as_bytes());
-                    let _ = out.flush();
-                }
-            }
-            let (switches, effects): (Vec<Effect>, Vec<Effect>) = effects
-                .into_iter()
-                .partition(|e| matches!(e, Effect::Switch(_)));
-            for s in switches {
-                if let Effect::Switch(to) = s {
-                    switch(to, switcher.clone(), runner.clone(), msg_tx.clone());
-                }
-            }
-            if let Some(r) = &runner {
-                let r = current(r);
-                for e in effects {
-                    let (r, tx) = (r.clone(), msg_tx.clone());
-                    tokio::spawn(async move {
-                        if let Some(m) = message(r.run(e).await) {
-                            let _ = tx.send(m).await;
-                        }
-                    });
-                }
-            }
+            dispatch(effects, runner.as_ref(), switcher.as_ref(), &msg_tx);
         }
     }
     Ok(app)
+}
+
+/// The theme: the environment's (`SPARK_TRIAGE_THEME`, `NO_COLOR`, a dumb terminal) wins
+/// over the file's, as a flag would.
+fn theme_of(view: &ViewSettings) -> crate::app::Theme {
+    crate::app::Theme::choose(
+        std::env::var("SPARK_TRIAGE_THEME")
+            .ok()
+            .as_deref()
+            .or(view.theme.as_deref()),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+            || crate::ui::glyphs::dumb_terminal(|k| std::env::var(k).ok()),
+    )
+}
+
+/// The runner now (a switch replaces it while effects may be under way: each effect runs
+/// on the runner it was given).
+fn current(r: &Shared<Runner>) -> Runner {
+    r.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
+type Shared<T> = std::sync::Arc<std::sync::RwLock<T>>;
+
+/// What quitting asked for besides quitting (releasing holds), given 15 s.
+async fn finish(effects: Vec<Effect>, runner: Option<&Shared<Runner>>) {
+    if let Some(r) = runner {
+        let r = current(r);
+        let pending = effects.into_iter().filter(|e| *e != Effect::Quit).map(|e| {
+            let r = r.clone();
+            async move { r.run(e).await }
+        });
+        let _ =
+            tokio::time::timeout(Duration::from_secs(15), futures::future::join_all(pending)).await;
+    }
+}
+
+/// The effects of a message: copies through the terminal, switches of scope in the
+/// background, the rest on the runner, each answering with a message.
+fn dispatch(
+    effects: Vec<Effect>,
+    runner: Option<&Shared<Runner>>,
+    switcher: Option<&std::sync::Arc<tokio::sync::Mutex<crate::source::switch::Switcher>>>,
+    msg_tx: &mpsc::Sender<Msg>,
+) {
+    // The clipboard goes through the terminal, whatever the mode (replay too).
+    let (copies, effects): (Vec<Effect>, Vec<Effect>) = effects
+        .into_iter()
+        .partition(|e| matches!(e, Effect::Copy(_)));
+    for c in copies {
+        if let Effect::Copy(text) = c {
+            use std::io::Write;
+            let mut out = io::stdout();
+            let _ = out.write_all(osc52(&text).as_bytes());
+            let _ = out.flush();
+        }
+    }
+    let (switches, effects): (Vec<Effect>, Vec<Effect>) = effects
+        .into_iter()
+        .partition(|e| matches!(e, Effect::Switch(_)));
+    for s in switches {
+        if let Effect::Switch(to) = s {
+            switch(to, switcher.cloned(), runner.cloned(), msg_tx.clone());
+        }
+    }
+    if let Some(r) = runner {
+        let r = current(r);
+        for e in effects {
+            let (r, tx) = (r.clone(), msg_tx.clone());
+            tokio::spawn(async move {
+                if let Some(m) = message(r.run(e).await) {
+                    let _ = tx.send(m).await;
+                }
+            });
+        }
+    }
 }
 
 /// Runs a switch of scope in the background (connecting to another context may take up to
