@@ -9,6 +9,10 @@
 //!   `cli` above them all; a layer never uses one above it.
 //! - **`commands/` holds only the commands**: no command uses another, none uses `cli`.
 //! - **The core by its own name**: the product does not re-export the core or the simulator.
+//! - **Short enough to read** (#53): no function over 150 lines, no file over 600 outside
+//!   its tests, in any crate, without a `// long: why` (`//! long: why`) beside it.
+//! - **The cluster's clock a value**: no static clock, none read or made outside the
+//!   connection.
 //!
 //! Paths are read from the code as Rust (`syn`): `use` trees, `crate::`/`super::`/`self::`
 //! paths in types and expressions, and the same in macros' tokens (`$crate::` too), with
@@ -654,4 +658,153 @@ fn the_clock_is_a_value_not_a_global() {
         calls.is_empty(),
         "a global clock read, or a clock made outside the connection, in: {calls:?}"
     );
+}
+
+/// The longest a function may be, and a file outside its tests, without a reason (#53).
+const LONG_FN: usize = 150;
+const LONG_FILE: usize = 600;
+
+/// What is over those lengths in one file and has no reason beside it: a `// long: …` line
+/// just above a function (above or below its doc), a `//! long: …` line in a file's header.
+fn too_long(file: &Path) -> Vec<String> {
+    struct Fns<'t> {
+        lines: &'t [&'t str],
+        found: Vec<(usize, String, usize)>,
+    }
+    impl Fns<'_> {
+        fn check(&mut self, attrs: &[syn::Attribute], sig: &syn::Signature, body: &syn::Block) {
+            let at = sig.fn_token.span.start().line;
+            let end = body.brace_token.span.close().start().line;
+            let top = attrs
+                .first()
+                .map_or(at, |a| a.pound_token.span.start().line);
+            let reason = (top.saturating_sub(1)..at)
+                .filter_map(|l| self.lines.get(l.checked_sub(1)?))
+                .any(|l| l.trim_start().starts_with("// long: "));
+            let n = end + 1 - at;
+            if n > LONG_FN && !reason {
+                self.found.push((at, sig.ident.to_string(), n));
+            }
+        }
+    }
+    impl<'a> syn::visit::Visit<'a> for Fns<'_> {
+        fn visit_item(&mut self, i: &'a syn::Item) {
+            if !is_cfg_test(item_attrs(i)) {
+                syn::visit::visit_item(self, i);
+            }
+        }
+        fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
+            self.check(&f.attrs, &f.sig, &f.block);
+            syn::visit::visit_item_fn(self, f);
+        }
+        fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
+            if !is_cfg_test(&f.attrs) {
+                self.check(&f.attrs, &f.sig, &f.block);
+                syn::visit::visit_impl_item_fn(self, f);
+            }
+        }
+        fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
+            if let Some(body) = &f.default {
+                self.check(&f.attrs, &f.sig, body);
+            }
+            syn::visit::visit_trait_item_fn(self, f);
+        }
+    }
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let parsed = parse(file);
+    let mut fns = Fns {
+        lines: &lines,
+        found: Vec::new(),
+    };
+    syn::visit::Visit::visit_file(&mut fns, &parsed);
+    // Relative to the workspace when under it (`src/x.rs`, `crates/core/src/y.rs`).
+    let ws = workspace();
+    let rel = file.strip_prefix(&ws).unwrap_or(file);
+    let shown = rel.strip_prefix(".").unwrap_or(rel).display();
+    let mut out: Vec<String> = fns
+        .found
+        .into_iter()
+        .map(|(at, name, n)| format!("{shown}:{at}: fn {name} is {n} lines"))
+        .collect();
+    // The file's own lines: all but its #[cfg(test)] modules'.
+    let tests: usize = parsed
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Mod(m) if is_cfg_test(&m.attrs) => m.content.as_ref().map(|(b, _)| {
+                let top = m.attrs[0].pound_token.span.start().line;
+                b.span.close().start().line + 1 - top
+            }),
+            _ => None,
+        })
+        .sum();
+    let own = lines.len() - tests;
+    let reason = lines
+        .iter()
+        .take_while(|l| l.starts_with("//!") || l.trim().is_empty())
+        .any(|l| l.starts_with("//! long: "));
+    if own > LONG_FILE && !reason {
+        out.push(format!("{shown}: {own} lines outside its tests"));
+    }
+    out
+}
+
+#[test]
+fn no_long_function_or_file_without_a_reason_beside_it() {
+    let mut found = Vec::new();
+    for krate in [".", "crates/core", "crates/sim"] {
+        for (m, file) in modules(&workspace().join(krate).join("src")) {
+            if !is_test(&m, &file) {
+                found.extend(too_long(&file));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "over {LONG_FN} lines a function, over {LONG_FILE} a file, with no `// long: why` \
+         (`//! long: why` for a file) beside it: split it into its phases or say why not\n{}",
+        found.join("\n")
+    );
+}
+
+/// The length check itself, on planted files.
+#[test]
+fn the_length_check_counts_lines_and_reads_reasons() {
+    let dir = std::env::temp_dir().join(format!("long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = |n: usize| "    let _ = 1;\n".repeat(n - 2);
+    let file = dir.join("f.rs");
+    let long = format!("/// Doc.\nfn f() {{\n{}}}\n", body(LONG_FN + 1));
+    std::fs::write(&file, &long).unwrap();
+    assert_eq!(
+        too_long(&file),
+        [format!("{}:2: fn f is 151 lines", file.display())]
+    );
+    std::fs::write(
+        &file,
+        format!("// long: one match, one arm per code.\n{long}"),
+    )
+    .unwrap();
+    assert_eq!(too_long(&file), Vec::<String>::new());
+    // Exactly at the bound, and in a test module: not counted.
+    let fine = format!("fn f() {{\n{}}}\n", body(LONG_FN));
+    std::fs::write(&file, &fine).unwrap();
+    assert_eq!(too_long(&file), Vec::<String>::new());
+    let tests = format!(
+        "#[cfg(test)]\nmod tests {{\n{long}\n{}}}\n",
+        "\n".repeat(LONG_FILE)
+    );
+    std::fs::write(&file, &tests).unwrap();
+    assert_eq!(too_long(&file), Vec::<String>::new());
+    // A long file, then one that says why.
+    let many = "const A: u8 = 0;\n".repeat(LONG_FILE + 1);
+    std::fs::write(&file, &many).unwrap();
+    assert_eq!(
+        too_long(&file),
+        [format!("{}: 601 lines outside its tests", file.display())]
+    );
+    std::fs::write(&file, format!("//! Doc.\n//! long: generated.\n\n{many}")).unwrap();
+    assert_eq!(too_long(&file), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
 }
