@@ -32,6 +32,35 @@ struct BuildLabel {
     version: String,
 }
 
+/// The prefix of the recorder's families (the live view's is `spark_triage_view`).
+pub(crate) const RECORDER_PREFIX: &str = "spark_triage_recorder";
+
+families!(HEALTH, register_health_families for Metrics {
+    source_up => "source_up":
+        "1 when the source is connected, 0 when it retries or is forbidden",
+    last_list_age => "last_full_list_age_seconds":
+        "Seconds since the last complete LIST of the pods (+Inf before the first)",
+});
+
+families!(RECORDER, register_recorder_families for Metrics {
+    segments => "segments": "Segments in the directory (1 for a single-file recording)",
+    directory_bytes => "directory_bytes":
+        "Bytes of the directory's segments (a single-file recording's size)",
+    events => "events": "Source events recorded",
+    written_bytes => "written_bytes": "Bytes written (before compression)",
+    segments_opened => "segments_opened": "Segments opened by this run",
+    tables_rows => "tables_rows_written": "Rows written to the fleet tables (--tables)",
+    tables_failures => "tables_write_failures":
+        "Rounds of the fleet tables that failed (their rows stay queued)",
+    tables_queued => "tables_rows_queued": "Rows waiting to be written to the fleet tables",
+    apps => "apps": "Spark applications known",
+    executors => "executors": "Executors known (ended ones included)",
+    auth_refused => "auth_refused_in_a_row":
+        "Requests refused by the API server (HTTP 401) since the last one it accepted",
+    credential_fetches => "credential_fetches":
+        "Times the credentials were fetched again (exec plugin run, token file read)",
+});
+
 /// What `/metrics` shows; the recorder loop updates it every second.
 #[derive(Default)]
 pub(crate) struct Metrics {
@@ -80,7 +109,7 @@ impl Metrics {
         m.registry
             .register_collector(Box::new(super::process::Process));
         m.register_recorder();
-        m.register_health("spark_triage_recorder");
+        m.register_health(RECORDER_PREFIX);
         m.verdicts.register(&mut m.registry);
         Arc::new(m)
     }
@@ -113,84 +142,17 @@ impl Metrics {
 
     /// The sources' health and the last complete LIST's age, under `prefix`.
     fn register_health(&mut self, p: &str) {
-        let r = &mut self.registry;
-        r.register(
-            format!("{p}_source_up"),
-            "1 when the source is connected, 0 when it retries or is forbidden",
-            self.source_up.clone(),
-        );
-        r.register(
-            format!("{p}_last_full_list_age_seconds"),
-            "Seconds since the last complete LIST of the pods (+Inf before the first)",
-            self.last_list_age.clone(),
-        );
+        let mut r = std::mem::take(&mut self.registry);
+        self.register_health_families(&mut r, p);
+        self.registry = r;
         self.last_list_age.set(f64::INFINITY);
     }
 
+    /// The recorder's own figures, under `spark_triage_recorder`.
     fn register_recorder(&mut self) {
-        let m = self;
-        let r = &mut m.registry;
-        let p = "spark_triage_recorder";
-        r.register(
-            format!("{p}_segments"),
-            "Segments in the directory (1 for a single-file recording)",
-            m.segments.clone(),
-        );
-        r.register(
-            format!("{p}_directory_bytes"),
-            "Bytes of the directory's segments (a single-file recording's size)",
-            m.directory_bytes.clone(),
-        );
-        r.register(
-            format!("{p}_events"),
-            "Source events recorded",
-            m.events.clone(),
-        );
-        r.register(
-            format!("{p}_written_bytes"),
-            "Bytes written (before compression)",
-            m.written_bytes.clone(),
-        );
-        r.register(
-            format!("{p}_segments_opened"),
-            "Segments opened by this run",
-            m.segments_opened.clone(),
-        );
-        r.register(
-            format!("{p}_tables_rows_written"),
-            "Rows written to the fleet tables (--tables)",
-            m.tables_rows.clone(),
-        );
-        r.register(
-            format!("{p}_tables_write_failures"),
-            "Rounds of the fleet tables that failed (their rows stay queued)",
-            m.tables_failures.clone(),
-        );
-        r.register(
-            format!("{p}_tables_rows_queued"),
-            "Rows waiting to be written to the fleet tables",
-            m.tables_queued.clone(),
-        );
-        r.register(
-            format!("{p}_apps"),
-            "Spark applications known",
-            m.apps.clone(),
-        );
-        r.register(
-            format!("{p}_executors"),
-            "Executors known (ended ones included)",
-            m.executors.clone(),
-        );
-        r.register(
-            format!("{p}_auth_refused_in_a_row"),
-            "Requests refused by the API server (HTTP 401) since the last one it accepted",
-            m.auth_refused.clone(),
-        );
-        r.register(
-            format!("{p}_credential_fetches"),
-            "Times the credentials were fetched again (exec plugin run, token file read)",
-            m.credential_fetches.clone(),
-        );
+        let mut r = std::mem::take(&mut self.registry);
+        self.register_recorder_families(&mut r, RECORDER_PREFIX);
+        self.registry = r;
     }
 
     /// The credentials whose refusals `/healthz` reports.

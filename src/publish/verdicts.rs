@@ -74,6 +74,32 @@ struct CauseLabels {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
+/// The prefix of the verdicts' families.
+pub(crate) const PREFIX: &str = "spark_triage";
+
+families!(FAMILIES, register_families for Verdicts {
+    endings => "executor_endings":
+        "Executors seen ending, by the cause of their verdict (a finding's code) and its severity",
+    counted => "app_failures_counted":
+        "Executor failures Spark counted toward spark.executor.maxNumFailures",
+    allowed => "app_failures_allowed":
+        "Spark's executor failure budget (spark.executor.maxNumFailures or its default); absent when Spark has none or it is not known",
+    missing => "app_executors_missing":
+        "Executors whose pods vanished from a full LIST with no deletion seen",
+    pending => "app_executors_pending":
+        "Pending executors by what holds them (a finding's code, or container-creating, pending)",
+    pending_oldest => "app_pending_oldest_seconds":
+        "How long the oldest pending executor has waited, by the cluster's clock",
+    severity => "app_verdict_severity": "The app verdict's severity: 0 info, 1 warn, 2 error",
+    runs => "app_runs":
+        "Runs of the app in view, by their driver's state (not-seen when no driver pod was seen)",
+    verdicts => "app_verdict":
+        "Runs of the app in view by their verdict's cause (a finding's code: driver-oom-killed, app-running…)",
+    executors => "app_executors": "Executors in view by Spark's state",
+    folded => "metrics_apps_folded":
+        "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
+});
+
 /// The verdict metrics; [`Verdicts::publish`] brings them up to a snapshot.
 #[derive(Default)]
 pub(crate) struct Verdicts {
@@ -149,62 +175,7 @@ struct AppSums {
 impl Verdicts {
     /// Registers the metrics (names, help texts, units: docs/metrics.md).
     pub fn register(&self, r: &mut Registry) {
-        let p = "spark_triage";
-        r.register(
-            format!("{p}_executor_endings"),
-            "Executors seen ending, by the cause of their verdict (a finding's code) and its severity",
-            self.endings.clone(),
-        );
-        r.register(
-            format!("{p}_app_failures_counted"),
-            "Executor failures Spark counted toward spark.executor.maxNumFailures",
-            self.counted.clone(),
-        );
-        r.register(
-            format!("{p}_app_failures_allowed"),
-            "Spark's executor failure budget (spark.executor.maxNumFailures or its default); absent when Spark has none or it is not known",
-            self.allowed.clone(),
-        );
-        r.register(
-            format!("{p}_app_executors_missing"),
-            "Executors whose pods vanished from a full LIST with no deletion seen",
-            self.missing.clone(),
-        );
-        r.register(
-            format!("{p}_app_executors_pending"),
-            "Pending executors by what holds them (a finding's code, or container-creating, pending)",
-            self.pending.clone(),
-        );
-        r.register(
-            format!("{p}_app_pending_oldest_seconds"),
-            "How long the oldest pending executor has waited, by the cluster's clock",
-            self.pending_oldest.clone(),
-        );
-        r.register(
-            format!("{p}_app_verdict_severity"),
-            "The app verdict's severity: 0 info, 1 warn, 2 error",
-            self.severity.clone(),
-        );
-        r.register(
-            format!("{p}_app_runs"),
-            "Runs of the app in view, by their driver's state (not-seen when no driver pod was seen)",
-            self.runs.clone(),
-        );
-        r.register(
-            format!("{p}_app_verdict"),
-            "Runs of the app in view by their verdict's cause (a finding's code: driver-oom-killed, app-running…)",
-            self.verdicts.clone(),
-        );
-        r.register(
-            format!("{p}_app_executors"),
-            "Executors in view by Spark's state",
-            self.executors.clone(),
-        );
-        r.register(
-            format!("{p}_metrics_apps_folded"),
-            "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
-            self.folded.clone(),
-        );
+        self.register_families(r, PREFIX);
     }
 
     /// The store was resumed from a recording: the endings it holds were counted by the run
