@@ -8,21 +8,18 @@ use super::*;
 use crate::text::human_duration;
 use crate::{
     classify::{ClassifyOptions, classify},
-    model::testing::{event, pod},
+    model::testing::{self, container_status as cs, event, merge, pod},
 };
 
 fn now() -> DateTime<Utc> {
     "2026-11-29T10:30:00Z".parse().unwrap()
 }
 
-fn cs(name: &str, state: Value) -> Value {
-    json!({"name": name, "image": "apache/spark:4.0.1", "imageID": "", "ready": false,
-           "restartCount": 0, "state": state})
-}
-
 fn term(code: i32, reason: &str) -> Value {
-    json!({"terminated": {"exitCode": code, "reason": reason,
-        "startedAt": "2026-11-29T10:00:00Z", "finishedAt": "2026-11-29T10:20:00Z"}})
+    merge(
+        testing::terminated(code, reason),
+        json!({"terminated": {"startedAt": "2026-11-29T10:00:00Z", "finishedAt": "2026-11-29T10:20:00Z"}}),
+    )
 }
 
 /// An executor pod: `status` is merged over a Running executor's.
@@ -30,28 +27,15 @@ fn executor(status: Value) -> ExecutorPod {
     executor_with(json!({}), status)
 }
 
+/// Executor 7 of `spark-abc` (`etl-1a2b-exec-7`, 4505Mi), Running since 10:00, with
+/// `meta_extra` and `status` merged over it.
 fn executor_with(meta_extra: Value, status: Value) -> ExecutorPod {
-    let mut meta = json!({"name": "etl-1a2b-exec-7", "uid": "uid-7",
-        "labels": {"spark-app-selector": "spark-abc", "spark-role": "executor", "spark-exec-id": "7"}});
-    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    let mut st = json!({"phase": "Running", "startTime": "2026-11-29T10:00:00Z"});
-    if let (Some(m), Some(extra)) = (st.as_object_mut(), status.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    pod(json!({
-        "metadata": meta,
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor",
-            "image": "apache/spark:4.0.1",
-            "resources": {"requests": {"cpu": "1", "memory": "4505Mi"}, "limits": {"memory": "4505Mi"}},
-            "env": [{"name": "SPARK_EXECUTOR_ID", "value": "7"}]}]},
-        "status": st
-    }))
+    testing::executor(7)
+        .name("etl-1a2b-exec-7")
+        .meta(meta_extra)
+        .status(json!({"startTime": "2026-11-29T10:00:00Z"}))
+        .status(status)
+        .build()
 }
 
 fn run(p: &ExecutorPod, events: &[PodEvent]) -> Vec<Finding> {
@@ -150,7 +134,7 @@ fn container_oom_killed() {
 
 #[test]
 fn container_oom_killed_in_last_state() {
-    let mut status = cs("spark-kubernetes-executor", json!({"running": {}}));
+    let mut status = cs("spark-kubernetes-executor", testing::running());
     status["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled"}});
     status["restartCount"] = json!(1);
     let f = run(&executor(json!({"containerStatuses": [status]})), &[]);
@@ -344,19 +328,18 @@ fn deleted_with_a_finalizer_long_past_grace_is_a_warning() {
     );
 }
 
+/// Executor 12 (`etl-1a2b-exec-12`, created at 10:00, image from a private registry, no
+/// resources), Pending, with `status_extra` merged over it.
 fn pending(status_extra: Value) -> ExecutorPod {
-    let mut st = json!({"phase": "Pending"});
-    if let (Some(m), Some(extra)) = (st.as_object_mut(), status_extra.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    pod(json!({
-        "metadata": {"name": "etl-1a2b-exec-12", "uid": "uid-12", "creationTimestamp": "2026-11-29T10:00:00Z",
-            "labels": {"spark-app-selector": "spark-abc", "spark-role": "executor", "spark-exec-id": "12"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor", "image": "registry.example.com/spark:4.0.1"}]},
-        "status": st
-    }))
+    testing::executor(12)
+        .name("etl-1a2b-exec-12")
+        .meta(json!({"creationTimestamp": "2026-11-29T10:00:00Z"}))
+        .container(
+            json!({"image": "registry.example.com/spark:4.0.1", "resources": null, "env": null}),
+        )
+        .status(json!({"phase": "Pending"}))
+        .status(status_extra)
+        .build()
 }
 
 #[test]
@@ -523,7 +506,7 @@ fn container_creating_stuck_only_after_the_threshold() {
 #[test]
 fn sidecar_failed_fails_the_pod_under_spark_4_defaults() {
     let mut p = executor(json!({"containerStatuses": [
-        cs("spark-kubernetes-executor", json!({"running": {}})),
+        cs("spark-kubernetes-executor", testing::running()),
         cs("fluent-bit", term(1, "Error"))]}));
     p.containers.push(crate::model::ContainerSpec {
         name: "fluent-bit".into(),
@@ -554,7 +537,7 @@ fn renamed_executor(code: i32) -> ExecutorPod {
             {"name": "istio-proxy"}]},
         "status": {"phase": "Running", "containerStatuses": [
             cs("executor", term(code, if code == 0 { "Completed" } else { "Error" })),
-            cs("istio-proxy", json!({"running": {}}))]}
+            cs("istio-proxy", testing::running())]}
     }))
 }
 

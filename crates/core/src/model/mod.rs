@@ -26,26 +26,4 @@ pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;
 
 #[doc(hidden)]
-pub mod testing {
-    //! Builders for tests (this crate's and the product's): real `Pod` JSON through the
-    //! real projection. Not part of the API.
-
-    use super::{ExecutorPod, PodEvent};
-
-    /// Projects a Pod written as JSON (`metadata.namespace` defaults to `spark-jobs`).
-    pub fn pod(mut v: serde_json::Value) -> ExecutorPod {
-        if v["metadata"].get("namespace").is_none() {
-            v["metadata"]["namespace"] = "spark-jobs".into();
-        }
-        let pod: k8s_openapi::api::core::v1::Pod =
-            serde_json::from_value(v).expect("test pod must be a valid Pod");
-        ExecutorPod::from_pod(&pod)
-    }
-
-    /// Projects a core/v1 Event written as JSON.
-    pub fn event(v: serde_json::Value) -> PodEvent {
-        let e: k8s_openapi::api::core::v1::Event =
-            serde_json::from_value(v).expect("test event must be a valid Event");
-        PodEvent::from_core(&e)
-    }
-}
+pub mod testing;

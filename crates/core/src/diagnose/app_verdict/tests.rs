@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::testing::{event, pod};
+use crate::model::testing::{self, container_status, event, merge, pod};
 
 fn at(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
@@ -15,35 +15,40 @@ fn now() -> DateTime<Utc> {
     at("2026-11-29T10:30:00Z")
 }
 
+/// The driver of `spark-abc` on Spark 3.4.1 (`etl-driver`, 1408Mi, created at 10:00, on
+/// node-a), with this `status` and `meta_extra` merged over it.
 fn driver(status: Value, meta_extra: Value) -> ExecutorPod {
-    let mut meta = json!({"name": "etl-driver", "uid": "uid-driver",
-        "creationTimestamp": "2026-11-29T10:00:00Z",
-        "labels": {"spark-app-selector": "spark-abc", "spark-role": "driver", "spark-version": "3.4.1"}});
-    if let (Some(m), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    pod(json!({
-        "metadata": meta,
-        "spec": {"restartPolicy": "Never", "nodeName": "node-a", "containers": [{"name": "spark-kubernetes-driver",
-            "image": "apache/spark:3.4.1",
-            "resources": {"requests": {"cpu": "1", "memory": "1408Mi"}, "limits": {"memory": "1408Mi"}}}]},
-        "status": status
-    }))
+    testing::driver()
+        .meta(json!({"creationTimestamp": "2026-11-29T10:00:00Z", "labels": {"spark-version": "3.4.1"}}))
+        .spec(json!({"nodeName": "node-a"}))
+        .container(json!({"image": "apache/spark:3.4.1"}))
+        .meta(meta_extra)
+        .status(status)
+        .build()
+}
+
+/// The driver container's status (apache/spark:3.4.1) in `state`, with `extra` merged over it.
+fn driver_status(state: Value, extra: Value) -> Value {
+    merge(
+        container_status("spark-kubernetes-driver", state),
+        merge(json!({"image": "apache/spark:3.4.1"}), extra),
+    )
 }
 
 fn terminated(code: i32, reason: &str, restarts: i32) -> Value {
+    let state = merge(
+        testing::terminated(code, reason),
+        json!({"terminated": {"startedAt": "2026-11-29T10:00:05Z", "finishedAt": "2026-11-29T10:20:00Z"}}),
+    );
     json!({"phase": if code == 0 { "Succeeded" } else { "Failed" }, "containerStatuses": [
-        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.1", "imageID": "", "ready": false,
-         "restartCount": restarts, "state": {"terminated": {"exitCode": code, "reason": reason,
-            "startedAt": "2026-11-29T10:00:05Z", "finishedAt": "2026-11-29T10:20:00Z"}}}]})
+        driver_status(state, json!({"restartCount": restarts}))]})
 }
 
 fn running() -> Value {
-    json!({"phase": "Running", "containerStatuses": [
-        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.1", "imageID": "", "ready": true,
-         "restartCount": 0, "state": {"running": {"startedAt": "2026-11-29T10:00:05Z"}}}]})
+    json!({"phase": "Running", "containerStatuses": [driver_status(
+        json!({"running": {"startedAt": "2026-11-29T10:00:05Z"}}),
+        json!({"ready": true}),
+    )]})
 }
 
 fn evidence<'a>(p: &'a ExecutorPod, events: &'a [PodEvent]) -> DriverEvidence<'a> {
@@ -335,9 +340,10 @@ fn a_pending_driver_says_why_with_driver_settings() {
     assert!(!c.scheduling.is_empty());
     assert!(v.end.is_none());
     // An image pull.
-    let status = json!({"phase": "Pending", "containerStatuses": [
-        {"name": "spark-kubernetes-driver", "image": "apache/spark:3.4.9", "imageID": "", "ready": false,
-         "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"apache/spark:3.4.9\""}}}]});
+    let status = json!({"phase": "Pending", "containerStatuses": [driver_status(
+        json!({"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"apache/spark:3.4.9\""}}),
+        json!({"image": "apache/spark:3.4.9"}),
+    )]});
     let p = driver(status, json!({}));
     let v = verdict_of(evidence(&p, &[]), &[]);
     assert_eq!(v.cause().code, Code::DriverPending);

@@ -8,7 +8,10 @@ use super::super::{Code, Finding, Severity, Witness, diagnose_in};
 use super::GroupIndex;
 use crate::{
     classify::{ClassifyOptions, classify},
-    model::{ExecutorPod, GroupKind, PodEvent, SchedGroup, testing::event},
+    model::{
+        ExecutorPod, GroupKind, PodEvent, SchedGroup,
+        testing::{self, event},
+    },
 };
 
 fn now() -> DateTime<Utc> {
@@ -16,35 +19,24 @@ fn now() -> DateTime<Utc> {
 }
 
 /// A pending pod (through the wire projection, which reads fields newer than the typed
-/// client's API level, such as `spec.workloadRef`).
+/// client's API level, such as `spec.workloadRef`): `etl-{role}` (the executor is number 3),
+/// created at 10:00, asking 4505Mi with no limit.
 fn pod_of(role: &str, meta_extra: Value, spec_extra: Value, status: Value) -> ExecutorPod {
-    let mut meta = json!({"name": format!("etl-{role}"), "namespace": "spark-jobs", "uid": format!("uid-{role}"),
-        "creationTimestamp": "2026-11-29T10:00:00Z",
-        "labels": {"spark-app-selector": "spark-abc", "spark-role": role}});
-    if role == "executor" {
-        meta["labels"]["spark-exec-id"] = json!("3");
-    }
-    merge(&mut meta, meta_extra);
-    let mut spec = json!({"restartPolicy": "Never",
-        "containers": [{"name": format!("spark-kubernetes-{role}"), "image": "apache/spark:4.0.1",
-            "resources": {"requests": {"cpu": "1", "memory": "4505Mi"}}}]});
-    merge(&mut spec, spec_extra);
-    let mut st = json!({"phase": "Pending"});
-    merge(&mut st, status);
-    ExecutorPod::from_value(&json!({"metadata": meta, "spec": spec, "status": st})).unwrap()
-}
-
-fn merge(into: &mut Value, extra: Value) {
-    if let (Some(m), Value::Object(extra)) = (into.as_object_mut(), extra) {
-        for (k, v) in extra {
-            match (m.get_mut(&k), v) {
-                (Some(Value::Object(a)), Value::Object(b)) => a.extend(b),
-                (_, v) => {
-                    m.insert(k, v);
-                }
-            }
-        }
-    }
+    let base = match role {
+        "executor" => testing::executor(3)
+            .name("etl-executor")
+            .uid("uid-executor"),
+        "driver" => testing::driver(),
+        _ => panic!("no role {role}"),
+    };
+    base.meta(json!({"creationTimestamp": "2026-11-29T10:00:00Z"}))
+        .container(json!({"image": "apache/spark:4.0.1", "env": null,
+            "resources": {"requests": {"cpu": "1", "memory": "4505Mi"}, "limits": null}}))
+        .meta(meta_extra)
+        .spec(spec_extra)
+        .status(json!({"phase": "Pending"}))
+        .status(status)
+        .build_wire()
 }
 
 fn run(p: &ExecutorPod, events: &[PodEvent], groups: &GroupIndex) -> Vec<Finding> {

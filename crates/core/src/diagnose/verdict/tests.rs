@@ -5,7 +5,7 @@ use super::*;
 use crate::model::{
     DriverExecutor,
     driver::PeakMemory,
-    testing::{event, pod},
+    testing::{self, PodBuilder, container_status, event, merge},
 };
 
 fn t(s: i64) -> Time {
@@ -19,25 +19,24 @@ fn ts(s: i64) -> String {
     t(s).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// Executor `id` of `spark-1` on Spark `version` (`etl-exec-{id}`, no uid, a 4505Mi limit
+/// and nothing else in its container's spec).
+fn exec(id: i64, version: &str) -> PodBuilder {
+    testing::executor(id)
+        .app("spark-1")
+        .meta(json!({"uid": null, "labels": {"spark-version": version}}))
+        .container(json!({"image": null, "env": null, "resources": {"requests": null}}))
+}
+
 fn executor(id: i64, phase: &str, state: Value, extra_meta: Value, version: &str) -> ExecutorPod {
-    let mut meta = json!({
-        "name": format!("etl-exec-{id}"), "namespace": "spark-jobs",
-        "labels": {"spark-app-selector": "spark-1", "spark-role": "executor",
-                   "spark-exec-id": id.to_string(), "spark-version": version}
-    });
-    if let Value::Object(m) = extra_meta {
-        for (k, v) in m {
-            meta[k] = v;
-        }
-    }
-    pod(json!({
-        "metadata": meta,
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor",
-                 "resources": {"limits": {"memory": "4505Mi"}}}]},
-        "status": {"phase": phase, "containerStatuses": [{
-            "name": "spark-kubernetes-executor", "image": "apache/spark:4.0.1", "imageID": "",
-            "ready": phase == "Running", "restartCount": 0, "state": state}]}
-    }))
+    let status = merge(
+        container_status("spark-kubernetes-executor", state),
+        json!({"ready": phase == "Running"}),
+    );
+    exec(id, version)
+        .meta(extra_meta)
+        .status(json!({"phase": phase, "containerStatuses": [status]}))
+        .build()
 }
 
 fn running(id: i64) -> ExecutorPod {
@@ -434,17 +433,13 @@ fn a_pod_gone_while_creating_is_not_stuck_for_longer_than_it_was_seen() {
     // Scheduled at -50 s, last seen ContainerCreating, vanished at 20 s (70 s of waiting,
     // under the 120 s of `container-creating-stuck`); the driver says 137 OOMKilled. At the
     // verdict's 100 s the pod would have "waited" 150 s had it not gone.
-    let last = pod(json!({
-        "metadata": {"name": "etl-exec-7", "namespace": "spark-jobs",
-            "labels": {"spark-app-selector": "spark-1", "spark-role": "executor",
-                       "spark-exec-id": "7", "spark-version": "4.0.1"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},
-        "status": {"phase": "Pending",
+    let last = exec(7, "4.0.1")
+        .container(json!({"resources": null}))
+        .status(json!({"phase": "Pending",
             "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(-50)}],
-            "containerStatuses": [{"name": "spark-kubernetes-executor", "image": "apache/spark:4.0.1",
-                "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"waiting": {"reason": "ContainerCreating"}}}]}
-    }));
+            "containerStatuses": [container_status("spark-kubernetes-executor",
+                json!({"waiting": {"reason": "ContainerCreating"}}))]}))
+        .build();
     let missing = super::super::missing(Some(11), Some(40), "lost");
     let driver = removed(7, OOM_REASON);
     let v = Case {
