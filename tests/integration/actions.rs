@@ -5,9 +5,8 @@ use std::process::Stdio;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt, api::ListParams};
 use spark_triage_sim::SimHandle;
-use tokio::process::Command;
 
-use super::common::{client, eventually, phase, start_sim, start_sim_with};
+use super::common::{client, eventually, phase, start_sim, start_sim_with, triage};
 
 #[derive(Debug)]
 pub(super) struct Run {
@@ -16,16 +15,14 @@ pub(super) struct Run {
     pub(super) err: String,
 }
 
-pub(super) async fn triage(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
-    let out = super::common::bin()
-        .args(args)
+/// The binary on the simulator (`--kubeconfig` its), logging its actions to `log`.
+pub(super) async fn act_on(sim: &SimHandle, args: &[&str], log: &std::path::Path) -> Run {
+    let (code, out, err) = triage(args)
         .arg("--kubeconfig")
         .arg(&sim.kubeconfig)
         .env("SPARK_TRIAGE_ACTIONS_LOG", log)
-        .output()
-        .await
-        .expect("run");
-    let (code, out, err) = super::common::outcome(&out);
+        .run()
+        .await;
     Run { code, out, err }
 }
 
@@ -86,7 +83,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
         "99",
         "--yes",
     ];
-    let r = triage(&sim, &args, &log).await;
+    let r = act_on(&sim, &args, &log).await;
     assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.err
@@ -96,7 +93,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     );
 
     // --state pending --older-than: exactly the two pending executors, nothing deleted.
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "kill",
@@ -135,7 +132,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     );
 
     // Not on a terminal and no --yes: refuse.
-    let r = triage(
+    let r = act_on(
         &sim,
         &["kill", "-n", "spark-jobs", "--app", "etl-nightly", "1"],
         &log,
@@ -149,7 +146,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
         r.err
     );
     // --readonly: refuse, nothing sent.
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "kill",
@@ -175,11 +172,10 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
 
     // Another view of the cluster watching while the kill is made (a recorder, a colleague's
     // terminal): it must say the kill was the tool's, not an incident.
-    let watcher = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["status", "-n", "spark-jobs", "-o", "json", "--for", "12s"])
+    let watcher = triage(&["status", "-n", "spark-jobs", "-o", "json", "--for", "12s"])
         .arg("--kubeconfig")
         .arg(&sim.kubeconfig)
-        .stdin(Stdio::null())
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -187,7 +183,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
         .expect("status starts");
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     // The real thing: executor 1 goes, the Spark-like driver replaces it with id 14.
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "kill",
@@ -257,7 +253,7 @@ async fn kill_dry_run_selection_refusals_and_a_real_kill() {
     let later = |log: std::path::PathBuf| {
         let sim = &sim;
         async move {
-            let r = triage(sim, &["status", "-n", "spark-jobs", "-o", "json"], &log).await;
+            let r = act_on(sim, &["status", "-n", "spark-jobs", "-o", "json"], &log).await;
             assert_eq!(r.code, 0, "{}", r.err);
             let doc: serde_json::Value = serde_json::from_str(&r.out).expect("JSON");
             let etl = super::common::app(&doc, "etl-nightly").clone();
@@ -306,7 +302,7 @@ async fn deny_fault_names_the_missing_permission() {
         (!executors(&pods, "etl-nightly").await.is_empty()).then_some(())
     })
     .await;
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "kill",
@@ -325,7 +321,7 @@ async fn deny_fault_names_the_missing_permission() {
         r.err.trim(),
         "spark-triage: missing permission: delete pods in namespace spark-jobs"
     );
-    let r = triage(
+    let r = act_on(
         &sim,
         &["hold", "-n", "spark-jobs", "--app", "etl-nightly", "on"],
         &log,
@@ -370,7 +366,7 @@ async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_relea
         (e.len() == 2 && e.iter().all(|(_, p)| phase(p) == "Running")).then(|| e[1].1.name_any())
     })
     .await;
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "hold",
@@ -439,7 +435,7 @@ async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_relea
             .contains_key("spark-triage.dev/hold-expires")
     );
     // Release: the pod goes.
-    let r = triage(
+    let r = act_on(
         &sim,
         &["release", "-n", "spark-jobs", "--app", "held-app"],
         &log,
@@ -463,7 +459,7 @@ async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_relea
     );
 
     // An expired hold is released by a second instance; a live one is not.
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "hold",
@@ -480,7 +476,7 @@ async fn hold_keeps_a_failed_executor_until_released_and_expired_holds_are_relea
     .await;
     assert_eq!(r.code, 0, "{}", r.err);
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let r = triage(&sim, &["release", "-n", "spark-jobs", "--expired"], &log).await;
+    let r = act_on(&sim, &["release", "-n", "spark-jobs", "--expired"], &log).await;
     assert_eq!(r.code, 0, "{}", r.err);
     assert!(r.out.starts_with("released 2 pod(s)"), "{}", r.out);
     let e = executors(&pods, "held-app").await;
@@ -524,7 +520,7 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         .create(&kube::api::PostParams::default(), &forged)
         .await
         .unwrap();
-    let r = triage(
+    let r = act_on(
         &sim,
         &["kill", "--app", "adhoc-analysis", "1", "-A", "--yes"],
         &log,
@@ -565,7 +561,7 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         "default",
         "--yes",
     ];
-    let r = triage(&sim, &only_forged, &log).await;
+    let r = act_on(&sim, &only_forged, &log).await;
     assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.err
@@ -574,7 +570,7 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
         r.err
     );
     let forced = [&only_forged[..], &["--force-unowned"]].concat();
-    let r = triage(&sim, &forced, &log).await;
+    let r = act_on(&sim, &forced, &log).await;
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     assert!(
         r.out.contains("deleted default/important-database-0"),
@@ -604,7 +600,7 @@ async fn hold_of_an_ended_app_is_refused_and_exits_1() {
     );
     pods.create(&PostParams::default(), &exec).await.unwrap();
     wait_running(&pods, "orphan-exec-1").await;
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "hold", "-n", "default", "--app", "orphan", "on", "--ttl", "1h",

@@ -91,7 +91,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
                     "--poll-interval",
                     "2s",
                 ];
-                let (code, _, err) = triage(&args).await;
+                let (code, _, err) = triage(&args).run().await;
                 assert_eq!(code, 0, "{name}: {err}");
                 (name, file)
             });
@@ -118,7 +118,9 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
         update(&mut app, Msg::Sources(rec.events.clone()));
         // `status` replays the recording in its own process.
         let f = file.display().to_string();
-        let (code, out, err) = triage(&["status", "--recording", &f, "-o", "json"]).await;
+        let (code, out, err) = triage(&["status", "--recording", &f, "-o", "json"])
+            .run()
+            .await;
         assert_eq!(code, 0, "{name}: {err}");
         let status: serde_json::Value = serde_json::from_str(&out).unwrap();
         let now = app.store().view().now.unwrap_or_default();

@@ -12,7 +12,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::actions::{temp_log, triage, writes};
+use super::actions::{act_on, temp_log, writes};
 use super::common::{app, client, eventually, phase, start_sim, status_json};
 
 /// The running executors of an app, by id, from its pods' labels.
@@ -156,7 +156,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
 
     // kill follows the chain (pod → StatefulSet → driver) and says who recreates the pod.
     let (victim_id, victim) = sts[0].clone();
-    let r = triage(
+    let r = act_on(
         &sim,
         &[
             "kill",
@@ -282,7 +282,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         let before = writes(&sim).len();
         let id = id.to_string();
         let args = ["kill", "--app", "sts-etl", &id, "-n", "spark-jobs", "--yes"];
-        let r = triage(&sim, &args, &log).await;
+        let r = act_on(&sim, &args, &log).await;
         assert_eq!(r.code, 1, "{}{}", r.out, r.err);
         assert!(r.out.contains(&why), "executor {id}: {}{}", r.out, r.err);
         let after = &writes(&sim)[before..];
@@ -294,7 +294,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
 
     // hold says what it costs a StatefulSet's app and refuses the forged pod at the write
     // (the app's own pods are held all the same); a ReplicaSet's pods cost nothing.
-    let r = triage(
+    let r = act_on(
         &sim,
         &["hold", "--app", "sts-etl", "-n", "spark-jobs", "on"],
         &log,
@@ -317,7 +317,7 @@ async fn statefulset_and_deployment_executors_are_judged_killed_and_held_through
         finalizers(jobs.get(&victim.name_any()).await.unwrap()),
         vec!["spark-triage.dev/hold".to_owned()]
     );
-    let r = triage(
+    let r = act_on(
         &sim,
         &["hold", "--app", "deploy-etl", "-n", "spark-jobs", "on"],
         &log,
@@ -355,7 +355,7 @@ async fn a_forbidden_controller_refuses_its_pods_only() {
         "spark-jobs",
         "--yes",
     ];
-    let r = triage(&sim, &args, &log).await;
+    let r = act_on(&sim, &args, &log).await;
     assert_eq!(r.code, 1, "{}{}", r.out, r.err);
     assert!(
         r.out
@@ -372,7 +372,7 @@ async fn a_forbidden_controller_refuses_its_pods_only() {
         "spark-jobs",
         "--yes",
     ];
-    let r = triage(&sim, &args, &log).await;
+    let r = act_on(&sim, &args, &log).await;
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
     assert!(
         r.out.contains("creates a replacement pod at once"),

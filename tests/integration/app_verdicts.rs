@@ -77,7 +77,8 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
         "2s",
         "--no-driver-api",
     ];
-    let ((code, out, err), (rc, _, rerr)) = tokio::join!(triage(&live_args), triage(&rec_args));
+    let ((code, out, err), (rc, _, rerr)) =
+        tokio::join!(triage(&live_args).run(), triage(&rec_args).run());
     assert_eq!(rc, 0, "{rerr}");
     // --exit-code: the apps' verdicts are errors (3: the command itself worked).
     assert_eq!(code, 3, "{err}");
@@ -152,9 +153,11 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
     );
 
     // The same verdicts from the recording, by status and by report.
-    let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"]).await;
+    let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(sc, 0, "{serr}");
-    let (pc, pout, perr) = triage(&["report", &file_s, "-o", "json"]).await;
+    let (pc, pout, perr) = triage(&["report", &file_s, "-o", "json"]).run().await;
     assert_eq!(pc, 0, "{perr}");
     let replayed: Value = serde_json::from_str(&sout).unwrap();
     let report: Value = serde_json::from_str(&pout).unwrap();
@@ -162,7 +165,7 @@ async fn drivers_that_oom_wait_are_deleted_evicted_or_finish() {
     assert_eq!(causes(&report), causes(&doc));
     // The report's first lines are the verdict; no executor that ended with its driver is a
     // failure there.
-    let (_, md, _) = triage(&["report", &file_s]).await;
+    let (_, md, _) = triage(&["report", &file_s]).run().await;
     assert!(
         md.contains("**Verdict: driver OOMKilled (137)** (`driver-oom-killed`, error)"),
         "{md}"
@@ -194,6 +197,7 @@ async fn a_dynamic_allocation_scale_down_is_not_a_failure() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "no error anywhere: {err}\n{out}");
     let doc: Value = serde_json::from_str(&out).expect("JSON");
@@ -249,6 +253,7 @@ async fn a_kill_by_the_driver_without_dynamic_allocation_is_not_a_scale_down() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     let a = app(&doc, "elastic-etl");
@@ -306,6 +311,7 @@ async fn a_node_that_keeps_evicting_a_preemptor_and_risky_settings_are_named() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     let supporting = |a: &Value| -> Vec<(String, String)> {
@@ -407,6 +413,7 @@ async fn gates_gangs_queues_and_a_silent_scheduler_each_name_who_holds_the_app()
         "-o",
         "json",
     ])
+    .run()
     .await;
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     let verdict = |name: &str| app(&doc, name)["verdict"].clone();
@@ -498,6 +505,7 @@ async fn forbidden_group_objects_are_said_once_and_unknown_in_the_verdicts() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     let problems = doc["problems"].as_array().unwrap();
@@ -551,7 +559,7 @@ async fn an_unreadable_driver_configmap_is_said_and_the_verdicts_stand() {
         "-o",
         "json",
     ];
-    let (code, out, err) = triage(&args).await;
+    let (code, out, err) = triage(&args).run().await;
     assert_eq!(code, 0, "{err}");
     let said =
         "driver config: forbidden (missing permission: get configmaps in namespace spark-jobs)";

@@ -8,11 +8,11 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
     super::common::outcome(&cmd.stdin(Stdio::null()).output().unwrap())
 }
 
-use super::common::triage_blocking as triage;
+use super::common::triage;
 
 /// The long and short flags a command's `--help` lists.
 fn flags(cmd: &[&str]) -> Vec<String> {
-    let (code, out, err) = triage(&[cmd, &["--help"]].concat());
+    let (code, out, err) = triage(&[cmd, &["--help"]].concat()).run_blocking();
     assert_eq!(code, 0, "{cmd:?} --help: {err}");
     out.lines()
         .filter_map(|l| {
@@ -43,7 +43,7 @@ const WATCH: &[&str] = &[
 
 #[test]
 fn explain_with_a_live_flag_is_a_usage_error() {
-    let (code, _, err) = triage(&["explain", "-", "--record", "x.rec"]);
+    let (code, _, err) = triage(&["explain", "-", "--record", "x.rec"]).run_blocking();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unexpected argument '--record'"), "{err}");
     assert!(!std::path::Path::new("x.rec").exists());
@@ -64,7 +64,7 @@ fn commands_without_a_cluster_reject_cluster_and_watch_flags() {
             &["--readonly"],
         ] {
             let args = [cmd, flag].concat();
-            let (code, _, err) = triage(&args);
+            let (code, _, err) = triage(&args).run_blocking();
             assert_eq!(code, 2, "{args:?} must be a usage error: {err}");
             assert!(err.contains("unexpected argument"), "{args:?}: {err}");
         }
@@ -139,7 +139,7 @@ fn each_command_lists_the_groups_it_uses() {
 /// command does not take says which commands do.
 #[test]
 fn cluster_flags_before_the_command_are_the_command_s() {
-    let (code, _, err) = triage(&["-n", "spark-jobs", "report", "x.rec"]);
+    let (code, _, err) = triage(&["-n", "spark-jobs", "report", "x.rec"]).run_blocking();
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--namespace is not a flag of `report`; it applies to the live view (no command) and to: "),
@@ -271,7 +271,7 @@ async fn tab_completes_contexts_namespaces_apps_and_scenarios_from_the_cluster()
 )]
 fn zsh_and_fish_register_dynamic_completion() {
     for (shell, check) in [("zsh", "zsh -n"), ("fish", "fish --no-execute")] {
-        let (code, out, err) = triage(&["completions", shell]);
+        let (code, out, err) = triage(&["completions", shell]).run_blocking();
         assert_eq!(code, 0, "{err}");
         assert!(
             out.contains("COMPLETE=") || out.contains("COMPLETE=\"") || out.contains("COMPLETE"),
@@ -320,7 +320,7 @@ fn kubectl_plugin_completion_answers_in_cobra_s_format() {
 )]
 fn man_writes_one_page_per_command_that_man_renders() {
     let dir = std::env::temp_dir().join(format!("spark-triage-man-{}", std::process::id()));
-    let (code, out, err) = triage(&["man", "--out", dir.to_str().unwrap()]);
+    let (code, out, err) = triage(&["man", "--out", dir.to_str().unwrap()]).run_blocking();
     assert_eq!(code, 0, "{err}");
     let pages: Vec<&str> = out.lines().collect();
     for cmd in [
@@ -363,14 +363,16 @@ const SESSION: &str = concat!(
 
 #[test]
 fn status_yaml_is_the_json_document_and_name_lists_the_pods_that_exist() {
-    let (code, json, err) = triage(&["status", "--recording", SESSION, "-o", "json"]);
+    let (code, json, err) =
+        triage(&["status", "--recording", SESSION, "-o", "json"]).run_blocking();
     assert_eq!(code, 0, "{err}");
-    let (code, yaml, err) = triage(&["status", "--recording", SESSION, "-o", "yaml"]);
+    let (code, yaml, err) =
+        triage(&["status", "--recording", SESSION, "-o", "yaml"]).run_blocking();
     assert_eq!(code, 0, "{err}");
     let from_json: serde_json::Value = serde_json::from_str(&json).unwrap();
     let from_yaml: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(from_yaml, from_json);
-    let (code, names, _) = triage(&["status", "--recording", SESSION, "-o", "name"]);
+    let (code, names, _) = triage(&["status", "--recording", SESSION, "-o", "name"]).run_blocking();
     assert_eq!(code, 0);
     let present: Vec<String> = from_json["apps"]
         .as_array()
@@ -386,7 +388,7 @@ fn status_yaml_is_the_json_document_and_name_lists_the_pods_that_exist() {
 
 #[test]
 fn status_exit_code_is_3_when_an_executor_s_verdict_is_an_error() {
-    let (code, out, _) = triage(&["status", "--recording", SESSION, "--exit-code"]);
+    let (code, out, _) = triage(&["status", "--recording", SESSION, "--exit-code"]).run_blocking();
     assert_eq!(code, 3, "etl-nightly has OOM-killed executors: {out}");
     assert!(out.contains("etl-nightly"), "the table is printed as usual");
     let (code, _, err) = triage(&[
@@ -396,9 +398,10 @@ fn status_exit_code_is_3_when_an_executor_s_verdict_is_an_error() {
         "--exit-code",
         "--app",
         "adhoc-analysis",
-    ]);
+    ])
+    .run_blocking();
     assert_eq!(code, 0, "adhoc-analysis has warnings only: {err}");
-    let (code, _, _) = triage(&["status", "--recording", SESSION]);
+    let (code, _, _) = triage(&["status", "--recording", SESSION]).run_blocking();
     assert_eq!(code, 0, "without --exit-code, findings are not a failure");
 }
 
@@ -423,7 +426,8 @@ fn an_unknown_context_lists_the_contexts_there_are() {
         kc.to_str().unwrap(),
         "--context",
         "nosuch",
-    ]);
+    ])
+    .run_blocking();
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("no context \"nosuch\" in the kubeconfig; it has: dev, prod"),
@@ -451,7 +455,7 @@ fn output_names_are_one_set_across_commands() {
             "table, wide, json, yaml, name",
         ),
     ] {
-        let (code, _, err) = triage(&args);
+        let (code, _, err) = triage(&args).run_blocking();
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(
             err.contains(&format!("[possible values: {list}]")),
@@ -464,9 +468,9 @@ fn output_names_are_one_set_across_commands() {
         vec!["explain", pod],
         vec!["status", "--recording", rec],
     ] {
-        let (code, yaml, err) = triage(&[args.clone(), vec!["-o", "yaml"]].concat());
+        let (code, yaml, err) = triage(&[args.clone(), vec!["-o", "yaml"]].concat()).run_blocking();
         assert_eq!(code, 0, "{args:?} -o yaml: {err}");
-        let (code, json, err) = triage(&[args.clone(), vec!["-o", "json"]].concat());
+        let (code, json, err) = triage(&[args.clone(), vec!["-o", "json"]].concat()).run_blocking();
         assert_eq!(code, 0, "{args:?} -o json: {err}");
         let json: serde_json::Value = serde_json::from_str(&json).expect("json");
         let first_key = json
@@ -481,7 +485,7 @@ fn output_names_are_one_set_across_commands() {
         );
     }
     // explain's older name for its table is still taken.
-    let (code, out, err) = triage(&["explain", pod, "-o", "text"]);
+    let (code, out, err) = triage(&["explain", pod, "-o", "text"]).run_blocking();
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("executor"), "{out}");
 }

@@ -11,9 +11,8 @@ use kube::{
     api::{ListParams, PostParams},
 };
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::common::{client, eventually, phase, start_sim, status_json};
+use super::common::{client, eventually, phase, start_sim, status_json, triage};
 
 async fn status(kc: &str, extra: &[&str]) -> Value {
     let fast = ["--poll-interval", "2s", "--driver-poll-interval", "2s"];
@@ -196,11 +195,9 @@ async fn driver_api_out_of_reach_is_a_clear_degraded_state() {
             .starts_with("forbidden: cannot get services/proxy in namespace spark-jobs"),
         "{d}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["status", "--kubeconfig", &kc, "-n", "spark-jobs"])
+    let out = triage(&["status", "--kubeconfig", &kc, "-n", "spark-jobs"])
         .output()
-        .await
-        .unwrap();
+        .await;
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("driver view unavailable: forbidden: cannot get services/proxy"),

@@ -24,7 +24,9 @@ fn executor(app: &serde_json::Value, id: i64) -> &serde_json::Value {
 
 #[tokio::test]
 async fn a_real_sparks_event_log_gives_the_verdicts_its_pods_gave() {
-    let (code, out, err) = triage(&["status", "--recording", LOG, "-o", "json"]).await;
+    let (code, out, err) = triage(&["status", "--recording", LOG, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "no warning for a whole log: {err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
@@ -95,7 +97,9 @@ async fn a_frozen_executor_in_a_real_log_is_a_heartbeat_timeout_not_a_kill_or_a_
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/eventlog/real-spark-k8s-heartbeat"
     );
-    let (code, out, err) = triage(&["status", "--recording", log, "-o", "json"]).await;
+    let (code, out, err) = triage(&["status", "--recording", log, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let app = app(&doc, "real-spark-oom");
@@ -145,6 +149,7 @@ async fn a_frozen_executor_in_a_real_log_is_a_heartbeat_timeout_not_a_kill_or_a_
         "-o",
         "json",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
@@ -162,7 +167,7 @@ async fn a_frozen_executor_in_a_real_log_is_a_heartbeat_timeout_not_a_kill_or_a_
 
 #[tokio::test]
 async fn report_says_it_read_an_event_log_and_what_that_cannot_know() {
-    let (code, md, err) = triage(&["report", LOG]).await;
+    let (code, md, err) = triage(&["report", LOG]).run().await;
     assert_eq!(code, 0, "{err}");
     assert!(
         md.contains("From Spark's event log (no pods, nodes"),
@@ -172,12 +177,14 @@ async fn report_says_it_read_an_event_log_and_what_that_cannot_know() {
         md.contains("| 2 | yes | failed | 137 | container-oom-killed | counted |"),
         "{md}"
     );
-    let (code, json, _) = triage(&["report", LOG, "--app", "real-spark-oom", "-o", "json"]).await;
+    let (code, json, _) = triage(&["report", LOG, "--app", "real-spark-oom", "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(doc["event_log"], true);
     assert_eq!(app(&doc, "real-spark-oom")["failures_counted"], 1);
-    let (code, _, err) = triage(&["report", LOG, "--app", "no-such-app"]).await;
+    let (code, _, err) = triage(&["report", LOG, "--app", "no-such-app"]).run().await;
     assert_eq!(code, 1);
     assert!(
         err.contains("no application named \"no-such-app\""),
@@ -213,11 +220,13 @@ async fn a_log_cut_short_is_read_up_to_the_cut_and_a_directory_without_logs_is_r
     .unwrap();
     std::fs::write(rolling.join("appstatus_spark-cut.inprogress"), "").unwrap();
     let path = rolling.to_str().unwrap();
-    let (code, md, err) = triage(&["report", path]).await;
+    let (code, md, err) = triage(&["report", path]).run().await;
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("read up to there"), "the cut is said: {err}");
     assert!(md.contains("real-spark-oom"), "{md}");
-    let (code, out, _) = triage(&["status", "--recording", path, "-o", "json"]).await;
+    let (code, out, _) = triage(&["status", "--recording", path, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let summary = app(&doc, "real-spark-oom")["verdict"]["summary"].clone();
@@ -231,7 +240,7 @@ async fn a_log_cut_short_is_read_up_to_the_cut_and_a_directory_without_logs_is_r
     let empty = dir.join("nothing");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("notes.txt"), "hello\n").unwrap();
-    let (code, _, err) = triage(&["report", empty.to_str().unwrap()]).await;
+    let (code, _, err) = triage(&["report", empty.to_str().unwrap()]).run().await;
     assert_eq!(code, 1);
     assert!(err.contains("holds no recording segments"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -241,7 +250,9 @@ async fn a_log_cut_short_is_read_up_to_the_cut_and_a_directory_without_logs_is_r
 async fn the_same_runs_logs_in_every_codec_say_the_same() {
     for codec in CODECS {
         let path = format!("{LOG}-{codec}");
-        let (code, out, err) = triage(&["status", "--recording", &path, "-o", "json"]).await;
+        let (code, out, err) = triage(&["status", "--recording", &path, "-o", "json"])
+            .run()
+            .await;
         assert_eq!(code, 0, "{codec}: {err}");
         assert!(err.is_empty(), "{codec}: {err}");
         let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
@@ -282,9 +293,8 @@ async fn the_same_runs_logs_in_every_codec_say_the_same() {
 /// Runs the binary, sampling its peak memory (`VmHWM`, KiB) every 20 ms until it exits.
 fn run_measured(args: &[&str]) -> (i32, String, String, u64) {
     use std::io::Read;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
+    let mut child = triage(args)
+        .command_blocking()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -524,7 +534,7 @@ async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
             .find(|f| f["executor"] == id)
             .cloned()
     };
-    let (code, out, err) = triage(&["report", late, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", late, "-o", "json"]).run().await;
     assert_eq!(code, 0, "{err}");
     let alone: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -534,7 +544,9 @@ async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
     );
     assert_eq!(alone["apps"][0]["failures_counted"], 0, "{alone}");
 
-    let (code, out, err) = triage(&["report", late, "--event-log", RECORDED, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", late, "--event-log", RECORDED, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "{err}");
     let fused: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -568,7 +580,9 @@ async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
     );
     // The same verdicts as the recording of the whole run with the same log beside it.
     let whole = format!("{RECORDED}/session.ndjson.zst");
-    let (code, out, err) = triage(&["report", &whole, "--event-log", RECORDED, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", &whole, "--event-log", RECORDED, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     let full: serde_json::Value = serde_json::from_str(&out).unwrap();
     for id in [1, 2] {
@@ -585,7 +599,9 @@ async fn an_event_log_beside_a_late_recording_fills_the_executors_it_missed() {
         "{}/tests/fixtures/eventlog/real-spark-k8s",
         env!("CARGO_MANIFEST_DIR")
     );
-    let (code, out, err) = triage(&["report", late, "--event-log", &other, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", late, "--event-log", &other, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("ran outside the recording") && err.contains("left out"),
@@ -671,6 +687,7 @@ async fn status_with_the_event_log_dir_explains_executors_that_ended_before_it_s
         "--event-log-dir",
         missing,
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -716,7 +733,7 @@ async fn a_fifo_where_a_log_is_expected_is_passed_over_or_refused_never_waited_o
     assert!(made.success());
     let within = |args: Vec<String>| async move {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        tokio::time::timeout(std::time::Duration::from_secs(60), triage(&args))
+        tokio::time::timeout(std::time::Duration::from_secs(60), triage(&args).run())
             .await
             .expect("an answer, not a wait on the FIFO")
     };

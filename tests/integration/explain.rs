@@ -1,36 +1,15 @@
 //! `spark-triage explain` through the real binaries, on fixture pods modelled on real objects.
 
-use std::{
-    io::Write,
-    process::{Command, Output, Stdio},
-};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use super::common::triage;
 
 const NOW: &str = "2026-11-29T10:30:00Z";
 
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn triage(args: &[&str]) -> Output {
-    super::common::bin_blocking()
-        .args(args)
-        .output()
-        .expect("run spark-triage")
-}
-
-fn triage_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = super::common::bin_blocking()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run spark-triage");
-    // The child may exit before reading everything (bad input): a broken pipe is fine.
-    let _ = child.stdin.take().expect("stdin").write_all(input);
-    child.wait_with_output().expect("wait")
 }
 
 fn json_of(out: &Output) -> Value {
@@ -47,7 +26,7 @@ fn explain_json(file: &str, extra: &[&str]) -> Value {
     let path = fixture(file);
     let mut args = vec!["explain", path.as_str(), "--output", "json", "--now", NOW];
     args.extend_from_slice(extra);
-    json_of(&triage(&args))
+    json_of(&triage(&args).output_blocking())
 }
 
 /// `(state, finding codes)` of the only pod in a fixture.
@@ -138,7 +117,7 @@ fn json_output_has_the_stable_schema() {
 #[test]
 fn text_output_reads_well() {
     let path = fixture("oomkilled-executor.json");
-    let out = triage(&["explain", &path, "--now", NOW]);
+    let out = triage(&["explain", &path, "--now", NOW]).output_blocking();
     assert!(out.status.success());
     insta::assert_snapshot!(
         "explain_oomkilled_text",
@@ -188,7 +167,7 @@ fn check_all_containers_false_keeps_sidecar_failure_running() {
 #[test]
 fn kubectl_list_with_driver_placeholder_and_foreign_pods() {
     let path = fixture("kubectl-list.json");
-    let out = triage(&["explain", &path, "-o", "json", "--now", NOW]);
+    let out = triage(&["explain", &path, "-o", "json", "--now", NOW]).output_blocking();
     let doc = json_of(&out);
     let pods = doc["pods"].as_array().unwrap();
     assert_eq!(pods.len(), 4);
@@ -239,16 +218,18 @@ fn reads_stdin_and_yaml_streams() {
     let mut two = pod.clone();
     two.extend_from_slice(b"---\n");
     two.extend_from_slice(&std::fs::read(fixture("imagepullbackoff.yaml")).unwrap());
-    let doc = json_of(&triage_stdin(
-        &["explain", "-", "-o", "json", "--now", NOW],
-        &two,
-    ));
+    let doc = json_of(
+        &triage(&["explain", "-", "-o", "json", "--now", NOW])
+            .stdin(&two)
+            .output_blocking(),
+    );
     assert_eq!(doc["pods"].as_array().unwrap().len(), 2);
     // FILE omitted and stdin not a terminal: stdin is read
-    let doc = json_of(&triage_stdin(
-        &["explain", "-o", "json", "--now", NOW],
-        &pod,
-    ));
+    let doc = json_of(
+        &triage(&["explain", "-o", "json", "--now", NOW])
+            .stdin(&pod)
+            .output_blocking(),
+    );
     assert_eq!(doc["pods"][0]["exit_code"], 52);
 }
 
@@ -259,7 +240,7 @@ fn failure(out: &Output) -> (i32, String) {
 
 #[test]
 fn bad_input_gives_one_clear_line_and_exit_1() {
-    let (code, err) = failure(&triage(&["explain", "/nonexistent/pod.json"]));
+    let (code, err) = failure(&triage(&["explain", "/nonexistent/pod.json"]).output_blocking());
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
@@ -267,20 +248,22 @@ fn bad_input_gives_one_clear_line_and_exit_1() {
         "{err}"
     );
 
-    let (code, err) = failure(&triage_stdin(
-        &["explain", "-"],
-        b"{\"kind\": \"Pod\",\n  \"metadata\": {\"name\": }",
-    ));
+    let (code, err) = failure(
+        &triage(&["explain", "-"])
+            .stdin(b"{\"kind\": \"Pod\",\n  \"metadata\": {\"name\": }")
+            .output_blocking(),
+    );
     assert_eq!(code, 1);
     assert_eq!(
         err.trim(),
         "spark-triage: stdin: not valid JSON: expected value at line 2, column 24"
     );
 
-    let (code, err) = failure(&triage_stdin(
-        &["explain", "-"],
-        b"kind: Pod\nmetadata:\n  name: [unclosed\n",
-    ));
+    let (code, err) = failure(
+        &triage(&["explain", "-"])
+            .stdin(b"kind: Pod\nmetadata:\n  name: [unclosed\n")
+            .output_blocking(),
+    );
     assert_eq!(code, 1);
     assert!(
         err.starts_with("spark-triage: stdin: not valid YAML: ") && err.contains(" at line "),
@@ -288,17 +271,18 @@ fn bad_input_gives_one_clear_line_and_exit_1() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 
-    let (code, err) = failure(&triage_stdin(
-        &["explain", "-"],
-        br#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}"#,
-    ));
+    let (code, err) = failure(
+        &triage(&["explain", "-"])
+            .stdin(br#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}"#)
+            .output_blocking(),
+    );
     assert_eq!(code, 1);
     assert_eq!(
         err.trim(),
         "spark-triage: stdin: document 1 is a Deployment (apps/v1), not a Pod or a List of pods"
     );
 
-    let (code, err) = failure(&triage_stdin(&["explain", "-"], b""));
+    let (code, err) = failure(&triage(&["explain", "-"]).stdin(b"").output_blocking());
     assert_eq!(code, 1);
     assert!(err.contains("empty input"), "{err}");
 }
@@ -309,10 +293,9 @@ fn a_malformed_item_is_reported_and_the_rest_explained() {
     let input = format!(
         r#"{{"kind":"List","apiVersion":"v1","items":[{good},{{"kind":"Pod","metadata":{{"name":"bad","namespace":"x","labels":"oops"}}}}]}}"#
     );
-    let out = triage_stdin(
-        &["explain", "-", "-o", "json", "--now", NOW],
-        input.as_bytes(),
-    );
+    let out = triage(&["explain", "-", "-o", "json", "--now", NOW])
+        .stdin(input.as_bytes())
+        .output_blocking();
     let (code, err) = failure(&out);
     assert_eq!(code, 1, "data was lost, so not success");
     assert!(
@@ -325,18 +308,14 @@ fn a_malformed_item_is_reported_and_the_rest_explained() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let (code, err) = failure(&triage(&["explain", "x", "--output", "xml"]));
+    let (code, err) = failure(&triage(&["explain", "x", "--output", "xml"]).output_blocking());
     assert_eq!(code, 2, "{err}");
-    let (code, err) = failure(&triage(&[
-        "explain",
-        "x",
-        "--check-all-containers",
-        "maybe",
-    ]));
+    let (code, err) =
+        failure(&triage(&["explain", "x", "--check-all-containers", "maybe"]).output_blocking());
     assert_eq!(code, 2, "{err}");
-    let (code, _) = failure(&triage(&["no-such-command"]));
+    let (code, _) = failure(&triage(&["no-such-command"]).output_blocking());
     assert_eq!(code, 2);
-    let out = triage(&["--help"]);
+    let out = triage(&["--help"]).output_blocking();
     assert_eq!(out.status.code(), Some(0));
 }
 
@@ -379,10 +358,9 @@ fn yaml_at_kubectl_scale_is_read_and_an_alias_bomb_is_not() {
         list.push_str(&item.replacen("name: ", &format!("name: p{i}-"), 1));
     }
     list.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
-    let out = triage_stdin(
-        &["explain", "-", "--now", NOW, "-o", "json"],
-        list.as_bytes(),
-    );
+    let out = triage(&["explain", "-", "--now", NOW, "-o", "json"])
+        .stdin(list.as_bytes())
+        .output_blocking();
     let doc = json_of(&out);
     assert_eq!(doc["pods"].as_array().map(Vec::len), Some(n));
 
@@ -394,10 +372,9 @@ fn yaml_at_kubectl_scale_is_read_and_an_alias_bomb_is_not() {
             )
         })
         .collect();
-    let out = triage_stdin(
-        &["explain", "-", "--now", NOW, "-o", "json"],
-        docs.as_bytes(),
-    );
+    let out = triage(&["explain", "-", "--now", NOW, "-o", "json"])
+        .stdin(docs.as_bytes())
+        .output_blocking();
     assert_eq!(json_of(&out)["pods"].as_array().map(Vec::len), Some(2_000));
 
     let mut bomb = String::from(
@@ -410,7 +387,11 @@ fn yaml_at_kubectl_scale_is_read_and_an_alias_bomb_is_not() {
         bomb.push_str(&format!("{name}: &{name} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
     }
     bomb.push_str("i: [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n");
-    let (code, err) = failure(&triage_stdin(&["explain", "-"], bomb.as_bytes()));
+    let (code, err) = failure(
+        &triage(&["explain", "-"])
+            .stdin(bomb.as_bytes())
+            .output_blocking(),
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("not valid YAML"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -428,10 +409,9 @@ fn control_characters_from_the_cluster_are_escaped_in_text_output() {
         cs["lastState"] = serde_json::json!({});
     }
     v["metadata"]["name"] = Value::String("exec-\u{1b}[31mred".into());
-    let out = triage_stdin(
-        &["explain", "-", "--now", NOW],
-        serde_json::to_string(&v).unwrap().as_bytes(),
-    );
+    let out = triage(&["explain", "-", "--now", NOW])
+        .stdin(serde_json::to_string(&v).unwrap().as_bytes())
+        .output_blocking();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),
@@ -487,7 +467,9 @@ fn a_driver_oom_is_the_apps_verdict_and_its_executors_ended_with_it() {
         "{v}"
     );
     let text = String::from_utf8(
-        triage(&["explain", &fixture("driver-oom-list.json"), "--now", NOW]).stdout,
+        triage(&["explain", &fixture("driver-oom-list.json"), "--now", NOW])
+            .output_blocking()
+            .stdout,
     )
     .unwrap();
     assert!(

@@ -7,20 +7,11 @@
 use std::{collections::BTreeMap, process::Stdio, time::Duration};
 
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::common::{start_sim, succeeded};
+use super::common::{start_sim, succeeded, triage};
 use spark_triage::fleet::{Table, parquet::column_names};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The binary without the machine's AWS settings (the tests' object store is moto's, its
-/// keys given per test).
-fn triage() -> Command {
-    let mut c = super::common::bin();
-    super::common::without_machine_aws(&mut c);
-    c
-}
 
 /// The pyspark venv's python (scripts/e2e/pyspark-venv.sh: pyspark and duckdb), or `None`
 /// (said) where PyPI cannot be reached outside CI.
@@ -174,8 +165,8 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
     let kc = sim.kubeconfig.display().to_string();
     let dir = base.join("segments");
     let record = |extra: &[&str]| {
-        let mut c = triage();
-        c.args(["record", "--kubeconfig", &kc, "-A"])
+        let mut c = triage(&["record", "--kubeconfig", &kc, "-A"])
+            .without_machine_aws()
             .arg(&dir)
             // Executors are forgotten (at each rotation) long before a tables round: their
             // rows must outlive the store's memory of them.
@@ -184,8 +175,8 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
             .args(["--cluster-name", "sim-eu"])
             .args(extra)
             .envs(env)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .command();
+        c.stdout(Stdio::null()).stderr(Stdio::piped());
         c
     };
     let mut first = record(&[]).spawn().expect("record starts");
@@ -204,25 +195,23 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
     assert!(!log.contains(&secret), "no secret said");
 
     // `report` on the recording: the reference.
-    let out = triage()
-        .arg("report")
+    let out = triage(&["report"])
+        .without_machine_aws()
         .arg(&dir)
         .args(["-o", "json"])
         .output()
-        .await
-        .expect("report");
+        .await;
     succeeded(&out);
     let reference = by_cause(&serde_json::from_slice(&out.stdout).expect("JSON"));
     let endings: u64 = reference.values().sum();
     assert!(endings >= 10, "churn ends executors: {reference:?}");
 
     // `report --tables` on the bucket.
-    let out = triage()
-        .args(["report", "--tables", url, "--since", "1d", "-o", "json"])
+    let out = triage(&["report", "--tables", url, "--since", "1d", "-o", "json"])
+        .without_machine_aws()
         .envs(env)
         .output()
-        .await
-        .expect("report --tables");
+        .await;
     succeeded(&out);
     let fleet: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
@@ -232,20 +221,19 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
     );
     assert_eq!(fleet["clusters"], serde_json::json!(["sim-eu"]));
     // A cluster with no rows: nothing read.
-    let out = triage()
-        .args([
-            "report",
-            "--tables",
-            url,
-            "--cluster",
-            "other",
-            "-o",
-            "json",
-        ])
-        .envs(env)
-        .output()
-        .await
-        .expect("report --tables --cluster");
+    let out = triage(&[
+        "report",
+        "--tables",
+        url,
+        "--cluster",
+        "other",
+        "-o",
+        "json",
+    ])
+    .without_machine_aws()
+    .envs(env)
+    .output()
+    .await;
     succeeded(&out);
     let none: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(none["files_read"], 0, "pruned by partition: {none}");
@@ -298,14 +286,13 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
 
     // A run nobody recorded, backfilled from its Spark event log as another cluster: the
     // app's run is in app_runs (churn's app does not end).
-    let out = triage()
-        .arg("export")
+    let out = triage(&["export"])
+        .without_machine_aws()
         .arg(format!("{ROOT}/tests/fixtures/eventlog/real-spark-k8s"))
         .args(["--tables", url, "--cluster-name", "backfill"])
         .envs(env)
         .output()
-        .await
-        .expect("export --tables from an event log");
+        .await;
     succeeded(&out);
     let _ = std::fs::remove_dir_all(&copy);
     assert!(
@@ -316,14 +303,13 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
     fleet_md_queries_run(&py, &copy_s);
 
     // Exporting the same recording again adds nothing: every row is there.
-    let out = triage()
-        .arg("export")
+    let out = triage(&["export"])
+        .without_machine_aws()
         .arg(&dir)
         .args(["--tables", url, "--cluster-name", "sim-eu"])
         .envs(env)
         .output()
-        .await
-        .expect("export --tables");
+        .await;
     succeeded(&out);
     let all = String::from_utf8_lossy(&out.stderr);
     let said = all
@@ -398,8 +384,8 @@ async fn a_recorder_whose_last_tables_write_failed_exits_non_zero() {
     let blocked = dir.join("not-a-dir");
     std::fs::write(&blocked, b"x").expect("file");
     let rec = dir.join("rec.ndjson");
-    let out = triage()
-        .arg("record")
+    let out = triage(&["record"])
+        .without_machine_aws()
         .arg(&rec)
         .arg("--kubeconfig")
         .arg(&sim.kubeconfig)
@@ -414,8 +400,7 @@ async fn a_recorder_whose_last_tables_write_failed_exits_non_zero() {
         ])
         .arg(blocked.join("t"))
         .output()
-        .await
-        .expect("record runs");
+        .await;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -502,15 +487,15 @@ async fn a_full_disk_leaves_no_temporary_file_and_the_rerun_succeeds() {
     assert!(used > 900 * 1024, "the filler took {used} bytes");
     let tables = fs.0.join("t");
     let export = || {
-        triage()
-            .arg("export")
+        triage(&["export"])
+            .without_machine_aws()
             .arg(format!("{ROOT}/tests/fixtures/mixed-session.ndjson"))
             .arg("--tables")
             .arg(&tables)
             .args(["--cluster-name", "full"])
             .output()
     };
-    let out = export().await.expect("export runs");
+    let out = export().await;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
@@ -521,7 +506,7 @@ async fn a_full_disk_leaves_no_temporary_file_and_the_rerun_succeeds() {
     );
     // Room again: the rerun writes the rows, and nothing hidden stays.
     std::fs::remove_file(&filler).expect("free the space");
-    let out = export().await.expect("export runs");
+    let out = export().await;
     succeeded(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

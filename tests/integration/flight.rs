@@ -10,11 +10,9 @@ use tokio::{
     process::{Child, Command},
 };
 
-use super::common::{start_sim, succeeded};
+use super::common::{start_sim, succeeded, triage};
 
 type Time = chrono::DateTime<chrono::Utc>;
-
-use super::common::bin as triage;
 
 /// `record DIR` with its metrics on a free port: the child and that port's address.
 async fn recorder(kc: &str, dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
@@ -38,11 +36,11 @@ pub(super) async fn recorder_serving(
     target: &std::path::Path,
     args: &[&str],
 ) -> (Child, String, tokio::task::JoinHandle<Vec<String>>) {
-    let mut child = triage()
-        .args(["record", "--kubeconfig", kc, "-A"])
+    let mut child = triage(&["record", "--kubeconfig", kc, "-A"])
         .arg(target)
         .args(["--metrics-addr", "127.0.0.1:0"])
         .args(args)
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -97,13 +95,11 @@ pub(super) fn metric(text: &str, name: &str) -> f64 {
 }
 
 async fn report(args: &[&str]) -> Value {
-    let out = triage()
-        .arg("report")
+    let out = triage(&["report"])
         .args(args)
         .args(["-o", "json"])
         .output()
-        .await
-        .expect("report runs");
+        .await;
     succeeded(&out);
     serde_json::from_slice(&out.stdout).expect("report JSON")
 }
@@ -139,10 +135,10 @@ async fn a_recorder_killed_mid_segment_and_restarted_loses_only_its_last_second(
     let dir = base.join("segments");
     let reference = base.join("reference.ndjson.zst");
     // The reference: one uninterrupted recording of the whole run.
-    let mut whole = triage()
-        .args(["record", "--kubeconfig", &kc, "-A"])
+    let mut whole = triage(&["record", "--kubeconfig", &kc, "-A"])
         .arg(&reference)
         .args(["--duration", "140s"])
+        .command()
         .stderr(Stdio::null())
         .spawn()
         .expect("reference starts");
@@ -250,38 +246,32 @@ async fn retention_keeps_the_directory_to_its_budget_while_recording() {
     let kc = sim.kubeconfig.display().to_string();
     let dir = std::env::temp_dir().join(format!("st-flight-retain-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = triage()
-        .args(["record", "--kubeconfig", &kc, "-A"])
+    let out = triage(&["record", "--kubeconfig", &kc, "-A"])
         .arg(&dir)
         .args(["--rotate", "2s", "--retain", "3s", "--duration", "11s"])
         .output()
-        .await
-        .expect("record runs");
+        .await;
     succeeded(&out);
     let left = std::fs::read_dir(&dir).expect("dir").count();
     // About five segments were opened; those that ended over 3 s ago are gone.
     assert!((1..=3).contains(&left), "{left} segments left");
-    let out = triage()
-        .args(["status", "--recording"])
+    let out = triage(&["status", "--recording"])
         .arg(&dir)
         .args(["--at", "-1s", "-o", "json"])
         .output()
-        .await
-        .expect("status runs");
+        .await;
     succeeded(&out);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["apps"][0]["app_name"], "flaky-stream", "{doc}");
 
     // Off the pod: `export` writes the segments as one tar, which reads as the directory.
     let tar = dir.with_extension("tar");
-    let out = triage()
-        .arg("export")
+    let out = triage(&["export"])
         .arg(&dir)
         .arg("-o")
         .arg(&tar)
         .output()
-        .await
-        .expect("export runs");
+        .await;
     succeeded(&out);
     let dir_s = dir.display().to_string();
     let tar_s = tar.display().to_string();
@@ -308,31 +298,27 @@ async fn one_recorder_per_directory_and_per_file() {
     let dir = base.join("segments");
     let (mut first, _) = recorder(&kc, &dir, &[]).await;
     let holder = format!("pid {}", first.id().expect("pid"));
-    let out = triage()
-        .args(["record", "--kubeconfig", &kc, "-A"])
+    let out = triage(&["record", "--kubeconfig", &kc, "-A"])
         .arg(&dir)
         .args(["--duration", "5s"])
         .output()
-        .await
-        .expect("runs");
+        .await;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&holder) && err.contains("directory"), "{err}");
     first.start_kill().expect("SIGKILL");
     let _ = first.wait().await;
-    let out = triage()
-        .args(["record", "--kubeconfig", &kc, "-A"])
+    let out = triage(&["record", "--kubeconfig", &kc, "-A"])
         .arg(&dir)
         .args(["--duration", "2s"])
         .output()
-        .await
-        .expect("runs");
+        .await;
     succeeded(&out);
 
     let file = base.join("r.ndjson");
-    let mut first = triage()
-        .args(["record", "--kubeconfig", &kc, "-A"])
+    let mut first = triage(&["record", "--kubeconfig", &kc, "-A"])
         .arg(&file)
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -351,13 +337,11 @@ async fn one_recorder_per_directory_and_per_file() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let out = triage()
-        .args(["record", "--kubeconfig", &kc, "-A", "--force"])
+    let out = triage(&["record", "--kubeconfig", &kc, "-A", "--force"])
         .arg(&file)
         .args(["--duration", "2s"])
         .output()
-        .await
-        .expect("runs");
+        .await;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -368,13 +352,11 @@ async fn one_recorder_per_directory_and_per_file() {
     assert_eq!(text.lines().next(), Some(header.as_str()), "untouched");
     first.start_kill().expect("SIGKILL");
     let _ = first.wait().await;
-    let out = triage()
-        .args(["record", "--kubeconfig", &kc, "-A", "--force"])
+    let out = triage(&["record", "--kubeconfig", &kc, "-A", "--force"])
         .arg(&file)
         .args(["--duration", "1s"])
         .output()
-        .await
-        .expect("runs");
+        .await;
     succeeded(&out);
     let _ = std::fs::remove_dir_all(base);
 }

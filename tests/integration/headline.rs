@@ -19,8 +19,8 @@ type Utc = chrono::DateTime<chrono::Utc>;
 
 /// One MCP tool's answer over stdio (newline-delimited JSON-RPC), as JSON.
 fn mcp_calls(kc: &str, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["mcp", "--kubeconfig", kc, "-n", "spark-jobs"])
+    let mut server = triage(&["mcp", "--kubeconfig", kc, "-n", "spark-jobs"])
+        .command_blocking()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -118,7 +118,9 @@ async fn arriving_late_every_surface_names_the_worst_app_first_with_one_cause() 
     );
 
     // The table: the same app first, the same cause and severity, the budget as numbers.
-    let (code, table, err) = triage(&["status", "--kubeconfig", &kc, "-n", "spark-jobs"]).await;
+    let (code, table, err) = triage(&["status", "--kubeconfig", &kc, "-n", "spark-jobs"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(table.starts_with("spark-jobs/etl-nightly "), "{table}");
     let first_app: String = table.split("\n\n").next().unwrap_or_default().to_owned();
@@ -231,7 +233,9 @@ async fn arriving_late_every_surface_names_the_worst_app_first_with_one_cause() 
     tokio::time::sleep(Duration::from_secs(2)).await;
     rec.start_kill().expect("kill");
     let _ = rec.wait().await;
-    let (code, out, err) = triage(&["report", dir.to_str().unwrap(), "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", dir.to_str().unwrap(), "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).expect("report JSON");
     let spark_jobs: Vec<&Value> = report["apps"]

@@ -100,7 +100,7 @@ async fn the_history_servers_answers_give_the_report_the_logs_give() {
         "real-spark-k8s-none",
     ] {
         let dir = format!("{LOGS}/{dir}");
-        let (code, from_log, err) = triage(&["report", &dir, "-o", "json"]).await;
+        let (code, from_log, err) = triage(&["report", &dir, "-o", "json"]).run().await;
         assert_eq!(code, 0, "{err}");
         let from_log = apps_of(&from_log);
         let id = from_log[0]["app_id"]
@@ -124,6 +124,7 @@ async fn the_history_servers_answers_give_the_report_the_logs_give() {
             "-o",
             "json",
         ])
+        .run()
         .await;
         assert_eq!(code, 0, "{err}");
         assert!(err.is_empty(), "nothing to warn of: {err}");
@@ -141,10 +142,14 @@ async fn the_history_servers_answers_give_the_report_the_logs_give() {
     }
     assert_eq!(compared, 4);
     // Without --app: every application listed (fewer than the newest 20), newest first.
-    let (code, out, err) = triage(&["report", "--history-server", &url, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", "--history-server", &url, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(apps_of(&out).as_array().map(Vec::len), Some(4));
-    let (code, _, err) = triage(&["report", "--history-server", &url, "--app", "spark-nope"]).await;
+    let (code, _, err) = triage(&["report", "--history-server", &url, "--app", "spark-nope"])
+        .run()
+        .await;
     assert_eq!(code, 1);
     assert!(
         err.contains("lists no application named \"spark-nope\" (4 listed)"),
@@ -156,11 +161,13 @@ async fn the_history_servers_answers_give_the_report_the_logs_give() {
 async fn credentials_are_used_and_never_shown() {
     let addr = serve(Mode::Auth).await;
     let with = format!("http://alice:s3cret@{addr}");
-    let (code, out, err) = triage(&["report", "--history-server", &with, "-o", "json"]).await;
+    let (code, out, err) = triage(&["report", "--history-server", &with, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("s3cret") && !out.contains("alice"), "{out}");
     let wrong = format!("http://alice:wrong-pass@{addr}");
-    let (code, out, err) = triage(&["report", "--history-server", &wrong]).await;
+    let (code, out, err) = triage(&["report", "--history-server", &wrong]).run().await;
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(
@@ -195,6 +202,7 @@ async fn a_silent_refusing_or_foreign_server_is_one_clear_line() {
         "--request-timeout",
         "2s",
     ])
+    .run()
     .await;
     assert_eq!(code, 1);
     assert!(
@@ -211,7 +219,9 @@ async fn a_silent_refusing_or_foreign_server_is_one_clear_line() {
         .expect("bind");
     let gone = closed.local_addr().expect("addr");
     drop(closed);
-    let (code, _, err) = triage(&["report", "--history-server", &format!("http://{gone}")]).await;
+    let (code, _, err) = triage(&["report", "--history-server", &format!("http://{gone}")])
+        .run()
+        .await;
     assert_eq!(code, 1);
     assert!(
         err.contains("cannot reach the History Server") && err.contains("refused"),
@@ -219,11 +229,15 @@ async fn a_silent_refusing_or_foreign_server_is_one_clear_line() {
     );
     // A proxy's error page where the executors should be.
     let addr = serve(Mode::Garbage).await;
-    let (code, _, err) = triage(&["report", "--history-server", &format!("http://{addr}")]).await;
+    let (code, _, err) = triage(&["report", "--history-server", &format!("http://{addr}")])
+        .run()
+        .await;
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not Spark's executor list"), "{err}");
     // Not a URL, or not HTTP.
-    let (code, _, err) = triage(&["report", "--history-server", "ftp://h/"]).await;
+    let (code, _, err) = triage(&["report", "--history-server", "ftp://h/"])
+        .run()
+        .await;
     assert_eq!(code, 2, "{err}");
 }

@@ -19,6 +19,8 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
+use super::common::triage;
+
 /// How a server misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Behaviour {
@@ -265,12 +267,12 @@ fn hwm(pid: u32) -> Option<u64> {
 /// Runs the binary with `args` against the kubeconfig, sampling its peak memory; kills it
 /// after `limit`.
 pub(super) async fn run(args: &[&str], kc: &Path, limit: Duration) -> Run {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-    cmd.args(args)
+    let cmd = triage(args)
         .arg("--kubeconfig")
         .arg(kc)
         .args(["--request-timeout", &format!("{TIMEOUT_S}s")])
-        .env("SPARK_TRIAGE_ACTIONS_LOG", kc.with_file_name("actions.log"));
+        .env("SPARK_TRIAGE_ACTIONS_LOG", kc.with_file_name("actions.log"))
+        .command();
     sampled(cmd, limit).await
 }
 
@@ -464,8 +466,7 @@ async fn a_huge_recording_line_and_a_zstd_bomb_cost_no_memory() {
         }
         writeln!(f, "\n{tick}").unwrap();
     }
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-    cmd.arg("report").arg(&path);
+    let cmd = triage(&["report"]).arg(&path).command();
     let r = sampled(cmd, Duration::from_secs(120)).await;
     eprintln!(
         "300 MB line: {:.1?}, peak {} MiB",
@@ -492,8 +493,7 @@ async fn a_huge_recording_line_and_a_zstd_bomb_cost_no_memory() {
         enc.finish().unwrap();
     }
     for args in [vec!["report"], vec!["status", "--recording"]] {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-        cmd.args(&args).arg(&bomb);
+        let cmd = triage(&args).arg(&bomb).command();
         let r = sampled(cmd, Duration::from_secs(60)).await;
         assert_eq!(r.code, Some(1), "{args:?}: {r:?}");
         assert!(r.err.contains("is not a spark-triage recording"), "{r:?}");

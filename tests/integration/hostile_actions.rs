@@ -170,7 +170,7 @@ async fn a_write_that_cannot_be_logged_is_refused() {
 /// the default file sets.
 #[tokio::test]
 async fn read_only_says_what_set_it_and_another_config_cannot_lift_it() {
-    use super::common::start_sim;
+    use super::common::{start_sim, triage};
     let sim = start_sim("mixed", 1.0, &[]).await;
     let dir = temp_dir("readonly");
     let home = dir.join("xdg");
@@ -180,8 +180,7 @@ async fn read_only_says_what_set_it_and_another_config_cannot_lift_it() {
     let other = dir.join("other.toml");
     std::fs::write(&other, "readonly = false\n").unwrap();
     let kill = |extra: &[&str], env: Option<&std::path::Path>| {
-        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-        c.args([
+        let c = triage(&[
             "kill",
             "-n",
             "spark-jobs",
@@ -195,12 +194,12 @@ async fn read_only_says_what_set_it_and_another_config_cannot_lift_it() {
         .arg(&sim.kubeconfig)
         .env("XDG_CONFIG_HOME", &home)
         .env("SPARK_TRIAGE_ACTIONS_LOG", dir.join("actions.log"))
-        .env_remove("SPARK_TRIAGE_CONFIG")
-        .stdin(std::process::Stdio::null());
-        if let Some(p) = env {
-            c.env("SPARK_TRIAGE_CONFIG", p);
-        }
-        async move { c.output().await.unwrap() }
+        .env_remove("SPARK_TRIAGE_CONFIG");
+        let c = match env {
+            Some(p) => c.env("SPARK_TRIAGE_CONFIG", p),
+            None => c,
+        };
+        c.output()
     };
     let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).trim().to_owned();
     // The default file's own read-only (once the simulator has made executor 1).

@@ -32,6 +32,7 @@ async fn forbidden_events_back_off_and_stay_forbidden() {
         "--duration",
         "20s",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "{err}");
     let lists = sim
@@ -105,7 +106,7 @@ async fn connect_proxy(sim_port: u16, seen: Arc<Mutex<Vec<String>>>) -> u16 {
 /// sends it direct.
 #[tokio::test]
 async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them() {
-    use super::common::start_sim;
+    use super::common::{start_sim, triage};
     let sim = start_sim("mixed", 1.0, &[]).await;
     let text = std::fs::read_to_string(&sim.kubeconfig).unwrap();
     let sim_port: u16 = text
@@ -124,8 +125,7 @@ async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, &hidden).unwrap();
     let status = |kc: std::path::PathBuf, env: Vec<(&'static str, String)>| async move {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spark-triage"));
-        cmd.args([
+        let mut cmd = triage(&[
             "status",
             "-n",
             "spark-jobs",
@@ -135,8 +135,7 @@ async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them
             "5s",
         ])
         .arg("--kubeconfig")
-        .arg(&kc)
-        .stdin(std::process::Stdio::null());
+        .arg(&kc);
         for k in [
             "HTTPS_PROXY",
             "https_proxy",
@@ -145,12 +144,9 @@ async fn proxies_from_the_environment_and_the_kubeconfig_as_kubectl_honours_them
             "NO_PROXY",
             "no_proxy",
         ] {
-            cmd.env_remove(k);
+            cmd = cmd.env_remove(k);
         }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().await.unwrap();
+        let out = cmd.envs(env).output().await;
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -357,6 +353,7 @@ async fn a_false_deletion_is_undone_by_the_next_list() {
     );
     let (code, out, err) =
         super::common::triage(&["status", "--recording", rec.to_str().unwrap(), "-o", "json"])
+            .run()
             .await;
     assert_eq!(code, 0, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -54,15 +54,16 @@ async fn text_outputs_cannot_be_forged_by_cluster_data() {
         );
     };
     for o in ["table", "wide"] {
-        let (code, out, err) =
-            triage(&["status", "--kubeconfig", kc, "-n", "default", "-o", o]).await;
+        let (code, out, err) = triage(&["status", "--kubeconfig", kc, "-n", "default", "-o", o])
+            .run()
+            .await;
         assert_eq!(code, 0, "{err}");
         check(o, &out);
     }
     let pod = pods.get("x-exec-1").await.unwrap();
     let file = temp_dir("forged").join("pod.json");
     std::fs::write(&file, serde_json::to_vec(&pod).unwrap()).unwrap();
-    let (code, out, err) = triage(&["explain", file.to_str().unwrap()]).await;
+    let (code, out, err) = triage(&["explain", file.to_str().unwrap()]).run().await;
     assert_eq!(code, 0, "{err}");
     check("explain", &out);
     assert!(
@@ -84,9 +85,10 @@ async fn text_outputs_cannot_be_forged_by_cluster_data() {
         "--poll-interval",
         "1s",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = triage(&["report", rec_s]).await;
+    let (code, out, err) = triage(&["report", rec_s]).run().await;
     assert_eq!(code, 0, "{err}");
     check("report", &out);
     // The report is about the forged executor (its row is there, whole).
@@ -129,11 +131,11 @@ async fn durations_out_of_range_are_usage_errors() {
         ),
     ];
     for (args, expect) in cases {
-        let (code, out, err) = triage(args).await;
+        let (code, out, err) = triage(args).run().await;
         assert_eq!(code, 2, "{args:?}: {out}{err}");
         assert!(err.contains(expect), "{args:?}: {err}");
     }
-    let (code, _, err) = triage(&["status", "--config", &conf]).await;
+    let (code, _, err) = triage(&["status", "--config", &conf]).run().await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("more than ten years"), "{err}");
     let _ = std::fs::remove_dir_all(dir);

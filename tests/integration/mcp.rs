@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::common::start_sim;
+use super::common::{start_sim, triage};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -234,10 +234,9 @@ async fn a_real_mcp_client_gets_the_mixed_scenarios_verdicts_over_stdio_from_the
 /// `spark-triage mcp --http 127.0.0.1:0` on the shipped session recording: the server (its
 /// stderr read on), and the URL it serves.
 fn mcp_on_http() -> (std::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(["mcp", "--http", "127.0.0.1:0", "--recording"])
+    let mut server = triage(&["mcp", "--http", "127.0.0.1:0", "--recording"])
         .arg(root().join("tests/fixtures/mixed-session.ndjson"))
-        .stdin(Stdio::null())
+        .command_blocking()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -292,9 +291,9 @@ fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
 /// `spark-triage mcp ARGS` on stdio (stderr `err`), with a watchdog: a server that never
 /// answers is killed after `patience`, failing the test instead of hanging it.
 fn mcp_on_stdio(args: &[&str], err: Stdio, patience: Duration) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .arg("mcp")
+    let child = triage(&["mcp"])
         .args(args)
+        .command_blocking()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(err)
@@ -366,10 +365,7 @@ fn stdio_speaks_newline_delimited_json_rpc_and_nothing_else() {
 #[test]
 fn http_listens_on_loopback_only() {
     for addr in ["0.0.0.0:8765", "10.0.0.5:8765", "127.0.0.2:8765"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-            .args(["mcp", "--http", addr])
-            .output()
-            .expect("runs");
+        let out = triage(&["mcp", "--http", addr]).output_blocking();
         assert_eq!(out.status.code(), Some(2), "{addr}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("loopback only"), "{addr}: {err}");

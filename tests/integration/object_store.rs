@@ -6,6 +6,8 @@
 
 use std::process::Stdio;
 
+use super::common::triage;
+
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/eventlog");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -70,17 +72,6 @@ pub(super) fn moto() -> Option<(Moto, String, String)> {
     Some((moto, endpoint, bin))
 }
 
-fn triage(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = super::common::bin_blocking();
-    cmd.args(args);
-    // No instance metadata to fall back to, and no ~/.aws of the machine's.
-    super::common::without_machine_aws(&mut cmd);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    super::common::outcome(&cmd.output().expect("run spark-triage"))
-}
-
 fn apps_by_id(out: &str) -> Vec<(String, serde_json::Value)> {
     let doc: serde_json::Value = serde_json::from_str(out).expect("JSON");
     let mut apps: Vec<(String, serde_json::Value)> = doc["apps"]
@@ -133,7 +124,9 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
         "real-spark-k8s-none",
         "real-spark-k8s-snappy",
     ] {
-        let (code, out, err) = triage(&["report", &format!("{FIXTURES}/{dir}"), "-o", "json"], &[]);
+        let (code, out, err) = triage(&["report", &format!("{FIXTURES}/{dir}"), "-o", "json"])
+            .without_machine_aws()
+            .run_blocking();
         assert_eq!(code, 0, "{err}");
         on_disk.extend(apps_by_id(&out));
     }
@@ -149,7 +142,10 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
         "s3://spark-logs/spark-events/",
         "s3a://spark-logs/spark-events",
     ] {
-        let (code, out, err) = triage(&["report", url, "-o", "json"], &env);
+        let (code, out, err) = triage(&["report", url, "-o", "json"])
+            .without_machine_aws()
+            .envs(env)
+            .run_blocking();
         assert_eq!(code, 0, "{url}: {err}");
         assert!(err.is_empty(), "{url}: nothing to warn of: {err}");
         assert_eq!(
@@ -170,7 +166,7 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
     ];
     let mut args: Vec<&str> = vec!["status", "--recording", one, "-o", "json"];
     args.extend(opts.iter().map(String::as_str));
-    let (code, out, err) = triage(&args, &[]);
+    let (code, out, err) = triage(&args).without_machine_aws().run_blocking();
     assert_eq!(code, 0, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let oom = doc["apps"][0]["executors"]
@@ -213,7 +209,10 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
             ],
         ),
     ] {
-        let (code, out, err) = triage(&["report", url], &env);
+        let (code, out, err) = triage(&["report", url])
+            .without_machine_aws()
+            .envs(env)
+            .run_blocking();
         assert_eq!(code, 1, "{what}: {err}");
         assert_eq!(err.lines().count(), 1, "{what}: one line: {err}");
         assert!(err.contains("cannot read"), "{what}: {err}");
@@ -224,22 +223,22 @@ fn event_logs_in_s3_give_the_report_the_files_give() {
             );
         }
     }
-    let (_, _, err) = triage(
-        &["report", "s3://spark-logs/spark-events/"],
-        &[
+    let (_, _, err) = triage(&["report", "s3://spark-logs/spark-events/"])
+        .without_machine_aws()
+        .envs([
             ("AWS_ACCESS_KEY_ID", id),
             ("AWS_SECRET_ACCESS_KEY", "wrong-secret-value"),
-            ("AWS_ENDPOINT", &endpoint),
-        ],
-    );
+            ("AWS_ENDPOINT", endpoint.as_str()),
+        ])
+        .run_blocking();
     assert!(err.contains("SignatureDoesNotMatch"), "{err}");
-    let (_, _, err) = triage(
-        &["report", "s3://no-such-bucket/x"],
-        &[
+    let (_, _, err) = triage(&["report", "s3://no-such-bucket/x"])
+        .without_machine_aws()
+        .envs([
             ("AWS_ACCESS_KEY_ID", id),
             ("AWS_SECRET_ACCESS_KEY", secret),
-            ("AWS_ENDPOINT", &endpoint),
-        ],
-    );
+            ("AWS_ENDPOINT", endpoint.as_str()),
+        ])
+        .run_blocking();
     assert!(err.contains("NoSuchBucket"), "{err}");
 }

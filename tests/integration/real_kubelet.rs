@@ -242,7 +242,9 @@ async fn report_of_the_real_nodes_event_log() {
     .next()
     .expect("one event log");
     let (code, out, err) =
-        super::common::triage(&["report", &dir.display().to_string(), "-o", "json"]).await;
+        super::common::triage(&["report", &dir.display().to_string(), "-o", "json"])
+            .run()
+            .await;
     assert_eq!(code, 0, "{err}");
     let doc: Value = serde_json::from_str(&out).expect("report json");
     let app = super::common::app(&doc, "rn-spark-oom");

@@ -87,8 +87,8 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         "--poll-interval",
         "2s",
     ];
-    let live = triage(&live_args);
-    let rec = triage(&rec_args);
+    let live = triage(&live_args).run();
+    let rec = triage(&rec_args).run();
     let ((lc, lout, lerr), (rc, _, rerr)) = tokio::join!(live, rec);
     assert_eq!(lc, 0, "{lerr}");
     assert_eq!(rc, 0, "{rerr}");
@@ -100,7 +100,9 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
     assert!(!rerr.contains('\r'), "{rerr:?}");
     let lines = rerr.lines().filter(|l| l.starts_with("recording ")).count();
     assert_eq!(lines, 2, "the first and the last line in 25 s: {rerr}");
-    let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"]).await;
+    let (sc, sout, serr) = triage(&["status", "--recording", &file_s, "-o", "json"])
+        .run()
+        .await;
     assert_eq!(sc, 0, "{serr}");
     let live: Value = serde_json::from_str(&lout).unwrap();
     let replayed: Value = serde_json::from_str(&sout).unwrap();
@@ -119,7 +121,9 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
     );
     // --at inside the recording: the executors OOM-killed by the end are not yet at 1 s.
     let (early_code, early, early_err) =
-        triage(&["status", "--recording", &file_s, "--at", "1s", "-o", "json"]).await;
+        triage(&["status", "--recording", &file_s, "--at", "1s", "-o", "json"])
+            .run()
+            .await;
     assert_eq!(early_code, 0, "{early_err}");
     assert!(!early_err.contains("warning"), "{early_err}");
     // Past the end: the end's state, and a warning that says so.
@@ -132,6 +136,7 @@ async fn status_of_a_recording_at_its_end_equals_live_status() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "{late_err}");
     assert!(
@@ -186,10 +191,10 @@ async fn reports_of_the_shipped_recordings() {
         let path = format!("{}/snapshots/{name}.ndjson.zst", env!("CARGO_MANIFEST_DIR"));
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size < 1024 * 1024, "{name} is {size} bytes");
-        let (code, md, err) = triage(&["report", &path]).await;
+        let (code, md, err) = triage(&["report", &path]).run().await;
         assert_eq!(code, 0, "{err}");
         insta::assert_snapshot!(format!("report_{name}_md"), md);
-        let (code, json, err) = triage(&["report", &path, "-o", "json"]).await;
+        let (code, json, err) = triage(&["report", &path, "-o", "json"]).run().await;
         assert_eq!(code, 0, "{err}");
         let doc: Value = serde_json::from_str(&json).unwrap();
         assert!(!doc["apps"].as_array().unwrap().is_empty());
@@ -201,6 +206,7 @@ async fn reports_of_the_shipped_recordings() {
             env!("CARGO_MANIFEST_DIR")
         ),
     ])
+    .run()
     .await;
     assert!(
         md.contains("Driver: Failed") && md.contains("container-oom-killed"),
@@ -221,7 +227,7 @@ async fn only_failures_make_churn_in_the_real_spark_report() {
         "{}/snapshots/real-spark-oom.ndjson.zst",
         env!("CARGO_MANIFEST_DIR")
     );
-    let (code, json, err) = triage(&["report", &path, "-o", "json"]).await;
+    let (code, json, err) = triage(&["report", &path, "-o", "json"]).run().await;
     assert_eq!(code, 0, "{err}");
     let doc: Value = serde_json::from_str(&json).unwrap();
     let app = &doc["apps"][0];
@@ -250,7 +256,7 @@ async fn foreign_newer_and_torn_recordings_get_clear_messages() {
     std::fs::create_dir_all(&dir).unwrap();
     let foreign = dir.join("foreign.json");
     std::fs::write(&foreign, "{\"kind\":\"Pod\"}\n").unwrap();
-    let (code, _, err) = triage(&["report", foreign.to_str().unwrap()]).await;
+    let (code, _, err) = triage(&["report", foreign.to_str().unwrap()]).run().await;
     assert_eq!(code, 1);
     assert!(
         err.trim().ends_with(
@@ -264,7 +270,9 @@ async fn foreign_newer_and_torn_recordings_get_clear_messages() {
         "{\"format\":\"spark-triage-recording\",\"version\":7}\n",
     )
     .unwrap();
-    let (code, _, err) = triage(&["status", "--recording", newer.to_str().unwrap()]).await;
+    let (code, _, err) = triage(&["status", "--recording", newer.to_str().unwrap()])
+        .run()
+        .await;
     assert_eq!(code, 1);
     assert!(
         err.contains("is a version 7 recording; this spark-triage reads up to version 1"),
@@ -284,6 +292,7 @@ async fn foreign_newer_and_torn_recordings_get_clear_messages() {
         "-o",
         "json",
     ])
+    .run()
     .await;
     assert_eq!(code, 0, "what can be read is read: {err}");
     assert!(err.contains("warning:") && err.contains("line "), "{err}");
@@ -342,7 +351,7 @@ async fn secrets_in_a_drivers_config_never_reach_a_recording_or_an_output() {
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            triage(&args).await
+            triage(&args).run().await
         }
     };
     let (rc, _, rerr) = record("6s").await;
@@ -360,11 +369,13 @@ async fn secrets_in_a_drivers_config_never_reach_a_recording_or_an_output() {
     let (again, _, aerr) = record("1s").await;
     assert_eq!(again, 1, "{aerr}");
     assert!(aerr.contains("exists; not overwriting it"), "{aerr}");
-    let (st, status, serr) = triage(&["status", "--kubeconfig", &kc, "-A", "-o", "json"]).await;
+    let (st, status, serr) = triage(&["status", "--kubeconfig", &kc, "-A", "-o", "json"])
+        .run()
+        .await;
     assert_eq!(st, 0, "{serr}");
-    let (mc, report, merr) = triage(&["report", &plain_s]).await;
+    let (mc, report, merr) = triage(&["report", &plain_s]).run().await;
     assert_eq!(mc, 0, "{merr}");
-    let (jc, report_json, jerr) = triage(&["report", &plain_s, "-o", "json"]).await;
+    let (jc, report_json, jerr) = triage(&["report", &plain_s, "-o", "json"]).run().await;
     assert_eq!(jc, 0, "{jerr}");
     for (what, out) in [
         ("recording", &text),

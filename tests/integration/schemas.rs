@@ -2,7 +2,7 @@
 //! (schemars), kept current (a schema that differs from the types fails;
 //! `UPDATE_SCHEMAS=1` rewrites) and checked against real outputs (jsonschema).
 
-use std::process::Command;
+use super::common::triage;
 
 const SESSION: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -37,10 +37,7 @@ fn output_schema<T: schemars::JsonSchema>() -> schemars::Schema {
 }
 
 fn output(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = triage(args).output_blocking();
     super::common::succeeded(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -89,10 +86,7 @@ fn explain_json_matches_its_schema() {
         if !(name.ends_with(".yaml") || name.ends_with(".json")) || name.contains("events") {
             continue;
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-            .args(["explain", &name, "-o", "json"])
-            .output()
-            .unwrap();
+        let out = triage(&["explain", &name, "-o", "json"]).output_blocking();
         if !out.status.success() {
             continue; // not pods (the explain tests cover the refusals)
         }
@@ -246,17 +240,15 @@ fn fleet_report_json_matches_its_schema() {
         "/tests/fixtures/eventlog/real-spark-k8s"
     );
     for (source, cluster) in [(SESSION, "recorded"), (log, "event-log")] {
-        let out = Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-            .args([
-                "export",
-                source,
-                "--tables",
-                &tables,
-                "--cluster-name",
-                cluster,
-            ])
-            .output()
-            .unwrap();
+        let out = triage(&[
+            "export",
+            source,
+            "--tables",
+            &tables,
+            "--cluster-name",
+            cluster,
+        ])
+        .output_blocking();
         super::common::succeeded(&out);
     }
     let doc = output(&[

@@ -6,15 +6,10 @@ use std::process::Stdio;
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::common::{app, start_sim};
+use super::common::{app, start_sim, triage};
 
 async fn status(args: &[&str]) -> (i32, String, String) {
-    output(
-        Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-            .arg("status")
-            .args(args),
-    )
-    .await
+    triage(&["status"]).args(args).run().await
 }
 
 /// A command run without standard input: its exit code, stdout and stderr.
@@ -359,12 +354,10 @@ async fn a_late_status_dates_everything_by_the_cluster_s_clocks() {
 async fn global_flags_before_the_command_work() {
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.display().to_string();
-    let (code, stdout, stderr) = output(
-        Command::new(env!("CARGO_BIN_EXE_spark-triage"))
-            .args(["-n", "spark-jobs", "--kubeconfig", &kc, "status"])
-            .args(["--no-driver-api", "--poll-interval", "1s", "-o", "json"]),
-    )
-    .await;
+    let (code, stdout, stderr) = triage(&["-n", "spark-jobs", "--kubeconfig", &kc, "status"])
+        .args(["--no-driver-api", "--poll-interval", "1s", "-o", "json"])
+        .run()
+        .await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["apps"].as_array().unwrap().len(), 3, "{stdout}");
