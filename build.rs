@@ -3,7 +3,9 @@
 //! `#[cfg_attr(not(have_tmux), ignore = "needs tmux …")]`, so cargo's own summary lists it as
 //! ignored with its reason (a test that returned early showed as `ok`). Under `CI=true` every
 //! cfg is set whatever is found: those tests are mandatory there and fail when a tool is
-//! missing. The product itself reads none of these. PATH is part of the fingerprint: a build
+//! missing. `have_pypi` is not a tool: the Python package index reachable (the tests that
+//! install pyspark, duckdb, moto or the MCP SDK need it). The product itself reads none of
+//! these. PATH is part of the fingerprint: a build
 //! under another PATH (an editor's, `.ci/run`'s) compiles the package again.
 
 use std::path::Path;
@@ -46,6 +48,16 @@ fn main() {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
+    // Not a tool: the Python package index, which the tests that install from it need
+    // (pyspark, duckdb, moto, the MCP SDK). Probed again when the index or proxy settings
+    // change, or after `touch build.rs`.
+    for var in ["PIP_INDEX_URL", "HTTPS_PROXY", "https_proxy"] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    println!("cargo::rustc-check-cfg=cfg(have_pypi)");
+    if ci || pypi_reachable() {
+        println!("cargo::rustc-cfg=have_pypi");
+    }
     // Not a tool: the real node (cgroups, mounts, network devices) needs root.
     println!("cargo::rustc-check-cfg=cfg(have_root)");
     if ci || is_root() {
@@ -66,4 +78,36 @@ fn is_root() -> bool {
 fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether the Python package index answers: a TCP connection within 3 s to its host
+/// (`PIP_INDEX_URL`'s, else pypi.org), or to the HTTPS proxy's when one is set. A wheel
+/// directory alone (`PIP_FIND_LINKS`) is not counted: the tests install from the index.
+fn pypi_reachable() -> bool {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let url = var("HTTPS_PROXY")
+        .or_else(|| var("https_proxy"))
+        .or_else(|| var("PIP_INDEX_URL"))
+        .unwrap_or_else(|| "https://pypi.org/simple".to_owned());
+    let Some(authority) = url
+        .split("://")
+        .nth(1)
+        .or(Some(url.as_str()))
+        .and_then(|rest| rest.split('/').next())
+        .map(|a| a.rsplit('@').next().unwrap_or(a))
+    else {
+        return false;
+    };
+    let addr = if authority.contains(':') {
+        authority.to_owned()
+    } else if url.starts_with("http://") {
+        format!("{authority}:80")
+    } else {
+        format!("{authority}:443")
+    };
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| TcpStream::connect_timeout(&a, std::time::Duration::from_secs(3)).is_ok())
 }

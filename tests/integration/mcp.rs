@@ -199,8 +199,8 @@ fn check(doc: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
-    not(have_python3),
-    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
+    not(all(have_python3, have_pypi)),
+    ignore = "needs python3 with venv and the Python package index (the mcp client; .ci/run installs python3-venv)"
 )]
 async fn a_real_mcp_client_gets_the_mixed_scenarios_verdicts_over_stdio_from_the_cluster() {
     let py = python();
@@ -256,8 +256,8 @@ fn mcp_on_http() -> (std::process::Child, String) {
 
 #[test]
 #[cfg_attr(
-    not(have_python3),
-    ignore = "needs python3 with venv and PyPI (the mcp client; .ci/run installs python3-venv)"
+    not(all(have_python3, have_pypi)),
+    ignore = "needs python3 with venv and the Python package index (the mcp client; .ci/run installs python3-venv)"
 )]
 fn a_real_mcp_client_gets_a_recordings_verdicts_over_streamable_http() {
     let py = python();

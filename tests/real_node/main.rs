@@ -361,9 +361,10 @@ fn status_doc(child: Child) -> Value {
         have_runc,
         have_root,
         have_java,
-        have_python3
+        have_python3,
+        have_pypi
     )),
-    ignore = "needs root, go, kubectl, openssl, containerd, runc, java and python3 (Spark in cluster mode; .ci/run installs Debian's containerd, runc, containernetworking-plugins, busybox-static and debootstrap)"
+    ignore = "needs root, go, kubectl, openssl, containerd, runc, java, python3 and the Python package index (Spark in cluster mode; .ci/run installs Debian's containerd, runc, containernetworking-plugins, busybox-static and debootstrap)"
 )]
 fn verdicts_of_a_real_kubelet() {
     let before = machine_state();
