@@ -808,3 +808,59 @@ fn the_length_check_counts_lines_and_reads_reasons() {
     assert_eq!(too_long(&file), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// docs/architecture.md's layout is true (#53): every path its layout block names exists,
+/// and every module of the three crates' `src/` (their top level) is named there.
+#[test]
+fn the_architecture_docs_layout_names_what_is_there() {
+    let ws = workspace();
+    let doc = std::fs::read_to_string(ws.join("docs/architecture.md")).unwrap();
+    let block = doc
+        .split("## The layout")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .expect("a layout block");
+    // `crates/x/` opens a crate; its entries are indented `  src/…`.
+    let mut named = BTreeSet::new();
+    let mut krate = String::new();
+    for line in block.lines() {
+        let Some(first) = line.split_whitespace().next() else {
+            continue;
+        };
+        let indented = line.starts_with("  ");
+        if !indented && first.starts_with("crates/") {
+            krate = first.to_owned();
+            named.insert(first.trim_end_matches('/').to_owned());
+        } else if indented && first.starts_with("src/") {
+            named.insert(format!("{krate}{}", first.trim_end_matches('/')));
+        } else if !indented && first.contains(['/', '.']) {
+            named.insert(first.trim_end_matches('/').to_owned());
+        }
+    }
+    let missing: Vec<&String> = named.iter().filter(|p| !ws.join(p).exists()).collect();
+    assert!(
+        missing.is_empty(),
+        "named in the layout, not there: {missing:?}"
+    );
+    let mut unnamed = Vec::new();
+    for (prefix, src) in [
+        ("", "src"),
+        ("crates/core/", "crates/core/src"),
+        ("crates/sim/", "crates/sim/src"),
+    ] {
+        for e in std::fs::read_dir(ws.join(src)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = format!("{prefix}src/{name}");
+            if name != "lib.rs" || prefix.is_empty() {
+                if !named.contains(&path) {
+                    unnamed.push(path);
+                }
+            }
+        }
+    }
+    unnamed.sort();
+    assert!(
+        unnamed.is_empty(),
+        "in src/, not in the layout: {unnamed:?}"
+    );
+}
