@@ -4,14 +4,15 @@
 //! ignored with its reason (a test that returned early showed as `ok`). Under `CI=true` every
 //! cfg is set whatever is found: those tests are mandatory there and fail when a tool is
 //! missing. `have_pypi` is not a tool: the Python package index reachable (the tests that
-//! install pyspark, duckdb, moto or the MCP SDK need it). The product itself reads none of
+//! install pyspark, duckdb, moto or the MCP SDK need it), nor is `have_node_host` (a host a
+//! real kubelet can run on: cgroups, overlayfs, CNI, busybox, no swap). The product itself reads none of
 //! these. PATH is part of the fingerprint: a build
 //! under another PATH (an editor's, `.ci/run`'s) compiles the package again.
 
 use std::path::Path;
 
 /// The tools, by the cfg they set.
-const TOOLS: [(&str, &str); 14] = [
+const TOOLS: [(&str, &str); 15] = [
     ("have_openssl", "openssl"),
     ("have_kubectl", "kubectl"),
     ("have_tmux", "tmux"),
@@ -26,6 +27,7 @@ const TOOLS: [(&str, &str); 14] = [
     ("have_runc", "runc"),
     ("have_promtool", "promtool"),
     ("have_git", "git"),
+    ("have_debootstrap", "debootstrap"),
 ];
 
 fn main() {
@@ -62,6 +64,12 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(have_root)");
     if ci || is_root() {
         println!("cargo::rustc-cfg=have_root");
+    }
+    // Nor this: a host a real kubelet can run pods on (scripts/control-plane/node/node.sh
+    // checks the same before it starts anything).
+    println!("cargo::rustc-check-cfg=cfg(have_node_host)");
+    if ci || node_host().is_ok() {
+        println!("cargo::rustc-cfg=have_node_host");
     }
 }
 
@@ -110,4 +118,35 @@ fn pypi_reachable() -> bool {
         .ok()
         .and_then(|mut a| a.next())
         .is_some_and(|a| TcpStream::connect_timeout(&a, std::time::Duration::from_secs(3)).is_ok())
+}
+
+/// What a real kubelet needs of this host beside its tools: a memory cgroup controller,
+/// overlayfs, the CNI plugins, a static busybox, and no swap (the OOM cases would swap).
+fn node_host() -> Result<(), &'static str> {
+    let has = |p: &str| Path::new(p).exists();
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    if !(has("/sys/fs/cgroup/memory")
+        || read("/sys/fs/cgroup/cgroup.controllers").contains("memory"))
+    {
+        return Err("no memory cgroup controller");
+    }
+    let release = read("/proc/sys/kernel/osrelease");
+    let module = format!("/lib/modules/{}/kernel/fs/overlayfs", release.trim());
+    if !read("/proc/filesystems")
+        .split_whitespace()
+        .any(|f| f == "overlay")
+        && !has(&module)
+    {
+        return Err("no overlayfs");
+    }
+    if !has("/usr/lib/cni/bridge") {
+        return Err("no CNI plugins");
+    }
+    if !has("/bin/busybox") {
+        return Err("no busybox");
+    }
+    if read("/proc/swaps").lines().count() > 1 {
+        return Err("swap is on");
+    }
+    Ok(())
 }

@@ -851,10 +851,8 @@ fn the_architecture_docs_layout_names_what_is_there() {
         for e in std::fs::read_dir(ws.join(src)).unwrap().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = format!("{prefix}src/{name}");
-            if name != "lib.rs" || prefix.is_empty() {
-                if !named.contains(&path) {
-                    unnamed.push(path);
-                }
+            if (name != "lib.rs" || prefix.is_empty()) && !named.contains(&path) {
+                unnamed.push(path);
             }
         }
     }
