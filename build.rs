@@ -53,11 +53,20 @@ fn main() {
     // Not a tool: the Python package index, which the tests that install from it need
     // (pyspark, duckdb, moto, the MCP SDK). Probed again when the index or proxy settings
     // change, or after `touch build.rs`.
-    for var in ["PIP_INDEX_URL", "HTTPS_PROXY", "https_proxy"] {
+    for var in [
+        "PIP_INDEX_URL",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rustc-check-cfg=cfg(have_pypi)");
-    if ci || pypi_reachable() {
+    // Only where tests may be built: a release build (`cargo install`, the image) makes no
+    // connection.
+    let release = std::env::var("PROFILE").as_deref() == Ok("release");
+    if ci || (!release && pypi_reachable()) {
         println!("cargo::rustc-cfg=have_pypi");
     }
     // Not a tool: the real node (cgroups, mounts, network devices) needs root.
@@ -89,35 +98,56 @@ fn executable(p: &Path) -> bool {
 }
 
 /// Whether the Python package index answers: a TCP connection within 3 s to its host
-/// (`PIP_INDEX_URL`'s, else pypi.org), or to the HTTPS proxy's when one is set. A wheel
+/// (`PIP_INDEX_URL`'s, else pypi.org), or to the proxy's when one is set for its scheme;
+/// each address the name has is tried, and the lookup itself is given 3 s. A wheel
 /// directory alone (`PIP_FIND_LINKS`) is not counted: the tests install from the index.
 fn pypi_reachable() -> bool {
     use std::net::{TcpStream, ToSocketAddrs};
+    use std::time::Duration;
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let url = var("HTTPS_PROXY")
-        .or_else(|| var("https_proxy"))
-        .or_else(|| var("PIP_INDEX_URL"))
-        .unwrap_or_else(|| "https://pypi.org/simple".to_owned());
-    let Some(authority) = url
-        .split("://")
-        .nth(1)
-        .or(Some(url.as_str()))
-        .and_then(|rest| rest.split('/').next())
-        .map(|a| a.rsplit('@').next().unwrap_or(a))
-    else {
+    let index = var("PIP_INDEX_URL").unwrap_or_else(|| "https://pypi.org/simple".to_owned());
+    let proxy = if index.starts_with("http://") {
+        var("HTTP_PROXY").or_else(|| var("http_proxy"))
+    } else {
+        var("HTTPS_PROXY").or_else(|| var("https_proxy"))
+    };
+    let url = proxy.unwrap_or(index);
+    let Some(addr) = host_port(&url) else {
         return false;
     };
-    let addr = if authority.contains(':') {
-        authority.to_owned()
-    } else if url.starts_with("http://") {
-        format!("{authority}:80")
-    } else {
-        format!("{authority}:443")
+    // The lookup has no timeout of its own: a thread, waited for 3 s.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(addr.to_socket_addrs().map(Vec::from_iter));
+    });
+    let Ok(Ok(addrs)) = rx.recv_timeout(Duration::from_secs(3)) else {
+        return false;
     };
-    addr.to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .is_some_and(|a| TcpStream::connect_timeout(&a, std::time::Duration::from_secs(3)).is_ok())
+    addrs
+        .iter()
+        .any(|a| TcpStream::connect_timeout(a, Duration::from_secs(3)).is_ok())
+}
+
+/// `host:port` of a URL (`https://user:pw@host:8443/simple` → `host:8443`; a bracketed IPv6
+/// address kept whole; the scheme's port when none is given, http's when there is no scheme).
+fn host_port(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    if host_port.is_empty() {
+        return None;
+    }
+    let has_port = match host_port.rfind(']') {
+        Some(end) => host_port[end..].contains(':'),
+        None => host_port.contains(':'),
+    };
+    Some(if has_port {
+        host_port.to_owned()
+    } else if scheme == "https" {
+        format!("{host_port}:443")
+    } else {
+        format!("{host_port}:80")
+    })
 }
 
 /// What a real kubelet needs of this host beside its tools: a memory cgroup controller,

@@ -49,6 +49,9 @@ pub trait Cell: Sized {
         Self: 'a;
     /// Row `r`; `Err` names what is wrong (a null where the table has none).
     fn get(a: &Self::Array, r: usize) -> Result<Self, String>;
+    /// Each row's value when a file has no such column (one written before the column was
+    /// added): null for a nullable column; none (an error) for the others.
+    fn absent() -> Option<Self>;
 }
 
 impl<T: Scalar> Cell for T {
@@ -66,6 +69,9 @@ impl<T: Scalar> Cell for T {
         }
         T::value(a, r)
     }
+    fn absent() -> Option<Self> {
+        None
+    }
 }
 
 impl<T: Scalar> Cell for Option<T> {
@@ -82,6 +88,9 @@ impl<T: Scalar> Cell for Option<T> {
             return Ok(None);
         }
         T::value(a, r).map(Some)
+    }
+    fn absent() -> Option<Self> {
+        Some(None)
     }
 }
 
@@ -138,13 +147,14 @@ impl Scalar for Severity {
         )
     }
     fn value(a: &StringArray, r: usize) -> Result<Self, String> {
-        severity(a.value(r))
+        Ok(severity(a.value(r)))
     }
 }
 
-/// The severity a column names, or an error saying what it is instead.
-pub fn severity(name: &str) -> Result<Severity, String> {
-    Severity::parse(name).ok_or_else(|| format!("{name:?} is not a severity"))
+/// The severity a column names; one this build does not know (a newer writer's) reads as
+/// info, as the tables' readers always read it: an older reader still reads a newer table.
+pub fn severity(name: &str) -> Severity {
+    Severity::parse(name).unwrap_or(Severity::Info)
 }
 
 /// An instant, in microseconds, UTC.
@@ -174,8 +184,9 @@ pub trait Columns: Sized {
     const NAMES: &'static [&'static str];
     fn fields() -> Vec<Field>;
     fn arrays(rows: &[Self]) -> Vec<ArrayRef>;
-    /// Appends a batch's rows to `out`; an error names the column.
-    fn decode(b: &RecordBatch, out: &mut Vec<Self>) -> Result<(), String>;
+    /// Appends a batch's rows to `out`; an error names the column and the row (`first`:
+    /// the file's row number of the batch's first).
+    fn decode(b: &RecordBatch, first: usize, out: &mut Vec<Self>) -> Result<(), String>;
 }
 
 /// A column's field: its name, and its type and nullability from the row field's type.
@@ -183,9 +194,28 @@ pub fn field<C: Cell>(name: &str) -> Field {
     Field::new(name, C::data_type(), C::NULLABLE)
 }
 
-/// Row `r` of a column, or an error naming the column.
-pub fn cell<C: Cell>(a: &C::Array, r: usize, name: &str) -> Result<C, String> {
-    C::get(a, r).map_err(|e| format!("column {name}, row {r}: {e}"))
+/// A batch's column for a row field of type `C`: `None` when the file has none and the
+/// column may be null (a file from before it was added); an error names it otherwise.
+pub fn column<'a, C: Cell>(b: &'a RecordBatch, name: &str) -> Result<Option<&'a C::Array>, String> {
+    if b.column_by_name(name).is_none() && C::absent().is_some() {
+        return Ok(None);
+    }
+    col::<C::Array>(b, name).map(Some)
+}
+
+/// Row `r` of a column (`first`: the file's row number of the batch's first), or an error
+/// naming the column and the row.
+pub fn cell<C: Cell>(
+    a: Option<&C::Array>,
+    r: usize,
+    first: usize,
+    name: &str,
+) -> Result<C, String> {
+    let got = match a {
+        Some(a) => C::get(a, r),
+        None => C::absent().ok_or_else(|| "no such column".to_owned()),
+    };
+    got.map_err(|e| format!("column {name}, row {}: {e}", first + r))
 }
 
 /// Declares a table's row once, one line per column: the struct, its column names in
@@ -217,17 +247,17 @@ macro_rules! table_row {
             }
             fn decode(
                 b: &arrow_array::RecordBatch,
+                first: usize,
                 out: &mut Vec<Self>,
             ) -> Result<(), String> {
-                $(let $field = $crate::fleet::columns::col::<
-                    <$ty as $crate::fleet::columns::Cell>::Array,
-                >(b, stringify!($field))?;)*
+                $(let $field = $crate::fleet::columns::column::<$ty>(b, stringify!($field))?;)*
                 out.reserve(b.num_rows());
                 for r in 0..b.num_rows() {
                     out.push(Self {
                         $($field: $crate::fleet::columns::cell::<$ty>(
                             $field,
                             r,
+                            first,
                             stringify!($field),
                         )?,)*
                     });

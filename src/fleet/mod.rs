@@ -745,6 +745,71 @@ mod tests {
         }
     }
 
+    /// A file of these rows with only some of the columns (one from before the others were
+    /// added).
+    fn file_without(rows: &[EveryCell], dropped: &[&str]) -> bytes::Bytes {
+        use super::columns::Columns;
+        use arrow_array::RecordBatch;
+        use arrow_schema::Schema;
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(EveryCell::fields())),
+            EveryCell::arrays(rows),
+        )
+        .expect("batch");
+        let keep: Vec<usize> = (0..EveryCell::NAMES.len())
+            .filter(|&i| !dropped.contains(&EveryCell::NAMES[i]))
+            .collect();
+        let batch = batch.project(&keep).expect("project");
+        let mut file = Vec::new();
+        let mut w =
+            ::parquet::arrow::ArrowWriter::try_new(&mut file, batch.schema(), None).expect("w");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+        file.into()
+    }
+
+    #[test]
+    fn a_file_from_before_a_nullable_column_was_added_reads_it_as_null() {
+        let t = |s: &str| s.parse().expect("time");
+        let row = EveryCell {
+            s: "a".into(),
+            os: Some("b".into()),
+            i: 1,
+            oi: Some(2),
+            n: 3,
+            on: Some(4),
+            f: 0.5,
+            of: Some(0.25),
+            b: true,
+            ob: Some(true),
+            t: t("2026-12-04T10:00:00Z"),
+            ot: Some(t("2026-12-04T10:00:01Z")),
+            sev: spark_triage_core::diagnose::Severity::Warn,
+            osev: Some(spark_triage_core::diagnose::Severity::Error),
+        };
+        let older = file_without(std::slice::from_ref(&row), &["os", "ot", "osev"]);
+        let read = parquet::decode::<EveryCell>(older).expect("an older file reads");
+        assert_eq!(
+            read,
+            [EveryCell {
+                os: None,
+                ot: None,
+                osev: None,
+                ..row.clone()
+            }]
+        );
+        // A column that may not be null, missing: not one of ours.
+        let e = parquet::decode::<EveryCell>(file_without(&[row], &["i"])).expect_err("no i");
+        assert!(e.contains("no column i"), "{e}");
+    }
+
+    #[test]
+    fn a_severity_this_build_does_not_know_reads_as_info() {
+        use spark_triage_core::diagnose::Severity;
+        assert_eq!(super::columns::severity("critical"), Severity::Info);
+        assert_eq!(super::columns::severity("warn"), Severity::Warn);
+    }
+
     #[test]
     fn a_null_where_the_table_has_none_is_an_error_naming_the_column() {
         use super::columns::Columns;
@@ -761,8 +826,12 @@ mod tests {
             .collect();
         let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("batch");
         let mut out = Vec::new();
-        let e = rows::WaitRow::decode(&b, &mut out).expect_err("nulls");
-        assert_eq!(e, "column namespace, row 0: null, where the table has none");
+        let e = rows::WaitRow::decode(&b, 8192, &mut out).expect_err("nulls");
+        // The row is the file's (a batch's first row is its 8192nd).
+        assert_eq!(
+            e,
+            "column namespace, row 8192: null, where the table has none"
+        );
         assert!(out.is_empty());
     }
 

@@ -150,7 +150,7 @@ fn get_t(a: &TimestampMicrosecondArray, r: usize) -> Option<Time> {
 /// A file's rows of one table (the fleet report and the tests read them back).
 pub fn decode<R: Columns>(file: bytes::Bytes) -> Result<Vec<R>, String> {
     let mut out = Vec::new();
-    each_batch(file, None, |b| R::decode(b, &mut out))?;
+    each_batch(file, None, |b| R::decode(b, out.len(), &mut out))?;
     Ok(out)
 }
 
@@ -220,8 +220,7 @@ pub fn each_ending(file: bytes::Bytes, mut f: impl FnMut(EndingRef<'_>)) -> Resu
                 app_id: app.value(r),
                 app_name: opt(name, r),
                 cause: cause.value(r),
-                severity: severity(sev.value(r))
-                    .map_err(|e| format!("column severity, row {r}: {e}"))?,
+                severity: severity(sev.value(r)),
                 node: opt(node, r),
                 ended_at: get_t(ended, r),
                 failure: failure.value(r),

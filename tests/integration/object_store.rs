@@ -40,7 +40,7 @@ fn moto_bin() -> String {
 }
 
 /// moto's S3 on a free loopback port (stopped when the first value is dropped), its
-/// endpoint and its venv's bin directory; `None` (said) where PyPI cannot be reached outside CI.
+/// endpoint and its venv's bin directory.
 pub(super) fn moto() -> (Moto, String, String) {
     let bin = moto_bin();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
