@@ -3,8 +3,8 @@
 //! `#[cfg_attr(not(have_tmux), ignore = "needs tmux …")]`, so cargo's own summary lists it as
 //! ignored with its reason (a test that returned early showed as `ok`). Under `CI=true` every
 //! cfg is set whatever is found: those tests are mandatory there and fail when a tool is
-//! missing. `have_pypi` is not a tool: the Python package index reachable (the tests that
-//! install pyspark, duckdb, moto or the MCP SDK need it), nor is `have_node_host` (a host a
+//! missing. `have_pypi` is not a tool: python3 able to make a venv and the Python package
+//! index reachable (the tests that install pyspark, duckdb, moto or the MCP SDK need both), nor is `have_node_host` (a host a
 //! real kubelet can run on: cgroups, overlayfs, CNI, busybox, no swap). The product itself reads none of
 //! these. PATH is part of the fingerprint: a build
 //! under another PATH (an editor's, `.ci/run`'s) compiles the package again.
@@ -66,7 +66,7 @@ fn main() {
     // Only where tests may be built: a release build (`cargo install`, the image) makes no
     // connection.
     let release = std::env::var("PROFILE").as_deref() == Ok("release");
-    if ci || (!release && pypi_reachable()) {
+    if ci || (!release && python_venv() && pypi_reachable()) {
         println!("cargo::rustc-cfg=have_pypi");
     }
     // Not a tool: the real node (cgroups, mounts, network devices) needs root.
@@ -95,6 +95,17 @@ fn is_root() -> bool {
 fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether python3 can make a venv to install into (Debian splits `venv` and `ensurepip`
+/// into python3-venv): without it no test can install from the index.
+fn python_venv() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import venv, ensurepip"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Whether the Python package index answers: a TCP connection within 3 s to its host
