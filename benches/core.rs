@@ -5,17 +5,16 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ratatui::{Terminal, backend::TestBackend};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use serde_json::json;
-use spark_triage::{
-    app::{App, Context, Mode, Msg, View, update},
-    source::SourceEvent,
-    store::Store,
-};
-use spark_triage_core::{
-    classify::{ClassifyConfig, classify},
-    model::ExecutorPod,
-};
+use spark_triage::app::{App, Context, Mode, Msg, View, update};
+use spark_triage::settings::ReadOnly;
+use spark_triage::source::{DriverView, SourceEvent};
+use spark_triage::store::Store;
+use spark_triage::ui;
+use spark_triage_core::classify::{ClassifyConfig, classify};
+use spark_triage_core::model::{DriverExecutor, ExecutorPod};
 
 const N: i64 = 10_000;
 
@@ -101,9 +100,9 @@ fn bench(c: &mut Criterion) {
         SourceEvent::DriverExecutors {
         namespace: "spark-scale".into(),
         app_id: "spark-big".into(),
-        view: spark_triage::source::DriverView::Ok {
+        view: DriverView::Ok {
             executors: (1..=N)
-                .map(|id| spark_triage_core::model::DriverExecutor {
+                .map(|id| DriverExecutor {
                     id,
                     active: id % 10 != 0,
                     host_port: None,
@@ -160,7 +159,7 @@ fn bench(c: &mut Criterion) {
                 let ctx = Context {
                     context: "b".into(),
                     scope: "s".into(),
-                    readonly: spark_triage::settings::ReadOnly::Off,
+                    readonly: ReadOnly::Off,
                     mode: Mode::Demo,
                 };
                 (App::new(ctx), upserts.clone())
@@ -175,7 +174,7 @@ fn bench(c: &mut Criterion) {
     let mut app = App::new(Context {
         context: "bench".into(),
         scope: "all namespaces".into(),
-        readonly: spark_triage::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Live,
     });
     for p in &pods {
@@ -193,7 +192,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("render 200x50 state map, 10k executors", |b| {
         b.iter(|| {
             terminal
-                .draw(|f| spark_triage::ui::render(&app, f))
+                .draw(|f| ui::render(&app, f))
                 .map(|_| ())
                 .expect("draw")
         });
@@ -202,7 +201,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("render 200x50 table, 10k executors", |b| {
         b.iter(|| {
             terminal
-                .draw(|f| spark_triage::ui::render(&app, f))
+                .draw(|f| ui::render(&app, f))
                 .map(|_| ())
                 .expect("draw")
         });

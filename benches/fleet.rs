@@ -13,10 +13,10 @@
 
 use std::time::Instant;
 
-use spark_triage::{
-    fleet::{Place, Rows, TablesWriter, parquet, rows},
-    output::fleet,
-};
+use spark_triage::fleet::{Place, Rows, TablesWriter, parquet, rows};
+use spark_triage::output::fleet;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
 
 const DAYS: i64 = 30;
 const PER_HOUR: usize = 5 * 3600;
@@ -49,7 +49,7 @@ fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
             (endings, waits)
         });
     }
-    let at: spark_triage_core::model::Time = "2026-11-01T00:00:00Z".parse().expect("time");
+    let at: Time = "2026-11-01T00:00:00Z".parse().expect("time");
     let endings = (0..10)
         .map(|app| rows::EndingRow {
             namespace: "spark-scale".into(),
@@ -58,7 +58,7 @@ fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
             spark_version: Some("4.0.1".into()),
             executor_id: 1,
             cause: "container-oom-killed".into(),
-            severity: spark_triage_core::diagnose::Severity::Error,
+            severity: Severity::Error,
             state: "failed".into(),
             pod: format!("scale-app-{app}-exec-1"),
             node: Some(format!("scale-node-{app}")),
@@ -118,7 +118,7 @@ fn main() {
             .to_string()
     });
     let _ = std::fs::remove_dir_all(&dir);
-    let start: spark_triage_core::model::Time = "2026-11-01T00:00:00Z".parse().expect("time");
+    let start: Time = "2026-11-01T00:00:00Z".parse().expect("time");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let t0 = Instant::now();
     let mut writer = TablesWriter::new(

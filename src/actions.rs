@@ -1,22 +1,24 @@
 //! `kill`, `hold` and `release` from the command line: select the pods, show the plan,
 //! confirm, then write through the effect layer's gate, logging every action.
 
-use std::{fmt::Write as _, time::Duration};
+use std::fmt::Write as _;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, api::ListParams};
+use kube::Api;
+use kube::api::ListParams;
+use spark_triage_core::classify::{ClassifyOptions, classify};
+use spark_triage_core::model;
+use spark_triage_core::model::{ExecutorPod, ExecutorState, HOLD_EXPIRES, HOLD_FINALIZER, Role};
 
-use crate::{
-    effect::{
-        self, ActionLog, Effect, HoldTarget, Outcome, Runner, Target, Via, WriteError, by_owner,
-    },
-    source::{Scope, connection::Connection},
+use crate::effect::{
+    self, ActionLog, Denied, Effect, HoldTarget, Outcome, Runner, Target, Via, WriteError, by_owner,
 };
-use spark_triage_core::{
-    classify::{ClassifyOptions, classify},
-    model::{ExecutorPod, ExecutorState, Role},
-};
+use crate::failure::Failure;
+use crate::settings::ReadOnly;
+use crate::source::connection::Connection;
+use crate::source::{Scope, errors};
 
 /// A failure of an action command (one line).
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +52,7 @@ pub async fn app_pods(conn: &Connection, app: &str) -> Result<Vec<ExecutorPod>, 
         let pods = api
             .list(&lp)
             .await
-            .map_err(|e| ActionError::List(crate::source::errors::error_line(&e)))?;
+            .map_err(|e| ActionError::List(errors::error_line(&e)))?;
         if !pods.items.is_empty() {
             return Ok(pods.items.iter().map(ExecutorPod::from_pod).collect());
         }
@@ -115,9 +117,9 @@ async fn gate_all(
     runner: &Runner,
     namespaces: impl Iterator<Item = String>,
     verb: &str,
-    readonly: &crate::settings::ReadOnly,
+    readonly: &ReadOnly,
 ) -> Result<(), ActionError> {
-    if let Some(no) = crate::effect::Denied::read_only(readonly) {
+    if let Some(no) = Denied::read_only(readonly) {
         return Err(WriteError::from(no).into());
     }
     let mut namespaces: Vec<String> = namespaces.collect();
@@ -220,7 +222,7 @@ pub async fn kill(
     conn: &Connection,
     targets: &[(ExecutorPod, Option<Via>)],
     grace: Option<u32>,
-    readonly: &crate::settings::ReadOnly,
+    readonly: &ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -243,7 +245,7 @@ pub async fn hold_on(
     conn: &Connection,
     pods: &[ExecutorPod],
     ttl: Duration,
-    readonly: &crate::settings::ReadOnly,
+    readonly: &ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -302,8 +304,8 @@ pub async fn hold_on(
     let _ = writeln!(
         out,
         "held {held} executor pod(s) until {} (finalizer {})",
-        spark_triage_core::model::fmt_time(&expires),
-        spark_triage_core::model::HOLD_FINALIZER
+        model::fmt_time(&expires),
+        HOLD_FINALIZER
     );
     w.result()
 }
@@ -313,7 +315,7 @@ pub async fn release(
     conn: &Connection,
     pods: &[ExecutorPod],
     only_expired: bool,
-    readonly: &crate::settings::ReadOnly,
+    readonly: &ReadOnly,
     log: &ActionLog,
     out: &mut String,
 ) -> Result<usize, ActionError> {
@@ -355,8 +357,7 @@ pub async fn release(
 
 /// The pod carries the tool's expiry annotation (readable or not).
 fn marked(p: &ExecutorPod) -> bool {
-    p.tool_annotations
-        .contains_key(spark_triage_core::model::HOLD_EXPIRES)
+    p.tool_annotations.contains_key(HOLD_EXPIRES)
 }
 
 /// Every Spark pod in scope (for `release --all`).
@@ -368,11 +369,11 @@ pub async fn all_pods(conn: &Connection) -> Result<Vec<ExecutorPod>, ActionError
     let pods = api
         .list(&ListParams::default().labels(&conn.selector))
         .await
-        .map_err(|e| ActionError::List(crate::source::errors::error_line(&e)))?;
+        .map_err(|e| ActionError::List(errors::error_line(&e)))?;
     Ok(pods.items.iter().map(ExecutorPod::from_pod).collect())
 }
 
-impl From<ActionError> for crate::failure::Failure {
+impl From<ActionError> for Failure {
     fn from(e: ActionError) -> Self {
         Self::Cause(Box::new(e))
     }
@@ -381,9 +382,9 @@ impl From<ActionError> for crate::failure::Failure {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use spark_triage_core::model::testing::pod;
 
     use super::*;
-    use spark_triage_core::model::testing::pod;
 
     fn exec(id: i64, phase: &str, created: &str) -> ExecutorPod {
         pod(

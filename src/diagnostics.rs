@@ -5,10 +5,10 @@
 //! 10 MiB at start is moved to `.1` (one generation kept). Never secrets: what is logged
 //! is what the status bar shows (redacted), and kube logs no credentials.
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Mutex,
-};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::redact;
 
 /// Past this, the file is rotated at start.
 const MAX_BYTES: u64 = 10 * 1024 * 1024;
@@ -43,7 +43,7 @@ pub(crate) fn init(path: Option<&Path>) -> Option<PathBuf> {
         Err(e) => {
             eprintln!(
                 "warning: no diagnostics log ({}: {e})",
-                crate::redact::escape_controls(&path.display().to_string())
+                redact::escape_controls(&path.display().to_string())
             );
             return None;
         }

@@ -3,6 +3,7 @@
 //! into a `Failure` where that error is defined, so any layer may return one.
 
 use spark_triage_core::input::InputError;
+use spark_triage_sim::SimError;
 
 /// A failure the user should read: one line, exit code attached.
 #[derive(Debug, thiserror::Error)]
@@ -10,7 +11,7 @@ pub enum Failure {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error(transparent)]
-    Sim(#[from] spark_triage_sim::SimError),
+    Sim(#[from] SimError),
     #[error("cannot write JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// A layer's own error (connecting, an action, reading a recording), said as it is.

@@ -1,3 +1,5 @@
+use spark_triage::cli;
+
 fn main() -> std::process::ExitCode {
-    spark_triage::cli::main()
+    cli::main()
 }

@@ -10,10 +10,10 @@
 //! `spark.executorEnv.*`, `spark.yarn.appMasterEnv.*`) are always redacted: their names say
 //! nothing about what they hold.
 
-use std::{collections::BTreeMap, sync::LazyLock};
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use regex::Regex;
-
 /// Spark's replacement text (`Utils.REDACTION_REPLACEMENT_TEXT`).
 pub use spark_triage_core::text::REDACTED;
 
@@ -49,10 +49,10 @@ pub fn properties(props: &mut BTreeMap<String, String>) -> usize {
     n
 }
 
+use spark_triage_core::text;
 /// `text` with anything that looks like a credential replaced by `*********(redacted)`
 /// (bearer tokens, JWTs, a `token`, `password` or `secret` field, basic auth in a URL).
 pub use spark_triage_core::text::credentials;
-
 /// `text` with control characters and bidirectional overrides from cluster data made
 /// visible (`\u{1b}`), so a pod's termination message cannot change a terminal's title,
 /// clear its screen, move its cursor or reverse a line. Newlines and tabs are kept.
@@ -61,7 +61,7 @@ pub use spark_triage_core::text::escape_controls;
 /// One line for a message: controls escaped, line breaks joined with " / "
 /// ([`spark_triage_core::text::field`], trimmed).
 pub fn one_line(text: &str) -> String {
-    spark_triage_core::text::field(text.trim()).into_owned()
+    text::field(text.trim()).into_owned()
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@
 //! - **The core by its own name**: the product does not re-export the core or the simulator.
 //! - **Short enough to read** (#53): no function over 150 lines, no file over 600 outside
 //!   its tests, in any crate, without a `// long: why` (`//! long: why`) beside it.
+//! - **Imports at the top** (#53): the workspace's own code is imported by a `use` at the
+//!   top of a module, never named inline (`crate::a::b`, `spark_triage_core::x` in a type,
+//!   an expression, a macro's tokens, or a `use` inside a function), in every crate, its
+//!   tests and benches.
 //! - **The cluster's clock a value**: no static clock, none read or made outside the
 //!   connection.
 //!
@@ -22,10 +26,8 @@
     reason = "a checker of the source tree fails loudly on what it cannot read"
 )]
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    path::{Path, PathBuf},
-};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
@@ -861,4 +863,175 @@ fn the_architecture_docs_layout_names_what_is_there() {
         unnamed.is_empty(),
         "in src/, not in the layout: {unnamed:?}"
     );
+}
+
+/// The roots of this workspace's own paths: `crate` and its crates' names.
+const OWN_ROOTS: [&str; 4] = [
+    "crate",
+    "spark_triage",
+    "spark_triage_core",
+    "spark_triage_sim",
+];
+
+/// Where a file names this workspace's code inline instead of importing it at the top of
+/// its module (#53): a `crate::a::b` or `spark_triage_core::a` path in a type, an
+/// expression, a pattern or a macro's tokens, or a `use` of one inside a function. A
+/// `macro_rules!` body (`$crate::` is its own), `pub(in crate::…)` and attributes are left
+/// alone.
+fn inline_paths(file: &Path) -> Vec<String> {
+    #[derive(Default)]
+    struct Inline {
+        found: Vec<(usize, String)>,
+        in_body: usize,
+    }
+    impl Inline {
+        fn tokens(&mut self, ts: proc_macro2::TokenStream) {
+            use proc_macro2::TokenTree as T;
+            let flat: Vec<T> = ts.into_iter().collect();
+            for (k, t) in flat.iter().enumerate() {
+                match t {
+                    T::Group(g) => self.tokens(g.stream()),
+                    T::Ident(i) if OWN_ROOTS.contains(&i.to_string().as_str()) => {
+                        let dollar =
+                            k > 0 && matches!(&flat[k - 1], T::Punct(p) if p.as_char() == '$');
+                        let joined =
+                            k > 0 && matches!(&flat[k - 1], T::Punct(p) if p.as_char() == ':');
+                        let colons = matches!(
+                            (flat.get(k + 1), flat.get(k + 2)),
+                            (Some(T::Punct(a)), Some(T::Punct(b))) if a.as_char() == ':' && b.as_char() == ':'
+                        );
+                        if colons && !dollar && !joined {
+                            self.found.push((i.span().start().line, format!("{i}::…")));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    impl<'a> syn::visit::Visit<'a> for Inline {
+        fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
+            let root = match &u.tree {
+                syn::UseTree::Path(p) => p.ident.to_string(),
+                _ => String::new(),
+            };
+            if self.in_body > 0 && OWN_ROOTS.contains(&root.as_str()) {
+                let line = u.use_token.span.start().line;
+                self.found
+                    .push((line, format!("use {root}::… inside a function")));
+            }
+        }
+        fn visit_item_macro(&mut self, m: &'a syn::ItemMacro) {
+            if !m.mac.path.is_ident("macro_rules") {
+                syn::visit::visit_item_macro(self, m);
+            }
+        }
+        fn visit_block(&mut self, b: &'a syn::Block) {
+            self.in_body += 1;
+            syn::visit::visit_block(self, b);
+            self.in_body -= 1;
+        }
+        fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+            // A module's top is a top again, even inside a function.
+            let body = std::mem::take(&mut self.in_body);
+            syn::visit::visit_item_mod(self, m);
+            self.in_body = body;
+        }
+        fn visit_visibility(&mut self, _: &'a syn::Visibility) {}
+        fn visit_attribute(&mut self, _: &'a syn::Attribute) {}
+        fn visit_path(&mut self, p: &'a syn::Path) {
+            let first = p.segments.first().map(|s| s.ident.to_string());
+            if p.leading_colon.is_none()
+                && p.segments.len() > 1
+                && first.as_deref().is_some_and(|f| OWN_ROOTS.contains(&f))
+            {
+                let line = p.segments[0].ident.span().start().line;
+                self.found
+                    .push((line, format!("{}::…", first.unwrap_or_default())));
+            }
+            syn::visit::visit_path(self, p);
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            self.tokens(m.tokens.clone());
+            syn::visit::visit_macro(self, m);
+        }
+    }
+    let mut v = Inline::default();
+    syn::visit::Visit::visit_file(&mut v, &parse(file));
+    let ws = workspace();
+    let rel = file.strip_prefix(&ws).unwrap_or(file);
+    let shown = rel.strip_prefix(".").unwrap_or(rel).display();
+    v.found
+        .into_iter()
+        .map(|(line, what)| format!("{shown}:{line}: {what}"))
+        .collect()
+}
+
+/// Every `.rs` file under a directory.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rust_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A file's dependencies read from its top (#53): the workspace's own code is imported by
+/// `use` at the top of a module, never named inline, in every crate, its tests and benches.
+#[test]
+fn imports_are_at_the_top_of_each_file() {
+    let ws = workspace();
+    let mut found = Vec::new();
+    for dir in [
+        "src",
+        "tests",
+        "benches",
+        "crates/core/src",
+        "crates/sim/src",
+    ] {
+        for file in rust_files(&ws.join(dir)) {
+            found.extend(inline_paths(&file));
+        }
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "the workspace's own paths named inline: import them at the top of the module\n{}",
+        found.join("\n")
+    );
+}
+
+/// The inline-path check itself, on a planted file.
+#[test]
+fn the_import_check_finds_inline_paths() {
+    let dir = std::env::temp_dir().join(format!("inline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.rs");
+    let planted = "use crate::a::B;\n\
+                   pub(in crate::a) fn f(_: crate::a::C) {\n\
+                   \x20   use spark_triage_core::x;\n\
+                   \x20   println!(\"{}\", crate::a::g());\n\
+                   }\n\
+                   macro_rules! m { () => { $crate::a::h() }; }\n\
+                   fn g() -> B { let _ = \"crate::a::D\"; B }\n\
+                   mod t {\n    use crate::a::E;\n}\n";
+    std::fs::write(&file, planted).unwrap();
+    let shown = file.display();
+    assert_eq!(
+        inline_paths(&file),
+        [
+            format!("{shown}:2: crate::…"),
+            format!("{shown}:3: use spark_triage_core::… inside a function"),
+            format!("{shown}:4: crate::…"),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

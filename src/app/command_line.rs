@@ -1,8 +1,9 @@
 //! The `:` prompt: `:app NAME`, `:ns NAME|all`, `:ctx NAME`, `:q`, with Tab completion of
 //! the verb and of context, namespace and app names, and a history walked with Up/Down.
 
-use super::{App, Effect, Namespaces, SwitchTo};
 use crossterm::event::KeyCode;
+
+use super::{App, Effect, Namespaces, SwitchTo};
 
 /// Lines kept in the history.
 const HISTORY: usize = 100;
@@ -332,15 +333,19 @@ pub(super) fn command(app: &mut App, text: &str) -> Vec<Effect> {
 
 #[cfg(test)]
 mod tests {
+    use crossterm::event::{KeyEvent, KeyModifiers};
+    use spark_triage_core::model::testing;
+
     use super::*;
     use crate::app::{Context, Mode, Msg, update};
-    use crossterm::event::{KeyEvent, KeyModifiers};
+    use crate::settings::ReadOnly;
+    use crate::source::SourceEvent;
 
     fn app() -> App {
         let mut app = App::new(Context {
             context: "kind-a".into(),
             scope: "namespace spark-jobs".into(),
-            readonly: crate::settings::ReadOnly::Off,
+            readonly: ReadOnly::Off,
             mode: Mode::Live,
         });
         app.contexts = vec!["kind-a".into(), "prod-eu".into(), "prod-us".into()];
@@ -485,7 +490,7 @@ mod tests {
     fn a_switch_drops_the_old_scope_and_the_header_follows() {
         let mut app = app();
         let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-        let pod = spark_triage_core::model::testing::pod(serde_json::json!({
+        let pod = testing::pod(serde_json::json!({
             "metadata": {"name": "etl-exec-1", "namespace": "spark-jobs", "uid": "u1",
                 "resourceVersion": "5", "labels": {"spark-app-selector": "spark-1",
                 "spark-role": "executor", "spark-exec-id": "1", "spark-app-name": "etl"}},
@@ -493,7 +498,7 @@ mod tests {
             "status": {"phase": "Running"}}));
         update(
             &mut app,
-            Msg::Source(crate::source::SourceEvent::PodUpserted {
+            Msg::Source(SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(pod),
                 at: t,
             }),
@@ -503,7 +508,7 @@ mod tests {
             .insert(("spark-jobs".into(), "spark-1".into(), 1));
         update(
             &mut app,
-            Msg::Source(crate::source::SourceEvent::ScopeChanged {
+            Msg::Source(SourceEvent::ScopeChanged {
                 context: "prod-eu".into(),
                 scope: "namespace default".into(),
                 at: t,

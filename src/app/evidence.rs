@@ -4,19 +4,19 @@
 
 use std::sync::Arc;
 
+use spark_triage_core::model::{ExecutorState, Time};
+
 use super::{App, Effect};
-use crate::{
-    evidence::{STUCK_PENDING, Signature},
-    store::{AppRecord, Finished},
-};
-use spark_triage_core::model::Time;
+use crate::evidence;
+use crate::evidence::{STUCK_PENDING, Signature};
+use crate::store::{AppRecord, Finished};
 
 /// The evidence reads due after new data: for executors that just ended badly (their
 /// events and log tail) and, on ticks, for executors pending too long (their events).
 pub(super) fn reads(app: &mut App, finished: Vec<Finished>, now: Time, tick: bool) -> Vec<Effect> {
     let mut effects = Vec::new();
     for f in finished {
-        if crate::evidence::due(&mut app.evidence, app.store.view(), &f, now) {
+        if evidence::due(&mut app.evidence, app.store.view(), &f, now) {
             effects.extend(evidence_reads(f));
         }
     }
@@ -77,9 +77,7 @@ fn stuck_pending(app: &mut App, now: Time) -> Vec<Effect> {
             None,
         );
         for rec in a.executors.values() {
-            if rec.verdict.state != spark_triage_core::model::ExecutorState::Pending
-                || rec.gone.is_some()
-            {
+            if rec.verdict.state != ExecutorState::Pending || rec.gone.is_some() {
                 continue;
             }
             let since = rec.pod.created_at.unwrap_or(rec.first_seen);

@@ -11,21 +11,20 @@ mod command_line;
 mod prompts;
 mod selection;
 mod update;
-use std::{collections::BTreeSet, sync::Arc};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
-
-pub use crate::effect::{Effect, HoldTarget, Target};
-pub use crate::evidence::EventsRead;
-pub use crate::source::switch::SwitchTo;
-use crate::{
-    effect::Permissions,
-    source::SourceEvent,
-    store::{AppRecord, ExecutorRecord, Store},
-};
 use keymap::Action;
 pub use prompts::with_cursor;
 use spark_triage_core::model::{ExecutorState, Time};
+
+use crate::effect::Permissions;
+pub use crate::effect::{Effect, HoldTarget, Target};
+pub use crate::evidence::EventsRead;
+use crate::source::SourceEvent;
+pub use crate::source::switch::SwitchTo;
+use crate::store::{AppRecord, ExecutorRecord, Store};
 
 /// Where the data comes from (shown in the status bar).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +63,7 @@ impl Theme {
 pub struct Context {
     pub context: String,
     pub scope: String,
-    pub readonly: crate::settings::ReadOnly,
+    pub readonly: ReadOnly,
     pub mode: Mode,
 }
 
@@ -219,7 +218,7 @@ impl Default for ViewSettings {
             theme: None,
             hold_ttl: None,
             keymap: Default::default(),
-            log_tail_lines: crate::source::LOG_TAIL_LINES,
+            log_tail_lines: LOG_TAIL_LINES,
             utc: false,
             metrics_addr: None,
         }
@@ -230,7 +229,7 @@ impl Default for ViewSettings {
 pub struct App {
     pub(crate) store: Store,
     /// `--metrics-addr`: what the view publishes each second (the verdicts).
-    pub(crate) metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+    pub(crate) metrics: Option<std::sync::Arc<Metrics>>,
     pub(crate) ctx: Context,
     /// How long the view may go without a complete LIST before the header calls it stale
     /// (live and demo: the connection's `stale_after`, on the cluster's clock).
@@ -258,10 +257,10 @@ pub struct App {
     /// The selected application by identity (namespace, app id): a list that changes
     /// under it (an app appears above, another ends) never moves it, so an action never
     /// lands on an app the operator did not choose.
-    pub(crate) selected_app: Option<crate::store::AppKey>,
+    pub(crate) selected_app: Option<AppKey>,
     /// Until the operator chooses an app (any key or click pins what they see), the one
     /// in the worst state is shown, so the first screen is the incident.
-    pub(crate) auto_app: Option<crate::store::AppKey>,
+    pub(crate) auto_app: Option<AppKey>,
     /// The selected executor id in the selected app.
     pub(crate) selected_exec: Option<i64>,
     pub(crate) filter: String,
@@ -285,7 +284,7 @@ pub struct App {
     /// Pods with a hold/release/capture request under way (not asked for twice).
     pub(crate) in_flight: BTreeSet<(String, String)>,
     /// Which executors' evidence (log tail, events) is read, and why others were not.
-    pub(crate) evidence: crate::evidence::EvidenceReads,
+    pub(crate) evidence: EvidenceReads,
     /// Set when replaying a recording.
     pub(crate) replay: Option<replay::Replay>,
     /// The app the driver view was last pointed at (`None` before the first time).
@@ -361,7 +360,7 @@ pub enum Msg {
     Switched {
         context: String,
         scope: String,
-        readonly: Option<crate::settings::ReadOnly>,
+        readonly: Option<ReadOnly>,
         /// The new connection's staleness limit (its context may poll at another pace).
         stale_after: std::time::Duration,
     },
@@ -381,7 +380,7 @@ pub enum Msg {
 #[derive(Debug)]
 pub(crate) struct Session {
     /// `--metrics-addr`'s server, bound already.
-    pub metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+    pub metrics: Option<std::sync::Arc<Metrics>>,
     /// The connection's staleness, on the cluster's clock.
     pub stale_after: std::time::Duration,
     pub forget_after: std::time::Duration,
@@ -425,7 +424,7 @@ impl App {
             notice: None,
             held_here: BTreeSet::new(),
             in_flight: BTreeSet::new(),
-            evidence: crate::evidence::EvidenceReads::default(),
+            evidence: EvidenceReads::default(),
             replay: None,
             driver_focus: None,
             permissions_asked: BTreeSet::new(),
@@ -515,12 +514,11 @@ impl App {
     /// Whether a source is failing (retrying or forbidden): the header gives its error a
     /// line of its own.
     pub fn source_trouble(&self) -> bool {
-        self.store.view().health.values().any(|h| {
-            matches!(
-                h,
-                crate::source::Health::Retrying { .. } | crate::source::Health::Forbidden { .. }
-            )
-        })
+        self.store
+            .view()
+            .health
+            .values()
+            .any(|h| matches!(h, Health::Retrying { .. } | Health::Forbidden { .. }))
     }
 
     /// The scope the view shows (`namespace spark-jobs`, `all namespaces`).
@@ -555,6 +553,13 @@ impl App {
 
 pub use update::{housekeeping, update};
 
+use crate::effect::DriverId;
+use crate::evidence::EvidenceReads;
+use crate::publish::metrics::Metrics;
+use crate::settings::ReadOnly;
+use crate::source::{Health, LOG_TAIL_LINES};
+use crate::store::AppKey;
+
 impl App {
     /// `q` or `:q`: quits, unless this view holds pods (then asks first).
     pub(super) fn quit(&mut self) -> Vec<Effect> {
@@ -579,11 +584,11 @@ pub(super) fn write_gate(app: &App, namespace: &str, verb: &str) -> Result<(), S
 }
 
 /// The app's driver pod, for what a kill or hold may touch (`effect::owner_of`).
-pub(super) fn drivers_of(a: &AppRecord) -> Vec<crate::effect::DriverId> {
+pub(super) fn drivers_of(a: &AppRecord) -> Vec<DriverId> {
     a.driver
         .iter()
         .filter(|d| d.phase.as_deref() != Some("Deleted"))
-        .map(|d| crate::effect::DriverId {
+        .map(|d| DriverId {
             namespace: a.namespace.clone(),
             name: d.pod.clone(),
             uid: d.uid.clone(),

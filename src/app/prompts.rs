@@ -2,8 +2,12 @@
 //! turns into: the write gate (read-only, permissions, ownership) is checked here, before
 //! any effect leaves.
 
-use super::*;
-use super::{drivers_of, write_gate};
+use spark_triage_core::model::driver::reason_headline;
+
+use super::{drivers_of, write_gate, *};
+use crate::effect;
+use crate::store::times::{Clock, gone, shown};
+use crate::store::{ExecutorRecord, Gone};
 
 pub(super) fn kill_prompt(app: &mut App) {
     let Some(a) = app.current_app().cloned() else {
@@ -30,7 +34,7 @@ pub(super) fn kill_prompt(app: &mut App) {
         .into_iter()
         .filter_map(|id| a.executors.get(&id))
         .filter(|e| e.gone.is_none())
-        .filter_map(|e| match crate::effect::owner_of(&e.pod, &drivers) {
+        .filter_map(|e| match effect::owner_of(&e.pod, &drivers) {
             Ok(via) => Some(Target {
                 namespace: a.namespace.clone(),
                 app_id: a.app_id.clone(),
@@ -187,8 +191,7 @@ fn jump_to_match(app: &mut App, first: bool) {
 
 /// What is left of a gone pod's log: when it went, that none was captured, and Spark's
 /// own words about the executor (its removal reason), when known.
-pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String {
-    use crate::store::times::{Clock, gone, shown};
+pub(super) fn gone_words(app: &App, e: &ExecutorRecord) -> String {
     let when = gone(e).map(|(t, clock)| {
         let how = match clock {
             Clock::Deletion => "deleted",
@@ -200,7 +203,7 @@ pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String 
     let exec = e.driver.as_ref().and_then(|d| d.exec.as_ref());
     let reason = exec
         .and_then(|x| x.remove_reason.as_deref())
-        .map(spark_triage_core::model::driver::reason_headline)
+        .map(reason_headline)
         .filter(|r| !r.is_empty())
         .map(std::borrow::Cow::into_owned)
         .or_else(|| e.verdict.spark.as_ref().map(|s| s.message.clone()));
@@ -217,7 +220,7 @@ pub(super) fn gone_words(app: &App, e: &crate::store::ExecutorRecord) -> String 
         .map(|x| {
             x.removed_again
                 .iter()
-                .map(|r| spark_triage_core::model::driver::reason_headline(r))
+                .map(|r| reason_headline(r))
                 .filter(|r| !r.is_empty())
                 .collect()
         })
@@ -235,17 +238,14 @@ pub(super) fn logs(app: &mut App) -> Vec<Effect> {
     // Deleted or vanished, or removed by the driver before any pod was seen: its log cannot
     // be fetched (a pod restarted as another executor, or one the driver still counts
     // active, can still be asked).
-    let removed_unseen = matches!(e.gone, Some(crate::store::Gone::DriverOnly { .. }))
+    let removed_unseen = matches!(e.gone, Some(Gone::DriverOnly { .. }))
         && !e
             .driver
             .as_ref()
             .and_then(|d| d.exec.as_ref())
             .is_some_and(|x| x.active);
-    let gone = removed_unseen
-        || matches!(
-            e.gone,
-            Some(crate::store::Gone::Deleted { .. } | crate::store::Gone::Missing { .. })
-        );
+    let gone =
+        removed_unseen || matches!(e.gone, Some(Gone::Deleted { .. } | Gone::Missing { .. }));
     if let Some(tail) = &e.log_tail {
         app.log_view = Some(LogView {
             pod: e.pod.name.clone(),
@@ -379,7 +379,7 @@ fn confirmed(app: &mut App, c: Confirm) -> Vec<Effect> {
                         if e.pod.is_held() || e.pod.deletion.is_some() {
                             return None;
                         }
-                        crate::effect::owner_of(&e.pod, &drivers).ok()?
+                        effect::owner_of(&e.pod, &drivers).ok()?
                     } else if e.pod.is_held() {
                         None
                     } else {

@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::{record::Keyframe, source::SourceEvent, store::Store};
 use spark_triage_core::model::Time;
+
+use crate::record::{Gap, Keyframe, timeline};
+use crate::source::SourceEvent;
+use crate::store::{AppKey, Store};
 
 /// Speeds offered (×).
 pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -15,7 +18,7 @@ pub const SPEEDS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FailureMark {
     pub at: Time,
-    pub app: crate::store::AppKey,
+    pub app: AppKey,
     pub executor: Option<i64>,
 }
 
@@ -38,7 +41,7 @@ pub struct Replay {
     pub seeking: Option<String>,
     pub keyframes: Arc<Vec<Keyframe>>,
     /// Where a directory's recorder was not running (nothing recorded).
-    pub gaps: Vec<crate::record::Gap>,
+    pub gaps: Vec<Gap>,
 }
 
 impl Replay {
@@ -183,12 +186,14 @@ impl Replay {
     /// A moment typed at `:`, read as `--at` reads it (one meaning everywhere): RFC 3339, a
     /// local time, a time after the start (`90s`, `+90s`) or before the end (`-2m`).
     pub fn parse_moment(&self, s: &str) -> Option<Time> {
-        crate::record::timeline::moment(s, self.start, self.end).ok()
+        timeline::moment(s, self.start, self.end).ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use spark_triage_core::model::testing::pod;
+
     use super::*;
 
     /// The prompt reads a moment as `--at` does: after the start, or before the end.
@@ -214,7 +219,6 @@ mod tests {
 
     #[test]
     fn an_executor_that_failed_is_one_stop_for_f() {
-        use spark_triage_core::model::testing::pod;
         let t0: Time = "2026-11-29T10:00:00Z".parse().unwrap();
         let oom = pod(serde_json::json!({
             "metadata": {"name": "a-exec-1", "uid": "u1", "resourceVersion": "2",

@@ -1,12 +1,16 @@
 //! Which app and executor the view shows: the apps in display order, the selection, the
 //! filter, and moving through them by one, a page, or to an end.
 
+use spark_triage_core::diagnose::Severity;
+
 use super::*;
+use crate::store;
+use crate::store::times;
 
 impl App {
     pub fn apps(&self) -> Vec<&Arc<AppRecord>> {
         let mut v: Vec<&Arc<AppRecord>> = self.store.view().apps.values().collect();
-        crate::store::by_trouble(&mut v);
+        store::by_trouble(&mut v);
         v
     }
 
@@ -60,10 +64,7 @@ impl App {
             .filter(|e| match self.state_filter {
                 StateFilter::All => true,
                 StateFilter::Problems => {
-                    e.is_missing()
-                        || e.findings()
-                            .iter()
-                            .any(|f| f.severity != spark_triage_core::diagnose::Severity::Info)
+                    e.is_missing() || e.findings().iter().any(|f| f.severity != Severity::Info)
                 }
                 StateFilter::Only(s) => e.state() == s && !e.is_missing(),
             })
@@ -72,7 +73,7 @@ impl App {
         match self.sort {
             Sort::Id => {}
             Sort::State => v.sort_by_key(|e| (e.is_missing(), e.state(), e.id)),
-            Sort::Age => v.sort_by_key(|e| (crate::store::times::created(e).0, e.id)),
+            Sort::Age => v.sort_by_key(|e| (times::created(e).0, e.id)),
         }
         v
     }

@@ -2,9 +2,13 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use serde_json::json;
+use spark_triage_core::model::testing::pod;
 
 use super::*;
-use spark_triage_core::model::testing::pod;
+use crate::app::with_cursor;
+use crate::evidence::SAME_CAUSE;
+use crate::settings::ReadOnly;
+use crate::tui;
 
 fn key(c: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
@@ -27,7 +31,7 @@ fn fresh() -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "s".into(),
-        readonly: crate::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(80, 24));
@@ -264,14 +268,14 @@ fn quitting_with_holds_asks_and_releases_by_default() {
 #[test]
 fn read_only_and_replays_cannot_act() {
     let mut app = live_app();
-    app.ctx.readonly = crate::settings::ReadOnly::flag();
+    app.ctx.readonly = ReadOnly::flag();
     assert!(update(&mut app, key(KeyCode::Char('K'))).is_empty());
     assert_eq!(app.popup, None);
     assert_eq!(
         app.notice.as_deref(),
         Some("kill disabled: read-only mode (--readonly)")
     );
-    app.ctx.readonly = crate::settings::ReadOnly::Off;
+    app.ctx.readonly = ReadOnly::Off;
     app.perms.deny("spark-jobs", "patch");
     update(&mut app, key(KeyCode::Char('H')));
     assert_eq!(
@@ -365,7 +369,7 @@ fn new_executors_of_a_held_app_are_held() {
     assert!(update(&mut app, Msg::Tick(chrono::DateTime::UNIX_EPOCH)).is_empty());
     // Read-only: nothing is held.
     let mut ro = live_app();
-    ro.ctx.readonly = crate::settings::ReadOnly::flag();
+    ro.ctx.readonly = ReadOnly::flag();
     let driver = pod(
         json!({"metadata": {"name": "etl-driver", "annotations": {"spark-triage.dev/hold-expires": "2099-01-01T00:00:00Z"},
             "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "driver"}},
@@ -506,7 +510,7 @@ fn y_copies_the_pod_name_and_capital_y_a_kubectl_command() {
         )]
     );
     assert_eq!(
-        crate::tui::osc52("etl-exec-1"),
+        tui::osc52("etl-exec-1"),
         "\u{1b}]52;c;ZXRsLWV4ZWMtMQ==\u{7}"
     );
 }
@@ -588,11 +592,7 @@ fn a_storm_of_one_cause_reads_the_evidence_of_a_few_and_says_why_not_the_rest() 
             .count()
     };
     let read: usize = (10..40).map(|id| reads(&ends(&mut app, id, 52))).sum();
-    assert_eq!(
-        read,
-        crate::evidence::SAME_CAUSE,
-        "one cause, one app: a few"
-    );
+    assert_eq!(read, SAME_CAUSE, "one cause, one app: a few");
     // Another cause is read.
     assert_eq!(reads(&ends(&mut app, 50, 143)), 1);
     // One that ended well needs no evidence.
@@ -707,7 +707,7 @@ fn prompts_move_the_cursor_as_readline_does() {
     update(&mut app, ctrl('a'));
     assert_eq!(app.prompt_cursor, Some(0));
     assert_eq!(
-        crate::app::with_cursor(app.command.as_deref().unwrap(), app.prompt_cursor),
+        with_cursor(app.command.as_deref().unwrap(), app.prompt_cursor),
         "▏ns spark-jobs"
     );
     update(&mut app, alt('f'));

@@ -1,5 +1,7 @@
 //! `kubectl spark-triage …`: kubectl runs this binary, found on PATH, for its plugin.
 
+use spark_triage::cli;
+
 fn main() -> std::process::ExitCode {
-    spark_triage::cli::main()
+    cli::main()
 }

@@ -4,18 +4,21 @@
 //! Exit codes (stable): 0 ok; 1 runtime failure with a one-line cause on stderr; 2 usage
 //! error. Data goes to stdout, diagnostics to stderr.
 
-use std::{ffi::OsString, path::Path, process::ExitCode};
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spark_triage_sim::scenario::BUILT_IN;
 
-use crate::commands;
+use crate::app::ViewSettings;
 use crate::failure::Failure;
-
-mod hoist;
-
 use crate::flags::{
     ClusterArgs, LiveArgs, ViewArgs, WatchArgs, WriteArgs, config, configured, switch_context,
 };
+use crate::{commands, redact};
+
+mod hoist;
 
 /// Watch and explain the executor pods of Apache Spark applications on Kubernetes.
 #[derive(Debug, Parser)]
@@ -106,10 +109,7 @@ from the kubeconfig and the cluster (at most 2.5 s; nothing is offered when it d
 /// The command line's definition, with `sim --help` listing every built-in scenario (the
 /// same list its error for an unknown one gives).
 fn command() -> clap::Command {
-    let scenarios: Vec<&str> = spark_triage_sim::scenario::BUILT_IN
-        .iter()
-        .map(|(name, _)| *name)
-        .collect();
+    let scenarios: Vec<&str> = BUILT_IN.iter().map(|(name, _)| *name).collect();
     Cli::command().mut_subcommand("sim", |s| {
         s.after_help(format!(
             "Scenarios: {} (the default is mixed), scale (with --apps/--executors/--churn), or a \
@@ -155,7 +155,7 @@ pub fn main() -> ExitCode {
         Err(f) => {
             eprintln!(
                 "{program}: {}",
-                crate::redact::one_line(&crate::redact::credentials(&f.to_string()))
+                redact::one_line(&redact::credentials(&f.to_string()))
             );
             ExitCode::from(f.exit_code())
         }
@@ -226,7 +226,7 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
             } else {
                 file.top.time_zone == Some(config::TimeZone::Utc) || args.utc
             };
-            let flags = crate::app::ViewSettings {
+            let flags = ViewSettings {
                 utc,
                 ..Default::default()
             };
@@ -252,6 +252,8 @@ fn run(cli: Cli, given: &std::collections::BTreeSet<String>) -> Result<ExitCode,
 
 #[cfg(test)]
 mod tests {
+    use spark_triage_sim::scenario::BUILT_IN;
+
     /// `sim --help` names every built-in scenario, as its error for an unknown one does.
     #[test]
     fn sim_help_lists_every_built_in_scenario() {
@@ -261,7 +263,7 @@ mod tests {
             .expect("sim")
             .render_long_help()
             .to_string();
-        for (name, _) in spark_triage_sim::scenario::BUILT_IN {
+        for (name, _) in BUILT_IN {
             assert!(help.contains(name), "{name} in\n{help}");
         }
     }

@@ -1,17 +1,18 @@
 //! `explain`: pods from a file or stdin, explained.
 
 use std::io::IsTerminal;
+use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use spark_triage_core::classify::ClassifyOptions;
+use spark_triage_core::explain::{explain_with, render_text};
+use spark_triage_core::input;
+use spark_triage_core::model::Time;
+use spark_triage_core::version::SparkVersion;
 
 use crate::failure::Failure;
-use spark_triage_core::{
-    classify::ClassifyOptions,
-    explain::{explain_with, render_text},
-    input,
-    model::Time,
-};
-use std::process::ExitCode;
+use crate::output::{json, yaml};
+use crate::redact;
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -35,15 +36,14 @@ pub struct ExplainArgs {
     /// The app's Spark version (e.g. 3.5.7): which Spark's semantics to follow. Default: each
     /// pod's spark-version label, else the newest the tool knows.
     #[arg(long, value_name = "X.Y[.Z]", value_parser = parse_spark_version)]
-    pub spark_version: Option<spark_triage_core::version::SparkVersion>,
+    pub spark_version: Option<SparkVersion>,
     /// Evaluate time-based rules at this RFC 3339 time instead of now (for reproducible output).
     #[arg(long, value_name = "RFC3339", hide = true)]
     pub now: Option<String>,
 }
 
-fn parse_spark_version(s: &str) -> Result<spark_triage_core::version::SparkVersion, String> {
-    spark_triage_core::version::SparkVersion::parse(s)
-        .ok_or_else(|| format!("{s:?} is not a Spark version (e.g. 3.5.7, 4.0)"))
+fn parse_spark_version(s: &str) -> Result<SparkVersion, String> {
+    SparkVersion::parse(s).ok_or_else(|| format!("{s:?} is not a Spark version (e.g. 3.5.7, 4.0)"))
 }
 
 /// The output names `status` uses for the same things (`table` for the text a person
@@ -81,10 +81,10 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
         objects.invalid.extend(events.invalid);
     }
     for line in &objects.skipped {
-        eprintln!("note: {}", crate::redact::escape_controls(line));
+        eprintln!("note: {}", redact::escape_controls(line));
     }
     for line in &objects.invalid {
-        eprintln!("error: {}", crate::redact::escape_controls(line));
+        eprintln!("error: {}", redact::escape_controls(line));
     }
     let opts = ClassifyOptions {
         spark_container: args.spark_container,
@@ -94,8 +94,8 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     let report = explain_with(&objects.pods, &objects.events, &objects.groups, &opts, now);
     match args.output {
         Output::Table => super::write_stdout(&render_text(&report))?,
-        Output::Json => crate::output::json::write(&report)?,
-        Output::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
+        Output::Json => json::write(&report)?,
+        Output::Yaml => super::write_stdout(&yaml::to_string(&report)?)?,
     }
     Ok(if objects.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -3,11 +3,19 @@
 //! `kubectl exec -n spark-triage deploy/spark-triage-recorder -- spark-triage export /data
 //! --since 24h > night.tar`, then `spark-triage replay night.tar` (docs/flight-recorder.md).
 
-use std::{io::IsTerminal, process::ExitCode};
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::{failure::Failure, record::segments};
+use crate::failure::Failure;
+use crate::flags::{ReadLimits, WindowArgs};
+use crate::fleet::rows::Ready;
+use crate::fleet::{Place, TablesWriter, rows};
+use crate::output::report::Window;
+use crate::record::{ReadError, segments, timeline};
+use crate::store::MAX_KEPT;
+use crate::{fleet, redact};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -16,7 +24,7 @@ pub struct ExportArgs {
     #[arg(value_name = "DIR")]
     pub dir: std::path::PathBuf,
     #[command(flatten)]
-    pub window: crate::flags::WindowArgs,
+    pub window: WindowArgs,
     /// Write the tar here instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE", conflicts_with = "tables")]
     pub out: Option<std::path::PathBuf>,
@@ -29,24 +37,23 @@ pub struct ExportArgs {
     #[arg(long, value_name = "NAME", requires = "tables")]
     pub cluster_name: Option<String>,
     #[command(flatten)]
-    pub limits: crate::flags::ReadLimits,
+    pub limits: ReadLimits,
 }
 
 /// `export --tables`: the window's rows, each once.
 fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
     let cluster = args.cluster_name.clone().unwrap_or_default();
-    crate::fleet::check_cluster(&cluster)
-        .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
+    fleet::check_cluster(&cluster).map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
     let reading = args.limits.reading();
-    let place = crate::fleet::Place::open(url, &reading.store)?;
-    let (_, state, _, _) = crate::record::timeline::read_state_beside(
+    let place = Place::open(url, &reading.store)?;
+    let (_, state, _, _) = timeline::read_state_beside(
         &args.dir,
         &reading,
         None,
         args.window.from()?.as_deref(),
         args.window.to.as_deref(),
         |from, to| {
-            crate::output::report::Window {
+            Window {
                 from,
                 to,
                 app: None,
@@ -54,7 +61,7 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
             .state()
         },
     )?;
-    let rows = crate::fleet::rows::of(state.store.view(), |_, _| crate::fleet::rows::Ready::Yes);
+    let rows = rows::of(state.store.view(), |_, _| Ready::Yes);
     let trimmed: usize = state
         .store
         .view()
@@ -68,19 +75,19 @@ fn tables(args: &ExportArgs, url: &str) -> Result<ExitCode, Failure> {
         eprintln!(
             "warning: tables: {trimmed} executors that ended first have no executor_endings row \
              (a store keeps {} executors whole); their apps' app_runs rows count them",
-            crate::store::MAX_KEPT
+            MAX_KEPT
         );
     }
     let shown = place.shown.clone();
     let done = super::block_on(async move {
-        Ok(crate::fleet::TablesWriter::new(place, cluster)
+        Ok(TablesWriter::new(place, cluster)
             .write(&rows, chrono::Utc::now())
             .await)
     })?;
     for f in &done.unreadable {
         eprintln!(
             "warning: tables: cannot read {}",
-            crate::redact::escape_controls(f)
+            redact::escape_controls(f)
         );
     }
     if let Some(e) = &done.error {
@@ -100,21 +107,18 @@ pub(crate) fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     if let Some(url) = &args.tables {
         return tables(&args, url);
     }
-    let all = segments::list(&args.dir).map_err(|source| crate::record::ReadError::Io {
+    let all = segments::list(&args.dir).map_err(|source| ReadError::Io {
         path: args.dir.display().to_string(),
         source,
     })?;
     let (Some(first), Some(last)) = (all.first(), all.last()) else {
-        return Err(crate::record::ReadError::NoSegments {
+        return Err(ReadError::NoSegments {
             path: args.dir.display().to_string(),
         }
         .into());
     };
-    let end = crate::record::timeline::last_written(last);
-    let resolve = |s: Option<&str>| {
-        s.map(|a| crate::record::timeline::moment(a, first.start, end))
-            .transpose()
-    };
+    let end = timeline::last_written(last);
+    let resolve = |s: Option<&str>| s.map(|a| timeline::moment(a, first.start, end)).transpose();
     let from = resolve(args.window.from()?.as_deref())?;
     let to = resolve(args.window.to.as_deref())?;
     let chosen = segments::select(&all, from, to);

@@ -1,25 +1,31 @@
 //! `kill`: delete executor pods of an app (only what its driver owns, unless told).
 
 use std::io::IsTerminal;
-
-use clap::Args;
-
-use crate::flags::{LiveArgs, parse_duration};
 use std::process::ExitCode;
 
+use clap::Args;
+use spark_triage_core::classify;
+use spark_triage_core::classify::ClassifyOptions;
+use spark_triage_core::model::ExecutorState;
+use spark_triage_core::spark::AFTER_KILL;
+
+use crate::actions::Selection;
+use crate::effect::{ActionLog, Denied, FORCE_STATEFULSET};
 use crate::failure::Failure;
+use crate::flags::{ClusterArgs, LiveArgs, WriteArgs, completers, parse_duration};
+use crate::{actions, effect};
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The application (spark-app-selector id or spark-app-name).
-    #[arg(long, add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
+    #[arg(long, add = clap_complete::ArgValueCompleter::new(completers::apps))]
     pub app: String,
     /// Executor ids to kill.
     #[arg(value_name = "EXEC_ID")]
     pub ids: Vec<i64>,
     /// Only executors in this Spark state.
     #[arg(long, value_parser = parse_state)]
-    pub state: Option<spark_triage_core::model::ExecutorState>,
+    pub state: Option<ExecutorState>,
     /// Only executors whose pod is older than this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub older_than: Option<std::time::Duration>,
@@ -39,20 +45,19 @@ pub struct KillArgs {
     #[arg(long)]
     pub force_unowned: bool,
     #[command(flatten)]
-    pub cluster: crate::flags::ClusterArgs,
+    pub cluster: ClusterArgs,
     #[command(flatten)]
-    pub write: crate::flags::WriteArgs,
+    pub write: WriteArgs,
 }
 
-fn parse_state(s: &str) -> Result<spark_triage_core::model::ExecutorState, String> {
-    spark_triage_core::model::ExecutorState::ALL
+fn parse_state(s: &str) -> Result<ExecutorState, String> {
+    ExecutorState::ALL
         .into_iter()
         .find(|st| st.as_str() == s)
         .ok_or_else(|| format!("{s:?} is not a state (pending, running, succeeded, failed, deleted, terminating, unknown)"))
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Failure> {
-    use crate::actions::{self, Selection};
     if args.ids.is_empty() && args.state.is_none() && args.older_than.is_none() {
         return Err(Failure::Usage(
             "say which executors: EXEC_ID…, or --state and/or --older-than".into(),
@@ -61,7 +66,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
     // Read-only refuses before anything is read or planned (a plan printed and then
     // refused reads as if it had been carried out); a dry run writes nothing and is let be.
     if !args.dry_run
-        && let Some(no) = crate::effect::Denied::read_only(&live_args.readonly)
+        && let Some(no) = Denied::read_only(&live_args.readonly)
     {
         return Err(Failure::Runtime(format!("refusing: {no}")));
     }
@@ -96,7 +101,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
                 args.app
             )));
         }
-        let (mut targets, unowned) = crate::effect::by_owner(chosen, &pods);
+        let (mut targets, unowned) = effect::by_owner(chosen, &pods);
         for (p, why) in &unowned {
             let id = p.executor_id().unwrap_or_default();
             if args.force_unowned {
@@ -137,8 +142,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             "will delete"
         };
         for (p, via) in &targets {
-            let resolved = spark_triage_core::classify::ClassifyOptions::default().resolve(p);
-            let state = spark_triage_core::classify::classify(p, &resolved.config);
+            let resolved = ClassifyOptions::default().resolve(p);
+            let state = classify::classify(p, &resolved.config);
             out.push_str(&format!(
                 "{verb} {}/{} (executor {}, {state})\n",
                 p.namespace,
@@ -153,16 +158,16 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             }
         }
         let vias = || targets.iter().filter_map(|(_, via)| via.as_ref());
-        for l in crate::effect::replacements(vias()) {
+        for l in effect::replacements(vias()) {
             out.push_str(&l);
             out.push('\n');
         }
-        if args.force && crate::effect::any_statefulset(vias()) {
-            out.push_str(crate::effect::FORCE_STATEFULSET);
+        if args.force && effect::any_statefulset(vias()) {
+            out.push_str(FORCE_STATEFULSET);
             out.push('\n');
         }
         if targets.iter().any(|(_, via)| via.is_none()) {
-            out.push_str(spark_triage_core::spark::AFTER_KILL);
+            out.push_str(AFTER_KILL);
             out.push('\n');
         }
         super::write_stdout(&out)?;
@@ -189,12 +194,12 @@ pub(crate) fn run(live_args: &LiveArgs, args: KillArgs) -> Result<ExitCode, Fail
             args.grace_period
         };
         let mut out = String::new();
-        let r = crate::actions::kill(
+        let r = actions::kill(
             &conn,
             &targets,
             grace,
             &live_args.readonly,
-            &crate::effect::ActionLog::from_env(),
+            &ActionLog::from_env(),
             &mut out,
         )
         .await;

@@ -3,7 +3,12 @@
 
 use std::io::Write;
 
+use crate::actions::ActionError;
 use crate::failure::Failure;
+use crate::source::connection::{Connection, LiveOptions};
+use crate::source::{SourceEvent, connection};
+use crate::store::Store;
+use crate::{redact, tui};
 
 pub mod demo;
 pub mod explain;
@@ -22,7 +27,7 @@ pub mod status;
 /// Prints what an action wrote (what it did, one line each), then its outcome.
 pub(crate) fn action_done<T>(
     out: &str,
-    r: Result<T, crate::actions::ActionError>,
+    r: Result<T, ActionError>,
 ) -> Result<std::process::ExitCode, Failure> {
     write_stdout(out)?;
     r?;
@@ -30,16 +35,14 @@ pub(crate) fn action_done<T>(
 }
 
 /// Connects to the cluster the flags name (the one way every command does).
-pub(crate) async fn connect(
-    opts: &crate::source::connection::LiveOptions,
-) -> Result<crate::source::connection::Connection, Failure> {
-    Ok(crate::source::connection::connect(opts).await?)
+pub(crate) async fn connect(opts: &LiveOptions) -> Result<Connection, Failure> {
+    Ok(connection::connect(opts).await?)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
 pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
     // Cluster data (names, messages) may hold escape sequences: never pass them through.
-    let text = crate::redact::escape_controls(text);
+    let text = redact::escape_controls(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -70,7 +73,7 @@ pub(crate) fn block_on<T>(
 /// Ctrl-C, SIGTERM or SIGHUP (a closed terminal): listening starts at the call, so the
 /// signal is caught (and files closed cleanly) even before the future is first polled.
 pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
-    let mut signals = crate::tui::signal_stream();
+    let mut signals = tui::signal_stream();
     async move { signals.recv().await }
 }
 
@@ -85,13 +88,8 @@ pub(crate) fn confirm(question: &str) -> bool {
 /// it waits for it, so executors known only from the driver are named and matched to
 /// their events the same way whichever source answered first (status prints the same
 /// bytes for the same cluster).
-fn apply_after_first_list(
-    store: &mut crate::store::Store,
-    held: &mut Vec<crate::source::SourceEvent>,
-    ev: crate::source::SourceEvent,
-) {
-    if store.view().full_snapshot_at.is_none()
-        && matches!(ev, crate::source::SourceEvent::DriverExecutors { .. })
+fn apply_after_first_list(store: &mut Store, held: &mut Vec<SourceEvent>, ev: SourceEvent) {
+    if store.view().full_snapshot_at.is_none() && matches!(ev, SourceEvent::DriverExecutors { .. })
     {
         held.push(ev);
         return;

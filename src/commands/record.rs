@@ -1,15 +1,27 @@
 //! `record`: the cluster's source events to a file, headless; and the `--record` tee of
 //! the live view. One recorder loop for both.
 
-use clap::Args;
-
-use crate::flags::{LiveArgs, parse_duration, parse_size};
 use std::process::ExitCode;
 
+use clap::Args;
+
+use crate::evidence::tails::Tails;
 use crate::failure::Failure;
+use crate::flags::{ClusterArgs, LiveArgs, WatchArgs, parse_duration, parse_size};
+use crate::fleet;
+use crate::fleet::{Feed, Place};
+use crate::output::progress::Progress;
+use crate::publish::events::{Planned, Planner};
+use crate::publish::metrics::Metrics;
+use crate::publish::{events, metrics};
+use crate::record::lock::RecorderLock;
 use crate::record::recorder::{
-    Recorder, create_recording, lock, recording_header, refuse_existing,
+    Recorder, Segmented, create_recording, lock, recording_header, refuse_existing,
 };
+use crate::record::segments::Retention;
+use crate::source::connection::Connection;
+use crate::source::{Health, LOG_TAIL_LINES, SourceEvent, live};
+use crate::storage::remote::StoreOptions;
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -33,7 +45,7 @@ pub struct RecordArgs {
     pub forget_after: std::time::Duration,
     /// Serve /healthz, /readyz and /metrics (Prometheus) on this address: a bare port
     /// (9090) is loopback only; 0.0.0.0:9090 in a pod.
-    #[arg(long, value_name = "ADDR", value_parser = crate::publish::metrics::parse_listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = metrics::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Write each executor or app verdict of warning or error severity as a Kubernetes
     /// Event on the app's driver pod (one per driver and reason, with a count; needs create,
@@ -55,7 +67,7 @@ pub struct RecordArgs {
     /// An object store's setting, for --tables and --event-log-dir at a URL: KEY=VALUE,
     /// repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1, …). The clouds' usual
     /// environment (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
-    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::storage::remote::StoreOptions::parse_option)]
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = StoreOptions::parse_option)]
     pub store_options: Vec<(String, String)>,
     /// Stop after this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -68,9 +80,9 @@ pub struct RecordArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub cluster: crate::flags::ClusterArgs,
+    pub cluster: ClusterArgs,
     #[command(flatten)]
-    pub watch: crate::flags::WatchArgs,
+    pub watch: WatchArgs,
 }
 
 impl RecordArgs {
@@ -104,14 +116,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: RecordArgs) -> Result<ExitCode, Fa
 fn set_up(
     args: &RecordArgs,
     segmented: bool,
-) -> Result<
-    (
-        crate::record::lock::RecorderLock,
-        crate::storage::remote::StoreOptions,
-        Option<crate::fleet::Place>,
-    ),
-    Failure,
-> {
+) -> Result<(RecorderLock, StoreOptions, Option<Place>), Failure> {
     if segmented {
         std::fs::create_dir_all(&args.file).map_err(|e| {
             Failure::Runtime(format!("cannot record in {}: {e}", args.file.display()))
@@ -123,17 +128,16 @@ fn set_up(
         refuse_existing(Some(&args.file), args.force)?;
     }
     if let Some(name) = &args.cluster_name {
-        crate::fleet::check_cluster(name)
-            .map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
+        fleet::check_cluster(name).map_err(|e| Failure::Usage(format!("--cluster-name {e}")))?;
     }
-    let store = crate::storage::remote::StoreOptions {
+    let store = StoreOptions {
         options: args.store_options.clone(),
         timeout: None,
     };
     let place = args
         .tables
         .as_deref()
-        .map(|t| crate::fleet::Place::open(t, &store))
+        .map(|t| Place::open(t, &store))
         .transpose()?;
     Ok((locked, store, place))
 }
@@ -142,21 +146,17 @@ fn set_up(
 /// file, and /metrics when asked for.
 async fn open_recorder(
     args: &RecordArgs,
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     segmented: bool,
 ) -> Result<Recorder, Failure> {
     let mut rec = if segmented {
-        let budget = crate::record::segments::Retention {
+        let budget = Retention {
             retain: args.retain.and_then(|d| chrono::Duration::from_std(d).ok()),
             max_bytes: args.max_size,
         };
         let rotate = args.rotate.unwrap_or(std::time::Duration::from_secs(3600));
-        let (seg, writer, store) = crate::record::recorder::Segmented::start(
-            &args.file,
-            recording_header(conn),
-            rotate,
-            budget,
-        )?;
+        let (seg, writer, store) =
+            Segmented::start(&args.file, recording_header(conn), rotate, budget)?;
         let every = args
             .keyframe_every
             .unwrap_or(std::time::Duration::from_secs(900));
@@ -177,12 +177,12 @@ async fn open_recorder(
     };
     rec.stale_after = conn.stale_after();
     if let Some(addr) = args.metrics_addr {
-        let m = crate::publish::metrics::Metrics::new();
+        let m = Metrics::new();
         m.watch_credentials(conn.credentials.clone());
         // Endings in the state resumed from the directory were counted by the run that
         // recorded them.
         m.verdicts.resumed(rec.store.view());
-        crate::publish::metrics::serve(addr, m.clone()).await?;
+        metrics::serve(addr, m.clone()).await?;
         rec.metrics = Some(m);
     }
     Ok(rec)
@@ -190,20 +190,20 @@ async fn open_recorder(
 
 /// --emit-events: the planner, the channel to the Events writer, when it last planned.
 type Events = (
-    crate::publish::events::Planner,
-    tokio::sync::mpsc::Sender<Vec<crate::publish::events::Planned>>,
+    Planner,
+    tokio::sync::mpsc::Sender<Vec<Planned>>,
     std::time::Instant,
 );
 
 /// What feeds the recorder and what it feeds, once the sources are started.
 struct Sources {
     /// The source events.
-    rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+    rx: tokio::sync::mpsc::Receiver<SourceEvent>,
     /// The sources' tasks and the Events writer's.
     tasks: Vec<tokio::task::JoinHandle<()>>,
     events: Option<Events>,
     /// --tables: the rows' feed.
-    tables: Option<crate::fleet::Feed>,
+    tables: Option<Feed>,
     /// The rows' cluster.
     cluster: String,
 }
@@ -212,31 +212,24 @@ struct Sources {
 /// the tables' feed (--tables).
 fn start_sources(
     args: &RecordArgs,
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     rec: &mut Recorder,
-    place: Option<crate::fleet::Place>,
+    place: Option<Place>,
 ) -> Result<Sources, Failure> {
     let (tx, rx) = tokio::sync::mpsc::channel(65_536);
     // The log tails of executors that end badly, as the live view keeps them.
-    rec.tails = Some(crate::evidence::tails::Tails::new(
+    rec.tails = Some(Tails::new(
         conn.client.clone(),
         &tx,
-        crate::source::LOG_TAIL_LINES,
+        LOG_TAIL_LINES,
         conn.clock.clone(),
     ));
-    let mut tasks = crate::source::live::spawn(conn, tx);
+    let mut tasks = live::spawn(conn, tx);
     // --emit-events: planned every 5 s from the store, written by their own task.
     let events = args.emit_events.then(|| {
         let (etx, erx) = tokio::sync::mpsc::channel(16);
-        tasks.push(crate::publish::events::spawn_writer(
-            conn.client.clone(),
-            erx,
-        ));
-        (
-            crate::publish::events::Planner::default(),
-            etx,
-            std::time::Instant::now(),
-        )
+        tasks.push(events::spawn_writer(conn.client.clone(), erx));
+        (Planner::default(), etx, std::time::Instant::now())
     });
     // --tables: rows planned every --tables-every from the store, written by their task.
     // In a pod every cluster's context is "in-cluster": its tables need a name.
@@ -251,16 +244,16 @@ fn start_sources(
     let cluster = args
         .cluster_name
         .clone()
-        .unwrap_or_else(|| crate::fleet::cluster_of_context(&conn.context));
+        .unwrap_or_else(|| fleet::cluster_of_context(&conn.context));
     let tables = place.map(|place| {
-        crate::fleet::Feed::start(
+        Feed::start(
             place,
             cluster.clone(),
             args.tables_every,
             rec.metrics.clone(),
         )
     });
-    rec.hold = tables.as_ref().map(crate::fleet::Feed::hold);
+    rec.hold = tables.as_ref().map(Feed::hold);
     Ok(Sources {
         rx,
         tasks,
@@ -274,7 +267,7 @@ fn start_sources(
 fn progress_line(args: &RecordArgs) -> impl Fn(&Recorder, bool) + '_ {
     // On a terminal, a spinner with the line; without one (CI, journald, a pipe), a
     // plain line a minute and the last one, never a `\r` flood.
-    let spinner = std::cell::RefCell::new(crate::output::progress::Progress::spinner(format!(
+    let spinner = std::cell::RefCell::new(Progress::spinner(format!(
         "recording {}",
         args.file.display()
     )));
@@ -290,10 +283,8 @@ fn progress_line(args: &RecordArgs) -> impl Fn(&Recorder, bool) + '_ {
         );
         // Headless, this line is all an operator sees: a failing source is said in it.
         if let Some((kind, why)) = view.health.iter().find_map(|(k, h)| match h {
-            crate::source::Health::Retrying { error } => Some((k, format!("retrying: {error}"))),
-            crate::source::Health::Forbidden { permission } => {
-                Some((k, format!("forbidden: needs {permission}")))
-            }
+            Health::Retrying { error } => Some((k, format!("retrying: {error}"))),
+            Health::Forbidden { permission } => Some((k, format!("forbidden: needs {permission}"))),
             _ => None,
         }) {
             line.push_str(&format!(" · {} {why}", kind.as_str()));
@@ -318,7 +309,7 @@ fn progress_line(args: &RecordArgs) -> impl Fn(&Recorder, bool) + '_ {
 /// due, the tables' rows.
 async fn record_until_stopped(
     args: &RecordArgs,
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     rec: &mut Recorder,
     sources: &mut Sources,
     progress: &impl Fn(&Recorder, bool),
@@ -356,7 +347,7 @@ async fn record_until_stopped(
 /// last line, the tables' last rows.
 async fn close(
     args: &RecordArgs,
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     mut rec: Recorder,
     sources: Sources,
     recorded: std::io::Result<()>,

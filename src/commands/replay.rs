@@ -1,14 +1,18 @@
 //! `replay`: a recording in the live view, on a timeline.
 
 use std::io::IsTerminal;
-
-use clap::Args;
-
-use crate::flags::ReadLimits;
-use spark_triage_core::model::Time;
 use std::process::ExitCode;
 
+use clap::Args;
+use spark_triage_core::model::Time;
+
+use crate::app::replay::Replay;
+use crate::app::{App, Context, Mode, Msg, ViewSettings};
 use crate::failure::Failure;
+use crate::flags::ReadLimits;
+use crate::record::{Recording, timeline};
+use crate::settings::ReadOnly;
+use crate::{app, tui};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -35,8 +39,7 @@ pub struct ReplayArgs {
 }
 
 /// An app positioned in a recording (shared by `replay` and tests).
-pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app::App {
-    use crate::app::{App, Context, Mode, replay::Replay};
+pub fn replay_app(rec: Recording, at: Option<Time>) -> app::App {
     let mut app = App::new(Context {
         context: if rec.header.is_converted() {
             format!("{} (Spark's words, no pods)", rec.header.server)
@@ -44,7 +47,7 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
             format!("recording of {}", rec.header.server)
         },
         scope: rec.header.scope.clone(),
-        readonly: crate::settings::ReadOnly::On("a replay".to_owned()),
+        readonly: ReadOnly::On("a replay".to_owned()),
         mode: Mode::Replay,
     });
     let mut r = Replay::new(rec.events, rec.keyframes, rec.header.started_at);
@@ -65,16 +68,16 @@ pub fn replay_app(rec: crate::record::Recording, at: Option<Time>) -> crate::app
         app.selected_app = Some(f.app);
         app.selected_exec = f.executor;
     }
-    crate::app::update(&mut app, crate::app::Msg::Resize(80, 24));
+    app::update(&mut app, Msg::Resize(80, 24));
     app
 }
 
-pub(crate) fn run(args: ReplayArgs, view: crate::app::ViewSettings) -> Result<ExitCode, Failure> {
+pub(crate) fn run(args: ReplayArgs, view: ViewSettings) -> Result<ExitCode, Failure> {
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("replay needs a terminal; use `spark-triage status --recording FILE --at …` for output to a pipe".into()));
     }
     // A directory is read from the segment holding --from (else --at) on.
-    let opened = crate::record::timeline::open_recording(
+    let opened = timeline::open_recording(
         &args.file,
         &args.limits.reading(),
         args.from.as_deref().or(args.at.as_deref()),
@@ -83,12 +86,12 @@ pub(crate) fn run(args: ReplayArgs, view: crate::app::ViewSettings) -> Result<Ex
     let at = args
         .at
         .as_deref()
-        .map(|a| crate::record::timeline::moment(a, opened.rec.header.started_at, opened.end))
+        .map(|a| timeline::moment(a, opened.rec.header.started_at, opened.end))
         .transpose()?;
     let app = replay_app(opened.rec, at);
     super::block_on(async move {
         let (_tx, rx) = tokio::sync::mpsc::channel(1);
-        crate::tui::run(app, rx, None, None, None, view)
+        tui::run(app, rx, None, None, None, view)
             .await
             .map_err(|e| Failure::Runtime(format!("terminal: {e}")))?;
         Ok(ExitCode::SUCCESS)

@@ -1,12 +1,19 @@
 //! `report`: the post-mortem of a recording (a file, or a directory of segments) or of
 //! Spark's event logs (for runs nobody recorded).
 
-use clap::{Args, ValueEnum};
-
-use crate::flags::ReadLimits;
 use std::process::ExitCode;
 
+use clap::{Args, ValueEnum};
+
 use crate::failure::Failure;
+use crate::flags::{ReadLimits, WindowArgs};
+use crate::fleet::{Place, check_cluster};
+use crate::output::fleet::{Filter, build, markdown};
+use crate::output::report::Window;
+use crate::output::{AppOrder, json, report, yaml};
+use crate::record::{Recording, timeline};
+use crate::storage::remote;
+use crate::{eventlog, flags, redact};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -35,19 +42,19 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PATH|URL", requires = "file")]
     pub event_log: Option<std::path::PathBuf>,
     /// How long one request to the History Server may take.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::flags::parse_timeout, requires = "history_server")]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = flags::parse_timeout, requires = "history_server")]
     pub request_timeout: std::time::Duration,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
     #[command(flatten)]
-    pub window: crate::flags::WindowArgs,
+    pub window: WindowArgs,
     /// Only this application (name or id).
     #[arg(long, value_name = "APP")]
     pub app: Option<String>,
     /// The order of the applications: the most trouble first (the live view's), or by name.
-    #[arg(long, value_enum, default_value_t = crate::output::AppOrder::Trouble)]
-    pub sort: crate::output::AppOrder,
+    #[arg(long, value_enum, default_value_t = AppOrder::Trouble)]
+    pub sort: AppOrder,
     #[command(flatten)]
     pub limits: ReadLimits,
 }
@@ -62,12 +69,12 @@ pub enum ReportOutput {
 /// `report --tables`: the fleet report over the window, now back (default 30 days).
 fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
     if let Some(c) = &args.cluster {
-        crate::fleet::check_cluster(c).map_err(|e| Failure::Usage(format!("--cluster {e}")))?;
+        check_cluster(c).map_err(|e| Failure::Usage(format!("--cluster {e}")))?;
     }
     // This machine's clock: no cluster is asked (the tables' times are the clusters').
     let now = chrono::Utc::now();
     let long_ago = now - chrono::Duration::days(3660);
-    let at = |s: &str| crate::record::timeline::moment(s, long_ago, now);
+    let at = |s: &str| timeline::moment(s, long_ago, now);
     let since = at(args.window.from()?.as_deref().unwrap_or("-30d"))?;
     let until = args
         .window
@@ -77,7 +84,7 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
         .transpose()?
         .unwrap_or(now);
     let reading = args.limits.reading();
-    let place = crate::fleet::Place::open(url, &reading.store)?;
+    let place = Place::open(url, &reading.store)?;
     // A mistyped path is said, not reported on as an empty fleet.
     if let Some(dir) = place.local_dir()
         && !dir.is_dir()
@@ -87,16 +94,16 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
             place.shown
         )));
     }
-    let filter = crate::output::fleet::Filter {
+    let filter = Filter {
         since,
         until,
         cluster: args.cluster.clone(),
         app: args.app.clone(),
     };
     let report = super::block_on(async move {
-        crate::output::fleet::build(&place, &filter)
+        build(&place, &filter)
             .await
-            .map_err(|e| Failure::Runtime(crate::redact::escape_controls(&e).into_owned()))
+            .map_err(|e| Failure::Runtime(redact::escape_controls(&e).into_owned()))
     })?;
     if let Some(app) = &args.app
         && report.apps.is_empty()
@@ -107,9 +114,9 @@ fn fleet(args: &ReportArgs, url: &str) -> Result<ExitCode, Failure> {
         )));
     }
     match args.output {
-        ReportOutput::Md => super::write_stdout(&crate::output::fleet::markdown(&report))?,
-        ReportOutput::Json => crate::output::json::write(&report)?,
-        ReportOutput::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
+        ReportOutput::Md => super::write_stdout(&markdown(&report))?,
+        ReportOutput::Json => json::write(&report)?,
+        ReportOutput::Yaml => super::write_stdout(&yaml::to_string(&report)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -119,26 +126,26 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         return fleet(&args, url);
     }
     let from = args.window.from()?;
-    let window = |from, to| crate::output::report::Window {
+    let window = |from, to| Window {
         from,
         to,
         app: args.app.clone(),
     };
     let (name, (header, state, from, to)) = match (&args.file, &args.history_server) {
         (_, Some(url)) => {
-            let rec = crate::record::Recording::from(crate::eventlog::from_history_server(
+            let rec = Recording::from(eventlog::from_history_server(
                 url,
                 args.app.as_deref(),
                 args.request_timeout,
             )?);
             for d in &rec.damaged {
-                eprintln!("warning: {}", crate::redact::escape_controls(d));
+                eprintln!("warning: {}", redact::escape_controls(d));
             }
-            let name = rec.header.converted_from().map_or_else(
-                || crate::storage::remote::shown_location(url),
-                str::to_owned,
-            );
-            let read = crate::record::timeline::read_state_of(
+            let name = rec
+                .header
+                .converted_from()
+                .map_or_else(|| remote::shown_location(url), str::to_owned);
+            let read = timeline::read_state_of(
                 rec,
                 args.limits.max_line,
                 from.as_deref(),
@@ -152,13 +159,13 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             reading.app = args.app.clone();
             let logs = match args.event_log.as_deref() {
                 Some(l) => {
-                    let mut logs = crate::record::timeline::event_logs(l, &reading)?;
+                    let mut logs = timeline::event_logs(l, &reading)?;
                     // The logs' own damage, said as theirs.
-                    let shown = crate::storage::remote::shown_location(&l.to_string_lossy());
+                    let shown = remote::shown_location(&l.to_string_lossy());
                     for d in logs.damaged.drain(..) {
                         eprintln!(
                             "warning: --event-log {shown}: {}",
-                            crate::redact::escape_controls(&d)
+                            redact::escape_controls(&d)
                         );
                     }
                     Some(logs)
@@ -166,7 +173,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 None => None,
             };
             // Streamed: a week of segments costs the memory of the state, not of the events.
-            let read = crate::record::timeline::read_state_beside(
+            let read = timeline::read_state_beside(
                 file,
                 &reading,
                 logs,
@@ -174,8 +181,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
                 args.window.to.as_deref(),
                 |f, t| window(f, t).state(),
             )?;
-            let name = if crate::storage::remote::is_url(&file.to_string_lossy()) {
-                crate::storage::remote::shown_location(&file.to_string_lossy())
+            let name = if remote::is_url(&file.to_string_lossy()) {
+                remote::shown_location(&file.to_string_lossy())
             } else {
                 file.file_name().map_or_else(
                     || file.display().to_string(),
@@ -185,7 +192,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             let name = match &args.event_log {
                 Some(l) => format!(
                     "{name}, with the event log {}",
-                    crate::storage::remote::shown_location(&l.to_string_lossy())
+                    remote::shown_location(&l.to_string_lossy())
                 ),
                 None => name,
             };
@@ -197,8 +204,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
             ));
         }
     };
-    let report = crate::output::report::from_state(&name, &header, &state, &window(from, to))
-        .sorted(args.sort);
+    let report = report::from_state(&name, &header, &state, &window(from, to)).sorted(args.sort);
     if let Some(app) = &args.app
         && report.apps.is_empty()
     {
@@ -207,9 +213,9 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         )));
     }
     match args.output {
-        ReportOutput::Md => super::write_stdout(&crate::output::report::markdown(&report))?,
-        ReportOutput::Json => crate::output::json::write(&report)?,
-        ReportOutput::Yaml => super::write_stdout(&crate::output::yaml::to_string(&report)?)?,
+        ReportOutput::Md => super::write_stdout(&report::markdown(&report))?,
+        ReportOutput::Json => json::write(&report)?,
+        ReportOutput::Yaml => super::write_stdout(&yaml::to_string(&report)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

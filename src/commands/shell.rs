@@ -6,7 +6,10 @@
 //! Cobra's `__complete` format back: one candidate per line (`value<TAB>help`), then
 //! `:<directive>`. `assets/kubectl_complete-spark_triage` runs `__complete` here.
 
-use std::{ffi::OsString, io::Write, path::PathBuf, process::ExitCode};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use clap_complete::Shell;

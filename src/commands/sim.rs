@@ -1,10 +1,13 @@
 //! `sim`: the simulated cluster as a server for other clients.
 
-use clap::Args;
-
 use std::process::ExitCode;
 
+use clap::Args;
+use spark_triage_sim::process::ProcessOptions;
+use spark_triage_sim::{Fault, Scenario, SimOptions, scenario, start};
+
 use crate::failure::Failure;
+use crate::flags::completers;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -12,7 +15,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: std::net::SocketAddr,
     /// A built-in scenario name or a scenario file.
-    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::scenarios))]
+    #[arg(long, default_value = "mixed", add = clap_complete::ArgValueCompleter::new(completers::scenarios))]
     pub scenario: String,
     /// Where to write the kubeconfig (default: a file in the temp dir).
     #[arg(long, value_name = "FILE")]
@@ -25,7 +28,7 @@ pub struct SimArgs {
     pub seed: u64,
     /// Inject a fault (repeatable).
     #[arg(long = "fault", value_name = "FAULT")]
-    pub faults: Vec<spark_triage_sim::Fault>,
+    pub faults: Vec<Fault>,
     /// scale scenario: number of applications.
     #[arg(long, default_value_t = 1)]
     pub apps: u32,
@@ -55,9 +58,7 @@ pub enum KubeletKind {
 }
 
 /// The process kubelet's options, checked.
-fn process_options(
-    args: &SimArgs,
-) -> Result<Option<spark_triage_sim::process::ProcessOptions>, Failure> {
+fn process_options(args: &SimArgs) -> Result<Option<ProcessOptions>, Failure> {
     if args.kubelet == KubeletKind::Simulated {
         if args.spark_home.is_some() || args.work_dir.is_some() {
             return Err(Failure::Usage(
@@ -97,7 +98,7 @@ fn process_options(
             work_dir.display()
         ))
     })?;
-    Ok(Some(spark_triage_sim::process::ProcessOptions {
+    Ok(Some(ProcessOptions {
         spark_home,
         work_dir,
         java: None,
@@ -105,15 +106,11 @@ fn process_options(
 }
 
 /// The scenario named on the command line (`scale` is generated from its flags).
-fn scenario_of(args: &SimArgs) -> Result<spark_triage_sim::Scenario, Failure> {
+fn scenario_of(args: &SimArgs) -> Result<Scenario, Failure> {
     if args.scenario == "scale" {
-        return Ok(spark_triage_sim::scenario::scale(
-            args.apps,
-            args.executors,
-            args.churn,
-        ));
+        return Ok(scenario::scale(args.apps, args.executors, args.churn));
     }
-    spark_triage_sim::scenario::load(&args.scenario).map_err(Failure::Usage)
+    scenario::load(&args.scenario).map_err(Failure::Usage)
 }
 
 pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
@@ -123,7 +120,7 @@ pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
             args.speed
         )));
     }
-    let mut opts = spark_triage_sim::SimOptions::new(scenario_of(&args)?);
+    let mut opts = SimOptions::new(scenario_of(&args)?);
     opts.listen = args.listen;
     opts.speed = args.speed;
     opts.seed = args.seed;
@@ -140,7 +137,7 @@ pub(crate) fn run(args: SimArgs) -> Result<ExitCode, Failure> {
     let work_dir = opts.process.as_ref().map(|p| p.work_dir.clone());
     let opts = opts.for_external_clients();
     super::block_on(async move {
-        let sim = spark_triage_sim::start(opts).await?;
+        let sim = start(opts).await?;
         super::write_stdout(&format!(
             "spark-triage simulator ({} scenario) listening on {}\nkubeconfig: {}\n  kubectl --kubeconfig {} get pods -A\nCtrl-C to stop.\n",
             args.scenario,

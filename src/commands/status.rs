@@ -1,12 +1,23 @@
 //! `status`: every app's executors once (or after watching a while), then exit; or a
 //! recording's state at a moment.
 
-use clap::{Args, ValueEnum};
-
-use crate::flags::{LiveArgs, ReadLimits, parse_duration};
 use std::process::ExitCode;
 
+use clap::{Args, ValueEnum};
+use spark_triage_core::text;
+
 use crate::failure::Failure;
+use crate::flags::{ClusterArgs, LiveArgs, ReadLimits, WatchArgs, completers, parse_duration};
+use crate::output::progress::Progress;
+use crate::output::status::StatusReport;
+use crate::output::yaml::to_string;
+use crate::output::{AppOrder, json, status};
+use crate::record::timeline::Reading;
+use crate::record::{State, timeline};
+use crate::redact;
+use crate::source::connection::Connection;
+use crate::source::{Scope, SourceEvent, live, scope};
+use crate::store::{Snapshot, Store};
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -17,7 +28,7 @@ pub struct StatusArgs {
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<std::time::Duration>,
     /// Only this application (id or name).
-    #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::apps))]
+    #[arg(long, value_name = "APP", add = clap_complete::ArgValueCompleter::new(completers::apps))]
     pub app: Option<String>,
     /// Read a recording (a file, or a directory of segments) or a Spark event log (a file,
     /// an `eventlog_v2_*` directory, or a directory of them) instead of a cluster.
@@ -33,8 +44,8 @@ pub struct StatusArgs {
     )]
     pub at: Option<String>,
     /// The order of the applications: the most trouble first (the live view's), or by name.
-    #[arg(long, value_enum, default_value_t = crate::output::AppOrder::Trouble)]
-    pub sort: crate::output::AppOrder,
+    #[arg(long, value_enum, default_value_t = AppOrder::Trouble)]
+    pub sort: AppOrder,
     /// Exit 3 when any executor in scope has an error-severity verdict (for cron and
     /// alerting); the output is printed as usual.
     #[arg(long)]
@@ -42,9 +53,9 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub limits: ReadLimits,
     #[command(flatten)]
-    pub cluster: crate::flags::ClusterArgs,
+    pub cluster: ClusterArgs,
     #[command(flatten)]
-    pub watch: crate::flags::WatchArgs,
+    pub watch: WatchArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,36 +70,29 @@ pub enum StatusOutput {
 
 /// What the sources could not do, on stderr (once: the table and the JSON stay data; the
 /// JSON also carries them as `problems`).
-fn warn(report: &crate::output::status::StatusReport) {
+fn warn(report: &StatusReport) {
     for p in &report.problems {
-        eprintln!("warning: {}", crate::redact::escape_controls(p));
+        eprintln!("warning: {}", redact::escape_controls(p));
     }
 }
 
-fn print_status(
-    report: &crate::output::status::StatusReport,
-    output: StatusOutput,
-) -> Result<(), Failure> {
+fn print_status(report: &StatusReport, output: StatusOutput) -> Result<(), Failure> {
     match output {
-        StatusOutput::Json => crate::output::json::write(report),
-        StatusOutput::Table => {
-            super::write_stdout(&crate::output::status::render_table(report, false))
-        }
-        StatusOutput::Wide => {
-            super::write_stdout(&crate::output::status::render_table(report, true))
-        }
+        StatusOutput::Json => json::write(report),
+        StatusOutput::Table => super::write_stdout(&status::render_table(report, false)),
+        StatusOutput::Wide => super::write_stdout(&status::render_table(report, true)),
         StatusOutput::Yaml => super::write_stdout(&yaml(report)?),
         StatusOutput::Name => super::write_stdout(&report.names()),
     }
 }
 
 /// The report as YAML, safe for a terminal (`output::yaml`).
-fn yaml(report: &crate::output::status::StatusReport) -> Result<String, Failure> {
-    crate::output::yaml::to_string(report)
+fn yaml(report: &StatusReport) -> Result<String, Failure> {
+    to_string(report)
 }
 
 /// The exit status: 3 under `--exit-code` when an executor's verdict is an error.
-fn exit_status(report: &crate::output::status::StatusReport, args: &StatusArgs) -> ExitCode {
+fn exit_status(report: &StatusReport, args: &StatusArgs) -> ExitCode {
     if args.exit_code && report.has_errors() {
         ExitCode::from(3)
     } else {
@@ -97,19 +101,18 @@ fn exit_status(report: &crate::output::status::StatusReport, args: &StatusArgs) 
 }
 
 pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Failure> {
-    use crate::{output::status, source::live, store::Store};
     if let Some(path) = &args.recording {
         let at = args.at.as_deref();
         // The segment holding the moment, streamed: its opening state, then its events.
-        let (_, state, _, _) = crate::record::timeline::read_state(
+        let (_, state, _, _) = timeline::read_state(
             path,
-            &crate::record::timeline::Reading {
+            &Reading {
                 app: args.app.clone(),
                 ..args.limits.reading()
             },
             at,
             at,
-            |_, until| crate::record::State {
+            |_, until| State {
                 until,
                 ..Default::default()
             },
@@ -124,8 +127,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
     let opts = live_args.options();
     super::block_on(async move {
         // On a terminal, a spinner says what is awaited; off one, nothing (stdout is the answer).
-        let mut progress =
-            crate::output::progress::Progress::spinner("connecting to the API server");
+        let mut progress = Progress::spinner("connecting to the API server");
         let mut conn = super::connect(&opts).await?;
         conn.extra = live_args.event_logs(&args.limits.reading().store);
         let logs = conn.extra.is_some();
@@ -133,7 +135,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         // hold the cluster's answer; it is said after).
         let logs_by = tokio::time::Instant::now() + opts.timeout();
         // Ready: the cluster's sources answered, and each app's event log was looked for.
-        let ready = |v: &crate::store::Snapshot| {
+        let ready = |v: &Snapshot| {
             status::ready(v, opts.driver_poll.is_some())
                 && (!logs || status::event_logs_read(v) || tokio::time::Instant::now() >= logs_by)
         };
@@ -185,9 +187,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                         "watching {}: {} apps, {n} executors, {} to go",
                         conn.scope.describe(),
                         store.view().apps.len(),
-                        spark_triage_core::text::human_duration(
-                            chrono::Duration::from_std(left).unwrap_or_default()
-                        )
+                        text::human_duration(chrono::Duration::from_std(left).unwrap_or_default())
                     )
                 });
             }
@@ -211,7 +211,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         }
         // As of now on the cluster's clock: a wait (a pending driver) is as long as it is
         // now, not as when its app last changed.
-        store.apply(crate::source::SourceEvent::Tick {
+        store.apply(SourceEvent::Tick {
             at: conn.clock.now(),
         });
         for t in tasks {
@@ -222,7 +222,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
             eprintln!(
                 "warning: the event logs (--event-log-dir) were not read within {}: the \
                  executors that ended before now are from the cluster and the drivers only",
-                spark_triage_core::text::human_std_duration(opts.timeout())
+                text::human_std_duration(opts.timeout())
             );
         }
         let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);
@@ -244,8 +244,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
 /// `--app NAME` that matches nothing is a mistake, not an empty answer: exit 1, naming the
 /// applications that are there.
 fn no_such_app(
-    report: &crate::output::status::StatusReport,
-    snap: &crate::store::Snapshot,
+    report: &StatusReport,
+    snap: &Snapshot,
     app: Option<&str>,
     scope: &str,
 ) -> Result<(), Failure> {
@@ -255,17 +255,13 @@ fn no_such_app(
     if !report.apps.is_empty() {
         return Ok(());
     }
-    Err(Failure::Runtime(crate::output::status::unknown_app(
-        snap, want, scope,
-    )))
+    Err(Failure::Runtime(status::unknown_app(snap, want, scope)))
 }
 
 /// Nothing found in a namespace: a namespace that does not exist is an error (exit 1);
 /// either way, say where Spark applications do run when the API lets us list drivers.
-async fn scope_check(conn: &crate::source::connection::Connection) -> Result<(), Failure> {
-    let (crate::source::Scope::Namespace(ns), Some(f)) =
-        (&conn.scope, crate::source::scope::facts(conn).await)
-    else {
+async fn scope_check(conn: &Connection) -> Result<(), Failure> {
+    let (Scope::Namespace(ns), Some(f)) = (&conn.scope, scope::facts(conn).await) else {
         return Ok(());
     };
     let hint = f.elsewhere();
@@ -289,7 +285,7 @@ mod tests {
 
     #[test]
     fn yaml_writes_no_terminal_control_from_cluster_data() {
-        let report = crate::output::status::StatusReport {
+        let report = StatusReport {
             apps: Vec::new(),
             full_snapshot_at: None,
             problems: vec!["pod watch: \u{1b}]0;pwned\u{7} \u{9b}2J".to_owned()],

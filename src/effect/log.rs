@@ -1,9 +1,7 @@
 //! The actions log: one JSON line per write, who did what to which pod with what result.
 
-use std::{
-    io::Write,
-    path::{Path, PathBuf},
-};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +23,7 @@ pub struct ActionRecord {
 
 /// The result of a kill whose DELETE the API server took.
 pub use crate::source::actions_log::KILLED;
+use crate::source::{LoggedKill, actions_log};
 
 /// Appends actions to a JSON-lines file (default `$XDG_STATE_HOME/spark-triage/actions.log`).
 #[derive(Debug, Clone)]
@@ -36,7 +35,7 @@ impl ActionLog {
     /// The log every command and the TUI write to: `$SPARK_TRIAGE_ACTIONS_LOG`, or the
     /// default path.
     pub fn from_env() -> Self {
-        Self::new(crate::source::actions_log::path_from_env())
+        Self::new(actions_log::path_from_env())
     }
 
     pub fn new(path: Option<PathBuf>) -> Self {
@@ -67,12 +66,8 @@ impl ActionLog {
 
     /// The kills of pods this log holds against `server` since `since` (read back by
     /// `source::actions_log`).
-    pub fn kills(
-        &self,
-        server: &str,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Vec<crate::source::LoggedKill> {
-        crate::source::actions_log::kills(self.path.as_deref(), server, since)
+    pub fn kills(&self, server: &str, since: chrono::DateTime<chrono::Utc>) -> Vec<LoggedKill> {
+        actions_log::kills(self.path.as_deref(), server, since)
     }
 
     /// Writes one record; a log that cannot be written is reported, never fatal.

@@ -19,20 +19,21 @@ mod runner;
 mod writes;
 
 use chrono::Utc;
-use tokio::sync::mpsc;
-
 pub use log::{ActionLog, ActionRecord};
 pub use ownership::{
     DriverId, FORCE_STATEFULSET, Via, any_statefulset, by_owner, owner_of, replacements,
 };
 pub use permissions::{Denied, Permissions};
 pub use runner::{Captures, Runner};
+use spark_triage_core::model::{ExecutorPod, Time, fmt_time};
+use tokio::sync::mpsc;
 pub use writes::{
     WriteError, hold_pod, kill, mark_app_hold, mark_killed, release_pod, unmark_killed,
 };
 
-use crate::source::{SourceEvent, connection::DriverFocus};
-use spark_triage_core::model::{Time, fmt_time};
+use crate::source::SourceEvent;
+use crate::source::connection::DriverFocus;
+use crate::source::switch::SwitchTo;
 
 /// One pod an action targets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub struct HoldTarget {
 
 impl HoldTarget {
     /// A hold on this pod as seen, with how it is the app's.
-    pub fn of(pod: &spark_triage_core::model::ExecutorPod, via: Option<Via>) -> Self {
+    pub fn of(pod: &ExecutorPod, via: Option<Via>) -> Self {
         Self {
             pod: pod.name.clone(),
             uid: pod.uid.clone(),
@@ -120,7 +121,7 @@ pub enum Effect {
     /// tmux); the TUI writes it, the runner has nothing to do.
     Copy(String),
     /// Rebuild the sources in another namespace or context (the terminal loop runs it).
-    Switch(crate::source::switch::SwitchTo),
+    Switch(SwitchTo),
     /// List the cluster's namespaces (the `:` prompt completes them).
     ListNamespaces,
 }

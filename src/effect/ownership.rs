@@ -5,15 +5,15 @@
 //! app's from the view only provisionally ([`Via`]): before any write, [`verify`] reads
 //! the chain from the API and refuses unless it ends at the app's driver pod.
 
-use k8s_openapi::{
-    api::apps::v1::{Deployment, ReplicaSet, StatefulSet},
-    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
-};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Api, Client};
 use spark_triage_core::allocator::Controller;
+use spark_triage_core::model::{ExecutorPod, Role};
 
 use super::WriteError;
-use spark_triage_core::model::{ExecutorPod, Role};
+use crate::redact;
+use crate::source::errors;
 
 /// A driver pod, as far as ownership goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,14 +127,14 @@ pub async fn verify(
     let get_err = |what: String, e: kube::Error| match e {
         kube::Error::Api(s) if s.code == 403 => refuse(format!(
             "cannot read {what} to check that the app's driver owns it (forbidden: {}); nothing written",
-            crate::redact::one_line(&s.message)
+            redact::one_line(&s.message)
         )),
         kube::Error::Api(s) if s.code == 404 => refuse(format!(
             "{what} is gone, so who owns the pod cannot be checked"
         )),
         other => refuse(format!(
             "cannot read {what}: {}",
-            crate::source::errors::error_line(&other)
+            errors::error_line(&other)
         )),
     };
     let same = |what: &str, meta: &ObjectMeta, uid: &str| -> Result<(), WriteError> {
@@ -258,9 +258,10 @@ pub fn by_owner(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use spark_triage_core::model::OwnerRef;
+    use spark_triage_core::model::testing::pod;
 
     use super::*;
-    use spark_triage_core::model::testing::pod;
 
     fn exec(id: i64) -> ExecutorPod {
         pod(
@@ -277,7 +278,7 @@ mod tests {
 
     fn owned(mut p: ExecutorPod, ns: &str, owner: Option<(&str, &str)>) -> ExecutorPod {
         p.namespace = ns.into();
-        p.owner = owner.map(|(name, uid)| spark_triage_core::model::OwnerRef {
+        p.owner = owner.map(|(name, uid)| OwnerRef {
             kind: "Pod".into(),
             name: name.into(),
             uid: uid.into(),

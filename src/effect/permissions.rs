@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use kube::{Api, Client, api::PostParams};
+use kube::api::PostParams;
+use kube::{Api, Client};
 
 use crate::settings::ReadOnly;
 

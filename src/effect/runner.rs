@@ -3,6 +3,8 @@
 //! captures a few at a time.
 
 use super::*;
+use crate::source::clock::Clock;
+use crate::source::{LOG_TAIL_LINES, lean};
 
 /// Runs effects against the cluster. Evidence and actions also go into the source stream
 /// (`events`, when there is one), so a recording keeps them.
@@ -21,7 +23,7 @@ pub struct Runner {
     /// The bound on log tails captured as evidence.
     pub captures: Captures,
     /// The cluster's clock, which what the runner says is stamped with.
-    pub clock: crate::source::clock::Clock,
+    pub clock: Clock,
 }
 
 /// Bounds the log tails captured as evidence of ended executors: a few at a time, and when
@@ -65,7 +67,7 @@ impl Default for Captures {
         Self {
             permits: std::sync::Arc::new(tokio::sync::Semaphore::new(Self::AT_ONCE)),
             queued: std::sync::Arc::default(),
-            lines: crate::source::LOG_TAIL_LINES,
+            lines: LOG_TAIL_LINES,
         }
     }
 }
@@ -315,7 +317,7 @@ impl Runner {
             },
             false => None,
         };
-        let lines = crate::source::lean::log_tail(
+        let lines = lean::log_tail(
             &self.client,
             &namespace,
             &pod,
@@ -352,7 +354,7 @@ impl Runner {
             return Outcome::Nothing;
         };
         // A failed read leaves what the event watch gave; nothing to show for it.
-        let read = crate::source::lean::pod_events(&self.client, &namespace, &pod).await;
+        let read = lean::pod_events(&self.client, &namespace, &pod).await;
         match &read {
             Ok(e) => tracing::info!("evidence: {} events of {namespace}/{pod}", e.len()),
             Err(e) => tracing::warn!("evidence: events of {namespace}/{pod}: {e}"),

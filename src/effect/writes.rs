@@ -4,14 +4,14 @@
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    Api, Client,
-    api::{DeleteParams, Patch, PatchParams, Preconditions},
-};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::{Api, Client};
 use serde_json::json;
+use spark_triage_core::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
 
 use super::Denied;
-use spark_triage_core::model::{HOLD_EXPIRES, HOLD_FINALIZER, fmt_time};
+use crate::redact;
+use crate::source::errors;
 
 /// A failed write, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,13 +57,13 @@ impl WriteError {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),
                 pod: pod.to_owned(),
-                message: crate::redact::one_line(&s.message),
+                message: redact::one_line(&s.message),
             },
             other => Self::Api {
                 verb: verb.to_owned(),
                 namespace: namespace.to_owned(),
                 pod: pod.to_owned(),
-                message: crate::source::errors::error_line(&other),
+                message: errors::error_line(&other),
             },
         }
     }

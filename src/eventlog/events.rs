@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-
 use spark_triage_core::model::Time;
 
 /// What a line says, of what spark-triage reads.

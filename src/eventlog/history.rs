@@ -14,12 +14,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde::Deserialize;
+use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::driver::{parse_executors, parse_spark_time};
+use spark_triage_core::model::{Time, driver};
 
 use super::Converted;
 use super::convert::Converter;
 use super::events::Event;
 use crate::failure::Failure;
-use spark_triage_core::model::{Time, driver::parse_executors, driver::parse_spark_time};
+use crate::{redact, storage};
 
 /// The most of a listing or an environment read (100 000 apps are about 60 MiB).
 const MAX_BODY: u64 = 64 << 20;
@@ -157,7 +160,7 @@ impl HistoryServer {
         url.set_path(&path);
         url.set_query(None);
         url.set_fragment(None);
-        crate::storage::tls_provider();
+        storage::tls_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -197,7 +200,7 @@ impl HistoryServer {
             while let Some(next) = inner.source() {
                 inner = next;
             }
-            let why = crate::redact::one_line(&inner.to_string());
+            let why = redact::one_line(&inner.to_string());
             if e.is_timeout() {
                 Failure::Runtime(format!(
                     "{what}: no answer to /api/v1/{rel} in time ({why})"
@@ -353,7 +356,7 @@ impl HistoryServer {
             None => id.clone(),
         };
         let mut conv = Converter::new(&format!("{} ({shown_app})", self.shown));
-        conv.settings_from = spark_triage_core::diagnose::memory::SettingsFrom::HistoryServer;
+        conv.settings_from = SettingsFrom::HistoryServer;
         let body = self
             .get(&under("allexecutors"), MAX_EXECUTORS_BODY)?
             .ok_or_else(|| {
@@ -365,7 +368,7 @@ impl HistoryServer {
         let executors = parse_executors(&body)
             .map_err(|e| Failure::Runtime(format!("{}: {shown_app}: {e}", self.shown)))?;
         let properties = match self.get(&under("environment"), MAX_BODY) {
-            Ok(Some(body)) => match spark_triage_core::model::driver::parse_environment(&body) {
+            Ok(Some(body)) => match driver::parse_environment(&body) {
                 Ok(properties) => Some(properties),
                 Err(e) => {
                     conv.damage(format!("{e}; read without it"));

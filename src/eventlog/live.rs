@@ -13,12 +13,15 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+use spark_triage_core::model::DriverExecutor;
 use tokio::sync::mpsc::Sender;
 
+use crate::redact;
+use crate::source::clock::Clock;
 use crate::source::extra::{Apps, Extra, Stopped};
-use crate::source::{DriverView, Health, SourceEvent, SourceKind, clock::Clock};
+use crate::source::{DriverView, Health, SourceEvent, SourceKind};
 use crate::storage::remote::{Remote, StoreOptions};
-use crate::storage::{Entry, Files, Local};
+use crate::storage::{Entry, Files, Local, remote};
 
 /// Spark's event-log directory, read for the apps in scope.
 #[derive(Debug, Clone)]
@@ -64,10 +67,10 @@ impl EventLogDir {
     fn open(&self) -> Result<(Box<dyn Files>, PathBuf), String> {
         let loc = self.location.as_str();
         if loc.starts_with("file://") {
-            let path = crate::storage::remote::file_path(loc).map_err(|e| e.to_string())?;
+            let path = remote::file_path(loc).map_err(|e| e.to_string())?;
             return Ok((Box::new(Local::QUIET), path));
         }
-        if crate::storage::remote::is_url(loc) {
+        if remote::is_url(loc) {
             let o = Remote::open(loc, &self.store).map_err(|e| e.to_string())?;
             return Ok((Box::new(o.remote), o.key));
         }
@@ -110,11 +113,7 @@ impl EventLogDir {
             } else {
                 match fs.list(&root) {
                     Err(e) => Health::Retrying {
-                        error: format!(
-                            "{}: {}",
-                            fs.shown(&root),
-                            crate::redact::one_line(&e.to_string())
-                        ),
+                        error: format!("{}: {}", fs.shown(&root), redact::one_line(&e.to_string())),
                     },
                     Ok(entries) => {
                         let mut failed = None;
@@ -199,7 +198,7 @@ impl EventLogDir {
 /// The list as it stands at the log's end: every view's executors, the later word on each
 /// (a view names what runs and what changed since the one before: a removal given once is
 /// not named again); none without a view.
-fn as_it_stands(events: Vec<SourceEvent>) -> Option<Vec<spark_triage_core::model::DriverExecutor>> {
+fn as_it_stands(events: Vec<SourceEvent>) -> Option<Vec<DriverExecutor>> {
     let mut latest = std::collections::BTreeMap::new();
     for ev in events {
         if let SourceEvent::DriverExecutors {
@@ -257,7 +256,8 @@ mod tests {
     /// with its removal, though the last view names only the last (#55 review).
     #[test]
     fn the_list_as_it_stands_names_every_executor_the_views_gave() {
-        use super::super::{convert::Converter, events::Event};
+        use super::super::convert::Converter;
+        use super::super::events::Event;
         let at = |s: i64| chrono::DateTime::from_timestamp(1_796_300_000 + s, 0).expect("time");
         let mut c = Converter::new("live");
         for id in 1..=3_i64 {

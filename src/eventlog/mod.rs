@@ -21,11 +21,12 @@ pub mod live;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::failure::Failure;
-use crate::storage::{Files, Local, remote};
 use codec::Codec;
-
 pub(crate) use convert::{Converted, Merged, SERVER};
+
+use crate::failure::Failure;
+use crate::storage::{Entry, Files, Line, Local, remote};
+use crate::{redact, storage};
 
 /// One application's event log, as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +100,7 @@ fn rolling(fs: &dyn Files, dir: &Path) -> std::io::Result<Option<EventLog>> {
 fn rolling_of(
     fs: &dyn Files,
     dir: &Path,
-    entries: Vec<crate::storage::Entry>,
+    entries: Vec<Entry>,
 ) -> std::io::Result<Option<EventLog>> {
     let mut files: Vec<(u64, bool, PathBuf)> = Vec::new();
     let mut status = None;
@@ -222,25 +223,25 @@ fn read_in(fs: &dyn Files, log: &EventLog, max_line: usize) -> Result<Converted,
         let (codec, input) = open_file(fs, file).map_err(|e| {
             Failure::Runtime(format!(
                 "cannot read {shown}: {}",
-                crate::redact::one_line(&e.to_string())
+                redact::one_line(&e.to_string())
             ))
         })?;
         let mut input = BufReader::with_capacity(256 * 1024, input);
         for n in 1.. {
-            match crate::storage::next_line(&mut input, max_line, false, &mut buf) {
+            match storage::next_line(&mut input, max_line, false, &mut buf) {
                 Ok(None) => break,
-                Ok(Some(crate::storage::Line::TooLong(len))) => {
+                Ok(Some(Line::TooLong(len))) => {
                     conv.damage(format!(
                         "{part}line {n}: {len} bytes, over the line limit (--max-line); skipped"
                     ));
                     continue;
                 }
-                Ok(Some(crate::storage::Line::Text)) => {}
+                Ok(Some(Line::Text)) => {}
                 Err(e) => {
                     conv.damage(format!(
                         "{part}{} stream: {}; read up to there",
                         codec.as_str(),
-                        crate::redact::one_line(&e.to_string())
+                        redact::one_line(&e.to_string())
                     ));
                     if !last {
                         conv.damage(format!(
@@ -323,7 +324,7 @@ fn open_in(
     let logs = find_in(fs, path).map_err(|e| {
         Failure::Runtime(format!(
             "cannot read {shown}: {}",
-            crate::redact::one_line(&e.to_string())
+            redact::one_line(&e.to_string())
         ))
     })?;
     if logs.is_empty() {

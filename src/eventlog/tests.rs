@@ -1,10 +1,11 @@
 use std::path::{Path, PathBuf};
 
+use spark_triage_core::diagnose::{Code, Witness};
+
 use super::*;
 use crate::record::Recording;
 use crate::source::SourceEvent;
 use crate::store::Store;
-use spark_triage_core::diagnose::{Code, Witness};
 
 fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("st-eventlog-{tag}-{}", std::process::id()));

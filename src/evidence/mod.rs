@@ -20,9 +20,10 @@ pub mod tails;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use chrono::TimeDelta;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
 
-use crate::store::{Finished, Snapshot};
-use spark_triage_core::{diagnose::Severity, model::Time};
+use crate::store::{DRIVER, Finished, Snapshot};
 
 /// Executors of one app ending the same way whose evidence is read per [`WINDOW`].
 pub const SAME_CAUSE: usize = 3;
@@ -235,7 +236,7 @@ pub fn due(reads: &mut EvidenceReads, snap: &Snapshot, f: &Finished, now: Time) 
     let Some(app) = snap.apps.get(&(f.namespace.clone(), f.app_id.clone())) else {
         return false;
     };
-    if f.id == crate::store::DRIVER {
+    if f.id == DRIVER {
         // One driver per app: its evidence is read whenever it did not end well.
         if app.verdict().severity() == Severity::Info {
             return false;

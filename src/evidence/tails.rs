@@ -3,22 +3,17 @@
 //! and sent into the recording as a `LogCaptured` event, so a replay's `l` shows the
 //! stack trace of a JVM OOM that nobody watched.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
+use spark_triage_core::model::Time;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::EvidenceReads;
-use crate::{
-    source::SourceEvent,
-    store::{Finished, Snapshot},
-};
-use spark_triage_core::model::Time;
+use crate::source::clock::Clock;
+use crate::source::{SourceEvent, lean};
+use crate::store::{Finished, Snapshot};
 
 /// Tails read at once.
 const AT_ONCE: usize = 4;
@@ -38,7 +33,7 @@ pub struct Tails {
     permits: Arc<Semaphore>,
     queued: Arc<AtomicUsize>,
     /// The cluster's clock, which a tail read is stamped with.
-    clock: crate::source::clock::Clock,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Tails {
@@ -55,7 +50,7 @@ impl Tails {
         client: kube::Client,
         tx: &mpsc::Sender<SourceEvent>,
         lines: usize,
-        clock: crate::source::clock::Clock,
+        clock: Clock,
     ) -> Self {
         Self {
             client,
@@ -102,7 +97,7 @@ impl Tails {
                 let Ok(_turn) = turn else { return };
                 let read = tokio::time::timeout(
                     TIMEOUT,
-                    crate::source::lean::log_tail(
+                    lean::log_tail(
                         &client,
                         &f.namespace,
                         &f.pod,

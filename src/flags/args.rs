@@ -2,6 +2,18 @@
 
 use clap::Args;
 
+use crate::app::ViewSettings;
+use crate::eventlog::live::EventLogDir;
+use crate::failure::Failure;
+use crate::flags::completers;
+use crate::publish::metrics;
+use crate::record::DEFAULT_MAX_LINE;
+use crate::record::timeline::Reading;
+use crate::settings::ReadOnly;
+use crate::source::connection::LiveOptions;
+use crate::source::extra::Extra;
+use crate::storage::remote::StoreOptions;
+
 /// Where the cluster is and which pods: every command that talks to a cluster takes these
 /// (the live view, `status`, `record`, `kill`, `hold`, `release`), and only those.
 #[derive(Debug, Args, Clone)]
@@ -14,7 +26,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use.
-    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(crate::flags::completers::contexts))]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(completers::contexts))]
     pub context: Option<String>,
     /// The namespace (default: the context's).
     #[arg(
@@ -22,7 +34,7 @@ pub struct ClusterArgs {
         long,
         value_name = "NS",
         conflicts_with = "all_namespaces",
-        add = clap_complete::ArgValueCompleter::new(crate::flags::completers::namespaces)
+        add = clap_complete::ArgValueCompleter::new(completers::namespaces)
     )]
     pub namespace: Option<String>,
     /// Every namespace.
@@ -86,7 +98,7 @@ pub struct ViewArgs {
     pub forget_after: std::time::Duration,
     /// Serve the verdicts as Prometheus metrics (/metrics, docs/metrics.md) on this
     /// address while the view is open: a bare port (9090) is loopback only.
-    #[arg(long, value_name = "ADDR", value_parser = crate::publish::metrics::parse_listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = metrics::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
@@ -139,10 +151,10 @@ pub struct LiveArgs {
     /// `--event-log-dir`.
     pub event_log_dir: Option<String>,
     /// Writes refused, and what said so.
-    pub readonly: crate::settings::ReadOnly,
+    pub readonly: ReadOnly,
     /// The terminal views' settings: `--utc` and `--metrics-addr` as given, then the
     /// configuration file's (each setting held here only).
-    pub view: crate::app::ViewSettings,
+    pub view: ViewSettings,
     pub record: Option<std::path::PathBuf>,
     pub log_file: Option<std::path::PathBuf>,
     pub request_timeout: std::time::Duration,
@@ -172,10 +184,10 @@ impl LiveArgs {
             no_driver_api: watch.no_driver_api,
             event_log_dir: watch.event_log_dir,
             readonly: match write.is_some_and(|w| w.readonly) {
-                true => crate::settings::ReadOnly::flag(),
-                false => crate::settings::ReadOnly::Off,
+                true => ReadOnly::flag(),
+                false => ReadOnly::Off,
             },
-            view: crate::app::ViewSettings {
+            view: ViewSettings {
                 utc: view.utc,
                 metrics_addr: view.metrics_addr,
                 ..Default::default()
@@ -203,24 +215,21 @@ impl LiveArgs {
 
 impl LiveArgs {
     /// The event-log source (`--event-log-dir`), with an object store's settings.
-    pub fn event_logs(
-        &self,
-        store: &crate::storage::remote::StoreOptions,
-    ) -> Option<std::sync::Arc<dyn crate::source::extra::Extra>> {
+    pub fn event_logs(&self, store: &StoreOptions) -> Option<std::sync::Arc<dyn Extra>> {
         let location = self.event_log_dir.clone()?;
-        Some(std::sync::Arc::new(crate::eventlog::live::EventLogDir {
+        Some(std::sync::Arc::new(EventLogDir {
             location,
-            store: crate::storage::remote::StoreOptions {
+            store: StoreOptions {
                 options: store.options.clone(),
                 timeout: store.timeout.or(Some(self.request_timeout)),
             },
-            max_line: crate::record::DEFAULT_MAX_LINE,
+            max_line: DEFAULT_MAX_LINE,
         }))
     }
 
     /// The live sources' options.
-    pub fn options(&self) -> crate::source::connection::LiveOptions {
-        crate::source::connection::LiveOptions {
+    pub fn options(&self) -> LiveOptions {
+        LiveOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             namespace: self.namespace.clone(),
@@ -251,11 +260,11 @@ pub struct WindowArgs {
 
 impl WindowArgs {
     /// Where the window starts, as a moment: `--since 24h` is `-24h` (before the end).
-    pub(crate) fn from(&self) -> Result<Option<String>, crate::failure::Failure> {
+    pub(crate) fn from(&self) -> Result<Option<String>, Failure> {
         match &self.since {
             Some(d) => parse_duration(d)
                 .map(|_| Some(format!("-{}", d.trim())))
-                .map_err(|e| crate::failure::Failure::Usage(format!("--since {e}"))),
+                .map_err(|e| Failure::Usage(format!("--since {e}"))),
             None => Ok(self.from.clone()),
         }
     }
@@ -271,7 +280,7 @@ pub struct ReadLimits {
     /// KEY=VALUE, repeated (endpoint=http://127.0.0.1:9000, region=eu-west-1,
     /// virtual_hosted_style_request=true, access_key_id=…). The clouds' usual environment
     /// (AWS_*, AWS_PROFILE, GOOGLE_*, AZURE_*) is read too. Values are never shown.
-    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = crate::storage::remote::StoreOptions::parse_option)]
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = StoreOptions::parse_option)]
     pub store_options: Vec<(String, String)>,
     /// How long an object store may take to connect or to send the next part of an answer.
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_TIMEOUT, value_parser = parse_timeout)]
@@ -280,10 +289,10 @@ pub struct ReadLimits {
 
 impl ReadLimits {
     /// How the post-mortem commands read what they are given.
-    pub(crate) fn reading(&self) -> crate::record::timeline::Reading {
-        crate::record::timeline::Reading {
+    pub(crate) fn reading(&self) -> Reading {
+        Reading {
             max_line: self.max_line,
-            store: crate::storage::remote::StoreOptions {
+            store: StoreOptions {
                 options: self.store_options.clone(),
                 timeout: Some(self.store_timeout),
             },

@@ -7,9 +7,16 @@
 //! cluster is bounded by [`ASK_FOR`]: a Tab must never hang the shell; nothing (or the
 //! kubeconfig's own answers) is offered when the cluster does not answer in time.
 
-use std::{ffi::OsStr, time::Duration};
+use std::ffi::OsStr;
+use std::time::Duration;
 
-use clap_complete::{CompletionCandidate, engine::ValueCompleter};
+use clap_complete::CompletionCandidate;
+use clap_complete::engine::ValueCompleter;
+use spark_triage_core::model::{LABEL_APP_ID, LABEL_APP_NAME};
+use spark_triage_sim::scenario::BUILT_IN;
+
+use crate::source::connection::{Connection, LiveOptions};
+use crate::source::{Scope, connection};
 
 /// How long a Tab may wait for the cluster.
 const ASK_FOR: Duration = Duration::from_millis(2_500);
@@ -83,7 +90,7 @@ pub fn contexts(current: &OsStr) -> Vec<CompletionCandidate> {
 pub fn scenarios(current: &OsStr) -> Vec<CompletionCandidate> {
     let mut out = starting_with(
         current,
-        spark_triage_sim::scenario::BUILT_IN
+        BUILT_IN
             .iter()
             .map(|(n, _)| ((*n).to_owned(), Some("built-in scenario".to_owned())))
             .chain([(
@@ -145,9 +152,7 @@ pub fn apps(current: &OsStr) -> Vec<CompletionCandidate> {
     let namespace = flag_value(&words, &["-n", "--namespace"]);
     let found = ask(&words, namespace.filter(|_| !all), move |conn| async move {
         let api: kube::Api<k8s_openapi::api::core::v1::Pod> = match (&conn.scope, all) {
-            (crate::source::Scope::Namespace(ns), false) => {
-                kube::Api::namespaced(conn.client.clone(), ns)
-            }
+            (Scope::Namespace(ns), false) => kube::Api::namespaced(conn.client.clone(), ns),
             _ => kube::Api::all(conn.client.clone()),
         };
         let drivers = api
@@ -163,10 +168,8 @@ pub fn apps(current: &OsStr) -> Vec<CompletionCandidate> {
         for d in drivers {
             let labels = d.metadata.labels.unwrap_or_default();
             let ns = d.metadata.namespace.unwrap_or_default();
-            let id = labels.get(spark_triage_core::model::LABEL_APP_ID).cloned();
-            let name = labels
-                .get(spark_triage_core::model::LABEL_APP_NAME)
-                .cloned();
+            let id = labels.get(LABEL_APP_ID).cloned();
+            let name = labels.get(LABEL_APP_NAME).cloned();
             if let Some(name) = &name {
                 out.push((
                     name.clone(),
@@ -207,10 +210,10 @@ async fn spark_namespaces(client: &kube::Client) -> Result<Vec<String>, kube::Er
 fn ask<T, F, Fut>(words: &[String], namespace: Option<String>, f: F) -> Option<T>
 where
     T: Send + 'static,
-    F: FnOnce(crate::source::connection::Connection) -> Fut + Send + 'static,
+    F: FnOnce(Connection) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = T>,
 {
-    let opts = crate::source::connection::LiveOptions {
+    let opts = LiveOptions {
         kubeconfig: flag_value(words, &["--kubeconfig"]).map(Into::into),
         context: flag_value(words, &["--context"]),
         namespace,
@@ -224,7 +227,7 @@ where
             .ok()?;
         rt.block_on(async move {
             tokio::time::timeout(ASK_FOR, async move {
-                let conn = crate::source::connection::connect(&opts).await.ok()?;
+                let conn = connection::connect(&opts).await.ok()?;
                 Some(f(conn).await)
             })
             .await

@@ -5,13 +5,17 @@
 //! for the context in use (`[context."prod-eu"]`) < flags given on the command line. A bad
 //! file is a usage error (exit 2) with its line and column, never silently ignored.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
 use super::LiveArgs;
+use crate::app::ViewSettings;
 use crate::app::keymap::{Action, Keymap, Keys};
 use crate::failure::Failure;
+use crate::settings::ReadOnly;
+use crate::source::{LOG_TAIL_LINES, MAX_LOG_TAIL_LINES};
 
 /// `SPARK_TRIAGE_CONFIG` names the file when `--config` does not.
 const ENV: &str = "SPARK_TRIAGE_CONFIG";
@@ -94,20 +98,22 @@ pub struct Config {
 mod opt_duration {
     use serde::{Deserialize, Deserializer};
 
+    use crate::flags;
+
     pub fn interval<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::flags::parse_interval)
+        with(d, flags::parse_interval)
     }
 
     pub fn timeout<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::flags::parse_timeout)
+        with(d, flags::parse_timeout)
     }
 
     pub fn ttl<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
-        with(d, crate::flags::parse_ttl)
+        with(d, flags::parse_ttl)
     }
 
     fn with<'de, D: Deserializer<'de>>(
@@ -122,7 +128,7 @@ mod opt_duration {
 /// `log-tail-lines`: 1 to the store's bound.
 fn tail_lines<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     let n = u64::deserialize(d)?;
-    let max = crate::source::MAX_LOG_TAIL_LINES;
+    let max = MAX_LOG_TAIL_LINES;
     match usize::try_from(n) {
         Ok(n @ 1..) if n <= max => Ok(Some(n)),
         _ => Err(serde::de::Error::custom(format!(
@@ -267,8 +273,8 @@ pub fn apply(live: &mut LiveArgs, s: &Settings, given: &dyn Fn(&str) -> bool) {
     // read-only stays read-only.
     if !given("readonly") {
         match s.readonly {
-            Some(true) => live.readonly = crate::settings::ReadOnly::On(why_readonly(s)),
-            Some(false) => live.readonly = crate::settings::ReadOnly::Off,
+            Some(true) => live.readonly = ReadOnly::On(why_readonly(s)),
+            Some(false) => live.readonly = ReadOnly::Off,
             None => {}
         }
     }
@@ -287,13 +293,13 @@ fn why_readonly(s: &Settings) -> String {
 
 /// The settings the terminal views read at start: the file's, over `flags` (`utc` as
 /// decided, `--metrics-addr`).
-pub fn view_settings(s: &Settings, flags: crate::app::ViewSettings) -> crate::app::ViewSettings {
-    crate::app::ViewSettings {
+pub fn view_settings(s: &Settings, flags: ViewSettings) -> ViewSettings {
+    ViewSettings {
         theme: s.theme.map(|t| t.as_str().to_owned()),
         hold_ttl: s.hold_ttl.and_then(|d| chrono::Duration::from_std(d).ok()),
         // Checked when the file was read.
         keymap: Keymap::with(&s.keys).unwrap_or_default(),
-        log_tail_lines: s.log_tail_lines.unwrap_or(crate::source::LOG_TAIL_LINES),
+        log_tail_lines: s.log_tail_lines.unwrap_or(LOG_TAIL_LINES),
         ..flags
     }
 }

@@ -10,6 +10,8 @@ pub use args::{ClusterArgs, LiveArgs, ReadLimits, ViewArgs, WatchArgs, WindowArg
 pub(crate) use args::{parse_duration, parse_interval, parse_size, parse_timeout, parse_ttl};
 
 use crate::failure::Failure;
+use crate::settings::ReadOnly;
+use crate::source::switch::Reconfigure;
 
 /// The flags, with the configuration file under them (for the context in use).
 pub(crate) fn configured(
@@ -38,7 +40,7 @@ pub(crate) fn configured(
             Ok(home) => {
                 let s = home.for_context(context.as_deref());
                 if s.readonly == Some(true) {
-                    live.readonly = crate::settings::ReadOnly::On(format!(
+                    live.readonly = ReadOnly::On(format!(
                         "readonly = true in {}; another configuration file cannot lift it",
                         s.readonly_from
                             .unwrap_or_else(|| default.display().to_string())
@@ -47,7 +49,7 @@ pub(crate) fn configured(
             }
             // It may make this context read-only: unreadable, it does.
             Err(_) => {
-                live.readonly = crate::settings::ReadOnly::On(format!(
+                live.readonly = ReadOnly::On(format!(
                     "{} cannot be read, and it may make this context read-only",
                     default.display()
                 ));
@@ -63,7 +65,7 @@ pub(crate) fn configured(
 pub(crate) fn switch_context(
     raw: LiveArgs,
     given: &std::collections::BTreeSet<String>,
-) -> crate::source::switch::Reconfigure {
+) -> Reconfigure {
     let mut given = given.clone();
     for id in ["namespace", "all_namespaces", "context"] {
         given.remove(id);

@@ -8,7 +8,8 @@ use arrow_array::{
     TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, Field, TimeUnit};
-use spark_triage_core::{diagnose::Severity, model::Time};
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
 
 /// The three tables, by their stable names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -18,6 +18,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use place::Place;
 pub use rows::{Key, Rows, Table};
+use spark_triage_core::model::Time;
+
+use crate::publish::metrics::Metrics;
+use crate::publish::verdicts::SETTLE;
+use crate::redact;
+use crate::store::{Snapshot, times};
 
 /// A cluster's name as a partition value: letters, digits, `.`, `_`, `-`; at most 63.
 pub fn check_cluster(name: &str) -> Result<(), String> {
@@ -312,7 +318,7 @@ pub struct Feed {
     /// none):
     /// the recorder forgets no executor gone since (see [`Feed::hold`]).
     hold: std::sync::Arc<std::sync::atomic::AtomicI64>,
-    metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+    metrics: Option<std::sync::Arc<Metrics>>,
 }
 
 impl Feed {
@@ -320,7 +326,7 @@ impl Feed {
         place: Place,
         cluster: String,
         every: std::time::Duration,
-        metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+        metrics: Option<std::sync::Arc<Metrics>>,
     ) -> Self {
         let queued_metrics = metrics.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows>(1);
@@ -330,7 +336,7 @@ impl Feed {
             let mut last_ok = true;
             while let Some(rows) = rx.recv().await {
                 let done = w.write(&rows, chrono::Utc::now()).await;
-                let said = |e: &str| crate::redact::escape_controls(e).into_owned();
+                let said = |e: &str| redact::escape_controls(e).into_owned();
                 for f in &done.unreadable {
                     eprintln!("warning: tables: cannot read {}", said(f));
                 }
@@ -411,14 +417,9 @@ impl Feed {
     }
 
     /// Takes the store's rows into the queue: those settled (`all`: every one).
-    fn collect(
-        &mut self,
-        snap: &crate::store::Snapshot,
-        all: bool,
-        at: spark_triage_core::model::Time,
-    ) {
+    fn collect(&mut self, snap: &Snapshot, all: bool, at: Time) {
         let now = std::time::Instant::now();
-        let settle = crate::publish::verdicts::SETTLE;
+        let settle = SETTLE;
         let mut present = HashSet::new();
         let (done, queued, first_seen) = (&self.done, &self.endings, &mut self.first_seen);
         let mut oldest: Option<chrono::DateTime<chrono::Utc>> = None;
@@ -434,7 +435,7 @@ impl Feed {
             if done.contains(&k) {
                 return rows::Ready::Taken;
             }
-            if let Some((at, _)) = crate::store::times::ended(e) {
+            if let Some((at, _)) = times::ended(e) {
                 oldest = Some(oldest.map_or(at, |o| o.min(at)));
             }
             if queued.contains_key(&k) {
@@ -526,11 +527,7 @@ impl Feed {
     /// Each second: every 10 s the settled rows into the queue; every `every` the queue to
     /// the writer (unless it is still busy with the last one).
     /// `at`: now on the cluster's clock.
-    pub fn each_second(
-        &mut self,
-        snap: &crate::store::Snapshot,
-        at: spark_triage_core::model::Time,
-    ) {
+    pub fn each_second(&mut self, snap: &Snapshot, at: Time) {
         self.take_done();
         if let Some(m) = &self.metrics {
             m.tables_queued(self.pending());
@@ -559,11 +556,7 @@ impl Feed {
     /// and the writer's last files, a minute at most.
     /// The last rows written: `false` when they were not (the round failed, the writer
     /// died, or a minute passed), said on stderr; the caller exits non-zero then.
-    pub async fn finish(
-        mut self,
-        snap: &crate::store::Snapshot,
-        at: spark_triage_core::model::Time,
-    ) -> bool {
+    pub async fn finish(mut self, snap: &Snapshot, at: Time) -> bool {
         self.take_done();
         self.collect(snap, true, at);
         let rows = self.queued();
@@ -587,8 +580,12 @@ impl Feed {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::sync::Arc;
+
+    use spark_triage_core::diagnose;
+    use spark_triage_core::diagnose::Severity;
+
+    use super::*;
 
     fn ending(app: &str, id: i64, at: &str) -> rows::EndingRow {
         rows::EndingRow {
@@ -598,7 +595,7 @@ mod tests {
             spark_version: Some("4.0.1".into()),
             executor_id: id,
             cause: "container-oom-killed".into(),
-            severity: spark_triage_core::diagnose::Severity::Error,
+            severity: diagnose::Severity::Error,
             state: "failed".into(),
             pod: format!("etl-exec-{id}"),
             node: Some("node-1".into()),
@@ -653,10 +650,10 @@ mod tests {
             pub of: Option<f64>,
             pub b: bool,
             pub ob: Option<bool>,
-            pub t: spark_triage_core::model::Time,
-            pub ot: Option<spark_triage_core::model::Time>,
-            pub sev: spark_triage_core::diagnose::Severity,
-            pub osev: Option<spark_triage_core::diagnose::Severity>,
+            pub t: Time,
+            pub ot: Option<Time>,
+            pub sev: diagnose::Severity,
+            pub osev: Option<diagnose::Severity>,
         }
     }
 
@@ -676,7 +673,6 @@ mod tests {
     #[test]
     fn a_column_declared_once_is_in_the_schema_the_writer_and_the_reader() {
         use super::columns::Columns;
-        use spark_triage_core::diagnose::Severity;
         let t = |s: &str| s.parse().expect("time");
         let rows = vec![
             EveryCell {
@@ -748,9 +744,10 @@ mod tests {
     /// A file of these rows with only some of the columns (one from before the others were
     /// added).
     fn file_without(rows: &[EveryCell], dropped: &[&str]) -> bytes::Bytes {
-        use super::columns::Columns;
         use arrow_array::RecordBatch;
         use arrow_schema::Schema;
+
+        use super::columns::Columns;
         let batch = RecordBatch::try_new(
             Arc::new(Schema::new(EveryCell::fields())),
             EveryCell::arrays(rows),
@@ -784,8 +781,8 @@ mod tests {
             ob: Some(true),
             t: t("2026-12-04T10:00:00Z"),
             ot: Some(t("2026-12-04T10:00:01Z")),
-            sev: spark_triage_core::diagnose::Severity::Warn,
-            osev: Some(spark_triage_core::diagnose::Severity::Error),
+            sev: diagnose::Severity::Warn,
+            osev: Some(diagnose::Severity::Error),
         };
         let older = file_without(std::slice::from_ref(&row), &["os", "ot", "osev"]);
         let read = parquet::decode::<EveryCell>(older).expect("an older file reads");
@@ -805,16 +802,16 @@ mod tests {
 
     #[test]
     fn a_severity_this_build_does_not_know_reads_as_info() {
-        use spark_triage_core::diagnose::Severity;
         assert_eq!(super::columns::severity("critical"), Severity::Info);
         assert_eq!(super::columns::severity("warn"), Severity::Warn);
     }
 
     #[test]
     fn a_null_where_the_table_has_none_is_an_error_naming_the_column() {
-        use super::columns::Columns;
         use arrow_array::{RecordBatch, new_null_array};
         use arrow_schema::{Field, Schema};
+
+        use super::columns::Columns;
         // The table's types, every column nullable and null.
         let fields: Vec<Field> = rows::WaitRow::fields()
             .iter()

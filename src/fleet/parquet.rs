@@ -10,15 +10,16 @@ use arrow_array::{
     TimestampMicrosecondArray,
 };
 use arrow_schema::Schema;
-use parquet::{
-    arrow::{ArrowWriter, arrow_reader::ParquetRecordBatchReaderBuilder},
-    basic::{Compression, ZstdLevel},
-    file::{metadata::KeyValue, properties::WriterProperties},
-};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
 
 use super::columns::{Columns, col, severity};
 use super::rows::{EndingRow, Key, RunRow, Table, WaitRow};
-use spark_triage_core::{diagnose::Severity, model::Time};
 
 /// The tables' schema version (each file's `spark_triage.schema_version`).
 pub const SCHEMA_VERSION: u32 = 1;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::StreamExt;
-use object_store::{ObjectStoreExt, PutPayload, path::Path as StoreKey};
+use object_store::path::Path as StoreKey;
+use object_store::{ObjectStoreExt, PutPayload};
 
 use crate::failure::Failure;
 use crate::storage::remote::{self, StoreAt, StoreOptions};

@@ -6,13 +6,16 @@
 
 use std::collections::BTreeMap;
 
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::budget::FailureBudget;
+use spark_triage_core::model::{ExecutorState, Time, quantity};
+use spark_triage_core::version::SparkVersion;
+
 pub use super::columns::Table;
 use super::columns::table_row;
-use crate::store::{AppRecord, ExecutorRecord, Snapshot};
-use spark_triage_core::{
-    diagnose::{Severity, budget::FailureBudget},
-    model::{ExecutorState, Time},
-};
+use crate::redact;
+use crate::store::times::Clock;
+use crate::store::{AppRecord, ExecutorRecord, Snapshot, times};
 
 table_row! {
     /// One ended executor.
@@ -221,7 +224,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
             if let Some(w) = wait(a, e) {
                 rows.waits.push(w);
             }
-            let Some((at, clock)) = crate::store::times::ended(e) else {
+            let Some((at, clock)) = times::ended(e) else {
                 // Still running: the app's row waits for it.
                 all_settled = false;
                 continue;
@@ -251,8 +254,8 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 state: e.state().as_str().to_owned(),
                 pod: e.pod.name.clone(),
                 node: e.pod.node_name.as_deref().map(str::to_owned),
-                started_at: match crate::store::times::created(e) {
-                    (_, crate::store::times::Clock::Seen) => None,
+                started_at: match times::created(e) {
+                    (_, Clock::Seen) => None,
                     (t, _) => Some(t),
                 },
                 ended_at: at,
@@ -264,7 +267,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 missing: e.is_missing(),
                 ending: e.verdict.ending.as_str().to_owned(),
                 witness: cause.map(|f| f.witness.as_str().to_owned()),
-                summary: cause.map(|f| crate::redact::one_line(&f.summary)),
+                summary: cause.map(|f| redact::one_line(&f.summary)),
                 memory_limit_bytes: e
                     .pod
                     .memory_limit(&e.spark_container)
@@ -303,7 +306,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 ended_at,
                 verdict: v.cause().code.as_str().to_owned(),
                 severity: v.severity(),
-                summary: crate::redact::one_line(&v.cause().summary),
+                summary: redact::one_line(&v.cause().summary),
                 executors: ended,
                 failures,
                 failures_counted: i64::try_from(used).unwrap_or(i64::MAX),
@@ -327,14 +330,14 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
 fn spark_version(a: &AppRecord) -> Option<String> {
     a.executors
         .values()
-        .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod))
+        .find_map(|e| SparkVersion::of(&e.pod))
         .map(|v| v.to_string())
         .or_else(|| a.logged_version.clone())
 }
 
 /// A Kubernetes quantity in bytes.
 fn bytes(q: &str) -> Option<i64> {
-    spark_triage_core::model::quantity::parse(q)
+    quantity::parse(q)
         .filter(|b| b.is_finite() && *b >= 0.0)
         .map(|b| b as i64)
 }
@@ -385,7 +388,7 @@ fn wait_reason(e: &ExecutorRecord) -> (&'static str, Option<String>) {
             }
             _ => continue,
         };
-        let line = crate::redact::one_line(message);
+        let line = redact::one_line(message);
         let line: String = line.chars().take(300).collect();
         found = Some((what, (!line.is_empty()).then_some(line)));
     }

@@ -1,6 +1,8 @@
 //! What the commands print: the `status` and `report` documents (as JSON, YAML, tables,
 //! markdown), JSON written to stdout, and the progress line on stderr.
 
+use crate::store::{AppRecord, Natural};
+
 pub mod fleet;
 pub mod json;
 pub mod progress;
@@ -24,7 +26,7 @@ pub trait AppName {
     fn app_key(&self) -> (&str, Option<&str>, &str);
 }
 
-impl AppName for crate::store::AppRecord {
+impl AppName for AppRecord {
     fn app_key(&self) -> (&str, Option<&str>, &str) {
         (&self.namespace, self.app_name.as_deref(), &self.app_id)
     }
@@ -58,7 +60,6 @@ impl AppOrder {
     /// Re-sorts a listing made in trouble order when the name order was asked for.
     pub fn apply<T: AppName>(self, apps: &mut [T]) {
         if self == Self::Name {
-            use crate::store::Natural;
             apps.sort_by_cached_key(|a| {
                 let (ns, name, id) = a.app_key();
                 (

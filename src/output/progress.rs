@@ -2,10 +2,8 @@
 //! line of what is happening, cleared before the answer is written. Without a terminal (CI,
 //! cron, journald, a pipe) it draws nothing: the commands print their own plain lines.
 
-use std::{
-    io::IsTerminal,
-    time::{Duration, Instant},
-};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -4,10 +4,11 @@
 use serde::Serialize;
 
 use crate::failure::Failure;
+use crate::redact;
 
 /// `value` as YAML.
 pub(crate) fn to_string<T: Serialize>(value: &T) -> Result<String, Failure> {
     let text = serde_saphyr::to_string(value)
         .map_err(|e| Failure::Runtime(format!("cannot write YAML: {e}")))?;
-    Ok(crate::redact::escape_controls(&text).into_owned())
+    Ok(redact::escape_controls(&text).into_owned())
 }

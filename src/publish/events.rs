@@ -8,13 +8,14 @@
 //! never counts an executor twice. The planner ([`Planner`]) is pure: store in, Events out;
 //! the writer ([`spawn_writer`]) reconciles them with the API server.
 
-use std::{
-    collections::{BTreeSet, HashMap},
-    time::{Duration, Instant},
-};
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
 
-use crate::store::Snapshot;
 use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::text;
+
+use crate::store;
+use crate::store::{ExecutorRecord, Snapshot};
 
 /// The annotation that lists the executors an Event counts (`1-30,45`).
 pub(crate) const EXECUTORS_ANNOTATION: &str = "spark-triage.dev/executors";
@@ -96,8 +97,7 @@ impl Planner {
             let Some(uid) = driver.uid.clone() else {
                 continue;
             };
-            let mut by_reason: HashMap<String, (Code, Vec<&crate::store::ExecutorRecord>)> =
-                HashMap::new();
+            let mut by_reason: HashMap<String, (Code, Vec<&ExecutorRecord>)> = HashMap::new();
             for e in a.executors.values() {
                 let Some(f) = e.verdict.cause() else { continue };
                 let k = (a.namespace.clone(), a.app_id.clone(), e.id);
@@ -130,7 +130,7 @@ impl Planner {
                     .filter(|e| {
                         e.verdict.cause().is_none_or(|f| {
                             f.severity == Severity::Info || self::reason(f.code, false) != reason
-                        }) || crate::store::ended_at(e).is_none()
+                        }) || store::ended_at(e).is_none()
                     })
                     .map(|e| e.id)
                     .collect();
@@ -140,7 +140,7 @@ impl Planner {
                 // The newest ending (else the highest id) speaks for the storm.
                 let latest = execs
                     .iter()
-                    .max_by_key(|e| (crate::store::ended_at(e), e.id))
+                    .max_by_key(|e| (store::ended_at(e), e.id))
                     .copied();
                 out.push(Planned {
                     namespace: a.namespace.clone(),
@@ -273,7 +273,7 @@ fn event_name(driver: &str, uid: &str, reason: &str) -> String {
 }
 
 /// " Latest, executor 7: <summary>. <hint>": the newest ending's words.
-fn latest_words(latest: Option<&crate::store::ExecutorRecord>) -> String {
+fn latest_words(latest: Option<&ExecutorRecord>) -> String {
     latest
         .and_then(|e| Some((e.id, e.verdict.cause()?)))
         .map(|(id, f)| {
@@ -297,7 +297,7 @@ fn sentence(s: &str) -> String {
 
 /// At most [`MESSAGE_MAX`] bytes, cut at a character boundary with an ellipsis.
 fn bounded(s: String) -> String {
-    spark_triage_core::text::clipped(s.trim(), MESSAGE_MAX).into_owned()
+    text::clipped(s.trim(), MESSAGE_MAX).into_owned()
 }
 
 /// `1-3,7,9-10`.
@@ -555,19 +555,17 @@ fn event(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::{
-        publish::verdicts::{
-            SETTLE,
-            tests::{exec, t},
-        },
-        source::SourceEvent,
-        store::Store,
-    };
     use serde_json::json;
+    use spark_triage_core::model::testing;
+
+    use super::*;
+    use crate::publish::verdicts::SETTLE;
+    use crate::publish::verdicts::tests::{exec, t};
+    use crate::source::SourceEvent;
+    use crate::store::Store;
 
     fn driver(n: usize) -> SourceEvent {
-        let p = spark_triage_core::model::testing::pod(json!({
+        let p = testing::pod(json!({
             "metadata": {"name": format!("app-{n}-driver"), "namespace": "spark-jobs", "uid": format!("driver-uid-{n}"),
                 "resourceVersion": "1",
                 "labels": {"spark-app-selector": format!("spark-{n}"), "spark-role": "driver", "spark-app-name": format!("app-{n}")}},

@@ -2,25 +2,21 @@
 //! `--metrics-addr` (docs/flight-recorder.md), with the limits that keep idle and slow
 //! clients from stopping the recorder.
 
-use std::{
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicI64, Ordering},
-    },
-    time::Duration,
-};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use prometheus_client::{
-    encoding::EncodeLabelSet,
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
-    registry::Registry,
-};
-
-use crate::{
-    failure::Failure,
-    store::{Freshness, Store},
-};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use spark_triage_core::model::Time;
+
+use crate::failure::Failure;
+use crate::source::Health;
+use crate::source::credentials::Credentials;
+use crate::store::{Freshness, Store};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {
@@ -80,7 +76,7 @@ pub(crate) struct Metrics {
     /// Why the recorder is not ready (`/readyz`), or none.
     not_ready: Mutex<Option<String>>,
     /// The connection's credentials: `/healthz` fails when the API server keeps refusing them.
-    credentials: std::sync::OnceLock<crate::source::credentials::Credentials>,
+    credentials: std::sync::OnceLock<Credentials>,
     auth_refused: Gauge,
     credential_fetches: Counter,
     tables_rows: Counter,
@@ -156,7 +152,7 @@ impl Metrics {
     }
 
     /// The credentials whose refusals `/healthz` reports.
-    pub fn watch_credentials(&self, c: crate::source::credentials::Credentials) {
+    pub fn watch_credentials(&self, c: Credentials) {
         let _ = self.credentials.set(c);
     }
 
@@ -210,7 +206,7 @@ impl Metrics {
     fn publish_health(&self, store: &Store, stale_after: Duration, now: Time) {
         let view = store.view();
         for (kind, health) in &view.health {
-            let up = matches!(health, crate::source::Health::Connected);
+            let up = matches!(health, Health::Connected);
             self.source_up
                 .get_or_create(&SourceLabel {
                     source: kind.as_str().to_owned(),
@@ -326,7 +322,9 @@ pub(crate) async fn serve(
     addr: std::net::SocketAddr,
     metrics: Arc<Metrics>,
 ) -> Result<tokio::task::JoinHandle<()>, Failure> {
-    use axum::{http::StatusCode, response::IntoResponse, routing::get};
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use axum::routing::get;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot serve metrics on {addr}: {e}")))?;

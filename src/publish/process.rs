@@ -3,11 +3,10 @@
 //! from `/proc/self` at each scrape, not every second: a recorder holding 20,000 connections
 //! lists its descriptors only when asked.
 
-use prometheus_client::{
-    collector::Collector,
-    encoding::{DescriptorEncoder, EncodeMetric},
-    metrics::{counter::ConstCounter, gauge::ConstGauge},
-};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 
 /// Registered once per `/metrics` registry.
 #[derive(Debug, Default)]

@@ -9,24 +9,22 @@
 //! how many do). A name that left the store gives its place up to a new one only when the
 //! places are all taken, so a nightly job keeps its series from run to run.
 
-use std::{
-    collections::{HashMap, HashSet},
-    hash::{Hash, Hasher},
-    sync::{Mutex, atomic::AtomicU64},
-    time::{Duration, Instant},
-};
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
-use prometheus_client::{
-    encoding::EncodeLabelSet,
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
-    registry::Registry,
-};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::budget::FailureBudget;
+use spark_triage_core::model::{ExecutorState, Time};
 
-use crate::store::{AppRecord, ExecutorRecord, Snapshot};
-use spark_triage_core::{
-    diagnose::{Severity, budget::FailureBudget},
-    model::ExecutorState,
-};
+use crate::store::{AppRecord, ExecutorRecord, Snapshot, times};
 
 /// App names with series of their own; the rest are `app="other"`.
 pub(crate) const MAX_APPS: usize = 200;
@@ -189,7 +187,7 @@ impl Verdicts {
         for a in snap.apps.values() {
             let label = memo.label(a, &self.endings);
             for e in a.executors.values() {
-                if crate::store::times::ended(e).is_some() {
+                if times::ended(e).is_some() {
                     memo.count(key(a, e));
                     let l = ending_labels(&label, e);
                     let _ = self.endings.get_or_create(&l);
@@ -201,7 +199,7 @@ impl Verdicts {
 
     /// Brings every metric up to `snap`; `now` is the wall clock (for [`SETTLE`]), `at`
     /// the cluster's (waits are as long as they are then).
-    pub fn publish(&self, snap: &Snapshot, now: Instant, at: spark_triage_core::model::Time) {
+    pub fn publish(&self, snap: &Snapshot, now: Instant, at: Time) {
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let memo = &mut *memo;
         memo.round += 1;
@@ -217,7 +215,7 @@ impl Verdicts {
             }
             for e in a.executors.values() {
                 let k = key(a, e);
-                if memo.counted.contains(&k) || crate::store::times::ended(e).is_none() {
+                if memo.counted.contains(&k) || times::ended(e).is_none() {
                     continue;
                 }
                 present.insert(k);
@@ -411,7 +409,7 @@ impl Memo {
 }
 
 impl AppSums {
-    fn add(&mut self, a: &AppRecord, now: Option<spark_triage_core::model::Time>) {
+    fn add(&mut self, a: &AppRecord, now: Option<Time>) {
         let (used, budget) = a.failure_budget();
         let limit = match budget {
             FailureBudget::Limit(l) => Some(l),
@@ -441,7 +439,7 @@ impl AppSums {
             }
             *self.pending.entry(pending_reason(e)).or_default() += 1;
             if let Some(now) = now {
-                let (created, _) = crate::store::times::created(e);
+                let (created, _) = times::created(e);
                 let waited = (now - created).num_milliseconds().max(0) as f64 / 1000.0;
                 self.pending_oldest = Some(self.pending_oldest.unwrap_or(0.0).max(waited));
             }
@@ -523,12 +521,14 @@ fn sync<L, M, V, R>(
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::*;
-    use crate::{source::SourceEvent, store::Store};
     use serde_json::json;
     use spark_triage_core::model::testing::pod;
 
-    pub(crate) fn t(s: i64) -> spark_triage_core::model::Time {
+    use super::*;
+    use crate::source::SourceEvent;
+    use crate::store::Store;
+
+    pub(crate) fn t(s: i64) -> Time {
         chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).expect("time")
     }
 

@@ -4,12 +4,12 @@
 //! leaves a file that the next one takes over (and says so); a live holder is refused with
 //! who it is.
 
-use std::{
-    fs::{File, OpenOptions},
-    io::{Read, Seek, Write},
-    os::unix::fs::{MetadataExt, OpenOptionsExt},
-    path::{Path, PathBuf},
-};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use spark_triage_core::{model, text};
 
 /// A held lock; dropping it removes the lock file and releases it.
 #[derive(Debug)]
@@ -50,7 +50,7 @@ fn host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| spark_triage_core::text::field(h.trim()).into_owned())
+        .map(|h| text::field(h.trim()).into_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "an unknown host".to_owned())
 }
@@ -60,7 +60,7 @@ fn holder(file: &mut File) -> String {
     let mut text = String::new();
     let _ = file.rewind();
     let _ = file.take(512).read_to_string(&mut text);
-    let text = spark_triage_core::text::field(text.trim()).into_owned();
+    let text = text::field(text.trim()).into_owned();
     if text.is_empty() {
         "a process that has not said who it is yet".to_owned()
     } else {
@@ -128,7 +128,7 @@ impl RecorderLock {
                 "pid {} on {}, since {}",
                 std::process::id(),
                 host(),
-                spark_triage_core::model::fmt_time(&chrono::Utc::now())
+                model::fmt_time(&chrono::Utc::now())
             );
             file.set_len(0).map_err(io)?;
             file.rewind().map_err(io)?;

@@ -16,10 +16,13 @@
 use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
+use spark_triage_core::model::Time;
 
+use crate::eventlog::{Merged, SERVER};
+use crate::failure::Failure;
 use crate::source::SourceEvent;
 use crate::storage::{Line, next_line, open_regular};
-use spark_triage_core::model::Time;
+use crate::store::Store;
 
 pub mod lock;
 pub(crate) mod recorder;
@@ -80,12 +83,12 @@ impl Header {
 
     /// Whether the recording was converted from event logs (and so has no pods).
     pub fn is_converted(&self) -> bool {
-        self.server.starts_with(crate::eventlog::SERVER)
+        self.server.starts_with(SERVER)
     }
 
     /// What a converted recording was read from (a log's name, a History Server's address).
     pub fn converted_from(&self) -> Option<&str> {
-        self.server.strip_prefix(crate::eventlog::SERVER)
+        self.server.strip_prefix(SERVER)
     }
 }
 
@@ -123,7 +126,7 @@ pub struct Keyframe {
 
 #[derive(Serialize)]
 struct KeyframeOut<'a> {
-    keyframe: KeyframeBody<&'a crate::store::Store>,
+    keyframe: KeyframeBody<&'a Store>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -139,12 +142,12 @@ struct KeyframeHead {
 
 #[derive(Deserialize)]
 struct KeyframeIn {
-    keyframe: KeyframeBody<crate::store::Store>,
+    keyframe: KeyframeBody<Store>,
 }
 
 impl Keyframe {
     /// The store it holds; `None` if the line is damaged.
-    pub fn store(&self) -> Option<crate::store::Store> {
+    pub fn store(&self) -> Option<Store> {
         serde_json::from_str::<KeyframeIn>(&self.raw)
             .ok()
             .map(|k| k.keyframe.store)
@@ -164,8 +167,8 @@ pub struct Recording {
 }
 
 /// Event logs read as a recording of what a live view would have recorded of the runs.
-impl From<crate::eventlog::Merged> for Recording {
-    fn from(m: crate::eventlog::Merged) -> Self {
+impl From<Merged> for Recording {
+    fn from(m: Merged) -> Self {
         Recording {
             header: Header::new(m.started_at, m.scope, String::new(), m.server),
             events: m.events,
@@ -423,7 +426,7 @@ impl<W: Write> Writer<W> {
     /// Writes the whole store as a keyframe at `at`.
     /// Serialized straight into the output (a keyframe of tens of thousands of executors
     /// is tens of MB: never held whole in memory).
-    pub fn write_keyframe(&mut self, store: &crate::store::Store, at: Time) -> std::io::Result<()> {
+    pub fn write_keyframe(&mut self, store: &Store, at: Time) -> std::io::Result<()> {
         struct Counting<'a, W: Write>(&'a mut W, u64);
         impl<W: Write> Write for Counting<'_, W> {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -455,7 +458,7 @@ impl<W: Write> Writer<W> {
     }
 }
 
-impl From<ReadError> for crate::failure::Failure {
+impl From<ReadError> for Failure {
     fn from(e: ReadError) -> Self {
         Self::Cause(Box::new(e))
     }

@@ -2,21 +2,24 @@
 //! recording file or a directory of rotating segments, keyframes, forgetting, and the
 //! figures the flight recorder's `/metrics` serves; one recorder per file or directory.
 
-use std::{
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use super::{
-    FileOut, Writer,
-    segments::{self, Retention, SegmentWriter},
-};
-use crate::{failure::Failure, store::Store};
+use super::segments::{self, Retention, SegmentWriter};
+use super::{FileOut, Writer};
+use crate::evidence::tails::Tails;
+use crate::failure::Failure;
+use crate::publish::metrics::Metrics;
+use crate::record;
+use crate::record::Header;
+use crate::record::lock::RecorderLock;
+use crate::source::SourceEvent;
+use crate::source::clock::Clock;
+use crate::source::connection::Connection;
+use crate::store::Store;
 
-pub(crate) fn recording_header(
-    conn: &crate::source::connection::Connection,
-) -> crate::record::Header {
-    crate::record::Header::new(
+pub(crate) fn recording_header(conn: &Connection) -> Header {
+    Header::new(
         conn.clock.now(),
         conn.scope.describe(),
         conn.selector.clone(),
@@ -26,10 +29,10 @@ pub(crate) fn recording_header(
 
 pub(crate) fn create_recording(
     path: &std::path::Path,
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     force: bool,
-) -> Result<crate::record::Writer<crate::record::FileOut>, Failure> {
-    crate::record::create(path, &recording_header(conn), force).map_err(|e| {
+) -> Result<record::Writer<record::FileOut>, Failure> {
+    record::create(path, &recording_header(conn), force).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             exists(path)
         } else {
@@ -46,12 +49,8 @@ fn exists(path: &std::path::Path) -> Failure {
 }
 
 /// The recording's lock (one recorder per file or directory), or who holds it.
-pub(crate) fn lock(
-    path: &std::path::Path,
-    dir: bool,
-) -> Result<crate::record::lock::RecorderLock, Failure> {
-    crate::record::lock::RecorderLock::acquire(path, dir)
-        .map_err(|e| Failure::Runtime(e.to_string()))
+pub(crate) fn lock(path: &std::path::Path, dir: bool) -> Result<RecorderLock, Failure> {
+    RecorderLock::acquire(path, dir).map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// Refuses before connecting, so the user hears it at once.
@@ -66,12 +65,12 @@ pub(crate) fn refuse_existing(path: Option<&std::path::Path>, force: bool) -> Re
 /// the recording, a keyframe every `keyframe_every` (from its own store), flushes every
 /// second (a crash loses at most a second).
 pub(crate) struct Recorder {
-    pub writer: crate::record::Writer<crate::record::FileOut>,
-    pub store: crate::store::Store,
+    pub writer: record::Writer<record::FileOut>,
+    pub store: Store,
     keyframe_every: std::time::Duration,
     /// Rotating segments in a directory, when recording one.
     pub segments: Option<Segmented>,
-    pub metrics: Option<std::sync::Arc<crate::publish::metrics::Metrics>>,
+    pub metrics: Option<std::sync::Arc<Metrics>>,
     /// Events and bytes of the segments closed before the current one.
     closed: (u64, u64),
     /// `/readyz` fails when the last complete LIST is older than this.
@@ -85,22 +84,22 @@ pub(crate) struct Recorder {
     pub hold: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
     /// The log tails of executors that ended badly, read into the recording (`record`; the
     /// live view's `--record` gets its tails from the view).
-    pub tails: Option<crate::evidence::tails::Tails>,
+    pub tails: Option<Tails>,
     /// A single-file recording's path (its size for `/metrics`).
     pub file: Option<std::path::PathBuf>,
     /// The cluster's clock (what is forgotten, and the figures, are as of its now).
-    clock: crate::source::clock::Clock,
+    clock: Clock,
 }
 
 impl Recorder {
     pub(crate) fn new(
-        writer: crate::record::Writer<crate::record::FileOut>,
+        writer: record::Writer<record::FileOut>,
         keyframe_every: std::time::Duration,
-        clock: crate::source::clock::Clock,
+        clock: Clock,
     ) -> Self {
         Self {
             writer,
-            store: crate::store::Store::new(),
+            store: Store::new(),
             keyframe_every: keyframe_every.max(std::time::Duration::from_secs(1)),
             segments: None,
             metrics: None,
@@ -133,7 +132,7 @@ impl Recorder {
         {
             before = before.min(t);
         }
-        let ev = crate::source::SourceEvent::Forget { before, at: now };
+        let ev = SourceEvent::Forget { before, at: now };
         self.writer.write(&ev)?;
         self.store.apply(ev);
         Ok(())
@@ -204,8 +203,8 @@ impl Recorder {
     /// written) closes, `each_second` says stop, or `stop` completes.
     pub(crate) async fn run(
         &mut self,
-        rx: &mut tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
-        forward: Option<&tokio::sync::mpsc::Sender<crate::source::SourceEvent>>,
+        rx: &mut tokio::sync::mpsc::Receiver<SourceEvent>,
+        forward: Option<&tokio::sync::mpsc::Sender<SourceEvent>>,
         mut each_second: impl FnMut(&Self) -> bool,
         stop: impl std::future::Future<Output = ()>,
     ) -> std::io::Result<()> {
@@ -261,12 +260,12 @@ impl Recorder {
 
 /// Passes events through to the live view while recording them.
 pub(crate) fn tee_to_file(
-    conn: &crate::source::connection::Connection,
+    conn: &Connection,
     path: &std::path::Path,
-    mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+    mut rx: tokio::sync::mpsc::Receiver<SourceEvent>,
 ) -> Result<
     (
-        tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+        tokio::sync::mpsc::Receiver<SourceEvent>,
         tokio::task::JoinHandle<()>,
     ),
     Failure,
@@ -299,7 +298,7 @@ impl Segmented {
     /// refuses a directory that records another cluster or scope, and opens a segment.
     pub fn start(
         dir: &Path,
-        header: crate::record::Header,
+        header: Header,
         rotate: Duration,
         budget: Retention,
     ) -> Result<(Self, Writer<FileOut>, Store), Failure> {

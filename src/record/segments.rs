@@ -13,8 +13,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Gap, Header, Item, Keyframe, ReadError, Recording, SegmentInfo, Sink};
 use spark_triage_core::model::Time;
+
+use super::{Gap, Header, Item, Keyframe, ReadError, Recording, SegmentInfo, Sink};
+use crate::store::Store;
 
 /// Every segment's name ends so.
 pub const SUFFIX: &str = ".ndjson.zst";
@@ -250,7 +252,7 @@ fn follows(a: Option<SegmentInfo>, b: Option<SegmentInfo>) -> bool {
 /// keyframe with every event after it): where a new recorder run resumes from. A segment
 /// whose opening keyframe is torn (killed while writing it) holds nothing after it and is
 /// passed over.
-pub fn resume(dir: &Path) -> Option<(Header, crate::store::Store)> {
+pub fn resume(dir: &Path) -> Option<(Header, Store)> {
     let all = list(dir).ok()?;
     all.iter().rev().find_map(|s| {
         // Streamed: an hour of events is applied as it is read, never held.
@@ -278,7 +280,7 @@ impl SegmentWriter {
     pub fn start(
         dir: &Path,
         template: Header,
-        store: &crate::store::Store,
+        store: &Store,
         at: Time,
     ) -> std::io::Result<(Self, super::Writer<super::FileOut>)> {
         std::fs::create_dir_all(dir)?;
@@ -297,7 +299,7 @@ impl SegmentWriter {
     /// The caller drops the previous writer (which finishes its zstd frame).
     pub fn open(
         &mut self,
-        store: &crate::store::Store,
+        store: &Store,
         at: Time,
     ) -> std::io::Result<super::Writer<super::FileOut>> {
         let header = Header {

@@ -1,9 +1,11 @@
 //! Where a streaming read's items go: collected into a [`Recording`] (a replay), or applied
 //! to a store as they come ([`State`]: a report, a status, a recorder resuming).
 
+use spark_triage_core::model::Time;
+
 use super::{Gap, Header, Item, Keyframe, Recording, segments};
 use crate::source::SourceEvent;
-use spark_triage_core::model::Time;
+use crate::store::Store;
 
 /// Collects a streaming read into a [`Recording`].
 #[derive(Debug, Default)]
@@ -39,7 +41,7 @@ impl Collect {
 /// a recorder's `forget` events apply (see [`ForgetRule`]).
 #[derive(Debug, Default)]
 pub struct State {
-    pub store: crate::store::Store,
+    pub store: Store,
     pub until: Option<Time>,
     pub forget: ForgetRule,
     pub damaged: Vec<String>,

@@ -1,4 +1,7 @@
 use super::*;
+use crate::app::replay::Replay;
+use crate::output::status;
+use crate::store::Store;
 
 fn header() -> Header {
     Header::new(
@@ -68,7 +71,7 @@ fn keyframes_seek_to_the_same_state_as_full_replay() {
     let mut buf = Vec::new();
     {
         let mut w = Writer::new(&mut buf, &full.header).unwrap();
-        let mut store = crate::store::Store::new();
+        let mut store = Store::new();
         for (i, ev) in full.events.iter().enumerate() {
             if i == mid {
                 w.write_keyframe(&store, full.events[i - 1].at()).unwrap();
@@ -84,12 +87,11 @@ fn keyframes_seek_to_the_same_state_as_full_replay() {
     );
     assert_eq!(rec.keyframes[0].event_index, mid);
     let report_at = |r: &Recording, keyframes: Vec<Keyframe>, t: Time| {
-        let mut replay =
-            crate::app::replay::Replay::new(r.events.clone(), keyframes, r.header.started_at);
-        let mut store = crate::store::Store::new();
+        let mut replay = Replay::new(r.events.clone(), keyframes, r.header.started_at);
+        let mut store = Store::new();
         replay.seek(&mut store, replay.end);
         replay.seek(&mut store, t); // backwards: from the keyframe, or from the start
-        serde_json::to_string(&crate::output::status::report(store.view(), None)).unwrap()
+        serde_json::to_string(&status::report(store.view(), None)).unwrap()
     };
     for t in [
         full.events[mid].at(),

@@ -3,17 +3,22 @@
 //! `--to`, `--since`) resolved against it.
 
 use chrono::{Local, NaiveDateTime, NaiveTime, TimeZone};
+use spark_triage_core::model::{Time, fmt_time};
 
 use super::{Header, Item, Recording, State, segments};
 use crate::failure::Failure;
-use spark_triage_core::model::{Time, fmt_time};
+use crate::record::{Collect, Gap, ReadError};
+use crate::source::{SourceEvent as E, SourceEvent};
+use crate::storage::remote;
+use crate::storage::remote::StoreOptions;
+use crate::{eventlog, record, redact, storage};
 
 /// How a recording is read: its line limit (`--max-line`), and how an object store holding
 /// event logs is reached (`--store-option`, its timeout).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reading {
     pub max_line: u64,
-    pub store: crate::storage::remote::StoreOptions,
+    pub store: StoreOptions,
     /// The app asked for (`--app`): of a directory of event logs, only a log named by its
     /// id is read when there is one.
     pub app: Option<String>,
@@ -84,7 +89,7 @@ fn is_tar(path: &std::path::Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 263];
     path.is_file()
-        && crate::storage::open_regular(path)
+        && storage::open_regular(path)
             .and_then(|mut f| f.read_exact(&mut head))
             .is_ok()
         && &head[257..262] == b"ustar"
@@ -105,7 +110,7 @@ impl Unpacked {
             std::env::temp_dir().join(format!("spark-triage-tar-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(fail)?;
         let me = Self(dir);
-        let mut archive = tar::Archive::new(crate::storage::open_regular(tar_path).map_err(fail)?);
+        let mut archive = tar::Archive::new(storage::open_regular(tar_path).map_err(fail)?);
         for entry in archive.entries().map_err(fail)? {
             let mut entry = entry.map_err(fail)?;
             let path = entry.path().map_err(fail)?.into_owned();
@@ -145,7 +150,7 @@ pub(crate) fn open_recording(
     to: Option<&str>,
 ) -> Result<Opened, Failure> {
     let mut plan = Plan::new(path, read, from, to)?;
-    let mut all = crate::record::Collect::default();
+    let mut all = Collect::default();
     let header = plan.read_into(&mut all)?;
     let rec = all.into_recording(header);
     warn(path, &rec.damaged, &rec.gaps);
@@ -202,16 +207,16 @@ pub(crate) fn read_state_beside(
 /// Spark's event logs at a path or a URL (an object store's), read whole.
 pub(crate) fn event_logs(path: &std::path::Path, read: &Reading) -> Result<Recording, Failure> {
     let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
-    match path.to_str().filter(|p| crate::storage::remote::is_url(p)) {
-        Some(url) => crate::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())
-            .map(Recording::from),
-        None => crate::eventlog::open(path, max_line, read.app.as_deref()).map(Recording::from),
+    match path.to_str().filter(|p| remote::is_url(p)) {
+        Some(url) => {
+            eventlog::open_url(url, &read.store, max_line, read.app.as_deref()).map(Recording::from)
+        }
+        None => eventlog::open(path, max_line, read.app.as_deref()).map(Recording::from),
     }
 }
 
 /// The app a converted log's event is of.
-fn app_of(ev: &crate::source::SourceEvent) -> Option<(&str, &str)> {
-    use crate::source::SourceEvent as E;
+fn app_of(ev: &SourceEvent) -> Option<(&str, &str)> {
     match ev {
         E::AppNoted {
             namespace, app_id, ..
@@ -228,11 +233,7 @@ fn app_of(ev: &crate::source::SourceEvent) -> Option<(&str, &str)> {
 
 /// The logs' events of the apps whose logs overlap `start..=end` (the recording's span),
 /// without their ticks (the recording keeps the time), and what is to be said of the rest.
-fn overlapping(
-    logs: Recording,
-    start: Time,
-    end: Time,
-) -> (Vec<crate::source::SourceEvent>, Vec<String>) {
+fn overlapping(logs: Recording, start: Time, end: Time) -> (Vec<SourceEvent>, Vec<String>) {
     use std::collections::BTreeMap;
     let mut span: BTreeMap<(String, String), (Time, Time)> = BTreeMap::new();
     for ev in &logs.events {
@@ -278,12 +279,12 @@ fn overlapping(
 /// A sink that puts a log's events among a recording's, in time order: each before the
 /// first of the recording's events that comes after it (never before the recording's first
 /// keyframe, which sets the state a window starts from).
-struct Fused<'a, I: Iterator<Item = crate::source::SourceEvent>> {
+struct Fused<'a, I: Iterator<Item = SourceEvent>> {
     inner: &'a mut State,
     logs: std::iter::Peekable<I>,
 }
 
-impl<I: Iterator<Item = crate::source::SourceEvent>> Fused<'_, I> {
+impl<I: Iterator<Item = SourceEvent>> Fused<'_, I> {
     /// The log's events after the recording's last.
     fn finish(mut self) {
         for ev in self.logs.by_ref() {
@@ -292,7 +293,7 @@ impl<I: Iterator<Item = crate::source::SourceEvent>> Fused<'_, I> {
     }
 }
 
-impl<I: Iterator<Item = crate::source::SourceEvent>> super::Sink for Fused<'_, I> {
+impl<I: Iterator<Item = SourceEvent>> super::Sink for Fused<'_, I> {
     fn take(&mut self, item: Item) {
         if let Item::Event(ev) = &item {
             let at = ev.at();
@@ -304,8 +305,8 @@ impl<I: Iterator<Item = crate::source::SourceEvent>> super::Sink for Fused<'_, I
     }
 }
 
-impl<I: Iterator<Item = crate::source::SourceEvent>> segments::DirSink for Fused<'_, I> {
-    fn gap(&mut self, gap: crate::record::Gap) {
+impl<I: Iterator<Item = SourceEvent>> segments::DirSink for Fused<'_, I> {
+    fn gap(&mut self, gap: Gap) {
         segments::DirSink::gap(self.inner, gap);
     }
 }
@@ -331,7 +332,7 @@ fn event_log(
     max_line: usize,
     app: Option<&str>,
 ) -> Result<Recording, Failure> {
-    crate::eventlog::open(path, max_line, app).map(Recording::from)
+    eventlog::open(path, max_line, app).map(Recording::from)
 }
 
 /// A recording to read, with the window resolved against it.
@@ -365,8 +366,8 @@ impl Plan {
     ) -> Result<Self, Failure> {
         let max_line = usize::try_from(read.max_line).unwrap_or(usize::MAX);
         // Event logs in an object store (s3://, gs://, abfss://, file://).
-        if let Some(url) = path.to_str().filter(|p| crate::storage::remote::is_url(p)) {
-            let rec = crate::eventlog::open_url(url, &read.store, max_line, read.app.as_deref())
+        if let Some(url) = path.to_str().filter(|p| remote::is_url(p)) {
+            let rec = eventlog::open_url(url, &read.store, max_line, read.app.as_deref())
                 .map(Recording::from)?;
             return Self::over(rec, max_line, from, to);
         }
@@ -374,17 +375,17 @@ impl Plan {
         let unpacked = is_tar(path).then(|| Unpacked::new(path)).transpose()?;
         let dir = unpacked.as_ref().map_or(path, |u| u.0.as_path());
         let (what, start, end) = if dir.is_dir() {
-            let segs = segments::list(dir).map_err(|source| crate::record::ReadError::Io {
+            let segs = segments::list(dir).map_err(|source| ReadError::Io {
                 path: path.display().to_string(),
                 source,
             })?;
             let (Some(first), Some(last)) = (segs.first(), segs.last()) else {
                 // No segments: Spark's event logs (a rolling log, or a directory of them)?
-                if unpacked.is_none() && crate::eventlog::holds_logs(path) {
+                if unpacked.is_none() && eventlog::holds_logs(path) {
                     let rec = event_log(path, max_line, read.app.as_deref())?;
                     return Self::over(rec, max_line, from, to);
                 }
-                return Err(crate::record::ReadError::NoSegments {
+                return Err(ReadError::NoSegments {
                     path: path.display().to_string(),
                 }
                 .into());
@@ -396,14 +397,11 @@ impl Plan {
             };
             (what, start, end)
         } else {
-            let rec = match crate::record::open_with(path, max_line) {
+            let rec = match record::open_with(path, max_line) {
                 Ok(rec) => rec,
                 // Not a recording: a Spark event log, told by its content?
-                Err(
-                    e @ (crate::record::ReadError::Foreign { .. }
-                    | crate::record::ReadError::Empty { .. }),
-                ) => {
-                    if !crate::eventlog::holds_logs(path) {
+                Err(e @ (ReadError::Foreign { .. } | ReadError::Empty { .. })) => {
+                    if !eventlog::holds_logs(path) {
                         return Err(e.into());
                     }
                     event_log(path, max_line, read.app.as_deref())?
@@ -426,7 +424,7 @@ impl Plan {
         let end = rec
             .events
             .iter()
-            .map(crate::source::SourceEvent::at)
+            .map(SourceEvent::at)
             .max()
             .unwrap_or(start);
         Self::window(What::File(rec), start, end, max_line, from, to)
@@ -520,10 +518,10 @@ fn outside(at: Time, start: Time, end: Time) -> Option<String> {
     }
 }
 
-fn warn(path: &std::path::Path, damaged: &[String], gaps: &[crate::record::Gap]) {
-    let shown = crate::storage::remote::shown_location(&path.to_string_lossy());
+fn warn(path: &std::path::Path, damaged: &[String], gaps: &[Gap]) {
+    let shown = remote::shown_location(&path.to_string_lossy());
     for d in damaged {
-        eprintln!("warning: {shown}: {}", crate::redact::escape_controls(d));
+        eprintln!("warning: {shown}: {}", redact::escape_controls(d));
     }
     for g in gaps {
         eprintln!(

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use spark_triage_core::model::Time;
 
 use super::LoggedKill;
-use spark_triage_core::model::Time;
 
 /// The result a kill's line has when its DELETE was taken.
 pub const KILLED: &str = "deleted";

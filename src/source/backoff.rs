@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use futures::{Stream, StreamExt, stream::BoxStream};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use kube::runtime::watcher;
 
 /// What one item of a watch says about the connection.

@@ -10,17 +10,16 @@
 //! - A response body over [`MAX_RESPONSE`] (not a watch) or a watch line over [`MAX_LINE`]
 //!   ends the request: a server streaming an endless List cannot exhaust memory.
 
-use std::{
-    fmt,
-    future::Future,
-    pin::Pin,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
+use spark_triage_core::text;
 use tokio::time::{Instant, Sleep};
 use tower::{BoxError, Layer, Service};
 
@@ -44,7 +43,7 @@ impl fmt::Display for Cut {
             Self::Timeout(d) => write!(
                 f,
                 "no complete answer within {} (--request-timeout)",
-                spark_triage_core::text::human_std_duration(*d)
+                text::human_std_duration(*d)
             ),
             Self::TooLarge(n) => write!(f, "response larger than {} MiB", n / (1024 * 1024)),
         }
@@ -242,8 +241,9 @@ pub fn in_chain<'a, T: std::error::Error + 'static>(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use http_body_util::{BodyExt, StreamBody};
+
+    use super::*;
 
     type Chunks = futures::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, BoxError>>>;
 

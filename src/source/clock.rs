@@ -7,13 +7,10 @@
 //! difference is noise, not skew. An in-process cluster (the demo's simulator, whose clock
 //! may run faster than real time) has its own ([`Clock::of_cluster`]).
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicI64, Ordering},
-};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use chrono::{DateTime, Utc};
-
 use spark_triage_core::model::Time;
 
 /// Differences between the API server's `Date` and this machine under this are ignored.

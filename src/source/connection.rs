@@ -3,17 +3,20 @@
 //! first LIST that proves the server answers in scope. Below the watches: `live.rs` and
 //! the other sources use it, it uses none of them.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
-use kube::{
-    Api, Client, Config, Resource,
-    api::ListParams,
-    config::{KubeConfigOptions, Kubeconfig},
-};
+use kube::api::ListParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config, Resource};
+use spark_triage_core::text;
 use tokio::sync::mpsc;
 
-use super::{Scope, SourceEvent, bounds::BoundsLayer, errors, lean::PodMeta};
+use super::bounds::BoundsLayer;
+use super::lean::PodMeta;
+use super::{Scope, SourceEvent, errors};
+use crate::failure::Failure;
 use crate::redact;
 
 /// Which app is in view, for the driver poll: every driver is read at the first poll (so
@@ -231,7 +234,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
             server: server.clone(),
             reason: format!(
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                spark_triage_core::text::human_std_duration(timeout)
+                text::human_std_duration(timeout)
             ),
         },
     })?;
@@ -382,7 +385,7 @@ async fn first_list(
     match first {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 403 => {
-            return Err(ConnectError::Forbidden(crate::redact::one_line(&s.message)));
+            return Err(ConnectError::Forbidden(redact::one_line(&s.message)));
         }
         Err(e) if super::credentials::refused_of(&e).is_some() => {
             return Err(ConnectError::Unauthorized(errors::error_line(&e)));
@@ -390,7 +393,7 @@ async fn first_list(
         Err(kube::Error::Api(s)) if s.code == 400 => {
             return Err(ConnectError::Config(format!(
                 "the API server rejected the selector {sel:?}: {}",
-                crate::redact::one_line(&s.message)
+                redact::one_line(&s.message)
             )));
         }
         Err(e) => {
@@ -471,7 +474,7 @@ pub(super) async fn send(tx: &mpsc::Sender<SourceEvent>, ev: SourceEvent) -> boo
     tx.send(ev).await.is_ok()
 }
 
-impl From<ConnectError> for crate::failure::Failure {
+impl From<ConnectError> for Failure {
     fn from(e: ConnectError) -> Self {
         Self::Cause(Box::new(e))
     }

@@ -16,24 +16,24 @@
 //! [`Refused`], which says what was done about it (the sources' health shows it), and the
 //! count of refusals in a row is what the recorder's `/healthz` reads.
 
-use std::{
-    fmt,
-    future::Future,
-    path::PathBuf,
-    pin::Pin,
-    sync::{
-        Arc, Mutex, RwLock,
-        atomic::{AtomicU32, AtomicU64, Ordering},
-    },
-    task::{Context, Poll},
-    time::{Duration, Instant},
-};
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use http::{HeaderValue, Request, Response, StatusCode, header::AUTHORIZATION};
+use http::header::AUTHORIZATION;
+use http::{HeaderValue, Request, Response, StatusCode};
 use kube::config::{ExecConfig, ExecInteractiveMode};
 use serde::Deserialize;
+use spark_triage_core::text;
 use tower::{BoxError, Layer, Service};
+
+use crate::redact;
 
 /// An exec plugin is not run again sooner than this after its last run, whatever is refused.
 pub const MIN_REFETCH: Duration = Duration::from_secs(5);
@@ -129,7 +129,7 @@ impl fmt::Display for FetchError {
             Self::Timeout(d) => write!(
                 f,
                 "the kubeconfig's exec credential plugin did not finish within {} (--request-timeout)",
-                spark_triage_core::text::human_std_duration(*d)
+                text::human_std_duration(*d)
             ),
             Self::Failed(why) => f.write_str(why),
         }
@@ -259,7 +259,7 @@ impl Credentials {
         {
             return format!(
                 "{what} was last run {} ago",
-                spark_triage_core::text::human_std_duration(fetched.elapsed())
+                text::human_std_duration(fetched.elapsed())
             );
         }
         let got = match &self.0.origin {
@@ -425,13 +425,13 @@ async fn run_plugin(
         // Its stderr, never its stdout (which may hold a credential printed before failing).
         let stderr = String::from_utf8_lossy(&out.stderr);
         let first = stderr.lines().map(str::trim).find(|l| !l.is_empty());
-        return Err(FetchError::Failed(crate::redact::one_line(
-            &crate::redact::credentials(&format!(
+        return Err(FetchError::Failed(redact::one_line(&redact::credentials(
+            &format!(
                 "the kubeconfig's exec credential plugin failed ({}){}",
                 out.status,
                 first.map(|l| format!(": {l}")).unwrap_or_default()
-            )),
-        )));
+            ),
+        ))));
     }
     let not_one = || {
         FetchError::Failed(

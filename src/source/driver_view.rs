@@ -6,17 +6,18 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::{Api, Client, api::ListParams};
+use kube::api::ListParams;
+use kube::{Api, Client};
+use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::diagnose::verdict;
+use spark_triage_core::model::{ExecutorPod, driver};
 use tokio::sync::mpsc;
 
-use super::{
-    DriverView, Scope, SourceEvent,
-    clock::Clock,
-    connection::{Connection, pods_api, send},
-    errors,
-    errors::masked_line,
-};
-use spark_triage_core::{diagnose::memory::SettingsFrom, model::ExecutorPod};
+use super::clock::Clock;
+use super::connection::{Connection, pods_api, send};
+use super::errors::masked_line;
+use super::{DriverView, Scope, SourceEvent, errors};
+use crate::redact;
 
 /// Reads every driver's executor list in scope (those in focus) every `every`.
 pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
@@ -241,7 +242,7 @@ async fn heartbeat_removals(client: &Client, driver: &Pod) -> std::collections::
     match tokio::time::timeout(Duration::from_secs(10), api.logs(name, &params)).await {
         Ok(Ok(text)) => {
             let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-            spark_triage_core::diagnose::verdict::heartbeat_removals(&lines)
+            verdict::heartbeat_removals(&lines)
         }
         Ok(Err(e)) => {
             tracing::debug!("driver log {ns}/{name}: {}", errors::error_line(&e));
@@ -310,11 +311,11 @@ async fn read_settings(
         .ok()?
         .map_err(|e| tracing::debug!("driver environment {path}: {}", errors::error_line(&e)))
         .ok()?;
-    let mut properties = spark_triage_core::model::driver::parse_environment(&body)
+    let mut properties = driver::parse_environment(&body)
         .map_err(|e| tracing::debug!("driver environment {path}: {e}"))
         .ok()?;
     // Secrets never enter the process's state (recordings are shared).
-    crate::redact::properties(&mut properties);
+    redact::properties(&mut properties);
     Some(properties)
 }
 
@@ -359,7 +360,7 @@ async fn read_driver(
     };
     match tokio::time::timeout(Duration::from_secs(10), client.request_text(req)).await {
         Err(_) => unavailable("the driver did not answer within 10 s".to_owned()),
-        Ok(Ok(body)) => match spark_triage_core::model::driver::parse_executors(&body) {
+        Ok(Ok(body)) => match driver::parse_executors(&body) {
             Ok(executors) => DriverView::Ok { executors },
             Err(e) => unavailable(e),
         },

@@ -2,6 +2,7 @@
 //! (whose stdout may hold a token), no credentials, no control characters.
 
 use kube::client::AuthError;
+use spark_triage_core::text;
 
 use super::{Health, bounds};
 use crate::redact;
@@ -45,7 +46,7 @@ fn readable_times(text: &str) -> String {
             .parse::<u64>()
             .map(|s| match s / 86_400 {
                 days @ 2.. => format!("{days} days"),
-                _ => spark_triage_core::text::human_std_duration(std::time::Duration::from_secs(s)),
+                _ => text::human_std_duration(std::time::Duration::from_secs(s)),
             })
             .unwrap_or_else(|_| format!("{}s", &c[5]));
         let (what, edge, now) = (&c[2], &c[3], at(&c[1]));
@@ -162,7 +163,7 @@ pub(super) fn forbidden_permission(
 
 /// A cause in one line, credentials masked (what a header or log line may show).
 pub(super) fn masked_line(s: &str) -> String {
-    crate::redact::one_line(&crate::redact::credentials(s))
+    redact::one_line(&redact::credentials(s))
 }
 
 #[cfg(test)]

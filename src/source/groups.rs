@@ -4,24 +4,17 @@
 //! that the API server does not serve (404: its CRD is not installed) is said once, not
 //! retried; its objects are then "unknown because …" in the verdicts that need them.
 
-use std::{
-    collections::BTreeSet,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use kube::{
-    Api,
-    api::{ApiResource, DynamicObject, ListParams},
-};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
 use tokio::sync::{Notify, mpsc};
 
-use super::{
-    Health, Scope, SourceEvent, SourceKind,
-    connection::{Connection, send},
-    errors,
-};
-use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
+use super::connection::{Connection, send};
+use super::{Health, Scope, SourceEvent, SourceKind, errors};
 
 /// The kinds Spark pods named so far, shared by the pod watch (which notes them) and the
 /// poll (which lists them, at once for a new kind).

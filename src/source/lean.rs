@@ -8,16 +8,15 @@
 
 use std::borrow::Cow;
 
-use k8s_openapi::{
-    NamespaceResourceScope,
-    api::core::v1::{Event, Pod},
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
+use spark_triage_core::model::{ExecutorPod, PodEvent};
 
 use super::PresentPod;
-use spark_triage_core::model::{ExecutorPod, PodEvent};
+use crate::redact;
 
 /// A pod, projected as it is decoded.
 #[derive(Debug, Clone)]
@@ -173,7 +172,7 @@ pub async fn log_tail(
         ..kube::api::LogParams::default()
     };
     let stream = api.log_stream(pod, &lp).await.map_err(|e| match e {
-        kube::Error::Api(s) => crate::redact::one_line(&s.message),
+        kube::Error::Api(s) => redact::one_line(&s.message),
         other => super::errors::error_line(&other),
     })?;
     let mut stream = std::pin::pin!(stream);

@@ -8,25 +8,26 @@
 //! This is the edge: it stamps every event with the connection's clock when it arrives. Errors
 //! become `SourceHealth` events (retrying with the cause; forbidden with the permission).
 
-use std::{collections::BTreeSet, sync::Arc, time::Duration};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{Api, runtime::watcher};
-use tokio::{sync::mpsc, task::JoinHandle};
+use kube::Api;
+use kube::runtime::watcher;
+use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::{ExecutorPod, Role, Time};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use super::{
-    Health, Scope, SourceEvent, SourceKind,
-    clock::Clock,
-    connection::{Connection, pods_api, send},
-    errors::masked_line,
-    errors::{self, forbidden_permission, health_of},
-    lean::{LeanEvent, LeanPod},
-    parse_properties,
-    poll::{Delivered, pod_poll},
-};
+use super::clock::Clock;
+use super::connection::{Connection, pods_api, send};
+use super::errors::{self, forbidden_permission, health_of, masked_line};
+use super::lean::{LeanEvent, LeanPod};
+use super::poll::{Delivered, pod_poll};
+use super::{Health, Scope, SourceEvent, SourceKind, parse_properties};
 use crate::redact;
-use spark_triage_core::model::{ExecutorPod, Role};
 
 /// A watcher's error in one line.
 fn describe_watch(e: &watcher::Error) -> String {
@@ -234,7 +235,7 @@ fn watch_failed(
     source: SourceKind,
     resource: &str,
     scope: &Scope,
-    at: spark_triage_core::model::Time,
+    at: Time,
 ) -> Option<SourceEvent> {
     if outcome == super::backoff::Outcome::Garbled {
         tracing::warn!(
@@ -349,7 +350,7 @@ fn maybe_read_config(
                     namespace,
                     app_id,
                     properties,
-                    from: Some(spark_triage_core::diagnose::memory::SettingsFrom::ConfigMap),
+                    from: Some(SettingsFrom::ConfigMap),
                     at: clock.now(),
                 }
             }

@@ -20,11 +20,14 @@ mod quotas;
 pub mod scope;
 pub mod switch;
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-
-use spark_triage_core::model::{DriverExecutor, ExecutorPod, PodEvent, Time};
+use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::{
+    DriverExecutor, ExecutorPod, GroupKind, PodEvent, Quota, SchedGroup, Time,
+};
 
 /// Where to look.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +132,7 @@ pub enum SourceEvent {
         properties: BTreeMap<String, String>,
         /// Where they were read (absent in recordings made before it was kept: a ConfigMap).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        from: Option<spark_triage_core::diagnose::memory::SettingsFrom>,
+        from: Option<SettingsFrom>,
         at: Time,
     },
     SourceHealth {
@@ -178,16 +181,16 @@ pub enum SourceEvent {
     QuotasListed {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
-        quotas: Vec<spark_triage_core::model::Quota>,
+        quotas: Vec<Quota>,
         at: Time,
     },
     /// The batch schedulers' objects of one kind, in a namespace or (`namespace` none) in
     /// every namespace; or (`unknown`) why that kind cannot be read (said once).
     GroupsListed {
-        group_kind: spark_triage_core::model::GroupKind,
+        group_kind: GroupKind,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
-        objects: Vec<spark_triage_core::model::SchedGroup>,
+        objects: Vec<SchedGroup>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unknown: Option<String>,
         /// False when the list was cut at its page limit (absence from it says nothing).

@@ -2,22 +2,19 @@
 //! compared with what the pod watch delivered; only the pods the watch is behind on are
 //! read again.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use kube::{Api, Resource, api::ListParams};
+use kube::api::ListParams;
+use kube::{Api, Resource};
+use spark_triage_core::model::ExecutorPod;
 use tokio::sync::mpsc;
 
-use super::{
-    Health, PresentPod, SourceEvent, SourceKind,
-    connection::{Connection, pods_api, send},
-    errors::{self, forbidden_permission, health_of},
-    lean::{LeanPod, PodMeta},
-};
-use spark_triage_core::model::ExecutorPod;
+use super::connection::{Connection, pods_api, send};
+use super::errors::{self, forbidden_permission, health_of};
+use super::lean::{LeanPod, PodMeta};
+use super::{Health, PresentPod, SourceEvent, SourceKind};
 
 /// The resourceVersion of every pod the watch has delivered, by (namespace, name): the
 /// poll's metadata-only LIST is compared with it to find what the watch missed.

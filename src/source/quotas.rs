@@ -5,15 +5,13 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ResourceQuota;
-use kube::{Api, api::ListParams};
+use kube::Api;
+use kube::api::ListParams;
+use spark_triage_core::model::Quota;
 use tokio::sync::mpsc;
 
-use super::{
-    Health, Scope, SourceEvent, SourceKind,
-    connection::{Connection, send},
-    errors,
-};
-use spark_triage_core::model::Quota;
+use super::connection::{Connection, send};
+use super::{Health, Scope, SourceEvent, SourceKind, errors};
 
 pub(super) async fn quota_poll(conn: Connection, every: Duration, tx: mpsc::Sender<SourceEvent>) {
     let now = || conn.clock.now();

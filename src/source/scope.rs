@@ -3,10 +3,12 @@
 //! in its apps pane instead of waiting silently with "sources ok".
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::{Api, api::ListParams};
+use kube::Api;
+use kube::api::ListParams;
 use tokio::sync::mpsc;
 
-use super::{Scope, SourceEvent, connection::Connection};
+use super::connection::Connection;
+use super::{Scope, SourceEvent};
 
 /// What the API says about the scope.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -10,12 +10,13 @@
 use std::sync::Arc;
 
 use kube::api::ListParams;
-use tokio::{sync::mpsc, task::JoinHandle};
+use spark_triage_core::text;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use super::{
-    Scope, SourceEvent,
-    connection::{Connection, LiveOptions},
-};
+use super::connection::{Connection, LiveOptions};
+use super::{Scope, SourceEvent};
+use crate::redact;
 use crate::settings::ReadOnly;
 
 /// Where to switch to.
@@ -166,7 +167,7 @@ async fn probe(conn: &Connection) -> Result<(), String> {
         Ok(Err(kube::Error::Api(s))) if s.code == 403 => Err(format!(
             "{}: forbidden ({})",
             conn.scope.describe(),
-            crate::redact::one_line(&s.message)
+            redact::one_line(&s.message)
         )),
         Ok(Err(e)) => Err(format!(
             "{}: {}",
@@ -176,7 +177,7 @@ async fn probe(conn: &Connection) -> Result<(), String> {
         Err(_) => Err(format!(
             "{}: no answer within {}",
             conn.scope.describe(),
-            spark_triage_core::text::human_std_duration(conn.timeout)
+            text::human_std_duration(conn.timeout)
         )),
     }
 }

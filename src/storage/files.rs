@@ -5,6 +5,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::redact;
+
 /// A directory's entry: its path and whether it is a directory.
 pub(crate) struct Entry {
     pub path: PathBuf,
@@ -69,7 +71,7 @@ impl Files for Local {
                     if self.say {
                         eprintln!(
                             "warning: {}: not a regular file (a FIFO, socket or device), passed over",
-                            crate::redact::escape_controls(&path.display().to_string())
+                            redact::escape_controls(&path.display().to_string())
                         );
                     }
                     return None;

@@ -14,10 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use object_store::{ObjectStore, ObjectStoreExt, path::Path as Key};
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::files::{Entry, Files};
 use crate::failure::Failure;
+use crate::redact;
 
 /// How an object store is reached: its settings (`--store-option`) and a request's timeout.
 #[derive(Debug, Clone, Default)]
@@ -212,10 +214,10 @@ impl Remote {
 
 /// Builds the store a URL names, with `opts` (its settings, the environment's credentials).
 pub(crate) fn open_store(url: &str, opts: &StoreOptions) -> Result<StoreAt, Failure> {
-    use object_store::{
-        BackoffConfig, ClientOptions, RetryConfig, aws::AmazonS3Builder,
-        azure::MicrosoftAzureBuilder, gcp::GoogleCloudStorageBuilder,
-    };
+    use object_store::aws::AmazonS3Builder;
+    use object_store::azure::MicrosoftAzureBuilder;
+    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::{BackoffConfig, ClientOptions, RetryConfig};
     // Before any client is built (the store's is built with it).
     super::tls_provider();
     let parsed = url::Url::parse(url).map_err(|e| usage(url, format!("not a URL ({e})")))?;
@@ -450,7 +452,7 @@ fn short(e: &str) -> String {
         (Some(code), None) => format!("{}: {code}", e.split('<').next().unwrap_or_default()),
         _ => e.to_owned(),
     };
-    let line = crate::redact::one_line(&line);
+    let line = redact::one_line(&line);
     match line.char_indices().nth(400) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,

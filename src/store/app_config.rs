@@ -1,15 +1,14 @@
 //! What the store keeps of an application's configuration (its driver's
 //! `spark.properties`): the settings the rules read, with Spark's defaults.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-
+use spark_triage_core::classify::ClassifyOptions;
+use spark_triage_core::diagnose::config::Settings;
 pub use spark_triage_core::diagnose::memory::{SettingsFrom, Sizing};
-use spark_triage_core::{
-    classify::ClassifyOptions,
-    spark::{spark_bool, spark_time},
-};
+use spark_triage_core::spark::{spark_bool, spark_time};
 
 /// What an application's driver configuration says (from `spark.properties`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,7 +48,7 @@ pub struct AppConfig {
     pub allocator: Option<String>,
     /// The settings whose values predict failures (docs/diagnosis.md, configuration).
     #[serde(default)]
-    pub settings: spark_triage_core::diagnose::config::Settings,
+    pub settings: Settings,
     /// The executors' sizing as written (`spark.executor.memory`, `…memoryOverhead`,
     /// `…memoryOverheadFactor`, `…cores`) and where it was read: what the fleet tables group
     /// endings by, and the value a memory finding's hint gives when the pod was not seen.
@@ -144,7 +143,7 @@ impl AppConfig {
                 .get("spark.kubernetes.allocation.pods.allocator")
                 .filter(|v| !v.is_empty())
                 .cloned(),
-            settings: spark_triage_core::diagnose::config::Settings::from_properties(p),
+            settings: Settings::from_properties(p),
             sizing: {
                 // A value is kept as written, cut short: it is a size, never a secret.
                 let text = |k: &str| {

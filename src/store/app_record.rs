@@ -2,14 +2,16 @@
 //! its findings (memoized), its verdict, its driver's end and the executors that outlived
 //! it, its counts. The record's types are in `records.rs`.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use spark_triage_core::diagnose::app::{AppFacts, Preemption, app_findings};
+use spark_triage_core::diagnose::app_verdict::order;
+use spark_triage_core::diagnose::{self, Code, Finding, app};
+use spark_triage_core::model::{ExecutorState, PodCharge, Quota, Refusal, Time};
 
 use super::records::invalid_id_value;
 use super::*;
-use spark_triage_core::{
-    diagnose::{self, Code},
-    model::{ExecutorState, Time},
-};
 
 /// An executor's cause as advice groups it (none while it has no cause).
 pub fn advice_case(e: &ExecutorRecord) -> Option<diagnose::advice::Case<'_>> {
@@ -50,8 +52,7 @@ impl AppRecord {
             .collect()
     }
 
-    pub(super) fn compute_findings(&self) -> Vec<spark_triage_core::diagnose::Finding> {
-        use spark_triage_core::diagnose::app::{AppFacts, app_findings};
+    pub(super) fn compute_findings(&self) -> Vec<Finding> {
         let spark_version = self.spark_version();
         let counted = self.causes_of(|e| e.verdict.spark.as_ref().is_some_and(|s| s.counted));
         let invalid_ids: Vec<(String, String)> = self
@@ -90,7 +91,7 @@ impl AppRecord {
             .rev()
             .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })))
             .map(|e| (e.pod.priority_class.clone(), e.pod.priority));
-        let preempted: Vec<spark_triage_core::diagnose::app::Preemption> = self
+        let preempted: Vec<Preemption> = self
             .executors
             .values()
             .filter(|e| e.verdict.has(Code::Preempted))
@@ -99,7 +100,7 @@ impl AppRecord {
                     (Some(Gone::DriverOnly { .. }), Some((c, p))) => (c.clone(), *p),
                     _ => (e.pod.priority_class.clone(), e.pod.priority),
                 };
-                spark_triage_core::diagnose::app::Preemption {
+                Preemption {
                     by: e.verdict.preempted_by.as_deref().cloned(),
                     own_class: class.as_deref().map(str::to_owned),
                     own_priority: priority,
@@ -107,11 +108,11 @@ impl AppRecord {
             })
             .collect();
         // What the next executor pod would be charged: like the newest one.
-        let quota_refusals: Vec<(String, spark_triage_core::model::Refusal)> = self
+        let quota_refusals: Vec<(String, Refusal)> = self
             .executors
             .values()
             .next_back()
-            .map(|e| spark_triage_core::model::PodCharge::of(&e.pod))
+            .map(|e| PodCharge::of(&e.pod))
             .map(|charge| {
                 self.quotas
                     .iter()
@@ -119,12 +120,12 @@ impl AppRecord {
                     .collect()
             })
             .unwrap_or_default();
-        let held: Vec<spark_triage_core::diagnose::Finding> = self
+        let held: Vec<Finding> = self
             .executors
             .values()
             .filter(|e| e.pod_state == ExecutorState::Pending && e.gone.is_none())
             .filter_map(|e| e.verdict.cause())
-            .filter(|f| spark_triage_core::diagnose::app::is_held(f))
+            .filter(|f| app::is_held(f))
             .cloned()
             .collect();
         let failed = self.causes_of(|e| e.verdict.is_failure());
@@ -133,9 +134,7 @@ impl AppRecord {
         let mut waiting_since: Option<Time> = None;
         for e in self.executors.values() {
             let Some(f) = e.verdict.cause() else { continue };
-            if f.severity == diagnose::Severity::Info
-                || spark_triage_core::diagnose::app::is_held_code(f.code)
-            {
+            if f.severity == diagnose::Severity::Info || app::is_held_code(f.code) {
                 continue;
             }
             let Some(reason) = e.pending_reason() else {
@@ -175,7 +174,7 @@ impl AppRecord {
             waiting_since,
         });
         out.extend(self.node_findings.iter().cloned());
-        out.sort_by_key(spark_triage_core::diagnose::app_verdict::order);
+        out.sort_by_key(order);
         out
     }
 
@@ -289,11 +288,7 @@ impl AppRecord {
         self.pods_naming_groups().next().is_some()
     }
 
-    pub(super) fn new(
-        namespace: &str,
-        app_id: &str,
-        quotas: Vec<spark_triage_core::model::Quota>,
-    ) -> Self {
+    pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<Quota>) -> Self {
         Self {
             namespace: namespace.to_owned(),
             app_id: app_id.to_owned(),

@@ -1,15 +1,15 @@
 //! What the cluster says around the pods: events (a preemption's preemptor completed from
 //! the store), the namespace's quotas, and the batch schedulers' pod groups.
 
+use spark_triage_core::diagnose::disruption;
+use spark_triage_core::diagnose::disruption::{complete_preemptor, names_pod};
+use spark_triage_core::model::{GroupKind, Quota, Related, SchedGroup};
+
 use super::*;
 
 impl Store {
     /// A list of ResourceQuotas: in one namespace, or (`None`) in all of them.
-    pub(super) fn quotas(
-        &mut self,
-        namespace: Option<String>,
-        quotas: Vec<spark_triage_core::model::Quota>,
-    ) {
+    pub(super) fn quotas(&mut self, namespace: Option<String>, quotas: Vec<Quota>) {
         match namespace {
             Some(ns) => {
                 self.snap.quotas.insert(ns, quotas);
@@ -39,9 +39,9 @@ impl Store {
     /// and those pods' verdicts are recomputed when the slice changed.
     pub(super) fn groups_listed(
         &mut self,
-        kind: spark_triage_core::model::GroupKind,
+        kind: GroupKind,
         namespace: Option<&str>,
-        objects: Vec<spark_triage_core::model::SchedGroup>,
+        objects: Vec<SchedGroup>,
         (unknown, complete): (Option<String>, bool),
         at: Time,
     ) {
@@ -106,11 +106,7 @@ impl Store {
             }
         }
         // The native gang counts its members: only apps with such pods pay for it.
-        if pod
-            .groups
-            .iter()
-            .any(|r| r.kind == spark_triage_core::model::GroupKind::Workload)
-        {
+        if pod.groups.iter().any(|r| r.kind == GroupKind::Workload) {
             let mut pods: Vec<ExecutorPod> = app
                 .pods_naming_groups()
                 .filter(|p| p.name != pod.name)
@@ -123,8 +119,7 @@ impl Store {
 
     /// A `Preempted` event's preemptor, completed with what the store knows of that pod (its
     /// app, priority class and priority) when it is a Spark pod in scope.
-    pub(super) fn resolve_preemptor(&self, r: &mut spark_triage_core::model::Related) {
-        use spark_triage_core::diagnose::disruption::{complete_preemptor, names_pod};
+    pub(super) fn resolve_preemptor(&self, r: &mut Related) {
         for app in self.snap.apps.values() {
             let driver = app.driver.as_ref().and_then(|d| d.last.as_deref());
             let found = driver.filter(|p| names_pod(r, p)).or_else(|| {
@@ -143,7 +138,7 @@ impl Store {
 
     pub(super) fn event(&mut self, mut event: PodEvent, at: Time) {
         if event.reason_is("Preempted")
-            && let Some(mut r) = spark_triage_core::diagnose::disruption::preemptor_of([&event])
+            && let Some(mut r) = disruption::preemptor_of([&event])
         {
             self.resolve_preemptor(&mut r);
             event.related = Some(r);

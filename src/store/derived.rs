@@ -5,19 +5,23 @@
 
 use std::sync::{Arc, OnceLock};
 
+use spark_triage_core::diagnose::advice::Group;
+use spark_triage_core::diagnose::app_verdict::AppVerdict;
+use spark_triage_core::diagnose::nodes::NodeFailure;
+use spark_triage_core::diagnose::{Finding, nodes};
+
 use super::{AppRecord, Incident, Trouble};
-use spark_triage_core::diagnose::Finding;
 
 /// The memo. A clone starts empty (the clone is about to be changed, or is a copy whose
 /// values will be computed again on demand), and it is never serialized.
 #[derive(Default)]
 pub struct Derived {
     findings: OnceLock<Vec<Finding>>,
-    advice: OnceLock<Vec<spark_triage_core::diagnose::advice::Group>>,
+    advice: OnceLock<Vec<Group>>,
     incident: OnceLock<Incident>,
     trouble: OnceLock<Trouble>,
-    verdict: OnceLock<spark_triage_core::diagnose::app_verdict::AppVerdict>,
-    node_failures: OnceLock<Vec<spark_triage_core::diagnose::nodes::NodeFailure>>,
+    verdict: OnceLock<AppVerdict>,
+    node_failures: OnceLock<Vec<NodeFailure>>,
 }
 
 impl Clone for Derived {
@@ -50,18 +54,18 @@ impl AppRecord {
 
     /// Its executors grouped by cause, each with its advice, in the one order every place
     /// that gives advice follows (the failures finding, the strip's change, `report`).
-    pub fn advice(&self) -> &[spark_triage_core::diagnose::advice::Group] {
+    pub fn advice(&self) -> &[Group] {
         self.derived.advice.get_or_init(|| self.compute_advice())
     }
 
     /// The application's verdict (its driver, and everything above the executors).
-    pub fn verdict(&self) -> &spark_triage_core::diagnose::app_verdict::AppVerdict {
+    pub fn verdict(&self) -> &AppVerdict {
         self.derived.verdict.get_or_init(|| self.compute_verdict())
     }
 
     /// Its executors that failed by their node (evicted, node-level kill, node lost), for
     /// the store's node patterns across apps.
-    pub fn node_failures(&self) -> &[spark_triage_core::diagnose::nodes::NodeFailure] {
+    pub fn node_failures(&self) -> &[NodeFailure] {
         self.derived.node_failures.get_or_init(|| {
             let app = self.app_name.clone().unwrap_or_else(|| self.app_id.clone());
             self.executors
@@ -69,14 +73,14 @@ impl AppRecord {
                 .filter_map(|e| {
                     let code = e.verdict.cause()?.code;
                     let pod = e.ended.as_deref().unwrap_or(&e.pod);
-                    if !spark_triage_core::diagnose::nodes::is_node_failure(code, pod) {
+                    if !nodes::is_node_failure(code, pod) {
                         return None;
                     }
                     // The cluster's clocks first (a tool started after the failures saw them
                     // all at once): the container's end, the driver's removal, the
                     // kubelet's event; else when the tool saw it end.
                     let at = super::ended_at(e)?;
-                    Some(spark_triage_core::diagnose::nodes::NodeFailure {
+                    Some(NodeFailure {
                         at,
                         node: e.pod.node_name.as_deref()?.to_owned(),
                         namespace: self.namespace.clone(),

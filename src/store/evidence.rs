@@ -1,22 +1,19 @@
 //! Turning an executor record's evidence into its verdict, history and timeline lines.
 
-use std::{
-    collections::{BTreeMap, VecDeque},
-    sync::Arc,
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use spark_triage_core::classify::{Resolved, classify};
+use spark_triage_core::diagnose::app_verdict::DriverEnd;
+use spark_triage_core::diagnose::verdict::{Evidence, PodGone, ToolKill, Verdict, verdict};
+use spark_triage_core::diagnose::{self, Code, GroupIndex};
+use spark_triage_core::model;
+use spark_triage_core::model::driver::{DriverSeen, ExecutorList};
+use spark_triage_core::model::{
+    ContainerState, DriverExecutor, ExecutorPod, ExecutorState, LABEL_SPARK_VERSION, PodEvent, Time,
 };
 
 use super::*;
-use spark_triage_core::{
-    classify::{Resolved, classify},
-    diagnose::{
-        self, Code,
-        verdict::{Evidence, PodGone, Verdict, verdict},
-    },
-    model::{
-        DriverExecutor, ExecutorPod, ExecutorState, PodEvent, Time,
-        driver::{DriverSeen, ExecutorList},
-    },
-};
 
 /// What of the driver's entry can change a verdict (not task counts or memory figures).
 #[derive(PartialEq)]
@@ -82,10 +79,7 @@ pub(super) fn driver_only(
     let config = &ctx.config;
     let mut pod = diagnose::driver::pod_from_reason(ns, app_id, name, &d);
     if let Some(v) = version {
-        pod.labels.insert(
-            spark_triage_core::model::LABEL_SPARK_VERSION.into(),
-            v.into(),
-        );
+        pod.labels.insert(LABEL_SPARK_VERSION.into(), v.into());
     }
     let resolved = config.classify_options().resolve(&pod);
     let state = classify(&pod, &resolved.config);
@@ -131,10 +125,7 @@ pub(super) fn driver_only(
 
 /// The actions log's kill of this executor's pod: only a pod gone or being deleted, and
 /// made before the kill (a later pod of the same name, with a fixed name prefix, is not it).
-fn logged_kill<'a>(
-    rec: &ExecutorRecord,
-    kills: &'a super::LoggedKills,
-) -> Option<&'a spark_triage_core::diagnose::verdict::ToolKill> {
+fn logged_kill<'a>(rec: &ExecutorRecord, kills: &'a super::LoggedKills) -> Option<&'a ToolKill> {
     if rec.gone.is_none() && rec.pod.deletion.is_none() {
         return None;
     }
@@ -180,8 +171,8 @@ pub(super) fn is_ending(state: ExecutorState) -> bool {
 /// batch schedulers' objects (taken once per batch of executors recomputed).
 pub(super) struct AppCtx {
     pub config: AppConfig,
-    pub driver_end: Option<spark_triage_core::diagnose::app_verdict::DriverEnd>,
-    pub groups: Arc<spark_triage_core::diagnose::GroupIndex>,
+    pub driver_end: Option<DriverEnd>,
+    pub groups: Arc<GroupIndex>,
     /// The executors the driver's captured log says it removed for want of heartbeats
     /// (what "Executor killed by driver." hides), read once per app.
     pub heartbeat_removals: Arc<std::collections::BTreeSet<i64>>,
@@ -278,8 +269,8 @@ pub(super) fn refresh(
     // by another terminal, or before this view started).
     // Only once its deletion is under way: a mark on a pod still running is a kill being
     // made (or one refused whose mark could not be taken off).
-    let marked = spark_triage_core::diagnose::verdict::ToolKill::of(&rec.pod)
-        .filter(|_| rec.gone.is_some() || rec.pod.deletion.is_some());
+    let marked =
+        ToolKill::of(&rec.pod).filter(|_| rec.gone.is_some() || rec.pod.deletion.is_some());
     let v = verdict(&Evidence {
         id: rec.id,
         first_seen: Some(rec.first_seen),
@@ -413,7 +404,7 @@ pub(super) fn spark_missing_verdict(
         .pod
         .container_status(&rec.spark_container)
         .and_then(|c| match &c.state {
-            spark_triage_core::model::ContainerState::Running { started_at } => *started_at,
+            ContainerState::Running { started_at } => *started_at,
             _ => None,
         })
         .or_else(|| {
@@ -427,12 +418,12 @@ pub(super) fn spark_missing_verdict(
     if at > threshold {
         format!(
             "Spark declares it lost (exit -1, not counted against the app) at its first poll after {} (registration + missingPodDetectDelta); that moment has passed",
-            spark_triage_core::model::fmt_time(&threshold)
+            model::fmt_time(&threshold)
         )
     } else {
         format!(
             "Spark declares it lost at its first poll after {} (registration + missingPodDetectDelta, polls every {}s)",
-            spark_triage_core::model::fmt_time(&threshold),
+            model::fmt_time(&threshold),
             poll.num_seconds()
         )
     }

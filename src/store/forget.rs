@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{AppKey, Store, derived};
 use spark_triage_core::model::Time;
+
+use super::{AppKey, Store, derived};
 
 /// The most executors a store keeps whole (each about 4.5 KB with its verdict, history and
 /// pod: about 110 MB): past it by a tenth, the ended ones that ended first go, counted.
@@ -206,16 +207,20 @@ mod tests {
     use std::sync::Arc;
 
     use serde_json::json;
+    use spark_triage_core::model::ExecutorPod;
+    use spark_triage_core::model::testing::{event, pod};
 
     use super::*;
+    use crate::output::report::{Window, from_state};
+    use crate::output::status;
+    use crate::record::{Header, Item, Sink, State};
     use crate::source::SourceEvent;
-    use spark_triage_core::model::testing::pod;
 
     fn t(s: i64) -> Time {
         chrono::DateTime::UNIX_EPOCH + chrono::Duration::seconds(s)
     }
 
-    fn exec(id: i64, phase: &str) -> Arc<spark_triage_core::model::ExecutorPod> {
+    fn exec(id: i64, phase: &str) -> Arc<ExecutorPod> {
         Arc::new(pod(json!({
             "metadata": {"name": format!("a-exec-{id}"), "namespace": "ns", "resourceVersion": id.to_string(),
                 "labels": {"spark-app-selector": "spark-a", "spark-app-name": "a", "spark-role": "executor", "spark-exec-id": id.to_string()}},
@@ -286,9 +291,7 @@ mod tests {
         for ev in events {
             replayed.apply(ev);
         }
-        let report = |s: &Store| {
-            serde_json::to_string(&crate::output::status::report(s.view(), None)).unwrap()
-        };
+        let report = |s: &Store| serde_json::to_string(&status::report(s.view(), None)).unwrap();
         assert_eq!(report(&keyframe), report(&replayed));
         assert!(
             keyframe
@@ -304,7 +307,6 @@ mod tests {
     /// (a busy namespace's other workloads grew the map for as long as the view ran).
     #[test]
     fn events_of_pods_nobody_holds_are_forgotten() {
-        use spark_triage_core::model::testing::event;
         let ev = |pod: &str, s: i64| SourceEvent::EventSeen {
             event: Box::new(event(
                 json!({"metadata": {"name": format!("e-{pod}-{s}"), "namespace": "ns"},
@@ -361,19 +363,18 @@ mod tests {
             }
         }
         let state = |store: Store| {
-            let mut st = crate::record::State {
+            let mut st = State {
                 store,
                 ..Default::default()
             };
             for ev in &events {
-                crate::record::Sink::take(&mut st, crate::record::Item::Event(ev.clone()));
+                Sink::take(&mut st, Item::Event(ev.clone()));
             }
             st
         };
-        let header =
-            crate::record::Header::new(t(0), "namespace ns".into(), String::new(), String::new());
-        let report = |st: &crate::record::State| {
-            let r = crate::output::report::from_state("r", &header, st, &Default::default());
+        let header = Header::new(t(0), "namespace ns".into(), String::new(), String::new());
+        let report = |st: &State| {
+            let r = from_state("r", &header, st, &Default::default());
             serde_json::to_value(&r.apps[0]).expect("json")
         };
         let whole = state(Store::new());
@@ -392,7 +393,7 @@ mod tests {
         assert!(kept_ended.iter().all(|&i| i >= first) && !app.executors.contains_key(&1));
         assert_eq!(app.trimmed.executors, 25 - kept_ended.len());
         // The incident strip's causes (the detail's first line) count them too.
-        let causes = |st: &crate::record::State| {
+        let causes = |st: &State| {
             let a = st.store.view().apps.values().next().expect("the app");
             a.incident().causes.clone()
         };
@@ -417,18 +418,18 @@ mod tests {
         );
         assert!(w.get("not_listed").is_none());
         // A window that starts after every one of them ended does not count them.
-        let later = crate::output::report::Window {
+        let later = Window {
             from: Some(t(1000)),
             ..Default::default()
         };
-        let r = crate::output::report::from_state("r", &header, &bounded, &later);
+        let r = from_state("r", &header, &bounded, &later);
         assert!(r.apps.iter().all(|a| a.not_listed.is_none()));
         // One that starts among them cannot tell which were in it: named, not counted.
-        let among = crate::output::report::Window {
+        let among = Window {
             from: Some(t(55)),
             ..Default::default()
         };
-        let r = crate::output::report::from_state("r", &header, &bounded, &among);
+        let r = from_state("r", &header, &bounded, &among);
         let n = r.apps[0].not_listed.as_ref().expect("named");
         assert!(!n.counted);
         let listed = r.apps[0].failures.iter().filter(|f| f.failure).count();

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use spark_triage_core::allocator::Controller;
+use spark_triage_core::model::Time;
+use spark_triage_core::model::driver::{DriverExecutor, ExecutorList};
+
 use super::*;
 use crate::source::{DriverView, Health, SourceKind};
-use spark_triage_core::model::{
-    Time,
-    driver::{DriverExecutor, ExecutorList},
-};
 
 impl Store {
     /// An outage of a pod or event source leaves a line in every app's timeline when it
@@ -395,7 +395,7 @@ fn driver_only_pod_name(app: &AppRecord, app_id: &str) -> impl Fn(i64) -> String
         .values()
         .find(|e| !matches!(e.gone, Some(Gone::DriverOnly { .. })));
     let controller = seen
-        .and_then(|e| spark_triage_core::allocator::Controller::of(&e.pod))
+        .and_then(|e| Controller::of(&e.pod))
         .map(|c| c.name().to_owned())
         .or_else(|| match app.config.allocator.as_deref() {
             Some("statefulset") => Some(format!("spark-s-{app_id}")),

@@ -4,15 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::app::{AppFacts, failure_budget};
+use spark_triage_core::diagnose::budget::FailureBudget;
+use spark_triage_core::model::{ExecutorState, Time};
+
 use super::{AppRecord, ExecutorRecord};
-use spark_triage_core::{
-    diagnose::{
-        Severity,
-        app::{AppFacts, failure_budget},
-        budget::FailureBudget,
-    },
-    model::{ExecutorState, Time},
-};
 
 /// What went wrong with an app, summarised.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -48,7 +45,7 @@ pub struct BudgetView {
     /// (max(2 × spark.executor.instances, 3)), `default-max-executors` (the same with dynamic
     /// allocation's maxExecutors), `unlimited` (dynamic allocation without maxExecutors),
     /// `none-before-spark4`, `unknown` (the driver's configuration was not read).
-    pub limit_from: spark_triage_core::diagnose::budget::BudgetFrom,
+    pub limit_from: BudgetFrom,
     /// The Spark version whose rules were applied (the pods' label, else the event log's).
     pub spark_version: Option<String>,
 }
@@ -119,6 +116,9 @@ impl Incident {
 }
 
 pub use spark_triage_core::diagnose::advice::{cause_label, suggestion};
+use spark_triage_core::diagnose::app;
+use spark_triage_core::diagnose::budget::BudgetFrom;
+use spark_triage_core::version::SparkVersion;
 
 /// When an executor ended, by the cluster's clock where it is known ([`super::times::ended`]).
 pub fn ended_at(e: &ExecutorRecord) -> Option<Time> {
@@ -227,15 +227,11 @@ impl AppRecord {
     }
 
     /// The app's Spark version: its pods' label, else its event log's.
-    pub fn spark_version(&self) -> Option<spark_triage_core::version::SparkVersion> {
+    pub fn spark_version(&self) -> Option<SparkVersion> {
         self.executors
             .values()
-            .find_map(|e| spark_triage_core::version::SparkVersion::of(&e.pod))
-            .or_else(|| {
-                self.logged_version
-                    .as_deref()
-                    .and_then(spark_triage_core::version::SparkVersion::parse)
-            })
+            .find_map(|e| SparkVersion::of(&e.pod))
+            .or_else(|| self.logged_version.as_deref().and_then(SparkVersion::parse))
     }
 
     /// The failures Spark counted (forgotten executors' included) and Spark's budget.
@@ -256,7 +252,7 @@ impl AppRecord {
                 FailureBudget::Limit(l) => Some(l),
                 _ => None,
             },
-            limit_from: spark_triage_core::diagnose::app::budget_from(&facts),
+            limit_from: app::budget_from(&facts),
             spark_version: facts.spark_version.map(|v| v.to_string()),
         }
     }

@@ -13,22 +13,21 @@
 //! Memory is bounded: per-executor history and events and the per-app timeline are capped.
 //! Pure: no I/O, no clock; `now` is the newest event's time.
 
-use std::{
-    collections::{BTreeMap, VecDeque},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
+use evidence::*;
+use noted::{AppNote, changes_verdicts};
+use relist::Present;
 use serde::{Deserialize, Serialize};
+use spark_triage_core::classify::classify;
+use spark_triage_core::diagnose::Finding;
+use spark_triage_core::diagnose::nodes::node_patterns;
+use spark_triage_core::diagnose::verdict::{ToolKill, Verdict, heartbeat_removals};
+use spark_triage_core::model::driver::{DriverSeen, reason_headline};
+use spark_triage_core::model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time};
 
 use crate::source::{SourceEvent, SourceKind};
-use spark_triage_core::{
-    classify::classify,
-    diagnose::verdict::{ToolKill, Verdict},
-    model::{
-        ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time,
-        driver::{DriverSeen, reason_headline},
-    },
-};
 
 /// Transitions kept per executor.
 pub const MAX_HISTORY: usize = 32;
@@ -59,16 +58,13 @@ pub mod times;
 
 pub use app_config::{AppConfig, SettingsFrom, Sizing};
 pub use app_record::advice_case;
-use evidence::*;
 pub use incident::{
     BudgetView, Incident, Natural, Trouble, by_trouble, cause_label, ended_at, suggestion,
 };
-use noted::{AppNote, changes_verdicts};
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
     Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
 };
-use relist::Present;
 
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -97,8 +93,7 @@ pub struct Store {
 }
 
 /// Kills through spark-triage by (namespace, pod), as the local actions log has them.
-pub type LoggedKills =
-    Arc<BTreeMap<(String, String), spark_triage_core::diagnose::verdict::ToolKill>>;
+pub type LoggedKills = Arc<BTreeMap<(String, String), ToolKill>>;
 
 impl Store {
     pub fn new() -> Self {
@@ -261,7 +256,6 @@ impl Store {
     /// Node patterns across apps: recomputed from each app's (memoized) node failures, and
     /// given to the apps they involve only when they change.
     fn settle_nodes(&mut self) {
-        use spark_triage_core::diagnose::nodes::node_patterns;
         let patterns = node_patterns(self.snap.apps.values().flat_map(|a| a.node_failures()));
         if patterns == self.snap.node_patterns {
             return;
@@ -275,7 +269,7 @@ impl Store {
             );
         }
         for key in touched {
-            let findings: Vec<spark_triage_core::diagnose::Finding> = patterns
+            let findings: Vec<Finding> = patterns
                 .iter()
                 .filter(|p| p.apps().contains(&(key.0.as_str(), key.1.as_str())))
                 .map(|p| p.finding(&key.0, &key.1))
@@ -317,7 +311,7 @@ impl Store {
             if let Some(k) = driver_of {
                 let at = self.snap.now.unwrap_or_default();
                 let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
-                let removals = spark_triage_core::diagnose::verdict::heartbeat_removals(&lines);
+                let removals = heartbeat_removals(&lines);
                 let judges = !removals.is_empty();
                 if let Some(d) = &mut app.driver {
                     // With what the running driver's log said before (its tail then may
@@ -507,7 +501,8 @@ impl Store {
 /// Maps with `(String, String)` keys as lists of pairs (JSON keys must be strings).
 /// [`pairs`] behind an `Arc` (the logged kills, shared with every verdict's context).
 mod arc_pairs {
-    use std::{collections::BTreeMap, sync::Arc};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -2,7 +2,10 @@
 //! tool's own actions and its actions log's kills, an event log's notes on an app; and
 //! which events can change the verdicts (so the node patterns).
 
+use spark_triage_core::model;
+
 use super::*;
+use crate::source::{LoggedKill, PresentPod};
 
 /// Events that can add or remove a node failure (so the node patterns): a pod that
 /// failed or lost its node, a relist, the driver's list, an eviction or a kubelet's warning,
@@ -37,12 +40,7 @@ pub(super) struct AppNote {
 
 impl Store {
     /// The pods a LIST had (names and ids only): those it lacks are missing.
-    pub(super) fn present(
-        &mut self,
-        pods: &[crate::source::PresentPod],
-        resource_version: Option<u64>,
-        at: Time,
-    ) {
+    pub(super) fn present(&mut self, pods: &[PresentPod], resource_version: Option<u64>, at: Time) {
         let present = pods
             .iter()
             .map(|p| Present {
@@ -76,7 +74,7 @@ impl Store {
     }
 
     /// The kills the local actions log holds: the apps of their namespaces judged again.
-    pub(super) fn kills_logged(&mut self, kills: Vec<crate::source::LoggedKill>, at: Time) {
+    pub(super) fn kills_logged(&mut self, kills: Vec<LoggedKill>, at: Time) {
         let kills: BTreeMap<_, _> = kills
             .into_iter()
             .map(|k| {
@@ -123,10 +121,7 @@ impl Store {
         }
         if end {
             app.logged_end_at = Some(at);
-            app.logged_end = Some(format!(
-                "{text} ({})",
-                spark_triage_core::model::fmt_time(&at)
-            ));
+            app.logged_end = Some(format!("{text} ({})", model::fmt_time(&at)));
         } else if app.logged_end.is_none() {
             app.logged_end = Some("the application has not ended by this point of its log".into());
         }

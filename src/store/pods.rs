@@ -1,6 +1,9 @@
 //! Pods as the watch and the LISTs bring them: an executor's pod upserted (a new executor,
 //! a transition, a tombstone), a driver's pod and what its change means for the app.
 
+use spark_triage_core::classify::{ClassifyOptions, Resolved};
+use spark_triage_core::model::LABEL_APP_NAME;
+
 use super::*;
 
 impl Store {
@@ -28,7 +31,7 @@ impl Store {
             .unwrap_or_default();
         let kills = self.logged_kills.clone();
         let app = self.app_mut(&ns, &app_id);
-        if let Some(n) = pod.label(spark_triage_core::model::LABEL_APP_NAME) {
+        if let Some(n) = pod.label(LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
         }
         if pod.role() != Some(Role::Executor) {
@@ -120,7 +123,7 @@ impl Store {
         }
         let events: Vec<PodEvent> = events_of(&self.events, &pod);
         let app = self.app_mut(&pod.namespace, app_id);
-        if let Some(n) = pod.label(spark_triage_core::model::LABEL_APP_NAME) {
+        if let Some(n) = pod.label(LABEL_APP_NAME) {
             app.app_name = Some(n.to_owned());
         }
         app.as_of = Some(at);
@@ -141,7 +144,7 @@ impl Store {
             app.driver = Some(p.clone()); // a stale replay: keep ours
             return;
         }
-        let resolved = spark_triage_core::classify::ClassifyOptions::default().resolve(&pod);
+        let resolved = ClassifyOptions::default().resolve(&pod);
         let state = classify(&pod, &resolved.config);
         let (mut ended, mut ended_seen, log_tail, gone) = match &prev {
             Some(p) => (p.ended.clone(), p.ended_seen, p.log_tail.clone(), p.gone),
@@ -292,7 +295,7 @@ struct Sighting<'a> {
     at: Time,
     deleted: bool,
     state: ExecutorState,
-    resolved: &'a spark_triage_core::classify::Resolved,
+    resolved: &'a Resolved,
     rv: Option<u64>,
     gone: Option<Gone>,
     events: &'a [PodEvent],

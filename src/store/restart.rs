@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
+use spark_triage_core::allocator::{Controller, before_restart};
+use spark_triage_core::classify::{Resolved, classify};
+use spark_triage_core::model::{ExecutorPod, PodEvent, Time};
+
 use super::evidence::{AppCtx, push_history, refresh, transition_text};
 use super::{AppRecord, Finished, Gone, Transition};
-use spark_triage_core::allocator::{Controller, before_restart};
-use spark_triage_core::{
-    classify::{Resolved, classify},
-    model::{ExecutorPod, PodEvent, Time},
-};
 
 /// Ends the executor `pod` belonged to before it was labelled `id`, if it is such a pod:
 /// the timeline lines to add and the log capture of its previous container.

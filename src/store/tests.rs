@@ -5,10 +5,17 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
+use spark_triage_core::diagnose;
+use spark_triage_core::diagnose::verdict::Ending;
+use spark_triage_core::diagnose::{Code, verdict};
+use spark_triage_core::model::driver::ExecutorList;
+use spark_triage_core::model::testing::{event, pod};
+use spark_triage_core::model::{DriverExecutor, Quota};
 
 use super::*;
-use crate::source::Health;
-use spark_triage_core::model::testing::{event, pod};
+use crate::source::{DriverView, Health, LoggedKill};
+use crate::store::times;
+use crate::store::times::Clock;
 
 pub(super) fn t(s: u32) -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()
@@ -74,8 +81,8 @@ pub(super) async fn run(events: Vec<SourceEvent>) -> Store {
 }
 
 /// One executor as the driver lists it: added at 0, and removed at 60 s unless active.
-pub(super) fn driver_exec(id: i64, active: bool) -> spark_triage_core::model::DriverExecutor {
-    spark_triage_core::model::DriverExecutor {
+pub(super) fn driver_exec(id: i64, active: bool) -> DriverExecutor {
+    DriverExecutor {
         id,
         active,
         host_port: None,
@@ -129,10 +136,7 @@ async fn watch_upserts_and_deletion_leaves_a_tombstone() {
     assert_eq!(two.pod_state, ExecutorState::Deleted);
     assert_eq!(two.state(), ExecutorState::Failed);
     assert!(two.verdict.counted());
-    assert_eq!(
-        two.verdict.ending,
-        spark_triage_core::diagnose::verdict::Ending::DeletedBySpark
-    );
+    assert_eq!(two.verdict.ending, verdict::Ending::DeletedBySpark);
     assert!(matches!(two.gone, Some(Gone::Deleted { .. })));
     assert_eq!(codes(two), vec!["container-oom-killed", "deleted"]);
     assert_eq!(
@@ -394,7 +398,6 @@ fn a_bare_network_timeout_is_seconds_and_other_times_milliseconds() {
 
 #[tokio::test]
 async fn a_kill_by_spark_triage_and_a_late_witness_are_kept_in_the_verdict() {
-    use spark_triage_core::diagnose::verdict::Ending;
     let deleting =
         json!({"deletionTimestamp": "2027-01-15T08:01:00Z", "deletionGracePeriodSeconds": 30});
     let s = run(vec![
@@ -504,7 +507,7 @@ async fn app_findings_come_from_the_store() {
 async fn a_full_quota_in_the_apps_namespace_is_an_app_finding_until_it_frees() {
     let quotas = |used: &str, at: u32| SourceEvent::QuotasListed {
         namespace: Some("spark-jobs".to_owned()),
-        quotas: vec![spark_triage_core::model::Quota {
+        quotas: vec![Quota {
             namespace: "spark-jobs".to_owned(),
             name: "spark-quota".to_owned(),
             hard: [("requests.cpu".to_owned(), "2".to_owned())].into(),
@@ -634,10 +637,7 @@ async fn a_finish_a_little_after_the_sighting_is_a_late_clock_and_far_after_a_sk
     )])
     .await;
     let e = &app(&s).executors[&1];
-    assert_eq!(
-        crate::store::times::ended(e),
-        Some((t(105), crate::store::times::Clock::Container))
-    );
+    assert_eq!(times::ended(e), Some((t(105), Clock::Container)));
     // A node clock five minutes ahead: the sighting, said to be a bound.
     let s = run(vec![list(
         vec![exec(1, 5, oom_at("2027-01-15T08:06:40Z"))],
@@ -646,10 +646,7 @@ async fn a_finish_a_little_after_the_sighting_is_a_late_clock_and_far_after_a_sk
     )])
     .await;
     let e = &app(&s).executors[&1];
-    assert_eq!(
-        crate::store::times::ended(e),
-        Some((t(100), crate::store::times::Clock::Seen))
-    );
+    assert_eq!(times::ended(e), Some((t(100), Clock::Seen)));
 }
 
 /// Arriving late: three executors were evicted on one node over nine minutes before the
@@ -658,8 +655,7 @@ async fn a_finish_a_little_after_the_sighting_is_a_late_clock_and_far_after_a_sk
 /// and spans the nine minutes, not the one moment the tool saw it all.
 #[tokio::test]
 async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
-    use spark_triage_core::diagnose::Code;
-    let removed = |id: i64, min: u32| spark_triage_core::model::DriverExecutor {
+    let removed = |id: i64, min: u32| DriverExecutor {
         id,
         active: false,
         host_port: Some(format!("app-exec-{id}:7079")),
@@ -698,7 +694,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
+            view: DriverView::Ok {
                 executors: vec![removed(1, 0), removed(2, 4), removed(3, 9)],
             },
             at: t(1000),
@@ -730,7 +726,7 @@ async fn a_node_pattern_seen_late_takes_its_node_and_times_from_the_cluster() {
 /// whatever the other pods' names would suggest.
 #[tokio::test]
 async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
-    let gone = spark_triage_core::model::DriverExecutor {
+    let gone = DriverExecutor {
         pod_name: Some("etl-0a1b2c-exec-2".into()),
         ..driver_exec(2, false)
     };
@@ -739,10 +735,10 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
+            view: DriverView::Ok {
                 executors: vec![
                     gone.clone(),
-                    spark_triage_core::model::DriverExecutor {
+                    DriverExecutor {
                         id: 3,
                         pod_name: None,
                         ..gone
@@ -767,15 +763,13 @@ async fn an_executor_known_only_from_the_driver_keeps_the_pod_name_it_gave() {
 /// driver (which keeps few dead executors) does not list it.
 #[tokio::test]
 async fn an_event_log_beside_the_driver_adds_what_it_lacks_and_replaces_nothing() {
-    use crate::source::DriverView;
-    use spark_triage_core::model::driver::ExecutorList;
     let view = |view, at| SourceEvent::DriverExecutors {
         namespace: "spark-jobs".into(),
         app_id: "spark-1".into(),
         view,
         at: t(at),
     };
-    let removed = |id| spark_triage_core::model::DriverExecutor {
+    let removed = |id| DriverExecutor {
         remove_reason: Some(
             "The executor with id 7 exited with exit code 137(SIGKILL, possible container OOM)."
                 .into(),
@@ -836,7 +830,7 @@ async fn an_event_log_beside_the_driver_adds_what_it_lacks_and_replaces_nothing(
 /// is missing at once (Spark notices at its next poll), never shown running.
 #[tokio::test]
 async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
-    let active = |id: i64, added: u32| spark_triage_core::model::DriverExecutor {
+    let active = |id: i64, added: u32| DriverExecutor {
         id,
         active: true,
         host_port: None,
@@ -857,7 +851,7 @@ async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
+            view: DriverView::Ok {
                 executors: vec![active(1, 5), active(3, 5), active(4, 95)],
             },
             at: t(101),
@@ -877,7 +871,6 @@ async fn an_active_executor_whose_pod_a_fresh_list_lacks_is_missing_at_once() {
 /// priority is its app's (one pod template), read from the app's pods that are still there.
 #[tokio::test]
 async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
-    use spark_triage_core::diagnose::Code;
     let mut live = exec(4, 10, running());
     live.priority_class = Some("spark-batch".into());
     live.priority = Some(100);
@@ -895,8 +888,8 @@ async fn a_preempted_executor_seen_late_takes_its_apps_priority() {
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
-                executors: vec![spark_triage_core::model::DriverExecutor {
+            view: DriverView::Ok {
+                executors: vec![DriverExecutor {
                     id: 1,
                     active: false,
                     host_port: None,
@@ -951,7 +944,7 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
+            view: DriverView::Ok {
                 executors: vec![driver_exec(1, false), driver_exec(2, true)],
             },
             at: t(600),
@@ -994,7 +987,7 @@ mod relist;
 /// is seen: the executor known only from that list is judged with it at once.
 #[tokio::test]
 async fn a_heartbeat_heard_first_judges_an_executor_known_only_from_the_driver() {
-    let killed = spark_triage_core::model::DriverExecutor {
+    let killed = DriverExecutor {
         remove_reason: Some("Executor killed by driver.".into()),
         ..driver_exec(3, false)
     };
@@ -1009,7 +1002,7 @@ async fn a_heartbeat_heard_first_judges_an_executor_known_only_from_the_driver()
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
-            view: crate::source::DriverView::Ok {
+            view: DriverView::Ok {
                 executors: vec![driver_exec(1, true), killed],
             },
             at: t(101),
@@ -1020,7 +1013,7 @@ async fn a_heartbeat_heard_first_judges_an_executor_known_only_from_the_driver()
     assert!(matches!(three.gone, Some(Gone::DriverOnly { .. })));
     assert_eq!(
         three.verdict.cause().map(|c| c.code),
-        Some(spark_triage_core::diagnose::Code::HeartbeatTimeout),
+        Some(diagnose::Code::HeartbeatTimeout),
         "{:?}",
         three.verdict
     );
@@ -1032,13 +1025,13 @@ async fn a_heartbeat_heard_first_judges_an_executor_known_only_from_the_driver()
 async fn a_logged_kill_labels_a_gone_pod_and_survives_a_keyframe() {
     let kills = SourceEvent::KillsLogged {
         kills: vec![
-            crate::source::LoggedKill {
+            LoggedKill {
                 namespace: "spark-jobs".into(),
                 pod: "app-exec-1".into(),
                 at: t(50),
                 by: "oncall".into(),
             },
-            crate::source::LoggedKill {
+            LoggedKill {
                 namespace: "spark-jobs".into(),
                 pod: "app-exec-2".into(),
                 at: t(50),
@@ -1055,20 +1048,14 @@ async fn a_logged_kill_labels_a_gone_pod_and_survives_a_keyframe() {
     ])
     .await;
     let code = |s: &Store, id: i64| app(s).executors[&id].verdict.cause().map(|c| c.code);
-    assert_eq!(
-        code(&s, 1),
-        Some(spark_triage_core::diagnose::Code::KilledByTool)
-    );
+    assert_eq!(code(&s, 1), Some(diagnose::Code::KilledByTool));
     assert_ne!(
         code(&s, 2),
-        Some(spark_triage_core::diagnose::Code::KilledByTool),
+        Some(diagnose::Code::KilledByTool),
         "a running pod is not a kill made"
     );
     let text = serde_json::to_string(&s).expect("a keyframe writes");
     let mut back: Store = serde_json::from_str(&text).expect("and reads");
     back.apply(SourceEvent::Tick { at: t(61) });
-    assert_eq!(
-        code(&back, 1),
-        Some(spark_triage_core::diagnose::Code::KilledByTool)
-    );
+    assert_eq!(code(&back, 1), Some(diagnose::Code::KilledByTool));
 }

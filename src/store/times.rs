@@ -3,9 +3,10 @@
 //! which clock it came from; when only this process's first sight is known it says so.
 
 use serde::{Deserialize, Serialize};
+use spark_triage_core::model::{ContainerState, DriverExecutor, ExecutorPod, ExecutorState, Time};
+use spark_triage_core::text;
 
 use super::{ExecutorRecord, Gone};
-use spark_triage_core::model::{ContainerState, ExecutorPod, ExecutorState, Time};
 
 /// Whose clock a time is from.
 #[derive(
@@ -200,7 +201,7 @@ pub fn transition(
 
 /// When an executor known only from the driver reached its state: its removal, else its
 /// addition, by the driver's clock (else, a bound, when this process read it).
-pub fn from_driver(d: &spark_triage_core::model::DriverExecutor, seen: Time) -> (Time, Clock) {
+pub fn from_driver(d: &DriverExecutor, seen: Time) -> (Time, Clock) {
     // Removed: when the driver removed it, whatever its rebuilt pod's state; else added.
     let t = if d.active {
         d.add_time
@@ -247,7 +248,7 @@ pub fn age(e: &ExecutorRecord, now: Option<Time>) -> String {
 }
 
 pub fn span(now: Time, (at, clock): (Time, Clock)) -> String {
-    let d = spark_triage_core::text::human_duration(now - at);
+    let d = text::human_duration(now - at);
     match clock.is_bound() {
         true => format!("≥{d}"),
         false => d,

@@ -3,26 +3,30 @@
 //! drain everything queued, update, draw: within 16 ms of a key, at most every 250 ms for
 //! what the sources bring.
 
-use std::{io, time::Duration};
+use std::io;
+use std::time::Duration;
 
-use crossterm::{
-    event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream},
-    execute,
-    terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use futures::StreamExt;
-use ratatui::{Terminal, backend::CrosstermBackend};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
+
+use crate::app::{App, Effect, Msg, Theme, ViewSettings, housekeeping, update};
+use crate::effect::{Outcome, Runner};
+use crate::source::SourceEvent;
+use crate::source::clock::Clock;
+use crate::source::switch::{SwitchTo, Switcher};
+use crate::ui;
+use crate::ui::glyphs;
 
 mod start;
 
 pub(crate) use start::{connect_watched, tui_on};
-
-use crate::{
-    app::{App, Effect, Msg, ViewSettings, housekeeping, update},
-    effect::{Outcome, Runner},
-    source::SourceEvent,
-};
 
 /// An effect's outcome as a message for the app (`None`: nothing to tell it).
 fn message(o: Outcome) -> Option<Msg> {
@@ -125,8 +129,8 @@ pub async fn run(
     mut app: App,
     mut sources: mpsc::Receiver<SourceEvent>,
     runner: Option<Runner>,
-    switcher: Option<crate::source::switch::Switcher>,
-    live_clock: Option<crate::source::clock::Clock>,
+    switcher: Option<Switcher>,
+    live_clock: Option<Clock>,
     view: ViewSettings,
 ) -> io::Result<App> {
     let (msg_tx, mut msgs) = mpsc::channel::<Msg>(1024);
@@ -135,7 +139,7 @@ pub async fn run(
     let runner = runner.map(|r| std::sync::Arc::new(std::sync::RwLock::new(r)));
     let switcher = switcher.map(|s| std::sync::Arc::new(tokio::sync::Mutex::new(s)));
     let theme = theme_of(&view);
-    let ascii = crate::ui::glyphs::ascii_wanted(|k| std::env::var(k).ok());
+    let ascii = glyphs::ascii_wanted(|k| std::env::var(k).ok());
     app.on_terminal(theme, view, *chrono::Local::now().offset());
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
@@ -157,9 +161,9 @@ pub async fn run(
         if due.is_some_and(|d| d <= tokio::time::Instant::now()) {
             let started = std::time::Instant::now();
             terminal.draw(|f| {
-                crate::ui::render(&app, f);
+                ui::render(&app, f);
                 if ascii {
-                    crate::ui::glyphs::to_ascii(f.buffer_mut());
+                    glyphs::to_ascii(f.buffer_mut());
                 }
             })?;
             Pace::smooth(&mut pace.draw, started.elapsed());
@@ -238,14 +242,14 @@ pub async fn run(
 
 /// The theme: the environment's (`SPARK_TRIAGE_THEME`, `NO_COLOR`, a dumb terminal) wins
 /// over the file's, as a flag would.
-fn theme_of(view: &ViewSettings) -> crate::app::Theme {
-    crate::app::Theme::choose(
+fn theme_of(view: &ViewSettings) -> Theme {
+    Theme::choose(
         std::env::var("SPARK_TRIAGE_THEME")
             .ok()
             .as_deref()
             .or(view.theme.as_deref()),
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-            || crate::ui::glyphs::dumb_terminal(|k| std::env::var(k).ok()),
+            || glyphs::dumb_terminal(|k| std::env::var(k).ok()),
     )
 }
 
@@ -277,7 +281,7 @@ async fn finish(effects: Vec<Effect>, runner: Option<&Shared<Runner>>) {
 fn dispatch(
     effects: Vec<Effect>,
     runner: Option<&Shared<Runner>>,
-    switcher: Option<&std::sync::Arc<tokio::sync::Mutex<crate::source::switch::Switcher>>>,
+    switcher: Option<&std::sync::Arc<tokio::sync::Mutex<Switcher>>>,
     msg_tx: &mpsc::Sender<Msg>,
 ) {
     // The clipboard goes through the terminal, whatever the mode (replay too).
@@ -317,8 +321,8 @@ fn dispatch(
 /// the request timeout; the view goes on meanwhile), then points the runner at the new
 /// scope's cluster and tells the app.
 fn switch(
-    to: crate::source::switch::SwitchTo,
-    switcher: Option<std::sync::Arc<tokio::sync::Mutex<crate::source::switch::Switcher>>>,
+    to: SwitchTo,
+    switcher: Option<std::sync::Arc<tokio::sync::Mutex<Switcher>>>,
     runner: Option<std::sync::Arc<std::sync::RwLock<Runner>>>,
     tx: mpsc::Sender<Msg>,
 ) {
@@ -446,8 +450,11 @@ pub fn signal_stream() -> Signals {
 
 #[cfg(test)]
 mod tests {
+    use spark_triage_core::model::ExecutorPod;
+
     use super::*;
     use crate::app::{Context, Mode};
+    use crate::settings::ReadOnly;
 
     #[test]
     fn the_pace_follows_what_a_batch_costs_within_its_bounds() {
@@ -470,7 +477,7 @@ mod tests {
     async fn a_burst_of_watch_events_is_drained_before_one_draw() {
         let (tx, mut rx) = mpsc::channel(10_000);
         for id in 1..=5000i64 {
-            let mut pod = spark_triage_core::model::ExecutorPod {
+            let mut pod = ExecutorPod {
                 namespace: "ns".into(),
                 name: format!("e-{id}"),
                 ..Default::default()
@@ -490,7 +497,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::settings::ReadOnly::Off,
+            readonly: ReadOnly::Off,
             mode: Mode::Live,
         });
         let _ = drain(&mut app, &mut rx, DRAIN_MAX);

@@ -4,45 +4,57 @@
 
 use std::io::IsTerminal;
 
+use spark_triage_core::text;
+
+use crate::app::{App, Context, Mode, Session, ViewSettings};
+use crate::effect::{ActionLog, Captures, Runner};
 use crate::failure::Failure;
+use crate::publish::metrics;
+use crate::publish::metrics::Metrics;
+use crate::record::recorder;
+use crate::settings::ReadOnly;
+use crate::source::clock::Clock;
+use crate::source::connection::{Connection, LiveOptions};
+use crate::source::switch::{Reconfigure, Switcher};
+use crate::source::{SourceEvent, connection};
+use crate::tui;
 
 /// The TUI on a connection: sources feed the app until the user quits.
 pub(crate) async fn tui_on(
-    conn: crate::source::connection::Connection,
-    mode: crate::app::Mode,
-    readonly: crate::settings::ReadOnly,
+    conn: Connection,
+    mode: Mode,
+    readonly: ReadOnly,
     record: Option<&std::path::Path>,
     forget_after: std::time::Duration,
-    reconfigure: Option<crate::source::switch::Reconfigure>,
-    view: crate::app::ViewSettings,
+    reconfigure: Option<Reconfigure>,
+    view: ViewSettings,
 ) -> Result<(), Failure> {
-    use crate::app::{App, Context};
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Usage("the live view needs a terminal; use `spark-triage status` for output to a pipe or file".into()));
     }
     // Bound before anything starts: a port in use is said at once, nothing left running.
     let (metrics, metrics_task) = match view.metrics_addr {
         Some(addr) => {
-            let m = crate::publish::metrics::Metrics::for_view();
+            let m = Metrics::for_view();
             m.watch_credentials(conn.credentials.clone());
-            let task = crate::publish::metrics::serve(addr, m.clone()).await?;
+            let task = metrics::serve(addr, m.clone()).await?;
             (Some(m), Some(task))
         }
         None => (None, None),
     };
     let (tx, rx) = tokio::sync::mpsc::channel(65_536);
-    let runner = crate::effect::Runner {
+    let runner = Runner {
         client: conn.client.clone(),
         user: conn.user.clone(),
         context: conn.context.clone(),
         server: conn.server.clone(),
-        log: crate::effect::ActionLog::from_env(),
+        log: ActionLog::from_env(),
         events: Some(tx.clone()),
         focus: Some(conn.focus.clone()),
-        captures: crate::effect::Captures::of_lines(view.log_tail_lines),
+        captures: Captures::of_lines(view.log_tail_lines),
         clock: conn.clock.clone(),
     };
-    let switcher = crate::source::switch::Switcher::start(conn.clone(), tx.clone(), reconfigure);
+    let switcher = Switcher::start(conn.clone(), tx.clone(), reconfigure);
     let mut tasks = vec![tokio::spawn(forget_every(
         forget_after,
         tx,
@@ -51,7 +63,7 @@ pub(crate) async fn tui_on(
     tasks.extend(metrics_task);
     let rx = match record {
         Some(path) => {
-            let (tee, task) = crate::record::recorder::tee_to_file(&conn, path, rx)?;
+            let (tee, task) = recorder::tee_to_file(&conn, path, rx)?;
             tasks.push(task);
             tee
         }
@@ -64,7 +76,7 @@ pub(crate) async fn tui_on(
             readonly,
             mode,
         },
-        crate::app::Session {
+        Session {
             metrics,
             // On the cluster's clock, which the header's ages are read on (a demo's may
             // run fast).
@@ -80,7 +92,7 @@ pub(crate) async fn tui_on(
             contexts: kubeconfig_contexts(conn.kubeconfig.as_deref()),
         },
     );
-    let result = crate::tui::run(
+    let result = tui::run(
         app,
         rx,
         Some(runner),
@@ -111,8 +123,8 @@ fn kubeconfig_contexts(path: Option<&std::path::Path>) -> Vec<String> {
 /// recorder's mechanism: a `Forget` event, recorded too, so a replay forgets the same).
 async fn forget_every(
     after: std::time::Duration,
-    tx: tokio::sync::mpsc::Sender<crate::source::SourceEvent>,
-    clock: crate::source::clock::Clock,
+    tx: tokio::sync::mpsc::Sender<SourceEvent>,
+    clock: Clock,
 ) {
     let Ok(horizon) = chrono::Duration::from_std(after) else {
         return;
@@ -126,7 +138,7 @@ async fn forget_every(
     loop {
         tick.tick().await;
         let now = clock.now();
-        let ev = crate::source::SourceEvent::Forget {
+        let ev = SourceEvent::Forget {
             before: now - horizon,
             at: now,
         };
@@ -146,9 +158,7 @@ impl Drop for RawMode {
 }
 
 /// Connects for the live view, saying so; q, Esc, Ctrl-C or a signal give up (`None`).
-pub(crate) async fn connect_watched(
-    opts: &crate::source::connection::LiveOptions,
-) -> Result<Option<crate::source::connection::Connection>, Failure> {
+pub(crate) async fn connect_watched(opts: &LiveOptions) -> Result<Option<Connection>, Failure> {
     use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
     use futures::StreamExt;
     if !std::io::stdout().is_terminal() {
@@ -156,7 +166,7 @@ pub(crate) async fn connect_watched(
     }
     let line = format!(
         "connecting to the API server (gives up after {}; q to quit now)…",
-        spark_triage_core::text::human_std_duration(opts.timeout())
+        text::human_std_duration(opts.timeout())
     );
     eprint!("{line}\r\n");
     // The rows it took (it wraps on a narrow terminal), to take back.
@@ -167,8 +177,8 @@ pub(crate) async fn connect_watched(
         .map(|()| RawMode);
     let mut keys = EventStream::new();
     let mut keys_open = true;
-    let mut signals = crate::tui::signal_stream();
-    let conn = crate::source::connection::connect(opts);
+    let mut signals = tui::signal_stream();
+    let conn = connection::connect(opts);
     tokio::pin!(conn);
     // The line is taken back once connected or given up (it was left on the terminal after
     // quitting); an error keeps it, as the context of the message under it.

@@ -1,15 +1,19 @@
 //! The confirm popup (kill, hold, quit with holds) and the log popup.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-    widgets::{Block, Borders, Paragraph, Wrap},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use spark_triage_core::allocator::Controller;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::HOLD_FINALIZER;
+use spark_triage_core::spark::AFTER_KILL;
+use spark_triage_core::text;
 
 use super::{centered, theme};
 use crate::app::{App, Confirm, Target};
-use spark_triage_core::spark::AFTER_KILL;
+use crate::effect;
+use crate::effect::FORCE_STATEFULSET;
 
 pub fn render_confirm(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(c) = &app.confirm else { return };
@@ -83,14 +87,13 @@ fn kill_lines(
         "Grace period: each pod's own (SIGTERM, then SIGKILL after it).".to_owned()
     }));
     // Pods of a StatefulSet or a Deployment's ReplicaSet: that controller replaces them.
-    for l in crate::effect::replacements(targets.iter().filter_map(|t| t.via.as_ref())) {
+    for l in effect::replacements(targets.iter().filter_map(|t| t.via.as_ref())) {
         lines.push(Line::raw(l));
     }
-    if force && crate::effect::any_statefulset(targets.iter().filter_map(|t| t.via.as_ref())) {
+    if force && effect::any_statefulset(targets.iter().filter_map(|t| t.via.as_ref())) {
         lines.push(Line::styled(
-            crate::effect::FORCE_STATEFULSET,
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Warn),
+            FORCE_STATEFULSET,
+            app.theme.severity(Severity::Warn),
         ));
     }
     if targets.iter().any(|t| t.via.is_none()) {
@@ -127,11 +130,9 @@ fn hold_lines(
         .unwrap_or_else(|| app_id.to_owned());
     // What holding costs an app whose executors a StatefulSet owns.
     let cost = record.and_then(|a| {
-        a.executors.values().find_map(|e| {
-            spark_triage_core::allocator::Controller::of(&e.pod)?
-                .any_pod()
-                .hold_cost()
-        })
+        a.executors
+            .values()
+            .find_map(|e| Controller::of(&e.pod)?.any_pod().hold_cost())
     });
     if on {
         lines.push(Line::styled(
@@ -142,14 +143,13 @@ fn hold_lines(
             "Adds the finalizer {} to its executor pods (and to new ones while any spark-triage watches), \
              so when Spark deletes an executor its pod stays Terminating with its final status and log. \
              Expires in {}; any instance releases it then.",
-            spark_triage_core::model::HOLD_FINALIZER,
-            spark_triage_core::text::human_duration(app.hold_ttl)
+            HOLD_FINALIZER,
+            text::human_duration(app.hold_ttl)
         )));
         if let Some(cost) = cost {
             lines.push(Line::styled(
                 format!("Its executors belong to a StatefulSet: {cost}."),
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Warn),
+                app.theme.severity(Severity::Warn),
             ));
         }
     } else {
@@ -241,16 +241,11 @@ pub fn render_log(app: &App, f: &mut Frame<'_>, area: Rect) {
         }
         // The API's error wrapped at words: its reason is at the end (`… is waiting to
         // start: ContainerCreating`), which one cut row never showed.
-        Err(e) => rows.extend(super::wrap_words(e, inner_w).into_iter().map(|piece| {
-            (
-                Line::styled(
-                    piece,
-                    app.theme
-                        .severity(spark_triage_core::diagnose::Severity::Warn),
-                ),
-                0,
-            )
-        })),
+        Err(e) => rows.extend(
+            super::wrap_words(e, inner_w)
+                .into_iter()
+                .map(|piece| (Line::styled(piece, app.theme.severity(Severity::Warn)), 0)),
+        ),
     }
     let how = if log.captured && log.gone {
         "the pod is gone; the tail captured when it ended"

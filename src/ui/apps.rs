@@ -1,18 +1,17 @@
 //! The applications pane: one entry per app with its driver phase, a bar of executor counts
 //! by state, and the number of executors with error findings.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    style::Style,
-    text::{Line, Span},
-    widgets::{Block, Borders, Paragraph},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model::ExecutorState;
 
 use super::theme;
-use crate::app::{App, Focus};
+use crate::app::{App, Focus, layout};
 use crate::store::AppRecord;
-use spark_triage_core::model::ExecutorState;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
     if area.width < 3 || area.height < 3 {
@@ -28,7 +27,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
     // The pane scrolls with its selection: as many apps as fit, from the remembered first.
     let per_app = per_app.max(1);
     let rows = usize::from(area.height.saturating_sub(2) / per_app);
-    let first = crate::app::layout::apps_offset(app.apps_window.get().0, current, apps.len(), rows);
+    let first = layout::apps_offset(app.apps_window.get().0, current, apps.len(), rows);
     app.apps_window.set((first, rows.max(1)));
     let shown = apps.len().min(first + rows.max(1)) - first.min(apps.len());
     let title = if shown < apps.len() {
@@ -51,11 +50,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect, per_app: u16) {
     if apps.is_empty() {
         // Wrapped by hand: the pane holds two lines per app, and this is the only text.
         let (text, style) = match &app.store.view().scope_note {
-            Some(note) => (
-                note.as_str(),
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Warn),
-            ),
+            Some(note) => (note.as_str(), app.theme.severity(Severity::Warn)),
             None => ("no Spark applications in scope yet", app.theme.dim()),
         };
         let mut line = String::new();
@@ -98,8 +93,7 @@ fn app_head(app: &App, a: &AppRecord, selected: bool, inner_w: usize) -> Line<'s
     if alerts > 0 {
         head.push(Span::styled(
             format!(" ⚠{alerts}"),
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Error),
+            app.theme.severity(Severity::Error),
         ));
     }
     Line::from(head)
@@ -118,12 +112,9 @@ fn app_bar_lines(
     // The app's verdict when it is not a plain run: a driver that ended or waits says
     // so here, before any executor.
     let verdict = a.verdict();
-    let healthy = matches!(
-        verdict.cause().code,
-        spark_triage_core::diagnose::Code::AppRunning
-            | spark_triage_core::diagnose::Code::DriverNotSeen
-    ) || verdict.severity() == spark_triage_core::diagnose::Severity::Info
-        && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
+    let healthy = matches!(verdict.cause().code, Code::AppRunning | Code::DriverNotSeen)
+        || verdict.severity() == Severity::Info
+            && a.driver.as_ref().and_then(|d| d.phase.as_deref()) == Some("Running");
     let driver = a
         .driver
         .as_ref()

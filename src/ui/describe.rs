@@ -2,16 +2,15 @@
 //! labels, owner, status, conditions, containers with resources and states, events), from
 //! what the tool kept: it works after the pod is gone, when kubectl no longer can.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use spark_triage_core::model::{ContainerState, ExecutorPod};
 
 use super::theme;
 use crate::app::App;
-use crate::store::ExecutorRecord;
-use spark_triage_core::model::{ContainerState, ExecutorPod};
+use crate::store::times::Clock;
+use crate::store::{ExecutorRecord, times};
 
 fn field(name: &str, value: impl Into<String>) -> Line<'static> {
     Line::from(vec![
@@ -87,10 +86,10 @@ fn identity_lines(app: &App, e: &ExecutorRecord, p: &ExecutorPod) -> Vec<Line<'s
         ),
         // The pod's creationTimestamp, else the driver's addTime (a pod never seen).
         field("Created:", {
-            let (at, clock) = crate::store::times::created(e);
+            let (at, clock) = times::created(e);
             match clock {
-                crate::store::times::Clock::Seen => "<unknown>".to_owned(),
-                crate::store::times::Clock::Pod => app.when(&at),
+                Clock::Seen => "<unknown>".to_owned(),
+                Clock::Pod => app.when(&at),
                 c => format!("{} (the {}'s time)", app.when(&at), c.as_str()),
             }
         }),
@@ -106,17 +105,17 @@ fn identity_lines(app: &App, e: &ExecutorRecord, p: &ExecutorPod) -> Vec<Line<'s
             ),
         ));
     }
-    if let Some((at, clock)) = crate::store::times::gone(e) {
+    if let Some((at, clock)) = times::gone(e) {
         let how = match clock {
-            crate::store::times::Clock::Deletion => "deleted",
-            crate::store::times::Clock::Driver => "removed by the driver",
+            Clock::Deletion => "deleted",
+            Clock::Driver => "removed by the driver",
             _ => "gone",
         };
         lines.push(field(
             "Gone:",
             format!(
                 "{how} {} (the pod no longer exists)",
-                crate::store::times::shown(&app.when(&at), clock)
+                times::shown(&app.when(&at), clock)
             ),
         ));
     }

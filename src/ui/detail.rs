@@ -1,18 +1,16 @@
 //! The detail popup: container statuses, each finding with evidence and hint, Spark's view,
 //! events newest first, transitions.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use spark_triage_core::allocator::Controller;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::{ContainerState, quantity};
 
 use super::theme;
-use crate::{
-    app::App,
-    store::{ExecutorRecord, Gone},
-};
-use spark_triage_core::model::ContainerState;
+use crate::app::{App, EventsRead, Mode};
+use crate::store::{ExecutorRecord, Gone, times};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(e) = app.selected() else {
@@ -43,7 +41,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     for t in &e.history {
         lines.push(Line::raw(format!(
             "  {} {}{}",
-            crate::store::times::shown(&app.when(&t.at), t.clock),
+            times::shown(&app.when(&t.at), t.clock),
             t.state,
             t.note
                 .as_deref()
@@ -71,7 +69,7 @@ fn header_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     ]));
     // The cluster's times (creation, the end, the deletion); this view's own sight only
     // where nothing else says, and labelled so.
-    let (created, clock) = crate::store::times::created(e);
+    let (created, clock) = times::created(e);
     // The node as describe says it: the pod's, else why it is not known (its events being
     // read, none naming one, never scheduled).
     let mut times = format!(
@@ -80,18 +78,17 @@ fn header_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
             .node_name
             .as_deref()
             .map_or_else(|| format!("<{}>", no_node(app, e)), str::to_owned),
-        crate::store::times::shown(&app.when(&created), clock)
+        times::shown(&app.when(&created), clock)
     );
-    if let Some((ended, clock)) = crate::store::times::ended(e) {
+    if let Some((ended, clock)) = times::ended(e) {
         times.push_str(&format!(
             " · ended {}",
-            crate::store::times::shown(&app.when(&ended), clock)
+            times::shown(&app.when(&ended), clock)
         ));
     }
     times.push_str(&format!(" · Spark container {}", e.spark_container));
     lines.push(Line::styled(times, app.theme.dim()));
-    let gone_at = crate::store::times::gone(e)
-        .map(|(t, clock)| crate::store::times::shown(&app.when(&t), clock));
+    let gone_at = times::gone(e).map(|(t, clock)| times::shown(&app.when(&t), clock));
     match &e.gone {
         Some(Gone::Deleted { .. }) => lines.push(Line::styled(
             format!(
@@ -126,7 +123,7 @@ fn header_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
         None => {}
     }
     // Spark's statefulset or deployment allocator: a controller, not the driver, owns it.
-    if let Some(c) = spark_triage_core::allocator::Controller::of(&e.pod) {
+    if let Some(c) = Controller::of(&e.pod) {
         lines.push(Line::styled(
             format!(
                 "owned by {} (which the driver owns); after a kill, {}",
@@ -141,8 +138,7 @@ fn header_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
         {
             lines.push(Line::styled(
                 format!("held while deleted: the pod {blocks}"),
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Warn),
+                app.theme.severity(Severity::Warn),
             ));
         }
     }
@@ -215,7 +211,7 @@ fn findings_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
 }
 
 /// What the driver's REST API said about this executor.
-fn driver_section(app: &App, e: &crate::store::ExecutorRecord, lines: &mut Vec<Line<'_>>) {
+fn driver_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     let Some(seen) = &e.driver else { return };
     lines.push(Line::raw(""));
     lines.push(Line::styled(
@@ -254,10 +250,7 @@ fn driver_section(app: &App, e: &crate::store::ExecutorRecord, lines: &mut Vec<L
             .and_then(|c| c.limits.memory.clone());
         let share = match (
             d.peak.container_estimate(),
-            limit
-                .as_deref()
-                .and_then(spark_triage_core::model::quantity::parse)
-                .map(|b| b as u64),
+            limit.as_deref().and_then(quantity::parse).map(|b| b as u64),
         ) {
             (Some(p), Some(l)) if l > 0 => format!(
                 " = {}% of the {} limit",
@@ -325,9 +318,8 @@ fn spark_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
 /// Why an executor shows no events: none in the cluster (read), being read, not read (and
 /// why), or none seen by the event watch (which reads warnings and a few reasons). "Not
 /// read" and "none" never look the same.
-pub(super) fn no_events(app: &App, e: &crate::store::ExecutorRecord) -> String {
-    use crate::app::EventsRead;
-    if app.ctx.mode == crate::app::Mode::Replay {
+pub(super) fn no_events(app: &App, e: &ExecutorRecord) -> String {
+    if app.ctx.mode == Mode::Replay {
         return "none recorded".to_owned();
     }
     match app.evidence.events(&e.pod.namespace, &e.pod.name) {
@@ -346,10 +338,9 @@ pub(super) fn no_events(app: &App, e: &crate::store::ExecutorRecord) -> String {
 
 /// Why a pod's node is not known: its events (the kubelet's name it) are not read yet, or
 /// it was never scheduled.
-pub(super) fn no_node(app: &App, e: &crate::store::ExecutorRecord) -> String {
-    use crate::app::EventsRead;
+pub(super) fn no_node(app: &App, e: &ExecutorRecord) -> String {
     match app.evidence.events(&e.pod.namespace, &e.pod.name) {
-        _ if app.ctx.mode == crate::app::Mode::Replay => "none recorded".to_owned(),
+        _ if app.ctx.mode == Mode::Replay => "none recorded".to_owned(),
         Some(EventsRead::Reading) => "not known yet: reading its events".to_owned(),
         Some(EventsRead::Read(_)) => "none (no kubelet event names one)".to_owned(),
         Some(EventsRead::Failed(why)) => format!("not known: its events were not read ({why})"),

@@ -4,17 +4,19 @@
 
 use std::sync::Arc;
 
-use ratatui::{
-    Frame,
-    layout::{Constraint, Rect},
-    style::{Color, Modifier, Style},
-    text::{Line, Span},
-    widgets::{Block, Borders, Paragraph, Row, Table, Wrap},
-};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
+use spark_triage_core::diagnose::verdict::{Ending, SparkAccount};
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model::{Time, driver};
 
 use super::{CELL_WIDTH, Layout, theme};
 use crate::app::layout::{Density, scroll_offset};
-use crate::app::{App, Focus, Sort, View};
+use crate::app::{App, Focus, Sort, StateFilter, View, layout};
+use crate::store;
 use crate::store::{ExecutorRecord, times};
 
 pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
@@ -76,7 +78,7 @@ fn pane_block(app: &App, l: &Layout, visible: &[&Arc<ExecutorRecord>]) -> Block<
     };
     // The filters in force, named where their effect shows (not only in the footer).
     let mut filters = Vec::new();
-    if app.state_filter != crate::app::StateFilter::All {
+    if app.state_filter != StateFilter::All {
         filters.push(app.state_filter.label());
     }
     if !app.filter.is_empty() {
@@ -419,7 +421,7 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
         .unwrap_or(0)
         .max(8);
     for ((_, e, f), ago) in shown.into_iter().zip(agos) {
-        let label = crate::store::cause_label(f.code, e.exit_code());
+        let label = store::cause_label(f.code, e.exit_code());
         let text = format!("{ago:>age_w$}  executor {:<5} {label}: {}", e.id, f.summary);
         // Cut at a word with `…` (never mid-word: the detail has the rest).
         out.push(Line::styled(
@@ -433,26 +435,15 @@ fn endings(app: &App, rows: usize, width: usize) -> Vec<Line<'static>> {
 /// The app's executors that ended with a warning or an error, newest first by the
 /// cluster's clocks; then the ones killed through spark-triage (the operator's own acts,
 /// never before an incident).
-fn ended_badly(
-    app: &App,
-) -> Vec<(
-    (spark_triage_core::model::Time, times::Clock),
-    &ExecutorRecord,
-)> {
+fn ended_badly(app: &App) -> Vec<((Time, times::Clock), &ExecutorRecord)> {
     let Some(a) = app.current_app() else {
         return Vec::new();
     };
-    let mut ended: Vec<(
-        (spark_triage_core::model::Time, times::Clock),
-        &ExecutorRecord,
-    )> = a
+    let mut ended: Vec<((Time, times::Clock), &ExecutorRecord)> = a
         .executors
         .values()
         .filter(|e| {
-            (e.verdict
-                .severity()
-                .is_some_and(|s| s != spark_triage_core::diagnose::Severity::Info)
-                || killed(e))
+            (e.verdict.severity().is_some_and(|s| s != Severity::Info) || killed(e))
                 && (e.state().is_final() || e.is_missing() || e.verdict.ending.is_gone())
         })
         .filter_map(|e| Some((times::ended(e)?, &**e)))
@@ -470,7 +461,7 @@ fn ended_badly(
 fn killed(e: &ExecutorRecord) -> bool {
     e.verdict
         .cause()
-        .is_some_and(|f| f.code == spark_triage_core::diagnose::Code::KilledByTool)
+        .is_some_and(|f| f.code == Code::KilledByTool)
 }
 
 /// The rows the executors pane has content for at this inner width: the map's rows and
@@ -480,7 +471,7 @@ pub fn content_rows(app: &App, width: u16) -> u16 {
     let rows = match app.view {
         View::Table => n + 1,
         View::Map => {
-            let cols = usize::from((width / crate::app::layout::CELL_WIDTH).max(1));
+            let cols = usize::from((width / layout::CELL_WIDTH).max(1));
             let ended = ended_badly(app).len();
             n.div_ceil(cols) + if ended > 0 { 2 + ended } else { 0 }
         }
@@ -529,7 +520,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
     }
     if e.is_missing() {
         head.push(Span::styled(" · missing", style));
-    } else if e.verdict.ending != spark_triage_core::diagnose::verdict::Ending::Present {
+    } else if e.verdict.ending != Ending::Present {
         head.push(Span::styled(
             format!(" · {}", e.verdict.ending.describe()),
             app.theme.dim(),
@@ -562,9 +553,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
             ),
             Some(x) => format!(
                 "driver: removed · {}",
-                spark_triage_core::model::driver::reason_headline(
-                    x.remove_reason.as_deref().unwrap_or("-")
-                )
+                driver::reason_headline(x.remove_reason.as_deref().unwrap_or("-"))
             ),
         };
         lines.push(Line::styled(text, app.theme.dim()));
@@ -573,9 +562,7 @@ fn strip_lines(app: &App) -> Vec<Line<'static>> {
 }
 
 /// Whether Spark counted it, in a few words (the strip and the detail say the same).
-pub(super) fn counted_words(
-    v: &spark_triage_core::diagnose::verdict::SparkAccount,
-) -> &'static str {
+pub(super) fn counted_words(v: &SparkAccount) -> &'static str {
     if v.counted {
         "counted as a failure"
     } else if v.caused_by_app {
@@ -586,7 +573,7 @@ pub(super) fn counted_words(
 }
 
 /// `counted_words` with the setting it counts toward and any version note.
-pub(super) fn counted_text(v: &spark_triage_core::diagnose::verdict::SparkAccount) -> String {
+pub(super) fn counted_text(v: &SparkAccount) -> String {
     let mut s = counted_words(v).to_owned();
     if v.counted {
         s.push_str(" (spark.executor.maxNumFailures)");

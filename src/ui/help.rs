@@ -2,14 +2,14 @@
 //! border) and scrolled with the arrows when the screen is smaller. A replay lists the
 //! replay's keys and leaves out the actions a read-only recording cannot take.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use spark_triage_core::diagnose::Severity;
 
 use super::{centered, theme};
-use crate::app::{App, keymap::Action};
+use crate::app::App;
+use crate::app::keymap::Action;
 
 /// Replay's own keys (handled before the keymap while replaying).
 const REPLAY_KEYS: &[(&str, &str)] = &[
@@ -67,11 +67,7 @@ fn lines(app: &App) -> Vec<Line<'static>> {
                 Some(e) => format!(" {k}: {what}: {e}"),
                 None => format!(" {k}: {what}"),
             };
-            out.push(Line::styled(
-                text,
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Error),
-            ));
+            out.push(Line::styled(text, app.theme.severity(Severity::Error)));
         }
         out.push(Line::raw(""));
     }
@@ -137,13 +133,13 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use ratatui::{Terminal, backend::TestBackend};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
 
-    use crate::app::{
-        App, Context, Mode, Msg, Popup,
-        keymap::{Action, Keymap, Keys},
-        update,
-    };
+    use crate::app::keymap::{Action, Keymap, Keys};
+    use crate::app::{App, Context, Mode, Msg, Popup, update};
+    use crate::settings::ReadOnly;
+    use crate::ui;
 
     /// The configuration file's `[keys]` reach the help, the footer and the dispatch alike.
     #[test]
@@ -152,7 +148,7 @@ mod tests {
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::settings::ReadOnly::Off,
+            readonly: ReadOnly::Off,
             mode: Mode::Live,
         });
         let overrides = [
@@ -168,7 +164,7 @@ mod tests {
         );
         assert_eq!(app.popup, Some(Popup::Help), "F1 opens the help");
         let mut t = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
-        t.draw(|f| crate::ui::render(&app, f)).expect("draw");
+        t.draw(|f| ui::render(&app, f)).expect("draw");
         let screen = format!("{}", t.backend());
         assert!(screen.contains(" X        kill the marked"), "{screen}");
         assert!(screen.contains(" F1       this help"), "{screen}");

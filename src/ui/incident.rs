@@ -3,16 +3,16 @@
 //! make; then the app's settings that change verdicts. Wraps onto its lines rather than
 //! cutting a word at the border.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-    widgets::{Paragraph, Wrap},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::text::human_duration;
 
 use super::theme;
 use crate::app::App;
-use spark_triage_core::{diagnose::Severity, text::human_duration};
+use crate::store;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 || area.width < 3 {
@@ -103,7 +103,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     // The change to make on its own line, the setting first: it is what the reader acts on,
     // and a narrow pane wraps the rest of the line, not the setting.
     let driver_fix = (!plain)
-        .then(|| crate::store::suggestion(&cause.hint))
+        .then(|| store::suggestion(&cause.hint))
         .flatten()
         .map(|conf| (verdict.label(), conf));
     let fix = driver_fix

@@ -17,8 +17,12 @@ mod status_bar;
 pub mod theme;
 mod timeline;
 
-use ratatui::{Frame, layout::Rect};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use spark_triage_core::model;
+use spark_triage_core::model::Time;
 
+use crate::app::layout::apps_width;
 pub use crate::app::layout::{CELL_WIDTH, Layout, layout};
 use crate::app::{App, Popup};
 
@@ -28,7 +32,7 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
     // The incident strip's height follows its wrapped lines at this width.
     let right_w = area
         .width
-        .saturating_sub(crate::app::layout::apps_width(area.width).min(area.width));
+        .saturating_sub(apps_width(area.width).min(area.width));
     app.incident_rows.set(incident::rows(app, right_w));
     let inner_w = right_w.saturating_sub(2);
     app.strip_rows.set(executors::strip_rows(app, inner_w));
@@ -55,9 +59,9 @@ pub fn render(app: &App, f: &mut Frame<'_>) {
 impl App {
     /// A time as the screen shows it: UTC as RFC 3339 (`…Z`), or in the local zone with its
     /// offset (`2026-11-30 23:10:05 +01:00`), as the app's `display_offset` says.
-    pub(crate) fn when(&self, t: &spark_triage_core::model::Time) -> String {
+    pub(crate) fn when(&self, t: &Time) -> String {
         match self.display_offset() {
-            None => spark_triage_core::model::fmt_time(t),
+            None => model::fmt_time(t),
             Some(off) => t
                 .with_timezone(&off)
                 .format("%Y-%m-%d %H:%M:%S %:z")

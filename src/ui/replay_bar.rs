@@ -1,16 +1,17 @@
 //! The replay timeline bar: play state, speed, the replay clock, a progress bar with the
 //! failures marked, and the keys.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    style::Color,
-    text::{Line, Span},
-    widgets::Paragraph,
-};
-
-use crate::app::App;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Color;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
 use spark_triage_core::text::human_duration;
+
+use crate::app;
+use crate::app::App;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(r) = &app.replay else { return };
@@ -32,7 +33,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let tail = match (&r.seeking, in_gap) {
         (Some(buf), _) => format!(
             "  seek to: {} (1m30s, 10:43:00, RFC 3339; Enter)",
-            crate::app::with_cursor(buf, app.prompt_cursor)
+            app::with_cursor(buf, app.prompt_cursor)
         ),
         (None, Some(g)) => format!(
             "  ░ not recorded {} – {} (recorder down) · n/N · f",
@@ -53,7 +54,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         .map(|i| if i < filled { '━' } else { '─' })
         .collect();
     // Gaps: nothing recorded there.
-    let cell = |t: spark_triage_core::model::Time| {
+    let cell = |t: Time| {
         ((t - r.start).num_milliseconds().clamp(0, total) * (width as i64 - 1) / total) as usize
     };
     for g in &r.gaps {
@@ -73,8 +74,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         Span::raw(" "),
         Span::styled(
             bar.into_iter().collect::<String>(),
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Warn),
+            app.theme.severity(Severity::Warn),
         ),
         Span::styled(tail, app.theme.dim()),
     ]);
@@ -83,22 +83,26 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use ratatui::{Terminal, backend::TestBackend};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use crate::commands::replay;
+    use crate::record;
+    use crate::record::Gap;
 
     /// A directory whose recorder was down for a while: the gap is drawn on the bar, and
     /// when the replay clock is in it the bar says nothing was recorded.
     #[test]
     fn a_gap_is_drawn_and_named_when_the_clock_is_in_it() {
         let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
-        let mut rec = crate::record::read("mixed", &bytes[..]).expect("fixture");
+        let mut rec = record::read("mixed", &bytes[..]).expect("fixture");
         let start = rec.header.started_at;
-        let gap = crate::record::Gap {
+        let gap = Gap {
             from: start + chrono::Duration::seconds(40),
             to: start + chrono::Duration::seconds(70),
         };
         rec.gaps = vec![gap];
-        let mut app =
-            crate::commands::replay::replay_app(rec, Some(gap.from + chrono::Duration::seconds(5)));
+        let mut app = replay::replay_app(rec, Some(gap.from + chrono::Duration::seconds(5)));
         app.show_utc = true;
         let mut t = Terminal::new(TestBackend::new(160, 1)).expect("terminal");
         t.draw(|f| super::render(&app, f, f.area())).expect("draw");

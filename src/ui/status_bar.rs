@@ -1,20 +1,21 @@
 //! The top bar (context, scope, source health, age of the last full LIST, mode, read-only)
 //! and the footer (key hints from the keymap, or the filter being typed).
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    style::{Color, Style},
-    text::{Line, Span},
-    widgets::Paragraph,
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::text;
 
 use super::theme;
-use crate::{
-    app::{App, Mode},
-    source::Health,
-    store::{Freshness, Snapshot},
-};
+use crate::app;
+use crate::app::keymap::{Action as A, Action, Entry};
+use crate::app::{App, Focus, Mode, StateFilter};
+use crate::effect::Denied;
+use crate::source::Health;
+use crate::store::{Freshness, Snapshot};
 
 /// One part of the header, with what it may become when the bar is too narrow.
 struct Part {
@@ -98,18 +99,11 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
     let limit = app.stale_after.unwrap_or(std::time::Duration::MAX);
     let list = list_part(app, snap, limit);
     let bad = troubles(app);
-    let error = app
-        .theme
-        .severity(spark_triage_core::diagnose::Severity::Error);
+    let error = app.theme.severity(Severity::Error);
     let sources = sources_part(app, snap, area, &bad, error);
     let forgotten = forgotten_part(app, snap);
     let read_only = if app.ctx.readonly.on() {
-        Part::new(
-            " │ READ-ONLY",
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Warn),
-        )
-        .or(" │ RO")
+        Part::new(" │ READ-ONLY", app.theme.severity(Severity::Warn)).or(" │ RO")
     } else {
         Part::new("", Style::default())
     };
@@ -142,9 +136,8 @@ pub fn render_top(app: &App, f: &mut Frame<'_>, area: Rect) {
 
 /// The LIST's age (or that none came yet), an alarm once past the watchdog's limit.
 fn list_part(app: &App, snap: &Snapshot, limit: std::time::Duration) -> Part {
-    let human = |age: chrono::Duration| {
-        spark_triage_core::text::human_duration(chrono::Duration::seconds(age.num_seconds()))
-    };
+    let human =
+        |age: chrono::Duration| text::human_duration(chrono::Duration::seconds(age.num_seconds()));
     match snap.now.map(|now| snap.freshness(now, limit)) {
         Some(Freshness::Stale(age)) => Part::new(
             format!(" │ STALE: no LIST for {}", human(age)),
@@ -348,7 +341,7 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
     let line = if let Some(cmd) = &app.command {
         Line::from(vec![
             Span::styled(":", theme::title()),
-            Span::raw(crate::app::with_cursor(cmd, app.prompt_cursor)),
+            Span::raw(app::with_cursor(cmd, app.prompt_cursor)),
             Span::raw(
                 "  Enter run · Esc cancel · Tab complete · ↑↓ history · app NAME, ns NAME|all, ctx NAME, q",
             ),
@@ -356,15 +349,14 @@ pub fn render_footer(app: &App, f: &mut Frame<'_>, area: Rect) {
     } else if app.editing_filter {
         Line::from(vec![
             Span::styled("filter: ", theme::title()),
-            Span::raw(crate::app::with_cursor(&app.filter, app.prompt_cursor)),
+            Span::raw(app::with_cursor(&app.filter, app.prompt_cursor)),
             Span::raw("  Enter keep · Esc clear"),
         ])
     } else if let Some(n) = &app.notice {
         // The flash line: an action's result, why a key is off (until the next move).
         Line::styled(
             super::fit(&n.replace('\n', " "), usize::from(area.width)),
-            app.theme
-                .severity(spark_triage_core::diagnose::Severity::Warn),
+            app.theme.severity(Severity::Warn),
         )
     } else {
         hints_line(app, area)
@@ -379,7 +371,7 @@ fn hints_line(app: &App, area: Rect) -> Line<'static> {
     // The full words if they fit, else the first two words of each, else as many hints
     // as fit: a hint is never cut in the middle.
     // The filters in force lead the line; the hints have the rest.
-    let filtered = !app.filter.is_empty() || app.state_filter != crate::app::StateFilter::All;
+    let filtered = !app.filter.is_empty() || app.state_filter != StateFilter::All;
     let prefix = filtered.then(|| format!("[{} /{}] ", app.state_filter.label(), app.filter));
     let width =
         usize::from(area.width).saturating_sub(prefix.as_ref().map_or(0, |p| p.chars().count()));
@@ -407,7 +399,7 @@ fn hints_line(app: &App, area: Rect) -> Line<'static> {
         .keymap
         .entries()
         .iter()
-        .find(|e| e.action() == crate::app::keymap::Action::Help)
+        .find(|e| e.action() == Action::Help)
         .map(|e| e.label.clone());
     let help_w = hints
         .iter()
@@ -446,14 +438,7 @@ fn hints_line(app: &App, area: Rect) -> Line<'static> {
         spans.push(Span::styled(words, app.theme.dim()));
     }
     if let Some(p) = prefix {
-        spans.insert(
-            0,
-            Span::styled(
-                p,
-                app.theme
-                    .severity(spark_triage_core::diagnose::Severity::Warn),
-            ),
-        );
+        spans.insert(0, Span::styled(p, app.theme.severity(Severity::Warn)));
     }
     Line::from(spans)
 }
@@ -476,7 +461,7 @@ fn footer_hints(app: &App, area: Rect) -> Vec<(&str, &str, Option<String>)> {
         .sum();
     let compact_words = full > usize::from(area.width);
     let mut hints: Vec<(&str, &str, Option<String>)> = Vec::new();
-    let mut hinted: Vec<(&crate::app::keymap::Entry, &str)> = app
+    let mut hinted: Vec<(&Entry, &str)> = app
         .keymap
         .entries()
         .iter()
@@ -488,8 +473,8 @@ fn footer_hints(app: &App, area: Rect) -> Vec<(&str, &str, Option<String>)> {
     for (e, word) in hinted {
         let b = e.binding;
         let verb = match b.action {
-            crate::app::keymap::Action::Kill => Some("delete"),
-            crate::app::keymap::Action::Hold => Some("patch"),
+            Action::Kill => Some("delete"),
+            Action::Hold => Some("patch"),
             _ => None,
         };
         let disabled = verb.and_then(|v| {
@@ -500,11 +485,11 @@ fn footer_hints(app: &App, area: Rect) -> Vec<(&str, &str, Option<String>)> {
                 .gate(&app.ctx.readonly, &ns, v)
                 .err()
                 .map(|e| match e {
-                    crate::effect::Denied::ReadOnly(_) => "read-only".to_owned(),
-                    crate::effect::Denied::Permission { verb, .. } => {
+                    Denied::ReadOnly(_) => "read-only".to_owned(),
+                    Denied::Permission { verb, .. } => {
                         format!("no {verb} permission")
                     }
-                    crate::effect::Denied::Unlogged(_) => "not logged".to_owned(),
+                    Denied::Unlogged(_) => "not logged".to_owned(),
                 })
         });
         // A replay cannot act: its off keys would only crowd the keys that work.
@@ -522,10 +507,9 @@ fn footer_hints(app: &App, area: Rect) -> Vec<(&str, &str, Option<String>)> {
 
 /// Where a hinted key stands in the footer (lower first): what a failing job needs at 80
 /// columns comes before what is one `?` away.
-fn hint_rank(a: crate::app::keymap::Action, focus: crate::app::Focus) -> u8 {
-    use crate::app::keymap::Action as A;
+fn hint_rank(a: Action, focus: Focus) -> u8 {
     match a {
-        A::NextPane if focus == crate::app::Focus::Apps => 0,
+        A::NextPane if focus == Focus::Apps => 0,
         A::Logs => 1,
         A::Kill => 2,
         A::Detail => 3,

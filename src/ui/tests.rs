@@ -1,12 +1,20 @@
 //! Frame snapshots: every pane and popup at 60×16, 80×24, 120×40 and 200×50, on a recorded session of the
 //! simulator's `mixed` scenario (so the data and its times are fixed).
 
-use ratatui::{Terminal, backend::TestBackend};
-
-use crate::{
-    app::{App, Context, Mode, Popup, View, update},
-    record,
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use spark_triage_core::model::driver::PeakMemory;
+use spark_triage_core::model::{
+    DriverExecutor, ExecutorPod, HOLD_EXPIRES, HOLD_FINALIZER, Role, testing,
 };
+
+use crate::app::{App, Confirm, Context, Mode, Msg, Popup, StateFilter, View, update};
+use crate::commands::replay;
+use crate::output::report::Window;
+use crate::output::{report, status};
+use crate::settings::ReadOnly;
+use crate::source::{DriverView, Health, SourceEvent, SourceKind};
+use crate::{record, source};
 
 fn session() -> App {
     let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
@@ -15,11 +23,11 @@ fn session() -> App {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Replay,
     });
     for ev in rec.events {
-        update(&mut app, crate::app::Msg::Source(ev));
+        update(&mut app, Msg::Source(ev));
     }
     app
 }
@@ -39,7 +47,7 @@ fn etl_exec(app: &mut App, id: i64) {
 }
 
 fn draw(app: &mut App, w: u16, h: u16) -> String {
-    update(app, crate::app::Msg::Resize(w, h));
+    update(app, Msg::Resize(w, h));
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     t.draw(|f| super::render(app, f)).expect("draw");
     format!("{}", t.backend())
@@ -93,9 +101,9 @@ frames!(stale_sources, |app: &mut App| {
     let at = app.store.view().now.expect("a clock");
     update(
         app,
-        crate::app::Msg::Source(crate::source::SourceEvent::SourceHealth {
-            source: crate::source::SourceKind::PodPoll,
-            health: crate::source::Health::Retrying {
+        Msg::Source(source::SourceEvent::SourceHealth {
+            source: SourceKind::PodPoll,
+            health: Health::Retrying {
                 error: "no complete answer within 30s (--request-timeout)".into(),
             },
             at,
@@ -117,14 +125,14 @@ fn empty_and_tiny_screens_do_not_panic() {
     let mut empty = App::new(Context {
         context: "c".into(),
         scope: "all namespaces".into(),
-        readonly: crate::settings::ReadOnly::flag(),
+        readonly: ReadOnly::flag(),
         mode: Mode::Live,
     });
     insta::assert_snapshot!("empty_80x24", draw(&mut empty, 80, 24));
     // A misspelt namespace: said where the apps would be, with where Spark runs.
     update(
         &mut empty,
-        crate::app::Msg::Source(crate::source::SourceEvent::ScopeNote {
+        Msg::Source(source::SourceEvent::ScopeNote {
             text: "namespace \"spark-job\" does not exist; Spark applications run in: spark-jobs"
                 .into(),
             at: chrono::DateTime::UNIX_EPOCH,
@@ -154,37 +162,31 @@ fn empty_and_tiny_screens_do_not_panic() {
 fn held(app: &mut App) {
     let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
     let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
-    let last = |pred: &dyn Fn(&spark_triage_core::model::ExecutorPod) -> bool| {
+    let last = |pred: &dyn Fn(&ExecutorPod) -> bool| {
         rec.events
             .iter()
             .rev()
             .find_map(|e| match e {
-                crate::source::SourceEvent::PodUpserted { pod, .. } if pred(pod) => {
-                    Some((**pod).clone())
-                }
+                source::SourceEvent::PodUpserted { pod, .. } if pred(pod) => Some((**pod).clone()),
                 _ => None,
             })
             .expect("pod in fixture")
     };
     let mut driver = last(&|p| {
-        p.role() == Some(spark_triage_core::model::Role::Driver)
-            && p.label("spark-app-name") == Some("etl-nightly")
+        p.role() == Some(Role::Driver) && p.label("spark-app-name") == Some("etl-nightly")
     });
-    driver.tool_annotations.insert(
-        spark_triage_core::model::HOLD_EXPIRES.into(),
-        "2099-01-01T00:00:00Z".into(),
-    );
+    driver
+        .tool_annotations
+        .insert(HOLD_EXPIRES.into(), "2099-01-01T00:00:00Z".into());
     let mut eleven =
         last(&|p| p.label("spark-app-name") == Some("etl-nightly") && p.executor_id() == Some(11));
-    eleven
-        .finalizers
-        .push(spark_triage_core::model::HOLD_FINALIZER.into());
+    eleven.finalizers.push(HOLD_FINALIZER.into());
     eleven.resource_version = Some("999999".into());
     let at = app.store.view().now.expect("now");
     for pod in [driver, eleven] {
         update(
             app,
-            crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
+            Msg::Source(source::SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(pod),
                 at,
             }),
@@ -197,7 +199,7 @@ frames!(kill_confirm_popup, |app: &mut App| {
     etl_exec(app, 2);
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char(' '),
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -205,14 +207,14 @@ frames!(kill_confirm_popup, |app: &mut App| {
     app.selected_exec = Some(3);
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char(' '),
             crossterm::event::KeyModifiers::NONE,
         )),
     );
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('K'),
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -226,7 +228,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     let key = |app: &mut App, c: char| {
         update(
             app,
-            crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            Msg::Key(crossterm::event::KeyEvent::new(
                 crossterm::event::KeyCode::Char(c),
                 crossterm::event::KeyModifiers::NONE,
             )),
@@ -237,7 +239,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     key(app, ' ');
     // A new application appears while etl-nightly is selected.
     let at = app.store.view().now.expect("clock");
-    let driver = spark_triage_core::model::testing::pod(serde_json::json!({
+    let driver = testing::pod(serde_json::json!({
         "metadata": {"name": "aaa-new-driver", "namespace": "spark-jobs", "resourceVersion": "999999",
                      "labels": {"spark-app-selector": "spark-aaa", "spark-app-name": "aaa-new",
                                 "spark-role": "driver"}},
@@ -245,7 +247,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     }));
     update(
         app,
-        crate::app::Msg::Source(crate::source::SourceEvent::PodUpserted {
+        Msg::Source(source::SourceEvent::PodUpserted {
             pod: std::sync::Arc::new(driver),
             at,
         }),
@@ -261,7 +263,7 @@ frames!(app_appears_above_the_selection, |app: &mut App| {
     );
     key(app, 'K');
     match &app.confirm {
-        Some(crate::app::Confirm::Kill { targets, .. }) => {
+        Some(Confirm::Kill { targets, .. }) => {
             let got: Vec<(&str, i64)> = targets
                 .iter()
                 .map(|t| (t.app_id.as_str(), t.executor))
@@ -280,19 +282,19 @@ frames!(hold_confirm_popup, |app: &mut App| {
     etl_exec(app, 11);
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('H'),
             crossterm::event::KeyModifiers::NONE,
         )),
     );
 });
 frames!(disabled_actions, |app: &mut App| {
-    app.ctx.readonly = crate::settings::ReadOnly::flag();
+    app.ctx.readonly = ReadOnly::flag();
     app.ctx.mode = Mode::Live;
     etl_exec(app, 2);
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('K'),
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -320,7 +322,7 @@ frames!(log_pane, |app: &mut App| {
     ];
     update(
         app,
-        crate::app::Msg::Source(crate::source::SourceEvent::LogCaptured {
+        Msg::Source(source::SourceEvent::LogCaptured {
             namespace: "spark-jobs".into(),
             pod,
             lines,
@@ -330,7 +332,7 @@ frames!(log_pane, |app: &mut App| {
     etl_exec(app, 8);
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('l'),
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -342,7 +344,7 @@ fn replay_at(secs: Option<i64>) -> App {
     let bytes = include_bytes!("../../tests/fixtures/mixed-session.ndjson");
     let rec = record::read("mixed-session", &bytes[..]).expect("fixture reads");
     let at = secs.map(|s| rec.header.started_at + chrono::Duration::seconds(s));
-    let mut app = crate::commands::replay::replay_app(rec, at);
+    let mut app = replay::replay_app(rec, at);
     if app
         .apps()
         .iter()
@@ -374,12 +376,12 @@ fn two_replays_render_identical_frames() {
         for k in keys {
             update(
                 app,
-                crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+                Msg::Key(crossterm::event::KeyEvent::new(
                     crossterm::event::KeyCode::Char(k),
                     crossterm::event::KeyModifiers::NONE,
                 )),
             );
-            update(app, crate::app::Msg::ReplayAdvance(1500));
+            update(app, Msg::ReplayAdvance(1500));
         }
     }
     let fa = draw(&mut a, 160, 40);
@@ -398,7 +400,7 @@ fn two_replays_render_identical_frames() {
     c.selected_app = a.selected_app.clone();
     c.selected_exec = a.selected_exec;
     c.notice = a.notice.clone();
-    update(&mut c, crate::app::Msg::ReplayAdvance(0)); // settles the selection, as any update does
+    update(&mut c, Msg::ReplayAdvance(0)); // settles the selection, as any update does
     assert!(pos > start);
     assert_eq!(fa, draw(&mut c, 160, 40));
 }
@@ -406,8 +408,6 @@ fn two_replays_render_identical_frames() {
 /// The driver's REST view of etl-nightly 90 s after the session's end (every kind of
 /// agreement and disagreement), and adhoc-analysis's driver out of reach.
 fn driver_views(app: &mut App) {
-    use crate::source::{DriverView, SourceEvent};
-    use spark_triage_core::model::{DriverExecutor, driver::PeakMemory};
     let now = app.store.view().now.expect("session has a clock") + chrono::Duration::seconds(90);
     let key = |name: &str| {
         app.apps()
@@ -464,7 +464,7 @@ fn driver_views(app: &mut App) {
     ] {
         update(
             app,
-            crate::app::Msg::Source(SourceEvent::DriverExecutors {
+            Msg::Source(SourceEvent::DriverExecutors {
                 namespace: ns.clone(),
                 app_id,
                 view,
@@ -497,7 +497,7 @@ frames!(driver_view_unavailable, |app: &mut App| {
 frames!(driver_view_unavailable_read_earlier, |app: &mut App| {
     driver_views(app);
     let later = app.store.view().now.expect("time") + chrono::Duration::seconds(40);
-    update(app, crate::app::Msg::Tick(later));
+    update(app, Msg::Tick(later));
     select_app(app, "adhoc-analysis");
 });
 
@@ -513,18 +513,18 @@ fn counted_agrees_across_detail_strip_status_and_report() {
         "real-spark-oom.ndjson.zst",
     ] {
         let rec = record::open(&root.join(name)).expect("recording reads");
-        let whole = crate::output::report::Window::default();
-        let state = crate::output::report::state_of(&rec, &whole);
-        let report = crate::output::report::from_state(name, &rec.header, &state, &whole);
+        let whole = Window::default();
+        let state = report::state_of(&rec, &whole);
+        let report = report::from_state(name, &rec.header, &state, &whole);
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: crate::settings::ReadOnly::flag(),
+            readonly: ReadOnly::flag(),
             mode: Mode::Replay,
         });
-        update(&mut app, crate::app::Msg::Sources(rec.events.clone()));
-        let status = crate::output::status::report(app.store.view(), None);
-        let table = crate::output::status::render_table(&status, false);
+        update(&mut app, Msg::Sources(rec.events.clone()));
+        let status = status::report(app.store.view(), None);
+        let table = status::render_table(&status, false);
         let mut checked = 0;
         for (ai, a) in app
             .apps()
@@ -570,7 +570,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
                 // strip and detail
                 app.select_app_at(ai);
                 app.selected_exec = Some(e.id);
-                app.state_filter = crate::app::StateFilter::All;
+                app.state_filter = StateFilter::All;
                 app.filter.clear();
                 app.popup = None;
                 let strip = draw(&mut app, 200, 50);

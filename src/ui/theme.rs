@@ -7,10 +7,11 @@
 //! (`app.theme.dim()`): the theme is the app's value, handed to whatever draws.
 
 use ratatui::style::{Color, Modifier, Style};
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::ExecutorState;
 
 pub use crate::app::Theme;
 use crate::store::ExecutorRecord;
-use spark_triage_core::{diagnose::Severity, model::ExecutorState};
 
 impl Theme {
     /// A foreground colour, or nothing in `mono`.

@@ -1,13 +1,12 @@
 //! The application timeline popup: executors added, running, failed with the reason,
 //! deleted, missing, in order.
 
-use ratatui::{
-    Frame,
-    layout::Rect,
-    text::{Line, Span},
-};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
 
 use crate::app::App;
+use crate::store::TimelineEntry;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(a) = app.current_app() else {
@@ -19,8 +18,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     // Newest first by the cluster's clocks (the store keeps them in time order); within one
     // second (what the screen shows) by executor id (1, 2, 10), then as they came. A time
     // only this view knows (when it first saw a thing) is marked `*`.
-    let mut entries: Vec<(usize, &crate::store::TimelineEntry)> =
-        a.timeline.iter().enumerate().collect();
+    let mut entries: Vec<(usize, &TimelineEntry)> = a.timeline.iter().enumerate().collect();
     entries.sort_by(|(i, x), (j, y)| {
         y.at.timestamp()
             .cmp(&x.at.timestamp())

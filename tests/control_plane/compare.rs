@@ -5,11 +5,9 @@
 //! Differences
 //! are failures here, or entries in docs/simulator.md's table when kept on purpose.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use super::{NS, cmd};
 

@@ -11,13 +11,13 @@
 //! semantics; `down` leaving no process. Without Go, kubectl or openssl (build.rs) it is
 //! ignored, with its reason; a run the script skips all the same fails.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Output},
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
 
+use cmd::{cmd, wait_until};
 use serde_json::Value;
+use tmux::Tmux;
 
 #[path = "../support/cmd.rs"]
 mod cmd;
@@ -30,8 +30,6 @@ mod reference;
 mod spark_pod;
 #[path = "../support/tmux.rs"]
 mod tmux;
-use cmd::{cmd, wait_until};
-use tmux::Tmux;
 
 const NS: &str = "spark-jobs";
 const APP: &str = "spark-cp-0001";

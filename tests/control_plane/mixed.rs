@@ -19,27 +19,20 @@
 //! because which pod the real scheduler picks as the victim depends on placement; the test
 //! beside it has the real scheduler preempt a pod.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    thread::JoinHandle,
-    time::{Duration, Instant},
-};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use k8s_openapi::api::{
-    core::v1::{ConfigMap, Pod},
-    events::v1::Event,
-};
-use kube::{
-    Api, Client, Config,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-    config::{KubeConfigOptions, Kubeconfig},
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
 use serde_json::{Value, json};
+use spark_triage_sim::scenario;
 use spark_triage_sim::scenario::{AppSpec, ExecutorSel, Fate, FateAction, Scenario};
 
 /// Deletes a pod behind the API server's back (`control-plane.sh vanish`).
@@ -385,7 +378,7 @@ fn executor(app: &App, id: i64) -> Value {
 /// but for the one documented difference: kube-scheduler 1.37 no longer names the taint
 /// (docs/simulator.md). The apps are deleted afterwards.
 pub fn same_verdicts_as_the_simulator(c: &super::Cluster) {
-    let scenario = spark_triage_sim::scenario::load("mixed").expect("the mixed scenario");
+    let scenario = scenario::load("mixed").expect("the mixed scenario");
     let names: Vec<String> = scenario.apps.iter().map(|a| a.name.clone()).collect();
     let kc = c.admin.display().to_string();
     // The tool first, so it has seen every executor before any ends (a missing executor is

@@ -3,10 +3,8 @@
 //! `DisruptionTarget` condition and `Preempted` event). (In `mixed`, the driver plays the
 //! scheduler's calls itself; see mixed.rs.)
 
-use std::{
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 

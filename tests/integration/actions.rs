@@ -3,7 +3,8 @@
 use std::process::Stdio;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, ResourceExt, api::ListParams};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use spark_triage_sim::SimHandle;
 
 use super::common::{client, eventually, phase, start_sim, start_sim_with, triage};
@@ -584,8 +585,9 @@ async fn kill_never_deletes_a_pod_the_apps_driver_does_not_own() {
 /// nothing written; it used to say nothing was held and exit 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hold_of_an_ended_app_is_refused_and_exits_1() {
-    use super::common::{plain_pod, wait_running};
     use kube::api::PostParams;
+
+    use super::common::{plain_pod, wait_running};
     let sim = start_sim("empty", 1.0, &[]).await;
     let log = temp_log("hold-ended");
     let pods: Api<Pod> = Api::namespaced(client(&sim).await, "default");

@@ -7,15 +7,18 @@
 
 use std::collections::BTreeMap;
 
-use ratatui::{Terminal, backend::TestBackend};
-use spark_triage::{
-    app::{App, Context, Mode, Msg, update},
-    store::AppRecord,
-};
-use spark_triage_core::{
-    diagnose::{Code, Severity},
-    model::{ExecutorPod, PodEvent},
-};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use spark_triage::app::{App, Context, Mode, Msg, update};
+use spark_triage::output::report;
+use spark_triage::output::report::Window;
+use spark_triage::settings::ReadOnly;
+use spark_triage::store::AppRecord;
+use spark_triage::{record, ui};
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::explain;
+use spark_triage_core::model::{ExecutorPod, PodEvent};
+use spark_triage_sim::scenario::BUILT_IN;
 
 use super::common::{start_sim, triage};
 
@@ -32,7 +35,7 @@ const DRIVER_POD_CAUSES: [Code; 6] = [
 fn frame(app: &mut App, w: u16, h: u16) -> Vec<String> {
     update(app, Msg::Resize(w, h));
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    t.draw(|f| spark_triage::ui::render(app, f)).expect("draw");
+    t.draw(|f| ui::render(app, f)).expect("draw");
     let buf = t.backend().buffer().clone();
     (0..h)
         .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
@@ -62,7 +65,7 @@ fn still_there(a: &AppRecord) -> (Vec<ExecutorPod>, Vec<PodEvent>) {
 async fn every_output_says_the_same_app_verdict_in_every_scenario() {
     let dir = std::env::temp_dir().join(format!("st-agree-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let names: Vec<&str> = spark_triage_sim::scenario::BUILT_IN
+    let names: Vec<&str> = BUILT_IN
         .iter()
         .map(|(n, _)| *n)
         .filter(|n| *n != "empty")
@@ -104,15 +107,15 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
 
     let mut checked = BTreeMap::new();
     for (name, file) in &files {
-        let rec = spark_triage::record::open(file).unwrap();
-        let whole = spark_triage::output::report::Window::default();
-        let state = spark_triage::output::report::state_of(&rec, &whole);
-        let report = spark_triage::output::report::from_state(name, &rec.header, &state, &whole);
+        let rec = record::open(file).unwrap();
+        let whole = Window::default();
+        let state = report::state_of(&rec, &whole);
+        let report = report::from_state(name, &rec.header, &state, &whole);
         let report = serde_json::to_value(report).unwrap();
         let mut app = App::new(Context {
             context: "c".into(),
             scope: "s".into(),
-            readonly: spark_triage::settings::ReadOnly::flag(),
+            readonly: ReadOnly::flag(),
             mode: Mode::Replay,
         });
         update(&mut app, Msg::Sources(rec.events.clone()));
@@ -180,7 +183,7 @@ async fn every_output_says_the_same_app_verdict_in_every_scenario() {
             // explain, on the pods still there: the driver pod's own causes agree.
             let (pods, events) = still_there(a);
             if DRIVER_POD_CAUSES.contains(&cause.code) && !pods.is_empty() {
-                let x = spark_triage_core::explain::explain_with(
+                let x = explain::explain_with(
                     &pods,
                     &events,
                     &a.groups.objects,

@@ -2,7 +2,9 @@
 //! queries are PromQL and the dashboard follows Grafana's own schema (Grafana's Foundation
 //! SDK decodes it strictly), and every metric they name is one the tool serves.
 
-use std::{collections::BTreeSet, path::PathBuf, process::Command};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
 
 use serde_json::Value;
 

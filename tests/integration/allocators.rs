@@ -2,14 +2,10 @@
 //! deployment allocators' pods, through `status -o json`, `kill` and `hold` (the real
 //! binary) against the simulator's `allocators` scenario.
 
-use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet, StatefulSet},
-    core::v1::Pod,
-};
-use kube::{
-    Api, ResourceExt,
-    api::{ListParams, PostParams},
-};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use super::actions::{act_on, temp_log, writes};

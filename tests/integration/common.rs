@@ -1,10 +1,8 @@
 //! Helpers shared by the integration tests: the binary's outputs; the simulator's own
 //! (start one, a real kube client, waiting) come from `spark_triage_sim::testing`.
 
-use std::{
-    ffi::{OsStr, OsString},
-    process::{Output, Stdio},
-};
+use std::ffi::{OsStr, OsString};
+use std::process::{Output, Stdio};
 
 pub use spark_triage_sim::testing::{
     client, eventually, phase, plain_pod, start_sim, start_sim_with, wait_running,

@@ -4,16 +4,17 @@
 //! token file read again, as client-go does) and recording goes on; credentials that stay
 //! refused make `/healthz` fail, so a Deployment's liveness probe restarts the recorder.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
+use std::time::Duration;
 
-use super::{
-    common::{eventually, start_sim},
-    flight::{get, metric, recorder_logged},
-    hostile::temp_dir,
-};
+use spark_triage_sim::{SimHandle, testing};
+
+use super::common::{eventually, start_sim};
+use super::flight::{get, metric, recorder_logged};
+use super::hostile::temp_dir;
 
 /// Only these bearer tokens are accepted from now on.
-async fn accept(sim: &spark_triage_sim::SimHandle, tokens: &[&str]) {
+async fn accept(sim: &SimHandle, tokens: &[&str]) {
     let body = serde_json::to_string(tokens).unwrap();
     let addr = sim.url.trim_start_matches("http://");
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -93,10 +94,7 @@ async fn revoke_then_refuse(user: &str, dir: &Path, rotate: impl Fn(&str)) {
     );
     // The recorder's own last line says why its sources fail.
     let pid = child.id().unwrap();
-    assert!(
-        spark_triage_sim::testing::terminate(pid),
-        "SIGTERM to the recorder"
-    );
+    assert!(testing::terminate(pid), "SIGTERM to the recorder");
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
     let lines = log.await.unwrap().join("\n");
     assert!(!lines.contains("tok-"), "a token in the output:\n{lines}");

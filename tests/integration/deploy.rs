@@ -2,11 +2,9 @@
 //! read-only, it runs as non-root with a volume for its segments, and the image is built
 //! in stages onto a non-root base.
 
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    core::v1::{Namespace, PersistentVolumeClaim, ServiceAccount},
-    rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding},
-};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use serde_json::Value;
 
 fn root() -> std::path::PathBuf {

@@ -6,10 +6,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    Api,
-    api::{ListParams, PostParams},
-};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
 use serde_json::Value;
 
 use super::common::{client, eventually, phase, start_sim, status_json, triage};

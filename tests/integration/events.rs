@@ -3,15 +3,14 @@
 //! recorder started again (with nothing of the first one's state) updates that Event
 //! without counting anyone twice, and without trusting ids planted on it.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{common::start_sim, flight::recorder_logged};
+use super::common::start_sim;
+use super::flight::recorder_logged;
 
 /// 30 executors, each OOM-killed by its cgroup at 5 s; Spark allows 100 failures, so it
 /// replaces them and the app goes on; their pods are kept (a recorder started later sees

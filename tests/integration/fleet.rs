@@ -4,12 +4,15 @@
 //! and by `report --tables`, each giving the per-cause counts `report` gives on the same
 //! recording, with no row twice. docs/fleet.md's example queries run here too.
 
-use std::{collections::BTreeMap, process::Stdio, time::Duration};
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
+use spark_triage::fleet::Table;
+use spark_triage::fleet::parquet::column_names;
 
 use super::common::{start_sim, succeeded, triage};
-use spark_triage::fleet::{Table, parquet::column_names};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -2,13 +2,14 @@
 //! with SIGKILL mid-segment and restarted loses nothing but its last second, /metrics and
 //! /healthz answer, retention keeps the directory small.
 
-use std::{collections::BTreeMap, process::Stdio, time::Duration};
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
-use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
-    process::{Child, Command},
-};
+use spark_triage_sim::SimHandle;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
 
 use super::common::{start_sim, succeeded, triage};
 
@@ -469,14 +470,7 @@ async fn idle_and_slow_clients_cannot_stop_the_recorder() {
 /// The simulator's `mixed` scenario and a recorder of it (into a file named by `tag`)
 /// serving its endpoints on loopback, `/readyz` answering: the simulator (kept alive by the
 /// caller), the recorder, its address, its file.
-async fn mixed_recorder(
-    tag: &str,
-) -> (
-    spark_triage_sim::SimHandle,
-    Child,
-    String,
-    std::path::PathBuf,
-) {
+async fn mixed_recorder(tag: &str) -> (SimHandle, Child, String, std::path::PathBuf) {
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
     let file = std::env::temp_dir().join(format!("st-{tag}-{}.ndjson", std::process::id()));

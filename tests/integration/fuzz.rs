@@ -4,7 +4,10 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use spark_triage_core::{classify::ClassifyOptions, explain, input};
+use spark_triage::record;
+use spark_triage::store::Store;
+use spark_triage_core::classify::ClassifyOptions;
+use spark_triage_core::{explain, input};
 
 /// Runs everything `explain` runs, in-process. Errors are fine; panics are not.
 fn pipeline(bytes: &[u8]) {
@@ -289,15 +292,15 @@ proptest! {
     /// corrupted anywhere.
     #[test]
     fn the_recording_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..2048), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), with in any::<u8>()) {
-        let _ = spark_triage::record::read("fuzz", &bytes[..]);
+        let _ = record::read("fuzz", &bytes[..]);
         let fixture = include_bytes!("../fixtures/mixed-session.ndjson");
         let mut mutated = fixture[..cut.index(fixture.len())].to_vec();
         if !mutated.is_empty() {
             let i = flip.index(mutated.len());
             mutated[i] = with;
         }
-        if let Ok(rec) = spark_triage::record::read("fuzz", &mutated[..]) {
-            let mut store = spark_triage::store::Store::new();
+        if let Ok(rec) = record::read("fuzz", &mutated[..]) {
+            let mut store = Store::new();
             for ev in rec.events {
                 store.apply(ev);
             }

@@ -5,11 +5,9 @@
 //! a concrete value; and the timeline dates the executors that ended before the view started
 //! by the cluster's clocks, not by when the view first saw them.
 
-use std::{
-    io::{BufRead, BufReader, Write},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 

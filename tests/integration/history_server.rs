@@ -6,13 +6,11 @@
 
 use std::net::SocketAddr;
 
-use axum::{
-    Router,
-    extract::{Path, State},
-    http::{HeaderMap, StatusCode},
-    response::IntoResponse,
-    routing::get,
-};
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
 
 use super::common::triage;
 

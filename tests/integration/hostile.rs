@@ -7,17 +7,14 @@
 //! The loopback servers' helpers here serve the other hostile files too (actions, network,
 //! text).
 
-use std::{
-    io::Write as _,
-    path::{Path, PathBuf},
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpListener, TcpStream},
-};
+use spark_triage::record::Header;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 use super::common::triage;
 
@@ -448,7 +445,7 @@ async fn an_exec_plugin_that_prints_a_token_then_fails_never_shows_the_token() {
 #[tokio::test]
 async fn a_huge_recording_line_and_a_zstd_bomb_cost_no_memory() {
     let dir = temp_dir("huge-line");
-    let header = spark_triage::record::Header::new(
+    let header = Header::new(
         chrono::DateTime::UNIX_EPOCH,
         "namespace x".into(),
         "spark-role".into(),

@@ -2,10 +2,8 @@
 //! some pods) tries every pod and says which failed; a kill or hold that cannot be logged
 //! is not made; a read-only run says what made it so, and another file cannot lift it.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::hostile::{
     Auth, TOKEN, held_pod, json, kubeconfig, request, run, serve_each, status, temp_dir,

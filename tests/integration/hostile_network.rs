@@ -2,11 +2,10 @@
 //! forbidden event watch that backs off, a malformed watch line, a false deletion undone
 //! by the next LIST.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use spark_triage::source::live::EVENT_SELECTORS;
 use tokio::io::AsyncWriteExt;
 
 use super::hostile::{Auth, held_pod, json, kubeconfig, request, run, serve_each, temp_dir};
@@ -41,7 +40,7 @@ async fn forbidden_events_back_off_and_stay_forbidden() {
         .filter(|r| r.method == "GET" && r.uri.contains("/events?") && !r.uri.contains("watch="))
         .count();
     eprintln!("forbidden event LISTs in 20 s: {lists}");
-    let selectors = spark_triage::source::live::EVENT_SELECTORS.len();
+    let selectors = EVENT_SELECTORS.len();
     assert!(
         lists >= selectors && lists <= selectors * 6,
         "{lists} event LISTs in 20 s from {selectors} watches"

@@ -12,10 +12,8 @@ const FORGED: &str = "boom\u{202E}evil\u{1b}[2J\n99  running  -  -  active  -  -
 #[tokio::test]
 async fn text_outputs_cannot_be_forged_by_cluster_data() {
     use k8s_openapi::api::core::v1::Pod;
-    use kube::{
-        Api,
-        api::{Patch, PatchParams, PostParams},
-    };
+    use kube::Api;
+    use kube::api::{Patch, PatchParams, PostParams};
 
     use super::common::{client, plain_pod, start_sim, triage, wait_running};
     let sim = start_sim("empty", 1.0, &[]).await;

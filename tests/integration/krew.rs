@@ -1,7 +1,8 @@
 //! The krew manifest (assets/krew/) and scripts/package.sh: the manifest has the structure
 //! krew reads, and an archive the script builds is what the manifest says it is.
 
-use std::{path::Path, process::Command};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 

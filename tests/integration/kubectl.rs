@@ -2,16 +2,16 @@
 //! Without kubectl these tests are ignored with that reason (build.rs), except in CI
 //! (`CI=true`), where they run and a missing kubectl fails them.
 
-use std::{process::Stdio, time::Duration};
+use std::process::Stdio;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    Api, ResourceExt,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use spark_triage_sim::SimHandle;
-use tokio::{io::AsyncReadExt, process::Command};
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
 
 use super::common::{client, eventually, phase, plain_pod, start_sim, wait_running};
 

@@ -3,14 +3,13 @@
 //! simulator's `mixed` scenario and over streamable HTTP against a recording; and stdio is
 //! newline-delimited JSON-RPC with nothing else on stdout.
 
-use std::{
-    io::{BufRead, BufReader, Write},
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use spark_triage_sim::kubeconfig_yaml;
 
 use super::common::{start_sim, triage};
 
@@ -639,11 +638,7 @@ fn an_unreachable_cluster_at_launch_is_said_by_each_tool() {
     let dir = std::env::temp_dir().join(format!("st-mcp-dead-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let dead = dir.join("dead.kubeconfig");
-    std::fs::write(
-        &dead,
-        spark_triage_sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
-    )
-    .expect("writes");
+    std::fs::write(&dead, kubeconfig_yaml("http://127.0.0.1:9", "default")).expect("writes");
     // The default --request-timeout (30 s): a tool used to wait twice that before it said.
     let mut mcp = Session::start(&["--kubeconfig", dead.to_str().expect("utf-8")]);
     let asked = std::time::Instant::now();

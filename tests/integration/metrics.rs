@@ -2,18 +2,14 @@
 //! the `mixed` scenario gives the reference verdicts' endings per app and cause, and passes
 //! `promtool check metrics` (Prometheus' own linter).
 
-use std::{
-    collections::BTreeMap,
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{
-    common::start_sim,
-    flight::{get, recorder_logged},
-};
+use super::common::start_sim;
+use super::flight::{get, recorder_logged};
 
 /// The samples of one metric: its labels (sorted, `k=v`) and value.
 pub(super) fn samples(text: &str, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {

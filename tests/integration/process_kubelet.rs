@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, LogParams, PostParams, WatchEvent, WatchParams},
-};
-use spark_triage_sim::{process::ProcessOptions, proctree::is_running as alive};
+use kube::Api;
+use kube::api::{DeleteParams, LogParams, PostParams, WatchEvent, WatchParams};
+use spark_triage_sim::process::ProcessOptions;
+use spark_triage_sim::proctree::is_running as alive;
 
 use crate::common::{client, eventually, phase, start_sim_with};
 

@@ -5,20 +5,19 @@
 //! (each listed in docs/simulator.md, with why it stays); one that appears, or one that goes
 //! away, fails the test.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::{
-    Api,
-    api::{EvictParams, ListParams, WatchEvent, WatchParams},
-};
+use kube::Api;
+use kube::api::{EvictParams, ListParams, WatchEvent, WatchParams};
+use kubelet_fixture::{essentials, events, messages, pod};
 use serde_json::{Value, json};
 
 use super::common::{client, start_sim};
 #[path = "../support/kubelet_fixture.rs"]
 mod kubelet_fixture;
-use kubelet_fixture::{essentials, events, messages, pod};
 
 /// (case, the part of its essentials that differs, why it stays). Kept in docs/simulator.md
 /// ("Differences from a real kubelet").

@@ -4,11 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, ResourceExt, api::ListParams};
-use spark_triage_core::{
-    classify::{ClassifyConfig, classify},
-    model::{ExecutorPod, ExecutorState},
-};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use spark_triage_core::classify::{ClassifyConfig, classify};
+use spark_triage_core::model::{ExecutorPod, ExecutorState};
 
 use super::common::{client, eventually, start_sim};
 

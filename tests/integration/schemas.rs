@@ -2,6 +2,12 @@
 //! (schemars), kept current (a schema that differs from the types fails;
 //! `UPDATE_SCHEMAS=1` rewrites) and checked against real outputs (jsonschema).
 
+use spark_triage::output::fleet::FleetReport;
+use spark_triage::output::report::Report;
+use spark_triage::output::status::StatusReport;
+use spark_triage_core::diagnose::Code;
+use spark_triage_core::explain::Explanation;
+
 use super::common::triage;
 
 const SESSION: &str = concat!(
@@ -53,10 +59,7 @@ fn valid(schema: &serde_json::Value, doc: &serde_json::Value, what: &str) {
 
 #[test]
 fn status_json_matches_its_schema() {
-    let schema = current(
-        "status",
-        &output_schema::<spark_triage::output::status::StatusReport>(),
-    );
+    let schema = current("status", &output_schema::<StatusReport>());
     valid(
         &schema,
         &output(&["status", "--recording", SESSION, "-o", "json"]),
@@ -74,10 +77,7 @@ fn status_json_matches_its_schema() {
 
 #[test]
 fn explain_json_matches_its_schema() {
-    let schema = current(
-        "explain",
-        &output_schema::<spark_triage_core::explain::Explanation>(),
-    );
+    let schema = current("explain", &output_schema::<Explanation>());
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut checked = 0;
     for f in std::fs::read_dir(dir).unwrap() {
@@ -99,10 +99,7 @@ fn explain_json_matches_its_schema() {
 
 #[test]
 fn report_json_matches_its_schema() {
-    let schema = current(
-        "report",
-        &output_schema::<spark_triage::output::report::Report>(),
-    );
+    let schema = current("report", &output_schema::<Report>());
     valid(
         &schema,
         &output(&["report", SESSION, "-o", "json"]),
@@ -171,7 +168,6 @@ fn tampered(doc: &serde_json::Value, place: &(String, bool), bogus: &str) -> ser
 /// hand-written documents of the wrong shape are refused.
 #[test]
 fn schemas_refuse_unknown_codes_severities_and_wrong_shapes() {
-    use spark_triage_core::diagnose::Code;
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/oomkilled-executor.json"
@@ -179,17 +175,17 @@ fn schemas_refuse_unknown_codes_severities_and_wrong_shapes() {
     let docs = [
         (
             "status",
-            output_schema::<spark_triage::output::status::StatusReport>(),
+            output_schema::<StatusReport>(),
             output(&["status", "--recording", SESSION, "-o", "json"]),
         ),
         (
             "report",
-            output_schema::<spark_triage::output::report::Report>(),
+            output_schema::<Report>(),
             output(&["report", SESSION, "-o", "json"]),
         ),
         (
             "explain",
-            output_schema::<spark_triage_core::explain::Explanation>(),
+            output_schema::<Explanation>(),
             output(&["explain", fixture, "-o", "json"]),
         ),
     ];
@@ -228,10 +224,7 @@ fn schemas_refuse_unknown_codes_severities_and_wrong_shapes() {
 
 #[test]
 fn fleet_report_json_matches_its_schema() {
-    let schema = current(
-        "fleet-report",
-        &output_schema::<spark_triage::output::fleet::FleetReport>(),
-    );
+    let schema = current("fleet-report", &output_schema::<FleetReport>());
     let dir = std::env::temp_dir().join(format!("st-fleet-schema-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let tables = dir.display().to_string();

@@ -4,6 +4,7 @@
 use std::process::Stdio;
 
 use serde_json::Value;
+use spark_triage_sim::kubeconfig_yaml;
 use tokio::process::Command;
 
 use super::common::{app, start_sim, triage};
@@ -197,11 +198,7 @@ async fn status_table_and_clear_failures() {
     let dir = std::env::temp_dir().join(format!("st-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dead = dir.join("dead.kubeconfig");
-    std::fs::write(
-        &dead,
-        spark_triage_sim::kubeconfig_yaml("http://127.0.0.1:9", "default"),
-    )
-    .unwrap();
+    std::fs::write(&dead, kubeconfig_yaml("http://127.0.0.1:9", "default")).unwrap();
     let (code, _, err) = status(&["--kubeconfig", dead.to_str().unwrap()]).await;
     assert_eq!(code, 1);
     assert!(

@@ -2,10 +2,11 @@
 //! failures shows every age and "ago" from the cluster's own clocks (the pods'
 //! `creationTimestamp`, the driver's `removeTime`), not from when it first saw them.
 
-use std::{
-    collections::BTreeMap,
-    time::{Duration, Instant},
-};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use spark_triage_sim::SimHandle;
+use spark_triage_sim::clock::SimClock;
 
 use super::tmux::Tmux;
 
@@ -16,7 +17,7 @@ type Utc = chrono::DateTime<chrono::Utc>;
 /// container's finish when Spark's removal text has it, what the verdict reads, else when
 /// the driver removed it).
 pub(super) async fn cluster_times(
-    sim: &spark_triage_sim::SimHandle,
+    sim: &SimHandle,
     app: &str,
 ) -> (
     BTreeMap<i64, Utc>,
@@ -190,11 +191,7 @@ fn opened_late(
     rt: &tokio::runtime::Runtime,
     secs: f64,
     extra: &str,
-) -> (
-    spark_triage_sim::SimHandle,
-    spark_triage_sim::clock::SimClock,
-    Tmux,
-) {
+) -> (SimHandle, SimClock, Tmux) {
     let sim = rt.block_on(super::common::start_sim("mixed", 25.0, &[]));
     let clock = sim.clock();
     while clock.elapsed_secs() < secs {

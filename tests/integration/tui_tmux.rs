@@ -1,10 +1,10 @@
 //! The TUI in a real terminal: `demo` under tmux (200×50), driven with send-keys and read
 //! with capture-pane. Without tmux this says so loudly and passes, except in CI.
 
-use std::{
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use spark_triage_sim::testing;
 
 use super::tmux::{Tmux, tmux};
 
@@ -393,7 +393,7 @@ fn sighup_restores_the_terminal_and_closes_the_recording() {
     let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(!pid.is_empty(), "the demo's pid under the shell {shell}");
     assert!(
-        spark_triage_sim::testing::hang_up(pid.parse().expect("a pid")),
+        testing::hang_up(pid.parse().expect("a pid")),
         "SIGHUP to the demo"
     );
     t.wait_prompt(10);

@@ -4,10 +4,8 @@
 
 use serde_json::Value;
 
-use super::{
-    common::{start_sim, status_json as status},
-    reference::{REFERENCE, compare},
-};
+use super::common::{start_sim, status_json as status};
+use super::reference::{REFERENCE, compare};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_verdicts_under_every_fault() {

@@ -2,13 +2,14 @@
 //! with `REAL_NODE_FIXTURES=write`, else compared with this run (what a verdict rests on must
 //! agree; messages that differ are shown).
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use kubelet_fixture::{essentials, events, pod};
 use serde_json::{Value, json};
 
 #[path = "../support/kubelet_fixture.rs"]
 mod kubelet_fixture;
-use kubelet_fixture::{essentials, events, pod};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real-kubelet")

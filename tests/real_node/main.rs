@@ -16,13 +16,13 @@
 //! needed: without them (build.rs) it is ignored, with its reason; a node the script still
 //! would not start fails.
 
-use std::{
-    collections::BTreeMap,
-    path::PathBuf,
-    process::{Child, Command, Output, Stdio},
-};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
 
+use cmd::{cmd, wait_until};
 use serde_json::Value;
+use tmux::Tmux;
 
 #[path = "../support/cmd.rs"]
 mod cmd;
@@ -36,8 +36,6 @@ mod spark;
 mod spark_pod;
 #[path = "../support/tmux.rs"]
 mod tmux;
-use cmd::{cmd, wait_until};
-use tmux::Tmux;
 
 const NS: &str = "spark-jobs";
 const APP: &str = "spark-rn-0001";

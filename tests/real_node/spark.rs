@@ -8,10 +8,8 @@
 //! OOM-killed by the kernel (the app's verdict is the driver's end) and executors whose JVM
 //! runs out of heap for real (exit 52).
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 

@@ -1,10 +1,8 @@
 //! Running outside programs and waiting for a condition: shared by the test binaries that
 //! drive a real cluster (tests/control_plane/, tests/real_node/).
 
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs `program` with `args` (and `stdin`): (exit code, stdout, stderr).
 pub fn cmd(program: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {

@@ -3,10 +3,8 @@
 //! control-plane test (each test binary uses a part of it).
 #![allow(dead_code)]
 
-use std::{
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// tmux on its own server (socket `spark-triage-e2e`): the tests' options never touch the
 /// user's tmux.

@@ -8,12 +8,10 @@
 
 use serde::Serialize;
 
-use crate::{
-    model::{
-        DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role,
-    },
-    version::{self, SparkVersion, VersionSource},
+use crate::model::{
+    DEFAULT_DRIVER_CONTAINER, DEFAULT_EXECUTOR_CONTAINER, ExecutorPod, ExecutorState, Role,
 };
+use crate::version::{self, SparkVersion, VersionSource};
 
 /// The two settings Spark's classification depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,6 +186,7 @@ mod tests {
 
     use super::*;
     use crate::model::testing::pod;
+    use crate::model::{Deletion, ExecIdLabel};
 
     fn cfg() -> ClassifyConfig {
         ClassifyConfig::default()
@@ -266,7 +265,7 @@ mod tests {
             json!([status("spark-kubernetes-executor", terminated(143))]),
             "Never",
         );
-        p.deletion = Some(crate::model::Deletion {
+        p.deletion = Some(Deletion {
             at: chrono::DateTime::UNIX_EPOCH,
             grace_period_seconds: Some(30),
         });
@@ -275,7 +274,7 @@ mod tests {
             json!([status("spark-kubernetes-executor", terminated(0))]),
             "Never",
         );
-        p.deletion = Some(crate::model::Deletion {
+        p.deletion = Some(Deletion {
             at: chrono::DateTime::UNIX_EPOCH,
             grace_period_seconds: Some(30),
         });
@@ -476,7 +475,6 @@ mod tests {
     // §3.1: which pods are executors.
     #[test]
     fn exec_id_label() {
-        use crate::model::ExecIdLabel;
         let with = |v: Option<&str>| {
             let mut labels = json!({});
             if let Some(v) = v {

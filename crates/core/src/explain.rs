@@ -7,21 +7,19 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::{
-    classify::{ClassifyOptions, ContainerSource, classify},
-    diagnose::{
-        Finding, GroupIndex,
-        app_verdict::{
-            AppEvidence, DriverEvidence, DriverGone, ExecutorEnd, ExecutorTally, VerdictView,
-            app_verdict, attribute_to_driver, driver_end, driver_findings, ended_with, is_orphan,
-            requested_at,
-        },
-        diagnose_in,
-    },
-    model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time},
-    spark::{SparkView, spark_view},
-    version::{self, SparkVersion, VersionSource},
+use crate::classify::{ClassifyOptions, ContainerSource, classify};
+use crate::diagnose::app::AppFacts;
+use crate::diagnose::app_verdict::{
+    AppEvidence, DriverEvidence, DriverGone, ExecutorEnd, ExecutorTally, VerdictView, app_verdict,
+    attribute_to_driver, driver_end, driver_findings, ended_with, final_condition_at, is_orphan,
+    requested_at,
 };
+use crate::diagnose::{Finding, GroupIndex, Severity, app, diagnose_in, disruption};
+use crate::model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, SchedGroup, Time};
+use crate::spark::{SparkView, spark_view};
+use crate::text;
+use crate::text::field as f;
+use crate::version::{self, SparkVersion, VersionSource};
 
 /// The `explain --output json` document.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -94,7 +92,7 @@ pub fn explain(
 pub fn explain_with(
     pods: &[ExecutorPod],
     events: &[PodEvent],
-    groups: &[crate::model::SchedGroup],
+    groups: &[SchedGroup],
     opts: &ClassifyOptions,
     now: Time,
 ) -> Explanation {
@@ -106,7 +104,7 @@ pub fn explain_with(
     index.count_members(pods);
     let index = &index;
     let mut events = events.to_vec();
-    crate::diagnose::disruption::resolve_preemptors(&mut events, pods);
+    disruption::resolve_preemptors(&mut events, pods);
     let events = &events[..];
     let mut out: Vec<PodExplanation> = pods
         .iter()
@@ -184,7 +182,7 @@ fn explain_apps(
                 errors += usize::from(
                     e.findings
                         .first()
-                        .is_some_and(|f| f.severity == crate::diagnose::Severity::Error),
+                        .is_some_and(|f| f.severity == Severity::Error),
                 );
                 continue;
             };
@@ -201,7 +199,7 @@ fn explain_apps(
                 });
             let ex = ExecutorEnd {
                 exit,
-                final_at: crate::diagnose::app_verdict::final_condition_at(p),
+                final_at: final_condition_at(p),
                 own_failure: false,
                 owner_uid: p.owner.as_ref().map(|o| o.uid.as_str()),
                 deletion_requested: p.deletion.as_ref().map(requested_at),
@@ -226,10 +224,10 @@ fn explain_apps(
                 of_app(p) && p.role() == Some(Role::Executor) && e.state == ExecutorState::Pending
             })
             .filter_map(|(_, e)| e.findings.first())
-            .filter(|f| crate::diagnose::app::is_held(f))
+            .filter(|f| app::is_held(f))
             .cloned()
             .collect();
-        let app_findings = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+        let app_findings = app::app_findings(&AppFacts {
             held: &held,
             ..Default::default()
         });
@@ -340,7 +338,6 @@ fn note(pod: &ExecutorPod) -> Option<String> {
 /// The text output: one block per pod. Every value from the cluster goes through
 /// [`crate::text::field`].
 pub fn render_text(report: &Explanation) -> String {
-    use crate::text::field as f;
     let mut out = String::new();
     for p in &report.pods {
         let _ = writeln!(out, "{}/{}", f(&p.namespace), f(&p.pod));
@@ -384,7 +381,7 @@ pub fn render_text(report: &Explanation) -> String {
             let _ = writeln!(
                 out,
                 "{}",
-                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
+                text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
             for e in &x.evidence {
                 let _ = writeln!(out, "      evidence: {}", f(e));
@@ -435,7 +432,7 @@ pub fn render_text(report: &Explanation) -> String {
             let _ = writeln!(
                 out,
                 "{}",
-                crate::text::finding_line(x.severity.as_str(), x.code, &x.summary)
+                text::finding_line(x.severity.as_str(), x.code, &x.summary)
             );
         }
         out.push('\n');

@@ -6,10 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    classify::ClassifyConfig,
-    model::{ContainerState, ExecutorPod, ExecutorState, fmt_time},
-};
+use crate::classify::ClassifyConfig;
+use crate::model::{ContainerState, ExecutorPod, ExecutorState, fmt_time};
 
 /// Spark's `UNKNOWN_EXIT_CODE`.
 pub const UNKNOWN_EXIT_CODE: i32 = -1;

@@ -1,12 +1,12 @@
 //! The simulator's clock: wall time scaled by `--speed`, so a 60 s scenario can run in 15 s
 //! while every timestamp it writes still reads like a real cluster's.
 
-use std::{
-    sync::{Arc, RwLock},
-    time::{Duration, Instant},
-};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+
+use crate::model;
 
 /// Simulated time = `origin + (real elapsed × speed)`. Clones share one clock: a change
 /// of speed ([`SimClock::set_speed`]) is seen by every part of the simulator at once.
@@ -93,7 +93,7 @@ impl SimClock {
 
 /// `2026-11-29T10:00:00Z`, the API's `Time` format.
 pub fn fmt_time(t: DateTime<Utc>) -> String {
-    crate::model::fmt_time(&t)
+    model::fmt_time(&t)
 }
 
 /// `2026-11-29T10:00:00.123456Z`, the API's `MicroTime` format.

@@ -1,7 +1,9 @@
 //! Fault injection: each `--fault` flag names one misbehaviour of a real API server, so the
 //! tool's recovery paths (watch resume, relist, retries, permission checks) can be exercised.
 
-use std::{collections::BTreeSet, str::FromStr, time::Duration};
+use std::collections::BTreeSet;
+use std::str::FromStr;
+use std::time::Duration;
 
 /// One `--fault` value.
 #[derive(Debug, Clone, PartialEq)]

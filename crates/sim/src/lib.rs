@@ -29,21 +29,20 @@ pub mod table;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use std::{
-    collections::VecDeque,
-    net::SocketAddr,
-    path::PathBuf,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
-
-use axum::Router;
-use chrono::{DateTime, Utc};
-use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub use api::{ApiState, RequestRecord};
+use axum::Router;
+use chrono::{DateTime, Utc};
 pub use faults::{Fault, Faults};
 pub use scenario::Scenario;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// How to start a simulator.
 #[derive(Debug, Clone)]

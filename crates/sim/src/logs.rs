@@ -4,7 +4,6 @@
 use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashMap;
-
 use tokio::sync::watch;
 
 /// Lines kept per container instance (the oldest are dropped), at most.

@@ -143,9 +143,9 @@ pub fn memory_of(members: &HashMap<i32, u64>, table: &ProcTable) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     use procfs::{FromBufRead, FromRead};
+
+    use super::*;
 
     #[test]
     fn stat_with_parentheses_and_spaces_in_the_name() {

@@ -390,10 +390,7 @@ mod tests {
                 if let Ok((p, fb)) = super::field_pointer(kind, key) {
                     for p in p.into_iter().chain(fb) {
                         seen += 1;
-                        assert!(
-                            crate::store::INDEXED.contains(&p),
-                            "{key} -> {p} not indexed"
-                        );
+                        assert!(INDEXED.contains(&p), "{key} -> {p} not indexed");
                     }
                 }
             }
@@ -402,6 +399,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::store::INDEXED;
 
     fn m(sel: &str, labels: Value) -> bool {
         LabelSelector::parse(sel).unwrap().matches(&labels)

@@ -2,7 +2,8 @@
 //! control plane's drivers, read by their REST API (`spark_rest.rs`) behind the API
 //! server's service proxy. Below both, so the API never reaches into the control plane.
 
-use std::{collections::BTreeMap, sync::Mutex};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 

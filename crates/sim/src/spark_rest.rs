@@ -3,12 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    error::ApiError,
-    selector::LabelSelector,
-    spark_registry::{AppView, SparkRegistry},
-    store::{Obj, ObjectStore, Query, Resource},
-};
+use super::error::ApiError;
+use super::selector::LabelSelector;
+use super::spark_registry::{AppView, SparkRegistry};
+use super::store::{Obj, ObjectStore, Query, Resource};
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> Value {
     t.map_or(Value::Null, |t| {

@@ -5,12 +5,10 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    Api, Client, Config,
-    config::{KubeConfigOptions, Kubeconfig},
-};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
 
-use crate::{SimHandle, SimOptions};
+use crate::{SimHandle, SimOptions, scenario, start};
 
 /// A simulator on a free port with this scenario, speed and faults.
 pub async fn start_sim(scenario: &str, speed: f64, faults: &[&str]) -> SimHandle {
@@ -23,11 +21,11 @@ pub async fn start_sim_with(
     faults: &[&str],
     tweak: impl FnOnce(&mut SimOptions),
 ) -> SimHandle {
-    let mut opts = SimOptions::new(crate::scenario::load(scenario).expect("scenario"));
+    let mut opts = SimOptions::new(scenario::load(scenario).expect("scenario"));
     opts.speed = speed;
     opts.faults = faults.iter().map(|f| f.parse().expect("fault")).collect();
     tweak(&mut opts);
-    crate::start(opts.for_external_clients())
+    start(opts.for_external_clients())
         .await
         .expect("simulator starts")
 }

@@ -2,23 +2,20 @@
 //! events, logs, proxy, access reviews, and each fault.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
-use std::{collections::BTreeSet, time::Duration};
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
-use k8s_openapi::api::{
-    authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec},
-    core::v1::{Event, Pod},
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use kube::{
-    Api, Client, ResourceExt,
-    api::{
-        DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchEvent,
-        WatchParams,
-    },
-    runtime::{WatchStreamExt, watcher},
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{
+    DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
-
 use spark_triage_sim::testing::{
     client, eventually, phase, plain_pod, start_sim, start_sim_with, wait_running,
 };

@@ -3,16 +3,18 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use serde_json::json;
+use spark_triage_core::model::testing::pod;
 
 use super::keymap::KEYMAP;
 use super::*;
-use spark_triage_core::model::testing::pod;
+use crate::settings::ReadOnly;
+use crate::source::SourceEvent;
 
 fn session() -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "s".into(),
-        readonly: crate::settings::ReadOnly::flag(),
+        readonly: ReadOnly::flag(),
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(120, 40));
@@ -25,7 +27,7 @@ fn session() -> App {
         );
         update(
             &mut app,
-            Msg::Source(crate::source::SourceEvent::PodUpserted {
+            Msg::Source(SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(p),
                 at: chrono::DateTime::UNIX_EPOCH,
             }),

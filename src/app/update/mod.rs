@@ -3,9 +3,13 @@
 
 mod act;
 
+use act::act;
+
 use super::prompts::{confirm_key, hold_prompt, kill_prompt, logs};
 use super::*;
-use act::act;
+use crate::effect;
+use crate::effect::HoldTarget;
+use crate::settings::ReadOnly;
 
 /// The only mutator.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
@@ -53,8 +57,8 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.notice = Some(format!(
                 "now context {context}, {scope}{}",
                 match &app.ctx.readonly {
-                    crate::settings::ReadOnly::On(why) => format!(" (read-only: {why})"),
-                    crate::settings::ReadOnly::Off => String::new(),
+                    ReadOnly::On(why) => format!(" (read-only: {why})"),
+                    ReadOnly::Off => String::new(),
                 }
             ));
         }
@@ -283,7 +287,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
                 if e.pod.is_held() || e.pod.deletion.is_some() {
                     return None;
                 }
-                let via = crate::effect::owner_of(&e.pod, &drivers).ok()?;
+                let via = effect::owner_of(&e.pod, &drivers).ok()?;
                 Some((until, via))
             });
             let release = hold.is_none() && tick && e.pod.is_held() && e.pod.hold_due(now);
@@ -297,7 +301,7 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             effects.push(match hold {
                 Some((until, via)) => Effect::HoldPod {
                     namespace: e.pod.namespace.to_string(),
-                    pod: crate::effect::HoldTarget::of(&e.pod, via),
+                    pod: HoldTarget::of(&e.pod, via),
                     until,
                 },
                 None => Effect::ReleasePod {

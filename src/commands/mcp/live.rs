@@ -2,6 +2,13 @@
 //! sources, and the store they feed, published as snapshots for the tools.
 
 use super::*;
+use crate::record::recorder;
+use crate::redact;
+use crate::source::clock::Clock;
+use crate::source::connection::LiveOptions;
+use crate::source::extra::Extra;
+use crate::source::{SourceEvent, connection, live};
+use crate::store::Store;
 
 /// Aborts its tasks when dropped (the connecting task's children, when it is).
 struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
@@ -18,18 +25,18 @@ impl Drop for AbortOnDrop {
 /// fails: the server answers meanwhile, and each tool says why it has no answer), then its
 /// sources and the store, until this task is aborted.
 pub(super) async fn connected(
-    opts: crate::source::connection::LiveOptions,
-    extra: Option<Arc<dyn crate::source::extra::Extra>>,
+    opts: LiveOptions,
+    extra: Option<Arc<dyn Extra>>,
     link: tokio::sync::watch::Sender<Link>,
     snap: tokio::sync::watch::Sender<Arc<Snapshot>>,
 ) {
-    let mut attempt = crate::source::connection::connect(&opts).await;
+    let mut attempt = connection::connect(&opts).await;
     let mut wait = Duration::from_secs(2);
     let mut conn = loop {
         match attempt {
             Ok(conn) => break conn,
             Err(e) => {
-                let why = crate::redact::one_line(&e.to_string());
+                let why = redact::one_line(&e.to_string());
                 eprintln!(
                     "spark-triage mcp: {why}; trying again in {} s",
                     wait.as_secs()
@@ -37,17 +44,17 @@ pub(super) async fn connected(
                 let _ = link.send(Link::Connecting(Some(why)));
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(30));
-                attempt = crate::source::connection::connect(&opts).await;
+                attempt = connection::connect(&opts).await;
             }
         }
     };
     conn.extra = extra;
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
-    let mut tasks = crate::source::live::spawn(&conn, tx);
+    let mut tasks = live::spawn(&conn, tx);
     tasks.push(tokio::spawn(keep_store(rx, snap, conn.clock.clone())));
     let _tasks = AbortOnDrop(tasks);
     let _ = link.send(Link::Up(Arc::new(Up {
-        header: Arc::new(crate::record::recorder::recording_header(&conn)),
+        header: Arc::new(recorder::recording_header(&conn)),
         scope: conn.scope.describe(),
         clock: conn.clock.clone(),
         stale_after: conn.stale_after(),
@@ -58,11 +65,11 @@ pub(super) async fn connected(
 /// The live store: every source event applied (a driver's executor list after the first
 /// LIST, as `status` does), the snapshot published at most every 250 ms.
 async fn keep_store(
-    mut rx: tokio::sync::mpsc::Receiver<crate::source::SourceEvent>,
+    mut rx: tokio::sync::mpsc::Receiver<SourceEvent>,
     tx: tokio::sync::watch::Sender<Arc<Snapshot>>,
-    clock: crate::source::clock::Clock,
+    clock: Clock,
 ) {
-    let mut store = crate::store::Store::new();
+    let mut store = Store::new();
     let mut held = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut changed = false;
@@ -81,7 +88,7 @@ async fn keep_store(
                 // and ages grow on a quiet cluster.
                 if changed || last.elapsed() >= Duration::from_secs(1) {
                     // As of now on the cluster's clock (a wait is as long as it is now).
-                    store.apply(crate::source::SourceEvent::Tick { at: clock.now() });
+                    store.apply(SourceEvent::Tick { at: clock.now() });
                     changed = false;
                     last = tokio::time::Instant::now();
                     if tx.send(Arc::new(store.snapshot())).is_err() {

@@ -8,17 +8,27 @@ mod sessions;
 mod stdio;
 mod tools;
 
-use std::{process::ExitCode, sync::Arc, time::Duration};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use rmcp::{ServiceExt, handler::server::router::tool::ToolRouter};
+use rmcp::ServiceExt;
+use rmcp::handler::server::router::tool::ToolRouter;
 use serde_json::{Value, json};
+use spark_triage_core::model;
 
-use crate::{
-    failure::Failure,
-    flags::{LiveArgs, ReadLimits},
-    store::Snapshot,
-};
+use crate::failure::Failure;
+use crate::flags::{ClusterArgs, LiveArgs, ReadLimits, WatchArgs};
+use crate::output::report::Window;
+use crate::output::status;
+use crate::publish::serve::{Bounds, ENDPOINTS};
+use crate::publish::{metrics, serve};
+use crate::record::{Header, timeline};
+use crate::redact;
+use crate::source::Health;
+use crate::source::clock::Clock;
+use crate::store::{Freshness, Snapshot};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -33,14 +43,14 @@ pub struct McpArgs {
     #[command(flatten)]
     pub limits: ReadLimits,
     #[command(flatten)]
-    pub cluster: crate::flags::ClusterArgs,
+    pub cluster: ClusterArgs,
     #[command(flatten)]
-    pub watch: crate::flags::WatchArgs,
+    pub watch: WatchArgs,
 }
 
 /// `--http`: a loopback address, or a bare port on 127.0.0.1.
 fn parse_loopback(s: &str) -> Result<std::net::SocketAddr, String> {
-    let addr = crate::publish::metrics::parse_listen_addr(s)?;
+    let addr = metrics::parse_listen_addr(s)?;
     // The addresses the SDK's Host check accepts (localhost, 127.0.0.1, ::1).
     let accepted =
         addr.ip() == std::net::Ipv4Addr::LOCALHOST || addr.ip() == std::net::Ipv6Addr::LOCALHOST;
@@ -68,7 +78,7 @@ enum Source {
     /// A recording or an event log, read once.
     Read {
         name: String,
-        header: Arc<crate::record::Header>,
+        header: Arc<Header>,
         snap: Arc<Snapshot>,
     },
 }
@@ -83,11 +93,11 @@ enum Link {
 
 /// What the answers need of a made connection.
 struct Up {
-    header: Arc<crate::record::Header>,
+    header: Arc<Header>,
     scope: String,
     /// The cluster's clock, and how old the last complete LIST may be before the answers
     /// say they may be out of date.
-    clock: crate::source::clock::Clock,
+    clock: Clock,
     stale_after: Duration,
 }
 
@@ -110,7 +120,7 @@ impl Triage {
     /// No such app in the view, and when the view may be out of date, that too (an app
     /// missing from a view the cluster stopped feeding may well exist).
     fn no_app(&self, snap: &Snapshot, app: &str) -> String {
-        let said = crate::output::status::unknown_app(snap, app, &self.describe());
+        let said = status::unknown_app(snap, app, &self.describe());
         match self.as_of(snap)["warning"].as_str() {
             Some(w) => format!("{said} (warning: {w})"),
             None => said,
@@ -142,7 +152,7 @@ impl Triage {
             Source::Read { name, .. } => {
                 return json!({
                     "recording": name,
-                    "until": snap.now.as_ref().map(spark_triage_core::model::fmt_time),
+                    "until": snap.now.as_ref().map(model::fmt_time),
                 });
             }
             Source::Live { link, .. } => match &*link.borrow() {
@@ -160,19 +170,19 @@ impl Triage {
         };
         let now = clock.now();
         let (age, stale) = match snap.freshness(now, stale_after) {
-            crate::store::Freshness::Waiting => (None, true),
-            crate::store::Freshness::Fresh(a) => (Some(a), false),
-            crate::store::Freshness::Stale(a) => (Some(a), true),
+            Freshness::Waiting => (None, true),
+            Freshness::Fresh(a) => (Some(a), false),
+            Freshness::Stale(a) => (Some(a), true),
         };
         let sources: std::collections::BTreeMap<&str, String> = snap
             .health
             .iter()
             .map(|(kind, h)| {
                 let said = match h {
-                    crate::source::Health::Connecting => "connecting".to_owned(),
-                    crate::source::Health::Connected => "connected".to_owned(),
-                    crate::source::Health::Retrying { error } => format!("retrying: {error}"),
-                    crate::source::Health::Forbidden { permission } => {
+                    Health::Connecting => "connecting".to_owned(),
+                    Health::Connected => "connected".to_owned(),
+                    Health::Retrying { error } => format!("retrying: {error}"),
+                    Health::Forbidden { permission } => {
                         format!("forbidden: {permission}")
                     }
                 };
@@ -186,7 +196,7 @@ impl Triage {
             .collect();
         let seconds = age.map(|a| a.num_milliseconds() as f64 / 1000.0);
         let mut v = json!({
-            "now": spark_triage_core::model::fmt_time(&now),
+            "now": model::fmt_time(&now),
             "last_list_seconds_ago": seconds,
             "stale": stale,
             "sources": sources,
@@ -218,13 +228,13 @@ impl Triage {
         }
     }
 
-    fn header(&self) -> Arc<crate::record::Header> {
+    fn header(&self) -> Arc<Header> {
         match &self.source {
             Source::Read { header, .. } => header.clone(),
             Source::Live { link, .. } => match &*link.borrow() {
                 Link::Up(up) => up.header.clone(),
                 // Not reached: no tool gets this far (the snapshot says why first).
-                Link::Connecting(_) => Arc::new(crate::record::Header::new(
+                Link::Connecting(_) => Arc::new(Header::new(
                     chrono::Utc::now(),
                     String::new(),
                     String::new(),
@@ -250,7 +260,7 @@ impl Triage {
                 let failing = |l: &Link| matches!(l, Link::Connecting(Some(_)));
                 let mut rx = snap.clone();
                 let mut lx = link.clone();
-                let ready = |s: &Snapshot| crate::output::status::ready(s, *driver_poll);
+                let ready = |s: &Snapshot| status::ready(s, *driver_poll);
                 let waited = tokio::time::timeout(*patience, async {
                     tokio::select! {
                         r = rx.wait_for(|s| ready(s)) => r.is_ok(),
@@ -268,9 +278,7 @@ impl Triage {
                                 "no answer from the cluster yet: {why} (trying again; the tools answer once it does)"
                             ));
                         }
-                        let why = crate::output::status::report(&now, None)
-                            .problems
-                            .join("; ");
+                        let why = status::report(&now, None).problems.join("; ");
                         Err(format!(
                             "no complete answer from the API server within {}s{}",
                             patience.as_secs(),
@@ -293,22 +301,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: McpArgs) -> Result<ExitCode, Failu
         let mut tasks = Vec::new();
         let source = match &args.recording {
             Some(path) => {
-                let (header, state, _, _) = crate::record::timeline::read_state(
-                    path,
-                    &args.limits.reading(),
-                    None,
-                    None,
-                    |from, to| {
-                        crate::output::report::Window {
+                let (header, state, _, _) =
+                    timeline::read_state(path, &args.limits.reading(), None, None, |from, to| {
+                        Window {
                             from,
                             to,
                             app: None,
                         }
                         .state()
-                    },
-                )?;
+                    })?;
                 for d in &state.damaged {
-                    eprintln!("warning: {}", crate::redact::escape_controls(d));
+                    eprintln!("warning: {}", redact::escape_controls(d));
                 }
                 Source::Read {
                     name: path.file_name().map_or_else(
@@ -393,12 +396,12 @@ async fn serve_http(server: Triage, addr: std::net::SocketAddr) -> Result<(), Fa
     // Bounded as the metrics endpoints are, but an event stream lasts as long as it is
     // used (a session's own keep-alive ends an idle one), and every client is on loopback
     // (one address: its share is every place and every wait).
-    let bounds = crate::publish::serve::Bounds {
+    let bounds = Bounds {
         lifetime: None,
-        per_peer: 2 * crate::publish::serve::ENDPOINTS.max_connections,
-        ..crate::publish::serve::ENDPOINTS
+        per_peer: 2 * ENDPOINTS.max_connections,
+        ..ENDPOINTS
     };
-    crate::publish::serve::bounded(listener, router, bounds, async move {
+    serve::bounded(listener, router, bounds, async move {
         super::wait_for_signal().await;
         cancel.cancel();
     })

@@ -8,12 +8,12 @@
 use std::time::Duration;
 
 use futures::Stream;
-use rmcp::{
-    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
-    transport::streamable_http_server::session::{
-        RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
-        local::{LocalSessionManager, LocalSessionManagerError, SessionConfig},
-    },
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionConfig,
+};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
 /// The most sessions at once (a few MB in all; an agent host holds one or two).

@@ -1,16 +1,22 @@
 //! The six read-only tools: their parameters, their handlers (each reads the store's
 //! snapshot and answers JSON stamped with what it is as of), and the server's own info.
 
-use rmcp::{
-    ServerHandler,
-    handler::server::wrapper::Parameters,
-    model::{ServerCapabilities, ServerConfig},
-    schemars, tool, tool_handler, tool_router,
-};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::app_verdict::VerdictView;
+use spark_triage_core::model;
+use spark_triage_core::model::Time;
 
 use super::*;
-use crate::store::AppRecord;
+use crate::output;
+use crate::output::AppOrder;
+use crate::output::report::{Window, from_state, markdown};
+use crate::publish::events;
+use crate::record::State;
+use crate::store::{AppRecord, ExecutorRecord, Store, by_trouble, ended_at};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct AppParam {
@@ -87,13 +93,13 @@ impl Triage {
     )]
     async fn list_apps(&self, Parameters(p): Parameters<ListParam>) -> Answer {
         let order = match p.sort.as_deref() {
-            None | Some("trouble") => crate::output::AppOrder::Trouble,
-            Some("name") => crate::output::AppOrder::Name,
+            None | Some("trouble") => AppOrder::Trouble,
+            Some("name") => AppOrder::Name,
             Some(s) => return Err(format!("sort {s:?}: trouble or name")),
         };
         let snap = self.snapshot().await?;
         let mut records: Vec<&std::sync::Arc<AppRecord>> = snap.apps.values().collect();
-        crate::store::by_trouble(&mut records);
+        by_trouble(&mut records);
         order.apply(&mut records);
         let apps: Vec<Value> = records.into_iter().map(|a| app_summary(a)).collect();
         self.answer(&snap, json!({"source": self.describe(), "apps": apps}))
@@ -105,17 +111,15 @@ impl Triage {
     )]
     async fn app_verdict(&self, Parameters(p): Parameters<AppParam>) -> Answer {
         let snap = self.snapshot().await?;
-        let mut report = crate::output::status::report(&snap, Some(&p.app));
+        let mut report = output::status::report(&snap, Some(&p.app));
         if report.apps.is_empty() {
             return Err(self.no_app(&snap, &p.app));
         }
         let mut out = Vec::new();
         for mut a in report.apps.drain(..) {
             let total = a.executors.len();
-            a.executors.retain(|e| {
-                e.severity
-                    .is_some_and(|s| s != spark_triage_core::diagnose::Severity::Info)
-            });
+            a.executors
+                .retain(|e| e.severity.is_some_and(|s| s != Severity::Info));
             let record = find_app(&snap, &a.namespace, &a.app_id);
             let mut v = serde_json::to_value(&a).map_err(|e| e.to_string())?;
             if let Some(list) = v["executors"].as_array_mut() {
@@ -159,7 +163,7 @@ impl Triage {
                 "application {:?} has no executor {} (ids there: {})",
                 p.app,
                 p.executor,
-                crate::publish::events::ranges(
+                events::ranges(
                     &apps
                         .iter()
                         .flat_map(|a| a.executors.keys().copied())
@@ -201,7 +205,7 @@ impl Triage {
                 return self.answer(&snap, executor_view(&snap, a, e));
             }
             if a.driver.as_ref().is_some_and(|d| d.pod == p.pod) {
-                let v: spark_triage_core::diagnose::app_verdict::VerdictView = a.verdict().into();
+                let v: VerdictView = a.verdict().into();
                 return self.answer(
                     &snap,
                     json!({
@@ -248,7 +252,7 @@ impl Triage {
                     "app_name": a.app_name,
                     "lines_left_out": skip,
                     "timeline": a.timeline.iter().skip(skip).map(|t| json!({
-                        "at": spark_triage_core::model::fmt_time(&t.at),
+                        "at": model::fmt_time(&t.at),
                         "clock": t.clock,
                         "executor": t.executor,
                         "text": t.text,
@@ -270,19 +274,18 @@ impl Triage {
         {
             return Err(self.no_app(&snap, app));
         }
-        let state = crate::record::State {
-            store: crate::store::Store::from_snapshot((*snap).clone()),
+        let state = State {
+            store: Store::from_snapshot((*snap).clone()),
             ..Default::default()
         };
-        let window = crate::output::report::Window {
+        let window = Window {
             app: p.app.clone(),
             ..Default::default()
         };
-        let r =
-            crate::output::report::from_state(&self.describe(), &self.header(), &state, &window);
+        let r = from_state(&self.describe(), &self.header(), &state, &window);
         match p.format.as_deref() {
             None | Some("markdown" | "md") => {
-                let md = crate::output::report::markdown(&r);
+                let md = markdown(&r);
                 // A view that may be out of date says so before anything else.
                 Ok(match self.as_of(&snap)["warning"].as_str() {
                     Some(w) => format!("> **Warning:** {w}\n\n{md}"),
@@ -333,7 +336,7 @@ fn apps_named<'a>(snap: &'a Snapshot, app: &str) -> Vec<&'a AppRecord> {
 fn endings_by_cause(a: &AppRecord) -> std::collections::BTreeMap<String, usize> {
     let mut m = a.trimmed.by_cause.clone();
     for e in a.executors.values() {
-        if crate::store::ended_at(e).is_some() {
+        if ended_at(e).is_some() {
             let cause = e.verdict.cause_code();
             *m.entry(cause.to_owned()).or_default() += 1;
         }
@@ -373,10 +376,10 @@ fn app_summary(a: &AppRecord) -> Value {
     out
 }
 
-fn executor_view(snap: &Snapshot, a: &AppRecord, e: &crate::store::ExecutorRecord) -> Value {
+fn executor_view(snap: &Snapshot, a: &AppRecord, e: &ExecutorRecord) -> Value {
     // The status document's line for it (times, ending, what Spark did), and every finding
     // whole: evidence and hint.
-    let status = crate::output::status::report(snap, Some(&a.app_id));
+    let status = output::status::report(snap, Some(&a.app_id));
     let line = status
         .apps
         .iter()
@@ -396,7 +399,7 @@ fn executor_view(snap: &Snapshot, a: &AppRecord, e: &crate::store::ExecutorRecor
 /// Beside an executor's times, how long ago they were by the view's clock, in seconds
 /// (`age_seconds` since its pod was created, `ended_seconds_ago`): an agent need not do
 /// date arithmetic on RFC 3339 strings.
-fn seconds_ago(v: &mut Value, now: Option<spark_triage_core::model::Time>) {
+fn seconds_ago(v: &mut Value, now: Option<Time>) {
     let Some(now) = now else { return };
     let ago = |field: &str| {
         let t = chrono::DateTime::parse_from_rfc3339(v.get(field)?.as_str()?).ok()?;

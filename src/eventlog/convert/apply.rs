@@ -1,9 +1,11 @@
 //! Each event of a log taken into the conversion ([`Converter::take`]), and the log's
 //! end ([`Converter::finish`]): the last view, the app's end, a tick at its last moment.
 
+use spark_triage_core::model::driver::STOPPED_WITH_APP;
+use spark_triage_core::model::fmt_time;
+
 use super::*;
 use crate::eventlog::events::Event;
-use spark_triage_core::model::{driver::STOPPED_WITH_APP, fmt_time};
 
 impl Converter {
     pub fn take(&mut self, ev: Event) {

@@ -20,10 +20,13 @@ mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::source::{DriverView, SourceEvent};
-use spark_triage_core::model::{DriverExecutor, Time};
-
 pub(crate) use merge::{Merged, merge};
+use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::{DriverExecutor, Time};
+use spark_triage_core::text;
+
+use crate::redact;
+use crate::source::{DriverView, SourceEvent};
 
 /// A converted log's header names its source so (where a recording names its API server).
 pub(crate) const SERVER: &str = "event log ";
@@ -93,7 +96,7 @@ fn capped(reason: String) -> String {
 }
 
 fn capped_to(reason: String, most: usize) -> String {
-    match spark_triage_core::text::clipped(&reason, most) {
+    match text::clipped(&reason, most) {
         std::borrow::Cow::Borrowed(_) => reason,
         clipped => clipped.into_owned(),
     }
@@ -133,7 +136,7 @@ pub(crate) struct Converter {
     end: Option<(Time, Option<i32>)>,
     properties: Option<BTreeMap<String, String>>,
     /// Where the properties come from (an event log, or the History Server's environment).
-    pub(crate) settings_from: spark_triage_core::diagnose::memory::SettingsFrom,
+    pub(crate) settings_from: SettingsFrom,
     /// The app's identity is settled and its start said.
     begun: Option<(String, String)>,
     executors: BTreeMap<i64, DriverExecutor>,
@@ -187,7 +190,7 @@ impl Converter {
             start: None,
             end: None,
             properties: None,
-            settings_from: spark_triage_core::diagnose::memory::SettingsFrom::EventLog,
+            settings_from: SettingsFrom::EventLog,
             begun: None,
             executors: BTreeMap::new(),
             excluded: BTreeSet::new(),
@@ -296,7 +299,7 @@ impl Converter {
             return;
         };
         let mut properties = props.clone();
-        crate::redact::properties(&mut properties);
+        redact::properties(&mut properties);
         self.out.push(SourceEvent::DriverConfig {
             namespace: ns.clone(),
             app_id: id.clone(),

@@ -1,13 +1,15 @@
 //! One test per precedence rule (built-in < file < context section < flag) and the bad
 //! files, through the real command line (clap's matches, `given`, `configured`).
 
-use std::{io::Write, time::Duration};
+use std::io::Write;
+use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 
 use super::super::{LiveArgs, configured};
 use super::*;
 use crate::cli::{Cli, Command, given};
+use crate::effect::Denied;
 
 struct Tmp(PathBuf);
 impl Drop for Tmp {
@@ -109,9 +111,7 @@ fn the_context_section_overrides_the_file_also_as_the_kubeconfig_s_current_conte
     let l = status(&["--config", &f, "--context", "prod-eu"]).expect("ok");
     assert!(l.readonly.on(), "production is read-only by default");
     // The refusal says what made it read-only (it said `--readonly`, a flag never given).
-    let why = crate::effect::Denied::read_only(&l.readonly)
-        .expect("refused")
-        .to_string();
+    let why = Denied::read_only(&l.readonly).expect("refused").to_string();
     assert_eq!(
         why,
         format!("read-only mode (readonly = true in [context.\"prod-eu\"] of {f})")

@@ -1,6 +1,9 @@
 //! The fleet report as markdown that reads well pasted into a ticket.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use spark_triage_core::text;
 
 use super::FleetReport;
 
@@ -8,14 +11,14 @@ fn causes(m: &BTreeMap<String, usize>) -> String {
     let mut v: Vec<(&String, &usize)> = m.iter().collect();
     v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     v.iter()
-        .map(|(c, n)| format!("`{}` ×{n}", spark_triage_core::text::field(c)))
+        .map(|(c, n)| format!("`{}` ×{n}", text::field(c)))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// Markdown that reads well pasted into a ticket.
 pub fn markdown(r: &FleetReport) -> String {
-    let md = |x: &str| spark_triage_core::text::field(x).replace('|', "\\|");
+    let md = |x: &str| text::field(x).replace('|', "\\|");
     let mut s = String::new();
     let _ = writeln!(s, "# spark-triage fleet report: {}", md(&r.source));
     let _ = writeln!(

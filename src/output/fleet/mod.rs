@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-
-use crate::fleet::{Place, Table, parquet, place::Listed, rows};
+use spark_triage_core::diagnose::Code;
 use spark_triage_core::model::{Time, fmt_time};
+
+use crate::fleet::place::Listed;
+use crate::fleet::{Place, Table, parquet, rows};
 
 mod markdown;
 
@@ -101,7 +103,6 @@ impl Totals {
         self.missing += usize::from(e.missing);
         bump(&mut self.by_cause, e.cause);
         // Only the codes an OOM can be (a full parse per row costs seconds a month).
-        use spark_triage_core::diagnose::Code;
         if let Some(code) = Code::OOM.into_iter().find(|c| c.as_str() == e.cause) {
             self.oom.add(code, e.severity);
         }

@@ -3,12 +3,17 @@
 
 use std::fmt::Write as _;
 
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model::fmt_time;
+use spark_triage_core::text;
+use spark_triage_core::text::human_duration;
+
 use super::{AppReport, Report};
-use spark_triage_core::{diagnose::Code, model::fmt_time, text::human_duration};
+use crate::store::MAX_KEPT;
 
 /// Every value from the cluster: one line, no controls, no table cell breaks.
 fn md(x: &str) -> String {
-    spark_triage_core::text::field(x).replace('|', "\\|")
+    text::field(x).replace('|', "\\|")
 }
 
 /// Markdown that reads well pasted into a ticket.
@@ -81,7 +86,7 @@ fn write_app_heading(s: &mut String, a: &AppReport<'_>) {
         v.severity.as_str(),
         md(&v.summary)
     );
-    if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
+    if v.severity != Severity::Info && !v.hint.is_empty() {
         let _ = writeln!(s, "> {}\n", md(&v.hint));
     }
     let normal = a.failures.iter().filter(|f| !f.failure).count();
@@ -120,7 +125,7 @@ fn write_not_listed(s: &mut String, a: &AppReport<'_>) {
             } else {
                 "neither listed nor counted here (the window starts among them)"
             },
-            crate::store::MAX_KEPT,
+            MAX_KEPT,
         );
     }
 }

@@ -6,15 +6,15 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use spark_triage_core::diagnose::app_verdict::VerdictView;
+use spark_triage_core::diagnose::code::Oom;
+use spark_triage_core::diagnose::{Code, Severity, advice};
+use spark_triage_core::model::{ExecutorState, Time, fmt_time};
 
-use crate::{
-    record::Recording,
-    store::{AppRecord, Gone},
-};
-use spark_triage_core::{
-    diagnose::{Code, Severity, code::Oom},
-    model::{ExecutorState, Time, fmt_time},
-};
+use crate::output::AppOrder;
+use crate::record::{ForgetRule, Gap, Header, Item, Keyframe, Recording, Sink, State};
+use crate::store;
+use crate::store::{AppRecord, BudgetView, Counts, ExecutorRecord, Gone};
 
 mod markdown;
 
@@ -34,7 +34,7 @@ pub struct Report<'a> {
     /// Where nothing was recorded (a directory whose recorder was down): executors that
     /// ended then may be missing from the report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gaps: Vec<crate::record::Gap>,
+    pub gaps: Vec<Gap>,
     pub apps: Vec<AppReport<'a>>,
 }
 
@@ -45,7 +45,7 @@ pub struct AppReport<'a> {
     pub app_name: Option<String>,
     pub driver_phase: Option<String>,
     /// The application's verdict at the end of the window: the cause first.
-    pub verdict: spark_triage_core::diagnose::app_verdict::VerdictView,
+    pub verdict: VerdictView,
     pub executors_seen: usize,
     /// Executors that ended by a failure: Spark counted it, or Spark's state is failed
     /// and it blames the app. Endings that are normal (scale-down, the app's end, a
@@ -53,8 +53,8 @@ pub struct AppReport<'a> {
     pub failures_counted: usize,
     /// Spark's failure budget at the end of the window, as numbers (its `failures_counted`
     /// is Spark's own count; the one above is the report's failures).
-    pub failure_budget: crate::store::BudgetView,
-    pub counts: crate::store::Counts,
+    pub failure_budget: BudgetView,
+    pub counts: Counts,
     /// Findings about the whole app at the end (`crash-loop`, …): `code: summary`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_findings: Vec<String>,
@@ -186,7 +186,7 @@ const CHURN_PER_MINUTE: usize = 3;
 
 impl Report<'_> {
     /// In the order asked for (`--sort`): trouble is how it is built.
-    pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
+    pub fn sorted(mut self, order: AppOrder) -> Self {
         order.apply(&mut self.apps);
         self
     }
@@ -204,10 +204,9 @@ pub struct Window {
 
 /// The state a recording arrives at, read in memory for window `w` (the report of it is
 /// [`from_state`]'s, borrowing from it).
-pub fn state_of(rec: &Recording, w: &Window) -> crate::record::State {
-    use crate::record::{Item, Sink};
+pub fn state_of(rec: &Recording, w: &Window) -> State {
     let mut state = w.state();
-    if let Some(k) = crate::record::Keyframe::opening(&rec.keyframes) {
+    if let Some(k) = Keyframe::opening(&rec.keyframes) {
         state.take(Item::Keyframe(k.clone()));
     }
     for ev in &rec.events {
@@ -220,22 +219,17 @@ pub fn state_of(rec: &Recording, w: &Window) -> crate::record::State {
 impl Window {
     /// The state a streaming read for this window arrives at: events up to `to`, and what
     /// a long-running recorder forgot kept as far as the window needs it.
-    pub fn state(&self) -> crate::record::State {
-        crate::record::State {
+    pub fn state(&self) -> State {
+        State {
             until: self.to,
-            forget: crate::record::ForgetRule::KeepFrom(self.from),
+            forget: ForgetRule::KeepFrom(self.from),
             ..Default::default()
         }
     }
 }
 
 /// The report of a window from the state a (streaming) read arrived at.
-pub fn from_state<'a>(
-    source: &str,
-    header: &crate::record::Header,
-    state: &'a crate::record::State,
-    w: &Window,
-) -> Report<'a> {
+pub fn from_state<'a>(source: &str, header: &Header, state: &'a State, w: &Window) -> Report<'a> {
     let store = &state.store;
     // After a switch of scope (`:ns`, `:ctx` while recording) the store holds the last
     // scope only, from the switch on: the report says so.
@@ -260,7 +254,7 @@ pub fn from_state<'a>(
         })
         .collect();
     // The most trouble first (the live view's order); `--sort name` re-sorts.
-    crate::store::by_trouble(&mut records);
+    store::by_trouble(&mut records);
     let apps: Vec<AppReport<'_>> = records
         .into_iter()
         .filter_map(|a| app_report(a, w.from, end))
@@ -292,13 +286,13 @@ pub fn from_state<'a>(
 }
 
 /// When it ended, by the cluster's clocks where known (the live view's and `status`'s times).
-fn ended_at(e: &crate::store::ExecutorRecord) -> Option<Time> {
-    crate::store::ended_at(e)
+fn ended_at(e: &ExecutorRecord) -> Option<Time> {
+    store::ended_at(e)
 }
 
 /// An app's part of the report; none when every executor of it ended before `from`.
 fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<'_>> {
-    let executors: Vec<&crate::store::ExecutorRecord> = a
+    let executors: Vec<&ExecutorRecord> = a
         .executors
         .values()
         .map(|e| &**e)
@@ -403,7 +397,7 @@ impl<'a> Tally<'a> {
     /// One executor: its ending's cause, its findings, its OOM, whether it is missing, its
     /// entry among the executors that ended, and its time spent pending (to `end` while it
     /// still is).
-    fn add(&mut self, e: &'a crate::store::ExecutorRecord, end: Time) {
+    fn add(&mut self, e: &'a ExecutorRecord, end: Time) {
         let Self {
             failures,
             by_finding,
@@ -528,24 +522,20 @@ fn count_not_listed(
 }
 
 /// One per cause, naming only its executors: the app's advice, over the window's.
-fn recommendations_of(executors: &[&crate::store::ExecutorRecord]) -> Vec<Recommendation> {
-    spark_triage_core::diagnose::advice::groups(
-        executors
-            .iter()
-            .filter_map(|e| crate::store::advice_case(e)),
-    )
-    .into_iter()
-    .map(|g| Recommendation {
-        finding: g.code,
-        label: g.label,
-        severity: g.severity,
-        failure: g.failure,
-        executors: g.executors.len(),
-        executor_ids: g.executors,
-        advice: g.hint,
-        evidence: g.examples,
-    })
-    .collect()
+fn recommendations_of(executors: &[&ExecutorRecord]) -> Vec<Recommendation> {
+    advice::groups(executors.iter().filter_map(|e| store::advice_case(e)))
+        .into_iter()
+        .map(|g| Recommendation {
+            finding: g.code,
+            label: g.label,
+            severity: g.severity,
+            failure: g.failure,
+            executors: g.executors.len(),
+            executor_ids: g.executors,
+            advice: g.hint,
+            evidence: g.examples,
+        })
+        .collect()
 }
 
 /// One-minute windows with at least `CHURN_PER_MINUTE` failures, merged when adjacent.

@@ -2,15 +2,17 @@
 //! table. Pure: snapshot in, report out.
 
 use serde::Serialize;
+use spark_triage_core::diagnose::app_verdict::VerdictView;
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model;
+use spark_triage_core::model::driver::ExecutorList;
+use spark_triage_core::model::{DriverExecutor, ExecutorState, Time};
 
-use crate::{
-    source::{Health, SourceKind},
-    store::{AppRecord, Counts, Snapshot},
-};
-use spark_triage_core::{
-    diagnose::{Code, Severity},
-    model::ExecutorState,
-};
+use crate::output::AppOrder;
+use crate::source::{Health, SourceKind};
+use crate::store;
+use crate::store::times::Clock;
+use crate::store::{AppRecord, BudgetView, Counts, Snapshot, times};
 
 mod table;
 
@@ -35,10 +37,10 @@ pub struct AppStatus {
     pub driver: Option<DriverStatus>,
     /// The application's verdict: the cause first (the driver, or what above the
     /// executors ends or blocks them), with its witness and hint.
-    pub verdict: spark_triage_core::diagnose::app_verdict::VerdictView,
+    pub verdict: VerdictView,
     /// Spark's failure budget as numbers: failures counted, allowed, where the limit comes
     /// from, the Spark version whose rules apply.
-    pub failure_budget: crate::store::BudgetView,
+    pub failure_budget: BudgetView,
     pub delete_on_termination: bool,
     /// The driver's configuration was read (else `delete_on_termination` and the other
     /// settings are Spark's defaults, not known).
@@ -81,7 +83,7 @@ pub struct ExecutorDriverStatus {
     /// Whether the driver lists this executor at all.
     pub known: bool,
     #[serde(flatten)]
-    pub executor: Option<spark_triage_core::model::DriverExecutor>,
+    pub executor: Option<DriverExecutor>,
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -180,7 +182,7 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
         .values()
         .filter(|a| app.is_none_or(|f| a.app_id == f || a.app_name.as_deref() == Some(f)))
         .collect();
-    crate::store::by_trouble(&mut records);
+    store::by_trouble(&mut records);
     let apps: Vec<AppStatus> = records.iter().map(|a| app_status(a, snap.now)).collect();
     let problems = snap
         .health
@@ -196,15 +198,12 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
         .collect();
     StatusReport {
         apps,
-        full_snapshot_at: snap
-            .full_snapshot_at
-            .as_ref()
-            .map(spark_triage_core::model::fmt_time),
+        full_snapshot_at: snap.full_snapshot_at.as_ref().map(model::fmt_time),
         problems,
     }
 }
 
-fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> AppStatus {
+fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
     AppStatus {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
@@ -241,14 +240,13 @@ fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> App
                 id: e.id,
                 pod: e.pod.name.clone(),
                 state: e.state(),
-                created_at: match crate::store::times::created(e) {
-                    (_, crate::store::times::Clock::Seen) => None,
-                    (t, _) => Some(spark_triage_core::model::fmt_time(&t)),
+                created_at: match times::created(e) {
+                    (_, Clock::Seen) => None,
+                    (t, _) => Some(model::fmt_time(&t)),
                 },
-                ended_at: crate::store::times::ended(e)
-                    .map(|(t, _)| spark_triage_core::model::fmt_time(&t)),
-                ended_at_clock: crate::store::times::ended(e).map(|(_, c)| c.as_str()),
-                age: crate::store::times::age(e, now),
+                ended_at: times::ended(e).map(|(t, _)| model::fmt_time(&t)),
+                ended_at_clock: times::ended(e).map(|(_, c)| c.as_str()),
+                age: times::age(e, now),
                 missing: e.is_missing(),
                 gone: e.verdict.ending.is_gone(),
                 exit_code: e.exit_code(),
@@ -268,7 +266,7 @@ fn app_status(a: &AppRecord, now: Option<spark_triage_core::model::Time>) -> App
                     note: s.note.clone(),
                 }),
                 driver: e.driver.as_ref().map(|d| ExecutorDriverStatus {
-                    at: spark_triage_core::model::fmt_time(&d.at),
+                    at: model::fmt_time(&d.at),
                     known: d.exec.is_some(),
                     executor: d.exec.clone(),
                 }),
@@ -286,13 +284,13 @@ fn driver_api_status(a: &AppRecord) -> Option<DriverApiStatus> {
             "ok"
         },
         reason: d.unavailable.clone(),
-        at: spark_triage_core::model::fmt_time(&d.at),
-        last_ok: d.last_ok.as_ref().map(spark_triage_core::model::fmt_time),
+        at: model::fmt_time(&d.at),
+        last_ok: d.last_ok.as_ref().map(model::fmt_time),
         driver_active: d.active,
         pods_running: a.counts().running,
         from: match d.from {
-            spark_triage_core::model::driver::ExecutorList::DriverApi => "driver-api",
-            spark_triage_core::model::driver::ExecutorList::EventLog => "event-log",
+            ExecutorList::DriverApi => "driver-api",
+            ExecutorList::EventLog => "event-log",
         },
     })
 }
@@ -353,7 +351,7 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
                 // The driver's own answer (or its absence said), not an event log's.
                 .all(|a| {
                     a.driver_api.as_ref().is_some_and(|d| {
-                        d.from == spark_triage_core::model::driver::ExecutorList::DriverApi
+                        d.from == ExecutorList::DriverApi
                             || d.unavailable.is_some()
                     }) || a.driver.is_none()
                 }))
@@ -370,7 +368,7 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
 
 impl StatusReport {
     /// In the order asked for (`--sort`): trouble is how it is built.
-    pub fn sorted(mut self, order: crate::output::AppOrder) -> Self {
+    pub fn sorted(mut self, order: AppOrder) -> Self {
         order.apply(&mut self.apps);
         self
     }
@@ -379,7 +377,7 @@ impl StatusReport {
     pub fn has_errors(&self) -> bool {
         self.apps
             .iter()
-            .any(|a| a.verdict.severity == spark_triage_core::diagnose::Severity::Error)
+            .any(|a| a.verdict.severity == Severity::Error)
             || self
                 .apps
                 .iter()

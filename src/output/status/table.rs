@@ -3,7 +3,13 @@
 
 use std::fmt::Write as _;
 
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::budget::BudgetFrom as F;
+use spark_triage_core::text;
+use spark_triage_core::text::field as f;
+
 use super::{AppStatus, StatusReport};
+use crate::store::BudgetView;
 
 /// The table output (`wide` adds node and the first finding's summary). Every value from
 /// the cluster goes through [`spark_triage_core::text::field`]: none can forge a row or reverse a line.
@@ -26,7 +32,6 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
 /// The app, its executors' counts, its verdict (with the hint when it is trouble), its
 /// failure budget, and the findings supporting the verdict.
 fn write_app_lines(out: &mut String, a: &AppStatus) {
-    use spark_triage_core::text::field as f;
     let c = &a.counts;
     let _ = writeln!(
         out,
@@ -58,7 +63,7 @@ fn write_app_lines(out: &mut String, a: &AppStatus) {
         v.cause,
         f(&v.summary)
     );
-    if v.severity != spark_triage_core::diagnose::Severity::Info && !v.hint.is_empty() {
+    if v.severity != Severity::Info && !v.hint.is_empty() {
         let _ = writeln!(out, "    hint: {}", f(&v.hint));
     }
     let _ = writeln!(out, "  {}", budget_line(&a.failure_budget));
@@ -66,14 +71,13 @@ fn write_app_lines(out: &mut String, a: &AppStatus) {
         let _ = writeln!(
             out,
             "{}",
-            spark_triage_core::text::finding_line(x.severity.as_str(), x.code, &x.summary)
+            text::finding_line(x.severity.as_str(), x.code, &x.summary)
         );
     }
 }
 
 /// How reading the driver's own executor list goes (nothing when never tried).
 fn write_driver_view(out: &mut String, a: &AppStatus) {
-    use spark_triage_core::text::field as f;
     match &a.driver_api {
         Some(d) if d.state == "ok" && d.from == "event-log" => {
             let _ = writeln!(
@@ -103,7 +107,6 @@ fn write_driver_view(out: &mut String, a: &AppStatus) {
 
 /// Why executors wait, when any do.
 fn write_pending(out: &mut String, a: &AppStatus) {
-    use spark_triage_core::text::field as f;
     if !a.pending_reasons.is_empty() {
         let reasons: Vec<String> = a
             .pending_reasons
@@ -117,7 +120,6 @@ fn write_pending(out: &mut String, a: &AppStatus) {
 /// The executors' table: the heading row, then a row per executor, every cell through
 /// [`spark_triage_core::text::field`].
 fn executor_rows(a: &AppStatus, wide: bool) -> Vec<Vec<String>> {
-    use spark_triage_core::text::field as f;
     let mut rows = vec![vec![
         "ID".to_owned(),
         "STATE".to_owned(),
@@ -205,8 +207,7 @@ fn write_rows(out: &mut String, rows: Vec<Vec<String>>) {
 
 /// `failures 2/20 allowed (spark.executor.maxNumFailures, Spark 4.0.1)`: the budget in the
 /// table, as numbers with where they come from.
-pub fn budget_line(b: &crate::store::BudgetView) -> String {
-    use spark_triage_core::diagnose::budget::BudgetFrom as F;
+pub fn budget_line(b: &BudgetView) -> String {
     let version = b
         .spark_version
         .as_deref()

@@ -1,5 +1,8 @@
 use super::*;
-use crate::{source::SourceEvent, store::Store};
+use crate::commands::replay;
+use crate::output::status;
+use crate::source::SourceEvent;
+use crate::store::Store;
 
 struct Tmp(PathBuf);
 impl Drop for Tmp {
@@ -136,8 +139,8 @@ fn write_split(dir: &Path, cuts: &[usize], restart_at: Option<usize>) -> Recordi
 }
 
 fn status_at(rec: Recording, t: Time) -> String {
-    let app = crate::commands::replay::replay_app(rec, Some(t));
-    serde_json::to_string(&crate::output::status::report(app.store.view(), None)).unwrap()
+    let app = replay::replay_app(rec, Some(t));
+    serde_json::to_string(&status::report(app.store.view(), None)).unwrap()
 }
 
 #[test]
@@ -235,9 +238,7 @@ fn a_streamed_read_arrives_at_the_state_a_whole_read_does() {
             ..Default::default()
         };
         read_dir_each(&d.0, Some(t), Some(t), 1 << 26, &mut state).unwrap();
-        let report = |s: &Store| {
-            serde_json::to_string(&crate::output::status::report(s.view(), None)).unwrap()
-        };
+        let report = |s: &Store| serde_json::to_string(&status::report(s.view(), None)).unwrap();
         assert_eq!(
             report(&state.store),
             status_at(fixture(), t),

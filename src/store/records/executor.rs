@@ -1,6 +1,10 @@
 //! An executor's record: its pod, state, history, the driver's words of it and its
 //! verdict; what a trimmed (forgotten) executor leaves counted.
 
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::code::Oom;
+use spark_triage_core::model::{Deletion, KUEUE_GATE, Text};
+
 use super::*;
 
 /// The `Finished::id` of a driver pod.
@@ -118,7 +122,7 @@ pub struct Trimmed {
     /// By their verdict's cause (`none` when it named none).
     pub by_cause: BTreeMap<String, usize>,
     /// By every finding of their verdicts.
-    pub by_finding: BTreeMap<spark_triage_core::diagnose::Code, usize>,
+    pub by_finding: BTreeMap<Code, usize>,
     /// Node-level SIGKILLs that were errors (the node's OOM killer): the one OOM kind a
     /// cause code alone does not tell.
     pub node_oom: usize,
@@ -137,7 +141,6 @@ impl Trimmed {
     }
 
     pub(in crate::store) fn add(&mut self, e: &ExecutorRecord) {
-        use spark_triage_core::diagnose::{Severity, code::Oom};
         self.executors += 1;
         self.failures += usize::from(e.verdict.is_failure());
         *self
@@ -190,11 +193,11 @@ pub struct ExecutorRecord {
     pub ended: Option<Arc<ExecutorPod>>,
     /// The pod's deletion as first seen: when it was requested (timestamp − grace).
     #[serde(default)]
-    pub first_deletion: Option<spark_triage_core::model::Deletion>,
+    pub first_deletion: Option<Deletion>,
     /// Set once the pod is gone: the tombstone.
     pub gone: Option<Gone>,
     /// Shared (interned): every executor of an app names the same container.
-    pub spark_container: spark_triage_core::model::Text,
+    pub spark_container: Text,
     /// The container log's tail, captured when it ended (bounded: see `MAX_LOGS`).
     #[serde(default)]
     pub log_tail: Option<Arc<Vec<String>>>,
@@ -286,11 +289,7 @@ impl ExecutorRecord {
             .filter(|f| f.severity != diagnose::Severity::Info)
             .find_map(|f| match f.code {
                 Code::SchedulingGated
-                    if self
-                        .pod
-                        .scheduling_gates
-                        .iter()
-                        .any(|g| g == spark_triage_core::model::KUEUE_GATE) =>
+                    if self.pod.scheduling_gates.iter().any(|g| g == KUEUE_GATE) =>
                 {
                     Some("not admitted by Kueue")
                 }

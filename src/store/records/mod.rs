@@ -1,25 +1,18 @@
 //! What the store holds: per app, its executors' records, driver, config and timeline;
 //! the snapshot readers get.
 
-use std::{
-    collections::{BTreeMap, BTreeSet, VecDeque},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use spark_triage_core::diagnose::nodes::NodePattern;
+use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
+use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
+use spark_triage_core::model::driver::{DriverSeen, ExecutorList};
+use spark_triage_core::model::{ExecutorPod, ExecutorState, GroupKind, PodEvent, Quota, Time};
 
 use super::*;
 use crate::source::{Health, SourceKind};
-use spark_triage_core::{
-    diagnose::{
-        self, Code, Finding, SchedulingKind,
-        verdict::{ToolKill, Verdict},
-    },
-    model::{
-        ExecutorPod, ExecutorState, PodEvent, Time,
-        driver::{DriverSeen, ExecutorList},
-    },
-};
 
 mod executor;
 
@@ -176,7 +169,7 @@ pub struct AppRecord {
     pub driver_api: Option<DriverApiState>,
     /// The ResourceQuotas of the app's namespace, as last listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub quotas: Vec<spark_triage_core::model::Quota>,
+    pub quotas: Vec<Quota>,
     /// The batch schedulers' objects its pods name, and the kinds that cannot be read.
     #[serde(default, skip_serializing_if = "is_no_groups")]
     pub groups: Arc<diagnose::GroupIndex>,
@@ -187,7 +180,7 @@ pub struct AppRecord {
     /// The failures Spark counted among the forgotten executors, by cause: the failure
     /// budget and the loop findings still count them (Spark does, for the app's life).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub forgotten_counted: BTreeMap<spark_triage_core::diagnose::Code, usize>,
+    pub forgotten_counted: BTreeMap<Code, usize>,
     /// Of those, the ones whose verdict named no cause.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten_uncaused: usize,
@@ -216,7 +209,7 @@ pub struct AppRecord {
     pub as_of: Option<Time>,
     /// Node patterns this app's executors are part of (the store sets them across apps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_findings: Vec<spark_triage_core::diagnose::Finding>,
+    pub node_findings: Vec<Finding>,
     /// The executors the running driver's log says `HeartbeatReceiver` removed
     /// (`SourceEvent::DriverHeartbeats`): kept with the app, so they hold before its driver
     /// pod is known and after a captured log's tail has lost the lines.
@@ -318,7 +311,7 @@ pub struct Snapshot {
     pub trimmed: u64,
     /// The ResourceQuotas by namespace, as last listed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub quotas: BTreeMap<String, Vec<spark_triage_core::model::Quota>>,
+    pub quotas: BTreeMap<String, Vec<Quota>>,
     /// A quota list arrived (possibly empty).
     #[serde(default)]
     pub applied_quotas: bool,
@@ -327,7 +320,7 @@ pub struct Snapshot {
     pub groups: diagnose::GroupIndex,
     /// The kinds of group objects Spark pods named (`status` waits for their lists).
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
-    pub groups_wanted: std::collections::BTreeSet<spark_triage_core::model::GroupKind>,
+    pub groups_wanted: std::collections::BTreeSet<GroupKind>,
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
@@ -336,7 +329,7 @@ pub struct Snapshot {
     pub scope: Option<ScopeLabel>,
     /// Nodes where executor failures cluster, across apps (docs/diagnosis.md, node patterns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_patterns: Vec<spark_triage_core::diagnose::nodes::NodePattern>,
+    pub node_patterns: Vec<NodePattern>,
 }
 
 fn is_no_groups(g: &Arc<diagnose::GroupIndex>) -> bool {

@@ -3,12 +3,15 @@
 //! driver is named by who names the app's pods (Spark's own allocator, or a controller).
 
 use serde_json::json;
+use spark_triage_core::diagnose::verdict::Ending;
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model::DriverExecutor;
 
-use super::*;
-use super::{app, exec_with, list, run, running, t, up};
+use super::{app, exec_with, list, run, running, t, up, *};
+use crate::source::DriverView;
 
-fn removed(id: i64) -> spark_triage_core::model::DriverExecutor {
-    spark_triage_core::model::DriverExecutor {
+fn removed(id: i64) -> DriverExecutor {
+    DriverExecutor {
         id,
         active: false,
         host_port: None,
@@ -32,7 +35,7 @@ fn driver_view(ids: &[i64]) -> SourceEvent {
     SourceEvent::DriverExecutors {
         namespace: "spark-jobs".into(),
         app_id: "spark-1".into(),
-        view: crate::source::DriverView::Ok {
+        view: DriverView::Ok {
             executors: ids.iter().map(|id| removed(*id)).collect(),
         },
         at: t(100),
@@ -86,7 +89,6 @@ async fn a_driver_only_executor_is_named_by_its_apps_allocator() {
 /// missing, and Spark is not said to count it.
 #[tokio::test]
 async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as_the_next() {
-    use spark_triage_core::diagnose::{Code, verdict::Ending};
     let owner = json!({"name": "spark-s-spark-1-0-0", "uid": "u-pod", "ownerReferences": [{"apiVersion": "apps/v1",
         "kind": "StatefulSet", "name": "spark-s-spark-1-0", "uid": "u-s", "controller": true}]});
     let first = exec_with(2, 10, owner.clone(), running());
@@ -129,11 +131,7 @@ async fn a_container_restarted_in_place_ends_its_executor_and_the_pod_goes_on_as
     assert!(five.gone.is_none());
     // The exit before the restart is evidence on the pod, said as its predecessor's.
     let f = five.verdict.cause().expect("the restart said");
-    assert_eq!(
-        f.severity,
-        spark_triage_core::diagnose::Severity::Info,
-        "{f:?}"
-    );
+    assert_eq!(f.severity, Severity::Info, "{f:?}");
     assert!(
         f.summary
             .starts_with("The executor before this one in the pod ended"),
@@ -165,11 +163,7 @@ async fn a_crash_before_a_new_id_is_the_executors_own() {
         .iter()
         .find(|f| f.evidence.iter().any(|e| e.contains("lastState")));
     let f = f.expect("its exit said");
-    assert_ne!(
-        f.severity,
-        spark_triage_core::diagnose::Severity::Info,
-        "{f:?}"
-    );
+    assert_ne!(f.severity, Severity::Info, "{f:?}");
     assert!(
         !f.summary.starts_with("The executor before this one"),
         "{f:?}"

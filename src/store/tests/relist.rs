@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use super::*;
-use super::{app, exec, list, run, running, t, up};
-use crate::source::PresentPod;
+use spark_triage_core::diagnose::Severity;
+
+use super::{app, exec, list, run, running, t, up, *};
+use crate::source::{DriverView, PresentPod};
 
 fn present(ids: &[i64], rv: u64, at: u32) -> SourceEvent {
     SourceEvent::PodsPresent {
@@ -138,7 +139,7 @@ fn driver_lists_active(ids: &[i64], at: u32) -> SourceEvent {
     SourceEvent::DriverExecutors {
         namespace: "spark-jobs".into(),
         app_id: "spark-1".into(),
-        view: crate::source::DriverView::Ok {
+        view: DriverView::Ok {
             executors: ids
                 .iter()
                 .map(|id| super::tests::driver_exec(*id, true))
@@ -165,7 +166,7 @@ async fn an_executor_only_the_driver_still_lists_is_missing_after_the_next_list(
     assert_ne!(e.state(), ExecutorState::Running);
     assert_eq!(
         e.verdict.severity(),
-        Some(spark_triage_core::diagnose::Severity::Error),
+        Some(Severity::Error),
         "{:?}",
         e.findings()
     );

@@ -2,9 +2,13 @@
 //! replaces a killed pod, and a held pod that ended blocks its ordinal. The kill and hold
 //! confirmations and the detail say so.
 
-use super::*;
-use crate::{app::Confirm, source::SourceEvent};
+use spark_triage_core::model::HOLD_FINALIZER;
 use spark_triage_core::model::testing::pod;
+
+use super::*;
+use crate::app::{Confirm, Msg};
+use crate::settings::ReadOnly;
+use crate::source::SourceEvent;
 
 /// Executors 1, 4 and 3 on ordinals 0, 1 and 2; with `held`, executor 3's pod was deleted
 /// and waits on the tool's hold.
@@ -12,7 +16,7 @@ fn statefulset_app(held: bool) -> App {
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Demo,
     });
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:30:00Z")
@@ -41,7 +45,7 @@ fn statefulset_app(held: bool) -> App {
         // Executor 3 ended and is held: Spark's deletion waits on the tool's finalizer.
         if held && id == 3 {
             meta["deletionTimestamp"] = "2026-11-29T10:29:00Z".into();
-            meta["finalizers"] = serde_json::json!([spark_triage_core::model::HOLD_FINALIZER]);
+            meta["finalizers"] = serde_json::json!([HOLD_FINALIZER]);
         }
         pods.push(pod(serde_json::json!({"metadata": meta,
             "spec": {"restartPolicy": "Never", "containers": [{"name": "spark-kubernetes-executor"}]},
@@ -50,7 +54,7 @@ fn statefulset_app(held: bool) -> App {
     for p in pods {
         update(
             &mut app,
-            crate::app::Msg::Source(SourceEvent::PodUpserted {
+            Msg::Source(SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(p),
                 at,
             }),
@@ -62,7 +66,7 @@ fn statefulset_app(held: bool) -> App {
 fn press(app: &mut App, c: char) {
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char(c),
             crossterm::event::KeyModifiers::NONE,
         )),

@@ -1,17 +1,21 @@
 //! Findings about the whole app on screen.
 
+use spark_triage_core::diagnose::Code;
+use spark_triage_core::model::testing::pod;
+
 use super::*;
+use crate::app::Msg;
+use crate::settings::ReadOnly;
+use crate::source::SourceEvent;
 
 /// An app whose executors keep dying the same way: the crash loop and Spark's failure budget
 /// show on the executors pane's bottom border.
 #[test]
 fn a_crash_loop_is_the_apps_headline() {
-    use crate::source::SourceEvent;
-    use spark_triage_core::model::testing::pod;
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Live,
     });
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:30:00Z")
@@ -36,13 +40,13 @@ fn a_crash_loop_is_the_apps_headline() {
         }));
         update(
             &mut app,
-            crate::app::Msg::Source(SourceEvent::PodUpserted {
+            Msg::Source(SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(p),
                 at,
             }),
         );
     }
-    update(&mut app, crate::app::Msg::Tick(at));
+    update(&mut app, Msg::Tick(at));
     let screen = draw(&mut app, 200, 30);
     // The crash loop is the app's headline: its label under the app's name, its budget on
     // the strip (the executors pane's border is for a finding the strip does not lead with).
@@ -53,7 +57,7 @@ fn a_crash_loop_is_the_apps_headline() {
     );
     assert_eq!(
         app.current_app().map(|a| a.verdict().cause().code),
-        Some(spark_triage_core::diagnose::Code::CrashLoop)
+        Some(Code::CrashLoop)
     );
     insta::assert_snapshot!("crash_loop_80x24", draw(&mut app, 80, 24));
 }

@@ -2,14 +2,17 @@
 //! executor, and past that two executors per character (half blocks, colour only), so 10,000
 //! executors show at once at 200×50.
 
-use ratatui::{Terminal, backend::TestBackend, style::Color};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
 use serde_json::json;
-
-use crate::{
-    app::{App, Context, Mode, layout::Density, update},
-    source::SourceEvent,
-};
 use spark_triage_core::model::ExecutorPod;
+
+use crate::app::layout::Density;
+use crate::app::{App, Context, Mode, Msg, layout, update};
+use crate::settings::ReadOnly;
+use crate::source::SourceEvent;
+use crate::ui;
 
 /// An app of `n` executors: every tenth OOM-killed, every tenth + 1 waiting on its image,
 /// the rest running.
@@ -17,7 +20,7 @@ fn big_app(n: i64) -> App {
     let mut app = App::new(Context {
         context: "prod-eu".into(),
         scope: "namespace spark-scale".into(),
-        readonly: crate::settings::ReadOnly::flag(),
+        readonly: ReadOnly::flag(),
         mode: Mode::Replay,
     });
     let at: chrono::DateTime<chrono::Utc> = "2026-11-29T10:05:00Z".parse().expect("time");
@@ -52,21 +55,21 @@ fn big_app(n: i64) -> App {
             pod: std::sync::Arc::new(ExecutorPod::from_pod(&pod)),
             at,
         };
-        update(&mut app, crate::app::Msg::Source(ev));
+        update(&mut app, Msg::Source(ev));
     }
     app.select_app_at(0);
     app
 }
 
 fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    update(app, crate::app::Msg::Resize(w, h));
+    update(app, Msg::Resize(w, h));
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    t.draw(|f| crate::ui::render(app, f)).expect("draw");
+    t.draw(|f| ui::render(app, f)).expect("draw");
     t
 }
 
 fn density(app: &App, w: u16, h: u16) -> Density {
-    crate::app::layout::layout((w, h), app).density
+    layout::layout((w, h), app).density
 }
 
 #[test]
@@ -92,8 +95,8 @@ fn ten_thousand_executors_fit_one_screen_at_200x50() {
     insta::assert_snapshot!("dense_10k_200x50", text);
     // The whole app from the first line: the ruler starts at 1 and the last executor (the
     // selection) is on screen, shown by its letter.
-    let l = crate::app::layout::layout((200, 50), &app);
-    assert_eq!(crate::app::layout::scroll_offset(&app, &l), 0);
+    let l = layout::layout((200, 50), &app);
+    assert_eq!(layout::scroll_offset(&app, &l), 0);
     let map: Vec<&str> = text
         .lines()
         .skip(usize::from(l.main.y) + 1)
@@ -134,7 +137,7 @@ fn ten_thousand_executors_fit_one_screen_at_200x50() {
 fn a_click_in_the_dense_map_selects_the_executor_under_it() {
     let mut app = big_app(1_000);
     let _ = draw(&mut app, 200, 50);
-    let l = crate::app::layout::layout((200, 50), &app);
+    let l = layout::layout((200, 50), &app);
     let x = l.main.x + 1 + l.ruler + 4; // the fifth column
     let y = l.main.y + 1 + 2; // the third line
     let i = l.executor_at(x, y, &app).expect("an executor");

@@ -6,23 +6,24 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{draw, select_app};
-use crate::{
-    app::{App, Context, Focus, Mode, Msg, Popup, update},
-    effect::Effect,
-};
+use crate::app::{App, Context, Focus, Mode, Msg, Popup, update};
+use crate::effect::Effect;
+use crate::eventlog;
+use crate::record::Recording;
+use crate::settings::ReadOnly;
 
 fn live_from_the_log() -> App {
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/eventlog/real-spark-k8s-heartbeat"
     );
-    let rec = crate::eventlog::open(std::path::Path::new(dir), 1 << 20, None)
-        .map(crate::record::Recording::from)
+    let rec = eventlog::open(std::path::Path::new(dir), 1 << 20, None)
+        .map(Recording::from)
         .expect("the real log reads");
     let mut app = App::new(Context {
         context: "kind-spark".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::settings::ReadOnly::Off,
+        readonly: ReadOnly::Off,
         mode: Mode::Live,
     });
     for ev in rec.events {

@@ -1,9 +1,12 @@
 //! A kill through spark-triage is the operator's own act: labelled as such, never the `last:`
 //! failure, not counted, listed after the failures, never the app's headline.
 
-use super::{draw, select_app, session};
-use crate::{app::update, source::SourceEvent};
 use spark_triage_core::diagnose::Code;
+use spark_triage_core::model::Deletion;
+
+use super::{draw, select_app, session};
+use crate::app::{Msg, update};
+use crate::source::SourceEvent;
 
 #[test]
 fn a_kill_through_the_tool_is_labelled_and_never_the_incident() {
@@ -19,7 +22,7 @@ fn a_kill_through_the_tool_is_labelled_and_never_the_incident() {
     // `K` on executor 3: the runner's timeline line, then the pod's deletion as watched.
     update(
         &mut app,
-        crate::app::Msg::Source(SourceEvent::ActionTaken {
+        Msg::Source(SourceEvent::ActionTaken {
             namespace: key.0.clone(),
             app_id: key.1.clone(),
             text: format!("action by oncall: killed executor 3 ({})", pod.name),
@@ -28,13 +31,13 @@ fn a_kill_through_the_tool_is_labelled_and_never_the_incident() {
         }),
     );
     let mut deleted = (*pod).clone();
-    deleted.deletion = Some(spark_triage_core::model::Deletion {
+    deleted.deletion = Some(Deletion {
         at: at + chrono::Duration::seconds(31),
         grace_period_seconds: Some(30),
     });
     update(
         &mut app,
-        crate::app::Msg::Source(SourceEvent::PodDeleted {
+        Msg::Source(SourceEvent::PodDeleted {
             pod: std::sync::Arc::new(deleted),
             at: at + chrono::Duration::seconds(2),
         }),

@@ -2,18 +2,22 @@
 //! selection, `g`/`G`/`End`/PgDn move through it, a click selects the app drawn there.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::{Terminal, backend::TestBackend};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use serde_json::json;
-
-use crate::app::{App, Context, Focus, Mode, Msg, update};
 use spark_triage_core::model::testing::pod;
+
+use crate::app::{App, Context, Focus, Mode, Msg, layout, update};
+use crate::settings::ReadOnly;
+use crate::source::SourceEvent;
+use crate::store::Store;
 
 /// `n` apps (`app-01` …) of one running executor each, at `w`×`h`.
 fn apps(n: usize, w: u16, h: u16) -> App {
     let mut app = App::new(Context {
         context: "c".into(),
         scope: "namespace spark-jobs".into(),
-        readonly: crate::settings::ReadOnly::flag(),
+        readonly: ReadOnly::flag(),
         mode: Mode::Live,
     });
     update(&mut app, Msg::Resize(w, h));
@@ -27,7 +31,7 @@ fn apps(n: usize, w: u16, h: u16) -> App {
         );
         update(
             &mut app,
-            Msg::Source(crate::source::SourceEvent::PodUpserted {
+            Msg::Source(SourceEvent::PodUpserted {
                 pod: std::sync::Arc::new(p),
                 at: chrono::DateTime::UNIX_EPOCH,
             }),
@@ -80,7 +84,7 @@ fn the_apps_pane_scrolls_with_its_selection() {
     key(&mut app, KeyCode::Up);
     assert_eq!(app.apps_window.get().0, 40 - page);
     // A click on the first row drawn selects the app drawn there.
-    let layout = crate::app::layout::layout(app.size, &app);
+    let layout = layout::layout(app.size, &app);
     update(
         &mut app,
         Msg::Mouse(MouseEvent {
@@ -127,11 +131,11 @@ fn the_header_says_when_gone_executors_were_forgotten() {
     );
     let t = |s| chrono::DateTime::UNIX_EPOCH + chrono::Duration::seconds(s);
     for ev in [
-        crate::source::SourceEvent::PodDeleted {
+        SourceEvent::PodDeleted {
             pod: std::sync::Arc::new(gone),
             at: t(10),
         },
-        crate::source::SourceEvent::Forget {
+        SourceEvent::Forget {
             before: t(20),
             at: t(3700),
         },
@@ -150,7 +154,7 @@ fn the_header_says_when_ended_executors_were_counted_not_kept() {
     assert!(!draw(&app).contains("not kept"));
     let mut snap = app.store.snapshot();
     snap.trimmed = 183_733;
-    app.store = crate::store::Store::from_snapshot(snap);
+    app.store = Store::from_snapshot(snap);
     let frame = draw(&app);
     assert!(frame.contains("183733 ended counted, not kept"), "{frame}");
 }

@@ -5,7 +5,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{draw, etl_exec, session};
-use crate::app::{App, Msg, Popup, keymap::KEYMAP, update};
+use crate::app::keymap::{Action, KEYMAP};
+use crate::app::{App, Confirm, LogView, Msg, Popup, update};
 
 fn press(app: &mut App, code: KeyCode) {
     update(app, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
@@ -15,7 +16,7 @@ fn opened(popup: Popup) -> App {
     let mut app = session();
     etl_exec(&mut app, 7);
     if popup == Popup::Log {
-        app.log_view = Some(crate::app::LogView {
+        app.log_view = Some(LogView {
             pod: "etl-nightly-exec-7".into(),
             captured: true,
             lines: Ok((1..=120).map(|i| format!("log line {i}")).collect()),
@@ -57,7 +58,7 @@ fn every_key_in_every_popup_leaves_the_screen_beneath_as_it_was() {
         for b in KEYMAP {
             // `z` switches every time on screen between local and UTC: a display setting,
             // not a move; `q` quits (the frame is the last one).
-            if b.action == crate::app::keymap::Action::ToggleUtc {
+            if b.action == Action::ToggleUtc {
                 continue;
             }
             for code in b.keys {
@@ -103,7 +104,6 @@ fn end_in_a_detail_shows_its_last_page() {
 /// after Esc the screen beneath is as it was.
 #[test]
 fn a_confirmation_takes_only_its_own_keys() {
-    use crate::app::Confirm;
     let confirm_of = || {
         let mut app = opened(Popup::Confirm);
         let a = app.current_app().cloned().expect("an app is selected");

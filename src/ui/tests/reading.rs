@@ -2,17 +2,20 @@
 //! line (search, previous container, follow), local time and the `z` toggle, the timeline's
 //! order.
 
+use spark_triage_core::model::ExecutorState;
+
 use super::{draw, etl_exec, session};
-use crate::app::{App, Mode, Popup, update};
+use crate::app::{App, Effect, LogView, Mode, Msg, Popup, update};
+use crate::{app, effect, ui};
 
 #[test]
 fn fit_cuts_at_a_word_boundary() {
     assert_eq!(
-        crate::ui::fit("Container spark-kubernetes-executor was", 20),
+        ui::fit("Container spark-kubernetes-executor was", 20),
         "Container…"
     );
-    assert_eq!(crate::ui::fit("short", 20), "short");
-    assert_eq!(crate::ui::fit("abcdefghij", 5), "abcd…");
+    assert_eq!(ui::fit("short", 20), "short");
+    assert_eq!(ui::fit("abcdefghij", 5), "abcd…");
 }
 
 /// No title is cut mid-word at a box's corner, in any stored frame (every pane and popup at
@@ -55,7 +58,7 @@ fn no_title_is_cut_at_a_corner() {
 fn a_long_log_opens_at_its_end() {
     let mut app = session();
     etl_exec(&mut app, 8);
-    app.log_view = Some(crate::app::LogView {
+    app.log_view = Some(LogView {
         pod: "etl-nightly-exec-8".into(),
         captured: true,
         lines: Ok((1..=300).map(|i| format!("log line {i}")).collect()),
@@ -71,7 +74,7 @@ fn a_long_log_opens_at_its_end() {
     let key = |app: &mut App, c| {
         update(
             app,
-            crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+            Msg::Key(crossterm::event::KeyEvent::new(
                 c,
                 crossterm::event::KeyModifiers::NONE,
             )),
@@ -96,7 +99,7 @@ fn times_follow_the_local_zone_and_z_toggles() {
     assert!(local.contains(" +01:00"), "{local}");
     update(
         &mut app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('z'),
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -149,7 +152,7 @@ fn log_search_previous_and_follow() {
     let mut app = session();
     app.ctx.mode = Mode::Live;
     etl_exec(&mut app, 8);
-    app.log_view = Some(crate::app::LogView {
+    app.log_view = Some(LogView {
         pod: "etl-nightly-exec-8".into(),
         lines: Ok((1..=300)
             .map(|i| {
@@ -165,12 +168,8 @@ fn log_search_previous_and_follow() {
         ..Default::default()
     });
     app.popup = Some(Popup::Log);
-    let key = |app: &mut App, c: KeyCode| {
-        update(
-            app,
-            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
-        )
-    };
+    let key =
+        |app: &mut App, c: KeyCode| update(app, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)));
     key(&mut app, KeyCode::Char('/'));
     for c in "OutOfMemory".chars() {
         key(&mut app, KeyCode::Char(c));
@@ -190,19 +189,16 @@ fn log_search_previous_and_follow() {
     assert!(frame.contains("/OutOfMemory"), "{frame}");
     let fx = key(&mut app, KeyCode::Char('p'));
     assert!(
-        matches!(
-            fx.as_slice(),
-            [crate::app::Effect::FetchLog { previous: true, .. }]
-        ),
+        matches!(fx.as_slice(), [Effect::FetchLog { previous: true, .. }]),
         "{fx:?}"
     );
     key(&mut app, KeyCode::Char('f'));
     assert!(app.log_view.as_ref().unwrap().follow);
-    let fx = update(&mut app, crate::app::Msg::Tick(chrono::Utc::now()));
+    let fx = update(&mut app, Msg::Tick(chrono::Utc::now()));
     assert!(
         fx.iter().any(|e| matches!(
             e,
-            crate::app::Effect::FetchLog {
+            Effect::FetchLog {
                 previous: false,
                 ..
             }
@@ -223,7 +219,7 @@ fn a_log_wraps_searches_on_its_own_line_and_a_gone_pod_says_so() {
     app.ctx.mode = Mode::Live;
     etl_exec(&mut app, 8);
     let long = format!("START {} END", "x".repeat(150));
-    app.log_view = Some(crate::app::LogView {
+    app.log_view = Some(LogView {
         pod: "etl-nightly-a83c0ccd92120d16-exec-8".into(),
         lines: Ok(vec![
             "first".into(),
@@ -235,12 +231,8 @@ fn a_log_wraps_searches_on_its_own_line_and_a_gone_pod_says_so() {
         ..Default::default()
     });
     app.popup = Some(Popup::Log);
-    let key = |app: &mut App, c: KeyCode| {
-        update(
-            app,
-            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
-        )
-    };
+    let key =
+        |app: &mut App, c: KeyCode| update(app, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)));
     let frame = draw(&mut app, 80, 24);
     assert!(
         frame.contains("START") && frame.contains("END"),
@@ -282,13 +274,12 @@ fn a_log_wraps_searches_on_its_own_line_and_a_gone_pod_says_so() {
     );
     let fx = update(
         &mut app,
-        crate::app::Msg::Key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::NONE)),
+        Msg::Key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::NONE)),
     );
     // No fetch of its log (it cannot be had); its events, which outlive it, are read once —
     // except from a recording, which has what it has.
     assert!(
-        fx.iter()
-            .all(|e| matches!(e, crate::app::Effect::ReadEvents { .. })),
+        fx.iter().all(|e| matches!(e, Effect::ReadEvents { .. })),
         "no fetch of a gone pod's log: {fx:?}"
     );
     let frame = draw(&mut app, 80, 24);
@@ -323,7 +314,7 @@ fn the_filter_takes_ids_whole_and_the_words_on_screen() {
         assert!(
             app.visible()
                 .iter()
-                .any(|e| e.state() == spark_triage_core::model::ExecutorState::Pending),
+                .any(|e| e.state() == ExecutorState::Pending),
             "{word}: the pending ones among {shown:?}"
         );
         for e in app.visible() {
@@ -350,13 +341,10 @@ fn the_filter_takes_ids_whole_and_the_words_on_screen() {
 fn replays_prompt_takes_an_app_and_a_moment_as_at_does() {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let mut app = super::replay_at(Some(30));
-    let press = |app: &mut crate::app::App, c: KeyCode| {
-        crate::app::update(
-            app,
-            crate::app::Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)),
-        )
+    let press = |app: &mut App, c: KeyCode| {
+        app::update(app, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)))
     };
-    let typed = |app: &mut crate::app::App, text: &str| {
+    let typed = |app: &mut App, text: &str| {
         press(app, KeyCode::Char(':'));
         for c in text.chars() {
             press(app, KeyCode::Char(c));
@@ -387,8 +375,5 @@ fn replays_prompt_takes_an_app_and_a_moment_as_at_does() {
     // `:q` quits a replay as it does the live view.
     press(&mut app, KeyCode::Char(':'));
     press(&mut app, KeyCode::Char('q'));
-    assert_eq!(
-        press(&mut app, KeyCode::Enter),
-        vec![crate::effect::Effect::Quit]
-    );
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![effect::Effect::Quit]);
 }

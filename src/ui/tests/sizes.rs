@@ -3,14 +3,16 @@
 //! header, the worst executor's cause, the keys that matter), whatever else gives way.
 
 use super::{draw, etl_exec, replay_at, session};
-use crate::app::{App, Focus, Mode, Popup, View, update};
+use crate::app::{App, Focus, LogView, Mode, Msg, Popup, View, update};
+use crate::settings::ReadOnly;
+use crate::source::{Health, SourceEvent, SourceKind};
 
 const SIZES: [(u16, u16); 4] = [(60, 16), (80, 24), (120, 40), (200, 50)];
 
 fn key(app: &mut App, c: crossterm::event::KeyCode) {
     update(
         app,
-        crate::app::Msg::Key(crossterm::event::KeyEvent::new(
+        Msg::Key(crossterm::event::KeyEvent::new(
             c,
             crossterm::event::KeyModifiers::NONE,
         )),
@@ -144,10 +146,10 @@ fn the_log_and_the_confirm_keep_their_keys_at_every_size() {
     for (w, h) in SIZES {
         let mut app = live();
         etl_exec(&mut app, 9);
-        app.log_view = Some(crate::app::LogView {
+        app.log_view = Some(LogView {
             pod: "etl-nightly-a83c0ccd92120d16-exec-9".into(),
             lines: Err("container \"spark-kubernetes-executor\" in pod \"etl-nightly-a83c0ccd92120d16-exec-9\" is waiting to start: trying and failing to pull image".into()),
-            ..crate::app::LogView::default()
+            ..LogView::default()
         });
         app.popup = Some(Popup::Log);
         let frame = draw(&mut app, w, h);
@@ -177,7 +179,7 @@ fn a_long_context_is_cut_before_the_alarms() {
         let mut app = live();
         assert!(app.store.view().scope.is_none(), "the context is the app's");
         app.ctx.context = "arn:aws:eks:eu-west-1:123456789012:cluster/prod-eu-spark".into();
-        app.ctx.readonly = crate::settings::ReadOnly::flag();
+        app.ctx.readonly = ReadOnly::flag();
         app.stale_after = Some(std::time::Duration::from_secs(2));
         etl_exec(&mut app, 7);
         let frame = draw(&mut app, w, 24);
@@ -217,9 +219,9 @@ fn a_source_error_has_its_own_line_and_its_whole_text_in_help() {
         let at = app.store.view().now.expect("a clock");
         update(
             &mut app,
-            crate::app::Msg::Source(crate::source::SourceEvent::SourceHealth {
-                source: crate::source::SourceKind::PodWatch,
-                health: crate::source::Health::Retrying {
+            Msg::Source(SourceEvent::SourceHealth {
+                source: SourceKind::PodWatch,
+                health: Health::Retrying {
                     error: error.into(),
                 },
                 at,

@@ -2,16 +2,20 @@
 //! dark terminals), `light` never uses yellow, white or the light greys (unreadable on white),
 //! `mono` uses no colour at all and still shows the same text (letters carry the states).
 
-use ratatui::{Terminal, backend::TestBackend, buffer::Buffer, style::Color};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
 
 use super::{etl_exec, session};
-use crate::app::{App, Popup, Theme, View, update};
+use crate::app::{App, Msg, Popup, Theme, View, update};
+use crate::ui;
 
 fn frame(app: &mut App, theme: Theme) -> Buffer {
     app.theme = theme;
-    update(app, crate::app::Msg::Resize(200, 50));
+    update(app, Msg::Resize(200, 50));
     let mut t = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
-    t.draw(|f| crate::ui::render(app, f)).expect("draw");
+    t.draw(|f| ui::render(app, f)).expect("draw");
     t.backend().buffer().clone()
 }
 

@@ -3,11 +3,10 @@
 //! Ref: Spark `ExecutorPodsSnapshot.scala` (`checkAllContainers`, SPARK-30821 and
 //! SPARK-49804 for the container-name rule); docs/diagnosis.md §1.
 
-use super::{Code, Finding, Severity, Subject, exit::describe_terminated};
-use crate::{
-    classify::{ClassifyConfig, ContainerSource, classify, detect_spark_container},
-    model::{DEFAULT_EXECUTOR_CONTAINER, ExecutorState, Role},
-};
+use super::exit::describe_terminated;
+use super::{Code, Finding, Severity, Subject};
+use crate::classify::{ClassifyConfig, ContainerSource, classify, detect_spark_container};
+use crate::model::{DEFAULT_EXECUTOR_CONTAINER, ExecutorState, Role};
 
 const REF_SNAPSHOT: &str = "https://github.com/apache/spark/blob/master/resource-managers/kubernetes/core/src/main/scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsSnapshot.scala";
 const REF_INIT: &str = "https://kubernetes.io/docs/concepts/workloads/pods/init-containers/";

@@ -5,7 +5,9 @@
 //! `DeletionByTaintManager`, `DeletionByPodGC`), kubelet eviction status (`reason: Evicted`).
 
 use super::{Code, Finding, Severity, Subject};
-use crate::model::{ExecutorPod, ExecutorState, PodCondition, PodEvent, Related, fmt_time};
+use crate::model::{
+    ContainerState, ExecutorPod, ExecutorState, PodCondition, PodEvent, Related, fmt_time,
+};
 use crate::text::human_duration;
 
 const REF_DISRUPTION: &str =
@@ -197,7 +199,7 @@ pub(super) fn admission_rejected(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let ran = st.container_statuses.iter().any(|c| {
         !matches!(
             c.state,
-            crate::model::ContainerState::None | crate::model::ContainerState::Waiting { .. }
+            ContainerState::None | ContainerState::Waiting { .. }
         ) || c.restart_count > 0
     });
     if !rejected || ran || st.phase.as_deref() != Some("Failed") {

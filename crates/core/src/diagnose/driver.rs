@@ -14,15 +14,12 @@
 
 use chrono::Duration;
 
-use crate::version::SparkVersion;
-
 use super::{Code, Finding, Severity};
-use crate::model::{
-    DriverExecutor, ExecutorPod, ExecutorState, Time,
-    driver::{DriverSeen, RemovalKind, parse_removal, reason_headline},
-    fmt_time,
-};
+use crate::model::driver::{DriverSeen, ExecutorList, RemovalKind, parse_removal, reason_headline};
+use crate::model::{DriverExecutor, ExecutorPod, ExecutorState, Time, fmt_time};
+use crate::text;
 use crate::text::human_duration;
+use crate::version::SparkVersion;
 
 /// A Spark container that fails within this long of starting, never listed by the driver,
 /// most likely could not reach the driver.
@@ -85,7 +82,7 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
         // the log has no pods: absence of a pod says nothing there.
         Some(d) if d.active => {
             if let Some(gone) = pod.gone_at
-                && seen.from == crate::model::driver::ExecutorList::DriverApi
+                && seen.from == ExecutorList::DriverApi
                 && seen.at - gone > pod.lost_grace
             {
                 out.push(lost_pod(pod, d, seen.at, gone));
@@ -111,7 +108,7 @@ pub fn reconcile(pod: &PodSide, seen: Option<&DriverSeen>) -> Vec<Finding> {
             }
             // An event log knows of a pod's end only once it was written past it.
             if let Some((code, ran)) = pod.quick_failure
-                && (seen.from == crate::model::driver::ExecutorList::DriverApi
+                && (seen.from == ExecutorList::DriverApi
                     || pod.gone_at.is_some_and(|g| g < seen.at))
             {
                 out.push(driver_unreachable(pod, code, ran, seen.at));
@@ -374,7 +371,7 @@ fn removed(pod: &PodSide, d: &DriverExecutor) -> Finding {
     {
         f = f.evidence(format!(
             "removeReason: {}",
-            crate::text::clipped(line, EVIDENCE_LINE_MAX)
+            text::clipped(line, EVIDENCE_LINE_MAX)
         ));
     }
     f

@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Code, Finding};
+use crate::model::quantity;
 use crate::spark::spark_size_mib;
 
 /// Where an app's settings were read.
@@ -146,7 +147,7 @@ impl Sizing {
 /// alone cannot say how it was split).
 fn from_limit(limit: &str, factor: f64) -> Option<(u64, u64)> {
     const MIB: f64 = 1024.0 * 1024.0;
-    let limit_mib = crate::model::quantity::parse(limit)? / MIB;
+    let limit_mib = quantity::parse(limit)? / MIB;
     if limit_mib <= 384.0 || factor <= 0.0 {
         return None;
     }
@@ -161,7 +162,7 @@ fn from_limit(limit: &str, factor: f64) -> Option<(u64, u64)> {
 
 /// A limit less an overhead known exactly: (heap, overhead) in MiB.
 fn limit_less(limit: &str, overhead: u64) -> Option<(u64, u64)> {
-    let limit_mib = (crate::model::quantity::parse(limit)? / (1024.0 * 1024.0)).round() as u64;
+    let limit_mib = (quantity::parse(limit)? / (1024.0 * 1024.0)).round() as u64;
     (limit_mib > overhead).then(|| (limit_mib - overhead, overhead))
 }
 

@@ -28,15 +28,13 @@ pub mod verdict;
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
-
-use crate::{
-    classify::Resolved,
-    model::{ExecutorPod, ExecutorState, PodEvent, Time},
-};
 pub use code::Code;
 pub use queueing::{GroupIndex, NO_GROUPS};
 pub use scheduling::{SchedulingKind, SchedulingReason};
+use serde::{Deserialize, Serialize};
+
+use crate::classify::Resolved;
+use crate::model::{ExecutorPod, ExecutorState, PodEvent, Time};
 
 /// How bad it is. Ordered worst first.
 #[derive(

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Code, Finding, Severity, Witness};
 use crate::model::{ExecutorPod, Time, fmt_time};
+use crate::text;
 
 /// Failures on one node within this window make a pattern.
 pub const WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(30);
@@ -80,7 +81,7 @@ impl NodePattern {
         let own = self.failures.iter().filter(|f| mine(f)).count();
         let first = self.failures.first().map(|f| f.at).unwrap_or_default();
         let last = self.failures.last().map(|f| f.at).unwrap_or_default();
-        let span = crate::text::human_duration(last - first);
+        let span = text::human_duration(last - first);
         let mut by_code: BTreeMap<Code, usize> = BTreeMap::new();
         for f in &self.failures {
             *by_code.entry(f.code).or_default() += 1;
@@ -180,6 +181,7 @@ pub fn node_patterns<'a>(failures: impl IntoIterator<Item = &'a NodeFailure>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing;
 
     fn failure(min: i64, node: &str, app: &str, pod: &str, code: Code) -> NodeFailure {
         NodeFailure {
@@ -256,7 +258,7 @@ mod tests {
             !is_node_failure(Code::Preempted, &p),
             "the scheduler's choice, not the node"
         );
-        let drained = crate::model::testing::pod(serde_json::json!({
+        let drained = testing::pod(serde_json::json!({
             "metadata": {"name": "x"},
             "spec": {"containers": []},
             "status": {"phase": "Failed", "reason": "Evicted", "conditions": [{"type": "DisruptionTarget",

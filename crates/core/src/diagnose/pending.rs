@@ -7,12 +7,12 @@
 
 use std::collections::BTreeSet;
 
-use super::{
-    Code, Finding, Severity, Subject,
-    exit::first_line,
-    scheduling::{self, SchedulingKind},
-};
-use crate::{model::ContainerStatus, text::human_duration};
+use super::exit::first_line;
+use super::scheduling::{self, SchedulingKind};
+use super::{Code, Finding, Severity, Subject};
+use crate::model;
+use crate::model::{ContainerState, ContainerStatus};
+use crate::text::human_duration;
 
 const REF_SCHEDULING: &str =
     "https://kubernetes.io/docs/concepts/scheduling-eviction/kube-scheduler/";
@@ -62,7 +62,7 @@ fn describe_waiting(c: &ContainerStatus) -> String {
         c.name,
         c.waiting_reason().unwrap_or("-")
     );
-    if let crate::model::ContainerState::Waiting {
+    if let ContainerState::Waiting {
         message: Some(m), ..
     } = &c.state
     {
@@ -231,7 +231,7 @@ pub(super) fn image_pull(s: &Subject<'_>, out: &mut Vec<Finding>) {
     let texts: Vec<&str> = waiting
         .iter()
         .filter_map(|c| match &c.state {
-            crate::model::ContainerState::Waiting { message, .. } => message.as_deref(),
+            ContainerState::Waiting { message, .. } => message.as_deref(),
             _ => None,
         })
         .chain(failed_events.iter().filter_map(|e| e.message.as_deref()))
@@ -326,7 +326,7 @@ pub(super) fn container_config_error(s: &Subject<'_>, out: &mut Vec<Finding>) {
         .unwrap_or("CreateContainerConfigError");
     // The kubelet's message names what is missing (`configmap "x" not found`).
     let summary = match &first.state {
-        crate::model::ContainerState::Waiting {
+        ContainerState::Waiting {
             message: Some(m), ..
         } if !m.is_empty() => {
             // Long runtime errors (CreateContainerError) say what failed at their end.
@@ -423,7 +423,7 @@ pub(super) fn container_creating_stuck(s: &Subject<'_>, out: &mut Vec<Finding>) 
         )
         .reference(REF_WAITING)
         .evidence(describe_waiting(first))
-        .evidence(format!("waiting since {}", crate::model::fmt_time(&since)))
+        .evidence(format!("waiting since {}", model::fmt_time(&since)))
         .evidence_all(causes),
     );
 }

@@ -5,11 +5,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::classify::{ClassifyOptions, classify};
+use crate::model::ContainerSpec;
+use crate::model::testing::{self, container_status as cs, event, merge, pod};
 use crate::text::human_duration;
-use crate::{
-    classify::{ClassifyOptions, classify},
-    model::testing::{self, container_status as cs, event, merge, pod},
-};
 
 fn now() -> DateTime<Utc> {
     "2026-11-29T10:30:00Z".parse().unwrap()
@@ -508,7 +507,7 @@ fn sidecar_failed_fails_the_pod_under_spark_4_defaults() {
     let mut p = executor(json!({"containerStatuses": [
         cs("spark-kubernetes-executor", testing::running()),
         cs("fluent-bit", term(1, "Error"))]}));
-    p.containers.push(crate::model::ContainerSpec {
+    p.containers.push(ContainerSpec {
         name: "fluent-bit".into(),
         ..Default::default()
     });
@@ -600,7 +599,7 @@ mod failure_modes;
 /// A `Preempted` event as kube-scheduler 1.3x records it (events.k8s.io/v1 seen through
 /// core/v1: `related` is the preemptor; the message names it by uid).
 fn preempted_event(related: Value) -> PodEvent {
-    crate::model::testing::event(json!({
+    testing::event(json!({
         "metadata": {"name": "etl-1a2b-exec-7.181d", "namespace": "default"},
         "involvedObject": {"kind": "Pod", "namespace": "default", "name": "etl-1a2b-exec-7", "uid": "uid-7"},
         "related": related,

@@ -6,10 +6,12 @@
 //! it never panics. One malformed item of a list does not lose the others: it becomes a
 //! `problem` and the rest is read.
 
-use k8s_openapi::api::{core::v1 as core, events::v1 as events};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::events::v1 as events;
 use serde_json::Value;
 
-use crate::model::{ExecutorPod, PodEvent};
+use crate::model;
+use crate::model::{ExecutorPod, GroupKind, PodEvent, SchedGroup};
 
 mod repair;
 mod stream;
@@ -80,7 +82,7 @@ pub struct Objects {
     pub events: Vec<PodEvent>,
     /// The batch schedulers' group objects found (Volcano PodGroups, Kueue and native
     /// Workloads): `kubectl get pods,podgroups,workloads -o json` gives them with the pods.
-    pub groups: Vec<crate::model::SchedGroup>,
+    pub groups: Vec<SchedGroup>,
     /// Items that are not pods or events (a Service in `kubectl get all`): one line each.
     pub skipped: Vec<String>,
     /// Items that claim to be pods or events but are malformed: one line each. Data was lost.
@@ -235,9 +237,7 @@ pub fn read_pods(bytes: &[u8], origin: &str) -> Result<Objects, InputError> {
             }
             Kind::Pod => push_pod(doc, &label, out),
             Kind::Event(api) => push_event(doc, api, &label, out),
-            Kind::Group(kind) => out
-                .groups
-                .push(crate::model::SchedGroup::from_value(kind, &doc)),
+            Kind::Group(kind) => out.groups.push(SchedGroup::from_value(kind, &doc)),
             Kind::Other(what) => foreign.push(format!("{label} is {what}")),
         }
     };
@@ -311,7 +311,7 @@ enum EventApi {
 enum Kind {
     Pod,
     Event(EventApi),
-    Group(crate::model::GroupKind),
+    Group(model::GroupKind),
     List {
         /// Items without a `kind` are pods (a raw API PodList) rather than unknown.
         pod_list: bool,
@@ -372,8 +372,7 @@ fn kind_of(doc: &Value) -> Kind {
 }
 
 /// A batch scheduler's group object, by kind and API group.
-fn group_kind(kind: &str, api: Option<&str>) -> Option<crate::model::GroupKind> {
-    use crate::model::GroupKind;
+fn group_kind(kind: &str, api: Option<&str>) -> Option<model::GroupKind> {
     let group = api?.split('/').next()?;
     GroupKind::ALL
         .into_iter()
@@ -425,9 +424,7 @@ fn read_item(
     match kind_of(&item) {
         Kind::Pod => push_pod(item, item_label, out),
         Kind::Event(api) => push_event(item, api, item_label, out),
-        Kind::Group(kind) => out
-            .groups
-            .push(crate::model::SchedGroup::from_value(kind, &item)),
+        Kind::Group(kind) => out.groups.push(SchedGroup::from_value(kind, &item)),
         Kind::Other(_) if pod_list && item.is_object() && item.get("kind").is_none() => {
             push_pod(item, item_label, out);
         }

@@ -1,6 +1,7 @@
 //! Reading the documents people hand the tool: shapes, sizes, and errors.
 
 use super::*;
+use crate::model::GroupKind;
 
 fn pods(text: &str) -> Result<Objects, InputError> {
     read_pods(text.as_bytes(), "test")
@@ -139,7 +140,6 @@ fn group_objects_beside_pods_are_read_and_unknown_kinds_skipped() {
     )
     .unwrap();
     let kinds: Vec<_> = o.groups.iter().map(|g| g.kind).collect();
-    use crate::model::GroupKind;
     assert_eq!(
         kinds,
         vec![

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Time;
+use crate::text;
 
 /// One executor as the driver lists it (the `driver` entry is not kept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -364,7 +365,7 @@ pub const HEADLINE_MAX: usize = 240;
 /// The first non-empty line of a removal message, for one-line displays, to
 /// [`HEADLINE_MAX`] bytes.
 pub fn reason_headline(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::text::clipped(
+    text::clipped(
         text.lines()
             .map(str::trim)
             .find(|l| !l.is_empty())

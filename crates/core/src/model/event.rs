@@ -4,13 +4,12 @@
 //! (`involvedObject`/`regarding`, `message`/`note`, `count`/`series.count`…); both project
 //! to this one shape so diagnosis does not care where an event came from.
 
-use k8s_openapi::api::{core::v1 as core, events::v1 as events};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::events::v1 as events;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    pod::{ExecutorPod, Time, time},
-    wire::WireEvent,
-};
+use super::pod::{ExecutorPod, Time, time};
+use super::wire::WireEvent;
 
 /// An event about a pod.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{PodCondition, Text, Time, wire};
+use crate::text;
 
 /// Which kind of group object.
 #[derive(
@@ -240,5 +241,5 @@ impl SchedGroup {
 
 /// `s`, cut at a character boundary to at most `max` bytes.
 fn bounded(s: &str, max: usize) -> &str {
-    &s[..crate::text::floor_boundary(s, max)]
+    &s[..text::floor_boundary(s, max)]
 }

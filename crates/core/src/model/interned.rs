@@ -13,12 +13,10 @@
 //! ordering follow the string (a `Text` is a `Borrow<str>` key in maps, looked up by
 //! `&str`), while equality stays a pointer comparison (equal values share one pointer).
 
-use std::{
-    borrow::Borrow,
-    fmt,
-    hash::{Hash, Hasher},
-    ops::Deref,
-};
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
 
 use internment::ArcIntern;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -200,6 +200,7 @@ fn bytes(v: Option<f64>) -> (Option<f64>, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing;
 
     fn quota(hard: &[(&str, &str)], used: &[(&str, &str)]) -> Quota {
         let v = serde_json::json!({
@@ -218,7 +219,7 @@ mod tests {
         if let Some(c) = limits_cpu {
             limits["cpu"] = c.into();
         }
-        let pod = crate::model::testing::pod(serde_json::json!({
+        let pod = testing::pod(serde_json::json!({
             "metadata": {"name": "etl-exec-1", "labels": {"spark-role": "executor"}},
             "spec": {"containers": [{"name": "spark-kubernetes-executor",
                 "resources": {"requests": {"cpu": requests_cpu, "memory": memory}, "limits": limits}}]}

@@ -3,16 +3,15 @@
 
 use std::convert::Infallible;
 
-use axum::{
-    body::{Body, Bytes},
-    http::{HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::{ApiState, Params, text};
-use crate::{error::ApiError, store::Resource};
+use crate::error::ApiError;
+use crate::store::Resource;
 
 pub(super) fn pod_log(st: &ApiState, ns: &str, name: &str, params: &Params) -> Response {
     let Some(pod) = st.store.get(Resource::Pods, ns, name) else {

@@ -13,33 +13,27 @@ mod proxy;
 mod routing;
 mod watch;
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use axum::{
-    body::{Body, Bytes},
-    extract::{FromRequestParts, Request, State, ws::WebSocketUpgrade},
-    http::{HeaderValue, Method, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::body::{Body, Bytes};
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use objects::ItemRequest;
+use routing::{ApiGroup, Params, Render, Route, build_query, render_mode, route};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch as signal;
 
-use crate::{
-    discovery,
-    error::ApiError,
-    events_view,
-    faults::Faults,
-    logs::Logs,
-    store::{Obj, ObjectStore, Resource},
-    table,
-};
-use objects::ItemRequest;
-use routing::{ApiGroup, Params, Render, Route, build_query, render_mode, route};
+use crate::error::ApiError;
+use crate::faults::Faults;
+use crate::logs::Logs;
+use crate::spark_registry::SparkRegistry;
+use crate::store::{Obj, ObjectStore, Resource};
+use crate::{discovery, events_view, spark_rest, table};
 
 /// One request, for tests and `/_sim/requests`.
 #[derive(Debug, Clone, Serialize)]
@@ -62,7 +56,7 @@ pub struct ApiState {
     pub requests: Mutex<VecDeque<RequestRecord>>,
     pub server_addr: String,
     pub user: String,
-    pub spark: Arc<crate::spark_registry::SparkRegistry>,
+    pub spark: Arc<SparkRegistry>,
     /// How often watches that allow bookmarks get one (the real cacher: about a minute).
     pub bookmark_every: Duration,
     /// The process kubelet is on: a service proxy with no simulated driver behind it
@@ -90,7 +84,7 @@ impl ApiState {
         {
             return *ready;
         }
-        let ready = crate::spark_rest::has_endpoints(&self.store, service);
+        let ready = spark_rest::has_endpoints(&self.store, service);
         if memo.len() > 10_000 {
             memo.clear();
         }

@@ -1,20 +1,15 @@
 //! The verbs on stored objects: list, create, delete a collection, and get, update, patch,
 //! delete one object; evictions and access reviews.
 
-use axum::{
-    http::StatusCode,
-    response::{IntoResponse, Response},
-};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{ApiGroup, ApiState, Ctx, Params, Render, json_body, json_value, metadata_only};
-use crate::{
-    error::ApiError,
-    events_view,
-    patch::{self, PatchType},
-    store::{DeleteOptions, Deleted, Obj, Query, Resource},
-    table,
-};
+use crate::error::ApiError;
+use crate::patch::{self, PatchType};
+use crate::store::{DeleteOptions, Deleted, Obj, Query, Resource};
+use crate::{clock, events_view, kube_status, table};
 
 /// A single-object request: which object, and the body it came with.
 #[derive(Debug)]
@@ -280,9 +275,9 @@ pub(super) fn evict(st: &ApiState, ns: &str, name: &str, body: &[u8]) -> Respons
     let Some(_) = st.store.get(Resource::Pods, ns, name) else {
         return ApiError::not_found(Resource::Pods, name).into_response();
     };
-    let now = crate::clock::fmt_time(st.store.clock.now());
+    let now = clock::fmt_time(st.store.clock.now());
     st.store.modify(Resource::Pods, ns, name, |p| {
-        crate::kube_status::set_condition(
+        kube_status::set_condition(
             p,
             "DisruptionTarget",
             "True",

@@ -2,13 +2,13 @@
 //! forward to a real local driver when the process kubelet runs one) and
 //! `pods/{pod[:port]}/proxy/…`.
 
-use axum::{
-    http::{StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use super::{ApiState, json_value};
-use crate::{error::ApiError, spark_rest, store::Resource};
+use crate::error::ApiError;
+use crate::spark_rest;
+use crate::store::Resource;
 
 /// A proxy route, after the `get` permission on `services/proxy` or `pods/proxy`.
 pub(super) async fn serve(

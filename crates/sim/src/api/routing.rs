@@ -6,13 +6,11 @@ use std::collections::HashMap;
 use axum::http::{HeaderMap, header};
 use serde_json::Value;
 
-use crate::{
-    discovery,
-    error::ApiError,
-    selector::{FieldKind, FieldSelector, LabelSelector},
-    store::{Query, Resource},
-    table::Include,
-};
+use crate::discovery;
+use crate::error::ApiError;
+use crate::selector::{FieldKind, FieldSelector, LabelSelector};
+use crate::store::{Query, Resource};
+use crate::table::Include;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ApiGroup {

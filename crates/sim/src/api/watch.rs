@@ -2,23 +2,22 @@
 //! replayed history from a resourceVersion, then live changes filtered by the selectors,
 //! with bookmarks, the timeout, and faults that end or expire watches.
 
-use std::{collections::VecDeque, convert::Infallible, sync::Arc, time::Duration};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
 
-use axum::{
-    body::{Body, Bytes},
-    http::StatusCode,
-    response::Response,
-};
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use axum::response::Response;
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::{Ctx, json_body};
-use crate::{
-    error::ApiError,
-    store::{ChangeType, Query, Resource},
-};
+use crate::error::ApiError;
+use crate::store::{Change, ChangeType, Query, Resource};
 
 /// One watch event line (no trailing newline).
 fn event_line(kind: &str, object: &[u8]) -> Vec<u8> {
@@ -118,7 +117,7 @@ async fn watch_loop(cx: Ctx, q: Query, tx: mpsc::Sender<Vec<u8>>) {
     bookmark_tick.tick().await;
     let mut stop = st.drop_watches.clone();
     stop.mark_unchanged();
-    let mut pending: VecDeque<Arc<crate::store::Change>> = sub.replay.into();
+    let mut pending: VecDeque<Arc<Change>> = sub.replay.into();
     if let Some(last) = pending.back() {
         last_rv = last_rv.max(last.rv);
     }

@@ -1,14 +1,14 @@
 //! Events, with kubectl-like repeat counting and expiry.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::DateTime;
 use serde_json::{Value, json};
 
-use crate::{
-    clock::fmt_time,
-    store::{DeleteOptions, ObjectStore, Query, Resource},
-};
+use crate::clock::fmt_time;
+use crate::store::{DeleteOptions, ObjectStore, Query, Resource};
 
 /// Repeated scheduler/kubelet warnings are counted on one event at most this often.
 const EVENT_REPEAT_SECS: f64 = 10.0;

@@ -19,9 +19,23 @@
 //! Weak spots: no preemption victims are chosen for real (a `preempt` fate names its
 //! victim); CPU/memory accounting ignores init containers and overhead.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
+use std::time::Duration;
 
+use context::Cx;
+use drivers::Drivers;
+use events::EventRecorder;
+use kubelet::Kubelet;
+use scheduler::Scheduler;
 use serde_json::json;
+use timeline::{Timeline, node_objects};
+
+use crate::clock::fmt_time;
+use crate::logs::Logs;
+use crate::process::{ProcessOptions, ProcessRuntime};
+use crate::scenario::Scenario;
+use crate::spark_registry::SparkRegistry;
+use crate::store::{ObjectStore, Resource};
 
 mod context;
 mod drivers;
@@ -29,21 +43,6 @@ mod events;
 mod kubelet;
 mod scheduler;
 mod timeline;
-
-use crate::{
-    clock::fmt_time,
-    logs::Logs,
-    process::{ProcessOptions, ProcessRuntime},
-    scenario::Scenario,
-    spark_registry::SparkRegistry,
-    store::{ObjectStore, Resource},
-};
-use context::Cx;
-use drivers::Drivers;
-use events::EventRecorder;
-use kubelet::Kubelet;
-use scheduler::Scheduler;
-use timeline::{Timeline, node_objects};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Disruption {
@@ -200,10 +199,14 @@ fn last_chars(s: &str, n: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use std::{sync::Arc, time::Duration};
+    use std::sync::Arc;
+    use std::time::Duration;
 
     use super::{Control, Resource};
-    use crate::{clock::SimClock, logs::Logs, scenario, store::ObjectStore};
+    use crate::clock::SimClock;
+    use crate::logs::Logs;
+    use crate::scenario;
+    use crate::store::ObjectStore;
 
     /// Steps a scenario at speed 100 (one simulated second per 10 ms) until `done` holds or
     /// 60 simulated seconds pass.

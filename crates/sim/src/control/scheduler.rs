@@ -1,21 +1,20 @@
 //! The scheduler: binds pending pods to nodes, or says why none fits in the default
 //! scheduler's words. The filter is the pure [`fit`]; `schedule` only keeps the books.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    fmt,
-    sync::Arc,
-};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::context::Cx;
-use crate::{
-    clock::fmt_time,
-    kube_status::set_condition,
-    model::quantity,
-    store::{Obj, ObjectStore, Query, Resource},
-};
+use crate::clock::fmt_time;
+use crate::kube_status::set_condition;
+use crate::model::quantity;
+use crate::scenario::SchedulerKind;
+#[cfg(test)]
+use crate::store;
+use crate::store::{Obj, ObjectStore, Query, Resource};
 
 /// What a node already carries: the requests of the non-terminal pods bound to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -121,12 +120,7 @@ impl NodeInfo {
 /// its own; the resource checks all report.
 #[cfg(test)]
 pub(super) fn fit(pod: &Value, node: &Value, used: Used) -> Result<(), Vec<Reason>> {
-    fit_info(
-        pod,
-        crate::store::pod_requests(pod),
-        &NodeInfo::of(node),
-        used,
-    )
+    fit_info(pod, store::pod_requests(pod), &NodeInfo::of(node), used)
 }
 
 /// [`fit`] on a node read once, with the pod's requests summed once.
@@ -261,7 +255,7 @@ impl Scheduler {
         let gangs = if cx.scenario.apps.iter().any(|a| {
             a.scheduling
                 .as_ref()
-                .is_some_and(|s| s.by == crate::scenario::SchedulerKind::Gang)
+                .is_some_and(|s| s.by == SchedulerKind::Gang)
         }) {
             self.gangs(&pods)
         } else {

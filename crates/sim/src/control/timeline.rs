@@ -4,13 +4,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{context::Cx, kubelet::Kubelet};
-use crate::{
-    clock::fmt_time,
-    kube_status::set_condition,
-    scenario::NodeSpec,
-    store::{ObjectStore, Query, Resource},
-};
+use super::context::Cx;
+use super::kubelet::Kubelet;
+use crate::clock::fmt_time;
+use crate::kube_status::set_condition;
+use crate::scenario::NodeSpec;
+use crate::store::{ObjectStore, Query, Resource};
 
 /// The cluster timeline: each of the scenario's `timeline:` steps, done once when its time
 /// comes.

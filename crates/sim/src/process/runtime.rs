@@ -1,27 +1,22 @@
 //! Running containers as local process trees: start, memory limit like a cgroup, stop with
 //! a grace period, reap, and never leave an orphan.
 
-use std::{
-    collections::HashMap,
-    io::{BufRead, BufReader, Read, Write},
-    os::unix::process::{CommandExt, ExitStatusExt},
-    path::{Path, PathBuf},
-    process::{Child, Command, ExitStatus, Stdio},
-    sync::Arc,
-    thread::JoinHandle,
-    time::{Duration, Instant},
-};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use nix::{
-    sys::signal::{Signal, kill},
-    unistd::Pid,
-};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
-use super::{DRAIN_SECS, ProcessOptions, launch::Launch};
-use crate::{
-    logs::Logs,
-    proctree::{ProcTable, memory_of},
-};
+use super::launch::Launch;
+use super::{DRAIN_SECS, ProcessOptions};
+use crate::logs::Logs;
+use crate::proctree::{ProcTable, memory_of};
 
 /// How a container ended.
 #[derive(Debug, Clone, PartialEq)]

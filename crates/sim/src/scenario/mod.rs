@@ -1,7 +1,8 @@
 //! Scenario files: the cluster (nodes, namespaces, other pods), the Spark applications and
 //! what happens to their executors, on a timeline. Format documented in `docs/simulator.md`.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 

@@ -13,18 +13,17 @@ mod objects;
 mod quota;
 mod writes;
 
-use std::{
-    collections::{BTreeMap, VecDeque},
-    sync::{Arc, Mutex, MutexGuard},
-};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::Value;
-use tokio::sync::broadcast;
-
-use crate::{clock::SimClock, error::ApiError};
 pub use objects::{
     Change, ChangeType, DeleteOptions, Deleted, INDEXED, Obj, Page, Query, Resource, pod_requests,
 };
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::clock::SimClock;
+use crate::error::ApiError;
 
 type Key = (String, String);
 
@@ -346,7 +345,8 @@ mod tests {
     use serde_json::json;
 
     use super::{ObjectStore, Query, Resource};
-    use crate::{clock::SimClock, selector::LabelSelector};
+    use crate::clock::SimClock;
+    use crate::selector::LabelSelector;
 
     /// Pages walk every match once; `remainingItemCount` is there without a selector and
     /// left out under one (as the real server does), and a namespace bounds the walk.

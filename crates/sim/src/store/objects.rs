@@ -6,9 +6,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::selector::{FieldSelector, LabelSelector};
-
+use crate::model::quantity;
 pub use crate::resource::Resource;
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// A stored object. One representation: its compact JSON as served (a pod is about 3 KB
 /// of JSON but 20-30 KB as a `serde_json::Value` tree), with a small index of what the
@@ -250,7 +250,7 @@ pub fn pod_requests(pod: &Value) -> (f64, f64) {
         let q = |k: &str| {
             c["resources"]["requests"][k]
                 .as_str()
-                .and_then(crate::model::quantity::parse)
+                .and_then(quantity::parse)
         };
         cpu += q("cpu").unwrap_or(0.0);
         mem += q("memory").unwrap_or(0.0);

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{Inner, Obj, Resource};
-use crate::{error::ApiError, model::quantity};
+use crate::error::ApiError;
+use crate::model::quantity;
 
 /// The resources the simulator charges for, in the API server's order of mention.
 const CHARGED: [&str; 8] = [

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{ChangeType, DeleteOptions, Deleted, Obj, ObjectStore, Resource};
-use crate::{clock::fmt_time, error::ApiError};
+use crate::clock::fmt_time;
+use crate::error::ApiError;
 
 impl ObjectStore {
     /// POST: names, uid, RV, timestamps and the defaults the real server fills in.

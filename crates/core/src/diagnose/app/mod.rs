@@ -9,10 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Code, Finding, Severity, budget::FailureBudget};
+use super::budget::FailureBudget;
+use super::{Code, Finding, Severity};
+use crate::model::{Refusal, Related, Time, fmt_time};
+use crate::version::SparkVersion;
 
 mod quota;
-use crate::version::SparkVersion;
 
 /// What the tool knows about one application.
 #[derive(Debug, Default)]
@@ -46,7 +48,7 @@ pub struct AppFacts<'a> {
     /// Executors with a pod that is pending or running (Spark's count toward its target).
     pub live_executors: u32,
     /// Why the namespace's quotas would refuse one more executor pod: (quota, refusal).
-    pub quota_refusals: &'a [(String, crate::model::Refusal)],
+    pub quota_refusals: &'a [(String, Refusal)],
     /// The settings read from the driver's properties (when `config_known`).
     pub settings: Option<&'a super::config::Settings>,
     /// Executors preempted, each with its preemptor (as its event names it) and its own priority.
@@ -66,14 +68,14 @@ pub struct AppFacts<'a> {
     pub waiting: &'a [(String, usize)],
     /// Since when the oldest of them waits (a time, not an age: a finding is not redone as
     /// the clock moves).
-    pub waiting_since: Option<crate::model::Time>,
+    pub waiting_since: Option<Time>,
 }
 
 /// One preempted executor: who took its place, and its own priority.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Preemption {
     /// The preemptor, when its `Preempted` event (or condition) names it.
-    pub by: Option<crate::model::Related>,
+    pub by: Option<Related>,
     /// The executor pod's `priorityClassName`.
     pub own_class: Option<String>,
     /// The executor pod's `priority`.
@@ -511,7 +513,7 @@ fn waiting(f: &AppFacts<'_>) -> Option<Finding> {
     let why: Vec<String> = f.waiting.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
     let longest = f
         .waiting_since
-        .map(|t| format!(" (the oldest since {})", crate::model::fmt_time(&t)))
+        .map(|t| format!(" (the oldest since {})", fmt_time(&t)))
         .unwrap_or_default();
     let lead = f.advice.iter().find(|g| g.pending && !is_held_code(g.code));
     let mut x = Finding::new(
@@ -599,6 +601,7 @@ fn recovery_mode(f: &AppFacts<'_>) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::advice::{Case, groups};
 
     fn facts<'a>(counted: &'a [Code], version: &str) -> AppFacts<'a> {
         AppFacts {
@@ -695,7 +698,6 @@ mod tests {
     /// the tool's own hold — keeps past its grace).
     #[test]
     fn endings_spark_did_not_count_are_said_by_their_cause_not_their_mechanism() {
-        use crate::diagnose::advice::{Case, groups};
         let kill = Finding::new(Code::KilledByDriver, Severity::Warn, "not a scale-down")
             .hint("read the driver's log");
         let held = Finding::new(Code::Deleted, Severity::Warn, "kept by finalizers");
@@ -794,7 +796,6 @@ mod tests {
 
     #[test]
     fn preemptions_are_grouped_by_the_preemptors_app_with_both_priorities() {
-        use crate::model::Related;
         let urgent = Related {
             name: Some("urgent-sql-driver".into()),
             app: Some("urgent-sql".into()),

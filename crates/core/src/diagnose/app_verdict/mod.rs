@@ -17,16 +17,16 @@
 mod driver_pod;
 mod phases;
 
-use phases::{driver_not_seen, executors_part, running_or_unknown, weigh_predictions};
-
 pub use driver_pod::final_condition_at;
-#[cfg(test)]
-mod tests;
-
+use phases::{driver_not_seen, executors_part, running_or_unknown, weigh_predictions};
 use serde::{Deserialize, Serialize};
 
 use super::{Code, Finding, Severity, Witness};
-use crate::model::{ExecutorPod, ExecutorState, PodEvent, Time, fmt_time};
+use crate::classify;
+use crate::classify::ClassifyOptions;
+use crate::model::{Deletion, ExecutorPod, ExecutorState, PodEvent, Time, fmt_time};
+#[cfg(test)]
+mod tests;
 
 /// How long before the driver's end an executor's end still counts as the driver's:
 /// `SparkContext.stop()` deletes the executor pods before the driver's JVM exits.
@@ -36,7 +36,7 @@ pub const STOP_SLACK_SECS: i64 = 30;
 pub const ORPHAN_GRACE_SECS: i64 = 60;
 
 /// When a deletion was asked for: `deletionTimestamp` less its grace (clamped to a day).
-pub fn requested_at(d: &crate::model::Deletion) -> Time {
+pub fn requested_at(d: &Deletion) -> Time {
     d.at - chrono::Duration::try_seconds(d.grace_period_seconds.unwrap_or(30).clamp(0, 86_400))
         .unwrap_or_default()
 }
@@ -544,8 +544,8 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
 
 fn summary(d: &DriverEvidence<'_>, end: Option<&DriverEnd>) -> DriverSummary {
     let pod = d.ended.unwrap_or(d.pod);
-    let resolved = crate::classify::ClassifyOptions::default().resolve(pod);
-    let mut state = crate::classify::classify(pod, &resolved.config);
+    let resolved = ClassifyOptions::default().resolve(pod);
+    let mut state = classify::classify(pod, &resolved.config);
     if d.gone != DriverGone::No && !state.is_final() {
         state = ExecutorState::Deleted;
     }

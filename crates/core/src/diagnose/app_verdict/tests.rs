@@ -5,7 +5,14 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::diagnose::NO_GROUPS;
+use crate::diagnose::advice::{Case, groups};
+use crate::diagnose::app::AppFacts;
+use crate::diagnose::budget::FailureBudget;
+use crate::diagnose::config::{Settings, config_findings};
 use crate::model::testing::{self, container_status, event, merge, pod};
+use crate::version::SparkVersion;
+use crate::{diagnose, version};
 
 fn at(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
@@ -60,7 +67,7 @@ fn evidence<'a>(p: &'a ExecutorPod, events: &'a [PodEvent]) -> DriverEvidence<'a
         gone: DriverGone::No,
         gone_at: None,
         log_tail: None,
-        groups: &crate::diagnose::NO_GROUPS,
+        groups: &NO_GROUPS,
     }
 }
 
@@ -610,8 +617,6 @@ fn orphans_are_named() {
 
 #[test]
 fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
-    use crate::diagnose::config::{Settings, config_findings};
-    use crate::version::SparkVersion;
     let props = |kv: &[(&str, &str)]| {
         Settings::from_properties(
             &kv.iter()
@@ -624,7 +629,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let refusal = config_findings(
         &props(&[("spark.dynamicAllocation.enabled", "true")]),
         v33,
-        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
+        FailureBudget::NoneBeforeSpark4,
         0,
     );
     let failed = driver(terminated(1, "Error", 0), json!({}));
@@ -662,7 +667,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
     let warn = config_findings(
         &props(&[("spark.executor.heartbeatInterval", "60s")]),
         v33,
-        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
+        FailureBudget::NoneBeforeSpark4,
         0,
     );
     let v = app_verdict(&AppEvidence {
@@ -681,7 +686,6 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
 
 #[test]
 fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
-    use crate::diagnose::config::{Settings, config_findings};
     let settings = Settings::from_properties(
         &[("spark.executor.heartbeatInterval", "300s")]
             .iter()
@@ -690,8 +694,8 @@ fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
     );
     let refusal = config_findings(
         &settings,
-        crate::version::SparkVersion::parse("3.4.1"),
-        crate::diagnose::budget::FailureBudget::NoneBeforeSpark4,
+        version::SparkVersion::parse("3.4.1"),
+        FailureBudget::NoneBeforeSpark4,
         0,
     );
     assert_eq!(refusal[0].severity, Severity::Error);
@@ -719,7 +723,6 @@ fn a_refusal_predicted_for_a_driver_that_waits_follows_what_keeps_it_waiting() {
 /// or "known from the event log only" is a note under them, never the headline.
 #[test]
 fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
-    use crate::diagnose::advice::{Case, groups};
     let oom = Finding::new(Code::ContainerOomKilled, Severity::Error, "OOMKilled")
         .hint("try --conf spark.executor.memoryOverhead=1g.");
     let advice = groups([Case {
@@ -737,7 +740,7 @@ fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
         "dynamic allocation without shuffle tracking",
     )
     .witness(Witness::Config);
-    let mut app = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+    let mut app = diagnose::app::app_findings(&AppFacts {
         failed: &failed,
         counted: &failed,
         advice: &advice,
@@ -824,7 +827,7 @@ fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
 fn a_running_app_with_failures_is_not_a_plain_run() {
     let p = driver(running(), json!({}));
     let oom = Finding::new(Code::JvmOom, Severity::Error, "JVM OOM").hint("raise the heap");
-    let advice = crate::diagnose::advice::groups([crate::diagnose::advice::Case {
+    let advice = diagnose::advice::groups([diagnose::advice::Case {
         id: 8,
         cause: &oom,
         exit: Some(52),
@@ -833,7 +836,7 @@ fn a_running_app_with_failures_is_not_a_plain_run() {
         at: None,
     }]);
     let failed = [Code::JvmOom];
-    let app = crate::diagnose::app::app_findings(&crate::diagnose::app::AppFacts {
+    let app = diagnose::app::app_findings(&AppFacts {
         failed: &failed,
         counted: &failed,
         advice: &advice,

@@ -14,15 +14,15 @@
 //! - `spark.kubernetes.allocation.batch.size`: 5 before 4.0, 10 in 4.0/4.1 (SPARK-50996), 20
 //!   from 4.2 (SPARK-54422); `batch.delay` 1s, below 100 ms refused from 4.0 (SPARK-49447).
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Code, Finding, Severity, Witness, budget::FailureBudget};
-use crate::{
-    spark::{spark_bool, spark_time},
-    version::SparkVersion,
-};
+use super::budget::FailureBudget;
+use super::{Code, Finding, Severity, Witness};
+use crate::spark::{spark_bool, spark_time};
+use crate::version::SparkVersion;
 
 /// The settings the predictions read (none of them secret), as the driver's properties say.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::spark::spark_time;
 
 /// A driver's `spark.properties` as spark-submit writes it (the keys this module reads plus
 /// ones it must ignore, a secret among them).
@@ -301,7 +302,6 @@ fn a_value_spark_cannot_read_is_said_not_taken_as_its_default() {
 
 #[test]
 fn spark_time_strings() {
-    use crate::spark::spark_time;
     let ms = Duration::from_millis(1);
     let s = Duration::from_secs(1);
     assert_eq!(spark_time("500ms", s), Some(Duration::from_millis(500)));

@@ -3,6 +3,8 @@
 use chrono::TimeZone;
 
 use super::*;
+use crate::classify;
+use crate::classify::ClassifyOptions;
 use crate::model::driver::PeakMemory;
 
 fn t(s: i64) -> Time {
@@ -122,8 +124,8 @@ fn a_pod_rebuilt_from_spark_reason_diagnoses_the_same() {
     let pod = pod_from_reason("spark-jobs", "spark-1", "etl-exec-7", &d);
     assert_eq!(pod.executor_id(), Some(7));
     assert_eq!(pod.phase(), Some("Failed"));
-    let resolved = crate::classify::ClassifyOptions::default().resolve(&pod);
-    let state = crate::classify::classify(&pod, &resolved.config);
+    let resolved = ClassifyOptions::default().resolve(&pod);
+    let state = classify::classify(&pod, &resolved.config);
     let f = super::super::diagnose(&pod, &[], &resolved, state, t(200));
     assert_eq!(f[0].code, Code::ContainerOomKilled);
 
@@ -138,7 +140,7 @@ fn a_pod_rebuilt_from_spark_reason_diagnoses_the_same() {
         ),
     );
     let pod = pod_from_reason("spark-jobs", "spark-1", "etl-exec-7", &jvm);
-    let resolved = crate::classify::ClassifyOptions::default().resolve(&pod);
+    let resolved = ClassifyOptions::default().resolve(&pod);
     let f = super::super::diagnose(&pod, &[], &resolved, ExecutorState::Failed, t(200));
     assert_eq!(f[0].code, Code::JvmOom);
 

@@ -2,7 +2,8 @@
 //! headroom, its gang's placeholders), Volcano's PodGroup, the native gang of 1.35.
 
 use super::*;
-use crate::{diagnose::Witness, model::PodEvent};
+use crate::diagnose::Witness;
+use crate::model::{PodEvent, Role};
 
 /// YuniKorn failed the pod: its application was rejected, or (gangSchedulingStyle=Hard)
 /// its gang's reservation timed out. The pod never ran.
@@ -191,7 +192,7 @@ pub(super) fn volcano(s: &Subject<'_>, out: &mut Vec<Finding>) {
                  queue). ",
             );
         }
-        if g.min_member.is_some_and(|m| m > 1) && s.pod.role() == Some(crate::model::Role::Driver) {
+        if g.min_member.is_some_and(|m| m > 1) && s.pod.role() == Some(Role::Driver) {
             f.severity = Severity::Error;
             hint.push_str(&format!(
                 "minMember is {}, but a Spark driver's PodGroup holds only the driver until it \

@@ -2,10 +2,8 @@
 //! conditions), and a pod Kueue stopped (its Workload evicted or deactivated).
 
 use super::*;
-use crate::{
-    diagnose::Witness,
-    model::{KUEUE_GATE, KUEUE_QUEUE_LABEL},
-};
+use crate::diagnose::Witness;
+use crate::model::{KUEUE_GATE, KUEUE_QUEUE_LABEL};
 
 /// Kueue stopped the pod: its Workload was evicted (preempted, PodsReady timeout, a stopped
 /// queue) or deactivated; Kueue marks the pod `TerminationTarget` and deletes it.

@@ -13,17 +13,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use gangs::{native_gang, scheduler_rejected, volcano, yunikorn};
+use kueue::{gated, workload_evicted};
 use serde::{Deserialize, Serialize};
 
-use super::{Code, Finding, Severity, Subject, exit::first_line};
-use crate::model::{ExecutorPod, GroupKind, GroupRef, SchedGroup, fmt_time};
+use super::exit::first_line;
+use super::{Code, Finding, Severity, Subject};
+use crate::model::{ExecutorPod, GroupKind, GroupRef, PodCondition, SchedGroup, fmt_time};
 use crate::text::human_duration;
 
 mod gangs;
 mod kueue;
-
-use gangs::{native_gang, scheduler_rejected, volcano, yunikorn};
-use kueue::{gated, workload_evicted};
 
 const REF_GATES: &str =
     "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/";
@@ -229,7 +229,7 @@ fn unknown_line(r: &GroupRef, why: &str) -> String {
     )
 }
 
-fn condition_line(what: &str, c: &crate::model::PodCondition) -> String {
+fn condition_line(what: &str, c: &PodCondition) -> String {
     let mut s = format!(
         "{what} conditions[{}]: status={} reason={}",
         c.type_,

@@ -6,13 +6,9 @@ use serde_json::{Value, json};
 
 use super::super::{Code, Finding, Severity, Witness, diagnose_in};
 use super::GroupIndex;
-use crate::{
-    classify::{ClassifyOptions, classify},
-    model::{
-        ExecutorPod, GroupKind, PodEvent, SchedGroup,
-        testing::{self, event},
-    },
-};
+use crate::classify::{ClassifyOptions, classify};
+use crate::model::testing::{self, event};
+use crate::model::{ExecutorPod, GroupKind, PodCondition, PodEvent, SchedGroup};
 
 fn now() -> DateTime<Utc> {
     "2026-11-29T10:30:00Z".parse().unwrap()
@@ -539,7 +535,7 @@ fn native_gang_counts_its_members() {
     );
     // The scheduler's timeout at Permit.
     let mut late = pods[0].clone();
-    late.status.as_mut().unwrap().conditions.push(crate::model::PodCondition {
+    late.status.as_mut().unwrap().conditions.push(PodCondition {
         type_: "PodScheduled".into(),
         status: "False".into(),
         reason: Some("Unschedulable".into()),

@@ -2,6 +2,10 @@
 //! driver's removal reason, or for a missing pod; adjusted to the app's Spark version.
 
 use super::*;
+use crate::diagnose;
+use crate::model::DriverExecutor;
+use crate::model::driver::ExecutorList;
+use crate::version::SparkVersion;
 
 pub(super) fn account(v: SparkView, witness: Witness, reconstructed: bool) -> SparkAccount {
     SparkAccount {
@@ -20,13 +24,13 @@ pub(super) fn account(v: SparkView, witness: Witness, reconstructed: bool) -> Sp
 /// Who gives the driver's words: its REST API, or its event log after the run.
 pub(super) fn driver_witness_of(ev: &Evidence<'_>) -> Witness {
     match ev.driver.map(|d| d.from) {
-        Some(crate::model::driver::ExecutorList::EventLog) => Witness::EventLog,
+        Some(ExecutorList::EventLog) => Witness::EventLog,
         _ => Witness::Driver,
     }
 }
 
 /// The exit Spark logged, rebuilt from its `removeReason` into a pod the same rules read.
-pub(super) fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -> Rebuilt {
+pub(super) fn from_driver(ev: &Evidence<'_>, d: &DriverExecutor) -> Rebuilt {
     let witness = driver_witness_of(ev);
     let pod = pod_from_reason(
         &ev.pod.namespace,
@@ -36,7 +40,7 @@ pub(super) fn from_driver(ev: &Evidence<'_>, d: &crate::model::DriverExecutor) -
     );
     let resolved = ev.options.resolve(&pod);
     let state = classify(&pod, &resolved.config);
-    let findings = crate::diagnose::diagnose(&pod, &[], &resolved, state, ev.now)
+    let findings = diagnose::diagnose(&pod, &[], &resolved, state, ev.now)
         .into_iter()
         .filter(|f| is_pod_ending(f.code))
         .map(|mut f| {
@@ -79,7 +83,7 @@ pub(super) fn missing_account(ev: &Evidence<'_>) -> SparkAccount {
 /// Spark before 4.0 has no executor-failure limit on Kubernetes (SPARK-41210 is 4.0).
 pub(super) fn apply_version(s: &mut SparkAccount, version: Option<&str>) {
     s.spark_version = version.map(str::to_owned);
-    let Some(v) = version.and_then(crate::version::SparkVersion::parse) else {
+    let Some(v) = version.and_then(SparkVersion::parse) else {
         return;
     };
     if s.counted && !v.counts_executor_failures() {

@@ -26,22 +26,17 @@ use phases::{
     complete_and_order, ended_by, ending, failed_before_deletion, gather, missing,
     reconcile_with_driver, spark_of, state_of,
 };
-
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Code, Finding, Severity, Witness,
-    app_verdict::{DriverEnd, ExecutorEnd, attribute_to_driver, ended_with, requested_at},
-    driver::{PodSide, pod_from_reason, reconcile},
+use super::app_verdict::{DriverEnd, ExecutorEnd, attribute_to_driver, ended_with, requested_at};
+use super::driver::{PodSide, pod_from_reason, reconcile};
+use super::{Code, Finding, Severity, Witness};
+use crate::classify::{ClassifyOptions, Resolved, classify};
+use crate::model::driver::{DriverSeen, RemovalKind, RemovalReason, parse_removal};
+use crate::model::{
+    Deletion, ExecutorPod, ExecutorState, KILLED_AT, KILLED_BY, PodEvent, Related, Time,
 };
-use crate::{
-    classify::{ClassifyOptions, classify},
-    model::{
-        ExecutorPod, ExecutorState, PodEvent, Time,
-        driver::{DriverSeen, RemovalKind, RemovalReason, parse_removal},
-    },
-    spark::{SparkView, UNKNOWN_EXIT_CODE, describe_exit_code, spark_view},
-};
+use crate::spark::{SparkView, UNKNOWN_EXIT_CODE, describe_exit_code, spark_view};
 
 /// How the executor's pod ended (or that it has not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,7 +148,7 @@ pub struct Verdict {
     pub container_reason: Option<String>,
     /// Preempted: the pod that took its place, as its `Preempted` event names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempted_by: Option<Box<crate::model::Related>>,
+    pub preempted_by: Option<Box<Related>>,
 }
 
 impl Default for Verdict {
@@ -257,13 +252,13 @@ pub struct Evidence<'a> {
     pub ended: Option<&'a ExecutorPod>,
     /// The pod's deletion as first seen (a later update shortens the grace and moves the
     /// timestamp, so only the first tells when it was requested).
-    pub first_deletion: Option<&'a crate::model::Deletion>,
+    pub first_deletion: Option<&'a Deletion>,
     /// Events about the pod, oldest first.
     pub events: &'a [PodEvent],
     /// How to classify (container name, checkAllContainers).
     pub options: &'a ClassifyOptions,
     /// `options` resolved for `pod`, and Spark's state for it (the store has both).
-    pub resolved: &'a crate::classify::Resolved,
+    pub resolved: &'a Resolved,
     /// Spark's state of the last pod seen.
     pub pod_state: ExecutorState,
     /// Whether and how the pod is gone.
@@ -319,14 +314,14 @@ pub struct ToolKill {
 impl ToolKill {
     /// The kill the pod's own annotations say spark-triage made (any process, any user).
     pub fn of(pod: &ExecutorPod) -> Option<Self> {
-        let at = pod.tool_annotations.get(crate::model::KILLED_AT)?;
+        let at = pod.tool_annotations.get(KILLED_AT)?;
         Some(Self {
             at: chrono::DateTime::parse_from_rfc3339(at)
                 .ok()
                 .map(|t| t.to_utc()),
             by: pod
                 .tool_annotations
-                .get(crate::model::KILLED_BY)
+                .get(KILLED_BY)
                 .filter(|u| !u.is_empty())
                 .cloned(),
         })

@@ -1,16 +1,17 @@
 //! The order of findings: the primary cause first, by witness strength, then class and rule.
 
 use super::*;
+use crate::diagnose::code::Kind;
 
 /// Codes read from the Spark container's exit (the code table's `Exit`).
 pub(super) fn is_exit_code(code: Code) -> bool {
-    code.kind() == crate::diagnose::code::Kind::Exit
+    code.kind() == Kind::Exit
 }
 
 /// A finding about how the pod itself ended (an exit, or the kubelet ending it): what
 /// Spark's removal reason can carry, so what a pod rebuilt from it can show.
 pub(super) fn is_pod_ending(code: Code) -> bool {
-    code.kind() != crate::diagnose::code::Kind::Other
+    code.kind() != Kind::Other
 }
 
 /// Primary first: causes before disagreements before mechanisms, then by witness

@@ -4,14 +4,17 @@
 //! pod's ending that follow.
 
 use super::*;
-use crate::diagnose;
+use crate::allocator::Controller;
+use crate::classify::Resolved;
+use crate::model::{Deletion, LABEL_SPARK_VERSION};
+use crate::{diagnose, model};
 
 /// What the phases of [`verdict`] share: the pod Spark acted on, the driver's reason for
 /// the removal, and the findings so far.
 pub(super) struct Gathered<'p> {
     /// The failure Spark acted on (the pod that ended, or the pod first seen deleted that
     /// had failed before), resolved and classified.
-    pub(super) acted_on: Option<(&'p ExecutorPod, crate::classify::Resolved, ExecutorState)>,
+    pub(super) acted_on: Option<(&'p ExecutorPod, Resolved, ExecutorState)>,
     /// The driver's removal reason, parsed (once it no longer lists the executor).
     pub(super) removal: Option<RemovalReason>,
     pub(super) findings: Vec<Finding>,
@@ -360,7 +363,7 @@ pub(super) fn spark_of(
         }
     }
     if let Some(s) = &mut spark {
-        apply_version(s, ev.pod.label(crate::model::LABEL_SPARK_VERSION));
+        apply_version(s, ev.pod.label(LABEL_SPARK_VERSION));
         if by.tool.is_some() {
             // Spark reads a deleted pod as "deleted by a user or the framework": not counted.
             s.counted = false;
@@ -402,7 +405,7 @@ fn kill_mechanics(code: Code) -> bool {
 /// mechanics kept as evidence.
 fn attribute_to_tool(findings: &mut Vec<Finding>, k: &ToolKill) {
     let when =
-        k.at.map(|t| format!(" at {}", crate::model::fmt_time(&t)))
+        k.at.map(|t| format!(" at {}", model::fmt_time(&t)))
             .unwrap_or_default();
     let who =
         k.by.as_deref()
@@ -470,7 +473,7 @@ fn exit_of_timed_any(pod: &ExecutorPod, container: &str) -> Option<(i32, bool, O
 /// first. Returned without its deletion, as Spark saw it then.
 pub(super) fn failed_before_deletion(
     pod: &ExecutorPod,
-    first: Option<&crate::model::Deletion>,
+    first: Option<&Deletion>,
     options: &ClassifyOptions,
 ) -> Option<ExecutorPod> {
     let d = first.or(pod.deletion.as_ref())?;
@@ -507,7 +510,7 @@ fn predecessors_exit(ev: &Evidence<'_>, findings: &mut [Finding]) {
     let Some(seen) = ev.first_seen else {
         return;
     };
-    if crate::allocator::Controller::of(ev.pod).is_none() {
+    if Controller::of(ev.pod).is_none() {
         return;
     }
     let container = &ev.resolved.config.spark_container;

@@ -2,11 +2,11 @@ use chrono::TimeZone;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::{
-    DriverExecutor,
-    driver::PeakMemory,
-    testing::{self, PodBuilder, container_status, event, merge},
-};
+use crate::diagnose::app_verdict::DriverEnd;
+use crate::diagnose::{NO_GROUPS, app_verdict};
+use crate::model::DriverExecutor;
+use crate::model::driver::PeakMemory;
+use crate::model::testing::{self, PodBuilder, container_status, event, merge};
 
 fn t(s: i64) -> Time {
     chrono::Utc
@@ -98,7 +98,7 @@ struct Case<'a> {
     driver: Option<&'a DriverSeen>,
     log: Option<&'a [String]>,
     killed: Option<&'a ToolKill>,
-    driver_end: Option<&'a crate::diagnose::app_verdict::DriverEnd>,
+    driver_end: Option<&'a app_verdict::DriverEnd>,
 }
 
 impl<'a> Case<'a> {
@@ -143,7 +143,7 @@ impl<'a> Case<'a> {
             api_polling: true,
             delete_on_termination: true,
             driver_end: self.driver_end,
-            groups: &crate::diagnose::NO_GROUPS,
+            groups: &NO_GROUPS,
             now: t(100),
         })
     }
@@ -464,7 +464,6 @@ fn a_pod_gone_while_creating_is_not_stuck_for_longer_than_it_was_seen() {
 
 #[test]
 fn executors_deleted_after_their_driver_ended_ended_with_it() {
-    use crate::diagnose::app_verdict::DriverEnd;
     let end = DriverEnd {
         pod: "etl-driver".to_owned(),
         uid: None,

@@ -5,12 +5,11 @@
 use k8s_openapi::api::core::v1 as core;
 
 use super::*;
-use crate::model::{
-    group::GroupKind,
-    wire::{
-        self, WireContainer, WireContainerStatus, WirePod, WireQuantities, WireState, WireStatus,
-    },
+use crate::model::group::GroupKind;
+use crate::model::wire::{
+    self, WireContainer, WireContainerStatus, WirePod, WireQuantities, WireState, WireStatus,
 };
+use crate::text::{clipped, credentials, floor_boundary, has_credentials};
 
 impl From<WirePod> for ExecutorPod {
     /// Projects a Pod as the API wrote it. Never fails: absent fields become `None`/empty.
@@ -34,12 +33,7 @@ impl From<WirePod> for ExecutorPod {
             .annotations
             .iter()
             .filter(|(k, _)| SCHEDULING_ANNOTATIONS.contains(&k.as_str()))
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    v[..crate::text::floor_boundary(v, MAX_ANNOTATION)].to_owned(),
-                )
-            })
+            .map(|(k, v)| (k.clone(), v[..floor_boundary(v, MAX_ANNOTATION)].to_owned()))
             .collect();
         let scheduling_gates: Vec<Text> = spec
             .scheduling_gates
@@ -119,8 +113,8 @@ fn exit_exception(text: &str) -> String {
         .lines()
         .filter(|l| !l.starts_with([' ', '\t']) && !l.trim().is_empty())
         .collect();
-    let kept = crate::text::credentials(&causes.join("\n"));
-    crate::text::clipped(&kept, MAX_EXIT_EXCEPTION).into_owned()
+    let kept = credentials(&causes.join("\n"));
+    clipped(&kept, MAX_EXIT_EXCEPTION).into_owned()
 }
 
 /// The groups a pod names: Kueue's (its gate, queue label or pod-group name), the native
@@ -272,8 +266,8 @@ impl From<WireState> for ContainerState {
                 reason: t.reason,
                 // What the container wrote to its termination log (a driver's last words,
                 // quoted in verdicts): never with a credential in it.
-                message: t.message.map(|m| match crate::text::has_credentials(&m) {
-                    true => Text::from(crate::text::credentials(&m)),
+                message: t.message.map(|m| match has_credentials(&m) {
+                    true => Text::from(credentials(&m)),
                     false => m,
                 }),
                 started_at: t.started_at,

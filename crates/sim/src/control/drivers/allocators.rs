@@ -10,7 +10,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::{scenario::Allocator, store::DeleteOptions};
+use crate::scenario::Allocator;
+use crate::store::DeleteOptions;
 
 /// The controller an app's executor pods belong to.
 #[derive(Debug, Clone)]

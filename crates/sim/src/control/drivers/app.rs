@@ -3,12 +3,12 @@
 
 use serde_json::json;
 
-use super::{batch::with_scheduling, *};
-use crate::{
-    control::last_chars,
-    spark_registry::AppView,
-    store::{DeleteOptions, Obj},
-};
+use super::batch::with_scheduling;
+use super::*;
+use crate::control::last_chars;
+use crate::scenario::Allocator;
+use crate::spark_registry::AppView;
+use crate::store::{DeleteOptions, Obj};
 
 impl Drivers {
     /// Starts app `i`: its config map, driver pod (with the scenario's driver fate), batch
@@ -38,7 +38,7 @@ impl Drivers {
             None => props,
         };
         let props = match d.spec.allocator {
-            crate::scenario::Allocator::Direct => props,
+            Allocator::Direct => props,
             a => format!(
                 "{props}spark.kubernetes.allocation.pods.allocator={}\n",
                 a.as_str()

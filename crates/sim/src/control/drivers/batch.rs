@@ -11,10 +11,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::{
-    kube_status::set_condition,
-    scenario::{AppSpec, SchedulerKind},
-};
+use crate::kube_status::set_condition;
+use crate::scenario::{AppSpec, SchedulerKind};
 
 /// Kueue's admission gate.
 const KUEUE_GATE: &str = "kueue.x-k8s.io/admission";

@@ -4,13 +4,12 @@
 
 use serde_json::json;
 
-use super::{batch::with_scheduling, *};
-use crate::{
-    control::{Disruption, PodFate, last_chars},
-    scenario::{ExecutorSel, Fate, FateAction},
-    spark,
-    store::DeleteOptions,
-};
+use super::batch::with_scheduling;
+use super::*;
+use crate::control::{Disruption, PodFate, last_chars};
+use crate::scenario::{ExecutorSel, Fate, FateAction};
+use crate::spark;
+use crate::store::DeleteOptions;
 
 impl Drivers {
     /// Dynamic allocation's target: the newest executors above it are removed.

@@ -4,22 +4,23 @@
 //! app's start and end, `executors.rs` its executors' lifecycle, `allocators.rs` the
 //! statefulset and deployment allocators, `batch.rs` what batch schedulers write.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::{context::Cx, hex, kubelet::Kubelet};
-use crate::{
-    classify::{ClassifyConfig, classify},
-    clock::fmt_time,
-    model::{ExecutorPod, ExecutorState},
-    scenario::{AppSpec, DriverFate},
-    selector::LabelSelector,
-    spark_registry::{ExecView, SparkRegistry},
-    store::{Change, Obj, ObjectStore, Query, Resource},
-};
+use super::context::Cx;
+use super::hex;
+use super::kubelet::Kubelet;
+use crate::classify::{ClassifyConfig, classify};
+use crate::clock::fmt_time;
+use crate::model::{ExecutorPod, ExecutorState};
+use crate::scenario::{AppSpec, DriverFate};
+use crate::selector::LabelSelector;
+use crate::spark_registry::{ExecView, SparkRegistry};
+use crate::store::{Change, Obj, ObjectStore, Query, Resource};
 
 mod allocators;
 mod app;

@@ -1,17 +1,18 @@
 //! The kubelet: kwok-like pod stages (creating, image pulls, running) and the process runtime that runs Spark executor containers as local JVMs.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{PodFate, context::Cx};
-use crate::{
-    clock::fmt_time,
-    kube_status::{set_all_containers, set_condition},
-    logs::Logs,
-    process::{self, ProcessRuntime},
-    store::{Obj, ObjectStore, Query, Resource},
-};
+use super::PodFate;
+use super::context::Cx;
+use crate::clock::fmt_time;
+use crate::kube_status;
+use crate::kube_status::{set_all_containers, set_condition};
+use crate::logs::Logs;
+use crate::process::{self, ProcessRuntime};
+use crate::store::{Obj, ObjectStore, Query, Resource};
 
 mod container_logs;
 mod termination;
@@ -391,7 +392,7 @@ impl Kubelet {
                 v["status"]["startTime"] = json!(now);
                 set_condition(v, "PodReadyToStartContainers", "False", "", "", &now);
                 set_condition(v, "Initialized", "True", "", "", &now);
-                let names = crate::kube_status::container_names(v).join(" ");
+                let names = kube_status::container_names(v).join(" ");
                 set_condition(
                     v,
                     "Ready",
@@ -517,7 +518,7 @@ impl Kubelet {
             "kubelet",
             t,
         );
-        for c in crate::kube_status::container_names(&u.value()) {
+        for c in kube_status::container_names(&u.value()) {
             cx.event(
                 &u.value(),
                 "Normal",

@@ -3,16 +3,16 @@
 use serde_json::{Value, json};
 
 use super::{Kubelet, PodRef, Stage};
-use crate::{
-    control::{Disruption, PodFate, context::Cx, hex},
-    kube_status::{container_status, set_condition},
-    store::{DeleteOptions, Obj, Resource},
-};
+use crate::control::context::Cx;
+use crate::control::{Disruption, PodFate, hex};
+use crate::kube_status;
+use crate::kube_status::{container_status, set_condition};
+use crate::store::{DeleteOptions, Obj, Resource};
 
 /// The kubelet's node-pressure eviction message.
 /// The kubelet's eviction message for node memory pressure, naming the pod's first container.
 fn node_pressure(p: &Obj) -> String {
-    let container = crate::kube_status::container_names(&p.value())
+    let container = kube_status::container_names(&p.value())
         .into_iter()
         .next()
         .unwrap_or_else(|| "spark-kubernetes-executor".to_owned());
@@ -191,7 +191,7 @@ impl Kubelet {
             set_condition(v, "PodReadyToStartContainers", "False", "", "", &now);
             true
         });
-        for c in crate::kube_status::container_names(&p.value()) {
+        for c in kube_status::container_names(&p.value()) {
             self.logs.finish(p.namespace(), p.name(), &c);
         }
         if updated.is_some() {
@@ -283,7 +283,7 @@ impl Kubelet {
                 t,
             );
         }
-        for c in crate::kube_status::container_names(&p.value()) {
+        for c in kube_status::container_names(&p.value()) {
             self.logs.finish(p.namespace(), p.name(), &c);
         }
         self.set_stage(

@@ -10,23 +10,21 @@
 //! max(factor × memory, `spark.driver.minMemoryOverhead` = 384m), limit = request),
 //! kubeflow/spark-operator#2775 (143 after SIGTERM is a stop, not a failure of the app).
 
-use super::super::{
-    Code, Finding, Severity, Witness, diagnose_in,
-    exit::{describe_terminated, first_line},
-    memory::overhead_from_limit,
-};
-use crate::{
-    classify::{ClassifyOptions, classify},
-    model::{EXIT_EXCEPTION_ANNOTATION, ExecutorPod, ExecutorState, Terminated, Time, fmt_time},
-    spark::describe_exit_code,
-    text::clipped,
-};
+use driverize::driverize;
 
+use super::super::exit::{describe_terminated, first_line};
+use super::super::memory::overhead_from_limit;
+use super::super::{Code, Finding, Severity, Witness, diagnose_in};
 use super::{DriverEvidence, DriverGone};
+use crate::classify::{ClassifyOptions, classify};
+use crate::model::{
+    Deletion, EXIT_EXCEPTION_ANNOTATION, ExecutorPod, ExecutorState, Terminated, Time, fmt_time,
+};
+use crate::spark::describe_exit_code;
+use crate::text;
+use crate::text::clipped;
 
 mod driverize;
-
-use driverize::driverize;
 
 const REF_EXIT: &str = "https://github.com/apache/spark/blob/master/core/src/main/scala/org/apache/spark/util/SparkExitCode.scala";
 const REF_DRIVER_MEMORY: &str =
@@ -153,7 +151,7 @@ pub(super) fn findings<'a>(d: &DriverEvidence<'a>, now: Time) -> Vec<Finding> {
         let since = d
             .pod
             .created_at
-            .map(|c| format!(" for {}", crate::text::human_duration(as_of - c)));
+            .map(|c| format!(" for {}", text::human_duration(as_of - c)));
         out.push(
             Finding::new(
                 Code::DriverPending,
@@ -221,7 +219,7 @@ fn oom_killed_hint(limit: Option<&str>) -> String {
     )
 }
 
-fn deleted(pod: &ExecutorPod, del: &crate::model::Deletion, state: ExecutorState) -> Finding {
+fn deleted(pod: &ExecutorPod, del: &Deletion, state: ExecutorState) -> Finding {
     let by = match pod.owner.as_ref() {
         Some(o) if o.kind.as_str() == "SparkApplication" => {
             format!(
