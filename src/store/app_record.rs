@@ -223,6 +223,7 @@ impl AppRecord {
                 known: self.executors.len(),
             },
             now,
+            operator: None,
         });
         // One end: the one the executors' verdicts were told (first seen, kept stable).
         v.end.clone_from(&self.driver_end);

@@ -249,6 +249,7 @@ fn explain_apps(
                     .count(),
             },
             now,
+            operator: None,
         });
         apps.push(AppExplanation {
             namespace: ns,

@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::resource::Resource;
+
 pub fn version() -> Value {
     json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-spark-triage-sim",
            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
@@ -34,17 +36,31 @@ pub const GROUPS: [(&str, &str); 6] = [
     ("scheduling.k8s.io", "v1alpha1"),
 ];
 
-pub fn api_groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": GROUPS.iter().map(|(g, v)| group(g, v)).collect::<Vec<_>>()})
+/// The groups served: the built-in ones and those of the installed CRDs.
+fn served(installed: &[Resource]) -> Vec<(&'static str, &'static str)> {
+    let mut groups = GROUPS.to_vec();
+    for r in installed {
+        if let Some((g, v)) = r.group_version().split_once('/') {
+            groups.push((g, v));
+        }
+    }
+    groups
 }
 
-pub fn api_group(name: &str) -> Option<Value> {
-    GROUPS.iter().find(|(g, _)| *g == name).map(|(g, v)| {
-        let mut g = group(g, v);
-        g["kind"] = json!("APIGroup");
-        g["apiVersion"] = json!("v1");
-        g
-    })
+pub fn api_groups(installed: &[Resource]) -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": served(installed).iter().map(|(g, v)| group(g, v)).collect::<Vec<_>>()})
+}
+
+pub fn api_group(name: &str, installed: &[Resource]) -> Option<Value> {
+    served(installed)
+        .into_iter()
+        .find(|(g, _)| *g == name)
+        .map(|(g, v)| {
+            let mut g = group(g, v);
+            g["kind"] = json!("APIGroup");
+            g["apiVersion"] = json!("v1");
+            g
+        })
 }
 
 const RW: [&str; 8] = [
@@ -98,7 +114,7 @@ pub fn core_v1() -> Value {
     ]})
 }
 
-pub fn group_resources(group: &str, version: &str) -> Option<Value> {
+pub fn group_resources(group: &str, version: &str, installed: &[Resource]) -> Option<Value> {
     let list = |kind: &str, plural: &str, singular: &str, short: &[&str]| {
         let mut status = res(
             &format!("{plural}/status"),
@@ -121,6 +137,17 @@ pub fn group_resources(group: &str, version: &str) -> Option<Value> {
         )),
         ("kueue.x-k8s.io", "v1beta1") => Some(list("Workload", "workloads", "workload", &["wl"])),
         ("scheduling.k8s.io", "v1alpha1") => Some(list("Workload", "workloads", "workload", &[])),
+        _ if installed
+            .iter()
+            .any(|r| r.group_version() == format!("{group}/{version}")) =>
+        {
+            Some(list(
+                "SparkApplication",
+                "sparkapplications",
+                "sparkapplication",
+                &["sparkapp"],
+            ))
+        }
         (_, "v1") => v1_group_resources(group),
         _ => None,
     }

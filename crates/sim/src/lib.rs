@@ -276,6 +276,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         forward_local: opts.process.is_some(),
         endpoints: Mutex::default(),
         tokens: Mutex::default(),
+        installed: opts.scenario.installed(),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();

@@ -23,10 +23,19 @@ pub enum Resource {
     StatefulSets,
     ReplicaSets,
     Deployments,
+    /// `sparkapplications.sparkoperator.k8s.io/v1beta2` (the kubeflow spark-operator's CRD;
+    /// served only where installed: `Resource::OPTIONAL`).
+    KubeflowSparkApps,
+    /// `sparkapplications.spark.apache.org/v1` (Apache's spark-kubernetes-operator's CRD).
+    ApacheSparkApps,
 }
 
 impl Resource {
-    pub const ALL: [Self; 14] = [
+    /// The kinds a cluster serves only when their CRD is installed (a scenario installs
+    /// them by using them).
+    pub const OPTIONAL: [Self; 2] = [Self::KubeflowSparkApps, Self::ApacheSparkApps];
+
+    pub const ALL: [Self; 16] = [
         Self::Pods,
         Self::Events,
         Self::Services,
@@ -41,6 +50,8 @@ impl Resource {
         Self::StatefulSets,
         Self::ReplicaSets,
         Self::Deployments,
+        Self::KubeflowSparkApps,
+        Self::ApacheSparkApps,
     ];
 
     pub fn plural(self) -> &'static str {
@@ -58,6 +69,7 @@ impl Resource {
             Self::StatefulSets => "statefulsets",
             Self::ReplicaSets => "replicasets",
             Self::Deployments => "deployments",
+            Self::KubeflowSparkApps | Self::ApacheSparkApps => "sparkapplications",
         }
     }
 
@@ -82,6 +94,8 @@ impl Resource {
             Self::KueueWorkloads => "kueue.x-k8s.io/v1beta1",
             Self::Workloads => "scheduling.k8s.io/v1alpha1",
             Self::StatefulSets | Self::ReplicaSets | Self::Deployments => "apps/v1",
+            Self::KubeflowSparkApps => "sparkoperator.k8s.io/v1beta2",
+            Self::ApacheSparkApps => "spark.apache.org/v1",
             _ => "v1",
         }
     }
@@ -101,6 +115,7 @@ impl Resource {
             Self::StatefulSets => "StatefulSet",
             Self::ReplicaSets => "ReplicaSet",
             Self::Deployments => "Deployment",
+            Self::KubeflowSparkApps | Self::ApacheSparkApps => "SparkApplication",
         }
     }
 

@@ -275,6 +275,14 @@ codes! {
     ExecutorsPreempted = "executors-preempted", Other, Cause, "executors preempted", app 14;
     /// (app) Several executors failed on one node within a window.
     NodeFailures = "node-failures", Other, Cause, "node failures", app 11;
+    /// (app, operator) The operator's spark-submit was refused (a quota, a webhook, RBAC,
+    /// an invalid pod): no pod was made.
+    SubmissionFailed = "submission-failed", Other, Cause, "submission failed", app 33;
+    /// (app, operator) The operator holds the application for admission (Kueue's Workload
+    /// not admitted, `spec.suspend`): nothing is submitted yet.
+    AdmissionWaiting = "admission-waiting", Other, Cause, "admission waiting", app 34;
+    /// (app, operator) A run failed and the operator reruns it, as its restart policy allows.
+    RerunPending = "rerun-pending", Other, Cause, "rerun pending", app 35;
 }
 
 /// Which memory an ending ran out of, as every OOM breakdown counts it (the report, the

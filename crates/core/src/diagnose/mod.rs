@@ -21,6 +21,7 @@ pub mod driver;
 mod exit;
 pub mod memory;
 pub mod nodes;
+pub mod operator;
 mod pending;
 pub mod queueing;
 pub mod scheduling;
@@ -144,6 +145,8 @@ pub enum Witness {
     /// The application's Spark event log (`SparkListenerExecutorRemoved`'s reason, the
     /// executor's add and remove times): the driver's words, read after the run.
     EventLog,
+    /// A Spark operator's `SparkApplication` (its state, message and attempt counters).
+    Operator,
 }
 
 impl Witness {
@@ -158,6 +161,7 @@ impl Witness {
             Self::Config => "config",
             Self::SchedulerObject => "scheduler-object",
             Self::EventLog => "event-log",
+            Self::Operator => "operator",
         }
     }
 }

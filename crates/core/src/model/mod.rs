@@ -4,6 +4,7 @@ pub mod driver;
 mod event;
 mod group;
 mod interned;
+mod operator;
 mod pod;
 pub mod quantity;
 mod quota;
@@ -14,6 +15,9 @@ pub use driver::DriverExecutor;
 pub use event::{PodEvent, Related};
 pub use group::{GroupKind, GroupRef, SchedGroup};
 pub use interned::Text;
+pub use operator::{
+    MAX_HISTORY, OperatorApp, OperatorKind, OperatorPhase, OperatorState, RestartPolicy,
+};
 pub use pod::{
     ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,
     DEFAULT_EXECUTOR_CONTAINER, Deletion, EXIT_EXCEPTION_ANNOTATION, ExecIdLabel, ExecutorPod,

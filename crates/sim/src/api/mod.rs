@@ -69,6 +69,9 @@ pub struct ApiState {
     /// The bearer tokens accepted, once a client sets them (`PUT /_sim/tokens`); until then
     /// (or after `DELETE`) every request is, as on a cluster with anonymous access.
     pub tokens: Mutex<Option<std::collections::HashSet<String>>>,
+    /// The CRDs installed of `Resource::OPTIONAL` (the others are not served: 404, and
+    /// absent from discovery).
+    pub installed: Vec<Resource>,
 }
 
 const MAX_REQUEST_LOG: usize = 100_000;
@@ -356,7 +359,7 @@ pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
         return ApiError::internal("injected fault: error-rate").into_response();
     }
     let params = Params::parse(uri.query());
-    let r = match route(&path, &st.server_addr) {
+    let r = match route(&path, &st.server_addr, &st.installed) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };

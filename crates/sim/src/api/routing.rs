@@ -50,16 +50,25 @@ pub(super) enum Route {
     AccessReview,
 }
 
-pub(super) fn route(path: &str, server_addr: &str) -> Result<Route, ApiError> {
+pub(super) fn route(
+    path: &str,
+    server_addr: &str,
+    installed: &[Resource],
+) -> Result<Route, ApiError> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let nf = || ApiError::not_found_path(path);
+    let ext = |g: &str, v: &str, r: &str| {
+        ext(g, v, r).filter(|r| !Resource::OPTIONAL.contains(r) || installed.contains(r))
+    };
     let res = |s: &str| Resource::from_plural(s).ok_or_else(nf);
     match segs.as_slice() {
         ["api"] => Ok(Route::Doc(discovery::api_versions(server_addr))),
         ["api", "v1"] => Ok(Route::Doc(discovery::core_v1())),
-        ["apis"] => Ok(Route::Doc(discovery::api_groups())),
-        ["apis", g] => discovery::api_group(g).map(Route::Doc).ok_or_else(nf),
-        ["apis", g, v] => discovery::group_resources(g, v)
+        ["apis"] => Ok(Route::Doc(discovery::api_groups(installed))),
+        ["apis", g] => discovery::api_group(g, installed)
+            .map(Route::Doc)
+            .ok_or_else(nf),
+        ["apis", g, v] => discovery::group_resources(g, v, installed)
             .map(Route::Doc)
             .ok_or_else(nf),
         [

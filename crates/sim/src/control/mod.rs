@@ -10,7 +10,8 @@
 //!
 //! The parts, each over the store and each with its own state: the cluster timeline
 //! (`timeline.rs`), the drivers (`drivers/`), the scheduler (`scheduler.rs`), the kubelet
-//! (`kubelet/`) and the event recorder (`events.rs`). What one part needs of another is
+//! (`kubelet/`), the event recorder (`events.rs`) and the Spark operators (`operator.rs`:
+//! they submit the apps a scenario sends through one). What one part needs of another is
 //! lent by `&mut` for a call: every part gets a `Cx` (`context.rs`: the one seeded rng,
 //! the event recorder, the scenario), the drivers and the timeline the kubelet too. So the
 //! parts depend one way: the drivers and the timeline use the kubelet, every part the
@@ -26,6 +27,7 @@ use context::Cx;
 use drivers::Drivers;
 use events::EventRecorder;
 use kubelet::Kubelet;
+use operator::Operators;
 use scheduler::Scheduler;
 use serde_json::json;
 use timeline::{Timeline, node_objects};
@@ -41,6 +43,7 @@ mod context;
 mod drivers;
 mod events;
 mod kubelet;
+mod operator;
 mod scheduler;
 mod timeline;
 
@@ -93,6 +96,8 @@ pub struct Control {
     rng: fastrand::Rng,
     timeline: Timeline,
     drivers: Drivers,
+    /// The Spark operators, for the apps submitted through one.
+    operators: Operators,
     scheduler: Scheduler,
     kubelet: Kubelet,
     events: EventRecorder,
@@ -117,6 +122,7 @@ impl Control {
         let drivers = Drivers::new(store.clone(), registry.clone(), &scenario.apps, &mut rng);
         Self {
             timeline: Timeline::new(store.clone(), scenario.timeline.len()),
+            operators: Operators::new(store.clone(), &scenario.apps),
             scheduler: Scheduler::new(store.clone()),
             kubelet: Kubelet::new(store.clone(), logs),
             events: EventRecorder::new(store.clone(), event_ttl),
@@ -179,6 +185,13 @@ impl Control {
         };
         self.timeline.step(&mut cx, &mut self.kubelet, t);
         self.drivers.drain_feed(t);
+        self.operators.step(
+            cx.rng,
+            &mut self.drivers,
+            &mut self.kubelet,
+            &cx.scenario.apps,
+            t,
+        );
         self.drivers.drive(&mut cx, &mut self.kubelet, t);
         self.store.recount_quotas();
         self.scheduler.schedule(&mut cx, t);

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::resource::Resource;
+
 mod load;
 mod scale;
 
@@ -13,7 +15,7 @@ pub use load::{load, parse};
 pub use scale::scale;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
-pub const BUILT_IN: [(&str, &str); 12] = [
+pub const BUILT_IN: [(&str, &str); 13] = [
     (
         "mixed",
         include_str!("../../../../assets/scenarios/mixed.yaml"),
@@ -61,6 +63,10 @@ pub const BUILT_IN: [(&str, &str); 12] = [
     (
         "allocators",
         include_str!("../../../../assets/scenarios/allocators.yaml"),
+    ),
+    (
+        "operators",
+        include_str!("../../../../assets/scenarios/operators.yaml"),
     ),
 ];
 
@@ -210,6 +216,68 @@ pub struct AppSpec {
     /// `statefulset` or `deployment` (a controller the driver owns creates them).
     #[serde(default)]
     pub allocator: Allocator,
+    /// Submitted through an operator's `SparkApplication` (the simulator plays the operator:
+    /// it submits, resubmits and reruns the app and writes the object's status).
+    #[serde(default)]
+    pub operator: Option<OperatorSpec>,
+}
+
+impl Scenario {
+    /// The CRDs a cluster for this scenario has installed: an operator's, where an app is
+    /// submitted through it.
+    pub fn installed(&self) -> Vec<Resource> {
+        let mut out: Vec<Resource> = Vec::new();
+        for a in &self.apps {
+            if let Some(op) = &a.operator {
+                let r = op.kind.resource();
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl OperatorKind {
+    /// The resource its objects are stored as.
+    pub fn resource(self) -> Resource {
+        match self {
+            Self::Kubeflow => Resource::KubeflowSparkApps,
+            Self::Apache => Resource::ApacheSparkApps,
+        }
+    }
+}
+
+/// An app submitted as an operator's `SparkApplication` (docs/simulator.md).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSpec {
+    /// `kubeflow` (`sparkoperator.k8s.io/v1beta2`) or `apache` (`spark.apache.org/v1`).
+    pub kind: OperatorKind,
+    /// The object's name (default the app's name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `Never`, `OnFailure` or `Always` (default `Never`).
+    #[serde(default, rename = "restartPolicy")]
+    pub restart_policy: Option<String>,
+    /// Reruns after a failed run (kubeflow `onFailureRetries`, Apache `maxRestartAttempts`).
+    #[serde(default, rename = "onFailureRetries")]
+    pub on_failure_retries: Option<u32>,
+    /// Resubmissions after a failed submission (kubeflow `onSubmissionFailureRetries`).
+    #[serde(default, rename = "onSubmissionFailureRetries")]
+    pub on_submission_failure_retries: Option<u32>,
+    /// The wait before a rerun or a resubmission (default 10s).
+    #[serde(default, rename = "retryInterval", with = "humantime_serde_opt")]
+    pub retry_interval: Option<Duration>,
+}
+
+/// Which operator.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OperatorKind {
+    Kubeflow,
+    Apache,
 }
 
 /// Which of Spark's pod allocators the app runs with.

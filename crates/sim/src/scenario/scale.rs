@@ -67,6 +67,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             scale: Vec::new(),
             scheduling: None,
             allocator: Allocator::Direct,
+            operator: None,
         });
     }
     s

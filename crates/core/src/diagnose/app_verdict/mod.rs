@@ -21,7 +21,8 @@ pub use driver_pod::final_condition_at;
 use phases::{driver_not_seen, executors_part, running_or_unknown, weigh_predictions};
 use serde::{Deserialize, Serialize};
 
-use super::{Code, Finding, Severity, Witness};
+use super::operator::OperatorFacts;
+use super::{Code, Finding, Severity, Witness, operator};
 use crate::classify;
 use crate::classify::ClassifyOptions;
 use crate::model::{Deletion, ExecutorPod, ExecutorState, PodEvent, Time, fmt_time};
@@ -108,6 +109,8 @@ pub struct AppEvidence<'a> {
     pub app_findings: &'a [Finding],
     /// What its executors' verdicts say.
     pub executors: ExecutorTally<'a>,
+    /// Its operator's `SparkApplication`, when it was submitted through one.
+    pub operator: Option<OperatorFacts<'a>>,
     /// The time the verdict is made at.
     pub now: Time,
 }
@@ -531,6 +534,9 @@ pub fn app_verdict(ev: &AppEvidence<'_>) -> AppVerdict {
         || ev.executors.known > 0;
     weigh_predictions(&mut findings, started, end.is_some());
     executors_part(&mut findings, &ev.executors, end.as_ref());
+    if let Some(op) = &ev.operator {
+        findings.extend(operator::findings(op, ev.now));
+    }
     findings.extend(driver_not_seen(ev));
     findings.sort_by_key(order);
     findings.dedup_by_key(|f| f.code);

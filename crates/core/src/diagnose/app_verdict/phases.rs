@@ -144,7 +144,8 @@ pub(super) fn driver_not_seen(ev: &AppEvidence<'_>) -> Vec<Finding> {
                  recorder running (spark-triage record DIR --rotate 1h).",
             ),
         );
-    } else if ev.driver.is_none() {
+    } else if ev.driver.is_none() && ev.operator.is_none() {
+        // (An operator's object says where the driver is: `operator::findings`.)
         out.push(
             Finding::new(
                 Code::DriverNotSeen,

@@ -80,6 +80,7 @@ fn verdict_of(d: DriverEvidence<'_>, app_findings: &[Finding]) -> AppVerdict {
         app_findings,
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     })
 }
 
@@ -435,6 +436,7 @@ fn a_running_driver_and_no_driver_at_all() {
             ..Default::default()
         },
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::AppRunning);
     assert!(v.cause().summary.contains("3 executors running, 1 pending"));
@@ -446,6 +448,7 @@ fn a_running_driver_and_no_driver_at_all() {
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::DriverNotSeen);
     assert!(v.driver.is_none());
@@ -469,6 +472,7 @@ fn a_running_driver_and_no_driver_at_all() {
         app_findings: &[],
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     });
     assert!(
         v.cause()
@@ -601,6 +605,7 @@ fn orphans_are_named() {
             ..Default::default()
         },
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::DriverDeleted);
     let o = v
@@ -655,6 +660,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
             ..Default::default()
         },
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::AppRunning, "{:#?}", v.findings);
     let p = &v.findings[1];
@@ -678,6 +684,7 @@ fn configuration_predictions_follow_the_driver_they_would_have_stopped() {
         app_findings: &warn,
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::AppRunning);
     assert_eq!(v.findings[1].code, Code::HeartbeatSettings);
@@ -762,6 +769,7 @@ fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
             app_findings: &app,
             executors: ExecutorTally::default(),
             now: now(),
+            operator: None,
         });
         let codes: Vec<Code> = v.findings.iter().map(|f| f.code).collect();
         assert_eq!(
@@ -797,6 +805,7 @@ fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
         app_findings: &app,
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::AppUnfinished);
     assert_eq!(v.findings[1].code, Code::ExecutorsFailed);
@@ -816,6 +825,7 @@ fn failures_lead_a_configuration_risk_and_the_driver_s_absence() {
         app_findings: &refused,
         executors: ExecutorTally::default(),
         now: now(),
+        operator: None,
     });
     assert_eq!(v.cause().code, Code::HeartbeatSettings, "{v:#?}");
     assert_eq!(v.severity(), Severity::Warn);

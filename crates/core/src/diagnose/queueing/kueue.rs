@@ -52,7 +52,7 @@ pub(super) fn workload_evicted(s: &Subject<'_>) -> Option<Finding> {
 
 /// Kueue's Workload verdict for a gated pod: not admitted and why, waiting on its checks,
 /// or admitted with the gate left behind.
-fn kueue_summary(w: &SchedGroup) -> Option<(String, Severity, String)> {
+pub(crate) fn kueue_summary(w: &SchedGroup) -> Option<(String, Severity, String)> {
     let reserved = w.condition("QuotaReserved");
     let admitted = w.condition("Admitted");
     if admitted.is_some_and(|c| c.status == "True") {

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use gangs::{native_gang, scheduler_rejected, volcano, yunikorn};
+pub(crate) use kueue::kueue_summary;
 use kueue::{gated, workload_evicted};
 use serde::{Deserialize, Serialize};
 

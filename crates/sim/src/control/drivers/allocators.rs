@@ -44,9 +44,10 @@ impl Drivers {
         let driver = self.store.get(Resource::Pods, &ns, &d.driver_pod)?;
         let selector = json!({"matchLabels": {"spark-app-selector": d.app_id, "spark-role": "executor",
                                               "spark-exec-resourceprofile-id": "0"}});
-        let template = json!({"metadata": {"labels": {"spark-app-selector": d.app_id, "spark-role": "executor",
+        let mut template = json!({"metadata": {"labels": {"spark-app-selector": d.app_id, "spark-role": "executor",
             "spark-exec-id": "EXECID", "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name,
             "spark-version": d.spec.spark_version}}});
+        operator_labels(&d.spec, &mut template["metadata"]["labels"]);
         let replicas = d.target.unwrap_or(d.spec.executors);
         let driver_owner = owner("Pod", &d.driver_pod, driver.uid());
         let set = match d.spec.allocator {

@@ -13,10 +13,18 @@ use crate::store::{DeleteOptions, Obj};
 impl Drivers {
     /// Starts app `i`: its config map, driver pod (with the scenario's driver fate), batch
     /// scheduler objects, service and registry entry.
-    pub(super) fn start_app(&mut self, rng: &mut fastrand::Rng, kubelet: &mut Kubelet, i: usize) {
+    /// An API server that refuses the driver pod (a quota, a webhook) leaves nothing made:
+    /// its refusal is returned as spark-submit's client prints it.
+    pub(super) fn start_app(
+        &mut self,
+        rng: &mut fastrand::Rng,
+        kubelet: &mut Kubelet,
+        i: usize,
+    ) -> Result<(), String> {
         let d = &self.drivers[i];
         let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
-        let labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version});
+        let mut labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version});
+        operator_labels(&d.spec, &mut labels);
         let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
         let props = format!(
             "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\
@@ -84,7 +92,21 @@ impl Drivers {
         with_priority(&mut driver, &d.spec);
         with_scheduling(&mut driver, &d.spec, &app_id, true);
         let driver_name = d.driver_pod.clone();
-        let _ = self.store.create(Resource::Pods, &ns, driver);
+        if let Err(e) = self.store.create(Resource::Pods, &ns, driver) {
+            let _ = self.store.delete(
+                Resource::ConfigMaps,
+                &ns,
+                &cm_name,
+                &DeleteOptions::default(),
+            );
+            return Err(format!(
+                "Exception in thread \"main\" io.fabric8.kubernetes.client.KubernetesClientException: \
+                 Failure executing: POST at: https://kubernetes.default.svc/api/v1/namespaces/{ns}/pods. \
+                 Message: {}. Received status: Status(apiVersion=v1, code={}, kind=Status, \
+                 message={}, reason={}, status=Failure).",
+                e.message, e.code, e.message, e.reason
+            ));
+        }
         self.batch_start(i);
         if let Some(f) = driver_fate {
             let fate = self.pod_fate(rng, &f);
@@ -113,6 +135,7 @@ impl Drivers {
             .insert(app_id, view);
         self.drivers[i].started = true;
         self.drivers[i].last_poll = self.store.clock.elapsed_secs();
+        Ok(())
     }
 
     /// The driver pod ended or went: with its JVM gone, running executors lose their driver

@@ -22,6 +22,8 @@ const KUEUE_GATE: &str = "kueue.x-k8s.io/admission";
 pub(super) fn with_scheduling(pod: &mut Value, spec: &AppSpec, app_id: &str, driver: bool) {
     let Some(sc) = &spec.scheduling else { return };
     match sc.by {
+        // Through an operator, Kueue admits the SparkApplication, not its pods.
+        SchedulerKind::Kueue if spec.operator.is_some() => {}
         SchedulerKind::Kueue if driver => {
             let queue = sc.queue.as_deref().unwrap_or("default");
             pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!(queue);
@@ -79,6 +81,7 @@ impl Drivers {
                         "message": format!("1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, {min} minAvailable; Pending: 1 Unschedulable")}]}});
                 let _ = self.store.create(Resource::PodGroups, &ns, pg);
             }
+            SchedulerKind::Kueue if d.spec.operator.is_some() => {}
             SchedulerKind::Kueue => {
                 let Some(driver) = self.store.get(Resource::Pods, &ns, &d.driver_pod) else {
                     return;
@@ -127,6 +130,7 @@ impl Drivers {
             return;
         }
         match sc.by {
+            SchedulerKind::Kueue if d.spec.operator.is_some() => {}
             SchedulerKind::Kueue => {
                 let Some(at) = sc.admit_at.map(|a| a.as_secs_f64()) else {
                     return;

@@ -17,7 +17,7 @@ use super::kubelet::Kubelet;
 use crate::classify::{ClassifyConfig, classify};
 use crate::clock::fmt_time;
 use crate::model::{ExecutorPod, ExecutorState};
-use crate::scenario::{AppSpec, DriverFate};
+use crate::scenario::{AppSpec, DriverFate, OperatorKind};
 use crate::selector::LabelSelector;
 use crate::spark_registry::{ExecView, SparkRegistry};
 use crate::store::{Change, Obj, ObjectStore, Query, Resource};
@@ -86,6 +86,40 @@ struct Driver {
 }
 
 impl Driver {
+    /// A driver for `spec`, not started, with fresh names (a rerun gets new ones, as
+    /// spark-submit makes them).
+    fn new(spec: &AppSpec, rng: &mut fastrand::Rng) -> Self {
+        let hex16 = hex(rng, 16);
+        let prefix = format!("{}-{hex16}", spec.name);
+        Self {
+            app_id: format!("spark-{}", hex(rng, 32)),
+            driver_pod: format!("{prefix}-driver"),
+            service: format!("{prefix}-driver-svc"),
+            prefix,
+            started: false,
+            finished: false,
+            next_id: 1,
+            max_failures: spec
+                .max_failures
+                .unwrap_or_else(|| (2 * spec.executors).max(3)),
+            failed_ids: Vec::new(),
+            creation_failures: 0,
+            allocate_after: 0.0,
+            snapshot: BTreeMap::new(),
+            removed: BTreeMap::new(),
+            newly_created: BTreeMap::new(),
+            registered: BTreeMap::new(),
+            last_poll: 0.0,
+            states: Default::default(),
+            driver_fates: BTreeMap::new(),
+            collected: false,
+            target: None,
+            controller: None,
+            restarts: BTreeMap::new(),
+            spec: spec.clone(),
+        }
+    }
+
     fn driver_fate(&self, id: i64) -> Option<DriverFate> {
         self.driver_fates.get(&id).map(|(f, _)| *f)
     }
@@ -129,6 +163,19 @@ fn cached_state(
     s
 }
 
+/// The labels an operator puts on the pods of an app it submits (the object's name).
+fn operator_labels(spec: &AppSpec, labels: &mut Value) {
+    let Some(op) = &spec.operator else { return };
+    let name = op.name.clone().unwrap_or_else(|| spec.name.clone());
+    match op.kind {
+        OperatorKind::Kubeflow => {
+            labels["sparkoperator.k8s.io/app-name"] = json!(name);
+            labels["sparkoperator.k8s.io/launched-by-spark-operator"] = json!("true");
+        }
+        OperatorKind::Apache => labels["spark.operator/spark-app-name"] = json!(name),
+    }
+}
+
 fn store_feed(store: &ObjectStore) -> broadcast::Receiver<Arc<Change>> {
     // A subscription with no replay: the control plane starts with the store.
     store
@@ -154,40 +201,7 @@ impl Drivers {
         rng: &mut fastrand::Rng,
     ) -> Self {
         let feed = store_feed(&store);
-        let drivers = apps
-            .iter()
-            .map(|spec| {
-                let hex16 = hex(rng, 16);
-                let prefix = format!("{}-{hex16}", spec.name);
-                Driver {
-                    app_id: format!("spark-{}", hex(rng, 32)),
-                    driver_pod: format!("{prefix}-driver"),
-                    service: format!("{prefix}-driver-svc"),
-                    prefix,
-                    started: false,
-                    finished: false,
-                    next_id: 1,
-                    max_failures: spec
-                        .max_failures
-                        .unwrap_or_else(|| (2 * spec.executors).max(3)),
-                    failed_ids: Vec::new(),
-                    creation_failures: 0,
-                    allocate_after: 0.0,
-                    snapshot: BTreeMap::new(),
-                    removed: BTreeMap::new(),
-                    newly_created: BTreeMap::new(),
-                    registered: BTreeMap::new(),
-                    last_poll: 0.0,
-                    states: Default::default(),
-                    driver_fates: BTreeMap::new(),
-                    collected: false,
-                    target: None,
-                    controller: None,
-                    restarts: BTreeMap::new(),
-                    spec: spec.clone(),
-                }
-            })
-            .collect();
+        let drivers = apps.iter().map(|spec| Driver::new(spec, rng)).collect();
         Self {
             store,
             registry,
@@ -265,6 +279,35 @@ impl Drivers {
         }
     }
 
+    /// spark-submit for app `i`, as an operator runs it: its driver pod and the rest, or
+    /// the API server's refusal of the driver pod (a quota, a webhook), as
+    /// spark-submit's client prints it.
+    pub(super) fn submit(
+        &mut self,
+        rng: &mut fastrand::Rng,
+        kubelet: &mut Kubelet,
+        i: usize,
+    ) -> Result<(), String> {
+        self.start_app(rng, kubelet, i)
+    }
+
+    /// A rerun of app `i`: a new driver with new names; the old one's objects stay to the
+    /// operator to delete.
+    pub(super) fn rerun(&mut self, rng: &mut fastrand::Rng, i: usize) {
+        let spec = self.drivers[i].spec.clone();
+        self.drivers[i] = Driver::new(&spec, rng);
+    }
+
+    /// App `i`'s namespace, driver pod and Spark app id.
+    pub(super) fn names(&self, i: usize) -> (String, String, String) {
+        let d = &self.drivers[i];
+        (
+            d.spec.namespace.clone(),
+            d.driver_pod.clone(),
+            d.app_id.clone(),
+        )
+    }
+
     /// One pass of every driver, in the scenario's order.
     pub(super) fn drive(&mut self, cx: &mut Cx<'_>, kubelet: &mut Kubelet, t: f64) {
         for i in 0..self.drivers.len() {
@@ -280,7 +323,10 @@ impl Drivers {
             return;
         }
         if !self.drivers[i].started {
-            self.start_app(cx.rng, kubelet, i);
+            // Through an operator, the operator submits it (`Drivers::submit`).
+            if self.drivers[i].spec.operator.is_none() {
+                let _ = self.start_app(cx.rng, kubelet, i);
+            }
             return;
         }
         let (ns, driver_pod) = (
