@@ -3,14 +3,20 @@
 //! without Volcano is never asked for PodGroups. A kind the tool may not list (403) or
 //! that the API server does not serve (404: its CRD is not installed) is said once, not
 //! retried; its objects are then "unknown because …" in the verdicts that need them.
+//!
+//! The same poll lists the Spark operators' `SparkApplication`s (kubeflow's, Apache's) where
+//! the API server serves them: asked once at its start (`GET /apis`, discovery: never
+//! assumed), so a cluster without the operators gets no request for them, ever. An
+//! application submitted through an operator is known from its object before any of its
+//! pods exists; an object with a Kueue queue label makes Kueue's Workloads wanted.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams};
-use spark_triage_core::model::{ExecutorPod, GroupKind, SchedGroup};
+use spark_triage_core::model::{ExecutorPod, GroupKind, OperatorApp, OperatorKind, SchedGroup};
 use tokio::sync::{Notify, mpsc};
 
 use super::connection::{Connection, send};
@@ -40,24 +46,150 @@ impl Wanted {
         }
     }
 
+    /// Notes a kind wanted for another reason than a pod (an operator's object in a
+    /// Kueue queue).
+    fn want(&self, kind: GroupKind) {
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        if kinds.insert(kind) {
+            self.new.notify_one();
+        }
+    }
+
     fn get(&self) -> BTreeSet<GroupKind> {
         self.kinds.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
-fn api_resource(kind: GroupKind) -> ApiResource {
+fn api_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource {
-        group: kind.group().to_owned(),
-        version: kind.version().to_owned(),
-        api_version: format!("{}/{}", kind.group(), kind.version()),
-        kind: kind.kind().to_owned(),
-        plural: kind.plural().to_owned(),
+        group: group.to_owned(),
+        version: version.to_owned(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.to_owned(),
+        plural: plural.to_owned(),
     }
+}
+
+/// What one list of a kind gave: its objects as JSON and whether it was whole.
+type Listed = (Vec<serde_json::Value>, bool);
+
+/// One list of a kind, in the scope (`MAX_OBJECTS` at most: a cut list is partial).
+async fn list(
+    conn: &Connection,
+    namespace: Option<&str>,
+    ar: &ApiResource,
+) -> Result<Listed, kube::Error> {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(conn.client.clone(), ns, ar),
+        None => Api::all_with(conn.client.clone(), ar),
+    };
+    let list = api.list(&ListParams::default().limit(MAX_OBJECTS)).await?;
+    // A list cut at the page limit is partial: absence from it says nothing.
+    let complete = list.metadata.continue_.as_deref().is_none_or(str::is_empty);
+    let objects = list
+        .items
+        .iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect();
+    Ok((objects, complete))
+}
+
+/// The operators' kinds the API server serves, from discovery (`GET /apis`, once). An
+/// error reads as none served: the tool works without them.
+async fn served_operators(conn: &Connection) -> Vec<OperatorKind> {
+    let Ok(groups) = conn.client.list_api_groups().await else {
+        return Vec::new();
+    };
+    OperatorKind::ALL
+        .into_iter()
+        .filter(|k| {
+            groups
+                .groups
+                .iter()
+                .any(|g| g.name == k.group() && g.versions.iter().any(|v| v.version == k.version()))
+        })
+        .collect()
 }
 
 /// The most objects of one kind read per list (more are not read; a cut list is marked
 /// partial, so nothing is claimed absent from it).
 const MAX_OBJECTS: u32 = 2_000;
+
+/// What the poll remembers between passes, per resource (`podgroups.scheduling.volcano.sh`).
+#[derive(Default)]
+struct PollState {
+    /// Kinds said unknown (forbidden, not served): never asked again.
+    given_up: BTreeSet<String>,
+    /// The last list sent of each (as JSON): an unchanged list is not sent again.
+    last: BTreeMap<String, String>,
+    /// Kinds whose last list failed (the next success says the source recovered).
+    failing: BTreeSet<String>,
+    /// The kinds refused so far: one health line names them all (the health of a source is
+    /// one value, and a second refusal must not hide the first).
+    refused: Vec<String>,
+}
+
+/// One kind's list in one pass: the events it gives (none when unchanged or given up).
+/// `listed` makes the kind's event of its objects, or of why it cannot be read.
+async fn pass_kind<T: serde::Serialize>(
+    st: &mut PollState,
+    conn: &Connection,
+    namespace: Option<&str>,
+    ar: &ApiResource,
+    owner: &str,
+    project: impl Fn(&serde_json::Value) -> T,
+    listed: impl FnOnce(Vec<T>, Option<String>, bool) -> SourceEvent,
+) -> Vec<SourceEvent> {
+    let resource = format!("{}.{}", ar.plural, ar.group);
+    if st.given_up.contains(&resource) {
+        return Vec::new();
+    }
+    let now = conn.clock.now();
+    let health = |health| SourceEvent::SourceHealth {
+        source: SourceKind::SchedulerObjects,
+        health,
+        at: now,
+    };
+    match list(conn, namespace, ar).await {
+        Ok((objects, complete)) => {
+            let objects: Vec<T> = objects.iter().map(project).collect();
+            let recovered = st.failing.remove(&resource);
+            let json = serde_json::to_string(&objects).unwrap_or_default();
+            if st.last.get(&resource) == Some(&json) && !recovered {
+                return Vec::new();
+            }
+            st.last.insert(resource, json);
+            let mut out = Vec::new();
+            if recovered {
+                out.push(health(Health::Connected));
+            }
+            out.push(listed(objects, None, complete));
+            out
+        }
+        Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
+            st.given_up.insert(resource.clone());
+            let scope = conn.scope.describe();
+            let mut out = Vec::new();
+            let why = if s.code == 403 {
+                st.refused.push(resource.clone());
+                out.push(health(Health::Forbidden {
+                    permission: format!("list {} in {scope}", st.refused.join(", ")),
+                }));
+                format!("forbidden: the tool may not list {resource} in {scope}")
+            } else {
+                format!("{resource} is not served by this API server (is {owner} installed?)")
+            };
+            out.push(listed(Vec::new(), Some(why), true));
+            out
+        }
+        Err(e) => {
+            st.failing.insert(resource.clone());
+            vec![health(Health::Retrying {
+                error: format!("{resource}: {}", errors::error_line(&e)),
+            })]
+        }
+    }
+}
 
 pub(super) async fn group_poll(
     conn: Connection,
@@ -65,119 +197,49 @@ pub(super) async fn group_poll(
     wanted: Wanted,
     tx: mpsc::Sender<SourceEvent>,
 ) {
-    let now = || conn.clock.now();
     let namespace = match &conn.scope {
         Scope::Namespace(ns) => Some(ns.clone()),
         Scope::All => None,
     };
-    // Kinds said unknown (forbidden, not served): never asked again.
-    let mut given_up: BTreeSet<GroupKind> = BTreeSet::new();
-    let mut last: std::collections::BTreeMap<GroupKind, Vec<SchedGroup>> = Default::default();
-    let mut failing: BTreeSet<GroupKind> = BTreeSet::new();
-    // The kinds refused so far: one health line names them all (the health of a source is
-    // one value, and a second refusal must not hide the first).
-    let mut refused: Vec<String> = Vec::new();
+    let ns = namespace.as_deref();
+    let operators = served_operators(&conn).await;
+    let mut st = PollState::default();
     let every = every.max(Duration::from_millis(100));
     loop {
+        let mut events = Vec::new();
+        for kind in operators.iter().copied() {
+            let ar = api_resource(kind.group(), kind.version(), kind.kind(), kind.plural());
+            let project = |v: &serde_json::Value| OperatorApp::from_value(kind, v);
+            let listed = |objects: Vec<OperatorApp>, unknown, complete| {
+                // An app in a Kueue queue is admitted through its Workload.
+                if objects.iter().any(|o| o.queue.is_some()) {
+                    wanted.want(GroupKind::KueueWorkload);
+                }
+                SourceEvent::OperatorAppsListed {
+                    operator_kind: kind,
+                    namespace: namespace.clone(),
+                    objects,
+                    unknown,
+                    complete,
+                    at: conn.clock.now(),
+                }
+            };
+            events.extend(pass_kind(&mut st, &conn, ns, &ar, kind.owner(), project, listed).await);
+        }
         for kind in wanted.get() {
-            if given_up.contains(&kind) {
-                continue;
-            }
-            let ar = api_resource(kind);
-            let api: Api<DynamicObject> = match &namespace {
-                Some(ns) => Api::namespaced_with(conn.client.clone(), ns, &ar),
-                None => Api::all_with(conn.client.clone(), &ar),
+            let ar = api_resource(kind.group(), kind.version(), kind.kind(), kind.plural());
+            let project = |v: &serde_json::Value| SchedGroup::from_value(kind, v);
+            let listed = |objects, unknown, complete| SourceEvent::GroupsListed {
+                group_kind: kind,
+                namespace: namespace.clone(),
+                objects,
+                unknown,
+                complete,
+                at: conn.clock.now(),
             };
-            let ev = match api.list(&ListParams::default().limit(MAX_OBJECTS)).await {
-                Ok(list) => {
-                    // A list cut at the page limit is partial: absence from it says nothing.
-                    let complete = list.metadata.continue_.as_deref().is_none_or(str::is_empty);
-                    let objects: Vec<SchedGroup> = list
-                        .items
-                        .iter()
-                        .filter_map(|o| serde_json::to_value(o).ok())
-                        .map(|v| SchedGroup::from_value(kind, &v))
-                        .collect();
-                    let recovered = failing.remove(&kind);
-                    if last.get(&kind) == Some(&objects) && !recovered {
-                        continue;
-                    }
-                    last.insert(kind, objects.clone());
-                    if recovered
-                        && !send(
-                            &tx,
-                            SourceEvent::SourceHealth {
-                                source: SourceKind::SchedulerObjects,
-                                health: Health::Connected,
-                                at: now(),
-                            },
-                        )
-                        .await
-                    {
-                        return;
-                    }
-                    SourceEvent::GroupsListed {
-                        group_kind: kind,
-                        namespace: namespace.clone(),
-                        objects,
-                        unknown: None,
-                        complete,
-                        at: now(),
-                    }
-                }
-                Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
-                    given_up.insert(kind);
-                    let why = if s.code == 403 {
-                        format!(
-                            "forbidden: the tool may not list {} in {}",
-                            kind.resource(),
-                            conn.scope.describe()
-                        )
-                    } else {
-                        format!(
-                            "{} is not served by this API server (is {} installed?)",
-                            kind.resource(),
-                            kind.owner()
-                        )
-                    };
-                    if s.code == 403 {
-                        refused.push(kind.resource());
-                        let health = Health::Forbidden {
-                            permission: format!(
-                                "list {} in {}",
-                                refused.join(", "),
-                                conn.scope.describe()
-                            ),
-                        };
-                        let said = SourceEvent::SourceHealth {
-                            source: SourceKind::SchedulerObjects,
-                            health,
-                            at: now(),
-                        };
-                        if !send(&tx, said).await {
-                            return;
-                        }
-                    }
-                    SourceEvent::GroupsListed {
-                        group_kind: kind,
-                        namespace: namespace.clone(),
-                        objects: Vec::new(),
-                        unknown: Some(why),
-                        complete: true,
-                        at: now(),
-                    }
-                }
-                Err(e) => {
-                    failing.insert(kind);
-                    SourceEvent::SourceHealth {
-                        source: SourceKind::SchedulerObjects,
-                        health: Health::Retrying {
-                            error: format!("{}: {}", kind.resource(), errors::error_line(&e)),
-                        },
-                        at: now(),
-                    }
-                }
-            };
+            events.extend(pass_kind(&mut st, &conn, ns, &ar, kind.owner(), project, listed).await);
+        }
+        for ev in events {
             if !send(&tx, ev).await {
                 return;
             }

@@ -26,7 +26,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use spark_triage_core::diagnose::memory::SettingsFrom;
 use spark_triage_core::model::{
-    DriverExecutor, ExecutorPod, GroupKind, PodEvent, Quota, SchedGroup, Time,
+    DriverExecutor, ExecutorPod, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
+    Time,
 };
 
 /// Where to look.
@@ -198,6 +199,20 @@ pub enum SourceEvent {
         complete: bool,
         at: Time,
     },
+    /// The Spark operators' `SparkApplication`s of one kind, in a namespace or in every
+    /// namespace; or (`unknown`) why they cannot be read (said once).
+    OperatorAppsListed {
+        operator_kind: OperatorKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        objects: Vec<OperatorApp>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unknown: Option<String>,
+        /// False when the list was cut at its page limit (absence from it says nothing).
+        #[serde(default = "yes")]
+        complete: bool,
+        at: Time,
+    },
     /// The scope looks wrong (a namespace that does not exist, or no Spark there while
     /// other namespaces have drivers): shown where the apps would be.
     ScopeNote { text: String, at: Time },
@@ -302,6 +317,7 @@ impl SourceEvent {
             | Self::DriverExecutors { at, .. }
             | Self::QuotasListed { at, .. }
             | Self::GroupsListed { at, .. }
+            | Self::OperatorAppsListed { at, .. }
             | Self::ScopeNote { at, .. }
             | Self::ScopeChanged { at, .. }
             | Self::AppNoted { at, .. }

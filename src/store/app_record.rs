@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use spark_triage_core::diagnose::app::{AppFacts, Preemption, app_findings};
 use spark_triage_core::diagnose::app_verdict::order;
+use spark_triage_core::diagnose::operator::OperatorFacts;
 use spark_triage_core::diagnose::{self, Code, Finding, app};
 use spark_triage_core::model::{ExecutorState, PodCharge, Quota, Refusal, Time};
 
@@ -223,7 +224,11 @@ impl AppRecord {
                 known: self.executors.len(),
             },
             now,
-            operator: None,
+            operator: self.operator.as_deref().map(|app| OperatorFacts {
+                app,
+                admission: self.admission.as_ref(),
+                driver_seen: self.driver.is_some(),
+            }),
         });
         // One end: the one the executors' verdicts were told (first seen, kept stable).
         v.end.clone_from(&self.driver_end);
@@ -307,6 +312,8 @@ impl AppRecord {
             forgotten_uncaused: 0,
             trimmed: Default::default(),
             logged_end: None,
+            operator: None,
+            admission: None,
             logged_version: None,
             driver_end: None,
             logged_end_at: None,

@@ -58,6 +58,10 @@ impl Store {
         for key in keys {
             self.settle_groups(&key, at);
         }
+        if kind == GroupKind::KueueWorkload {
+            // An operator's application waits on the Workload it owns.
+            self.settle_operators(at);
+        }
     }
 
     /// Gives an app its slice of the group objects; re-verdicts its pods that name groups

@@ -36,7 +36,9 @@ impl Store {
                 .map(|e| e.id)
                 .collect();
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
-            if app.executors.len() == ids.len() && finished && quiet {
+            // An operator's application is known while its object is (before any pod).
+            let object = app.operator.is_some() && app.driver.is_none();
+            if app.executors.len() == ids.len() && finished && quiet && !object {
                 empty.push(key.clone());
             }
             if !ids.is_empty() {

@@ -50,6 +50,7 @@ pub use forget::MAX_KEPT;
 mod health_and_driver;
 mod incident;
 mod noted;
+mod operators;
 mod pods;
 mod records;
 mod relist;
@@ -219,6 +220,20 @@ impl Store {
                 at,
             } => self.groups_listed(
                 group_kind,
+                namespace.as_deref(),
+                objects,
+                (unknown, complete),
+                at,
+            ),
+            SourceEvent::OperatorAppsListed {
+                operator_kind,
+                namespace,
+                objects,
+                unknown,
+                complete,
+                at,
+            } => self.operators_listed(
+                operator_kind,
                 namespace.as_deref(),
                 objects,
                 (unknown, complete),

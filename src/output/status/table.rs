@@ -20,6 +20,10 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
     }
     for a in &r.apps {
         write_app_lines(&mut out, a);
+        if a.operator.is_some() && a.driver.is_none() && a.executors.is_empty() {
+            out.push('\n');
+            continue;
+        }
         write_driver_view(&mut out, a);
         write_pending(&mut out, a);
         let rows = executor_rows(a, wide);
@@ -33,6 +37,22 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
 /// failure budget, and the findings supporting the verdict.
 fn write_app_lines(out: &mut String, a: &AppStatus) {
     let c = &a.counts;
+    if let Some(o) = &a.operator {
+        let _ = writeln!(
+            out,
+            "{} {}/{} ({}): {}",
+            o.kind,
+            f(&a.namespace),
+            f(&o.name),
+            o.api_version,
+            f(&o.state)
+        );
+    }
+    if a.operator.is_some() && a.driver.is_none() && a.executors.is_empty() {
+        // No pod yet: the object is all there is.
+        write_verdict(out, a);
+        return;
+    }
     let _ = writeln!(
         out,
         "{}/{} ({})  driver {} {}  deleteOnTermination={}",
@@ -55,6 +75,19 @@ fn write_app_lines(out: &mut String, a: &AppStatus) {
         "  running {}  pending {}  failed {}  succeeded {}  deleted {}  terminating {}  unknown {}  missing {}",
         c.running, c.pending, c.failed, c.succeeded, c.deleted, c.terminating, c.unknown, c.missing
     );
+    write_verdict(out, a);
+    let _ = writeln!(out, "  {}", budget_line(&a.failure_budget));
+    for x in &a.verdict.supporting {
+        let _ = writeln!(
+            out,
+            "{}",
+            text::finding_line(x.severity.as_str(), x.code, &x.summary)
+        );
+    }
+}
+
+/// The verdict, with its hint when it is trouble.
+fn write_verdict(out: &mut String, a: &AppStatus) {
     let v = &a.verdict;
     let _ = writeln!(
         out,
@@ -65,14 +98,6 @@ fn write_app_lines(out: &mut String, a: &AppStatus) {
     );
     if v.severity != Severity::Info && !v.hint.is_empty() {
         let _ = writeln!(out, "    hint: {}", f(&v.hint));
-    }
-    let _ = writeln!(out, "  {}", budget_line(&a.failure_budget));
-    for x in &v.supporting {
-        let _ = writeln!(
-            out,
-            "{}",
-            text::finding_line(x.severity.as_str(), x.code, &x.summary)
-        );
     }
 }
 

@@ -9,7 +9,10 @@ use spark_triage_core::diagnose::nodes::NodePattern;
 use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
 use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
 use spark_triage_core::model::driver::{DriverSeen, ExecutorList};
-use spark_triage_core::model::{ExecutorPod, ExecutorState, GroupKind, PodEvent, Quota, Time};
+use spark_triage_core::model::{
+    ExecutorPod, ExecutorState, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
+    Time,
+};
 
 use super::*;
 use crate::source::{Health, SourceKind};
@@ -191,6 +194,13 @@ pub struct AppRecord {
     /// What the app's Spark event log says of its end (an app read from its event log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end: Option<String>,
+    /// Its Spark operator's `SparkApplication`, when submitted through one (joined by the
+    /// operator's pod label; an app with no pod yet is known by it alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<Arc<OperatorApp>>,
+    /// Kueue's Workload for that object (owned by it), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<SchedGroup>,
     /// When the app ended by its event log (`SparkListenerApplicationEnd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged_end_at: Option<Time>,
@@ -318,6 +328,13 @@ pub struct Snapshot {
     /// The batch schedulers' objects read, all namespaces, and the kinds that cannot be.
     #[serde(default, skip_serializing_if = "diagnose::GroupIndex::is_empty")]
     pub groups: diagnose::GroupIndex,
+    /// The Spark operators' `SparkApplication`s read, by `group/namespace/name`
+    /// (`operator_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub operators: BTreeMap<String, Arc<OperatorApp>>,
+    /// Operator kinds the tool cannot read, with why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub operators_unknown: BTreeMap<OperatorKind, String>,
     /// The kinds of group objects Spark pods named (`status` waits for their lists).
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub groups_wanted: std::collections::BTreeSet<GroupKind>,
@@ -334,4 +351,9 @@ pub struct Snapshot {
 
 fn is_no_groups(g: &Arc<diagnose::GroupIndex>) -> bool {
     g.is_empty()
+}
+
+/// The key of an operator's object among `Snapshot::operators`.
+pub fn operator_key(kind: OperatorKind, namespace: &str, name: &str) -> String {
+    format!("{}/{namespace}/{name}", kind.group())
 }

@@ -131,6 +131,10 @@ pub struct SchedGroup {
     /// Kueue: the pods owning the Workload (its owner references of kind Pod).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_pods: Vec<Text>,
+    /// Kueue: the Spark operators' applications owning the Workload (its owner references
+    /// of kind SparkApplication: Kueue's integration admits the object, not its pods).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_apps: Vec<Text>,
     /// Native Workload: `spec.podGroups[]` as (name, gang minCount; `None` for `basic`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pod_groups: Vec<(Text, Option<i32>)>,
@@ -173,6 +177,15 @@ impl SchedGroup {
             .filter_map(|o| o["name"].as_str().map(Text::from))
             .take(MAX_LIST)
             .collect();
+        let owner_apps = v
+            .pointer("/metadata/ownerReferences")
+            .and_then(|o| o.as_array())
+            .into_iter()
+            .flatten()
+            .filter(|o| o["kind"] == "SparkApplication")
+            .filter_map(|o| o["name"].as_str().map(Text::from))
+            .take(MAX_LIST)
+            .collect();
         let pod_groups = v
             .pointer("/spec/podGroups")
             .and_then(|g| g.as_array())
@@ -210,6 +223,7 @@ impl SchedGroup {
             cluster_queue: text("/status/admission/clusterQueue"),
             conditions,
             owner_pods,
+            owner_apps,
             pod_groups,
         }
     }

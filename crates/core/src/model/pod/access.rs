@@ -2,7 +2,7 @@
 //! id), the phase, containers and conditions, a container's memory limit as it ran.
 
 use super::*;
-use crate::model::quantity;
+use crate::model::{OperatorKind, quantity};
 
 impl ExecutorPod {
     /// Whether the tool's hold finalizer is on the pod.
@@ -48,6 +48,14 @@ impl ExecutorPod {
     /// The app's id (`spark-app-selector`).
     pub fn app_id(&self) -> Option<&str> {
         self.label(LABEL_APP_ID)
+    }
+
+    /// The Spark operator's application this pod belongs to (its label, valued with the
+    /// `SparkApplication`'s name), when an operator made it.
+    pub fn operator_app(&self) -> Option<(OperatorKind, &str)> {
+        OperatorKind::ALL
+            .into_iter()
+            .find_map(|k| Some((k, self.label(k.pod_label())?)))
     }
 
     /// The Spark role, from `spark-role`.
