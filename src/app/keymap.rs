@@ -224,7 +224,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('Y')],
         label: "Y",
         action: Action::CopyCommand,
-        help: "copy a kubectl command for the executor (describe, or its events when gone)",
+        help: "copy kubectl describe for the executor (its events once gone) or the app's SparkApplication",
         hint: None,
     },
     Binding {

@@ -94,21 +94,37 @@ async fn list(
     Ok((objects, complete))
 }
 
-/// The operators' kinds the API server serves, from discovery (`GET /apis`, once). An
-/// error reads as none served: the tool works without them.
-async fn served_operators(conn: &Connection) -> Vec<OperatorKind> {
-    let Ok(groups) = conn.client.list_api_groups().await else {
-        return Vec::new();
-    };
-    OperatorKind::ALL
-        .into_iter()
-        .filter(|k| {
-            groups
-                .groups
-                .iter()
-                .any(|g| g.name == k.group() && g.versions.iter().any(|v| v.version == k.version()))
-        })
-        .collect()
+/// The operators' kinds the API server serves, from discovery (`GET /apis`, once), and
+/// why each other is not read. A failed discovery reads as none served: the tool works
+/// without them.
+async fn served_operators(conn: &Connection) -> (Vec<OperatorKind>, Vec<(OperatorKind, String)>) {
+    let groups = conn.client.list_api_groups().await;
+    let mut served = Vec::new();
+    let mut not = Vec::new();
+    for k in OperatorKind::ALL {
+        match &groups {
+            Ok(g)
+                if g.groups.iter().any(|g| {
+                    g.name == k.group() && g.versions.iter().any(|v| v.version == k.version())
+                }) =>
+            {
+                served.push(k);
+            }
+            Ok(_) => not.push((
+                k,
+                format!(
+                    "{} is not served by this API server ({} is not installed)",
+                    k.resource(),
+                    k.owner()
+                ),
+            )),
+            Err(e) => not.push((
+                k,
+                format!("API discovery failed: {}", errors::error_line(e)),
+            )),
+        }
+    }
+    (served, not)
 }
 
 /// The most objects of one kind read per list (more are not read; a cut list is marked
@@ -202,7 +218,21 @@ pub(super) async fn group_poll(
         Scope::All => None,
     };
     let ns = namespace.as_deref();
-    let operators = served_operators(&conn).await;
+    let (operators, not_served) = served_operators(&conn).await;
+    // The kinds not served are said once (nothing waits on them, nothing asks again).
+    for (kind, why) in not_served {
+        let ev = SourceEvent::OperatorAppsListed {
+            operator_kind: kind,
+            namespace: namespace.clone(),
+            objects: Vec::new(),
+            unknown: Some(why),
+            complete: true,
+            at: conn.clock.now(),
+        };
+        if !send(&tx, ev).await {
+            return;
+        }
+    }
     let mut st = PollState::default();
     let every = every.max(Duration::from_millis(100));
     loop {

@@ -184,6 +184,15 @@ impl AppRecord {
         diagnose::advice::groups(self.executors.values().filter_map(|e| advice_case(e)))
     }
 
+    /// How the views name the app: its operator's object (`SparkApplication etl/nightly`)
+    /// when submitted through one, else its Spark name, else its id.
+    pub fn title(&self) -> String {
+        self.operator.as_ref().map_or_else(
+            || self.app_name.clone().unwrap_or_else(|| self.app_id.clone()),
+            |o| o.title(),
+        )
+    }
+
     pub(super) fn compute_verdict(&self) -> diagnose::app_verdict::AppVerdict {
         use diagnose::app_verdict::{AppEvidence, ExecutorTally, app_verdict};
         let counts = self.counts();

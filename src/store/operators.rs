@@ -22,6 +22,7 @@ impl Store {
         (unknown, complete): (Option<String>, bool),
         at: Time,
     ) {
+        self.snap.operators_read.insert(kind);
         if let Some(why) = unknown {
             self.snap.operators_unknown.insert(kind, why);
             return;

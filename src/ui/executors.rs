@@ -32,7 +32,16 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             let rows = usize::from(area.height.saturating_sub(2));
             let mut lines = Vec::new();
             if visible.is_empty() {
-                lines.push(Line::styled("no executors match", app.theme.dim()));
+                // An operator's app before any pod: there is nothing to filter.
+                let none = app
+                    .current_app()
+                    .is_some_and(|a| a.operator.is_some() && a.executors.is_empty());
+                let text = if none {
+                    "no pod yet: the operator's object is all there is"
+                } else {
+                    "no executors match"
+                };
+                lines.push(Line::styled(text, app.theme.dim()));
             }
             lines.extend(map_lines(app, l, &visible, offset, rows));
             // Room left under the map: the endings, newest first, so a small app's pane
@@ -60,10 +69,7 @@ fn pane_block(app: &App, l: &Layout, visible: &[&Arc<ExecutorRecord>]) -> Block<
     } else {
         Style::default()
     };
-    let name = app
-        .current_app()
-        .map(|a| a.app_name.clone().unwrap_or_else(|| a.app_id.clone()))
-        .unwrap_or_default();
+    let name = app.current_app().map(|a| a.title()).unwrap_or_default();
     // The app's settings and the driver view are in the incident strip above: the title
     // stays short enough for 80 columns.
     let sort = match app.sort {

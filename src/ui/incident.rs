@@ -38,7 +38,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     let Some(a) = app.current_app() else {
         return Vec::new();
     };
-    let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
+    let name = a.title();
     let inc = a.incident();
     let now = app.store.view().now;
     let sep = || Span::styled(" · ", app.theme.dim());
@@ -152,6 +152,14 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         None => {}
     }
     let mut lines: Vec<Line> = head.into_iter().collect();
+    if a.operator.is_some() && a.driver.is_none() && a.executors.is_empty() {
+        // No pod yet: the object's verdict is all there is (no executors, no settings), and
+        // what to do about it.
+        if all && !cause.hint.is_empty() {
+            lines.push(Line::styled(format!("→ {}", cause.hint), app.theme.dim()));
+        }
+        return lines;
+    }
     lines.push(Line::from(first));
     if all {
         lines.extend(fix);

@@ -612,6 +612,7 @@ mod gone_from_log;
 mod guide;
 mod kills;
 mod many_apps;
+mod operators;
 mod popup_keys;
 mod reading;
 mod sizes;

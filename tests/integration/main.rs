@@ -31,6 +31,7 @@ mod kubectl;
 mod mcp;
 mod metrics;
 mod object_store;
+mod operators;
 mod process_kubelet;
 mod real_kubelet;
 mod recordings;

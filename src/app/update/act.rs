@@ -137,30 +137,47 @@ fn popup_owns(app: &mut App, action: Action) -> Option<Vec<Effect>> {
     None
 }
 
-/// Copies the selected executor's pod name, or the kubectl command that reads it.
+/// Copies the selected executor's pod name, or the kubectl command that reads it; in the
+/// apps pane (or with no executor), an operator's application's object name or its
+/// `kubectl describe`.
 fn copy(app: &mut App, action: Action) -> Vec<Effect> {
-    let Some(e) = app.selected() else {
-        app.notice = Some("no executor selected".to_owned());
-        return Vec::new();
+    // The kubeconfig and context only when they are a cluster's (not a demo's or a
+    // recording's); the kubeconfig when one was given with --kubeconfig.
+    let ctx = match app.ctx.mode {
+        super::Mode::Live => format!(
+            "{}--context {} ",
+            app.kubeconfig
+                .as_deref()
+                .map(|k| format!("--kubeconfig {} ", shell_word(k)))
+                .unwrap_or_default(),
+            shell_word(app.context_name())
+        ),
+        _ => String::new(),
     };
-    let (ns, name) = (e.pod.namespace.clone(), e.pod.name.clone());
-    let text = if action == Action::CopyName {
-        name
+    let object = app
+        .current_app()
+        .and_then(|a| a.operator.clone())
+        .filter(|_| app.focus == Focus::Apps || app.selected().is_none());
+    let text = if let Some(o) = object {
+        if action == Action::CopyName {
+            o.name.to_string()
+        } else {
+            format!(
+                "kubectl {ctx}-n {} describe {} {}",
+                shell_word(&o.namespace),
+                o.kind.resource(),
+                shell_word(&o.name)
+            )
+        }
     } else {
-        // The kubeconfig and context only when they are a cluster's (not a demo's or
-        // a recording's); the kubeconfig when one was given with --kubeconfig.
-        let ctx = match app.ctx.mode {
-            super::Mode::Live => format!(
-                "{}--context {} ",
-                app.kubeconfig
-                    .as_deref()
-                    .map(|k| format!("--kubeconfig {} ", shell_word(k)))
-                    .unwrap_or_default(),
-                shell_word(app.context_name())
-            ),
-            _ => String::new(),
+        let Some(e) = app.selected() else {
+            app.notice = Some("no executor selected".to_owned());
+            return Vec::new();
         };
-        if e.gone.is_some() {
+        let (ns, name) = (e.pod.namespace.clone(), e.pod.name.clone());
+        if action == Action::CopyName {
+            name
+        } else if e.gone.is_some() {
             format!("kubectl {ctx}-n {ns} get events --field-selector involvedObject.name={name}")
         } else {
             format!("kubectl {ctx}-n {ns} describe pod {name}")

@@ -373,6 +373,16 @@ fn app_summary(a: &AppRecord) -> Value {
     if let Some(n) = not_kept(a) {
         out["ended_not_kept"] = n;
     }
+    if let Some(o) = &a.operator {
+        // Submitted through an operator: its object, the only witness before any pod.
+        out["operator"] = json!({
+            "kind": o.kind.kind(),
+            "api_version": format!("{}/{}", o.kind.group(), o.kind.version()),
+            "name": o.name,
+            "state": o.state,
+            "describe": o.describe_command(),
+        });
+    }
     out
 }
 

@@ -6,7 +6,7 @@ use spark_triage_core::diagnose::app_verdict::VerdictView;
 use spark_triage_core::diagnose::{Code, Severity};
 use spark_triage_core::model;
 use spark_triage_core::model::driver::ExecutorList;
-use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorApp, Time};
+use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorApp, OperatorKind, Time};
 
 use crate::output::AppOrder;
 use crate::source::{Health, SourceKind};
@@ -379,6 +379,12 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
         && (snap.applied_quotas || snap.health.contains_key(&SourceKind::Quotas))
         // Every kind of group object a pod names listed once, or known unreadable (or
         // its list failing, which says so).
+        // The operators' applications listed once, or known not served (or unreadable).
+        && (snap.operators_read.len() == OperatorKind::ALL.len()
+            || snap
+                .health
+                .get(&SourceKind::SchedulerObjects)
+                .is_some_and(|h| matches!(h, Health::Retrying { .. })))
         && (snap.groups_wanted.iter().all(|k| snap.groups.answered(*k))
             || snap
                 .health
@@ -393,7 +399,9 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
                     a.driver_api.as_ref().is_some_and(|d| {
                         d.from == ExecutorList::DriverApi
                             || d.unavailable.is_some()
-                    }) || a.driver.is_none()
+                    // A driver pod gone has no API left to answer (an operator deletes a
+                    // failed run's driver before the rerun).
+                    }) || a.driver.as_ref().is_none_or(|d| d.gone.is_some())
                 }))
         // Every driver's configuration read (deleteOnTermination, checkAllContainers, the
         // container name change verdicts), or its reading failed and says so.

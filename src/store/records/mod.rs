@@ -332,6 +332,9 @@ pub struct Snapshot {
     /// (`operator_key`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub operators: BTreeMap<String, Arc<OperatorApp>>,
+    /// Operator kinds listed once or said unreadable (`status` waits for both).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub operators_read: BTreeSet<OperatorKind>,
     /// Operator kinds the tool cannot read, with why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub operators_unknown: BTreeMap<OperatorKind, String>,

@@ -165,7 +165,12 @@ impl AppVerdict {
         code.ends_driver()
             || matches!(
                 code,
-                Code::DriverPending | Code::DriverRestarted | Code::OrphanedExecutors
+                Code::DriverPending
+                    | Code::DriverRestarted
+                    | Code::OrphanedExecutors
+                    | Code::SubmissionFailed
+                    | Code::AdmissionWaiting
+                    | Code::RerunPending
             )
     }
 

@@ -1,0 +1,85 @@
+//! An operator's application with no pod yet (#56): the apps pane lists it, the incident
+//! strip names its object and says why nothing runs, and `Y` in the apps pane copies the
+//! object's `kubectl describe`.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use spark_triage_core::model::{OperatorApp, OperatorKind};
+
+use super::{draw, select_app, session};
+use crate::app::{Effect, Focus, Msg, update};
+use crate::source::SourceEvent;
+
+/// The session, with a kubeflow SparkApplication whose submission a quota refused.
+fn with_refused_app() -> crate::app::App {
+    let mut app = session();
+    let at = app.store.view().now.expect("a clock");
+    let object = OperatorApp::from_value(
+        OperatorKind::Kubeflow,
+        &json!({
+            "metadata": {"name": "nightly-ingest", "namespace": "spark-jobs"},
+            "spec": {"restartPolicy": {"type": "Never"}},
+            "status": {"applicationState": {"state": "SUBMISSION_FAILED",
+                "errorMessage": "failed to submit spark application: failed to run spark-submit: \
+                    Message: pods \"nightly-ingest-driver\" is forbidden: exceeded quota: \
+                    spark-quota, requested: requests.memory=4505Mi, used: requests.memory=60Gi, \
+                    limited: requests.memory=62Gi. Received status: Status(code=403)"},
+                "submissionAttempts": 1}
+        }),
+    );
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::OperatorAppsListed {
+            operator_kind: OperatorKind::Kubeflow,
+            namespace: None,
+            objects: vec![object],
+            unknown: None,
+            complete: true,
+            at,
+        }),
+    );
+    app
+}
+
+#[test]
+fn a_refused_submission_leads_the_apps_and_names_its_object() {
+    let mut app = with_refused_app();
+    // The worst app first: the refused submission (an error) before the rest.
+    assert_eq!(
+        app.apps()[0].app_name.as_deref(),
+        Some("nightly-ingest"),
+        "{:?}",
+        app.apps()
+            .iter()
+            .map(|a| a.app_name.clone())
+            .collect::<Vec<_>>()
+    );
+    select_app(&mut app, "nightly-ingest");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("SparkApplication spark-jobs/nightly-ingest:"),
+        "{frame}"
+    );
+    assert!(frame.contains("could not submit it"), "{frame}");
+    insta::assert_snapshot!("operator_app_refused_80x24", frame);
+    insta::assert_snapshot!("operator_app_refused_200x50", draw(&mut app, 200, 50));
+}
+
+#[test]
+fn capital_y_in_the_apps_pane_copies_the_objects_describe() {
+    let mut app = with_refused_app();
+    select_app(&mut app, "nightly-ingest");
+    app.focus = Focus::Apps;
+    let key = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    assert_eq!(
+        update(&mut app, key('Y')),
+        vec![Effect::Copy(
+            "kubectl -n spark-jobs describe sparkapplications.sparkoperator.k8s.io nightly-ingest"
+                .to_owned()
+        )]
+    );
+    assert_eq!(
+        update(&mut app, key('y')),
+        vec![Effect::Copy("nightly-ingest".to_owned())]
+    );
+}

@@ -1,0 +1,206 @@
+//! Applications before their pods (#56): SparkApplications of the kubeflow and Apache
+//! operators, played by the simulator (scenario `operators`), through the real binary:
+//! `status -o json` and the table, a recording's `report`, and a cluster without the
+//! operators' CRDs (nothing asked, nothing changed).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::common::{app, start_sim, triage};
+
+/// app name → (cause, severity) of every app of a status or report document.
+fn verdicts(doc: &Value) -> BTreeMap<String, (String, String)> {
+    doc["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .map(|a| {
+            let v = &a["verdict"];
+            (
+                a["app_name"].as_str().unwrap_or_default().to_owned(),
+                (
+                    v["cause"].as_str().unwrap_or_default().to_owned(),
+                    v["severity"].as_str().unwrap_or_default().to_owned(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A submission refused by a quota, an app waiting in Kueue, one pending its rerun: each
+/// with its verdict read from the object, none with a pod; beside them an Apache app joined
+/// to its pods by the operator's label. The same verdicts from a recording's report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded() {
+    let sim = start_sim("operators", 8.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let dir = std::env::temp_dir().join(format!("st-operators-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("rec.jsonl");
+    let file_s = file.display().to_string();
+    let live = [
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-A",
+        "--for",
+        "8s",
+        "--poll-interval",
+        "1s",
+        "-o",
+        "json",
+    ];
+    let rec = [
+        "record",
+        &file_s,
+        "--kubeconfig",
+        &kc,
+        "-A",
+        "--duration",
+        "8s",
+        "--poll-interval",
+        "1s",
+    ];
+    // Arriving late, as on-call does: the failed run's driver (its end at 2 s of the
+    // scenario, then deleted by the operator with its 30 s of grace: 4 s here, 8 s to be
+    // sure on a loaded machine) is gone before the tool looks.
+    tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+    let ((code, out, err), (rc, _, rerr)) = tokio::join!(triage(&live).run(), triage(&rec).run());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(rc, 0, "{rerr}");
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+
+    let nightly = app(&doc, "nightly");
+    let v = &nightly["verdict"];
+    assert_eq!(
+        (v["cause"].as_str(), v["severity"].as_str()),
+        (Some("submission-failed"), Some("error")),
+        "{v:#}"
+    );
+    assert_eq!(v["witness"], "operator");
+    assert!(
+        v["summary"].as_str().unwrap().contains(
+            "the ResourceQuota etl-quota refused the driver pod (requested: requests.cpu=1, used: requests.cpu=0, limited: requests.cpu=500m) (2 submission(s) tried, no more allowed)"
+        ),
+        "{v:#}"
+    );
+    assert_eq!(
+        nightly["operator"]["state"], "SUBMISSION_FAILED",
+        "{nightly:#}"
+    );
+    assert_eq!(
+        nightly["operator"]["describe"],
+        "kubectl describe sparkapplications.sparkoperator.k8s.io -n etl nightly"
+    );
+
+    let queued = &app(&doc, "hourly-report")["verdict"];
+    assert_eq!(queued["cause"], "admission-waiting", "{queued:#}");
+    assert!(
+        queued["summary"].as_str().unwrap().contains(
+            "(LocalQueue analytics-queue): couldn't assign flavors to pod set driver: insufficient unused quota for cpu in flavor default-flavor, 4 more needed"
+        ),
+        "{queued:#}"
+    );
+
+    let rerun = &app(&doc, "sessionize")["verdict"];
+    assert_eq!(rerun["cause"], "rerun-pending", "{rerun:#}");
+    assert!(
+        rerun["summary"].as_str().unwrap().starts_with(
+            "Run 1 failed (driver container failed with ExitCode: 1, Reason: Error); the kubeflow spark-operator reruns it: rerun 1 of 3"
+        ),
+        "{rerun:#}"
+    );
+
+    // No pod of the three exists: each is known by its object alone.
+    for name in ["nightly", "hourly-report", "sessionize"] {
+        let a = app(&doc, name);
+        assert!(a["driver"].is_null(), "{a:#}");
+        assert_eq!(a["executors"].as_array().map(Vec::len), Some(0), "{a:#}");
+    }
+    let (pods, _) = sim
+        .state
+        .store
+        .list_all(spark_triage_sim::store::Resource::Pods, &Default::default());
+    let namespaces: Vec<&str> = pods.iter().map(|p| p.namespace()).collect();
+    assert!(
+        !namespaces
+            .iter()
+            .any(|ns| ["etl", "analytics", "ml"].contains(ns)),
+        "{namespaces:?}"
+    );
+
+    // The Apache app runs, its pods joined to its object by the operator's label.
+    let pi = app(&doc, "pi");
+    assert_eq!(pi["verdict"]["cause"], "app-running", "{pi:#}");
+    assert_eq!(
+        pi["operator"]["api_version"], "spark.apache.org/v1",
+        "{pi:#}"
+    );
+    assert!(
+        pi["app_id"].as_str().unwrap().starts_with("spark-"),
+        "{pi:#}"
+    );
+
+    // The table names the object.
+    let (_, table, _) = triage(&["status", "--recording", &file_s]).run().await;
+    assert!(
+        table.contains(
+            "SparkApplication etl/nightly (sparkoperator.k8s.io/v1beta2): SUBMISSION_FAILED"
+        ),
+        "{table}"
+    );
+
+    // The recording's report says the same.
+    let (pc, pout, perr) = triage(&["report", &file_s, "-o", "json"]).run().await;
+    assert_eq!(pc, 0, "{perr}");
+    let report: Value = serde_json::from_str(&pout).expect("report JSON");
+    let live_verdicts = verdicts(&doc);
+    let reported = verdicts(&report);
+    for name in ["nightly", "hourly-report", "sessionize"] {
+        assert_eq!(
+            reported.get(name),
+            live_verdicts.get(name),
+            "{name}: {pout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A cluster without the operators' CRDs: discovery is asked once, no SparkApplication is
+/// ever requested, and no app gains an operator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_crds_nothing_is_asked_and_nothing_changes() {
+    let sim = start_sim("mixed", 4.0, &[]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let (code, out, err) = triage(&[
+        "status",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "spark-jobs",
+        "--for",
+        "6s",
+        "--poll-interval",
+        "1s",
+        "-o",
+        "json",
+    ])
+    .run()
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+    assert!(!out.contains("\"operator\""), "{out}");
+    assert!(!doc["apps"].as_array().expect("apps").is_empty());
+    let log = sim.state.request_log();
+    let discovery = log.iter().filter(|r| r.uri == "/apis").count();
+    let asked = log
+        .iter()
+        .filter(|r| r.uri.contains("sparkapplications"))
+        .count();
+    assert_eq!(
+        (discovery, asked),
+        (1, 0),
+        "discovery once, no SparkApplication asked"
+    );
+}
