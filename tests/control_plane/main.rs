@@ -7,6 +7,7 @@
 //! FailedScheduling messages as pending reasons; a watch across an API server restart; the
 //! live view in tmux; the simulator compared with the real API server (compare.rs); a
 //! least-privileged user's real 403s and
+//! the operators' SparkApplications with their CRDs installed (operators.rs);
 //! access reviews; `kill`, `hold` and `release` with the real finalizer and graceful-deletion
 //! semantics; `down` leaving no process. Without Go, kubectl or openssl (build.rs) it is
 //! ignored, with its reason; a run the script skips all the same fails.
@@ -23,6 +24,7 @@ use tmux::Tmux;
 mod cmd;
 mod compare;
 mod mixed;
+mod operators;
 mod preemption;
 #[path = "../support/reference.rs"]
 mod reference;
@@ -417,6 +419,9 @@ fn spark_triage_on_a_real_control_plane() {
             .iter()
             .all(|p| p["metadata"]["deletionTimestamp"].is_null())
     });
+
+    // Applications before their pods: the operators' CRDs installed, their objects read.
+    operators::before_their_pods(&c);
 
     // The simulator against the real API server, operation by operation.
     let sim = compare::start_sim(&c.run);
