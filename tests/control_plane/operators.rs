@@ -165,7 +165,7 @@ pub fn before_their_pods(c: &Cluster) {
     assert!(
         nightly["verdict"]["summary"]
             .as_str()
-            .unwrap()
+            .expect("a summary")
             .contains("the ResourceQuota compute refused the driver pod"),
         "{nightly:#}"
     );
@@ -178,7 +178,7 @@ pub fn before_their_pods(c: &Cluster) {
     let pi = app("pi");
     assert_eq!(pi["verdict"]["cause"], "submission-failed", "{pi:#}");
     assert!(
-        pi["verdict"]["summary"].as_str().unwrap().contains(
+        pi["verdict"]["summary"].as_str().expect("a summary").contains(
             "system:serviceaccount:spark-operators:spark may not create pods in namespace spark-operators"
         ),
         "{pi:#}"
