@@ -714,3 +714,58 @@ async fn live_answers_say_their_age_and_warn_when_stale() {
     assert_eq!(apps[0]["as_of"]["stale"], true, "{apps}");
     drop(mcp);
 }
+
+/// An operator's application with no pod (#56) is an app for an agent too: `list_apps`
+/// names its object and verdict, `app_verdict` gives the verdict whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_app_before_its_pods_is_listed_with_its_verdict() {
+    let sim = start_sim("operators", 8.0, &[]).await;
+    let kc = sim.kubeconfig.to_str().expect("utf-8").to_owned();
+    let mut mcp = tokio::task::spawn_blocking(move || {
+        Session::start(&[
+            "--kubeconfig",
+            &kc,
+            "-A",
+            "--poll-interval",
+            "1s",
+            "--no-driver-api",
+        ])
+    })
+    .await
+    .expect("joins");
+    // The operator's two submissions take a moment (well under a second here).
+    let mut nightly = Value::Null;
+    for _ in 0..40 {
+        let (text, error) = tokio::task::block_in_place(|| mcp.tool("list_apps", json!({})));
+        assert!(!error, "{text}");
+        let listed: Value = serde_json::from_str(&text).expect("JSON");
+        nightly = listed["apps"]
+            .as_array()
+            .expect("apps")
+            .iter()
+            .find(|a| a["app_name"] == "nightly")
+            .cloned()
+            .unwrap_or_default();
+        if nightly["verdict"]["cause"] == "submission-failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        nightly["verdict"]["cause"], "submission-failed",
+        "{nightly:#}"
+    );
+    assert_eq!(
+        nightly["operator"]["kind"], "SparkApplication",
+        "{nightly:#}"
+    );
+    assert_eq!(
+        nightly["operator"]["describe"],
+        "kubectl describe sparkapplications.sparkoperator.k8s.io -n etl nightly"
+    );
+    let (text, error) =
+        tokio::task::block_in_place(|| mcp.tool("app_verdict", json!({"app": "hourly-report"})));
+    assert!(!error, "{text}");
+    assert!(text.contains("admission-waiting"), "{text}");
+    drop(mcp);
+}
