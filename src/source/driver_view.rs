@@ -8,6 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::ListParams;
 use kube::{Api, Client};
+use spark_triage_core::diagnose::app::refused_creation;
 use spark_triage_core::diagnose::memory::SettingsFrom;
 use spark_triage_core::diagnose::verdict;
 use spark_triage_core::model::{ExecutorPod, driver};
@@ -90,7 +91,12 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             async move { read_one(&client, &svcs, (&d, &pod, app_id), known, &clock).await }
         }))
         .buffer_unordered(8);
-        while let Some(Read { events, looked_up }) = reads.next().await {
+        while let Some(Read {
+            events,
+            looked_up,
+            log_read: was_read,
+        }) = reads.next().await
+        {
             for ev in events {
                 match &ev {
                     SourceEvent::DriverConfig {
@@ -100,7 +106,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
                     }
                     SourceEvent::DriverExecutors {
                         namespace, app_id, ..
-                    } if !looked_up.is_empty() => {
+                    } if was_read => {
                         let key = (namespace.clone(), app_id.clone());
                         log_read.insert(key.clone(), std::time::Instant::now());
                         heard
@@ -133,6 +139,8 @@ struct Known {
 struct Read {
     events: Vec<SourceEvent>,
     looked_up: Vec<i64>,
+    /// Its log was read this round (for the removals or for a refusal).
+    log_read: bool,
 }
 
 /// Reads one driver: its executor list; once, a client-mode driver's settings (it has no
@@ -152,6 +160,7 @@ async fn read_one(
     let view = read_driver(client, d, pod, &app_id, svcs).await;
     let mut events = Vec::new();
     let mut looked_up = Vec::new();
+    let mut log_read = false;
     if let DriverView::Ok { executors } = &view {
         if pod.conf_config_map.is_none()
             && !known.settings
@@ -175,8 +184,34 @@ async fn read_one(
                 .map(|e| e.id)
                 .collect();
         }
+        // A driver running a while with no executor: its log says why when the API server
+        // refuses its executor pods (RBAC, a webhook): no pod and no event show it.
+        let idle = pod.created_at.is_some_and(|t| now() - t >= REFUSAL_AFTER)
+            && pod.phase() == Some("Running");
+        if known.may_read_log
+            && looked_up.is_empty()
+            && executors.is_empty()
+            && idle
+            && let Some(lines) = driver_log(client, d).await
+        {
+            {
+                log_read = true;
+                if let Some(line) = refused_creation(&lines) {
+                    events.push(SourceEvent::DriverRefused {
+                        namespace: namespace.clone(),
+                        app_id: app_id.clone(),
+                        line: line.to_owned(),
+                        at: now(),
+                    });
+                }
+            }
+        }
         if !looked_up.is_empty() {
-            let removed = heartbeat_removals(client, d).await;
+            log_read = true;
+            let removed = driver_log(client, d)
+                .await
+                .map(|lines| verdict::heartbeat_removals(&lines))
+                .unwrap_or_default();
             let said: Vec<i64> = looked_up
                 .iter()
                 .copied()
@@ -198,8 +233,15 @@ async fn read_one(
         view,
         at: now(),
     });
-    Read { events, looked_up }
+    Read {
+        events,
+        looked_up,
+        log_read,
+    }
 }
+
+/// How long a running driver may have no executor before its log is read for a refusal.
+const REFUSAL_AFTER: chrono::Duration = chrono::Duration::seconds(30);
 
 /// Spark's removal text for a kill by the driver: a scale-down, a kill request, or (Spark
 /// 3.5 to 4.3) a heartbeat timeout (apache/spark#57494).
@@ -212,15 +254,14 @@ const DRIVER_LOG_EVERY: Duration = Duration::from_secs(60);
 const DRIVER_LOG_TAIL_LINES: i64 = 5_000;
 const DRIVER_LOG_MAX_BYTES: i64 = 4 << 20;
 
-/// The executors a running driver's log says `HeartbeatReceiver` removed, from its tail
-/// (bounded, with a timeout); none when the log cannot be read (no `pods/log` right, a
-/// driver whose log is elsewhere).
-async fn heartbeat_removals(client: &Client, driver: &Pod) -> std::collections::BTreeSet<i64> {
+/// A running driver's log tail (bounded, with a timeout); none when it cannot be read (no
+/// `pods/log` right, a driver whose log is elsewhere).
+async fn driver_log(client: &Client, driver: &Pod) -> Option<Vec<String>> {
     let (Some(ns), Some(name)) = (
         driver.metadata.namespace.as_deref(),
         driver.metadata.name.as_deref(),
     ) else {
-        return Default::default();
+        return None;
     };
     let containers = driver
         .spec
@@ -240,15 +281,12 @@ async fn heartbeat_removals(client: &Client, driver: &Pod) -> std::collections::
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     match tokio::time::timeout(Duration::from_secs(10), api.logs(name, &params)).await {
-        Ok(Ok(text)) => {
-            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-            verdict::heartbeat_removals(&lines)
-        }
+        Ok(Ok(text)) => Some(text.lines().map(str::to_owned).collect()),
         Ok(Err(e)) => {
             tracing::debug!("driver log {ns}/{name}: {}", errors::error_line(&e));
-            Default::default()
+            None
         }
-        Err(_) => Default::default(),
+        Err(_) => None,
     }
 }
 

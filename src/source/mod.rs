@@ -199,6 +199,14 @@ pub enum SourceEvent {
         complete: bool,
         at: Time,
     },
+    /// The running driver's log says the API server refused an executor pod (RBAC, a
+    /// webhook, an invalid pod): its line.
+    DriverRefused {
+        namespace: String,
+        app_id: String,
+        line: String,
+        at: Time,
+    },
     /// The Spark operators' `SparkApplication`s of one kind, in a namespace or in every
     /// namespace; or (`unknown`) why they cannot be read (said once).
     OperatorAppsListed {
@@ -318,6 +326,7 @@ impl SourceEvent {
             | Self::QuotasListed { at, .. }
             | Self::GroupsListed { at, .. }
             | Self::OperatorAppsListed { at, .. }
+            | Self::DriverRefused { at, .. }
             | Self::ScopeNote { at, .. }
             | Self::ScopeChanged { at, .. }
             | Self::AppNoted { at, .. }

@@ -173,6 +173,7 @@ impl AppRecord {
             missing: counts.missing,
             waiting: &waiting,
             waiting_since,
+            driver_refusal: self.driver_refusal.as_deref(),
         });
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(order);
@@ -323,6 +324,7 @@ impl AppRecord {
             logged_end: None,
             operator: None,
             admission: None,
+            driver_refusal: None,
             logged_version: None,
             driver_end: None,
             logged_end_at: None,

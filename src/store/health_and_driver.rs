@@ -12,6 +12,16 @@ use super::*;
 use crate::source::{DriverView, Health, SourceKind};
 
 impl Store {
+    /// The running driver's log says the API server refused an executor pod (RBAC, a
+    /// webhook): kept as its app's evidence (`executors-refused`).
+    pub(super) fn driver_refused(&mut self, (namespace, app_id): AppKey, line: String, at: Time) {
+        let app = self.app_mut(&namespace, &app_id);
+        if app.driver_refusal.as_deref() != Some(line.as_str()) {
+            app.driver_refusal = Some(line);
+            app.as_of = Some(at);
+        }
+    }
+
     /// An outage of a pod or event source leaves a line in every app's timeline when it
     /// starts (a source that worked now fails) and when it ends (it works again): what
     /// happened meanwhile was seen late, or (a vanished pod) only by the next LIST.

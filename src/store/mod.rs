@@ -225,6 +225,12 @@ impl Store {
                 (unknown, complete),
                 at,
             ),
+            SourceEvent::DriverRefused {
+                namespace,
+                app_id,
+                line,
+                at,
+            } => self.driver_refused((namespace, app_id), line, at),
             SourceEvent::OperatorAppsListed {
                 operator_kind,
                 namespace,

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use spark_triage_core::model::{GroupKind, OperatorApp, OperatorKind, Time};
+use spark_triage_core::model::{GroupKind, OperatorApp, OperatorKind, SchedGroup, Time};
 
 use super::derived;
 use super::records::{AppKey, operator_key};
@@ -121,7 +121,7 @@ impl Store {
     }
 
     /// Kueue's Workload for an operator's object: the one it owns.
-    fn admission_of(&self, o: &OperatorApp) -> Option<spark_triage_core::model::SchedGroup> {
+    fn admission_of(&self, o: &OperatorApp) -> Option<SchedGroup> {
         self.snap
             .groups
             .of(GroupKind::KueueWorkload, &o.namespace)

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use spark_triage_sim::store::Resource;
 
 use super::common::{app, start_sim, triage};
 
@@ -121,7 +122,7 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
     let (pods, _) = sim
         .state
         .store
-        .list_all(spark_triage_sim::store::Resource::Pods, &Default::default());
+        .list_all(Resource::Pods, &Default::default());
     let namespaces: Vec<&str> = pods.iter().map(|p| p.namespace()).collect();
     assert!(
         !namespaces
@@ -140,6 +141,26 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
     assert!(
         pi["app_id"].as_str().unwrap().starts_with("spark-"),
         "{pi:#}"
+    );
+
+    // A driver whose service account may not create pods: its log says so, nothing else.
+    let refused = &app(&doc, "feature-store")["verdict"];
+    assert_eq!(
+        (refused["cause"].as_str(), refused["witness"].as_str()),
+        (Some("executors-refused"), Some("log-tail")),
+        "{refused:#}"
+    );
+    assert!(
+        refused["summary"].as_str().unwrap().starts_with(
+            "The driver may not create its executors: system:serviceaccount:spark:spark may not create pods in namespace spark"
+        ),
+        "{refused:#}"
+    );
+    assert!(
+        refused["hint"].as_str().unwrap().contains(
+            "kubectl auth can-i create pods --as=system:serviceaccount:spark:spark -n spark"
+        ),
+        "{refused:#}"
     );
 
     // The table names the object.

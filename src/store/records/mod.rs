@@ -198,6 +198,10 @@ pub struct AppRecord {
     /// operator's pod label; an app with no pod yet is known by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator: Option<Arc<OperatorApp>>,
+    /// The running driver's log line saying the API server refused an executor pod (RBAC, a
+    /// webhook), when its log was read for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_refusal: Option<String>,
     /// Kueue's Workload for that object (owned by it), when read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<SchedGroup>,

@@ -7,11 +7,11 @@ use serde_json::json;
 use spark_triage_core::model::{OperatorApp, OperatorKind};
 
 use super::{draw, select_app, session};
-use crate::app::{Effect, Focus, Msg, update};
+use crate::app::{App, Effect, Focus, Msg, update};
 use crate::source::SourceEvent;
 
 /// The session, with a kubeflow SparkApplication whose submission a quota refused.
-fn with_refused_app() -> crate::app::App {
+fn with_refused_app() -> App {
     let mut app = session();
     let at = app.store.view().now.expect("a clock");
     let object = OperatorApp::from_value(

@@ -283,6 +283,9 @@ codes! {
     AdmissionWaiting = "admission-waiting", Other, Cause, "admission waiting", app 34;
     /// (app, operator) A run failed and the operator reruns it, as its restart policy allows.
     RerunPending = "rerun-pending", Other, Cause, "rerun pending", app 35;
+    /// (app) The API server refuses every executor pod the driver asks for (its service
+    /// account's RBAC, a webhook, an invalid pod): the driver runs with none.
+    ExecutorsRefused = "executors-refused", Other, Cause, "executors refused", app 36;
 }
 
 /// Which memory an ending ran out of, as every OOM breakdown counts it (the report, the

@@ -216,6 +216,10 @@ pub struct AppSpec {
     /// `statefulset` or `deployment` (a controller the driver owns creates them).
     #[serde(default)]
     pub allocator: Allocator,
+    /// The driver's service account may not create pods: every executor pod is refused
+    /// (403), as the driver's log says.
+    #[serde(default, rename = "executorsForbidden")]
+    pub executors_forbidden: bool,
     /// Submitted through an operator's `SparkApplication` (the simulator plays the operator:
     /// it submits, resubmits and reruns the app and writes the object's status).
     #[serde(default)]

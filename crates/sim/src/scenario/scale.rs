@@ -68,6 +68,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             scheduling: None,
             allocator: Allocator::Direct,
             operator: None,
+            executors_forbidden: false,
         });
     }
     s

@@ -14,7 +14,11 @@ use super::{Code, Finding, Severity};
 use crate::model::{Refusal, Related, Time, fmt_time};
 use crate::version::SparkVersion;
 
+mod preempted;
 mod quota;
+mod refused;
+
+pub use refused::refused_creation;
 
 /// What the tool knows about one application.
 #[derive(Debug, Default)]
@@ -69,6 +73,9 @@ pub struct AppFacts<'a> {
     /// Since when the oldest of them waits (a time, not an age: a finding is not redone as
     /// the clock moves).
     pub waiting_since: Option<Time>,
+    /// The running driver's log line saying the API server refused an executor pod (RBAC,
+    /// a webhook, an invalid pod), when its log was read for it.
+    pub driver_refusal: Option<&'a str>,
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -140,7 +147,10 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = quota::quota_exhausted(f) {
         out.push(x);
     }
-    if let Some(x) = preemptions(f.preempted) {
+    if let Some(x) = refused::executors_refused(f) {
+        out.push(x);
+    }
+    if let Some(x) = preempted::preemptions(f.preempted) {
         out.push(x);
     }
     if let Some(x) = held(f.held) {
@@ -202,66 +212,6 @@ fn held(all: &[Finding]) -> Option<Finding> {
         ));
     }
     Some(f)
-}
-
-/// "3 executors preempted by urgent-sql (spark-high = 1000 > spark-low = 100)": grouped by
-/// the preemptor's app (else its pod), the largest group first.
-fn preemptions(all: &[Preemption]) -> Option<Finding> {
-    use super::disruption::priority_text;
-    if all.is_empty() {
-        return None;
-    }
-    let mut groups: BTreeMap<String, Vec<&Preemption>> = BTreeMap::new();
-    for p in all {
-        let key = match &p.by {
-            Some(r) => r
-                .app
-                .clone()
-                .or_else(|| r.name.clone())
-                .or_else(|| r.uid.as_ref().map(|u| format!("pod {u}")))
-                .unwrap_or_else(|| "a higher-priority pod".to_owned()),
-            None => "higher-priority pods the events do not name".to_owned(),
-        };
-        groups.entry(key).or_default().push(p);
-    }
-    let mut groups: Vec<(String, Vec<&Preemption>)> = groups.into_iter().collect();
-    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-    let line = |(who, ps): &(String, Vec<&Preemption>)| {
-        let first = ps[0];
-        let theirs = first
-            .by
-            .as_ref()
-            .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
-        let own = priority_text(first.own_class.as_deref(), first.own_priority);
-        let versus = match (theirs, own, &first.by) {
-            (Some(t), Some(o), _) => format!(" ({t} > {o})"),
-            (Some(t), None, _) => format!(" ({t})"),
-            (None, Some(o), Some(_)) => format!(" (its priority not known; this app's: {o})"),
-            (None, _, _) => String::new(),
-        };
-        format!(
-            "{} executor{} preempted by {who}{versus}",
-            ps.len(),
-            if ps.len() == 1 { "" } else { "s" }
-        )
-    };
-    let mut summary = line(&groups[0]);
-    let rest: usize = groups[1..].iter().map(|g| g.1.len()).sum();
-    if rest > 0 {
-        summary.push_str(&format!("; {rest} more by others"));
-    }
-    let hint = super::disruption::preemption_hint(
-        groups[0].1[0].by.as_ref().and_then(|r| r.app.as_deref()),
-    );
-    Some(
-        Finding::new(Code::ExecutorsPreempted, Severity::Warn, summary)
-            .witness(super::Witness::Events)
-            .evidence_all(groups.iter().map(line))
-            .hint(hint)
-            .reference(
-                "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/",
-            ),
-    )
 }
 
 /// Repeated failures with one cause: this many make a loop.

@@ -7,6 +7,7 @@ use serde_json::json;
 use super::batch::with_scheduling;
 use super::*;
 use crate::control::{Disruption, PodFate, last_chars};
+use crate::error::ApiError;
 use crate::scenario::{ExecutorSel, Fate, FateAction};
 use crate::spark;
 use crate::store::DeleteOptions;
@@ -250,7 +251,15 @@ impl Drivers {
             &self.drivers[i].app_id,
             false,
         );
-        match self.store.create(Resource::Pods, &ns, pod) {
+        let created = if self.drivers[i].spec.executors_forbidden {
+            // RBAC, before admission: the driver's service account may not create pods
+            // (fabric8 prefixes its 403 text).
+            let sa = format!("system:serviceaccount:{ns}:spark");
+            Err(ApiError::forbidden_in(&sa, "create", "pods", "", Some(&ns)))
+        } else {
+            self.store.create(Resource::Pods, &ns, pod)
+        };
+        match created {
             Ok(_) => {
                 self.assign_exec_id(i, &name, id);
                 kubelet.set_fate((ns, name), fate);
@@ -264,7 +273,15 @@ impl Drivers {
                 true
             }
             Err(e) => {
-                self.creation_failed(kubelet, i, id, &e.message);
+                let why = if e.code == 403 && !e.message.contains("exceeded quota") {
+                    format!(
+                        "Forbidden!Configured service account doesn't have access. Service account may have been revoked. {}",
+                        e.message
+                    )
+                } else {
+                    e.message
+                };
+                self.creation_failed(kubelet, i, id, &why);
                 false
             }
         }
