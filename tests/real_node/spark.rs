@@ -6,7 +6,8 @@
 //! and must show the driver, the OOM as Spark counted it, the replacement and the end; the
 //! driver's event log gives the same verdict, with Spark's own removal text. Then a driver
 //! OOM-killed by the kernel (the app's verdict is the driver's end) and executors whose JVM
-//! runs out of heap for real (exit 52).
+//! runs out of heap for real (exit 52). Last, a driver whose service account may not create
+//! pods: every executor pod refused, which only its log says (`executors-refused`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -314,4 +315,77 @@ pub fn cluster_mode(c: &Cluster) {
     assert_eq!(e1["findings"][0], "jvm-oom", "{e1}");
     assert_eq!(e1["exit_code"], 52, "{e1}");
     assert_eq!(e1["state"], "failed", "{e1}");
+
+    // 3. A driver whose service account may read pods but not create them (#56): the API
+    // server refuses every executor pod, which only the driver's log says; the tool reads
+    // it once the driver has run 30 s with no executor and names the missing grant.
+    // (spark.executor.maxNumFailures high: from 4.3 each refused creation counts, and the
+    // default budget would end the driver in seconds.)
+    c.kubectl(&["apply", "-f", "-"], Some(NO_POD_CREATE));
+    let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "75s"]);
+    submit(
+        c,
+        &spark_home,
+        "rn-no-executors",
+        "jvm_oom.py",
+        &[
+            "spark.kubernetes.authenticate.driver.serviceAccountName=spark-no-pods",
+            "spark.executor.maxNumFailures=100000",
+        ],
+    );
+    let doc = super::status_doc(watcher);
+    let a = app(&doc, "rn-no-executors");
+    eprintln!(
+        "a driver that may not create its executors: {}",
+        a["verdict"]
+    );
+    assert_eq!(
+        a["verdict"]["cause"], "executors-refused",
+        "{}",
+        a["verdict"]
+    );
+    assert!(
+        a["verdict"]["summary"].as_str().is_some_and(|s| s.contains(
+            "system:serviceaccount:spark-jobs:spark-no-pods may not create pods in namespace spark-jobs"
+        )),
+        "{}",
+        a["verdict"]
+    );
+    c.kubectl(
+        &[
+            "-n",
+            NS,
+            "delete",
+            "pods",
+            "-l",
+            "spark-app-name=rn-no-executors",
+            "--wait=true",
+        ],
+        None,
+    );
 }
+
+/// A service account a Spark driver can start with but not create executors with: it reads
+/// pods (its own, at start) and makes its ConfigMaps and services, but may not create pods.
+const NO_POD_CREATE: &str = r#"apiVersion: v1
+kind: ServiceAccount
+metadata: {name: spark-no-pods, namespace: spark-jobs}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: spark-no-pods, namespace: spark-jobs}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, delete]
+- apiGroups: [""]
+  resources: [services, configmaps, persistentvolumeclaims]
+  verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: spark-no-pods, namespace: spark-jobs}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: spark-no-pods}
+subjects:
+- {kind: ServiceAccount, name: spark-no-pods, namespace: spark-jobs}
+"#;
