@@ -188,22 +188,18 @@ async fn read_one(
         // refuses its executor pods (RBAC, a webhook): no pod and no event show it.
         let idle = pod.created_at.is_some_and(|t| now() - t >= REFUSAL_AFTER)
             && pod.phase() == Some("Running");
-        if known.may_read_log
-            && looked_up.is_empty()
-            && executors.is_empty()
-            && idle
-            && let Some(lines) = driver_log(client, d).await
-        {
+        if known.may_read_log && looked_up.is_empty() && executors.is_empty() && idle {
+            // Tried counts as read: a log that cannot be read is not asked every round.
+            log_read = true;
+            if let Some(lines) = driver_log(client, d).await
+                && let Some(line) = refused_creation(&lines)
             {
-                log_read = true;
-                if let Some(line) = refused_creation(&lines) {
-                    events.push(SourceEvent::DriverRefused {
-                        namespace: namespace.clone(),
-                        app_id: app_id.clone(),
-                        line: line.to_owned(),
-                        at: now(),
-                    });
-                }
+                events.push(SourceEvent::DriverRefused {
+                    namespace: namespace.clone(),
+                    app_id: app_id.clone(),
+                    line: line.to_owned(),
+                    at: now(),
+                });
             }
         }
         if !looked_up.is_empty() {

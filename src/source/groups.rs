@@ -94,13 +94,22 @@ async fn list(
     Ok((objects, complete))
 }
 
-/// The operators' kinds the API server serves, from discovery (`GET /apis`, once), and
-/// why each other is not read. A failed discovery reads as none served: the tool works
-/// without them.
-async fn served_operators(conn: &Connection) -> (Vec<OperatorKind>, Vec<(OperatorKind, String)>) {
+/// What discovery said of the operators' kinds: those served, and why each other is not
+/// read; `failed` when discovery itself did not answer (asked again later).
+struct Discovered {
+    served: Vec<OperatorKind>,
+    not_served: Vec<(OperatorKind, String)>,
+    failed: bool,
+}
+
+/// The operators' kinds the API server serves, from discovery (`GET /apis`).
+async fn served_operators(conn: &Connection) -> Discovered {
     let groups = conn.client.list_api_groups().await;
-    let mut served = Vec::new();
-    let mut not = Vec::new();
+    let mut out = Discovered {
+        served: Vec::new(),
+        not_served: Vec::new(),
+        failed: groups.is_err(),
+    };
     for k in OperatorKind::ALL {
         match &groups {
             Ok(g)
@@ -108,9 +117,9 @@ async fn served_operators(conn: &Connection) -> (Vec<OperatorKind>, Vec<(Operato
                     g.name == k.group() && g.versions.iter().any(|v| v.version == k.version())
                 }) =>
             {
-                served.push(k);
+                out.served.push(k);
             }
-            Ok(_) => not.push((
+            Ok(_) => out.not_served.push((
                 k,
                 format!(
                     "{} is not served by this API server ({} is not installed)",
@@ -118,14 +127,17 @@ async fn served_operators(conn: &Connection) -> (Vec<OperatorKind>, Vec<(Operato
                     k.owner()
                 ),
             )),
-            Err(e) => not.push((
+            Err(e) => out.not_served.push((
                 k,
                 format!("API discovery failed: {}", errors::error_line(e)),
             )),
         }
     }
-    (served, not)
+    out
 }
+
+/// How long after a failed discovery it is asked again.
+const REDISCOVER: Duration = Duration::from_secs(60);
 
 /// The most objects of one kind read per list (more are not read; a cut list is marked
 /// partial, so nothing is claimed absent from it).
@@ -218,9 +230,10 @@ pub(super) async fn group_poll(
         Scope::All => None,
     };
     let ns = namespace.as_deref();
-    let (operators, not_served) = served_operators(&conn).await;
-    // The kinds not served are said once (nothing waits on them, nothing asks again).
-    for (kind, why) in not_served {
+    let mut found = served_operators(&conn).await;
+    // The kinds not served are said once (nothing waits on them); a failed discovery is
+    // asked again, a successful one never.
+    for (kind, why) in std::mem::take(&mut found.not_served) {
         let ev = SourceEvent::OperatorAppsListed {
             operator_kind: kind,
             namespace: namespace.clone(),
@@ -233,9 +246,22 @@ pub(super) async fn group_poll(
             return;
         }
     }
+    let mut operators = std::mem::take(&mut found.served);
+    let mut rediscover = found
+        .failed
+        .then(|| tokio::time::Instant::now() + REDISCOVER);
     let mut st = PollState::default();
     let every = every.max(Duration::from_millis(100));
     loop {
+        if let Some(at) = rediscover
+            && tokio::time::Instant::now() >= at
+        {
+            let again = served_operators(&conn).await;
+            operators = again.served;
+            rediscover = again
+                .failed
+                .then(|| tokio::time::Instant::now() + REDISCOVER);
+        }
         let mut events = Vec::new();
         for kind in operators.iter().copied() {
             let ar = api_resource(kind.group(), kind.version(), kind.kind(), kind.plural());

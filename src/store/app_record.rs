@@ -325,6 +325,8 @@ impl AppRecord {
             operator: None,
             admission: None,
             driver_refusal: None,
+            operator_label: None,
+            operator_only: false,
             logged_version: None,
             driver_end: None,
             logged_end_at: None,

@@ -37,7 +37,7 @@ impl Store {
                 .collect();
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
             // An operator's application is known while its object is (before any pod).
-            let object = app.operator.is_some() && app.driver.is_none();
+            let object = app.operator_only;
             if app.executors.len() == ids.len() && finished && quiet && !object {
                 empty.push(key.clone());
             }

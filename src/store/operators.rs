@@ -1,12 +1,16 @@
 //! The Spark operators' `SparkApplication`s: each joins the app whose pods carry its label
-//! (the driver's, else an executor's), or the app whose Spark id it names; an object no
-//! pod names yet is an app of its own, keyed by its name, until one does (then that
-//! placeholder goes: its object lives on in the app that has the pods). Kueue's Workload
-//! for the object (owned by it) goes with it.
+//! (noted once per app as its pods arrive), or the app whose Spark id it names, and only
+//! the run it names now (an earlier run's app keeps no object); an object no pod names yet
+//! is an app of its own (`operator_only`), keyed by its name, until one does (then that
+//! placeholder goes: its object lives on in the app that has the pods), its object is gone,
+//! or it ended a day ago. Kueue's Workload for the object (owned by it) goes with it.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use spark_triage_core::model::{GroupKind, OperatorApp, OperatorKind, SchedGroup, Time};
+use spark_triage_core::model::{
+    ExecutorPod, GroupKind, OperatorApp, OperatorKind, OperatorPhase, SchedGroup, Time,
+};
 
 use super::derived;
 use super::records::{AppKey, operator_key};
@@ -41,51 +45,76 @@ impl Store {
         self.settle_operators(at);
     }
 
+    /// A pod carrying an operator's label: its app is that object's (kept once per app, so
+    /// a settle never scans executors), joined at once when the object is known.
+    pub(super) fn note_operator(&mut self, key: &AppKey, pod: &ExecutorPod, at: Time) {
+        let Some((kind, name)) = pod.operator_app() else {
+            return;
+        };
+        let k = operator_key(kind, &key.0, name);
+        if self
+            .snap
+            .apps
+            .get(key)
+            .is_some_and(|a| a.operator_label.as_deref() == Some(k.as_str()))
+        {
+            return;
+        }
+        self.app_mut(&key.0, &key.1).operator_label = Some(k);
+        if !self.snap.operators.is_empty() {
+            self.settle_operators(at);
+        }
+    }
+
     /// Gives every app its operator object (and Workload), makes an app of each object no
-    /// pod names, and drops the placeholders of objects gone or now joined to pods.
+    /// app with pods carries (while it says something: not ended long ago), and drops the
+    /// placeholders of objects gone, joined to pods, or ended long ago.
     pub(super) fn settle_operators(&mut self, at: Time) {
         if self.snap.operators.is_empty() && !self.snap.apps.values().any(|a| a.operator.is_some())
         {
             return;
         }
-        let mut joined = std::collections::BTreeSet::new();
+        // The objects by the Spark id of their current run.
+        let by_id: HashMap<(&str, &str), &String> = self
+            .snap
+            .operators
+            .iter()
+            .filter_map(|(k, o)| Some(((o.namespace.as_str(), o.app_id.as_deref()?), k)))
+            .collect();
+        let mut joined: BTreeSet<String> = BTreeSet::new();
         let mut changes: Vec<(AppKey, Option<Arc<OperatorApp>>)> = Vec::new();
+        let mut drop: Vec<AppKey> = Vec::new();
         for (key, app) in &self.snap.apps {
-            let by_label = app
-                .driver
+            if app.operator_only {
+                continue; // settled below
+            }
+            let found = app
+                .operator_label
                 .as_ref()
-                .and_then(|d| d.last.as_deref())
-                .into_iter()
-                .chain(app.executors.values().map(|e| e.pod.as_ref()))
-                .find_map(|p| p.operator_app())
-                .map(|(k, name)| operator_key(k, &app.namespace, name));
-            let by_id = || {
-                self.snap
-                    .operators
-                    .iter()
-                    .find(|(_, o)| {
-                        o.namespace == app.namespace && o.app_id.as_deref() == Some(&app.app_id)
-                    })
-                    .map(|(k, _)| k.clone())
-            };
-            let placeholder = app.driver.is_none() && app.executors.is_empty();
-            let found = match (by_label.or_else(by_id), placeholder) {
-                (Some(k), _) => self.snap.operators.get(&k).map(|o| (k, o.clone())),
-                // A placeholder is its object's (kept while the object is listed).
-                (None, true) => app.operator.as_ref().and_then(|o| {
-                    let k = operator_key(o.kind, &o.namespace, &o.name);
-                    self.snap.operators.get(&k).map(|o| (k, o.clone()))
-                }),
-                (None, false) => None,
-            };
-            if let Some((k, _)) = &found
-                && !placeholder
-            {
+                .or_else(|| by_id.get(&(key.0.as_str(), key.1.as_str())).copied())
+                .and_then(|k| self.snap.operators.get(k).map(|o| (k, o)))
+                // An earlier run (the object names another Spark id now): not its object.
+                .filter(|(_, o)| o.app_id.as_deref().is_none_or(|id| id == key.1));
+            if let Some((k, _)) = found {
                 joined.insert(k.clone());
             }
-            let now = found.map(|(_, o)| o);
-            if now != app.operator {
+            let now = found.map(|(_, o)| o.clone());
+            let admission = now.as_deref().and_then(|o| self.admission_of(o));
+            if now != app.operator || admission != app.admission {
                 changes.push((key.clone(), now));
+            }
+        }
+        // Placeholders: one per object no app with pods carries, while it says something.
+        let wanted: BTreeMap<AppKey, Arc<OperatorApp>> = self
+            .snap
+            .operators
+            .iter()
+            .filter(|(k, o)| !joined.contains(*k) && worth_an_app(o, at))
+            .map(|(_, o)| ((o.namespace.to_string(), o.name.to_string()), o.clone()))
+            .collect();
+        for (key, app) in &self.snap.apps {
+            if app.operator_only && !wanted.contains_key(key) {
+                drop.push(key.clone());
             }
         }
         for (key, op) in changes {
@@ -95,28 +124,26 @@ impl Store {
             app.admission = admission;
             app.as_of = Some(at);
         }
-        // Placeholders: one per object no app with pods carries; none for the others.
-        let wanted: Vec<Arc<OperatorApp>> = self
-            .snap
-            .operators
-            .iter()
-            .filter(|(k, _)| !joined.contains(*k))
-            .map(|(_, o)| o.clone())
-            .collect();
-        self.snap.apps.retain(|_, a| {
-            let Some(o) = &a.operator else { return true };
-            let placeholder = a.driver.is_none() && a.executors.is_empty();
-            !placeholder || !joined.contains(&operator_key(o.kind, &o.namespace, &o.name))
-        });
-        for o in wanted {
+        for key in drop {
+            self.snap.apps.remove(&key);
+        }
+        for (key, o) in wanted {
             let admission = self.admission_of(&o);
-            let app = self.app_mut(&o.namespace, &o.name);
-            if app.operator.as_ref() != Some(&o) || app.admission != admission {
-                app.app_name.get_or_insert_with(|| o.name.to_string());
-                app.operator = Some(o);
-                app.admission = admission;
-                app.as_of = Some(at);
+            let same = self.snap.apps.get(&key).is_some_and(|a| {
+                a.operator_only && a.operator.as_ref() == Some(&o) && a.admission == admission
+            });
+            if same {
+                continue;
             }
+            if self.snap.apps.get(&key).is_some_and(|a| !a.operator_only) {
+                continue; // a Spark app by that id (its selector is the object's name)
+            }
+            let app = self.app_mut(&key.0, &key.1);
+            app.operator_only = true;
+            app.app_name.get_or_insert_with(|| o.name.to_string());
+            app.operator = Some(o);
+            app.admission = admission;
+            app.as_of = Some(at);
         }
     }
 
@@ -127,5 +154,22 @@ impl Store {
             .of(GroupKind::KueueWorkload, &o.namespace)
             .find(|w| w.owner_apps.contains(&o.name))
             .cloned()
+    }
+}
+
+/// How long an ended object no pod carries stays an app of its own: a day of incidents, not
+/// a namespace's history (an operator keeps finished objects until their TTL, often never).
+const ENDED_SHOWN: chrono::Duration = chrono::Duration::hours(24);
+
+/// Whether an object no pod carries is worth an app of its own: not a success (nothing to
+/// say), and not ended long before `now`.
+fn worth_an_app(o: &OperatorApp, now: Time) -> bool {
+    match o.phase {
+        OperatorPhase::Succeeded => false,
+        p if p.is_end() => o
+            .since
+            .or(o.created_at)
+            .is_none_or(|t| now - t < ENDED_SHOWN),
+        _ => true,
     }
 }

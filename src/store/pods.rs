@@ -17,7 +17,9 @@ impl Store {
             return;
         }
         if !deleted {
-            self.note_groups(&(pod.namespace.to_string(), app_id.clone()), &pod);
+            let key = (pod.namespace.to_string(), app_id.clone());
+            self.note_groups(&key, &pod);
+            self.note_operator(&key, &pod, at);
         }
         if pod.role() == Some(Role::Driver) {
             self.upsert_driver(&app_id, pod, at, deleted);
@@ -38,6 +40,10 @@ impl Store {
             return;
         }
         app.as_of = Some(at);
+        if !deleted && app.driver_refusal.is_some() {
+            // An executor pod exists: the API server took one, the old refusal is history.
+            app.driver_refusal = None;
+        }
         let Some(id) = executor_id(app, &pod, deleted) else {
             return;
         };

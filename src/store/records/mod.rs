@@ -198,6 +198,14 @@ pub struct AppRecord {
     /// operator's pod label; an app with no pod yet is known by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator: Option<Arc<OperatorApp>>,
+    /// The operator's object its pods name by label (`operator_key`), when an operator made
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_label: Option<String>,
+    /// An app known only by its operator's object (no pod of it seen): the store makes and
+    /// drops it with the object.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operator_only: bool,
     /// The running driver's log line saying the API server refused an executor pod (RBAC, a
     /// webhook), when its log was read for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -78,8 +78,35 @@ fn between<'a>(s: &'a str, start: &str, ends: &[&str]) -> Option<&'a str> {
     Some(rest[..to].trim())
 }
 
-/// The cause of a refused submission, read from the operator's message.
+/// The cause of a refused submission, read from the operator's message; every part taken
+/// from it made safe to print (one line, no controls, no credentials, clipped).
 pub fn refused(message: &str) -> Refused {
+    match refused_raw(message) {
+        Refused::Quota { quota, detail } => Refused::Quota {
+            quota: safe(&quota),
+            detail: safe(&detail),
+        },
+        Refused::Webhook { webhook, said } => Refused::Webhook {
+            webhook: safe(&webhook),
+            said: safe(&said),
+        },
+        Refused::Rbac {
+            who,
+            verb,
+            resource,
+            namespace,
+        } => Refused::Rbac {
+            who: safe(&who),
+            verb: safe(&verb),
+            resource: safe(&resource),
+            namespace: safe(&namespace),
+        },
+        Refused::Invalid { said } => Refused::Invalid { said: safe(&said) },
+        Refused::Other { said } => Refused::Other { said: safe(&said) },
+    }
+}
+
+fn refused_raw(message: &str) -> Refused {
     if let Some(q) = between(message, "exceeded quota: ", &[", requested"]) {
         let detail = between(message, ", requested: ", &[". Received", "\n"])
             .map(|d| format!("requested: {d}"))
@@ -232,32 +259,39 @@ pub fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
         x
     };
     let mut out = Vec::new();
+    let rerun = app.will_rerun();
     match app.phase {
-        OperatorPhase::SubmissionFailed => {
+        _ if app.submission_refused() => {
             let cause = refused(msg.unwrap_or_default());
             let tried = app.submission_attempts.unwrap_or(1).max(1);
-            let left = match app.reruns_allowed() {
-                Some(allowed) if tried <= allowed => {
-                    format!("{tried} submission(s) tried, the operator tries again")
-                }
-                Some(_) | None => format!("{tried} submission(s) tried, no more allowed"),
+            let left = match rerun {
+                Some(true) => format!("{tried} submission(s) tried, the operator tries again"),
+                Some(false) => format!("{tried} submission(s) tried, no more allowed"),
+                None => format!("{tried} submission(s) tried"),
             };
             out.push(
                 base(
                     Code::SubmissionFailed,
                     Severity::Error,
                     format!(
-                        "{owner} could not submit it: {} ({left}); no pod was made",
-                        cause.clause()
+                        "{owner} could not submit it: {} ({left}){}",
+                        cause.clause(),
+                        if f.driver_seen {
+                            "; the run shown here is an earlier one"
+                        } else {
+                            "; no pod was made"
+                        }
                     ),
                 )
                 .hint(cause.hint(&app.namespace)),
             );
         }
-        OperatorPhase::PendingRerun => {
+        OperatorPhase::PendingRerun | OperatorPhase::Failing
+            if app.phase == OperatorPhase::PendingRerun || rerun == Some(true) =>
+        {
             let run = app.execution_attempts.unwrap_or(1).max(1);
             let allowed = app.reruns_allowed().map_or_else(
-                || "as its restart policy allows".to_owned(),
+                || "as its restart policy allows (no limit said)".to_owned(),
                 |a| format!("rerun {run} of {a} its restart policy allows"),
             );
             let why = msg.map_or_else(String::new, |m| format!(" ({})", safe(m)));
@@ -277,7 +311,15 @@ pub fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
                 ),
             );
         }
-        OperatorPhase::Suspended | OperatorPhase::New if app.suspended || app.queue.is_some() => {
+        OperatorPhase::Suspended => out.push(admission(f)),
+        // Not yet submitted, held by `spec.suspend` or a Workload not admitted.
+        OperatorPhase::New
+            if app.suspended
+                || app.queue.is_some()
+                    && f.admission
+                        .and_then(|w| w.condition("Admitted"))
+                        .is_none_or(|c| c.status != "True") =>
+        {
             out.push(admission(f));
         }
         OperatorPhase::Failed | OperatorPhase::Failing if !f.driver_seen => {

@@ -145,7 +145,9 @@ impl OperatorPhase {
                 "RUNNING" => Self::Running,
                 "SUBMISSION_FAILED" | "FAILED_SUBMISSION" => Self::SubmissionFailed,
                 "PENDING_RERUN" | "INVALIDATING" => Self::PendingRerun,
-                "SUSPENDING" | "SUSPENDED" | "RESUMING" => Self::Suspended,
+                "SUSPENDING" | "SUSPENDED" => Self::Suspended,
+                // Admitted again: about to be submitted.
+                "RESUMING" => Self::New,
                 "SUCCEEDING" => Self::Succeeding,
                 "FAILING" => Self::Failing,
                 "COMPLETED" => Self::Succeeded,
@@ -394,15 +396,47 @@ impl OperatorApp {
         )
     }
 
-    /// Reruns left under the restart policy after this failure (`None`: not said).
+    /// The reruns (or, after a refused submission, resubmissions) the restart policy
+    /// allows: `Some(0)` under `Never`, `None` under `Always` (no limit) or when not said.
     pub fn reruns_allowed(&self) -> Option<i64> {
         match self.restart.policy.as_deref() {
             Some("Never") => Some(0),
-            _ if self.phase == OperatorPhase::SubmissionFailed => {
+            Some("Always") => None,
+            _ if self.phase == OperatorPhase::SubmissionFailed || self.submission_refused() => {
                 self.restart.on_submission_failure
             }
             _ => self.restart.on_failure,
         }
+    }
+
+    /// Whether the operator will run it again after this failure (kubeflow's rule: `Always`,
+    /// or `OnFailure` while the attempts are within its retries); `None` when not known.
+    pub fn will_rerun(&self) -> Option<bool> {
+        match self.restart.policy.as_deref() {
+            Some("Never") => Some(false),
+            Some("Always") => Some(true),
+            _ => {
+                let allowed = self.reruns_allowed()?;
+                let tried = if self.submission_refused() {
+                    self.submission_attempts?
+                } else {
+                    self.execution_attempts?
+                };
+                Some(tried <= allowed)
+            }
+        }
+    }
+
+    /// Whether the last thing that failed was a submission (no run started): kubeflow ends
+    /// a refused submission in `FAILED` once its retries are spent, with spark-submit's
+    /// words.
+    pub fn submission_refused(&self) -> bool {
+        self.phase == OperatorPhase::SubmissionFailed
+            || matches!(self.phase, OperatorPhase::Failed | OperatorPhase::Failing)
+                && self
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("failed to submit spark application"))
     }
 }
 

@@ -56,6 +56,8 @@ struct Op {
     history: Vec<(String, String, String)>,
     /// The driver pod of the current run.
     driver: Option<String>,
+    /// The last run failed and is rerun when `next` comes.
+    failed_run: bool,
 }
 
 /// The operators of a scenario's operator apps.
@@ -83,6 +85,7 @@ impl Operators {
                     runs: 0,
                     history: Vec::new(),
                     driver: None,
+                    failed_run: false,
                 })
             })
             .collect();
@@ -141,6 +144,9 @@ impl Operators {
                 }
             }
             Stage::ToSubmit | Stage::Retrying if t >= self.ops[k].next => {
+                if std::mem::take(&mut self.ops[k].failed_run) {
+                    self.rerun_due(drivers, k);
+                }
                 self.submit(rng, drivers, kubelet, k, t);
             }
             Stage::Submitted => self.follow(drivers, k, t),
@@ -281,8 +287,14 @@ impl Operators {
             }
             Err(stderr) => {
                 let op = &self.ops[k];
-                let allowed = op.spec.on_submission_failure_retries.unwrap_or(0);
-                let retry = op.submissions <= allowed;
+                // kubeflow's rule: Always retries, OnFailure up to its submission retries.
+                let retry = match op.spec.restart_policy.as_deref().unwrap_or("Never") {
+                    "Always" => true,
+                    "OnFailure" => {
+                        op.submissions <= op.spec.on_submission_failure_retries.unwrap_or(0)
+                    }
+                    _ => false,
+                };
                 self.ops[k].stage = if retry { Stage::Retrying } else { Stage::Done };
                 self.ops[k].next = t + self.retry_secs(k);
                 match kind {
@@ -291,6 +303,10 @@ impl Operators {
                             "failed to submit spark application: failed to run spark-submit: {stderr}"
                         );
                         self.set_state(k, "SUBMISSION_FAILED", &msg);
+                        if !retry {
+                            // Its retries spent, kubeflow ends it FAILED, with the same words.
+                            self.set_state(k, "FAILED", &msg);
+                        }
                     }
                     OperatorKind::Apache => {
                         let msg =
@@ -298,6 +314,8 @@ impl Operators {
                         self.set_state(k, "SchedulingFailure", &msg);
                         if retry {
                             self.set_state(k, "ScheduledToRestart", "");
+                        } else {
+                            self.set_state(k, "ResourceReleased", "");
                         }
                     }
                 }
@@ -350,22 +368,17 @@ impl Operators {
                     },
                 );
                 let op = &self.ops[k];
-                let policy = op.spec.restart_policy.as_deref().unwrap_or("Never");
-                let allowed = match policy {
-                    "Never" => 0,
-                    _ => op.spec.on_failure_retries.unwrap_or(0),
+                // kubeflow's rule: Always reruns, OnFailure up to its retries.
+                let rerun = match op.spec.restart_policy.as_deref().unwrap_or("Never") {
+                    "Always" => true,
+                    "OnFailure" => op.runs <= op.spec.on_failure_retries.unwrap_or(0),
+                    _ => false,
                 };
-                let rerun = op.runs <= allowed;
                 self.ended(k);
                 match (kind, rerun) {
-                    (OperatorKind::Kubeflow, true) => {
-                        self.set_state(k, "FAILING", &why);
-                        self.set_state(k, "PENDING_RERUN", &why);
-                        // The operator deletes the failed run's driver before the next.
-                        let _ =
-                            self.store
-                                .delete(Resource::Pods, &ns, &pod, &DeleteOptions::default());
-                    }
+                    // kubeflow waits out the retry interval FAILING, the failed driver kept;
+                    // then deletes it, PENDING_RERUN, and submits again (`rerun_due`).
+                    (OperatorKind::Kubeflow, true) => self.set_state(k, "FAILING", &why),
                     (OperatorKind::Kubeflow, false) => {
                         self.set_state(k, "FAILING", &why);
                         self.set_state(k, "FAILED", &why);
@@ -373,20 +386,45 @@ impl Operators {
                     (OperatorKind::Apache, true) => {
                         self.set_state(k, "Failed", &why);
                         self.set_state(k, "ScheduledToRestart", "");
-                        let _ =
-                            self.store
-                                .delete(Resource::Pods, &ns, &pod, &DeleteOptions::default());
                     }
                     (OperatorKind::Apache, false) => {
                         self.set_state(k, "Failed", &why);
                         self.set_state(k, "ResourceReleased", "");
                     }
                 }
+                self.ops[k].failed_run = rerun;
                 self.ops[k].stage = if rerun { Stage::Retrying } else { Stage::Done };
                 self.ops[k].next = t + self.retry_secs(k);
             }
             _ => {}
         }
+    }
+
+    /// The retry interval passed after a failed run: its driver deleted, the object
+    /// pending its rerun (the submission follows at once).
+    fn rerun_due(&mut self, drivers: &Drivers, k: usize) {
+        let (ns, pod, _) = drivers.names(self.ops[k].app);
+        let _ = self
+            .store
+            .delete(Resource::Pods, &ns, &pod, &DeleteOptions::default());
+        if self.ops[k].spec.kind == OperatorKind::Kubeflow {
+            let why = self.message(k);
+            self.set_state(k, "PENDING_RERUN", &why);
+        }
+    }
+
+    /// The operator's current message.
+    fn message(&self, k: usize) -> String {
+        let op = &self.ops[k];
+        self.store
+            .get(op.spec.kind.resource(), &op.namespace, &op.name)
+            .and_then(|o| {
+                o.value()
+                    .pointer("/status/applicationState/errorMessage")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default()
     }
 
     fn retry_secs(&self, k: usize) -> f64 {

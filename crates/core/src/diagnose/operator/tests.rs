@@ -214,3 +214,57 @@ fn a_message_with_credentials_or_controls_is_made_safe() {
         "{all}"
     );
 }
+
+#[test]
+fn spent_submission_retries_end_failed_and_still_read_as_a_refused_submission() {
+    let f = one(&kubeflow("FAILED", QUOTA), None, false);
+    assert_eq!(f.code, Code::SubmissionFailed, "{f:#?}");
+    assert!(f.summary.contains("no more allowed"), "{}", f.summary);
+}
+
+#[test]
+fn failing_with_retries_left_is_a_rerun_to_come_and_always_has_no_limit() {
+    let failing = kubeflow(
+        "FAILING",
+        "driver container failed with ExitCode: 1, Reason: Error",
+    );
+    assert_eq!(one(&failing, None, false).code, Code::RerunPending);
+    let mut always = failing.clone();
+    always.restart.policy = Some("Always".into());
+    let f = one(&always, None, false);
+    assert!(
+        f.summary
+            .ends_with("as its restart policy allows (no limit said)"),
+        "{}",
+        f.summary
+    );
+    let mut spent = failing;
+    spent.execution_attempts = Some(4);
+    // Four runs of 1 + 3 reruns: FAILING ends FAILED, no rerun to come.
+    assert_eq!(one(&spent, None, false).code, Code::DriverFailed);
+}
+
+#[test]
+fn an_admitted_object_about_to_be_submitted_does_not_wait() {
+    let mut app = kubeflow("RESUMING", "");
+    app.queue = Some("analytics-queue".into());
+    let wl = SchedGroup::from_value(
+        GroupKind::KueueWorkload,
+        &json!({"metadata": {"name": "w", "namespace": "etl"},
+                "status": {"conditions": [{"type": "Admitted", "status": "True"}]}}),
+    );
+    assert_eq!(one(&app, Some(&wl), false).code, Code::DriverNotSeen);
+}
+
+#[test]
+fn the_parts_of_a_refusal_are_made_safe() {
+    let Refused::Webhook { said, .. } = refused(
+        "admission webhook \"w\" denied the request: token=hunter2hunter2 \u{1b}[2J said no",
+    ) else {
+        panic!("a webhook")
+    };
+    assert!(
+        !said.contains("hunter2") && !said.contains('\u{1b}'),
+        "{said}"
+    );
+}

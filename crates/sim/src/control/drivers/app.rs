@@ -92,7 +92,12 @@ impl Drivers {
         with_priority(&mut driver, &d.spec);
         with_scheduling(&mut driver, &d.spec, &app_id, true);
         let driver_name = d.driver_pod.clone();
-        if let Err(e) = self.store.create(Resource::Pods, &ns, driver) {
+        // Only an operator's submission stops at a refused driver pod (plain apps go on as
+        // they always did: their spark-submit is not played).
+        let created = self.store.create(Resource::Pods, &ns, driver);
+        if let Err(e) = &created
+            && d.spec.operator.is_some()
+        {
             let _ = self.store.delete(
                 Resource::ConfigMaps,
                 &ns,
