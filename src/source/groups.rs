@@ -257,6 +257,22 @@ pub(super) async fn group_poll(
             && tokio::time::Instant::now() >= at
         {
             let again = served_operators(&conn).await;
+            if !again.failed {
+                // What discovery now says of the kinds it does not serve replaces "failed".
+                for (kind, why) in again.not_served {
+                    let ev = SourceEvent::OperatorAppsListed {
+                        operator_kind: kind,
+                        namespace: namespace.clone(),
+                        objects: Vec::new(),
+                        unknown: Some(why),
+                        complete: true,
+                        at: conn.clock.now(),
+                    };
+                    if !send(&tx, ev).await {
+                        return;
+                    }
+                }
+            }
             operators = again.served;
             rediscover = again
                 .failed

@@ -37,7 +37,11 @@ impl Store {
                 .collect();
             let quiet = app.timeline.back().is_none_or(|t| t.at < before);
             // An operator's application is known while its object is (before any pod).
-            let object = app.operator_only;
+            // (and one whose object would make it again at once, for the day it is shown).
+            let object = app.operator_only
+                || app.operator.as_deref().is_some_and(|o| {
+                    super::operators::worth_an_app(o, self.snap.now.unwrap_or(before))
+                });
             if app.executors.len() == ids.len() && finished && quiet && !object {
                 empty.push(key.clone());
             }

@@ -163,10 +163,11 @@ const ENDED_SHOWN: chrono::Duration = chrono::Duration::hours(24);
 
 /// Whether an object no pod carries is worth an app of its own: not a success (nothing to
 /// say), and not ended long before `now`.
-fn worth_an_app(o: &OperatorApp, now: Time) -> bool {
+pub(super) fn worth_an_app(o: &OperatorApp, now: Time) -> bool {
     match o.phase {
         OperatorPhase::Succeeded => false,
-        p if p.is_end() => o
+        // An end, or a state this build does not know: a day, then no more.
+        p if p.is_end() || p == OperatorPhase::Unknown => o
             .since
             .or(o.created_at)
             .is_none_or(|t| now - t < ENDED_SHOWN),

@@ -40,13 +40,14 @@ impl Store {
             return;
         }
         app.as_of = Some(at);
-        if !deleted && app.driver_refusal.is_some() {
-            // An executor pod exists: the API server took one, the old refusal is history.
-            app.driver_refusal = None;
-        }
+
         let Some(id) = executor_id(app, &pod, deleted) else {
             return;
         };
+        if !deleted && app.driver_refusal.is_some() && !app.executors.contains_key(&id) {
+            // A new executor pod: the API server took one, the old refusal is history.
+            app.driver_refusal = None;
+        }
         let ctx = AppCtx::of(app, &kills);
         let resolved = ctx.config.classify_options().resolve(&pod);
         let state = classify(&pod, &resolved.config);

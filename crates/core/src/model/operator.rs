@@ -246,7 +246,8 @@ pub struct OperatorApp {
     /// `metadata.creationTimestamp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Time>,
-    /// The operator's own state name, verbatim (`SUBMISSION_FAILED`, `SchedulingFailure`).
+    /// The operator's own state name, verbatim (`SUBMISSION_FAILED`, `SchedulingFailure`);
+    /// after Apache's `ResourceReleased`, the state that ended the run (`DriverEvicted`).
     pub state: Text,
     /// That state in the tool's words.
     pub phase: OperatorPhase,
@@ -364,14 +365,23 @@ impl OperatorApp {
             app.state.as_str(),
             "ResourceReleased" | "TerminatedWithoutReleaseResources"
         ) {
-            // Resources released after the run ended: the end is the state before.
-            app.phase = app
+            // Resources released after the run ended: the end is the state before, with its
+            // name, words and time.
+            let end = app
                 .history
                 .iter()
                 .rev()
-                .map(|h| OperatorPhase::of(kind, &h.state))
-                .find(|p| p.is_end())
-                .unwrap_or(OperatorPhase::Unknown);
+                .find(|h| OperatorPhase::of(kind, &h.state).is_end())
+                .cloned();
+            match end {
+                Some(h) => {
+                    app.phase = OperatorPhase::of(kind, &h.state);
+                    app.state = h.state;
+                    app.message = h.message.or(app.message);
+                    app.since = h.at.or(app.since);
+                }
+                None => app.phase = OperatorPhase::Unknown,
+            }
         }
         app
     }
@@ -416,7 +426,8 @@ impl OperatorApp {
             Some("Never") => Some(false),
             Some("Always") => Some(true),
             _ => {
-                let allowed = self.reruns_allowed()?;
+                // OnFailure without a count reruns nothing (kubeflow's ShouldRetry).
+                let allowed = self.reruns_allowed().unwrap_or(0);
                 let tried = if self.submission_refused() {
                     self.submission_attempts?
                 } else {

@@ -113,6 +113,12 @@ fn released_resources_end_as_the_state_before_them() {
     };
     let phase = |before| OperatorApp::from_value(OperatorKind::Apache, &v(before)).phase;
     assert_eq!(phase("Succeeded"), OperatorPhase::Succeeded);
+    let evicted = OperatorApp::from_value(OperatorKind::Apache, &v("DriverEvicted"));
+    assert_eq!(
+        evicted.state.as_str(),
+        "DriverEvicted",
+        "the state that ended it"
+    );
     assert_eq!(phase("DriverEvicted"), OperatorPhase::Failed);
     assert_eq!(phase("RunningHealthy"), OperatorPhase::Unknown);
 }
