@@ -9,7 +9,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{PodCondition, Text, Time, wire};
-use crate::text;
 
 /// Which kind of group object.
 #[derive(
@@ -148,12 +147,7 @@ impl SchedGroup {
     /// Projects an object of `kind` from the JSON the API served. Never fails: absent or
     /// malformed fields become empty.
     pub fn from_value(kind: GroupKind, v: &serde_json::Value) -> Self {
-        let text = |p: &str| {
-            v.pointer(p)
-                .and_then(|x| x.as_str())
-                .filter(|s| !s.is_empty())
-                .map(|s| Text::from(bounded(s, 256)))
-        };
+        let text = |p: &str| wire::text_at(v, p, 256);
         let conditions = v
             .pointer("/status/conditions")
             .and_then(|c| c.as_array())
@@ -164,7 +158,9 @@ impl SchedGroup {
                 type_: Text::from(c["type"].as_str().unwrap_or_default()),
                 status: Text::from(c["status"].as_str().unwrap_or_default()),
                 reason: c["reason"].as_str().map(Text::from),
-                message: c["message"].as_str().map(|m| Text::from(bounded(m, 4096))),
+                message: c["message"]
+                    .as_str()
+                    .map(|m| Text::from(wire::bounded(m, 4096))),
                 last_transition: c["lastTransitionTime"].as_str().and_then(wire::parse_time),
             })
             .collect();
@@ -251,9 +247,4 @@ impl SchedGroup {
                 _ => self.name == r.name.as_str(),
             }
     }
-}
-
-/// `s`, cut at a character boundary to at most `max` bytes.
-fn bounded(s: &str, max: usize) -> &str {
-    &s[..text::floor_boundary(s, max)]
 }

@@ -17,7 +17,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Text, Time, wire};
-use crate::text;
 
 /// Which operator's object.
 #[derive(
@@ -295,12 +294,7 @@ impl OperatorApp {
     /// Projects an object of `kind` from the JSON the API served. Never fails: absent or
     /// malformed fields become empty.
     pub fn from_value(kind: OperatorKind, v: &serde_json::Value) -> Self {
-        let text = |p: &str, max: usize| {
-            v.pointer(p)
-                .and_then(|x| x.as_str())
-                .filter(|s| !s.is_empty())
-                .map(|s| Text::from(bounded(s, max)))
-        };
+        let text = |p: &str, max: usize| wire::text_at(v, p, max);
         let int = |p: &str| v.pointer(p).and_then(serde_json::Value::as_i64);
         let time = |p: &str| {
             v.pointer(p)
@@ -469,12 +463,12 @@ fn apache_history(v: &serde_json::Value) -> Vec<OperatorState> {
             Some((
                 k.parse().unwrap_or(i64::MAX),
                 OperatorState {
-                    state: Text::from(bounded(state, 64)),
+                    state: Text::from(wire::bounded(state, 64)),
                     at: s["lastTransitionTime"].as_str().and_then(wire::parse_time),
                     message: s["message"]
                         .as_str()
                         .filter(|m| !m.is_empty())
-                        .map(|m| Text::from(bounded(m, MAX_MESSAGE))),
+                        .map(|m| Text::from(wire::bounded(m, MAX_MESSAGE))),
                 },
             ))
         })
@@ -482,11 +476,6 @@ fn apache_history(v: &serde_json::Value) -> Vec<OperatorState> {
     states.sort_by_key(|(k, _)| *k);
     let skip = states.len().saturating_sub(MAX_HISTORY);
     states.into_iter().skip(skip).map(|(_, s)| s).collect()
-}
-
-/// `s`, cut at a character boundary to at most `max` bytes.
-fn bounded(s: &str, max: usize) -> &str {
-    &s[..text::floor_boundary(s, max)]
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use chrono::DateTime;
 use serde::{Deserialize, Deserializer};
 
 use super::{Text, Time};
+use crate::text;
 
 /// `null` (or absent) as the type's default.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
@@ -30,6 +31,21 @@ fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
 
 pub(super) fn parse_time(s: &str) -> Option<Time> {
     DateTime::parse_from_rfc3339(s).ok().map(|t| t.to_utc())
+}
+
+/// `s`, cut at a character boundary to at most `max` bytes.
+pub(super) fn bounded(s: &str, max: usize) -> &str {
+    &s[..text::floor_boundary(s, max)]
+}
+
+/// The non-empty string at a JSON pointer of an object read as a `serde_json::Value` (the
+/// projections of other objects than pods: group objects, operators' applications), at most
+/// `max` bytes of it.
+pub(super) fn text_at(v: &serde_json::Value, pointer: &str, max: usize) -> Option<Text> {
+    v.pointer(pointer)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|s| Text::from(bounded(s, max)))
 }
 
 /// A Pod.
