@@ -1,6 +1,9 @@
 //! What the commands print: the `status` and `report` documents (as JSON, YAML, tables,
 //! markdown), JSON written to stdout, and the progress line on stderr.
 
+use serde::Serialize;
+use spark_triage_core::model::OperatorApp;
+
 use crate::store::{AppRecord, Natural};
 
 pub mod fleet;
@@ -68,6 +71,42 @@ impl AppOrder {
                     Natural(id.to_owned()),
                 )
             });
+        }
+    }
+}
+
+/// What the operator's object says.
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct OperatorStatus {
+    /// `sparkoperator.k8s.io/v1beta2` or `spark.apache.org/v1`.
+    pub api_version: String,
+    /// `SparkApplication`.
+    pub kind: &'static str,
+    /// The object's name (its namespace is the app's).
+    pub name: String,
+    /// The operator's own state name, verbatim (`SUBMISSION_FAILED`, `SchedulingFailure`).
+    pub state: String,
+    /// That state in the tool's words (`submission-failed`, `pending-rerun`, …).
+    pub phase: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_attempts: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_attempts: Option<i64>,
+    /// The command that shows it whole (its events too).
+    pub describe: String,
+}
+
+impl OperatorStatus {
+    pub fn of(o: &OperatorApp) -> Self {
+        Self {
+            api_version: format!("{}/{}", o.kind.group(), o.kind.version()),
+            kind: o.kind.kind(),
+            name: o.name.to_string(),
+            state: o.state.to_string(),
+            phase: o.phase.as_str(),
+            submission_attempts: o.submission_attempts,
+            execution_attempts: o.execution_attempts,
+            describe: o.describe_command(),
         }
     }
 }

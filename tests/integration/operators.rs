@@ -203,6 +203,13 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
             "{name}: {pout}"
         );
     }
+    // The markdown report names the object, and says there is no pod yet.
+    let (_, md, _) = triage(&["report", &file_s]).run().await;
+    assert!(
+        md.contains("## SparkApplication etl/nightly (`nightly`)")
+            && md.contains("No pod yet: known from its SparkApplication (`sparkoperator.k8s.io/v1beta2`), state `FAILED`"),
+        "{md}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

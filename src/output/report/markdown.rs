@@ -70,13 +70,28 @@ fn write_header(s: &mut String, r: &Report<'_>) {
 /// executors' counts, and the findings supporting the verdict.
 fn write_app_heading(s: &mut String, a: &AppReport<'_>) {
     let c = &a.counts;
-    let _ = writeln!(
-        s,
-        "## {} (`{}`) in `{}`\n",
-        md(a.app_name.as_deref().unwrap_or("?")),
-        md(&a.app_id),
-        md(&a.namespace)
-    );
+    match &a.operator {
+        // Named for its object, which is all there is before its pods.
+        Some(o) => {
+            let _ = writeln!(
+                s,
+                "## {} {}/{} (`{}`)\n",
+                o.kind,
+                md(&a.namespace),
+                md(&o.name),
+                md(&a.app_id)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "## {} (`{}`) in `{}`\n",
+                md(a.app_name.as_deref().unwrap_or("?")),
+                md(&a.app_id),
+                md(&a.namespace)
+            );
+        }
+    }
     let v = &a.verdict;
     let _ = writeln!(
         s,
@@ -90,6 +105,23 @@ fn write_app_heading(s: &mut String, a: &AppReport<'_>) {
         let _ = writeln!(s, "> {}\n", md(&v.hint));
     }
     let normal = a.failures.iter().filter(|f| !f.failure).count();
+    if let Some(o) = a
+        .operator
+        .as_ref()
+        .filter(|_| a.driver_phase.is_none() && a.executors_seen == 0)
+    {
+        let _ = writeln!(
+            s,
+            "No pod yet: known from its SparkApplication (`{}`), state `{}` (`{}`).\n",
+            o.api_version,
+            md(&o.state),
+            o.describe
+        );
+        for f in &a.verdict.supporting {
+            let _ = writeln!(s, "**{}: {}**\n", f.code, md(&f.summary));
+        }
+        return;
+    }
     let _ = writeln!(
         s,
         "Driver: {}. Executors seen: {} (at the end: {} running, {} pending, {} failed, {} deleted, {} missing); {} failure{}, {} other ending{} (normal or vanished).\n",

@@ -11,7 +11,7 @@ use spark_triage_core::diagnose::code::Oom;
 use spark_triage_core::diagnose::{Code, Severity, advice};
 use spark_triage_core::model::{ExecutorState, Time, fmt_time};
 
-use crate::output::AppOrder;
+use crate::output::{AppOrder, OperatorStatus};
 use crate::record::{ForgetRule, Gap, Header, Item, Keyframe, Recording, Sink, State};
 use crate::store;
 use crate::store::{AppRecord, BudgetView, Counts, ExecutorRecord, Gone};
@@ -44,6 +44,9 @@ pub struct AppReport<'a> {
     pub app_id: String,
     pub app_name: Option<String>,
     pub driver_phase: Option<String>,
+    /// Its Spark operator's `SparkApplication`, when submitted through one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<OperatorStatus>,
     /// The application's verdict at the end of the window: the cause first.
     pub verdict: VerdictView,
     pub executors_seen: usize,
@@ -353,6 +356,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
         app_id: a.app_id.clone(),
         app_name: a.app_name.clone(),
         driver_phase: a.driver.as_ref().and_then(|d| d.phase.clone()),
+        operator: a.operator.as_deref().map(OperatorStatus::of),
         verdict: a.verdict().into(),
         executors_seen: executors.len()
             + not_listed

@@ -6,9 +6,9 @@ use spark_triage_core::diagnose::app_verdict::VerdictView;
 use spark_triage_core::diagnose::{Code, Severity};
 use spark_triage_core::model;
 use spark_triage_core::model::driver::ExecutorList;
-use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorApp, OperatorKind, Time};
+use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorKind, Time};
 
-use crate::output::AppOrder;
+use crate::output::{AppOrder, OperatorStatus};
 use crate::source::{Health, SourceKind};
 use crate::store;
 use crate::store::times::Clock;
@@ -58,42 +58,6 @@ pub struct AppStatus {
     /// Its Spark operator's `SparkApplication`, when submitted through one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<OperatorStatus>,
-}
-
-/// What the operator's object says.
-#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct OperatorStatus {
-    /// `sparkoperator.k8s.io/v1beta2` or `spark.apache.org/v1`.
-    pub api_version: String,
-    /// `SparkApplication`.
-    pub kind: &'static str,
-    /// The object's name (its namespace is the app's).
-    pub name: String,
-    /// The operator's own state name, verbatim (`SUBMISSION_FAILED`, `SchedulingFailure`).
-    pub state: String,
-    /// That state in the tool's words (`submission-failed`, `pending-rerun`, …).
-    pub phase: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub submission_attempts: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub execution_attempts: Option<i64>,
-    /// The command that shows it whole (its events too).
-    pub describe: String,
-}
-
-impl OperatorStatus {
-    fn of(o: &OperatorApp) -> Self {
-        Self {
-            api_version: format!("{}/{}", o.kind.group(), o.kind.version()),
-            kind: o.kind.kind(),
-            name: o.name.to_string(),
-            state: o.state.to_string(),
-            phase: o.phase.as_str(),
-            submission_attempts: o.submission_attempts,
-            execution_attempts: o.execution_attempts,
-            describe: o.describe_command(),
-        }
-    }
 }
 
 /// How reading the driver's REST API goes.
