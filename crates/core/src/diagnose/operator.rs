@@ -389,13 +389,54 @@ fn capitalized(s: &str) -> String {
 fn admission(f: &OperatorFacts<'_>) -> Finding {
     let app = f.app;
     let queue = app.queue.as_deref().unwrap_or("(none)");
-    let (summary, severity, hint) = match f.admission.and_then(kueue_summary) {
-        Some((s, sev, h)) => (
+    // Evicted or preempted by Kueue after it ran: that is why it waits again.
+    let evicted = f.admission.and_then(|w| {
+        ["Evicted", "Preempted"]
+            .into_iter()
+            .find_map(|t| w.condition(t).filter(|c| c.status == "True"))
+            .map(|c| (w, c))
+    });
+    let (summary, severity, hint) = match (evicted, f.admission.and_then(kueue_summary)) {
+        (Some((w, c)), _) => (
+            format!(
+                "Kueue {} the Workload {} ({}): {}; the operator holds it until Kueue admits \
+                 it again",
+                if c.type_ == "Preempted"
+                    || c.reason.as_deref().is_some_and(|r| r.contains("Preempt"))
+                {
+                    "preempted"
+                } else {
+                    "evicted"
+                },
+                w.name,
+                c.reason.as_deref().unwrap_or("-"),
+                c.message.as_deref().map_or_else(String::new, safe)
+            ),
+            Severity::Error,
+            match c.reason.as_deref() {
+                Some(r) if r.contains("Preempt") || c.type_ == "Preempted" => {
+                    "Kueue preempted it for a higher-priority or borrowing workload in its \
+                     ClusterQueue or cohort: give it a higher WorkloadPriorityClass, or a queue \
+                     with guaranteed (nominal) quota."
+                }
+                Some(r) if r.contains("PodsReadyTimeout") => {
+                    "Kueue's waitForPodsReady timed out: its pods were admitted but not all \
+                     became ready in time (image pulls, volumes, node capacity); fix what kept \
+                     them pending, or raise waitForPodsReady.timeout."
+                }
+                _ => {
+                    "Kueue stopped the Workload (its queue stopped, deactivated or deleted): \
+                     kubectl get workloads -n NS -o yaml shows its Evicted condition."
+                }
+            }
+            .to_owned(),
+        ),
+        (None, Some((s, sev, h))) => (
             format!("Waiting for admission: {s}; nothing is submitted until then"),
             sev,
             h,
         ),
-        None if app.queue.is_some() => (
+        (None, None) if app.queue.is_some() => (
             format!(
                 "Waiting for Kueue (LocalQueue {queue}): the object is suspended and its \
                  Workload was not read"
@@ -406,7 +447,7 @@ fn admission(f: &OperatorFacts<'_>) -> Finding {
              workloads.kueue.x-k8s.io lets the tool say it)."
                 .to_owned(),
         ),
-        None => (
+        (None, None) => (
             "Suspended (spec.suspend: true): nothing is submitted until it is resumed".to_owned(),
             Severity::Warn,
             "Resume it (spec.suspend: false), or find what suspended it (an admission \

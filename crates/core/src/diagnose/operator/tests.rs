@@ -268,3 +268,30 @@ fn the_parts_of_a_refusal_are_made_safe() {
         "{said}"
     );
 }
+
+#[test]
+fn a_workload_kueue_evicted_or_preempted_says_so_before_its_wait() {
+    let mut app = kubeflow("SUSPENDED", "");
+    app.queue = Some("analytics-queue".into());
+    app.suspended = true;
+    let wl = SchedGroup::from_value(
+        GroupKind::KueueWorkload,
+        &json!({"metadata": {"name": "w", "namespace": "etl"},
+                "status": {"conditions": [
+                    {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "insufficient quota"},
+                    {"type": "Evicted", "status": "True", "reason": "Preempted",
+                     "message": "Preempted to accommodate a workload (UID: 1) due to prioritization in the ClusterQueue"}]}}),
+    );
+    let f = one(&app, Some(&wl), false);
+    assert_eq!(
+        (f.code, f.severity),
+        (Code::AdmissionWaiting, Severity::Error)
+    );
+    assert!(
+        f.summary
+            .starts_with("Kueue preempted the Workload w (Preempted): Preempted to accommodate"),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.contains("WorkloadPriorityClass"), "{}", f.hint);
+}
