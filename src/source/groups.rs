@@ -230,36 +230,21 @@ pub(super) async fn group_poll(
         Scope::All => None,
     };
     let ns = namespace.as_deref();
-    let mut found = served_operators(&conn).await;
-    // The kinds not served are said once (nothing waits on them); a failed discovery is
-    // asked again, a successful one never.
-    for (kind, why) in std::mem::take(&mut found.not_served) {
-        let ev = SourceEvent::OperatorAppsListed {
-            operator_kind: kind,
-            namespace: namespace.clone(),
-            objects: Vec::new(),
-            unknown: Some(why),
-            complete: true,
-            at: conn.clock.now(),
-        };
-        if !send(&tx, ev).await {
-            return;
-        }
-    }
-    let mut operators = std::mem::take(&mut found.served);
-    let mut rediscover = found
-        .failed
-        .then(|| tokio::time::Instant::now() + REDISCOVER);
+    // Discovery at the start, and again a minute after each failure (a successful one is
+    // final). The kinds not served are said (nothing waits on them); a failed discovery is
+    // said once, at the start, and replaced by what a later one says.
+    let mut operators: Vec<OperatorKind> = Vec::new();
+    let mut rediscover = Some(tokio::time::Instant::now());
+    let mut first = true;
     let mut st = PollState::default();
     let every = every.max(Duration::from_millis(100));
     loop {
         if let Some(at) = rediscover
             && tokio::time::Instant::now() >= at
         {
-            let again = served_operators(&conn).await;
-            if !again.failed {
-                // What discovery now says of the kinds it does not serve replaces "failed".
-                for (kind, why) in again.not_served {
+            let found = served_operators(&conn).await;
+            if first || !found.failed {
+                for (kind, why) in found.not_served {
                     let ev = SourceEvent::OperatorAppsListed {
                         operator_kind: kind,
                         namespace: namespace.clone(),
@@ -273,8 +258,9 @@ pub(super) async fn group_poll(
                     }
                 }
             }
-            operators = again.served;
-            rediscover = again
+            first = false;
+            operators = found.served;
+            rediscover = found
                 .failed
                 .then(|| tokio::time::Instant::now() + REDISCOVER);
         }
