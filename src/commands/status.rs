@@ -289,6 +289,7 @@ mod tests {
             apps: Vec::new(),
             full_snapshot_at: None,
             problems: vec!["pod watch: \u{1b}]0;pwned\u{7} \u{9b}2J".to_owned()],
+            housekeeping: Vec::new(),
         };
         let text = yaml(&report).expect("yaml");
         assert!(

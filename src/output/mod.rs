@@ -2,9 +2,10 @@
 //! markdown), JSON written to stdout, and the progress line on stderr.
 
 use serde::Serialize;
-use spark_triage_core::model::OperatorApp;
+use spark_triage_core::diagnose::{Code, Severity};
+use spark_triage_core::model::{OperatorApp, Time, fmt_time};
 
-use crate::store::{AppRecord, Natural};
+use crate::store::{AppRecord, Natural, Snapshot};
 
 pub mod fleet;
 pub mod json;
@@ -75,6 +76,41 @@ impl AppOrder {
     }
 }
 
+/// What a namespace keeps that nobody reads (`drivers-kept`): said beside the apps, not
+/// as one of them.
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Housekeeping {
+    pub namespace: String,
+    pub code: Code,
+    pub severity: Severity,
+    pub summary: String,
+    pub hint: String,
+    /// Finished driver pods still present.
+    pub finished_driver_pods: usize,
+    /// When the first of them ended (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oldest_ended_at: Option<String>,
+}
+
+/// The namespaces' housekeeping findings at `now` (the cluster's clock).
+pub fn housekeeping(snap: &Snapshot, now: Option<Time>) -> Vec<Housekeeping> {
+    let Some(now) = now.or(snap.now) else {
+        return Vec::new();
+    };
+    snap.housekeeping(now)
+        .into_iter()
+        .map(|(k, f)| Housekeeping {
+            namespace: k.namespace,
+            code: f.code,
+            severity: f.severity,
+            summary: f.summary,
+            hint: f.hint,
+            finished_driver_pods: k.count,
+            oldest_ended_at: k.oldest.map(|t| fmt_time(&t)),
+        })
+        .collect()
+}
+
 /// What the operator's object says.
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct OperatorStatus {
@@ -92,6 +128,13 @@ pub struct OperatorStatus {
     pub submission_attempts: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_attempts: Option<i64>,
+    /// A ScheduledSparkApplication's next run due (RFC 3339; in the past while runs are
+    /// skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run: Option<String>,
+    /// A ScheduledSparkApplication's last run (its SparkApplication's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_run_name: Option<String>,
     /// The command that shows it whole (its events too).
     pub describe: String,
 }
@@ -106,6 +149,16 @@ impl OperatorStatus {
             phase: o.phase.as_str(),
             submission_attempts: o.submission_attempts,
             execution_attempts: o.execution_attempts,
+            next_run: o
+                .schedule
+                .as_ref()
+                .and_then(|s| s.next_run)
+                .map(|t| fmt_time(&t)),
+            last_run_name: o
+                .schedule
+                .as_ref()
+                .and_then(|s| s.last_run_name.as_ref())
+                .map(ToString::to_string),
             describe: o.describe_command(),
         }
     }

@@ -70,6 +70,11 @@ struct CauseLabels {
     cause: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamespaceLabels {
+    namespace: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// The prefix of the verdicts' families.
@@ -94,6 +99,8 @@ families!(FAMILIES, register_families for Verdicts {
     verdicts => "app_verdict":
         "Runs of the app in view by their verdict's cause (a finding's code: driver-oom-killed, app-running…)",
     executors => "app_executors": "Executors in view by Spark's state",
+    kept_drivers => "finished_driver_pods":
+        "Finished driver pods still present, by namespace (nothing deletes a spark-submit driver)",
     folded => "metrics_apps_folded":
         "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
 });
@@ -111,6 +118,7 @@ pub(crate) struct Verdicts {
     runs: Family<StateLabels, Gauge>,
     verdicts: Family<CauseLabels, Gauge>,
     executors: Family<StateLabels, Gauge>,
+    kept_drivers: Family<NamespaceLabels, Gauge>,
     folded: Gauge,
     memo: Mutex<Memo>,
 }
@@ -154,6 +162,7 @@ struct Last {
     runs: HashSet<StateLabels>,
     verdicts: HashSet<CauseLabels>,
     executors: HashSet<StateLabels>,
+    kept_drivers: HashSet<NamespaceLabels>,
 }
 
 /// What one label's runs add up to in a round.
@@ -339,6 +348,18 @@ impl Verdicts {
             }),
             |g, v| g.set(v),
         );
+        self.publish_kept(snap, &mut last.kept_drivers);
+    }
+
+    /// The namespaces' finished driver pods (`drivers-kept`).
+    fn publish_kept(&self, snap: &Snapshot, last: &mut HashSet<NamespaceLabels>) {
+        let now = snap.kept_drivers.iter().map(|(ns, pods)| {
+            let l = NamespaceLabels {
+                namespace: ns.clone(),
+            };
+            (l, as_i64(pods.len()))
+        });
+        sync(&self.kept_drivers, last, now, |g, v| g.set(v));
     }
 }
 
@@ -571,6 +592,38 @@ pub(crate) mod tests {
             .lines()
             .find(|l| l.starts_with(&prefix))
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    /// Finished driver pods by namespace: the gauge follows them, and goes with the last.
+    #[test]
+    fn finished_driver_pods_are_a_gauge_by_namespace() {
+        let driver = |phase: &str| SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(pod(json!({
+                "metadata": {"name": "etl-driver", "namespace": "nightly",
+                    "labels": {"spark-app-selector": "spark-9", "spark-role": "driver"}},
+                "spec": {"containers": [{"name": "spark-kubernetes-driver"}]},
+                "status": {"phase": phase}
+            }))),
+            at: t(0),
+        };
+        let mut s = Store::new();
+        s.apply(driver("Succeeded"));
+        let v = Verdicts::default();
+        v.publish(s.view(), Instant::now(), chrono::Utc::now());
+        assert!(
+            text(&v).contains("spark_triage_finished_driver_pods{namespace=\"nightly\"} 1"),
+            "{}",
+            text(&v)
+        );
+        s.apply(SourceEvent::PodDeleted {
+            pod: match driver("Succeeded") {
+                SourceEvent::PodUpserted { pod, .. } => pod,
+                _ => unreachable!(),
+            },
+            at: t(1),
+        });
+        v.publish(s.view(), Instant::now(), chrono::Utc::now());
+        assert!(!text(&v).contains("finished_driver_pods{"), "{}", text(&v));
     }
 
     #[test]

@@ -91,6 +91,10 @@ pub struct Store {
     /// Past the bound with too few ended to let go: the total at which to look again.
     #[serde(skip)]
     bound_next: usize,
+    /// When a schedule's due run becomes overdue (its object unchanged): the operators'
+    /// objects are settled again at the first event after it.
+    #[serde(default)]
+    schedule_due: Option<Time>,
 }
 
 /// Kills through spark-triage by (namespace, pod), as the local actions log has them.
@@ -133,6 +137,9 @@ impl Store {
         let changes_verdicts = changes_verdicts(&ev);
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
+        if self.schedule_due.is_some_and(|due| at > due) {
+            self.settle_operators(at);
+        }
         match ev {
             SourceEvent::PodUpserted { pod, at } => self.upsert(pod, at, false),
             SourceEvent::PodDeleted { pod, at } => self.upsert(pod, at, true),

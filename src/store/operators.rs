@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use spark_triage_core::diagnose::operator::{SCHEDULE_GRACE, overdue};
 use spark_triage_core::model::{
     ExecutorPod, GroupKind, OperatorApp, OperatorKind, OperatorPhase, SchedGroup, Time,
 };
@@ -33,7 +34,7 @@ impl Store {
         }
         self.snap.operators_unknown.remove(&kind);
         if complete {
-            let prefix = format!("{}/", kind.group());
+            let prefix = format!("{}/", kind.resource());
             self.snap.operators.retain(|k, o| {
                 !k.starts_with(&prefix) || namespace.is_some_and(|ns| o.namespace != ns)
             });
@@ -70,6 +71,11 @@ impl Store {
     /// app with pods carries (while it says something: not ended long ago), and drops the
     /// placeholders of objects gone, joined to pods, or ended long ago.
     pub(super) fn settle_operators(&mut self, at: Time) {
+        self.settle_objects(at);
+        self.schedule_due = self.next_schedule_due();
+    }
+
+    fn settle_objects(&mut self, at: Time) {
         if self.snap.operators.is_empty() && !self.snap.apps.values().any(|a| a.operator.is_some())
         {
             return;
@@ -110,7 +116,10 @@ impl Store {
             .operators
             .iter()
             .filter(|(k, o)| !joined.contains(*k) && worth_an_app(o, at))
-            .map(|(_, o)| ((o.namespace.to_string(), o.name.to_string()), o.clone()))
+            .map(|(_, o)| {
+                let key = (o.namespace.to_string(), o.name.to_string());
+                (key, self.with_last_run(o))
+            })
             .collect();
         for (key, app) in &self.snap.apps {
             if app.operator_only && !wanted.contains_key(key) {
@@ -147,6 +156,47 @@ impl Store {
         }
     }
 
+    /// A schedule with its last run's state, from that run's own object (when read).
+    fn with_last_run(&self, o: &Arc<OperatorApp>) -> Arc<OperatorApp> {
+        let Some(s) = o.schedule.as_deref() else {
+            return o.clone();
+        };
+        let state = s
+            .last_run_name
+            .as_deref()
+            .map(|run| operator_key(OperatorKind::Kubeflow, &o.namespace, run))
+            .and_then(|k| self.snap.operators.get(&k))
+            .map(|run| run.state.clone());
+        if state == s.last_run_state {
+            return o.clone();
+        }
+        let mut with = OperatorApp::clone(o);
+        if let Some(s) = with.schedule.as_deref_mut() {
+            s.last_run_state = state;
+        }
+        Arc::new(with)
+    }
+
+    /// When the next schedule no app shows yet becomes overdue (the operator writes nothing
+    /// while it skips, so only time makes it so).
+    fn next_schedule_due(&self) -> Option<Time> {
+        self.snap
+            .operators
+            .values()
+            .filter(|o| o.kind == OperatorKind::KubeflowScheduled && o.state == "Scheduled")
+            .filter(|o| !o.suspended)
+            .filter(|o| {
+                !self
+                    .snap
+                    .apps
+                    .get(&(o.namespace.to_string(), o.name.to_string()))
+                    .is_some_and(|a| a.operator_only)
+            })
+            .filter_map(|o| o.schedule.as_deref()?.next_run)
+            .min()
+            .map(|t| t + SCHEDULE_GRACE)
+    }
+
     /// Kueue's Workload for an operator's object: the one it owns.
     fn admission_of(&self, o: &OperatorApp) -> Option<SchedGroup> {
         self.snap
@@ -162,8 +212,12 @@ impl Store {
 const ENDED_SHOWN: chrono::Duration = chrono::Duration::hours(24);
 
 /// Whether an object no pod carries is worth an app of its own: not a success (nothing to
-/// say), and not ended long before `now`.
+/// say), and not ended long before `now`; a schedule while it fails validation or skips a
+/// run (its runs are apps of their own).
 pub(super) fn worth_an_app(o: &OperatorApp, now: Time) -> bool {
+    if o.kind == OperatorKind::KubeflowScheduled {
+        return o.phase == OperatorPhase::Failed || overdue(o, now).is_some();
+    }
     match o.phase {
         OperatorPhase::Succeeded => false,
         // An end, or a state this build does not know: a day, then no more.

@@ -22,6 +22,7 @@ impl Store {
             self.note_operator(&key, &pod, at);
         }
         if pod.role() == Some(Role::Driver) {
+            self.note_kept_driver(&pod, at, deleted);
             self.upsert_driver(&app_id, pod, at, deleted);
             return;
         }
@@ -98,6 +99,40 @@ impl Store {
     }
 
     /// The driver pod: the app's driver info, its end told to the executors' verdicts.
+    /// A driver pod finished and still present is kept (`Snapshot::kept_drivers`), with
+    /// when it ended (its containers' end, else this sight); deleted or running, it is not.
+    fn note_kept_driver(&mut self, pod: &ExecutorPod, at: Time, deleted: bool) {
+        let ns = pod.namespace.as_str();
+        let finished = !deleted
+            && pod.deletion.is_none()
+            && matches!(pod.phase(), Some("Succeeded" | "Failed"));
+        let kept = self
+            .snap
+            .kept_drivers
+            .get(ns)
+            .is_some_and(|m| m.contains_key(&pod.name));
+        if finished == kept {
+            return;
+        }
+        let all = Arc::make_mut(&mut self.snap.kept_drivers);
+        if finished {
+            let ended = pod
+                .container_statuses()
+                .iter()
+                .filter_map(|c| c.terminated()?.finished_at)
+                .max()
+                .unwrap_or(at);
+            all.entry(ns.to_owned())
+                .or_default()
+                .insert(pod.name.clone(), ended);
+        } else if let Some(pods) = all.get_mut(ns) {
+            pods.remove(&pod.name);
+            if pods.is_empty() {
+                all.remove(ns);
+            }
+        }
+    }
+
     pub(super) fn upsert_driver(
         &mut self,
         app_id: &str,

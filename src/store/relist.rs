@@ -67,6 +67,18 @@ impl Store {
             }
         }
         self.withdraw_false_deletions(&present, list_rv, at);
+        // Finished drivers deleted while no watch said so.
+        let gone = self.snap.kept_drivers.iter().any(|(ns, pods)| {
+            pods.keys()
+                .any(|p| !present_names.contains(&(ns.as_str(), p.as_str())))
+        });
+        if gone {
+            let all = Arc::make_mut(&mut self.snap.kept_drivers);
+            for (ns, pods) in all.iter_mut() {
+                pods.retain(|p, _| present_names.contains(&(ns.as_str(), p.as_str())));
+            }
+            all.retain(|_, pods| !pods.is_empty());
+        }
         let keys: Vec<AppKey> = self.snap.apps.keys().cloned().collect();
         for key in keys {
             let Some(app) = self.snap.apps.get(&key) else {

@@ -38,6 +38,21 @@ metadata: {name: pi, namespace: spark-operators}
 spec:
   mainClass: org.apache.spark.examples.SparkPi
   applicationTolerations: {restartConfig: {restartPolicy: Never}}
+---
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: ScheduledSparkApplication
+metadata: {name: hourly, namespace: spark-operators}
+spec:
+  schedule: "0 * * * *"
+  template: {type: Scala, mode: cluster}
+---
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: ScheduledSparkApplication
+metadata: {name: typo, namespace: spark-operators}
+spec:
+  schedule: "0 0 2 * * *"
+  concurrencyPolicy: Allow
+  template: {type: Scala, mode: cluster}
 "#;
 
 /// The status each operator would write, through the status subresource.
@@ -96,6 +111,7 @@ pub fn before_their_pods(c: &Cluster) {
             "--timeout=60s",
             "crd/sparkapplications.sparkoperator.k8s.io",
             "crd/sparkapplications.spark.apache.org",
+            "crd/scheduledsparkapplications.sparkoperator.k8s.io",
         ],
         None,
     );
@@ -146,6 +162,27 @@ pub fn before_their_pods(c: &Cluster) {
             "stateTransitionHistory": {"0": {"currentStateSummary": "Submitted"},
                                        "1": {"currentStateSummary": "SchedulingFailure"}}}),
     );
+    // A schedule with no concurrencyPolicy whose first run exists (kubeflow starts no other),
+    // its next run two hours past; one whose cron the operator could not parse.
+    let hour = |h: i64| {
+        (chrono::Utc::now() + chrono::Duration::hours(h))
+            .format("%Y-%m-%dT%H:00:00Z")
+            .to_string()
+    };
+    set_status(
+        c,
+        "scheduledsparkapplications.sparkoperator.k8s.io",
+        "hourly",
+        &serde_json::json!({"scheduleState": "Scheduled", "lastRun": hour(-3),
+            "nextRun": hour(-2), "lastRunName": "hourly-1765000000"}),
+    );
+    set_status(
+        c,
+        "scheduledsparkapplications.sparkoperator.k8s.io",
+        "typo",
+        &serde_json::json!({"scheduleState": "FailedValidation",
+            "reason": "expected exactly 5 fields, found 6: [0 0 2 * * *]"}),
+    );
 
     let doc = status_json(c);
     let app = |name: &str| {
@@ -184,5 +221,17 @@ pub fn before_their_pods(c: &Cluster) {
         "{pi:#}"
     );
     assert_eq!(pi["operator"]["api_version"], "spark.apache.org/v1");
+    let hourly = app("hourly");
+    assert_eq!(hourly["verdict"]["cause"], "runs-skipped", "{hourly:#}");
+    assert!(
+        hourly["verdict"]["summary"]
+            .as_str()
+            .expect("a summary")
+            .contains("concurrencyPolicy is not set"),
+        "{hourly:#}"
+    );
+    assert_eq!(hourly["operator"]["kind"], "ScheduledSparkApplication");
+    let typo = app("typo");
+    assert_eq!(typo["verdict"]["cause"], "schedule-invalid", "{typo:#}");
     c.kubectl(&["delete", "namespace", NS, "--wait=false"], None);
 }

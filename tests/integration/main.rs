@@ -26,6 +26,7 @@ mod hostile;
 mod hostile_actions;
 mod hostile_network;
 mod hostile_text;
+mod housekeeping;
 mod krew;
 mod kubectl;
 mod mcp;

@@ -46,7 +46,7 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         &kc,
         "-A",
         "--for",
-        "8s",
+        "10s",
         "--poll-interval",
         "1s",
         "--driver-poll-interval",
@@ -61,7 +61,7 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         &kc,
         "-A",
         "--duration",
-        "8s",
+        "10s",
         "--poll-interval",
         "1s",
         "--driver-poll-interval",
@@ -119,6 +119,32 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         ),
         "{rerun:#}"
     );
+
+    // A schedule whose run is due (10 s after the first, a minute's grace) and not started:
+    // its first run still runs, under Forbid. The run itself is an app of its own.
+    let schedule = app(&doc, "features-refresh");
+    let v = &schedule["verdict"];
+    assert_eq!(
+        (v["cause"].as_str(), v["severity"].as_str()),
+        (Some("runs-skipped"), Some("error")),
+        "{schedule:#}"
+    );
+    let summary = v["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("The run due at ")
+            && summary.contains(" has not started: the last run features-refresh-")
+            && summary.ends_with(
+                " is still RUNNING and concurrencyPolicy is Forbid, so the operator skips every run due until it ends"
+            ),
+        "{v:#}"
+    );
+    assert_eq!(
+        schedule["operator"]["describe"],
+        "kubectl describe scheduledsparkapplications.sparkoperator.k8s.io -n ml features-refresh"
+    );
+    assert_eq!(schedule["operator"]["kind"], "ScheduledSparkApplication");
+    let run = app(&doc, "features");
+    assert_eq!(run["verdict"]["cause"], "app-running", "{run:#}");
 
     // One app per object: the objects no pod names are apps of their own, the others are
     // their pods' apps (no placeholder beside them).
@@ -196,7 +222,7 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
     let report: Value = serde_json::from_str(&pout).expect("report JSON");
     let live_verdicts = verdicts(&doc);
     let reported = verdicts(&report);
-    for name in ["nightly", "hourly-report", "sessionize"] {
+    for name in ["nightly", "hourly-report", "sessionize", "features-refresh"] {
         assert_eq!(
             reported.get(name),
             live_verdicts.get(name),

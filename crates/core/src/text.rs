@@ -128,7 +128,9 @@ pub fn human_duration(d: chrono::Duration) -> String {
     match secs {
         0..60 => format!("{secs}s"),
         60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+        // Two days on, days (kubectl's AGE says `40d`): hours of hours mean nothing.
+        3600..172_800 => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+        _ => format!("{}d{:02}h", secs / 86_400, (secs % 86_400) / 3600),
     }
 }
 

@@ -40,7 +40,9 @@ pub const GROUPS: [(&str, &str); 6] = [
 fn served(installed: &[Resource]) -> Vec<(&'static str, &'static str)> {
     let mut groups = GROUPS.to_vec();
     for r in installed {
-        if let Some((g, v)) = r.group_version().split_once('/') {
+        if let Some((g, v)) = r.group_version().split_once('/')
+            && !groups.contains(&(g, v))
+        {
             groups.push((g, v));
         }
     }
@@ -115,7 +117,7 @@ pub fn core_v1() -> Value {
 }
 
 pub fn group_resources(group: &str, version: &str, installed: &[Resource]) -> Option<Value> {
-    let list = |kind: &str, plural: &str, singular: &str, short: &[&str]| {
+    let pair = |kind: &str, plural: &str, singular: &str, short: &[&str]| {
         let mut status = res(
             &format!("{plural}/status"),
             "",
@@ -125,29 +127,42 @@ pub fn group_resources(group: &str, version: &str, installed: &[Resource]) -> Op
             &[],
         );
         status["singularName"] = json!("");
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),
-               "resources": [res(plural, singular, true, kind, &RW, short), status]})
+        [res(plural, singular, true, kind, &RW, short), status]
     };
+    let list = |resources: Vec<Value>| {
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),
+               "resources": resources})
+    };
+    let gv = format!("{group}/{version}");
+    let crds: Vec<Value> = installed
+        .iter()
+        .filter(|r| r.group_version() == gv)
+        .flat_map(|r| {
+            let short: &[&str] = match r {
+                Resource::KubeflowScheduledApps => &["scheduledsparkapp"],
+                _ => &["sparkapp"],
+            };
+            let singular = r.plural().trim_end_matches('s');
+            pair(r.kind(), r.plural(), singular, short)
+        })
+        .collect();
     match (group, version) {
         ("scheduling.volcano.sh", "v1beta1") => Some(list(
-            "PodGroup",
-            "podgroups",
-            "podgroup",
-            &["pg", "podgroup-v1beta1"],
+            pair(
+                "PodGroup",
+                "podgroups",
+                "podgroup",
+                &["pg", "podgroup-v1beta1"],
+            )
+            .to_vec(),
         )),
-        ("kueue.x-k8s.io", "v1beta1") => Some(list("Workload", "workloads", "workload", &["wl"])),
-        ("scheduling.k8s.io", "v1alpha1") => Some(list("Workload", "workloads", "workload", &[])),
-        _ if installed
-            .iter()
-            .any(|r| r.group_version() == format!("{group}/{version}")) =>
-        {
-            Some(list(
-                "SparkApplication",
-                "sparkapplications",
-                "sparkapplication",
-                &["sparkapp"],
-            ))
-        }
+        ("kueue.x-k8s.io", "v1beta1") => Some(list(
+            pair("Workload", "workloads", "workload", &["wl"]).to_vec(),
+        )),
+        ("scheduling.k8s.io", "v1alpha1") => Some(list(
+            pair("Workload", "workloads", "workload", &[]).to_vec(),
+        )),
+        _ if !crds.is_empty() => Some(list(crds)),
         (_, "v1") => v1_group_resources(group),
         _ => None,
     }

@@ -28,14 +28,20 @@ pub enum Resource {
     KubeflowSparkApps,
     /// `sparkapplications.spark.apache.org/v1` (Apache's spark-kubernetes-operator's CRD).
     ApacheSparkApps,
+    /// `scheduledsparkapplications.sparkoperator.k8s.io/v1beta2` (kubeflow's cron of runs).
+    KubeflowScheduledApps,
 }
 
 impl Resource {
     /// The kinds a cluster serves only when their CRD is installed (a scenario installs
     /// them by using them).
-    pub const OPTIONAL: [Self; 2] = [Self::KubeflowSparkApps, Self::ApacheSparkApps];
+    pub const OPTIONAL: [Self; 3] = [
+        Self::KubeflowSparkApps,
+        Self::ApacheSparkApps,
+        Self::KubeflowScheduledApps,
+    ];
 
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Pods,
         Self::Events,
         Self::Services,
@@ -52,6 +58,7 @@ impl Resource {
         Self::Deployments,
         Self::KubeflowSparkApps,
         Self::ApacheSparkApps,
+        Self::KubeflowScheduledApps,
     ];
 
     pub fn plural(self) -> &'static str {
@@ -70,6 +77,7 @@ impl Resource {
             Self::ReplicaSets => "replicasets",
             Self::Deployments => "deployments",
             Self::KubeflowSparkApps | Self::ApacheSparkApps => "sparkapplications",
+            Self::KubeflowScheduledApps => "scheduledsparkapplications",
         }
     }
 
@@ -94,7 +102,7 @@ impl Resource {
             Self::KueueWorkloads => "kueue.x-k8s.io/v1beta1",
             Self::Workloads => "scheduling.k8s.io/v1alpha1",
             Self::StatefulSets | Self::ReplicaSets | Self::Deployments => "apps/v1",
-            Self::KubeflowSparkApps => "sparkoperator.k8s.io/v1beta2",
+            Self::KubeflowSparkApps | Self::KubeflowScheduledApps => "sparkoperator.k8s.io/v1beta2",
             Self::ApacheSparkApps => "spark.apache.org/v1",
             _ => "v1",
         }
@@ -116,6 +124,7 @@ impl Resource {
             Self::ReplicaSets => "ReplicaSet",
             Self::Deployments => "Deployment",
             Self::KubeflowSparkApps | Self::ApacheSparkApps => "SparkApplication",
+            Self::KubeflowScheduledApps => "ScheduledSparkApplication",
         }
     }
 

@@ -88,7 +88,7 @@ pub(crate) struct ReportParam {
 #[tool_router(vis = "pub(super)")]
 impl Triage {
     #[tool(
-        description = "Every Spark application in scope, the most trouble first (the app verdict's severity, then failures, missing and waiting executors; sort=name for by name): its verdict (cause, severity, summary), driver state, executors by Spark's state, executor endings by cause, and Spark's failure budget as numbers.",
+        description = "Every Spark application in scope, the most trouble first (the app verdict's severity, then failures, missing and waiting executors; sort=name for by name): its verdict (cause, severity, summary), driver state, executors by Spark's state, executor endings by cause, and Spark's failure budget as numbers; beside them, what namespaces keep that nobody reads (housekeeping: finished driver pods).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_apps(&self, Parameters(p): Parameters<ListParam>) -> Answer {
@@ -102,7 +102,12 @@ impl Triage {
         by_trouble(&mut records);
         order.apply(&mut records);
         let apps: Vec<Value> = records.into_iter().map(|a| app_summary(a)).collect();
-        self.answer(&snap, json!({"source": self.describe(), "apps": apps}))
+        let mut out = json!({"source": self.describe(), "apps": apps});
+        let kept = output::housekeeping(&snap, snap.now);
+        if !kept.is_empty() {
+            out["housekeeping"] = serde_json::to_value(kept).map_err(|e| e.to_string())?;
+        }
+        self.answer(&snap, out)
     }
 
     #[tool(

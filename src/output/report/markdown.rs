@@ -32,6 +32,20 @@ pub fn markdown(r: &Report) -> String {
         write_actions(&mut s, a);
         write_recommendations(&mut s, a);
     }
+    if !r.housekeeping.is_empty() {
+        s.push_str("## Housekeeping\n\n");
+        for h in &r.housekeeping {
+            let _ = writeln!(
+                s,
+                "- **{}** (`{}`): {}",
+                md(&h.namespace),
+                h.code,
+                md(&h.summary)
+            );
+            let _ = writeln!(s, "  {}", md(&h.hint));
+        }
+        s.push('\n');
+    }
     s
 }
 

@@ -36,6 +36,9 @@ pub struct Report<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<Gap>,
     pub apps: Vec<AppReport<'a>>,
+    /// What the namespaces kept at the end that nobody reads (finished driver pods).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub housekeeping: Vec<super::Housekeeping>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -285,6 +288,11 @@ pub fn from_state<'a>(source: &str, header: &Header, state: &'a State, w: &Windo
             .copied()
             .collect(),
         apps,
+        housekeeping: if w.app.is_some() {
+            Vec::new()
+        } else {
+            super::housekeeping(store.view(), Some(end))
+        },
     }
 }
 

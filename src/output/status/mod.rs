@@ -27,6 +27,9 @@ pub struct StatusReport {
     /// Sources that are not connected: `source: state (detail)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// What the namespaces keep that nobody reads (finished driver pods).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub housekeeping: Vec<super::Housekeeping>,
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -203,6 +206,11 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
         apps,
         full_snapshot_at: snap.full_snapshot_at.as_ref().map(model::fmt_time),
         problems,
+        housekeeping: if app.is_some() {
+            Vec::new()
+        } else {
+            super::housekeeping(snap, snap.now)
+        },
     }
 }
 

@@ -30,6 +30,15 @@ pub fn render_table(r: &StatusReport, wide: bool) -> String {
         write_rows(&mut out, rows);
         out.push('\n');
     }
+    for h in &r.housekeeping {
+        let _ = writeln!(
+            out,
+            "Housekeeping ({}): {}\n  hint: {}",
+            h.code,
+            f(&h.summary),
+            f(&h.hint)
+        );
+    }
     out
 }
 

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use spark_triage_core::diagnose::housekeeping::{self, KeptDrivers};
 use spark_triage_core::diagnose::nodes::NodePattern;
 use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
 use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
@@ -299,7 +300,30 @@ pub enum Freshness {
     Stale(chrono::Duration),
 }
 
+/// Finished driver pods by namespace, then pod: when each ended.
+pub type KeptDriverPods = Arc<BTreeMap<String, BTreeMap<String, Time>>>;
+
+fn is_empty_kept(k: &KeptDriverPods) -> bool {
+    k.is_empty()
+}
+
 impl Snapshot {
+    /// The namespaces whose finished driver pods are worth a word at `now`, with it.
+    pub fn housekeeping(&self, now: Time) -> Vec<(KeptDrivers, Finding)> {
+        self.kept_drivers
+            .iter()
+            .filter_map(|(ns, pods)| {
+                let k = KeptDrivers {
+                    namespace: ns.clone(),
+                    count: pods.len(),
+                    oldest: pods.values().min().copied(),
+                };
+                let f = housekeeping::kept_drivers(&k, now)?;
+                Some((k, f))
+            })
+            .collect()
+    }
+
     /// The view's freshness at `now` (the cluster's clock), stale past `after`.
     pub fn freshness(&self, now: Time, after: std::time::Duration) -> Freshness {
         let Some(at) = self.full_snapshot_at else {
@@ -353,6 +377,10 @@ pub struct Snapshot {
     /// The kinds of group objects Spark pods named (`status` waits for their lists).
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub groups_wanted: std::collections::BTreeSet<GroupKind>,
+    /// Finished driver pods still present, by namespace and pod: when each ended
+    /// (`diagnose::housekeeping`). Kept apart from the apps, which are forgotten.
+    #[serde(default, skip_serializing_if = "is_empty_kept")]
+    pub kept_drivers: KeptDriverPods,
     /// The scope looks wrong (shown where the apps would be).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_note: Option<String>,
@@ -370,5 +398,5 @@ fn is_no_groups(g: &Arc<diagnose::GroupIndex>) -> bool {
 
 /// The key of an operator's object among `Snapshot::operators`.
 pub fn operator_key(kind: OperatorKind, namespace: &str, name: &str) -> String {
-    format!("{}/{namespace}/{name}", kind.group())
+    format!("{}/{namespace}/{name}", kind.resource())
 }

@@ -106,3 +106,91 @@ async fn a_success_or_an_end_long_ago_is_no_app_of_its_own() {
     let s = run(vec![listed(vec![object("FAILED", None)], 60)]).await;
     assert_eq!(keys(&s).len(), 1);
 }
+
+/// A schedule whose run is due at `t(10)`, its last run `etl-1` (a kubeflow object).
+fn schedule() -> OperatorApp {
+    OperatorApp::from_value(
+        OperatorKind::KubeflowScheduled,
+        &json!({"metadata": {"name": "etl-nightly", "namespace": "spark-jobs"},
+                "spec": {"schedule": "@every 10s", "concurrencyPolicy": "Forbid"},
+                "status": {"scheduleState": "Scheduled", "lastRunName": "etl",
+                           "lastRun": t(0).to_rfc3339(), "nextRun": t(10).to_rfc3339()}}),
+    )
+}
+
+/// A schedule is an app only once its due run is overdue, which time alone makes so (the
+/// operator writes nothing while it skips); it carries its last run's state from that
+/// run's own object, and goes when the operator starts the run.
+#[tokio::test]
+async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
+    let schedules = |at| SourceEvent::OperatorAppsListed {
+        operator_kind: OperatorKind::KubeflowScheduled,
+        namespace: None,
+        objects: vec![schedule()],
+        unknown: None,
+        complete: true,
+        at: t(at),
+    };
+    let tick = |at| SourceEvent::Tick { at: t(at) };
+    let s = run(vec![
+        listed(vec![object("RUNNING", None)], 1),
+        schedules(1),
+        tick(30),
+    ])
+    .await;
+    // Due 20 s ago: within the grace.
+    assert!(
+        !s.view()
+            .apps
+            .contains_key(&("spark-jobs".into(), "etl-nightly".into()))
+    );
+    let s = run(vec![
+        listed(vec![object("RUNNING", None)], 1),
+        schedules(1),
+        tick(30),
+        tick(100),
+    ])
+    .await;
+    let app = &s.view().apps[&("spark-jobs".into(), "etl-nightly".into())];
+    assert!(app.operator_only);
+    let o = app.operator.as_deref().expect("schedule");
+    assert_eq!(
+        o.schedule
+            .as_deref()
+            .and_then(|s| s.last_run_state.as_deref()),
+        Some("RUNNING")
+    );
+    // Both kinds of one group are kept apart: the runs' complete list keeps the schedule.
+    let s = run(vec![
+        schedules(1),
+        listed(vec![object("RUNNING", None)], 2),
+        tick(100),
+    ])
+    .await;
+    assert!(
+        s.view()
+            .apps
+            .contains_key(&("spark-jobs".into(), "etl-nightly".into()))
+    );
+    // The operator starts the run: nextRun moves on, the placeholder goes.
+    let mut started = schedule();
+    started.schedule.as_mut().unwrap().next_run = Some(t(200));
+    let s = run(vec![
+        schedules(1),
+        tick(100),
+        SourceEvent::OperatorAppsListed {
+            operator_kind: OperatorKind::KubeflowScheduled,
+            namespace: None,
+            objects: vec![started],
+            unknown: None,
+            complete: true,
+            at: t(101),
+        },
+    ])
+    .await;
+    assert!(
+        !s.view()
+            .apps
+            .contains_key(&("spark-jobs".into(), "etl-nightly".into()))
+    );
+}

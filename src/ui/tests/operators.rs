@@ -4,6 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
+use spark_triage_core::model::testing::pod;
 use spark_triage_core::model::{OperatorApp, OperatorKind};
 
 use super::{draw, select_app, session};
@@ -81,5 +82,40 @@ fn capital_y_in_the_apps_pane_copies_the_objects_describe() {
     assert_eq!(
         update(&mut app, key('y')),
         vec![Effect::Copy("nightly-ingest".to_owned())]
+    );
+}
+
+/// A namespace keeping a pile of finished drivers: the apps pane's bottom border says how
+/// many and where (`status` says it whole).
+#[test]
+fn a_pile_of_finished_drivers_is_said_under_the_apps() {
+    let mut app = session();
+    let at = app.store.view().now.expect("a clock");
+    for n in 0..25 {
+        let pod = pod(json!({
+            "metadata": {"name": format!("etl-{n}-driver"), "namespace": "nightly",
+                         "labels": {"spark-app-selector": format!("spark-old-{n}"),
+                                    "spark-role": "driver"}},
+            "spec": {"containers": [{"name": "spark-kubernetes-driver"}]},
+            "status": {"phase": "Succeeded", "containerStatuses": [{
+                "name": "spark-kubernetes-driver", "image": "spark", "imageID": "",
+                "ready": false, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+        }));
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::PodUpserted {
+                pod: std::sync::Arc::new(pod),
+                at,
+            }),
+        );
+    }
+    let frame = draw(&mut app, 80, 24);
+    assert!(frame.contains(" 25 finished drivers "), "{frame}");
+    insta::assert_snapshot!("finished_drivers_kept_80x24", frame);
+    let wide = draw(&mut app, 200, 50);
+    assert!(
+        wide.contains(" 25 finished drivers kept in nightly "),
+        "{wide}"
     );
 }

@@ -286,6 +286,13 @@ codes! {
     /// (app) The API server refuses every executor pod the driver asks for (its service
     /// account's RBAC, a webhook, an invalid pod): the driver runs with none.
     ExecutorsRefused = "executors-refused", Other, Cause, "executors refused", app 36;
+    /// (app, operator) A ScheduledSparkApplication's run is due and not started (an earlier
+    /// run still running under `Forbid`, no `concurrencyPolicy`, or no operator acting).
+    RunsSkipped = "runs-skipped", Other, Cause, "runs skipped", app 37;
+    /// (app, operator) A ScheduledSparkApplication failed validation: it runs nothing.
+    ScheduleInvalid = "schedule-invalid", Other, Cause, "schedule invalid", app 38;
+    /// (namespace) Finished driver pods kept: a pile, or one kept for a week.
+    DriversKept = "drivers-kept", Other, Cause, "drivers kept";
 }
 
 /// Which memory an ending ran out of, as every OOM breakdown counts it (the report, the

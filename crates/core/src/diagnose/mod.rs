@@ -19,6 +19,7 @@ mod containers;
 pub mod disruption;
 pub mod driver;
 mod exit;
+pub mod housekeeping;
 pub mod memory;
 pub mod nodes;
 pub mod operator;

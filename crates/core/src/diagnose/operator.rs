@@ -7,6 +7,10 @@
 //! admission webhook (`admission webhook "NAME" denied the request: …`), RBAC (`User "…"
 //! cannot create resource "pods" …`) or an invalid pod (`is invalid: …`).
 
+mod schedule;
+
+pub use schedule::{GRACE as SCHEDULE_GRACE, overdue};
+
 use super::queueing::kueue_summary;
 use super::{Code, Finding, Severity, Witness};
 use crate::model::{OperatorApp, OperatorKind, OperatorPhase, SchedGroup, Time};
@@ -185,8 +189,8 @@ impl Refused {
             Self::Quota { quota, .. } => format!(
                 "The namespace's quota has no room for the driver: lower the driver's request \
                  (spark.driver.cores, spark.driver.memory and its overhead) or raise the quota \
-                 (kubectl describe resourcequota {quota} -n {namespace}); finished drivers kept \
-                 around count against it until deleted."
+                 (kubectl describe resourcequota {quota} -n {namespace}); the running pods of \
+                 other apps hold what it counts (finished pods do not)."
             ),
             Self::Webhook { webhook, .. } => format!(
                 "A policy refused the pod spec the operator made: change the SparkApplication's \
@@ -223,7 +227,7 @@ fn safe(message: &str) -> String {
 
 fn reference(kind: OperatorKind) -> &'static str {
     match kind {
-        OperatorKind::Kubeflow => REF_KUBEFLOW,
+        OperatorKind::Kubeflow | OperatorKind::KubeflowScheduled => REF_KUBEFLOW,
         OperatorKind::Apache => REF_APACHE,
     }
 }
@@ -246,6 +250,9 @@ fn state_line(app: &OperatorApp) -> String {
 /// The findings an operator's object gives of its application.
 pub fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
     let app = f.app;
+    if app.kind == OperatorKind::KubeflowScheduled {
+        return schedule::findings(f, now);
+    }
     let owner = capitalized(app.kind.owner());
     let msg = app.message.as_deref().filter(|m| !m.is_empty());
     let base = |code, severity, summary: String| {

@@ -16,7 +16,8 @@ pub use event::{PodEvent, Related};
 pub use group::{GroupKind, GroupRef, SchedGroup};
 pub use interned::Text;
 pub use operator::{
-    MAX_HISTORY, OperatorApp, OperatorKind, OperatorPhase, OperatorState, RestartPolicy,
+    MAX_HISTORY, MAX_RUNS, OperatorApp, OperatorKind, OperatorPhase, OperatorState, RestartPolicy,
+    Schedule,
 };
 pub use pod::{
     ContainerSpec, ContainerState, ContainerStatus, DEFAULT_DRIVER_CONTAINER,

@@ -38,16 +38,20 @@ pub enum OperatorKind {
     Kubeflow,
     /// `sparkapplications.spark.apache.org` (v1): Apache's spark-kubernetes-operator.
     Apache,
+    /// `scheduledsparkapplications.sparkoperator.k8s.io` (v1beta2): kubeflow's cron of
+    /// SparkApplications. It makes runs (each a `SparkApplication` of its own) and has no
+    /// pod of its own.
+    KubeflowScheduled,
 }
 
 impl OperatorKind {
-    /// Every kind, in the order they are read.
-    pub const ALL: [Self; 2] = [Self::Kubeflow, Self::Apache];
+    /// Every kind, in the order they are read (a schedule after the runs it names).
+    pub const ALL: [Self; 3] = [Self::Kubeflow, Self::Apache, Self::KubeflowScheduled];
 
     /// The API group.
     pub fn group(self) -> &'static str {
         match self {
-            Self::Kubeflow => "sparkoperator.k8s.io",
+            Self::Kubeflow | Self::KubeflowScheduled => "sparkoperator.k8s.io",
             Self::Apache => "spark.apache.org",
         }
     }
@@ -55,19 +59,25 @@ impl OperatorKind {
     /// The served version read.
     pub fn version(self) -> &'static str {
         match self {
-            Self::Kubeflow => "v1beta2",
+            Self::Kubeflow | Self::KubeflowScheduled => "v1beta2",
             Self::Apache => "v1",
         }
     }
 
-    /// The object kind (both call it `SparkApplication`).
+    /// The object kind (both operators call theirs `SparkApplication`).
     pub fn kind(self) -> &'static str {
-        "SparkApplication"
+        match self {
+            Self::KubeflowScheduled => "ScheduledSparkApplication",
+            _ => "SparkApplication",
+        }
     }
 
     /// The resource's plural.
     pub fn plural(self) -> &'static str {
-        "sparkapplications"
+        match self {
+            Self::KubeflowScheduled => "scheduledsparkapplications",
+            _ => "sparkapplications",
+        }
     }
 
     /// `sparkapplications.sparkoperator.k8s.io`: how RBAC and kubectl name the resource.
@@ -75,18 +85,20 @@ impl OperatorKind {
         format!("{}.{}", self.plural(), self.group())
     }
 
-    /// The label the operator puts on the pods it makes, valued with the object's name.
-    pub fn pod_label(self) -> &'static str {
+    /// The label the operator puts on the pods it makes, valued with the object's name
+    /// (a schedule has no pods: its runs' pods carry their run's name).
+    pub fn pod_label(self) -> Option<&'static str> {
         match self {
-            Self::Kubeflow => "sparkoperator.k8s.io/app-name",
-            Self::Apache => "spark.operator/spark-app-name",
+            Self::Kubeflow => Some("sparkoperator.k8s.io/app-name"),
+            Self::Apache => Some("spark.operator/spark-app-name"),
+            Self::KubeflowScheduled => None,
         }
     }
 
     /// Who keeps the object.
     pub fn owner(self) -> &'static str {
         match self {
-            Self::Kubeflow => "the kubeflow spark-operator",
+            Self::Kubeflow | Self::KubeflowScheduled => "the kubeflow spark-operator",
             Self::Apache => "Apache's spark-kubernetes-operator",
         }
     }
@@ -171,6 +183,13 @@ impl OperatorPhase {
                 // Terminal after either end: the state before it says which
                 // (`OperatorApp::from_value` reads the history).
                 "ResourceReleased" | "TerminatedWithoutReleaseResources" => Self::Unknown,
+                _ => Self::Unknown,
+            },
+            // `status.scheduleState`: running means scheduling runs.
+            OperatorKind::KubeflowScheduled => match state {
+                "" | "Validating" => Self::New,
+                "Scheduled" => Self::Running,
+                "FailedValidation" => Self::Failed,
                 _ => Self::Unknown,
             },
         }
@@ -281,6 +300,52 @@ pub struct OperatorApp {
     /// The states it went through, oldest first (Apache's history; at most `MAX_HISTORY`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<OperatorState>,
+    /// A ScheduledSparkApplication's schedule and runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Box<Schedule>>,
+}
+
+/// What a `ScheduledSparkApplication` says of its schedule and its runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Schedule {
+    /// `spec.schedule` (cron, or robfig's `@every 1h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<Text>,
+    /// `spec.timeZone` (the operator's default: its own `Local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<Text>,
+    /// `spec.concurrencyPolicy` (`Allow`, `Forbid`, `Replace`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Text>,
+    /// `status.lastRun`: when the last run was started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<Time>,
+    /// `status.nextRun`: when the next is due (left in the past while runs are skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run: Option<Time>,
+    /// `status.lastRunName`: the last run's `SparkApplication`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_name: Option<Text>,
+    /// `status.pastFailedRunNames` (at most [`MAX_RUNS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub past_failed: Vec<Text>,
+    /// The last run's state, as its own `SparkApplication` says (filled by whoever holds
+    /// that object too; `None` when it was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_state: Option<Text>,
+}
+
+/// The most past runs kept of a schedule.
+pub const MAX_RUNS: usize = 8;
+
+impl Schedule {
+    /// Whether the kubeflow operator counts the last run finished (`COMPLETED` or `FAILED`),
+    /// when its state is known.
+    pub fn last_run_finished(&self) -> Option<bool> {
+        self.last_run_state
+            .as_deref()
+            .map(|s| matches!(s, "COMPLETED" | "FAILED"))
+    }
 }
 
 /// The most states kept of one object's history (a long-lived streaming app restarts many
@@ -321,6 +386,7 @@ impl OperatorApp {
                 .and_then(serde_json::Value::as_bool)
                 == Some(true),
             history: Vec::new(),
+            schedule: None,
         };
         match kind {
             OperatorKind::Kubeflow => {
@@ -352,6 +418,31 @@ impl OperatorApp {
                     on_submission_failure: None,
                 };
                 app.history = apache_history(v);
+            }
+            OperatorKind::KubeflowScheduled => {
+                app.state = text("/status/scheduleState", 64).unwrap_or_default();
+                app.message = text("/status/reason", MAX_MESSAGE);
+                app.since = time("/status/lastRun");
+                let names = |p: &str| -> Vec<Text> {
+                    let all = v.pointer(p).and_then(|a| a.as_array());
+                    let all = all.map(Vec::as_slice).unwrap_or_default();
+                    let skip = all.len().saturating_sub(MAX_RUNS);
+                    all.iter()
+                        .skip(skip)
+                        .filter_map(|n| n.as_str())
+                        .map(|n| Text::from(wire::bounded(n, 256)))
+                        .collect()
+                };
+                app.schedule = Some(Box::new(Schedule {
+                    cron: text("/spec/schedule", 256),
+                    time_zone: text("/spec/timeZone", 64),
+                    concurrency: text("/spec/concurrencyPolicy", 64),
+                    last_run: time("/status/lastRun"),
+                    next_run: time("/status/nextRun"),
+                    last_run_name: text("/status/lastRunName", 256),
+                    past_failed: names("/status/pastFailedRunNames"),
+                    last_run_state: None,
+                }));
             }
         }
         app.phase = OperatorPhase::of(kind, &app.state);

@@ -154,10 +154,15 @@ impl Operators {
         }
     }
 
-    /// The object, as the user applied it (with the queue label Kueue's integration reads).
+    /// The object, as the user applied it (with the queue label Kueue's integration reads);
+    /// a schedule's run as its operator makes it, after the schedule.
     fn create(&mut self, app: &AppSpec, k: usize, suspend: bool) {
+        let owner = self.create_schedule(k);
         let op = &self.ops[k];
         let mut labels = json!({});
+        if let Some(sc) = &op.spec.scheduled {
+            labels["sparkoperator.k8s.io/scheduled-app-name"] = json!(sc.name);
+        }
         if let Some(q) = app.scheduling.as_ref().and_then(|s| s.queue.as_deref()) {
             labels["kueue.x-k8s.io/queue-name"] = json!(q);
         }
@@ -181,13 +186,50 @@ impl Operators {
                 "sparkConf": {"spark.executor.instances": app.executors.to_string(),
                               "spark.kubernetes.container.image": app.image}}),
         };
-        let obj = json!({"metadata": {"name": op.name, "labels": labels}, "spec": spec});
+        let mut obj = json!({"metadata": {"name": op.name, "labels": labels}, "spec": spec});
+        if let Some(o) = owner {
+            obj["metadata"]["ownerReferences"] = json!([o]);
+        }
         let _ = self
             .store
             .create(op.spec.kind.resource(), &op.namespace, obj);
         if op.spec.kind == OperatorKind::Apache {
             self.set_state(k, "Submitted", "");
         }
+    }
+
+    /// A schedule whose run this app is: the `ScheduledSparkApplication` with the status
+    /// kubeflow writes when it starts a run (the run named `<schedule>-<unix seconds>`);
+    /// its owner reference for the run. The next run is never started (docs/simulator.md).
+    fn create_schedule(&mut self, k: usize) -> Option<Value> {
+        let sc = self.ops[k].spec.scheduled.clone()?;
+        let now = self.store.clock.now();
+        let run = format!("{}-{}", sc.name, now.timestamp());
+        self.ops[k].name.clone_from(&run);
+        let mut spec = json!({"schedule": format!("@every {}", humantime::format_duration(sc.every)),
+            "template": {"type": "Scala", "mode": "cluster"}});
+        if let Some(p) = &sc.concurrency_policy {
+            spec["concurrencyPolicy"] = json!(p);
+        }
+        let ns = self.ops[k].namespace.clone();
+        let resource = Resource::KubeflowScheduledApps;
+        let created = self
+            .store
+            .create(
+                resource,
+                &ns,
+                json!({"metadata": {"name": sc.name}, "spec": spec}),
+            )
+            .ok()?;
+        let next = now + chrono::Duration::from_std(sc.every).unwrap_or_default();
+        self.store.modify(resource, &ns, &sc.name, |o| {
+            o["status"] = json!({"scheduleState": "Scheduled", "lastRun": fmt_time(now),
+                "nextRun": fmt_time(next), "lastRunName": run});
+            true
+        });
+        Some(json!({"apiVersion": "sparkoperator.k8s.io/v1beta2",
+            "kind": "ScheduledSparkApplication", "name": sc.name,
+            "uid": created.value()["metadata"]["uid"], "blockOwnerDeletion": true}))
     }
 
     /// Kueue's Workload for the object: owned by it, not admitted, with why.

@@ -38,6 +38,29 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
             }
         }
     }
+    // A schedule's later runs are not played: only the policies that start none while the
+    // first exists (kubeflow's).
+    for app in &s.apps {
+        let Some(op) = &app.operator else { continue };
+        let Some(sc) = &op.scheduled else { continue };
+        if op.kind != OperatorKind::Kubeflow {
+            return Err(format!(
+                "app {}: `scheduled` is kubeflow's ScheduledSparkApplication",
+                app.name
+            ));
+        }
+        if sc
+            .concurrency_policy
+            .as_deref()
+            .is_some_and(|p| p != "Forbid")
+        {
+            return Err(format!(
+                "app {}: the simulator plays one run of a schedule: concurrencyPolicy Forbid \
+                 or none (under Allow or Replace the operator would start the next run)",
+                app.name
+            ));
+        }
+    }
     // A StatefulSet's or Deployment's executors run with `restartPolicy: Always`: without
     // their driver they would crash-loop, which the simulated kubelet does not play.
     for app in s.apps.iter().filter(|a| a.allocator != Allocator::Direct) {

@@ -9,9 +9,11 @@ use serde::Deserialize;
 use crate::resource::Resource;
 
 mod load;
+mod operator;
 mod scale;
 
 pub use load::{load, parse};
+pub use operator::{OperatorKind, OperatorSpec, ScheduledSpec};
 pub use scale::scale;
 
 /// Built-in scenarios, embedded from `assets/scenarios/`.
@@ -233,55 +235,19 @@ impl Scenario {
         let mut out: Vec<Resource> = Vec::new();
         for a in &self.apps {
             if let Some(op) = &a.operator {
-                let r = op.kind.resource();
-                if !out.contains(&r) {
-                    out.push(r);
+                let scheduled = op
+                    .scheduled
+                    .as_ref()
+                    .map(|_| Resource::KubeflowScheduledApps);
+                for r in std::iter::once(op.kind.resource()).chain(scheduled) {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
                 }
             }
         }
         out
     }
-}
-
-impl OperatorKind {
-    /// The resource its objects are stored as.
-    pub fn resource(self) -> Resource {
-        match self {
-            Self::Kubeflow => Resource::KubeflowSparkApps,
-            Self::Apache => Resource::ApacheSparkApps,
-        }
-    }
-}
-
-/// An app submitted as an operator's `SparkApplication` (docs/simulator.md).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OperatorSpec {
-    /// `kubeflow` (`sparkoperator.k8s.io/v1beta2`) or `apache` (`spark.apache.org/v1`).
-    pub kind: OperatorKind,
-    /// The object's name (default the app's name).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// `Never`, `OnFailure` or `Always` (default `Never`).
-    #[serde(default, rename = "restartPolicy")]
-    pub restart_policy: Option<String>,
-    /// Reruns after a failed run (kubeflow `onFailureRetries`, Apache `maxRestartAttempts`).
-    #[serde(default, rename = "onFailureRetries")]
-    pub on_failure_retries: Option<u32>,
-    /// Resubmissions after a failed submission (kubeflow `onSubmissionFailureRetries`).
-    #[serde(default, rename = "onSubmissionFailureRetries")]
-    pub on_submission_failure_retries: Option<u32>,
-    /// The wait before a rerun or a resubmission (default 10s).
-    #[serde(default, rename = "retryInterval", with = "humantime_serde_opt")]
-    pub retry_interval: Option<Duration>,
-}
-
-/// Which operator.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum OperatorKind {
-    Kubeflow,
-    Apache,
 }
 
 /// Which of Spark's pod allocators the app runs with.

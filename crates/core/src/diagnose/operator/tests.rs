@@ -295,3 +295,160 @@ fn a_workload_kueue_evicted_or_preempted_says_so_before_its_wait() {
     );
     assert!(f.hint.contains("WorkloadPriorityClass"), "{}", f.hint);
 }
+
+/// A kubeflow ScheduledSparkApplication as the operator writes it after starting a run.
+fn scheduled(policy: Option<&str>, state: &str, next_run: &str) -> OperatorApp {
+    let mut spec = json!({"schedule": "0 2 * * *", "timeZone": "UTC",
+                          "template": {"type": "Scala"}});
+    if let Some(p) = policy {
+        spec["concurrencyPolicy"] = json!(p);
+    }
+    OperatorApp::from_value(
+        OperatorKind::KubeflowScheduled,
+        &json!({
+            "metadata": {"name": "nightly", "namespace": "etl"},
+            "spec": spec,
+            "status": {"scheduleState": state, "reason": "",
+                       "lastRun": "2026-11-30T02:00:00Z", "nextRun": next_run,
+                       "lastRunName": "nightly-1764468000",
+                       "pastFailedRunNames": ["nightly-1764381600"]}
+        }),
+    )
+}
+
+fn with_last_state(mut app: OperatorApp, state: &str) -> OperatorApp {
+    app.schedule.as_mut().unwrap().last_run_state = Some(state.into());
+    app
+}
+
+#[test]
+fn a_schedule_is_projected_with_its_runs() {
+    let app = scheduled(Some("Forbid"), "Scheduled", "2026-12-01T02:00:00Z");
+    assert_eq!(app.phase, OperatorPhase::Running);
+    assert_eq!(app.title(), "ScheduledSparkApplication etl/nightly");
+    assert_eq!(
+        app.describe_command(),
+        "kubectl describe scheduledsparkapplications.sparkoperator.k8s.io -n etl nightly"
+    );
+    let s = app.schedule.as_deref().unwrap();
+    assert_eq!(s.cron.as_deref(), Some("0 2 * * *"));
+    assert_eq!(s.concurrency.as_deref(), Some("Forbid"));
+    assert_eq!(s.last_run_name.as_deref(), Some("nightly-1764468000"));
+    assert_eq!(s.past_failed.len(), 1);
+    // kubeflow writes a zero time as null.
+    let none = OperatorApp::from_value(
+        OperatorKind::KubeflowScheduled,
+        &json!({"metadata": {"name": "x"}, "status": {"nextRun": null, "lastRun": null}}),
+    );
+    assert_eq!(none.schedule.as_deref().unwrap().next_run, None);
+    assert_eq!(none.phase, OperatorPhase::New);
+    // Its runs' pods carry their run's name: a schedule never joins pods.
+    assert_eq!(OperatorKind::KubeflowScheduled.pod_label(), None);
+}
+
+#[test]
+fn a_run_due_and_not_started_under_forbid_names_the_run_still_running() {
+    // Due at 02:00, 10 minutes ago; the last run is still RUNNING.
+    let app = with_last_state(
+        scheduled(Some("Forbid"), "Scheduled", "2026-12-01T02:00:00Z"),
+        "RUNNING",
+    );
+    let f = one(&app, None, false);
+    assert_eq!((f.code, f.severity), (Code::RunsSkipped, Severity::Error));
+    assert_eq!(
+        f.summary,
+        "The run due at 2026-12-01T02:00:00Z has not started: the last run nightly-1764468000 \
+         is still RUNNING and concurrencyPolicy is Forbid, so the operator skips every run due \
+         until it ends"
+    );
+    assert_eq!(
+        f.evidence[0],
+        "ScheduledSparkApplication etl/nightly: schedule \"0 2 * * *\" (UTC), concurrencyPolicy \
+         Forbid, state Scheduled"
+    );
+    assert!(f.evidence[1].contains("state RUNNING"), "{:?}", f.evidence);
+    assert!(
+        f.evidence[2].contains("nightly-1764381600"),
+        "{:?}",
+        f.evidence
+    );
+}
+
+#[test]
+fn an_unset_policy_starts_no_run_while_an_earlier_one_exists() {
+    let app = with_last_state(
+        scheduled(None, "Scheduled", "2026-12-01T02:00:00Z"),
+        "COMPLETED",
+    );
+    let f = one(&app, None, false);
+    assert_eq!(f.code, Code::RunsSkipped);
+    assert!(
+        f.summary.contains(
+            "concurrencyPolicy is not set, and the operator starts no run while an earlier \
+             run's SparkApplication (nightly-1764468000) exists"
+        ),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.contains("Set spec.concurrencyPolicy"), "{}", f.hint);
+}
+
+#[test]
+fn a_run_due_with_the_last_one_finished_is_the_operator_not_acting() {
+    let app = with_last_state(
+        scheduled(Some("Forbid"), "Scheduled", "2026-12-01T02:00:00Z"),
+        "FAILED",
+    );
+    let f = one(&app, None, false);
+    assert!(
+        f.summary
+            .ends_with("has not started: the operator did not start it"),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.contains("Is the operator running"), "{}", f.hint);
+}
+
+#[test]
+fn a_run_within_the_grace_or_suspended_or_ahead_is_not_skipped() {
+    let facts = |app: &OperatorApp| {
+        findings(
+            &OperatorFacts {
+                app,
+                admission: None,
+                driver_seen: false,
+            },
+            now(),
+        )
+    };
+    // Due a minute ago: the operator starts it within seconds; a minute is its grace.
+    let soon = scheduled(Some("Forbid"), "Scheduled", "2026-12-01T02:09:00Z");
+    assert!(facts(&soon).is_empty());
+    assert!(overdue(&soon, now()).is_none());
+    let ahead = scheduled(Some("Forbid"), "Scheduled", "2026-12-02T02:00:00Z");
+    assert!(facts(&ahead).is_empty());
+    let mut suspended = scheduled(Some("Forbid"), "Scheduled", "2026-12-01T01:00:00Z");
+    suspended.suspended = true;
+    assert!(facts(&suspended).is_empty());
+}
+
+#[test]
+fn a_schedule_that_failed_validation_runs_nothing() {
+    let mut app = scheduled(Some("Allow"), "FailedValidation", "");
+    app.message = Some("expected exactly 5 fields, found 6: [0 0 2 * * *]\u{1b}[31m".into());
+    let f = one(&app, None, false);
+    assert_eq!(
+        (f.code, f.severity),
+        (Code::ScheduleInvalid, Severity::Error)
+    );
+    assert!(
+        f.summary.starts_with(
+            "ScheduledSparkApplication etl/nightly runs nothing: its schedule failed validation \
+             (expected exactly 5 fields, found 6: [0 0 2 * * *]"
+        ),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains('\u{1b}'), "{}", f.summary);
+    assert!(f.hint.contains("delete and re-apply"), "{}", f.hint);
+}

@@ -55,7 +55,7 @@ impl ExecutorPod {
     pub fn operator_app(&self) -> Option<(OperatorKind, &str)> {
         OperatorKind::ALL
             .into_iter()
-            .find_map(|k| Some((k, self.label(k.pod_label())?)))
+            .find_map(|k| Some((k, self.label(k.pod_label()?)?)))
     }
 
     /// The Spark role, from `spark-role`.

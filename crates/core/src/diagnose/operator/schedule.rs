@@ -1,0 +1,146 @@
+//! What a kubeflow `ScheduledSparkApplication` says: a schedule that fails validation runs
+//! nothing, and a run that is due and not started was skipped. The operator leaves
+//! `status.nextRun` in the past while it skips (it requeues without writing), so a
+//! `nextRun` older than [`GRACE`] is the witness; why it skips comes from the policy and
+//! the last run's own object.
+//!
+//! Ref (the documented API and behaviour of kubeflow/spark-operator 2.x,
+//! `internal/controller/scheduledsparkapplication`): `shouldStartNextRun` starts a run
+//! under `Allow`, under `Forbid` only once the last run is `COMPLETED` or `FAILED`, under
+//! `Replace` after deleting the last run, and under an unset `concurrencyPolicy` (its
+//! defaulting webhook sets none) only while no earlier run's `SparkApplication` exists; an
+//! object in `FailedValidation` (a schedule or time zone it cannot parse) is never
+//! validated again.
+
+use super::{Code, Finding, OperatorFacts, Severity, Witness, reference, safe};
+use crate::model::{OperatorApp, Schedule, Time, fmt_time};
+
+/// How late a due run may start before it counts as skipped (the operator starts it
+/// within seconds of `nextRun`).
+pub const GRACE: chrono::Duration = chrono::Duration::minutes(1);
+
+/// The run due and not started, as of `now`: its due time.
+pub fn overdue(app: &OperatorApp, now: Time) -> Option<Time> {
+    let s = app.schedule.as_deref()?;
+    if app.suspended || app.state != "Scheduled" {
+        return None;
+    }
+    s.next_run.filter(|due| now - *due > GRACE)
+}
+
+/// `ScheduledSparkApplication etl/nightly: schedule "0 2 * * *" (UTC), concurrencyPolicy
+/// Forbid, state Scheduled`.
+fn schedule_line(app: &OperatorApp, s: &Schedule) -> String {
+    format!(
+        "{}: schedule {:?}{}, concurrencyPolicy {}, state {}",
+        app.title(),
+        s.cron.as_deref().unwrap_or(""),
+        s.time_zone
+            .as_deref()
+            .map_or_else(String::new, |z| format!(" ({z})")),
+        s.concurrency.as_deref().unwrap_or("(not set)"),
+        if app.state.is_empty() {
+            "(none yet)"
+        } else {
+            &app.state
+        }
+    )
+}
+
+/// The findings of a schedule.
+pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
+    let app = f.app;
+    let Some(s) = app.schedule.as_deref() else {
+        return Vec::new();
+    };
+    let base = |code, summary: String| {
+        let mut x = Finding::new(code, Severity::Error, summary)
+            .witness(Witness::Operator)
+            .evidence(schedule_line(app, s))
+            .reference(reference(app.kind));
+        if let Some(name) = &s.last_run_name {
+            x = x.evidence(format!(
+                "last run: SparkApplication {name}{}{}",
+                s.last_run
+                    .map_or_else(String::new, |t| format!(", started {}", fmt_time(&t))),
+                s.last_run_state
+                    .as_deref()
+                    .map_or_else(String::new, |st| format!(", state {st}"))
+            ));
+        }
+        if !s.past_failed.is_empty() {
+            x = x.evidence(format!(
+                "past failed runs: {}",
+                s.past_failed
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        x
+    };
+    if app.state == "FailedValidation" {
+        let why = app
+            .message
+            .as_deref()
+            .map_or_else(|| "no reason given".to_owned(), safe);
+        return vec![
+            base(
+                Code::ScheduleInvalid,
+                format!(
+                    "{} runs nothing: its schedule failed validation ({why})",
+                    app.title()
+                ),
+            )
+            .hint(
+                "Fix spec.schedule (five cron fields, or @every 1h) or spec.timeZone (an IANA \
+                 name such as Europe/Paris). The operator never validates an object in \
+                 FailedValidation again: after the fix, delete and re-apply it.",
+            ),
+        ];
+    }
+    let Some(due) = overdue(app, now) else {
+        return Vec::new();
+    };
+    let last = s.last_run_name.as_deref();
+    let policy = s.concurrency.as_deref().filter(|p| !p.is_empty());
+    let (cause, hint) = match (policy, last, s.last_run_finished()) {
+        (Some("Forbid"), Some(run), Some(false)) => (
+            format!(
+                "the last run {run} is still {} and concurrencyPolicy is Forbid, so the \
+                 operator skips every run due until it ends",
+                s.last_run_state.as_deref().unwrap_or("running")
+            ),
+            format!(
+                "Find why {run} runs longer than the schedule's interval (its own verdict, \
+                 below or in the apps pane); Replace would kill it for the next run, Allow \
+                 would run both."
+            ),
+        ),
+        (None, Some(run), _) => (
+            format!(
+                "concurrencyPolicy is not set, and the operator starts no run while an \
+                 earlier run's SparkApplication ({run}) exists"
+            ),
+            "Set spec.concurrencyPolicy (Allow, Forbid or Replace): unset, only the first run \
+             ever starts while the operator keeps past runs (successfulRunHistoryLimit, \
+             failedRunHistoryLimit)."
+                .to_owned(),
+        ),
+        _ => (
+            "the operator did not start it".to_owned(),
+            "Is the operator running and watching this namespace (spark.jobNamespaces)? Its \
+             events on the object (kubectl describe) say when it could not create the run's \
+             SparkApplication (a webhook, a quota on objects)."
+                .to_owned(),
+        ),
+    };
+    vec![
+        base(
+            Code::RunsSkipped,
+            format!("The run due at {} has not started: {cause}", fmt_time(&due)),
+        )
+        .hint(hint),
+    ]
+}
