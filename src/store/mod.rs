@@ -64,7 +64,7 @@ pub use incident::{
 };
 pub use records::{
     AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
-    Freshness, Gone, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
+    Freshness, Gone, KeptDriver, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
 };
 
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.

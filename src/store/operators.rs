@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use spark_triage_core::diagnose::operator::{SCHEDULE_GRACE, overdue};
+use spark_triage_core::diagnose::operator::{
+    SCHEDULE_GRACE, SCHEDULE_UNSEEN, overdue, unscheduled,
+};
 use spark_triage_core::model::{
     ExecutorPod, GroupKind, OperatorApp, OperatorKind, OperatorPhase, SchedGroup, Time,
 };
@@ -34,10 +36,9 @@ impl Store {
         }
         self.snap.operators_unknown.remove(&kind);
         if complete {
-            let prefix = format!("{}/", kind.resource());
-            self.snap.operators.retain(|k, o| {
-                !k.starts_with(&prefix) || namespace.is_some_and(|ns| o.namespace != ns)
-            });
+            self.snap
+                .operators
+                .retain(|_, o| o.kind != kind || namespace.is_some_and(|ns| o.namespace != ns));
         }
         for o in objects {
             let key = operator_key(kind, &o.namespace, &o.name);
@@ -97,8 +98,12 @@ impl Store {
             let found = app
                 .operator_label
                 .as_ref()
-                .or_else(|| by_id.get(&(key.0.as_str(), key.1.as_str())).copied())
                 .and_then(|k| self.snap.operators.get(k).map(|o| (k, o)))
+                // A label naming no object read: the object naming its Spark id.
+                .or_else(|| {
+                    let k = by_id.get(&(key.0.as_str(), key.1.as_str())).copied()?;
+                    self.snap.operators.get(k).map(|o| (k, o))
+                })
                 // An earlier run (the object names another Spark id now): not its object.
                 .filter(|(_, o)| o.app_id.as_deref().is_none_or(|id| id == key.1));
             if let Some((k, _)) = found {
@@ -177,24 +182,26 @@ impl Store {
         Arc::new(with)
     }
 
-    /// When the next schedule no app shows yet becomes overdue (the operator writes nothing
-    /// while it skips, so only time makes it so).
+    /// When the next schedule no app shows yet becomes worth one (its run overdue, or no
+    /// operator's word on it): the operator writes nothing then, so only time makes it so.
+    /// A schedule whose key an app holds is not waited on.
     fn next_schedule_due(&self) -> Option<Time> {
         self.snap
             .operators
             .values()
-            .filter(|o| o.kind == OperatorKind::KubeflowScheduled && o.state == "Scheduled")
-            .filter(|o| !o.suspended)
+            .filter(|o| o.kind == OperatorKind::KubeflowScheduled && !o.suspended)
             .filter(|o| {
                 !self
                     .snap
                     .apps
-                    .get(&(o.namespace.to_string(), o.name.to_string()))
-                    .is_some_and(|a| a.operator_only)
+                    .contains_key(&(o.namespace.to_string(), o.name.to_string()))
             })
-            .filter_map(|o| o.schedule.as_deref()?.next_run)
+            .filter_map(|o| match o.state.as_str() {
+                "Scheduled" => Some(o.schedule.as_deref()?.next_run? + SCHEDULE_GRACE),
+                "" | "Validating" => Some(o.created_at? + SCHEDULE_UNSEEN),
+                _ => None,
+            })
             .min()
-            .map(|t| t + SCHEDULE_GRACE)
     }
 
     /// Kueue's Workload for an operator's object: the one it owns.
@@ -216,7 +223,9 @@ const ENDED_SHOWN: chrono::Duration = chrono::Duration::hours(24);
 /// run (its runs are apps of their own).
 pub(super) fn worth_an_app(o: &OperatorApp, now: Time) -> bool {
     if o.kind == OperatorKind::KubeflowScheduled {
-        return o.phase == OperatorPhase::Failed || overdue(o, now).is_some();
+        return o.phase == OperatorPhase::Failed
+            || overdue(o, now).is_some()
+            || unscheduled(o, now).is_some();
     }
     match o.phase {
         OperatorPhase::Succeeded => false,

@@ -100,7 +100,7 @@ impl Store {
 
     /// The driver pod: the app's driver info, its end told to the executors' verdicts.
     /// A driver pod finished and still present is kept (`Snapshot::kept_drivers`), with
-    /// when it ended (its containers' end, else this sight); deleted or running, it is not.
+    /// when it ended; deleted or running, it is not.
     fn note_kept_driver(&mut self, pod: &ExecutorPod, at: Time, deleted: bool) {
         let ns = pod.namespace.as_str();
         let finished = !deleted
@@ -116,15 +116,23 @@ impl Store {
         }
         let all = Arc::make_mut(&mut self.snap.kept_drivers);
         if finished {
+            // Its containers' end; a pod that failed before any ran: its Ready condition's
+            // last change, else its creation (never this sight: a restart would move it).
             let ended = pod
                 .container_statuses()
                 .iter()
                 .filter_map(|c| c.terminated()?.finished_at)
                 .max()
+                .or_else(|| pod.condition("Ready")?.last_transition)
+                .or(pod.created_at)
                 .unwrap_or(at);
+            let kept = KeptDriver {
+                ended,
+                rv: pod.rv(),
+            };
             all.entry(ns.to_owned())
                 .or_default()
-                .insert(pod.name.clone(), ended);
+                .insert(pod.name.clone(), kept);
         } else if let Some(pods) = all.get_mut(ns) {
             pods.remove(&pod.name);
             if pods.is_empty() {

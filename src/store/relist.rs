@@ -67,15 +67,22 @@ impl Store {
             }
         }
         self.withdraw_false_deletions(&present, list_rv, at);
-        // Finished drivers deleted while no watch said so.
-        let gone = self.snap.kept_drivers.iter().any(|(ns, pods)| {
-            pods.keys()
-                .any(|p| !present_names.contains(&(ns.as_str(), p.as_str())))
-        });
+        // Finished drivers deleted while no watch said so (not one seen after the LIST).
+        let stays = |ns: &str, p: &str, k: &KeptDriver| {
+            present_names.contains(&(ns, p))
+                || k.rv
+                    .zip(list_rv)
+                    .is_some_and(|(seen, listed)| seen > listed)
+        };
+        let gone = self
+            .snap
+            .kept_drivers
+            .iter()
+            .any(|(ns, pods)| pods.iter().any(|(p, k)| !stays(ns, p, k)));
         if gone {
             let all = Arc::make_mut(&mut self.snap.kept_drivers);
             for (ns, pods) in all.iter_mut() {
-                pods.retain(|p, _| present_names.contains(&(ns.as_str(), p.as_str())));
+                pods.retain(|p, k| stays(ns, p, k));
             }
             all.retain(|_, pods| !pods.is_empty());
         }

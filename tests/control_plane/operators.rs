@@ -47,6 +47,14 @@ spec:
   template: {type: Scala, mode: cluster}
 ---
 apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata:
+  name: hourly-1765000000
+  namespace: spark-operators
+  labels: {sparkoperator.k8s.io/scheduled-app-name: hourly}
+spec: {type: Scala, mode: cluster}
+---
+apiVersion: sparkoperator.k8s.io/v1beta2
 kind: ScheduledSparkApplication
 metadata: {name: typo, namespace: spark-operators}
 spec:
@@ -162,7 +170,8 @@ pub fn before_their_pods(c: &Cluster) {
             "stateTransitionHistory": {"0": {"currentStateSummary": "Submitted"},
                                        "1": {"currentStateSummary": "SchedulingFailure"}}}),
     );
-    // A schedule with no concurrencyPolicy whose first run exists (kubeflow starts no other),
+    // A schedule with no concurrencyPolicy whose first run's object exists, COMPLETED
+    // (kubeflow starts no other while it does),
     // its next run two hours past; one whose cron the operator could not parse.
     let hour = |h: i64| {
         (chrono::Utc::now() + chrono::Duration::hours(h))
@@ -175,6 +184,12 @@ pub fn before_their_pods(c: &Cluster) {
         "hourly",
         &serde_json::json!({"scheduleState": "Scheduled", "lastRun": hour(-3),
             "nextRun": hour(-2), "lastRunName": "hourly-1765000000"}),
+    );
+    set_status(
+        c,
+        "sparkapplications.sparkoperator.k8s.io",
+        "hourly-1765000000",
+        &serde_json::json!({"applicationState": {"state": "COMPLETED"}}),
     );
     set_status(
         c,

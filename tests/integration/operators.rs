@@ -145,6 +145,19 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
     assert_eq!(schedule["operator"]["kind"], "ScheduledSparkApplication");
     let run = app(&doc, "features");
     assert_eq!(run["verdict"]["cause"], "app-running", "{run:#}");
+    // The run's pods carry its object's name: one app, the object joined to it.
+    let last = schedule["operator"]["last_run_name"]
+        .as_str()
+        .expect("a last run");
+    assert_eq!(run["operator"]["name"], last, "{run:#}");
+    let runs: Vec<&str> = doc["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .filter_map(|a| a["app_name"].as_str())
+        .filter(|n| n.starts_with("features-refresh-"))
+        .collect();
+    assert!(runs.is_empty(), "a placeholder beside the run: {runs:?}");
 
     // One app per object: the objects no pod names are apps of their own, the others are
     // their pods' apps (no placeholder beside them).

@@ -51,6 +51,11 @@ impl SimClock {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Simulated time at scenario time 0.
+    pub fn epoch(&self) -> DateTime<Utc> {
+        self.epoch
+    }
+
     pub fn now(&self) -> DateTime<Utc> {
         let r = self.rate();
         let elapsed = r.start.elapsed().as_secs_f64() * r.speed;

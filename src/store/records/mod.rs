@@ -300,8 +300,17 @@ pub enum Freshness {
     Stale(chrono::Duration),
 }
 
-/// Finished driver pods by namespace, then pod: when each ended.
-pub type KeptDriverPods = Arc<BTreeMap<String, BTreeMap<String, Time>>>;
+/// Finished driver pods by namespace, then pod: when each ended, and the pod's
+/// resourceVersion when seen (a LIST older than it does not remove it).
+pub type KeptDriverPods = Arc<BTreeMap<String, BTreeMap<String, KeptDriver>>>;
+
+/// One finished driver pod kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptDriver {
+    pub ended: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rv: Option<u64>,
+}
 
 fn is_empty_kept(k: &KeptDriverPods) -> bool {
     k.is_empty()
@@ -316,7 +325,7 @@ impl Snapshot {
                 let k = KeptDrivers {
                     namespace: ns.clone(),
                     count: pods.len(),
-                    oldest: pods.values().min().copied(),
+                    oldest: pods.values().map(|p| p.ended).min(),
                 };
                 let f = housekeeping::kept_drivers(&k, now)?;
                 Some((k, f))

@@ -43,7 +43,7 @@ async fn finished_drivers_are_counted_by_namespace_until_deleted_or_unlisted() {
     .await;
     assert_eq!(kept(&s), [("etl".into(), 2), ("ml".into(), 1)]);
     // When each ended: its container's end, not the sighting.
-    assert_eq!(s.view().kept_drivers["etl"]["app-1-driver"], t(1));
+    assert_eq!(s.view().kept_drivers["etl"]["app-1-driver"].ended, t(1));
 
     // A deletion seen, and a LIST that no longer names one.
     let s = run(vec![
@@ -54,6 +54,12 @@ async fn finished_drivers_are_counted_by_namespace_until_deleted_or_unlisted() {
         list(vec![driver(1, "etl", "Succeeded")], 9, 9),
     ])
     .await;
+    assert_eq!(kept(&s), [("etl".into(), 1)]);
+
+    // A LIST older than a driver's sighting does not remove it.
+    let mut newer = driver(4, "etl", "Succeeded");
+    newer.resource_version = Some("20".into());
+    let s = run(vec![up(newer, 8), list(vec![], 9, 9)]).await;
     assert_eq!(kept(&s), [("etl".into(), 1)]);
 }
 

@@ -119,3 +119,40 @@ fn a_pile_of_finished_drivers_is_said_under_the_apps() {
         "{wide}"
     );
 }
+
+/// A schedule skipping its runs: an app of its own, named for its object, its verdict the
+/// incident strip's first line.
+#[test]
+fn a_schedule_skipping_its_runs_says_why_first() {
+    let mut app = session();
+    let at = app.store.view().now.expect("a clock");
+    let due = at - chrono::Duration::minutes(10);
+    let object = OperatorApp::from_value(
+        OperatorKind::KubeflowScheduled,
+        &json!({
+            "metadata": {"name": "nightly-rollup", "namespace": "spark-jobs"},
+            "spec": {"schedule": "0 2 * * *", "concurrencyPolicy": "Forbid"},
+            "status": {"scheduleState": "Scheduled", "lastRunName": "nightly-rollup-1796500000",
+                       "lastRun": (due - chrono::Duration::days(1)).to_rfc3339(),
+                       "nextRun": due.to_rfc3339()}
+        }),
+    );
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::OperatorAppsListed {
+            operator_kind: OperatorKind::KubeflowScheduled,
+            namespace: None,
+            objects: vec![object],
+            unknown: None,
+            complete: true,
+            at,
+        }),
+    );
+    select_app(&mut app, "nightly-rollup");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("ScheduledSparkApplication spark-jobs/nightly-rollup:"),
+        "{frame}"
+    );
+    insta::assert_snapshot!("schedule_skipping_80x24", frame);
+}

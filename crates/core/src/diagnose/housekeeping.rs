@@ -62,13 +62,15 @@ pub fn kept_drivers(k: &KeptDrivers, now: Time) -> Option<Finding> {
         )
         .witness(Witness::Pod)
         .evidence(format!(
-            "kubectl get pods -n {} -l spark-role=driver --field-selector=status.phase!=Running",
+            "kubectl get pods -n {} -l spark-role=driver \
+             --field-selector=status.phase!=Running,status.phase!=Pending",
             k.namespace
         ))
         .hint(format!(
-            "Nothing deletes a finished spark-submit driver: delete them (kubectl delete pods -n \
-             {} -l spark-role=driver --field-selector=status.phase==Succeeded; their Service \
-             and ConfigMaps go with them), or have the operator do it (kubeflow \
+            "Nothing deletes a finished spark-submit driver: delete them once read (kubectl \
+             delete pods -n {} -l spark-role=driver \
+             --field-selector=status.phase!=Running,status.phase!=Pending; their Service and \
+             ConfigMaps go with them), or have the operator do it (kubeflow \
              spec.timeToLiveSeconds, Apache applicationTolerations.resourceRetainPolicy). \
              Finished pods do not count against a quota's pods or cpu, but their Services and \
              ConfigMaps count against object quotas.",

@@ -9,7 +9,7 @@
 
 mod schedule;
 
-pub use schedule::{GRACE as SCHEDULE_GRACE, overdue};
+pub use schedule::{GRACE as SCHEDULE_GRACE, UNSEEN as SCHEDULE_UNSEEN, overdue, unscheduled};
 
 use super::queueing::kueue_summary;
 use super::{Code, Finding, Severity, Witness};

@@ -76,7 +76,7 @@ impl Operators {
                 let spec = a.operator.clone()?;
                 Some(Op {
                     app: i,
-                    name: spec.name.clone().unwrap_or_else(|| a.name.clone()),
+                    name: spec.object_name(a, store.clock.epoch()),
                     namespace: a.namespace.clone(),
                     spec,
                     stage: Stage::Waiting,
@@ -199,13 +199,12 @@ impl Operators {
     }
 
     /// A schedule whose run this app is: the `ScheduledSparkApplication` with the status
-    /// kubeflow writes when it starts a run (the run named `<schedule>-<unix seconds>`);
+    /// kubeflow writes when it starts a run (`OperatorSpec::object_name`);
     /// its owner reference for the run. The next run is never started (docs/simulator.md).
     fn create_schedule(&mut self, k: usize) -> Option<Value> {
         let sc = self.ops[k].spec.scheduled.clone()?;
         let now = self.store.clock.now();
-        let run = format!("{}-{}", sc.name, now.timestamp());
-        self.ops[k].name.clone_from(&run);
+        let run = self.ops[k].name.clone();
         let mut spec = json!({"schedule": format!("@every {}", humantime::format_duration(sc.every)),
             "template": {"type": "Scala", "mode": "cluster"}});
         if let Some(p) = &sc.concurrency_policy {

@@ -5,8 +5,27 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{humantime_serde_opt, humantime_serde_req};
+use super::{AppSpec, humantime_serde_opt, humantime_serde_req};
 use crate::resource::Resource;
+
+impl OperatorSpec {
+    /// The object's name: `name`, else the app's; a schedule's run is
+    /// `<schedule>-<unix seconds of its start>`, as kubeflow names its runs (`epoch`: the
+    /// simulated time at scenario time 0).
+    pub fn object_name(&self, app: &AppSpec, epoch: chrono::DateTime<chrono::Utc>) -> String {
+        match &self.scheduled {
+            Some(sc) => {
+                let start = chrono::Duration::from_std(app.start.unwrap_or_default());
+                format!(
+                    "{}-{}",
+                    sc.name,
+                    (epoch + start.unwrap_or_default()).timestamp()
+                )
+            }
+            None => self.name.clone().unwrap_or_else(|| app.name.clone()),
+        }
+    }
+}
 
 impl OperatorKind {
     /// The resource its objects are stored as.

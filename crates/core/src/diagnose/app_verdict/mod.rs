@@ -161,16 +161,14 @@ impl AppVerdict {
     /// The cause is the driver's (it ended, waits, restarted, left orphans), not a pattern of
     /// the executors that their own lines already show.
     pub fn about_driver(&self) -> bool {
-        let code = self.cause().code;
-        code.ends_driver()
+        let cause = self.cause();
+        cause.code.ends_driver()
+            // An operator's object speaks of the whole application (a submission, an
+            // admission, a rerun, a schedule).
+            || cause.witness == Witness::Operator
             || matches!(
-                code,
-                Code::DriverPending
-                    | Code::DriverRestarted
-                    | Code::OrphanedExecutors
-                    | Code::SubmissionFailed
-                    | Code::AdmissionWaiting
-                    | Code::RerunPending
+                cause.code,
+                Code::DriverPending | Code::DriverRestarted | Code::OrphanedExecutors
             )
     }
 

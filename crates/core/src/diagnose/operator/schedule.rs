@@ -28,6 +28,18 @@ pub fn overdue(app: &OperatorApp, now: Time) -> Option<Time> {
     s.next_run.filter(|due| now - *due > GRACE)
 }
 
+/// How long a new schedule may wait for the operator's first word (`scheduleState`).
+pub const UNSEEN: chrono::Duration = chrono::Duration::minutes(5);
+
+/// A schedule no operator has taken up (no `scheduleState` [`UNSEEN`] after it was made):
+/// since when.
+pub fn unscheduled(app: &OperatorApp, now: Time) -> Option<Time> {
+    app.schedule.as_ref()?;
+    let made = app.created_at?;
+    (!app.suspended && matches!(app.state.as_str(), "" | "Validating") && now - made > UNSEEN)
+        .then_some(made)
+}
+
 /// `ScheduledSparkApplication etl/nightly: schedule "0 2 * * *" (UTC), concurrencyPolicy
 /// Forbid, state Scheduled`.
 fn schedule_line(app: &OperatorApp, s: &Schedule) -> String {
@@ -37,8 +49,10 @@ fn schedule_line(app: &OperatorApp, s: &Schedule) -> String {
         s.cron.as_deref().unwrap_or(""),
         s.time_zone
             .as_deref()
-            .map_or_else(String::new, |z| format!(" ({z})")),
-        s.concurrency.as_deref().unwrap_or("(not set)"),
+            .map_or_else(String::new, |z| format!(" ({})", safe(z))),
+        s.concurrency
+            .as_deref()
+            .map_or_else(|| "(not set)".to_owned(), safe),
         if app.state.is_empty() {
             "(none yet)"
         } else {
@@ -100,17 +114,40 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
             ),
         ];
     }
+    if let Some(since) = unscheduled(app, now) {
+        return vec![
+            base(
+                Code::RunsSkipped,
+                format!(
+                    "{} was never scheduled: no scheduleState since it was created at {}; no \
+                     operator has taken it up",
+                    app.title(),
+                    fmt_time(&since)
+                ),
+            )
+            .hint(
+                "Is the kubeflow operator running, and does it watch this namespace \
+                 (spark.jobNamespaces)? kubectl describe the object: no event from the \
+                 operator means it never saw it.",
+            ),
+        ];
+    }
     let Some(due) = overdue(app, now) else {
         return Vec::new();
     };
     let last = s.last_run_name.as_deref();
     let policy = s.concurrency.as_deref().filter(|p| !p.is_empty());
+    // The last run's state, when its object was read ("" is kubeflow's new).
+    let state = s
+        .last_run_state
+        .as_deref()
+        .map(|st| if st.is_empty() { "NEW" } else { st });
     let (cause, hint) = match (policy, last, s.last_run_finished()) {
         (Some("Forbid"), Some(run), Some(false)) => (
             format!(
                 "the last run {run} is still {} and concurrencyPolicy is Forbid, so the \
                  operator skips every run due until it ends",
-                s.last_run_state.as_deref().unwrap_or("running")
+                state.unwrap_or("running")
             ),
             format!(
                 "Find why {run} runs longer than the schedule's interval (its own verdict, \
@@ -118,7 +155,8 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
                  would run both."
             ),
         ),
-        (None, Some(run), _) => (
+        // Only while that run's object exists (without it, the operator starts the next).
+        (None, Some(run), Some(_)) => (
             format!(
                 "concurrencyPolicy is not set, and the operator starts no run while an \
                  earlier run's SparkApplication ({run}) exists"
@@ -129,7 +167,13 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
                 .to_owned(),
         ),
         _ => (
-            "the operator did not start it".to_owned(),
+            match (last, state) {
+                (Some(run), None) => format!(
+                    "the operator did not start it (its last run {run} is not among the \
+                     SparkApplications read)"
+                ),
+                _ => "the operator did not start it".to_owned(),
+            },
             "Is the operator running and watching this namespace (spark.jobNamespaces)? Its \
              events on the object (kubectl describe) say when it could not create the run's \
              SparkApplication (a webhook, a quota on objects)."

@@ -376,10 +376,7 @@ fn a_run_due_and_not_started_under_forbid_names_the_run_still_running() {
 
 #[test]
 fn an_unset_policy_starts_no_run_while_an_earlier_one_exists() {
-    let app = with_last_state(
-        scheduled(None, "Scheduled", "2026-12-01T02:00:00Z"),
-        "COMPLETED",
-    );
+    let app = with_last_state(scheduled(None, "Scheduled", "2026-12-01T02:00:00Z"), "");
     let f = one(&app, None, false);
     assert_eq!(f.code, Code::RunsSkipped);
     assert!(
@@ -391,6 +388,54 @@ fn an_unset_policy_starts_no_run_while_an_earlier_one_exists() {
         f.summary
     );
     assert!(f.hint.contains("Set spec.concurrencyPolicy"), "{}", f.hint);
+}
+
+#[test]
+fn a_run_due_whose_last_run_is_not_there_is_the_operator_not_acting() {
+    // Forbid or unset: without the last run's object the operator starts the next.
+    for policy in [Some("Forbid"), None] {
+        let app = scheduled(policy, "Scheduled", "2026-12-01T02:00:00Z");
+        let f = one(&app, None, false);
+        assert!(
+            f.summary.ends_with(
+                "the operator did not start it (its last run nightly-1764468000 is not among \
+                 the SparkApplications read)"
+            ),
+            "{}",
+            f.summary
+        );
+    }
+}
+
+#[test]
+fn a_schedule_no_operator_took_up_is_said_after_five_minutes() {
+    let fresh = |created: &str| {
+        OperatorApp::from_value(
+            OperatorKind::KubeflowScheduled,
+            &json!({"metadata": {"name": "nightly", "namespace": "etl",
+                                 "creationTimestamp": created},
+                    "spec": {"schedule": "0 2 * * *"}}),
+        )
+    };
+    let f = one(&fresh("2026-12-01T02:00:00Z"), None, false);
+    assert_eq!(f.code, Code::RunsSkipped);
+    assert!(
+        f.summary.starts_with(
+            "ScheduledSparkApplication etl/nightly was never scheduled: no scheduleState since \
+             it was created at 2026-12-01T02:00:00Z"
+        ),
+        "{}",
+        f.summary
+    );
+    let facts = findings(
+        &OperatorFacts {
+            app: &fresh("2026-12-01T02:07:00Z"),
+            admission: None,
+            driver_seen: false,
+        },
+        now(),
+    );
+    assert!(facts.is_empty(), "{facts:?}");
 }
 
 #[test]

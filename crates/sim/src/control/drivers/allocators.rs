@@ -47,7 +47,11 @@ impl Drivers {
         let mut template = json!({"metadata": {"labels": {"spark-app-selector": d.app_id, "spark-role": "executor",
             "spark-exec-id": "EXECID", "spark-exec-resourceprofile-id": "0", "spark-app-name": d.spec.name,
             "spark-version": d.spec.spark_version}}});
-        operator_labels(&d.spec, &mut template["metadata"]["labels"]);
+        operator_labels(
+            &d.spec,
+            self.store.clock.epoch(),
+            &mut template["metadata"]["labels"],
+        );
         let replicas = d.target.unwrap_or(d.spec.executors);
         let driver_owner = owner("Pod", &d.driver_pod, driver.uid());
         let set = match d.spec.allocator {

@@ -24,7 +24,7 @@ impl Drivers {
         let d = &self.drivers[i];
         let (ns, prefix, app_id) = (d.spec.namespace.clone(), d.prefix.clone(), d.app_id.clone());
         let mut labels = json!({"spark-app-selector": app_id, "spark-role": "driver", "spark-app-name": d.spec.name, "spark-version": d.spec.spark_version});
-        operator_labels(&d.spec, &mut labels);
+        operator_labels(&d.spec, self.store.clock.epoch(), &mut labels);
         let cm_name = format!("spark-drv-{}-conf-map", last_chars(&prefix, 16));
         let props = format!(
             "spark.app.name={}\nspark.app.id={app_id}\nspark.executor.instances={}\nspark.executor.cores={}\nspark.executor.memory={}m\n\

@@ -231,7 +231,11 @@ impl Drivers {
                 "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
                             {"name": "spark-conf-volume-exec", "configMap": {"name": format!("spark-exec-{}-conf-map", last_chars(&d.prefix, 16))}}]}
         });
-        operator_labels(&d.spec, &mut pod["metadata"]["labels"]);
+        operator_labels(
+            &d.spec,
+            self.store.clock.epoch(),
+            &mut pod["metadata"]["labels"],
+        );
         if let Some(a) = annotations {
             pod["metadata"]["annotations"] = a;
         }

@@ -164,9 +164,9 @@ fn cached_state(
 }
 
 /// The labels an operator puts on the pods of an app it submits (the object's name).
-fn operator_labels(spec: &AppSpec, labels: &mut Value) {
+fn operator_labels(spec: &AppSpec, epoch: DateTime<Utc>, labels: &mut Value) {
     let Some(op) = &spec.operator else { return };
-    let name = op.name.clone().unwrap_or_else(|| spec.name.clone());
+    let name = op.object_name(spec, epoch);
     match op.kind {
         OperatorKind::Kubeflow => {
             labels["sparkoperator.k8s.io/app-name"] = json!(name);
