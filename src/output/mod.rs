@@ -116,7 +116,8 @@ pub fn housekeeping(snap: &Snapshot, now: Option<Time>) -> Vec<Housekeeping> {
 pub struct OperatorStatus {
     /// `sparkoperator.k8s.io/v1beta2` or `spark.apache.org/v1`.
     pub api_version: String,
-    /// `SparkApplication`.
+    /// `SparkApplication`, or kubeflow's `ScheduledSparkApplication` (its state is its
+    /// `scheduleState`, its phase `running` while it schedules).
     pub kind: &'static str,
     /// The object's name (its namespace is the app's).
     pub name: String,

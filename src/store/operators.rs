@@ -161,23 +161,29 @@ impl Store {
         }
     }
 
-    /// A schedule with its last run's state, from that run's own object (when read).
+    /// A schedule with what its runs' own objects say (when read): the last run's state
+    /// and end, and a run whose object exists.
     fn with_last_run(&self, o: &Arc<OperatorApp>) -> Arc<OperatorApp> {
         let Some(s) = o.schedule.as_deref() else {
             return o.clone();
         };
-        let state = s
-            .last_run_name
-            .as_deref()
-            .map(|run| operator_key(OperatorKind::Kubeflow, &o.namespace, run))
-            .and_then(|k| self.snap.operators.get(&k))
-            .map(|run| run.state.clone());
-        if state == s.last_run_state {
+        let run = |name: &str| {
+            self.snap
+                .operators
+                .get(&operator_key(OperatorKind::Kubeflow, &o.namespace, name))
+        };
+        let last = s.last_run_name.as_deref().and_then(run);
+        let state = last.map(|r| r.state.clone());
+        let ended = last.filter(|r| r.phase.is_end()).and_then(|r| r.since);
+        let present = s.runs().find(|n| run(n).is_some()).cloned();
+        if (&state, &ended, &present) == (&s.last_run_state, &s.last_run_ended, &s.run_present) {
             return o.clone();
         }
         let mut with = OperatorApp::clone(o);
         if let Some(s) = with.schedule.as_deref_mut() {
             s.last_run_state = state;
+            s.last_run_ended = ended;
+            s.run_present = present;
         }
         Arc::new(with)
     }

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
 use spark_triage_core::diagnose::verdict::{Ending, SparkAccount};
 use spark_triage_core::diagnose::{Code, Severity};
-use spark_triage_core::model::{Time, driver};
+use spark_triage_core::model::{OperatorKind, Time, driver};
 
 use super::{CELL_WIDTH, Layout, theme};
 use crate::app::layout::{Density, scroll_offset};
@@ -33,13 +33,16 @@ pub fn render(app: &App, f: &mut Frame<'_>, l: &Layout) {
             let mut lines = Vec::new();
             if visible.is_empty() {
                 // An operator's app before any pod: there is nothing to filter.
-                let none = app
+                let object = app
                     .current_app()
-                    .is_some_and(|a| a.operator.is_some() && a.executors.is_empty());
-                let text = if none {
-                    "no pod yet: the operator's object is all there is"
-                } else {
-                    "no executors match"
+                    .filter(|a| a.executors.is_empty())
+                    .and_then(|a| a.operator.as_deref());
+                let text = match object.map(|o| o.kind) {
+                    Some(OperatorKind::KubeflowScheduled) => {
+                        "no pods of its own: its runs are apps of their own"
+                    }
+                    Some(_) => "no pod yet: the operator's object is all there is",
+                    None => "no executors match",
                 };
                 lines.push(Line::styled(text, app.theme.dim()));
             }

@@ -42,7 +42,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         ),
         (None, None) => format!(
             "  +{} / {}  Space play · +/- speed · n/N change · f failure · : seek",
-            human_duration(r.position - r.start),
+            position(r.position - r.start),
             human_duration(r.end - r.start)
         ),
     };
@@ -81,6 +81,20 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     f.render_widget(Paragraph::new(line), area);
 }
 
+/// Where the replay is: to the minute however long the recording (a seek by minutes shows).
+fn position(d: chrono::Duration) -> String {
+    let secs = d.num_seconds();
+    if secs < 172_800 {
+        return human_duration(d);
+    }
+    format!(
+        "{}d{:02}h{:02}m",
+        secs / 86_400,
+        (secs % 86_400) / 3600,
+        (secs % 3600) / 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use ratatui::Terminal;
@@ -107,5 +121,13 @@ mod tests {
         let mut t = Terminal::new(TestBackend::new(160, 1)).expect("terminal");
         t.draw(|f| super::render(&app, f, f.area())).expect("draw");
         insta::assert_snapshot!(format!("{}", t.backend()));
+    }
+
+    /// Past two days the position keeps its minutes (a seek by minutes shows).
+    #[test]
+    fn the_position_keeps_its_minutes_past_two_days() {
+        let d = chrono::Duration::minutes(3 * 1440 + 4 * 60 + 5);
+        assert_eq!(super::position(d), "3d04h05m");
+        assert_eq!(super::position(chrono::Duration::minutes(125)), "2h05m");
     }
 }

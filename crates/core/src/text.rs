@@ -122,7 +122,8 @@ pub fn human_std_duration(d: std::time::Duration) -> String {
     human_duration(chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX))
 }
 
-/// A duration for people: `45s`, `3m20s`, `2h05m`. The one format every output uses.
+/// A duration for people: `45s`, `3m20s`, `2h05m`, from two days `3d04h`. The one format
+/// every output uses.
 pub fn human_duration(d: chrono::Duration) -> String {
     let secs = d.num_seconds().max(0);
     match secs {

@@ -124,13 +124,28 @@ fn write_app_heading(s: &mut String, a: &AppReport<'_>) {
         .as_ref()
         .filter(|_| a.driver_phase.is_none() && a.executors_seen == 0)
     {
-        let _ = writeln!(
-            s,
-            "No pod yet: known from its SparkApplication (`{}`), state `{}` (`{}`).\n",
-            o.api_version,
-            md(&o.state),
-            o.describe
-        );
+        let _ = if o.kind == "ScheduledSparkApplication" {
+            writeln!(
+                s,
+                "No pods of its own: its runs are SparkApplications, apps of their own; its \
+                 ScheduledSparkApplication (`{}`), state `{}` (`{}`).\n",
+                o.api_version,
+                md(if o.state.is_empty() {
+                    "(none yet)"
+                } else {
+                    &o.state
+                }),
+                o.describe
+            )
+        } else {
+            writeln!(
+                s,
+                "No pod yet: known from its SparkApplication (`{}`), state `{}` (`{}`).\n",
+                o.api_version,
+                md(&o.state),
+                o.describe
+            )
+        };
         for f in &a.verdict.supporting {
             let _ = writeln!(s, "**{}: {}**\n", f.code, md(&f.summary));
         }

@@ -54,7 +54,11 @@ fn write_app_lines(out: &mut String, a: &AppStatus) {
             f(&a.namespace),
             f(&o.name),
             o.api_version,
-            f(&o.state)
+            f(if o.state.is_empty() {
+                "(none yet)"
+            } else {
+                &o.state
+            })
         );
     }
     if a.operator.is_some() && a.driver.is_none() && a.executors.is_empty() {

@@ -194,3 +194,28 @@ async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
             .contains_key(&("spark-jobs".into(), "etl-nightly".into()))
     );
 }
+
+/// A schedule no operator takes up (no `scheduleState`) becomes an app five minutes after it
+/// was made, by time alone.
+#[tokio::test]
+async fn a_schedule_no_operator_took_up_becomes_an_app_by_time_alone() {
+    let unseen = OperatorApp::from_value(
+        OperatorKind::KubeflowScheduled,
+        &json!({"metadata": {"name": "etl-weekly", "namespace": "spark-jobs",
+                             "creationTimestamp": t(0).to_rfc3339()},
+                "spec": {"schedule": "@weekly"}}),
+    );
+    let listed = SourceEvent::OperatorAppsListed {
+        operator_kind: OperatorKind::KubeflowScheduled,
+        namespace: None,
+        objects: vec![unseen],
+        unknown: None,
+        complete: true,
+        at: t(1),
+    };
+    let key = ("spark-jobs".to_owned(), "etl-weekly".to_owned());
+    let s = run(vec![listed.clone(), SourceEvent::Tick { at: t(200) }]).await;
+    assert!(!s.view().apps.contains_key(&key));
+    let s = run(vec![listed, SourceEvent::Tick { at: t(400) }]).await;
+    assert!(s.view().apps[&key].operator_only);
+}

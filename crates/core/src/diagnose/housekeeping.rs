@@ -63,13 +63,14 @@ pub fn kept_drivers(k: &KeptDrivers, now: Time) -> Option<Finding> {
         .witness(Witness::Pod)
         .evidence(format!(
             "kubectl get pods -n {} -l spark-role=driver \
-             --field-selector=status.phase!=Running,status.phase!=Pending",
+             --field-selector=status.phase!=Running,status.phase!=Pending,status.phase!=Unknown",
             k.namespace
         ))
         .hint(format!(
             "Nothing deletes a finished spark-submit driver: delete them once read (kubectl \
              delete pods -n {} -l spark-role=driver \
-             --field-selector=status.phase!=Running,status.phase!=Pending; their Service and \
+             --field-selector=status.phase!=Running,status.phase!=Pending,status.phase!=Unknown; \
+             their Service and \
              ConfigMaps go with them), or have the operator do it (kubeflow \
              spec.timeToLiveSeconds, Apache applicationTolerations.resourceRetainPolicy). \
              Finished pods do not count against a quota's pods or cpu, but their Services and \

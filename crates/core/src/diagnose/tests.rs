@@ -580,6 +580,9 @@ fn human_durations() {
     assert_eq!(human_duration(chrono::Duration::seconds(59)), "59s");
     assert_eq!(human_duration(chrono::Duration::seconds(200)), "3m20s");
     assert_eq!(human_duration(chrono::Duration::seconds(7500)), "2h05m");
+    assert_eq!(human_duration(chrono::Duration::seconds(172_799)), "47h59m");
+    assert_eq!(human_duration(chrono::Duration::seconds(172_800)), "2d00h");
+    assert_eq!(human_duration(chrono::Duration::days(93)), "93d00h");
 }
 
 #[test]

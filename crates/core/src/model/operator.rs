@@ -329,16 +329,34 @@ pub struct Schedule {
     /// `status.pastFailedRunNames` (at most [`MAX_RUNS`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub past_failed: Vec<Text>,
+    /// `status.pastSuccessfulRunNames` (at most [`MAX_RUNS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub past_succeeded: Vec<Text>,
     /// The last run's state, as its own `SparkApplication` says (filled by whoever holds
     /// that object too; `None` when it was not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_state: Option<Text>,
+    /// When the last run ended, as its object says (filled likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_ended: Option<Time>,
+    /// A run of it whose object exists (the last, else a past one): kubeflow starts none
+    /// under an unset `concurrencyPolicy` while one does (filled likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_present: Option<Text>,
 }
 
 /// The most past runs kept of a schedule.
 pub const MAX_RUNS: usize = 8;
 
 impl Schedule {
+    /// Every run it names, the last first.
+    pub fn runs(&self) -> impl Iterator<Item = &Text> {
+        self.last_run_name
+            .iter()
+            .chain(&self.past_failed)
+            .chain(&self.past_succeeded)
+    }
+
     /// Whether the kubeflow operator counts the last run finished (`COMPLETED` or `FAILED`),
     /// when its state is known.
     pub fn last_run_finished(&self) -> Option<bool> {
@@ -441,7 +459,10 @@ impl OperatorApp {
                     next_run: time("/status/nextRun"),
                     last_run_name: text("/status/lastRunName", 256),
                     past_failed: names("/status/pastFailedRunNames"),
+                    past_succeeded: names("/status/pastSuccessfulRunNames"),
                     last_run_state: None,
+                    last_run_ended: None,
+                    run_present: None,
                 }));
             }
         }

@@ -10,8 +10,8 @@ use crate::resource::Resource;
 
 impl OperatorSpec {
     /// The object's name: `name`, else the app's; a schedule's run is
-    /// `<schedule>-<unix seconds of its start>`, as kubeflow names its runs (`epoch`: the
-    /// simulated time at scenario time 0).
+    /// `<schedule>-<unix nanoseconds of its start>`, as kubeflow names its runs at its
+    /// default precision (`epoch`: the simulated time at scenario time 0).
     pub fn object_name(&self, app: &AppSpec, epoch: chrono::DateTime<chrono::Utc>) -> String {
         match &self.scheduled {
             Some(sc) => {
@@ -69,7 +69,7 @@ pub struct OperatorSpec {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduledSpec {
-    /// The schedule object's name (its run is `<name>-<unix seconds>`).
+    /// The schedule object's name (its run is `<name>-<unix nanoseconds>`).
     pub name: String,
     /// The interval (`spec.schedule: "@every 10s"`).
     #[serde(with = "humantime_serde_req")]

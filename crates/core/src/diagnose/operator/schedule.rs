@@ -142,6 +142,7 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
         .last_run_state
         .as_deref()
         .map(|st| if st.is_empty() { "NEW" } else { st });
+    let mut severity = Severity::Error;
     let (cause, hint) = match (policy, last, s.last_run_finished()) {
         (Some("Forbid"), Some(run), Some(false)) => (
             format!(
@@ -155,11 +156,31 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
                  would run both."
             ),
         ),
-        // Only while that run's object exists (without it, the operator starts the next).
-        (None, Some(run), Some(_)) => (
+        // Skipped while the last run ran; the operator looks again only at the next slot.
+        (Some("Forbid"), Some(run), Some(true))
+            if s.last_run_ended.is_some_and(|end| end > due) =>
+        {
+            severity = Severity::Warn;
+            (
+                format!(
+                    "the last run {run} still ran then (it ended {} at {}) and \
+                     concurrencyPolicy is Forbid: the operator skipped it, and starts the next \
+                     run at the next scheduled time",
+                    state.unwrap_or("ended"),
+                    s.last_run_ended.map_or_else(String::new, |t| fmt_time(&t))
+                ),
+                format!(
+                    "{run} ran past the schedule's interval: find why (its own verdict), or \
+                     space the schedule wider; Replace would kill a late run for the next."
+                ),
+            )
+        }
+        // Only while a run's object exists (without one, the operator starts the next).
+        (None, Some(_), _) if s.run_present.is_some() => (
             format!(
                 "concurrencyPolicy is not set, and the operator starts no run while an \
-                 earlier run's SparkApplication ({run}) exists"
+                 earlier run's SparkApplication ({}) exists",
+                s.run_present.as_deref().unwrap_or_default()
             ),
             "Set spec.concurrencyPolicy (Allow, Forbid or Replace): unset, only the first run \
              ever starts while the operator keeps past runs (successfulRunHistoryLimit, \
@@ -180,11 +201,11 @@ pub(super) fn findings(f: &OperatorFacts<'_>, now: Time) -> Vec<Finding> {
                 .to_owned(),
         ),
     };
-    vec![
-        base(
-            Code::RunsSkipped,
-            format!("The run due at {} has not started: {cause}", fmt_time(&due)),
-        )
-        .hint(hint),
-    ]
+    let mut x = base(
+        Code::RunsSkipped,
+        format!("The run due at {} has not started: {cause}", fmt_time(&due)),
+    )
+    .hint(hint);
+    x.severity = severity;
+    vec![x]
 }

@@ -376,7 +376,9 @@ fn a_run_due_and_not_started_under_forbid_names_the_run_still_running() {
 
 #[test]
 fn an_unset_policy_starts_no_run_while_an_earlier_one_exists() {
-    let app = with_last_state(scheduled(None, "Scheduled", "2026-12-01T02:00:00Z"), "");
+    // A past run's object still there (the last one's gone): kubeflow starts none.
+    let mut app = scheduled(None, "Scheduled", "2026-12-01T02:00:00Z");
+    app.schedule.as_mut().unwrap().run_present = Some("nightly-1764468000".into());
     let f = one(&app, None, false);
     assert_eq!(f.code, Code::RunsSkipped);
     assert!(
@@ -436,6 +438,27 @@ fn a_schedule_no_operator_took_up_is_said_after_five_minutes() {
         now(),
     );
     assert!(facts.is_empty(), "{facts:?}");
+}
+
+#[test]
+fn a_run_due_while_the_last_one_ran_late_is_a_warning_until_the_next_slot() {
+    let mut app = with_last_state(
+        scheduled(Some("Forbid"), "Scheduled", "2026-12-01T02:00:00Z"),
+        "COMPLETED",
+    );
+    let ended = chrono::DateTime::parse_from_rfc3339("2026-12-01T02:05:00Z").unwrap();
+    app.schedule.as_mut().unwrap().last_run_ended = Some(ended.to_utc());
+    let f = one(&app, None, false);
+    assert_eq!((f.code, f.severity), (Code::RunsSkipped, Severity::Warn));
+    assert!(
+        f.summary.ends_with(
+            "the last run nightly-1764468000 still ran then (it ended COMPLETED at \
+             2026-12-01T02:05:00Z) and concurrencyPolicy is Forbid: the operator skipped it, \
+             and starts the next run at the next scheduled time"
+        ),
+        "{}",
+        f.summary
+    );
 }
 
 #[test]
