@@ -27,7 +27,7 @@ use spark_triage_core::diagnose::verdict::{ToolKill, Verdict, heartbeat_removals
 use spark_triage_core::model::driver::{DriverSeen, reason_headline};
 use spark_triage_core::model::{ExecIdLabel, ExecutorPod, ExecutorState, PodEvent, Role, Time};
 
-use crate::source::{SourceEvent, SourceKind};
+use crate::source::{Health, SourceEvent, SourceKind};
 
 /// Transitions kept per executor.
 pub const MAX_HISTORY: usize = 32;
@@ -165,10 +165,7 @@ impl Store {
                 app.config = AppConfig::from_properties(&properties, from);
                 self.rediagnose_app(&(namespace, app_id), at);
             }
-            SourceEvent::SourceHealth { source, health, at } => {
-                self.outage(source, &health, at);
-                self.snap.health.insert(source, health);
-            }
+            SourceEvent::SourceHealth { source, health, at } => self.health(source, health, at),
             SourceEvent::LogCaptured {
                 namespace,
                 pod,
@@ -443,6 +440,19 @@ impl Store {
                 )
             };
             app.log(at, Some(id), note.unwrap_or(text));
+        }
+    }
+
+    /// A source's health; the operators' objects read again after failing settle the
+    /// schedules held back while their copy was stale.
+    fn health(&mut self, source: SourceKind, health: Health, at: Time) {
+        self.outage(source, &health, at);
+        let recovered = source == SourceKind::SchedulerObjects
+            && !self.objects_fresh()
+            && !matches!(health, Health::Retrying { .. });
+        self.snap.health.insert(source, health);
+        if recovered {
+            self.settle_operators(at);
         }
     }
 

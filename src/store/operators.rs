@@ -121,6 +121,17 @@ impl Store {
             .operators
             .iter()
             .filter(|(k, o)| !joined.contains(*k) && worth_an_app(o, at))
+            // A schedule judged overdue on a stale copy (its list failing) is not made an app
+            // (one made before stays).
+            .filter(|(_, o)| {
+                o.kind != OperatorKind::KubeflowScheduled
+                    || self.objects_fresh()
+                    || self
+                        .snap
+                        .apps
+                        .get(&(o.namespace.to_string(), o.name.to_string()))
+                        .is_some_and(|a| a.operator_only)
+            })
             .map(|(_, o)| {
                 let key = (o.namespace.to_string(), o.name.to_string());
                 (key, self.with_last_run(o))
@@ -192,6 +203,9 @@ impl Store {
     /// operator's word on it): the operator writes nothing then, so only time makes it so.
     /// A schedule whose key an app holds is not waited on.
     fn next_schedule_due(&self) -> Option<Time> {
+        if !self.objects_fresh() {
+            return None; // settled again when they are read again
+        }
         self.snap
             .operators
             .values()
@@ -208,6 +222,15 @@ impl Store {
                 _ => None,
             })
             .min()
+    }
+
+    /// Whether the operators' objects are read as they are now: their list is not failing
+    /// (a failing list keeps the last copy, whose due runs would all look skipped).
+    pub(super) fn objects_fresh(&self) -> bool {
+        !matches!(
+            self.snap.health.get(&SourceKind::SchedulerObjects),
+            Some(Health::Retrying { .. })
+        )
     }
 
     /// Kueue's Workload for an operator's object: the one it owns.

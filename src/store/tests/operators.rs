@@ -5,6 +5,7 @@ use serde_json::json;
 use spark_triage_core::model::{OperatorApp, OperatorKind};
 
 use super::*;
+use crate::source::{Health, SourceKind};
 
 fn object(state: &str, app_id: Option<&str>) -> OperatorApp {
     OperatorApp::from_value(
@@ -217,5 +218,43 @@ async fn a_schedule_no_operator_took_up_becomes_an_app_by_time_alone() {
     let s = run(vec![listed.clone(), SourceEvent::Tick { at: t(200) }]).await;
     assert!(!s.view().apps.contains_key(&key));
     let s = run(vec![listed, SourceEvent::Tick { at: t(400) }]).await;
+    assert!(s.view().apps[&key].operator_only);
+}
+
+/// While the objects' list fails the store keeps its last copy, on which every due run
+/// would look skipped: no schedule becomes an app then; once read again, it is judged.
+#[tokio::test]
+async fn a_stale_copy_makes_no_schedule_skipped_until_read_again() {
+    let health = |health, at| SourceEvent::SourceHealth {
+        source: SourceKind::SchedulerObjects,
+        health,
+        at: t(at),
+    };
+    let schedules = SourceEvent::OperatorAppsListed {
+        operator_kind: OperatorKind::KubeflowScheduled,
+        namespace: None,
+        objects: vec![schedule()],
+        unknown: None,
+        complete: true,
+        at: t(1),
+    };
+    let key = ("spark-jobs".to_owned(), "etl-nightly".to_owned());
+    let failing = Health::Retrying {
+        error: "scheduledsparkapplications.sparkoperator.k8s.io: timed out".into(),
+    };
+    let s = run(vec![
+        schedules.clone(),
+        health(failing.clone(), 5),
+        SourceEvent::Tick { at: t(100) },
+    ])
+    .await;
+    assert!(!s.view().apps.contains_key(&key));
+    let s = run(vec![
+        schedules,
+        health(failing, 5),
+        SourceEvent::Tick { at: t(100) },
+        health(Health::Connected, 101),
+    ])
+    .await;
     assert!(s.view().apps[&key].operator_only);
 }
