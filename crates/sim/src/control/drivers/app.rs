@@ -153,17 +153,9 @@ impl Drivers {
         driver: Option<&Obj>,
         t: f64,
     ) {
+        let q = self.executor_pods(i);
         let d = &self.drivers[i];
         let ns = d.spec.namespace.clone();
-        let q = Query {
-            namespace: Some(ns.clone()),
-            labels: LabelSelector::parse(&format!(
-                "spark-app-selector={},spark-role=executor",
-                d.app_id
-            ))
-            .unwrap_or_default(),
-            ..Query::default()
-        };
         match driver {
             None if !d.collected => {
                 self.drivers[i].collected = true;

@@ -291,23 +291,28 @@ impl Drivers {
         self.start_app(rng, kubelet, i)
     }
 
+    /// The query of app `i`'s executor pods (its `spark-app-selector`, `spark-role=executor`).
+    pub(super) fn executor_pods(&self, i: usize) -> Query {
+        let d = &self.drivers[i];
+        Query {
+            namespace: Some(d.spec.namespace.clone()),
+            labels: LabelSelector::parse(&format!(
+                "spark-app-selector={},spark-role=executor",
+                d.app_id
+            ))
+            .unwrap_or_default(),
+            ..Query::default()
+        }
+    }
+
     /// A rerun of app `i`: a new driver with new names; the old one's objects stay to the
     /// operator to delete.
     pub(super) fn rerun(&mut self, rng: &mut fastrand::Rng, i: usize) {
         // The earlier run's leftovers first, as the garbage collector takes them with its
         // driver: its executor pods and its allocator's set.
         if self.drivers[i].started {
-            let d = &self.drivers[i];
-            let ns = d.spec.namespace.clone();
-            let q = Query {
-                namespace: Some(ns.clone()),
-                labels: LabelSelector::parse(&format!(
-                    "spark-app-selector={},spark-role=executor",
-                    d.app_id
-                ))
-                .unwrap_or_default(),
-                ..Query::default()
-            };
+            let ns = self.drivers[i].spec.namespace.clone();
+            let q = self.executor_pods(i);
             self.delete_sets(i);
             let (pods, _) = self.store.list_all(Resource::Pods, &q);
             for p in pods {
