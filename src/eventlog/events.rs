@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use spark_triage_core::model::Time;
+use spark_triage_core::model::driver_state::StreamingQuery;
 
 /// What a line says, of what spark-triage reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +58,20 @@ pub(crate) enum Event {
         at: Time,
         task_failures: u32,
     },
+    /// `StreamingQueryListener$QueryStartedEvent` (Spark 3.1+ logs the streaming queries'
+    /// events for the History Server): the app runs a Structured Streaming query.
+    QueryStarted {
+        query: StreamingQuery,
+        at: Option<Time>,
+    },
 }
 
+/// The streaming query's start, as Jackson writes it.
+const QUERY_STARTED: &str =
+    "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent";
+
 /// Events whose lines are parsed; any other is skipped by name.
-const READ: [&str; 9] = [
+const READ: [&str; 10] = [
     "SparkListenerLogStart",
     "SparkListenerApplicationStart",
     "SparkListenerApplicationEnd",
@@ -70,6 +81,7 @@ const READ: [&str; 9] = [
     "SparkListenerTaskEnd",
     "org.apache.spark.scheduler.SparkListenerExecutorExcluded",
     "org.apache.spark.scheduler.SparkListenerExecutorBlacklisted",
+    QUERY_STARTED,
 ];
 
 /// The event's name, from the line's start (`{"Event":"…"`) or, if the writer put another
@@ -217,6 +229,16 @@ struct TaskInfo {
 }
 
 #[derive(Deserialize)]
+struct QueryStarted {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    /// ISO 8601 (`2026-12-06T10:00:00.000Z`).
+    #[serde(default)]
+    timestamp: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct Excluded {
     time: i64,
     #[serde(rename = "executorId")]
@@ -314,6 +336,16 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
                 at: e.info.finish.filter(|ms| *ms > 0).and_then(millis),
             }
         }
+        QUERY_STARTED => {
+            let e: QueryStarted = serde_json::from_str(line).map_err(bad)?;
+            Event::QueryStarted {
+                query: StreamingQuery::new(&e.id, e.name.as_deref()),
+                at: e
+                    .timestamp
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| t.to_utc()),
+            }
+        }
         _ => {
             let e: Excluded = serde_json::from_str(line).map_err(bad)?;
             Event::ExecutorExcluded {
@@ -366,6 +398,14 @@ mod tests {
         assert!(
             matches!(parse(pairs), Ok(Event::Environment { properties }) if properties["spark.app.name"] == "x")
         );
+        let started = r#"{"Event":"org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent","id":"3f1c2a9e-1","runId":"77","name":"clicks","timestamp":"2026-12-06T10:00:00.000Z","jobTags":[]}"#;
+        match parse(started) {
+            Ok(Event::QueryStarted { query, at }) => {
+                assert_eq!(query.label(), "query clicks");
+                assert_eq!(at.map(|t| t.timestamp()), Some(1_796_551_200));
+            }
+            other => panic!("{other:?}"),
+        }
         let excluded = r#"{"Event":"org.apache.spark.scheduler.SparkListenerExecutorExcluded","time":1700000002000,"executorId":"3","taskFailures":2}"#;
         assert!(matches!(
             parse(excluded),

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::clock::Clock;
 use super::connection::{Connection, pods_api, send};
 use super::errors::masked_line;
-use super::{DriverView, Scope, SourceEvent, errors};
+use super::{DriverView, Scope, SourceEvent, driver_self, errors};
 use crate::redact;
 
 /// Reads every driver's executor list in scope (those in focus) every `every`.
@@ -42,6 +42,9 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
     // scale-down storm under dynamic allocation must not read a log every round).
     let mut log_read: std::collections::HashMap<(String, String), std::time::Instant> =
         std::collections::HashMap::new();
+    // What each driver said of itself: no allocation gauges (not asked again), its jobs'
+    // last read, a streaming query seen (its jobs not read again).
+    let mut own = Own::default();
     loop {
         tick.tick().await;
         let drivers = match pods.list(&ListParams::default().labels(sel)).await {
@@ -82,6 +85,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
                     may_read_log: log_read
                         .get(&key)
                         .is_none_or(|t| t.elapsed() >= DRIVER_LOG_EVERY),
+                    own: own.known(&key),
                 };
                 (d, pod, app_id, known)
             })
@@ -95,9 +99,16 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             events,
             looked_up,
             log_read: was_read,
+            said,
         }) = reads.next().await
         {
             for ev in events {
+                if let SourceEvent::DriverExecutors {
+                    namespace, app_id, ..
+                } = &ev
+                {
+                    own.note((namespace.clone(), app_id.clone()), &said);
+                }
                 match &ev {
                     SourceEvent::DriverConfig {
                         namespace, app_id, ..
@@ -124,6 +135,39 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
     }
 }
 
+/// What the drivers said of themselves, by (namespace, app id), across rounds.
+#[derive(Default)]
+struct Own {
+    allocation_off: std::collections::HashSet<(String, String)>,
+    jobs_read: std::collections::HashMap<(String, String), std::time::Instant>,
+    streaming: std::collections::HashSet<(String, String)>,
+}
+
+impl Own {
+    fn known(&self, key: &(String, String)) -> driver_self::Known {
+        driver_self::Known {
+            allocation_off: self.allocation_off.contains(key),
+            may_read_jobs: !self.streaming.contains(key)
+                && self
+                    .jobs_read
+                    .get(key)
+                    .is_none_or(|t| t.elapsed() >= driver_self::JOBS_EVERY),
+        }
+    }
+
+    fn note(&mut self, key: (String, String), said: &driver_self::Said) {
+        if said.allocation_off {
+            self.allocation_off.insert(key.clone());
+        }
+        if said.streaming.is_some() {
+            self.streaming.insert(key.clone());
+        }
+        if said.jobs_read {
+            self.jobs_read.insert(key, std::time::Instant::now());
+        }
+    }
+}
+
 /// What was already read of one driver beside its executor list.
 struct Known {
     /// Its settings (a client-mode driver's, from its REST API).
@@ -132,6 +176,8 @@ struct Known {
     heard: std::collections::BTreeSet<i64>,
     /// Whether its log may be read this round.
     may_read_log: bool,
+    /// What it said of itself.
+    own: driver_self::Known,
 }
 
 /// One round's reads of one driver: the events to send, in order, and the removals its log
@@ -141,6 +187,8 @@ struct Read {
     looked_up: Vec<i64>,
     /// Its log was read this round (for the removals or for a refusal).
     log_read: bool,
+    /// What it said of itself this round.
+    said: driver_self::Said,
 }
 
 /// Reads one driver: its executor list; once, a client-mode driver's settings (it has no
@@ -161,7 +209,27 @@ async fn read_one(
     let mut events = Vec::new();
     let mut looked_up = Vec::new();
     let mut log_read = false;
+    let mut said = driver_self::Said::default();
     if let DriverView::Ok { executors } = &view {
+        if let Some(ui) = ui_path(d, &app_id, svcs) {
+            said = driver_self::read(client, (&ui, pod, &app_id), known.own, now()).await;
+        }
+        if let Some(allocation) = said.allocation {
+            events.push(SourceEvent::DriverAllocation {
+                namespace: namespace.clone(),
+                app_id: app_id.clone(),
+                allocation,
+                at: now(),
+            });
+        }
+        if let Some(query) = said.streaming.clone() {
+            events.push(SourceEvent::DriverStreaming {
+                namespace: namespace.clone(),
+                app_id: app_id.clone(),
+                query,
+                at: now(),
+            });
+        }
         if pod.conf_config_map.is_none()
             && !known.settings
             && let Some(properties) = read_settings(client, d, &app_id, svcs).await
@@ -233,6 +301,7 @@ async fn read_one(
         events,
         looked_up,
         log_read,
+        said,
     }
 }
 

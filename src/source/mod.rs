@@ -8,6 +8,7 @@ pub mod bounds;
 pub mod clock;
 pub mod connection;
 pub mod credentials;
+mod driver_self;
 pub mod driver_view;
 pub mod errors;
 pub mod extra;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{
     DriverExecutor, ExecutorPod, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
     Time,
@@ -207,6 +209,21 @@ pub enum SourceEvent {
         line: String,
         at: Time,
     },
+    /// Dynamic allocation as the running driver's metrics servlet has it: its target, what
+    /// its tasks could use, what has registered.
+    DriverAllocation {
+        namespace: String,
+        app_id: String,
+        allocation: Allocation,
+        at: Time,
+    },
+    /// The running driver runs a Structured Streaming query (its micro-batch jobs name it).
+    DriverStreaming {
+        namespace: String,
+        app_id: String,
+        query: StreamingQuery,
+        at: Time,
+    },
     /// The Spark operators' `SparkApplication`s of one kind, in a namespace or in every
     /// namespace; or (`unknown`) why they cannot be read (said once).
     OperatorAppsListed {
@@ -327,6 +344,8 @@ impl SourceEvent {
             | Self::GroupsListed { at, .. }
             | Self::OperatorAppsListed { at, .. }
             | Self::DriverRefused { at, .. }
+            | Self::DriverAllocation { at, .. }
+            | Self::DriverStreaming { at, .. }
             | Self::ScopeNote { at, .. }
             | Self::ScopeChanged { at, .. }
             | Self::AppNoted { at, .. }

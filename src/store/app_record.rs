@@ -174,6 +174,11 @@ impl AppRecord {
             waiting: &waiting,
             waiting_since,
             driver_refusal: self.driver_refusal.as_deref(),
+            allocation: self.allocation.map(|a| a.allocation),
+            scale_up_short_since: self
+                .allocation
+                .and_then(|a| a.short_since.filter(|s| a.at - *s >= app::STALL_AFTER)),
+            streaming: self.streaming.as_ref(),
         });
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(order);
@@ -325,6 +330,8 @@ impl AppRecord {
             operator: None,
             admission: None,
             driver_refusal: None,
+            allocation: None,
+            streaming: None,
             operator_label: None,
             operator_only: false,
             logged_version: None,

@@ -140,6 +140,39 @@ impl Store {
         }
     }
 
+    /// Preemptors named before their pod was known (the events listed before the pods, a
+    /// preemptor that started later), completed once it is: the preempted executors are
+    /// re-diagnosed, so their app's finding names the preemptor's app and priority.
+    pub(super) fn settle_preemptors(&mut self, at: Time) {
+        let unsettled = |e: &PodEvent| {
+            e.reason_is("Preempted") && e.related.as_ref().is_some_and(|r| r.app.is_none())
+        };
+        let mut settled: Vec<((String, String), usize, Related)> = Vec::new();
+        for (key, q) in &self.events {
+            for (i, e) in q.iter().enumerate().filter(|(_, e)| unsettled(e)) {
+                let Some(mut r) = e.related.clone() else {
+                    continue;
+                };
+                self.resolve_preemptor(&mut r);
+                if r.app.is_some() {
+                    settled.push((key.clone(), i, r));
+                }
+            }
+        }
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for (key, i, r) in settled {
+            if let Some(e) = self.events.get_mut(&key).and_then(|q| q.get_mut(i)) {
+                e.related = Some(r);
+            }
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        for key in keys {
+            self.rediagnose_named(&key, at);
+        }
+    }
+
     pub(super) fn event(&mut self, mut event: PodEvent, at: Time) {
         if event.reason_is("Preempted")
             && let Some(mut r) = disruption::preemptor_of([&event])
@@ -197,18 +230,38 @@ impl Store {
             }
         }
         if let Some((k, id)) = found {
-            let events: Vec<PodEvent> = self
-                .events
-                .get(&key)
-                .map(|q| q.iter().cloned().collect())
-                .unwrap_or_default();
-            let app = derived::edit(self.snap.apps.get_mut(&k).expect("app exists"));
-            let ctx = AppCtx::of(app, &self.logged_kills);
-            if let Some(rec) = app.executors.get_mut(&id) {
-                let rec = Arc::make_mut(rec);
-                if let Some(note) = refresh(rec, &events, &ctx, None, at) {
-                    app.log(at, Some(id), note);
-                }
+            self.rediagnose_executor(&key, (&k, id), at);
+        }
+    }
+
+    /// The executor whose pod is `key` (namespace, name), re-diagnosed with its events.
+    fn rediagnose_named(&mut self, key: &(String, String), at: Time) {
+        let found = self.snap.apps.iter().find_map(|(k, app)| {
+            (k.0 == key.0)
+                .then(|| app.executors.values().find(|e| e.pod.name == key.1))
+                .flatten()
+                .map(|rec| (k.clone(), rec.id))
+        });
+        if let Some((k, id)) = found {
+            self.rediagnose_executor(key, (&k, id), at);
+        }
+    }
+
+    fn rediagnose_executor(&mut self, key: &(String, String), (k, id): (&AppKey, i64), at: Time) {
+        let events: Vec<PodEvent> = self
+            .events
+            .get(key)
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default();
+        let Some(app) = self.snap.apps.get_mut(k) else {
+            return;
+        };
+        let app = derived::edit(app);
+        let ctx = AppCtx::of(app, &self.logged_kills);
+        if let Some(rec) = app.executors.get_mut(&id) {
+            let rec = Arc::make_mut(rec);
+            if let Some(note) = refresh(rec, &events, &ctx, None, at) {
+                app.log(at, Some(id), note);
             }
         }
     }

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 
 use spark_triage_core::allocator::Controller;
+use spark_triage_core::diagnose::app::STALL_AFTER;
 use spark_triage_core::model::Time;
 use spark_triage_core::model::driver::{DriverExecutor, ExecutorList};
+use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 
 use super::*;
-use crate::source::{DriverView, Health, SourceKind};
+use crate::source::{DriverView, Health, SourceEvent, SourceKind};
 
 impl Store {
     /// The running driver's log says the API server refused an executor pod (RBAC, a
@@ -18,6 +20,61 @@ impl Store {
         let app = self.app_mut(&namespace, &app_id);
         if app.driver_refusal.as_deref() != Some(line.as_str()) {
             app.driver_refusal = Some(line);
+            app.as_of = Some(at);
+        }
+    }
+
+    /// What a running driver says of itself (its allocation, its streaming query).
+    pub(super) fn driver_said(&mut self, ev: SourceEvent) {
+        match ev {
+            SourceEvent::DriverAllocation {
+                namespace,
+                app_id,
+                allocation,
+                at,
+            } => self.driver_allocation((namespace, app_id), allocation, at),
+            SourceEvent::DriverStreaming {
+                namespace,
+                app_id,
+                query,
+                at,
+            } => self.driver_streaming((namespace, app_id), query, at),
+            _ => {}
+        }
+    }
+
+    /// Dynamic allocation as the running driver's metrics have it: kept with the app, with
+    /// since when its target stands above the executors it has (the stall's start).
+    fn driver_allocation(&mut self, (namespace, app_id): AppKey, allocation: Allocation, at: Time) {
+        let app = self.app_mut(&namespace, &app_id);
+        let counts = app.counts();
+        let has = (counts.pending + counts.running) as u32;
+        let short_since = (allocation.target > has)
+            .then(|| app.allocation.and_then(|a| a.short_since).unwrap_or(at));
+        let before = app.allocation;
+        app.allocation = Some(AllocationSeen {
+            allocation,
+            at,
+            short_since,
+        });
+        // A finding changes with the numbers, or once the shortfall has lasted (its age
+        // alone is read at each read).
+        let stalled = |a: Option<AllocationSeen>| {
+            a.and_then(|a| a.short_since.map(|s| a.at - s >= STALL_AFTER))
+        };
+        if before.map(|b| (b.allocation, b.short_since)) != Some((allocation, short_since))
+            || stalled(before) != stalled(app.allocation)
+        {
+            app.as_of = Some(at);
+        }
+    }
+
+    /// The running driver runs a Structured Streaming query: kept with the app (a streaming
+    /// app's executors and driver are not batch work to be preempted).
+    fn driver_streaming(&mut self, (namespace, app_id): AppKey, query: StreamingQuery, at: Time) {
+        let app = self.app_mut(&namespace, &app_id);
+        if app.streaming.as_ref() != Some(&query) {
+            app.streaming = Some(query);
             app.as_of = Some(at);
         }
     }

@@ -63,8 +63,9 @@ pub use incident::{
     BudgetView, Incident, Natural, Trouble, by_trouble, cause_label, ended_at, suggestion,
 };
 pub use records::{
-    AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord, Finished,
-    Freshness, Gone, KeptDriver, ScopeLabel, Snapshot, TimelineEntry, Transition, Trimmed,
+    AllocationSeen, AppKey, AppRecord, Counts, DRIVER, DriverApiState, DriverInfo, ExecutorRecord,
+    Finished, Freshness, Gone, KeptDriver, ScopeLabel, Snapshot, TimelineEntry, Transition,
+    Trimmed,
 };
 
 /// The single writer. Serializable whole: a recording's keyframe is a `Store`.
@@ -235,6 +236,9 @@ impl Store {
                 line,
                 at,
             } => self.driver_refused((namespace, app_id), line, at),
+            ev @ (SourceEvent::DriverAllocation { .. } | SourceEvent::DriverStreaming { .. }) => {
+                self.driver_said(ev)
+            }
             SourceEvent::OperatorAppsListed {
                 operator_kind,
                 namespace,

@@ -67,6 +67,7 @@ impl Store {
             }
         }
         self.withdraw_false_deletions(&present, list_rv, at);
+        self.settle_preemptors(at);
         // Finished drivers deleted while no watch said so (not one seen after the LIST).
         let stays = |ns: &str, p: &str, k: &KeptDriver| {
             present_names.contains(&(ns, p))

@@ -981,6 +981,7 @@ async fn forgetting_dates_an_ending_by_the_cluster_and_keeps_an_active_driver_on
 }
 
 mod allocators;
+mod driver_self;
 mod housekeeping;
 mod operators;
 mod relist;

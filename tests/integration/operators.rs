@@ -222,6 +222,43 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         "{refused:#}"
     );
 
+    // What the drivers say of themselves: dynamic allocation asks for six executors where
+    // the quota has room for two (its metrics servlet); a streaming query (its jobs) whose
+    // executor a batch app's pods preempted.
+    let elastic = app(&doc, "elastic-report");
+    let v = &elastic["verdict"];
+    assert_eq!(
+        (v["cause"].as_str(), v["severity"].as_str()),
+        (Some("quota-exhausted"), Some("error")),
+        "{elastic:#}"
+    );
+    assert!(
+        v["summary"].as_str().unwrap().starts_with(
+            "2 of 6 executors dynamic allocation asks for: quota bi-quota rejects the rest"
+        ),
+        "{v:#}"
+    );
+    assert_eq!(elastic["dynamic_allocation"]["target"], 6, "{elastic:#}");
+    let stream = app(&doc, "clickstream");
+    let v = &stream["verdict"];
+    assert_eq!(
+        (v["cause"].as_str(), v["severity"].as_str()),
+        (Some("streaming-preemptible"), Some("error")),
+        "{stream:#}"
+    );
+    assert_eq!(
+        v["summary"],
+        "streaming app (query clicks): 1 executor preempted by backfill (batch-high = 1000 > priority 0)",
+        "{v:#}"
+    );
+    assert_eq!(stream["streaming"]["name"], "clicks", "{stream:#}");
+    // The batch app runs no query and has no allocation gauges.
+    let batch = app(&doc, "backfill");
+    assert!(
+        batch["streaming"].is_null() && batch["dynamic_allocation"].is_null(),
+        "{batch:#}"
+    );
+
     // The table names the object.
     let (_, table, _) = triage(&["status", "--recording", &file_s]).run().await;
     assert!(
@@ -235,7 +272,14 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
     let report: Value = serde_json::from_str(&pout).expect("report JSON");
     let live_verdicts = verdicts(&doc);
     let reported = verdicts(&report);
-    for name in ["nightly", "hourly-report", "sessionize", "features-refresh"] {
+    for name in [
+        "nightly",
+        "hourly-report",
+        "sessionize",
+        "features-refresh",
+        "elastic-report",
+        "clickstream",
+    ] {
         assert_eq!(
             reported.get(name),
             live_verdicts.get(name),

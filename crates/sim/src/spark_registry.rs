@@ -23,6 +23,10 @@ pub struct AppView {
     pub service: String,
     pub start: Option<DateTime<Utc>>,
     pub executors: BTreeMap<i64, ExecView>,
+    /// Dynamic allocation's target, when it is on (the metrics servlet's gauges).
+    pub target: Option<u32>,
+    /// The Structured Streaming query it runs, by name.
+    pub streaming: Option<String>,
 }
 
 /// One executor as Spark's `allexecutors` endpoint shows it.

@@ -39,6 +39,60 @@ fn executors(app: &AppView, all: bool) -> Value {
     Value::Array(out)
 }
 
+/// The metrics servlet's JSON: the block manager's gauge always, dynamic allocation's
+/// (`ExecutorAllocationManager`) only with it on, as Spark registers them.
+fn metrics(app: &AppView) -> Value {
+    let prefix = format!("{}.driver", app.app_id);
+    let mut gauges = serde_json::Map::new();
+    gauges.insert(
+        format!("{prefix}.BlockManager.memory.maxMem_MB"),
+        json!({"value": 434}),
+    );
+    if let Some(target) = app.target {
+        let registered = app
+            .executors
+            .values()
+            .filter(|e| e.remove_time.is_none() && e.add_time.is_some())
+            .count();
+        let eam = format!("{prefix}.ExecutorAllocationManager.executors");
+        for (name, v) in [
+            ("numberTargetExecutors", target as usize),
+            ("numberMaxNeededExecutors", target as usize),
+            ("numberAllExecutors", registered),
+            ("numberExecutorsPendingToRemove", 0),
+            ("numberExecutorsToAdd", 1),
+        ] {
+            gauges.insert(format!("{eam}.{name}"), json!({"value": v}));
+        }
+    }
+    json!({"version": "4.0.0", "gauges": gauges, "counters": {}, "histograms": {}, "meters": {}, "timers": {}})
+}
+
+/// The driver's jobs, newest first: a streaming app's are micro-batches, named as
+/// `StreamExecution` describes them (the job group its run id).
+fn jobs(app: &AppView) -> Value {
+    let submitted = time(app.start);
+    match &app.streaming {
+        Some(name) => {
+            let id = format!("{}-query", app.app_id);
+            let run = format!("{}-run", app.app_id);
+            Value::Array(
+                (0..3)
+                    .rev()
+                    .map(|batch| {
+                        json!({"jobId": batch, "name": "start at stream.py:12",
+                            "description": format!("{name}\nid = {id}\nrunId = {run}\nbatch = {batch}"),
+                            "submissionTime": submitted, "jobGroup": run, "status": "SUCCEEDED",
+                            "numTasks": 4, "numCompletedTasks": 4, "stageIds": [batch]})
+                    })
+                    .collect(),
+            )
+        }
+        None => json!([{"jobId": 0, "name": "count at etl.py:21", "submissionTime": submitted,
+            "status": "SUCCEEDED", "numTasks": 8, "numCompletedTasks": 8, "stageIds": [0]}]),
+    }
+}
+
 /// Answers a proxied request to a service, or says why it cannot.
 pub fn serve(
     ready: bool,
@@ -155,6 +209,8 @@ pub fn serve_app(
             id,
             which @ ("executors" | "allexecutors"),
         ] if *id == app.app_id => (200, executors(app, *which == "allexecutors")),
+        ["api", "v1", "applications", id, "jobs"] if *id == app.app_id => (200, jobs(app)),
+        ["metrics", "json"] => (200, metrics(app)),
         ["api", "v1", "applications", id, ..] if *id != app.app_id => {
             (404, json!(format!("unknown app: {id}")))
         }

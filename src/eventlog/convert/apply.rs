@@ -2,7 +2,8 @@
 //! end ([`Converter::finish`]): the last view, the app's end, a tick at its last moment.
 
 use spark_triage_core::model::driver::STOPPED_WITH_APP;
-use spark_triage_core::model::fmt_time;
+use spark_triage_core::model::driver_state::StreamingQuery;
+use spark_triage_core::model::{Time, fmt_time};
 
 use super::*;
 use crate::eventlog::events::Event;
@@ -120,6 +121,7 @@ impl Converter {
                     }
                 }
             }
+            Event::QueryStarted { query, at } => self.query_started(query, at),
             Event::ExecutorExcluded {
                 id,
                 at,
@@ -148,6 +150,21 @@ impl Converter {
                 });
             }
         }
+    }
+
+    /// A Structured Streaming query started (at its own time, else the log's latest).
+    fn query_started(&mut self, query: StreamingQuery, at: Option<Time>) {
+        let Some(at) = at.or(self.last_at).or(self.start) else {
+            return;
+        };
+        self.seen(at);
+        let (namespace, app_id) = self.key(at);
+        self.out.push(SourceEvent::DriverStreaming {
+            namespace,
+            app_id,
+            query,
+            at,
+        });
     }
 
     /// The log is read: the last view, the app's end (or why there is none), and a tick

@@ -6,6 +6,7 @@ use spark_triage_core::diagnose::app_verdict::VerdictView;
 use spark_triage_core::diagnose::{Code, Severity};
 use spark_triage_core::model;
 use spark_triage_core::model::driver::ExecutorList;
+use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorKind, Time};
 
 use crate::output::{AppOrder, OperatorStatus};
@@ -61,6 +62,13 @@ pub struct AppStatus {
     /// Its Spark operator's `SparkApplication`, when submitted through one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<OperatorStatus>,
+    /// Dynamic allocation as the running driver's metrics had it at the last read: its
+    /// target against what is registered and what its tasks could use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_allocation: Option<Allocation>,
+    /// The Structured Streaming query the app runs, when its driver's jobs named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<StreamingQuery>,
 }
 
 /// How reading the driver's REST API goes.
@@ -245,6 +253,8 @@ fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
             .collect(),
         driver_api: driver_api_status(a),
         operator: a.operator.as_deref().map(OperatorStatus::of),
+        dynamic_allocation: a.allocation.map(|a| a.allocation),
+        streaming: a.streaming.clone(),
         executors: a
             .executors
             .values()

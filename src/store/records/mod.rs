@@ -10,6 +10,7 @@ use spark_triage_core::diagnose::nodes::NodePattern;
 use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
 use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
 use spark_triage_core::model::driver::{DriverSeen, ExecutorList};
+use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{
     ExecutorPod, ExecutorState, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
     Time,
@@ -211,6 +212,13 @@ pub struct AppRecord {
     /// webhook), when its log was read for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_refusal: Option<String>,
+    /// Dynamic allocation as the running driver's metrics had it at its last read, and since
+    /// when its target stood above the executors it had (pending or running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<AllocationSeen>,
+    /// Its Structured Streaming query, when its driver's jobs named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<StreamingQuery>,
     /// Kueue's Workload for that object (owned by it), when read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<SchedGroup>,
@@ -241,6 +249,17 @@ pub struct AppRecord {
     /// Findings, incident and trouble, computed on demand once per change.
     #[serde(skip)]
     pub(super) derived: super::derived::Derived,
+}
+
+/// One read of a driver's dynamic allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocationSeen {
+    pub allocation: Allocation,
+    /// When it was read.
+    pub at: Time,
+    /// Since when (a read) its target stood above the executors it had, while it still does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_since: Option<Time>,
 }
 
 /// Counts by Spark state, plus missing.

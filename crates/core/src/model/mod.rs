@@ -1,6 +1,7 @@
 //! The pure domain: what the tool knows about a pod, its events, and Spark's executor states.
 
 pub mod driver;
+pub mod driver_state;
 mod event;
 mod group;
 mod interned;

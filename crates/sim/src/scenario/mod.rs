@@ -222,6 +222,11 @@ pub struct AppSpec {
     /// (403), as the driver's log says.
     #[serde(default, rename = "executorsForbidden")]
     pub executors_forbidden: bool,
+    /// The app runs a Structured Streaming query of this name: its driver's jobs are
+    /// micro-batches ("name\nid = …\nrunId = …\nbatch = N"), and its event log would
+    /// start the query.
+    #[serde(default)]
+    pub streaming: Option<String>,
     /// Submitted through an operator's `SparkApplication` (the simulator plays the operator:
     /// it submits, resubmits and reruns the app and writes the object's status).
     #[serde(default)]

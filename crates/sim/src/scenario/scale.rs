@@ -69,6 +69,7 @@ pub fn scale(apps: u32, executors: u32, churn_per_sec: f64) -> Scenario {
             allocator: Allocator::Direct,
             operator: None,
             executors_forbidden: false,
+            streaming: None,
         });
     }
     s

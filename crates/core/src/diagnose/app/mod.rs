@@ -11,13 +11,16 @@ use std::collections::BTreeMap;
 
 use super::budget::FailureBudget;
 use super::{Code, Finding, Severity};
+use crate::model::driver_state::{Allocation, StreamingQuery};
 use crate::model::{Refusal, Related, Time, fmt_time};
 use crate::version::SparkVersion;
 
+mod allocation;
 mod preempted;
 mod quota;
 mod refused;
 
+pub use allocation::STALL_AFTER;
 pub use refused::refused_creation;
 
 /// What the tool knows about one application.
@@ -76,6 +79,13 @@ pub struct AppFacts<'a> {
     /// The running driver's log line saying the API server refused an executor pod (RBAC,
     /// a webhook, an invalid pod), when its log was read for it.
     pub driver_refusal: Option<&'a str>,
+    /// Dynamic allocation as the running driver's metrics have it (read only with it on).
+    pub allocation: Option<Allocation>,
+    /// Since when its target has stood above the executors the app has, once that has lasted
+    /// [`STALL_AFTER`] (a time, not an age).
+    pub scale_up_short_since: Option<Time>,
+    /// The Structured Streaming query the app runs, when its driver's jobs named one.
+    pub streaming: Option<&'a StreamingQuery>,
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -150,7 +160,10 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = refused::executors_refused(f) {
         out.push(x);
     }
-    if let Some(x) = preempted::preemptions(f.preempted) {
+    if let Some(x) = preempted::preemptions(f.preempted, f.streaming) {
+        out.push(x);
+    }
+    if let Some(x) = allocation::scale_up_stalled(f) {
         out.push(x);
     }
     if let Some(x) = held(f.held) {
@@ -466,20 +479,28 @@ fn waiting(f: &AppFacts<'_>) -> Option<Finding> {
         .map(|t| format!(" (the oldest since {})", fmt_time(&t)))
         .unwrap_or_default();
     let lead = f.advice.iter().find(|g| g.pending && !is_held_code(g.code));
-    let mut x = Finding::new(
-        Code::ExecutorsPending,
-        Severity::Warn,
-        format!(
-            "{n} executor{} pending: {}{longest}",
-            if n == 1 { "" } else { "s" },
-            why.join(", ")
+    let pending = format!(
+        "{n} executor{} pending: {}{longest}",
+        if n == 1 { "" } else { "s" },
+        why.join(", ")
+    );
+    // Under dynamic allocation, what it asks for against what runs leads: the scale-up is
+    // what waits.
+    let target = allocation::target_words(f);
+    let summary = match &target {
+        Some((t, _)) if f.live_executors as usize > n => format!(
+            "{} of {t} executors dynamic allocation asks for running; {pending}",
+            f.live_executors as usize - n
         ),
-    )
-    .hint(lead.map(|g| g.hint.clone()).unwrap_or_default());
+        _ => pending,
+    };
+    let mut x = Finding::new(Code::ExecutorsPending, Severity::Warn, summary)
+        .hint(lead.map(|g| g.hint.clone()).unwrap_or_default());
     if let Some(g) = lead {
         x.witness = g.witness;
         x.evidence.extend(g.examples.iter().cloned());
     }
+    x.evidence.extend(target.into_iter().flat_map(|(_, e)| e));
     Some(x)
 }
 
@@ -777,6 +798,37 @@ mod tests {
         assert_eq!(
             f[0].evidence[1],
             "1 executor preempted by higher-priority pods the events do not name"
+        );
+        // A Structured Streaming app's preemptions are an error of their own, with the
+        // priority to change.
+        let query = StreamingQuery::new("3f1c", Some("clicks"));
+        let f = app_findings(&AppFacts {
+            preempted: &all,
+            streaming: Some(&query),
+            ..AppFacts::default()
+        });
+        assert_eq!(
+            (f[0].code, f[0].severity),
+            (Code::StreamingPreemptible, Severity::Error)
+        );
+        assert_eq!(
+            f[0].summary,
+            "streaming app (query clicks): 3 executors preempted by urgent-sql \
+             (spark-interactive = 1000 > spark-batch = 100); 1 more by others"
+        );
+        assert!(
+            f[0].hint.contains("PriorityClass above the batch apps'")
+                && f[0].hint.contains("urgent-sql's pods"),
+            "{}",
+            f[0].hint
+        );
+        // A streaming app nothing preempted has no such finding.
+        assert!(
+            app_findings(&AppFacts {
+                streaming: Some(&query),
+                ..AppFacts::default()
+            })
+            .is_empty()
         );
     }
 }

@@ -6,10 +6,16 @@ use std::collections::BTreeMap;
 use super::Preemption;
 use crate::diagnose::disruption::{preemption_hint, priority_text};
 use crate::diagnose::{Code, Finding, Severity, Witness};
+use crate::model::driver_state::StreamingQuery;
 
 /// "3 executors preempted by urgent-sql (spark-high = 1000 > spark-low = 100)": grouped by
-/// the preemptor's app (else its pod), the largest group first.
-pub(super) fn preemptions(all: &[Preemption]) -> Option<Finding> {
+/// the preemptor's app (else its pod), the largest group first. A Structured Streaming
+/// app's (`streaming`) is an error of its own: a query runs until stopped, so every
+/// preemption is lost work again and again, and its priority is what to change.
+pub(super) fn preemptions(
+    all: &[Preemption],
+    streaming: Option<&StreamingQuery>,
+) -> Option<Finding> {
     if all.is_empty() {
         return None;
     }
@@ -52,14 +58,45 @@ pub(super) fn preemptions(all: &[Preemption]) -> Option<Finding> {
     if rest > 0 {
         summary.push_str(&format!("; {rest} more by others"));
     }
-    let hint = preemption_hint(groups[0].1[0].by.as_ref().and_then(|r| r.app.as_deref()));
+    let by_app = groups[0].1[0].by.as_ref().and_then(|r| r.app.as_deref());
+    let (code, severity, summary, hint) = match streaming {
+        Some(q) => (
+            Code::StreamingPreemptible,
+            Severity::Error,
+            format!("streaming app ({}): {summary}", q.label()),
+            streaming_hint(by_app),
+        ),
+        None => (
+            Code::ExecutorsPreempted,
+            Severity::Warn,
+            summary,
+            preemption_hint(by_app),
+        ),
+    };
     Some(
-        Finding::new(Code::ExecutorsPreempted, Severity::Warn, summary)
+        Finding::new(code, severity, summary)
             .witness(Witness::Events)
             .evidence_all(groups.iter().map(line))
             .hint(hint)
             .reference(
                 "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/",
             ),
+    )
+}
+
+/// What to do when a streaming app's pods are preempted.
+fn streaming_hint(by_app: Option<&str>) -> String {
+    let who = by_app.map_or_else(
+        || "pods of a higher priority".to_owned(),
+        |a| format!("{a}'s pods"),
+    );
+    format!(
+        "This app runs a Structured Streaming query, which never finishes: {who} take its \
+         nodes whenever they need them, and each time its micro-batches are retried, its \
+         shuffle and state rebuilt from the checkpoint, and its latency lost. Give the \
+         streaming app a PriorityClass above the batch apps' (priorityClassName in \
+         spark.kubernetes.driver.podTemplateFile and spark.kubernetes.executor.podTemplateFile), \
+         or give the batch apps' class preemptionPolicy: Never so they wait instead of \
+         preempting."
     )
 }

@@ -8,6 +8,7 @@
 //! From 4.3 `registerPodCreationFailure` also counts each one toward
 //! `spark.executor.maxNumFailures` ("Failed to create executor pod N. Total failures: M").
 
+use super::allocation::target_words;
 use super::{AppFacts, failure_budget};
 use crate::diagnose::budget::FailureBudget;
 use crate::diagnose::{Code, Finding, Severity, Witness};
@@ -22,9 +23,21 @@ pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
         .quota_refusals
         .iter()
         .any(|(_, r)| matches!(r, Refusal::MustSpecify { .. }));
-    let target =
-        (!f.dynamic_allocation && f.config_known).then(|| f.executor_instances.unwrap_or(2));
-    let short = target.filter(|t| f.live_executors < *t);
+    // What the app asks for: dynamic allocation's target (the driver's metrics), else
+    // spark.executor.instances; unknown under dynamic allocation without its metrics.
+    let target = target_words(f);
+    let asked = match &target {
+        Some((t, _)) => Some(*t),
+        None => {
+            (!f.dynamic_allocation && f.config_known).then(|| f.executor_instances.unwrap_or(2))
+        }
+    };
+    let short = asked.filter(|t| f.live_executors < *t);
+    let of_what = if target.is_some() {
+        " executors dynamic allocation asks for"
+    } else {
+        " executors"
+    };
     let (severity, summary) = if every_pod {
         (
             Severity::Error,
@@ -37,7 +50,7 @@ pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
         (
             Severity::Error,
             format!(
-                "{} of {t} executors: quota {quota} rejects the rest ({})",
+                "{} of {t}{of_what}: quota {quota} rejects the rest ({})",
                 f.live_executors,
                 first.describe()
             ),
@@ -96,6 +109,7 @@ pub(super) fn quota_exhausted(f: &AppFacts<'_>) -> Option<Finding> {
                     .iter()
                     .map(|(q, r)| format!("ResourceQuota {q}: {}", r.describe())),
             )
+            .evidence_all(target.into_iter().flat_map(|(_, e)| e))
             .evidence(counting)
             .hint(format!(
                 "The API server refuses the creation (403 exceeded quota / must specify), so no \

@@ -132,6 +132,8 @@ impl Drivers {
             service: d.service.clone(),
             start: Some(self.store.clock.now()),
             executors: BTreeMap::new(),
+            target: d.dynamic().then(|| d.target.unwrap_or(d.spec.executors)),
+            streaming: d.spec.streaming.clone(),
         };
         self.registry
             .apps

@@ -120,6 +120,16 @@ impl Driver {
         }
     }
 
+    /// Dynamic allocation is on: `scale` steps, or the property set.
+    fn dynamic(&self) -> bool {
+        !self.spec.scale.is_empty()
+            || self
+                .spec
+                .conf
+                .get("spark.dynamicAllocation.enabled")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
     fn driver_fate(&self, id: i64) -> Option<DriverFate> {
         self.driver_fates.get(&id).map(|(f, _)| *f)
     }

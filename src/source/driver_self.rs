@@ -1,0 +1,91 @@
+//! What a running driver says of itself beside its executor list, read through the same
+//! proxy as it: dynamic allocation's target (its metrics servlet, `/metrics/json`, every
+//! round while it has one; a driver without the gauges is not asked again) and a Structured
+//! Streaming query (its `jobs`, once it has run a minute, then every ten minutes until one
+//! is seen).
+
+use std::time::Duration;
+
+use kube::Client;
+use spark_triage_core::model::driver_state::{self, Allocation, StreamingQuery};
+use spark_triage_core::model::{ExecutorPod, Time};
+
+use super::errors;
+
+/// What the poll already knows of one driver's own state.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Known {
+    /// Its metrics had no allocation gauges (dynamic allocation off): not asked again.
+    pub allocation_off: bool,
+    /// Its jobs may be read this round (not yet streaming, not read in ten minutes).
+    pub may_read_jobs: bool,
+}
+
+/// What one round read of it.
+#[derive(Debug, Default)]
+pub(super) struct Said {
+    /// Dynamic allocation's numbers, when on and read.
+    pub allocation: Option<Allocation>,
+    /// Its metrics answered without allocation gauges.
+    pub allocation_off: bool,
+    /// Its jobs were read (whatever they said).
+    pub jobs_read: bool,
+    /// The streaming query its jobs name.
+    pub streaming: Option<StreamingQuery>,
+}
+
+/// How long a driver runs before its jobs are read for a streaming query (a query starts
+/// after the session: a driver's first minute has seldom started one).
+pub(super) const JOBS_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+
+/// How often a driver with no streaming query seen has its jobs read again.
+pub(super) const JOBS_EVERY: Duration = Duration::from_secs(600);
+
+/// Reads what `known` leaves to read of a running driver whose executor list answered at
+/// `ui` (its `allexecutors` path through the API server's proxy).
+pub(super) async fn read(
+    client: &Client,
+    (ui, pod, app_id): (&str, &ExecutorPod, &str),
+    known: Known,
+    now: Time,
+) -> Said {
+    let mut said = Said::default();
+    if !known.allocation_off
+        && let Some(body) = get(client, ui, "metrics/json").await
+    {
+        match driver_state::parse_allocation(&body) {
+            Ok(Some(a)) => said.allocation = Some(a),
+            Ok(None) => said.allocation_off = true,
+            Err(e) => tracing::debug!("driver metrics of {}: {e}", pod.name),
+        }
+    }
+    let ran_a_while = pod.created_at.is_some_and(|t| now - t >= JOBS_AFTER);
+    if known.may_read_jobs && ran_a_while {
+        let tail = format!("api/v1/applications/{app_id}/jobs");
+        if let Some(body) = get(client, ui, &tail).await {
+            said.jobs_read = true;
+            match driver_state::parse_streaming(&body) {
+                Ok(q) => said.streaming = q,
+                Err(e) => tracing::debug!("driver jobs of {}: {e}", pod.name),
+            }
+        }
+    }
+    said
+}
+
+/// GET `tail` of the driver's UI (a path under its proxy), with the poll's timeout; `None`
+/// when it cannot be read (said at debug: the executor list's read says why a driver is
+/// unreachable).
+async fn get(client: &Client, ui: &str, tail: &str) -> Option<String> {
+    let (proxy, _) = ui.split_once("/proxy/")?;
+    let path = format!("{proxy}/proxy/{tail}");
+    let req = http::Request::get(&path).body(Vec::new()).ok()?;
+    match tokio::time::timeout(Duration::from_secs(10), client.request_text(req)).await {
+        Ok(Ok(body)) => Some(body),
+        Ok(Err(e)) => {
+            tracing::debug!("driver {path}: {}", errors::error_line(&e));
+            None
+        }
+        Err(_) => None,
+    }
+}
