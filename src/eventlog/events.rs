@@ -406,6 +406,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Real Spark 4.3's line (scripts/driver-rest-fixtures.py).
+        let real = include_str!("../../tests/fixtures/driver-rest/eventlog-query-started.json");
+        assert!(
+            matches!(parse(real.trim()), Ok(Event::QueryStarted { query, at: Some(_) }) if query.label() == "query clicks")
+        );
         let excluded = r#"{"Event":"org.apache.spark.scheduler.SparkListenerExecutorExcluded","time":1700000002000,"executorId":"3","taskFailures":2}"#;
         assert!(matches!(
             parse(excluded),

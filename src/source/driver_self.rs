@@ -89,3 +89,37 @@ async fn get(client: &Client, ui: &str, tail: &str) -> Option<String> {
         Err(_) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use spark_triage_core::model::driver_state::{parse_allocation, parse_streaming};
+
+    use super::*;
+
+    /// Real Spark 4.3's answers (`scripts/driver-rest-fixtures.py`: a `local-cluster` driver
+    /// with dynamic allocation on, idle between the micro-batches of a query named `clicks`).
+    #[test]
+    fn a_real_drivers_metrics_and_jobs_are_read() {
+        let metrics =
+            include_str!("../../tests/fixtures/driver-rest/metrics-dynamic-allocation.json");
+        assert_eq!(
+            parse_allocation(metrics),
+            Ok(Some(Allocation {
+                target: 0,
+                needed: 0,
+                registered: 1
+            }))
+        );
+        let jobs = include_str!("../../tests/fixtures/driver-rest/jobs-streaming.json");
+        let q = parse_streaming(jobs).expect("jobs").expect("a query");
+        assert_eq!(q.label(), "query clicks");
+        assert_eq!(q.id.len(), 36, "{q:?}");
+        // The same driver without dynamic allocation's gauges: off, not an error.
+        let mut off: serde_json::Value = serde_json::from_str(metrics).expect("json");
+        off["gauges"]
+            .as_object_mut()
+            .expect("gauges")
+            .retain(|k, _| !k.contains("ExecutorAllocationManager"));
+        assert_eq!(parse_allocation(&off.to_string()), Ok(None));
+    }
+}
