@@ -163,10 +163,10 @@ async fn pass_kind<T: serde::Serialize>(
     st: &mut PollState,
     conn: &Connection,
     namespace: Option<&str>,
-    ar: &ApiResource,
-    owner: &str,
+    (ar, owner): (&ApiResource, &str),
     project: impl Fn(&serde_json::Value) -> T,
     listed: impl FnOnce(Vec<T>, Option<String>, bool) -> SourceEvent,
+    read_matters: impl Fn(&T) -> bool,
 ) -> Vec<SourceEvent> {
     let resource = format!("{}.{}", ar.plural, ar.group);
     if st.given_up.contains(&resource) {
@@ -183,7 +183,12 @@ async fn pass_kind<T: serde::Serialize>(
             let objects: Vec<T> = objects.iter().map(project).collect();
             let recovered = st.failing.remove(&resource);
             let json = serde_json::to_string(&objects).unwrap_or_default();
-            if st.last.get(&resource) == Some(&json) && !recovered {
+            // An unchanged list is not sent again, unless an object's read itself is the
+            // witness (a schedule's due run: the operator writes nothing while it skips).
+            if st.last.get(&resource) == Some(&json)
+                && !recovered
+                && !objects.iter().any(&read_matters)
+            {
                 return Vec::new();
             }
             st.last.insert(resource, json);
@@ -282,7 +287,20 @@ pub(super) async fn group_poll(
                     at: conn.clock.now(),
                 }
             };
-            events.extend(pass_kind(&mut st, &conn, ns, &ar, kind.owner(), project, listed).await);
+            let now = conn.clock.now();
+            let due = |o: &OperatorApp| o.read_is_witness(now);
+            events.extend(
+                pass_kind(
+                    &mut st,
+                    &conn,
+                    ns,
+                    (&ar, kind.owner()),
+                    project,
+                    listed,
+                    due,
+                )
+                .await,
+            );
         }
         for kind in wanted.get() {
             let ar = api_resource(kind.group(), kind.version(), kind.kind(), kind.plural());
@@ -295,7 +313,19 @@ pub(super) async fn group_poll(
                 complete,
                 at: conn.clock.now(),
             };
-            events.extend(pass_kind(&mut st, &conn, ns, &ar, kind.owner(), project, listed).await);
+            let never = |_: &SchedGroup| false;
+            events.extend(
+                pass_kind(
+                    &mut st,
+                    &conn,
+                    ns,
+                    (&ar, kind.owner()),
+                    project,
+                    listed,
+                    never,
+                )
+                .await,
+            );
         }
         for ev in events {
             if !send(&tx, ev).await {

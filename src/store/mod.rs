@@ -92,10 +92,6 @@ pub struct Store {
     /// Past the bound with too few ended to let go: the total at which to look again.
     #[serde(skip)]
     bound_next: usize,
-    /// When a schedule's due run becomes overdue (its object unchanged): the operators'
-    /// objects are settled again at the first event after it.
-    #[serde(default)]
-    schedule_due: Option<Time>,
 }
 
 /// Kills through spark-triage by (namespace, pod), as the local actions log has them.
@@ -138,9 +134,6 @@ impl Store {
         let changes_verdicts = changes_verdicts(&ev);
         self.snap.now = Some(self.snap.now.map_or(at, |n| n.max(at)));
         self.snap.applied += 1;
-        if self.schedule_due.is_some_and(|due| at > due) {
-            self.settle_operators(at);
-        }
         match ev {
             SourceEvent::PodUpserted { pod, at } => self.upsert(pod, at, false),
             SourceEvent::PodDeleted { pod, at } => self.upsert(pod, at, true),
@@ -447,17 +440,10 @@ impl Store {
         }
     }
 
-    /// A source's health; the operators' objects read again after failing settle the
-    /// schedules held back while their copy was stale.
+    /// A source's health (an outage is a line in every timeline).
     fn health(&mut self, source: SourceKind, health: Health, at: Time) {
         self.outage(source, &health, at);
-        let recovered = source == SourceKind::SchedulerObjects
-            && !self.objects_fresh()
-            && !matches!(health, Health::Retrying { .. });
         self.snap.health.insert(source, health);
-        if recovered {
-            self.settle_operators(at);
-        }
     }
 
     fn tick(&mut self, at: Time) {

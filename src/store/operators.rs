@@ -8,9 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use spark_triage_core::diagnose::operator::{
-    SCHEDULE_GRACE, SCHEDULE_UNSEEN, overdue, unscheduled,
-};
+use spark_triage_core::diagnose::operator::{overdue, unscheduled};
 use spark_triage_core::model::{
     ExecutorPod, GroupKind, OperatorApp, OperatorKind, OperatorPhase, SchedGroup, Time,
 };
@@ -40,8 +38,12 @@ impl Store {
                 .operators
                 .retain(|_, o| o.kind != kind || namespace.is_some_and(|ns| o.namespace != ns));
         }
-        for o in objects {
+        for mut o in objects {
             let key = operator_key(kind, &o.namespace, &o.name);
+            // A schedule's skip is judged as of this read (`overdue`).
+            if let Some(s) = o.schedule.as_deref_mut() {
+                s.read_at = Some(at);
+            }
             self.snap.operators.insert(key, Arc::new(o));
         }
         self.settle_operators(at);
@@ -72,11 +74,6 @@ impl Store {
     /// app with pods carries (while it says something: not ended long ago), and drops the
     /// placeholders of objects gone, joined to pods, or ended long ago.
     pub(super) fn settle_operators(&mut self, at: Time) {
-        self.settle_objects(at);
-        self.schedule_due = self.next_schedule_due();
-    }
-
-    fn settle_objects(&mut self, at: Time) {
         if self.snap.operators.is_empty() && !self.snap.apps.values().any(|a| a.operator.is_some())
         {
             return;
@@ -121,17 +118,6 @@ impl Store {
             .operators
             .iter()
             .filter(|(k, o)| !joined.contains(*k) && worth_an_app(o, at))
-            // A schedule judged overdue on a stale copy (its list failing) is not made an app
-            // (one made before stays).
-            .filter(|(_, o)| {
-                o.kind != OperatorKind::KubeflowScheduled
-                    || self.objects_fresh()
-                    || self
-                        .snap
-                        .apps
-                        .get(&(o.namespace.to_string(), o.name.to_string()))
-                        .is_some_and(|a| a.operator_only)
-            })
             .map(|(_, o)| {
                 let key = (o.namespace.to_string(), o.name.to_string());
                 (key, self.with_last_run(o))
@@ -197,40 +183,6 @@ impl Store {
             s.run_present = present;
         }
         Arc::new(with)
-    }
-
-    /// When the next schedule no app shows yet becomes worth one (its run overdue, or no
-    /// operator's word on it): the operator writes nothing then, so only time makes it so.
-    /// A schedule whose key an app holds is not waited on.
-    fn next_schedule_due(&self) -> Option<Time> {
-        if !self.objects_fresh() {
-            return None; // settled again when they are read again
-        }
-        self.snap
-            .operators
-            .values()
-            .filter(|o| o.kind == OperatorKind::KubeflowScheduled && !o.suspended)
-            .filter(|o| {
-                !self
-                    .snap
-                    .apps
-                    .contains_key(&(o.namespace.to_string(), o.name.to_string()))
-            })
-            .filter_map(|o| match o.state.as_str() {
-                "Scheduled" => Some(o.schedule.as_deref()?.next_run? + SCHEDULE_GRACE),
-                "" | "Validating" => Some(o.created_at? + SCHEDULE_UNSEEN),
-                _ => None,
-            })
-            .min()
-    }
-
-    /// Whether the operators' objects are read as they are now: their list is not failing
-    /// (a failing list keeps the last copy, whose due runs would all look skipped).
-    pub(super) fn objects_fresh(&self) -> bool {
-        !matches!(
-            self.snap.health.get(&SourceKind::SchedulerObjects),
-            Some(Health::Retrying { .. })
-        )
     }
 
     /// Kueue's Workload for an operator's object: the one it owns.

@@ -119,11 +119,13 @@ fn schedule() -> OperatorApp {
     )
 }
 
-/// A schedule is an app only once its due run is overdue, which time alone makes so (the
-/// operator writes nothing while it skips); it carries its last run's state from that
-/// run's own object, and goes when the operator starts the run.
+/// A schedule is an app only once a copy read more than a minute after its due run still
+/// names it (the operator writes nothing while it skips; its object is read every poll);
+/// time alone, on a copy read before, makes nothing of it (a long poll interval, a list
+/// failing). It carries its last run's state from that run's own object, and goes when the
+/// operator starts the run.
 #[tokio::test]
-async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
+async fn a_schedule_becomes_an_app_when_a_read_finds_its_run_overdue() {
     let schedules = |at| SourceEvent::OperatorAppsListed {
         operator_kind: OperatorKind::KubeflowScheduled,
         namespace: None,
@@ -133,26 +135,31 @@ async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
         at: t(at),
     };
     let tick = |at| SourceEvent::Tick { at: t(at) };
+    let key = ("spark-jobs".to_owned(), "etl-nightly".to_owned());
+    // Due 20 s before the read: within the grace.
+    let s = run(vec![
+        listed(vec![object("RUNNING", None)], 1),
+        schedules(30),
+    ])
+    .await;
+    assert!(!s.view().apps.contains_key(&key));
+    // Read at 1, due at 10, and nothing read since: time alone is no witness.
     let s = run(vec![
         listed(vec![object("RUNNING", None)], 1),
         schedules(1),
         tick(30),
+        tick(1000),
     ])
     .await;
-    // Due 20 s ago: within the grace.
-    assert!(
-        !s.view()
-            .apps
-            .contains_key(&("spark-jobs".into(), "etl-nightly".into()))
-    );
+    assert!(!s.view().apps.contains_key(&key));
+    // Read again 90 s after it was due, still naming it: skipped.
     let s = run(vec![
         listed(vec![object("RUNNING", None)], 1),
         schedules(1),
-        tick(30),
-        tick(100),
+        schedules(100),
     ])
     .await;
-    let app = &s.view().apps[&("spark-jobs".into(), "etl-nightly".into())];
+    let app = &s.view().apps[&key];
     assert!(app.operator_only);
     let o = app.operator.as_deref().expect("schedule");
     assert_eq!(
@@ -163,9 +170,9 @@ async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
     );
     // Both kinds of one group are kept apart: the runs' complete list keeps the schedule.
     let s = run(vec![
-        schedules(1),
-        listed(vec![object("RUNNING", None)], 2),
-        tick(100),
+        schedules(100),
+        listed(vec![object("RUNNING", None)], 101),
+        tick(102),
     ])
     .await;
     assert!(
@@ -177,8 +184,7 @@ async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
     let mut started = schedule();
     started.schedule.as_mut().unwrap().next_run = Some(t(200));
     let s = run(vec![
-        schedules(1),
-        tick(100),
+        schedules(100),
         SourceEvent::OperatorAppsListed {
             operator_kind: OperatorKind::KubeflowScheduled,
             namespace: None,
@@ -196,33 +202,36 @@ async fn a_schedule_becomes_an_app_when_its_run_is_overdue() {
     );
 }
 
-/// A schedule no operator takes up (no `scheduleState`) becomes an app five minutes after it
-/// was made, by time alone.
+/// A schedule no operator takes up (no `scheduleState`) becomes an app once a copy read five
+/// minutes after it was made still has none.
 #[tokio::test]
-async fn a_schedule_no_operator_took_up_becomes_an_app_by_time_alone() {
+async fn a_schedule_no_operator_took_up_becomes_an_app_after_five_minutes() {
     let unseen = OperatorApp::from_value(
         OperatorKind::KubeflowScheduled,
         &json!({"metadata": {"name": "etl-weekly", "namespace": "spark-jobs",
                              "creationTimestamp": t(0).to_rfc3339()},
                 "spec": {"schedule": "@weekly"}}),
     );
-    let listed = SourceEvent::OperatorAppsListed {
+    let listed = |at| SourceEvent::OperatorAppsListed {
         operator_kind: OperatorKind::KubeflowScheduled,
         namespace: None,
-        objects: vec![unseen],
+        objects: vec![unseen.clone()],
         unknown: None,
         complete: true,
-        at: t(1),
+        at: t(at),
     };
     let key = ("spark-jobs".to_owned(), "etl-weekly".to_owned());
-    let s = run(vec![listed.clone(), SourceEvent::Tick { at: t(200) }]).await;
+    let s = run(vec![listed(1), listed(200)]).await;
     assert!(!s.view().apps.contains_key(&key));
-    let s = run(vec![listed, SourceEvent::Tick { at: t(400) }]).await;
+    let s = run(vec![listed(1), SourceEvent::Tick { at: t(400) }]).await;
+    assert!(!s.view().apps.contains_key(&key), "no read since");
+    let s = run(vec![listed(1), listed(400)]).await;
     assert!(s.view().apps[&key].operator_only);
 }
 
 /// While the objects' list fails the store keeps its last copy, on which every due run
-/// would look skipped: no schedule becomes an app then; once read again, it is judged.
+/// would look skipped as time passes: the copy is judged as of its read, so nothing comes of
+/// it until the objects are read again.
 #[tokio::test]
 async fn a_stale_copy_makes_no_schedule_skipped_until_read_again() {
     let health = |health, at| SourceEvent::SourceHealth {
@@ -230,30 +239,31 @@ async fn a_stale_copy_makes_no_schedule_skipped_until_read_again() {
         health,
         at: t(at),
     };
-    let schedules = SourceEvent::OperatorAppsListed {
+    let schedules = |at| SourceEvent::OperatorAppsListed {
         operator_kind: OperatorKind::KubeflowScheduled,
         namespace: None,
         objects: vec![schedule()],
         unknown: None,
         complete: true,
-        at: t(1),
+        at: t(at),
     };
     let key = ("spark-jobs".to_owned(), "etl-nightly".to_owned());
     let failing = Health::Retrying {
         error: "scheduledsparkapplications.sparkoperator.k8s.io: timed out".into(),
     };
     let s = run(vec![
-        schedules.clone(),
+        schedules(1),
         health(failing.clone(), 5),
         SourceEvent::Tick { at: t(100) },
+        health(Health::Connected, 101),
     ])
     .await;
     assert!(!s.view().apps.contains_key(&key));
     let s = run(vec![
-        schedules,
+        schedules(1),
         health(failing, 5),
-        SourceEvent::Tick { at: t(100) },
         health(Health::Connected, 101),
+        schedules(101),
     ])
     .await;
     assert!(s.view().apps[&key].operator_only);

@@ -343,10 +343,29 @@ pub struct Schedule {
     /// under an unset `concurrencyPolicy` while one does (filled likewise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_present: Option<Text>,
+    /// When this copy was read (filled by whoever lists it): a skip is judged as of then,
+    /// not as of now, so an object read seldom (a long poll interval, a list failing) is
+    /// never taken for one the operator left behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<Time>,
 }
 
 /// The most past runs kept of a schedule.
 pub const MAX_RUNS: usize = 8;
+
+impl OperatorApp {
+    /// Whether a read of this object is itself evidence as of `now`: a schedule whose due run
+    /// is past, or that no operator has taken up yet (the operator writes nothing while it
+    /// skips, so an unchanged copy read again says the run still has not started).
+    pub fn read_is_witness(&self, now: Time) -> bool {
+        let Some(s) = self.schedule.as_deref() else {
+            return false;
+        };
+        !self.suspended
+            && (s.next_run.is_some_and(|due| due <= now)
+                || matches!(self.state.as_str(), "" | "Validating"))
+    }
+}
 
 impl Schedule {
     /// Every run it names, the last first.
@@ -463,6 +482,7 @@ impl OperatorApp {
                     last_run_state: None,
                     last_run_ended: None,
                     run_present: None,
+                    read_at: None,
                 }));
             }
         }

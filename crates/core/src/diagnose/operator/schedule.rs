@@ -19,13 +19,16 @@ use crate::model::{OperatorApp, Schedule, Time, fmt_time};
 /// within seconds of `nextRun`).
 pub const GRACE: chrono::Duration = chrono::Duration::minutes(1);
 
-/// The run due and not started, as of `now`: its due time.
+/// The run due and not started, as of the copy's read (else `now`): its due time. The
+/// operator writes nothing while it skips, and its object is read every poll: a copy read
+/// more than [`GRACE`] after the due time that still names it is the witness.
 pub fn overdue(app: &OperatorApp, now: Time) -> Option<Time> {
     let s = app.schedule.as_deref()?;
     if app.suspended || app.state != "Scheduled" {
         return None;
     }
-    s.next_run.filter(|due| now - *due > GRACE)
+    let as_of = s.read_at.map_or(now, |r| r.min(now));
+    s.next_run.filter(|due| as_of - *due > GRACE)
 }
 
 /// How long a new schedule may wait for the operator's first word (`scheduleState`).
@@ -34,9 +37,10 @@ pub const UNSEEN: chrono::Duration = chrono::Duration::minutes(5);
 /// A schedule no operator has taken up (no `scheduleState` [`UNSEEN`] after it was made):
 /// since when.
 pub fn unscheduled(app: &OperatorApp, now: Time) -> Option<Time> {
-    app.schedule.as_ref()?;
+    let s = app.schedule.as_deref()?;
     let made = app.created_at?;
-    (!app.suspended && matches!(app.state.as_str(), "" | "Validating") && now - made > UNSEEN)
+    let as_of = s.read_at.map_or(now, |r| r.min(now));
+    (!app.suspended && matches!(app.state.as_str(), "" | "Validating") && as_of - made > UNSEEN)
         .then_some(made)
 }
 
