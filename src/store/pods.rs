@@ -4,6 +4,7 @@
 use spark_triage_core::classify::{ClassifyOptions, Resolved};
 use spark_triage_core::model::LABEL_APP_NAME;
 
+use super::records::operator_key;
 use super::*;
 
 impl Store {
@@ -129,6 +130,10 @@ impl Store {
             let kept = KeptDriver {
                 ended,
                 rv: pod.rv(),
+                operator: pod
+                    .operator_app()
+                    .map(|(kind, name)| operator_key(kind, ns, name)),
+                failed: pod.phase() == Some("Failed"),
             };
             all.entry(ns.to_owned())
                 .or_default()

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use spark_triage_core::diagnose::housekeeping::{self, KeptDrivers};
+use spark_triage_core::diagnose::housekeeping::{self, Keeper, KeptBy, KeptDrivers};
 use spark_triage_core::diagnose::nodes::NodePattern;
 use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
 use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
@@ -324,11 +324,18 @@ pub enum Freshness {
 pub type KeptDriverPods = Arc<BTreeMap<String, BTreeMap<String, KeptDriver>>>;
 
 /// One finished driver pod kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeptDriver {
     pub ended: Time,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rv: Option<u64>,
+    /// The operator's object its pod names by label (`operator_key`), when an operator
+    /// made it: what keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// It failed (Apache's `OnFailure` keeps only those).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 fn is_empty_kept(k: &KeptDriverPods) -> bool {
@@ -341,10 +348,21 @@ impl Snapshot {
         self.kept_drivers
             .iter()
             .filter_map(|(ns, pods)| {
+                let mut by = KeptBy::default();
+                for p in pods.values() {
+                    let keeper = match &p.operator {
+                        None => Keeper::Submit,
+                        Some(k) => self.operators.get(k).map_or(Keeper::Unread, |o| {
+                            Keeper::Operator(o.keeps_driver(p.failed))
+                        }),
+                    };
+                    by.count(keeper, p.ended, now);
+                }
                 let k = KeptDrivers {
                     namespace: ns.clone(),
                     count: pods.len(),
                     oldest: pods.values().map(|p| p.ended).min(),
+                    by,
                 };
                 let f = housekeeping::kept_drivers(&k, now)?;
                 Some((k, f))

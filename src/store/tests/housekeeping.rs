@@ -5,6 +5,7 @@ use serde_json::json;
 use spark_triage_core::diagnose::Code;
 use spark_triage_core::diagnose::housekeeping::PILE;
 use spark_triage_core::model::testing::pod;
+use spark_triage_core::model::{OperatorApp, OperatorKind};
 
 use super::*;
 
@@ -88,4 +89,51 @@ async fn a_pile_is_a_housekeeping_finding_few_recent_ones_are_not() {
     });
     assert!(s.view().apps.is_empty(), "{:?}", s.view().apps.keys());
     assert_eq!(kept(&s), [("etl".into(), PILE)]);
+}
+
+/// Who keeps them comes from the operators' objects the pods name: kubeflow with no
+/// `timeToLiveSeconds` keeps its driver forever, one past its TTL is an operator not acting,
+/// and a pod naming an object not read is said as such.
+#[tokio::test]
+async fn who_keeps_them_is_read_from_their_operators_objects() {
+    let by_operator = |n: u32, app: &str| {
+        let mut p = driver(n, "etl", "Succeeded");
+        p.labels.insert(
+            "sparkoperator.k8s.io/app-name".into(),
+            app.to_owned().into(),
+        );
+        p
+    };
+    let object = |name: &str, ttl: Option<i64>| {
+        let mut spec = json!({"type": "Scala"});
+        if let Some(t) = ttl {
+            spec["timeToLiveSeconds"] = json!(t);
+        }
+        OperatorApp::from_value(
+            OperatorKind::Kubeflow,
+            &json!({"metadata": {"name": name, "namespace": "etl"}, "spec": spec,
+                    "status": {"applicationState": {"state": "COMPLETED"}}}),
+        )
+    };
+    let mut events: Vec<SourceEvent> = vec![
+        up(by_operator(1, "forever"), 1),
+        up(by_operator(2, "short-lived"), 2),
+        up(by_operator(3, "gone"), 3),
+    ];
+    events.extend((4..=u32::try_from(PILE).unwrap()).map(|n| up(driver(n, "etl", "Succeeded"), n)));
+    events.push(SourceEvent::OperatorAppsListed {
+        operator_kind: OperatorKind::Kubeflow,
+        namespace: None,
+        objects: vec![object("forever", None), object("short-lived", Some(60))],
+        unknown: None,
+        complete: true,
+        at: t(100),
+    });
+    let s = run(events).await;
+    let said = s.view().housekeeping(t(1000));
+    let by = said[0].0.by;
+    assert_eq!(
+        (by.forever, by.past_ttl, by.unread, by.submit),
+        (1, 1, 1, PILE - 3)
+    );
 }

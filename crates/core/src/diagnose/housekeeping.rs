@@ -31,6 +31,94 @@ pub struct KeptDrivers {
     pub count: usize,
     /// When the one that ended first ended.
     pub oldest: Option<Time>,
+    /// Who keeps them, as their operators' objects say.
+    pub by: KeptBy,
+}
+
+/// Who keeps a namespace's finished driver pods: what their operators' objects say (the
+/// pods name theirs by label), else spark-submit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeptBy {
+    /// Made by spark-submit (no operator's label): nothing deletes them.
+    pub submit: usize,
+    /// Kept by their operator with no time limit (kubeflow without `timeToLiveSeconds`,
+    /// Apache's `resourceRetainPolicy: Always` without a duration).
+    pub forever: usize,
+    /// Within their operator's time limit: it deletes them.
+    pub within_ttl: usize,
+    /// Past their operator's time limit, still here: it is not deleting them.
+    pub past_ttl: usize,
+    /// Of an operator whose object was not read (deleted with its pods orphaned, or not
+    /// listed).
+    pub unread: usize,
+}
+
+/// Who keeps one finished driver pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keeper {
+    /// spark-submit (the pod names no operator's object).
+    Submit,
+    /// An operator whose object was not read.
+    Unread,
+    /// Its operator, as its object says ([`OperatorApp::keeps_driver`]): `None` when it
+    /// deletes the pod at the end, else for how many seconds after it (`None`: until the
+    /// object is deleted).
+    ///
+    /// [`OperatorApp::keeps_driver`]: crate::model::OperatorApp::keeps_driver
+    Operator(Option<Option<i64>>),
+}
+
+impl KeptBy {
+    /// Counts one pod that ended at `ended`.
+    pub fn count(&mut self, keeper: Keeper, ended: Time, now: Time) {
+        match keeper {
+            Keeper::Submit => self.submit += 1,
+            Keeper::Unread => self.unread += 1,
+            // Deleted at the end by the operator: still here is past its limit.
+            Keeper::Operator(None) => self.past_ttl += 1,
+            Keeper::Operator(Some(None)) => self.forever += 1,
+            Keeper::Operator(Some(Some(ttl))) if (now - ended).num_seconds() > ttl => {
+                self.past_ttl += 1;
+            }
+            Keeper::Operator(Some(Some(_))) => self.within_ttl += 1,
+        }
+    }
+
+    /// One line per kind of keeper there is.
+    fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.submit > 0 {
+            out.push(format!(
+                "{} made by spark-submit: nothing deletes a finished driver pod",
+                self.submit
+            ));
+        }
+        if self.forever > 0 {
+            out.push(format!(
+                "{} of SparkApplications with no time limit (kubeflow spec.timeToLiveSeconds unset, Apache resourceRetainPolicy Always): the operator keeps each until its object is deleted",
+                self.forever
+            ));
+        }
+        if self.past_ttl > 0 {
+            out.push(format!(
+                "{} past their SparkApplication's time limit and still here: the operator is not deleting them (is it running, and watching this namespace?)",
+                self.past_ttl
+            ));
+        }
+        if self.within_ttl > 0 {
+            out.push(format!(
+                "{} within their SparkApplication's time limit: the operator deletes them",
+                self.within_ttl
+            ));
+        }
+        if self.unread > 0 {
+            out.push(format!(
+                "{} of SparkApplications not read (deleted, their pods left behind, or not listed)",
+                self.unread
+            ));
+        }
+        out
+    }
 }
 
 /// The finding of a namespace's finished driver pods, when they are a pile (at least
@@ -61,6 +149,7 @@ pub fn kept_drivers(k: &KeptDrivers, now: Time) -> Option<Finding> {
             ),
         )
         .witness(Witness::Pod)
+        .evidence_all(k.by.lines())
         .evidence(format!(
             "kubectl get pods -n {} -l spark-role=driver \
              --field-selector=status.phase!=Running,status.phase!=Pending,status.phase!=Unknown",
@@ -96,6 +185,7 @@ mod tests {
             namespace: "etl".into(),
             count: 3,
             oldest: Some(at(2)),
+            by: KeptBy::default(),
         };
         assert!(kept_drivers(&few, now).is_none());
         let stale = KeptDrivers {
@@ -122,5 +212,48 @@ mod tests {
         };
         assert!(kept_drivers(&pile, now).is_some());
         assert!(kept_drivers(&KeptDrivers { count: 0, ..pile }, now).is_none());
+    }
+
+    #[test]
+    fn who_keeps_them_is_said_from_the_operators_objects() {
+        let now = at(0);
+        let mut by = KeptBy::default();
+        by.count(Keeper::Submit, at(3), now);
+        by.count(Keeper::Operator(Some(None)), at(3), now);
+        by.count(Keeper::Operator(Some(Some(86_400))), at(3), now);
+        by.count(Keeper::Operator(Some(Some(86_400 * 7))), at(3), now);
+        by.count(Keeper::Operator(None), at(3), now);
+        by.count(Keeper::Unread, at(3), now);
+        assert_eq!(
+            by,
+            KeptBy {
+                submit: 1,
+                forever: 1,
+                within_ttl: 1,
+                past_ttl: 2,
+                unread: 1
+            }
+        );
+        let k = KeptDrivers {
+            namespace: "etl".into(),
+            count: PILE,
+            oldest: Some(at(3)),
+            by,
+        };
+        let f = kept_drivers(&k, now).expect("a pile");
+        assert!(
+            f.evidence.iter().any(|e| e.starts_with(
+                "2 past their SparkApplication's time limit and still here: the operator is not deleting them"
+            )),
+            "{:?}",
+            f.evidence
+        );
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.starts_with("1 made by spark-submit")),
+            "{:?}",
+            f.evidence
+        );
     }
 }

@@ -303,6 +303,15 @@ pub struct OperatorApp {
     /// A ScheduledSparkApplication's schedule and runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Box<Schedule>>,
+    /// How long after its end the operator keeps the object and its driver pod: kubeflow's
+    /// `spec.timeToLiveSeconds` (the object deleted, its pods with it), Apache's
+    /// `resourceRetainDurationMillis` (in seconds) under a retaining policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<i64>,
+    /// Apache's `applicationTolerations.resourceRetainPolicy` (`Always`, `OnFailure`,
+    /// `Never`: the default, the driver's resources deleted at its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain_policy: Option<Text>,
 }
 
 /// What a `ScheduledSparkApplication` says of its schedule and its runs.
@@ -354,6 +363,22 @@ pub struct Schedule {
 pub const MAX_RUNS: usize = 8;
 
 impl OperatorApp {
+    /// Whether the operator keeps this object's finished driver pod, and for how long: `None`
+    /// when it deletes it at the end (Apache's default `Never`), `Some(None)` when forever
+    /// (kubeflow without `timeToLiveSeconds`, Apache's `Always`), `Some(Some(s))` for `s`
+    /// seconds after the end.
+    pub fn keeps_driver(&self, failed: bool) -> Option<Option<i64>> {
+        match self.kind {
+            OperatorKind::Kubeflow => Some(self.ttl_seconds),
+            OperatorKind::Apache => match self.retain_policy.as_deref() {
+                Some("Always") => Some(self.ttl_seconds),
+                Some("OnFailure") if failed => Some(self.ttl_seconds),
+                _ => None,
+            },
+            OperatorKind::KubeflowScheduled => None,
+        }
+    }
+
     /// Whether a read of this object is itself evidence as of `now`: a schedule whose due run
     /// is past, or that no operator has taken up yet (the operator writes nothing while it
     /// skips, so an unchanged copy read again says the run still has not started).
@@ -424,6 +449,8 @@ impl OperatorApp {
                 == Some(true),
             history: Vec::new(),
             schedule: None,
+            ttl_seconds: None,
+            retain_policy: None,
         };
         match kind {
             OperatorKind::Kubeflow => {
@@ -440,8 +467,14 @@ impl OperatorApp {
                 };
                 app.driver_pod = text("/status/driverInfo/podName", 256);
                 app.app_id = text("/status/sparkApplicationId", 256);
+                app.ttl_seconds = int("/spec/timeToLiveSeconds").filter(|s| *s >= 0);
             }
             OperatorKind::Apache => {
+                let tolerations = "/spec/applicationTolerations";
+                app.retain_policy = text(&format!("{tolerations}/resourceRetainPolicy"), 32);
+                app.ttl_seconds = int(&format!("{tolerations}/resourceRetainDurationMillis"))
+                    .filter(|ms| *ms >= 0)
+                    .map(|ms| ms / 1000);
                 app.state =
                     text("/status/currentState/currentStateSummary", 64).unwrap_or_default();
                 app.message = text("/status/currentState/message", MAX_MESSAGE);

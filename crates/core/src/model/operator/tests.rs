@@ -226,3 +226,37 @@ fn a_due_schedules_read_is_a_witness() {
     let run = OperatorApp::from_value(OperatorKind::Kubeflow, &kubeflow_refused());
     assert!(!run.read_is_witness(now));
 }
+
+/// What keeps a finished driver pod: kubeflow's TTL (none: forever), Apache's retain policy
+/// and duration (its default deletes the driver's resources at the end).
+#[test]
+fn the_operators_retention_is_read() {
+    let kubeflow = |spec: serde_json::Value| {
+        OperatorApp::from_value(
+            OperatorKind::Kubeflow,
+            &json!({"metadata": {"name": "a", "namespace": "etl"}, "spec": spec}),
+        )
+    };
+    assert_eq!(kubeflow(json!({})).keeps_driver(false), Some(None));
+    assert_eq!(
+        kubeflow(json!({"timeToLiveSeconds": 3600})).keeps_driver(false),
+        Some(Some(3600))
+    );
+    let apache = |tolerations: serde_json::Value| {
+        OperatorApp::from_value(
+            OperatorKind::Apache,
+            &json!({"metadata": {"name": "a", "namespace": "etl"},
+                    "spec": {"applicationTolerations": tolerations}}),
+        )
+    };
+    assert_eq!(apache(json!({})).keeps_driver(true), None);
+    let on_failure = apache(
+        json!({"resourceRetainPolicy": "OnFailure", "resourceRetainDurationMillis": 600_000}),
+    );
+    assert_eq!(on_failure.keeps_driver(true), Some(Some(600)));
+    assert_eq!(on_failure.keeps_driver(false), None);
+    assert_eq!(
+        apache(json!({"resourceRetainPolicy": "Always"})).keeps_driver(false),
+        Some(None)
+    );
+}
