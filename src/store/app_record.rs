@@ -8,7 +8,7 @@ use std::sync::Arc;
 use spark_triage_core::diagnose::app::{AppFacts, Preemption, app_findings};
 use spark_triage_core::diagnose::app_verdict::order;
 use spark_triage_core::diagnose::operator::OperatorFacts;
-use spark_triage_core::diagnose::{self, Code, Finding, app};
+use spark_triage_core::diagnose::{self, Code, Finding, app, disruption};
 use spark_triage_core::model::{ExecutorState, PodCharge, Quota, Refusal, Time};
 
 use super::records::invalid_id_value;
@@ -108,6 +108,17 @@ impl AppRecord {
                 }
             })
             .collect();
+        // The driver preempted (its events, else its disruption condition): a streaming
+        // app's loss of its query (a batch app's driver end is its own verdict).
+        let driver_preempted: Option<Preemption> = self.driver.as_ref().and_then(|d| {
+            let pod = d.ended.as_deref().or(d.last.as_deref())?;
+            let by = disruption::preemptor(pod, &d.events)?;
+            Some(Preemption {
+                by: Some(by),
+                own_class: pod.priority_class.as_deref().map(str::to_owned),
+                own_priority: pod.priority,
+            })
+        });
         // What the next executor pod would be charged: like the newest one.
         let quota_refusals: Vec<(String, Refusal)> = self
             .executors
@@ -179,6 +190,7 @@ impl AppRecord {
                 .allocation
                 .and_then(|a| a.short_since.filter(|s| a.at - *s >= app::STALL_AFTER)),
             streaming: self.streaming.as_ref(),
+            driver_preempted: driver_preempted.as_ref(),
         });
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(order);

@@ -86,6 +86,8 @@ pub struct AppFacts<'a> {
     pub scale_up_short_since: Option<Time>,
     /// The Structured Streaming query the app runs, when its driver's jobs named one.
     pub streaming: Option<&'a StreamingQuery>,
+    /// The driver pod preempted: by whom, and its own priority.
+    pub driver_preempted: Option<&'a Preemption>,
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -160,7 +162,7 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
     if let Some(x) = refused::executors_refused(f) {
         out.push(x);
     }
-    if let Some(x) = preempted::preemptions(f.preempted, f.streaming) {
+    if let Some(x) = preempted::preemptions(f.preempted, f.driver_preempted, f.streaming) {
         out.push(x);
     }
     if let Some(x) = allocation::scale_up_stalled(f) {
@@ -821,6 +823,37 @@ mod tests {
                 && f[0].hint.contains("urgent-sql's pods"),
             "{}",
             f[0].hint
+        );
+        // Its driver preempted stops the query: said first, its executors' after.
+        let driver = Preemption {
+            by: Some(Related {
+                app: Some("backfill".into()),
+                priority_class: Some("batch-high".into()),
+                priority: Some(1000),
+                ..Related::default()
+            }),
+            own_class: None,
+            own_priority: Some(0),
+        };
+        let f = app_findings(&AppFacts {
+            preempted: &all,
+            driver_preempted: Some(&driver),
+            streaming: Some(&query),
+            ..AppFacts::default()
+        });
+        assert_eq!(f[0].code, Code::StreamingPreemptible);
+        assert_eq!(
+            f[0].summary,
+            "streaming app (query clicks): its driver preempted by backfill (batch-high = 1000 > priority 0)"
+        );
+        assert_eq!(f[0].evidence.len(), 3, "{:?}", f[0].evidence);
+        // A batch app's driver preempted is its own verdict (driver-preempted), not this.
+        assert!(
+            app_findings(&AppFacts {
+                driver_preempted: Some(&driver),
+                ..AppFacts::default()
+            })
+            .is_empty()
         );
         // A streaming app nothing preempted has no such finding.
         assert!(

@@ -8,49 +8,77 @@ use crate::diagnose::disruption::{preemption_hint, priority_text};
 use crate::diagnose::{Code, Finding, Severity, Witness};
 use crate::model::driver_state::StreamingQuery;
 
+/// Who preempted: the preemptor's app, else its pod.
+fn who(p: &Preemption) -> String {
+    match &p.by {
+        Some(r) => r
+            .app
+            .clone()
+            .or_else(|| r.name.clone())
+            .or_else(|| r.uid.as_ref().map(|u| format!("pod {u}")))
+            .unwrap_or_else(|| "a higher-priority pod".to_owned()),
+        None => "higher-priority pods the events do not name".to_owned(),
+    }
+}
+
+/// " (spark-high = 1000 > spark-low = 100)": the preemptor's priority against its victim's.
+fn versus(p: &Preemption) -> String {
+    let theirs =
+        p.by.as_ref()
+            .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
+    let own = priority_text(p.own_class.as_deref(), p.own_priority);
+    match (theirs, own, &p.by) {
+        (Some(t), Some(o), _) => format!(" ({t} > {o})"),
+        (Some(t), None, _) => format!(" ({t})"),
+        (None, Some(o), Some(_)) => format!(" (its priority not known; this app's: {o})"),
+        (None, _, _) => String::new(),
+    }
+}
+
 /// "3 executors preempted by urgent-sql (spark-high = 1000 > spark-low = 100)": grouped by
 /// the preemptor's app (else its pod), the largest group first. A Structured Streaming
 /// app's (`streaming`) is an error of its own: a query runs until stopped, so every
-/// preemption is lost work again and again, and its priority is what to change.
+/// preemption is lost work again and again, and its priority is what to change; its
+/// driver preempted (`driver`) stops the query, and is said first. (A batch app's driver
+/// end is its own verdict, `driver-preempted`.)
 pub(super) fn preemptions(
     all: &[Preemption],
+    driver: Option<&Preemption>,
     streaming: Option<&StreamingQuery>,
 ) -> Option<Finding> {
+    if let (Some(q), Some(d)) = (streaming, driver) {
+        let line = format!("its driver preempted by {}{}", who(d), versus(d));
+        let mut x = Finding::new(
+            Code::StreamingPreemptible,
+            Severity::Error,
+            format!("streaming app ({}): {line}", q.label()),
+        )
+        .witness(Witness::Events)
+        .evidence(line)
+        .hint(streaming_hint(d.by.as_ref().and_then(|r| r.app.as_deref())))
+        .reference(
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/",
+        );
+        if let Some(e) = preemptions(all, None, streaming) {
+            x.evidence.extend(e.evidence);
+        }
+        return Some(x);
+    }
     if all.is_empty() {
         return None;
     }
     let mut groups: BTreeMap<String, Vec<&Preemption>> = BTreeMap::new();
     for p in all {
-        let key = match &p.by {
-            Some(r) => r
-                .app
-                .clone()
-                .or_else(|| r.name.clone())
-                .or_else(|| r.uid.as_ref().map(|u| format!("pod {u}")))
-                .unwrap_or_else(|| "a higher-priority pod".to_owned()),
-            None => "higher-priority pods the events do not name".to_owned(),
-        };
-        groups.entry(key).or_default().push(p);
+        groups.entry(who(p)).or_default().push(p);
     }
     let mut groups: Vec<(String, Vec<&Preemption>)> = groups.into_iter().collect();
     groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
     let line = |(who, ps): &(String, Vec<&Preemption>)| {
-        let first = ps[0];
-        let theirs = first
-            .by
-            .as_ref()
-            .and_then(|r| priority_text(r.priority_class.as_deref(), r.priority));
-        let own = priority_text(first.own_class.as_deref(), first.own_priority);
-        let versus = match (theirs, own, &first.by) {
-            (Some(t), Some(o), _) => format!(" ({t} > {o})"),
-            (Some(t), None, _) => format!(" ({t})"),
-            (None, Some(o), Some(_)) => format!(" (its priority not known; this app's: {o})"),
-            (None, _, _) => String::new(),
-        };
         format!(
-            "{} executor{} preempted by {who}{versus}",
+            "{} executor{} preempted by {who}{}",
             ps.len(),
-            if ps.len() == 1 { "" } else { "s" }
+            if ps.len() == 1 { "" } else { "s" },
+            versus(ps[0])
         )
     };
     let mut summary = line(&groups[0]);
