@@ -7,12 +7,25 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use spark_triage_core::diagnose::Severity;
+use spark_triage_core::diagnose::{Code, Severity};
 use spark_triage_core::text::human_duration;
 
 use super::theme;
 use crate::app::App;
 use crate::store;
+
+/// The app verdicts the executors' line of the strip says in its own words.
+fn told_by_executors(code: Code) -> bool {
+    matches!(
+        code,
+        Code::CrashLoop
+            | Code::ExecutorsFailed
+            | Code::ExecutorsMissing
+            | Code::ExecutorsPending
+            | Code::ExecutorsWaiting
+            | Code::NodeFailures
+    )
+}
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if area.height == 0 || area.width < 3 {
@@ -45,7 +58,12 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
     // The app's verdict first when it is more than a plain run: the cause, then the rest.
     let verdict = a.verdict();
     let cause = verdict.cause();
-    let plain = !verdict.about_driver();
+    // A plain run, or a verdict the executors' line below says itself (their endings,
+    // missing, pending); any other (the driver, the operator, a quota, a refusal, a stalled
+    // scale-up, a streaming app preempted) leads, so the strip never reads "no failures"
+    // under an app the list calls in error.
+    let plain = !verdict.about_driver()
+        && (cause.severity == Severity::Info || told_by_executors(cause.code));
     let head = (!plain).then(|| {
         Line::from(vec![
             Span::styled(format!("{name}: "), theme::title()),

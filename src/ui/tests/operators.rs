@@ -156,3 +156,45 @@ fn a_schedule_skipping_its_runs_says_why_first() {
     );
     insta::assert_snapshot!("schedule_skipping_80x24", frame);
 }
+
+/// An app whose verdict is not the executors' endings (the driver may not create them) is
+/// said at the top of the strip, never "no failures" under an app the list calls in error.
+#[test]
+fn an_apps_own_verdict_leads_the_strip_not_no_failures() {
+    let mut app = session();
+    let at = app.store.view().now.expect("a clock");
+    let driver = pod(json!({
+        "metadata": {"name": "feature-store-driver", "namespace": "spark-jobs", "uid": "fs",
+                     "labels": {"spark-app-selector": "spark-fs", "spark-role": "driver",
+                                "spark-app-name": "feature-store"}},
+        "spec": {"containers": [{"name": "spark-kubernetes-driver"}]},
+        "status": {"phase": "Running"}}));
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(driver),
+            at,
+        }),
+    );
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::DriverRefused {
+            namespace: "spark-jobs".into(),
+            app_id: "spark-fs".into(),
+            line: "io.fabric8.kubernetes.client.KubernetesClientException: Failure executing: \
+                   POST at: https://kubernetes.default.svc/api/v1/namespaces/spark-jobs/pods. \
+                   Message: pods is forbidden: User \"system:serviceaccount:spark-jobs:spark\" \
+                   cannot create resource \"pods\" in API group \"\" in the namespace \"spark-jobs\"."
+                .into(),
+            at,
+        }),
+    );
+    select_app(&mut app, "feature-store");
+    let frame = draw(&mut app, 80, 24);
+    assert!(
+        frame.contains("feature-store: The driver may not create its"),
+        "{frame}"
+    );
+    assert!(!frame.contains("feature-store: no failures"), "{frame}");
+    insta::assert_snapshot!("app_verdict_leads_the_strip_80x24", frame);
+}
