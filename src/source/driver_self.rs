@@ -15,7 +15,8 @@ use super::errors;
 /// What the poll already knows of one driver's own state.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Known {
-    /// Its metrics had no allocation gauges (dynamic allocation off): not asked again.
+    /// Its metrics are not to be asked this round: they had no allocation gauges once it
+    /// had run a while (dynamic allocation off: never again), or did not answer (a minute).
     pub allocation_off: bool,
     /// Its jobs may be read this round (not yet streaming, not read in ten minutes).
     pub may_read_jobs: bool,
@@ -26,8 +27,11 @@ pub(super) struct Known {
 pub(super) struct Said {
     /// Dynamic allocation's numbers, when on and read.
     pub allocation: Option<Allocation>,
-    /// Its metrics answered without allocation gauges.
+    /// Its metrics answered without allocation gauges once it had run a while (Spark
+    /// registers them after the scheduler's start, which may wait 30 s for executors).
     pub allocation_off: bool,
+    /// Its metrics did not answer (a sink turned off, a 404): asked again in a minute.
+    pub metrics_failed: bool,
     /// Its jobs were read (whatever they said).
     pub jobs_read: bool,
     /// The streaming query its jobs name.
@@ -50,16 +54,21 @@ pub(super) async fn read(
     now: Time,
 ) -> Said {
     let mut said = Said::default();
-    if !known.allocation_off
-        && let Some(body) = get(client, ui, "metrics/json").await
-    {
-        match driver_state::parse_allocation(&body) {
-            Ok(Some(a)) => said.allocation = Some(a),
-            Ok(None) => said.allocation_off = true,
-            Err(e) => tracing::debug!("driver metrics of {}: {e}", pod.name),
+    let ran_a_while = pod.created_at.is_some_and(|t| now - t >= JOBS_AFTER);
+    if !known.allocation_off {
+        match get(client, ui, "metrics/json").await {
+            Some(body) => match driver_state::parse_allocation(&body) {
+                Ok(Some(a)) => said.allocation = Some(a),
+                // Before the scheduler has started, the gauges are not registered yet.
+                Ok(None) => said.allocation_off = ran_a_while,
+                Err(e) => {
+                    tracing::debug!("driver metrics of {}: {e}", pod.name);
+                    said.metrics_failed = true;
+                }
+            },
+            None => said.metrics_failed = true,
         }
     }
-    let ran_a_while = pod.created_at.is_some_and(|t| now - t >= JOBS_AFTER);
     if known.may_read_jobs && ran_a_while {
         let tail = format!("api/v1/applications/{app_id}/jobs");
         if let Some(body) = get(client, ui, &tail).await {
@@ -73,7 +82,7 @@ pub(super) async fn read(
     said
 }
 
-/// GET `tail` of the driver's UI (a path under its proxy), with the poll's timeout; `None`
+/// GET `tail` of the driver's UI (a path under its proxy), within 10 s; `None`
 /// when it cannot be read (said at debug: the executor list's read says why a driver is
 /// unreachable).
 async fn get(client: &Client, ui: &str, tail: &str) -> Option<String> {

@@ -51,6 +51,21 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             Ok(l) => l.items,
             Err(_) => continue, // the pod sources report API trouble
         };
+        // What is kept per driver goes with its pod (a namespace of nightly jobs has new
+        // drivers every day).
+        let listed: std::collections::HashSet<(String, String)> = drivers
+            .iter()
+            .filter_map(|d| {
+                let ns = d.metadata.namespace.clone()?;
+                let id = d.metadata.labels.as_ref()?.get("spark-app-selector")?;
+                Some((ns, id.clone()))
+            })
+            .collect();
+        last_read.retain(|k, _| listed.contains(k));
+        configured.retain(|k| listed.contains(k));
+        heard.retain(|k, _| listed.contains(k));
+        log_read.retain(|k, _| listed.contains(k));
+        own.retain(|k| listed.contains(k));
         let svcs = services
             .list(&ListParams::default())
             .await
@@ -139,14 +154,19 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
 #[derive(Default)]
 struct Own {
     allocation_off: std::collections::HashSet<(String, String)>,
+    metrics_failed: std::collections::HashMap<(String, String), std::time::Instant>,
     jobs_read: std::collections::HashMap<(String, String), std::time::Instant>,
     streaming: std::collections::HashSet<(String, String)>,
 }
 
 impl Own {
     fn known(&self, key: &(String, String)) -> driver_self::Known {
+        let failed_lately = self
+            .metrics_failed
+            .get(key)
+            .is_some_and(|t| t.elapsed() < DRIVER_LOG_EVERY);
         driver_self::Known {
-            allocation_off: self.allocation_off.contains(key),
+            allocation_off: self.allocation_off.contains(key) || failed_lately,
             may_read_jobs: !self.streaming.contains(key)
                 && self
                     .jobs_read
@@ -159,12 +179,24 @@ impl Own {
         if said.allocation_off {
             self.allocation_off.insert(key.clone());
         }
+        if said.metrics_failed {
+            self.metrics_failed
+                .insert(key.clone(), std::time::Instant::now());
+        }
         if said.streaming.is_some() {
             self.streaming.insert(key.clone());
         }
         if said.jobs_read {
             self.jobs_read.insert(key, std::time::Instant::now());
         }
+    }
+
+    /// Keeps only the drivers still listed.
+    fn retain(&mut self, keep: impl Fn(&(String, String)) -> bool) {
+        self.allocation_off.retain(&keep);
+        self.metrics_failed.retain(|k, _| keep(k));
+        self.jobs_read.retain(|k, _| keep(k));
+        self.streaming.retain(&keep);
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams};
+use spark_triage_core::diagnose::operator::read_is_witness;
 use spark_triage_core::model::{ExecutorPod, GroupKind, OperatorApp, OperatorKind, SchedGroup};
 use tokio::sync::{Notify, mpsc};
 
@@ -288,7 +289,7 @@ pub(super) async fn group_poll(
                 }
             };
             let now = conn.clock.now();
-            let due = |o: &OperatorApp| o.read_is_witness(now);
+            let due = |o: &OperatorApp| read_is_witness(o, now);
             events.extend(
                 pass_kind(
                     &mut st,

@@ -9,6 +9,7 @@ use spark_triage_core::diagnose::app::{AppFacts, Preemption, app_findings};
 use spark_triage_core::diagnose::app_verdict::order;
 use spark_triage_core::diagnose::operator::OperatorFacts;
 use spark_triage_core::diagnose::{self, Code, Finding, app, disruption};
+use spark_triage_core::model::driver_state::Allocation;
 use spark_triage_core::model::{ExecutorState, PodCharge, Quota, Refusal, Time};
 
 use super::records::invalid_id_value;
@@ -185,7 +186,8 @@ impl AppRecord {
             waiting: &waiting,
             waiting_since,
             driver_refusal: self.driver_refusal.as_deref(),
-            allocation: self.allocation.map(|a| a.allocation),
+            allocation: self.current_allocation(),
+            running_executors: counts.running as u32,
             scale_up_short_since: self
                 .allocation
                 .and_then(|a| a.short_since.filter(|s| a.at - *s >= app::STALL_AFTER)),
@@ -195,6 +197,23 @@ impl AppRecord {
         out.extend(self.node_findings.iter().cloned());
         out.sort_by_key(order);
         out
+    }
+
+    /// Dynamic allocation's numbers while they stand: the driver runs, its last read worked,
+    /// and they were read with it (a read two minutes older than its last good one is not
+    /// what it asks for now).
+    fn current_allocation(&self) -> Option<Allocation> {
+        let a = self.allocation?;
+        let running = self
+            .driver
+            .as_ref()
+            .is_some_and(|d| d.phase.as_deref() == Some("Running"));
+        let api = self.driver_api.as_ref()?;
+        let fresh = api.unavailable.is_none()
+            && api
+                .last_ok
+                .is_some_and(|ok| ok - a.at <= chrono::Duration::minutes(2));
+        (running && fresh).then_some(a.allocation)
     }
 
     /// Its executors grouped by cause, in the one order of advice.

@@ -234,16 +234,43 @@ impl Store {
         }
     }
 
-    /// The executor whose pod is `key` (namespace, name), re-diagnosed with its events.
+    /// The pods named `key` (namespace, name), re-diagnosed with their events: every
+    /// executor of that name (a controller's pod recreated keeps it), else the driver.
     fn rediagnose_named(&mut self, key: &(String, String), at: Time) {
-        let found = self.snap.apps.iter().find_map(|(k, app)| {
-            (k.0 == key.0)
-                .then(|| app.executors.values().find(|e| e.pod.name == key.1))
-                .flatten()
-                .map(|rec| (k.clone(), rec.id))
-        });
-        if let Some((k, id)) = found {
-            self.rediagnose_executor(key, (&k, id), at);
+        let executors: Vec<(AppKey, i64)> = self
+            .snap
+            .apps
+            .iter()
+            .filter(|(k, _)| k.0 == key.0)
+            .flat_map(|(k, app)| {
+                app.executors
+                    .values()
+                    .filter(|e| e.pod.name == key.1)
+                    .map(|rec| (k.clone(), rec.id))
+            })
+            .collect();
+        for (k, id) in &executors {
+            self.rediagnose_executor(key, (k, *id), at);
+        }
+        if !executors.is_empty() {
+            return;
+        }
+        let driver_of: Option<AppKey> = self
+            .snap
+            .apps
+            .iter()
+            .find(|(k, a)| k.0 == key.0 && a.driver.as_ref().is_some_and(|d| d.pod == key.1))
+            .map(|(k, _)| k.clone());
+        if let Some(k) = driver_of {
+            let events = events_named(&self.events, &key.0, &key.1);
+            if let Some(app) = self.snap.apps.get_mut(&k) {
+                let app = derived::edit(app);
+                app.as_of = Some(at);
+                if let Some(d) = &mut app.driver {
+                    d.events = events;
+                }
+            }
+            self.driver_changed(&k, at);
         }
     }
 

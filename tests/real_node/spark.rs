@@ -363,6 +363,75 @@ pub fn cluster_mode(c: &Cluster) {
         ],
         None,
     );
+
+    // 4. Dynamic allocation's scale-up stopped by a quota (#56): the backlog makes the driver
+    // ask for 4 executors (its metrics servlet, read through the API server's service proxy)
+    // where the namespace's quota has room for the driver and one.
+    let live = c.kubectl(
+        &[
+            "-n",
+            NS,
+            "get",
+            "pods",
+            "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
+            "--no-headers",
+        ],
+        None,
+    );
+    let room = live.lines().filter(|l| !l.trim().is_empty()).count() + 2;
+    let quota = format!(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {{name: rn-pods, namespace: {NS}}}\n\
+         spec: {{hard: {{pods: \"{room}\"}}}}\n"
+    );
+    c.kubectl(&["apply", "-f", "-"], Some(&quota));
+    let watcher = c.triage(&["status", "-n", NS, "-o", "json", "--for", "70s"]);
+    submit(
+        c,
+        &spark_home,
+        "rn-elastic",
+        "slow_tasks.py",
+        &[
+            "spark.dynamicAllocation.enabled=true",
+            "spark.dynamicAllocation.shuffleTracking.enabled=true",
+            "spark.dynamicAllocation.initialExecutors=1",
+            "spark.dynamicAllocation.minExecutors=1",
+            "spark.dynamicAllocation.maxExecutors=4",
+            "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
+            // From 4.3 each refused creation counts toward the failure budget.
+            "spark.executor.maxNumFailures=100000",
+        ],
+    );
+    let doc = super::status_doc(watcher);
+    let a = app(&doc, "rn-elastic");
+    eprintln!(
+        "dynamic allocation behind a quota, real Spark: {} {}",
+        a["dynamic_allocation"], a["verdict"]
+    );
+    assert_eq!(a["driver_api"]["state"], "ok", "{a}");
+    assert_eq!(a["dynamic_allocation"]["target"], 4, "{a}");
+    assert_eq!(a["verdict"]["cause"], "quota-exhausted", "{}", a["verdict"]);
+    assert!(
+        a["verdict"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(
+                "1 of 4 executors dynamic allocation asks for: quota rn-pods rejects the rest"
+            )),
+        "{}",
+        a["verdict"]
+    );
+    c.kubectl(&["-n", NS, "delete", "resourcequota", "rn-pods"], None);
+    c.kubectl(
+        &[
+            "-n",
+            NS,
+            "delete",
+            "pods",
+            "-l",
+            "spark-app-name=rn-elastic",
+            "--wait=true",
+        ],
+        None,
+    );
 }
 
 /// A service account a Spark driver can start with but not create executors with: it reads

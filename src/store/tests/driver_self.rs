@@ -17,6 +17,18 @@ fn driver() -> ExecutorPod {
         "status": {"phase": "Running"}}))
 }
 
+/// The driver's executor list read (its allocation is read with it).
+fn read(at: u32) -> SourceEvent {
+    SourceEvent::DriverExecutors {
+        namespace: "spark-jobs".into(),
+        app_id: "spark-1".into(),
+        view: DriverView::Ok {
+            executors: Vec::new(),
+        },
+        at: t(at),
+    }
+}
+
 fn allocation(target: u32, at: u32) -> SourceEvent {
     SourceEvent::DriverAllocation {
         namespace: "spark-jobs".into(),
@@ -46,9 +58,23 @@ async fn a_target_above_the_executors_is_a_stall_once_it_has_lasted_and_ends_whe
     assert_eq!(seen.short_since, Some(t(10)));
     assert!(!codes(&s).contains(&Code::ScaleUpStalled), "not yet");
     // Still short two minutes on: the shortfall's start is kept, and it is said.
+    s.apply(read(70));
     s.apply(allocation(4, 70));
+    s.apply(read(131));
     s.apply(allocation(4, 131));
     assert_eq!(app(&s).allocation.and_then(|a| a.short_since), Some(t(10)));
+    assert!(codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
+    // The driver stops answering: what it asked for then is not what it asks for now.
+    s.apply(SourceEvent::DriverExecutors {
+        namespace: "spark-jobs".into(),
+        app_id: "spark-1".into(),
+        view: DriverView::Unavailable {
+            reason: "the driver did not answer within 10 s".into(),
+        },
+        at: t(135),
+    });
+    assert!(!codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
+    s.apply(read(138));
     assert!(codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
     // The target met (or lowered): no stall, and a new shortfall starts afresh.
     s.apply(allocation(1, 140));

@@ -294,8 +294,8 @@ codes! {
     /// (app) Dynamic allocation's target stands above the executors the app has for two
     /// minutes with no pending pod, quota refusal or refused creation to say why.
     ScaleUpStalled = "scale-up-stalled", Other, Cause, "scale-up stalled", app 39;
-    /// (app) A Structured Streaming app's pods run at a priority other pods preempt: they
-    /// were preempted, or other apps' pods in view run above it.
+    /// (app) A Structured Streaming app's pods were preempted (its executors, or its driver:
+    /// the query stops): its priority is below the pods that took their place.
     StreamingPreemptible = "streaming-preemptible", Other, Cause, "streaming preemptible", app 40;
     /// (namespace) Finished driver pods kept: a pile, or one kept for a week.
     DriversKept = "drivers-kept", Other, Cause, "drivers kept";

@@ -95,7 +95,7 @@ impl KeptBy {
         }
         if self.forever > 0 {
             out.push(format!(
-                "{} of SparkApplications with no time limit (kubeflow spec.timeToLiveSeconds unset, Apache resourceRetainPolicy Always): the operator keeps each until its object is deleted",
+                "{} of SparkApplications with no time limit (kubeflow spec.timeToLiveSeconds unset, Apache resourceRetainPolicy Always or OnFailure): the operator keeps each until its object is deleted",
                 self.forever
             ));
         }

@@ -9,7 +9,9 @@
 
 mod schedule;
 
-pub use schedule::{GRACE as SCHEDULE_GRACE, UNSEEN as SCHEDULE_UNSEEN, overdue, unscheduled};
+pub use schedule::{
+    GRACE as SCHEDULE_GRACE, UNSEEN as SCHEDULE_UNSEEN, overdue, read_is_witness, unscheduled,
+};
 
 use super::queueing::kueue_summary;
 use super::{Code, Finding, Severity, Witness};

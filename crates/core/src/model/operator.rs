@@ -305,7 +305,8 @@ pub struct OperatorApp {
     pub schedule: Option<Box<Schedule>>,
     /// How long after its end the operator keeps the object and its driver pod: kubeflow's
     /// `spec.timeToLiveSeconds` (the object deleted, its pods with it), Apache's
-    /// `resourceRetainDurationMillis` (in seconds) under a retaining policy.
+    /// `resourceRetainDurationMillis` under a retaining policy or `ttlAfterStopMillis`,
+    /// whichever is shorter (in seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds: Option<i64>,
     /// Apache's `applicationTolerations.resourceRetainPolicy` (`Always`, `OnFailure`,
@@ -370,6 +371,13 @@ impl OperatorApp {
     pub fn keeps_driver(&self, failed: bool) -> Option<Option<i64>> {
         match self.kind {
             OperatorKind::Kubeflow => Some(self.ttl_seconds),
+            // An app that restarts has its resources released after every attempt, the
+            // last included, whatever its retain policy.
+            OperatorKind::Apache
+                if self.restart.policy.as_deref().is_some_and(|p| p != "Never") =>
+            {
+                None
+            }
             OperatorKind::Apache => match self.retain_policy.as_deref() {
                 Some("Always") => Some(self.ttl_seconds),
                 Some("OnFailure") if failed => Some(self.ttl_seconds),
@@ -377,18 +385,6 @@ impl OperatorApp {
             },
             OperatorKind::KubeflowScheduled => None,
         }
-    }
-
-    /// Whether a read of this object is itself evidence as of `now`: a schedule whose due run
-    /// is past, or that no operator has taken up yet (the operator writes nothing while it
-    /// skips, so an unchanged copy read again says the run still has not started).
-    pub fn read_is_witness(&self, now: Time) -> bool {
-        let Some(s) = self.schedule.as_deref() else {
-            return false;
-        };
-        !self.suspended
-            && (s.next_run.is_some_and(|due| due <= now)
-                || matches!(self.state.as_str(), "" | "Validating"))
     }
 }
 
@@ -472,9 +468,20 @@ impl OperatorApp {
             OperatorKind::Apache => {
                 let tolerations = "/spec/applicationTolerations";
                 app.retain_policy = text(&format!("{tolerations}/resourceRetainPolicy"), 32);
-                app.ttl_seconds = int(&format!("{tolerations}/resourceRetainDurationMillis"))
-                    .filter(|ms| *ms >= 0)
-                    .map(|ms| ms / 1000);
+                // The retained resources go after their duration, and the whole app after
+                // ttlAfterStopMillis: whichever comes first (negative: not set).
+                let secs = |field: &str| {
+                    int(&format!("{tolerations}/{field}"))
+                        .filter(|ms| *ms >= 0)
+                        .map(|ms| ms / 1000)
+                };
+                app.ttl_seconds = match (
+                    secs("resourceRetainDurationMillis"),
+                    secs("ttlAfterStopMillis"),
+                ) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 app.state =
                     text("/status/currentState/currentStateSummary", 64).unwrap_or_default();
                 app.message = text("/status/currentState/message", MAX_MESSAGE);

@@ -43,12 +43,17 @@ pub(super) fn target_words(f: &AppFacts<'_>) -> Option<(u32, Vec<String>)> {
 pub(super) fn scale_up_stalled(f: &AppFacts<'_>) -> Option<Finding> {
     let since = f.scale_up_short_since.filter(|_| f.driver_running)?;
     let (target, evidence) = target_words(f)?;
-    // Said by the finding that knows why: the quota, the nodes, a gate, a refusal.
+    // Said by the finding that knows why: the quota, the nodes, a gate, a refusal, a
+    // snapshot Spark cannot update (its allocation stops with it); or not short at all (the
+    // pods, or the driver's own count, have what it asks).
     if f.live_executors >= target
+        || f.allocation.is_some_and(|a| a.registered >= a.target)
         || !f.quota_refusals.is_empty()
         || !f.waiting.is_empty()
         || !f.held.is_empty()
         || f.driver_refusal.is_some()
+        || !f.invalid_ids.is_empty()
+        || !f.no_phase.is_empty()
     {
         return None;
     }
@@ -58,7 +63,7 @@ pub(super) fn scale_up_stalled(f: &AppFacts<'_>) -> Option<Finding> {
             Severity::Warn,
             format!(
                 "{} of {target} executors dynamic allocation asks for, since {}: no pending pod, \
-                 quota or refusal says why",
+                 quota refusal or refused creation seen",
                 f.live_executors,
                 fmt_time(&since)
             ),
@@ -95,10 +100,11 @@ mod tests {
             driver_running: true,
             live_executors: live,
             max_executors: Some(8),
+            running_executors: live,
             allocation: Some(Allocation {
                 target: 8,
                 needed: 40,
-                registered: live,
+                registered: live.min(7),
             }),
             ..AppFacts::default()
         }
@@ -153,6 +159,7 @@ mod tests {
         let waiting = vec![("Insufficient cpu".to_owned(), 5)];
         let f = AppFacts {
             waiting: &waiting,
+            running_executors: 3,
             ..facts(8)
         };
         let all = app_findings(&f);

@@ -79,8 +79,11 @@ pub struct AppFacts<'a> {
     /// The running driver's log line saying the API server refused an executor pod (RBAC,
     /// a webhook, an invalid pod), when its log was read for it.
     pub driver_refusal: Option<&'a str>,
-    /// Dynamic allocation as the running driver's metrics have it (read only with it on).
+    /// Dynamic allocation as the running driver's metrics have it (read only with it on;
+    /// none once the driver stops answering).
     pub allocation: Option<Allocation>,
+    /// Executors with a running pod.
+    pub running_executors: u32,
     /// Since when its target has stood above the executors the app has, once that has lasted
     /// [`STALL_AFTER`] (a time, not an age).
     pub scale_up_short_since: Option<Time>,
@@ -490,9 +493,9 @@ fn waiting(f: &AppFacts<'_>) -> Option<Finding> {
     // what waits.
     let target = allocation::target_words(f);
     let summary = match &target {
-        Some((t, _)) if f.live_executors as usize > n => format!(
+        Some((t, _)) if *t > f.running_executors => format!(
             "{} of {t} executors dynamic allocation asks for running; {pending}",
-            f.live_executors as usize - n
+            f.running_executors
         ),
         _ => pending,
     };

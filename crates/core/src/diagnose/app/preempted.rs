@@ -119,12 +119,14 @@ fn streaming_hint(by_app: Option<&str>) -> String {
         |a| format!("{a}'s pods"),
     );
     format!(
-        "This app runs a Structured Streaming query, which never finishes: {who} take its \
-         nodes whenever they need them, and each time its micro-batches are retried, its \
-         shuffle and state rebuilt from the checkpoint, and its latency lost. Give the \
-         streaming app a PriorityClass above the batch apps' (priorityClassName in \
-         spark.kubernetes.driver.podTemplateFile and spark.kubernetes.executor.podTemplateFile), \
-         or give the batch apps' class preemptionPolicy: Never so they wait instead of \
-         preempting."
+        "This app runs a Structured Streaming query: running until stopped, it meets every \
+         burst of higher-priority work, and {who} take its nodes whenever they need them; each \
+         time its micro-batches are retried, its shuffle and state rebuilt from the checkpoint, \
+         and its latency lost. Give the streaming app a PriorityClass above the batch apps' \
+         (priorityClassName in spark.kubernetes.driver.podTemplateFile and \
+         spark.kubernetes.executor.podTemplateFile), or give the batch apps' class \
+         preemptionPolicy: Never so they wait instead of preempting. (A query run with \
+         Trigger.AvailableNow or Once ends like a batch job: its priority may rightly be a \
+         batch app's.)"
     )
 }

@@ -31,6 +31,26 @@ pub fn overdue(app: &OperatorApp, now: Time) -> Option<Time> {
     s.next_run.filter(|due| as_of - *due > GRACE)
 }
 
+/// How long after a schedule becomes judgeable (its due run past [`GRACE`], or no
+/// operator's word [`UNSEEN`] after it was made) its reads are sent again though unchanged:
+/// long enough for a read at any sane poll interval to fall in it, after which the copy kept
+/// holds the verdict.
+pub const WITNESS_WINDOW: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Whether a read of this object at `now` is itself evidence, to be sent though unchanged:
+/// the operator writes nothing while it skips, so an unchanged copy read after the due
+/// time's grace is what says the run has not started (once, in [`WITNESS_WINDOW`]).
+pub fn read_is_witness(app: &OperatorApp, now: Time) -> bool {
+    let Some(s) = app.schedule.as_deref() else {
+        return false;
+    };
+    let judged = |from: Time| now - from > chrono::Duration::zero() && now - from <= WITNESS_WINDOW;
+    !app.suspended
+        && (app.state == "Scheduled" && s.next_run.is_some_and(|due| judged(due + GRACE))
+            || matches!(app.state.as_str(), "" | "Validating")
+                && app.created_at.is_some_and(|made| judged(made + UNSEEN)))
+}
+
 /// How long a new schedule may wait for the operator's first word (`scheduleState`).
 pub const UNSEEN: chrono::Duration = chrono::Duration::minutes(5);
 

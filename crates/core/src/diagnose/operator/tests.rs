@@ -520,3 +520,38 @@ fn a_schedule_that_failed_validation_runs_nothing() {
     assert!(!f.summary.contains('\u{1b}'), "{}", f.summary);
     assert!(f.hint.contains("delete and re-apply"), "{}", f.hint);
 }
+
+/// A schedule's read is itself a witness once its due run is past the grace (the operator
+/// writes nothing while it skips) or no operator has taken it up in five minutes, for a
+/// window; before, after, and for a run's own object, it is not.
+#[test]
+fn a_due_schedules_read_is_a_witness_for_a_window() {
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+    let schedule = |state: &str| {
+        OperatorApp::from_value(
+            OperatorKind::KubeflowScheduled,
+            &json!({"metadata": {"name": "nightly", "namespace": "etl",
+                                 "creationTimestamp": "2026-12-06T09:00:00Z"},
+                    "spec": {"schedule": "@hourly"},
+                    "status": {"scheduleState": state, "nextRun": "2026-12-06T10:00:00Z"}}),
+        )
+    };
+    let due = schedule("Scheduled");
+    assert!(
+        !read_is_witness(&due, at("2026-12-06T10:00:30Z")),
+        "within the grace"
+    );
+    assert!(read_is_witness(&due, at("2026-12-06T10:01:30Z")));
+    assert!(
+        !read_is_witness(&due, at("2026-12-06T10:30:00Z")),
+        "past the window"
+    );
+    let unseen = schedule("");
+    assert!(read_is_witness(&unseen, at("2026-12-06T09:06:00Z")));
+    assert!(!read_is_witness(&unseen, at("2026-12-06T09:04:00Z")));
+    let run = OperatorApp::from_value(
+        OperatorKind::Kubeflow,
+        &json!({"metadata": {"name": "nightly-1", "namespace": "etl"}}),
+    );
+    assert!(!read_is_witness(&run, at("2026-12-06T10:01:30Z")));
+}

@@ -206,27 +206,6 @@ fn a_hostile_object_is_bounded_and_never_fails() {
     );
 }
 
-/// A schedule's read is itself a witness once its run is due (the operator writes nothing
-/// while it skips) or while no operator has taken it up; a run's object never is.
-#[test]
-fn a_due_schedules_read_is_a_witness() {
-    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
-    let schedule = |next: &str, state: &str| {
-        OperatorApp::from_value(
-            OperatorKind::KubeflowScheduled,
-            &json!({"metadata": {"name": "nightly", "namespace": "etl"},
-                    "spec": {"schedule": "@hourly"},
-                    "status": {"scheduleState": state, "nextRun": next}}),
-        )
-    };
-    let now = at("2026-12-06T10:00:00Z");
-    assert!(schedule("2026-12-06T09:59:00Z", "Scheduled").read_is_witness(now));
-    assert!(!schedule("2026-12-06T10:30:00Z", "Scheduled").read_is_witness(now));
-    assert!(schedule("2026-12-06T10:30:00Z", "").read_is_witness(now));
-    let run = OperatorApp::from_value(OperatorKind::Kubeflow, &kubeflow_refused());
-    assert!(!run.read_is_witness(now));
-}
-
 /// What keeps a finished driver pod: kubeflow's TTL (none: forever), Apache's retain policy
 /// and duration (its default deletes the driver's resources at the end).
 #[test]
@@ -258,5 +237,17 @@ fn the_operators_retention_is_read() {
     assert_eq!(
         apache(json!({"resourceRetainPolicy": "Always"})).keeps_driver(false),
         Some(None)
+    );
+    // The app's own TTL when shorter; a restarting app's resources go after each attempt.
+    assert_eq!(
+        apache(json!({"resourceRetainPolicy": "Always", "ttlAfterStopMillis": 60_000}))
+            .keeps_driver(false),
+        Some(Some(60))
+    );
+    assert_eq!(
+        apache(json!({"resourceRetainPolicy": "Always",
+                      "restartConfig": {"restartPolicy": "OnFailure"}}))
+        .keeps_driver(true),
+        None
     );
 }
