@@ -49,7 +49,7 @@ def get(path):
 
 
 with open(os.path.join(OUT, "metrics-dynamic-allocation.json"), "wb") as f:
-    f.write(get("/metrics/json"))
+    f.write(get("/metrics/json/"))  # the bare path is a 301 to this
 with open(os.path.join(OUT, "jobs-streaming.json"), "wb") as f:
     f.write(get(f"/api/v1/applications/{app}/jobs"))
 query.stop()

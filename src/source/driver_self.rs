@@ -1,5 +1,5 @@
 //! What a running driver says of itself beside its executor list, read through the same
-//! proxy as it: dynamic allocation's target (its metrics servlet, `/metrics/json`, every
+//! proxy as it: dynamic allocation's target (its metrics servlet, `/metrics/json/`, every
 //! round while it has one; a driver without the gauges is not asked again) and a Structured
 //! Streaming query (its `jobs`, once it has run a minute, then every ten minutes until one
 //! is seen).
@@ -56,7 +56,9 @@ pub(super) async fn read(
     let mut said = Said::default();
     let ran_a_while = pod.created_at.is_some_and(|t| now - t >= JOBS_AFTER);
     if !known.allocation_off {
-        match get(client, ui, "metrics/json").await {
+        // With its slash: Spark's servlet is a Jetty context, and the bare path is a 301
+        // the API server's proxy hands back rather than follows.
+        match get(client, ui, "metrics/json/").await {
             Some(body) => match driver_state::parse_allocation(&body) {
                 Ok(Some(a)) => said.allocation = Some(a),
                 // Before the scheduler has started, the gauges are not registered yet.

@@ -210,7 +210,10 @@ pub fn serve_app(
             which @ ("executors" | "allexecutors"),
         ] if *id == app.app_id => (200, executors(app, *which == "allexecutors")),
         ["api", "v1", "applications", id, "jobs"] if *id == app.app_id => (200, jobs(app)),
-        ["metrics", "json"] => (200, metrics(app)),
+        // Spark's servlet is a Jetty context at /metrics/json: without the slash, a redirect
+        // (which the API server's proxy hands back, not follows).
+        ["metrics", "json"] if path.ends_with('/') => (200, metrics(app)),
+        ["metrics", "json"] => (301, Value::Null),
         ["api", "v1", "applications", id, ..] if *id != app.app_id => {
             (404, json!(format!("unknown app: {id}")))
         }

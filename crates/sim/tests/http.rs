@@ -440,6 +440,23 @@ async fn service_proxy_reaches_the_driver_rest_api() {
     })
     .await;
     assert_eq!(execs[0]["id"], "driver");
+    // The metrics servlet as Spark's Jetty serves it: the bare path is a redirect, the
+    // slash the JSON (no dynamic allocation here: no allocation gauges).
+    let metrics = |tail: &str| {
+        http::Request::get(format!(
+            "/api/v1/namespaces/spark-jobs/services/{svc}:spark-ui/proxy/{tail}"
+        ))
+        .body(vec![])
+        .unwrap()
+    };
+    let m: serde_json::Value = c.request(metrics("metrics/json/")).await.unwrap();
+    assert!(m["gauges"].is_object(), "{m}");
+    assert!(!m.to_string().contains("ExecutorAllocationManager"), "{m}");
+    let bare = c
+        .send(metrics("metrics/json").map(kube::client::Body::from))
+        .await
+        .unwrap();
+    assert_eq!(bare.status().as_u16(), 301);
     let e = c
         .request::<serde_json::Value>(
             http::Request::get("/api/v1/namespaces/spark-jobs/services/nope:4040/proxy/")

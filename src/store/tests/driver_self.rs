@@ -73,7 +73,11 @@ async fn a_target_above_the_executors_is_a_stall_once_it_has_lasted_and_ends_whe
         },
         at: t(135),
     });
-    assert!(!codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
+    assert!(
+        !codes(&s).contains(&Code::ScaleUpStalled),
+        "{:?}",
+        codes(&s)
+    );
     s.apply(read(138));
     assert!(codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
     // The target met (or lowered): no stall, and a new shortfall starts afresh.

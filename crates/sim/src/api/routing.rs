@@ -130,7 +130,12 @@ pub(super) fn route(
             ns: (*ns).to_owned(),
             to_pod: *kind == "pods",
             target: (*target).to_owned(),
-            rest: rest.join("/"),
+            // Its trailing slash kept: a driver's UI tells `/metrics/json/` from the bare path.
+            rest: if path.ends_with('/') {
+                format!("{}/", rest.join("/"))
+            } else {
+                rest.join("/")
+            },
         }),
         ["api", "v1", r] => Ok(Route::Collection {
             group: ApiGroup::Core,
