@@ -1,8 +1,8 @@
 //! What a running driver says of itself beside its executor list, read through the same
 //! proxy as it: dynamic allocation's target (its metrics servlet, `/metrics/json/`, every
-//! round while it has one; a driver without the gauges is not asked again) and a Structured
-//! Streaming query (its `jobs`, once it has run a minute, then every ten minutes until one
-//! is seen).
+//! round while it has one; a driver that has run a minute without the gauges is not asked
+//! again) and a Structured Streaming query (its `jobs`: at once, every minute while the
+//! driver is young, every ten minutes after, until one is seen).
 
 use std::time::Duration;
 
@@ -18,8 +18,10 @@ pub(super) struct Known {
     /// Its metrics are not to be asked this round: they had no allocation gauges once it
     /// had run a while (dynamic allocation off: never again), or did not answer (a minute).
     pub allocation_off: bool,
-    /// Its jobs may be read this round (not yet streaming, not read in ten minutes).
+    /// No streaming query seen yet (its jobs are still read).
     pub may_read_jobs: bool,
+    /// How long ago its jobs were last read (none: never).
+    pub jobs_read_since: Option<Duration>,
 }
 
 /// What one round read of it.
@@ -38,12 +40,17 @@ pub(super) struct Said {
     pub streaming: Option<StreamingQuery>,
 }
 
-/// How long a driver runs before its jobs are read for a streaming query (a query starts
-/// after the session: a driver's first minute has seldom started one).
-pub(super) const JOBS_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+/// A driver this young has its jobs read every [`JOBS_EARLY`] (its query may start any
+/// moment after its session), an older one every [`JOBS_EVERY`]; and its metrics without
+/// allocation gauges are not final yet (Spark registers them after the scheduler starts).
+const YOUNG: chrono::Duration = chrono::Duration::minutes(10);
+const SETTLED: chrono::Duration = chrono::Duration::seconds(60);
 
-/// How often a driver with no streaming query seen has its jobs read again.
-pub(super) const JOBS_EVERY: Duration = Duration::from_secs(600);
+/// How often a young driver with no streaming query seen has its jobs read.
+const JOBS_EARLY: Duration = Duration::from_secs(60);
+
+/// How often an older one has.
+const JOBS_EVERY: Duration = Duration::from_secs(600);
 
 /// Reads what `known` leaves to read of a running driver whose executor list answered at
 /// `ui` (its `allexecutors` path through the API server's proxy).
@@ -54,7 +61,8 @@ pub(super) async fn read(
     now: Time,
 ) -> Said {
     let mut said = Said::default();
-    let ran_a_while = pod.created_at.is_some_and(|t| now - t >= JOBS_AFTER);
+    let age = pod.created_at.map(|t| now - t);
+    let ran_a_while = age.is_some_and(|a| a >= SETTLED);
     if !known.allocation_off {
         // With its slash: Spark's servlet is a Jetty context, and the bare path is a 301
         // the API server's proxy hands back rather than follows.
@@ -71,7 +79,12 @@ pub(super) async fn read(
             None => said.metrics_failed = true,
         }
     }
-    if known.may_read_jobs && ran_a_while {
+    let every = if age.is_some_and(|a| a < YOUNG) {
+        JOBS_EARLY
+    } else {
+        JOBS_EVERY
+    };
+    if known.may_read_jobs && known.jobs_read_since.is_none_or(|d| d >= every) {
         let tail = format!("api/v1/applications/{app_id}/jobs");
         if let Some(body) = get(client, ui, &tail).await {
             said.jobs_read = true;

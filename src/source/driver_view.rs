@@ -167,11 +167,8 @@ impl Own {
             .is_some_and(|t| t.elapsed() < DRIVER_LOG_EVERY);
         driver_self::Known {
             allocation_off: self.allocation_off.contains(key) || failed_lately,
-            may_read_jobs: !self.streaming.contains(key)
-                && self
-                    .jobs_read
-                    .get(key)
-                    .is_none_or(|t| t.elapsed() >= driver_self::JOBS_EVERY),
+            may_read_jobs: !self.streaming.contains(key),
+            jobs_read_since: self.jobs_read.get(key).map(std::time::Instant::elapsed),
         }
     }
 

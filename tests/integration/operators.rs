@@ -252,6 +252,19 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         "{v:#}"
     );
     assert_eq!(stream["streaming"]["name"], "clicks", "{stream:#}");
+    // The other streaming app's driver preempted: its end is the headline, the query it
+    // stopped and the priority to change under it.
+    let sessions = &app(&doc, "sessions")["verdict"];
+    assert_eq!(sessions["cause"], "driver-preempted", "{sessions:#}");
+    let streaming = sessions["supporting"]
+        .as_array()
+        .and_then(|s| s.iter().find(|f| f["code"] == "streaming-preemptible"))
+        .unwrap_or_else(|| panic!("streaming-preemptible under {sessions:#}"));
+    assert_eq!(
+        streaming["summary"],
+        "streaming app (query sessions): its driver preempted by backfill (batch-high = 1000 > priority 0)",
+        "{streaming:#}"
+    );
     // The batch app runs no query and has no allocation gauges.
     let batch = app(&doc, "backfill");
     assert!(
@@ -279,6 +292,7 @@ async fn operator_apps_before_their_pods_have_their_verdicts_live_and_recorded()
         "features-refresh",
         "elastic-report",
         "clickstream",
+        "sessions",
     ] {
         assert_eq!(
             reported.get(name),

@@ -75,9 +75,11 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
     }
     // A preemptor that names no app (a typo) would silently become an anonymous pod.
     for app in &s.apps {
-        for f in &app.fates {
-            let Some(by) = &f.by else { continue };
-            if f.action != Some(FateAction::Preempt) {
+        let driver = app.driver_fate.as_ref().map(|d| (&d.by, d.action));
+        let fates = app.fates.iter().map(|f| (&f.by, f.action));
+        for (by, action) in fates.chain(driver) {
+            let Some(by) = by else { continue };
+            if action != Some(FateAction::Preempt) {
                 return Err(format!(
                     "app {}: `by: {by}` needs `action: preempt`",
                     app.name

@@ -337,6 +337,9 @@ pub struct DriverPodFate {
     pub action: Option<FateAction>,
     #[serde(default)]
     pub image_pull_error: Option<String>,
+    /// `preempt`: the app whose driver pod takes this driver's place.
+    #[serde(default)]
+    pub by: Option<String>,
     /// With a non-zero `exit`: the exception the application's main ended by, which
     /// Spark 4.1+ writes on the driver pod (`spark.exit-exception`,
     /// `spark.kubernetes.driver.annotateExitException`) as it exits.
@@ -354,6 +357,7 @@ impl DriverPodFate {
             reason: self.reason.clone(),
             action: self.action,
             image_pull_error: self.image_pull_error.clone(),
+            by: self.by.clone(),
             ..Fate::default()
         }
     }
