@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::Client;
 use spark_triage_core::model::driver_state::{self, Allocation, StreamingQuery};
-use spark_triage_core::model::{ExecutorPod, Time};
+use spark_triage_core::model::{ContainerState, ExecutorPod, Time};
 
 use super::errors;
 
@@ -34,7 +34,7 @@ pub(super) struct Said {
     pub allocation_off: bool,
     /// Its metrics did not answer (a sink turned off, a 404): asked again in a minute.
     pub metrics_failed: bool,
-    /// Its jobs were read (whatever they said).
+    /// Its jobs were asked (whatever came of it).
     pub jobs_read: bool,
     /// The streaming query its jobs name.
     pub streaming: Option<StreamingQuery>,
@@ -61,7 +61,16 @@ pub(super) async fn read(
     now: Time,
 ) -> Said {
     let mut said = Said::default();
-    let age = pod.created_at.map(|t| now - t);
+    // Its age from its container's start (a pod may wait long for a node or an image).
+    let started = pod
+        .container_statuses()
+        .iter()
+        .find_map(|c| match c.state {
+            ContainerState::Running { started_at } => started_at,
+            _ => None,
+        })
+        .or(pod.created_at);
+    let age = started.map(|t| now - t);
     let ran_a_while = age.is_some_and(|a| a >= SETTLED);
     if !known.allocation_off {
         // With its slash: Spark's servlet is a Jetty context, and the bare path is a 301
@@ -86,8 +95,9 @@ pub(super) async fn read(
     };
     if known.may_read_jobs && known.jobs_read_since.is_none_or(|d| d >= every) {
         let tail = format!("api/v1/applications/{app_id}/jobs");
+        // Tried counts as read: a list that fails or times out is not asked every round.
+        said.jobs_read = true;
         if let Some(body) = get(client, ui, &tail).await {
-            said.jobs_read = true;
             match driver_state::parse_streaming(&body) {
                 Ok(q) => said.streaming = q,
                 Err(e) => tracing::debug!("driver jobs of {}: {e}", pod.name),

@@ -17,7 +17,9 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use spark_triage_core::diagnose::operator::read_is_witness;
-use spark_triage_core::model::{ExecutorPod, GroupKind, OperatorApp, OperatorKind, SchedGroup};
+use spark_triage_core::model::{
+    ExecutorPod, GroupKind, OperatorApp, OperatorKind, SchedGroup, Time,
+};
 use tokio::sync::{Notify, mpsc};
 
 use super::connection::{Connection, send};
@@ -151,6 +153,9 @@ struct PollState {
     given_up: BTreeSet<String>,
     /// The last list sent of each (as JSON): an unchanged list is not sent again.
     last: BTreeMap<String, String>,
+    /// When each was last sent (the cluster's clock): an unchanged list is sent once more
+    /// when an object's read becomes a witness since.
+    sent_at: BTreeMap<String, Time>,
     /// Kinds whose last list failed (the next success says the source recovered).
     failing: BTreeSet<String>,
     /// The kinds refused so far: one health line names them all (the health of a source is
@@ -167,7 +172,7 @@ async fn pass_kind<T: serde::Serialize>(
     (ar, owner): (&ApiResource, &str),
     project: impl Fn(&serde_json::Value) -> T,
     listed: impl FnOnce(Vec<T>, Option<String>, bool) -> SourceEvent,
-    read_matters: impl Fn(&T) -> bool,
+    read_matters: impl Fn(&T, Option<Time>) -> bool,
 ) -> Vec<SourceEvent> {
     let resource = format!("{}.{}", ar.plural, ar.group);
     if st.given_up.contains(&resource) {
@@ -186,12 +191,14 @@ async fn pass_kind<T: serde::Serialize>(
             let json = serde_json::to_string(&objects).unwrap_or_default();
             // An unchanged list is not sent again, unless an object's read itself is the
             // witness (a schedule's due run: the operator writes nothing while it skips).
+            let since = st.sent_at.get(&resource).copied();
             if st.last.get(&resource) == Some(&json)
                 && !recovered
-                && !objects.iter().any(&read_matters)
+                && !objects.iter().any(|o| read_matters(o, since))
             {
                 return Vec::new();
             }
+            st.sent_at.insert(resource.clone(), now);
             st.last.insert(resource, json);
             let mut out = Vec::new();
             if recovered {
@@ -289,7 +296,7 @@ pub(super) async fn group_poll(
                 }
             };
             let now = conn.clock.now();
-            let due = |o: &OperatorApp| read_is_witness(o, now);
+            let due = |o: &OperatorApp, since| read_is_witness(o, since, now);
             events.extend(
                 pass_kind(
                     &mut st,
@@ -314,7 +321,7 @@ pub(super) async fn group_poll(
                 complete,
                 at: conn.clock.now(),
             };
-            let never = |_: &SchedGroup| false;
+            let never = |_: &SchedGroup, _| false;
             events.extend(
                 pass_kind(
                     &mut st,

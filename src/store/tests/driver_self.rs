@@ -51,6 +51,7 @@ async fn a_target_above_the_executors_is_a_stall_once_it_has_lasted_and_ends_whe
     let mut s = run(vec![
         up(driver(), 0),
         up(exec(1, 10, running()), 1),
+        read(10),
         allocation(4, 10),
     ])
     .await;
@@ -80,6 +81,13 @@ async fn a_target_above_the_executors_is_a_stall_once_it_has_lasted_and_ends_whe
     );
     s.apply(read(138));
     assert!(codes(&s).contains(&Code::ScaleUpStalled), "{:?}", codes(&s));
+    // Its list answers but its metrics have not for over two minutes: not what it asks now.
+    s.apply(read(260));
+    assert!(
+        !codes(&s).contains(&Code::ScaleUpStalled),
+        "{:?}",
+        codes(&s)
+    );
     // The target met (or lowered): no stall, and a new shortfall starts afresh.
     s.apply(allocation(1, 140));
     assert_eq!(app(&s).allocation.and_then(|a| a.short_since), None);

@@ -131,7 +131,7 @@ pub(super) fn route(
             to_pod: *kind == "pods",
             target: (*target).to_owned(),
             // Its trailing slash kept: a driver's UI tells `/metrics/json/` from the bare path.
-            rest: if path.ends_with('/') {
+            rest: if path.ends_with('/') && !rest.is_empty() {
                 format!("{}/", rest.join("/"))
             } else {
                 rest.join("/")

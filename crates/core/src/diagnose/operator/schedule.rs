@@ -31,24 +31,23 @@ pub fn overdue(app: &OperatorApp, now: Time) -> Option<Time> {
     s.next_run.filter(|due| as_of - *due > GRACE)
 }
 
-/// How long after a schedule becomes judgeable (its due run past [`GRACE`], or no
-/// operator's word [`UNSEEN`] after it was made) its reads are sent again though unchanged:
-/// long enough for a read at any sane poll interval to fall in it, after which the copy kept
-/// holds the verdict.
-pub const WITNESS_WINDOW: chrono::Duration = chrono::Duration::minutes(10);
-
-/// Whether a read of this object at `now` is itself evidence, to be sent though unchanged:
-/// the operator writes nothing while it skips, so an unchanged copy read after the due
-/// time's grace is what says the run has not started (once, in [`WITNESS_WINDOW`]).
-pub fn read_is_witness(app: &OperatorApp, now: Time) -> bool {
+/// Whether a read of this object at `now` is itself evidence that a read at `since` (the
+/// list last sent) was not, so the list is sent again though unchanged: the operator writes
+/// nothing while it skips, so an unchanged copy read after the due time's grace (or five
+/// minutes after it was made, with no operator's word) is what says the run has not
+/// started. Once per such moment, whatever the poll interval.
+pub fn read_is_witness(app: &OperatorApp, since: Option<Time>, now: Time) -> bool {
     let Some(s) = app.schedule.as_deref() else {
         return false;
     };
-    let judged = |from: Time| now - from > chrono::Duration::zero() && now - from <= WITNESS_WINDOW;
-    !app.suspended
-        && (app.state == "Scheduled" && s.next_run.is_some_and(|due| judged(due + GRACE))
-            || matches!(app.state.as_str(), "" | "Validating")
-                && app.created_at.is_some_and(|made| judged(made + UNSEEN)))
+    let judgeable = if app.state == "Scheduled" {
+        s.next_run.map(|due| due + GRACE)
+    } else if matches!(app.state.as_str(), "" | "Validating") {
+        app.created_at.map(|made| made + UNSEEN)
+    } else {
+        None
+    };
+    !app.suspended && judgeable.is_some_and(|t| t < now && since.is_none_or(|s| s <= t))
 }
 
 /// How long a new schedule may wait for the operator's first word (`scheduleState`).

@@ -522,10 +522,10 @@ fn a_schedule_that_failed_validation_runs_nothing() {
 }
 
 /// A schedule's read is itself a witness once its due run is past the grace (the operator
-/// writes nothing while it skips) or no operator has taken it up in five minutes, for a
-/// window; before, after, and for a run's own object, it is not.
+/// writes nothing while it skips) or no operator has taken it up in five minutes: once, the
+/// first read after that moment since the list was last sent; a run's own object never.
 #[test]
-fn a_due_schedules_read_is_a_witness_for_a_window() {
+fn a_due_schedules_read_is_a_witness_once() {
     let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
     let schedule = |state: &str| {
         OperatorApp::from_value(
@@ -537,21 +537,23 @@ fn a_due_schedules_read_is_a_witness_for_a_window() {
         )
     };
     let due = schedule("Scheduled");
+    let sent = Some(at("2026-12-06T09:59:00Z"));
     assert!(
-        !read_is_witness(&due, at("2026-12-06T10:00:30Z")),
+        !read_is_witness(&due, sent, at("2026-12-06T10:00:30Z")),
         "within the grace"
     );
-    assert!(read_is_witness(&due, at("2026-12-06T10:01:30Z")));
-    assert!(
-        !read_is_witness(&due, at("2026-12-06T10:30:00Z")),
-        "past the window"
-    );
+    assert!(read_is_witness(&due, sent, at("2026-12-06T10:01:30Z")));
+    // Whatever the poll interval: a day later, still the first read since.
+    assert!(read_is_witness(&due, sent, at("2026-12-07T10:00:00Z")));
+    // Sent after that moment: nothing new.
+    let after = Some(at("2026-12-06T10:01:30Z"));
+    assert!(!read_is_witness(&due, after, at("2026-12-06T10:02:00Z")));
     let unseen = schedule("");
-    assert!(read_is_witness(&unseen, at("2026-12-06T09:06:00Z")));
-    assert!(!read_is_witness(&unseen, at("2026-12-06T09:04:00Z")));
+    assert!(read_is_witness(&unseen, None, at("2026-12-06T09:06:00Z")));
+    assert!(!read_is_witness(&unseen, None, at("2026-12-06T09:04:00Z")));
     let run = OperatorApp::from_value(
         OperatorKind::Kubeflow,
         &json!({"metadata": {"name": "nightly-1", "namespace": "etl"}}),
     );
-    assert!(!read_is_witness(&run, at("2026-12-06T10:01:30Z")));
+    assert!(!read_is_witness(&run, None, at("2026-12-06T10:01:30Z")));
 }
