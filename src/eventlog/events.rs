@@ -1,7 +1,7 @@
 //! The lines of a Spark event log that say something about executors and the application,
 //! read as `JsonProtocol` writes them (`"Event"` first; Spark's own events with spaced
 //! field names, the rest by Jackson with class names and camelCase). Every other event
-//! (tasks starting, stages, SQL, block updates: most of a log) is skipped on its name,
+//! (tasks starting, SQL, block updates: most of a log) is skipped on its name,
 //! without being parsed.
 
 use std::collections::BTreeMap;
@@ -51,6 +51,28 @@ pub(crate) enum Event {
         /// Failed because its executor was lost (`ExecutorLostFailure`).
         lost: bool,
         at: Option<Time>,
+        /// Its stage and the stage's attempt.
+        stage: u32,
+        stage_attempt: u32,
+        /// Launch to finish, ms (0 when either is missing).
+        ms: u64,
+        /// `FetchFailed`: the executor whose block manager it could not fetch from, when
+        /// named (none when the output was already unregistered).
+        fetch_failed: Option<Option<String>>,
+    },
+    /// `SparkListenerStageSubmitted`.
+    StageSubmitted {
+        stage: u32,
+        attempt: u32,
+        parents: Vec<u32>,
+        at: Option<Time>,
+    },
+    /// `SparkListenerStageCompleted`: `failed` when it has a failure reason.
+    StageCompleted {
+        stage: u32,
+        attempt: u32,
+        failed: bool,
+        at: Option<Time>,
     },
     /// `SparkListenerExecutorExcluded` (or the `…Blacklisted` Spark posts beside it).
     ExecutorExcluded {
@@ -71,8 +93,10 @@ const QUERY_STARTED: &str =
     "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent";
 
 /// Events whose lines are parsed; any other is skipped by name.
-const READ: [&str; 10] = [
+const READ: [&str; 12] = [
     "SparkListenerLogStart",
+    "SparkListenerStageSubmitted",
+    "SparkListenerStageCompleted",
     "SparkListenerApplicationStart",
     "SparkListenerApplicationEnd",
     "SparkListenerEnvironmentUpdate",
@@ -206,6 +230,10 @@ struct ExecutorRemoved {
 
 #[derive(Deserialize)]
 struct TaskEnd {
+    #[serde(rename = "Stage ID", default)]
+    stage: u32,
+    #[serde(rename = "Stage Attempt ID", default)]
+    stage_attempt: u32,
     #[serde(rename = "Task End Reason")]
     reason: Option<TaskEndReason>,
     #[serde(rename = "Task Info")]
@@ -216,16 +244,49 @@ struct TaskEnd {
 struct TaskEndReason {
     #[serde(rename = "Reason")]
     reason: String,
+    /// `FetchFailed`'s block manager (null when the output was already unregistered).
+    #[serde(rename = "Block Manager Address", default)]
+    block_manager: Option<BlockManager>,
+}
+
+#[derive(Deserialize)]
+struct BlockManager {
+    #[serde(rename = "Executor ID")]
+    executor: Id,
 }
 
 #[derive(Deserialize)]
 struct TaskInfo {
     #[serde(rename = "Executor ID")]
     executor: Id,
+    #[serde(rename = "Launch Time")]
+    launch: Option<i64>,
     #[serde(rename = "Finish Time")]
     finish: Option<i64>,
     #[serde(rename = "Failed", default)]
     failed: bool,
+}
+
+#[derive(Deserialize)]
+struct Stage {
+    #[serde(rename = "Stage Info")]
+    info: StageInfo,
+}
+
+#[derive(Deserialize)]
+struct StageInfo {
+    #[serde(rename = "Stage ID")]
+    stage: u32,
+    #[serde(rename = "Stage Attempt ID", default)]
+    attempt: u32,
+    #[serde(rename = "Parent IDs", default)]
+    parents: Vec<u32>,
+    #[serde(rename = "Submission Time")]
+    submitted: Option<i64>,
+    #[serde(rename = "Completion Time")]
+    completed: Option<i64>,
+    #[serde(rename = "Failure Reason")]
+    failure: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -328,12 +389,45 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
             let reason = e.reason.as_ref().map(|r| r.reason.as_str());
             let killed = matches!(reason, Some("TaskKilled" | "TaskCommitDenied"));
             let failed = !killed && (e.info.failed || reason.is_some_and(|r| r != "Success"));
+            let launch = e.info.launch.filter(|ms| *ms > 0);
+            let finish = e.info.finish.filter(|ms| *ms > 0);
+            let lost = reason == Some("ExecutorLostFailure");
+            let fetch_failed = (reason == Some("FetchFailed")).then(|| {
+                e.reason
+                    .and_then(|r| r.block_manager)
+                    .map(|b| b.executor.text())
+            });
             Event::TaskEnd {
                 executor: e.info.executor.text(),
                 failed,
                 killed,
-                lost: reason == Some("ExecutorLostFailure"),
-                at: e.info.finish.filter(|ms| *ms > 0).and_then(millis),
+                lost,
+                at: finish.and_then(millis),
+                stage: e.stage,
+                stage_attempt: e.stage_attempt,
+                ms: match (launch, finish) {
+                    (Some(l), Some(f)) => u64::try_from(f - l).unwrap_or(0),
+                    _ => 0,
+                },
+                fetch_failed,
+            }
+        }
+        "SparkListenerStageSubmitted" => {
+            let i = serde_json::from_str::<Stage>(line).map_err(bad)?.info;
+            Event::StageSubmitted {
+                stage: i.stage,
+                attempt: i.attempt,
+                parents: i.parents,
+                at: i.submitted.filter(|ms| *ms > 0).and_then(millis),
+            }
+        }
+        "SparkListenerStageCompleted" => {
+            let i = serde_json::from_str::<Stage>(line).map_err(bad)?.info;
+            Event::StageCompleted {
+                stage: i.stage,
+                attempt: i.attempt,
+                failed: i.failure.is_some(),
+                at: i.completed.filter(|ms| *ms > 0).and_then(millis),
             }
         }
         QUERY_STARTED => {
@@ -392,6 +486,10 @@ mod tests {
                 killed: false,
                 lost: true,
                 at: millis(1_700_000_500_000),
+                stage: 3,
+                stage_attempt: 0,
+                ms: 0,
+                fetch_failed: None,
             })
         );
         let pairs = r#"{"Event":"SparkListenerEnvironmentUpdate","Spark Properties":[["spark.app.name","x"]]}"#;

@@ -372,4 +372,6 @@ pub(crate) fn from_history_server(
 }
 
 #[cfg(test)]
+mod cost_tests;
+#[cfg(test)]
 mod tests;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::cost::AppCost;
 use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{
     DriverExecutor, ExecutorPod, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
@@ -269,6 +270,14 @@ pub enum SourceEvent {
         spark_version: Option<String>,
         at: Time,
     },
+    /// What an application's executor losses cost it and what it left idle, as its event
+    /// log's stages and tasks tell (the whole run, at its end).
+    AppCost {
+        namespace: String,
+        app_id: String,
+        cost: AppCost,
+        at: Time,
+    },
     /// Time passes (for rules that depend on `now`).
     Tick { at: Time },
     /// A long-running recorder forgets executors whose pods were gone before `before`, so
@@ -349,6 +358,7 @@ impl SourceEvent {
             | Self::ScopeNote { at, .. }
             | Self::ScopeChanged { at, .. }
             | Self::AppNoted { at, .. }
+            | Self::AppCost { at, .. }
             | Self::Tick { at }
             | Self::Forget { at, .. } => *at,
         }

@@ -159,6 +159,7 @@ impl AppRecord {
         }
         let mut waiting: Vec<(String, usize)> = waiting.into_iter().collect();
         waiting.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let loss_causes = self.loss_causes();
         let mut out = app_findings(&AppFacts {
             spark_version,
             counted: &counted,
@@ -192,6 +193,8 @@ impl AppRecord {
                 .allocation
                 .and_then(|a| a.short_since.filter(|s| a.at - *s >= app::STALL_AFTER)),
             streaming: self.streaming.as_ref(),
+            cost: self.cost.as_deref(),
+            loss_causes: &loss_causes,
             driver_preempted: driver_preempted.as_ref(),
         });
         out.extend(self.node_findings.iter().cloned());
@@ -340,6 +343,26 @@ impl AppRecord {
         self.pods_naming_groups().next().is_some()
     }
 
+    /// The cause of each executor its cost names, as the strip says it ("OOMKilled (137)"):
+    /// the last record of that id with a cause.
+    pub fn loss_causes(&self) -> Vec<(i64, String)> {
+        let Some(cost) = &self.cost else {
+            return Vec::new();
+        };
+        cost.losses
+            .iter()
+            .filter_map(|l| {
+                let (e, f) = self
+                    .executors
+                    .values()
+                    .rev()
+                    .filter(|e| e.id == l.executor)
+                    .find_map(|e| Some((e, e.verdict.cause()?)))?;
+                Some((l.executor, cause_label(f.code, e.exit_code())))
+            })
+            .collect()
+    }
+
     pub(super) fn new(namespace: &str, app_id: &str, quotas: Vec<Quota>) -> Self {
         Self {
             namespace: namespace.to_owned(),
@@ -363,6 +386,7 @@ impl AppRecord {
             driver_refusal: None,
             allocation: None,
             streaming: None,
+            cost: None,
             operator_label: None,
             operator_only: false,
             logged_version: None,

@@ -3,6 +3,7 @@
 //! which events can change the verdicts (so the node patterns).
 
 use spark_triage_core::model;
+use spark_triage_core::model::cost::AppCost;
 
 use super::*;
 use crate::source::{LoggedKill, PresentPod};
@@ -97,6 +98,15 @@ impl Store {
         self.logged_kills = Arc::new(kills);
         for key in apps {
             self.rediagnose_app(&key, at);
+        }
+    }
+
+    /// What an app's executor losses cost it, as its event log tells (the whole run).
+    pub(super) fn app_cost(&mut self, (namespace, app_id): AppKey, cost: AppCost, at: Time) {
+        let app = self.app_mut(&namespace, &app_id);
+        if app.cost.as_deref() != Some(&cost) {
+            app.cost = Some(Arc::new(cost));
+            app.as_of = Some(at);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Each event of a log taken into the conversion ([`Converter::take`]), and the log's
 //! end ([`Converter::finish`]): the last view, the app's end, a tick at its last moment.
 
+use spark_triage_core::model::cost::ledger::{Outcome, TaskRun};
 use spark_triage_core::model::driver::STOPPED_WITH_APP;
 use spark_triage_core::model::driver_state::StreamingQuery;
 use spark_triage_core::model::{Time, fmt_time};
@@ -42,9 +43,12 @@ impl Converter {
                 id,
                 at,
                 host,
-                cores: _,
+                cores,
                 pod_name,
             } => {
+                if let Ok(n) = id.parse() {
+                    self.ledger.executor_added(n, cores, at);
+                }
                 let Some(id) = self.change(&id, "the addition", true, at) else {
                     return;
                 };
@@ -65,6 +69,10 @@ impl Converter {
                 self.pending = Some(at);
             }
             Event::ExecutorRemoved { id, at, reason } => {
+                if let Ok(n) = id.parse() {
+                    let idle = self.removed_idle(&reason);
+                    self.ledger.executor_removed(n, idle, at);
+                }
                 let Some(id) = self.change(&id, "the removal", false, at) else {
                     return;
                 };
@@ -105,10 +113,29 @@ impl Converter {
                 killed,
                 lost,
                 at,
+                stage,
+                stage_attempt,
+                ms,
+                fetch_failed,
             } => {
                 if let Some(at) = at {
                     self.seen(at);
                 }
+                let outcome = match (&fetch_failed, lost) {
+                    (Some(from), _) => Outcome::FetchFailed {
+                        from: from.as_deref().and_then(|f| f.parse().ok()),
+                    },
+                    (None, true) => Outcome::Lost,
+                    (None, false) => Outcome::Done,
+                };
+                self.ledger.task_end(TaskRun {
+                    stage,
+                    attempt: stage_attempt,
+                    executor: executor.parse().ok(),
+                    ms,
+                    finished: at,
+                    outcome,
+                });
                 if let Ok(id) = executor.parse::<i64>()
                     && let Some(e) = self.executors.get_mut(&id)
                 {
@@ -122,6 +149,28 @@ impl Converter {
                 }
             }
             Event::QueryStarted { query, at } => self.query_started(query, at),
+            Event::StageSubmitted {
+                stage,
+                attempt,
+                parents,
+                at,
+            } => {
+                if let Some(at) = at.or(self.last_at) {
+                    self.seen(at);
+                    self.ledger.stage_submitted(stage, attempt, &parents, at);
+                }
+            }
+            Event::StageCompleted {
+                stage,
+                attempt,
+                failed,
+                at,
+            } => {
+                if let Some(at) = at.or(self.last_at) {
+                    self.seen(at);
+                    self.ledger.stage_completed(stage, attempt, failed, at);
+                }
+            }
             Event::ExecutorExcluded {
                 id,
                 at,
@@ -224,6 +273,19 @@ impl Converter {
             ),
         };
         let end_at = self.end.map_or(last, |(at, _)| at.max(last));
+        let shuffle_kept_by = self.shuffle_kept_by();
+        let idle_timeout = self.idle_timeout_ms();
+        self.ledger.idle_timeout(idle_timeout);
+        let cost =
+            std::mem::take(&mut self.ledger).finish(self.start, Some(end_at), shuffle_kept_by);
+        if !cost.is_empty() {
+            self.out.push(SourceEvent::AppCost {
+                namespace: namespace.clone(),
+                app_id: app_id.clone(),
+                cost,
+                at: end_at,
+            });
+        }
         self.out.push(SourceEvent::AppNoted {
             namespace: namespace.clone(),
             app_id,

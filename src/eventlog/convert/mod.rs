@@ -16,12 +16,14 @@
 //! [`MAX_EXECUTORS`] or [`MAX_HELD_BYTES`] held, those added meanwhile are skipped and said.
 
 mod apply;
+mod cost;
 mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) use merge::{Merged, merge};
 use spark_triage_core::diagnose::memory::SettingsFrom;
+use spark_triage_core::model::cost::ledger::Ledger;
 use spark_triage_core::model::{DriverExecutor, Time};
 use spark_triage_core::text;
 
@@ -176,6 +178,8 @@ pub(crate) struct Converter {
     last_at: Option<Time>,
     out: Vec<SourceEvent>,
     damaged: Vec<String>,
+    /// The run's stages, tasks and executors, into what its losses cost.
+    ledger: Ledger,
 }
 
 impl Converter {
@@ -220,6 +224,7 @@ impl Converter {
             last_at: None,
             out: Vec::new(),
             damaged: Vec::new(),
+            ledger: Ledger::new(),
         }
     }
 
@@ -647,6 +652,10 @@ mod tests {
             killed: false,
             lost: true,
             at: Some(at(4002)),
+            stage: 0,
+            stage_attempt: 0,
+            ms: 1000,
+            fetch_failed: None,
         });
         let out = c.finish(false);
         assert!(out.damaged.is_empty(), "{:?}", out.damaged);

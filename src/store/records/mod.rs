@@ -9,6 +9,7 @@ use spark_triage_core::diagnose::housekeeping::{self, Keeper, KeptBy, KeptDriver
 use spark_triage_core::diagnose::nodes::NodePattern;
 use spark_triage_core::diagnose::verdict::{ToolKill, Verdict};
 use spark_triage_core::diagnose::{self, Code, Finding, SchedulingKind};
+use spark_triage_core::model::cost::AppCost;
 use spark_triage_core::model::driver::{DriverSeen, ExecutorList};
 use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{
@@ -219,6 +220,9 @@ pub struct AppRecord {
     /// Its Structured Streaming query, when its driver's jobs named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<StreamingQuery>,
+    /// What its executor losses cost it and what it left idle, from its event log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Arc<AppCost>>,
     /// Kueue's Workload for that object (owned by it), when read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<SchedGroup>,

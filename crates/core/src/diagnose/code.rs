@@ -297,6 +297,9 @@ codes! {
     /// (app) A Structured Streaming app's pods were preempted (its executors, or its driver:
     /// the query stops): its priority is below the pods that took their place.
     StreamingPreemptible = "streaming-preemptible", Other, Cause, "streaming preemptible", app 40;
+    /// (app) Executor losses cost the app more than a tenth of its run in recomputation:
+    /// their shuffle output lost, the stages that wrote it resubmitted (its event log).
+    LossesRecomputed = "losses-recomputed", Other, Cause, "losses recomputed", app 41;
     /// (namespace) Finished driver pods kept: a pile, or one kept for a week.
     DriversKept = "drivers-kept", Other, Cause, "drivers kept";
 }

@@ -1,5 +1,6 @@
 //! The pure domain: what the tool knows about a pod, its events, and Spark's executor states.
 
+pub mod cost;
 pub mod driver;
 pub mod driver_state;
 mod event;

@@ -11,16 +11,19 @@ use std::collections::BTreeMap;
 
 use super::budget::FailureBudget;
 use super::{Code, Finding, Severity};
+use crate::model::cost::AppCost;
 use crate::model::driver_state::{Allocation, StreamingQuery};
 use crate::model::{Refusal, Related, Time, fmt_time};
 use crate::version::SparkVersion;
 
 mod allocation;
+mod cost;
 mod preempted;
 mod quota;
 mod refused;
 
 pub use allocation::STALL_AFTER;
+pub use cost::COSTLY;
 pub use refused::refused_creation;
 
 /// What the tool knows about one application.
@@ -91,6 +94,11 @@ pub struct AppFacts<'a> {
     pub streaming: Option<&'a StreamingQuery>,
     /// The driver pod preempted: by whom, and its own priority.
     pub driver_preempted: Option<&'a Preemption>,
+    /// What its executor losses cost it (from its event log), when read.
+    pub cost: Option<&'a AppCost>,
+    /// The cause of each lost executor the cost names, as the strip says it
+    /// ("OOMKilled (137)").
+    pub loss_causes: &'a [(i64, String)],
 }
 
 /// One preempted executor: who took its place, and its own priority.
@@ -169,6 +177,9 @@ pub fn app_findings(f: &AppFacts<'_>) -> Vec<Finding> {
         out.push(x);
     }
     if let Some(x) = allocation::scale_up_stalled(f) {
+        out.push(x);
+    }
+    if let Some(x) = cost::losses_recomputed(f) {
         out.push(x);
     }
     if let Some(x) = held(f.held) {

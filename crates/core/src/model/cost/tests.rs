@@ -1,0 +1,131 @@
+use chrono::TimeDelta;
+
+use super::ledger::{Ledger, Outcome, TaskRun};
+use super::*;
+
+fn t(s: i64) -> Time {
+    chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("time") + TimeDelta::seconds(s)
+}
+
+fn task(stage: u32, attempt: u32, executor: i64, from: i64, to: i64, outcome: Outcome) -> TaskRun {
+    TaskRun {
+        stage,
+        attempt,
+        executor: Some(executor),
+        ms: u64::try_from((to - from) * 1000).expect("ms"),
+        finished: Some(t(to)),
+        outcome,
+    }
+}
+
+/// The chain as real Spark 4.3 logged it (tests/fixtures/eventlog/cost/shuffle-loss.json):
+/// the lost executor's running task, a fetch failure naming no block manager (its output
+/// already unregistered), one naming it, the map stage recomputed and the reduce retried.
+#[test]
+fn a_lost_executor_is_charged_the_attempts_its_lost_shuffle_output_added() {
+    let mut l = Ledger::new();
+    l.executor_added(1, Some(1), t(0));
+    l.executor_added(2, Some(1), t(0));
+    l.stage_submitted(0, 0, &[], t(1));
+    for i in 0..4 {
+        l.task_end(task(0, 0, 1 + i % 2, 1, 5, Outcome::Done));
+    }
+    l.stage_completed(0, 0, false, t(5));
+    l.stage_submitted(1, 0, &[0], t(5));
+    l.task_end(task(1, 0, 2, 5, 6, Outcome::Lost));
+    l.executor_removed(2, false, t(6));
+    l.executor_added(3, Some(1), t(8));
+    l.task_end(task(1, 0, 1, 5, 9, Outcome::FetchFailed { from: None }));
+    l.stage_completed(1, 0, true, t(9));
+    l.task_end(task(1, 0, 1, 5, 10, Outcome::FetchFailed { from: Some(2) }));
+    l.stage_submitted(0, 1, &[], t(10));
+    l.task_end(task(0, 1, 1, 10, 12, Outcome::Done));
+    l.task_end(task(0, 1, 3, 10, 13, Outcome::Done));
+    l.stage_completed(0, 1, false, t(13));
+    l.stage_submitted(1, 1, &[0], t(13));
+    for e in [1, 3, 1, 3] {
+        l.task_end(task(1, 1, e, 13, 14, Outcome::Done));
+    }
+    l.stage_completed(1, 1, false, t(14));
+    let cost = l.finish(Some(t(0)), Some(t(20)), None);
+    assert_eq!(cost.losses.len(), 1, "{cost:?}");
+    let loss = &cost.losses[0];
+    assert_eq!(loss.executor, 2);
+    assert_eq!((loss.tasks_lost, loss.task_ms_lost), (1, 1000));
+    assert_eq!(loss.fetch_failed, 2);
+    assert_eq!(
+        loss.reruns
+            .iter()
+            .map(|r| (r.stage, r.attempt, r.kind, r.tasks))
+            .collect::<Vec<_>>(),
+        [(0, 1, RerunKind::Recompute, 2), (1, 1, RerunKind::Retry, 4)]
+    );
+    assert_eq!((loss.rerun_tasks, loss.rerun_task_ms), (6, 9000));
+    // 10 s to 14 s: the two attempts, back to back.
+    assert_eq!(loss.wall_ms, 4000);
+    assert_eq!(cost.unexplained_reruns, 0);
+    assert_eq!(
+        loss.line(Some("OOMKilled (137)"), cost.run_ms),
+        "executor 2, OOMKilled (137), lost the shuffle output of stage 0: 2 tasks of stage 0 \
+         rerun, stage 1 retried once, 1 running task lost (1s of work), ≈ 4s of the app's 20s"
+    );
+    assert_eq!(cost.headline().as_deref(), Some("+4s recompute, 8 % idle"));
+}
+
+/// A map stage resubmitted when a child is submitted and its output is missing: no fetch
+/// failed, the executor removed since its last good attempt is charged.
+#[test]
+fn a_map_stage_resubmitted_with_no_fetch_failure_is_charged_to_the_executor_lost_since() {
+    let mut l = Ledger::new();
+    l.executor_added(1, None, t(0));
+    l.executor_added(2, None, t(0));
+    l.stage_submitted(0, 0, &[], t(1));
+    l.task_end(task(0, 0, 1, 1, 2, Outcome::Done));
+    l.stage_completed(0, 0, false, t(2));
+    l.executor_removed(1, false, t(3));
+    l.stage_submitted(0, 1, &[], t(4));
+    l.task_end(task(0, 1, 2, 4, 6, Outcome::Done));
+    l.stage_completed(0, 1, false, t(6));
+    // A stage retried with no loss to blame: counted, charged to nobody.
+    l.stage_submitted(5, 0, &[], t(6));
+    l.stage_completed(5, 0, true, t(7));
+    l.stage_submitted(5, 1, &[], t(7));
+    let cost = l.finish(None, None, None);
+    assert_eq!(cost.losses.len(), 1);
+    assert_eq!(cost.losses[0].executor, 1);
+    assert_eq!(cost.losses[0].rerun_tasks, 1);
+    assert_eq!(cost.losses[0].wall_ms, 2000);
+    assert_eq!(cost.unexplained_reruns, 1);
+    // The last event read ends the run when the app's end is not known.
+    assert_eq!(cost.run_ms, 7000);
+}
+
+/// Dynamic allocation's tail: from each idle executor's last task end (or registration) to
+/// its removal; an executor lost with tasks on it is no idle one.
+#[test]
+fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
+    let mut l = Ledger::new();
+    l.executor_added(1, Some(2), t(0));
+    l.executor_added(2, Some(2), t(0));
+    l.executor_added(3, Some(2), t(0));
+    l.stage_submitted(0, 0, &[], t(0));
+    l.task_end(task(0, 0, 1, 0, 4, Outcome::Done));
+    l.task_end(task(0, 0, 1, 4, 6, Outcome::Done));
+    l.task_end(task(0, 0, 3, 0, 2, Outcome::Lost));
+    l.stage_completed(0, 0, false, t(6));
+    l.executor_removed(1, true, t(66));
+    l.executor_removed(2, true, t(60));
+    l.executor_removed(3, true, t(70));
+    l.idle_timeout(Some(60_000));
+    let cost = l.finish(Some(t(0)), Some(t(100)), None);
+    let w = &cost.waste;
+    assert_eq!((w.idle_removed, w.idle_tail_ms), (2, 60_000 + 60_000));
+    assert_eq!(w.never_used, 1);
+    assert_eq!(w.allocated_core_ms, (66 + 60 + 70) * 2 * 1000);
+    assert_eq!(w.busy_ms, 8000);
+    assert_eq!(w.idle_percent(), Some(98));
+    assert_eq!(
+        cost.losses[0].line(None, cost.run_ms),
+        "executor 3 cost: 1 running task lost (2s of work)"
+    );
+}

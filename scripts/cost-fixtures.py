@@ -1,0 +1,114 @@
+"""Captures real Spark event logs for the cost of executor losses (tests/fixtures/eventlog/cost/).
+
+Run with PyPI's pyspark (scripts/e2e/pyspark-venv.sh makes the venv) and Java 17:
+
+    target/e2e/venv/bin/python scripts/cost-fixtures.py tests/fixtures/eventlog/cost
+
+Two apps on a `local-cluster[2,1,1024]` master (standalone workers: executors that can be
+lost, and dynamic allocation's manager, which local mode has none of), each writing an
+uncompressed single-file event log:
+
+  shuffle-loss: a map stage writes shuffle output on both executors; the first reduce task
+      SIGKILLs its own executor's JVM (as the kernel's OOM killer would), so the other
+      executor's reduce tasks cannot fetch its output: Spark logs FetchFailed and resubmits
+      the map stage for the lost partitions;
+  idle-timeout: dynamic allocation with a 3 s `executorIdleTimeout`: two jobs of uneven
+      tasks, a pause after each, so executors idle and are removed, then come back.
+"""
+
+import glob
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+
+OUT = sys.argv[1]
+WHICH = sys.argv[2:] or ["shuffle-loss", "idle-timeout"]
+
+
+def session(name, logs, **conf):
+    b = (
+        SparkSession.builder.master("local-cluster[2,1,1024]").appName(name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", "file://" + logs)
+        .config("spark.eventLog.compress", "false")
+        .config("spark.eventLog.rolling.enabled", "false")
+    )
+    for k, v in conf.items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def jvm_of_worker():
+    """The executor JVM running this Python worker: the pyspark daemon's parent."""
+    daemon = os.getppid()
+    with open(f"/proc/{daemon}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def shuffle_loss(logs):
+    spark = session("cost-shuffle-loss", logs)
+    sc = spark.sparkContext
+    # Both executors up before the map stage, so each holds shuffle output.
+    deadline = time.time() + 60
+    while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.time() < deadline:
+        time.sleep(0.5)
+
+    def mapper(i, it):
+        time.sleep(0.5)
+        return ((x % 8, x) for x in it)
+
+    marker = os.path.join(logs, "killed")
+
+    def reducer(i, it):
+        if i == 0 and TaskContext.get().attemptNumber() == 0 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(jvm_of_worker(), signal.SIGKILL)
+            time.sleep(30)
+        time.sleep(0.3)
+        return [sum(v for _, v in it)]
+
+    pairs = sc.parallelize(range(8000), 8).mapPartitionsWithIndex(mapper)
+    out = pairs.partitionBy(8).mapPartitionsWithIndex(reducer).collect()
+    assert sum(out) == sum(range(8000)), out
+    spark.stop()
+
+
+def idle_timeout(logs):
+    spark = session(
+        "cost-idle-timeout", logs,
+        **{
+            "spark.dynamicAllocation.enabled": "true",
+            "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+            "spark.dynamicAllocation.minExecutors": "0",
+            "spark.dynamicAllocation.initialExecutors": "2",
+            "spark.dynamicAllocation.maxExecutors": "2",
+            "spark.dynamicAllocation.executorIdleTimeout": "3s",
+            "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+        },
+    )
+    sc = spark.sparkContext
+
+    def uneven(i, it):
+        time.sleep(0.5 + 1.5 * (i % 2))
+        return [sum(1 for _ in it)]
+
+    for _ in range(2):
+        assert sum(sc.parallelize(range(100), 4).mapPartitionsWithIndex(uneven).collect()) == 100
+        time.sleep(9)
+    spark.stop()
+
+
+for which in WHICH:
+    logs = tempfile.mkdtemp()
+    {"shuffle-loss": shuffle_loss, "idle-timeout": idle_timeout}[which](logs)
+    [log] = [p for p in glob.glob(os.path.join(logs, "*")) if os.path.isfile(p) and "killed" not in p]
+    shutil.copy(log, os.path.join(OUT, which + ".json"))
+    shutil.rmtree(logs, ignore_errors=True)
+    print("captured", which)

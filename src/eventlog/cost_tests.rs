@@ -1,0 +1,114 @@
+//! The cost of losses read from real Spark 4.3 logs (tests/fixtures/eventlog/cost/, made by
+//! scripts/cost-fixtures.py), each figure counted again here from the log's own lines.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use spark_triage_core::model::cost::{AppCost, RerunKind};
+
+use super::*;
+use crate::source::SourceEvent;
+
+fn fixture(name: &str) -> (Vec<Value>, AppCost) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/eventlog/cost")
+        .join(name);
+    let lines = std::fs::read_to_string(&path)
+        .expect("fixture")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let log = find(&path).expect("find").remove(0);
+    let conv = read(&log, 1 << 20).expect("read");
+    assert!(conv.damaged.is_empty(), "{:?}", conv.damaged);
+    let cost = conv
+        .events
+        .into_iter()
+        .find_map(|e| match e {
+            SourceEvent::AppCost { cost, .. } => Some(cost),
+            _ => None,
+        })
+        .expect("a cost");
+    (lines, cost)
+}
+
+fn named<'a>(lines: &'a [Value], event: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    lines.iter().filter(move |l| l["Event"] == event)
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .expect("a number")
+}
+
+#[test]
+fn the_executor_killed_under_a_shuffle_is_charged_what_spark_resubmitted() {
+    let (lines, cost) = fixture("shuffle-loss.json");
+    // The log's own word: the executor its running task was lost with, and the one a
+    // FetchFailed names.
+    let lost: Vec<i64> = named(&lines, "SparkListenerTaskEnd")
+        .filter(|l| l["Task End Reason"]["Reason"] == "ExecutorLostFailure")
+        .map(|l| int(&l["Task Info"]["Executor ID"]))
+        .collect();
+    let fetched_from: Vec<i64> = named(&lines, "SparkListenerTaskEnd")
+        .filter_map(|l| l["Task End Reason"].get("Block Manager Address"))
+        .filter(|b| !b.is_null())
+        .map(|b| int(&b["Executor ID"]))
+        .collect();
+    assert_eq!(lost, [1]);
+    assert!(fetched_from.iter().all(|x| *x == 1) && !fetched_from.is_empty());
+    // Every task of an added attempt, and the attempts' spans.
+    let rerun_tasks = named(&lines, "SparkListenerTaskEnd")
+        .filter(|l| int(&l["Stage Attempt ID"]) > 0)
+        .count();
+    let spans: i64 = named(&lines, "SparkListenerStageCompleted")
+        .map(|l| &l["Stage Info"])
+        .filter(|s| int(&s["Stage Attempt ID"]) > 0)
+        .map(|s| int(&s["Completion Time"]) - int(&s["Submission Time"]))
+        .sum();
+    assert_eq!(cost.losses.len(), 1, "{cost:#?}");
+    let loss = &cost.losses[0];
+    assert_eq!(loss.executor, 1);
+    assert_eq!(loss.rerun_tasks as usize, rerun_tasks);
+    assert_eq!(loss.tasks_lost, 1);
+    let wall = i64::try_from(loss.wall_ms).expect("ms");
+    assert!(
+        (wall - spans).abs() * 10 <= spans,
+        "{wall} ms against {spans} ms"
+    );
+    assert_eq!(
+        loss.reruns
+            .iter()
+            .map(|r| (r.stage, r.attempt, r.kind))
+            .collect::<Vec<_>>(),
+        [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
+    );
+    assert_eq!(cost.unexplained_reruns, 0);
+    assert_eq!(cost.waste.idle_timeout_ms, None);
+}
+
+#[test]
+fn the_idle_tail_is_each_removed_executors_time_since_its_last_task() {
+    let (lines, cost) = fixture("idle-timeout.json");
+    let mut last_end: BTreeMap<i64, i64> = BTreeMap::new();
+    for l in named(&lines, "SparkListenerExecutorAdded") {
+        last_end.insert(int(&l["Executor ID"]), int(&l["Timestamp"]));
+    }
+    for l in named(&lines, "SparkListenerTaskEnd") {
+        let x = int(&l["Task Info"]["Executor ID"]);
+        let end = int(&l["Task Info"]["Finish Time"]);
+        let e = last_end.entry(x).or_default();
+        *e = (*e).max(end);
+    }
+    let removals: Vec<(i64, i64)> = named(&lines, "SparkListenerExecutorRemoved")
+        .map(|l| (int(&l["Executor ID"]), int(&l["Timestamp"])))
+        .collect();
+    let idle: i64 = removals.iter().map(|(x, at)| at - last_end[x]).sum();
+    assert_eq!(removals.len(), 4);
+    assert_eq!(cost.waste.idle_removed, 4);
+    assert_eq!(cost.waste.idle_tail_ms, u64::try_from(idle).expect("ms"));
+    assert_eq!(cost.waste.idle_timeout_ms, Some(3000));
+    assert!(cost.losses.is_empty(), "{:?}", cost.losses);
+}
