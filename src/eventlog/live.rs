@@ -3,10 +3,11 @@
 //! executors that ended before the tool started are explained from Spark's own removal texts
 //! (today the driver's REST API does that too, but only while the driver runs and answers).
 //!
-//! The log's executor list as it stands when read goes to the store as the driver's
-//! (witness `event-log`), as of the log's last event; after that the pods and the driver's
-//! own reads speak. A log not
-//! there yet (the app just started) is looked for again at the next poll.
+//! The log's executor list as it stands when read goes to the store as the driver's (witness
+//! `event-log`), as of the log's last event, with what the app's losses had cost it by then
+//! (`AppCost`, from its stages and tasks); after that the pods and the driver's own reads
+//! speak (the cost is not read again: a running app's is as of that read). A log not there
+//! yet (the app just started) is looked for again at the next poll.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -119,9 +120,11 @@ impl EventLogDir {
                         let mut failed = None;
                         for key in wanted {
                             match self.read_one(fs.as_ref(), &entries, &key.0, &key.1) {
-                                Ok(Some(ev)) => {
-                                    if !send(ev) {
-                                        return;
+                                Ok(Some(events)) => {
+                                    for ev in events {
+                                        if !send(ev) {
+                                            return;
+                                        }
                                     }
                                     later.remove(&key);
                                     read.insert(key);
@@ -150,14 +153,15 @@ impl EventLogDir {
         }
     }
 
-    /// App `id`'s log among `entries`, read: its executor list as it stands now.
+    /// App `id`'s log among `entries`, read: its executor list as it stands now, and what
+    /// its losses have cost it so far.
     fn read_one(
         &self,
         fs: &dyn Files,
         entries: &[Entry],
         ns: &str,
         id: &str,
-    ) -> Result<Option<SourceEvent>, String> {
+    ) -> Result<Option<Vec<SourceEvent>>, String> {
         let name_of = |p: &Path| {
             p.file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -185,13 +189,26 @@ impl EventLogDir {
         let Some(as_of) = conv.events.iter().map(SourceEvent::at).max() else {
             return Ok(None);
         };
-        let executors = as_it_stands(conv.events);
-        Ok(executors.map(|executors| SourceEvent::DriverExecutors {
+        let cost = conv.events.iter().find_map(|e| match e {
+            SourceEvent::AppCost { cost, .. } => Some(cost.clone()),
+            _ => None,
+        });
+        let Some(executors) = as_it_stands(conv.events) else {
+            return Ok(None);
+        };
+        let mut out = vec![SourceEvent::DriverExecutors {
             namespace: ns.to_owned(),
             app_id: id.to_owned(),
             view: DriverView::Logged { executors },
             at: as_of,
-        }))
+        }];
+        out.extend(cost.map(|cost| SourceEvent::AppCost {
+            namespace: ns.to_owned(),
+            app_id: id.to_owned(),
+            cost,
+            at: as_of,
+        }));
+        Ok(Some(out))
     }
 }
 

@@ -7,6 +7,7 @@ use spark_triage_core::model::{OperatorApp, Time, fmt_time};
 
 use crate::store::{AppRecord, Natural, Snapshot};
 
+pub mod cost;
 pub mod fleet;
 pub mod json;
 pub mod progress;

@@ -6,10 +6,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use spark_triage_core::allocator::Controller;
 use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::cost::{RerunKind, ms};
 use spark_triage_core::model::{ContainerState, quantity};
 
 use super::theme;
 use crate::app::{App, EventsRead, Mode};
+use crate::store;
 use crate::store::{ExecutorRecord, Gone, times};
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
@@ -23,6 +25,7 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     header_section(app, e, &mut lines);
     containers_section(e, &mut lines);
     findings_section(app, e, &mut lines);
+    cost_section(app, e, &mut lines);
     driver_section(app, e, &mut lines);
     spark_section(app, e, &mut lines);
     lines.push(Line::raw(""));
@@ -169,6 +172,46 @@ fn containers_section(e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
 }
 
 /// Each finding (the cause first) with its evidence and hint.
+/// What this executor's loss cost the app (its event log's stages and tasks), when it
+/// cost any.
+fn cost_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
+    let Some(a) = app.current_app() else {
+        return;
+    };
+    let Some(cost) = a.cost.as_deref() else {
+        return;
+    };
+    let Some(loss) = cost.losses.iter().find(|l| l.executor == e.id) else {
+        return;
+    };
+    let cause = e
+        .verdict
+        .cause()
+        .map(|f| store::cause_label(f.code, e.exit_code()));
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("What its loss cost", theme::title()));
+    lines.push(Line::raw(format!(
+        "  {}",
+        loss.line(cause.as_deref(), cost.run_ms)
+    )));
+    for r in &loss.reruns {
+        lines.push(Line::styled(
+            format!(
+                "      stage {} attempt {} ({}): {} tasks, {} of task time",
+                r.stage,
+                r.attempt,
+                match r.kind {
+                    RerunKind::Recompute => "recomputed",
+                    RerunKind::Retry => "retried",
+                },
+                r.tasks,
+                ms(r.task_ms)
+            ),
+            app.theme.dim(),
+        ));
+    }
+}
+
 fn findings_section(app: &App, e: &ExecutorRecord, lines: &mut Vec<Line<'_>>) {
     lines.push(Line::raw(""));
     lines.push(Line::styled("Findings", theme::title()));

@@ -144,6 +144,12 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         let ago = now.map_or_else(String::new, |n| format!(" {} ago", human_duration(n - *at)));
         second.push(Span::raw(format!("last: executor {id} {label}{ago}")));
     }
+    if let Some(h) = a.cost.as_deref().and_then(|c| c.headline()) {
+        if !second.is_empty() {
+            second.push(sep());
+        }
+        second.push(Span::raw(format!("cost: {h}")));
+    }
     let dot = if a.config.from_driver {
         a.config.delete_on_termination.to_string()
     } else {

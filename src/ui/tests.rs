@@ -607,6 +607,7 @@ fn counted_agrees_across_detail_strip_status_and_report() {
 
 mod allocators;
 mod app_findings;
+mod cost;
 mod dense;
 mod gone_from_log;
 mod guide;

@@ -749,3 +749,38 @@ async fn a_fifo_where_a_log_is_expected_is_passed_over_or_refused_never_waited_o
     assert!(err.contains("not a regular file"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `report` of a real Spark 4.3 log where an executor was SIGKILLed under a shuffle (and
+/// `status --recording` of it): the cost section names it as the cause of the map stage's
+/// recomputation, in Markdown and JSON alike.
+#[tokio::test]
+async fn report_says_what_a_lost_shuffle_output_cost() {
+    const COST: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/eventlog/cost/shuffle-loss.json"
+    );
+    let (code, md, err) = triage(&["report", COST]).run().await;
+    assert_eq!(code, 0, "{err}");
+    assert!(md.contains("### Cost"), "{md}");
+    assert!(
+        md.contains("- executor 1, driver removed, lost the shuffle output of stage 0: 4 tasks of stage 0 rerun, stage 1 retried once"),
+        "{md}"
+    );
+    let (code, json, _) = triage(&["report", COST, "-o", "json"]).run().await;
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let cost = &app(&doc, "cost-shuffle-loss")["cost"];
+    assert_eq!(cost["losses"][0]["executor"], 1, "{cost}");
+    assert_eq!(cost["losses"][0]["rerun_tasks"], 12, "{cost}");
+    assert_eq!(cost["losses"][0]["cause"], "driver removed", "{cost}");
+    assert_eq!(cost["from"], "event-log");
+    let (code, json, _) = triage(&["status", "--recording", COST, "-o", "json"])
+        .run()
+        .await;
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(
+        app(&doc, "cost-shuffle-loss")["cost"]["losses"][0]["line"],
+        cost["losses"][0]["line"]
+    );
+}

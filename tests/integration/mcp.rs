@@ -98,6 +98,7 @@ fn check(doc: &Value) {
     assert_eq!(
         doc["tools"],
         serde_json::json!([
+            "app_cost",
             "app_verdict",
             "executor_verdict",
             "explain_pod",
@@ -768,4 +769,30 @@ async fn an_operator_app_before_its_pods_is_listed_with_its_verdict() {
     assert!(!error, "{text}");
     assert!(text.contains("admission-waiting"), "{text}");
     drop(mcp);
+}
+
+/// `app_cost` on a real Spark 4.3 event log (an executor SIGKILLed under a shuffle): the
+/// loss that cost the recomputation, its lines as the report says them; `list_apps` gives
+/// its headline.
+#[test]
+fn app_cost_says_what_the_lost_shuffle_output_cost() {
+    let log = root().join("tests/fixtures/eventlog/cost/shuffle-loss.json");
+    let mut mcp = Session::start(&["--recording", log.to_str().expect("utf-8")]);
+    let (text, error) = mcp.tool("app_cost", json!({"app": "cost-shuffle-loss"}));
+    assert!(!error, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let app = &v[0];
+    let loss = &app["cost"]["losses"][0];
+    assert_eq!(loss["executor"], 1, "{v}");
+    assert_eq!(loss["rerun_tasks"], 12, "{v}");
+    let line = app["lines"][0].as_str().expect("a line");
+    assert!(
+        line.starts_with("executor 1, driver removed, lost the shuffle output of stage 0: 4 tasks of stage 0 rerun, stage 1 retried once"),
+        "{line}"
+    );
+    let (text, error) = mcp.tool("list_apps", json!({}));
+    assert!(!error, "{text}");
+    assert!(text.contains("recompute"), "{text}");
+    let (text, error) = mcp.tool("app_cost", json!({"app": "no-such-app"}));
+    assert!(error, "{text}");
 }

@@ -13,6 +13,7 @@ use spark_triage_core::model::Time;
 use super::*;
 use crate::output;
 use crate::output::AppOrder;
+use crate::output::cost::CostView;
 use crate::output::report::{Window, from_state, markdown};
 use crate::publish::events;
 use crate::record::State;
@@ -304,6 +305,43 @@ impl Triage {
             Some(f) => Err(format!("format {f:?}: markdown or json")),
         }
     }
+
+    #[tool(
+        description = "What an application's executor losses cost it and what it paid for and left idle, from its Spark event log (report's log, or the live view's --event-log-dir): each loss's shuffle chain (tasks lost, stages recomputed and retried, the wall-clock time redone) with the executor's cause; executor time paid, busy and idle, dynamic allocation's idle tail, and the one setting that would have saved the most (an estimate).",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn app_cost(&self, Parameters(p): Parameters<AppParam>) -> Answer {
+        let snap = self.snapshot().await?;
+        let apps = apps_named(&snap, &p.app);
+        if apps.is_empty() {
+            return Err(self.no_app(&snap, &p.app));
+        }
+        let out: Vec<Value> = apps
+            .into_iter()
+            .map(|a| {
+                let mut v = json!({
+                    "namespace": a.namespace,
+                    "app_id": a.app_id,
+                    "app_name": a.app_name,
+                });
+                match CostView::of(a) {
+                    Some(c) => {
+                        v["lines"] = json!(c.lines());
+                        v["cost"] = json!(c);
+                    }
+                    None => {
+                        v["cost"] = Value::Null;
+                        v["why_none"] = json!(
+                            "no event log was read for this app: its cost comes from its stages \
+                             and tasks (report EVENTLOG, or the live view with --event-log-dir)"
+                        );
+                    }
+                }
+                v
+            })
+            .collect();
+        self.answer(&snap, Value::Array(out))
+    }
 }
 
 #[tool_handler]
@@ -377,6 +415,10 @@ fn app_summary(a: &AppRecord) -> Value {
     });
     if let Some(n) = not_kept(a) {
         out["ended_not_kept"] = n;
+    }
+    if let Some(h) = a.cost.as_deref().and_then(|c| c.headline()) {
+        // What its losses cost and what it idled (app_cost says how).
+        out["cost"] = json!(h);
     }
     if let Some(o) = &a.operator {
         // Submitted through an operator: its object, the only witness before any pod.

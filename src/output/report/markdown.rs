@@ -29,6 +29,7 @@ pub fn markdown(r: &Report) -> String {
         write_pending(&mut s, a);
         write_missing(&mut s, a);
         write_churn(&mut s, a);
+        write_cost(&mut s, a);
         write_actions(&mut s, a);
         write_recommendations(&mut s, a);
     }
@@ -308,6 +309,26 @@ fn write_actions(s: &mut String, a: &AppReport<'_>) {
         }
         s.push('\n');
     }
+}
+
+/// What the losses cost and what was left idle, from the event log.
+fn write_cost(s: &mut String, a: &AppReport<'_>) {
+    let Some(c) = &a.cost else {
+        return;
+    };
+    let lines = c.lines();
+    if lines.is_empty() {
+        return;
+    }
+    s.push_str(
+        "### Cost
+
+",
+    );
+    for line in lines {
+        let _ = writeln!(s, "- {}", md(&line));
+    }
+    s.push('\n');
 }
 
 /// The recommendations, each with its executors and evidence.

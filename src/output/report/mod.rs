@@ -11,6 +11,7 @@ use spark_triage_core::diagnose::code::Oom;
 use spark_triage_core::diagnose::{Code, Severity, advice};
 use spark_triage_core::model::{ExecutorState, Time, fmt_time};
 
+use crate::output::cost::CostView;
 use crate::output::{AppOrder, OperatorStatus};
 use crate::record::{ForgetRule, Gap, Header, Item, Keyframe, Recording, Sink, State};
 use crate::store;
@@ -84,6 +85,10 @@ pub struct AppReport<'a> {
     pub churn_windows: Vec<ChurnWindow>,
     pub actions: Vec<String>,
     pub recommendations: Vec<Recommendation>,
+    /// What its executor losses cost it and what it left idle (from its event log): the
+    /// whole run's, whatever the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostView>,
 }
 
 /// Ended executors counted but not listed (see `AppReport::not_listed`).
@@ -389,6 +394,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
         churn_windows,
         actions,
         recommendations,
+        cost: CostView::of(a),
     })
 }
 

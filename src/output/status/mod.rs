@@ -9,6 +9,7 @@ use spark_triage_core::model::driver::ExecutorList;
 use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorKind, Time};
 
+use crate::output::cost::CostView;
 use crate::output::{AppOrder, OperatorStatus};
 use crate::source::{Health, SourceKind};
 use crate::store;
@@ -69,6 +70,9 @@ pub struct AppStatus {
     /// The Structured Streaming query the app runs, when its driver's jobs named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streaming: Option<StreamingQuery>,
+    /// What its executor losses cost it and what it left idle (from its event log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostView>,
 }
 
 /// How reading the driver's REST API goes.
@@ -255,6 +259,7 @@ fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
         operator: a.operator.as_deref().map(OperatorStatus::of),
         dynamic_allocation: a.allocation.map(|a| a.allocation),
         streaming: a.streaming.clone(),
+        cost: CostView::of(a),
         executors: a
             .executors
             .values()

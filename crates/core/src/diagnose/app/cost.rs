@@ -28,18 +28,24 @@ pub(super) fn losses_recomputed(f: &AppFacts<'_>) -> Option<Finding> {
     let top = cost.losses.first()?;
     let share = wall * 100 / cost.run_ms;
     let costly: Vec<_> = cost.losses.iter().filter(|l| l.wall_ms > 0).collect();
+    let who = match cause(top.executor) {
+        Some(c) => format!("executor {}, {c},", top.executor),
+        None => format!("executor {}", top.executor),
+    };
     let summary = if costly.len() <= 1 {
         format!(
-            "{} ({share} % of the run)",
-            top.line(cause(top.executor), cost.run_ms)
+            "≈ {} of the app's {} ({share} %) recomputed after {who} lost its shuffle output",
+            ms(wall),
+            ms(cost.run_ms)
         )
     } else {
         format!(
-            "{} executor losses cost ≈ {} of the app's {} ({share} %); the costliest: {}",
-            costly.len(),
+            "≈ {} of the app's {} ({share} %) recomputed after {} executor losses; the \
+             costliest: {}",
             ms(wall),
             ms(cost.run_ms),
-            top.line(cause(top.executor), 0)
+            costly.len(),
+            who.trim_end_matches(',')
         )
     };
     let evidence = evidence(cost, &cause);
@@ -94,7 +100,7 @@ fn hint(cost: &AppCost) -> String {
         )),
         None => hint.push_str(
             ": an external or remote shuffle service, or, for executors removed gracefully \
-             (preempted, evicted, scaled down), --conf spark.decommission.enabled=true with \
+             (preempted, evicted, scaled down), spark.decommission.enabled=true with \
              spark.storage.decommission.enabled and \
              spark.storage.decommission.shuffleBlocks.enabled",
         ),
