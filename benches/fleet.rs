@@ -83,6 +83,9 @@ fn sample() -> (Vec<rows::EndingRow>, Vec<rows::WaitRow>) {
             executor_cores: Some("1".into()),
             max_failures: Some(i32::MAX),
             dynamic_allocation: false,
+            recomputed_task_seconds: None,
+            recompute_wall_seconds: None,
+            stage_attempts_added: None,
         })
         .collect();
     let waits = (0..10)

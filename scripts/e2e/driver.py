@@ -202,6 +202,10 @@ def main():
         .config("spark.port.maxRetries", "0")
         .config("spark.kubernetes.executor.apiPollingInterval", "5s")
         .config("spark.sql.shuffle.partitions", "4")
+        # Every pod of the process kubelet runs on this one host, where Spark would read a
+        # dead executor's shuffle files from its disk; on a cluster each executor is a host
+        # of its own and the fetch goes to the executor, as here.
+        .config("spark.shuffle.readHostLocalDisk", "false")
         # A frozen executor expires after 20 s without heartbeats (not 120), checked every 5 s.
         .config("spark.storage.blockManagerHeartbeatTimeoutMs", "20000")
         .config("spark.network.timeoutInterval", "5s")
@@ -313,6 +317,52 @@ def main():
         f.write(st.stdout)
     fact("driver-view", direct_ids=sorted(int(e["id"]) for e in direct if e["id"] != "driver"),
          status_rc=st.returncode, status_err=st.stderr[-300:])
+
+    # e. A shuffle whose map output one executor loses: the first attempt of reduce
+    # partition 0 grows its Python worker past the pod's limit (OOMKilled, 137) while the
+    # reduce stage reads, so the stage cannot fetch that executor's output: Spark logs
+    # FetchFailed and resubmits the map stage for the partitions it held.
+    wait_for("2 running executors before the shuffle", lambda: len(running_executors(mon)) >= 2, 90)
+
+    def two_registered():
+        active = json.loads(urllib.request.urlopen(
+            f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}/executors", timeout=10).read())
+        return sum(1 for e in active if e["id"] != "driver") >= 2
+
+    # Both registered, so both write map output.
+    wait_for("2 executors registered before the shuffle", two_registered, 90)
+    marker_e = os.path.join(WORK, "shuffle-victim")
+
+    def mapper(index, it):
+        time.sleep(0.5)
+        return ((x % 8, x) for x in it)
+
+    def reducer(index, it):
+        if index == 0 and TaskContext.get().attemptNumber() == 0 and not os.path.exists(marker_e):
+            with open(marker_e, "w") as f:
+                f.write(os.environ.get("SPARK_EXECUTOR_POD_NAME", "?"))
+            held = []
+            for _ in range(48):
+                held.append(b"\x01" * (64 << 20))
+                time.sleep(0.05)
+            time.sleep(60)
+        time.sleep(0.3)
+        return [sum(v for _, v in it)]
+
+    t = time.monotonic()
+    sums = (sc.parallelize(range(8000), 8).mapPartitionsWithIndex(mapper)
+            .partitionBy(8).mapPartitionsWithIndex(reducer).collect())
+    victim_e = open(marker_e).read().strip() if os.path.exists(marker_e) else None
+    fact("shuffle-loss", ok=sum(sums) == sum(range(8000)), secs=round(time.monotonic() - t, 2),
+         victim=victim_e)
+    # The live view on the same run: `status` with the event-log directory reads the log as
+    # it stands (Spark flushes it at each stage's end) beside the pods.
+    st = subprocess.run([TRIAGE, "status", "--kubeconfig", KUBECONFIG, "-n", NS, "-o", "json",
+                         "--poll-interval", "5s", "--event-log-dir", EVENT_LOG_DIR],
+                        capture_output=True, text=True, timeout=90)
+    with open(os.path.join(WORK, "status-live-cost.json"), "w") as f:
+        f.write(st.stdout)
+    fact("live-cost", status_rc=st.returncode, status_err=st.stderr[-300:])
 
     # Stop: Spark deletes its executor pods by label.
     t = time.monotonic()

@@ -47,6 +47,11 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ReportOutput::Md)]
     pub output: ReportOutput,
+    /// Also draw each app's executors over time into this SVG file (a lane per executor:
+    /// registered, busy, its end and cause; the stage attempts its losses added), from the
+    /// apps' event logs. Not with --tables or --history-server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tables", "history_server"])]
+    pub svg: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub window: WindowArgs,
     /// Only this application (name or id).
@@ -211,6 +216,16 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         return Err(Failure::Runtime(format!(
             "no application named {app:?} in {name} in that window"
         )));
+    }
+    if let Some(path) = &args.svg {
+        let drawing = report::svg(&state, &report).ok_or_else(|| {
+            Failure::Runtime(format!(
+                "--svg: no app in {name} has executors to draw (they come from its event log: \
+                 report EVENTLOG, or --event-log beside a recording)"
+            ))
+        })?;
+        std::fs::write(path, drawing)
+            .map_err(|e| Failure::Runtime(format!("--svg {}: {e}", path.display())))?;
     }
     match args.output {
         ReportOutput::Md => super::write_stdout(&report::markdown(&report))?,

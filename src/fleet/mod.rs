@@ -617,6 +617,9 @@ mod tests {
             executor_cores: Some("2".into()),
             max_failures: None,
             dynamic_allocation: true,
+            recomputed_task_seconds: None,
+            recompute_wall_seconds: None,
+            stage_attempts_added: None,
         }
     }
 

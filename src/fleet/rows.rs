@@ -53,6 +53,12 @@ table_row! {
         pub executor_cores: Option<String>,
         pub max_failures: Option<i32>,
         pub dynamic_allocation: bool,
+        /// What its loss cost the app (its event log's stages and tasks; null when none
+        /// was read): task time redone (its running tasks and the stage attempts its lost
+        /// shuffle output added), the wall-clock time of those attempts, how many.
+        pub recomputed_task_seconds: Option<f64>,
+        pub recompute_wall_seconds: Option<f64>,
+        pub stage_attempts_added: Option<i32>,
     }
 }
 
@@ -85,6 +91,14 @@ table_row! {
         pub executor_cores: Option<String>,
         pub max_failures: Option<i32>,
         pub dynamic_allocation: bool,
+        /// What its losses cost it and what it left idle (its event log; null when none was
+        /// read): wall-clock time redone, task time redone, executor core time paid for,
+        /// task time used, dynamic allocation's idle tail (executor time).
+        pub recompute_wall_seconds: Option<f64>,
+        pub recomputed_task_seconds: Option<f64>,
+        pub allocated_core_seconds: Option<f64>,
+        pub busy_task_seconds: Option<f64>,
+        pub idle_tail_executor_seconds: Option<f64>,
     }
 }
 
@@ -243,6 +257,10 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 }
             }
             let spec = e.pod.container_spec(&e.spark_container);
+            let loss = a
+                .cost
+                .as_deref()
+                .map(|c| c.losses.iter().find(|l| l.executor == e.id));
             rows.endings.push(EndingRow {
                 namespace: a.namespace.clone(),
                 app_id: a.app_id.clone(),
@@ -280,6 +298,12 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 executor_cores: sizing.cores.clone(),
                 max_failures,
                 dynamic_allocation: a.config.dynamic_allocation,
+                // A run whose cost was read: 0 for an ending that cost nothing.
+                recomputed_task_seconds: loss
+                    .map(|l| l.map_or(0.0, |l| secs(l.rerun_task_ms + l.task_ms_lost))),
+                recompute_wall_seconds: loss.map(|l| l.map_or(0.0, |l| secs(l.wall_ms))),
+                stage_attempts_added: loss
+                    .map(|l| l.map_or(0, |l| i32::try_from(l.reruns.len()).unwrap_or(i32::MAX))),
             });
         }
         // An app's row once it is over and every ending of it settled.
@@ -321,10 +345,26 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 executor_cores: sizing.cores.clone(),
                 max_failures,
                 dynamic_allocation: a.config.dynamic_allocation,
+                recompute_wall_seconds: a.cost.as_deref().map(|c| secs(c.wall_ms())),
+                recomputed_task_seconds: a.cost.as_deref().map(|c| {
+                    secs(
+                        c.losses
+                            .iter()
+                            .map(|l| l.rerun_task_ms + l.task_ms_lost)
+                            .sum(),
+                    )
+                }),
+                allocated_core_seconds: a.cost.as_deref().map(|c| secs(c.waste.allocated_core_ms)),
+                busy_task_seconds: a.cost.as_deref().map(|c| secs(c.waste.busy_ms)),
+                idle_tail_executor_seconds: a.cost.as_deref().map(|c| secs(c.waste.idle_tail_ms)),
             });
         }
     }
     rows
+}
+
+fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
 }
 
 fn spark_version(a: &AppRecord) -> Option<String> {

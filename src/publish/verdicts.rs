@@ -71,6 +71,13 @@ struct CauseLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    namespace: String,
+    app: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NamespaceLabels {
     namespace: String,
 }
@@ -101,6 +108,10 @@ families!(FAMILIES, register_families for Verdicts {
     executors => "app_executors": "Executors in view by Spark's state",
     kept_drivers => "finished_driver_pods":
         "Finished driver pods still present, by namespace (nothing deletes a spark-submit driver)",
+    recomputed => "app_recomputed_task_seconds":
+        "Task time spent again because executors were lost (their running tasks, and the stage attempts their lost shuffle output added), by the lost executor's cause (a finding's code; none when not known): from the app's event log",
+    idle => "app_idle_executor_seconds":
+        "Executor time paid for and left idle, by kind: dynamic-allocation-tail (from an idle executor's last task to its removal), never-used (executors that ran no task; core-seconds): from the app's event log",
     folded => "metrics_apps_folded":
         "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
 });
@@ -119,6 +130,8 @@ pub(crate) struct Verdicts {
     verdicts: Family<CauseLabels, Gauge>,
     executors: Family<StateLabels, Gauge>,
     kept_drivers: Family<NamespaceLabels, Gauge>,
+    recomputed: Family<CauseLabels, FloatGauge>,
+    idle: Family<KindLabels, FloatGauge>,
     folded: Gauge,
     memo: Mutex<Memo>,
 }
@@ -163,6 +176,8 @@ struct Last {
     verdicts: HashSet<CauseLabels>,
     executors: HashSet<StateLabels>,
     kept_drivers: HashSet<NamespaceLabels>,
+    recomputed: HashSet<CauseLabels>,
+    idle: HashSet<KindLabels>,
 }
 
 /// What one label's runs add up to in a round.
@@ -177,6 +192,9 @@ struct AppSums {
     runs: HashMap<&'static str, i64>,
     causes: HashMap<&'static str, i64>,
     executors: HashMap<&'static str, i64>,
+    /// Task seconds redone, by the lost executor's cause; idle executor seconds by kind.
+    recomputed: HashMap<&'static str, f64>,
+    idle: HashMap<&'static str, f64>,
 }
 
 impl Verdicts {
@@ -281,18 +299,15 @@ impl Verdicts {
         sync(
             &self.pending,
             &mut last.pending,
-            sums.iter().flat_map(|(l, s)| {
-                s.pending.iter().map(|(reason, n)| {
-                    (
-                        ReasonLabels {
-                            namespace: l.namespace.clone(),
-                            app: l.app.clone(),
-                            reason: reason.clone(),
-                        },
-                        *n,
-                    )
-                })
-            }),
+            series(
+                &sums,
+                |s| &s.pending,
+                |l, reason| ReasonLabels {
+                    namespace: l.namespace.clone(),
+                    app: l.app.clone(),
+                    reason: reason.to_owned(),
+                },
+            ),
             |g, v| g.set(v),
         );
         sync(
@@ -308,47 +323,43 @@ impl Verdicts {
             sums.iter().map(|(l, s)| (of(l), s.severity)),
             |g, v| g.set(v),
         );
-        let states = |pick: fn(&AppSums) -> &HashMap<&'static str, i64>| {
-            sums.iter()
-                .flat_map(move |(l, s)| {
-                    pick(s).iter().map(|(state, n)| {
-                        (
-                            StateLabels {
-                                namespace: l.namespace.clone(),
-                                app: l.app.clone(),
-                                state: (*state).to_owned(),
-                            },
-                            *n,
-                        )
-                    })
-                })
-                .collect::<Vec<_>>()
+        let state = |l: &AppLabels, state: &str| StateLabels {
+            namespace: l.namespace.clone(),
+            app: l.app.clone(),
+            state: state.to_owned(),
         };
-        sync(&self.runs, &mut last.runs, states(|s| &s.runs), |g, v| {
+        let runs = series(&sums, |s| &s.runs, state);
+        sync(&self.runs, &mut last.runs, runs, |g, v| g.set(v));
+        let executors = series(&sums, |s| &s.executors, state);
+        sync(&self.executors, &mut last.executors, executors, |g, v| {
             g.set(v)
         });
-        sync(
-            &self.executors,
-            &mut last.executors,
-            states(|s| &s.executors),
-            |g, v| g.set(v),
-        );
-        sync(
-            &self.verdicts,
-            &mut last.verdicts,
-            states(|s| &s.causes).into_iter().map(|(l, n)| {
-                (
-                    CauseLabels {
-                        namespace: l.namespace,
-                        app: l.app,
-                        cause: l.state,
-                    },
-                    n,
-                )
-            }),
-            |g, v| g.set(v),
-        );
+        let verdicts = series(&sums, |s| &s.causes, cause_labels);
+        sync(&self.verdicts, &mut last.verdicts, verdicts, |g, v| {
+            g.set(v)
+        });
+        self.publish_cost(&sums, last);
         self.publish_kept(snap, &mut last.kept_drivers);
+    }
+
+    /// What the apps' losses cost and what they idled (their event logs).
+    fn publish_cost(&self, sums: &HashMap<AppLabels, AppSums>, last: &mut Last) {
+        let kind = |l: &AppLabels, kind: &str| KindLabels {
+            namespace: l.namespace.clone(),
+            app: l.app.clone(),
+            kind: kind.to_owned(),
+        };
+        let (recomputed, idle) = (
+            series(sums, |s| &s.recomputed, cause_labels),
+            series(sums, |s| &s.idle, kind),
+        );
+        sync(
+            &self.recomputed,
+            &mut last.recomputed,
+            recomputed,
+            |g, v| g.set(v),
+        );
+        sync(&self.idle, &mut last.idle, idle, |g, v| g.set(v));
     }
 
     /// The namespaces' finished driver pods (`drivers-kept`).
@@ -448,6 +459,23 @@ impl AppSums {
         for state in ExecutorState::ALL {
             self.executors.entry(state.as_str()).or_insert(0);
         }
+        if let Some(cost) = a.cost.as_deref() {
+            for l in &cost.losses {
+                let cause = a
+                    .executors
+                    .values()
+                    .rev()
+                    .filter(|e| e.id == l.executor)
+                    .find_map(|e| e.verdict.cause())
+                    .map_or("none", |f| f.code.as_str());
+                *self.recomputed.entry(cause).or_default() +=
+                    (l.rerun_task_ms + l.task_ms_lost) as f64 / 1000.0;
+            }
+            let w = &cost.waste;
+            *self.idle.entry("dynamic-allocation-tail").or_default() +=
+                w.idle_tail_ms as f64 / 1000.0;
+            *self.idle.entry("never-used").or_default() += w.never_used_core_ms as f64 / 1000.0;
+        }
         for e in a.executors.values() {
             if e.is_missing() {
                 self.missing += 1;
@@ -518,6 +546,25 @@ fn as_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+fn cause_labels(l: &AppLabels, cause: &str) -> CauseLabels {
+    CauseLabels {
+        namespace: l.namespace.clone(),
+        app: l.app.clone(),
+        cause: cause.to_owned(),
+    }
+}
+
+/// Each app label's map (`pick`) as series, named by `make` from the label and the key.
+fn series<K: AsRef<str>, V: Copy, L>(
+    sums: &HashMap<AppLabels, AppSums>,
+    pick: impl Fn(&AppSums) -> &HashMap<K, V>,
+    make: impl Fn(&AppLabels, &str) -> L,
+) -> Vec<(L, V)> {
+    sums.iter()
+        .flat_map(|(l, s)| pick(s).iter().map(|(k, v)| (make(l, k.as_ref()), *v)))
+        .collect()
+}
+
 /// Sets a family's series to `now`'s values and removes those `last` had that are gone, so
 /// a scrape never sees a family emptied half-way.
 fn sync<L, M, V, R>(
@@ -546,6 +593,8 @@ pub(crate) mod tests {
     use spark_triage_core::model::testing::pod;
 
     use super::*;
+    use crate::eventlog;
+    use crate::record::Recording;
     use crate::source::SourceEvent;
     use crate::store::Store;
 
@@ -592,6 +641,39 @@ pub(crate) mod tests {
             .lines()
             .find(|l| l.starts_with(&prefix))
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    /// A real Spark 4.3 log's loss (an executor SIGKILLed under a shuffle): the task time it
+    /// cost, by its cause, and the executors' idle time.
+    #[test]
+    fn the_cost_of_losses_is_a_gauge_by_cause() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/eventlog/cost/shuffle-loss.json"
+        );
+        let rec = eventlog::open(std::path::Path::new(path), 1 << 20, None)
+            .map(Recording::from)
+            .expect("the log reads");
+        let mut s = Store::new();
+        for ev in rec.events {
+            s.apply(ev);
+        }
+        let a = s.view().apps.values().next().expect("an app").clone();
+        let loss = &a.cost.as_deref().expect("a cost").losses[0];
+        let v = Verdicts::default();
+        v.publish(s.view(), Instant::now(), chrono::Utc::now());
+        let want = format!(
+            "spark_triage_app_recomputed_task_seconds{{namespace=\"default\",app=\"cost-shuffle-loss\",cause=\"driver-removed\"}} {}",
+            (loss.rerun_task_ms + loss.task_ms_lost) as f64 / 1000.0
+        );
+        assert!(text(&v).contains(&want), "{want} in {}", text(&v));
+        assert!(
+            text(&v).contains(
+                "spark_triage_app_idle_executor_seconds{namespace=\"default\",app=\"cost-shuffle-loss\",kind=\"dynamic-allocation-tail\"} 0.0"
+            ),
+            "{}",
+            text(&v)
+        );
     }
 
     /// Finished driver pods by namespace: the gauge follows them, and goes with the last.

@@ -229,12 +229,7 @@ impl Store {
                 line,
                 at,
             } => self.driver_refused((namespace, app_id), line, at),
-            SourceEvent::AppCost {
-                namespace,
-                app_id,
-                cost,
-                at,
-            } => self.app_cost((namespace, app_id), cost, at),
+            ev @ SourceEvent::AppCost { .. } => self.app_cost(ev),
             ev @ (SourceEvent::DriverAllocation { .. } | SourceEvent::DriverStreaming { .. }) => {
                 self.driver_said(ev)
             }

@@ -3,7 +3,6 @@
 //! which events can change the verdicts (so the node patterns).
 
 use spark_triage_core::model;
-use spark_triage_core::model::cost::AppCost;
 
 use super::*;
 use crate::source::{LoggedKill, PresentPod};
@@ -102,7 +101,16 @@ impl Store {
     }
 
     /// What an app's executor losses cost it, as its event log tells (the whole run).
-    pub(super) fn app_cost(&mut self, (namespace, app_id): AppKey, cost: AppCost, at: Time) {
+    pub(super) fn app_cost(&mut self, ev: SourceEvent) {
+        let SourceEvent::AppCost {
+            namespace,
+            app_id,
+            cost,
+            at,
+        } = ev
+        else {
+            return;
+        };
         let app = self.app_mut(&namespace, &app_id);
         if app.cost.as_deref() != Some(&cost) {
             app.cost = Some(Arc::new(cost));

@@ -783,4 +783,27 @@ async fn report_says_what_a_lost_shuffle_output_cost() {
         app(&doc, "cost-shuffle-loss")["cost"]["losses"][0]["line"],
         cost["losses"][0]["line"]
     );
+    // `--svg FILE`: the drawing beside the report; none to draw from a recording's pods.
+    let dir = std::env::temp_dir().join(format!("st-it-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let svg = dir.join("cost.svg");
+    let (code, _, err) = triage(&["report", COST, "--svg", svg.to_str().expect("utf-8")])
+        .run()
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let drawing = std::fs::read_to_string(&svg).expect("written");
+    assert!(
+        drawing.starts_with("<svg ") && drawing.contains("class=\"rerun\""),
+        "{drawing}"
+    );
+    let session = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mixed-session.ndjson"
+    );
+    let (code, _, err) = triage(&["report", session, "--svg", svg.to_str().expect("utf-8")])
+        .run()
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("--svg: no app in"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -92,6 +92,34 @@ print(json.dumps(out))
 spark.stop()
 "#;
 
+/// The cost columns of the run backfilled from tests/fixtures/eventlog/cost/shuffle-loss.json:
+/// its app_runs row's (recompute, paid, busy) and its costliest ending's (executor, task
+/// time redone, attempts added).
+const DUCKDB_COST: &str = r#"
+import duckdb, json, sys
+root = sys.argv[1]
+def t(name):
+    return f"read_parquet('{root}/{name}/*/*/*.parquet', hive_partitioning=true, union_by_name=true)"
+run = duckdb.sql(f"select recompute_wall_seconds, allocated_core_seconds, busy_task_seconds from {t('app_runs')} where app_name = 'cost-shuffle-loss'").fetchone()
+ending = duckdb.sql(f"select executor_id, recomputed_task_seconds, stage_attempts_added from {t('executor_endings')} where app_name = 'cost-shuffle-loss' order by recomputed_task_seconds desc limit 1").fetchone()
+print(json.dumps({"run": list(run), "ending": list(ending)}))
+"#;
+
+const PYSPARK_COST: &str = r#"
+import json, sys
+from pyspark.sql import SparkSession
+root = sys.argv[1]
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+for name in ["executor_endings", "app_runs"]:
+    spark.read.option("mergeSchema", "true").parquet(f"{root}/{name}").createOrReplaceTempView(name)
+r = spark.sql("select recompute_wall_seconds, allocated_core_seconds, busy_task_seconds from app_runs where app_name = 'cost-shuffle-loss'").collect()[0]
+e = spark.sql("select executor_id, recomputed_task_seconds, stage_attempts_added from executor_endings where app_name = 'cost-shuffle-loss' order by recomputed_task_seconds desc limit 1").collect()[0]
+print(json.dumps({"run": list(r), "ending": list(e)}))
+spark.stop()
+"#;
+
 /// The bucket's `fleet/` objects copied to `copy` (scripts/s3/get.py): their keys.
 fn copy_bucket(bin: &str, endpoint: &str, env: &[(&str, &str)], copy: &std::path::Path) -> String {
     let got = std::process::Command::new(format!("{bin}/python"))
@@ -294,10 +322,73 @@ async fn tables_recorded_to_s3_across_a_sigkill_read_the_same_in_spark_duckdb_an
         .output()
         .await;
     succeeded(&out);
+    // And a real Spark 4.3 run whose executor was SIGKILLed under a shuffle: the cost of its
+    // loss, as `report` of its log says it.
+    let cost_log = format!("{ROOT}/tests/fixtures/eventlog/cost/shuffle-loss.json");
+    let out = triage(&[
+        "export",
+        &cost_log,
+        "--tables",
+        url,
+        "--cluster-name",
+        "backfill",
+    ])
+    .without_machine_aws()
+    .envs(env)
+    .output()
+    .await;
+    succeeded(&out);
+    let out = triage(&["report", &cost_log, "-o", "json"]).output().await;
+    succeeded(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let cost = &report["apps"][0]["cost"];
     let _ = std::fs::remove_dir_all(&copy);
     assert!(
         copy_bucket(&bin, &endpoint, &env, &copy).contains("fleet/app_runs/cluster=backfill/"),
         "the backfilled run"
+    );
+    let copy_s = copy.display().to_string();
+    for (engine, program) in [("duckdb", DUCKDB_COST), ("pyspark", PYSPARK_COST)] {
+        let got = python(&py, program, &[&copy_s]);
+        let close = |a: &Value, b: &Value| {
+            (a.as_f64().unwrap_or(f64::NAN) - b.as_f64().unwrap_or(f64::NAN)).abs() < 1e-6
+        };
+        assert!(
+            close(&got["run"][0], &cost["recompute_seconds"])
+                && close(&got["run"][1], &cost["waste"]["allocated_core_seconds"])
+                && close(&got["run"][2], &cost["waste"]["busy_task_seconds"]),
+            "{engine}: app_runs' cost {got} against report's {cost}"
+        );
+        let loss = &cost["losses"][0];
+        assert_eq!(got["ending"][0], loss["executor"], "{engine}: {got}");
+        let redone = loss["rerun_task_seconds"].as_f64().unwrap_or_default()
+            + loss["task_seconds_lost"].as_f64().unwrap_or_default();
+        assert!(
+            close(&got["ending"][1], &serde_json::json!(redone))
+                && got["ending"][2] == serde_json::json!(loss["reruns"].as_array().map(Vec::len)),
+            "{engine}: executor_endings' cost {got} against report's {loss}"
+        );
+    }
+    // `report --tables` sums the cost columns per app, and says them in Markdown.
+    let out = triage(&[
+        "report",
+        "--tables",
+        url,
+        "--cluster",
+        "backfill",
+        "--from",
+        "2026-12-01T00:00:00Z",
+    ])
+    .without_machine_aws()
+    .envs(env)
+    .output()
+    .await;
+    succeeded(&out);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("## Cost (runs with an event log read)")
+            && md.contains("| cost-shuffle-loss | 1 |"),
+        "{md}"
     );
     // docs/fleet.md's queries, each as written there, run by DuckDB over the tables.
     fleet_md_queries_run(&py, &copy_s);

@@ -1,7 +1,6 @@
 //! Each event of a log taken into the conversion ([`Converter::take`]), and the log's
 //! end ([`Converter::finish`]): the last view, the app's end, a tick at its last moment.
 
-use spark_triage_core::model::cost::ledger::{Outcome, TaskRun};
 use spark_triage_core::model::driver::STOPPED_WITH_APP;
 use spark_triage_core::model::driver_state::StreamingQuery;
 use spark_triage_core::model::{Time, fmt_time};
@@ -107,70 +106,9 @@ impl Converter {
                 self.held_bytes = (self.held_bytes + after).saturating_sub(before);
                 self.pending = Some(at);
             }
-            Event::TaskEnd {
-                executor,
-                failed,
-                killed,
-                lost,
-                at,
-                stage,
-                stage_attempt,
-                ms,
-                fetch_failed,
-            } => {
-                if let Some(at) = at {
-                    self.seen(at);
-                }
-                let outcome = match (&fetch_failed, lost) {
-                    (Some(from), _) => Outcome::FetchFailed {
-                        from: from.as_deref().and_then(|f| f.parse().ok()),
-                    },
-                    (None, true) => Outcome::Lost,
-                    (None, false) => Outcome::Done,
-                };
-                self.ledger.task_end(TaskRun {
-                    stage,
-                    attempt: stage_attempt,
-                    executor: executor.parse().ok(),
-                    ms,
-                    finished: at,
-                    outcome,
-                });
-                if let Ok(id) = executor.parse::<i64>()
-                    && let Some(e) = self.executors.get_mut(&id)
-                {
-                    self.clean.remove(&id);
-                    e.tasks_lost += u64::from(lost);
-                    if failed {
-                        e.failed_tasks += 1;
-                    } else if !killed {
-                        e.completed_tasks += 1;
-                    }
-                }
-            }
+            ev @ Event::TaskEnd { .. } => self.task_ended(ev),
             Event::QueryStarted { query, at } => self.query_started(query, at),
-            Event::StageSubmitted {
-                stage,
-                attempt,
-                parents,
-                at,
-            } => {
-                if let Some(at) = at.or(self.last_at) {
-                    self.seen(at);
-                    self.ledger.stage_submitted(stage, attempt, &parents, at);
-                }
-            }
-            Event::StageCompleted {
-                stage,
-                attempt,
-                failed,
-                at,
-            } => {
-                if let Some(at) = at.or(self.last_at) {
-                    self.seen(at);
-                    self.ledger.stage_completed(stage, attempt, failed, at);
-                }
-            }
+            ev @ (Event::StageSubmitted { .. } | Event::StageCompleted { .. }) => self.staged(ev),
             Event::ExecutorExcluded {
                 id,
                 at,
@@ -197,6 +135,47 @@ impl Converter {
                     spark_version: None,
                     at,
                 });
+            }
+        }
+    }
+
+    /// A task's end: its executor's counts (as Spark's status listener keeps them) and
+    /// what it cost.
+    fn task_ended(&mut self, ev: Event) {
+        let Event::TaskEnd {
+            executor,
+            failed,
+            killed,
+            lost,
+            at,
+            stage,
+            stage_attempt,
+            ms,
+            fetch_failed,
+        } = ev
+        else {
+            return;
+        };
+        if let Some(at) = at {
+            self.seen(at);
+        }
+        self.costed(
+            &executor,
+            (stage, stage_attempt),
+            ms,
+            at,
+            lost,
+            fetch_failed,
+        );
+        if let Ok(id) = executor.parse::<i64>()
+            && let Some(e) = self.executors.get_mut(&id)
+        {
+            self.clean.remove(&id);
+            e.tasks_lost += u64::from(lost);
+            if failed {
+                e.failed_tasks += 1;
+            } else if !killed {
+                e.completed_tasks += 1;
             }
         }
     }

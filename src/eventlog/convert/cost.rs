@@ -5,12 +5,72 @@ use std::time::Duration;
 
 use spark_triage_core::spark::spark_time;
 
+use spark_triage_core::model::Time;
+use spark_triage_core::model::cost::ledger::{Outcome, TaskRun};
+
 use super::Converter;
+use crate::eventlog::events::Event;
 
 /// Spark's default shuffle manager: an executor's output lives on its disks.
 const SORT: [&str; 2] = ["sort", "org.apache.spark.shuffle.sort.SortShuffleManager"];
 
 impl Converter {
+    /// A task's end, into the ledger: its stage attempt, its run time, how it ended.
+    pub(super) fn costed(
+        &mut self,
+        executor: &str,
+        (stage, attempt): (u32, u32),
+        ms: u64,
+        at: Option<Time>,
+        lost: bool,
+        fetch_failed: Option<Option<String>>,
+    ) {
+        let outcome = match (fetch_failed, lost) {
+            (Some(from), _) => Outcome::FetchFailed {
+                from: from.and_then(|f| f.parse().ok()),
+            },
+            (None, true) => Outcome::Lost,
+            (None, false) => Outcome::Done,
+        };
+        self.ledger.task_end(TaskRun {
+            stage,
+            attempt,
+            executor: executor.parse().ok(),
+            ms,
+            finished: at,
+            outcome,
+        });
+    }
+
+    /// A stage attempt submitted or completed (at its own time, else the log's latest).
+    pub(super) fn staged(&mut self, ev: Event) {
+        match ev {
+            Event::StageSubmitted {
+                stage,
+                attempt,
+                parents,
+                at,
+            } => {
+                if let Some(at) = at.or(self.last_at) {
+                    self.seen(at);
+                    self.ledger.stage_submitted(stage, attempt, &parents, at);
+                }
+            }
+            Event::StageCompleted {
+                stage,
+                attempt,
+                failed,
+                at,
+            } => {
+                if let Some(at) = at.or(self.last_at) {
+                    self.seen(at);
+                    self.ledger.stage_completed(stage, attempt, failed, at);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn on(&self, key: &str) -> bool {
         self.property(key)
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))

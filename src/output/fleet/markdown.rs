@@ -82,6 +82,44 @@ pub fn markdown(r: &FleetReport) -> String {
         );
     }
     s.push('\n');
+    let mut costly: Vec<_> = r
+        .apps
+        .iter()
+        .filter_map(|a| Some((a, a.cost.as_ref()?)))
+        .collect();
+    if !costly.is_empty() {
+        // The most recomputation first, then the most idle.
+        costly.sort_by(|(_, x), (_, y)| {
+            y.recompute_wall_seconds
+                .total_cmp(&x.recompute_wall_seconds)
+                .then(
+                    y.idle_tail_executor_seconds
+                        .total_cmp(&x.idle_tail_executor_seconds),
+                )
+        });
+        s.push_str("## Cost (runs with an event log read)
+
+| cluster | namespace | app | runs | recompute (wall) | task time redone | core time paid | idle | dynamic allocation's idle tail |
+|---|---|---|---|---|---|---|---|---|
+");
+        for (a, c) in costly {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.0}s | {:.0}s | {:.0}s | {} | {:.0}s |",
+                md(&a.cluster),
+                md(&a.namespace),
+                md(&a.app),
+                c.runs,
+                c.recompute_wall_seconds,
+                c.recomputed_task_seconds,
+                c.allocated_core_seconds,
+                c.idle_percent()
+                    .map_or_else(|| "-".to_owned(), |p| format!("{p:.0} %")),
+                c.idle_tail_executor_seconds
+            );
+        }
+        s.push('\n');
+    }
     if !r.nodes.is_empty() {
         s.push_str("## Nodes with the most failed executors\n\n| cluster | node | failures | causes |\n|---|---|---|---|\n");
         for n in &r.nodes {

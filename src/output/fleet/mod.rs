@@ -76,6 +76,43 @@ pub struct FleetApp {
     pub pending_waits: usize,
     /// The median wait, to within 5 % (waits are summed in 5 %-wide buckets).
     pub pending_median_seconds: Option<f64>,
+    /// What its runs' executor losses cost and what they left idle, summed over the runs
+    /// whose cost was read (their event logs); absent when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<FleetCost>,
+}
+
+/// Cost figures summed over an app's runs (`app_runs`' cost columns).
+#[derive(Debug, Serialize, Default, Clone, PartialEq, schemars::JsonSchema)]
+pub struct FleetCost {
+    /// Runs whose cost was read.
+    pub runs: usize,
+    pub recompute_wall_seconds: f64,
+    pub recomputed_task_seconds: f64,
+    pub allocated_core_seconds: f64,
+    pub busy_task_seconds: f64,
+    pub idle_tail_executor_seconds: f64,
+}
+
+impl FleetCost {
+    fn add(&mut self, r: &rows::RunRow) {
+        let Some(wall) = r.recompute_wall_seconds else {
+            return;
+        };
+        self.runs += 1;
+        self.recompute_wall_seconds += wall;
+        self.recomputed_task_seconds += r.recomputed_task_seconds.unwrap_or(0.0);
+        self.allocated_core_seconds += r.allocated_core_seconds.unwrap_or(0.0);
+        self.busy_task_seconds += r.busy_task_seconds.unwrap_or(0.0);
+        self.idle_tail_executor_seconds += r.idle_tail_executor_seconds.unwrap_or(0.0);
+    }
+
+    /// The share of the paid core time no task used, in percent.
+    pub fn idle_percent(&self) -> Option<f64> {
+        (self.allocated_core_seconds > 0.0).then(|| {
+            (100.0 * (1.0 - self.busy_task_seconds / self.allocated_core_seconds)).max(0.0)
+        })
+    }
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -191,6 +228,7 @@ struct AppTally {
     run_verdicts: BTreeMap<String, usize>,
     totals: Totals,
     waits: Histogram,
+    cost: FleetCost,
 }
 
 /// A node's failures, and by cause.
@@ -379,6 +417,7 @@ impl FileFold<'_> {
                 .sums
                 .app(self.cluster, &r.namespace, &r.app_id, r.app_name.as_deref());
             bump(&mut a.run_verdicts, &r.verdict);
+            a.cost.add(&r);
         }
     }
 
@@ -481,6 +520,7 @@ fn fleet_apps(apps: Vec<((String, String, String), AppTally)>) -> (Totals, Vec<F
                 run_verdicts: a.run_verdicts,
                 pending_waits: a.waits.n,
                 pending_median_seconds: a.waits.median(),
+                cost: (a.cost.runs > 0).then_some(a.cost),
                 totals: a.totals,
             }
         })

@@ -18,8 +18,10 @@ use crate::store;
 use crate::store::{AppRecord, BudgetView, Counts, ExecutorRecord, Gone};
 
 mod markdown;
+mod svg;
 
 pub use markdown::markdown;
+pub use svg::svg;
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report<'a> {

@@ -15,6 +15,7 @@
 //! mapStage`, resubmitted after `RESUBMIT_TIMEOUT`), `removeExecutorAndUnregisterOutputs`,
 //! `ExecutorAllocationManager` (idle executors killed: "Executor killed by driver.").
 
+pub mod lanes;
 pub mod ledger;
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,15 @@ pub struct AppCost {
     /// count what was kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// When the run began (the app's start, else its first event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Time>,
+    /// The executors over time, for a picture (the first [`lanes::MAX_LANES`] to register).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<lanes::Lane>,
+    /// Executors registered past the lanes kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lanes_left_out: u32,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::lanes::{Lane, MAX_LANES};
 use super::{AppCost, Loss, Rerun, RerunKind, Waste};
 use crate::model::Time;
 
@@ -89,6 +90,9 @@ pub struct Ledger {
     partial: bool,
     first: Option<Time>,
     last: Option<Time>,
+    lanes: Vec<Lane>,
+    lane_of: HashMap<i64, usize>,
+    lanes_left_out: u32,
 }
 
 impl Ledger {
@@ -184,6 +188,12 @@ impl Ledger {
             a.tasks += 1;
             a.task_ms += t.ms;
         }
+        if let (Some(x), Some(end)) = (t.executor, t.finished)
+            && let Some(i) = self.lane_of.get(&x)
+        {
+            let from = end - chrono::TimeDelta::milliseconds(i64::try_from(t.ms).unwrap_or(0));
+            self.lanes[*i].ran(from, end);
+        }
         if let Some(x) = t.executor
             && let Some(e) = self.executors.get_mut(&x)
         {
@@ -235,6 +245,13 @@ impl Ledger {
             return;
         }
         self.waste.executors += 1;
+        if self.lanes.len() < MAX_LANES {
+            // An id registered again gets a new lane (the old one stays drawn).
+            self.lane_of.insert(id, self.lanes.len());
+            self.lanes.push(Lane::new(id, at));
+        } else {
+            self.lanes_left_out += 1;
+        }
         self.executors.insert(
             id,
             Executor {
@@ -253,6 +270,10 @@ impl Ledger {
         let Some(e) = self.executors.remove(&id) else {
             return;
         };
+        if let Some(i) = self.lane_of.get(&id) {
+            self.lanes[*i].removed = Some(at);
+            self.lanes[*i].idle_removed = idle;
+        }
         self.settle(&e, at);
         let lost_tasks = self.losses.get(&id).is_some_and(|l| l.tasks_lost > 0);
         if idle && !lost_tasks {
@@ -363,6 +384,9 @@ impl Ledger {
             waste: self.waste,
             shuffle_kept_by,
             partial: self.partial,
+            started: start,
+            lanes: self.lanes,
+            lanes_left_out: self.lanes_left_out,
         }
     }
 }
