@@ -53,6 +53,18 @@ fn draw(app: &mut App, w: u16, h: u16) -> String {
     format!("{}", t.backend())
 }
 
+/// [`draw`] as a terminal that cannot show more than ASCII sees it (`LANG=C`).
+fn draw_ascii(app: &mut App, w: u16, h: u16) -> String {
+    update(app, Msg::Resize(w, h));
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| {
+        super::render(app, f);
+        super::glyphs::to_ascii(f.buffer_mut());
+    })
+    .expect("draw");
+    format!("{}", t.backend())
+}
+
 macro_rules! frames {
     ($name:ident, $setup:expr) => {
         #[test]

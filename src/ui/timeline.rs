@@ -5,8 +5,16 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use spark_triage_core::diagnose::Severity;
+use spark_triage_core::model::Time;
+use spark_triage_core::model::cost::lanes::{Cell, MAX_LANES};
+use spark_triage_core::model::cost::{AppCost, ms};
+
 use crate::app::App;
-use crate::store::TimelineEntry;
+use crate::store::{AppRecord, TimelineEntry};
+
+/// Lanes drawn at most (the rest are counted).
+const MOST_LANES: usize = 24;
 
 pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let Some(a) = app.current_app() else {
@@ -37,6 +45,9 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
         ),
         app.theme.dim(),
     )];
+    if let Some(cost) = a.cost.as_deref().filter(|c| !c.lanes.is_empty()) {
+        lanes(app, a, cost, inner_w, &mut lines);
+    }
     for (_, e) in entries {
         let mark = if e.clock.is_bound() { "*" } else { " " };
         let when = format!("{}{mark} ", app.when(&e.at));
@@ -66,4 +77,75 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     let name = a.app_name.clone().unwrap_or_else(|| a.app_id.clone());
     let title = format!(" Timeline of {name} · ↑↓ scroll · Esc close ");
     super::scrolled_popup(f, r, &title, lines, app);
+}
+
+/// The app's executors over time, from its event log: a lane per executor (busy, idle, its
+/// end), and above them where the stage attempts its losses added ran.
+fn lanes(app: &App, a: &AppRecord, cost: &AppCost, width: usize, lines: &mut Vec<Line<'_>>) {
+    let Some(start) = cost
+        .started
+        .or_else(|| cost.lanes.iter().map(|l| l.added).min())
+    else {
+        return;
+    };
+    const LABEL: usize = 11;
+    let cols = width.saturating_sub(LABEL).max(1);
+    lines.push(Line::styled(
+        format!(
+            "Executors over {}: █ busy ░ idle ✗ failed ┤ ended ▲ stage retries",
+            ms(cost.run_ms)
+        ),
+        app.theme.dim(),
+    ));
+    let span = cost.run_ms.max(1) as f64;
+    let col = |t: Time| {
+        let off = (t - start).num_milliseconds().max(0) as f64;
+        ((off / span) * cols as f64).min(cols as f64 - 1.0) as usize
+    };
+    let mut ruler = vec![' '; cols];
+    let end = start + chrono::TimeDelta::milliseconds(i64::try_from(cost.run_ms).unwrap_or(0));
+    for r in cost.losses.iter().flat_map(|l| &l.reruns) {
+        for c in col(r.submitted)..=col(r.completed.unwrap_or(end)) {
+            ruler[c] = '▲';
+        }
+    }
+    if ruler.contains(&'▲') {
+        lines.push(Line::from(vec![
+            Span::raw(" ".repeat(LABEL)),
+            Span::styled(
+                ruler.into_iter().collect::<String>(),
+                app.theme.severity(Severity::Warn),
+            ),
+        ]));
+    }
+    for lane in cost.lanes.iter().take(MOST_LANES) {
+        let failed = a
+            .executors
+            .values()
+            .rev()
+            .find(|e| e.id == lane.executor)
+            .is_some_and(|e| e.verdict.is_failure());
+        let mut spans = vec![Span::styled(
+            format!("exec {:<5} ", lane.executor),
+            app.theme.dim(),
+        )];
+        for cell in lane.cells(start, cost.run_ms, cols) {
+            spans.push(match cell {
+                Cell::Absent => Span::raw(" "),
+                Cell::Idle => Span::styled("░", app.theme.dim()),
+                Cell::Busy => Span::raw("█"),
+                Cell::End if failed => Span::styled("✗", app.theme.severity(Severity::Error)),
+                Cell::End => Span::styled("┤", app.theme.dim()),
+            });
+        }
+        lines.push(Line::from(spans));
+    }
+    let more = cost.lanes.len().saturating_sub(MOST_LANES) + cost.lanes_left_out as usize;
+    if more > 0 {
+        lines.push(Line::styled(
+            format!("{more} more executors not drawn (report --svg draws up to {MAX_LANES})"),
+            app.theme.dim(),
+        ));
+    }
+    lines.push(Line::raw(""));
 }

@@ -52,3 +52,19 @@ fn the_strip_says_the_cost_and_the_lost_executors_detail_its_chain() {
     );
     insta::assert_snapshot!("cost_of_a_loss_in_its_detail_200x50", frame);
 }
+
+/// The timeline draws the executors over time above its entries: Unicode blocks, and their
+/// ASCII look-alikes under LANG=C.
+#[test]
+fn the_timeline_draws_the_executors_over_time_in_unicode_and_ascii() {
+    let mut app = replay_of_the_log();
+    app.popup = Some(Popup::Timeline);
+    let frame = draw(&mut app, 80, 24);
+    assert!(frame.contains("exec 1     "), "{frame}");
+    assert!(frame.contains('█') && frame.contains('▲'), "{frame}");
+    insta::assert_snapshot!("cost_lanes_in_the_timeline_80x24", frame);
+    let ascii = super::draw_ascii(&mut app, 80, 24);
+    assert!(ascii.is_ascii(), "{ascii}");
+    assert!(ascii.contains('#') && ascii.contains('^'), "{ascii}");
+    insta::assert_snapshot!("cost_lanes_in_the_timeline_ascii_80x24", ascii);
+}

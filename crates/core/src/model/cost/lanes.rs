@@ -75,6 +75,53 @@ impl Lane {
     }
 }
 
+/// What one column of a drawn lane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// Not registered yet, or removed.
+    Absent,
+    /// Registered, no task running.
+    Idle,
+    /// A task running at some moment of the column.
+    Busy,
+    /// The column of its removal.
+    End,
+}
+
+impl Lane {
+    /// The lane in `cols` columns over the run from `start`, `span_ms` long (a column is
+    /// busy when a task ran at any moment of it).
+    pub fn cells(&self, start: Time, span_ms: u64, cols: usize) -> Vec<Cell> {
+        let span = span_ms.max(1) as f64;
+        let cols_f = cols.max(1) as f64;
+        let at = |t: Time| {
+            let ms = (t - start).num_milliseconds().max(0) as f64;
+            ((ms / span) * cols_f).min(cols_f - 1.0) as usize
+        };
+        let added = (self.added - start).num_milliseconds().max(0) as u64;
+        let first = at(self.added);
+        let last = self.removed.map(at);
+        (0..cols)
+            .map(|c| {
+                if c < first || last.is_some_and(|l| c > l) {
+                    return Cell::Absent;
+                }
+                if last == Some(c) {
+                    return Cell::End;
+                }
+                // The column's span, as ms from the lane's start.
+                let from = (c as f64 * span / cols_f) as u64;
+                let to = ((c + 1) as f64 * span / cols_f) as u64;
+                if self.busy_within(from.saturating_sub(added), to.saturating_sub(added)) {
+                    Cell::Busy
+                } else {
+                    Cell::Idle
+                }
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +142,26 @@ mod tests {
             l.ran(s(100 + 2 * i), s(101 + 2 * i));
         }
         assert_eq!(l.busy.len(), MAX_SPANS);
+        // 10 columns of 10 s from t0 - 10 s: absent, then busy, idle, busy…
+        let mut m = Lane::new(2, s(10));
+        m.ran(s(10), s(25));
+        m.removed = Some(s(75));
+        let cells = m.cells(t0, 100_000, 10);
+        assert_eq!(
+            cells,
+            [
+                Cell::Absent,
+                Cell::Busy,
+                Cell::Busy,
+                Cell::Idle,
+                Cell::Idle,
+                Cell::Idle,
+                Cell::Idle,
+                Cell::End,
+                Cell::Absent,
+                Cell::Absent
+            ]
+        );
         assert!(l.busy.windows(2).all(|w| w[0].1 < w[1].0), "{:?}", l.busy);
     }
 }
