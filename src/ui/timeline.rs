@@ -105,9 +105,8 @@ fn lanes(app: &App, a: &AppRecord, cost: &AppCost, width: usize, lines: &mut Vec
     let mut ruler = vec![' '; cols];
     let end = start + chrono::TimeDelta::milliseconds(i64::try_from(cost.run_ms).unwrap_or(0));
     for r in cost.losses.iter().flat_map(|l| &l.reruns) {
-        for c in col(r.submitted)..=col(r.completed.unwrap_or(end)) {
-            ruler[c] = '▲';
-        }
+        let (from, to) = (col(r.submitted), col(r.completed.unwrap_or(end)));
+        ruler[from..=to.max(from)].fill('▲');
     }
     if ruler.contains(&'▲') {
         lines.push(Line::from(vec![
