@@ -161,6 +161,11 @@ history_server
 save_requests "$RUN/requests.json"
 kill -TERM "$SIM" 2>/dev/null
 wait "$SIM" 2>/dev/null
+# A real dynamic-allocation run with a 3 s idle timeout (scripts/cost-fixtures.py, on a
+# local-cluster master): its report's idle tail against the gaps check.py counts in its log.
+echo "e2e-spark: a dynamic-allocation run with an idle timeout (local-cluster)"
+timeout 240 "$VENV/bin/python" scripts/cost-fixtures.py "$RUN" idle-timeout >"$RUN/idle.log" 2>&1
+"$BIN" report "$RUN/idle-timeout.json" -o json >"$RUN/report-idle.json" 2>&1
 # The same driver on a simulator that refuses WebSocket watches: fabric8 falls back to HTTP.
 mkdir -p "$RUN/http"
 start_sim "$RUN/http" --fault no-websocket

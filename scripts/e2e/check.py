@@ -59,6 +59,10 @@ def app_of(report):
     return next((a for a in report.get("apps", []) if a.get("app_id") == want), None)
 
 
+def app_of_any(report):
+    return next(iter(report.get("apps", [])), None)
+
+
 def executor(app, pod):
     return next((e for e in (app or {}).get("executors", []) if e.get("pod") == pod), None)
 
@@ -332,6 +336,34 @@ check("shuffle loss: the live view (status --event-log-dir, driver running) says
       victim_e and live_loss.get("executor") == exec_id(victim_e)
       and live_loss.get("rerun_tasks") == (loss or {}).get("rerun_tasks"),
       (live_loss, facts.get("live-cost")))
+
+# The dynamic-allocation run (scripts/cost-fixtures.py idle-timeout): the idle tail is each
+# removed executor's time from its last task's end (or registration) to its removal.
+def idle_gaps(path):
+    last, gaps = {}, 0
+    try:
+        with open(path) as f:
+            lines = [json.loads(l) for l in f if l.strip()]
+    except (OSError, ValueError):
+        return None
+    for l in lines:
+        if l["Event"] == "SparkListenerExecutorAdded":
+            last[l["Executor ID"]] = l["Timestamp"]
+        elif l["Event"] == "SparkListenerTaskEnd":
+            x = l["Task Info"]["Executor ID"]
+            last[x] = max(last.get(x, 0), l["Task Info"]["Finish Time"])
+        elif l["Event"] == "SparkListenerExecutorRemoved":
+            gaps += l["Timestamp"] - last[l["Executor ID"]]
+    return gaps / 1000
+
+
+gaps = idle_gaps(os.path.join(RUN, "idle-timeout.json"))
+idle = ((app_of_any(load_json("report-idle.json")) or {}).get("cost") or {}).get("waste") or {}
+check("dynamic allocation: the report's idle tail is the gaps from each executor's last task "
+      "to its removal",
+      gaps and abs(idle.get("idle_tail_executor_seconds", -1) - gaps) < 0.001
+      and idle.get("idle_removed", 0) >= 2,
+      (idle, gaps, read("idle.log")[-300:]))
 
 # The driver view: spark-triage's per-executor `driver` fields against the REST API read
 # directly a moment before.

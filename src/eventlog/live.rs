@@ -47,7 +47,8 @@ impl Extra for EventLogDir {
 }
 
 /// How long before an app whose log was not there, or could not be read, is looked for
-/// again (each look lists the whole directory).
+/// again (each look lists the whole directory); and before a log still being written is
+/// read again for its cost.
 const LOOK_AGAIN: Duration = Duration::from_secs(300);
 
 /// The order of an app's logs, the one to read last: by attempt (as a number), a finished
@@ -99,15 +100,23 @@ impl EventLogDir {
             }
         };
         let mut read: BTreeSet<(String, String)> = BTreeSet::new();
+        // Apps whose log was still being written when read: their cost is read again then.
+        let mut costs_due: BTreeMap<(String, String), Instant> = BTreeMap::new();
         // Apps whose log was not there (or failed), and when they are looked for again.
         let mut later: BTreeMap<(String, String), Instant> = BTreeMap::new();
         let mut said: Option<Health> = None;
         // Each poll's apps; the list closes when the connection's sources stop.
         while let Ok(apps) = apps.recv() {
             let now_i = Instant::now();
+            let due: Vec<(String, String)> = apps
+                .iter()
+                .filter(|k| costs_due.get(*k).is_some_and(|t| *t <= now_i))
+                .cloned()
+                .collect();
             let wanted: Vec<(String, String)> = apps
                 .into_iter()
                 .filter(|k| !read.contains(k) && later.get(k).is_none_or(|t| *t <= now_i))
+                .chain(due)
                 .collect();
             let state = if wanted.is_empty() {
                 said.clone().unwrap_or(Health::Connected)
@@ -119,22 +128,44 @@ impl EventLogDir {
                     Ok(entries) => {
                         let mut failed = None;
                         for key in wanted {
+                            // Read before: only its cost again.
+                            let again = read.contains(&key);
                             match self.read_one(fs.as_ref(), &entries, &key.0, &key.1) {
                                 Ok(Some(events)) => {
+                                    costs_due.remove(&key);
                                     for ev in events {
-                                        if !send(ev) {
+                                        if let SourceEvent::AppCost { cost, .. } = &ev
+                                            && cost.in_progress
+                                        {
+                                            costs_due
+                                                .insert(key.clone(), Instant::now() + LOOK_AGAIN);
+                                        }
+                                        let skip =
+                                            again && !matches!(ev, SourceEvent::AppCost { .. });
+                                        if !skip && !send(ev) {
                                             return;
                                         }
                                     }
                                     later.remove(&key);
                                     read.insert(key);
                                 }
-                                // Not there (yet), or unreadable: looked for again later.
+                                // Not there (yet), or unreadable: looked for again later
+                                // (a cost read again, at its next time).
                                 Ok(None) => {
-                                    later.insert(key, Instant::now() + LOOK_AGAIN);
+                                    let next = Instant::now() + LOOK_AGAIN;
+                                    if again {
+                                        costs_due.insert(key, next);
+                                    } else {
+                                        later.insert(key, next);
+                                    }
                                 }
                                 Err(e) => {
-                                    later.insert(key, Instant::now() + LOOK_AGAIN);
+                                    let next = Instant::now() + LOOK_AGAIN;
+                                    if again {
+                                        costs_due.insert(key, next);
+                                    } else {
+                                        later.insert(key, next);
+                                    }
                                     failed = Some(e);
                                 }
                             }

@@ -257,9 +257,11 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 }
             }
             let spec = e.pod.container_spec(&e.spark_container);
+            // A run's cost read whole (a log still being written may not know this end yet).
             let loss = a
                 .cost
                 .as_deref()
+                .filter(|c| !c.in_progress)
                 .map(|c| c.losses.iter().find(|l| l.executor == e.id));
             rows.endings.push(EndingRow {
                 namespace: a.namespace.clone(),
@@ -303,7 +305,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                     .map(|l| l.map_or(0.0, |l| secs(l.rerun_task_ms + l.task_ms_lost))),
                 recompute_wall_seconds: loss.map(|l| l.map_or(0.0, |l| secs(l.wall_ms))),
                 stage_attempts_added: loss
-                    .map(|l| l.map_or(0, |l| i32::try_from(l.reruns.len()).unwrap_or(i32::MAX))),
+                    .map(|l| l.map_or(0, |l| i32::try_from(l.attempts_added).unwrap_or(i32::MAX))),
             });
         }
         // An app's row once it is over and every ending of it settled.

@@ -142,7 +142,7 @@ impl CostView {
         if self.unexplained_reruns > 0 {
             out.push(format!(
                 "{} stage attempts added that no executor loss explains (a stage failed by its \
-                 own tasks, or a fetch from a live executor)",
+                 own tasks, or a fetch from a block manager that is no executor)",
                 self.unexplained_reruns
             ));
         }

@@ -255,8 +255,12 @@ impl Converter {
         let shuffle_kept_by = self.shuffle_kept_by();
         let idle_timeout = self.idle_timeout_ms();
         self.ledger.idle_timeout(idle_timeout);
-        let cost =
-            std::mem::take(&mut self.ledger).finish(self.start, Some(end_at), shuffle_kept_by);
+        let cost = std::mem::take(&mut self.ledger).finish(
+            self.start,
+            Some(end_at),
+            shuffle_kept_by,
+            self.end.is_some(),
+        );
         if !cost.is_empty() {
             self.out.push(SourceEvent::AppCost {
                 namespace: namespace.clone(),

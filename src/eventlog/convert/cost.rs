@@ -1,18 +1,24 @@
 //! What the log's configuration says of the cost of a loss: which removals are dynamic
-//! allocation's idle ones, and what keeps a lost executor's shuffle output.
+//! allocation's idle ones, what a task's time holds, and what keeps a lost executor's
+//! shuffle output; and the tasks and stages, into the ledger.
 
 use std::time::Duration;
 
-use spark_triage_core::spark::spark_time;
-
 use spark_triage_core::model::Time;
-use spark_triage_core::model::cost::ledger::{Outcome, TaskRun};
+use spark_triage_core::model::cost::ledger::{Fetched, Outcome, TaskRun};
+use spark_triage_core::spark::spark_time;
+use spark_triage_core::text;
 
 use super::Converter;
 use crate::eventlog::events::Event;
 
-/// Spark's default shuffle manager: an executor's output lives on its disks.
-const SORT: [&str; 2] = ["sort", "org.apache.spark.shuffle.sort.SortShuffleManager"];
+/// Spark's own shuffle managers (as it lowercases them): an executor's output lives on
+/// its disks.
+const SORT: [&str; 3] = [
+    "sort",
+    "tungsten-sort",
+    "org.apache.spark.shuffle.sort.sortshufflemanager",
+];
 
 impl Converter {
     /// A task's end, into the ledger: its stage attempt, its run time, how it ended.
@@ -25,9 +31,22 @@ impl Converter {
         lost: bool,
         fetch_failed: Option<Option<String>>,
     ) {
+        if self.ledger_cpus.is_none() {
+            // `spark.task.cpus`: each task's run time holds that many cores.
+            let cpus = self
+                .property("spark.task.cpus")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(1);
+            self.ledger.task_cpus(cpus);
+            self.ledger_cpus = Some(cpus);
+        }
         let outcome = match (fetch_failed, lost) {
             (Some(from), _) => Outcome::FetchFailed {
-                from: from.and_then(|f| f.parse().ok()),
+                from: match from {
+                    None => Fetched::Unnamed,
+                    // A block manager that is no executor (the fallback storage).
+                    Some(f) => f.parse().map_or(Fetched::Elsewhere, Fetched::Executor),
+                },
             },
             (None, true) => Outcome::Lost,
             (None, false) => Outcome::Done,
@@ -77,11 +96,10 @@ impl Converter {
     }
 
     /// A removal dynamic allocation made of an idle executor: with it on, the driver's kill
-    /// ("Executor killed by driver.") or a decommission it asked for.
+    /// ("Executor killed by driver."). A decommission is not told apart from a node's or a
+    /// preemption's, so it is none.
     pub(super) fn removed_idle(&self, reason: &str) -> bool {
-        self.on("spark.dynamicAllocation.enabled")
-            && (reason.trim() == "Executor killed by driver."
-                || reason.starts_with("Executor decommission"))
+        self.on("spark.dynamicAllocation.enabled") && reason.trim() == "Executor killed by driver."
     }
 
     /// `spark.dynamicAllocation.executorIdleTimeout` with dynamic allocation on (Spark's
@@ -93,7 +111,7 @@ impl Converter {
         let set = self
             .property("spark.dynamicAllocation.executorIdleTimeout")
             .and_then(|v| spark_time(v, Duration::from_secs(1)));
-        Some(set.unwrap_or(Duration::from_secs(60)).as_millis() as u64)
+        Some(u64::try_from(set.unwrap_or(Duration::from_secs(60)).as_millis()).unwrap_or(u64::MAX))
     }
 
     /// What keeps a lost executor's shuffle output, as the configuration says.
@@ -102,19 +120,24 @@ impl Converter {
             return Some("the external shuffle service (spark.shuffle.service.enabled)".into());
         }
         if let Some(m) = self.property("spark.shuffle.manager")
-            && !SORT.contains(&m.trim())
+            && !SORT.contains(&m.trim().to_ascii_lowercase().as_str())
         {
+            let m = text::clipped(&text::field(m), 120).into_owned();
             return Some(format!(
                 "a remote shuffle service (spark.shuffle.manager {m})"
             ));
         }
+        // shuffleBlocks is on by default (Spark 3.1+) once storage decommissioning is.
+        let shuffle_blocks = self
+            .property("spark.storage.decommission.shuffleBlocks.enabled")
+            .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
         (self.on("spark.decommission.enabled")
             && self.on("spark.storage.decommission.enabled")
-            && self.on("spark.storage.decommission.shuffleBlocks.enabled"))
-        .then(|| {
-            "decommissioning's shuffle migration, on a graceful removal only (a pod deleted, \
-             preempted or evicted within its grace; not an OOM kill or a node lost)"
-                .into()
-        })
+            && shuffle_blocks)
+            .then(|| {
+                "decommissioning's shuffle migration, on a graceful removal only (a pod deleted, \
+                 preempted or evicted within its grace; not an OOM kill or a node lost)"
+                    .into()
+            })
     }
 }

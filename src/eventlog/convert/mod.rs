@@ -180,6 +180,8 @@ pub(crate) struct Converter {
     damaged: Vec<String>,
     /// The run's stages, tasks and executors, into what its losses cost.
     ledger: Ledger,
+    /// `spark.task.cpus` as given to the ledger (at the first task's end).
+    ledger_cpus: Option<u32>,
 }
 
 impl Converter {
@@ -225,6 +227,7 @@ impl Converter {
             out: Vec::new(),
             damaged: Vec::new(),
             ledger: Ledger::new(),
+            ledger_cpus: None,
         }
     }
 

@@ -28,11 +28,19 @@ use crate::text::human_duration;
 pub struct AppCost {
     /// The span the figures cover (the app's start to its end, or to the last event read), ms.
     pub run_ms: u64,
+    /// The wall-clock time of every stage attempt losses added, overlapping ones once, ms.
+    #[serde(default)]
+    pub recompute_wall_ms: u64,
+    /// Read from a log still being written (the app runs): the figures so far.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_progress: bool,
     /// Executor losses that cost the app work, the costliest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub losses: Vec<Loss>,
     /// Stage attempts added that no executor loss explains (a stage failed by its own
-    /// tasks' errors, a fetch from a live executor that failed).
+    /// tasks' errors; a fetch failure from a block manager that is no executor). A fetch
+    /// failure from an executor still registered is charged to it: Spark drops its output
+    /// all the same.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unexplained_reruns: u32,
     /// What its executors were paid for and did not use.
@@ -78,6 +86,9 @@ pub struct Loss {
     /// The stage attempts added because of it, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reruns: Vec<Rerun>,
+    /// How many stage attempts it added (all of them; `reruns` lists the first 64).
+    #[serde(default)]
+    pub attempts_added: u32,
     /// The tasks of those attempts, and their run time, ms.
     pub rerun_tasks: u32,
     /// Their run time, ms.
@@ -129,10 +140,16 @@ pub struct Waste {
     /// Dynamic allocation's tail: executors the driver removed after they idled, from
     /// their last task's end (or registration) to the removal, executor-ms.
     pub idle_tail_ms: u64,
+    /// The same times each executor's cores, core-ms.
+    #[serde(default)]
+    pub idle_tail_core_ms: u64,
     /// How many executors the driver removed so.
     pub idle_removed: u32,
     /// Executors that registered and ran no task.
     pub never_used: u32,
+    /// The most executors registered at once.
+    #[serde(default)]
+    pub peak: u32,
     /// Their paid time, core-ms.
     #[serde(default)]
     pub never_used_core_ms: u64,
@@ -177,9 +194,9 @@ pub fn ms(ms: u64) -> String {
 const LEAST_TIMEOUT_MS: u64 = 15_000;
 
 impl AppCost {
-    /// The wall-clock time all losses cost, ms.
+    /// The wall-clock time all losses cost (their attempts' union), ms.
     pub fn wall_ms(&self) -> u64 {
-        self.losses.iter().map(|l| l.wall_ms).sum()
+        self.recompute_wall_ms
     }
 
     /// Whether the figures say anything (an app with no executor read says nothing).
@@ -199,7 +216,15 @@ impl AppCost {
         let mut best: Option<Saving> = None;
         if let Some(t) = w.idle_timeout_ms.filter(|t| *t > LEAST_TIMEOUT_MS) {
             let shorter = (t / 2).max(LEAST_TIMEOUT_MS);
-            let saved = (u64::from(w.idle_removed) * (t - shorter)).min(w.idle_tail_ms);
+            // Each idle removal sooner by the difference, at most its idle time; in core
+            // time at the idle executors' cores.
+            let sooner = u64::from(w.idle_removed).saturating_mul(t - shorter);
+            let saved = if w.idle_tail_ms == 0 {
+                0
+            } else {
+                let share = (sooner as f64 / w.idle_tail_ms as f64).min(1.0);
+                (w.idle_tail_core_ms as f64 * share) as u64
+            };
             best = Some(Saving {
                 setting: format!(
                     "--conf spark.dynamicAllocation.executorIdleTimeout={}s",
@@ -213,19 +238,19 @@ impl AppCost {
                 ),
             });
         }
-        if w.idle_timeout_ms.is_some() && w.never_used > 0 && w.executors > w.never_used {
+        if w.idle_timeout_ms.is_some() && w.never_used > 0 && w.peak > w.never_used {
             let saved = w.never_used_core_ms;
             if best.as_ref().is_none_or(|b| saved > b.saved_core_ms) {
                 best = Some(Saving {
                     setting: format!(
                         "--conf spark.dynamicAllocation.maxExecutors={}",
-                        w.executors - w.never_used
+                        w.peak - w.never_used
                     ),
                     saved_core_ms: saved,
                     basis: format!(
-                        "{} executors that ran no task not requested (fewer at once would \
-                         have done: the estimate takes the run's total, an upper bound)",
-                        w.never_used
+                        "{} executors that ran no task not requested, of the {} at once at the \
+                         peak (an upper bound: not all of them were there at the peak)",
+                        w.never_used, w.peak
                     ),
                 });
             }
@@ -266,6 +291,7 @@ impl Loss {
             .filter(|r| r.kind == RerunKind::Recompute)
             .collect();
         let mut stages: Vec<u32> = recomputed.iter().map(|r| r.stage).collect();
+        stages.sort_unstable();
         stages.dedup();
         let mut said = Vec::new();
         let head = if stages.is_empty() {

@@ -4,7 +4,7 @@
 //! attempt's and its executor's sums and forgotten; a stage attempt no loss touched is
 //! forgotten when it completes, and an executor's sums when it is removed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::lanes::{Lane, MAX_LANES};
 use super::{AppCost, Loss, Rerun, RerunKind, Waste};
@@ -19,7 +19,7 @@ const MAX_LOSSES: usize = 10_000;
 /// The most reruns one loss lists (their sums count them all).
 const MAX_RERUNS: usize = 64;
 /// Recent removals remembered for a `FetchFailed` that names no executor.
-const RECENT: usize = 16;
+const RECENT: usize = 64;
 
 /// How a task ended, as the cost reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,23 @@ pub enum Outcome {
     Done,
     /// `ExecutorLostFailure`: its executor was lost under it.
     Lost,
-    /// `FetchFailed`: the block manager it could not fetch from (its executor), when named.
+    /// `FetchFailed`: whose block manager it could not fetch from.
     FetchFailed {
         /// The executor it could not fetch from.
-        from: Option<i64>,
+        from: Fetched,
     },
+}
+
+/// Whose output a `FetchFailed` could not fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetched {
+    /// An executor's block manager, named.
+    Executor(i64),
+    /// None named: the output was already unregistered (`MetadataFetchFailedException`).
+    Unnamed,
+    /// A block manager that is no executor (decommissioning's fallback storage): charged to
+    /// nobody.
+    Elsewhere,
 }
 
 /// One task's end.
@@ -62,6 +74,21 @@ struct Attempt {
     owner: Option<(i64, RerunKind)>,
 }
 
+#[derive(Debug, Default)]
+struct StageSeen {
+    parents: Vec<u32>,
+    latest: u32,
+    last_ok: Option<Time>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Blame {
+    executor: i64,
+    kind: RerunKind,
+    /// The stage whose fetch failed.
+    round: u32,
+}
+
 #[derive(Debug)]
 struct Executor {
     added: Time,
@@ -74,15 +101,23 @@ struct Executor {
 #[derive(Debug, Default)]
 pub struct Ledger {
     attempts: HashMap<(u32, u32), Attempt>,
-    parents: HashMap<u32, Vec<u32>>,
-    /// Each stage's last attempt that completed without failing: when.
-    last_ok: HashMap<u32, Time>,
-    /// Stages to be resubmitted because a fetch failed: whose loss, and why.
-    blame: HashMap<u32, (i64, RerunKind)>,
+    /// Per stage (ids only grow: past [`MAX_STAGES`] the lowest are let go): its parents,
+    /// its latest attempt submitted, when its last good attempt completed.
+    stages: BTreeMap<u32, StageSeen>,
+    /// Stages to be resubmitted because a fetch failed: whose loss, why, and the failed
+    /// stage whose fetch said so.
+    blame: HashMap<u32, Blame>,
     executors: HashMap<i64, Executor>,
     losses: HashMap<i64, Loss>,
-    /// The latest executors removed other than idle: (id, when).
+    /// Executors removed, and when (at most [`MAX_EXECUTORS`], the oldest let go).
+    removed: HashMap<i64, Time>,
+    removed_order: VecDeque<i64>,
+    /// The latest executors removed: (id, when).
     recent: VecDeque<(i64, Time)>,
+    /// `spark.task.cpus`: the cores one task holds.
+    task_cpus: u32,
+    /// The most executors registered at once.
+    peak: u32,
     /// Attempts charged to a loss, in order (their figures are read at the end).
     charged: Vec<(i64, u32, u32)>,
     waste: Waste,
@@ -98,7 +133,25 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            task_cpus: 1,
+            ..Self::default()
+        }
+    }
+
+    /// `spark.task.cpus` (1 unless set): a task's run time holds that many cores.
+    pub fn task_cpus(&mut self, cpus: u32) {
+        self.task_cpus = cpus.max(1);
+    }
+
+    /// Stage `stage`'s record, made at its first mention (past [`MAX_STAGES`], the lowest
+    /// id is let go: stage ids only grow).
+    fn stage(&mut self, stage: u32) -> &mut StageSeen {
+        if !self.stages.contains_key(&stage) && self.stages.len() >= MAX_STAGES {
+            self.stages.pop_first();
+            self.partial = true;
+        }
+        self.stages.entry(stage).or_default()
     }
 
     fn seen(&mut self, at: Time) {
@@ -109,15 +162,20 @@ impl Ledger {
     /// `SparkListenerStageSubmitted`: a stage's attempt, its parents.
     pub fn stage_submitted(&mut self, stage: u32, attempt: u32, parents: &[u32], at: Time) {
         self.seen(at);
-        if !parents.is_empty()
-            && (self.parents.len() < MAX_STAGES || self.parents.contains_key(&stage))
-        {
-            self.parents.insert(stage, parents.to_vec());
+        let seen = self.stage(stage);
+        if !parents.is_empty() {
+            seen.parents = parents.to_vec();
         }
+        seen.latest = seen.latest.max(attempt);
         let owner = if attempt == 0 {
             None
         } else if let Some(b) = self.blame.remove(&stage) {
-            Some(b)
+            if b.kind == RerunKind::Retry {
+                // The failed stage again: its parents that were not resubmitted needed no
+                // recompute after all.
+                self.blame.retain(|_, o| o.round != stage);
+            }
+            Some((b.executor, b.kind))
         } else if let Some(x) = self.missing_output(stage) {
             // Resubmitted with no fetch failure: its output went missing with an executor
             // removed since its last good attempt.
@@ -126,19 +184,28 @@ impl Ledger {
             self.unexplained += 1;
             None
         };
-        if let Some((x, _)) = owner {
-            if self.loss(x).is_none() {
-                return self.track(stage, attempt, at, None);
-            }
+        let owner = owner.filter(|(x, _)| self.loss(*x).is_some());
+        if self.track(stage, attempt, at, owner)
+            && let Some((x, _)) = owner
+        {
             self.charged.push((x, stage, attempt));
+            if let Some(l) = self.losses.get_mut(&x) {
+                l.attempts_added += 1;
+            }
         }
-        self.track(stage, attempt, at, owner);
     }
 
-    fn track(&mut self, stage: u32, attempt: u32, at: Time, owner: Option<(i64, RerunKind)>) {
+    /// Keeps an attempt's figures; false past [`MAX_STAGES`] attempts held.
+    fn track(
+        &mut self,
+        stage: u32,
+        attempt: u32,
+        at: Time,
+        owner: Option<(i64, RerunKind)>,
+    ) -> bool {
         if self.attempts.len() >= MAX_STAGES && !self.attempts.contains_key(&(stage, attempt)) {
             self.partial = true;
-            return;
+            return false;
         }
         self.attempts.insert(
             (stage, attempt),
@@ -148,23 +215,40 @@ impl Ledger {
                 ..Attempt::default()
             },
         );
+        true
     }
 
-    /// The executor removed (not idle) after `stage`'s last good attempt, the latest.
+    /// The latest executor removed since `stage`'s last good attempt.
     fn missing_output(&self, stage: u32) -> Option<i64> {
-        let ok = self.last_ok.get(&stage)?;
+        let ok = self.stages.get(&stage)?.last_ok?;
+        self.lost_since(ok)
+    }
+
+    /// The latest executor removed at or after `since`.
+    fn lost_since(&self, since: Time) -> Option<i64> {
         self.recent
             .iter()
             .rev()
-            .find(|(_, at)| at >= ok)
+            .find(|(_, at)| *at >= since)
             .map(|(x, _)| *x)
+    }
+
+    /// The executor whose output a fetch that names none lost: the latest removed since
+    /// the stage's parents last completed (their output was whole then).
+    fn unnamed_loss(&self, stage: u32) -> Option<i64> {
+        let parents = &self.stages.get(&stage)?.parents;
+        let since = parents
+            .iter()
+            .filter_map(|p| self.stages.get(p)?.last_ok)
+            .min()?;
+        self.lost_since(since)
     }
 
     /// `SparkListenerStageCompleted`: `failed` when its `Failure Reason` is set.
     pub fn stage_completed(&mut self, stage: u32, attempt: u32, failed: bool, at: Time) {
         self.seen(at);
-        if !failed && (self.last_ok.len() < MAX_STAGES || self.last_ok.contains_key(&stage)) {
-            self.last_ok.insert(stage, at);
+        if !failed {
+            self.stage(stage).last_ok = Some(at);
         }
         let key = (stage, attempt);
         match self.attempts.get_mut(&key) {
@@ -183,7 +267,7 @@ impl Ledger {
         if let Some(at) = t.finished {
             self.seen(at);
         }
-        self.waste.busy_ms += t.ms;
+        self.waste.busy_ms += t.ms.saturating_mul(u64::from(self.task_cpus));
         if let Some(a) = self.attempts.get_mut(&(t.stage, t.attempt)) {
             a.tasks += 1;
             a.task_ms += t.ms;
@@ -210,18 +294,41 @@ impl Ledger {
                     l.task_ms_lost += t.ms;
                 }
             }
-            Outcome::FetchFailed { from } => {
-                // Named, or (the output already unregistered) the latest executor lost.
-                let Some(x) = from.or_else(|| self.recent.back().map(|(x, _)| *x)) else {
-                    return;
-                };
-                let Some(l) = self.loss(x) else { return };
-                l.fetch_failed += 1;
-                self.blame.entry(t.stage).or_insert((x, RerunKind::Retry));
-                for p in self.parents.get(&t.stage).cloned().unwrap_or_default() {
-                    self.blame.entry(p).or_insert((x, RerunKind::Recompute));
-                }
-            }
+            Outcome::FetchFailed { from } => self.fetch_failed(t.stage, t.attempt, from),
+        }
+    }
+
+    /// A fetch failed in `stage`'s attempt: the executor whose output it lost is charged
+    /// the stage's retry and its parents' recompute (Spark drops that executor's output
+    /// even when it stays registered).
+    fn fetch_failed(&mut self, stage: u32, attempt: u32, from: Fetched) {
+        // A straggler of an attempt already superseded: Spark ignores it too.
+        if self.stages.get(&stage).is_some_and(|s| s.latest > attempt) {
+            return;
+        }
+        let x = match from {
+            Fetched::Executor(x) => Some(x),
+            Fetched::Unnamed => self.unnamed_loss(stage),
+            Fetched::Elsewhere => None,
+        };
+        let Some(l) = x.and_then(|x| self.loss(x)) else {
+            return;
+        };
+        l.fetch_failed += 1;
+        let executor = l.executor;
+        let blame = |kind| Blame {
+            executor,
+            kind,
+            round: stage,
+        };
+        self.blame.insert(stage, blame(RerunKind::Retry));
+        let parents = self
+            .stages
+            .get(&stage)
+            .map(|s| s.parents.clone())
+            .unwrap_or_default();
+        for p in parents {
+            self.blame.insert(p, blame(RerunKind::Recompute));
         }
     }
 
@@ -231,8 +338,10 @@ impl Ledger {
             self.partial = true;
             return None;
         }
+        let removed_at = self.removed.get(&x).copied();
         Some(self.losses.entry(x).or_insert_with(|| Loss {
             executor: x,
+            removed_at,
             ..Loss::default()
         }))
     }
@@ -261,6 +370,9 @@ impl Ledger {
                 tasks: 0,
             },
         );
+        self.peak = self
+            .peak
+            .max(u32::try_from(self.executors.len()).unwrap_or(u32::MAX));
     }
 
     /// `SparkListenerExecutorRemoved`: `idle` when the driver removed it as dynamic
@@ -274,39 +386,38 @@ impl Ledger {
             self.lanes[*i].removed = Some(at);
             self.lanes[*i].idle_removed = idle;
         }
-        self.settle(&e, at);
+        self.settle(&e, at, true);
         let lost_tasks = self.losses.get(&id).is_some_and(|l| l.tasks_lost > 0);
         if idle && !lost_tasks {
             self.waste.idle_removed += 1;
             let from = e.last_end.unwrap_or(e.added).max(e.added);
             self.waste.idle_tail_ms += span(from, at);
-        } else {
-            if self.recent.len() == RECENT {
-                self.recent.pop_front();
-            }
-            self.recent.push_back((id, at));
-            if let Some(l) = self.losses.get_mut(&id) {
-                l.removed_at = Some(at);
-            } else if self.losses.len() < MAX_LOSSES {
-                // Known now, so a fetch failure or a resubmission can be charged to it;
-                // dropped at the end if nothing was.
-                self.losses.insert(
-                    id,
-                    Loss {
-                        executor: id,
-                        removed_at: Some(at),
-                        ..Loss::default()
-                    },
-                );
-            }
+            self.waste.idle_tail_core_ms += span(from, at) * u64::from(e.cores);
+        }
+        // Any removal can take shuffle output (an idle one kept by shuffle tracking too).
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((id, at));
+        if self.removed_order.len() >= MAX_EXECUTORS
+            && let Some(old) = self.removed_order.pop_front()
+        {
+            self.removed.remove(&old);
+        }
+        self.removed.insert(id, at);
+        self.removed_order.push_back(id);
+        if let Some(l) = self.losses.get_mut(&id) {
+            l.removed_at = Some(at);
         }
     }
 
     /// An executor's time and use, into the app's.
-    fn settle(&mut self, e: &Executor, until: Time) {
+    /// `over`: it is over (an executor still running at the end of a log being written has
+    /// not had its chance to run a task).
+    fn settle(&mut self, e: &Executor, until: Time, over: bool) {
         let paid = span(e.added, until) * u64::from(e.cores);
         self.waste.allocated_core_ms += paid;
-        if e.tasks == 0 {
+        if e.tasks == 0 && over {
             self.waste.never_used += 1;
             self.waste.never_used_core_ms += paid;
         }
@@ -318,21 +429,24 @@ impl Ledger {
     }
 
     /// The figures, as of `end` (the app's end, or the last event read); `shuffle_kept_by`
-    /// as the configuration says.
+    /// as the configuration says; `ended`: the app's end is in the log (else it is being
+    /// written, and its executors still running are not counted as never used).
     pub fn finish(
         mut self,
         start: Option<Time>,
         end: Option<Time>,
         shuffle_kept_by: Option<String>,
+        ended: bool,
     ) -> AppCost {
         let end = end.or(self.last);
         let start = start.or(self.first);
         if let Some(end) = end {
             let live: Vec<Executor> = self.executors.drain().map(|(_, e)| e).collect();
             for e in &live {
-                self.settle(e, end);
+                self.settle(e, end, ended);
             }
         }
+        let mut spans: HashMap<i64, Vec<(Time, Time)>> = HashMap::new();
         for (x, stage, attempt) in std::mem::take(&mut self.charged) {
             let Some(a) = self.attempts.get(&(stage, attempt)) else {
                 continue;
@@ -345,6 +459,9 @@ impl Ledger {
             };
             l.rerun_tasks += a.tasks;
             l.rerun_task_ms += a.task_ms;
+            if let Some(to) = a.completed.or(end) {
+                spans.entry(x).or_default().push((submitted, to));
+            }
             if l.reruns.len() < MAX_RERUNS {
                 l.reruns.push(Rerun {
                     stage,
@@ -360,12 +477,10 @@ impl Ledger {
         let mut losses: Vec<Loss> = self
             .losses
             .into_values()
-            .filter(|l| {
-                l.tasks_lost > 0 || l.fetch_failed > 0 || l.rerun_tasks > 0 || !l.reruns.is_empty()
-            })
+            .filter(|l| l.tasks_lost > 0 || l.fetch_failed > 0 || l.attempts_added > 0)
             .collect();
         for l in &mut losses {
-            l.wall_ms = union_ms(&l.reruns, end);
+            l.wall_ms = union_ms(spans.get(&l.executor).cloned().unwrap_or_default());
         }
         losses.sort_by(|a, b| {
             (b.wall_ms, b.rerun_task_ms + b.task_ms_lost, a.executor).cmp(&(
@@ -374,16 +489,20 @@ impl Ledger {
                 b.executor,
             ))
         });
+        self.waste.peak = self.peak;
         AppCost {
             run_ms: match (start, end) {
                 (Some(s), Some(e)) => span(s, e),
                 _ => 0,
             },
+            // Overlapping losses' attempts once.
+            recompute_wall_ms: union_ms(spans.into_values().flatten().collect()),
             losses,
             unexplained_reruns: self.unexplained,
             waste: self.waste,
             shuffle_kept_by,
             partial: self.partial,
+            in_progress: !ended,
             started: start,
             lanes: self.lanes,
             lanes_left_out: self.lanes_left_out,
@@ -395,13 +514,9 @@ fn span(from: Time, to: Time) -> u64 {
     u64::try_from((to - from).num_milliseconds()).unwrap_or(0)
 }
 
-/// The union of the attempts' spans (an attempt not completed runs to `end`), ms.
-fn union_ms(reruns: &[Rerun], end: Option<Time>) -> u64 {
-    let mut spans: Vec<(Time, Time)> = reruns
-        .iter()
-        .filter_map(|r| Some((r.submitted, r.completed.or(end)?)))
-        .filter(|(a, b)| b > a)
-        .collect();
+/// The union of spans, ms.
+fn union_ms(mut spans: Vec<(Time, Time)>) -> u64 {
+    spans.retain(|(a, b)| b > a);
     spans.sort();
     let mut total = 0;
     let mut cur: Option<(Time, Time)> = None;

@@ -1,6 +1,6 @@
 use chrono::TimeDelta;
 
-use super::ledger::{Ledger, Outcome, TaskRun};
+use super::ledger::{Fetched, Ledger, Outcome, TaskRun};
 use super::*;
 
 fn t(s: i64) -> Time {
@@ -35,9 +35,27 @@ fn a_lost_executor_is_charged_the_attempts_its_lost_shuffle_output_added() {
     l.task_end(task(1, 0, 2, 5, 6, Outcome::Lost));
     l.executor_removed(2, false, t(6));
     l.executor_added(3, Some(1), t(8));
-    l.task_end(task(1, 0, 1, 5, 9, Outcome::FetchFailed { from: None }));
+    l.task_end(task(
+        1,
+        0,
+        1,
+        5,
+        9,
+        Outcome::FetchFailed {
+            from: Fetched::Unnamed,
+        },
+    ));
     l.stage_completed(1, 0, true, t(9));
-    l.task_end(task(1, 0, 1, 5, 10, Outcome::FetchFailed { from: Some(2) }));
+    l.task_end(task(
+        1,
+        0,
+        1,
+        5,
+        10,
+        Outcome::FetchFailed {
+            from: Fetched::Executor(2),
+        },
+    ));
     l.stage_submitted(0, 1, &[], t(10));
     l.task_end(task(0, 1, 1, 10, 12, Outcome::Done));
     l.task_end(task(0, 1, 3, 10, 13, Outcome::Done));
@@ -47,7 +65,7 @@ fn a_lost_executor_is_charged_the_attempts_its_lost_shuffle_output_added() {
         l.task_end(task(1, 1, e, 13, 14, Outcome::Done));
     }
     l.stage_completed(1, 1, false, t(14));
-    let cost = l.finish(Some(t(0)), Some(t(20)), None);
+    let cost = l.finish(Some(t(0)), Some(t(20)), None, true);
     assert_eq!(cost.losses.len(), 1, "{cost:?}");
     let loss = &cost.losses[0];
     assert_eq!(loss.executor, 2);
@@ -90,7 +108,7 @@ fn a_map_stage_resubmitted_with_no_fetch_failure_is_charged_to_the_executor_lost
     l.stage_submitted(5, 0, &[], t(6));
     l.stage_completed(5, 0, true, t(7));
     l.stage_submitted(5, 1, &[], t(7));
-    let cost = l.finish(None, None, None);
+    let cost = l.finish(None, None, None, true);
     assert_eq!(cost.losses.len(), 1);
     assert_eq!(cost.losses[0].executor, 1);
     assert_eq!(cost.losses[0].rerun_tasks, 1);
@@ -117,7 +135,7 @@ fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
     l.executor_removed(2, true, t(60));
     l.executor_removed(3, true, t(70));
     l.idle_timeout(Some(60_000));
-    let cost = l.finish(Some(t(0)), Some(t(100)), None);
+    let cost = l.finish(Some(t(0)), Some(t(100)), None, true);
     let w = &cost.waste;
     assert_eq!((w.idle_removed, w.idle_tail_ms), (2, 60_000 + 60_000));
     assert_eq!(w.never_used, 1);
@@ -125,7 +143,92 @@ fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
     assert_eq!(w.busy_ms, 8000);
     assert_eq!(w.idle_percent(), Some(98));
     assert_eq!(
-        cost.losses[0].line(None, cost.run_ms),
-        "executor 3 cost: 1 running task lost (2s of work)"
+        cost.losses[0].line(Some("evicted"), cost.run_ms),
+        "executor 3, evicted, cost: 1 running task lost (2s of work)"
     );
+    assert_eq!(w.peak, 3);
+    // Half the idle timeout: 2 removals 30 s sooner, half their 120 s idle at 2 cores.
+    let saving = cost.saving().expect("a saving");
+    assert_eq!(
+        (saving.setting.as_str(), saving.saved_core_ms),
+        (
+            "--conf spark.dynamicAllocation.executorIdleTimeout=30s",
+            120_000
+        )
+    );
+    // The executor that ran nothing, when it cost more: of the 3 at once, 2 would do.
+    let mut other = cost.clone();
+    other.waste.never_used_core_ms = 200_000;
+    let saving = other.saving().expect("a saving");
+    assert_eq!(
+        (saving.setting.as_str(), saving.saved_core_ms),
+        ("--conf spark.dynamicAllocation.maxExecutors=2", 200_000)
+    );
+    // Without dynamic allocation, neither; a huge timeout does not overflow.
+    other.waste.idle_timeout_ms = None;
+    assert_eq!(other.saving(), None);
+    other.waste.idle_timeout_ms = Some(u64::MAX / 2);
+    assert!(other.saving().is_some());
+}
+
+/// What the review found: a straggler's fetch failure from a superseded attempt does not
+/// leave blame behind for a later resubmission, and an unnamed fetch failure is charged to
+/// an executor removed since the parents' output was whole, not to an old one.
+#[test]
+fn stale_blame_and_old_removals_are_not_charged() {
+    let mut l = Ledger::new();
+    for x in 1..=4 {
+        l.executor_added(x, None, t(0));
+    }
+    // Executor 1 is lost long before the shuffle.
+    l.executor_removed(1, false, t(1));
+    l.stage_submitted(0, 0, &[], t(2));
+    l.task_end(task(0, 0, 2, 2, 3, Outcome::Done));
+    l.stage_completed(0, 0, false, t(3));
+    l.stage_submitted(1, 0, &[0], t(3));
+    l.executor_removed(2, false, t(4));
+    l.task_end(task(
+        1,
+        0,
+        3,
+        3,
+        5,
+        Outcome::FetchFailed {
+            from: Fetched::Unnamed,
+        },
+    ));
+    l.stage_completed(1, 0, true, t(5));
+    l.stage_submitted(0, 1, &[], t(6));
+    l.stage_completed(0, 1, false, t(7));
+    l.stage_submitted(1, 1, &[0], t(7));
+    // A straggler of attempt 0 after attempt 1 began.
+    l.task_end(task(
+        1,
+        0,
+        3,
+        3,
+        8,
+        Outcome::FetchFailed {
+            from: Fetched::Executor(4),
+        },
+    ));
+    l.stage_completed(1, 1, false, t(9));
+    // Later, stage 0 is resubmitted again with executor 3 gone: charged to 3, not to 2 or 4.
+    l.executor_removed(3, false, t(10));
+    l.stage_submitted(0, 2, &[], t(11));
+    l.stage_completed(0, 2, false, t(12));
+    let cost = l.finish(Some(t(0)), Some(t(12)), None, true);
+    let charged: Vec<(i64, u32)> = cost
+        .losses
+        .iter()
+        .map(|l| (l.executor, l.attempts_added))
+        .collect();
+    assert!(charged.contains(&(2, 2)), "{charged:?}");
+    assert!(charged.contains(&(3, 1)), "{charged:?}");
+    assert!(
+        !charged.iter().any(|(x, _)| *x == 1 || *x == 4),
+        "{charged:?}"
+    );
+    // 6..7, 7..9 and 11..12: 4 s, once each.
+    assert_eq!(cost.wall_ms(), 4000);
 }
