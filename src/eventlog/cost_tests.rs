@@ -30,7 +30,7 @@ fn fixture(name: &str) -> (Vec<Value>, AppCost) {
             _ => None,
         })
         .expect("a cost");
-    (lines, cost)
+    (lines, *cost)
 }
 
 fn named<'a>(lines: &'a [Value], event: &'a str) -> impl Iterator<Item = &'a Value> + 'a {

@@ -59,6 +59,8 @@ pub(crate) enum Event {
         /// `FetchFailed`: the executor whose block manager it could not fetch from, when
         /// named (none when the output was already unregistered).
         fetch_failed: Option<Option<String>>,
+        /// `Resubmitted`: it had finished, and its output went with its executor.
+        resubmitted: bool,
     },
     /// `SparkListenerStageSubmitted`.
     StageSubmitted {
@@ -392,6 +394,8 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
             let launch = e.info.launch.filter(|ms| *ms > 0);
             let finish = e.info.finish.filter(|ms| *ms > 0);
             let lost = reason == Some("ExecutorLostFailure");
+            // A finished map task whose executor was lost with its output: run again.
+            let resubmitted = reason == Some("Resubmitted");
             let fetch_failed = (reason == Some("FetchFailed")).then(|| {
                 e.reason
                     .and_then(|r| r.block_manager)
@@ -410,6 +414,7 @@ pub(crate) fn parse(line: &str) -> Result<Event, Skip> {
                     _ => 0,
                 },
                 fetch_failed,
+                resubmitted,
             }
         }
         "SparkListenerStageSubmitted" => {
@@ -490,6 +495,7 @@ mod tests {
                 stage_attempt: 0,
                 ms: 0,
                 fetch_failed: None,
+                resubmitted: false,
             })
         );
         let pairs = r#"{"Event":"SparkListenerEnvironmentUpdate","Spark Properties":[["spark.app.name","x"]]}"#;

@@ -6,15 +6,16 @@
 //! The log's executor list as it stands when read goes to the store as the driver's (witness
 //! `event-log`), as of the log's last event, with what the app's losses had cost it by then
 //! (`AppCost`, from its stages and tasks); after that the pods and the driver's own reads
-//! speak (the cost is not read again: a running app's is as of that read). A log not there
-//! yet (the app just started) is looked for again at the next poll.
+//! speak. A running app's log (no end yet) is read again every [`LOOK_AGAIN`] for its cost
+//! alone, until it ends or stops growing. A log not there yet (the app just started) is
+//! looked for again at the next poll.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use spark_triage_core::model::DriverExecutor;
+use spark_triage_core::model::{DriverExecutor, Time};
 use tokio::sync::mpsc::Sender;
 
 use crate::redact;
@@ -102,6 +103,8 @@ impl EventLogDir {
         let mut read: BTreeSet<(String, String)> = BTreeSet::new();
         // Apps whose log was still being written when read: their cost is read again then.
         let mut costs_due: BTreeMap<(String, String), Instant> = BTreeMap::new();
+        // The last event of each log read, so a log that stopped growing is let go.
+        let mut cost_at: BTreeMap<(String, String), Time> = BTreeMap::new();
         // Apps whose log was not there (or failed), and when they are looked for again.
         let mut later: BTreeMap<(String, String), Instant> = BTreeMap::new();
         let mut said: Option<Health> = None;
@@ -134,8 +137,11 @@ impl EventLogDir {
                                 Ok(Some(events)) => {
                                     costs_due.remove(&key);
                                     for ev in events {
-                                        if let SourceEvent::AppCost { cost, .. } = &ev
+                                        // Read again while it grows (a driver that died
+                                        // leaves its log in progress, unchanged).
+                                        if let SourceEvent::AppCost { cost, at, .. } = &ev
                                             && cost.in_progress
+                                            && cost_at.insert(key.clone(), *at) != Some(*at)
                                         {
                                             costs_due
                                                 .insert(key.clone(), Instant::now() + LOOK_AGAIN);

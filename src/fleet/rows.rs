@@ -317,6 +317,8 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
         if let Some((driver_pod, ended_at)) = end.filter(|_| all_settled) {
             let v = a.verdict();
             let (used, budget) = a.failure_budget();
+            // A cost read whole; one read while the log was written says too little.
+            let whole = a.cost.as_deref().filter(|c| !c.in_progress);
             let driver = a.driver.as_ref();
             rows.runs.push(RunRow {
                 namespace: a.namespace.clone(),
@@ -347,8 +349,8 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                 executor_cores: sizing.cores.clone(),
                 max_failures,
                 dynamic_allocation: a.config.dynamic_allocation,
-                recompute_wall_seconds: a.cost.as_deref().map(|c| secs(c.wall_ms())),
-                recomputed_task_seconds: a.cost.as_deref().map(|c| {
+                recompute_wall_seconds: whole.map(|c| secs(c.wall_ms())),
+                recomputed_task_seconds: whole.map(|c| {
                     secs(
                         c.losses
                             .iter()
@@ -356,9 +358,9 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
                             .sum(),
                     )
                 }),
-                allocated_core_seconds: a.cost.as_deref().map(|c| secs(c.waste.allocated_core_ms)),
-                busy_task_seconds: a.cost.as_deref().map(|c| secs(c.waste.busy_ms)),
-                idle_tail_executor_seconds: a.cost.as_deref().map(|c| secs(c.waste.idle_tail_ms)),
+                allocated_core_seconds: whole.map(|c| secs(c.waste.allocated_core_ms)),
+                busy_task_seconds: whole.map(|c| secs(c.waste.busy_ms)),
+                idle_tail_executor_seconds: whole.map(|c| secs(c.waste.idle_tail_ms)),
             });
         }
     }

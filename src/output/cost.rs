@@ -35,6 +35,9 @@ pub struct CostView {
     /// Bounds reached: the figures count what was kept.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// Read from a log still being written: the figures so far.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_progress: bool,
 }
 
 /// One executor's loss.
@@ -133,12 +136,21 @@ impl CostView {
                 basis: s.basis,
             }),
             partial: cost.partial,
+            in_progress: cost.in_progress,
         }
     }
 
     /// The lines a report says under its cost heading.
     pub fn lines(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.losses.iter().map(|l| l.line.clone()).collect();
+        let mut out = Vec::new();
+        if self.in_progress {
+            out.push(
+                "figures so far: the app's event log is still being written (read again every \
+                 5 minutes live)"
+                    .to_owned(),
+            );
+        }
+        out.extend(self.losses.iter().map(|l| l.line.clone()));
         if self.unexplained_reruns > 0 {
             out.push(format!(
                 "{} stage attempts added that no executor loss explains (a stage failed by its \

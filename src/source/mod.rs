@@ -275,7 +275,7 @@ pub enum SourceEvent {
     AppCost {
         namespace: String,
         app_id: String,
-        cost: AppCost,
+        cost: Box<AppCost>,
         at: Time,
     },
     /// Time passes (for rules that depend on `now`).

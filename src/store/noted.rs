@@ -112,9 +112,10 @@ impl Store {
             return;
         };
         let app = self.app_mut(&namespace, &app_id);
-        if app.cost.as_deref() != Some(&cost) {
-            app.cost = Some(Arc::new(cost));
-            app.as_of = Some(at);
+        if app.cost.as_deref() != Some(&*cost) {
+            app.cost = Some(Arc::new(*cost));
+            // A log lags the pods (Spark buffers it): never back in time.
+            app.as_of = Some(app.as_of.map_or(at, |a| a.max(at)));
         }
     }
 

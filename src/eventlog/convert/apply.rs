@@ -152,6 +152,7 @@ impl Converter {
             stage_attempt,
             ms,
             fetch_failed,
+            resubmitted,
         } = ev
         else {
             return;
@@ -159,12 +160,15 @@ impl Converter {
         if let Some(at) = at {
             self.seen(at);
         }
+        // Its work lost with its executor: running (`ExecutorLostFailure`) or done and
+        // its output gone (`Resubmitted`).
+        let work_lost = lost || resubmitted;
         self.costed(
             &executor,
             (stage, stage_attempt),
             ms,
             at,
-            lost,
+            work_lost,
             fetch_failed,
         );
         if let Ok(id) = executor.parse::<i64>()
@@ -259,13 +263,15 @@ impl Converter {
             self.start,
             Some(end_at),
             shuffle_kept_by,
-            self.end.is_some(),
+            // Its end logged, or a log Spark finished writing (a driver that died leaves
+            // it in progress).
+            self.end.is_some() || !in_progress,
         );
         if !cost.is_empty() {
             self.out.push(SourceEvent::AppCost {
                 namespace: namespace.clone(),
                 app_id: app_id.clone(),
-                cost,
+                cost: Box::new(cost),
                 at: end_at,
             });
         }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use spark_triage_core::model::Time;
-use spark_triage_core::model::cost::ledger::{Fetched, Outcome, TaskRun};
+use spark_triage_core::model::cost::ledger::{Fetched, Outcome, SCALE_DOWN, TaskRun};
 use spark_triage_core::spark::spark_time;
 use spark_triage_core::text;
 
@@ -96,10 +96,13 @@ impl Converter {
     }
 
     /// A removal dynamic allocation made of an idle executor: with it on, the driver's kill
-    /// ("Executor killed by driver."). A decommission is not told apart from a node's or a
-    /// preemption's, so it is none.
+    /// ("Executor killed by driver."), or with decommissioning its scale-down ("Executor
+    /// decommission: spark scale down"; a node's or a preemption's decommission is none).
     pub(super) fn removed_idle(&self, reason: &str) -> bool {
-        self.on("spark.dynamicAllocation.enabled") && reason.trim() == "Executor killed by driver."
+        let reason = reason.trim();
+        self.on("spark.dynamicAllocation.enabled")
+            && (reason == "Executor killed by driver."
+                || (reason.starts_with("Executor decommission") && reason.contains(SCALE_DOWN)))
     }
 
     /// `spark.dynamicAllocation.executorIdleTimeout` with dynamic allocation on (Spark's

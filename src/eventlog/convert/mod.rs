@@ -659,6 +659,7 @@ mod tests {
             stage_attempt: 0,
             ms: 1000,
             fetch_failed: None,
+            resubmitted: false,
         });
         let out = c.finish(false);
         assert!(out.damaged.is_empty(), "{:?}", out.damaged);

@@ -17,6 +17,7 @@
 
 pub mod lanes;
 pub mod ledger;
+mod spans;
 
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +151,9 @@ pub struct Waste {
     /// The most executors registered at once.
     #[serde(default)]
     pub peak: u32,
+    /// The most executors that ran a task registered at once (none when not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_used: Option<u32>,
     /// Their paid time, core-ms.
     #[serde(default)]
     pub never_used_core_ms: u64,
@@ -238,18 +242,18 @@ impl AppCost {
                 ),
             });
         }
-        if w.idle_timeout_ms.is_some() && w.never_used > 0 && w.peak > w.never_used {
+        if let Some(used) = w
+            .peak_used
+            .filter(|u| w.idle_timeout_ms.is_some() && w.never_used > 0 && *u > 0 && *u < w.peak)
+        {
             let saved = w.never_used_core_ms;
             if best.as_ref().is_none_or(|b| saved > b.saved_core_ms) {
                 best = Some(Saving {
-                    setting: format!(
-                        "--conf spark.dynamicAllocation.maxExecutors={}",
-                        w.peak - w.never_used
-                    ),
+                    setting: format!("--conf spark.dynamicAllocation.maxExecutors={used}"),
                     saved_core_ms: saved,
                     basis: format!(
-                        "{} executors that ran no task not requested, of the {} at once at the \
-                         peak (an upper bound: not all of them were there at the peak)",
+                        "{} executors that ran no task not requested: at most {used} that ran \
+                         tasks were there at once, of {} at the peak",
                         w.never_used, w.peak
                     ),
                 });

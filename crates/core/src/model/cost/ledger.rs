@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::lanes::{Lane, MAX_LANES};
+use super::spans::{peak_of, span, union_ms};
 use super::{AppCost, Loss, Rerun, RerunKind, Waste};
 use crate::model::Time;
 
@@ -78,16 +79,31 @@ struct Attempt {
 struct StageSeen {
     parents: Vec<u32>,
     latest: u32,
+    /// When its latest attempt was submitted (its parents' output was whole then).
+    submitted: Option<Time>,
     last_ok: Option<Time>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Blame {
-    executor: i64,
+    /// None: a fetch from something that is no executor, or whose loss is not known (its
+    /// resubmission is then unexplained, never guessed).
+    executor: Option<i64>,
     kind: RerunKind,
-    /// The stage whose fetch failed.
-    round: u32,
+    /// The stage whose fetch failed, and its attempt.
+    round: (u32, u32),
+    /// An executor named by the fetch (not guessed): a guess never replaces it.
+    named: bool,
+    /// When: a blame no resubmission took within [`BLAME_KEPT`] is let go (an aborted
+    /// stage's is never taken).
+    at: Time,
 }
+
+/// How long a fetch failure's blame waits for its resubmission (Spark resubmits within a
+/// second or so: `RESUBMIT_TIMEOUT`, 200 ms).
+const BLAME_KEPT: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+/// Dynamic allocation's scale-down, as a decommission logs it.
+pub const SCALE_DOWN: &str = "spark scale down";
 
 #[derive(Debug)]
 struct Executor {
@@ -118,6 +134,10 @@ pub struct Ledger {
     task_cpus: u32,
     /// The most executors registered at once.
     peak: u32,
+    /// Each executor's registration, removal (or the end) and whether it ran a task (at
+    /// most [`MAX_EXECUTORS`]): the peak of those that ran, at the end.
+    spans: Vec<(Time, Time, bool)>,
+    spans_cut: bool,
     /// Attempts charged to a loss, in order (their figures are read at the end).
     charged: Vec<(i64, u32, u32)>,
     waste: Waste,
@@ -166,16 +186,32 @@ impl Ledger {
         if !parents.is_empty() {
             seen.parents = parents.to_vec();
         }
-        seen.latest = seen.latest.max(attempt);
+        if attempt >= seen.latest {
+            seen.latest = attempt;
+            seen.submitted = Some(at);
+        }
+        if self.blame.len() > 1_000 {
+            self.blame.retain(|_, b| at - b.at <= BLAME_KEPT);
+        }
+        let blamed = self
+            .blame
+            .remove(&stage)
+            .filter(|b| at - b.at <= BLAME_KEPT);
         let owner = if attempt == 0 {
             None
-        } else if let Some(b) = self.blame.remove(&stage) {
+        } else if let Some(b) = blamed {
             if b.kind == RerunKind::Retry {
                 // The failed stage again: its parents that were not resubmitted needed no
                 // recompute after all.
-                self.blame.retain(|_, o| o.round != stage);
+                self.blame.retain(|_, o| o.round.0 != stage);
             }
-            Some((b.executor, b.kind))
+            match b.executor {
+                Some(x) => Some((x, b.kind)),
+                None => {
+                    self.unexplained += 1;
+                    None
+                }
+            }
         } else if let Some(x) = self.missing_output(stage) {
             // Resubmitted with no fetch failure: its output went missing with an executor
             // removed since its last good attempt.
@@ -236,11 +272,15 @@ impl Ledger {
     /// The executor whose output a fetch that names none lost: the latest removed since
     /// the stage's parents last completed (their output was whole then).
     fn unnamed_loss(&self, stage: u32) -> Option<i64> {
-        let parents = &self.stages.get(&stage)?.parents;
-        let since = parents
+        let seen = self.stages.get(&stage)?;
+        let parents_ok = seen
+            .parents
             .iter()
             .filter_map(|p| self.stages.get(p)?.last_ok)
-            .min()?;
+            .min();
+        // The parents' output was whole when they completed and when this attempt was
+        // submitted (Spark checks): lost since the later of the two.
+        let since = parents_ok.max(seen.submitted)?;
         self.lost_since(since)
     }
 
@@ -267,7 +307,10 @@ impl Ledger {
         if let Some(at) = t.finished {
             self.seen(at);
         }
-        self.waste.busy_ms += t.ms.saturating_mul(u64::from(self.task_cpus));
+        self.waste.busy_ms = self
+            .waste
+            .busy_ms
+            .saturating_add(t.ms.saturating_mul(u64::from(self.task_cpus)));
         if let Some(a) = self.attempts.get_mut(&(t.stage, t.attempt)) {
             a.tasks += 1;
             a.task_ms += t.ms;
@@ -294,32 +337,52 @@ impl Ledger {
                     l.task_ms_lost += t.ms;
                 }
             }
-            Outcome::FetchFailed { from } => self.fetch_failed(t.stage, t.attempt, from),
+            Outcome::FetchFailed { from } => {
+                if let Some(at) = t.finished.or(self.last) {
+                    self.fetch_failed(t.stage, t.attempt, from, at);
+                }
+            }
         }
     }
 
     /// A fetch failed in `stage`'s attempt: the executor whose output it lost is charged
     /// the stage's retry and its parents' recompute (Spark drops that executor's output
     /// even when it stays registered).
-    fn fetch_failed(&mut self, stage: u32, attempt: u32, from: Fetched) {
+    fn fetch_failed(&mut self, stage: u32, attempt: u32, from: Fetched, at: Time) {
         // A straggler of an attempt already superseded: Spark ignores it too.
         if self.stages.get(&stage).is_some_and(|s| s.latest > attempt) {
             return;
         }
-        let x = match from {
-            Fetched::Executor(x) => Some(x),
-            Fetched::Unnamed => self.unnamed_loss(stage),
-            Fetched::Elsewhere => None,
+        let (x, named) = match from {
+            Fetched::Executor(x) => (Some(x), true),
+            Fetched::Unnamed => (self.unnamed_loss(stage), false),
+            Fetched::Elsewhere => (None, false),
         };
-        let Some(l) = x.and_then(|x| self.loss(x)) else {
+        // Within one round, the executor a fetch named stands: Spark unregistered its
+        // output at that failure, so the round's later failures name none.
+        if let Some(b) = self.blame.get(&stage)
+            && b.round == (stage, attempt)
+            && b.named
+            && !named
+        {
+            if let Some(l) = b.executor.and_then(|x| self.losses.get_mut(&x)) {
+                l.fetch_failed += 1;
+            }
             return;
+        }
+        let x = match x {
+            Some(x) => self.loss(x).map(|l| {
+                l.fetch_failed += 1;
+                l.executor
+            }),
+            None => None,
         };
-        l.fetch_failed += 1;
-        let executor = l.executor;
         let blame = |kind| Blame {
-            executor,
+            executor: x,
             kind,
-            round: stage,
+            round: (stage, attempt),
+            named,
+            at,
         };
         self.blame.insert(stage, blame(RerunKind::Retry));
         let parents = self
@@ -391,14 +454,20 @@ impl Ledger {
         if idle && !lost_tasks {
             self.waste.idle_removed += 1;
             let from = e.last_end.unwrap_or(e.added).max(e.added);
-            self.waste.idle_tail_ms += span(from, at);
-            self.waste.idle_tail_core_ms += span(from, at) * u64::from(e.cores);
+            self.waste.idle_tail_ms = self.waste.idle_tail_ms.saturating_add(span(from, at));
+            self.waste.idle_tail_core_ms = self
+                .waste
+                .idle_tail_core_ms
+                .saturating_add(span(from, at).saturating_mul(u64::from(e.cores)));
         }
-        // Any removal can take shuffle output (an idle one kept by shuffle tracking too).
-        if self.recent.len() == RECENT {
-            self.recent.pop_front();
+        // An idle removal took no shuffle output: shuffle tracking keeps an executor that
+        // holds some, an external shuffle service keeps it.
+        if !idle || lost_tasks {
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((id, at));
         }
-        self.recent.push_back((id, at));
         if self.removed_order.len() >= MAX_EXECUTORS
             && let Some(old) = self.removed_order.pop_front()
         {
@@ -415,11 +484,16 @@ impl Ledger {
     /// `over`: it is over (an executor still running at the end of a log being written has
     /// not had its chance to run a task).
     fn settle(&mut self, e: &Executor, until: Time, over: bool) {
-        let paid = span(e.added, until) * u64::from(e.cores);
-        self.waste.allocated_core_ms += paid;
+        let paid = span(e.added, until).saturating_mul(u64::from(e.cores));
+        self.waste.allocated_core_ms = self.waste.allocated_core_ms.saturating_add(paid);
         if e.tasks == 0 && over {
             self.waste.never_used += 1;
-            self.waste.never_used_core_ms += paid;
+            self.waste.never_used_core_ms = self.waste.never_used_core_ms.saturating_add(paid);
+        }
+        if self.spans.len() < MAX_EXECUTORS {
+            self.spans.push((e.added, until, e.tasks > 0));
+        } else {
+            self.spans_cut = true;
         }
     }
 
@@ -490,6 +564,7 @@ impl Ledger {
             ))
         });
         self.waste.peak = self.peak;
+        self.waste.peak_used = (!self.spans_cut).then(|| peak_of(&self.spans));
         AppCost {
             run_ms: match (start, end) {
                 (Some(s), Some(e)) => span(s, e),
@@ -508,31 +583,4 @@ impl Ledger {
             lanes_left_out: self.lanes_left_out,
         }
     }
-}
-
-fn span(from: Time, to: Time) -> u64 {
-    u64::try_from((to - from).num_milliseconds()).unwrap_or(0)
-}
-
-/// The union of spans, ms.
-fn union_ms(mut spans: Vec<(Time, Time)>) -> u64 {
-    spans.retain(|(a, b)| b > a);
-    spans.sort();
-    let mut total = 0;
-    let mut cur: Option<(Time, Time)> = None;
-    for (a, b) in spans {
-        match &mut cur {
-            Some((_, e)) if a <= *e => *e = (*e).max(b),
-            _ => {
-                if let Some((s, e)) = cur {
-                    total += span(s, e);
-                }
-                cur = Some((a, b));
-            }
-        }
-    }
-    if let Some((s, e)) = cur {
-        total += span(s, e);
-    }
-    total
 }

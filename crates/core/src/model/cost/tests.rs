@@ -156,7 +156,8 @@ fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
             120_000
         )
     );
-    // The executor that ran nothing, when it cost more: of the 3 at once, 2 would do.
+    // The executor that ran nothing, when it cost more: of the 3 at once, 2 ran tasks.
+    assert_eq!((w.peak, w.peak_used), (3, Some(2)));
     let mut other = cost.clone();
     other.waste.never_used_core_ms = 200_000;
     let saving = other.saving().expect("a saving");
@@ -167,7 +168,7 @@ fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
     // Without dynamic allocation, neither; a huge timeout does not overflow.
     other.waste.idle_timeout_ms = None;
     assert_eq!(other.saving(), None);
-    other.waste.idle_timeout_ms = Some(u64::MAX / 2);
+    other.waste.idle_timeout_ms = Some(u64::MAX);
     assert!(other.saving().is_some());
 }
 
@@ -231,4 +232,109 @@ fn stale_blame_and_old_removals_are_not_charged() {
     );
     // 6..7, 7..9 and 11..12: 4 s, once each.
     assert_eq!(cost.wall_ms(), 4000);
+}
+
+/// An unnamed fetch failure with no removal since the parents' output was whole charges
+/// nobody (an old removal is not guessed); a named culprit is not replaced by a guess in
+/// the same round; a fallback's failure leaves its resubmission unexplained; overlapping
+/// losses' attempts count once; task time counts `spark.task.cpus`; idle removals are no
+/// culprit; a log still being written does not call its running executors unused.
+#[test]
+fn guesses_are_never_charged_and_time_counts_once() {
+    let mut l = Ledger::new();
+    l.task_cpus(2);
+    for x in 1..=6 {
+        l.executor_added(x, Some(4), t(0));
+    }
+    l.executor_removed(1, false, t(1));
+    l.executor_removed(6, true, t(4));
+    // Stage 0 (map) then stage 1 reading it: its unnamed failure has no removal since.
+    l.stage_submitted(0, 0, &[], t(2));
+    l.task_end(task(0, 0, 2, 2, 3, Outcome::Done));
+    l.stage_completed(0, 0, false, t(3));
+    l.stage_submitted(1, 0, &[0], t(5));
+    l.task_end(task(
+        1,
+        0,
+        3,
+        5,
+        6,
+        Outcome::FetchFailed {
+            from: Fetched::Unnamed,
+        },
+    ));
+    l.stage_completed(1, 0, true, t(6));
+    l.stage_submitted(0, 1, &[], t(7));
+    l.stage_completed(0, 1, false, t(8));
+    // Stage 2 reads stage 0 again: executor 2 named, then an unnamed failure in the same
+    // round guessing no one else.
+    l.stage_submitted(2, 0, &[0], t(9));
+    l.executor_removed(4, false, t(10));
+    l.task_end(task(
+        2,
+        0,
+        3,
+        9,
+        10,
+        Outcome::FetchFailed {
+            from: Fetched::Executor(2),
+        },
+    ));
+    l.task_end(task(
+        2,
+        0,
+        3,
+        9,
+        11,
+        Outcome::FetchFailed {
+            from: Fetched::Unnamed,
+        },
+    ));
+    l.stage_completed(2, 0, true, t(11));
+    l.stage_submitted(0, 2, &[], t(12));
+    // Executor 5's loss overlaps: its own resubmission of stage 3 at the same time.
+    l.stage_submitted(3, 0, &[], t(9));
+    l.stage_completed(3, 0, false, t(10));
+    l.executor_removed(5, false, t(11));
+    l.stage_submitted(3, 1, &[], t(12));
+    l.stage_completed(3, 1, false, t(14));
+    l.stage_completed(0, 2, false, t(14));
+    l.stage_submitted(2, 1, &[0], t(14));
+    l.stage_completed(2, 1, false, t(15));
+    // A fetch from the fallback storage: its stage's retry is unexplained.
+    l.stage_submitted(7, 0, &[], t(15));
+    l.task_end(task(
+        7,
+        0,
+        3,
+        15,
+        16,
+        Outcome::FetchFailed {
+            from: Fetched::Elsewhere,
+        },
+    ));
+    l.stage_completed(7, 0, true, t(16));
+    l.stage_submitted(7, 1, &[], t(16));
+    l.stage_completed(7, 1, false, t(17));
+    let cost = l.finish(Some(t(0)), Some(t(17)), None, false);
+    let by: Vec<(i64, u32, u32)> = cost
+        .losses
+        .iter()
+        .map(|l| (l.executor, l.attempts_added, l.fetch_failed))
+        .collect();
+    assert!(by.contains(&(2, 2, 2)), "{by:?}");
+    assert!(by.contains(&(5, 1, 0)), "{by:?}");
+    assert!(!by.iter().any(|(x, ..)| [1, 4, 6].contains(x)), "{by:?}");
+    // Stage 0 attempt 1 (nobody's) and stage 7's retry are unexplained.
+    assert_eq!(cost.unexplained_reruns, 2);
+    // 12..14 (stages 0 and 3 at once), 14..15: 3 s, not 5.
+    assert_eq!(cost.wall_ms(), 3000);
+    // 1 + 1 + 1 + 2 + 1 s of tasks at 2 cores each.
+    assert_eq!(cost.waste.busy_ms, 12_000);
+    // Executors 2 and 3 still run at the end of a log being written: not unused.
+    assert!(cost.in_progress);
+    assert_eq!(
+        cost.waste.never_used, 4,
+        "1, 4, 5 and 6 ran nothing and were removed"
+    );
 }
