@@ -368,8 +368,13 @@ async fn one_recorder_per_directory_and_per_file() {
 /// (it used to hold every connection until its descriptors ran out, then exit at the
 /// next rotation with "Too many open files"). `scripts/bench-metrics-flood.sh` does it
 /// with 20,000.
+/// The two tests that hold thousands of this process's descriptors take turns: the one
+/// that takes the limit's whole left the other none ("Too many open files" in CI).
+static DESCRIPTORS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_slow_clients_cannot_stop_the_recorder() {
+    let _turn = DESCRIPTORS.lock().await;
     let sim = start_sim("mixed", 1.0, &[]).await;
     let kc = sim.kubeconfig.to_str().expect("utf-8 path").to_owned();
     let dir = std::env::temp_dir().join(format!("st-flood-{}", std::process::id()));
@@ -672,6 +677,7 @@ async fn slowloris_connections_are_closed_within_the_header_timeout() {
 /// scrape from another answers within 5 s, every time (#55: it got no answer at all).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_answers_under_twenty_thousand_idle_connections() {
+    let _turn = DESCRIPTORS.lock().await;
     // Descriptors for them all: this process's limit raised (util-linux's prlimit; as
     // root, past the hard limit too), else as many as the limit allows.
     let _ = std::process::Command::new("prlimit")

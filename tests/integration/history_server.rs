@@ -77,8 +77,15 @@ async fn serve(mode: Mode) -> SocketAddr {
     addr
 }
 
+/// The apps of a report, without their cost: that comes from the log's stages and tasks,
+/// which the History Server's answers read here do not give.
 fn apps_of(out: &str) -> serde_json::Value {
-    let doc: serde_json::Value = serde_json::from_str(out).expect("JSON");
+    let mut doc: serde_json::Value = serde_json::from_str(out).expect("JSON");
+    if let Some(apps) = doc["apps"].as_array_mut() {
+        for a in apps {
+            a.as_object_mut().map(|o| o.remove("cost"));
+        }
+    }
     doc["apps"].clone()
 }
 

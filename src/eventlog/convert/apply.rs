@@ -259,6 +259,7 @@ impl Converter {
         let shuffle_kept_by = self.shuffle_kept_by();
         let idle_timeout = self.idle_timeout_ms();
         self.ledger.idle_timeout(idle_timeout);
+        let saw_work = self.ledger.saw_work();
         let cost = std::mem::take(&mut self.ledger).finish(
             self.start,
             Some(end_at),
@@ -267,7 +268,7 @@ impl Converter {
             // it in progress).
             self.end.is_some() || !in_progress,
         );
-        if !cost.is_empty() {
+        if saw_work && !cost.is_empty() {
             self.out.push(SourceEvent::AppCost {
                 namespace: namespace.clone(),
                 app_id: app_id.clone(),

@@ -138,6 +138,8 @@ pub struct Ledger {
     /// most [`MAX_EXECUTORS`]): the peak of those that ran, at the end.
     spans: Vec<(Time, Time, bool)>,
     spans_cut: bool,
+    /// A stage or a task was read.
+    work_seen: bool,
     /// Attempts charged to a loss, in order (their figures are read at the end).
     charged: Vec<(i64, u32, u32)>,
     waste: Waste,
@@ -181,6 +183,7 @@ impl Ledger {
 
     /// `SparkListenerStageSubmitted`: a stage's attempt, its parents.
     pub fn stage_submitted(&mut self, stage: u32, attempt: u32, parents: &[u32], at: Time) {
+        self.work_seen = true;
         self.seen(at);
         let seen = self.stage(stage);
         if !parents.is_empty() {
@@ -302,8 +305,15 @@ impl Ledger {
         }
     }
 
+    /// Whether any stage or task was read: without them (a History Server's executor list)
+    /// there is no cost to tell.
+    pub fn saw_work(&self) -> bool {
+        self.work_seen
+    }
+
     /// `SparkListenerTaskEnd`.
     pub fn task_end(&mut self, t: TaskRun) {
+        self.work_seen = true;
         if let Some(at) = t.finished {
             self.seen(at);
         }
