@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use spark_triage_core::diagnose::Severity;
 use spark_triage_core::diagnose::budget::FailureBudget;
+use spark_triage_core::model::cost::Loss;
 use spark_triage_core::model::{ExecutorState, Time, quantity};
 use spark_triage_core::version::SparkVersion;
 
@@ -234,6 +235,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
         let mut ended = i64::try_from(t.executors).unwrap_or(i64::MAX);
         let mut failures = i64::try_from(t.failures).unwrap_or(i64::MAX);
         let mut all_settled = true;
+        let losses = losses_of(a);
         for e in a.executors.values() {
             if let Some(w) = wait(a, e) {
                 rows.waits.push(w);
@@ -258,11 +260,7 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
             }
             let spec = e.pod.container_spec(&e.spark_container);
             // A run's cost read whole (a log still being written may not know this end yet).
-            let loss = a
-                .cost
-                .as_deref()
-                .filter(|c| !c.in_progress)
-                .map(|c| c.losses.iter().find(|l| l.executor == e.id));
+            let loss = losses.as_ref().map(|by| by.get(&e.id).copied());
             rows.endings.push(EndingRow {
                 namespace: a.namespace.clone(),
                 app_id: a.app_id.clone(),
@@ -365,6 +363,15 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
         }
     }
     rows
+}
+
+/// Each loss by its executor, once per app (not a search per ending); none unless the
+/// run's cost was read whole.
+fn losses_of(a: &AppRecord) -> Option<std::collections::HashMap<i64, &Loss>> {
+    a.cost
+        .as_deref()
+        .filter(|c| !c.in_progress)
+        .map(|c| c.losses.iter().map(|l| (l.executor, l)).collect())
 }
 
 fn secs(ms: u64) -> f64 {

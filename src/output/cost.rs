@@ -99,7 +99,7 @@ impl CostView {
     /// The app's cost, when its event log gave one.
     pub fn of(app: &AppRecord) -> Option<Self> {
         let cost = app.cost.as_deref()?;
-        let causes = app.loss_causes();
+        let causes = app.loss_labels();
         Some(Self::from_cost(cost, &causes))
     }
 

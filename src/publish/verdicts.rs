@@ -460,14 +460,13 @@ impl AppSums {
             self.executors.entry(state.as_str()).or_insert(0);
         }
         if let Some(cost) = a.cost.as_deref() {
+            let causes: HashMap<i64, &'static str> = a
+                .loss_causes()
+                .into_iter()
+                .map(|(id, code, _)| (id, code.as_str()))
+                .collect();
             for l in &cost.losses {
-                let cause = a
-                    .executors
-                    .values()
-                    .rev()
-                    .filter(|e| e.id == l.executor)
-                    .find_map(|e| e.verdict.cause())
-                    .map_or("none", |f| f.code.as_str());
+                let cause = causes.get(&l.executor).copied().unwrap_or("none");
                 *self.recomputed.entry(cause).or_default() +=
                     (l.rerun_task_ms + l.task_ms_lost) as f64 / 1000.0;
             }

@@ -159,7 +159,7 @@ impl AppRecord {
         }
         let mut waiting: Vec<(String, usize)> = waiting.into_iter().collect();
         waiting.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let loss_causes = self.loss_causes();
+        let loss_causes = self.loss_labels();
         let mut out = app_findings(&AppFacts {
             spark_version,
             counted: &counted,
@@ -345,21 +345,28 @@ impl AppRecord {
 
     /// The cause of each executor its cost names, as the strip says it ("OOMKilled (137)"):
     /// the last record of that id with a cause.
-    pub fn loss_causes(&self) -> Vec<(i64, String)> {
+    /// One pass over the executors (a log of thousands of losses is not a pass per loss,
+    /// and the metrics ask every second): the code and the label of each.
+    pub fn loss_causes(&self) -> Vec<(i64, Code, String)> {
         let Some(cost) = &self.cost else {
             return Vec::new();
         };
-        cost.losses
-            .iter()
-            .filter_map(|l| {
-                let (e, f) = self
-                    .executors
-                    .values()
-                    .rev()
-                    .filter(|e| e.id == l.executor)
-                    .find_map(|e| Some((e, e.verdict.cause()?)))?;
-                Some((l.executor, cause_label(f.code, e.exit_code())))
-            })
+        let named: std::collections::HashSet<i64> =
+            cost.losses.iter().map(|l| l.executor).collect();
+        let mut found: BTreeMap<i64, (Code, String)> = BTreeMap::new();
+        for e in self.executors.values().filter(|e| named.contains(&e.id)) {
+            if let Some(f) = e.verdict.cause() {
+                found.insert(e.id, (f.code, cause_label(f.code, e.exit_code())));
+            }
+        }
+        found.into_iter().map(|(id, (c, l))| (id, c, l)).collect()
+    }
+
+    /// [`Self::loss_causes`]' labels alone.
+    pub fn loss_labels(&self) -> Vec<(i64, String)> {
+        self.loss_causes()
+            .into_iter()
+            .map(|(id, _, label)| (id, label))
             .collect()
     }
 
