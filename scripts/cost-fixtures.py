@@ -13,7 +13,9 @@ uncompressed single-file event log:
       executor's reduce tasks cannot fetch its output: Spark logs FetchFailed and resubmits
       the map stage for the lost partitions;
   idle-timeout: dynamic allocation with a 3 s `executorIdleTimeout`: two jobs of uneven
-      tasks, a pause after each, so executors idle and are removed, then come back.
+      tasks, a pause after each, so executors idle and are removed, then come back; then a
+      job with a shuffle, whose executors shuffle tracking holds (its output is still
+      referenced) until the app stops 20 s later.
 """
 
 import glob
@@ -102,6 +104,11 @@ def idle_timeout(logs):
     for _ in range(2):
         assert sum(sc.parallelize(range(100), 4).mapPartitionsWithIndex(uneven).collect()) == 100
         time.sleep(9)
+    # Kept referenced (a driver variable), so the shuffle is not cleaned before the stop.
+    counted = sc.parallelize(range(100), 4).map(lambda x: (x % 4, 1)).reduceByKey(
+        lambda a, b: a + b, 2)
+    assert sum(v for _, v in counted.collect()) == 100
+    time.sleep(20)
     spark.stop()
 
 

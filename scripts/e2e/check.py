@@ -365,6 +365,42 @@ check("dynamic allocation: the report's idle tail is the gaps from each executor
       and idle.get("idle_removed", 0) >= 2,
       (idle, gaps, read("idle.log")[-300:]))
 
+
+# Its last job's shuffle: the executors that wrote its map output are held by shuffle
+# tracking until the app's end; past their last task plus the 3 s timeout (more than the
+# 10 s a removal may take) each counts.
+def held_by_shuffle(path):
+    try:
+        with open(path) as f:
+            lines = [json.loads(l) for l in f if l.strip()]
+    except (OSError, ValueError):
+        return None
+    maps = {p for l in lines if l["Event"] == "SparkListenerStageSubmitted"
+            for p in l["Stage Info"].get("Parent IDs", [])}
+    last, wrote, removed, end = {}, set(), {}, None
+    for l in lines:
+        if l["Event"] == "SparkListenerExecutorAdded":
+            last[l["Executor ID"]] = l["Timestamp"]
+        elif l["Event"] == "SparkListenerTaskEnd":
+            x = l["Task Info"]["Executor ID"]
+            last[x] = max(last.get(x, 0), l["Task Info"]["Finish Time"])
+            if l["Stage ID"] in maps and l["Task End Reason"]["Reason"] == "Success":
+                wrote.add(x)
+        elif l["Event"] == "SparkListenerExecutorRemoved":
+            removed[l["Executor ID"]] = l["Timestamp"]
+        elif l["Event"] == "SparkListenerApplicationEnd":
+            end = l["Timestamp"]
+    past = [removed.get(x, end) - (last[x] + 3000) for x in wrote]
+    return sum(p for p in past if p > 10000) / 1000
+
+
+held = held_by_shuffle(os.path.join(RUN, "idle-timeout.json"))
+check("dynamic allocation: the executors shuffle tracking held past the idle timeout are "
+      "counted as the log says",
+      held and abs(idle.get("held_by_shuffle_executor_seconds", -1) - held) < 0.001
+      and idle.get("held_by_shuffle", 0) >= 1,
+      (idle, held))
+
 # The driver view: spark-triage's per-executor `driver` fields against the REST API read
 # directly a moment before.
 direct = load_json("rest-direct.json")

@@ -111,4 +111,37 @@ fn the_idle_tail_is_each_removed_executors_time_since_its_last_task() {
     assert_eq!(cost.waste.idle_tail_ms, u64::try_from(idle).expect("ms"));
     assert_eq!(cost.waste.idle_timeout_ms, Some(3000));
     assert!(cost.losses.is_empty(), "{:?}", cost.losses);
+
+    // The last job's shuffle: its map stage's executors stay (shuffle tracking holds them)
+    // until the app's end, each past its last task's end plus the 3 s timeout.
+    let maps: Vec<i64> = named(&lines, "SparkListenerStageSubmitted")
+        .flat_map(|l| {
+            l["Stage Info"]["Parent IDs"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|p| int(&p))
+        .collect();
+    let wrote: std::collections::BTreeSet<i64> = named(&lines, "SparkListenerTaskEnd")
+        .filter(|l| maps.contains(&int(&l["Stage ID"])))
+        .filter(|l| l["Task End Reason"]["Reason"] == "Success")
+        .map(|l| int(&l["Task Info"]["Executor ID"]))
+        .collect();
+    let end = named(&lines, "SparkListenerApplicationEnd")
+        .map(|l| int(&l["Timestamp"]))
+        .next()
+        .expect("the app's end");
+    let removed: BTreeMap<i64, i64> = removals.iter().copied().collect();
+    let held: Vec<i64> = wrote
+        .iter()
+        .map(|x| removed.get(x).copied().unwrap_or(end) - (last_end[x] + 3000))
+        .filter(|past| *past > 10_000)
+        .collect();
+    assert_eq!(held.len(), 2, "{wrote:?}");
+    assert_eq!(cost.waste.held_by_shuffle, 2);
+    assert_eq!(
+        cost.waste.held_by_shuffle_ms,
+        u64::try_from(held.iter().sum::<i64>()).expect("ms")
+    );
 }

@@ -100,6 +100,16 @@ table_row! {
         pub allocated_core_seconds: Option<f64>,
         pub busy_task_seconds: Option<f64>,
         pub idle_tail_executor_seconds: Option<f64>,
+        /// Idle executors shuffle tracking held past the idle timeout, executor time (its
+        /// event log).
+        pub held_by_shuffle_executor_seconds: Option<f64>,
+        /// Executor pods deleted before any container ran, and their time pending (its
+        /// pods).
+        pub pods_never_ran: i64,
+        pub never_ran_pending_seconds: f64,
+        /// The highest share of its memory limit one executor's peak reached, as its
+        /// driver measured (null when none was).
+        pub memory_peak_percent: Option<i64>,
     }
 }
 
@@ -312,57 +322,76 @@ pub fn of(snap: &Snapshot, mut ready: impl FnMut(&AppRecord, &ExecutorRecord) ->
             .as_ref()
             .map(|d| (Some(d.pod.clone()), d.cluster_at.unwrap_or(d.at)))
             .or_else(|| a.logged_end_at.map(|t| (None, t)));
-        if let Some((driver_pod, ended_at)) = end.filter(|_| all_settled) {
-            let v = a.verdict();
-            let (used, budget) = a.failure_budget();
-            // A cost read whole; one read while the log was written says too little.
-            let whole = a.cost.as_deref().filter(|c| !c.in_progress);
-            let driver = a.driver.as_ref();
-            rows.runs.push(RunRow {
-                namespace: a.namespace.clone(),
-                app_id: a.app_id.clone(),
-                app_name: a.app_name.clone(),
-                spark_version: version,
-                driver_pod: driver_pod.or_else(|| driver.map(|d| d.pod.clone())),
-                driver_node: driver.and_then(|d| d.node.clone()),
-                driver_phase: driver.and_then(|d| d.phase.clone()),
-                started_at: driver
-                    .and_then(|d| d.last.as_ref().or(d.ended.as_ref()))
-                    .and_then(|p| p.created_at),
-                ended_at,
-                verdict: v.cause().code.as_str().to_owned(),
-                severity: v.severity(),
-                summary: redact::one_line(&v.cause().summary),
-                executors: ended,
-                failures,
-                failures_counted: i64::try_from(used).unwrap_or(i64::MAX),
-                failures_allowed: match budget {
-                    FailureBudget::Limit(l) => Some(i64::from(l)),
-                    _ => None,
-                },
-                missing: a.executors.values().filter(|e| e.is_missing()).count() as i64,
-                by_cause: serde_json::to_string(&by_cause).unwrap_or_default(),
-                executor_memory: sizing.memory.clone(),
-                executor_memory_overhead: sizing.memory_overhead.clone(),
-                executor_cores: sizing.cores.clone(),
-                max_failures,
-                dynamic_allocation: a.config.dynamic_allocation,
-                recompute_wall_seconds: whole.map(|c| secs(c.wall_ms())),
-                recomputed_task_seconds: whole.map(|c| {
-                    secs(
-                        c.losses
-                            .iter()
-                            .map(|l| l.rerun_task_ms + l.task_ms_lost)
-                            .sum(),
-                    )
-                }),
-                allocated_core_seconds: whole.map(|c| secs(c.waste.allocated_core_ms)),
-                busy_task_seconds: whole.map(|c| secs(c.waste.busy_ms)),
-                idle_tail_executor_seconds: whole.map(|c| secs(c.waste.idle_tail_ms)),
-            });
+        if let Some(end) = end.filter(|_| all_settled) {
+            rows.runs
+                .push(run_row(a, version, (ended, failures, &by_cause), end));
         }
     }
     rows
+}
+
+/// An app's row, once it is over and every ending of it settled: `counted` its ended
+/// executors, failures and their causes; `end` its driver pod and when it ended.
+fn run_row(
+    a: &AppRecord,
+    version: Option<String>,
+    (ended, failures, by_cause): (i64, i64, &BTreeMap<&str, i64>),
+    (driver_pod, ended_at): (Option<String>, Time),
+) -> RunRow {
+    let sizing = &a.config.sizing;
+    let max_failures = a.config.max_failures.and_then(|n| i32::try_from(n).ok());
+    let v = a.verdict();
+    let (used, budget) = a.failure_budget();
+    // A cost read whole; one read while the log was written says too little.
+    let whole = a.cost.as_deref().filter(|c| !c.in_progress);
+    let pods = a.pod_cost();
+    let driver = a.driver.as_ref();
+    RunRow {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        app_name: a.app_name.clone(),
+        spark_version: version,
+        driver_pod: driver_pod.or_else(|| driver.map(|d| d.pod.clone())),
+        driver_node: driver.and_then(|d| d.node.clone()),
+        driver_phase: driver.and_then(|d| d.phase.clone()),
+        started_at: driver
+            .and_then(|d| d.last.as_ref().or(d.ended.as_ref()))
+            .and_then(|p| p.created_at),
+        ended_at,
+        verdict: v.cause().code.as_str().to_owned(),
+        severity: v.severity(),
+        summary: redact::one_line(&v.cause().summary),
+        executors: ended,
+        failures,
+        failures_counted: i64::try_from(used).unwrap_or(i64::MAX),
+        failures_allowed: match budget {
+            FailureBudget::Limit(l) => Some(i64::from(l)),
+            _ => None,
+        },
+        missing: a.executors.values().filter(|e| e.is_missing()).count() as i64,
+        by_cause: serde_json::to_string(&by_cause).unwrap_or_default(),
+        executor_memory: sizing.memory.clone(),
+        executor_memory_overhead: sizing.memory_overhead.clone(),
+        executor_cores: sizing.cores.clone(),
+        max_failures,
+        dynamic_allocation: a.config.dynamic_allocation,
+        recompute_wall_seconds: whole.map(|c| secs(c.wall_ms())),
+        recomputed_task_seconds: whole.map(|c| {
+            secs(
+                c.losses
+                    .iter()
+                    .map(|l| l.rerun_task_ms + l.task_ms_lost)
+                    .sum(),
+            )
+        }),
+        allocated_core_seconds: whole.map(|c| secs(c.waste.allocated_core_ms)),
+        busy_task_seconds: whole.map(|c| secs(c.waste.busy_ms)),
+        idle_tail_executor_seconds: whole.map(|c| secs(c.waste.idle_tail_ms)),
+        held_by_shuffle_executor_seconds: whole.map(|c| secs(c.waste.held_by_shuffle_ms)),
+        pods_never_ran: i64::from(pods.never_ran),
+        never_ran_pending_seconds: secs(pods.never_ran_pending_ms),
+        memory_peak_percent: pods.memory.as_ref().map(|m| i64::from(m.peak_percent)),
+    }
 }
 
 /// Each loss by its executor, once per app (not a search per ending); none unless the

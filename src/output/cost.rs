@@ -3,6 +3,7 @@
 //! numbers and lines are the same.
 
 use serde::Serialize;
+use spark_triage_core::model::cost::pods::MemoryUse;
 use spark_triage_core::model::cost::{AppCost, Loss, Rerun, Saving, ms};
 use spark_triage_core::model::fmt_time;
 
@@ -80,6 +81,38 @@ pub struct WasteView {
     /// `spark.dynamicAllocation.executorIdleTimeout`, with dynamic allocation on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<f64>,
+    /// Executors shuffle tracking held idle past the timeout (holding shuffle output
+    /// nothing else kept), and their time past it, executor-seconds.
+    pub held_by_shuffle: u32,
+    pub held_by_shuffle_executor_seconds: f64,
+}
+
+/// What the app's pods cost beside its event log's figures (stable; fields may be
+/// added, never renamed): live, with no event log.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct PodCostView {
+    /// Executor pods deleted before any container ran, and their time pending, seconds.
+    pub never_ran: u32,
+    pub never_ran_pending_seconds: f64,
+    /// The executors' memory limits against the peaks their driver measured (no setting
+    /// is suggested).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
+    /// The lines every output says.
+    pub lines: Vec<String>,
+}
+
+impl PodCostView {
+    /// The app's pods' cost, when they say any.
+    pub fn of(app: &AppRecord) -> Option<Self> {
+        let c = app.pod_cost();
+        (!c.is_empty()).then(|| Self {
+            never_ran: c.never_ran,
+            never_ran_pending_seconds: secs(c.never_ran_pending_ms),
+            memory: c.memory.clone(),
+            lines: c.lines(),
+        })
+    }
 }
 
 /// The setting that would have saved the most: an estimate, said so.
@@ -128,6 +161,8 @@ impl CostView {
                 never_used: w.never_used,
                 never_used_core_seconds: secs(w.never_used_core_ms),
                 idle_timeout_seconds: w.idle_timeout_ms.map(secs),
+                held_by_shuffle: w.held_by_shuffle,
+                held_by_shuffle_executor_seconds: secs(w.held_by_shuffle_ms),
             },
             shuffle_kept_by: cost.shuffle_kept_by.clone(),
             saving: cost.saving().map(|s: Saving| SavingView {
@@ -190,6 +225,21 @@ impl CostView {
                 line.push_str(&format!("; {} never ran a task", w.never_used));
             }
             out.push(line);
+            if w.held_by_shuffle > 0 {
+                out.push(format!(
+                    "shuffle tracking held {} idle {} {} past the idle timeout in all \
+                     (their shuffle output was still referenced: \
+                     spark.dynamicAllocation.shuffleTracking.timeout bounds it, at the risk of \
+                     recomputing that output)",
+                    w.held_by_shuffle,
+                    if w.held_by_shuffle == 1 {
+                        "executor"
+                    } else {
+                        "executors"
+                    },
+                    ms((w.held_by_shuffle_executor_seconds * 1000.0) as u64),
+                ));
+            }
         }
         if let Some(s) = &self.saving {
             out.push(format!(

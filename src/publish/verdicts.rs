@@ -111,7 +111,7 @@ families!(FAMILIES, register_families for Verdicts {
     recomputed => "app_recomputed_task_seconds":
         "Task time spent again because executors were lost (their running tasks, and the stage attempts their lost shuffle output added), by the lost executor's cause (a finding's code; none when not known): from the app's event log",
     idle => "app_idle_executor_seconds":
-        "Executor time paid for and left idle, by kind: dynamic-allocation-tail (from an idle executor's last task to its removal), never-used (executors that ran no task; core-seconds): from the app's event log",
+        "Executor time paid for and left idle, by kind: dynamic-allocation-tail (from an idle executor's last task to its removal), never-used (executors that ran no task; core-seconds), shuffle-tracking-hold (idle executors held past the idle timeout by their shuffle output): from the app's event log",
     folded => "metrics_apps_folded":
         "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
 });
@@ -474,6 +474,8 @@ impl AppSums {
             *self.idle.entry("dynamic-allocation-tail").or_default() +=
                 w.idle_tail_ms as f64 / 1000.0;
             *self.idle.entry("never-used").or_default() += w.never_used_core_ms as f64 / 1000.0;
+            *self.idle.entry("shuffle-tracking-hold").or_default() +=
+                w.held_by_shuffle_ms as f64 / 1000.0;
         }
         for e in a.executors.values() {
             if e.is_missing() {

@@ -9,6 +9,7 @@ use spark_triage_core::diagnose::advice::Group;
 use spark_triage_core::diagnose::app_verdict::AppVerdict;
 use spark_triage_core::diagnose::nodes::NodeFailure;
 use spark_triage_core::diagnose::{Finding, nodes};
+use spark_triage_core::model::cost::pods::PodCost;
 
 use super::{AppRecord, Incident, Trouble};
 
@@ -22,6 +23,7 @@ pub struct Derived {
     trouble: OnceLock<Trouble>,
     verdict: OnceLock<AppVerdict>,
     node_failures: OnceLock<Vec<NodeFailure>>,
+    pod_cost: OnceLock<PodCost>,
 }
 
 impl Clone for Derived {
@@ -92,6 +94,14 @@ impl AppRecord {
                 })
                 .collect()
         })
+    }
+
+    /// What its pods cost beside its event log's figures: pods deleted before they ran, the
+    /// memory limited against the peak used.
+    pub fn pod_cost(&self) -> &PodCost {
+        self.derived
+            .pod_cost
+            .get_or_init(|| self.compute_pod_cost())
     }
 
     /// The app's incident summary.

@@ -51,6 +51,7 @@ mod health_and_driver;
 mod incident;
 mod noted;
 mod operators;
+mod pod_cost;
 mod pods;
 mod records;
 mod relist;

@@ -984,6 +984,7 @@ mod allocators;
 mod driver_self;
 mod housekeeping;
 mod operators;
+mod pod_cost;
 mod relist;
 
 /// The running driver's log names a heartbeat timeout before the driver's list (or its pod)

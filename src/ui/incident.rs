@@ -144,7 +144,7 @@ fn lines(app: &App, all: bool) -> Vec<Line<'static>> {
         let ago = now.map_or_else(String::new, |n| format!(" {} ago", human_duration(n - *at)));
         second.push(Span::raw(format!("last: executor {id} {label}{ago}")));
     }
-    if let Some(h) = a.cost.as_deref().and_then(|c| c.headline()) {
+    if let Some(h) = a.cost_headline() {
         if !second.is_empty() {
             second.push(sep());
         }

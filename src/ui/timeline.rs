@@ -48,6 +48,18 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if let Some(cost) = a.cost.as_deref().filter(|c| !c.lanes.is_empty()) {
         lanes(app, a, cost, inner_w, &mut lines);
     }
+    // What its pods cost beside (pods deleted before they ran, memory against its peak).
+    let paid = a.pod_cost().lines();
+    for l in &paid {
+        lines.extend(
+            super::wrap_words(l, inner_w)
+                .into_iter()
+                .map(|p| Line::styled(p, app.theme.dim())),
+        );
+    }
+    if !paid.is_empty() {
+        lines.push(Line::raw(""));
+    }
     for (_, e) in entries {
         let mark = if e.clock.is_bound() { "*" } else { " " };
         let when = format!("{}{mark} ", app.when(&e.at));

@@ -13,7 +13,7 @@ use spark_triage_core::model::Time;
 use super::*;
 use crate::output;
 use crate::output::AppOrder;
-use crate::output::cost::CostView;
+use crate::output::cost::{CostView, PodCostView};
 use crate::output::report::{Window, from_state, markdown};
 use crate::publish::events;
 use crate::record::State;
@@ -324,12 +324,21 @@ impl Triage {
                     "app_id": a.app_id,
                     "app_name": a.app_name,
                 });
+                let pods = PodCostView::of(a);
+                if let Some(p) = &pods {
+                    v["pod_cost"] = json!(p);
+                }
                 match CostView::of(a) {
                     Some(c) => {
-                        v["lines"] = json!(c.lines());
+                        let mut lines = c.lines();
+                        lines.extend(pods.iter().flat_map(|p| p.lines.iter().cloned()));
+                        v["lines"] = json!(lines);
                         v["cost"] = json!(c);
                     }
                     None => {
+                        if let Some(p) = &pods {
+                            v["lines"] = json!(p.lines);
+                        }
                         v["cost"] = Value::Null;
                         v["why_none"] = json!(
                             "no event log was read for this app: its cost comes from its stages \
@@ -416,7 +425,7 @@ fn app_summary(a: &AppRecord) -> Value {
     if let Some(n) = not_kept(a) {
         out["ended_not_kept"] = n;
     }
-    if let Some(h) = a.cost.as_deref().and_then(|c| c.headline()) {
+    if let Some(h) = a.cost_headline() {
         // What its losses cost and what it idled (app_cost says how).
         out["cost"] = json!(h);
     }

@@ -259,6 +259,7 @@ impl Converter {
         let shuffle_kept_by = self.shuffle_kept_by();
         let idle_timeout = self.idle_timeout_ms();
         self.ledger.idle_timeout(idle_timeout);
+        self.ledger.min_executors(self.min_executors());
         let saw_work = self.ledger.saw_work();
         let cost = std::mem::take(&mut self.ledger).finish(
             self.start,

@@ -117,6 +117,13 @@ impl Converter {
         Some(u64::try_from(set.unwrap_or(Duration::from_secs(60)).as_millis()).unwrap_or(u64::MAX))
     }
 
+    /// `spark.dynamicAllocation.minExecutors` (0 unless set).
+    pub(super) fn min_executors(&self) -> u32 {
+        self.property("spark.dynamicAllocation.minExecutors")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// What keeps a lost executor's shuffle output, as the configuration says.
     pub(super) fn shuffle_kept_by(&self) -> Option<String> {
         if self.on("spark.shuffle.service.enabled") {

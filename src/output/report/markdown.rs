@@ -9,6 +9,7 @@ use spark_triage_core::text;
 use spark_triage_core::text::human_duration;
 
 use super::{AppReport, Report};
+use crate::output::cost::CostView;
 use crate::store::MAX_KEPT;
 
 /// Every value from the cluster: one line, no controls, no table cell breaks.
@@ -313,10 +314,8 @@ fn write_actions(s: &mut String, a: &AppReport<'_>) {
 
 /// What the losses cost and what was left idle, from the event log.
 fn write_cost(s: &mut String, a: &AppReport<'_>) {
-    let Some(c) = &a.cost else {
-        return;
-    };
-    let lines = c.lines();
+    let mut lines = a.cost.as_ref().map(CostView::lines).unwrap_or_default();
+    lines.extend(a.pod_cost.iter().flat_map(|p| p.lines.iter().cloned()));
     if lines.is_empty() {
         return;
     }

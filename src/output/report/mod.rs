@@ -11,7 +11,7 @@ use spark_triage_core::diagnose::code::Oom;
 use spark_triage_core::diagnose::{Code, Severity, advice};
 use spark_triage_core::model::{ExecutorState, Time, fmt_time};
 
-use crate::output::cost::CostView;
+use crate::output::cost::{CostView, PodCostView};
 use crate::output::{AppOrder, OperatorStatus};
 use crate::record::{ForgetRule, Gap, Header, Item, Keyframe, Recording, Sink, State};
 use crate::store;
@@ -91,6 +91,10 @@ pub struct AppReport<'a> {
     /// whole run's, whatever the window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostView>,
+    /// What its pods cost beside: pods deleted before they ran, memory limited against the
+    /// peak used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_cost: Option<PodCostView>,
 }
 
 /// Ended executors counted but not listed (see `AppReport::not_listed`).
@@ -397,6 +401,7 @@ fn app_report(a: &AppRecord, from: Option<Time>, end: Time) -> Option<AppReport<
         actions,
         recommendations,
         cost: CostView::of(a),
+        pod_cost: PodCostView::of(a),
     })
 }
 

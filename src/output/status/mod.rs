@@ -9,7 +9,7 @@ use spark_triage_core::model::driver::ExecutorList;
 use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorKind, Time};
 
-use crate::output::cost::CostView;
+use crate::output::cost::{CostView, PodCostView};
 use crate::output::{AppOrder, OperatorStatus};
 use crate::source::{Health, SourceKind};
 use crate::store;
@@ -73,6 +73,10 @@ pub struct AppStatus {
     /// What its executor losses cost it and what it left idle (from its event log).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostView>,
+    /// What its pods cost beside: pods deleted before they ran, memory limited against the
+    /// peak used (live, with no event log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_cost: Option<PodCostView>,
 }
 
 /// How reading the driver's REST API goes.
@@ -260,6 +264,7 @@ fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
         dynamic_allocation: a.allocation.map(|a| a.allocation),
         streaming: a.streaming.clone(),
         cost: CostView::of(a),
+        pod_cost: PodCostView::of(a),
         executors: a
             .executors
             .values()

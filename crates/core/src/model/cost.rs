@@ -17,6 +17,7 @@
 
 pub mod lanes;
 pub mod ledger;
+pub mod pods;
 mod spans;
 
 use serde::{Deserialize, Serialize};
@@ -161,6 +162,21 @@ pub struct Waste {
     /// allocation on, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
+    /// Executors shuffle tracking held: idle past the idle timeout while holding shuffle
+    /// output nothing else kept (dynamic allocation on, no external shuffle service or
+    /// migration), removed later or still there at the app's end (past `minExecutors`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held_by_shuffle: u32,
+    /// Their time past the timeout, executor-ms (the removal's own latency included).
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub held_by_shuffle_ms: u64,
+    /// The same times each executor's cores, core-ms.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub held_by_shuffle_core_ms: u64,
+}
+
+fn is_zero_ms(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The one setting that would have saved the most, and about how much (an estimate).

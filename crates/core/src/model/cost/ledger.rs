@@ -11,6 +11,11 @@ use super::spans::{peak_of, span, union_ms};
 use super::{AppCost, Loss, Rerun, RerunKind, Waste};
 use crate::model::Time;
 
+mod held;
+mod run;
+use held::IdleEnd;
+pub use run::{Fetched, Outcome, TaskRun};
+
 /// The most stages whose last good attempt is remembered (for a map stage resubmitted with
 /// no `FetchFailed`), executors held at once, and losses kept: past any, the figures are
 /// marked partial.
@@ -21,49 +26,6 @@ const MAX_LOSSES: usize = 10_000;
 const MAX_RERUNS: usize = 64;
 /// Recent removals remembered for a `FetchFailed` that names no executor.
 const RECENT: usize = 64;
-
-/// How a task ended, as the cost reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Succeeded, or ended any way that costs no attempt.
-    Done,
-    /// `ExecutorLostFailure`: its executor was lost under it.
-    Lost,
-    /// `FetchFailed`: whose block manager it could not fetch from.
-    FetchFailed {
-        /// The executor it could not fetch from.
-        from: Fetched,
-    },
-}
-
-/// Whose output a `FetchFailed` could not fetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fetched {
-    /// An executor's block manager, named.
-    Executor(i64),
-    /// None named: the output was already unregistered (`MetadataFetchFailedException`).
-    Unnamed,
-    /// A block manager that is no executor (decommissioning's fallback storage): charged to
-    /// nobody.
-    Elsewhere,
-}
-
-/// One task's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskRun {
-    /// Its stage.
-    pub stage: u32,
-    /// Its stage's attempt.
-    pub attempt: u32,
-    /// Its executor, when a number (the driver's own tasks have none).
-    pub executor: Option<i64>,
-    /// Launch to finish, ms.
-    pub ms: u64,
-    /// When it finished.
-    pub finished: Option<Time>,
-    /// How it ended.
-    pub outcome: Outcome,
-}
 
 #[derive(Debug, Default)]
 struct Attempt {
@@ -111,7 +73,13 @@ struct Executor {
     cores: u32,
     last_end: Option<Time>,
     tasks: u32,
+    /// The latest stages it ran a task of to the end (at most [`STAGES_PER_EXECUTOR`]):
+    /// the map stages among them wrote shuffle output on it.
+    stages: Vec<u32>,
 }
+
+/// The most stages one executor's shuffle output is looked for in (its latest).
+const STAGES_PER_EXECUTOR: usize = 16;
 
 /// The pass (see the module's doc).
 #[derive(Debug, Default)]
@@ -150,6 +118,10 @@ pub struct Ledger {
     lanes: Vec<Lane>,
     lane_of: HashMap<i64, usize>,
     lanes_left_out: u32,
+    /// Executors idle at their end (at most [`MAX_EXECUTORS`]).
+    idle_ends: Vec<IdleEnd>,
+    /// `spark.dynamicAllocation.minExecutors`.
+    min_executors: u32,
 }
 
 impl Ledger {
@@ -336,6 +308,12 @@ impl Ledger {
         {
             e.tasks += 1;
             e.last_end = e.last_end.max(t.finished);
+            if t.outcome == Outcome::Done && !e.stages.contains(&t.stage) {
+                if e.stages.len() == STAGES_PER_EXECUTOR {
+                    e.stages.remove(0);
+                }
+                e.stages.push(t.stage);
+            }
         }
         match t.outcome {
             Outcome::Done => {}
@@ -441,6 +419,7 @@ impl Ledger {
                 cores: cores.unwrap_or(1).max(1),
                 last_end: None,
                 tasks: 0,
+                stages: Vec::new(),
             },
         );
         self.peak = self
@@ -464,6 +443,7 @@ impl Ledger {
         if idle && !lost_tasks {
             self.waste.idle_removed += 1;
             let from = e.last_end.unwrap_or(e.added).max(e.added);
+            self.idle_end(&e, at, false);
             self.waste.idle_tail_ms = self.waste.idle_tail_ms.saturating_add(span(from, at));
             self.waste.idle_tail_core_ms = self
                 .waste
@@ -528,8 +508,12 @@ impl Ledger {
             let live: Vec<Executor> = self.executors.drain().map(|(_, e)| e).collect();
             for e in &live {
                 self.settle(e, end, ended);
+                if ended {
+                    self.idle_end(e, end, true);
+                }
             }
         }
+        self.held_by_shuffle(shuffle_kept_by.is_some());
         let mut spans: HashMap<i64, Vec<(Time, Time)>> = HashMap::new();
         for (x, stage, attempt) in std::mem::take(&mut self.charged) {
             let Some(a) = self.attempts.get(&(stage, attempt)) else {

@@ -172,6 +172,50 @@ fn idle_executors_are_counted_from_their_last_task_to_their_removal() {
     assert!(other.saving().is_some());
 }
 
+/// Shuffle tracking's hold: an idle executor that wrote map output is removed late, or not
+/// at all; past the idle timeout its time is counted, past `minExecutors` at the end, and
+/// not when an external shuffle service keeps the output.
+#[test]
+fn executors_shuffle_tracking_held_past_the_idle_timeout_are_counted() {
+    let run = |kept: Option<String>, min: u32| {
+        let mut l = Ledger::new();
+        for x in 1..=4 {
+            l.executor_added(x, Some(2), t(0));
+        }
+        l.stage_submitted(0, 0, &[], t(0));
+        // 1 and 2 write map output; 3 only runs the result stage; 4 nothing.
+        l.task_end(task(0, 0, 1, 0, 10, Outcome::Done));
+        l.task_end(task(0, 0, 2, 0, 10, Outcome::Done));
+        l.stage_completed(0, 0, false, t(10));
+        l.stage_submitted(1, 0, &[0], t(10));
+        l.task_end(task(1, 0, 3, 10, 20, Outcome::Done));
+        l.stage_completed(1, 0, false, t(20));
+        // 1 held until 300 s (last task 10 s, timeout 60 s: 230 s past), 3 removed on
+        // time, 4 never ran; 2 is still there at the end (100 s past, at 170 s).
+        l.executor_removed(1, true, t(300));
+        l.executor_removed(3, true, t(80));
+        l.executor_removed(4, true, t(60));
+        l.idle_timeout(Some(60_000));
+        l.min_executors(min);
+        l.finish(Some(t(0)), Some(t(170)), kept, true).waste
+    };
+    let w = run(None, 0);
+    assert_eq!(
+        (
+            w.held_by_shuffle,
+            w.held_by_shuffle_ms,
+            w.held_by_shuffle_core_ms
+        ),
+        (2, 230_000 + 100_000, (230_000 + 100_000) * 2)
+    );
+    // minExecutors=1 keeps one at the end anyway.
+    let w = run(None, 1);
+    assert_eq!((w.held_by_shuffle, w.held_by_shuffle_ms), (1, 230_000));
+    // An external shuffle service keeps the output: nothing held.
+    let w = run(Some("the external shuffle service".into()), 0);
+    assert_eq!((w.held_by_shuffle, w.held_by_shuffle_ms), (0, 0));
+}
+
 /// What the review found: a straggler's fetch failure from a superseded attempt does not
 /// leave blame behind for a later resubmission, and an unnamed fetch failure is charged to
 /// an executor removed since the parents' output was whole, not to an old one.
