@@ -12,6 +12,10 @@ uncompressed single-file event log:
       SIGKILLs its own executor's JVM (as the kernel's OOM killer would), so the other
       executor's reduce tasks cannot fetch its output: Spark logs FetchFailed and resubmits
       the map stage for the lost partitions;
+  shuffle-loss-rest: the same with the driver's UI on, and its REST API's answers saved
+      beside its event log before it stops (`allexecutors`, `stages`, and the failed tasks
+      of each stage attempt that had any), into shuffle-loss-rest/: the chain read live against the
+      chain read from the log of the same run;
   idle-timeout: dynamic allocation with a 3 s `executorIdleTimeout`: two jobs of uneven
       tasks, a pause after each, so executors idle and are removed, then come back; then a
       job with a shuffle, whose executors shuffle tracking holds (its output is still
@@ -19,12 +23,14 @@ uncompressed single-file event log:
 """
 
 import glob
+import json
 import os
 import shutil
 import signal
 import sys
 import tempfile
 import time
+import urllib.request
 
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
@@ -33,10 +39,11 @@ OUT = sys.argv[1]
 WHICH = sys.argv[2:] or ["shuffle-loss", "idle-timeout"]
 
 
-def session(name, logs, **conf):
+def session(name, logs, ui=False, **conf):
     b = (
         SparkSession.builder.master("local-cluster[2,1,1024]").appName(name)
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", "true" if ui else "false")
+        .config("spark.ui.port", "4057")
         .config("spark.eventLog.enabled", "true")
         .config("spark.eventLog.dir", "file://" + logs)
         .config("spark.eventLog.compress", "false")
@@ -54,8 +61,31 @@ def jvm_of_worker():
         return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
-def shuffle_loss(logs):
-    spark = session("cost-shuffle-loss", logs)
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read()
+
+
+def save_rest(sc, into):
+    """The driver's REST answers the live chain reads: its executors, its stages, and the
+    failed tasks of each attempt that had any."""
+    os.makedirs(into, exist_ok=True)
+    api = f"http://localhost:4057/api/v1/applications/{sc.applicationId}"
+    with open(os.path.join(into, "allexecutors.json"), "wb") as f:
+        f.write(get(api + "/allexecutors"))
+    stages = get(api + "/stages")
+    with open(os.path.join(into, "stages.json"), "wb") as f:
+        f.write(stages)
+    for s in json.loads(stages):
+        if s["numFailedTasks"] > 0:
+            body = get(f"{api}/stages/{s['stageId']}/{s['attemptId']}/taskList?status=FAILED&length=1000")
+            name = f"tasks-failed-{s['stageId']}-{s['attemptId']}.json"
+            with open(os.path.join(into, name), "wb") as f:
+                f.write(body)
+
+
+def shuffle_loss(logs, rest=False):
+    spark = session("cost-shuffle-loss", logs, ui=rest)
     sc = spark.sparkContext
     # Both executors up before the map stage, so each holds shuffle output.
     deadline = time.time() + 60
@@ -79,6 +109,8 @@ def shuffle_loss(logs):
     pairs = sc.parallelize(range(8000), 8).mapPartitionsWithIndex(mapper)
     out = pairs.partitionBy(8).mapPartitionsWithIndex(reducer).collect()
     assert sum(out) == sum(range(8000)), out
+    if rest:
+        save_rest(sc, os.path.join(OUT, "shuffle-loss-rest"))
     spark.stop()
 
 
@@ -114,8 +146,15 @@ def idle_timeout(logs):
 
 for which in WHICH:
     logs = tempfile.mkdtemp()
-    {"shuffle-loss": shuffle_loss, "idle-timeout": idle_timeout}[which](logs)
+    {
+        "shuffle-loss": shuffle_loss,
+        "shuffle-loss-rest": lambda logs: shuffle_loss(logs, rest=True),
+        "idle-timeout": idle_timeout,
+    }[which](logs)
     [log] = [p for p in glob.glob(os.path.join(logs, "*")) if os.path.isfile(p) and "killed" not in p]
-    shutil.copy(log, os.path.join(OUT, which + ".json"))
+    if which == "shuffle-loss-rest":
+        shutil.copy(log, os.path.join(OUT, which, "eventlog.json"))
+    else:
+        shutil.copy(log, os.path.join(OUT, which + ".json"))
     shutil.rmtree(logs, ignore_errors=True)
     print("captured", which)

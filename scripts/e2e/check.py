@@ -336,6 +336,15 @@ check("shuffle loss: the live view (status --event-log-dir, driver running) says
       victim_e and live_loss.get("executor") == exec_id(victim_e)
       and live_loss.get("rerun_tasks") == (loss or {}).get("rerun_tasks"),
       (live_loss, facts.get("live-cost")))
+rest_cost = (app_of(load_json("status-live-rest.json")) or {}).get("cost") or {}
+rest_loss = next((l for l in rest_cost.get("losses", [])
+                  if victim_e and l.get("executor") == exec_id(victim_e)), {})
+check("shuffle loss: with no event log, the driver's REST API tells the same chain "
+      "(the OOM-killed executor, the same recomputed tasks)",
+      rest_cost.get("from") == "driver-api" and rest_loss
+      and rest_loss.get("rerun_tasks") == (loss or {}).get("rerun_tasks")
+      and rest_loss.get("cause") == "OOMKilled (137)",
+      (rest_cost.get("from"), rest_loss, facts.get("live-rest")))
 
 # The dynamic-allocation run (scripts/cost-fixtures.py idle-timeout): the idle tail is each
 # removed executor's time from its last task's end (or registration) to its removal.

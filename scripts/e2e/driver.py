@@ -363,6 +363,14 @@ def main():
     with open(os.path.join(WORK, "status-live-cost.json"), "w") as f:
         f.write(st.stdout)
     fact("live-cost", status_rc=st.returncode, status_err=st.stderr[-300:])
+    # And with no event log at all: the chain from the driver's REST API (its stages and
+    # their failed tasks).
+    st = subprocess.run([TRIAGE, "status", "--kubeconfig", KUBECONFIG, "-n", NS, "-o", "json",
+                         "--poll-interval", "5s"],
+                        capture_output=True, text=True, timeout=90)
+    with open(os.path.join(WORK, "status-live-rest.json"), "w") as f:
+        f.write(st.stdout)
+    fact("live-rest", status_rc=st.returncode, status_err=st.stderr[-300:])
 
     # Stop: Spark deletes its executor pods by label.
     t = time.monotonic()

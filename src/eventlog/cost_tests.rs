@@ -5,15 +5,22 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use spark_triage_core::model::cost::{AppCost, RerunKind};
+use spark_triage_core::model::cost::{AppCost, CostFrom, Loss, RerunKind, rest};
+use spark_triage_core::model::driver;
 
 use super::*;
 use crate::source::SourceEvent;
 
 fn fixture(name: &str) -> (Vec<Value>, AppCost) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/eventlog/cost")
-        .join(name);
+    fixture_at(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/eventlog/cost")
+            .join(name),
+    )
+}
+
+fn fixture_at(path: &Path) -> (Vec<Value>, AppCost) {
+    let path = path.to_owned();
     let lines = std::fs::read_to_string(&path)
         .expect("fixture")
         .lines()
@@ -144,4 +151,72 @@ fn the_idle_tail_is_each_removed_executors_time_since_its_last_task() {
         cost.waste.held_by_shuffle_ms,
         u64::try_from(held.iter().sum::<i64>()).expect("ms")
     );
+}
+
+/// The chain read live from the driver's REST API (its executors, stages, and failed tasks:
+/// scripts/cost-fixtures.py shuffle-loss-rest, saved before the driver stopped) against the
+/// chain read from the same run's event log: the same culprit, attempts, tasks and time.
+#[test]
+fn the_drivers_rest_api_tells_the_same_chain_as_the_runs_event_log() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/driver-rest/shuffle-loss-rest");
+    let (_, logged) = fixture_at(&dir.join("eventlog.json"));
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("fixture");
+    let executors = driver::parse_executors(&read("allexecutors.json")).expect("executors");
+    let stages = rest::parse_stages(&read("stages.json")).expect("stages");
+    let failed: Vec<(u32, u32, Vec<rest::FailedTask>)> = stages
+        .iter()
+        .filter(|s| s.had_failures())
+        .map(|s| {
+            let body = read(&format!(
+                "tasks-failed-{}-{}.json",
+                s.stage_id, s.attempt_id
+            ));
+            (
+                s.stage_id,
+                s.attempt_id,
+                rest::parse_failed_tasks(&body).expect("tasks"),
+            )
+        })
+        .collect();
+    let end = logged.started.expect("start")
+        + chrono::TimeDelta::milliseconds(i64::try_from(logged.run_ms).expect("ms"));
+    let live = rest::cost_of(&stages, &failed, (&executors, false), end).expect("a cost");
+    assert_eq!(live.from, CostFrom::DriverApi);
+    assert_eq!(live.losses.len(), 1, "{live:#?}");
+    let (l, g) = (&live.losses[0], &logged.losses[0]);
+    assert_eq!(
+        (
+            l.executor,
+            l.tasks_lost,
+            l.fetch_failed,
+            l.attempts_added,
+            l.rerun_tasks
+        ),
+        (
+            g.executor,
+            g.tasks_lost,
+            g.fetch_failed,
+            g.attempts_added,
+            g.rerun_tasks
+        )
+    );
+    let kinds = |x: &Loss| {
+        x.reruns
+            .iter()
+            .map(|r| (r.stage, r.attempt, r.kind))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds(l), kinds(g));
+    assert_eq!(l.wall_ms, g.wall_ms);
+    assert_eq!(live.recompute_wall_ms, logged.recompute_wall_ms);
+    // Task time: the API's executorRunTime leaves out deserialization and scheduling.
+    assert!(
+        l.rerun_task_ms <= g.rerun_task_ms && l.rerun_task_ms * 10 >= g.rerun_task_ms * 7,
+        "{} against {}",
+        l.rerun_task_ms,
+        g.rerun_task_ms
+    );
+    assert_eq!(live.unexplained_reruns, 0);
+    assert_eq!(live.waste, Default::default());
 }

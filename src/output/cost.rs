@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use spark_triage_core::model::cost::pods::MemoryUse;
-use spark_triage_core::model::cost::{AppCost, Loss, Rerun, Saving, ms};
+use spark_triage_core::model::cost::{AppCost, CostFrom, Loss, Rerun, Saving, ms};
 use spark_triage_core::model::fmt_time;
 
 use crate::store::AppRecord;
@@ -12,7 +12,8 @@ use crate::store::AppRecord;
 /// An app's cost (stable; fields may be added, never renamed).
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CostView {
-    /// Where the figures come from: `event-log` (the run's stages and tasks).
+    /// Where the figures come from: `event-log` (the run's stages and tasks), or
+    /// `driver-api` (the running driver's stages and failed tasks: no idle figures).
     pub from: &'static str,
     /// The run the figures cover, seconds.
     pub run_seconds: f64,
@@ -140,7 +141,7 @@ impl CostView {
         let wall = cost.wall_ms();
         let w = &cost.waste;
         Self {
-            from: "event-log",
+            from: cost.from.as_str(),
             run_seconds: secs(cost.run_ms),
             recompute_seconds: secs(wall),
             recompute_percent: (wall * 100).checked_div(cost.run_ms).unwrap_or(0) as u32,
@@ -178,7 +179,13 @@ impl CostView {
     /// The lines a report says under its cost heading.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.in_progress {
+        if self.from == CostFrom::DriverApi.as_str() {
+            out.push(
+                "figures so far, from the running driver's REST API (its stages and their failed \
+                 tasks, read again every 5 minutes): its event log says more, idle time included"
+                    .to_owned(),
+            );
+        } else if self.in_progress {
             out.push(
                 "figures so far: the app's event log is still being written (read again every \
                  5 minutes live)"

@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use kube::Client;
+use spark_triage_core::model::cost::{AppCost, rest};
 use spark_triage_core::model::driver_state::{self, Allocation, StreamingQuery};
-use spark_triage_core::model::{ContainerState, ExecutorPod, Time};
+use spark_triage_core::model::{ContainerState, DriverExecutor, ExecutorPod, Time};
 
 use super::errors;
 
@@ -22,6 +23,9 @@ pub(super) struct Known {
     pub may_read_jobs: bool,
     /// How long ago its jobs were last read (none: never).
     pub jobs_read_since: Option<Duration>,
+    /// Its stages may be read for the loss chain this round (at most every
+    /// [`COST_EVERY`]).
+    pub cost_due: bool,
 }
 
 /// What one round read of it.
@@ -38,7 +42,20 @@ pub(super) struct Said {
     pub jobs_read: bool,
     /// The streaming query its jobs name.
     pub streaming: Option<StreamingQuery>,
+    /// Its stages were asked for the loss chain (whatever came of it).
+    pub cost_read: bool,
+    /// The loss chain its stages and failed tasks tell.
+    pub cost: Option<AppCost>,
 }
+
+/// How often a driver whose executors failed tasks has its stages read for the chain.
+pub(super) const COST_EVERY: Duration = Duration::from_secs(300);
+
+/// The most of a `stages` answer read (an app of thousands of stages), and of one attempt's
+/// failed tasks; the most attempts whose failed tasks are asked in one read (the latest).
+const STAGES_MAX_BYTES: u64 = 32 << 20;
+const TASKS_MAX_BYTES: u64 = 4 << 20;
+const FAILED_ATTEMPTS_READ: usize = 64;
 
 /// A driver this young has its jobs read every [`JOBS_EARLY`] (its query may start any
 /// moment after its session), an older one every [`JOBS_EVERY`]; and its metrics without
@@ -57,6 +74,7 @@ const JOBS_EVERY: Duration = Duration::from_secs(600);
 pub(super) async fn read(
     client: &Client,
     (ui, pod, app_id): (&str, &ExecutorPod, &str),
+    executors: &[DriverExecutor],
     known: Known,
     now: Time,
 ) -> Said {
@@ -104,7 +122,79 @@ pub(super) async fn read(
             }
         }
     }
+    // Tasks failed (a lost executor's, a fetch's): the chain, from its stages.
+    if known.cost_due && executors.iter().any(|e| e.failed_tasks > 0) {
+        said.cost_read = true;
+        let dynamic_allocation = said.allocation.is_some();
+        said.cost = read_cost(client, ui, app_id, (executors, dynamic_allocation), now).await;
+    }
     said
+}
+
+/// The loss chain from the driver's stages and the failed tasks of the latest attempts
+/// that had any (each read bounded, within 10 s); none when the stages cannot be read.
+async fn read_cost(
+    client: &Client,
+    ui: &str,
+    app_id: &str,
+    executors: (&[DriverExecutor], bool),
+    now: Time,
+) -> Option<AppCost> {
+    let api = format!("api/v1/applications/{app_id}");
+    let body = get_bounded(client, ui, &format!("{api}/stages"), STAGES_MAX_BYTES).await?;
+    let stages = rest::parse_stages(&body)
+        .map_err(|e| tracing::debug!("driver stages of {app_id}: {e}"))
+        .ok()?;
+    let mut with_failures: Vec<&rest::StageAttempt> =
+        stages.iter().filter(|s| s.had_failures()).collect();
+    with_failures.sort_by_key(|s| std::cmp::Reverse((s.stage_id, s.attempt_id)));
+    let mut failed = Vec::new();
+    for s in with_failures.into_iter().take(FAILED_ATTEMPTS_READ) {
+        let tail = format!(
+            "{api}/stages/{}/{}/taskList?status=FAILED&length=1000",
+            s.stage_id, s.attempt_id
+        );
+        let Some(body) = get_bounded(client, ui, &tail, TASKS_MAX_BYTES).await else {
+            continue;
+        };
+        match rest::parse_failed_tasks(&body) {
+            Ok(tasks) => failed.push((s.stage_id, s.attempt_id, tasks)),
+            Err(e) => tracing::debug!("driver tasks of {app_id}: {e}"),
+        }
+    }
+    rest::cost_of(&stages, &failed, executors, now)
+}
+
+/// GET `tail` of the driver's UI as [`get`] does, reading at most `max` bytes: a longer
+/// answer is none (said at debug).
+async fn get_bounded(client: &Client, ui: &str, tail: &str, max: u64) -> Option<String> {
+    use futures::AsyncReadExt as _;
+    let (proxy, _) = ui.split_once("/proxy/")?;
+    let path = format!("{proxy}/proxy/{tail}");
+    let req = http::Request::get(&path).body(Vec::new()).ok()?;
+    let read = async {
+        let body = client
+            .request_stream(req)
+            .await
+            .map_err(|e| errors::error_line(&e))?;
+        let mut buf = Vec::new();
+        body.take(max + 1)
+            .read_to_end(&mut buf)
+            .await
+            .map_err(|e| e.to_string())?;
+        if buf.len() as u64 > max {
+            return Err(format!("longer than {} MiB", max >> 20));
+        }
+        String::from_utf8(buf).map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(Duration::from_secs(10), read).await {
+        Ok(Ok(body)) => Some(body),
+        Ok(Err(e)) => {
+            tracing::debug!("driver {path}: {e}");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// GET `tail` of the driver's UI (a path under its proxy), within 10 s; `None`

@@ -157,6 +157,7 @@ struct Own {
     metrics_failed: std::collections::HashMap<(String, String), std::time::Instant>,
     jobs_read: std::collections::HashMap<(String, String), std::time::Instant>,
     streaming: std::collections::HashSet<(String, String)>,
+    cost_read: std::collections::HashMap<(String, String), std::time::Instant>,
 }
 
 impl Own {
@@ -169,6 +170,10 @@ impl Own {
             allocation_off: self.allocation_off.contains(key) || failed_lately,
             may_read_jobs: !self.streaming.contains(key),
             jobs_read_since: self.jobs_read.get(key).map(std::time::Instant::elapsed),
+            cost_due: self
+                .cost_read
+                .get(key)
+                .is_none_or(|t| t.elapsed() >= driver_self::COST_EVERY),
         }
     }
 
@@ -183,6 +188,10 @@ impl Own {
         if said.streaming.is_some() {
             self.streaming.insert(key.clone());
         }
+        if said.cost_read {
+            self.cost_read
+                .insert(key.clone(), std::time::Instant::now());
+        }
         if said.jobs_read {
             self.jobs_read.insert(key, std::time::Instant::now());
         }
@@ -193,6 +202,7 @@ impl Own {
         self.allocation_off.retain(&keep);
         self.metrics_failed.retain(|k, _| keep(k));
         self.jobs_read.retain(|k, _| keep(k));
+        self.cost_read.retain(|k, _| keep(k));
         self.streaming.retain(&keep);
     }
 }
@@ -241,7 +251,16 @@ async fn read_one(
     let mut said = driver_self::Said::default();
     if let DriverView::Ok { executors } = &view {
         if let Some(ui) = ui_path(d, &app_id, svcs) {
-            said = driver_self::read(client, (&ui, pod, &app_id), known.own, now()).await;
+            said =
+                driver_self::read(client, (&ui, pod, &app_id), executors, known.own, now()).await;
+        }
+        if let Some(cost) = said.cost.take() {
+            events.push(SourceEvent::AppCost {
+                namespace: namespace.clone(),
+                app_id: app_id.clone(),
+                cost: Box::new(cost),
+                at: now(),
+            });
         }
         if let Some(allocation) = said.allocation {
             events.push(SourceEvent::DriverAllocation {

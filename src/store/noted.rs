@@ -3,6 +3,7 @@
 //! which events can change the verdicts (so the node patterns).
 
 use spark_triage_core::model;
+use spark_triage_core::model::cost::CostFrom;
 
 use super::*;
 use crate::source::{LoggedKill, PresentPod};
@@ -112,6 +113,16 @@ impl Store {
             return;
         };
         let app = self.app_mut(&namespace, &app_id);
+        // An event log's figures are the whole story; a driver's REST API's are only the
+        // losses, and never replace them.
+        if cost.from == CostFrom::DriverApi
+            && app
+                .cost
+                .as_deref()
+                .is_some_and(|c| c.from == CostFrom::EventLog)
+        {
+            return;
+        }
         if app.cost.as_deref() != Some(&*cost) {
             app.cost = Some(Arc::new(*cost));
             // A log lags the pods (Spark buffers it): never back in time.

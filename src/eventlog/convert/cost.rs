@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use spark_triage_core::model::Time;
-use spark_triage_core::model::cost::ledger::{Fetched, Outcome, SCALE_DOWN, TaskRun};
+use spark_triage_core::model::cost::ledger::{Fetched, Outcome, TaskRun, idle_removal};
 use spark_triage_core::spark::spark_time;
 use spark_triage_core::text;
 
@@ -95,14 +95,9 @@ impl Converter {
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
     }
 
-    /// A removal dynamic allocation made of an idle executor: with it on, the driver's kill
-    /// ("Executor killed by driver."), or with decommissioning its scale-down ("Executor
-    /// decommission: spark scale down"; a node's or a preemption's decommission is none).
+    /// A removal dynamic allocation made of an idle executor ([`idle_removal`]).
     pub(super) fn removed_idle(&self, reason: &str) -> bool {
-        let reason = reason.trim();
-        self.on("spark.dynamicAllocation.enabled")
-            && (reason == "Executor killed by driver."
-                || (reason.starts_with("Executor decommission") && reason.contains(SCALE_DOWN)))
+        idle_removal(reason, self.on("spark.dynamicAllocation.enabled"))
     }
 
     /// `spark.dynamicAllocation.executorIdleTimeout` with dynamic allocation on (Spark's

@@ -18,6 +18,7 @@
 pub mod lanes;
 pub mod ledger;
 pub mod pods;
+pub mod rest;
 mod spans;
 
 use serde::{Deserialize, Serialize};
@@ -33,9 +34,13 @@ pub struct AppCost {
     /// The wall-clock time of every stage attempt losses added, overlapping ones once, ms.
     #[serde(default)]
     pub recompute_wall_ms: u64,
-    /// Read from a log still being written (the app runs): the figures so far.
+    /// Read from a log still being written, or a running driver (the app runs): the
+    /// figures so far.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_progress: bool,
+    /// Where the figures were read.
+    #[serde(default, skip_serializing_if = "CostFrom::is_event_log")]
+    pub from: CostFrom,
     /// Executor losses that cost the app work, the costliest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub losses: Vec<Loss>,
@@ -65,6 +70,35 @@ pub struct AppCost {
     /// Executors registered past the lanes kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lanes_left_out: u32,
+}
+
+/// Where an app's cost was read.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CostFrom {
+    /// Its event log: every stage, task and executor.
+    #[default]
+    EventLog,
+    /// Its driver's (or a History Server's) REST API: the stages, their failed tasks and
+    /// the executors' removals; no idle figures.
+    DriverApi,
+}
+
+impl CostFrom {
+    /// Whether it is the default (left out of recordings).
+    pub fn is_event_log(&self) -> bool {
+        *self == Self::EventLog
+    }
+
+    /// As outputs name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EventLog => "event-log",
+            Self::DriverApi => "driver-api",
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {

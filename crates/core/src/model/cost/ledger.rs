@@ -14,7 +14,7 @@ use crate::model::Time;
 mod held;
 mod run;
 use held::IdleEnd;
-pub use run::{Fetched, Outcome, TaskRun};
+pub use run::{Fetched, Outcome, TaskRun, idle_removal};
 
 /// The most stages whose last good attempt is remembered (for a map stage resubmitted with
 /// no `FetchFailed`), executors held at once, and losses kept: past any, the figures are
@@ -572,6 +572,7 @@ impl Ledger {
             shuffle_kept_by,
             partial: self.partial,
             in_progress: !ended,
+            from: super::CostFrom::EventLog,
             started: start,
             lanes: self.lanes,
             lanes_left_out: self.lanes_left_out,
