@@ -181,8 +181,9 @@ impl CostView {
         let mut out = Vec::new();
         if self.from == CostFrom::DriverApi.as_str() {
             out.push(
-                "figures so far, from the running driver's REST API (its stages and their failed \
-                 tasks, read again every 5 minutes): its event log says more, idle time included"
+                "figures as the driver's REST API last told them (its stages and their failed \
+                 tasks, read every 5 minutes while it runs): its event log says more, idle time \
+                 included"
                     .to_owned(),
             );
         } else if self.in_progress {
@@ -235,7 +236,7 @@ impl CostView {
             if w.held_by_shuffle > 0 {
                 out.push(format!(
                     "shuffle tracking held {} idle {} {} past the idle timeout in all \
-                     (their shuffle output was still referenced: \
+                     (their shuffle output, or cached blocks, was still referenced: \
                      spark.dynamicAllocation.shuffleTracking.timeout bounds it, at the risk of \
                      recomputing that output)",
                     w.held_by_shuffle,

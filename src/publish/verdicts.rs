@@ -22,6 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use spark_triage_core::diagnose::Severity;
 use spark_triage_core::diagnose::budget::FailureBudget;
+use spark_triage_core::model::cost::CostFrom;
 use spark_triage_core::model::{ExecutorState, Time};
 
 use crate::store::{AppRecord, ExecutorRecord, Snapshot, times};
@@ -109,9 +110,9 @@ families!(FAMILIES, register_families for Verdicts {
     kept_drivers => "finished_driver_pods":
         "Finished driver pods still present, by namespace (nothing deletes a spark-submit driver)",
     recomputed => "app_recomputed_task_seconds":
-        "Task time spent again because executors were lost (their running tasks, and the stage attempts their lost shuffle output added), by the lost executor's cause (a finding's code; none when not known): from the app's event log",
+        "Task time spent again because executors were lost (their running tasks, and the stage attempts their lost shuffle output added), by the lost executor's cause (a finding's code; none when not known): from the app's event log, else its running driver's REST API",
     idle => "app_idle_executor_seconds":
-        "Executor time paid for and left idle, by kind: dynamic-allocation-tail (from an idle executor's last task to its removal), never-used (executors that ran no task; core-seconds), shuffle-tracking-hold (idle executors held past the idle timeout by their shuffle output): from the app's event log",
+        "Executor time paid for and left idle, by kind: dynamic-allocation-tail (from an idle executor's last task to its removal), never-used (executors that ran no task; core-seconds), shuffle-tracking-hold (idle executors held past the idle timeout by their shuffle output; part of the tail for those removed): from the app's event log",
     folded => "metrics_apps_folded":
         "Runs (apps in the store) whose series are under app=\"other\" (more names than the metrics keep)",
 });
@@ -470,12 +471,15 @@ impl AppSums {
                 *self.recomputed.entry(cause).or_default() +=
                     (l.rerun_task_ms + l.task_ms_lost) as f64 / 1000.0;
             }
+            // A driver's REST API tells no idle time: no series rather than a 0.
             let w = &cost.waste;
-            *self.idle.entry("dynamic-allocation-tail").or_default() +=
-                w.idle_tail_ms as f64 / 1000.0;
-            *self.idle.entry("never-used").or_default() += w.never_used_core_ms as f64 / 1000.0;
-            *self.idle.entry("shuffle-tracking-hold").or_default() +=
-                w.held_by_shuffle_ms as f64 / 1000.0;
+            if cost.from == CostFrom::EventLog {
+                *self.idle.entry("dynamic-allocation-tail").or_default() +=
+                    w.idle_tail_ms as f64 / 1000.0;
+                *self.idle.entry("never-used").or_default() += w.never_used_core_ms as f64 / 1000.0;
+                *self.idle.entry("shuffle-tracking-hold").or_default() +=
+                    w.held_by_shuffle_ms as f64 / 1000.0;
+            }
         }
         for e in a.executors.values() {
             if e.is_missing() {

@@ -6,8 +6,10 @@
 
 use std::time::Duration;
 
+use futures::AsyncReadExt as _;
 use kube::Client;
 use spark_triage_core::model::cost::{AppCost, rest};
+use spark_triage_core::model::driver;
 use spark_triage_core::model::driver_state::{self, Allocation, StreamingQuery};
 use spark_triage_core::model::{ContainerState, DriverExecutor, ExecutorPod, Time};
 
@@ -55,7 +57,10 @@ pub(super) const COST_EVERY: Duration = Duration::from_secs(300);
 /// failed tasks; the most attempts whose failed tasks are asked in one read (the latest).
 const STAGES_MAX_BYTES: u64 = 32 << 20;
 const TASKS_MAX_BYTES: u64 = 4 << 20;
-const FAILED_ATTEMPTS_READ: usize = 64;
+const FAILED_ATTEMPTS_READ: usize = 32;
+
+/// The most one read of the chain may take, its every answer included.
+const COST_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A driver this young has its jobs read every [`JOBS_EARLY`] (its query may start any
 /// moment after its session), an older one every [`JOBS_EVERY`]; and its metrics without
@@ -122,11 +127,15 @@ pub(super) async fn read(
             }
         }
     }
-    // Tasks failed (a lost executor's, a fetch's): the chain, from its stages.
+    // Tasks failed (a lost executor's, a fetch's): the chain, from its stages, within one
+    // deadline (the round waits for every driver).
     if known.cost_due && executors.iter().any(|e| e.failed_tasks > 0) {
         said.cost_read = true;
-        let dynamic_allocation = said.allocation.is_some();
-        said.cost = read_cost(client, ui, app_id, (executors, dynamic_allocation), now).await;
+        said.cost =
+            tokio::time::timeout(COST_DEADLINE, read_cost(client, ui, app_id, executors, now))
+                .await
+                .ok()
+                .flatten();
     }
     said
 }
@@ -137,10 +146,15 @@ async fn read_cost(
     client: &Client,
     ui: &str,
     app_id: &str,
-    executors: (&[DriverExecutor], bool),
+    executors: &[DriverExecutor],
     now: Time,
 ) -> Option<AppCost> {
     let api = format!("api/v1/applications/{app_id}");
+    // Its settings: which removals are dynamic allocation's idle ones, what keeps shuffle
+    // output (none when they cannot be read: no removal is then taken for idle).
+    let settings = get_bounded(client, ui, &format!("{api}/environment"), TASKS_MAX_BYTES)
+        .await
+        .and_then(|b| driver::parse_environment(&b).ok());
     let body = get_bounded(client, ui, &format!("{api}/stages"), STAGES_MAX_BYTES).await?;
     let stages = rest::parse_stages(&body)
         .map_err(|e| tracing::debug!("driver stages of {app_id}: {e}"))
@@ -151,7 +165,7 @@ async fn read_cost(
     let mut failed = Vec::new();
     for s in with_failures.into_iter().take(FAILED_ATTEMPTS_READ) {
         let tail = format!(
-            "{api}/stages/{}/{}/taskList?status=FAILED&length=1000",
+            "{api}/stages/{}/{}/taskList?status=FAILED&length=500",
             s.stage_id, s.attempt_id
         );
         let Some(body) = get_bounded(client, ui, &tail, TASKS_MAX_BYTES).await else {
@@ -162,13 +176,12 @@ async fn read_cost(
             Err(e) => tracing::debug!("driver tasks of {app_id}: {e}"),
         }
     }
-    rest::cost_of(&stages, &failed, executors, now)
+    rest::cost_of(&stages, &failed, executors, settings.as_ref(), now)
 }
 
 /// GET `tail` of the driver's UI as [`get`] does, reading at most `max` bytes: a longer
 /// answer is none (said at debug).
 async fn get_bounded(client: &Client, ui: &str, tail: &str, max: u64) -> Option<String> {
-    use futures::AsyncReadExt as _;
     let (proxy, _) = ui.split_once("/proxy/")?;
     let path = format!("{proxy}/proxy/{tail}");
     let req = http::Request::get(&path).body(Vec::new()).ok()?;

@@ -40,11 +40,13 @@ impl AppRecord {
                 continue;
             };
             memory.measured += 1;
-            memory.limit_bytes = memory.limit_bytes.max(limit);
-            memory.peak_bytes = memory.peak_bytes.max(peak);
-            memory.peak_percent = memory
-                .peak_percent
-                .max(u32::try_from(peak.saturating_mul(100) / limit).unwrap_or(u32::MAX));
+            let percent = u32::try_from(peak.saturating_mul(100) / limit).unwrap_or(u32::MAX);
+            // The one nearest its limit (the first of equals).
+            if memory.measured == 1 || percent > memory.peak_percent {
+                memory.peak_percent = percent;
+                memory.limit_bytes = limit;
+                memory.peak_bytes = peak;
+            }
             memory.whole_process &= d.peak.process_tree_rss.is_some();
         }
         cost.memory = (memory.measured > 0).then_some(memory);
@@ -69,10 +71,14 @@ impl AppRecord {
 
 /// An executor pod deleted before any container of its ran: its time pending, ms. A pod
 /// the driver registered, or with a container that started, ran; one never seen as a pod
-/// (the driver's list alone) or still there undeleted is not counted.
+/// (the driver's list alone), one that vanished from a LIST unseen, or one still there
+/// undeleted is not counted.
 fn deleted_before_running(e: &ExecutorRecord) -> Option<u64> {
     let deleted_at = match (&e.gone, &e.first_deletion) {
-        (Some(Gone::DriverOnly { .. } | Gone::Restarted { .. }), _) => return None,
+        // Vanished from a LIST: it may have run while unseen.
+        (Some(Gone::DriverOnly { .. } | Gone::Restarted { .. } | Gone::Missing { .. }), _) => {
+            return None;
+        }
         (_, Some(d)) => d.at,
         (Some(g), None) => g.at(),
         (None, None) => return None,

@@ -307,7 +307,7 @@ impl Triage {
     }
 
     #[tool(
-        description = "What an application's executor losses cost it and what it paid for and left idle, from its Spark event log (report's log, or the live view's --event-log-dir): each loss's shuffle chain (tasks lost, stages recomputed and retried, the wall-clock time redone) with the executor's cause; executor time paid, busy and idle, dynamic allocation's idle tail, and the one setting that would have saved the most (an estimate).",
+        description = "What an application's executor losses cost it and what it paid for and left idle, from its Spark event log (report's log, or the live view's --event-log-dir), else live from its running driver's REST API (the losses only; cost.from says which): each loss's shuffle chain (tasks lost, stages recomputed and retried, the wall-clock time redone) with the executor's cause; executor time paid, busy and idle, dynamic allocation's idle tail, what shuffle tracking held, and the one setting that would have saved the most (an estimate); and from its pods (pod_cost): pods deleted before they ran, memory limited against the peak used.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn app_cost(&self, Parameters(p): Parameters<AppParam>) -> Answer {
@@ -341,8 +341,10 @@ impl Triage {
                         }
                         v["cost"] = Value::Null;
                         v["why_none"] = json!(
-                            "no event log was read for this app: its cost comes from its stages \
-                             and tasks (report EVENTLOG, or the live view with --event-log-dir)"
+                            "no event log was read for this app, and its running driver's REST \
+                             API told no loss (it is read once its executors fail tasks): its \
+                             cost comes from its stages and tasks (report EVENTLOG, or the live \
+                             view with --event-log-dir)"
                         );
                     }
                 }

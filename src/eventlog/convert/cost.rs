@@ -5,20 +5,12 @@
 use std::time::Duration;
 
 use spark_triage_core::model::Time;
+use spark_triage_core::model::cost::conf::Conf;
 use spark_triage_core::model::cost::ledger::{Fetched, Outcome, TaskRun, idle_removal};
 use spark_triage_core::spark::spark_time;
-use spark_triage_core::text;
 
 use super::Converter;
 use crate::eventlog::events::Event;
-
-/// Spark's own shuffle managers (as it lowercases them): an executor's output lives on
-/// its disks.
-const SORT: [&str; 3] = [
-    "sort",
-    "tungsten-sort",
-    "org.apache.spark.shuffle.sort.sortshufflemanager",
-];
 
 impl Converter {
     /// A task's end, into the ledger: its stage attempt, its run time, how it ended.
@@ -121,28 +113,8 @@ impl Converter {
 
     /// What keeps a lost executor's shuffle output, as the configuration says.
     pub(super) fn shuffle_kept_by(&self) -> Option<String> {
-        if self.on("spark.shuffle.service.enabled") {
-            return Some("the external shuffle service (spark.shuffle.service.enabled)".into());
-        }
-        if let Some(m) = self.property("spark.shuffle.manager")
-            && !SORT.contains(&m.trim().to_ascii_lowercase().as_str())
-        {
-            let m = text::clipped(&text::field(m), 120).into_owned();
-            return Some(format!(
-                "a remote shuffle service (spark.shuffle.manager {m})"
-            ));
-        }
-        // shuffleBlocks is on by default (Spark 3.1+) once storage decommissioning is.
-        let shuffle_blocks = self
-            .property("spark.storage.decommission.shuffleBlocks.enabled")
-            .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
-        (self.on("spark.decommission.enabled")
-            && self.on("spark.storage.decommission.enabled")
-            && shuffle_blocks)
-            .then(|| {
-                "decommissioning's shuffle migration, on a graceful removal only (a pod deleted, \
-                 preempted or evicted within its grace; not an OOM kill or a node lost)"
-                    .into()
-            })
+        self.properties
+            .as_ref()
+            .and_then(|p| Conf(p).shuffle_kept_by())
     }
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 use spark_triage_core::model::DriverExecutor;
 use spark_triage_core::model::driver::PeakMemory;
 
-use super::{app, del, driver_exec, exec_with, run, running, t, up, *};
+use super::{app, del, driver_exec, exec_with, list, run, running, t, up, *};
 use crate::source::DriverView;
 
 fn pending() -> serde_json::Value {
@@ -49,17 +49,32 @@ async fn pods_deleted_before_they_ran_and_memory_against_its_limit_are_counted()
         del(with_memory(4, pending()), 100),
         // 2 ran and was deleted: no pod that never ran.
         del(with_memory(2, running()), 120),
+        // 6 was last seen pending when deleted, but the driver registered it: it ran.
+        up(with_memory(6, pending()), 1),
+        del(with_memory(6, pending()), 50),
+        // 7 vanished from a LIST while pending: it may have run unseen.
+        up(with_memory(7, pending()), 1),
+        list(
+            vec![with_memory(1, running()), with_memory(5, pending())],
+            200,
+            125,
+        ),
         SourceEvent::DriverExecutors {
             namespace: "spark-jobs".into(),
             app_id: "spark-1".into(),
             view: DriverView::Ok {
-                executors: vec![measured(1, 1 << 30, 256 << 20), measured(2, 512 << 20, 0)],
+                executors: vec![
+                    measured(1, 1 << 30, 256 << 20),
+                    measured(2, 512 << 20, 0),
+                    driver_exec(6, false),
+                ],
             },
             at: t(130),
         },
     ])
     .await;
     let a = app(&s);
+    assert!(a.executors[&7].is_missing(), "{:?}", a.executors[&7].gone);
     let c = a.pod_cost();
     assert_eq!((c.never_ran, c.never_ran_pending_ms), (2, 140_000));
     let m = c.memory.as_ref().expect("measured");

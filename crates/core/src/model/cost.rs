@@ -15,6 +15,7 @@
 //! mapStage`, resubmitted after `RESUBMIT_TIMEOUT`), `removeExecutorAndUnregisterOutputs`,
 //! `ExecutorAllocationManager` (idle executors killed: "Executor killed by driver.").
 
+pub mod conf;
 pub mod lanes;
 pub mod ledger;
 pub mod pods;
@@ -81,7 +82,7 @@ pub enum CostFrom {
     /// Its event log: every stage, task and executor.
     #[default]
     EventLog,
-    /// Its driver's (or a History Server's) REST API: the stages, their failed tasks and
+    /// Its running driver's REST API: the stages, their failed tasks and
     /// the executors' removals; no idle figures.
     DriverApi,
 }
@@ -271,8 +272,10 @@ impl AppCost {
         if let Some(t) = w.idle_timeout_ms.filter(|t| *t > LEAST_TIMEOUT_MS) {
             let shorter = (t / 2).max(LEAST_TIMEOUT_MS);
             // Each idle removal sooner by the difference, at most its idle time; in core
-            // time at the idle executors' cores.
-            let sooner = u64::from(w.idle_removed).saturating_mul(t - shorter);
+            // time at the idle executors' cores. Those shuffle tracking held would not have
+            // gone sooner (those held to the end are not removals: the estimate errs low).
+            let sooner = u64::from(w.idle_removed.saturating_sub(w.held_by_shuffle))
+                .saturating_mul(t - shorter);
             let saved = if w.idle_tail_ms == 0 {
                 0
             } else {
@@ -287,7 +290,7 @@ impl AppCost {
                 saved_core_ms: saved,
                 basis: format!(
                     "{} idle executors removed {} sooner each, at most their idle time",
-                    w.idle_removed,
+                    w.idle_removed.saturating_sub(w.held_by_shuffle),
                     ms(t - shorter)
                 ),
             });

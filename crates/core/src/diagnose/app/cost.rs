@@ -7,7 +7,7 @@
 
 use super::AppFacts;
 use crate::diagnose::{Code, Finding, Severity, Witness};
-use crate::model::cost::{AppCost, RerunKind, ms};
+use crate::model::cost::{AppCost, CostFrom, RerunKind, ms};
 use crate::model::fmt_time;
 
 /// The share of the run past which the losses' recomputation is a warning, in percent.
@@ -51,7 +51,10 @@ pub(super) fn losses_recomputed(f: &AppFacts<'_>) -> Option<Finding> {
     let evidence = evidence(cost, &cause);
     Some(
         Finding::new(Code::LossesRecomputed, Severity::Warn, summary)
-            .witness(Witness::EventLog)
+            .witness(match cost.from {
+                CostFrom::EventLog => Witness::EventLog,
+                CostFrom::DriverApi => Witness::Driver,
+            })
             .evidence_all(evidence)
             .hint(hint(cost)),
     )

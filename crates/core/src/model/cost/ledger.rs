@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::lanes::{Lane, MAX_LANES};
 use super::spans::{peak_of, span, union_ms};
-use super::{AppCost, Loss, Rerun, RerunKind, Waste};
+use super::{AppCost, CostFrom, Loss, Rerun, RerunKind, Waste};
 use crate::model::Time;
 
 mod held;
@@ -201,7 +201,7 @@ impl Ledger {
         {
             self.charged.push((x, stage, attempt));
             if let Some(l) = self.losses.get_mut(&x) {
-                l.attempts_added += 1;
+                l.attempts_added = l.attempts_added.saturating_add(1);
             }
         }
     }
@@ -294,19 +294,23 @@ impl Ledger {
             .busy_ms
             .saturating_add(t.ms.saturating_mul(u64::from(self.task_cpus)));
         if let Some(a) = self.attempts.get_mut(&(t.stage, t.attempt)) {
-            a.tasks += 1;
-            a.task_ms += t.ms;
+            a.tasks = a.tasks.saturating_add(1);
+            a.task_ms = a.task_ms.saturating_add(t.ms);
         }
         if let (Some(x), Some(end)) = (t.executor, t.finished)
             && let Some(i) = self.lane_of.get(&x)
+            && let Some(from) = end.checked_sub_signed(chrono::TimeDelta::milliseconds(
+                i64::try_from(t.ms)
+                    .unwrap_or(i64::MAX / 2)
+                    .min(i64::MAX / 2),
+            ))
         {
-            let from = end - chrono::TimeDelta::milliseconds(i64::try_from(t.ms).unwrap_or(0));
             self.lanes[*i].ran(from, end);
         }
         if let Some(x) = t.executor
             && let Some(e) = self.executors.get_mut(&x)
         {
-            e.tasks += 1;
+            e.tasks = e.tasks.saturating_add(1);
             e.last_end = e.last_end.max(t.finished);
             if t.outcome == Outcome::Done && !e.stages.contains(&t.stage) {
                 if e.stages.len() == STAGES_PER_EXECUTOR {
@@ -321,8 +325,8 @@ impl Ledger {
                 if let Some(x) = t.executor
                     && let Some(l) = self.loss(x)
                 {
-                    l.tasks_lost += 1;
-                    l.task_ms_lost += t.ms;
+                    l.tasks_lost = l.tasks_lost.saturating_add(1);
+                    l.task_ms_lost = l.task_ms_lost.saturating_add(t.ms);
                 }
             }
             Outcome::FetchFailed { from } => {
@@ -354,13 +358,13 @@ impl Ledger {
             && !named
         {
             if let Some(l) = b.executor.and_then(|x| self.losses.get_mut(&x)) {
-                l.fetch_failed += 1;
+                l.fetch_failed = l.fetch_failed.saturating_add(1);
             }
             return;
         }
         let x = match x {
             Some(x) => self.loss(x).map(|l| {
-                l.fetch_failed += 1;
+                l.fetch_failed = l.fetch_failed.saturating_add(1);
                 l.executor
             }),
             None => None,
@@ -572,7 +576,7 @@ impl Ledger {
             shuffle_kept_by,
             partial: self.partial,
             in_progress: !ended,
-            from: super::CostFrom::EventLog,
+            from: CostFrom::EventLog,
             started: start,
             lanes: self.lanes,
             lanes_left_out: self.lanes_left_out,

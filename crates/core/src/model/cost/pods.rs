@@ -28,11 +28,11 @@ pub struct PodCost {
 pub struct MemoryUse {
     /// Executors with both a memory limit and a peak the driver measured.
     pub measured: u32,
-    /// The largest limit among them, bytes.
+    /// The executor whose peak came nearest its limit: its limit, bytes.
     pub limit_bytes: u64,
-    /// The largest peak among them, bytes.
+    /// Its peak, bytes.
     pub peak_bytes: u64,
-    /// The highest share of its own limit one executor's peak reached, percent.
+    /// Its peak's share of its limit, percent (the highest of them).
     pub peak_percent: u32,
     /// Whether every peak is the process tree's RSS (else some are the JVM's heap and
     /// off-heap alone, which leave out Python and native memory).
@@ -80,8 +80,8 @@ impl PodCost {
 }
 
 impl MemoryUse {
-    /// "memory: limited to 4.0 GiB, the highest peak 1.3 GiB (33 % of its limit) over 12
-    /// executors measured …": no smaller setting is suggested.
+    /// "memory: the executor nearest its limit peaked at 1.3 GiB of 4.0 GiB (32 %), of 12
+    /// executors the driver measured …": no smaller setting is suggested.
     pub fn line(&self) -> String {
         let what = if self.whole_process {
             "process-tree RSS"
@@ -89,10 +89,10 @@ impl MemoryUse {
             "JVM heap and off-heap: Python and native memory are not in it"
         };
         let mut line = format!(
-            "memory: executors limited to {} at most, the highest peak {} ({} % of its own \
-             limit) over {} {} the driver measured ({what}); ",
-            gib(self.limit_bytes),
+            "memory: the executor nearest its limit peaked at {} of {} ({} %), of {} {} the \
+             driver measured ({what}); ",
             gib(self.peak_bytes),
+            gib(self.limit_bytes),
             self.peak_percent,
             self.measured,
             if self.measured == 1 {
@@ -156,10 +156,14 @@ mod tests {
             "3 executor pods deleted before any container ran, after 2m05s pending in all \
              (requested, then no longer wanted: paid by the scheduler, not by an executor)"
         );
-        assert!(lines[1].starts_with(
-            "memory: executors limited to 4.0 GiB at most, the highest peak 1.3 GiB (32 % of \
-             its own limit) over 12 executors"
-        ));
+        assert!(
+            lines[1].starts_with(
+                "memory: the executor nearest its limit peaked at 1.3 GiB of 4.0 GiB (32 %), of \
+                 12 executors the driver measured"
+            ),
+            "{}",
+            lines[1]
+        );
         assert!(lines[1].contains("Python and native memory are not in it"));
         assert!(!lines[1].contains("--conf"), "{}", lines[1]);
         // An app whose executors ran out of memory is not told there is room.

@@ -1,5 +1,4 @@
-//! The loss chain from Spark's REST API (a running driver's, or a History Server's), for an
-//! app whose event log cannot be read: its stage attempts (`stages`), the failed tasks of
+//! The loss chain from a running driver's REST API, for an app whose event log is not read: its stage attempts (`stages`), the failed tasks of
 //! each attempt that had any (`stages/{id}/{attempt}/taskList?status=FAILED`), and its
 //! executors' removals (`allexecutors`), into the same [`Ledger`] in time order.
 //!
@@ -7,12 +6,16 @@
 //! (a map stage resubmitted is charged to the executor removed since its last good attempt,
 //! as the ledger does when a log has no fetch failure before it), each successful task
 //! (an attempt's tasks and run time are its totals: `executorRunTime`, which leaves out
-//! deserialization and scheduling, so task time reads a little lower than a log's), and the
+//! deserialization and scheduling, so task time reads a little lower than a log's; a lost
+//! task's own run is added, being in no total), and the
 //! executors' idle time (no waste is told).
 
 use serde::Deserialize;
 
 use super::ledger::{Fetched, Ledger, Outcome, TaskRun, idle_removal};
+use std::collections::BTreeMap;
+
+use super::conf::Conf;
 use super::{AppCost, CostFrom};
 use crate::model::Time;
 use crate::model::driver::{DriverExecutor, parse_spark_time};
@@ -60,9 +63,27 @@ pub struct FailedTask {
     /// Its run, ms.
     #[serde(default)]
     pub duration: Option<u64>,
-    /// Its failure reason's error string (`FetchFailed(BlockManagerId(…`).
-    #[serde(default)]
+    /// Its failure reason's error string (`FetchFailed(BlockManagerId(…`), its head only
+    /// (a stack trace follows).
+    #[serde(default, deserialize_with = "head")]
     pub error_message: Option<String>,
+}
+
+/// The most of a failed task's message kept: its kind and whose block manager.
+const MESSAGE_HEAD: usize = 240;
+
+fn head<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    Ok(s.map(|mut s| {
+        if s.len() > MESSAGE_HEAD {
+            let mut cut = MESSAGE_HEAD;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+        }
+        s
+    }))
 }
 
 /// Parses a `stages` answer (unknown fields ignored).
@@ -103,31 +124,37 @@ fn outcome(message: &str) -> Outcome {
     Outcome::Done
 }
 
-/// What happened, in the order the ledger is told at one instant.
+/// What happened, in the order the ledger is told at one instant: an executor's removal
+/// before what it caused, a failed attempt's tasks before its end, and an end before the
+/// submissions that follow it.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Step {
     Added(i64),
-    Submitted {
-        stage: u32,
-        attempt: u32,
-    },
-    Task(usize),
     Removed(i64, bool),
+    Task(usize),
     Completed {
         stage: u32,
         attempt: u32,
         failed: bool,
     },
+    Submitted {
+        stage: u32,
+        attempt: u32,
+    },
 }
 
 /// The app's loss chain from its REST API's answers: `failed` the failed tasks of each
-/// stage attempt read, as (stage, attempt, tasks). `None` when no stage was read.
+/// stage attempt read, as (stage, attempt, tasks); `settings` its Spark properties (whether
+/// dynamic allocation's removals are idle ones, what keeps shuffle output). `None` when no
+/// stage was read. An attempt whose failed tasks were not all read makes it partial.
 pub fn cost_of(
     stages: &[StageAttempt],
     failed: &[(u32, u32, Vec<FailedTask>)],
-    (executors, dynamic_allocation): (&[DriverExecutor], bool),
+    executors: &[DriverExecutor],
+    settings: Option<&BTreeMap<String, String>>,
     now: Time,
 ) -> Option<AppCost> {
+    let dynamic_allocation = settings.is_some_and(|p| Conf(p).dynamic_allocation());
     let mut steps: Vec<(Time, Step)> = Vec::new();
     for e in executors {
         if let Some(at) = e.add_time {
@@ -142,6 +169,7 @@ pub fn cost_of(
         }
     }
     let when = |s: &Option<String>| s.as_deref().and_then(parse_spark_time);
+    let mut partial = false;
     for s in stages {
         let Some(at) = when(&s.submission_time) else {
             continue; // pending or skipped: never ran
@@ -159,11 +187,16 @@ pub fn cost_of(
                 },
             ));
         }
+        let read = failed
+            .iter()
+            .find(|(st, a, _)| (*st, *a) == (stage, attempt))
+            .map_or(0, |(_, _, t)| t.len());
+        partial |= s.had_failures() && read < s.num_failed_tasks as usize;
     }
     let mut runs: Vec<TaskRun> = Vec::new();
     for (stage, attempt, tasks) in failed {
-        // A failed attempt's tasks end by its failure (a fetch failure's duration runs on
-        // past it).
+        // A failed attempt's tasks end by its failure: the API's duration of a failed task
+        // runs on to when its listener heard of it.
         let ended = stages
             .iter()
             .find(|s| s.stage_id == *stage && s.attempt_id == *attempt)
@@ -172,19 +205,26 @@ pub fn cost_of(
             let Some(launched) = when(&t.launch_time) else {
                 continue;
             };
-            let ms = t.duration.unwrap_or(0);
-            let mut at = launched + chrono::TimeDelta::milliseconds(i64::try_from(ms).unwrap_or(0));
+            let ms = t.duration.unwrap_or(0).min(MAX_TASK_MS);
+            let Some(mut at) =
+                launched.checked_add_signed(chrono::TimeDelta::milliseconds(ms as i64))
+            else {
+                continue;
+            };
             if let Some(e) = ended {
                 at = at.min(e.max(launched));
             }
+            let outcome = outcome(t.error_message.as_deref().unwrap_or(""));
             steps.push((at, Step::Task(runs.len())));
             runs.push(TaskRun {
                 stage: *stage,
                 attempt: *attempt,
                 executor: t.executor_id.as_deref().and_then(|x| x.parse().ok()),
-                ms,
+                // A lost task's run is in no total; another failed task's is in its
+                // attempt's `executorRunTime` already.
+                ms: if outcome == Outcome::Lost { ms } else { 0 },
                 finished: Some(at),
-                outcome: outcome(t.error_message.as_deref().unwrap_or("")),
+                outcome,
             });
         }
     }
@@ -205,10 +245,10 @@ pub fn cost_of(
                     .iter()
                     .find(|s| s.stage_id == stage && s.attempt_id == attempt)
                 {
-                    // Its tasks that did not fail, in one sum.
+                    // Its tasks' run time in one sum, and its tasks that did not fail.
                     ledger.attempt_tasks(
                         (stage, attempt),
-                        s.num_complete_tasks + s.num_killed_tasks,
+                        s.num_complete_tasks.saturating_add(s.num_killed_tasks),
                         s.executor_run_time,
                     );
                 }
@@ -223,14 +263,19 @@ pub fn cost_of(
             } => ledger.stage_completed(stage, attempt, failed, at),
         }
     }
-    let mut cost = ledger.finish(None, Some(now), None, false);
+    let kept_by = settings.and_then(|p| Conf(p).shuffle_kept_by());
+    let mut cost = ledger.finish(None, Some(now), kept_by, false);
     // Executors' time and idleness are not read from here.
     cost.waste = Default::default();
     cost.lanes.clear();
     cost.lanes_left_out = 0;
     cost.from = CostFrom::DriverApi;
+    cost.partial |= partial;
     Some(cost)
 }
+
+/// The longest run a failed task is taken to have had (a week): more is a malformed answer.
+const MAX_TASK_MS: u64 = 7 * 24 * 3600 * 1000;
 
 #[cfg(test)]
 mod tests;
