@@ -59,7 +59,8 @@ const STAGES_MAX_BYTES: u64 = 32 << 20;
 const TASKS_MAX_BYTES: u64 = 4 << 20;
 const FAILED_ATTEMPTS_READ: usize = 32;
 
-/// The most one read of the chain may take, its every answer included.
+/// The most one read of the chain may take, its every answer included (no more than the
+/// metrics' and the jobs' reads beside it).
 const COST_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A driver this young has its jobs read every [`JOBS_EARLY`] (its query may start any
@@ -75,11 +76,37 @@ const JOBS_EARLY: Duration = Duration::from_secs(60);
 const JOBS_EVERY: Duration = Duration::from_secs(600);
 
 /// Reads what `known` leaves to read of a running driver whose executor list answered at
-/// `ui` (its `allexecutors` path through the API server's proxy).
+/// `ui` (its `allexecutors` path through the API server's proxy): its own state, and beside
+/// it at once (its deadline adds nothing to theirs) the loss chain when its executors
+/// failed tasks.
 pub(super) async fn read(
     client: &Client,
     (ui, pod, app_id): (&str, &ExecutorPod, &str),
     executors: &[DriverExecutor],
+    known: Known,
+    now: Time,
+) -> Said {
+    let chain_wanted = known.cost_due && executors.iter().any(|e| e.failed_tasks > 0);
+    let chain = async {
+        if !chain_wanted {
+            return None;
+        }
+        tokio::time::timeout(COST_DEADLINE, read_cost(client, ui, app_id, executors, now))
+            .await
+            .ok()
+            .flatten()
+    };
+    let (mut said, cost) = tokio::join!(own_state(client, (ui, pod, app_id), known, now), chain);
+    said.cost_read = chain_wanted;
+    said.cost = cost;
+    said
+}
+
+/// Its dynamic allocation (metrics) and streaming query (jobs), as `known` leaves them to
+/// read.
+async fn own_state(
+    client: &Client,
+    (ui, pod, app_id): (&str, &ExecutorPod, &str),
     known: Known,
     now: Time,
 ) -> Said {
@@ -126,16 +153,6 @@ pub(super) async fn read(
                 Err(e) => tracing::debug!("driver jobs of {}: {e}", pod.name),
             }
         }
-    }
-    // Tasks failed (a lost executor's, a fetch's): the chain, from its stages, within one
-    // deadline (the round waits for every driver).
-    if known.cost_due && executors.iter().any(|e| e.failed_tasks > 0) {
-        said.cost_read = true;
-        said.cost =
-            tokio::time::timeout(COST_DEADLINE, read_cost(client, ui, app_id, executors, now))
-                .await
-                .ok()
-                .flatten();
     }
     said
 }

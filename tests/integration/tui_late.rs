@@ -127,6 +127,28 @@ fn near(id: i64, what: &str, shown: Utc, truth: Utc, line: &str) {
     );
 }
 
+/// The table's rows drawn whole: an id first and its pod's name (`…-exec-<id>`) last.
+fn whole_rows(table: &str) -> usize {
+    table
+        .lines()
+        .filter(|line| {
+            let cells: Vec<&str> = line.split('│').filter(|c| !c.trim().is_empty()).collect();
+            let Some(row) = cells.last() else {
+                return false;
+            };
+            let words: Vec<&str> = row.split_whitespace().collect();
+            words
+                .first()
+                .and_then(|w| w.parse::<i64>().ok())
+                .is_some_and(|id| {
+                    words
+                        .last()
+                        .is_some_and(|w| w.ends_with(&format!("-exec-{id}")))
+                })
+        })
+        .count()
+}
+
 /// Each row of the table (id, state, AGE or "… ago" once it ended) against the cluster's
 /// times, within 2 s of the moments it can have been drawn at (`drawn`: from, to); every
 /// executor of the app is checked.
@@ -241,7 +263,14 @@ fn a_view_opened_five_minutes_after_the_failures_shows_the_cluster_s_times() {
         // The table was drawn between these two moments of the cluster's clock.
         let drawn_after = clock.now();
         t.keys(&["v"]);
-        let table = t.wait_for("table by id", 10);
+        let mut table = t.wait_for("table by id", 10);
+        // A capture can tear while the terminal is being written (a row cut, the next not
+        // drawn yet): captured again until every row is whole.
+        let whole = Instant::now() + Duration::from_secs(5);
+        while whole_rows(&table) < executors && Instant::now() < whole {
+            std::thread::sleep(Duration::from_millis(100));
+            table = t.screen();
+        }
         let drawn = (drawn_after, clock.now());
         let (created, driver) = rt.block_on(cluster_times(&sim, app));
         check_ages(app, &table, drawn, &created, &driver, executors);
