@@ -346,47 +346,20 @@ check("shuffle loss: with no event log, the driver's REST API tells the same cha
       and rest_loss.get("cause") == "OOMKilled (137)",
       (rest_cost.get("from"), rest_loss, facts.get("live-rest")))
 
-# The dynamic-allocation run (scripts/cost-fixtures.py idle-timeout): the idle tail is each
-# removed executor's time from its last task's end (or registration) to its removal.
-def idle_gaps(path):
-    last, gaps = {}, 0
+# The dynamic-allocation run (scripts/cost-fixtures.py idle-timeout), counted from its log in
+# one pass: the idle tail is each removed executor's time from its last task's end (or
+# registration) to its removal; its last job's shuffle has the executors that wrote its map
+# output held by shuffle tracking until the app's end, and past their last task plus the
+# 3 s timeout (more than the 10 s a removal may take) each counts.
+def idle_facts(path):
     try:
         with open(path) as f:
             lines = [json.loads(l) for l in f if l.strip()]
     except (OSError, ValueError):
-        return None
-    for l in lines:
-        if l["Event"] == "SparkListenerExecutorAdded":
-            last[l["Executor ID"]] = l["Timestamp"]
-        elif l["Event"] == "SparkListenerTaskEnd":
-            x = l["Task Info"]["Executor ID"]
-            last[x] = max(last.get(x, 0), l["Task Info"]["Finish Time"])
-        elif l["Event"] == "SparkListenerExecutorRemoved":
-            gaps += l["Timestamp"] - last[l["Executor ID"]]
-    return gaps / 1000
-
-
-gaps = idle_gaps(os.path.join(RUN, "idle-timeout.json"))
-idle = ((app_of_any(load_json("report-idle.json")) or {}).get("cost") or {}).get("waste") or {}
-check("dynamic allocation: the report's idle tail is the gaps from each executor's last task "
-      "to its removal",
-      gaps and abs(idle.get("idle_tail_executor_seconds", -1) - gaps) < 0.001
-      and idle.get("idle_removed", 0) >= 2,
-      (idle, gaps, read("idle.log")[-300:]))
-
-
-# Its last job's shuffle: the executors that wrote its map output are held by shuffle
-# tracking until the app's end; past their last task plus the 3 s timeout (more than the
-# 10 s a removal may take) each counts.
-def held_by_shuffle(path):
-    try:
-        with open(path) as f:
-            lines = [json.loads(l) for l in f if l.strip()]
-    except (OSError, ValueError):
-        return None
+        return None, None
     maps = {p for l in lines if l["Event"] == "SparkListenerStageSubmitted"
             for p in l["Stage Info"].get("Parent IDs", [])}
-    last, wrote, removed, end = {}, set(), {}, None
+    last, wrote, removed, end, gaps = {}, set(), {}, None, 0
     for l in lines:
         if l["Event"] == "SparkListenerExecutorAdded":
             last[l["Executor ID"]] = l["Timestamp"]
@@ -397,13 +370,20 @@ def held_by_shuffle(path):
                 wrote.add(x)
         elif l["Event"] == "SparkListenerExecutorRemoved":
             removed[l["Executor ID"]] = l["Timestamp"]
+            gaps += l["Timestamp"] - last[l["Executor ID"]]
         elif l["Event"] == "SparkListenerApplicationEnd":
             end = l["Timestamp"]
     past = [removed.get(x, end) - (last[x] + 3000) for x in wrote]
-    return sum(p for p in past if p > 10000) / 1000
+    return gaps / 1000, sum(p for p in past if p > 10000) / 1000
 
 
-held = held_by_shuffle(os.path.join(RUN, "idle-timeout.json"))
+gaps, held = idle_facts(os.path.join(RUN, "idle-timeout.json"))
+idle = ((app_of_any(load_json("report-idle.json")) or {}).get("cost") or {}).get("waste") or {}
+check("dynamic allocation: the report's idle tail is the gaps from each executor's last task "
+      "to its removal",
+      gaps and abs(idle.get("idle_tail_executor_seconds", -1) - gaps) < 0.001
+      and idle.get("idle_removed", 0) >= 2,
+      (idle, gaps, read("idle.log")[-300:]))
 check("dynamic allocation: the executors shuffle tracking held past the idle timeout are "
       "counted as the log says",
       held and abs(idle.get("held_by_shuffle_executor_seconds", -1) - held) < 0.001
