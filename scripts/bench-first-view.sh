@@ -5,11 +5,14 @@
 # of the medians (below 1: the tool is faster). Then the requests one `status` made, from the
 # simulator's request log.
 # Usage: scripts/bench-first-view.sh [APPS] [EXECUTORS_PER_APP] [RUNS]   (default 10 1000 5)
+# DRIVER_API=1 reads the drivers' REST API too (the default view; without it, --no-driver-api).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 apps=${1:-10}
 per=${2:-1000}
 runs=${3:-5}
+driver_flag=--no-driver-api
+[ "${DRIVER_API:-0}" = 1 ] && driver_flag=
 cargo build --release --quiet
 command -v kubectl >/dev/null || { echo "kubectl is needed" >&2; exit 1; }
 port=$((20000 + RANDOM % 20000))
@@ -45,7 +48,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 : >"$dir/kubectl"
 for i in $(seq 1 "$runs"); do
     [ "$i" = 1 ] && kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests >"$dir/requests.before"
-    measure target/release/spark-triage status -A -o json --no-driver-api --kubeconfig "$dir/kc" >>"$dir/tool"
+    measure target/release/spark-triage status -A -o json $driver_flag --kubeconfig "$dir/kc" >>"$dir/tool"
     [ "$i" = 1 ] && kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests >"$dir/requests.after"
     measure kubectl --kubeconfig "$dir/kc" get pods -A -o json >>"$dir/kubectl"
 done
@@ -53,8 +56,8 @@ t_tool=$(cut -d' ' -f1 "$dir/tool" | median)
 t_kubectl=$(cut -d' ' -f1 "$dir/kubectl" | median)
 m_tool=$(cut -d' ' -f2 "$dir/tool" | sort -n | tail -1)
 m_kubectl=$(cut -d' ' -f2 "$dir/kubectl" | sort -n | tail -1)
-printf 'spark-triage status -A -o json: median %.2f s, peak RSS %d MiB  (runs: %s)\n' \
-    "$t_tool" $((m_tool / 1024)) "$(cut -d' ' -f1 "$dir/tool" | tr '\n' ' ')"
+printf 'spark-triage status -A -o json%s: median %.2f s, peak RSS %d MiB  (runs: %s)\n' \
+    "${driver_flag:+ $driver_flag}" "$t_tool" $((m_tool / 1024)) "$(cut -d' ' -f1 "$dir/tool" | tr '\n' ' ')"
 printf 'kubectl get pods -A -o json:     median %.2f s, peak RSS %d MiB  (runs: %s)\n' \
     "$t_kubectl" $((m_kubectl / 1024)) "$(cut -d' ' -f1 "$dir/kubectl" | tr '\n' ' ')"
 printf 'ratio (tool / kubectl): %.2f\n' "$(echo "$t_tool / $t_kubectl" | bc -l)"
