@@ -1,3 +1,4 @@
+use super::super::RerunKind;
 use super::*;
 
 #[test]
@@ -77,5 +78,77 @@ fn a_failed_tasks_message_is_kept_to_its_head() {
         Outcome::FetchFailed {
             from: Fetched::Executor(3)
         }
+    );
+}
+
+fn at(s: u32) -> Option<String> {
+    Some(format!("2026-12-07T03:00:{s:02}.000GMT"))
+}
+
+fn attempt(stage: u32, attempt: u32, failed: u32, (from, to): (u32, u32)) -> StageAttempt {
+    StageAttempt {
+        stage_id: stage,
+        attempt_id: attempt,
+        status: if failed > 0 { "FAILED" } else { "COMPLETE" }.into(),
+        num_complete_tasks: if failed > 0 { 0 } else { 4 },
+        num_failed_tasks: failed,
+        num_killed_tasks: 0,
+        executor_run_time: 4000,
+        submission_time: at(from),
+        completion_time: at(to),
+    }
+}
+
+/// The API's duration of a failed task runs on to when its listener heard of it, past the
+/// retry's submission here: taken at its attempt's failure, the fetch failure is the
+/// retry's cause (else it would be a straggler, and the retry unexplained).
+#[test]
+fn a_failed_tasks_end_is_its_attempts_failure() {
+    let stages = [
+        attempt(1, 1, 0, (21, 25)),
+        attempt(1, 0, 1, (10, 15)),
+        attempt(0, 1, 0, (16, 20)),
+        attempt(0, 0, 0, (0, 10)),
+    ];
+    let fetch = FailedTask {
+        executor_id: Some("8".into()),
+        launch_time: at(11),
+        duration: Some(20_000),
+        error_message: Some("FetchFailed(BlockManagerId(7, h, 1, None), shuffleId=0".into()),
+    };
+    let lost = DriverExecutor {
+        id: 7,
+        active: false,
+        host_port: None,
+        pod_name: None,
+        add_time: at(0).as_deref().and_then(parse_spark_time),
+        remove_time: at(12).as_deref().and_then(parse_spark_time),
+        remove_reason: Some("Command exited with code 137".into()),
+        removed_again: Vec::new(),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 4,
+        tasks_lost: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let other = DriverExecutor {
+        id: 8,
+        remove_time: None,
+        remove_reason: None,
+        active: true,
+        ..lost.clone()
+    };
+    let now = at(30).as_deref().and_then(parse_spark_time).expect("time");
+    let cost = cost_of(&stages, &[(1, 0, vec![fetch])], &[lost, other], None, now).expect("a cost");
+    assert_eq!(cost.unexplained_reruns, 0, "{cost:#?}");
+    assert_eq!(cost.losses.len(), 1);
+    assert_eq!(
+        cost.losses[0]
+            .reruns
+            .iter()
+            .map(|r| (r.stage, r.attempt, r.kind))
+            .collect::<Vec<_>>(),
+        [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
     );
 }
