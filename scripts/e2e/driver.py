@@ -370,7 +370,16 @@ def main():
                         capture_output=True, text=True, timeout=90)
     with open(os.path.join(WORK, "status-live-rest.json"), "w") as f:
         f.write(st.stdout)
-    fact("live-rest", status_rc=st.returncode, status_err=st.stderr[-300:])
+    # What the driver told, kept for a failure's detail (the chain depends on the order of
+    # its stages' times and its executors' removals).
+    api = f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}"
+    stages = json.loads(urllib.request.urlopen(f"{api}/stages", timeout=10).read())
+    execs = json.loads(urllib.request.urlopen(f"{api}/allexecutors", timeout=10).read())
+    fact("live-rest", status_rc=st.returncode, status_err=st.stderr[-300:],
+         stages=sorted((s["stageId"], s["attemptId"], s["status"], s.get("submissionTime"),
+                        s.get("completionTime")) for s in stages),
+         removed=[(e["id"], e.get("removeTime"), (e.get("removeReason") or "")[:60])
+                  for e in execs if e.get("removeTime")])
 
     # Stop: Spark deletes its executor pods by label.
     t = time.monotonic()

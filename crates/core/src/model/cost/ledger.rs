@@ -187,6 +187,10 @@ impl Ledger {
                     None
                 }
             }
+        } else if let Some(x) = self.retry_awaiting(stage, at) {
+            // Resubmitted while a later stage whose parents are not known (the REST API's
+            // answers) awaits its retry: Spark resubmits the missing parents first.
+            Some((x, RerunKind::Recompute))
         } else if let Some(x) = self.missing_output(stage) {
             // Resubmitted with no fetch failure: its output went missing with an executor
             // removed since its last good attempt.
@@ -227,6 +231,22 @@ impl Ledger {
             },
         );
         true
+    }
+
+    /// The executor a fetch failure of a later stage named, when that stage's parents are
+    /// not known and its retry is still to come: `stage`, resubmitted meanwhile, is one of
+    /// its parents (a parent's id is lower than its child's).
+    fn retry_awaiting(&self, stage: u32, at: Time) -> Option<i64> {
+        self.blame
+            .iter()
+            .filter(|(child, b)| {
+                **child > stage
+                    && b.kind == RerunKind::Retry
+                    && at - b.at <= BLAME_KEPT
+                    && self.stages.get(child).is_none_or(|s| s.parents.is_empty())
+            })
+            .min_by_key(|(child, _)| **child)
+            .and_then(|(_, b)| b.executor)
     }
 
     /// The latest executor removed since `stage`'s last good attempt.

@@ -152,3 +152,50 @@ fn a_failed_tasks_end_is_its_attempts_failure() {
         [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
     );
 }
+
+/// The driver heard of the executor's removal after the fetch failure had resubmitted the
+/// map stage (a loaded node's kubelet): the stage resubmitted while the failed one awaits
+/// its retry is still its parent, charged to the executor the fetch named.
+#[test]
+fn a_map_stage_resubmitted_before_the_removal_is_heard_is_charged() {
+    let stages = [
+        attempt(1, 1, 0, (21, 25)),
+        attempt(1, 0, 1, (10, 15)),
+        attempt(0, 1, 0, (16, 20)),
+        attempt(0, 0, 0, (0, 10)),
+    ];
+    let fetch = FailedTask {
+        executor_id: Some("8".into()),
+        launch_time: at(11),
+        duration: Some(1_000),
+        error_message: Some("FetchFailed(BlockManagerId(7, h, 1, None), shuffleId=0".into()),
+    };
+    let time = |s| at(s).as_deref().and_then(parse_spark_time);
+    let lost = DriverExecutor {
+        id: 7,
+        active: false,
+        host_port: None,
+        pod_name: None,
+        add_time: time(0),
+        remove_time: time(18),
+        remove_reason: Some("Command exited with code 137".into()),
+        removed_again: Vec::new(),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 4,
+        tasks_lost: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let now = time(30).expect("time");
+    let cost = cost_of(&stages, &[(1, 0, vec![fetch])], &[lost], None, now).expect("a cost");
+    assert_eq!(cost.unexplained_reruns, 0, "{cost:#?}");
+    assert_eq!(
+        cost.losses[0]
+            .reruns
+            .iter()
+            .map(|r| (r.stage, r.attempt, r.kind))
+            .collect::<Vec<_>>(),
+        [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
+    );
+}
