@@ -134,10 +134,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         // The event logs are waited for a request's timeout at most (a slow store does not
         // hold the cluster's answer; it is said after).
         let logs_by = tokio::time::Instant::now() + opts.timeout();
-        // Ready: the cluster's sources answered, and each app's event log was looked for.
-        let ready = |v: &Snapshot| {
-            status::ready(v, opts.driver_poll.is_some())
-                && (!logs || status::event_logs_read(v) || tokio::time::Instant::now() >= logs_by)
+        // Ready: the cluster's sources answered, and each app's event log was looked for;
+        // the drivers too, or the grace given them past the rest is over (`drivers_by`).
+        let drivers = opts.driver_poll.is_some();
+        let mut drivers_by: Option<tokio::time::Instant> = None;
+        let ready = |v: &Snapshot, drivers_by: Option<tokio::time::Instant>| {
+            let now = tokio::time::Instant::now();
+            (status::ready(v, drivers)
+                || drivers_by.is_some_and(|by| now >= by && status::ready(v, false)))
+                && (!logs || status::event_logs_read(v) || now >= logs_by)
         };
         progress.set(format!(
             "waiting for the first full LIST from {}",
@@ -155,7 +160,10 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         tokio::pin!(stop);
         loop {
             let now = tokio::time::Instant::now();
-            if ready(store.view()) && now >= start + want {
+            if drivers_by.is_none() && status::ready(store.view(), false) {
+                drivers_by = Some(now + status::DRIVER_GRACE);
+            }
+            if ready(store.view(), drivers_by) && now >= start + want {
                 break;
             }
             if now >= give_up {
@@ -171,15 +179,17 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                     }
                 )));
             }
-            let wake = if ready(store.view()) {
+            let wake = if ready(store.view(), drivers_by) {
                 start + want
+            } else if let Some(by) = drivers_by.filter(|by| now < *by) {
+                by
             } else if logs && now < logs_by {
                 // The logs' wait ends before the cluster's.
                 give_up.min(logs_by)
             } else {
                 give_up
             };
-            if progress.shown() && ready(store.view()) {
+            if progress.shown() && ready(store.view(), drivers_by) {
                 let left = (start + want).saturating_duration_since(now);
                 progress.update(|| {
                     let n: usize = store.view().apps.values().map(|a| a.executors.len()).sum();
@@ -200,7 +210,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
                 () = tokio::time::sleep(std::time::Duration::from_secs(1)), if progress.shown() => {}
                 () = tokio::time::sleep_until(wake) => {}
                 // Ctrl-C or SIGTERM ends a long `--for` early: print what was seen so far.
-                () = &mut stop, if ready(store.view()) => break,
+                () = &mut stop, if ready(store.view(), drivers_by) => break,
             }
         }
         while let Ok(ev) = rx.try_recv() {
@@ -208,6 +218,15 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         }
         for ev in held {
             store.apply(ev);
+        }
+        // A driver still reading is said to be, rather than waited for.
+        if drivers {
+            let late: Vec<SourceEvent> = status::drivers_unanswered(store.view())
+                .map(|a| status::still_reading(a, conn.clock.now()))
+                .collect();
+            for ev in late {
+                store.apply(ev);
+            }
         }
         // As of now on the cluster's clock: a wait (a pending driver) is as long as it is
         // now, not as when its app last changed.

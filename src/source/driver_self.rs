@@ -122,36 +122,49 @@ async fn own_state(
         .or(pod.created_at);
     let age = started.map(|t| now - t);
     let ran_a_while = age.is_some_and(|a| a >= SETTLED);
-    if !known.allocation_off {
-        // With its slash: Spark's servlet is a Jetty context, and the bare path is a 301
-        // the API server's proxy hands back rather than follows.
-        match get(client, ui, "metrics/json/").await {
-            Some(body) => match driver_state::parse_allocation(&body) {
-                Ok(Some(a)) => said.allocation = Some(a),
-                // Before the scheduler has started, the gauges are not registered yet.
-                Ok(None) => said.allocation_off = ran_a_while,
-                Err(e) => {
-                    tracing::debug!("driver metrics of {}: {e}", pod.name);
-                    said.metrics_failed = true;
-                }
-            },
-            None => said.metrics_failed = true,
-        }
-    }
     let every = if age.is_some_and(|a| a < YOUNG) {
         JOBS_EARLY
     } else {
         JOBS_EVERY
     };
-    if known.may_read_jobs && known.jobs_read_since.is_none_or(|d| d >= every) {
-        let tail = format!("api/v1/applications/{app_id}/jobs");
-        // Tried counts as read: a list that fails or times out is not asked every round.
-        said.jobs_read = true;
-        if let Some(body) = get(client, ui, &tail).await {
-            match driver_state::parse_streaming(&body) {
-                Ok(q) => said.streaming = q,
-                Err(e) => tracing::debug!("driver jobs of {}: {e}", pod.name),
+    let jobs_due = known.may_read_jobs && known.jobs_read_since.is_none_or(|d| d >= every);
+    // Both at once: each is one request to the driver.
+    let metrics = async {
+        // With its slash: Spark's servlet is a Jetty context, and the bare path is a 301
+        // the API server's proxy hands back rather than follows.
+        if known.allocation_off {
+            None
+        } else {
+            Some(get(client, ui, "metrics/json/").await)
+        }
+    };
+    let jobs = async {
+        if jobs_due {
+            get(client, ui, &format!("api/v1/applications/{app_id}/jobs")).await
+        } else {
+            None
+        }
+    };
+    let (metrics, jobs) = tokio::join!(metrics, jobs);
+    match metrics {
+        None => {}
+        Some(Some(body)) => match driver_state::parse_allocation(&body) {
+            Ok(Some(a)) => said.allocation = Some(a),
+            // Before the scheduler has started, the gauges are not registered yet.
+            Ok(None) => said.allocation_off = ran_a_while,
+            Err(e) => {
+                tracing::debug!("driver metrics of {}: {e}", pod.name);
+                said.metrics_failed = true;
             }
+        },
+        Some(None) => said.metrics_failed = true,
+    }
+    // Tried counts as read: a list that fails or times out is not asked every round.
+    said.jobs_read = jobs_due;
+    if let Some(body) = jobs {
+        match driver_state::parse_streaming(&body) {
+            Ok(q) => said.streaming = q,
+            Err(e) => tracing::debug!("driver jobs of {}: {e}", pod.name),
         }
     }
     said

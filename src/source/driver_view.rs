@@ -11,7 +11,7 @@ use kube::{Api, Client};
 use spark_triage_core::diagnose::app::refused_creation;
 use spark_triage_core::diagnose::memory::SettingsFrom;
 use spark_triage_core::diagnose::verdict;
-use spark_triage_core::model::{ExecutorPod, driver};
+use spark_triage_core::model::{ExecutorPod, Time, driver};
 use tokio::sync::mpsc;
 
 use super::clock::Clock;
@@ -47,7 +47,10 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
     let mut own = Own::default();
     loop {
         tick.tick().await;
-        let drivers = match pods.list(&ListParams::default().labels(sel)).await {
+        // The drivers and the services in front of them, at once.
+        let (of_drivers, any) = (ListParams::default().labels(sel), ListParams::default());
+        let (drivers, svcs) = tokio::join!(pods.list(&of_drivers), services.list(&any));
+        let drivers = match drivers {
             Ok(l) => l.items,
             Err(_) => continue, // the pod sources report API trouble
         };
@@ -66,12 +69,8 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
         heard.retain(|k, _| listed.contains(k));
         log_read.retain(|k, _| listed.contains(k));
         own.retain(|k| listed.contains(k));
-        let svcs = services
-            .list(&ListParams::default())
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
-        // Up to 8 drivers at a time, so one slow driver does not hold up the others.
+        let svcs = svcs.map(|l| l.items).unwrap_or_default();
+        // Up to 32 drivers at a time, so slow ones do not hold up the others.
         let svcs = std::sync::Arc::new(svcs);
         let started = std::time::Instant::now();
         let wanted: Vec<(Pod, ExecutorPod, String)> = drivers
@@ -109,7 +108,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
             let (client, svcs, clock) = (conn.client.clone(), svcs.clone(), conn.clock.clone());
             async move { read_one(&client, &svcs, (&d, &pod, app_id), known, &clock).await }
         }))
-        .buffer_unordered(8);
+        .buffer_unordered(DRIVERS_AT_ONCE);
         while let Some(Read {
             events,
             looked_up,
@@ -250,10 +249,27 @@ async fn read_one(
     let mut log_read = false;
     let mut said = driver_self::Said::default();
     if let DriverView::Ok { executors } = &view {
-        if let Some(ui) = ui_path(d, &app_id, svcs) {
-            said =
-                driver_self::read(client, (&ui, pod, &app_id), executors, known.own, now()).await;
-        }
+        // What else it is asked, at once: its own state (and the loss chain), a
+        // client-mode driver's settings, its log's words on its removals.
+        let own = async {
+            match ui_path(d, &app_id, svcs) {
+                Some(ui) => {
+                    driver_self::read(client, (&ui, pod, &app_id), executors, known.own, now())
+                        .await
+                }
+                None => driver_self::Said::default(),
+            }
+        };
+        let settings = async {
+            if pod.conf_config_map.is_none() && !known.settings {
+                read_settings(client, d, &app_id, svcs).await
+            } else {
+                None
+            }
+        };
+        let words = log_words(client, (d, pod, &app_id), executors, &known, now());
+        let (own, properties, words) = tokio::join!(own, settings, words);
+        said = own;
         if let Some(cost) = said.cost.take() {
             events.push(SourceEvent::AppCost {
                 namespace: namespace.clone(),
@@ -278,10 +294,7 @@ async fn read_one(
                 at: now(),
             });
         }
-        if pod.conf_config_map.is_none()
-            && !known.settings
-            && let Some(properties) = read_settings(client, d, &app_id, svcs).await
-        {
+        if let Some(properties) = properties {
             events.push(SourceEvent::DriverConfig {
                 namespace: namespace.clone(),
                 app_id: app_id.clone(),
@@ -290,54 +303,8 @@ async fn read_one(
                 at: now(),
             });
         }
-        if known.may_read_log {
-            looked_up = executors
-                .iter()
-                .filter(|e| {
-                    e.remove_reason.as_deref().map(str::trim) == Some(KILLED_BY_DRIVER)
-                        && !known.heard.contains(&e.id)
-                })
-                .map(|e| e.id)
-                .collect();
-        }
-        // A driver running a while with no executor: its log says why when the API server
-        // refuses its executor pods (RBAC, a webhook): no pod and no event show it.
-        let idle = pod.created_at.is_some_and(|t| now() - t >= REFUSAL_AFTER)
-            && pod.phase() == Some("Running");
-        if known.may_read_log && looked_up.is_empty() && executors.is_empty() && idle {
-            // Tried counts as read: a log that cannot be read is not asked every round.
-            log_read = true;
-            if let Some(lines) = driver_log(client, d).await
-                && let Some(line) = refused_creation(&lines)
-            {
-                events.push(SourceEvent::DriverRefused {
-                    namespace: namespace.clone(),
-                    app_id: app_id.clone(),
-                    line: line.to_owned(),
-                    at: now(),
-                });
-            }
-        }
-        if !looked_up.is_empty() {
-            log_read = true;
-            let removed = driver_log(client, d)
-                .await
-                .map(|lines| verdict::heartbeat_removals(&lines))
-                .unwrap_or_default();
-            let said: Vec<i64> = looked_up
-                .iter()
-                .copied()
-                .filter(|id| removed.contains(id))
-                .collect();
-            if !said.is_empty() {
-                events.push(SourceEvent::DriverHeartbeats {
-                    namespace: namespace.clone(),
-                    app_id: app_id.clone(),
-                    executors: said,
-                    at: now(),
-                });
-            }
-        }
+        (looked_up, log_read) = (words.looked_up, words.log_read);
+        events.extend(words.event);
     }
     events.push(SourceEvent::DriverExecutors {
         namespace,
@@ -352,6 +319,84 @@ async fn read_one(
         said,
     }
 }
+
+/// What a driver's log said of its removals (or of a refusal), and what it was read for.
+struct LogWords {
+    event: Option<SourceEvent>,
+    looked_up: Vec<i64>,
+    log_read: bool,
+}
+
+/// Reads a driver's log when it records new removals as "Executor killed by driver." (for
+/// its `HeartbeatReceiver` lines), or when it has run a while with no executor (its log
+/// says why when the API server refuses its executor pods: RBAC, a webhook; no pod and no
+/// event show it).
+async fn log_words(
+    client: &Client,
+    (d, pod, app_id): (&Pod, &ExecutorPod, &str),
+    executors: &[driver::DriverExecutor],
+    known: &Known,
+    now: Time,
+) -> LogWords {
+    let namespace = pod.namespace.to_string();
+    let mut words = LogWords {
+        event: None,
+        looked_up: Vec::new(),
+        log_read: false,
+    };
+    if !known.may_read_log {
+        return words;
+    }
+    words.looked_up = executors
+        .iter()
+        .filter(|e| {
+            e.remove_reason.as_deref().map(str::trim) == Some(KILLED_BY_DRIVER)
+                && !known.heard.contains(&e.id)
+        })
+        .map(|e| e.id)
+        .collect();
+    let idle =
+        pod.created_at.is_some_and(|t| now - t >= REFUSAL_AFTER) && pod.phase() == Some("Running");
+    if words.looked_up.is_empty() && executors.is_empty() && idle {
+        // Tried counts as read: a log that cannot be read is not asked every round.
+        words.log_read = true;
+        if let Some(lines) = driver_log(client, d).await
+            && let Some(line) = refused_creation(&lines)
+        {
+            words.event = Some(SourceEvent::DriverRefused {
+                namespace,
+                app_id: app_id.to_owned(),
+                line: line.to_owned(),
+                at: now,
+            });
+        }
+    } else if !words.looked_up.is_empty() {
+        words.log_read = true;
+        let removed = driver_log(client, d)
+            .await
+            .map(|lines| verdict::heartbeat_removals(&lines))
+            .unwrap_or_default();
+        let said: Vec<i64> = words
+            .looked_up
+            .iter()
+            .copied()
+            .filter(|id| removed.contains(id))
+            .collect();
+        if !said.is_empty() {
+            words.event = Some(SourceEvent::DriverHeartbeats {
+                namespace,
+                app_id: app_id.to_owned(),
+                executors: said,
+                at: now,
+            });
+        }
+    }
+    words
+}
+
+/// How many drivers are read at once (each read is a few requests through the API
+/// server's proxy; 100 drivers are then read in about four of their answer times).
+const DRIVERS_AT_ONCE: usize = 32;
 
 /// How long a running driver may have no executor before its log is read for a refusal.
 const REFUSAL_AFTER: chrono::Duration = chrono::Duration::seconds(30);

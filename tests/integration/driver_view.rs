@@ -311,3 +311,43 @@ async fn the_failure_modes_scenario_names_each_ending() {
         "2 of 4 executors: quota spark-quota rejects the rest (requests.cpu: used 3 of 3, an executor asks 1)"
     );
 }
+
+/// #58: a driver whose REST API never answers holds nothing. `status` answers with the
+/// pods' verdicts of every app and the other drivers read, and says that driver is still
+/// reading: not the read's own timeout ("did not answer within 10 s"), which it would
+/// have waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_driver_holds_no_first_view() {
+    let sim = start_sim("mixed", 4.0, &["silent-driver=etl-nightly-"]).await;
+    let kc = sim.kubeconfig.display().to_string();
+    let pods: Api<Pod> = Api::namespaced(client(&sim).await, "spark-jobs");
+    drivers_running(&pods).await;
+    // The other two answer at once; a loaded machine may need a second look for them.
+    let doc = eventually(30, "the two answering drivers read", || async {
+        let doc = status(&kc, &[]).await;
+        let silent = &app(&doc, "etl-nightly")["driver_api"];
+        assert_eq!(silent["state"], "unavailable", "{silent}");
+        assert!(
+            silent["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("no answer yet: still reading")),
+            "{silent}"
+        );
+        ["adhoc-analysis", "streaming-sessions"]
+            .iter()
+            .all(|a| app(&doc, a)["driver_api"]["state"] == "ok")
+            .then_some(doc)
+    })
+    .await;
+    // The silent driver's app has its pods and their verdicts all the same.
+    let etl = app(&doc, "etl-nightly");
+    assert!(
+        etl["executors"].as_array().is_some_and(|e| e.len() >= 8),
+        "{etl}"
+    );
+    let out = triage(&["status", "--kubeconfig", &kc, "-n", "spark-jobs"])
+        .output()
+        .await;
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("no answer yet"), "{table}");
+}

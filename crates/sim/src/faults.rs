@@ -29,6 +29,10 @@ pub enum Fault {
     /// `forbid=podgroups,workloads`: 403 for every verb on these resources (an RBAC role
     /// without them).
     Forbid(BTreeSet<String>),
+    /// `silent-driver=scale-app-1-`: a driver whose service or pod name starts so takes
+    /// its REST API's requests through the proxy and never answers (a driver stuck in a
+    /// full GC, a UI thread pool exhausted).
+    SilentDriver(BTreeSet<String>),
 }
 
 impl FromStr for Fault {
@@ -59,6 +63,20 @@ impl FromStr for Fault {
                     return Err(format!("fault error-rate: {r} is not between 0 and 1"));
                 }
                 Ok(Self::ErrorRate(r))
+            }
+            "silent-driver" => {
+                let v = value.ok_or(
+                    "fault silent-driver needs a name prefix, e.g. silent-driver=scale-app-1-",
+                )?;
+                let names: BTreeSet<String> = v
+                    .split(',')
+                    .map(|x| x.trim().to_owned())
+                    .filter(|x| !x.is_empty())
+                    .collect();
+                if names.is_empty() {
+                    return Err("fault silent-driver needs a name prefix".to_owned());
+                }
+                Ok(Self::SilentDriver(names))
             }
             "forbid" => {
                 let v =
@@ -100,7 +118,7 @@ impl FromStr for Fault {
                 Ok(Self::Deny(verbs))
             }
             other => Err(format!(
-                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D"
+                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D, silent-driver=NAMES"
             )),
         }
     }
@@ -118,6 +136,7 @@ pub struct Faults {
     pub restart_after: Option<Duration>,
     pub event_ttl: Option<Duration>,
     pub forbid: BTreeSet<String>,
+    pub silent_drivers: BTreeSet<String>,
 }
 
 impl Faults {
@@ -134,9 +153,18 @@ impl Faults {
                 Fault::RestartAfter(d) => f.restart_after = Some(*d),
                 Fault::EventTtl(d) => f.event_ttl = Some(*d),
                 Fault::Forbid(r) => f.forbid.extend(r.iter().cloned()),
+                Fault::SilentDriver(n) => f.silent_drivers.extend(n.iter().cloned()),
             }
         }
         f
+    }
+
+    /// Whether the driver behind this service or pod (`name`, a `:port` after it or not)
+    /// never answers.
+    pub fn silences(&self, name: &str) -> bool {
+        self.silent_drivers
+            .iter()
+            .any(|p| name.starts_with(p.as_str()))
     }
 
     /// Whether `verb` on `resource` is denied.
@@ -174,6 +202,10 @@ mod tests {
             ))
         );
         assert!("forbid=".parse::<Fault>().is_err());
+        let silent: Fault = "silent-driver=app-1-".parse().expect("a fault");
+        let f = Faults::new(&[silent]);
+        assert!(f.silences("app-1-abc-driver-svc:spark-ui") && !f.silences("app-10-x-driver"));
+        assert!("silent-driver=".parse::<Fault>().is_err());
         assert_eq!(
             "deny=delete,patch".parse(),
             Ok(Fault::Deny(

@@ -269,6 +269,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         faults: faults.clone(),
         drop_watches: drop_rx,
         requests: Mutex::new(VecDeque::new()),
+        recorded: Default::default(),
         server_addr: addr.to_string(),
         user: "spark-triage-sim".to_owned(),
         spark: control.registry.clone(),

@@ -10,7 +10,63 @@ use chrono::{DateTime, Utc};
 /// What the Spark-like drivers know, for their REST API behind the service proxy.
 #[derive(Debug, Default)]
 pub struct SparkRegistry {
-    pub apps: Mutex<BTreeMap<String, AppView>>,
+    apps: Mutex<BTreeMap<String, AppView>>,
+    /// Each app's executor list as last written, by (app id, `allexecutors`): a list of
+    /// 1,000 executors read by every poll is written once per change, as a driver's own
+    /// REST API costs the API server nothing but the proxying.
+    written: Mutex<std::collections::HashMap<(String, bool), bytes::Bytes>>,
+}
+
+impl SparkRegistry {
+    /// Reads what the drivers know.
+    pub fn read<R>(&self, f: impl FnOnce(&BTreeMap<String, AppView>) -> R) -> R {
+        f(&self.apps.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Changes app `app_id` (its answers are written anew).
+    pub fn update<R>(&self, app_id: &str, f: impl FnOnce(&mut AppView) -> R) -> Option<R> {
+        let mut apps = self.apps.lock().unwrap_or_else(|e| e.into_inner());
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _), _| id != app_id);
+        apps.get_mut(app_id).map(f)
+    }
+
+    /// A new app.
+    pub fn insert(&self, app: AppView) {
+        let id = app.app_id.clone();
+        self.update(&id, |_| ());
+        self.apps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, app);
+    }
+
+    /// App `app_id`'s executor list (`all`: `allexecutors`), as written last or by `write`.
+    pub fn executors_written(
+        &self,
+        app_id: &str,
+        all: bool,
+        write: impl FnOnce() -> bytes::Bytes,
+    ) -> bytes::Bytes {
+        let key = (app_id.to_owned(), all);
+        if let Some(b) = self
+            .written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return b.clone();
+        }
+        let b = write();
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if written.len() > 10_000 {
+            written.clear();
+        }
+        written.insert(key, b.clone());
+        b
+    }
 }
 
 /// One application as its driver's REST API shows it.

@@ -101,7 +101,7 @@ pub fn serve(
     _port: Option<&str>,
     path: &str,
     _query: Option<&str>,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(u16, bytes::Bytes), ApiError> {
     let name = service.name();
     let ns = service.namespace();
     if !ready {
@@ -118,7 +118,7 @@ pub fn serve(
 }
 
 /// The selected pods of a service include a running one.
-pub fn has_endpoints(store: &ObjectStore, service: &Obj) -> bool {
+pub fn has_endpoints(store: &ObjectStore, registry: &SparkRegistry, service: &Obj) -> bool {
     let selector = service.value()["spec"]["selector"]
         .as_object()
         .map(|m| {
@@ -131,13 +131,29 @@ pub fn has_endpoints(store: &ObjectStore, service: &Obj) -> bool {
     if selector.is_empty() {
         return false;
     }
+    let labels = LabelSelector::parse(&selector).unwrap_or_default();
+    let up = |p: &Obj| p.phase() == "Running" && !p.deleting();
+    // A simulated driver's own service selects its driver pod: that pod looked up by name
+    // first, not every pod of the namespace matched (100,000 at scale, for each request).
+    let ns = service.namespace();
+    let driver = registry.read(|apps| {
+        apps.values()
+            .find(|a| a.namespace == ns && a.service == service.name())
+            .map(|a| a.driver_pod.clone())
+    });
+    if let Some(pod) = driver.and_then(|d| store.get(Resource::Pods, ns, &d))
+        && labels.matches_with(|k| pod.label(k))
+        && up(&pod)
+    {
+        return true;
+    }
     let q = Query {
-        namespace: Some(service.namespace().to_owned()),
-        labels: LabelSelector::parse(&selector).unwrap_or_default(),
+        namespace: Some(ns.to_owned()),
+        labels,
         ..Query::default()
     };
     let (pods, _) = store.list_all(Resource::Pods, &q);
-    pods.iter().any(|p| p.phase() == "Running" && !p.deleting())
+    pods.iter().any(|p| up(p))
 }
 
 /// The service port's target port number (`port` is a name or number; default the first).
@@ -191,11 +207,30 @@ pub fn serve_app(
     ns: &str,
     which: impl Fn(&AppView) -> bool,
     path: &str,
-) -> Option<(u16, Value)> {
-    let apps = registry.apps.lock().unwrap_or_else(|e| e.into_inner());
-    let app = apps.values().find(|a| a.namespace == ns && which(a))?;
+) -> Option<(u16, bytes::Bytes)> {
+    registry.read(|apps| {
+        let app = apps.values().find(|a| a.namespace == ns && which(a))?;
+        let (code, v) = answer(app, path);
+        let body = match v {
+            Answer::Value(v) => bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+            Answer::Executors(all) => registry.executors_written(&app.app_id, all, || {
+                bytes::Bytes::from(serde_json::to_vec(&executors(app, all)).unwrap_or_default())
+            }),
+        };
+        Some((code, body))
+    })
+}
+
+/// What an app's REST API answers: a document, or its executor list (written once per
+/// change).
+enum Answer {
+    Value(Value),
+    Executors(bool),
+}
+
+fn answer(app: &AppView, path: &str) -> (u16, Answer) {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    Some(match segs.as_slice() {
+    let (code, v) = match segs.as_slice() {
         ["api", "v1", "applications"] => (
             200,
             json!([{"id": app.app_id, "name": app.name,
@@ -208,7 +243,7 @@ pub fn serve_app(
             "applications",
             id,
             which @ ("executors" | "allexecutors"),
-        ] if *id == app.app_id => (200, executors(app, *which == "allexecutors")),
+        ] if *id == app.app_id => return (200, Answer::Executors(*which == "allexecutors")),
         ["api", "v1", "applications", id, "jobs"] if *id == app.app_id => (200, jobs(app)),
         // Spark's servlet is a Jetty context at /metrics/json: without the slash, a redirect
         // (which the API server's proxy hands back, not follows).
@@ -218,5 +253,6 @@ pub fn serve_app(
             (404, json!(format!("unknown app: {id}")))
         }
         _ => (404, json!(format!("no such path: /{path}"))),
-    })
+    };
+    (code, Answer::Value(v))
 }

@@ -260,15 +260,23 @@ impl Triage {
                 let failing = |l: &Link| matches!(l, Link::Connecting(Some(_)));
                 let mut rx = snap.clone();
                 let mut lx = link.clone();
-                let ready = |s: &Snapshot| status::ready(s, *driver_poll);
+                // The cluster's view, then the drivers still reading for a grace at most
+                // (one that does not answer holds no tool's answer).
                 let waited = tokio::time::timeout(*patience, async {
                     tokio::select! {
-                        r = rx.wait_for(|s| ready(s)) => r.is_ok(),
+                        r = rx.wait_for(|s| status::ready(s, false)) => r.is_ok(),
                         _ = lx.wait_for(failing) => false,
                     }
                 })
                 .await
                 .unwrap_or(false);
+                if waited && *driver_poll {
+                    let _ = tokio::time::timeout(
+                        status::DRIVER_GRACE,
+                        rx.wait_for(|s| status::ready(s, true)),
+                    )
+                    .await;
+                }
                 let now = rx.borrow().clone();
                 match waited {
                     true => Ok(now),

@@ -11,7 +11,7 @@ use spark_triage_core::model::{DriverExecutor, ExecutorState, OperatorKind, Time
 
 use crate::output::cost::{CostView, PodCostView};
 use crate::output::{AppOrder, OperatorStatus};
-use crate::source::{Health, SourceKind};
+use crate::source::{DriverView, Health, SourceEvent, SourceKind};
 use crate::store;
 use crate::store::times::Clock;
 use crate::store::{AppRecord, BudgetView, Counts, Snapshot, times};
@@ -357,6 +357,39 @@ pub fn event_logs_read(snap: &Snapshot) -> bool {
         .is_some_and(|h| !matches!(h, Health::Connecting))
 }
 
+/// The apps whose driver has not answered its REST API yet (nor been found unreachable):
+/// the driver's own answer counts, not an event log's; a driver pod gone has no API left
+/// to answer (an operator deletes a failed run's driver before the rerun).
+pub fn drivers_unanswered(snap: &Snapshot) -> impl Iterator<Item = &AppRecord> {
+    snap.apps.values().map(|a| &**a).filter(|a| {
+        !a.driver_api
+            .as_ref()
+            .is_some_and(|d| d.from == ExecutorList::DriverApi || d.unavailable.is_some())
+            && a.driver.as_ref().is_some_and(|d| d.gone.is_none())
+    })
+}
+
+/// How long a first answer (`status`, MCP) waits for drivers still reading once the
+/// cluster's own view is complete: a healthy driver answers its executor list in well
+/// under a second, and one that does not (a long GC pause, a hung UI) must not hold the
+/// pods' verdicts of every other app. Its app says so, and it is read again next round.
+pub const DRIVER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a driver still reading at the first answer is said to be.
+pub fn still_reading(a: &AppRecord, at: chrono::DateTime<chrono::Utc>) -> SourceEvent {
+    SourceEvent::DriverExecutors {
+        namespace: a.namespace.clone(),
+        app_id: a.app_id.clone(),
+        view: DriverView::Unavailable {
+            reason: format!(
+                "no answer yet: still reading {}s after the cluster's view was complete",
+                DRIVER_GRACE.as_secs()
+            ),
+        },
+        at,
+    }
+}
+
 pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
     let config_failed = snap
         .health
@@ -382,19 +415,7 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
                 .health
                 .get(&SourceKind::SchedulerObjects)
                 .is_some_and(|h| matches!(h, Health::Retrying { .. })))
-        && (!driver_api
-            || snap
-                .apps
-                .values()
-                // The driver's own answer (or its absence said), not an event log's.
-                .all(|a| {
-                    a.driver_api.as_ref().is_some_and(|d| {
-                        d.from == ExecutorList::DriverApi
-                            || d.unavailable.is_some()
-                    // A driver pod gone has no API left to answer (an operator deletes a
-                    // failed run's driver before the rerun).
-                    }) || a.driver.as_ref().is_none_or(|d| d.gone.is_some())
-                }))
+        && (!driver_api || drivers_unanswered(snap).next().is_none())
         // Every driver's configuration read (deleteOnTermination, checkAllContainers, the
         // container name change verdicts), or its reading failed and says so.
         && (config_failed

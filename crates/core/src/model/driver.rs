@@ -156,53 +156,53 @@ pub fn parse_spark_time(s: &str) -> Option<Time> {
         .map(|n| Utc.from_utc_datetime(&n))
 }
 
-/// Parses an `allexecutors` (or `executors`) answer. Unknown fields are ignored; an entry
-/// that is not an object with a numeric `id` is skipped (the `driver` entry among them).
+/// Parses an `allexecutors` (or `executors`) answer straight into the records, keeping
+/// none of the wire's other fields (1,000 executors to a driver at scale). Unknown fields
+/// are ignored, a field of another type is taken as absent; an entry that is not an object
+/// with a numeric `id` is skipped (the `driver` entry among them).
 pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| {
+    let list: Vec<OrNot<WireExecutor>> = serde_json::from_str(body).map_err(|e| {
+        if e.is_data() {
+            return "not Spark's executor list: not a JSON array".to_owned();
+        }
         let head: String = body.chars().take(80).collect();
         format!("not Spark's executor list ({e}): {head:?}")
     })?;
-    let list = v
-        .as_array()
-        .ok_or_else(|| "not Spark's executor list: not a JSON array".to_owned())?;
-    let u = |e: &Value, k: &str| e[k].as_u64();
     let mut out: Vec<DriverExecutor> = list
-        .iter()
-        .filter_map(|e| {
-            let id = e["id"].as_str()?.parse::<i64>().ok()?;
-            let peak = &e["peakMemoryMetrics"];
+        .into_iter()
+        .filter_map(|OrNot(e)| {
+            let e = e?;
+            let id = e.id?.parse::<i64>().ok()?;
+            let peak = e.peak_memory_metrics.0.unwrap_or_default();
             let rss: Vec<u64> = [
-                "ProcessTreeJVMRSSMemory",
-                "ProcessTreePythonRSSMemory",
-                "ProcessTreeOtherRSSMemory",
+                peak.process_tree_jvm_rss,
+                peak.process_tree_python_rss,
+                peak.process_tree_other_rss,
             ]
-            .iter()
-            .filter_map(|k| peak[*k].as_u64())
+            .into_iter()
+            .flatten()
             .collect();
             Some(DriverExecutor {
                 id,
-                active: e["isActive"].as_bool().unwrap_or(false),
-                host_port: e["hostPort"].as_str().map(str::to_owned),
-                pod_name: e["attributes"]["POD_NAME"]
-                    .as_str()
-                    .filter(|n| !n.is_empty())
-                    .map(str::to_owned),
-                add_time: e["addTime"].as_str().and_then(parse_spark_time),
-                remove_time: e["removeTime"].as_str().and_then(parse_spark_time),
-                remove_reason: e["removeReason"]
-                    .as_str()
-                    .filter(|r| !r.is_empty())
-                    .map(str::to_owned),
+                active: e.is_active.unwrap_or(false),
+                host_port: e.host_port,
+                pod_name: e
+                    .attributes
+                    .0
+                    .and_then(|a| a.pod_name)
+                    .filter(|n| !n.is_empty()),
+                add_time: e.add_time.as_deref().and_then(parse_spark_time),
+                remove_time: e.remove_time.as_deref().and_then(parse_spark_time),
+                remove_reason: e.remove_reason.filter(|r| !r.is_empty()),
                 removed_again: Vec::new(),
-                active_tasks: u(e, "activeTasks").unwrap_or(0),
-                failed_tasks: u(e, "failedTasks").unwrap_or(0),
-                completed_tasks: u(e, "completedTasks").unwrap_or(0),
+                active_tasks: e.active_tasks.unwrap_or(0),
+                failed_tasks: e.failed_tasks.unwrap_or(0),
+                completed_tasks: e.completed_tasks.unwrap_or(0),
                 tasks_lost: 0,
-                max_memory: u(e, "maxMemory"),
+                max_memory: e.max_memory,
                 peak: PeakMemory {
-                    jvm_heap: peak["JVMHeapMemory"].as_u64(),
-                    jvm_off_heap: peak["JVMOffHeapMemory"].as_u64(),
+                    jvm_heap: peak.jvm_heap,
+                    jvm_off_heap: peak.jvm_off_heap,
                     process_tree_rss: (!rss.is_empty() && rss.iter().any(|r| *r > 0))
                         .then(|| rss.iter().sum()),
                 },
@@ -211,6 +211,131 @@ pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
         .collect();
     out.sort_by_key(|e| e.id);
     Ok(out)
+}
+
+/// One entry of `allexecutors`, as read: the fields kept, each lenient.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireExecutor {
+    #[serde(default, deserialize_with = "lenient")]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    is_active: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    host_port: Option<String>,
+    #[serde(default)]
+    attributes: OrNot<WireAttributes>,
+    #[serde(default, deserialize_with = "lenient")]
+    add_time: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    remove_time: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    remove_reason: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    active_tasks: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    failed_tasks: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    completed_tasks: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    max_memory: Option<u64>,
+    #[serde(default)]
+    peak_memory_metrics: OrNot<WirePeak>,
+}
+
+#[derive(Deserialize)]
+struct WireAttributes {
+    #[serde(rename = "POD_NAME", default, deserialize_with = "lenient")]
+    pod_name: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+struct WirePeak {
+    #[serde(rename = "JVMHeapMemory", default, deserialize_with = "lenient")]
+    jvm_heap: Option<u64>,
+    #[serde(rename = "JVMOffHeapMemory", default, deserialize_with = "lenient")]
+    jvm_off_heap: Option<u64>,
+    #[serde(
+        rename = "ProcessTreeJVMRSSMemory",
+        default,
+        deserialize_with = "lenient"
+    )]
+    process_tree_jvm_rss: Option<u64>,
+    #[serde(
+        rename = "ProcessTreePythonRSSMemory",
+        default,
+        deserialize_with = "lenient"
+    )]
+    process_tree_python_rss: Option<u64>,
+    #[serde(
+        rename = "ProcessTreeOtherRSSMemory",
+        default,
+        deserialize_with = "lenient"
+    )]
+    process_tree_other_rss: Option<u64>,
+}
+
+/// A scalar of the expected type, else none (a string where a number was, a null).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(T::deserialize(Value::deserialize(d)?).ok())
+}
+
+/// An object read as `T`, anything else (an array, a string, a null) as none.
+struct OrNot<T>(Option<T>);
+
+impl<T> Default for OrNot<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrNot<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = OrNot<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<OrNot<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|t| OrNot(Some(t)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<OrNot<T>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(OrNot(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_unit<E>(self) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+            fn visit_none<E>(self) -> Result<OrNot<T>, E> {
+                Ok(OrNot(None))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// What a `removeReason` says, read back from Spark's texts.
@@ -455,9 +580,15 @@ mod tests {
              "peakMemoryMetrics":{"JVMHeapMemory":300,"JVMOffHeapMemory":50,"ProcessTreeJVMRSSMemory":0}},
             {"id":"2","isActive":false,"addTime":"2026-11-30T01:37:25.000GMT","removeTime":"2026-11-30T01:37:50.500GMT",
              "removeReason":"x","failedTasks":1,"unknownField":{"a":1}},
-            {"id":"zzz"}, 7]"#;
+            {"id":"zzz"}, 7,
+            {"id":"3","isActive":"yes","maxMemory":"lots","activeTasks":-1,"attributes":[1],
+             "peakMemoryMetrics":null,"removeReason":{"nested":[1,{"deep":true}]}}]"#;
         let e = parse_executors(body).unwrap();
-        assert_eq!(e.len(), 2);
+        assert_eq!(e.len(), 3);
+        // A field of another type is absent, never the entry's loss.
+        assert!(!e[2].active && e[2].max_memory.is_none() && e[2].active_tasks == 0);
+        assert!(e[2].pod_name.is_none() && e[2].remove_reason.is_none());
+        assert_eq!(e[2].peak, PeakMemory::default());
         assert!(e[0].active && e[0].completed_tasks == 7 && e[0].active_tasks == 1);
         assert_eq!(e[0].peak.container_estimate(), Some(350));
         assert_eq!(e[0].peak.process_tree_rss, None);
@@ -471,6 +602,9 @@ mod tests {
                 .unwrap_err()
                 .contains("not Spark's executor list")
         );
-        assert!(parse_executors("{}").is_err());
+        assert_eq!(
+            parse_executors("{}").unwrap_err(),
+            "not Spark's executor list: not a JSON array"
+        );
     }
 }

@@ -10,6 +10,7 @@
 mod logs;
 mod objects;
 mod proxy;
+mod requests;
 mod routing;
 mod watch;
 
@@ -23,8 +24,8 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use objects::ItemRequest;
+pub use requests::RequestRecord;
 use routing::{ApiGroup, Params, Render, Route, build_query, render_mode, route};
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch as signal;
 
@@ -35,16 +36,6 @@ use crate::spark_registry::SparkRegistry;
 use crate::store::{Obj, ObjectStore, Resource};
 use crate::{discovery, events_view, spark_rest, table};
 
-/// One request, for tests and `/_sim/requests`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RequestRecord {
-    pub method: String,
-    pub uri: String,
-    /// It asked to upgrade to a WebSocket.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub websocket: bool,
-}
-
 /// Shared state of the API server.
 #[derive(Debug)]
 pub struct ApiState {
@@ -54,6 +45,8 @@ pub struct ApiState {
     /// Bumped to end every watch and log stream (restart, drop-watches).
     pub drop_watches: signal::Receiver<u64>,
     pub requests: Mutex<VecDeque<RequestRecord>>,
+    /// How many requests were ever recorded (the log keeps the newest).
+    pub recorded: std::sync::atomic::AtomicU64,
     pub server_addr: String,
     pub user: String,
     pub spark: Arc<SparkRegistry>,
@@ -74,7 +67,6 @@ pub struct ApiState {
     pub installed: Vec<Resource>,
 }
 
-const MAX_REQUEST_LOG: usize = 100_000;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 impl ApiState {
@@ -87,33 +79,12 @@ impl ApiState {
         {
             return *ready;
         }
-        let ready = spark_rest::has_endpoints(&self.store, service);
+        let ready = spark_rest::has_endpoints(&self.store, &self.spark, service);
         if memo.len() > 10_000 {
             memo.clear();
         }
         memo.insert(key, (now, ready));
         ready
-    }
-
-    fn record(&self, method: &Method, uri: &axum::http::Uri, websocket: bool) {
-        let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        if log.len() >= MAX_REQUEST_LOG {
-            log.pop_front();
-        }
-        log.push_back(RequestRecord {
-            method: method.to_string(),
-            uri: uri.to_string(),
-            websocket,
-        });
-    }
-
-    pub fn request_log(&self) -> Vec<RequestRecord> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect()
     }
 
     /// The Forbidden answer when the `deny` fault covers this verb on this resource.
@@ -287,6 +258,14 @@ async fn set_tokens(st: &ApiState, method: &Method, req: Request) -> Response {
     }
 }
 
+/// Whether the request asks to upgrade to a WebSocket.
+fn wants_websocket(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
 /// Whether the request's bearer token is accepted (any is, until tokens are set).
 fn authenticated(st: &ApiState, headers: &axum::http::HeaderMap) -> bool {
     let tokens = st.tokens.lock().unwrap_or_else(|e| e.into_inner());
@@ -313,7 +292,16 @@ fn is_discovery(path: &str) -> bool {
 /// its own): a client that reads the cluster's time from it agrees with the timestamps.
 pub async fn dated(state: State<Arc<ApiState>>, req: Request) -> Response {
     let now = state.0.store.clock.now();
+    let st = state.0.clone();
+    let started = std::time::Instant::now();
+    let websocket = wants_websocket(req.headers());
+    let n = st.record(req.method(), req.uri(), websocket);
     let mut resp = handle(state, req).await;
+    st.answered(
+        n,
+        started.elapsed(),
+        axum::body::HttpBody::size_hint(resp.body()).exact(),
+    );
     if let Ok(v) = HeaderValue::from_str(&now.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
         resp.headers_mut().insert(header::DATE, v);
     }
@@ -324,12 +312,7 @@ pub async fn dated(state: State<Arc<ApiState>>, req: Request) -> Response {
 pub async fn handle(State(st): State<Arc<ApiState>>, req: Request) -> Response {
     let method = req.method().clone();
     let uri = req.uri().clone();
-    let websocket = req
-        .headers()
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-    st.record(&method, &uri, websocket);
+    let websocket = wants_websocket(req.headers());
     let path = uri.path().to_owned();
     match path.as_str() {
         "/healthz" | "/readyz" | "/livez" => return text(StatusCode::OK, "ok"),

@@ -5,7 +5,7 @@
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{ApiState, json_value};
+use super::{ApiState, json_body};
 use crate::error::ApiError;
 use crate::spark_rest;
 use crate::store::Resource;
@@ -26,6 +26,10 @@ pub(super) async fn serve(
     };
     st.check("get", resource, Some(ns))
         .map_err(IntoResponse::into_response)?;
+    if st.faults.silences(target) {
+        // Until the client gives up (every client has a timeout; this one never answers).
+        std::future::pending::<()>().await;
+    }
     Ok(if to_pod {
         pod_proxy(st, ns, target, rest)
     } else {
@@ -43,7 +47,7 @@ fn pod_proxy(st: &ApiState, ns: &str, pod: &str, rest: &str) -> Response {
         return ApiError::unavailable(format!("pod {name} is not running")).into_response();
     }
     match spark_rest::serve_app(&st.spark, ns, |a| a.driver_pod == name, rest) {
-        Some((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
+        Some((code, body)) => json_body(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), body),
         None => ApiError::unavailable(format!(
             "error trying to reach service: dial tcp {name}: connect: connection refused"
         ))
@@ -66,7 +70,7 @@ async fn proxy(st: &ApiState, ns: &str, svc: &str, rest: &str, query: Option<&st
     };
     let ready = st.has_endpoints(&service);
     match spark_rest::serve(ready, &st.spark, &service, port, rest, query) {
-        Ok((code, v)) => json_value(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), &v),
+        Ok((code, body)) => json_body(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), body),
         Err(e) if st.forward_local && e.code == 503 && ready => {
             let Some(target) = spark_rest::target_port(&service, port) else {
                 return e.into_response();

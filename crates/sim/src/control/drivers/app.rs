@@ -135,11 +135,7 @@ impl Drivers {
             target: d.dynamic().then(|| d.target.unwrap_or(d.spec.executors)),
             streaming: d.spec.streaming.clone(),
         };
-        self.registry
-            .apps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(app_id, view);
+        self.registry.insert(view);
         self.drivers[i].started = true;
         self.drivers[i].last_poll = self.store.clock.elapsed_secs();
         Ok(())

@@ -29,10 +29,8 @@ impl Drivers {
         if self.drivers[i].target != Some(target) {
             self.set_replicas(i, target);
             let app_id = self.drivers[i].app_id.clone();
-            let mut apps = self.registry.apps.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(app) = apps.get_mut(&app_id) {
-                app.target = Some(target);
-            }
+            self.registry
+                .update(&app_id, |app| app.target = Some(target));
         }
         self.drivers[i].target = Some(target);
         let d = &mut self.drivers[i];

@@ -409,8 +409,7 @@ impl Drivers {
     fn registry_update(&self, i: usize, id: i64, f: impl FnOnce(&mut ExecView, DateTime<Utc>)) {
         let d = &self.drivers[i];
         let now = self.store.clock.now();
-        let mut apps = self.registry.apps.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(app) = apps.get_mut(&d.app_id) {
+        self.registry.update(&d.app_id, |app| {
             let e = app.executors.entry(id).or_insert_with(|| ExecView {
                 // The pod Spark's snapshot has for the id (a controller names it), else the
                 // name Spark's own allocator gives it.
@@ -425,7 +424,7 @@ impl Drivers {
                 ..ExecView::default()
             });
             f(e, now);
-        }
+        });
     }
 
     fn now(&self) -> String {
