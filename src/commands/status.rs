@@ -219,20 +219,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         for ev in held {
             store.apply(ev);
         }
-        // A driver still reading is said to be, rather than waited for.
-        if drivers {
-            let late: Vec<SourceEvent> = status::drivers_unanswered(store.view())
-                .map(|a| status::still_reading(a, conn.clock.now()))
-                .collect();
-            for ev in late {
-                store.apply(ev);
-            }
-        }
-        // As of now on the cluster's clock: a wait (a pending driver) is as long as it is
-        // now, not as when its app last changed.
-        store.apply(SourceEvent::Tick {
-            at: conn.clock.now(),
-        });
+        as_of_now(&mut store, &conn, drivers);
         for t in tasks {
             t.abort();
         }
@@ -258,6 +245,23 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         print_status(&report, args.output)?;
         Ok(exit_status(&report, &args))
     })
+}
+
+/// The store as the answer tells it: a driver still reading said to be (rather than waited
+/// for), and as of now on the cluster's clock (a wait, a pending driver's, is as long as it
+/// is now, not as when its app last changed).
+fn as_of_now(store: &mut Store, conn: &Connection, drivers: bool) {
+    if drivers {
+        let late: Vec<SourceEvent> = status::drivers_unanswered(store.view())
+            .map(|a| status::still_reading(a, conn.clock.now()))
+            .collect();
+        for ev in late {
+            store.apply(ev);
+        }
+    }
+    store.apply(SourceEvent::Tick {
+        at: conn.clock.now(),
+    });
 }
 
 /// `--app NAME` that matches nothing is a mistake, not an empty answer: exit 1, naming the

@@ -11,6 +11,7 @@ use super::spans::{peak_of, span, union_ms};
 use super::{AppCost, CostFrom, Loss, Rerun, RerunKind, Waste};
 use crate::model::Time;
 
+mod blame;
 mod held;
 mod run;
 use held::IdleEnd;
@@ -231,52 +232,6 @@ impl Ledger {
             },
         );
         true
-    }
-
-    /// The executor a fetch failure of a later stage named, when that stage's parents are
-    /// not known and its retry is still to come: `stage`, resubmitted meanwhile, is one of
-    /// its parents (a parent's id is lower than its child's).
-    fn retry_awaiting(&self, stage: u32, at: Time) -> Option<i64> {
-        self.blame
-            .iter()
-            .filter(|(child, b)| {
-                **child > stage
-                    && b.kind == RerunKind::Retry
-                    && at - b.at <= BLAME_KEPT
-                    && self.stages.get(child).is_none_or(|s| s.parents.is_empty())
-            })
-            .min_by_key(|(child, _)| **child)
-            .and_then(|(_, b)| b.executor)
-    }
-
-    /// The latest executor removed since `stage`'s last good attempt.
-    fn missing_output(&self, stage: u32) -> Option<i64> {
-        let ok = self.stages.get(&stage)?.last_ok?;
-        self.lost_since(ok)
-    }
-
-    /// The latest executor removed at or after `since`.
-    fn lost_since(&self, since: Time) -> Option<i64> {
-        self.recent
-            .iter()
-            .rev()
-            .find(|(_, at)| *at >= since)
-            .map(|(x, _)| *x)
-    }
-
-    /// The executor whose output a fetch that names none lost: the latest removed since
-    /// the stage's parents last completed (their output was whole then).
-    fn unnamed_loss(&self, stage: u32) -> Option<i64> {
-        let seen = self.stages.get(&stage)?;
-        let parents_ok = seen
-            .parents
-            .iter()
-            .filter_map(|p| self.stages.get(p)?.last_ok)
-            .min();
-        // The parents' output was whole when they completed and when this attempt was
-        // submitted (Spark checks): lost since the later of the two.
-        let since = parents_ok.max(seen.submitted)?;
-        self.lost_since(since)
     }
 
     /// `SparkListenerStageCompleted`: `failed` when its `Failure Reason` is set.
