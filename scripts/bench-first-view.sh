@@ -20,7 +20,7 @@ port=$((20000 + RANDOM % 20000))
 dir=$(mktemp -d)
 faults=()
 [ "${SILENT:-0}" = 1 ] && faults=(--fault silent-driver=scale-app-1-)
-target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$per" "${faults[@]}" \
+target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$per" ${faults[@]+"${faults[@]}"} \
     --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" \
     >"$dir/sim.log" 2>&1 &
 sim=$!

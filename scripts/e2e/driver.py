@@ -373,8 +373,11 @@ def main():
     # What the driver told, kept for a failure's detail (the chain depends on the order of
     # its stages' times and its executors' removals).
     api = f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}"
-    stages = json.loads(urllib.request.urlopen(f"{api}/stages", timeout=10).read())
-    execs = json.loads(urllib.request.urlopen(f"{api}/allexecutors", timeout=10).read())
+    try:
+        stages = json.loads(urllib.request.urlopen(f"{api}/stages", timeout=10).read())
+        execs = json.loads(urllib.request.urlopen(f"{api}/allexecutors", timeout=10).read())
+    except (OSError, ValueError) as e:
+        stages, execs = [], [{"id": "?", "removeTime": "?", "removeReason": f"not read: {e}"}]
     fact("live-rest", status_rc=st.returncode, status_err=st.stderr[-300:],
          stages=sorted((s["stageId"], s["attemptId"], s["status"], s.get("submissionTime"),
                         s.get("completionTime")) for s in stages),

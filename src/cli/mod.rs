@@ -115,7 +115,7 @@ fn command() -> clap::Command {
             "Scenarios: {} (the default is mixed), scale (with --apps/--executors/--churn), or a \
              YAML file (docs/simulator.md).\n\
              Faults (repeatable): drop-watches=D, expire-watches, latency=D, error-rate=F, \
-             deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D, silent-driver=NAMES",
+             deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D, silent-driver=NAME-PREFIXES",
             scenarios.join(", ")
         ))
     })

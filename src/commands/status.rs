@@ -140,8 +140,8 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         let mut drivers_by: Option<tokio::time::Instant> = None;
         let ready = |v: &Snapshot, drivers_by: Option<tokio::time::Instant>| {
             let now = tokio::time::Instant::now();
-            (status::ready(v, drivers)
-                || drivers_by.is_some_and(|by| now >= by && status::ready(v, false)))
+            let grace_over = drivers_by.is_some_and(|by| now >= by);
+            status::ready_past_grace(v, drivers, grace_over, |ns, app| conn.listed.has(ns, app))
                 && (!logs || status::event_logs_read(v) || now >= logs_by)
         };
         progress.set(format!(
@@ -161,12 +161,16 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         loop {
             let now = tokio::time::Instant::now();
             if drivers_by.is_none() && status::ready(store.view(), false) {
-                drivers_by = Some(now + status::DRIVER_GRACE);
+                drivers_by = Some(now + status::driver_grace(now - start));
             }
             if ready(store.view(), drivers_by) && now >= start + want {
                 break;
             }
-            if now >= give_up {
+            // At the deadline, a complete view of the cluster is the answer (whatever the
+            // drivers still reading), else why there is none.
+            if now >= give_up && status::ready(store.view(), false) {
+                break;
+            } else if now >= give_up {
                 let why = status::report(store.view(), None).problems.join("; ");
                 return Err(Failure::Runtime(format!(
                     "no complete answer from the API server {} within {}s{}",

@@ -65,6 +65,32 @@ impl DriverFocus {
     }
 }
 
+/// The drivers whose executor list has answered (or been found out of reach) at least
+/// once, noted by the driver poll for a first answer (`status`, MCP): a driver that
+/// answered its list is waited for while its other reads finish (each bounded); one that
+/// has not is waited for a grace only.
+#[derive(Debug, Clone, Default)]
+pub struct DriversListed(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+);
+
+impl DriversListed {
+    pub(super) fn note(&self, ns: &str, app_id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((ns.to_owned(), app_id.to_owned()));
+    }
+
+    /// Whether this app's driver has answered its executor list.
+    pub fn has(&self, ns: &str, app_id: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(ns.to_owned(), app_id.to_owned()))
+    }
+}
+
 /// The live flags.
 #[derive(Debug, Clone, Default)]
 pub struct LiveOptions {
@@ -116,6 +142,8 @@ pub struct Connection {
     /// Driver pods only (the driver REST view), narrowed by `-l` like `selector`.
     pub driver_selector: String,
     pub focus: DriverFocus,
+    /// The drivers whose executor list answered.
+    pub listed: DriversListed,
     /// Every request's bound (`--request-timeout`).
     pub timeout: Duration,
     /// How often the pod poll LISTs (`--poll-interval`, from the flags or the configuration
@@ -256,6 +284,7 @@ pub async fn connect(opts: &LiveOptions) -> Result<Connection, ConnectError> {
         driver_poll: opts.driver_poll,
         driver_selector: narrowed("spark-role=driver", opts.selector.as_deref()),
         focus: DriverFocus::default(),
+        listed: DriversListed::default(),
         timeout,
         poll_interval: opts.poll_interval,
         kubeconfig: opts.kubeconfig.clone(),

@@ -15,7 +15,7 @@ use spark_triage_core::model::{ExecutorPod, Time, driver};
 use tokio::sync::mpsc;
 
 use super::clock::Clock;
-use super::connection::{Connection, pods_api, send};
+use super::connection::{Connection, DriversListed, pods_api, send};
 use super::errors::masked_line;
 use super::{DriverView, Scope, SourceEvent, driver_self, errors};
 use crate::redact;
@@ -70,7 +70,7 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
         log_read.retain(|k, _| listed.contains(k));
         own.retain(|k| listed.contains(k));
         let svcs = svcs.map(|l| l.items).unwrap_or_default();
-        // Up to 32 drivers at a time, so slow ones do not hold up the others.
+        // Several drivers at a time, so slow ones do not hold up the others.
         let svcs = std::sync::Arc::new(svcs);
         let started = std::time::Instant::now();
         let wanted: Vec<(Pod, ExecutorPod, String)> = drivers
@@ -104,11 +104,15 @@ pub(super) async fn driver_poll(conn: Connection, every: Duration, tx: mpsc::Sen
                 (d, pod, app_id, known)
             })
             .collect();
-        let mut reads = futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, known)| {
-            let (client, svcs, clock) = (conn.client.clone(), svcs.clone(), conn.clock.clone());
-            async move { read_one(&client, &svcs, (&d, &pod, app_id), known, &clock).await }
-        }))
-        .buffer_unordered(DRIVERS_AT_ONCE);
+        let mut reads =
+            futures::stream::iter(wanted.into_iter().map(|(d, pod, app_id, known)| {
+                let (client, svcs, clock) = (conn.client.clone(), svcs.clone(), conn.clock.clone());
+                let listed = conn.listed.clone();
+                async move {
+                    read_one(&client, &svcs, (&d, &pod, app_id), known, (&clock, &listed)).await
+                }
+            }))
+            .buffer_unordered(DRIVERS_AT_ONCE);
         while let Some(Read {
             events,
             looked_up,
@@ -239,11 +243,12 @@ async fn read_one(
     svcs: &[Service],
     (d, pod, app_id): (&Pod, &ExecutorPod, String),
     known: Known,
-    clock: &Clock,
+    (clock, listed): (&Clock, &DriversListed),
 ) -> Read {
     let now = || clock.now();
     let namespace = pod.namespace.to_string();
     let view = read_driver(client, d, pod, &app_id, svcs).await;
+    listed.note(&namespace, &app_id);
     let mut events = Vec::new();
     let mut looked_up = Vec::new();
     let mut log_read = false;
@@ -394,9 +399,11 @@ async fn log_words(
     words
 }
 
-/// How many drivers are read at once (each read is a few requests through the API
-/// server's proxy; 100 drivers are then read in about four of their answer times).
-const DRIVERS_AT_ONCE: usize = 32;
+/// How many drivers are read at once: each read is a few requests through the API
+/// server's proxy at once (its list, then its metrics, jobs and the rest), so about 50 in
+/// flight, within what API Priority and Fairness gives one client; 100 drivers are read
+/// in about seven of their answer times.
+const DRIVERS_AT_ONCE: usize = 16;
 
 /// How long a running driver may have no executor before its log is read for a refusal.
 const REFUSAL_AFTER: chrono::Duration = chrono::Duration::seconds(30);

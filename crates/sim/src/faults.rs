@@ -118,7 +118,7 @@ impl FromStr for Fault {
                 Ok(Self::Deny(verbs))
             }
             other => Err(format!(
-                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D, silent-driver=NAMES"
+                "unknown fault {other:?}; one of drop-watches=D, expire-watches, no-websocket, latency=D, error-rate=F, deny=VERBS, forbid=RESOURCES, restart-after=D, event-ttl=D, silent-driver=NAME-PREFIXES"
             )),
         }
     }

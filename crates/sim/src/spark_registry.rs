@@ -35,17 +35,20 @@ impl SparkRegistry {
 
     /// A new app.
     pub fn insert(&self, app: AppView) {
-        let id = app.app_id.clone();
-        self.update(&id, |_| ());
-        self.apps
+        let mut apps = self.apps.lock().unwrap_or_else(|e| e.into_inner());
+        self.written
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, app);
+            .retain(|(id, _), _| *id != app.app_id);
+        apps.insert(app.app_id.clone(), app);
     }
 
     /// App `app_id`'s executor list (`all`: `allexecutors`), as written last or by `write`.
+    /// `_held` is what [`Self::read`] hands out: the apps stay locked (no change between
+    /// the writing and the keeping).
     pub fn executors_written(
         &self,
+        _held: &BTreeMap<String, AppView>,
         app_id: &str,
         all: bool,
         write: impl FnOnce() -> bytes::Bytes,

@@ -213,7 +213,7 @@ pub fn serve_app(
         let (code, v) = answer(app, path);
         let body = match v {
             Answer::Value(v) => bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
-            Answer::Executors(all) => registry.executors_written(&app.app_id, all, || {
+            Answer::Executors(all) => registry.executors_written(apps, &app.app_id, all, || {
                 bytes::Bytes::from(serde_json::to_vec(&executors(app, all)).unwrap_or_default())
             }),
         };

@@ -58,6 +58,7 @@ pub(super) async fn connected(
         scope: conn.scope.describe(),
         clock: conn.clock.clone(),
         stale_after: conn.stale_after(),
+        listed: conn.listed.clone(),
     })));
     std::future::pending::<()>().await;
 }

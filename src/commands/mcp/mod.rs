@@ -28,6 +28,7 @@ use crate::record::{Header, timeline};
 use crate::redact;
 use crate::source::Health;
 use crate::source::clock::Clock;
+use crate::source::connection::DriversListed;
 use crate::store::{Freshness, Snapshot};
 
 #[derive(Debug, Args)]
@@ -99,6 +100,8 @@ struct Up {
     /// say they may be out of date.
     clock: Clock,
     stale_after: Duration,
+    /// The drivers whose executor list answered (waited for while their other reads end).
+    listed: DriversListed,
 }
 
 /// The MCP server: six read-only tools.
@@ -260,8 +263,10 @@ impl Triage {
                 let failing = |l: &Link| matches!(l, Link::Connecting(Some(_)));
                 let mut rx = snap.clone();
                 let mut lx = link.clone();
-                // The cluster's view, then the drivers still reading for a grace at most
-                // (one that does not answer holds no tool's answer).
+                // The cluster's view, then the drivers for a grace; past it, only those
+                // whose executor list answered (one that does not answer holds no tool's
+                // answer: its app has no driver view yet).
+                let asked = tokio::time::Instant::now();
                 let waited = tokio::time::timeout(*patience, async {
                     tokio::select! {
                         r = rx.wait_for(|s| status::ready(s, false)) => r.is_ok(),
@@ -270,12 +275,19 @@ impl Triage {
                 })
                 .await
                 .unwrap_or(false);
-                if waited && *driver_poll {
-                    let _ = tokio::time::timeout(
-                        status::DRIVER_GRACE,
-                        rx.wait_for(|s| status::ready(s, true)),
-                    )
-                    .await;
+                let listed = match &*link.borrow() {
+                    Link::Up(up) => Some(up.listed.clone()),
+                    Link::Connecting(_) => None,
+                };
+                if let Some(listed) = listed.filter(|_| waited && *driver_poll) {
+                    let grace = status::driver_grace(asked.elapsed());
+                    let full = rx.wait_for(|s| status::ready(s, true));
+                    if tokio::time::timeout(grace, full).await.is_err() {
+                        let finishing = rx.wait_for(|s| {
+                            status::ready_past_grace(s, true, true, |ns, app| listed.has(ns, app))
+                        });
+                        let _ = tokio::time::timeout(*patience, finishing).await;
+                    }
                 }
                 let now = rx.borrow().clone();
                 match waited {

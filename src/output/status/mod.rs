@@ -369,22 +369,45 @@ pub fn drivers_unanswered(snap: &Snapshot) -> impl Iterator<Item = &AppRecord> {
     })
 }
 
-/// How long a first answer (`status`, MCP) waits for drivers still reading once the
-/// cluster's own view is complete: a healthy driver answers its executor list in well
-/// under a second, and one that does not (a long GC pause, a hung UI) must not hold the
-/// pods' verdicts of every other app. Its app says so, and it is read again next round.
-pub const DRIVER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a first answer (`status`, MCP) waits, once the cluster's own view is
+/// complete, for drivers whose executor list has not answered: as long again as that view
+/// took, between 1 and 2 s. A healthy driver answers in well under a second (and its reads
+/// ran beside the LIST), and one that does not (a long GC pause, a hung UI) must not hold
+/// the pods' verdicts of every other app: its app says so, and it is read again next round.
+pub fn driver_grace(view_took: std::time::Duration) -> std::time::Duration {
+    view_took.clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(2),
+    )
+}
 
-/// What a driver still reading at the first answer is said to be.
+/// Whether a first answer may be given: everything in ([`ready`], the drivers too); or,
+/// the grace over, the cluster's view complete and every driver not in yet one whose
+/// executor list has not answered (`listed`): one that answered it is finishing its other
+/// reads (its settings, its log's words, the loss chain: each bounded), which its
+/// executors' verdicts need.
+pub fn ready_past_grace(
+    snap: &Snapshot,
+    driver_api: bool,
+    grace_over: bool,
+    listed: impl Fn(&str, &str) -> bool,
+) -> bool {
+    ready(snap, driver_api)
+        || (driver_api
+            && grace_over
+            && ready(snap, false)
+            && drivers_unanswered(snap).all(|a| !listed(&a.namespace, &a.app_id)))
+}
+
+/// What a driver whose executor list had not answered by the first answer is said to be.
 pub fn still_reading(a: &AppRecord, at: chrono::DateTime<chrono::Utc>) -> SourceEvent {
     SourceEvent::DriverExecutors {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
         view: DriverView::Unavailable {
-            reason: format!(
-                "no answer yet: still reading {}s after the cluster's view was complete",
-                DRIVER_GRACE.as_secs()
-            ),
+            reason: "no answer yet: its REST API had not answered when this view was taken \
+                     (it is read again next round)"
+                .to_owned(),
         },
         at,
     }

@@ -161,10 +161,10 @@ pub fn parse_spark_time(s: &str) -> Option<Time> {
 /// are ignored, a field of another type is taken as absent; an entry that is not an object
 /// with a numeric `id` is skipped (the `driver` entry among them).
 pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
+    if !body.trim_start().starts_with('[') && serde_json::from_str::<Value>(body).is_ok() {
+        return Err("not Spark's executor list: not a JSON array".to_owned());
+    }
     let list: Vec<OrNot<WireExecutor>> = serde_json::from_str(body).map_err(|e| {
-        if e.is_data() {
-            return "not Spark's executor list: not a JSON array".to_owned();
-        }
         let head: String = body.chars().take(80).collect();
         format!("not Spark's executor list ({e}): {head:?}")
     })?;

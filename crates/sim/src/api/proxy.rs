@@ -27,8 +27,11 @@ pub(super) async fn serve(
     st.check("get", resource, Some(ns))
         .map_err(IntoResponse::into_response)?;
     if st.faults.silences(target) {
-        // Until the client gives up (every client has a timeout; this one never answers).
-        std::future::pending::<()>().await;
+        // Until the client gives up (every client has a timeout), or the server drops its
+        // connections (restart-after, drop-watches): it never answers.
+        let mut stop = st.drop_watches.clone();
+        let _ = stop.changed().await;
+        return Err(ApiError::unavailable("the connection was dropped").into_response());
     }
     Ok(if to_pod {
         pod_proxy(st, ns, target, rest)

@@ -1,24 +1,33 @@
 //! Whose loss a resubmitted stage is: the executor a later stage's fetch failure named,
 //! or the one removed since the stage's output was last whole.
 
-use super::{BLAME_KEPT, Ledger, RerunKind};
+use super::{Ledger, RerunKind};
 use crate::model::Time;
+
+/// How soon after a fetch failure a resubmission is taken for its parents' (Spark
+/// resubmits the missing parents within a second or so, `RESUBMIT_TIMEOUT` 200 ms): a
+/// failed stage whose retry never comes (its job aborted) claims no later resubmission.
+const PARENTS_RESUBMITTED_WITHIN: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
 
 impl Ledger {
     /// The executor a fetch failure of a later stage named, when that stage's parents are
     /// not known and its retry is still to come: `stage`, resubmitted meanwhile, is one of
-    /// its parents (a parent's id is lower than its child's).
+    /// its parents (a parent's id is lower than its child's). Only when every such stage
+    /// awaiting its retry names the same executor (concurrent jobs' failures could each
+    /// claim it: none is guessed).
     pub(super) fn retry_awaiting(&self, stage: u32, at: Time) -> Option<i64> {
-        self.blame
+        let mut named = self
+            .blame
             .iter()
             .filter(|(child, b)| {
                 **child > stage
                     && b.kind == RerunKind::Retry
-                    && at - b.at <= BLAME_KEPT
+                    && at - b.at <= PARENTS_RESUBMITTED_WITHIN
                     && self.stages.get(child).is_none_or(|s| s.parents.is_empty())
             })
-            .min_by_key(|(child, _)| **child)
-            .and_then(|(_, b)| b.executor)
+            .map(|(_, b)| b.executor);
+        let first = named.next()??;
+        named.all(|x| x == Some(first)).then_some(first)
     }
 
     /// The latest executor removed since `stage`'s last good attempt.

@@ -199,3 +199,46 @@ fn a_map_stage_resubmitted_before_the_removal_is_heard_is_charged() {
         [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
     );
 }
+
+/// Two jobs' reduce stages await their retries, each after its own executor's loss: the
+/// map stage resubmitted meanwhile is charged to neither (it could be either's parent);
+/// and a failure whose retry never came claims no resubmission a minute later.
+#[test]
+fn a_resubmission_two_failures_could_claim_is_charged_to_neither() {
+    let time = |s| at(s).as_deref().and_then(parse_spark_time);
+    let fetch = |stage_exec: &str, from: i64| FailedTask {
+        executor_id: Some(stage_exec.into()),
+        launch_time: at(11),
+        duration: Some(1_000),
+        error_message: Some(format!(
+            "FetchFailed(BlockManagerId({from}, h, 1, None), shuffleId=0"
+        )),
+    };
+    let lost = |id: i64| DriverExecutor {
+        id,
+        active: false,
+        host_port: None,
+        pod_name: None,
+        add_time: time(0),
+        remove_time: time(18),
+        remove_reason: Some("Command exited with code 137".into()),
+        removed_again: Vec::new(),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 4,
+        tasks_lost: 0,
+        max_memory: None,
+        peak: Default::default(),
+    };
+    let stages = [
+        attempt(0, 0, 0, (0, 10)),
+        attempt(1, 0, 1, (10, 15)),
+        attempt(2, 0, 1, (10, 15)),
+        attempt(0, 1, 0, (16, 20)),
+    ];
+    let failed = [(1, 0, vec![fetch("8", 6)]), (2, 0, vec![fetch("8", 7)])];
+    let now = time(30).expect("time");
+    let cost = cost_of(&stages, &failed, &[lost(6), lost(7)], None, now).expect("a cost");
+    assert_eq!(cost.unexplained_reruns, 1, "{cost:#?}");
+    assert!(cost.losses.iter().all(|l| l.reruns.is_empty()), "{cost:#?}");
+}
