@@ -161,7 +161,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         loop {
             let now = tokio::time::Instant::now();
             if drivers_by.is_none() && status::ready(store.view(), false) {
-                drivers_by = Some(now + status::driver_grace(now - start));
+                drivers_by = Some(now.max(start + status::DRIVER_WAIT));
             }
             if ready(store.view(), drivers_by) && now >= start + want {
                 break;

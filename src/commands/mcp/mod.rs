@@ -263,8 +263,9 @@ impl Triage {
                 let failing = |l: &Link| matches!(l, Link::Connecting(Some(_)));
                 let mut rx = snap.clone();
                 let mut lx = link.clone();
-                // The cluster's view, then the drivers for a grace; past it, only those
-                // whose executor list answered (one that does not answer holds no tool's
+                // The cluster's view, then the drivers up to 2 s from the question; past
+                // it (or the view, when that took longer), only those whose executor list
+                // answered (one that does not answer holds no tool's
                 // answer: its app has no driver view yet).
                 let asked = tokio::time::Instant::now();
                 let waited = tokio::time::timeout(*patience, async {
@@ -280,7 +281,7 @@ impl Triage {
                     Link::Connecting(_) => None,
                 };
                 if let Some(listed) = listed.filter(|_| waited && *driver_poll) {
-                    let grace = status::driver_grace(asked.elapsed());
+                    let grace = status::DRIVER_WAIT.saturating_sub(asked.elapsed());
                     let full = rx.wait_for(|s| status::ready(s, true));
                     if tokio::time::timeout(grace, full).await.is_err() {
                         let finishing = rx.wait_for(|s| {

@@ -369,17 +369,12 @@ pub fn drivers_unanswered(snap: &Snapshot) -> impl Iterator<Item = &AppRecord> {
     })
 }
 
-/// How long a first answer (`status`, MCP) waits, once the cluster's own view is
-/// complete, for drivers whose executor list has not answered: as long again as that view
-/// took, between 1 and 2 s. A healthy driver answers in well under a second (and its reads
-/// ran beside the LIST), and one that does not (a long GC pause, a hung UI) must not hold
+/// How long a first answer (`status`, MCP) waits for a driver whose executor list has not
+/// answered: 2 s from its start (the drivers are read beside the LIST), and not a moment
+/// past the cluster's complete view when that took longer. A healthy driver answers in
+/// well under a second, and one that does not (a long GC pause, a hung UI) must not hold
 /// the pods' verdicts of every other app: its app says so, and it is read again next round.
-pub fn driver_grace(view_took: std::time::Duration) -> std::time::Duration {
-    view_took.clamp(
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(2),
-    )
-}
+pub const DRIVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whether a first answer may be given: everything in ([`ready`], the drivers too); or,
 /// the grace over, the cluster's view complete and every driver not in yet one whose
