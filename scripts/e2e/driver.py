@@ -372,10 +372,10 @@ def main():
         f.write(st.stdout)
     # What the driver told, kept for a failure's detail (the chain depends on the order of
     # its stages' times and its executors' removals).
-    api = f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}"
+    rest = f"http://127.0.0.1:4040/api/v1/applications/{APP_ID}"
     try:
-        stages = json.loads(urllib.request.urlopen(f"{api}/stages", timeout=10).read())
-        execs = json.loads(urllib.request.urlopen(f"{api}/allexecutors", timeout=10).read())
+        stages = json.loads(urllib.request.urlopen(f"{rest}/stages", timeout=10).read())
+        execs = json.loads(urllib.request.urlopen(f"{rest}/allexecutors", timeout=10).read())
     except (OSError, ValueError) as e:
         stages, execs = [], [{"id": "?", "removeTime": "?", "removeReason": f"not read: {e}"}]
     fact("live-rest", status_rc=st.returncode, status_err=st.stderr[-300:],
