@@ -99,6 +99,26 @@ fn attempt(stage: u32, attempt: u32, failed: u32, (from, to): (u32, u32)) -> Sta
     }
 }
 
+/// An executor added at 0 s and removed, OOM-killed, at `removed` s.
+fn removed_at(id: i64, removed: u32) -> DriverExecutor {
+    DriverExecutor {
+        id,
+        active: false,
+        host_port: None,
+        pod_name: None,
+        add_time: at(0).as_deref().and_then(parse_spark_time),
+        remove_time: at(removed).as_deref().and_then(parse_spark_time),
+        remove_reason: Some("Command exited with code 137".into()),
+        removed_again: Vec::new(),
+        active_tasks: 0,
+        failed_tasks: 0,
+        completed_tasks: 4,
+        tasks_lost: 0,
+        max_memory: None,
+        peak: Default::default(),
+    }
+}
+
 /// The API's duration of a failed task runs on to when its listener heard of it, past the
 /// retry's submission here: taken at its attempt's failure, the fetch failure is the
 /// retry's cause (else it would be a straggler, and the retry unexplained).
@@ -116,22 +136,7 @@ fn a_failed_tasks_end_is_its_attempts_failure() {
         duration: Some(20_000),
         error_message: Some("FetchFailed(BlockManagerId(7, h, 1, None), shuffleId=0".into()),
     };
-    let lost = DriverExecutor {
-        id: 7,
-        active: false,
-        host_port: None,
-        pod_name: None,
-        add_time: at(0).as_deref().and_then(parse_spark_time),
-        remove_time: at(12).as_deref().and_then(parse_spark_time),
-        remove_reason: Some("Command exited with code 137".into()),
-        removed_again: Vec::new(),
-        active_tasks: 0,
-        failed_tasks: 0,
-        completed_tasks: 4,
-        tasks_lost: 0,
-        max_memory: None,
-        peak: Default::default(),
-    };
+    let lost = removed_at(7, 12);
     let other = DriverExecutor {
         id: 8,
         remove_time: None,
@@ -171,22 +176,7 @@ fn a_map_stage_resubmitted_before_the_removal_is_heard_is_charged() {
         error_message: Some("FetchFailed(BlockManagerId(7, h, 1, None), shuffleId=0".into()),
     };
     let time = |s| at(s).as_deref().and_then(parse_spark_time);
-    let lost = DriverExecutor {
-        id: 7,
-        active: false,
-        host_port: None,
-        pod_name: None,
-        add_time: time(0),
-        remove_time: time(18),
-        remove_reason: Some("Command exited with code 137".into()),
-        removed_again: Vec::new(),
-        active_tasks: 0,
-        failed_tasks: 0,
-        completed_tasks: 4,
-        tasks_lost: 0,
-        max_memory: None,
-        peak: Default::default(),
-    };
+    let lost = removed_at(7, 18);
     let now = time(30).expect("time");
     let cost = cost_of(&stages, &[(1, 0, vec![fetch])], &[lost], None, now).expect("a cost");
     assert_eq!(cost.unexplained_reruns, 0, "{cost:#?}");
@@ -214,22 +204,7 @@ fn a_resubmission_two_failures_could_claim_is_charged_to_neither() {
             "FetchFailed(BlockManagerId({from}, h, 1, None), shuffleId=0"
         )),
     };
-    let lost = |id: i64| DriverExecutor {
-        id,
-        active: false,
-        host_port: None,
-        pod_name: None,
-        add_time: time(0),
-        remove_time: time(18),
-        remove_reason: Some("Command exited with code 137".into()),
-        removed_again: Vec::new(),
-        active_tasks: 0,
-        failed_tasks: 0,
-        completed_tasks: 4,
-        tasks_lost: 0,
-        max_memory: None,
-        peak: Default::default(),
-    };
+    let lost = |id| removed_at(id, 18);
     let stages = [
         attempt(0, 0, 0, (0, 10)),
         attempt(1, 0, 1, (10, 15)),
