@@ -64,40 +64,16 @@ impl FromStr for Fault {
                 }
                 Ok(Self::ErrorRate(r))
             }
-            "silent-driver" => {
-                let v = value.ok_or(
-                    "fault silent-driver needs a name prefix, e.g. silent-driver=scale-app-1-",
-                )?;
-                let names: BTreeSet<String> = v
-                    .split(',')
-                    .map(|x| x.trim().to_owned())
-                    .filter(|x| !x.is_empty())
-                    .collect();
-                if names.is_empty() {
-                    return Err("fault silent-driver needs a name prefix".to_owned());
-                }
-                Ok(Self::SilentDriver(names))
-            }
-            "forbid" => {
-                let v =
-                    value.ok_or("fault forbid needs resources, e.g. forbid=podgroups,workloads")?;
-                let resources: BTreeSet<String> = v
-                    .split(',')
-                    .map(|x| x.trim().to_owned())
-                    .filter(|x| !x.is_empty())
-                    .collect();
-                if resources.is_empty() {
-                    return Err("fault forbid needs resources, e.g. forbid=podgroups".to_owned());
-                }
-                Ok(Self::Forbid(resources))
-            }
+            "silent-driver" => Ok(Self::SilentDriver(listed(
+                value,
+                "fault silent-driver needs name prefixes, e.g. silent-driver=scale-app-1-",
+            )?)),
+            "forbid" => Ok(Self::Forbid(listed(
+                value,
+                "fault forbid needs resources, e.g. forbid=podgroups,workloads",
+            )?)),
             "deny" => {
-                let v = value.ok_or("fault deny needs verbs, e.g. deny=delete,patch")?;
-                let verbs: BTreeSet<String> = v
-                    .split(',')
-                    .map(|x| x.trim().to_owned())
-                    .filter(|x| !x.is_empty())
-                    .collect();
+                let verbs = listed(value, "fault deny needs verbs, e.g. deny=delete,patch")?;
                 const KNOWN: [&str; 9] = [
                     "proxy",
                     "get",
@@ -122,6 +98,20 @@ impl FromStr for Fault {
             )),
         }
     }
+}
+
+/// A fault's comma-separated values, none empty; `needs` when there are none.
+fn listed(value: Option<&str>, needs: &str) -> Result<BTreeSet<String>, String> {
+    let names: BTreeSet<String> = value
+        .unwrap_or_default()
+        .split(',')
+        .map(|x| x.trim().to_owned())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err(needs.to_owned());
+    }
+    Ok(names)
 }
 
 /// All faults in force.

@@ -1,4 +1,4 @@
-use super::super::RerunKind;
+use super::super::{Loss, RerunKind};
 use super::*;
 
 #[test]
@@ -99,6 +99,14 @@ fn attempt(stage: u32, attempt: u32, failed: u32, (from, to): (u32, u32)) -> Sta
     }
 }
 
+/// A loss's added attempts: (stage, attempt, kind).
+fn reruns(loss: &Loss) -> Vec<(u32, u32, RerunKind)> {
+    loss.reruns
+        .iter()
+        .map(|r| (r.stage, r.attempt, r.kind))
+        .collect()
+}
+
 /// An executor added at 0 s and removed, OOM-killed, at `removed` s.
 fn removed_at(id: i64, removed: u32) -> DriverExecutor {
     DriverExecutor {
@@ -149,11 +157,7 @@ fn a_failed_tasks_end_is_its_attempts_failure() {
     assert_eq!(cost.unexplained_reruns, 0, "{cost:#?}");
     assert_eq!(cost.losses.len(), 1);
     assert_eq!(
-        cost.losses[0]
-            .reruns
-            .iter()
-            .map(|r| (r.stage, r.attempt, r.kind))
-            .collect::<Vec<_>>(),
+        reruns(&cost.losses[0]),
         [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
     );
 }
@@ -181,11 +185,7 @@ fn a_map_stage_resubmitted_before_the_removal_is_heard_is_charged() {
     let cost = cost_of(&stages, &[(1, 0, vec![fetch])], &[lost], None, now).expect("a cost");
     assert_eq!(cost.unexplained_reruns, 0, "{cost:#?}");
     assert_eq!(
-        cost.losses[0]
-            .reruns
-            .iter()
-            .map(|r| (r.stage, r.attempt, r.kind))
-            .collect::<Vec<_>>(),
+        reruns(&cost.losses[0]),
         [(0, 1, RerunKind::Recompute), (1, 1, RerunKind::Retry)]
     );
 }
