@@ -40,6 +40,10 @@ pub struct CostView {
     /// Read from a log still being written: the figures so far.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub in_progress: bool,
+    /// The waste's lines (`Waste::lines`: the TUI says the same).
+    #[serde(skip)]
+    #[schemars(skip)]
+    waste_lines: Vec<String>,
 }
 
 /// One executor's loss.
@@ -173,6 +177,7 @@ impl CostView {
             }),
             partial: cost.partial,
             in_progress: cost.in_progress,
+            waste_lines: w.lines(),
         }
     }
 
@@ -206,49 +211,7 @@ impl CostView {
                 "shuffle output outlives a lost executor through {by}"
             ));
         }
-        let w = &self.waste;
-        if w.executors > 0 {
-            let mut line = format!(
-                "{} executors paid for {} of core time, busy {} ({} idle)",
-                w.executors,
-                ms((w.allocated_core_seconds * 1000.0) as u64),
-                ms((w.busy_task_seconds * 1000.0) as u64),
-                w.idle_percent
-                    .map_or_else(|| "none".to_owned(), |p| format!("{p} %"))
-            );
-            if w.idle_removed > 0 {
-                line.push_str(&format!(
-                    "; dynamic allocation's tail: {} of idle executors before {} removals",
-                    ms((w.idle_tail_executor_seconds * 1000.0) as u64),
-                    w.idle_removed
-                ));
-                if let Some(t) = w.idle_timeout_seconds {
-                    line.push_str(&format!(
-                        " (executorIdleTimeout {})",
-                        ms((t * 1000.0) as u64)
-                    ));
-                }
-            }
-            if w.never_used > 0 {
-                line.push_str(&format!("; {} never ran a task", w.never_used));
-            }
-            out.push(line);
-            if w.held_by_shuffle > 0 {
-                out.push(format!(
-                    "shuffle tracking held {} idle {} {} past the idle timeout in all \
-                     (their shuffle output, or cached blocks, was still referenced: \
-                     spark.dynamicAllocation.shuffleTracking.timeout bounds it, at the risk of \
-                     recomputing that output)",
-                    w.held_by_shuffle,
-                    if w.held_by_shuffle == 1 {
-                        "executor"
-                    } else {
-                        "executors"
-                    },
-                    ms((w.held_by_shuffle_executor_seconds * 1000.0) as u64),
-                ));
-            }
-        }
+        out.extend(self.waste_lines.iter().cloned());
         if let Some(s) = &self.saving {
             out.push(format!(
                 "estimate: {} would have saved ≈ {} of executor core time ({})",

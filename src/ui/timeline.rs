@@ -48,8 +48,14 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     if let Some(cost) = a.cost.as_deref().filter(|c| !c.lanes.is_empty()) {
         lanes(app, a, cost, inner_w, &mut lines);
     }
-    // What its pods cost beside (pods deleted before they ran, memory against its peak).
-    let paid = a.pod_cost().lines();
+    // What was paid for and not used (idle time, what shuffle tracking held), then what
+    // its pods cost beside (pods deleted before they ran, memory against its peak).
+    let mut paid = a
+        .cost
+        .as_deref()
+        .map(|c| c.waste.lines())
+        .unwrap_or_default();
+    paid.extend(a.pod_cost().lines());
     for l in &paid {
         lines.extend(
             super::wrap_words(l, inner_w)

@@ -233,6 +233,53 @@ impl Waste {
             (100 - busy * 100 / self.allocated_core_ms) as u32
         })
     }
+
+    /// What was paid for and not used, as every output says it (report, status, MCP and
+    /// the TUI's timeline): the paid core time against the busy, dynamic allocation's tail,
+    /// and what shuffle tracking held.
+    pub fn lines(&self) -> Vec<String> {
+        if self.executors == 0 {
+            return Vec::new();
+        }
+        let mut line = format!(
+            "{} executors paid for {} of core time, busy {} ({} idle)",
+            self.executors,
+            ms(self.allocated_core_ms),
+            ms(self.busy_ms),
+            self.idle_percent()
+                .map_or_else(|| "none".to_owned(), |p| format!("{p} %"))
+        );
+        if self.idle_removed > 0 {
+            line.push_str(&format!(
+                "; dynamic allocation's tail: {} of idle executors before {} removals",
+                ms(self.idle_tail_ms),
+                self.idle_removed
+            ));
+            if let Some(t) = self.idle_timeout_ms {
+                line.push_str(&format!(" (executorIdleTimeout {})", ms(t)));
+            }
+        }
+        if self.never_used > 0 {
+            line.push_str(&format!("; {} never ran a task", self.never_used));
+        }
+        let mut out = vec![line];
+        if self.held_by_shuffle > 0 {
+            out.push(format!(
+                "shuffle tracking held {} idle {} {} past the idle timeout in all (their \
+                 shuffle output, or cached blocks, was still referenced: \
+                 spark.dynamicAllocation.shuffleTracking.timeout bounds it, at the risk of \
+                 recomputing that output)",
+                self.held_by_shuffle,
+                if self.held_by_shuffle == 1 {
+                    "executor"
+                } else {
+                    "executors"
+                },
+                ms(self.held_by_shuffle_ms),
+            ));
+        }
+        out
+    }
 }
 
 /// A span of milliseconds for people ([`human_duration`]; under a second, `<1s`).

@@ -208,12 +208,21 @@ fn executors_shuffle_tracking_held_past_the_idle_timeout_are_counted() {
         ),
         (2, 230_000 + 100_000, (230_000 + 100_000) * 2)
     );
+    // Said as every output (report, status, MCP, the timeline popup) says it.
+    assert!(
+        w.lines()[1]
+            .starts_with("shuffle tracking held 2 idle executors 5m30s past the idle timeout"),
+        "{:?}",
+        w.lines()
+    );
     // minExecutors=1 keeps one at the end anyway.
     let w = run(None, 1);
     assert_eq!((w.held_by_shuffle, w.held_by_shuffle_ms), (1, 230_000));
+    assert!(w.lines()[1].starts_with("shuffle tracking held 1 idle executor 3m50s past"));
     // An external shuffle service keeps the output: nothing held.
     let w = run(Some("the external shuffle service".into()), 0);
     assert_eq!((w.held_by_shuffle, w.held_by_shuffle_ms), (0, 0));
+    assert_eq!(w.lines().len(), 1, "{:?}", w.lines());
 }
 
 /// What the review found: a straggler's fetch failure from a superseded attempt does not
