@@ -410,4 +410,25 @@ mod tests {
         assert!(held(None, true).hold_due(now));
         assert!(!held(None, false).hold_due(now), "not held at all");
     }
+
+    /// A projected pod's lists hold what they have, not the wire lists' spare room (one
+    /// container status held 1.6 KB, at 100,000 pods 140 MB).
+    #[test]
+    fn a_projected_pods_lists_hold_no_spare_room() {
+        let pod = ExecutorPod::from_json(
+            br#"{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "c", "state": {"running": {}}}]}}"#,
+        )
+        .expect("a pod");
+        let status = pod.status.as_ref().expect("a status");
+        assert_eq!(
+            (
+                pod.containers.capacity(),
+                status.conditions.capacity(),
+                status.container_statuses.capacity()
+            ),
+            (1, 1, 1)
+        );
+    }
 }
