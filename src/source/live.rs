@@ -1,7 +1,7 @@
 //! Live sources against a real (or simulated) API server, as Spark's driver watches its
-//! executors: a pod watch (kube-runtime's watcher with `backoff.rs`'s backoff, reset only
-//! by a delivery: a dropped watch is resumed, a 410 relists; its own LIST is the first
-//! complete view), a complete LIST
+//! executors: a pod watch (`pod_stream.rs`: kube-runtime's watcher's states with its LIST
+//! pipelined, with `backoff.rs`'s backoff, reset only by a delivery: a dropped watch is
+//! resumed, a 410 relists; its own LIST is the first complete view), a complete LIST
 //! every `--poll-interval` (30 s, as Spark; metadata only: `poll.rs`), an event watch of what
 //! the diagnoses read, and each driver's `spark.properties` from its ConfigMap.
 //!
@@ -125,8 +125,9 @@ async fn pod_watch(
 ) {
     let now = || conn.clock.now();
     let api: Api<LeanPod> = pods_api(&conn.client, &conn.scope);
-    let cfg = watcher::Config::default().labels(&conn.selector);
-    let mut stream = super::backoff::watch_backoff(watcher(api, cfg));
+    let selector = Some(conn.selector.clone()).filter(|s| !s.is_empty());
+    let mut stream =
+        super::backoff::watch_backoff(super::pod_stream::watch(api, conn.client.clone(), selector));
     let mut configs_read: BTreeSet<(String, String)> = BTreeSet::new();
     send(
         &tx,

@@ -15,6 +15,7 @@ pub mod extra;
 pub mod groups;
 pub mod lean;
 pub mod live;
+mod pod_stream;
 mod poll;
 pub mod proxy;
 mod quotas;
