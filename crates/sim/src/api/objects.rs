@@ -30,10 +30,12 @@ impl Ctx {
             .get("limit")
             .and_then(|l| l.parse().ok())
             .unwrap_or(0);
-        let page = match st
-            .store
-            .list(self.resource, q, limit, self.params.get("continue"))
-        {
+        // A LIST under a field selector reads every object (500,000 events): this worker's
+        // other requests go to another meanwhile.
+        let page = match on_this_thread(|| {
+            st.store
+                .list(self.resource, q, limit, self.params.get("continue"))
+        }) {
             Ok(p) => p,
             Err(e) => return e.into_response(),
         };
@@ -318,4 +320,15 @@ pub(super) fn access_review(st: &ApiState, body: &[u8]) -> Response {
         json!({"allowed": true, "reason": "simulated RBAC: allowed"})
     };
     json_value(StatusCode::CREATED, &review)
+}
+
+/// Runs `f`, a long read, letting the runtime move this worker's other tasks elsewhere
+/// (on a multi-threaded runtime; elsewhere it just runs).
+fn on_this_thread<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }

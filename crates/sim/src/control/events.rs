@@ -130,7 +130,12 @@ impl EventRecorder {
         let now = self.store.clock.now();
         let ttl = chrono::Duration::from_std(self.ttl).unwrap_or(chrono::Duration::hours(1));
         let (events, _) = self.store.list_all(Resource::Events, &Query::default());
-        for e in events {
+        // The events that stay, by name: a repeat's name is forgotten when its event is gone
+        // (expired here, or deleted by a client). One set from the one LIST: a lookup in
+        // the store per name was most of the simulator's idle time at 500,000 events.
+        let mut kept: std::collections::HashSet<(&str, &str)> =
+            std::collections::HashSet::with_capacity(events.len());
+        for e in &events {
             let last = Some(e.field("/lastTimestamp"))
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| e.field("/eventTime"));
@@ -144,11 +149,12 @@ impl EventRecorder {
                     e.name(),
                     &DeleteOptions::default(),
                 );
+            } else {
+                kept.insert((e.namespace(), e.name()));
             }
         }
-        let store = &self.store;
         self.names
-            .retain(|(ns, _, _), (name, _)| store.get(Resource::Events, ns, name).is_some());
+            .retain(|(ns, _, _), (name, _)| kept.contains(&(ns.as_str(), name.as_str())));
     }
 
     fn now(&self) -> String {
