@@ -91,6 +91,17 @@ fn yaml(report: &StatusReport) -> Result<String, Failure> {
     to_string(report)
 }
 
+/// Prints the answer and says how to exit. The process ends with it: its memory goes back
+/// whole, not record by record (at 100,000 executors freeing the store and the report one
+/// by one took a tenth of the first view's time).
+fn answer(store: Store, report: StatusReport, args: &StatusArgs) -> Result<ExitCode, Failure> {
+    print_status(&report, args.output)?;
+    let exit = exit_status(&report, args);
+    std::mem::forget(store);
+    std::mem::forget(report);
+    Ok(exit)
+}
+
 /// The exit status: 3 under `--exit-code` when an executor's verdict is an error.
 fn exit_status(report: &StatusReport, args: &StatusArgs) -> ExitCode {
     if args.exit_code && report.has_errors() {
@@ -121,8 +132,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);
         warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
-        print_status(&report, args.output)?;
-        return Ok(exit_status(&report, &args));
+        return answer(store, report, &args);
     }
     let opts = live_args.options();
     super::block_on(async move {
@@ -246,8 +256,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         if report.apps.is_empty() {
             scope_check(&conn).await?;
         }
-        print_status(&report, args.output)?;
-        Ok(exit_status(&report, &args))
+        answer(store, report, &args)
     })
 }
 

@@ -71,14 +71,7 @@ impl<'de> Deserialize<'de> for PodMeta {
         let p = ExecutorPod::deserialize_api(d)?;
         let meta = meta_with(p.resource_version.clone());
         Ok(Self {
-            pod: PresentPod {
-                executor_id: p.executor_id(),
-                app_id: p.app_id().map(str::to_owned),
-                resource_version: p.rv(),
-                uid: p.uid,
-                namespace: p.namespace.into(),
-                name: p.name,
-            },
+            pod: PresentPod::of(&p),
             meta,
         })
     }

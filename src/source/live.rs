@@ -26,7 +26,7 @@ use super::connection::{Connection, pods_api, send};
 use super::errors::{self, forbidden_permission, health_of, masked_line};
 use super::lean::{LeanEvent, LeanPod};
 use super::poll::{Delivered, pod_poll};
-use super::{Health, Scope, SourceEvent, SourceKind, parse_properties};
+use super::{Health, PresentPod, Scope, SourceEvent, SourceKind, parse_properties};
 use crate::redact;
 
 /// A watcher's error in one line.
@@ -141,10 +141,11 @@ async fn pod_watch(
     // Health follows the last success: after an error, the first event through says the
     // watch works again (a resumed watch sends no InitDone).
     let mut failing = false;
-    // The watch's (re)list, gathered: it is a complete LIST, so it is delivered as one (the
-    // first view needs no LIST of its own, and a relist after a 410 finds what vanished in
-    // the gap at once).
-    let mut listing: Option<Vec<Arc<ExecutorPod>>> = None;
+    // The watch's (re)list: its pods are delivered as they come (the store applies a page
+    // while the next decodes), and its end says which pods it had (`PodsPresent`: what it
+    // lacks is missing), so it is a complete LIST (the first view needs no LIST of its
+    // own, and a relist after a 410 finds what vanished in the gap at once).
+    let mut listing: Option<Vec<PresentPod>> = None;
     while let Some(item) = stream.next().await {
         let outcome = super::backoff::outcome(&item);
         if !recovered(
@@ -166,21 +167,18 @@ async fn pod_watch(
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
                 wanted.note(&pod);
                 if let Some(list) = listing.as_mut() {
-                    // Behind an `Arc` from here on: the store keeps this allocation, and
-                    // the list of 100,000 pods is a list of pointers, not of pods.
-                    list.push(Arc::new(pod));
-                    continue;
+                    list.push(PresentPod::of(&pod));
                 }
                 delivered.saw(&pod);
                 SourceEvent::PodUpserted {
-                    pod: std::sync::Arc::new(pod),
+                    pod: Arc::new(pod),
                     at: now(),
                 }
             }
             Ok(watcher::Event::Delete(LeanPod { pod, .. })) => {
                 delivered.saw(&pod);
                 SourceEvent::PodDeleted {
-                    pod: std::sync::Arc::new(pod),
+                    pod: Arc::new(pod),
                     at: now(),
                 }
             }
@@ -190,12 +188,16 @@ async fn pod_watch(
             }
             Ok(watcher::Event::InitDone) => {
                 let pods = listing.take().unwrap_or_default();
-                // kube's watcher does not hand out the list's resourceVersion; the newest pod
-                // in it is a lower bound, which keeps missing-pod detection conservative (a
-                // pod seen at or after it is never called missing by this list).
-                let resource_version = Some(pods.iter().filter_map(|p| p.rv()).max().unwrap_or(0));
-                pods.iter().for_each(|p| delivered.saw(p));
-                let listed = SourceEvent::PodsListed {
+                // The newest pod in the list is a lower bound of its resourceVersion, which
+                // keeps missing-pod detection conservative (a pod seen at or after it is
+                // never called missing by this list).
+                let resource_version = Some(
+                    pods.iter()
+                        .filter_map(|p| p.resource_version)
+                        .max()
+                        .unwrap_or(0),
+                );
+                let listed = SourceEvent::PodsPresent {
                     pods,
                     resource_version,
                     at: now(),

@@ -306,6 +306,20 @@ pub struct PresentPod {
     pub uid: Option<String>,
 }
 
+impl PresentPod {
+    /// What a LIST says of `pod`.
+    pub fn of(pod: &ExecutorPod) -> Self {
+        Self {
+            executor_id: pod.executor_id(),
+            app_id: pod.app_id().map(str::to_owned),
+            resource_version: pod.rv(),
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.to_string(),
+            name: pod.name.clone(),
+        }
+    }
+}
+
 /// One read of a driver's `allexecutors`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
