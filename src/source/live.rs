@@ -29,6 +29,9 @@ use super::poll::{Delivered, pod_poll};
 use super::{Health, PresentPod, Scope, SourceEvent, SourceKind, parse_properties};
 use crate::redact;
 
+/// Pods a `PodsListing` carries (a page of the LIST).
+const LISTING_PAGE: usize = 500;
+
 /// A watcher's error in one line.
 fn describe_watch(e: &watcher::Error) -> String {
     match e {
@@ -141,11 +144,13 @@ async fn pod_watch(
     // Health follows the last success: after an error, the first event through says the
     // watch works again (a resumed watch sends no InitDone).
     let mut failing = false;
-    // The watch's (re)list: its pods are delivered as they come (the store applies a page
-    // while the next decodes), and its end says which pods it had (`PodsPresent`: what it
-    // lacks is missing), so it is a complete LIST (the first view needs no LIST of its
-    // own, and a relist after a 410 finds what vanished in the gap at once).
+    // The watch's (re)list: its pods are delivered a page at a time as they come
+    // (`PodsListing`: the store applies a page while the next decodes), and its end says
+    // which pods it had (`PodsPresent`: what it lacks is missing), so it is a complete LIST
+    // (the first view needs no LIST of its own, and a relist after a 410 finds what
+    // vanished in the gap at once).
     let mut listing: Option<Vec<PresentPod>> = None;
+    let mut page: Vec<Arc<ExecutorPod>> = Vec::new();
     while let Some(item) = stream.next().await {
         let outcome = super::backoff::outcome(&item);
         if !recovered(
@@ -166,10 +171,18 @@ async fn pod_watch(
             ) => {
                 maybe_read_config(&conn, &pod, &mut configs_read, &tx);
                 wanted.note(&pod);
+                delivered.saw(&pod);
                 if let Some(list) = listing.as_mut() {
                     list.push(PresentPod::of(&pod));
+                    page.push(Arc::new(pod));
+                    if page.len() >= LISTING_PAGE {
+                        let pods = std::mem::take(&mut page);
+                        if !send(&tx, SourceEvent::PodsListing { pods, at: now() }).await {
+                            return;
+                        }
+                    }
+                    continue;
                 }
-                delivered.saw(&pod);
                 SourceEvent::PodUpserted {
                     pod: Arc::new(pod),
                     at: now(),
@@ -184,9 +197,16 @@ async fn pod_watch(
             }
             Ok(watcher::Event::Init) => {
                 listing = Some(Vec::new());
+                page.clear();
                 continue;
             }
             Ok(watcher::Event::InitDone) => {
+                let pods = std::mem::take(&mut page);
+                if !pods.is_empty()
+                    && !send(&tx, SourceEvent::PodsListing { pods, at: now() }).await
+                {
+                    return;
+                }
                 let pods = listing.take().unwrap_or_default();
                 // The newest pod in the list is a lower bound of its resourceVersion, which
                 // keeps missing-pod detection conservative (a pod seen at or after it is

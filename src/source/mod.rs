@@ -119,8 +119,15 @@ pub enum SourceEvent {
         resource_version: Option<u64>,
         at: Time,
     },
-    /// A complete metadata-only LIST (the periodic relist): which pods exist at the list's
-    /// version. It changes nothing about them; executors absent from it are missing.
+    /// Pods of a LIST being read, a page at a time: each is upserted as a watch event's
+    /// would be; the LIST's end is a `PodsPresent` naming all it had.
+    PodsListing {
+        pods: Vec<Arc<ExecutorPod>>,
+        at: Time,
+    },
+    /// A complete LIST's names (the periodic metadata-only relist, and the end of the pod
+    /// watch's own LIST, whose pods came before as `PodsListing`): which pods exist at the
+    /// list's version. It changes nothing about them; executors absent from it are missing.
     PodsPresent {
         pods: Vec<PresentPod>,
         /// The list's `metadata.resourceVersion`.
@@ -355,6 +362,7 @@ impl SourceEvent {
             Self::PodUpserted { at, .. }
             | Self::PodDeleted { at, .. }
             | Self::PodsListed { at, .. }
+            | Self::PodsListing { at, .. }
             | Self::PodsPresent { at, .. }
             | Self::EventSeen { at, .. }
             | Self::DriverConfig { at, .. }

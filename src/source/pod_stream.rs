@@ -6,8 +6,9 @@
 //! at 100,000 executor pods (201 pages, 330 MB of JSON) that one thread's decode was most
 //! of the first view. Here the next page is asked for as soon as a page has arrived and its
 //! `continue` is read (a list's `metadata` comes before its `items`: the decode sends it on
-//! at once), and pages decode on the blocking pool, [`AHEAD`] at most beside the one being
-//! delivered, each delivered whole and in order. A page whose metadata comes last is simply
+//! at once), and pages decode on the blocking pool, a few at most (the channel's
+//! [`AHEAD`], the one the fetcher is handing on, the one being delivered), each delivered
+//! whole and in order; one that is decoding when the stream is dropped still finishes. A page whose metadata comes last is simply
 //! not overlapped. The watch that follows is kube's: from the list's resourceVersion, a 410
 //! relists, a stream that ends or idles past its timeout is watched again from the last
 //! version seen.
@@ -29,7 +30,7 @@ use tokio::task::JoinHandle;
 
 use super::lean::LeanPod;
 
-/// Pages asked for and decoding beyond the one being delivered.
+/// Pages decoded or decoding waiting in the channel for the reader.
 const AHEAD: usize = 2;
 /// Pods a page asks for (kube's watcher's page size).
 const PAGE: u32 = 500;

@@ -143,6 +143,11 @@ impl Store {
                 resource_version,
                 at,
             } => self.replace(pods, resource_version, at),
+            SourceEvent::PodsListing { pods, at } => {
+                for p in pods {
+                    self.upsert(p, at, false);
+                }
+            }
             SourceEvent::PodsPresent {
                 pods,
                 resource_version,

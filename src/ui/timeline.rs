@@ -50,11 +50,15 @@ pub fn render(app: &App, f: &mut Frame<'_>, area: Rect) {
     }
     // What was paid for and not used (idle time, what shuffle tracking held), then what
     // its pods cost beside (pods deleted before they ran, memory against its peak).
-    let mut paid = a
-        .cost
-        .as_deref()
-        .map(|c| c.waste.lines())
-        .unwrap_or_default();
+    let mut paid = match a.cost.as_deref() {
+        Some(c) if c.in_progress && c.waste.executors > 0 => {
+            let mut l = vec!["so far (its event log is still being written):".to_owned()];
+            l.extend(c.waste.lines());
+            l
+        }
+        Some(c) => c.waste.lines(),
+        None => Vec::new(),
+    };
     paid.extend(a.pod_cost().lines());
     for l in &paid {
         lines.extend(

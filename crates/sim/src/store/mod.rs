@@ -164,9 +164,11 @@ impl ObjectStore {
             .take_while(|(k, _)| q.namespace.as_ref().is_none_or(|ns| k.0 == *ns))
             .map(|(_, o)| o);
         // A field selector reads every object's fields (at 500,000 events most of a second
-        // a LIST, every other request waiting on the lock meanwhile): it is matched on the
-        // candidates' handles, copied under the lock (one version) and read outside it.
-        let (items, more) = if q.fields.is_empty() {
+        // a LIST, every other request waiting on the lock meanwhile): its first page is
+        // matched on the candidates' handles, copied under the lock (one version) and read
+        // outside it. Later pages (many matches) are matched under the lock as before: a
+        // copy of the rest for each would make a LIST quadratic.
+        let (items, more) = if q.fields.is_empty() || continue_token.is_some() {
             page_of(iter, q, limit)
         } else {
             let candidates: Vec<Arc<Obj>> = iter.cloned().collect();
