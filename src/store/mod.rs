@@ -143,11 +143,7 @@ impl Store {
                 resource_version,
                 at,
             } => self.replace(pods, resource_version, at),
-            SourceEvent::PodsListing { pods, at } => {
-                for p in pods {
-                    self.upsert(p, at, false);
-                }
-            }
+            SourceEvent::PodsListing { pods, at } => self.listing(pods, at),
             SourceEvent::PodsPresent {
                 pods,
                 resource_version,

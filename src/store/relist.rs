@@ -14,6 +14,14 @@ pub(super) struct Present<'a> {
 }
 
 impl Store {
+    /// A page of a LIST being read: its pods upserted as they come (the LIST's end, a
+    /// `PodsPresent`, says which executors it lacks).
+    pub(super) fn listing(&mut self, pods: Vec<Arc<ExecutorPod>>, at: Time) {
+        for p in pods {
+            self.upsert(p, at, false);
+        }
+    }
+
     /// A full LIST: Spark replaces its snapshot; the tool keeps tombstones and decides
     /// which executors are missing.
     pub(super) fn replace(&mut self, pods: Vec<Arc<ExecutorPod>>, list_rv: Option<u64>, at: Time) {
