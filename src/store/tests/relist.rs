@@ -189,3 +189,52 @@ async fn an_executor_only_the_driver_still_lists_is_missing_after_the_next_list(
         Some(Gone::DriverOnly { .. })
     ));
 }
+
+/// The pod watch's own LIST, read a page at a time (`PodsListing`, then `PodsPresent`
+/// naming what it had), leaves the store as the same LIST in one `PodsListed` does: the
+/// pods it has upserted, the executor it lacks missing.
+#[tokio::test]
+async fn a_list_read_a_page_at_a_time_is_the_same_as_one_list() {
+    let before = || {
+        vec![
+            up(exec(1, 11, running()), 1),
+            up(exec(2, 12, running()), 1),
+            up(exec(3, 13, running()), 1),
+        ]
+    };
+    let pods = || vec![exec(1, 21, running()), exec(2, 22, super::oom())];
+    let mut whole = before();
+    whole.push(list(pods(), 40, 30));
+    let mut paged = before();
+    for p in pods() {
+        paged.push(SourceEvent::PodsListing {
+            pods: vec![Arc::new(p)],
+            at: t(30),
+        });
+    }
+    let mut names = present(&[1, 2], 40, 30);
+    if let SourceEvent::PodsPresent { pods, .. } = &mut names {
+        for (p, rv) in pods.iter_mut().zip([21, 22]) {
+            p.resource_version = Some(rv);
+        }
+    }
+    paged.push(names);
+    let (whole, paged) = (run(whole).await, run(paged).await);
+    let (w, p) = (app(&whole), app(&paged));
+    assert!(
+        matches!(p.executors[&3].gone, Some(Gone::Missing { .. })),
+        "{:?}",
+        p.executors[&3].gone
+    );
+    assert_eq!(p.executors.len(), w.executors.len());
+    for (id, e) in &w.executors {
+        let q = &p.executors[id];
+        assert_eq!(
+            (q.state(), &q.gone, q.last_rv),
+            (e.state(), &e.gone, e.last_rv),
+            "executor {id}"
+        );
+        assert_eq!(q.verdict, e.verdict, "executor {id}");
+    }
+    assert_eq!(paged.view().full_snapshot_at, whole.view().full_snapshot_at);
+}
