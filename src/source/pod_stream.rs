@@ -65,14 +65,7 @@ struct Ctx {
 
 enum State {
     Empty,
-    Listing {
-        pages: mpsc::Receiver<Job>,
-        items: VecDeque<LeanPod>,
-        resource_version: Option<String>,
-        /// Whether the last page delivered named a next one.
-        more: bool,
-        _fetching: Aborting,
-    },
+    Listing(Listing),
     Listed {
         resource_version: String,
     },
@@ -80,6 +73,16 @@ enum State {
         resource_version: String,
         stream: BoxStream<'static, kube::Result<WatchEvent<LeanPod>>>,
     },
+}
+
+/// A LIST being read: the pages asked for, the page being handed out.
+struct Listing {
+    pages: mpsc::Receiver<Job>,
+    items: VecDeque<LeanPod>,
+    resource_version: Option<String>,
+    /// Whether the last page delivered named a next one.
+    more: bool,
+    _fetching: Aborting,
 }
 
 /// The page fetcher's task, ended with the stream that reads it.
@@ -126,35 +129,20 @@ async fn step_once(ctx: &Ctx, state: State) -> (Option<Result<Event<LeanPod>, Er
                 ..ListParams::default()
             };
             let fetching = tokio::spawn(fetch(ctx.client.clone(), ctx.url.clone(), lp, tx));
-            (
-                Some(Ok(Event::Init)),
-                State::Listing {
-                    pages,
-                    items: VecDeque::new(),
-                    resource_version: None,
-                    more: true,
-                    _fetching: Aborting(fetching),
-                },
-            )
+            let listing = Listing {
+                pages,
+                items: VecDeque::new(),
+                resource_version: None,
+                more: true,
+                _fetching: Aborting(fetching),
+            };
+            (Some(Ok(Event::Init)), State::Listing(listing))
         }
-        State::Listing {
-            mut pages,
-            mut items,
-            mut resource_version,
-            mut more,
-            _fetching,
-        } => {
-            if let Some(pod) = items.pop_front() {
-                let state = State::Listing {
-                    pages,
-                    items,
-                    resource_version,
-                    more,
-                    _fetching,
-                };
-                return (Some(Ok(Event::InitApply(pod))), state);
+        State::Listing(mut l) => {
+            if let Some(pod) = l.items.pop_front() {
+                return (Some(Ok(Event::InitApply(pod))), State::Listing(l));
             }
-            let page = match pages.recv().await {
+            let page = match l.pages.recv().await {
                 Some(Job::Decoding(decoding)) => match decoding.await {
                     Ok(Ok(page)) => page,
                     Ok(Err(e)) => return failed(kube::Error::SerdeError(e)),
@@ -163,9 +151,9 @@ async fn step_once(ctx: &Ctx, state: State) -> (Option<Result<Event<LeanPod>, Er
                 Some(Job::Failed(e)) => return failed(e),
                 // The fetcher stops after the last page, or when a page cannot be decoded
                 // (that page's job says why); a list cut short otherwise is no list.
-                None if more => return failed(kube::Error::Service(Box::new(CutShort))),
+                None if l.more => return failed(kube::Error::Service(Box::new(CutShort))),
                 None => {
-                    return match resource_version {
+                    return match l.resource_version {
                         Some(resource_version) => (
                             Some(Ok(Event::InitDone)),
                             State::Listed { resource_version },
@@ -177,17 +165,10 @@ async fn step_once(ctx: &Ctx, state: State) -> (Option<Result<Event<LeanPod>, Er
             if page.resource_version.is_none() && page.next.is_none() {
                 return (Some(Err(Error::NoResourceVersion)), State::Empty);
             }
-            resource_version = page.resource_version.or(resource_version);
-            more = page.next.is_some();
-            items = page.items.into();
-            let state = State::Listing {
-                pages,
-                items,
-                resource_version,
-                more,
-                _fetching,
-            };
-            (None, state)
+            l.resource_version = page.resource_version.or(l.resource_version);
+            l.more = page.next.is_some();
+            l.items = page.items.into();
+            (None, State::Listing(l))
         }
         State::Listed { resource_version } => {
             let wp = WatchParams {
