@@ -28,13 +28,7 @@ trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
 want=$((apps * per + apps))
 # Wait until every pod runs (then each has its five events: Scheduled, Pulling, Pulled,
 # Created, Started), so the view is of a settled cluster, not one still being created.
-for _ in $(seq 1 600); do
-    n=$(kubectl --kubeconfig "$dir/kc" get pods -A -l spark-role --field-selector status.phase=Running \
-        --no-headers 2>/dev/null | wc -l || true)
-    [ "${n:-0}" -ge "$want" ] && break
-    sleep 1
-done
-echo "simulator: $n Spark pods ($apps apps × $per executors + drivers), $(kubectl --kubeconfig "$dir/kc" get events -A --no-headers 2>/dev/null | wc -l) events"
+scripts/sim-wait.sh "$dir/kc" "$want" 0
 
 # One measured run: wall seconds and peak RSS (KiB) from GNU time.
 measure() {

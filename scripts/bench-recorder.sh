@@ -23,14 +23,8 @@ target/release/spark-triage sim --scenario scale --apps 10 --executors $((n / 10
     --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" >"$dir/sim.log" 2>&1 &
 sim=$!
 trap 'kill $rec $sim 2>/dev/null; rm -rf "$dir"' EXIT
-until kubectl --kubeconfig "$dir/kc" get --raw /healthz >/dev/null 2>&1; do sleep 1; done
 # Wait for the executors to run (a 10k cluster takes a while to schedule).
-for _ in $(seq 1 600); do
-    running=$(kubectl --kubeconfig "$dir/kc" get pods -A -l spark-role=executor \
-        --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l)
-    [ "$running" -ge $((n * 9 / 10)) ] && break
-    sleep 2
-done
+scripts/sim-wait.sh "$dir/kc" $((n + 10))
 forget=${FORGET_AFTER:-1h}
 driver_poll=${DRIVER_POLL:-10s}
 target/release/spark-triage record --kubeconfig "$dir/kc" -A "$dir/rec" --rotate 1h --forget-after "$forget" \
