@@ -198,11 +198,7 @@ impl Store {
             if k.0 != key.0 {
                 continue;
             }
-            if let Some(rec) = app
-                .executors
-                .values()
-                .find(|e| e.pod.name == key.1 && event.is_about(&e.pod))
-            {
+            if let Some(rec) = app.executors_named(&key.1).find(|e| event.is_about(&e.pod)) {
                 found = Some((k.clone(), rec.id));
                 break;
             }
@@ -242,12 +238,7 @@ impl Store {
             .apps
             .iter()
             .filter(|(k, _)| k.0 == key.0)
-            .flat_map(|(k, app)| {
-                app.executors
-                    .values()
-                    .filter(|e| e.pod.name == key.1)
-                    .map(|rec| (k.clone(), rec.id))
-            })
+            .flat_map(|(k, app)| app.executors_named(&key.1).map(|rec| (k.clone(), rec.id)))
             .collect();
         for (k, id) in &executors {
             self.rediagnose_executor(key, (k, *id), at);

@@ -186,7 +186,7 @@ impl AppRecord {
             budget: self.budget_text(),
             last_failure,
             suggestion,
-            held: self.executors.values().filter(|e| e.pod.is_held()).count(),
+            held: self.held(),
             kept: self
                 .executors
                 .values()

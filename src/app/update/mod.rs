@@ -274,8 +274,9 @@ fn automatic(app: &mut App, tick: bool) -> Vec<Effect> {
             .as_ref()
             .and_then(|d| d.hold_until)
             .filter(|u| *u > now);
-        // Between ticks only a held app has work: nothing to look at per executor.
-        if hold_until.is_none() && !tick {
+        // Between ticks only a held app has work, and at a tick only one with pods held
+        // (to release): nothing to look at per executor.
+        if hold_until.is_none() && (!tick || a.held() == 0) {
             continue;
         }
         if write_gate(app, &a.namespace, "patch").is_err() {

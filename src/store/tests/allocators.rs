@@ -169,3 +169,48 @@ async fn a_crash_before_a_new_id_is_the_executors_own() {
         "{f:?}"
     );
 }
+
+/// An event goes to the executor whose pod it is about, found by its pod's name: the
+/// executors named so are looked up, not compared one by one, and the lookup follows the
+/// app's changes (an executor added after an event was attached, a pod name that a
+/// controller's recreated pod reuses for another executor, told apart by its uid).
+#[tokio::test]
+async fn events_reach_the_executor_named_in_them_as_the_app_changes() {
+    let warning = |name: &str, uid: &str, at: u32| SourceEvent::EventSeen {
+        event: Box::new(spark_triage_core::model::testing::event(json!({
+            "metadata": {"name": format!("ev-{uid}"), "namespace": "spark-jobs"},
+            "involvedObject": {"kind": "Pod", "name": name, "namespace": "spark-jobs", "uid": uid},
+            "reason": "BackOff", "type": "Warning", "count": 1, "message": format!("about {uid}")}))),
+        at: t(at),
+    };
+    let reused = exec_with(
+        3,
+        30,
+        json!({"name": "app-exec-1", "uid": "uid-3"}),
+        running(),
+    );
+    let s = run(vec![
+        up(exec_with(1, 10, json!({}), running()), 1),
+        warning("app-exec-1", "uid-1", 2),
+        up(exec_with(2, 20, json!({}), running()), 3),
+        warning("app-exec-2", "uid-2", 4),
+        up(reused, 5),
+        warning("app-exec-1", "uid-3", 6),
+    ])
+    .await;
+    let a = app(&s);
+    let about = |id: i64| -> Vec<String> {
+        a.executors[&id]
+            .events
+            .iter()
+            .filter_map(|e| e.message.clone())
+            .collect()
+    };
+    assert_eq!(about(1), ["about uid-1"]);
+    assert_eq!(about(2), ["about uid-2"]);
+    assert_eq!(about(3), ["about uid-3"]);
+    let named = |n: &str| a.executors_named(n).map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(named("app-exec-1"), [1, 3]);
+    assert_eq!(named("app-exec-2"), [2]);
+    assert!(named("app-exec-9").is_empty());
+}
