@@ -6,6 +6,7 @@ use serde_json::json;
 use spark_triage_core::diagnose::verdict::Ending;
 use spark_triage_core::diagnose::{Code, Severity};
 use spark_triage_core::model::DriverExecutor;
+use spark_triage_core::model::testing::event;
 
 use super::{app, exec_with, list, run, running, t, up, *};
 use crate::source::DriverView;
@@ -177,7 +178,7 @@ async fn a_crash_before_a_new_id_is_the_executors_own() {
 #[tokio::test]
 async fn events_reach_the_executor_named_in_them_as_the_app_changes() {
     let warning = |name: &str, uid: &str, at: u32| SourceEvent::EventSeen {
-        event: Box::new(spark_triage_core::model::testing::event(json!({
+        event: Box::new(event(json!({
             "metadata": {"name": format!("ev-{uid}"), "namespace": "spark-jobs"},
             "involvedObject": {"kind": "Pod", "name": name, "namespace": "spark-jobs", "uid": uid},
             "reason": "BackOff", "type": "Warning", "count": 1, "message": format!("about {uid}")}))),
