@@ -28,7 +28,7 @@ trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
 want=$((apps * per + apps))
 # Wait until every pod runs (then each has its five events: Scheduled, Pulling, Pulled,
 # Created, Started), so the view is of a settled cluster, not one still being created.
-scripts/sim-wait.sh "$dir/kc" "$want" 0
+SIM_PID=$sim scripts/sim-wait.sh "$dir/kc" "$want" 0
 
 # One measured run: wall seconds and peak RSS (KiB) from GNU time.
 measure() {

@@ -22,9 +22,10 @@ dir=$(mktemp -d)
 target/release/spark-triage sim --scenario scale --apps 10 --executors $((n / 10)) --churn "$churn" \
     --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" >"$dir/sim.log" 2>&1 &
 sim=$!
-trap 'kill $rec $sim 2>/dev/null; rm -rf "$dir"' EXIT
+rec=
+trap 'kill ${rec:-} $sim 2>/dev/null; rm -rf "$dir"' EXIT
 # Wait for the executors to run (a 10k cluster takes a while to schedule).
-scripts/sim-wait.sh "$dir/kc" $((n + 10))
+SIM_PID=$sim scripts/sim-wait.sh "$dir/kc" $((n + 10))
 forget=${FORGET_AFTER:-1h}
 driver_poll=${DRIVER_POLL:-10s}
 target/release/spark-triage record --kubeconfig "$dir/kc" -A "$dir/rec" --rotate 1h --forget-after "$forget" \

@@ -32,9 +32,9 @@ target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$pe
     --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" >"$dir/sim.log" 2>&1 &
 sim=$!
 trap 'tmux kill-session -t "$session" 2>/dev/null; kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
-scripts/sim-wait.sh "$dir/kc" $((apps * per + apps))
+SIM_PID=$sim scripts/sim-wait.sh "$dir/kc" $((apps * per + apps))
 requests() { kubectl --kubeconfig "$dir/kc" get --raw /_sim/requests; }
-requests >"$dir/start"
+ms_start=$(date +%s%3N)
 tmux new-session -d -s "$session" -x 200 -y 50 \
     "target/release/spark-triage --kubeconfig $dir/kc -A $driver_flag --forget-after $forget"
 sleep "$warmup" # the first view, then steady state
@@ -42,7 +42,6 @@ pid=$(pgrep -f "^target/release/spark-triage --kubeconfig $dir/kc -A" | head -1)
 [ -n "$pid" ] || { echo "the live view did not start" >&2; tmux capture-pane -t "$session" -p >&2; exit 1; }
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-requests >"$dir/before"
 c0=$(cpu)
 t0=$(date +%s.%N)
 ms0=$(date +%s%3N)
@@ -53,7 +52,7 @@ minute=0
 while [ $SECONDS -lt $end ]; do
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
     [ "$rss" -gt "$peak" ] && peak=$rss
-    if [ $(( (secs - (end - SECONDS)) / 60 )) -gt $minute ]; then
+    if [ $(( (secs - (end - SECONDS) + 1) / 60 )) -gt $minute ]; then
         minute=$((minute + 1))
         echo "  minute $minute: RSS $((rss / 1024)) MiB"
         [ $minute = 1 ] && first=$rss
@@ -101,16 +100,20 @@ sel='spark-app-selector=spark-scale-app-0,spark-role=executor,spark-exec-inactiv
 id=$(kubectl --kubeconfig "$dir/kc" get pods -n spark-scale -l spark-role=driver -o name 2>/dev/null | head -1 || true)
 app=$(kubectl --kubeconfig "$dir/kc" get -n spark-scale "$id" -o jsonpath='{.metadata.labels.spark-app-selector}' 2>/dev/null || true)
 [ -n "$app" ] && sel="spark-app-selector=$app,spark-role=executor,spark-exec-inactive!=true"
-bytes=$(kubectl --kubeconfig "$dir/kc" get --raw "/api/v1/namespaces/spark-scale/pods?labelSelector=$sel" | wc -c)
-printf "Spark's own polling, for comparison: %s drivers × 2 LISTs/min of %.2f MB (one app's executors) = %d requests/min, %.1f MB/min, beside each driver's watch\n" \
+bytes=$(kubectl --kubeconfig "$dir/kc" get --raw "/api/v1/namespaces/spark-scale/pods?labelSelector=$sel" 2>/dev/null | wc -c || true)
+[ "${bytes:-0}" -gt 0 ] && printf "Spark's own polling, for comparison: %s drivers × 2 LISTs/min of %.2f MB (one app's executors) = %d requests/min, %.1f MB/min, beside each driver's watch\n" \
     "$apps" "$(echo "$bytes / 1000000" | bc -l)" $((apps * 2)) "$(echo "$apps * 2 * $bytes / 1000000" | bc -l)"
 # Per-pod evidence reads (log tails, one pod's events) over the whole run, the first view
 # included: bounded by src/app/evidence.rs (a few per app and cause per 10 min).
-python3 - "$dir/start" "$dir/after" <<'PY'
+python3 - "$dir/after" "$ms_start" <<'PY'
 import json, sys
-start, after = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+after, ms_start = json.load(open(sys.argv[1])), int(sys.argv[2])
+if after and after[0].get("at_ms", 0) > ms_start:
+    print("(the simulator's request log no longer reaches back to the start: these are a part)")
 logs = events = 0
-for r in after[len(start) : -1]:
+for r in after:
+    if r.get("at_ms", 0) < ms_start:
+        continue
     uri = r.get("uri", "")
     path = uri.split("?")[0]
     logs += path.endswith("/log")

@@ -3,6 +3,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use serde_json::json;
 use spark_triage_core::model::testing::pod;
+use spark_triage_core::model::{HOLD_EXPIRES, HOLD_FINALIZER};
 
 use super::*;
 use crate::app::with_cursor;
@@ -761,4 +762,44 @@ fn prompts_move_the_cursor_as_readline_does() {
     update(&mut app, alt('d'));
     assert_eq!(app.filter, " om");
     assert_eq!(app.prompt_cursor, Some(0));
+}
+
+/// A hold past its expiry is released at the next tick, once, and one not yet due stays:
+/// the tick looks for them in the apps that hold pods (a held pod that arrives after the
+/// last look counts at once).
+#[test]
+fn an_expired_hold_is_released_at_a_tick_and_one_not_due_stays() {
+    let mut app = live_app();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-12-07T12:00:00Z")
+        .unwrap()
+        .to_utc();
+    let releases = |effects: Vec<Effect>| -> Vec<String> {
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::ReleasePod { pod, expired, .. } => Some(format!("{pod} {expired}")),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(releases(update(&mut app, Msg::Tick(now))).is_empty());
+    for (id, expires) in [(2, "2026-12-07T11:00:00Z"), (3, "2099-01-01T00:00:00Z")] {
+        let p = pod(
+            json!({"metadata": {"name": format!("etl-exec-{id}"), "resourceVersion": (10 + id).to_string(),
+                "finalizers": [HOLD_FINALIZER], "annotations": {HOLD_EXPIRES: expires},
+                "labels": {"spark-app-selector": "spark-etl", "spark-app-name": "etl", "spark-role": "executor", "spark-exec-id": id.to_string()}},
+            "spec": {"containers": [{"name": "spark-kubernetes-executor"}]}, "status": {"phase": "Failed"}}),
+        );
+        let ev = SourceEvent::PodUpserted {
+            pod: std::sync::Arc::new(p),
+            at: now,
+        };
+        update(&mut app, Msg::Source(ev));
+    }
+    assert_eq!(
+        releases(update(&mut app, Msg::Tick(now))),
+        ["etl-exec-2 true"]
+    );
+    // Not asked again while that release is under way.
+    assert!(releases(update(&mut app, Msg::Tick(now))).is_empty());
 }
