@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
-use spark_triage_core::model::{ExecutorPod, PodEvent};
+use spark_triage_core::model::{ExecutorPod, PodEvent, WireIdentity};
 
 use super::PresentPod;
 use crate::redact;
@@ -67,11 +67,12 @@ impl<'de> Deserialize<'de> for LeanEvent {
 
 impl<'de> Deserialize<'de> for PodMeta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // The metadata goes through the pod projection (no spec or status arrive).
-        let p = ExecutorPod::deserialize_api(d)?;
-        let meta = meta_with(p.resource_version.clone());
+        // Only the identity and Spark's two labels are read (`PresentPod::of` of the whole
+        // projection says the same: `identity_reads_as_the_whole_projection_does`).
+        let m = WireIdentity::deserialize(d)?.metadata;
+        let meta = meta_with(m.resource_version.clone());
         Ok(Self {
-            pod: PresentPod::of(&p),
+            pod: PresentPod::from_identity(m),
             meta,
         })
     }
@@ -244,6 +245,47 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The relist's lean read of a metadata-only item says what the whole projection's
+    /// `PresentPod::of` says: labels null, absent, escaped or unrelated; `EXECID`, a bad id;
+    /// a missing metadata or resourceVersion.
+    #[test]
+    fn identity_reads_as_the_whole_projection_does() {
+        let items = [
+            r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a-exec-3","namespace":"ns","uid":"u1","resourceVersion":"42","labels":{"spark-app-selector":"spark-1","spark-exec-id":"3","spark-role":"executor"},"annotations":{"x":"y"},"ownerReferences":[{"kind":"Pod","name":"d","uid":"u0","controller":true}]}}"#,
+            r#"{"metadata":{"name":"b","namespace":"ns","labels":{"spark-exec-id":"EXECID","spark\u002dapp-selector":"esc"}}}"#,
+            r#"{"metadata":{"name":"c","labels":{"spark-exec-id":"x9","other":""},"resourceVersion":"not-a-number"}}"#,
+            r#"{"metadata":{"name":"d","labels":null,"uid":null}}"#,
+            r#"{"metadata":{"name":"e","labels":{"spark-exec-id":"-7","spark-exec-id":"8"}}}"#,
+            r#"{"metadata":null}"#,
+            r#"{}"#,
+        ];
+        for item in items {
+            let lean: PodMeta = serde_json::from_str(item).unwrap();
+            let whole = PresentPod::of(&ExecutorPod::from_json(item.as_bytes()).unwrap());
+            assert_eq!(lean.pod, whole, "{item}");
+            assert_eq!(lean.meta.resource_version, whole_rv(item), "{item}");
+        }
+        let first: PodMeta = serde_json::from_str(items[0]).unwrap();
+        assert_eq!(first.pod.executor_id, Some(3));
+        assert_eq!(first.pod.app_id.as_deref(), Some("spark-1"));
+        // Labels of the wrong type are an error, as they are for the whole projection.
+        for bad in [
+            r#"{"metadata":{"labels":["spark-exec-id"]}}"#,
+            r#"{"metadata":{"labels":{"other":{"nested":[1]}}}}"#,
+            r#"{"metadata":{"labels":{"spark-exec-id":null}}}"#,
+            r#"{"metadata":{"labels":{"spark-app-selector":7}}}"#,
+        ] {
+            assert!(serde_json::from_str::<PodMeta>(bad).is_err(), "{bad}");
+            assert!(ExecutorPod::from_json(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    fn whole_rv(item: &str) -> Option<String> {
+        ExecutorPod::from_json(item.as_bytes())
+            .unwrap()
+            .resource_version
+    }
 
     /// The newest lines stay when a tail is over the bound; a long line is cut and marked;
     /// bytes that are not UTF-8 (or a character split across reads) never lose the tail.

@@ -31,7 +31,7 @@ use spark_triage_core::model::cost::AppCost;
 use spark_triage_core::model::driver_state::{Allocation, StreamingQuery};
 use spark_triage_core::model::{
     DriverExecutor, ExecutorPod, GroupKind, OperatorApp, OperatorKind, PodEvent, Quota, SchedGroup,
-    Time,
+    Time, WireIdentityMeta,
 };
 
 /// Where to look.
@@ -323,6 +323,19 @@ impl PresentPod {
             uid: pod.uid.clone(),
             namespace: pod.namespace.to_string(),
             name: pod.name.clone(),
+        }
+    }
+
+    /// What a metadata-only LIST's item says (the same as [`PresentPod::of`] its pod).
+    pub fn from_identity(m: WireIdentityMeta) -> Self {
+        Self {
+            // Spark's reading: `EXECID` or anything not a 64-bit integer is no executor id.
+            executor_id: m.labels.exec_id.and_then(|v| v.parse().ok()),
+            app_id: m.labels.app_id,
+            resource_version: m.resource_version.and_then(|r| r.parse().ok()),
+            uid: m.uid,
+            namespace: m.namespace.unwrap_or_default(),
+            name: m.name.unwrap_or_default(),
         }
     }
 }

@@ -31,6 +31,7 @@ pub use pod::{
 };
 pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;
+pub use wire::{SparkLabels, WireIdentity, WireIdentityMeta};
 
 #[doc(hidden)]
 pub mod testing;

@@ -309,3 +309,119 @@ pub struct WireSource {
     pub component: Option<String>,
     pub host: Option<String>,
 }
+
+/// A metadata-only LIST's item (`PartialObjectMetadata`) as the periodic relist reads it:
+/// the pod's identity and the two labels Spark's snapshot reads, every other label,
+/// annotation and field skipped unread. At 100,000 pods every 30 s, decoding the item
+/// through the whole pod projection (every label kept and interned, every annotation) was
+/// a sixth of the live view's CPU.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WireIdentity {
+    /// `metadata`.
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: WireIdentityMeta,
+}
+
+/// What [`WireIdentity`] keeps of the metadata.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WireIdentityMeta {
+    /// `metadata.name`.
+    pub name: Option<String>,
+    /// `metadata.namespace`.
+    pub namespace: Option<String>,
+    /// `metadata.uid`.
+    pub uid: Option<String>,
+    /// `metadata.resourceVersion`, verbatim.
+    pub resource_version: Option<String>,
+    /// Spark's two labels of `metadata.labels`.
+    #[serde(deserialize_with = "nullable")]
+    pub labels: SparkLabels,
+}
+
+/// Of a pod's labels, only `spark-app-selector` and `spark-exec-id`, as written.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SparkLabels {
+    /// `spark-app-selector`.
+    pub app_id: Option<String>,
+    /// `spark-exec-id`, verbatim (`EXECID` until the driver names the executor).
+    pub exec_id: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for SparkLabels {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(SparkLabelsVisitor)
+    }
+}
+
+struct SparkLabelsVisitor;
+
+/// A label's key: one of the two kept, or another (matched without being copied).
+enum LabelKey {
+    AppId,
+    ExecId,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for LabelKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = LabelKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a label key")
+            }
+            fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<LabelKey, E> {
+                Ok(match k {
+                    super::LABEL_APP_ID => LabelKey::AppId,
+                    super::LABEL_EXEC_ID => LabelKey::ExecId,
+                    _ => LabelKey::Other,
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Another label's value: read as a string (anything else is an error, as in [`WireMeta`])
+/// and not kept.
+struct LabelValue;
+
+impl<'de> Deserialize<'de> for LabelValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+        impl serde::de::Visitor<'_> for ValueVisitor {
+            type Value = LabelValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a label value")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<LabelValue, E> {
+                Ok(LabelValue)
+            }
+        }
+        d.deserialize_str(ValueVisitor)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SparkLabelsVisitor {
+    type Value = SparkLabels;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a map of labels")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SparkLabels, A::Error> {
+        let mut out = SparkLabels::default();
+        while let Some(key) = map.next_key::<LabelKey>()? {
+            match key {
+                LabelKey::AppId => out.app_id = Some(map.next_value()?),
+                LabelKey::ExecId => out.exec_id = Some(map.next_value()?),
+                LabelKey::Other => {
+                    map.next_value::<LabelValue>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
