@@ -16,13 +16,16 @@ use super::errors::{self, forbidden_permission, health_of};
 use super::lean::{LeanPod, PodMeta};
 use super::{Health, PresentPod, SourceEvent, SourceKind};
 
-/// The resourceVersion of every pod the watch has delivered, by (namespace, name): the
-/// poll's metadata-only LIST is compared with it to find what the watch missed.
+/// The resourceVersion of every pod the watch has delivered, by namespace then name (looked
+/// up by borrowed names: a relist of 100,000 pods copies none): the poll's metadata-only
+/// LIST is compared with it to find what the watch missed.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Delivered(Arc<Mutex<HashMap<(String, String), u64>>>);
+pub(super) struct Delivered(Arc<Mutex<Versions>>);
+
+type Versions = HashMap<String, HashMap<String, u64>>;
 
 impl Delivered {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Versions> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -33,8 +36,17 @@ impl Delivered {
     /// watch is behind on.
     pub(super) fn saw(&self, pod: &ExecutorPod) {
         if let Some(rv) = pod.rv() {
-            self.lock()
-                .insert((pod.namespace.to_string(), pod.name.clone()), rv);
+            let mut seen = self.lock();
+            let names = match seen.get_mut(pod.namespace.as_str()) {
+                Some(names) => names,
+                None => seen.entry(pod.namespace.to_string()).or_default(),
+            };
+            match names.get_mut(&pod.name) {
+                Some(known) => *known = rv,
+                None => {
+                    names.insert(pod.name.clone(), rv);
+                }
+            }
         }
     }
 
@@ -46,8 +58,10 @@ impl Delivered {
             .map(|p| (p.namespace.as_str(), p.name.as_str()))
             .collect();
         let list_rv = list_rv.unwrap_or(0);
-        self.lock().retain(|(ns, name), rv| {
-            *rv > list_rv || names.contains(&(ns.as_str(), name.as_str()))
+        let mut seen = self.lock();
+        seen.retain(|ns, in_ns| {
+            in_ns.retain(|name, rv| *rv > list_rv || names.contains(&(ns.as_str(), name.as_str())));
+            !in_ns.is_empty()
         });
     }
 
@@ -57,7 +71,9 @@ impl Delivered {
         listed
             .iter()
             .filter(|p| {
-                let known = seen.get(&(p.namespace.clone(), p.name.clone()));
+                let known = seen
+                    .get(p.namespace.as_str())
+                    .and_then(|in_ns| in_ns.get(p.name.as_str()));
                 match (p.resource_version, known) {
                     (Some(listed), Some(known)) => listed > *known,
                     _ => true,

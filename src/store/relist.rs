@@ -178,11 +178,15 @@ impl Store {
         let Some(list_rv) = list_rv else {
             return; // no order between the list and the deletion: keep what was seen
         };
+        // A LIST names an app's pods together: its key is copied once per app, not per pod.
+        let mut key = AppKey::default();
         for p in present {
             let (Some(app_id), Some(id)) = (p.app_id, p.executor_id) else {
                 continue;
             };
-            let key = (p.namespace.to_owned(), app_id.to_owned());
+            if key.0 != p.namespace || key.1 != app_id {
+                key = (p.namespace.to_owned(), app_id.to_owned());
+            }
             let deleted = self
                 .snap
                 .apps
