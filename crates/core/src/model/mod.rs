@@ -26,8 +26,8 @@ pub use pod::{
     DEFAULT_EXECUTOR_CONTAINER, Deletion, EXIT_EXCEPTION_ANNOTATION, ExecIdLabel, ExecutorPod,
     HOLD_EXPIRES, HOLD_FINALIZER, KILLED_AT, KILLED_BY, KUEUE_GATE, KUEUE_QUEUE_LABEL,
     LABEL_APP_ID, LABEL_APP_NAME, LABEL_EXEC_ID, LABEL_INACTIVE, LABEL_ROLE, LABEL_SPARK_VERSION,
-    LimitSource, MemoryLimit, OwnerRef, PodCondition, PodStatus, Resources, Role, TOOL_DOMAIN,
-    Terminated, Time, VOLCANO_GROUP_ANNOTATION, fmt_time, time,
+    Labels, LimitSource, MemoryLimit, OwnerRef, PodCondition, PodStatus, Resources, Role,
+    TOOL_DOMAIN, Terminated, Time, VOLCANO_GROUP_ANNOTATION, fmt_time, time,
 };
 pub use quota::{PodCharge, Quota, Refusal};
 pub use state::ExecutorState;

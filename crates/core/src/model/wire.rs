@@ -67,7 +67,7 @@ pub struct WireMeta {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     #[serde(deserialize_with = "nullable")]
-    pub labels: BTreeMap<Text, Text>,
+    pub labels: super::Labels,
     #[serde(deserialize_with = "nullable")]
     pub annotations: BTreeMap<String, String>,
     #[serde(deserialize_with = "nullable")]

@@ -122,7 +122,7 @@ fn exit_exception(text: &str) -> String {
 /// The groups a pod names: Kueue's (its gate, queue label or pod-group name), the native
 /// gang's (`spec.workloadRef`), Volcano's (the group-name annotation).
 fn group_refs(
-    labels: &BTreeMap<Text, Text>,
+    labels: &Labels,
     annotations: &BTreeMap<String, String>,
     gates: &[Text],
     workload: Option<wire::WireWorkloadRef>,
@@ -258,7 +258,7 @@ impl From<WireContainerStatus> for ContainerStatus {
 impl From<WireState> for ContainerState {
     fn from(s: WireState) -> Self {
         if let Some(t) = s.terminated {
-            Self::Terminated(Terminated {
+            Self::Terminated(Box::new(Terminated {
                 exit_code: t.exit_code,
                 signal: t.signal,
                 reason: t.reason,
@@ -270,7 +270,7 @@ impl From<WireState> for ContainerState {
                 }),
                 started_at: t.started_at,
                 finished_at: t.finished_at,
-            })
+            }))
         } else if let Some(r) = s.running {
             Self::Running {
                 started_at: r.started_at,

@@ -18,6 +18,9 @@ use super::group::GroupRef;
 
 mod access;
 mod decode;
+mod labels;
+
+pub use labels::Labels;
 
 /// A point in time as the API server reported it.
 pub type Time = DateTime<Utc>;
@@ -91,7 +94,7 @@ pub struct ExecutorPod {
     /// `metadata.resourceVersion`, verbatim.
     pub resource_version: Option<String>,
     /// All labels (Spark's `spark-*` labels among them).
-    pub labels: BTreeMap<Text, Text>,
+    pub labels: Labels,
     /// The controlling owner reference, if any.
     pub owner: Option<OwnerRef>,
     /// `metadata.creationTimestamp`.
@@ -269,8 +272,9 @@ pub enum ContainerState {
         /// When it started.
         started_at: Option<Time>,
     },
-    /// Ended.
-    Terminated(Terminated),
+    /// Ended. Boxed: it is the largest state by 32 bytes, and every container status holds
+    /// two states (`state`, `lastState`), though few are terminated.
+    Terminated(Box<Terminated>),
 }
 
 /// `state.terminated`.
