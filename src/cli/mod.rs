@@ -121,16 +121,18 @@ fn command() -> clap::Command {
     })
 }
 
-/// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
 /// glibc's malloc gives threads up to eight arenas per core and returns little of them: at
 /// 100 apps of 1,000 executors on 2 cores, the first view held 507 MiB for a 382 MB heap.
-/// One arena per core: 452 MiB, 0.2 s slower (3.9 s); one in all: 425 MiB but 4.3 s (the
-/// store's thread and the decoding workers wait for each other's malloc). `MALLOC_ARENA_MAX`,
-/// when set, is the user's. Before any thread starts.
+/// One arena per core (two at least): 452 MiB, 0.2 s slower (3.9 s); one in all: 425 MiB
+/// but 4.3 s (the store's thread and the decoding workers wait for each other's malloc).
+/// The user's own setting (`MALLOC_ARENA_MAX`, or `arena_max` in `GLIBC_TUNABLES`) stays.
+/// Called first in [`main`], before anything that could start a thread.
 #[allow(unsafe_code)]
 fn malloc_arena_per_core() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none()
+        && !std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max"))
+    {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
         let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only sets a malloc parameter, and no other thread runs yet.
@@ -140,6 +142,7 @@ fn malloc_arena_per_core() {
     }
 }
 
+/// The process entry point shared by `spark-triage` and `kubectl-spark_triage`.
 pub fn main() -> ExitCode {
     malloc_arena_per_core();
     commands::shell::answer_the_shell(command);

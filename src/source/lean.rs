@@ -248,7 +248,7 @@ mod tests {
 
     /// The relist's lean read of a metadata-only item says what the whole projection's
     /// `PresentPod::of` says: labels null, absent, escaped or unrelated; `EXECID`, a bad id;
-    /// a missing metadata or resourceVersion.
+    /// a missing metadata or resourceVersion; labels of the wrong type an error in both.
     #[test]
     fn identity_reads_as_the_whole_projection_does() {
         let items = [
@@ -270,6 +270,11 @@ mod tests {
         assert_eq!(first.pod.executor_id, Some(3));
         assert_eq!(first.pod.app_id.as_deref(), Some("spark-1"));
         // Labels of the wrong type are an error, as they are for the whole projection.
+        // What the lean read does not look at, it does not check: an annotation of the wrong
+        // type fails the whole projection (and so its page), not the relist's read.
+        let odd = r#"{"metadata":{"name":"f","annotations":{"a":1}}}"#;
+        assert_eq!(serde_json::from_str::<PodMeta>(odd).unwrap().pod.name, "f");
+        assert!(ExecutorPod::from_json(odd.as_bytes()).is_err());
         for bad in [
             r#"{"metadata":{"labels":["spark-exec-id"]}}"#,
             r#"{"metadata":{"labels":{"other":{"nested":[1]}}}}"#,

@@ -7,6 +7,7 @@
 //! the simulator build on it; it depends on neither.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod allocator;
 pub mod classify;

@@ -4,6 +4,8 @@
 //!
 //! Loopback only, plain HTTP. See `docs/simulator.md` for what is and is not simulated.
 
+#![forbid(unsafe_code)]
+
 // The core under the names the simulator's modules use (`crate::model::…`).
 pub(crate) use spark_triage_core::{classify, model, spark};
 
