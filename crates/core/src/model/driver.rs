@@ -164,53 +164,81 @@ pub fn parse_executors(body: &str) -> Result<Vec<DriverExecutor>, String> {
     if !body.trim_start().starts_with('[') && serde_json::from_str::<Value>(body).is_ok() {
         return Err("not Spark's executor list: not a JSON array".to_owned());
     }
-    let list: Vec<OrNot<WireExecutor>> = serde_json::from_str(body).map_err(|e| {
+    let Executors(mut out) = serde_json::from_str(body).map_err(|e| {
         let head: String = body.chars().take(80).collect();
         format!("not Spark's executor list ({e}): {head:?}")
     })?;
-    let mut out: Vec<DriverExecutor> = list
-        .into_iter()
-        .filter_map(|OrNot(e)| {
-            let e = e?;
-            let id = e.id?.parse::<i64>().ok()?;
-            let peak = e.peak_memory_metrics.0.unwrap_or_default();
-            let rss: Vec<u64> = [
-                peak.process_tree_jvm_rss,
-                peak.process_tree_python_rss,
-                peak.process_tree_other_rss,
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            Some(DriverExecutor {
-                id,
-                active: e.is_active.unwrap_or(false),
-                host_port: e.host_port,
-                pod_name: e
-                    .attributes
-                    .0
-                    .and_then(|a| a.pod_name)
-                    .filter(|n| !n.is_empty()),
-                add_time: e.add_time.as_deref().and_then(parse_spark_time),
-                remove_time: e.remove_time.as_deref().and_then(parse_spark_time),
-                remove_reason: e.remove_reason.filter(|r| !r.is_empty()),
-                removed_again: Vec::new(),
-                active_tasks: e.active_tasks.unwrap_or(0),
-                failed_tasks: e.failed_tasks.unwrap_or(0),
-                completed_tasks: e.completed_tasks.unwrap_or(0),
-                tasks_lost: 0,
-                max_memory: e.max_memory,
-                peak: PeakMemory {
-                    jvm_heap: peak.jvm_heap,
-                    jvm_off_heap: peak.jvm_off_heap,
-                    process_tree_rss: (!rss.is_empty() && rss.iter().any(|r| *r > 0))
-                        .then(|| rss.iter().sum()),
-                },
-            })
-        })
-        .collect();
     out.sort_by_key(|e| e.id);
     Ok(out)
+}
+
+/// An `allexecutors` array converted entry by entry as it is read: no list of wire entries
+/// is held (a `Vec` of them, collected in place, kept their larger buffer: 60 MB for 100
+/// drivers of 1,000 at the first view's peak), and the list is as long as it needs.
+struct Executors(Vec<DriverExecutor>);
+
+impl<'de> Deserialize<'de> for Executors {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Executors;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Executors, A::Error> {
+                let mut out = Vec::new();
+                while let Some(OrNot(e)) = seq.next_element::<OrNot<WireExecutor>>()? {
+                    out.extend(e.and_then(WireExecutor::kept));
+                }
+                out.shrink_to_fit();
+                Ok(Executors(out))
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
+}
+
+impl WireExecutor {
+    /// The record, when the entry has a numeric id (the `driver` entry has none).
+    fn kept(self) -> Option<DriverExecutor> {
+        let id = self.id?.parse::<i64>().ok()?;
+        let peak = self.peak_memory_metrics.0.unwrap_or_default();
+        let rss = [
+            peak.process_tree_jvm_rss,
+            peak.process_tree_python_rss,
+            peak.process_tree_other_rss,
+        ];
+        Some(DriverExecutor {
+            id,
+            active: self.is_active.unwrap_or(false),
+            host_port: self.host_port,
+            pod_name: self
+                .attributes
+                .0
+                .and_then(|a| a.pod_name)
+                .filter(|n| !n.is_empty()),
+            add_time: self.add_time.as_deref().and_then(parse_spark_time),
+            remove_time: self.remove_time.as_deref().and_then(parse_spark_time),
+            remove_reason: self.remove_reason.filter(|r| !r.is_empty()),
+            removed_again: Vec::new(),
+            active_tasks: self.active_tasks.unwrap_or(0),
+            failed_tasks: self.failed_tasks.unwrap_or(0),
+            completed_tasks: self.completed_tasks.unwrap_or(0),
+            tasks_lost: 0,
+            max_memory: self.max_memory,
+            peak: PeakMemory {
+                jvm_heap: peak.jvm_heap,
+                jvm_off_heap: peak.jvm_off_heap,
+                process_tree_rss: rss
+                    .iter()
+                    .any(|r| r.is_some_and(|r| r > 0))
+                    .then(|| rss.iter().flatten().sum()),
+            },
+        })
+    }
 }
 
 /// One entry of `allexecutors`, as read: the fields kept, each lenient.
