@@ -153,18 +153,16 @@ async fn poll_once(
     tx: &mpsc::Sender<SourceEvent>,
 ) -> Result<Option<SourceEvent>, kube::Error> {
     let now = || conn.clock.now();
-    let (present, rv) = list_all(meta, &conn.selector).await?;
-    let present: Vec<PresentPod> = present.into_iter().map(|m| m.pod).collect();
+    let (present, rv) = list_all(meta, &conn.selector, |m| m.pod).await?;
     tokio::time::sleep(CATCH_UP).await;
     let behind: Vec<(String, String)> = delivered
         .behind(&present)
         .into_iter()
-        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .map(|p| (p.namespace.to_string(), p.name.clone()))
         .collect();
     delivered.forget_absent(&present, rv);
     if behind.len() > MAX_READS {
-        let (pods, rv) = list_all(full, &conn.selector).await?;
-        let pods = pods.into_iter().map(|p| Arc::new(p.pod)).collect();
+        let (pods, rv) = list_all(full, &conn.selector, |p| Arc::new(p.pod)).await?;
         return Ok(Some(SourceEvent::PodsListed {
             pods,
             resource_version: rv,
@@ -192,8 +190,14 @@ async fn poll_once(
     }))
 }
 
-/// A complete LIST in pages of 500, as kubectl does; the version of the last page.
-async fn list_all<K>(api: &Api<K>, sel: &str) -> Result<(Vec<K>, Option<u64>), kube::Error>
+/// A complete LIST in pages of 500, as kubectl does; the version of the last page. Each item
+/// is kept as `keep` makes it as its page arrives: a whole LIST of the API's items (each
+/// with the `ObjectMeta` kube asks of a resource, some 300 bytes) is never held.
+async fn list_all<K, T>(
+    api: &Api<K>,
+    sel: &str,
+    keep: impl Fn(K) -> T,
+) -> Result<(Vec<T>, Option<u64>), kube::Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -201,7 +205,7 @@ where
     let mut lp = ListParams::default().labels(sel).limit(500);
     loop {
         let page = api.list(&lp).await?;
-        out.extend(page.items);
+        out.extend(page.items.into_iter().map(&keep));
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => {
                 lp = ListParams::default()
