@@ -37,7 +37,7 @@ impl AppName for AppRecord {
     }
 }
 
-impl AppName for status::AppStatus {
+impl AppName for status::AppStatus<'_> {
     fn app_key(&self) -> (&str, Option<&str>, &str) {
         (&self.namespace, self.app_name.as_deref(), &self.app_id)
     }

@@ -535,7 +535,9 @@ fn counted_agrees_across_detail_strip_status_and_report() {
             mode: Mode::Replay,
         });
         update(&mut app, Msg::Sources(rec.events.clone()));
-        let status = status::report(app.store.view(), None);
+        // The report borrows the view; the app changes below (the selection).
+        let view = app.store.view().clone();
+        let status = status::report(&view, None);
         let table = status::render_table(&status, false);
         let mut checked = 0;
         for (ai, a) in app

@@ -20,10 +20,12 @@ mod table;
 
 pub use table::{budget_line, render_table};
 
+// Its executors' rows borrow the store's records (`'a`): at 100 apps of 1,000 executors,
+// rows of their own copies held 80 MB, the first view's peak.
 /// The `status --output json` document (stable; fields may be added, never renamed).
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct StatusReport {
-    pub apps: Vec<AppStatus>,
+pub struct StatusReport<'a> {
+    pub apps: Vec<AppStatus<'a>>,
     /// When the last full LIST arrived.
     pub full_snapshot_at: Option<String>,
     /// Sources that are not connected: `source: state (detail)`.
@@ -35,7 +37,7 @@ pub struct StatusReport {
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct AppStatus {
+pub struct AppStatus<'a> {
     pub namespace: String,
     pub app_id: String,
     pub app_name: Option<String>,
@@ -59,7 +61,7 @@ pub struct AppStatus {
     /// Reading the driver's own executor list (absent when never tried).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_api: Option<DriverApiStatus>,
-    pub executors: Vec<ExecutorStatus>,
+    pub executors: Vec<ExecutorStatus<'a>>,
     /// Its Spark operator's `SparkApplication`, when submitted through one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<OperatorStatus>,
@@ -99,13 +101,36 @@ pub struct DriverApiStatus {
 
 /// The driver's view of one executor.
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct ExecutorDriverStatus {
+pub struct ExecutorDriverStatus<'a> {
     /// When this view was read.
-    pub at: String,
+    pub at: Stamp,
     /// Whether the driver lists this executor at all.
     pub known: bool,
     #[serde(flatten)]
-    pub executor: Option<DriverExecutor>,
+    pub executor: Option<&'a DriverExecutor>,
+}
+
+/// A time held as the time and written as RFC 3339 ([`model::fmt_time`]): its schema is a
+/// string's. A report's 100,000 rows held three of these as text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stamp(pub Time);
+
+impl Serialize for Stamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&model::fmt_time(&self.0))
+    }
+}
+
+impl schemars::JsonSchema for Stamp {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -130,18 +155,18 @@ pub struct PendingReason {
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct ExecutorStatus {
+pub struct ExecutorStatus<'a> {
     pub id: i64,
-    pub pod: String,
+    pub pod: &'a str,
     pub state: ExecutorState,
     /// When the pod was created, by the cluster's clock (RFC 3339): its
     /// `creationTimestamp`, else the driver's `addTime`; null when neither is known.
-    pub created_at: Option<String>,
+    pub created_at: Option<Stamp>,
     /// When the executor ended (RFC 3339; null while it runs), by the clock `ended_at_clock`
     /// names: `container` (`finishedAt`), `driver` (`removeTime`), `event` (the kubelet's),
     /// `deletion` (when it was asked), or `seen` (when this tool saw it: a bound, it ended
     /// before).
-    pub ended_at: Option<String>,
+    pub ended_at: Option<Stamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_at_clock: Option<&'static str>,
     /// The table's AGE, as the live view's: how long it has run, or `3m05s ago` once it
@@ -154,12 +179,12 @@ pub struct ExecutorStatus {
     /// The pod is gone (deleted or missing); this is its tombstone.
     pub gone: bool,
     pub exit_code: Option<i32>,
-    pub container_reason: Option<String>,
-    pub node: Option<String>,
+    pub container_reason: Option<&'a str>,
+    pub node: Option<&'a str>,
     /// The verdict's findings, primary (the cause) first.
     pub findings: Vec<Code>,
     /// The primary finding's summary, for people.
-    pub summary: Option<String>,
+    pub summary: Option<&'a str>,
     /// The verdict's severity (its cause's): `error`, `warn`, `info`; absent when healthy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
@@ -179,7 +204,7 @@ pub struct ExecutorStatus {
     pub spark: Option<SparkStatus>,
     /// The driver's own view (its REST API), when read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub driver: Option<ExecutorDriverStatus>,
+    pub driver: Option<ExecutorDriverStatus<'a>>,
 }
 
 /// What Spark did about an ended executor.
@@ -198,7 +223,7 @@ pub struct SparkStatus {
 
 /// Builds the report, the most trouble first (`crate::store::Trouble`); `app` filters by
 /// application id or name.
-pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
+pub fn report<'a>(snap: &'a Snapshot, app: Option<&str>) -> StatusReport<'a> {
     let mut records: Vec<&std::sync::Arc<AppRecord>> = snap
         .apps
         .values()
@@ -230,7 +255,7 @@ pub fn report(snap: &Snapshot, app: Option<&str>) -> StatusReport {
     }
 }
 
-fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
+fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus<'_> {
     AppStatus {
         namespace: a.namespace.clone(),
         app_id: a.app_id.clone(),
@@ -270,22 +295,22 @@ fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
             .values()
             .map(|e| ExecutorStatus {
                 id: e.id,
-                pod: e.pod.name.clone(),
+                pod: &e.pod.name,
                 state: e.state(),
                 created_at: match times::created(e) {
                     (_, Clock::Seen) => None,
-                    (t, _) => Some(model::fmt_time(&t)),
+                    (t, _) => Some(Stamp(t)),
                 },
-                ended_at: times::ended(e).map(|(t, _)| model::fmt_time(&t)),
+                ended_at: times::ended(e).map(|(t, _)| Stamp(t)),
                 ended_at_clock: times::ended(e).map(|(_, c)| c.as_str()),
                 age: times::age(e, now),
                 missing: e.is_missing(),
                 gone: e.verdict.ending.is_gone(),
                 exit_code: e.exit_code(),
-                container_reason: e.container_reason().map(str::to_owned),
-                node: e.pod.node_name.as_deref().map(str::to_owned),
+                container_reason: e.container_reason(),
+                node: e.pod.node_name.as_deref(),
                 findings: e.findings().iter().map(|f| f.code).collect(),
-                summary: e.verdict.cause().map(|f| f.summary.clone()),
+                summary: e.verdict.cause().map(|f| f.summary.as_str()),
                 severity: e.verdict.severity(),
                 witness: e.verdict.cause().map(|f| f.witness.as_str()),
                 reconstructed: e.verdict.cause().is_some_and(|f| f.reconstructed),
@@ -298,9 +323,9 @@ fn app_status(a: &AppRecord, now: Option<Time>) -> AppStatus {
                     note: s.note.clone(),
                 }),
                 driver: e.driver.as_ref().map(|d| ExecutorDriverStatus {
-                    at: model::fmt_time(&d.at),
+                    at: Stamp(d.at),
                     known: d.exec.is_some(),
-                    executor: d.exec.clone(),
+                    executor: d.exec.as_ref(),
                 }),
             })
             .collect(),
@@ -445,7 +470,7 @@ pub fn ready(snap: &Snapshot, driver_api: bool) -> bool {
             }))
 }
 
-impl StatusReport {
+impl StatusReport<'_> {
     /// In the order asked for (`--sort`): trouble is how it is built.
     pub fn sorted(mut self, order: AppOrder) -> Self {
         order.apply(&mut self.apps);

@@ -186,7 +186,7 @@ fn executor_rows(a: &AppStatus, wide: bool) -> Vec<Vec<String>> {
             e.age.clone(),
             e.exit_code
                 .map_or_else(|| "-".to_owned(), |c| c.to_string()),
-            e.container_reason.clone().unwrap_or_else(|| "-".to_owned()),
+            e.container_reason.unwrap_or("-").to_owned(),
             match &e.driver {
                 None => "-",
                 Some(d) => match &d.executor {
@@ -211,11 +211,11 @@ fn executor_rows(a: &AppStatus, wide: bool) -> Vec<Vec<String>> {
                     .collect::<Vec<_>>()
                     .join(",")
             },
-            e.pod.clone(),
+            e.pod.to_owned(),
         ];
         if wide {
-            row.push(e.node.clone().unwrap_or_else(|| "-".to_owned()));
-            row.push(e.summary.clone().unwrap_or_else(|| "-".to_owned()));
+            row.push(e.node.unwrap_or("-").to_owned());
+            row.push(e.summary.unwrap_or("-").to_owned());
         }
         rows.push(row.iter().map(|c| f(c).into_owned()).collect());
     }
