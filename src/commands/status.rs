@@ -102,6 +102,12 @@ fn answer(report: StatusReport, args: &StatusArgs) -> Result<ExitCode, Failure> 
     Ok(exit)
 }
 
+/// The answer given, the store its report borrowed is not freed either (see [`answer`]).
+fn answered(exit: Result<ExitCode, Failure>, store: Store) -> Result<ExitCode, Failure> {
+    std::mem::forget(store);
+    exit
+}
+
 /// The exit status: 3 under `--exit-code` when an executor's verdict is an error.
 fn exit_status(report: &StatusReport, args: &StatusArgs) -> ExitCode {
     if args.exit_code && report.has_errors() {
@@ -132,9 +138,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         let report = status::report(store.view(), args.app.as_deref()).sorted(args.sort);
         warn(&report);
         no_such_app(&report, store.view(), args.app.as_deref(), "the recording")?;
-        let exit = answer(report, &args);
-        std::mem::forget(store);
-        return exit;
+        return answered(answer(report, &args), store);
     }
     let opts = live_args.options();
     super::block_on(async move {
@@ -258,9 +262,7 @@ pub(crate) fn run(live_args: &LiveArgs, args: StatusArgs) -> Result<ExitCode, Fa
         if report.apps.is_empty() {
             scope_check(&conn).await?;
         }
-        let exit = answer(report, &args);
-        std::mem::forget(store);
-        exit
+        answered(answer(report, &args), store)
     })
 }
 

@@ -183,7 +183,9 @@ impl<'de> Deserialize<'de> for Executors {
         impl<'de> serde::de::Visitor<'de> for Visit {
             type Value = Executors;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON array")
+                // serde's own word for a list: the error a body that is no list gets is
+                // the one it always got.
+                f.write_str("a sequence")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -633,6 +635,12 @@ mod tests {
         assert_eq!(
             parse_executors("{}").unwrap_err(),
             "not Spark's executor list: not a JSON array"
+        );
+        // A body cut short that is no list says what serde says of any list read so.
+        assert_eq!(
+            parse_executors(r#"{"kind":"#).unwrap_err(),
+            "not Spark's executor list (invalid type: map, expected a sequence at line 1 \
+             column 0): \"{\\\"kind\\\":\""
         );
     }
 }
