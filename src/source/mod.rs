@@ -332,10 +332,10 @@ impl PresentPod {
         Self {
             // Spark's reading: `EXECID` or anything not a 64-bit integer is no executor id.
             executor_id: m.labels.exec_id.and_then(|v| v.parse().ok()),
-            app_id: m.labels.app_id.as_deref().map(Text::new),
+            app_id: m.labels.app_id.map(Text::from),
             resource_version: m.resource_version.and_then(|r| r.parse().ok()),
             uid: m.uid,
-            namespace: Text::new(m.namespace.as_deref().unwrap_or_default()),
+            namespace: m.namespace.map(Text::from).unwrap_or_default(),
             name: m.name.unwrap_or_default(),
         }
     }

@@ -1,6 +1,6 @@
 //! A pod's labels as one sorted slice: a `BTreeMap` of a Spark executor's dozen labels
 //! (Spark's six, the operator's, the user's) took two or three nodes, about 1.2 KB a pod;
-//! the slice is their size, 32 bytes a label. Read by key (a binary search), in key order.
+//! the slice is their size, 16 bytes a label (two interned handles). Read by key (a binary search), in key order.
 
 use std::fmt;
 
