@@ -65,17 +65,13 @@ impl Store {
         self.snap.full_snapshot_at = Some(at);
         self.snap.list_rv = list_rv;
         // Sorted lists, searched by halves: at 100,000 pods two BTreeSets held 14 MB at the
-        // first view's peak, these 7.
-        let mut present_names: Vec<(&str, &str)> =
+        // first view's peak, these 8.5 (heaptrack).
+        let present_names: Sorted<(&str, &str)> =
             present.iter().map(|p| (p.namespace, p.name)).collect();
-        present_names.sort_unstable();
-        let mut present_ids: Vec<(&str, &str, i64)> = present
+        let present_ids: Sorted<(&str, &str, i64)> = present
             .iter()
             .filter_map(|p| Some((p.namespace, p.app_id?, p.executor_id?)))
             .collect();
-        present_ids.sort_unstable();
-        let present_names = Sorted(present_names);
-        let present_ids = Sorted(present_ids);
         self.withdraw_false_deletions(&present, list_rv, at);
         self.settle_preemptors(at);
         // Finished drivers deleted while no watch said so (not one seen after the LIST).
@@ -229,7 +225,16 @@ impl Store {
 }
 
 /// A sorted list asked whether it holds a value (a set's `contains`, without its nodes).
+/// Collected, it sorts itself.
 struct Sorted<T>(Vec<T>);
+
+impl<T: Ord> FromIterator<T> for Sorted<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        let mut v: Vec<T> = items.into_iter().collect();
+        v.sort_unstable();
+        Self(v)
+    }
+}
 
 impl<T: Ord> Sorted<T> {
     fn contains(&self, x: &T) -> bool {
