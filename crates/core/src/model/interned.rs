@@ -5,8 +5,9 @@
 //! and reasons, container names, quantities). As owned `String`s that was about 2 KB of
 //! heap per pod; interned, each distinct value is held once and a pod holds 8-byte
 //! handles. Values no other pod shares (a termination message) cost one table entry more
-//! than a `String`; the table drops a value when its last handle goes, so a long session
-//! does not accumulate the values of pods long gone.
+//! than a `String`; the table drops a value when its last handle goes (a short one may stay
+//! at hand on a thread a while longer, below), so a long session does not accumulate the
+//! values of pods long gone.
 //!
 //! The interner is `internment`'s `ArcIntern` (reference-counted, a sharded concurrent
 //! table): maintained, and doing exactly this. `Text` wraps it so that hashing and
@@ -16,15 +17,17 @@
 //! It interns `String`s, not `str`s: a handle is then one pointer wide and `Option<Text>`
 //! too (a `str` handle is two, the length beside the pointer). A pod holds some sixty of
 //! them (its labels two apiece, each condition four, each container's names, image and
-//! quantities), 8 bytes saved apiece: about 48 MB at 100,000 executors. The price: a lookup copies
-//! the value into a `String` first (internment finds a `String` by value), a small
-//! allocation freed at once when the value is already held.
+//! quantities), 8 bytes saved apiece: about 48 MB at 100,000 executors. The price: a value
+//! not at hand on the thread (below) is copied into a `String` to be looked up (internment
+//! finds a `String` by value), a small allocation freed at once when the value is held.
 //!
-//! In front of the shared table each thread keeps the values it met lately (a small set
+//! In front of the shared table each thread keeps the short values it met lately (a set
 //! found by a fast hash, cleared when full): the first view of 100,000 executors looks up
 //! some six million values, nearly all repeats, and the shared table's path (a `String`
-//! made, a shard locked, a count changed on a line every thread shares) was a fifth of the
-//! pods' decode. A value found there costs one hash, one comparison and a count.
+//! made, a shard locked, the table searched) was a fifth of the pods' decode. A value found
+//! at hand costs one hash, one comparison and its count (still one every thread shares).
+//! Long values (messages) are never kept at hand: they seldom repeat, and one may carry
+//! what should not outlive its pod.
 
 use std::borrow::Borrow;
 use std::cell::RefCell;
@@ -46,6 +49,11 @@ impl Text {
         seen(s).unwrap_or_else(|| remember(Self(ArcIntern::from_ref(s))))
     }
 
+    /// Kept at hand on a thread when met (see the module's note).
+    fn short(s: &str) -> bool {
+        s.len() <= SHORT
+    }
+
     /// The value.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
@@ -54,8 +62,12 @@ impl Text {
 
 /// How many values a thread keeps at hand (see the module's note): more than the distinct
 /// values a run of pods repeats (executor ids, nodes, images, apps), few enough to be
-/// small (16,384 handles, some 300 KB a thread with the set's table).
+/// small: 16,384 handles of values up to [`SHORT`] bytes, under 2.5 MB a thread with the
+/// values themselves (most of them held by pods anyway) and the set's table.
 const RECENT: usize = 16 * 1024;
+
+/// The longest value kept at hand: names, ids, images, quantities and reasons fit.
+const SHORT: usize = 64;
 
 thread_local! {
     // Seeded per set: the values come from the cluster.
@@ -65,11 +77,17 @@ thread_local! {
 
 /// The handle this thread met lately for `s`, if any.
 fn seen(s: &str) -> Option<Text> {
+    if !Text::short(s) {
+        return None;
+    }
     RECENT_TEXTS.with_borrow(|set| set.get(s).cloned())
 }
 
 /// Keeps `t` at hand on this thread (forgetting all the others when the set is full).
 fn remember(t: Text) -> Text {
+    if !Text::short(&t) {
+        return t;
+    }
     RECENT_TEXTS.with_borrow_mut(|set| {
         if set.len() >= RECENT {
             set.clear();
@@ -206,9 +224,9 @@ impl Serialize for Text {
     }
 }
 
-/// Reads a string as it comes: one borrowed from the input is looked up as it is (a
-/// `String` is made only for a value this thread has not met lately), one the reader had to
-/// build (escapes) is moved in.
+/// Reads a string as the reader hands it: a `&str` (serde_json's, escapes and all) is looked
+/// up as it is, a `String` is made only for a value not at hand on this thread; an owned
+/// `String` (from a `serde_json::Value`) is moved in.
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_string(TextVisitor)
@@ -274,6 +292,31 @@ mod tests {
         let (len, both) =
             RECENT_TEXTS.with_borrow(|s| (s.len(), s.contains("exec-7") && s.contains("3")));
         assert!(len < 100 && both, "{len} at hand");
+        // A long value is interned but never kept at hand.
+        let long = "x".repeat(SHORT + 1);
+        assert!(std::ptr::eq(
+            Text::new(&long).as_str(),
+            Text::new(&long).as_str()
+        ));
+        assert!(!RECENT_TEXTS.with_borrow(|s| s.contains(long.as_str())));
+    }
+
+    #[test]
+    fn every_way_a_reader_hands_a_string_reads_the_one_value() {
+        let plain = Text::new("spark-kubernetes-executor");
+        let owned: Text =
+            serde_json::from_value(serde_json::json!("spark-kubernetes-executor")).expect("reads");
+        let escaped: Text = serde_json::from_str(r#""spark-kubernetes-executor""#).expect("reads");
+        let bytes: Text =
+            serde::de::Deserialize::deserialize(serde::de::value::BytesDeserializer::<
+                serde_json::Error,
+            >::new(b"spark-kubernetes-executor"))
+            .expect("reads");
+        for t in [&owned, &escaped, &bytes] {
+            assert!(std::ptr::eq(t.as_str(), plain.as_str()));
+        }
+        let err = serde_json::from_str::<Text>("3").expect_err("a number is no string");
+        assert!(err.to_string().contains("expected a string"), "{err}");
     }
 
     #[test]
