@@ -16,6 +16,7 @@ mod writes;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use chrono::{DateTime, Utc};
 pub use objects::{
     Change, ChangeType, DeleteOptions, Deleted, INDEXED, Obj, Page, Query, Resource, pod_requests,
 };
@@ -35,6 +36,9 @@ struct Inner {
     /// The RV before which history was dropped: resumes from older RVs get 410.
     compacted_rv: u64,
     uid_counter: u64,
+    /// The earliest last time of an event written since the expiry last asked
+    /// ([`ObjectStore::take_oldest_event_write`]): a client may write one already old.
+    oldest_event_write: Option<DateTime<Utc>>,
 }
 
 impl Inner {
@@ -80,6 +84,7 @@ impl ObjectStore {
                 history: VecDeque::new(),
                 compacted_rv: 1,
                 uid_counter: 0,
+                oldest_event_write: None,
             }),
             tx,
             clock,
@@ -263,6 +268,12 @@ impl ObjectStore {
         let rv = inner.rv;
         value["metadata"]["resourceVersion"] = Value::String(rv.to_string());
         let obj = Obj::new(value);
+        if resource == Resource::Events
+            && change != ChangeType::Deleted
+            && let Some(last) = obj.event_last_time()
+        {
+            inner.oldest_event_write = Some(inner.oldest_event_write.map_or(last, |o| o.min(last)));
+        }
         let key = (obj.namespace().to_owned(), obj.name().to_owned());
         let map = inner.objects.entry(resource).or_default();
         if change == ChangeType::Deleted {
@@ -285,6 +296,12 @@ impl ObjectStore {
         }
         let _ = self.tx.send(c);
         obj
+    }
+
+    /// The earliest last time of the events written since the last call (by the control
+    /// plane or a client), and forgets it.
+    pub fn take_oldest_event_write(&self) -> Option<DateTime<Utc>> {
+        self.lock().oldest_event_write.take()
     }
 
     /// Forgets all history: every resume after this gets 410 (the `expire-watches` fault).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::model::quantity;
@@ -99,6 +100,14 @@ impl Obj {
         field_id(pointer)
             .and_then(|id| self.index.field(id))
             .unwrap_or_default()
+    }
+
+    /// An event's last occurrence (`lastTimestamp`, else `eventTime`), when readable.
+    pub fn event_last_time(&self) -> Option<DateTime<Utc>> {
+        let last = Some(self.field("/lastTimestamp"))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.field("/eventTime"));
+        DateTime::parse_from_rfc3339(last).ok().map(|t| t.to_utc())
     }
 
     /// A pod's `spec.nodeName` ("" when unscheduled).
