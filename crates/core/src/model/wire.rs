@@ -26,7 +26,50 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> R
 
 /// An RFC 3339 time; unreadable or absent = `None`.
 fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.and_then(|s| parse_time(&s)))
+    read_str(d, parse_time)
+}
+
+/// A string (or `null`: the default) read for `f` as the reader hands it, never copied:
+/// a pod has a dozen times and twenty env names, and at 100,000 pods a `String` apiece
+/// was millions of allocations for values only parsed or compared.
+fn read_str<'de, D: Deserializer<'de>, T: Default>(
+    d: D,
+    f: impl FnOnce(&str) -> T,
+) -> Result<T, D::Error> {
+    struct ReadStr<F>(F);
+    impl<'de, T: Default, F: FnOnce(&str) -> T> serde::de::Visitor<'de> for ReadStr<F> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            Ok((self.0)(v))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+    d.deserialize_option(ReadStr(f))
+}
+
+/// Whether a container's `env` names `SPARK_EXECUTOR_ID` (the one name read).
+fn sets_executor_id<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    struct Var {
+        #[serde(default, deserialize_with = "is_executor_id")]
+        name: bool,
+    }
+    fn is_executor_id<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        read_str(d, |s| s == "SPARK_EXECUTOR_ID")
+    }
+    let vars: Option<Vec<Var>> = Option::deserialize(d)?;
+    Ok(vars.into_iter().flatten().any(|v| v.name))
 }
 
 pub(super) fn parse_time(s: &str) -> Option<Time> {
@@ -130,9 +173,10 @@ pub struct WireContainer {
     pub image: Option<Text>,
     #[serde(deserialize_with = "nullable")]
     pub resources: WireResources,
-    /// Only the names: values (secrets among them) are skipped unread.
-    #[serde(deserialize_with = "nullable")]
-    pub env: Vec<WireName>,
+    /// Whether `env` names `SPARK_EXECUTOR_ID`: values (secrets among them) are skipped
+    /// unread, and no name is kept.
+    #[serde(rename = "env", deserialize_with = "sets_executor_id")]
+    pub runs_executor: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -423,5 +467,54 @@ impl<'de> serde::de::Visitor<'de> for SparkLabelsVisitor {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn container(env: serde_json::Value) -> serde_json::Result<WireContainer> {
+        serde_json::from_value(serde_json::json!({"name": "c", "env": env}))
+    }
+
+    #[test]
+    fn env_is_read_for_the_executor_id_name_alone() {
+        let runs = |env| container(env).expect("reads").runs_executor;
+        assert!(runs(serde_json::json!([
+            {"name": "SPARK_USER", "value": "x"},
+            {"name": "SPARK_EXECUTOR_ID", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},
+        ])));
+        let escaped: WireContainer =
+            serde_json::from_str(r#"{"env": [{"name": "SPARK_EXECUTOR\u005fID"}]}"#)
+                .expect("reads");
+        assert!(escaped.runs_executor);
+        assert!(!runs(serde_json::json!(null)));
+        assert!(!runs(
+            serde_json::json!([{"name": null}, {"value": "SPARK_EXECUTOR_ID"}])
+        ));
+        assert!(!runs(serde_json::json!([{"name": "SPARK_EXECUTOR_IDS"}])));
+        let err = container(serde_json::json!([{"name": 3}])).expect_err("a number is no name");
+        assert!(err.to_string().contains("expected a string"), "{err}");
+    }
+
+    #[test]
+    fn a_time_reads_from_the_text_or_is_absent() {
+        let at = |v: serde_json::Value| {
+            serde_json::from_value::<WireCondition>(serde_json::json!({"lastTransitionTime": v}))
+                .expect("reads")
+                .last_transition_time
+        };
+        assert_eq!(
+            at(serde_json::json!("2026-12-07T23:00:00Z")),
+            parse_time("2026-12-07T23:00:00Z")
+        );
+        assert!(at(serde_json::json!("2026-12-07T23:00:00Z")).is_some());
+        assert_eq!(at(serde_json::json!(null)), None);
+        assert_eq!(at(serde_json::json!("yesterday")), None);
+        assert!(
+            serde_json::from_value::<WireCondition>(serde_json::json!({"lastTransitionTime": 3}))
+                .is_err()
+        );
     }
 }

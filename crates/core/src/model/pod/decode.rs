@@ -196,7 +196,7 @@ impl From<WireContainer> for ContainerSpec {
             memory: q.memory,
         };
         Self {
-            runs_executor: c.env.iter().any(|e| e.name == "SPARK_EXECUTOR_ID"),
+            runs_executor: c.runs_executor,
             name: c.name,
             image: c.image,
             requests: pick(c.resources.requests),
