@@ -26,8 +26,9 @@
 //! some six million values, nearly all repeats, and the shared table's path (a `String`
 //! made, a shard locked, the table searched) was a fifth of the pods' decode. A value found
 //! at hand costs one hash, one comparison and its count (still one every thread shares).
-//! Long values (messages) are never kept at hand: they seldom repeat, and one may carry
-//! what should not outlive its pod.
+//! Long values (most messages) are never kept at hand: they seldom repeat. A short one is
+//! held on a thread until the thread has met 16,384 other short values; it is held, as
+//! every value is, only in memory.
 
 use std::borrow::Borrow;
 use std::cell::RefCell;
@@ -62,12 +63,13 @@ impl Text {
 
 /// How many values a thread keeps at hand (see the module's note): more than the distinct
 /// values a run of pods repeats (executor ids, nodes, images, apps), few enough to be
-/// small: 16,384 handles of values up to [`SHORT`] bytes, under 2.5 MB a thread with the
+/// small: 16,384 handles of values up to [`SHORT`] bytes, under 4 MB a thread with the
 /// values themselves (most of them held by pods anyway) and the set's table.
 const RECENT: usize = 16 * 1024;
 
-/// The longest value kept at hand: names, ids, images, quantities and reasons fit.
-const SHORT: usize = 64;
+/// The longest value kept at hand: names, ids, quantities, reasons and images (a registry
+/// host, a path and a tag, or a `@sha256:` digest of 71 characters) fit.
+const SHORT: usize = 128;
 
 thread_local! {
     // Seeded per set: the values come from the cluster.
@@ -306,7 +308,8 @@ mod tests {
         let plain = Text::new("spark-kubernetes-executor");
         let owned: Text =
             serde_json::from_value(serde_json::json!("spark-kubernetes-executor")).expect("reads");
-        let escaped: Text = serde_json::from_str(r#""spark-kubernetes-executor""#).expect("reads");
+        let escaped: Text =
+            serde_json::from_str(r#""spark-kubernetes-\u0065xecutor""#).expect("reads");
         let bytes: Text =
             serde::de::Deserialize::deserialize(serde::de::value::BytesDeserializer::<
                 serde_json::Error,

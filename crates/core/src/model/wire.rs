@@ -490,6 +490,8 @@ mod tests {
                 .expect("reads");
         assert!(escaped.runs_executor);
         assert!(!runs(serde_json::json!(null)));
+        let bare: WireContainer = serde_json::from_str(r#"{"name": "c"}"#).expect("reads");
+        assert!(!bare.runs_executor);
         assert!(!runs(
             serde_json::json!([{"name": null}, {"value": "SPARK_EXECUTOR_ID"}])
         ));
@@ -511,6 +513,8 @@ mod tests {
         );
         assert!(at(serde_json::json!("2026-12-07T23:00:00Z")).is_some());
         assert_eq!(at(serde_json::json!(null)), None);
+        let absent: WireCondition = serde_json::from_str(r#"{"type": "Ready"}"#).expect("reads");
+        assert_eq!(absent.last_transition_time, None);
         assert_eq!(at(serde_json::json!("yesterday")), None);
         assert!(
             serde_json::from_value::<WireCondition>(serde_json::json!({"lastTransitionTime": 3}))
