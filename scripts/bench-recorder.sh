@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures for the flight recorder (docs/flight-recorder.md, "Sizing"): `record DIR --rotate 1h`
-# against the simulator's `scale` scenario (EXECUTORS over 10 apps, CHURN executors dying and
+# against the simulator's `scale` scenario (EXECUTORS over APPS apps, CHURN executors dying and
 # replaced per second). After a 60 s warm-up (the first LIST and the opening keyframe), for
 # SECONDS it measures the recorder's CPU (utime+stime, % of one core), its peak RSS, and the
 # bytes the directory grows by (zstd-compressed segments), then extrapolates per hour, per
@@ -18,10 +18,12 @@ n=${1:-10000}
 secs=${2:-600}
 churn=${3:-5}
 apps=${APPS:-10}
+per=$((n / apps))
+n=$((per * apps))
 cargo build --release --quiet
 port=$((20000 + RANDOM % 20000))
 dir=$(mktemp -d)
-target/release/spark-triage sim --scenario scale --apps "$apps" --executors $((n / apps)) --churn "$churn" \
+target/release/spark-triage sim --scenario scale --apps "$apps" --executors "$per" --churn "$churn" \
     --listen "127.0.0.1:$port" --kubeconfig-out "$dir/kc" >"$dir/sim.log" 2>&1 &
 sim=$!
 rec=
